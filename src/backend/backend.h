@@ -1,0 +1,192 @@
+// The op contract every backend implements: the ops the Gemma 4 forward pass and the MTP
+// drafter need, on f32 activations in the backend's memory and weights of any ggml type.
+//
+// Notation: a Mat is row-major, [rows, cols] with `stride` elements between rows, so a
+// column block of a wider matrix is a Mat too. Every pointer an op takes (Mat data, index
+// arrays, norm weights) is backend memory. Ops are enqueued in call order on the backend's
+// single stream; the CPU backend runs them at once. Host <-> backend copies are explicit.
+// No op allocates: buffers are planned once, so a step can be replayed as a CUDA graph.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/ggml_type.h"
+#include "core/status.h"
+
+namespace gs {
+
+enum class BackendKind { kCpu, kCuda };
+const char* backend_kind_name(BackendKind kind);
+
+// f32 matrix view in backend memory.
+struct Mat {
+  float* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;  // elements between consecutive rows (>= cols)
+
+  static Mat of(float* data, int64_t rows, int64_t cols) { return {data, rows, cols, cols}; }
+  float* row(int64_t r) const { return data + r * stride; }
+  // Rows [r0, r0 + n).
+  Mat slice_rows(int64_t r0, int64_t n) const { return {data + r0 * stride, n, cols, stride}; }
+  // Columns [c0, c0 + n) of every row.
+  Mat slice_cols(int64_t c0, int64_t n) const { return {data + c0, rows, n, stride}; }
+};
+
+// A weight matrix uploaded to the backend: n_out rows of n_in elements of `type` (GGUF
+// ne = [n_in, n_out]); y = W x means y[o] = sum_i W[o][i] x[i]. 1-D tensors have n_out = 1.
+struct Weight {
+  const void* data = nullptr;
+  GgmlType type = GgmlType::F32;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  size_t row_bytes = 0;
+  const void* impl = nullptr;  // backend-private (e.g. a repacked copy); may be null
+};
+
+// One layer's KV storage: K and V pools of [n_slots, n_head_kv, head_dim] elements of
+// `type` (F32 or F16), row (slot) after row.
+struct KvLayerView {
+  void* k = nullptr;
+  void* v = nullptr;
+  GgmlType type = GgmlType::F16;
+  int n_head_kv = 0;
+  int head_dim = 0;
+  int64_t n_slots = 0;
+};
+
+// Where a sequence's positions live in a pool: position p of the sequence in page-table row
+// s is slot  pages[s * max_pages + (p / page_size) % wrap] * page_size + p % page_size,
+// with wrap = wrap_pages when > 0 (a ring, for sliding layers) and max_pages otherwise.
+struct PageTableView {
+  const int32_t* pages = nullptr;  // [n_rows, max_pages]
+  int max_pages = 0;
+  int page_size = 0;
+  int wrap_pages = 0;
+};
+
+// Scaled dot-product attention of each query row over the keys of its own sequence whose
+// positions are in [kv_lo[t], kv_hi[t]] (inclusive; none when kv_hi < kv_lo, giving zeros):
+//   out_h = sum_k softmax_k(scale * q_h . K_j[k]) V_j[k],  j = h / (n_head / n_head_kv).
+// Softmax in f32 with max subtraction. Gemma 4 uses scale = 1 and no attention softcap.
+struct AttentionArgs {
+  Mat q;    // [n_tokens, n_head * head_dim]
+  Mat out;  // [n_tokens, n_head * head_dim]
+  int n_head = 0;
+  int head_dim = 0;
+  float scale = 1.0f;
+  KvLayerView kv;
+  PageTableView pages;
+  const int32_t* tok_seq = nullptr;  // [n_tokens] page-table row of each query
+  const int32_t* kv_lo = nullptr;    // [n_tokens]
+  const int32_t* kv_hi = nullptr;    // [n_tokens]
+  int max_kv_len = 0;                // an upper bound of kv_hi - kv_lo + 1 (a sizing hint)
+};
+
+// NEOX-ordered rotary embedding (spec §3.1.3, YaRN per §6.2). Pairs (i, i + n_dims/2) of
+// each head of head_dim elements rotate by  pos * theta^(-2i/n_dims) / freq_factors[i];
+// elements at or past n_dims are unchanged.
+struct RopeArgs {
+  int head_dim = 0;
+  int n_dims = 0;
+  float theta = 10000.0f;
+  const float* freq_factors = nullptr;  // [n_dims / 2] or null
+  // YaRN (ggml semantics): with ext_factor == 0 and freq_scale == 1 this is plain RoPE.
+  float freq_scale = 1.0f;
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float corr_lo = 0.0f;  // ggml_rope_yarn_corr_dims, computed by the caller
+  float corr_hi = 0.0f;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendKind kind() const = 0;
+  virtual std::string description() const = 0;  // e.g. "cpu (16 threads)", "NVIDIA H200"
+
+  // ---- memory -------------------------------------------------------------------------
+  // Errors: kResourceExhausted when the device is out of memory.
+  virtual Result<void*> alloc(size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual Status upload(void* dst, const void* src_host, size_t bytes) = 0;
+  virtual Status download(void* dst_host, const void* src, size_t bytes) = 0;
+  virtual Status memset_zero(void* dst, size_t bytes) = 0;
+  // Waits for every enqueued op; reports an asynchronous failure.
+  virtual Status synchronize() = 0;
+  // Bytes of device memory in use by this backend (weights + buffers).
+  virtual size_t bytes_in_use() const = 0;
+
+  // Makes `host` (n_out rows of n_in elements of `type`, as in the GGUF) usable by the ops.
+  // The host bytes must stay valid for the backend's lifetime (they may be used in place).
+  // Errors: kUnimplemented for a type the backend cannot multiply.
+  virtual Result<Weight> upload_weight(const void* host, GgmlType type, int64_t n_in, int64_t n_out) = 0;
+
+  // ---- ops ------------------------------------------------------------------------------
+  // out[r] = table[ids[r]] * scale   (table: [n_vocab, n_embd] of any type; out [n, n_embd])
+  virtual void embed(const Weight& table, const int32_t* ids, float scale, Mat out) = 0;
+  // y = x W^T: x [n, n_in], y [n, n_out], f32 accumulation.
+  virtual void matmul(const Weight& w, Mat x, Mat y) = 0;
+  // RMS norm of each group of `group` consecutive elements of every row (cols % group == 0):
+  //   out = g * x / sqrt(mean(x^2) + eps); g = weight[0..group) or 1 when weight is null.
+  // out may alias x.
+  virtual void rms_norm(Mat x, const float* weight, int64_t group, float eps, Mat out) = 0;
+  // In place: every head (head_dim elements) of row r rotated to position pos[r].
+  virtual void rope(Mat x, const int32_t* pos, const RopeArgs& args) = 0;
+  // out = gelu_tanh(gate) * up  (spec §3.1.2); out may alias gate or up.
+  virtual void gelu_mul(Mat gate, Mat up, Mat out) = 0;
+  // out = a + b (out may alias a or b).
+  virtual void add(Mat a, Mat b, Mat out) = 0;
+  // x *= s, in place.
+  virtual void scale(Mat x, float s) = 0;
+  // x = cap * tanh(x / cap), in place.
+  virtual void softcap(Mat x, float cap) = 0;
+  // dst[i] = src[rows[i]]  (n = dst.rows).
+  virtual void gather_rows(Mat src, const int32_t* rows, Mat dst) = 0;
+  // dst = src (same shape).
+  virtual void copy(Mat src, Mat dst) = 0;
+  // Writes row t of k and v ([n_tokens, n_head_kv * head_dim]) to slot slots[t] of the pools.
+  virtual void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) = 0;
+  virtual void attention(const AttentionArgs& args) = 0;
+  // Copies slots src_slots[i] -> dst_slots[i] (n entries) of one layer's K and V pools.
+  virtual void kv_copy_slots(const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots, int n) = 0;
+
+  // Runs `record` (op calls on fixed buffers). A backend that supports it may capture the
+  // sequence once per `key` and replay it afterwards; the caller guarantees that every
+  // pointer and shape inside is the same for the same key. Default: just run it.
+  virtual void run_step(uint64_t key, const std::function<void()>& record) { record(); }
+  virtual void invalidate_steps() {}
+};
+
+// Owns one allocation of a backend.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static Result<DeviceBuffer> make(Backend& backend, size_t bytes);
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { reset(); }
+  void reset();
+
+  void* data() const { return p_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(p_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  Backend* backend_ = nullptr;
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// YaRN correction dims (ggml_rope_yarn_corr_dims; spec §6.2) for RopeArgs::corr_lo/hi.
+void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float theta, float beta_fast, float beta_slow,
+                         float* lo, float* hi);
+
+}  // namespace gs

@@ -1,0 +1,130 @@
+// The engine's public face: typed generation requests in, token events out. This is the
+// boundary between the server (HTTP, JSON, text) and the scheduler that owns the model.
+// Token ids only cross it: the server tokenizes, renders chat, detokenizes and parses.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gs {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy
+  float top_p = 1.0f;        // 1 = off
+  int32_t top_k = 0;         // 0 = off
+  float min_p = 0.0f;        // 0 = off
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;  // 1 = off (llama.cpp's repeat_penalty)
+  bool has_seed = false;
+  uint64_t seed = 0;
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, BOS included when the model wants it
+  int32_t max_tokens = -1;      // -1: until end of generation or the context is full
+  SamplingParams sampling;
+  int32_t n_logprobs = -1;      // -1: no logprobs; 0..20: the chosen token's plus that many top
+  bool speculative = true;      // use the MTP drafter when one is loaded
+  int32_t draft_max = -1;       // -1: the server's default
+  // Extra end-of-generation token ids beyond the model's own.
+  std::vector<int32_t> extra_eog;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct GeneratedToken {
+  int32_t id = 0;
+  float logprob = 0.0f;             // under the request's sampling distribution's source logits
+  std::vector<TokenLogprob> top;    // n_logprobs alternatives, most likely first
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason reason);
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;      // prompt tokens reused from the cache
+  int32_t completion_tokens = 0;
+  int32_t drafted_tokens = 0;
+  int32_t accepted_tokens = 0;
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  double queue_ms = 0;
+};
+
+struct StreamEvent {
+  enum class Kind { kTokens, kDone, kError };
+  Kind kind = Kind::kTokens;
+  std::vector<GeneratedToken> tokens;  // kTokens: one or more (a speculative round may add several)
+  FinishReason finish = FinishReason::kStop;  // kDone
+  Usage usage;                                // kDone
+  Status error;                               // kError (the stream ends after it)
+};
+
+// One submitted request, consumed by exactly one thread.
+class RequestStream {
+ public:
+  virtual ~RequestStream() = default;
+  // Waits up to `timeout` for the next event; false on timeout. After kDone or kError no
+  // more events come.
+  virtual bool next(StreamEvent* event, std::chrono::milliseconds timeout) = 0;
+  // Asks the engine to stop this request; it finishes with kCancelled within one step.
+  // Safe to call from any thread, any number of times.
+  virtual void cancel() = 0;
+};
+
+struct EngineInfo {
+  std::string model_name;
+  std::string backend;  // "cpu (8 threads)", "cuda: NVIDIA H200"
+  int32_t n_ctx = 0;    // tokens per sequence
+  int32_t n_vocab = 0;
+  int32_t n_slots = 0;
+  bool has_drafter = false;
+  int32_t draft_max = 0;
+  std::vector<int32_t> eog_tokens;
+};
+
+// Counters and gauges for /metrics (monotonic counters never decrease).
+struct EngineMetrics {
+  uint64_t requests_total = 0;
+  uint64_t requests_cancelled_total = 0;
+  uint64_t prompt_tokens_total = 0;
+  uint64_t generated_tokens_total = 0;
+  uint64_t prefill_tokens_total = 0;
+  uint64_t decode_tokens_total = 0;
+  double prefill_seconds_total = 0;
+  double decode_seconds_total = 0;
+  int32_t queue_length = 0;
+  int32_t busy_slots = 0;
+  int32_t n_slots = 0;
+  int64_t kv_cells_used = 0;
+  int64_t kv_cells_total = 0;
+  uint64_t drafted_total = 0;
+  uint64_t accepted_total = 0;
+  std::vector<uint64_t> drafted_by_position;   // index i: drafts at position i+1 of a round
+  std::vector<uint64_t> accepted_by_position;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Queues a request. Errors: kInvalidArgument (empty prompt, bad token id), kOutOfRange
+  // (prompt longer than the context: the message gives both numbers), kResourceExhausted
+  // (queue full), kUnavailable (shutting down).
+  virtual Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) = 0;
+  virtual EngineInfo info() const = 0;
+  virtual EngineMetrics metrics() const = 0;
+  // Stops accepting requests, cancels the running ones and joins the loop thread.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace gs
