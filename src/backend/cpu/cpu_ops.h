@@ -1,0 +1,51 @@
+// The CPU backend's op kernels as free functions over a thread pool (one file per op family).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+
+namespace gs::cpu {
+
+// f32 dot product with 8 independent accumulators (order fixed: the result of one row never
+// depends on how many rows are in the batch).
+inline float dot_f32(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+  }
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Slot of position `pos` of page-table row `row` (backend.h, PageTableView).
+inline int64_t page_slot(const PageTableView& pt, int32_t row, int64_t pos) {
+  const int64_t wrap = pt.wrap_pages > 0 ? pt.wrap_pages : pt.max_pages;
+  const int64_t page = pt.pages[static_cast<int64_t>(row) * pt.max_pages + (pos / pt.page_size) % wrap];
+  return page * pt.page_size + pos % pt.page_size;
+}
+
+// cpu_matmul.cpp
+void matmul(ThreadPool& pool, const Weight& w, Mat x, Mat y);
+void embed(ThreadPool& pool, const Weight& table, const int32_t* ids, float scale, Mat out);
+
+// cpu_elementwise.cpp
+void rms_norm(ThreadPool& pool, Mat x, const float* weight, int64_t group, float eps, Mat out);
+void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& args);
+void gelu_mul(ThreadPool& pool, Mat gate, Mat up, Mat out);
+void add(ThreadPool& pool, Mat a, Mat b, Mat out);
+void scale(ThreadPool& pool, Mat x, float s);
+void softcap(ThreadPool& pool, Mat x, float cap);
+void gather_rows(ThreadPool& pool, Mat src, const int32_t* rows, Mat dst);
+void copy(ThreadPool& pool, Mat src, Mat dst);
+
+// cpu_attention.cpp
+void kv_store(ThreadPool& pool, Mat k, Mat v, const KvLayerView& kv, const int32_t* slots);
+void attention(ThreadPool& pool, const AttentionArgs& args);
+void kv_copy_slots(ThreadPool& pool, const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots,
+                   int n);
+
+}  // namespace gs::cpu
