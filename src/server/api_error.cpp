@@ -12,6 +12,10 @@ nlohmann::json ApiError::to_json() const {
   return nlohmann::json{{"error", std::move(err)}};
 }
 
+std::string ApiError::body() const {
+  return to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 ApiError bad_request(std::string message, std::string param, std::string code) {
   ApiError e;
   e.http_status = 400;

@@ -19,7 +19,8 @@ struct ApiError {
   nlohmann::json extra = nlohmann::json::object();  // more fields inside "error"
 
   nlohmann::json to_json() const;
-  std::string body() const { return to_json().dump(); }
+  // JSON text; invalid UTF-8 quoted from the input becomes U+FFFD instead of throwing.
+  std::string body() const;
 };
 
 ApiError bad_request(std::string message, std::string param = "", std::string code = "invalid_value");
