@@ -69,7 +69,7 @@ Result<std::unique_ptr<Gemma4Forward>> Gemma4Forward::create(std::shared_ptr<con
   return f;
 }
 
-Status Gemma4Forward::run(const StepBatch& batch, const KvCacheBinding& kv) {
+Status Gemma4Forward::run(const ForwardBatch& batch, const KvCacheBinding& kv) {
   const Gemma4Config& c = model_->config();
   const size_t n = batch.tokens.size();
   const size_t n_out = batch.output_rows.size();

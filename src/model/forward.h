@@ -19,7 +19,7 @@
 
 namespace gs {
 
-struct StepBatch {
+struct ForwardBatch {
   std::span<const int32_t> tokens;     // [n] token ids
   std::span<const int32_t> positions;  // [n] absolute positions (RoPE, masks, cache slots)
   std::span<const int32_t> seq_rows;   // [n] page-table row of each token's sequence
@@ -42,7 +42,7 @@ class Gemma4Forward {
   // layers [0, p]. Errors (nothing is run): kInvalidArgument for sizes beyond the plan, a
   // token id outside the vocabulary, a negative position or a bad row; kFailedPrecondition
   // for a position without a slot.
-  Status run(const StepBatch& batch, const KvCacheBinding& kv);
+  Status run(const ForwardBatch& batch, const KvCacheBinding& kv);
 
   // Results of the last run, in backend memory (valid until the next run):
   Mat logits() const { return logits_.slice_rows(0, n_outputs_); }  // [n_outputs, n_vocab], softcapped

@@ -97,7 +97,7 @@ Status ModelRunner::run_pass(std::span<const Token> pass) {
   }
   GS_RETURN_IF_ERROR(kv_->sync());
   const size_t n = pass.size();
-  StepBatch batch{{tokens_.data(), n}, {positions_.data(), n}, {rows_.data(), n}, {out_rows_.data(), static_cast<size_t>(k)}};
+  ForwardBatch batch{{tokens_.data(), n}, {positions_.data(), n}, {rows_.data(), n}, {out_rows_.data(), static_cast<size_t>(k)}};
   GS_RETURN_IF_ERROR(forward_->run(batch, kv_->binding()));
   if (k > 0) {
     Backend& b = model_->backend();
