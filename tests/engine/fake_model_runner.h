@@ -3,6 +3,7 @@
 // step is recorded so tests can check batching.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -18,7 +19,8 @@ namespace gs::test {
 
 class FakeModelRunner : public ModelRunner {
  public:
-  using NextToken = std::function<int32_t(const std::vector<int32_t>& history)>;
+  // The next token given everything in the sequence so far and the prompt's length.
+  using NextToken = std::function<int32_t(const std::vector<int32_t>& history, size_t n_prompt)>;
 
   struct Options {
     int32_t n_slots = 4;
@@ -45,7 +47,7 @@ class FakeModelRunner : public ModelRunner {
   }
 
   // 10 + a hash of the last three tokens and the length: deterministic, never 0..9.
-  static int32_t default_next(const std::vector<int32_t>& h) {
+  static int32_t default_next(const std::vector<int32_t>& h, size_t) {
     uint32_t x = static_cast<uint32_t>(h.size()) * 2654435761u;
     for (size_t i = h.size() >= 3 ? h.size() - 3 : 0; i < h.size(); ++i) x = (x ^ static_cast<uint32_t>(h[i])) * 16777619u;
     return 10 + static_cast<int32_t>(x % 80u);
@@ -95,7 +97,8 @@ class FakeModelRunner : public ModelRunner {
       SlotOutput out;
       out.slot = p.slot;
       if (p.last) {
-        s.pending = o_.next(s.history);
+        s.n_prompt = s.history.size();
+        s.pending = o_.next(s.history, s.n_prompt);
         out.tokens.push_back(make_token(s, s.pending));
       }
       outs.push_back(std::move(out));
@@ -115,7 +118,7 @@ class FakeModelRunner : public ModelRunner {
       }
       for (int32_t i = 0; i < n_out; ++i) {
         s.history.push_back(s.pending);
-        s.pending = o_.next(s.history);
+        s.pending = o_.next(s.history, s.n_prompt);
         out.tokens.push_back(make_token(s, s.pending));
       }
       outs.push_back(std::move(out));
@@ -164,8 +167,9 @@ class FakeModelRunner : public ModelRunner {
   // The tokens a sequence with this prompt would produce (greedy, alone), up to n or EOG.
   std::vector<int32_t> expected(std::vector<int32_t> history, int n) const {
     std::vector<int32_t> out;
+    const size_t n_prompt = history.size();
     for (int i = 0; i < n; ++i) {
-      int32_t t = o_.next(history);
+      int32_t t = o_.next(history, n_prompt);
       if (std::find(o_.eog.begin(), o_.eog.end(), t) != o_.eog.end()) break;
       out.push_back(t);
       history.push_back(t);
@@ -178,6 +182,7 @@ class FakeModelRunner : public ModelRunner {
     bool in_use = false;
     SequenceSetup setup;
     std::vector<int32_t> history;  // tokens in the "cache"
+    size_t n_prompt = 0;
     int32_t pending = -1;
   };
 

@@ -96,7 +96,7 @@ TEST(Scheduler, GeneratesMaxTokensThenLength) {
 
 TEST(Scheduler, StopsAtEndOfGenerationWithoutEmittingIt) {
   FakeModelRunner::Options o;
-  o.next = [](const std::vector<int32_t>& h) { return h.size() >= 15 ? 1 : 20 + static_cast<int32_t>(h.size()); };
+  o.next = [](const std::vector<int32_t>& h, size_t) { return h.size() >= 15 ? 1 : 20 + static_cast<int32_t>(h.size()); };
   Fixture f(o);
   auto stream = f.engine->submit(make_request(prompt_of(10), 100));
   ASSERT_TRUE(stream.ok());
@@ -109,7 +109,7 @@ TEST(Scheduler, StopsAtEndOfGenerationWithoutEmittingIt) {
 
 TEST(Scheduler, ExtraEndOfGenerationTokens) {
   FakeModelRunner::Options o;
-  o.next = [](const std::vector<int32_t>& h) { return 20 + static_cast<int32_t>(h.size()); };
+  o.next = [](const std::vector<int32_t>& h, size_t) { return 20 + static_cast<int32_t>(h.size()); };
   Fixture f(o);
   auto r = make_request(prompt_of(10), 100);
   r.extra_eog = {33};
