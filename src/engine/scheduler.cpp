@@ -17,7 +17,7 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
 
 }  // namespace
 
-Scheduler::Scheduler(std::unique_ptr<ModelRunner> runner, SchedulerOptions options)
+Scheduler::Scheduler(std::unique_ptr<SlotRunner> runner, SchedulerOptions options)
     : runner_(std::move(runner)), options_(options), shared_(std::make_shared<Shared>()) {
   runner_info_ = runner_->info();
   slot_used_.assign(static_cast<size_t>(std::max(runner_info_.n_slots, 0)), false);

@@ -1,4 +1,4 @@
-// The engine: one loop thread that owns a ModelRunner and runs steps over all active
+// The engine: one loop thread that owns a SlotRunner and runs steps over all active
 // sequences (continuous batching: prefill chunks and decode/verify rows in one step), a
 // bounded admission queue, cancellation honoured at the next step, and metrics.
 #pragma once
@@ -13,7 +13,7 @@
 
 #include "engine/engine.h"
 #include "engine/event_channel.h"
-#include "engine/model_runner.h"
+#include "engine/slot_runner.h"
 
 namespace gs {
 
@@ -24,7 +24,7 @@ struct SchedulerOptions {
 class Scheduler final : public Engine {
  public:
   // Starts the loop thread; the scheduler owns the runner from here on.
-  Scheduler(std::unique_ptr<ModelRunner> runner, SchedulerOptions options);
+  Scheduler(std::unique_ptr<SlotRunner> runner, SchedulerOptions options);
   ~Scheduler() override;
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -76,7 +76,7 @@ class Scheduler final : public Engine {
   bool is_eog(const Sequence& seq, int32_t token) const;
   int32_t completion_limit(const Sequence& seq) const;
 
-  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<SlotRunner> runner_;
   RunnerInfo runner_info_;
   SchedulerOptions options_;
   std::shared_ptr<Shared> shared_;

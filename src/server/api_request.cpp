@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "server/json_input.h"
+#include "text/chat_json.h"
 
 namespace gs::server {
 
@@ -29,94 +30,47 @@ bool valid_function_name(const std::string& name) {
   return true;
 }
 
-// OpenAI content: a string, or an array of parts ({"type":"text","text":...}). Only text
-// parts are accepted: this server has no image or audio encoder.
-Status read_content(const json& msg, const std::string& path, bool required, text::ChatMessage* out) {
-  auto it = msg.find("content");
-  if (it == msg.end() || it->is_null()) {
-    if (required) return invalid(fmt::format("{}.content is required", path));
-    return {};
-  }
-  if (it->is_string()) {
-    out->content = it->get<std::string>();
-    return {};
-  }
-  if (!it->is_array()) {
-    return invalid(fmt::format("{}.content must be a string or an array of content parts, got {}", path,
-                               json_type_name(*it)));
-  }
-  std::string joined;
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& part = (*it)[i];
-    const std::string ppath = fmt::format("{}.content[{}]", path, i);
-    if (part.is_string()) {  // lenient: a bare string part
-      joined += part.get<std::string>();
-      continue;
+// Server policy on top of the text layer's structural conversion: the rules OpenAI states
+// and the limits of this server (text only), with errors that name the field.
+Status check_messages(const std::vector<text::ChatMessage>& messages) {
+  if (messages.empty()) return invalid("messages must contain at least one message");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const text::ChatMessage& m = messages[i];
+    const std::string path = fmt::format("messages[{}]", i);
+    for (size_t k = 0; k < m.content_parts.size(); ++k) {
+      if (m.content_parts[k].type != text::ContentPartType::kText) {
+        return invalid(fmt::format("{}.content[{}]: image, audio and video parts are not supported (this server "
+                                   "reads text only)", path, k));
+      }
     }
-    if (!part.is_object()) return invalid(fmt::format("{} must be an object, got {}", ppath, json_type_name(part)));
-    std::optional<std::string> type;
-    GS_RETURN_IF_ERROR(read_string(part, ppath, "type", &type));
-    if (!type) return invalid(fmt::format("{}.type is required", ppath));
-    if (*type == "text" || *type == "input_text") {
-      std::optional<std::string> t;
-      GS_RETURN_IF_ERROR(read_string(part, ppath, "text", &t));
-      if (!t) return invalid(fmt::format("{}.text is required", ppath));
-      joined += *t;
-    } else if (*type == "image_url" || *type == "input_image" || *type == "input_audio" || *type == "file") {
-      return invalid(fmt::format("{}: content parts of type '{}' are not supported (this server reads text only)",
-                                 ppath, *type));
-    } else {
-      return invalid(fmt::format("{}.type: unknown content part type '{}'", ppath, *type));
+    if (m.role == text::ChatRole::kTool && m.tool_call_id.empty() && m.name.empty()) {
+      return invalid(fmt::format("{}.tool_call_id is required for a tool message", path));
+    }
+    for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+      const std::string& args = m.tool_calls[k].arguments_json;
+      if (args.empty()) continue;
+      // Bounded nesting here keeps the renderer's walk over the arguments shallow.
+      Result<nlohmann::json> parsed = parse_json_object(args);
+      if (!parsed.ok()) {
+        return invalid(fmt::format("{}.tool_calls[{}].function.arguments must be a JSON object: {}", path, k,
+                                   parsed.status().message()));
+      }
     }
   }
-  out->content = std::move(joined);
   return {};
 }
 
-Status read_tool_calls(const json& msg, const std::string& path, text::ChatMessage* out) {
-  auto it = msg.find("tool_calls");
-  if (it == msg.end() || it->is_null()) return {};
-  if (!it->is_array()) return invalid(fmt::format("{}.tool_calls must be an array, got {}", path, json_type_name(*it)));
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& tc = (*it)[i];
-    const std::string tpath = fmt::format("{}.tool_calls[{}]", path, i);
-    if (!tc.is_object()) return invalid(fmt::format("{} must be an object, got {}", tpath, json_type_name(tc)));
-    text::ChatToolCall call;
-    std::optional<std::string> id;
-    GS_RETURN_IF_ERROR(read_string(tc, tpath, "id", &id));
-    call.id = id.value_or("");
-    std::optional<std::string> type;
-    GS_RETURN_IF_ERROR(read_string(tc, tpath, "type", &type));
-    if (type && *type != "function") {
-      return invalid(fmt::format("{}.type must be 'function', got '{}'", tpath, *type));
+// Content that OpenAI requires: present and not null for system, developer, user and tool
+// messages (the converter treats a missing content as empty).
+Status check_required_content(const json& messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string() || *role == "assistant") continue;
+    const auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      return invalid(fmt::format("messages[{}].content is required", i));
     }
-    auto fn = tc.find("function");
-    if (fn == tc.end() || !fn->is_object()) return invalid(fmt::format("{}.function must be an object", tpath));
-    std::optional<std::string> name;
-    GS_RETURN_IF_ERROR(read_string(*fn, tpath + ".function", "name", &name));
-    if (!name || name->empty()) return invalid(fmt::format("{}.function.name is required", tpath));
-    call.name = *name;
-    auto args = fn->find("arguments");
-    if (args == fn->end() || args->is_null()) {
-      call.arguments_json = "{}";
-    } else if (args->is_string()) {
-      const std::string s = args->get<std::string>();
-      if (s.empty()) {
-        call.arguments_json = "{}";
-      } else {
-        Result<json> parsed = parse_json_object(s);
-        if (!parsed.ok()) {
-          return invalid(fmt::format("{}.function.arguments must be a JSON object encoded as a string: {}", tpath,
-                                     parsed.status().message()));
-        }
-        call.arguments_json = s;
-      }
-    } else if (args->is_object()) {  // lenient: an object instead of its text
-      call.arguments_json = args->dump();
-    } else {
-      return invalid(fmt::format("{}.function.arguments must be a string, got {}", tpath, json_type_name(*args)));
-    }
-    out->tool_calls.push_back(std::move(call));
   }
   return {};
 }
@@ -124,93 +78,25 @@ Status read_tool_calls(const json& msg, const std::string& path, text::ChatMessa
 Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) return invalid("messages is required");
-  if (!it->is_array()) return invalid(fmt::format("messages must be an array, got {}", json_type_name(*it)));
-  if (it->empty()) return invalid("messages must contain at least one message");
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
-    const std::string path = fmt::format("messages[{}]", i);
-    if (!m.is_object()) return invalid(fmt::format("{} must be an object, got {}", path, json_type_name(m)));
-    std::optional<std::string> role_name;
-    GS_RETURN_IF_ERROR(read_string(m, path, "role", &role_name));
-    if (!role_name) return invalid(fmt::format("{}.role is required", path));
-    Result<text::ChatRole> role = text::parse_chat_role(*role_name);
-    if (!role.ok()) {
-      return invalid(fmt::format("{}.role: unknown role '{}' (expected system, developer, user, assistant or tool)",
-                                 path, *role_name));
-    }
-    text::ChatMessage msg;
-    msg.role = *role;
-    switch (msg.role) {
-      case text::ChatRole::kSystem:
-      case text::ChatRole::kDeveloper:
-      case text::ChatRole::kUser:
-        GS_RETURN_IF_ERROR(read_content(m, path, true, &msg));
-        break;
-      case text::ChatRole::kAssistant: {
-        GS_RETURN_IF_ERROR(read_content(m, path, false, &msg));
-        GS_RETURN_IF_ERROR(read_tool_calls(m, path, &msg));
-        std::optional<std::string> reasoning;
-        GS_RETURN_IF_ERROR(read_string(m, path, "reasoning_content", &reasoning));
-        if (!reasoning) GS_RETURN_IF_ERROR(read_string(m, path, "reasoning", &reasoning));
-        msg.reasoning_content = reasoning.value_or("");
-        break;
-      }
-      case text::ChatRole::kTool: {
-        GS_RETURN_IF_ERROR(read_content(m, path, true, &msg));
-        std::optional<std::string> id;
-        GS_RETURN_IF_ERROR(read_string(m, path, "tool_call_id", &id));
-        msg.tool_call_id = id.value_or("");
-        std::optional<std::string> name;
-        GS_RETURN_IF_ERROR(read_string(m, path, "name", &name));
-        msg.name = name.value_or("");
-        if (msg.tool_call_id.empty() && msg.name.empty()) {
-          return invalid(fmt::format("{}.tool_call_id is required for a tool message", path));
-        }
-        break;
-      }
-    }
-    out->push_back(std::move(msg));
-  }
-  return {};
+  GS_ASSIGN_OR_RETURN(*out, text::chat_messages_from_json(*it));
+  GS_RETURN_IF_ERROR(check_required_content(*it));
+  return check_messages(*out);
 }
 
 Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
   auto it = body.find("tools");
   if (it == body.end() || it->is_null()) return {};
-  if (!it->is_array()) return invalid(fmt::format("tools must be an array, got {}", json_type_name(*it)));
-  if (it->size() > kMaxTools) return invalid(fmt::format("tools may list at most {} functions", kMaxTools));
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& t = (*it)[i];
-    const std::string path = fmt::format("tools[{}]", i);
-    if (!t.is_object()) return invalid(fmt::format("{} must be an object, got {}", path, json_type_name(t)));
-    std::optional<std::string> type;
-    GS_RETURN_IF_ERROR(read_string(t, path, "type", &type));
-    if (type && *type != "function") return invalid(fmt::format("{}.type must be 'function', got '{}'", path, *type));
-    auto fn = t.find("function");
-    if (fn == t.end() || !fn->is_object()) return invalid(fmt::format("{}.function must be an object", path));
-    const std::string fpath = path + ".function";
-    text::ChatTool tool;
-    std::optional<std::string> name;
-    GS_RETURN_IF_ERROR(read_string(*fn, fpath, "name", &name));
-    if (!name) return invalid(fmt::format("{}.name is required", fpath));
-    if (!valid_function_name(*name)) {
-      return invalid(fmt::format("{}.name '{}' must be 1-128 characters of a-z, A-Z, 0-9, _, - and .", fpath, *name));
+  GS_ASSIGN_OR_RETURN(*out, text::chat_tools_from_json(*it));
+  if (out->size() > kMaxTools) return invalid(fmt::format("tools may list at most {} functions", kMaxTools));
+  for (size_t i = 0; i < out->size(); ++i) {
+    const std::string& name = (*out)[i].name;
+    if (!valid_function_name(name)) {
+      return invalid(fmt::format("tools[{}].function.name '{}' must be 1-128 characters of a-z, A-Z, 0-9, _, - and .",
+                                 i, name));
     }
-    for (const auto& other : *out) {
-      if (other.name == *name) return invalid(fmt::format("{}.name '{}' is declared twice", fpath, *name));
+    for (size_t k = 0; k < i; ++k) {
+      if ((*out)[k].name == name) return invalid(fmt::format("tools[{}].function.name '{}' is declared twice", i, name));
     }
-    tool.name = *name;
-    std::optional<std::string> description;
-    GS_RETURN_IF_ERROR(read_string(*fn, fpath, "description", &description));
-    tool.description = description.value_or("");
-    auto params = fn->find("parameters");
-    if (params != fn->end() && !params->is_null()) {
-      if (!params->is_object()) {
-        return invalid(fmt::format("{}.parameters must be a JSON schema object, got {}", fpath, json_type_name(*params)));
-      }
-      tool.parameters = *params;
-    }
-    out->push_back(std::move(tool));
   }
   return {};
 }

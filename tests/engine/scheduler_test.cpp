@@ -5,13 +5,13 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/fake_model_runner.h"
+#include "engine/fake_slot_runner.h"
 #include "engine/scheduler.h"
 
 namespace gs {
 namespace {
 
-using test::FakeModelRunner;
+using test::FakeSlotRunner;
 using namespace std::chrono_literals;
 
 struct Collected {
@@ -67,12 +67,12 @@ std::vector<int32_t> prompt_of(int n, int seed = 0) {
 }
 
 struct Fixture {
-  explicit Fixture(FakeModelRunner::Options o, SchedulerOptions so = {}) {
-    auto r = std::make_unique<FakeModelRunner>(std::move(o));
+  explicit Fixture(FakeSlotRunner::Options o, SchedulerOptions so = {}) {
+    auto r = std::make_unique<FakeSlotRunner>(std::move(o));
     runner = r.get();
     engine = std::make_unique<Scheduler>(std::move(r), so);
   }
-  FakeModelRunner* runner = nullptr;
+  FakeSlotRunner* runner = nullptr;
   std::unique_ptr<Scheduler> engine;
 };
 
@@ -95,7 +95,7 @@ TEST(Scheduler, GeneratesMaxTokensThenLength) {
 }
 
 TEST(Scheduler, StopsAtEndOfGenerationWithoutEmittingIt) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.next = [](const std::vector<int32_t>& h, size_t) { return h.size() >= 15 ? 1 : 20 + static_cast<int32_t>(h.size()); };
   Fixture f(o);
   auto stream = f.engine->submit(make_request(prompt_of(10), 100));
@@ -108,7 +108,7 @@ TEST(Scheduler, StopsAtEndOfGenerationWithoutEmittingIt) {
 }
 
 TEST(Scheduler, ExtraEndOfGenerationTokens) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.next = [](const std::vector<int32_t>& h, size_t) { return 20 + static_cast<int32_t>(h.size()); };
   Fixture f(o);
   auto r = make_request(prompt_of(10), 100);
@@ -121,7 +121,7 @@ TEST(Scheduler, ExtraEndOfGenerationTokens) {
 }
 
 TEST(Scheduler, PromptLongerThanContextIsRejectedWithBothNumbers) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_ctx = 64;
   Fixture f(o);
   for (int n : {64, 65, 1000}) {
@@ -148,7 +148,7 @@ TEST(Scheduler, BadRequestsAreRejected) {
 }
 
 TEST(Scheduler, GenerationStopsAtTheContext) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_ctx = 40;
   Fixture f(o);
   auto p = prompt_of(30);
@@ -167,7 +167,7 @@ TEST(Scheduler, GenerationStopsAtTheContext) {
 }
 
 TEST(Scheduler, LongPromptIsPrefilledInChunksWithinTheBatchBudget) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.max_batch_tokens = 16;
   Fixture f(o);
   auto p = prompt_of(100);
@@ -184,7 +184,7 @@ TEST(Scheduler, LongPromptIsPrefilledInChunksWithinTheBatchBudget) {
 }
 
 TEST(Scheduler, ManySequencesBatchTogetherAndMatchTheirSoloOutput) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_slots = 4;
   o.max_batch_tokens = 24;
   o.step_delay = 1ms;
@@ -217,7 +217,7 @@ TEST(Scheduler, ManySequencesBatchTogetherAndMatchTheirSoloOutput) {
 }
 
 TEST(Scheduler, QueueFullIsResourceExhausted) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_slots = 1;
   o.step_delay = 5ms;
   SchedulerOptions so;
@@ -241,7 +241,7 @@ TEST(Scheduler, QueueFullIsResourceExhausted) {
 }
 
 TEST(Scheduler, CancelFreesTheSlotWithinAStepAndSparesOthers) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_slots = 2;
   o.n_ctx = 100000;
   o.step_delay = 2ms;
@@ -272,7 +272,7 @@ TEST(Scheduler, CancelFreesTheSlotWithinAStepAndSparesOthers) {
 }
 
 TEST(Scheduler, DroppingTheStreamCancels) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_slots = 1;
   o.n_ctx = 100000;
   o.step_delay = 1ms;
@@ -287,7 +287,7 @@ TEST(Scheduler, DroppingTheStreamCancels) {
 }
 
 TEST(Scheduler, CancelWhileQueued) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_slots = 1;
   o.n_ctx = 100000;
   o.step_delay = 2ms;
@@ -306,7 +306,7 @@ TEST(Scheduler, CancelWhileQueued) {
 }
 
 TEST(Scheduler, StepFailureFailsThatBatchOnlyAndTheEngineGoesOn) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   Fixture f(o);
   f.runner->fail_next_steps(1);
   auto a = f.engine->submit(make_request(prompt_of(5), 4));
@@ -322,7 +322,7 @@ TEST(Scheduler, StepFailureFailsThatBatchOnlyAndTheEngineGoesOn) {
 }
 
 TEST(Scheduler, SpeculationCountsDraftsByPositionAndKeepsTheOutput) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.has_drafter = true;
   o.draft_max = 4;
   o.accept_per_round = 2;
@@ -356,7 +356,7 @@ TEST(Scheduler, SpeculationCountsDraftsByPositionAndKeepsTheOutput) {
 }
 
 TEST(Scheduler, SpeculationNeverOvershootsMaxTokens) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.has_drafter = true;
   o.draft_max = 4;
   o.accept_per_round = 4;
@@ -383,7 +383,7 @@ TEST(Scheduler, LogprobsPassThrough) {
 }
 
 TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {
-  FakeModelRunner::Options o;
+  FakeSlotRunner::Options o;
   o.n_slots = 1;
   o.n_ctx = 100000;
   o.step_delay = 1ms;

@@ -147,7 +147,8 @@ TEST(ChatRequest, ParsesTheOpenAIFields) {
   EXPECT_EQ(r->gen.n_logprobs, 3);
   EXPECT_FALSE(r->parallel_tool_calls);
   ASSERT_EQ(r->messages.size(), 4u);
-  EXPECT_EQ(r->messages[1].content, "hello");
+  ASSERT_EQ(r->messages[1].content_parts.size(), 2u);
+  EXPECT_EQ(r->messages[1].content_parts[0].text + r->messages[1].content_parts[1].text, "hello");
   EXPECT_EQ(r->messages[2].reasoning_content, "hmm");
   ASSERT_EQ(r->messages[2].tool_calls.size(), 1u);
   EXPECT_EQ(r->messages[2].tool_calls[0].arguments_json, "{\"city\":\"Paris\"}");

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/test_paths.h"
-#include "engine/fake_model_runner.h"
+#include "engine/fake_slot_runner.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf_reader.h"
 #include "server/http_server.h"
@@ -71,9 +71,6 @@ class LiveServer {
     so.port = 0;
     so.max_body_bytes = o.max_body_bytes;
     so.keepalive_interval = std::chrono::milliseconds(200);
-    so.defaults.n_vocab = tok->n_vocab();
-    so.defaults.enable_thinking = o.enable_thinking;
-    so.defaults.sampling.temperature = 0;
     if (!o.keys.empty()) so.keys = *server::ApiKeys::from_keys(o.keys);
     http = std::make_unique<server::HttpServer>(so);
     Status st = http->start_background();
@@ -86,7 +83,7 @@ class LiveServer {
   }
 
   void load() {
-    FakeModelRunner::Options ro;
+    FakeSlotRunner::Options ro;
     ro.n_slots = o_.n_slots;
     ro.n_ctx = o_.n_ctx;
     ro.n_vocab = tok->n_vocab();
@@ -97,7 +94,7 @@ class LiveServer {
     ro.draft_max = o_.has_drafter ? 3 : 0;
     auto s = script;
     ro.next = [s](const std::vector<int32_t>& h, size_t n_prompt) { return s->next(h.size() - n_prompt); };
-    auto r = std::make_unique<FakeModelRunner>(ro);
+    auto r = std::make_unique<FakeSlotRunner>(ro);
     runner = r.get();
     SchedulerOptions sched;
     sched.queue_size = o_.queue_size;
@@ -107,6 +104,9 @@ class LiveServer {
     ctx->tokenizer = tok;
     ctx->model_id = "shakes-test";
     ctx->info = engine->info();
+    ctx->defaults.n_vocab = tok->n_vocab();
+    ctx->defaults.enable_thinking = o_.enable_thinking;
+    ctx->defaults.sampling.temperature = 0;
     http->set_model(ctx);
   }
 
@@ -133,7 +133,7 @@ class LiveServer {
   ServerFixtureOptions o_;
   std::shared_ptr<const text::Tokenizer> tok;
   std::shared_ptr<Script> script;
-  FakeModelRunner* runner = nullptr;
+  FakeSlotRunner* runner = nullptr;
   std::shared_ptr<Scheduler> engine;
   std::unique_ptr<server::HttpServer> http;
 };

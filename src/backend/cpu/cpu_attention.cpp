@@ -1,6 +1,7 @@
 // CPU KV-cache writes and attention: each (query row, head) pair scores the keys of its own
-// sequence in [kv_lo, kv_hi] (slots found through the page table), softmax in f32 with max
-// subtraction, then the weighted sum of the values. Threads over (row, head) pairs.
+// sequence in [kv_lo, kv_hi] (slots found through the page table), softmax with max
+// subtraction, then the weighted sum of the values; in double, rounded once to f32.
+// Threads over (row, head) pairs.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -66,9 +67,9 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
   const auto* kbase = static_cast<const uint8_t*>(kv.k);
   const auto* vbase = static_cast<const uint8_t*>(kv.v);
   pool.parallel_for(a.q.rows * a.n_head, [&](int64_t i0, int64_t i1, int) {
-    thread_local std::vector<float> scores;
+    thread_local std::vector<double> scores;
     thread_local std::vector<float> tmp;
-    thread_local std::vector<float> acc;
+    thread_local std::vector<double> acc;
     tmp.resize(static_cast<size_t>(hd));
     acc.resize(static_cast<size_t>(hd));
     for (int64_t i = i0; i < i1; ++i) {
@@ -87,12 +88,12 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
       const int32_t row = a.tok_seq[t];
       const int64_t n = hi - lo + 1;
       scores.resize(static_cast<size_t>(n));
-      float max_s = -std::numeric_limits<float>::infinity();
+      double max_s = -std::numeric_limits<double>::infinity();
       for (int64_t p = lo; p <= hi; ++p) {
         const int64_t slot = page_slot(a.pages, row, p);
         GS_CHECK(slot >= 0 && slot < kv.n_slots);
         const float* kr = load_row(kbase + slot * slot_bytes + j * hd * eb, kv.type, hd, tmp.data());
-        const float s = a.scale * dot_f32(q, kr, hd);
+        const double s = a.scale * dot_f64(q, kr, hd);
         scores[p - lo] = s;
         max_s = std::max(max_s, s);
       }
@@ -101,15 +102,15 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
         scores[k] = std::exp(scores[k] - max_s);
         sum += scores[k];
       }
-      const float inv = static_cast<float>(1.0 / sum);
+      const double inv = 1.0 / sum;
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t p = lo; p <= hi; ++p) {
         const int64_t slot = page_slot(a.pages, row, p);
         const float* vr = load_row(vbase + slot * slot_bytes + j * hd * eb, kv.type, hd, tmp.data());
-        const float w = scores[p - lo] * inv;
+        const double w = scores[p - lo] * inv;
         for (int64_t d = 0; d < hd; ++d) acc[d] += w * vr[d];
       }
-      std::copy(acc.begin(), acc.end(), out);
+      for (int64_t d = 0; d < hd; ++d) out[d] = static_cast<float>(acc[d]);
     }
   });
 }

@@ -1,5 +1,6 @@
 // CPU row-wise and element-wise ops: RMS norm, RoPE (with freq factors and YaRN), the
-// GELU-gated product, add, scale, softcap, row gather and copy.
+// GELU-gated product, add, scale, softcap, row gather and copy. Computed in double and
+// rounded once to f32 (see dot_f64 in cpu_ops.h for why).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,10 +26,10 @@ void rms_norm(ThreadPool& pool, Mat x, const float* weight, int64_t group, float
         // Sum of squares in double: the mean is then exact to f32 rounding.
         double ss = 0;
         for (int64_t i = 0; i < group; ++i) ss += static_cast<double>(xr[g0 + i]) * xr[g0 + i];
-        const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(group) + eps));
+        const double inv = 1.0 / std::sqrt(ss / static_cast<double>(group) + eps);
         for (int64_t i = 0; i < group; ++i) {
-          const float v = xr[g0 + i] * inv;
-          yr[g0 + i] = weight ? v * weight[i] : v;
+          const double v = xr[g0 + i] * inv;
+          yr[g0 + i] = static_cast<float>(weight ? v * weight[i] : v);
         }
       }
     }
@@ -49,7 +50,7 @@ void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& a) {
   const int64_t n_heads = x.cols / a.head_dim;
   const int half = a.n_dims / 2;
   pool.parallel_for(x.rows, [&](int64_t r0, int64_t r1, int) {
-    thread_local std::vector<float> cs;
+    thread_local std::vector<double> cs;
     cs.resize(static_cast<size_t>(2 * half));
     for (int64_t r = r0; r < r1; ++r) {
       const double p = pos[r];
@@ -68,19 +69,19 @@ void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& a) {
             mscale *= 1.0f + 0.1f * std::log(1.0f / a.freq_scale);
           }
         }
-        cs[2 * i] = static_cast<float>(std::cos(theta)) * mscale;
-        cs[2 * i + 1] = static_cast<float>(std::sin(theta)) * mscale;
+        cs[2 * i] = std::cos(theta) * mscale;
+        cs[2 * i + 1] = std::sin(theta) * mscale;
       }
       float* xr = x.row(r);
       for (int64_t h = 0; h < n_heads; ++h) {
         float* v = xr + h * a.head_dim;
         for (int i = 0; i < half; ++i) {
-          const float c = cs[2 * i];
-          const float s = cs[2 * i + 1];
-          const float lo = v[i];
-          const float hi = v[i + half];
-          v[i] = lo * c - hi * s;
-          v[i + half] = lo * s + hi * c;
+          const double c = cs[2 * i];
+          const double s = cs[2 * i + 1];
+          const double lo = v[i];
+          const double hi = v[i + half];
+          v[i] = static_cast<float>(lo * c - hi * s);
+          v[i + half] = static_cast<float>(lo * s + hi * c);
         }
       }
     }
@@ -89,16 +90,16 @@ void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& a) {
 
 void gelu_mul(ThreadPool& pool, Mat gate, Mat up, Mat out) {
   GS_CHECK(gate.rows == up.rows && gate.cols == up.cols && out.rows == gate.rows && out.cols == gate.cols);
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  constexpr double kSqrt2OverPi = 0.7978845608028654;
   pool.parallel_for(gate.rows, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* g = gate.row(r);
       const float* u = up.row(r);
       float* o = out.row(r);
       for (int64_t i = 0; i < gate.cols; ++i) {
-        const float v = g[i];
-        const float gelu = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-        o[i] = gelu * u[i];
+        const double v = g[i];
+        const double gelu = 0.5 * v * (1.0 + std::tanh(kSqrt2OverPi * (v + 0.044715 * v * v * v)));
+        o[i] = static_cast<float>(gelu * u[i]);
       }
     }
   }, kMinRows);
@@ -129,7 +130,9 @@ void softcap(ThreadPool& pool, Mat x, float cap) {
   pool.parallel_for(x.rows, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
       float* xr = x.row(r);
-      for (int64_t i = 0; i < x.cols; ++i) xr[i] = cap * std::tanh(xr[i] / cap);
+      for (int64_t i = 0; i < x.cols; ++i) {
+        xr[i] = static_cast<float>(cap * std::tanh(static_cast<double>(xr[i]) / cap));
+      }
     }
   });
 }

@@ -1,5 +1,6 @@
 // CPU matmul and embedding lookup: weight rows of any block type are dequantized once per
-// tile and dotted with every activation row (f32 accumulation), threads over output rows.
+// tile and dotted with every activation row (double accumulation, one rounding), threads
+// over output rows.
 #include <algorithm>
 #include <vector>
 
@@ -41,7 +42,7 @@ void matmul(ThreadPool& pool, const Weight& w, Mat x, Mat y) {
       for (int64_t r = 0; r < x.rows; ++r) {
         const float* xr = x.row(r);
         float* yr = y.row(r) + o0;
-        for (int64_t j = 0; j < n_o; ++j) yr[j] = dot_f32(rows[j], xr, w.n_in);
+        for (int64_t j = 0; j < n_o; ++j) yr[j] = static_cast<float>(dot_f64(rows[j], xr, w.n_in));
       }
     }
   });

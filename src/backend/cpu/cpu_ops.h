@@ -8,16 +8,19 @@
 
 namespace gs::cpu {
 
-// f32 dot product with 8 independent accumulators (order fixed: the result of one row never
-// depends on how many rows are in the batch).
-inline float dot_f32(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+// Dot product of f32 vectors accumulated in double (each product is exact in double), so
+// the result is the correctly rounded sum up to a few units in 1e-16: the oracle computes
+// every op as exactly as it can and rounds once, which keeps it as close as possible to any
+// other careful implementation (the Gemma 4 goldens amplify one-ulp differences ~1e5-fold).
+// The order is fixed: a row's result never depends on how many rows are in the batch.
+inline double dot_f64(const float* a, const float* b, int64_t n) {
+  double acc[4] = {0, 0, 0, 0};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+  for (; i + 4 <= n; i += 4) {
+    for (int k = 0; k < 4; ++k) acc[k] += static_cast<double>(a[i + k]) * static_cast<double>(b[i + k]);
   }
-  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
+  double s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (; i < n; ++i) s += static_cast<double>(a[i]) * static_cast<double>(b[i]);
   return s;
 }
 

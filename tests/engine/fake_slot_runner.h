@@ -1,4 +1,4 @@
-// A deterministic ModelRunner for scheduler and server tests: the next token is a function
+// A deterministic SlotRunner for scheduler and server tests: the next token is a function
 // of the sequence so far, speculation is simulated (same tokens, counted drafts), and every
 // step is recorded so tests can check batching.
 #pragma once
@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "engine/model_runner.h"
+#include "engine/slot_runner.h"
 
 namespace gs::test {
 
-class FakeModelRunner : public ModelRunner {
+class FakeSlotRunner : public SlotRunner {
  public:
   // The next token given everything in the sequence so far and the prompt's length.
   using NextToken = std::function<int32_t(const std::vector<int32_t>& history, size_t n_prompt)>;
@@ -42,7 +42,7 @@ class FakeModelRunner : public ModelRunner {
     std::vector<int32_t> slots;
   };
 
-  explicit FakeModelRunner(Options options) : o_(std::move(options)) {
+  explicit FakeSlotRunner(Options options) : o_(std::move(options)) {
     if (!o_.next) o_.next = default_next;
   }
 

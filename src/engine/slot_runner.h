@@ -69,9 +69,9 @@ struct SlotOutput {
   int32_t n_accepted = 0;  // leading drafts accepted
 };
 
-class ModelRunner {
+class SlotRunner {
  public:
-  virtual ~ModelRunner() = default;
+  virtual ~SlotRunner() = default;
   virtual RunnerInfo info() const = 0;
   // Starts a new sequence in an empty slot (its cache is empty afterwards).
   // Errors: kInvalidArgument (bad setup), kInternal.
