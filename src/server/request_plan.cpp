@@ -46,6 +46,15 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   prompt += plan.output_prefix;
   plan.request.prompt = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   fill_common(req.gen, limits, &plan.request);
+  if (req.enable_thinking && req.reasoning_budget > 0) {
+    const auto open = tok.find_token(text::markup::kChannelOpen);
+    const auto close = tok.find_token(text::markup::kChannelClose);
+    if (open && close) {
+      plan.request.reasoning_budget = req.reasoning_budget;
+      plan.request.reasoning_open = *open;
+      plan.request.reasoning_close = *close;
+    }
+  }
   plan.parser.parse_reasoning = true;
   plan.parser.parse_tool_calls = tools_on;
   plan.parser.stop = req.gen.stop;
