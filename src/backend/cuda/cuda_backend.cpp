@@ -187,7 +187,7 @@ class CudaBackend final : public Backend {
     if (capturing_)
       return make_status(StatusCode::kFailedPrecondition, "upload inside run_step (upload step inputs before it)");
     cudaSetDevice(device_);
-    conv_.valid = false;
+    written_raw(dst, bytes);
     GS_RETURN_IF_ERROR(check(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, stream_), "upload"));
     return sticky();
   }
@@ -202,7 +202,7 @@ class CudaBackend final : public Backend {
 
   Status memset_zero(void* dst, size_t bytes) override {
     cudaSetDevice(device_);
-    conv_.valid = false;
+    written_raw(dst, bytes);
     GS_RETURN_IF_ERROR(check(cudaMemsetAsync(dst, 0, bytes, stream_), "memset"));
     return sticky();
   }
@@ -265,6 +265,7 @@ class CudaBackend final : public Backend {
     const CudaWeight* cw = weight_of(table, "embed");
     if (!cw || !enter()) return;
     if (!mat_ok(out) || out.cols != table.n_in) return fail_shape("embed: out is [{}, {}], table rows have {}", out.rows, out.cols, table.n_in);
+    written(out);
     cuda::launch_embed(stream_, table.data, cw->layout, ids, scale, mf(out));
     launched("embed");
   }
@@ -278,10 +279,9 @@ class CudaBackend final : public Backend {
                         w.n_in, w.n_out);
     if (x.rows == 0) return;
     const WeightLayout& L = cw->layout;
-    const bool y_hits_x = overlaps(x, y);
     if (opt_.simple_kernels) {
+      written(y);
       cuda::launch_matvec_simple(stream_, w.data, L, mf(x), mf(y));
-      conv_.valid = false;
       launched("matmul");
       return;
     }
@@ -293,7 +293,7 @@ class CudaBackend final : public Backend {
         conv_ = {true, x.data, x.rows, x.cols, x.stride, L.n_in_pad};
       }
       cuda::launch_matvec_mma(stream_, w.data, L, xh_, xscale_, mf(y), n_sm_);
-      if (y_hits_x) conv_.valid = false;
+      written(y);
       launched("matmul");
       return;
     }
@@ -304,6 +304,7 @@ class CudaBackend final : public Backend {
     if (!enter()) return;
     if (!mat_ok(x) || !mat_ok(out) || group <= 0 || x.cols % group != 0 || out.rows != x.rows || out.cols != x.cols)
       return fail_shape("rms_norm: x [{}, {}], out [{}, {}], group {}", x.rows, x.cols, out.rows, out.cols, group);
+    written(out);
     cuda::launch_rms_norm(stream_, mf(x), weight, group, eps, mf(out));
     launched("rms_norm");
   }
@@ -315,6 +316,7 @@ class CudaBackend final : public Backend {
       return fail_shape("rope: x [{}, {}], head_dim {}, n_dims {}", x.rows, x.cols, a.head_dim, a.n_dims);
     cuda::RopeParams p{a.head_dim, a.n_dims, a.theta, a.freq_factors, a.freq_scale,
                        a.ext_factor, a.attn_factor, a.corr_lo, a.corr_hi};
+    written(x);
     cuda::launch_rope(stream_, mf(x), pos, p);
     launched("rope");
   }
@@ -324,6 +326,7 @@ class CudaBackend final : public Backend {
     if (!same_shape(gate, out) || !same_shape(up, out))
       return fail_shape("gelu_mul: gate [{}, {}], up [{}, {}], out [{}, {}]", gate.rows, gate.cols, up.rows, up.cols,
                         out.rows, out.cols);
+    written(out);
     cuda::launch_gelu_mul(stream_, mf(gate), mf(up), mf(out));
     launched("gelu_mul");
   }
@@ -332,6 +335,7 @@ class CudaBackend final : public Backend {
     if (!enter()) return;
     if (!same_shape(a, out) || !same_shape(b, out))
       return fail_shape("add: a [{}, {}], b [{}, {}], out [{}, {}]", a.rows, a.cols, b.rows, b.cols, out.rows, out.cols);
+    written(out);
     cuda::launch_add(stream_, mf(a), mf(b), mf(out));
     launched("add");
   }
@@ -339,6 +343,7 @@ class CudaBackend final : public Backend {
   void scale(Mat x, float s) override {
     if (!enter()) return;
     if (!mat_ok(x)) return fail_shape("scale: x [{}, {}] stride {}", x.rows, x.cols, x.stride);
+    written(x);
     cuda::launch_scale(stream_, mf(x), s);
     launched("scale");
   }
@@ -346,6 +351,7 @@ class CudaBackend final : public Backend {
   void softcap(Mat x, float cap) override {
     if (!enter()) return;
     if (!mat_ok(x) || !(cap > 0.0f)) return fail_shape("softcap: x [{}, {}], cap {}", x.rows, x.cols, cap);
+    written(x);
     cuda::launch_softcap(stream_, mf(x), cap);
     launched("softcap");
   }
@@ -354,6 +360,7 @@ class CudaBackend final : public Backend {
     if (!enter()) return;
     if (!mat_ok(src) || !mat_ok(dst) || src.cols != dst.cols)
       return fail_shape("gather_rows: src [{}, {}], dst [{}, {}]", src.rows, src.cols, dst.rows, dst.cols);
+    written(dst);
     cuda::launch_gather_rows(stream_, mf(src), rows, mf(dst));
     launched("gather_rows");
   }
@@ -362,6 +369,7 @@ class CudaBackend final : public Backend {
     if (!enter()) return;
     if (!same_shape(src, dst))
       return fail_shape("copy: src [{}, {}], dst [{}, {}]", src.rows, src.cols, dst.rows, dst.cols);
+    written(dst);
     cuda::launch_copy(stream_, mf(src), mf(dst));
     launched("copy");
   }
@@ -386,6 +394,7 @@ class CudaBackend final : public Backend {
                         a.q.rows, a.q.cols, a.out.rows, a.out.cols, a.n_head, a.head_dim, a.kv.n_head_kv,
                         a.kv.head_dim, a.pages.page_size);
     if (a.q.rows == 0) return;
+    written(a.out);
     cuda::AttnParams p;
     p.q = mf(a.q);
     p.out = mf(a.out);
@@ -489,12 +498,20 @@ class CudaBackend final : public Backend {
     return {kv.k, kv.v, kv.type == GgmlType::F16, kv.n_head_kv, kv.head_dim, kv.n_slots};
   }
 
-  // Called at the start of every op but matmul: selects the device and drops the cached
-  // activation conversion (the op may overwrite its source).
   bool enter() {
     cudaSetDevice(device_);
-    conv_.valid = false;
     return true;
+  }
+  // The cached f16 copy of a matmul input stays valid until something writes over its source.
+  void written(const Mat& m) {
+    if (conv_.valid && overlaps(Mat{const_cast<float*>(conv_.data), conv_.rows, conv_.cols, conv_.stride}, m))
+      conv_.valid = false;
+  }
+  void written_raw(const void* p, size_t bytes) {
+    if (!conv_.valid || bytes == 0) return;
+    const auto* b0 = static_cast<const char*>(p);
+    written(Mat{reinterpret_cast<float*>(const_cast<char*>(b0)), 1, static_cast<int64_t>((bytes + 3) / 4),
+                static_cast<int64_t>((bytes + 3) / 4)});
   }
 
   const CudaWeight* weight_of(const Weight& w, const char* op) {

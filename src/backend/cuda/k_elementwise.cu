@@ -1,6 +1,8 @@
 // Element-wise and small kernels: RMS norm, RoPE (NEOX, freq factors, YaRN), GELU-gated
 // product, add, scale, softcap, row gather and copy, embedding lookup, KV stores and copies.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "backend/cuda/k_common.cuh"
 
@@ -95,40 +97,71 @@ __device__ __forceinline__ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-enum class Ew { kGeluMul, kAdd, kCopy };
+enum class Ew { kGeluMul, kAdd, kCopy, kScale, kSoftcap };
 
 template <Ew kOp>
-__global__ void binary_kernel(MatF a, MatF b, MatF out, int64_t total) {
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = idx / out.cols, c = idx % out.cols;
-    const float va = a.data[r * a.stride + c];
-    float res;
-    if constexpr (kOp == Ew::kGeluMul) {
-      res = gelu_tanh(va) * b.data[r * b.stride + c];
-    } else if constexpr (kOp == Ew::kAdd) {
-      res = va + b.data[r * b.stride + c];
+__device__ __forceinline__ float ew(float a, float b, float s) {
+  if constexpr (kOp == Ew::kGeluMul) return gelu_tanh(a) * b;
+  if constexpr (kOp == Ew::kAdd) return a + b;
+  if constexpr (kOp == Ew::kCopy) return a;
+  if constexpr (kOp == Ew::kScale) return a * s;
+  if constexpr (kOp == Ew::kSoftcap) return s * tanhf(a / s);
+  return a;
+}
+
+// Rows over grid.y (strided), columns over grid.x; float4 when every row start is 16-byte
+// aligned (vec), scalar otherwise. `out` may alias a or b (each element read then written by
+// one thread).
+template <Ew kOp, bool kVec>
+__global__ void ew_kernel(MatF a, MatF b, MatF out, float s) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = blockIdx.y; r < out.rows; r += gridDim.y) {
+    const float* ar = a.data + r * a.stride;
+    const float* br = b.data + r * b.stride;
+    float* orow = out.data + r * out.stride;
+    if constexpr (kVec) {
+      const int64_t n4 = out.cols / 4;
+      for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < n4; c += step) {
+        const float4 va = reinterpret_cast<const float4*>(ar)[c];
+        float4 vb = make_float4(0.f, 0.f, 0.f, 0.f);
+        if constexpr (kOp == Ew::kGeluMul || kOp == Ew::kAdd) vb = reinterpret_cast<const float4*>(br)[c];
+        float4 o;
+        o.x = ew<kOp>(va.x, vb.x, s);
+        o.y = ew<kOp>(va.y, vb.y, s);
+        o.z = ew<kOp>(va.z, vb.z, s);
+        o.w = ew<kOp>(va.w, vb.w, s);
+        reinterpret_cast<float4*>(orow)[c] = o;
+      }
     } else {
-      res = va;
+      for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < out.cols; c += step) {
+        float vb = 0.f;
+        if constexpr (kOp == Ew::kGeluMul || kOp == Ew::kAdd) vb = br[c];
+        orow[c] = ew<kOp>(ar[c], vb, s);
+      }
     }
-    out.data[r * out.stride + c] = res;
   }
 }
 
-__global__ void scale_kernel(MatF x, float s, int64_t total) {
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = idx / x.cols, c = idx % x.cols;
-    x.data[r * x.stride + c] *= s;
-  }
+bool vec_ok(const MatF& m) {
+  return m.cols % 4 == 0 && m.stride % 4 == 0 && (reinterpret_cast<uintptr_t>(m.data) & 15) == 0;
 }
 
-__global__ void softcap_kernel(MatF x, float cap, int64_t total) {
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = idx / x.cols, c = idx % x.cols;
-    float* p = x.data + r * x.stride + c;
-    *p = cap * tanhf(*p / cap);
+template <Ew kOp>
+void launch_ew(cudaStream_t st, MatF a, MatF b, MatF out, float s) {
+  if (out.rows == 0 || out.cols == 0) return;
+  const bool vec = vec_ok(a) && vec_ok(out) && (kOp == Ew::kCopy || kOp == Ew::kScale || kOp == Ew::kSoftcap || vec_ok(b));
+  const int64_t work = vec ? out.cols / 4 : out.cols;
+  int64_t gx = (work + kThreads - 1) / kThreads;
+  int64_t gy = out.rows;
+  // Keep the grid near a few waves; rows loop inside.
+  if (gx > 4096) gx = 4096;
+  if (gy > 65535) gy = 65535;
+  if (gx * gy > 65536 && gy > 1) gy = std::max<int64_t>(1, 65536 / gx);
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+  if (vec) {
+    ew_kernel<kOp, true><<<grid, kThreads, 0, st>>>(a, b, out, s);
+  } else {
+    ew_kernel<kOp, false><<<grid, kThreads, 0, st>>>(a, b, out, s);
   }
 }
 
@@ -228,33 +261,23 @@ void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p
 }
 
 void launch_gelu_mul(cudaStream_t s, MatF gate, MatF up, MatF out) {
-  const int64_t total = out.rows * out.cols;
-  if (total == 0) return;
-  binary_kernel<Ew::kGeluMul><<<grid_for(total), kThreads, 0, s>>>(gate, up, out, total);
+  launch_ew<Ew::kGeluMul>(s, gate, up, out, 0.f);
 }
 
 void launch_add(cudaStream_t s, MatF a, MatF b, MatF out) {
-  const int64_t total = out.rows * out.cols;
-  if (total == 0) return;
-  binary_kernel<Ew::kAdd><<<grid_for(total), kThreads, 0, s>>>(a, b, out, total);
+  launch_ew<Ew::kAdd>(s, a, b, out, 0.f);
 }
 
 void launch_copy(cudaStream_t s, MatF src, MatF dst) {
-  const int64_t total = dst.rows * dst.cols;
-  if (total == 0) return;
-  binary_kernel<Ew::kCopy><<<grid_for(total), kThreads, 0, s>>>(src, src, dst, total);
+  launch_ew<Ew::kCopy>(s, src, src, dst, 0.f);
 }
 
 void launch_scale(cudaStream_t s, MatF x, float factor) {
-  const int64_t total = x.rows * x.cols;
-  if (total == 0) return;
-  scale_kernel<<<grid_for(total), kThreads, 0, s>>>(x, factor, total);
+  launch_ew<Ew::kScale>(s, x, x, x, factor);
 }
 
 void launch_softcap(cudaStream_t s, MatF x, float cap) {
-  const int64_t total = x.rows * x.cols;
-  if (total == 0) return;
-  softcap_kernel<<<grid_for(total), kThreads, 0, s>>>(x, cap, total);
+  launch_ew<Ew::kSoftcap>(s, x, x, x, cap);
 }
 
 void launch_gather_rows(cudaStream_t s, MatF src, const int32_t* rows, MatF dst) {
