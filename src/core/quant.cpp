@@ -1,13 +1,15 @@
-// Block-format dequantizers and quantizers (spec §5.2), one pair of functions per type.
+// Dispatch from ggml type to row dequantizer / quantizer; the plain float formats.
 #include "core/quant.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "core/fp16.h"
+#include "core/quant_impl.h"
 
 namespace gs {
 namespace {
+
+using namespace quant_detail;
 
 void dequant_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 
@@ -19,17 +21,6 @@ void dequant_f16(const void* src, float* dst, int64_t n) {
 void dequant_bf16(const void* src, float* dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
-}
-
-void dequant_q8_0(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const uint8_t*>(src);
-  for (int64_t blk = 0; blk < n / 32; ++blk, b += 34) {
-    uint16_t dh;
-    std::memcpy(&dh, b, 2);
-    const float d = fp16_to_f32(dh);
-    const auto* qs = reinterpret_cast<const int8_t*>(b + 2);
-    for (int j = 0; j < 32; ++j) dst[blk * 32 + j] = static_cast<float>(qs[j]) * d;
-  }
 }
 
 void quant_f32(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
@@ -51,9 +42,38 @@ DequantizeRowFn dequantize_row_fn(GgmlType type) {
     case GgmlType::F32: return dequant_f32;
     case GgmlType::F16: return dequant_f16;
     case GgmlType::BF16: return dequant_bf16;
+    case GgmlType::Q4_0: return dequant_q4_0;
+    case GgmlType::Q4_1: return dequant_q4_1;
+    case GgmlType::Q5_0: return dequant_q5_0;
+    case GgmlType::Q5_1: return dequant_q5_1;
     case GgmlType::Q8_0: return dequant_q8_0;
-    default: return nullptr;
+    case GgmlType::Q2_K: return dequant_q2_k;
+    case GgmlType::Q3_K: return dequant_q3_k;
+    case GgmlType::Q4_K: return dequant_q4_k;
+    case GgmlType::Q5_K: return dequant_q5_k;
+    case GgmlType::Q6_K: return dequant_q6_k;
+    case GgmlType::Q8_K: return dequant_q8_k;
+    case GgmlType::IQ4_NL: return dequant_iq4_nl;
+    case GgmlType::IQ4_XS: return dequant_iq4_xs;
+    case GgmlType::MXFP4: return dequant_mxfp4;
+    case GgmlType::Q8_1:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ2_S:
+    case GgmlType::I8:
+    case GgmlType::I16:
+    case GgmlType::I32:
+    case GgmlType::I64:
+    case GgmlType::F64:
+    case GgmlType::IQ1_M:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+    case GgmlType::NVFP4: return nullptr;
   }
+  return nullptr;
 }
 
 QuantizeRowFn quantize_row_fn(GgmlType type) {
@@ -61,8 +81,77 @@ QuantizeRowFn quantize_row_fn(GgmlType type) {
     case GgmlType::F32: return quant_f32;
     case GgmlType::F16: return quant_f16;
     case GgmlType::BF16: return quant_bf16;
-    default: return nullptr;
+    case GgmlType::Q4_0: return quant_q4_0;
+    case GgmlType::Q4_1: return quant_q4_1;
+    case GgmlType::Q5_0: return quant_q5_0;
+    case GgmlType::Q5_1: return quant_q5_1;
+    case GgmlType::Q8_0: return quant_q8_0;
+    case GgmlType::Q2_K: return quant_q2_k;
+    case GgmlType::Q3_K: return quant_q3_k;
+    case GgmlType::Q4_K: return quant_q4_k;
+    case GgmlType::Q5_K: return quant_q5_k;
+    case GgmlType::Q6_K: return quant_q6_k;
+    case GgmlType::IQ4_NL: return quant_iq4_nl;
+    case GgmlType::IQ4_XS: return quant_iq4_xs;
+    case GgmlType::MXFP4: return quant_mxfp4;
+    case GgmlType::Q8_K:
+    case GgmlType::Q8_1:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ2_S:
+    case GgmlType::I8:
+    case GgmlType::I16:
+    case GgmlType::I32:
+    case GgmlType::I64:
+    case GgmlType::F64:
+    case GgmlType::IQ1_M:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+    case GgmlType::NVFP4: return nullptr;
   }
+  return nullptr;
+}
+
+QuantizeRowFn quantize_row_fast_fn(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return quant_f32;
+    case GgmlType::F16: return quant_f16;
+    case GgmlType::BF16: return quant_bf16;
+    case GgmlType::Q4_0: return quant_fast_q4_0;
+    case GgmlType::Q4_1: return quant_fast_q4_1;
+    case GgmlType::Q5_0: return quant_fast_q5_0;
+    case GgmlType::Q5_1: return quant_fast_q5_1;
+    case GgmlType::Q8_0: return quant_fast_q8_0;
+    case GgmlType::IQ4_NL: return quant_fast_iq4_nl;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::Q8_K:
+    case GgmlType::IQ4_XS:
+    case GgmlType::MXFP4:
+    case GgmlType::Q8_1:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ2_S:
+    case GgmlType::I8:
+    case GgmlType::I16:
+    case GgmlType::I32:
+    case GgmlType::I64:
+    case GgmlType::F64:
+    case GgmlType::IQ1_M:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+    case GgmlType::NVFP4: return nullptr;
+  }
+  return nullptr;
 }
 
 Status dequantize_row(GgmlType type, const void* src, float* dst, int64_t n_elems) {

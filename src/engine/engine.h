@@ -91,12 +91,17 @@ struct EngineInfo {
   bool has_drafter = false;
   int32_t draft_max = 0;
   std::vector<int32_t> eog_tokens;
+  int32_t queue_size = 0;     // requests that may wait for a slot
+  uint64_t weight_bytes = 0;  // model (+ drafter) weights in backend memory
+  uint64_t kv_bytes = 0;      // KV cache in backend memory
 };
 
 // Counters and gauges for /metrics (monotonic counters never decrease).
 struct EngineMetrics {
   uint64_t requests_total = 0;
   uint64_t requests_cancelled_total = 0;
+  uint64_t requests_rejected_total = 0;   // refused at submit (queue full, too long, ...)
+  uint64_t requests_failed_total = 0;     // ended with an engine error
   uint64_t prompt_tokens_total = 0;
   uint64_t generated_tokens_total = 0;
   uint64_t prefill_tokens_total = 0;

@@ -20,6 +20,25 @@ __extension__ typedef __int128 i128;
 
 constexpr size_t kMaxKeyBytes = 1 << 16;
 constexpr size_t kMaxTensorNameBytes = 1 << 12;
+// Claimed counts are checked against the file size, but a large file could still claim
+// millions of entries; reserve no more than this up front and grow as records parse.
+constexpr uint64_t kMaxReserve = 4096;
+
+// A key or name as it may appear in an error: control bytes escaped, long ones cut.
+std::string printable(std::string_view s) {
+  constexpr size_t kMaxShown = 96;
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > kMaxShown) out += fmt::format("...({} bytes)", s.size());
+  return out;
+}
 
 template <typename T>
 T load(const uint8_t* p) {
@@ -245,7 +264,7 @@ Status GgufFile::parse() {
     return c.error(8, "tensor_count", fmt::format("{} tensors cannot fit in a {}-byte file", n_tensors, size_));
   }
 
-  kv_.reserve(static_cast<size_t>(n_kv));
+  kv_.reserve(static_cast<size_t>(std::min(n_kv, kMaxReserve)));
   std::unordered_set<std::string_view> keys;
   for (uint64_t i = 0; i < n_kv; ++i) {
     KeyValue kv;
@@ -255,7 +274,7 @@ Status GgufFile::parse() {
     GS_RETURN_IF_ERROR(c.read_string(&key, field, kMaxKeyBytes));
     if (key.empty()) return c.error(kv.record_offset, field, "empty key");
     kv.key = std::string(key);
-    const std::string vfield = fmt::format("metadata '{}'", kv.key);
+    const std::string vfield = fmt::format("metadata '{}'", printable(kv.key));
     const size_t type_at = c.pos();
     uint32_t raw_type = 0;
     GS_RETURN_IF_ERROR(c.read(&raw_type, vfield + " type"));
@@ -274,7 +293,7 @@ Status GgufFile::parse() {
     GS_RETURN_IF_ERROR(skip_value(c, kv.type, 0, vfield));
     kv.value_bytes = c.pos() - kv.value_offset;
     if (!keys.insert(std::string_view(reinterpret_cast<const char*>(base_ + kv.record_offset + 8), key.size())).second) {
-      return c.error(kv.record_offset, field, fmt::format("duplicate key '{}'", kv.key));
+      return c.error(kv.record_offset, field, fmt::format("duplicate key '{}'", printable(kv.key)));
     }
     kv_.push_back(std::move(kv));
   }
@@ -292,7 +311,7 @@ Status GgufFile::parse() {
     alignment_ = static_cast<uint32_t>(v);
   }
 
-  tensors_.reserve(static_cast<size_t>(n_tensors));
+  tensors_.reserve(static_cast<size_t>(std::min(n_tensors, kMaxReserve)));
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     TensorInfo t;
@@ -302,7 +321,7 @@ Status GgufFile::parse() {
     GS_RETURN_IF_ERROR(c.read_string(&name, field + " name", kMaxTensorNameBytes));
     if (name.empty()) return c.error(t.record_offset, field + " name", "empty name");
     t.name = std::string(name);
-    const std::string tf = fmt::format("tensor '{}'", t.name);
+    const std::string tf = fmt::format("tensor '{}'", printable(t.name));
     if (!names.insert(t.name).second) return c.error(t.record_offset, tf + " name", "duplicate tensor name");
     const size_t dims_at = c.pos();
     uint32_t n_dims = 0;
@@ -364,23 +383,26 @@ Status GgufFile::parse() {
   for (auto& t : tensors_) {
     const uint64_t avail = size_ > data_offset_ ? size_ - data_offset_ : 0;
     if (t.offset > avail || t.size_bytes > avail - t.offset) {
-      return c.error(t.record_offset, fmt::format("tensor '{}' data", t.name),
+      return c.error(t.record_offset, fmt::format("tensor '{}' data", printable(t.name)),
                      fmt::format("bytes [{}, {}) of the data section at {} run past the end of the {}-byte file",
                                  t.offset, t.offset + t.size_bytes, data_offset_, size_));
     }
     t.data = base_ + data_offset_ + t.offset;
     order.push_back(&t);
   }
+  // Zero-byte tensors occupy nothing; every other range must start at or after the end of
+  // all ranges that start before it.
   std::sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < order.size(); ++i) {
-    const TensorInfo* prev = order[i - 1];
-    const TensorInfo* cur = order[i];
-    if (cur->offset < prev->offset + prev->size_bytes) {
-      return c.error(cur->record_offset, fmt::format("tensor '{}' offset", cur->name),
+  const TensorInfo* furthest = nullptr;  // the range ending last among those seen
+  for (const TensorInfo* cur : order) {
+    if (cur->size_bytes == 0) continue;
+    if (furthest && cur->offset < furthest->offset + furthest->size_bytes) {
+      return c.error(cur->record_offset, fmt::format("tensor '{}' offset", printable(cur->name)),
                      fmt::format("data [{}, {}) overlaps tensor '{}' at [{}, {})", cur->offset,
-                                 cur->offset + cur->size_bytes, prev->name, prev->offset,
-                                 prev->offset + prev->size_bytes));
+                                 cur->offset + cur->size_bytes, printable(furthest->name), furthest->offset,
+                                 furthest->offset + furthest->size_bytes));
     }
+    if (!furthest || cur->offset + cur->size_bytes > furthest->offset + furthest->size_bytes) furthest = cur;
   }
   return {};
 }

@@ -1,8 +1,10 @@
 // GgufWriter: encodes metadata in memory (small), streams tensor data to disk.
 #include "gguf/gguf_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "gguf/gguf_reader.h"
 
@@ -11,9 +13,9 @@ namespace {
 
 template <typename T>
 void put_le(std::vector<uint8_t>& out, T v) {
-  uint8_t b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.insert(out.end(), b, b + sizeof(T));
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
 }
 
 void put_str(std::vector<uint8_t>& out, std::string_view s) {
@@ -68,6 +70,7 @@ GgufWriter::~GgufWriter() {
 }
 
 void GgufWriter::put(std::string_view key, std::vector<uint8_t> encoded) {
+  if (key.empty() && pending_.ok()) pending_ = make_status(StatusCode::kInvalidArgument, "gguf writer: empty metadata key");
   for (auto& e : kv_) {
     if (e.key == key) {
       e.encoded = std::move(encoded);
@@ -108,12 +111,24 @@ void GgufWriter::set_value(std::string_view key, const Value& v) {
 }
 
 void GgufWriter::set_alignment(uint32_t alignment) {
+  if (alignment == 0 || alignment > (1u << 30) || (alignment & (alignment - 1)) != 0) {
+    if (pending_.ok()) pending_ = make_status(StatusCode::kInvalidArgument, "gguf writer: alignment {} is not a power of two", alignment);
+    return;
+  }
+  if (!tensors_.empty() && pending_.ok()) {
+    pending_ = make_status(StatusCode::kFailedPrecondition, "gguf writer: set_alignment after add_tensor");
+    return;
+  }
   alignment_ = alignment;
   set_u32("general.alignment", alignment);
 }
 
 Status GgufWriter::add_tensor(std::string_view name, GgmlType type, const std::vector<int64_t>& ne) {
   if (f_) return make_status(StatusCode::kFailedPrecondition, "gguf writer: add_tensor after begin");
+  constexpr size_t kMaxName = 64;  // ggml's GGML_MAX_NAME, terminating NUL included
+  if (name.empty() || name.size() >= kMaxName) {
+    return make_status(StatusCode::kInvalidArgument, "gguf writer: tensor name '{}' must have 1..{} bytes", name, kMaxName - 1);
+  }
   if (ne.empty() || ne.size() > static_cast<size_t>(kMaxDims)) {
     return make_status(StatusCode::kInvalidArgument, "gguf writer: tensor '{}' has {} dims", name, ne.size());
   }
@@ -121,10 +136,19 @@ Status GgufWriter::add_tensor(std::string_view name, GgmlType type, const std::v
     if (t.name == name) return make_status(StatusCode::kInvalidArgument, "gguf writer: duplicate tensor '{}'", name);
   }
   GS_ASSIGN_OR_RETURN(size_t row, ggml_row_size(type, ne[0]));
-  uint64_t rows = 1;
-  for (size_t i = 1; i < ne.size(); ++i) rows *= static_cast<uint64_t>(ne[i]);
-  const uint64_t bytes = row * rows;
+  uint64_t bytes = row;
+  for (size_t i = 1; i < ne.size(); ++i) {
+    if (ne[i] < 0) return make_status(StatusCode::kInvalidArgument, "gguf writer: tensor '{}' ne[{}] = {}", name, i, ne[i]);
+    const auto d = static_cast<uint64_t>(ne[i]);
+    if (d != 0 && bytes > std::numeric_limits<uint64_t>::max() / d) {
+      return make_status(StatusCode::kOutOfRange, "gguf writer: tensor '{}' byte size overflows", name);
+    }
+    bytes *= d;
+  }
   const uint64_t offset = (data_size_ + alignment_ - 1) / alignment_ * alignment_;
+  if (bytes > std::numeric_limits<uint64_t>::max() / 2 - offset) {
+    return make_status(StatusCode::kOutOfRange, "gguf writer: data section overflows at tensor '{}'", name);
+  }
   tensors_.push_back({std::string(name), type, ne, offset, static_cast<size_t>(bytes)});
   data_size_ = offset + bytes;
   return {};
@@ -149,9 +173,12 @@ Status GgufWriter::pad_to(uint64_t multiple) {
 
 Status GgufWriter::begin(const std::string& path) {
   if (f_) return make_status(StatusCode::kFailedPrecondition, "gguf writer: begin called twice");
+  GS_RETURN_IF_ERROR(pending_);
   path_ = path;
   f_ = std::fopen(path.c_str(), "wb");
   if (!f_) return make_status(StatusCode::kIo, "{}: cannot create: {}", path, std::strerror(errno));
+  // Large buffer: tensor data arrives in chunks of any size and is written sequentially.
+  std::setvbuf(f_, nullptr, _IOFBF, 8u << 20);
   std::vector<uint8_t> head;
   put_le<uint32_t>(head, kMagic);
   put_le<uint32_t>(head, 3);
@@ -221,6 +248,8 @@ Status GgufWriter::finish() {
     return make_status(StatusCode::kFailedPrecondition, "gguf writer: {} of {} tensors written", next_tensor_,
                        tensors_.size());
   }
+  // Pad the last tensor too: ggml's reader expects a data section of padded sizes.
+  GS_RETURN_IF_ERROR(pad_to(alignment_));
   const bool ok = std::fflush(f_) == 0;
   const bool closed = std::fclose(f_) == 0;
   f_ = nullptr;

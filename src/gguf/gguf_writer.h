@@ -37,13 +37,17 @@ class GgufWriter {
   void set_string_array(std::string_view key, const std::vector<std::string>& v);
   // Any materialised value (nested arrays included).
   void set_value(std::string_view key, const Value& v);
-  // general.alignment (power of two); also written as metadata.
+  // general.alignment (a power of two, at most 2^30); also written as metadata. An invalid
+  // value (or an empty key above) makes begin() fail.
   void set_alignment(uint32_t alignment);
 
-  // Declares a tensor; ne[0] is contiguous. Errors: bad shape for the type, duplicate name.
+  // Declares a tensor; ne[0] is contiguous. Errors: empty name or one of 64 bytes or more
+  // (ggml's GGML_MAX_NAME), 0 or more than 4 dims, a negative dim, ne[0] not a multiple
+  // of the type's block, a byte size that overflows, a duplicate name.
   Status add_tensor(std::string_view name, GgmlType type, const std::vector<int64_t>& ne);
 
-  // Opens `path` and writes header, metadata and tensor directory.
+  // Opens `path` and writes header, metadata and tensor directory. Tensor data follows in
+  // declaration order, each tensor at an aligned offset; the file ends padded to alignment.
   Status begin(const std::string& path);
   // Writes the data of the next declared tensor (in declaration order); `bytes` must be
   // its exact size. May be called as several chunks via write_tensor_chunk.
@@ -67,6 +71,7 @@ class GgufWriter {
     size_t bytes;
   };
   void put(std::string_view key, std::vector<uint8_t> encoded);
+  Status pending_;  // first error of a setter, reported by begin()
   Status write_raw(const void* data, size_t bytes);
   Status pad_to(uint64_t multiple);
 

@@ -45,6 +45,10 @@ inline constexpr std::string_view kSharedKvLayers = "attention.shared_kv_layers"
 inline constexpr std::string_view kEmbeddingLengthPerLayerInput = "embedding_length_per_layer_input";
 inline constexpr std::string_view kFinalLogitSoftcapping = "final_logit_softcapping";
 inline constexpr std::string_view kNextnPredictLayers = "nextn_predict_layers";  // assistant
+inline constexpr std::string_view kExpertCount = "expert_count";                 // MoE (26B-A4B)
+inline constexpr std::string_view kRopeScalingType = "rope.scaling.type";        // "none", "linear", "yarn"
+inline constexpr std::string_view kRopeScalingFactor = "rope.scaling.factor";
+inline constexpr std::string_view kRopeScalingOrigCtx = "rope.scaling.original_context_length";
 
 inline std::string key(std::string_view arch, std::string_view suffix) {
   return fmt::format("{}.{}", arch, suffix);

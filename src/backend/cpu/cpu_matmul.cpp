@@ -1,0 +1,67 @@
+// CPU matmul and embedding lookup: weight rows of any block type are dequantized once per
+// tile and dotted with every activation row (double accumulation, one rounding), threads
+// over output rows.
+#include <algorithm>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/check.h"
+#include "core/quant.h"
+
+namespace gs::cpu {
+
+namespace {
+// Output rows dequantized together: the activations are then read once per tile.
+constexpr int64_t kTileRows = 16;
+}  // namespace
+
+void matmul(ThreadPool& pool, const Weight& w, Mat x, Mat y) {
+  GS_CHECK(x.cols == w.n_in && y.cols == w.n_out && x.rows == y.rows);
+  if (x.rows == 0) return;
+  const DequantizeRowFn deq = dequantize_row_fn(w.type);
+  GS_CHECK(deq != nullptr);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const int64_t n_tiles = (w.n_out + kTileRows - 1) / kTileRows;
+  pool.parallel_for(n_tiles, [&](int64_t t0, int64_t t1, int) {
+    thread_local std::vector<float> tile;
+    if (w.type != GgmlType::F32) tile.resize(static_cast<size_t>(kTileRows * w.n_in));
+    const float* rows[kTileRows];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o0 = t * kTileRows;
+      const int64_t n_o = std::min(kTileRows, w.n_out - o0);
+      for (int64_t j = 0; j < n_o; ++j) {
+        const uint8_t* src = base + static_cast<size_t>(o0 + j) * w.row_bytes;
+        if (w.type == GgmlType::F32) {
+          rows[j] = reinterpret_cast<const float*>(src);
+        } else {
+          float* dst = tile.data() + j * w.n_in;
+          deq(src, dst, w.n_in);
+          rows[j] = dst;
+        }
+      }
+      for (int64_t r = 0; r < x.rows; ++r) {
+        const float* xr = x.row(r);
+        float* yr = y.row(r) + o0;
+        for (int64_t j = 0; j < n_o; ++j) yr[j] = static_cast<float>(dot_f64(rows[j], xr, w.n_in));
+      }
+    }
+  });
+}
+
+void embed(ThreadPool& pool, const Weight& table, const int32_t* ids, float scale, Mat out) {
+  GS_CHECK(out.cols == table.n_in);
+  const DequantizeRowFn deq = dequantize_row_fn(table.type);
+  GS_CHECK(deq != nullptr);
+  const auto* base = static_cast<const uint8_t*>(table.data);
+  pool.parallel_for(out.rows, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int32_t id = ids[r];
+      GS_CHECK_MSG(id >= 0 && id < table.n_out, "token id out of range in embed");
+      float* dst = out.row(r);
+      deq(base + static_cast<size_t>(id) * table.row_bytes, dst, table.n_in);
+      for (int64_t c = 0; c < out.cols; ++c) dst[c] *= scale;
+    }
+  });
+}
+
+}  // namespace gs::cpu

@@ -1,0 +1,54 @@
+// The CPU backend's op kernels as free functions over a thread pool (one file per op family).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+
+namespace gs::cpu {
+
+// Dot product of f32 vectors accumulated in double (each product is exact in double), so
+// the result is the correctly rounded sum up to a few units in 1e-16: the oracle computes
+// every op as exactly as it can and rounds once, which keeps it as close as possible to any
+// other careful implementation (the Gemma 4 goldens amplify one-ulp differences ~1e5-fold).
+// The order is fixed: a row's result never depends on how many rows are in the batch.
+inline double dot_f64(const float* a, const float* b, int64_t n) {
+  double acc[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int k = 0; k < 4; ++k) acc[k] += static_cast<double>(a[i + k]) * static_cast<double>(b[i + k]);
+  }
+  double s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (; i < n; ++i) s += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+  return s;
+}
+
+// Slot of position `pos` of page-table row `row` (backend.h, PageTableView).
+inline int64_t page_slot(const PageTableView& pt, int32_t row, int64_t pos) {
+  const int64_t wrap = pt.wrap_pages > 0 ? pt.wrap_pages : pt.max_pages;
+  const int64_t page = pt.pages[static_cast<int64_t>(row) * pt.max_pages + (pos / pt.page_size) % wrap];
+  return page * pt.page_size + pos % pt.page_size;
+}
+
+// cpu_matmul.cpp
+void matmul(ThreadPool& pool, const Weight& w, Mat x, Mat y);
+void embed(ThreadPool& pool, const Weight& table, const int32_t* ids, float scale, Mat out);
+
+// cpu_elementwise.cpp
+void rms_norm(ThreadPool& pool, Mat x, const float* weight, int64_t group, float eps, Mat out);
+void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& args);
+void gelu_mul(ThreadPool& pool, Mat gate, Mat up, Mat out);
+void add(ThreadPool& pool, Mat a, Mat b, Mat out);
+void scale(ThreadPool& pool, Mat x, float s);
+void softcap(ThreadPool& pool, Mat x, float cap);
+void gather_rows(ThreadPool& pool, Mat src, const int32_t* rows, Mat dst);
+void copy(ThreadPool& pool, Mat src, Mat dst);
+
+// cpu_attention.cpp
+void kv_store(ThreadPool& pool, Mat k, Mat v, const KvLayerView& kv, const int32_t* slots);
+void attention(ThreadPool& pool, const AttentionArgs& args);
+void kv_copy_slots(ThreadPool& pool, const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots,
+                   int n);
+
+}  // namespace gs::cpu

@@ -1,0 +1,448 @@
+// The scheduler loop: admission, continuous batching, stopping, cancellation, metrics.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+
+#include "core/log.h"
+
+namespace gs {
+
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::unique_ptr<SlotRunner> runner, SchedulerOptions options)
+    : runner_(std::move(runner)), options_(options), shared_(std::make_shared<Shared>()) {
+  runner_info_ = runner_->info();
+  slot_used_.assign(static_cast<size_t>(std::max(runner_info_.n_slots, 0)), false);
+  metrics_.n_slots = runner_info_.n_slots;
+  metrics_.kv_cells_total = runner_info_.kv_cells_total;
+  const size_t n_pos = static_cast<size_t>(std::max(runner_info_.draft_max, 0));
+  metrics_.drafted_by_position.assign(n_pos, 0);
+  metrics_.accepted_by_position.assign(n_pos, 0);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+EngineInfo Scheduler::info() const {
+  EngineInfo info;
+  info.model_name = runner_info_.model_name;
+  info.backend = runner_info_.backend;
+  info.n_ctx = runner_info_.n_ctx;
+  info.n_vocab = runner_info_.n_vocab;
+  info.n_slots = runner_info_.n_slots;
+  info.has_drafter = runner_info_.has_drafter;
+  info.draft_max = runner_info_.draft_max;
+  info.eog_tokens = runner_info_.eog_tokens;
+  info.queue_size = options_.queue_size;
+  info.weight_bytes = runner_info_.weight_bytes;
+  info.kv_bytes = runner_info_.kv_bytes;
+  return info;
+}
+
+EngineMetrics Scheduler::metrics() const {
+  std::lock_guard<std::mutex> lock(metrics_mu_);
+  return metrics_;
+}
+
+Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest request) {
+  auto reject = [&](Status status) -> Result<std::unique_ptr<RequestStream>> {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_.requests_rejected_total++;
+    return status;
+  };
+  const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
+  if (n_prompt == 0) return reject(Status(StatusCode::kInvalidArgument, "the prompt is empty"));
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= runner_info_.n_vocab) {
+      return reject(make_status(StatusCode::kInvalidArgument,
+                                "token id {} is outside the vocabulary [0, {})", id, runner_info_.n_vocab));
+    }
+  }
+  if (n_prompt >= runner_info_.n_ctx) {
+    return reject(make_status(StatusCode::kOutOfRange,
+                              "the prompt has {} tokens but the context holds {} tokens per sequence "
+                              "(the prompt must be shorter to leave room for the answer)",
+                              n_prompt, runner_info_.n_ctx));
+  }
+  if (request.max_tokens == 0 || request.max_tokens < -1) {
+    return reject(make_status(StatusCode::kInvalidArgument, "max_tokens must be >= 1 (or -1 for no limit), got {}",
+                              request.max_tokens));
+  }
+  if (request.n_logprobs > 20 || request.n_logprobs < -1) {
+    return reject(make_status(StatusCode::kInvalidArgument, "the number of top logprobs must be 0..20, got {}",
+                              request.n_logprobs));
+  }
+  auto channel = std::make_shared<EventChannel>();
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->stop) return reject(Status(StatusCode::kUnavailable, "the server is shutting down"));
+    const int64_t waiting = static_cast<int64_t>(shared_->queue.size()) + shared_->n_active;
+    if (waiting >= static_cast<int64_t>(runner_info_.n_slots) + options_.queue_size) {
+      return reject(make_status(StatusCode::kResourceExhausted,
+                                "the server is busy: {} requests are running or waiting; try again later",
+                                waiting));
+    }
+    shared_->queue.push_back(Pending{std::move(request), channel, Clock::now()});
+    shared_->poked = true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_.requests_total++;
+    metrics_.prompt_tokens_total += static_cast<uint64_t>(n_prompt);
+  }
+  shared_->cv.notify_all();
+  std::weak_ptr<Shared> weak = shared_;
+  auto wake = [weak] {
+    if (auto s = weak.lock()) {
+      {
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->poked = true;
+      }
+      s->cv.notify_all();
+    }
+  };
+  return std::unique_ptr<RequestStream>(new ChannelStream(std::move(channel), std::move(wake)));
+}
+
+void Scheduler::shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->stop = true;
+    }
+    shared_->cv.notify_all();
+    if (thread_.joinable()) thread_.join();
+  });
+}
+
+bool Scheduler::is_eog(const Sequence& seq, int32_t token) const {
+  const auto& eog = runner_info_.eog_tokens;
+  if (std::find(eog.begin(), eog.end(), token) != eog.end()) return true;
+  const auto& extra = seq.request.extra_eog;
+  return std::find(extra.begin(), extra.end(), token) != extra.end();
+}
+
+// Tokens the sequence may still generate: the request's max_tokens and the context (a
+// sequence of P prompt tokens holds at most n_ctx - P completion tokens).
+int32_t Scheduler::completion_limit(const Sequence& seq) const {
+  const int32_t n_prompt = static_cast<int32_t>(seq.request.prompt.size());
+  int32_t left = runner_info_.n_ctx - n_prompt - seq.n_generated;
+  if (seq.request.max_tokens > 0) left = std::min(left, seq.request.max_tokens - seq.n_generated);
+  return std::max(left, 0);
+}
+
+void Scheduler::admit(std::vector<Pending>* admitted) {
+  const int32_t n_free = static_cast<int32_t>(std::count(slot_used_.begin(), slot_used_.end(), false));
+  std::vector<Pending> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    for (auto it = shared_->queue.begin(); it != shared_->queue.end();) {
+      if (it->channel->cancel_requested()) {
+        cancelled.push_back(std::move(*it));
+        it = shared_->queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    while (!shared_->queue.empty() && static_cast<int32_t>(admitted->size()) < n_free) {
+      admitted->push_back(std::move(shared_->queue.front()));
+      shared_->queue.pop_front();
+    }
+    shared_->n_active = static_cast<int32_t>(active_.size() + admitted->size());
+  }
+  if (!cancelled.empty()) {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_.requests_cancelled_total += cancelled.size();
+  }
+  for (auto& p : cancelled) {
+    StreamEvent done;
+    done.kind = StreamEvent::Kind::kDone;
+    done.finish = FinishReason::kCancelled;
+    done.usage.prompt_tokens = static_cast<int32_t>(p.request.prompt.size());
+    done.usage.queue_ms = ms_between(p.submitted, Clock::now());
+    p.channel->push(std::move(done));
+  }
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(shared_->mu);
+      shared_->cv.wait(lock, [&] {
+        return shared_->stop || shared_->poked || !active_.empty();
+      });
+      shared_->poked = false;
+      if (shared_->stop) break;
+    }
+
+    // Cancellations are honoured before anything else runs: the slot is free this step.
+    for (size_t i = 0; i < active_.size();) {
+      if (active_[i].channel->cancel_requested()) {
+        finish(i, FinishReason::kCancelled);
+      } else {
+        ++i;
+      }
+    }
+
+    std::vector<Pending> admitted;
+    admit(&admitted);
+    for (auto& p : admitted) {
+      Sequence seq;
+      seq.request = std::move(p.request);
+      seq.channel = std::move(p.channel);
+      seq.submitted = p.submitted;
+      seq.admitted = Clock::now();
+      seq.usage.prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
+      seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
+      for (size_t s = 0; s < slot_used_.size(); ++s) {
+        if (!slot_used_[s]) {
+          seq.slot = static_cast<int32_t>(s);
+          break;
+        }
+      }
+      SequenceSetup setup;
+      setup.sampling = seq.request.sampling;
+      setup.n_logprobs = seq.request.n_logprobs;
+      setup.speculative = seq.request.speculative && runner_info_.has_drafter;
+      setup.draft_max = setup.speculative
+                            ? (seq.request.draft_max >= 0 ? seq.request.draft_max : runner_info_.draft_max)
+                            : 0;
+      setup.draft_max = std::clamp(setup.draft_max, 0, std::max(runner_info_.draft_max, 0));
+      if (setup.draft_max == 0) setup.speculative = false;
+      Status started = runner_->start(seq.slot, setup);
+      if (!started.ok()) {
+        StreamEvent ev;
+        ev.kind = StreamEvent::Kind::kError;
+        ev.error = started;
+        seq.channel->push(std::move(ev));
+        runner_->release(seq.slot);
+        std::lock_guard<std::mutex> lock(metrics_mu_);
+        metrics_.requests_failed_total++;
+        continue;
+      }
+      slot_used_[static_cast<size_t>(seq.slot)] = true;
+      active_.push_back(std::move(seq));
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->n_active = static_cast<int32_t>(active_.size());
+    }
+
+    StepBatch batch = build_batch();
+    if (batch.empty()) {
+      // Only reachable with no active sequence; a sequence without work would spin.
+      while (!active_.empty()) finish(active_.size() - 1, FinishReason::kLength);
+      continue;
+    }
+    int64_t n_prefill_rows = 0;
+    for (const auto& p : batch.prefill) n_prefill_rows += static_cast<int64_t>(p.tokens.size());
+    const auto t0 = Clock::now();
+    Result<std::vector<SlotOutput>> outputs = Status(StatusCode::kInternal, "step did not run");
+    try {
+      outputs = runner_->step(batch);
+    } catch (const std::exception& e) {
+      outputs = make_status(StatusCode::kInternal, "model step threw: {}", e.what());
+    } catch (...) {
+      outputs = Status(StatusCode::kInternal, "model step threw an unknown exception");
+    }
+    const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!outputs.ok()) {
+      GS_LOG_ERROR("engine step failed: {}", outputs.status().to_string());
+      fail_batch(batch, outputs.status());
+      continue;
+    }
+    // Advance the prefill cursors before the outputs are applied (a last chunk's output
+    // finds its sequence in the decoding state).
+    for (const auto& p : batch.prefill) {
+      for (auto& seq : active_) {
+        if (seq.slot == p.slot) seq.n_prefilled += p.tokens.size();
+      }
+    }
+    int64_t n_decode_rows = 0;
+    for (const auto& out : *outputs) {
+      for (const auto& d : batch.decode) {
+        if (d.slot == out.slot) n_decode_rows += 1 + out.n_drafted;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(metrics_mu_);
+      const double total_rows = static_cast<double>(n_prefill_rows + n_decode_rows);
+      const double prefill_share = total_rows > 0 ? static_cast<double>(n_prefill_rows) / total_rows : 0.0;
+      metrics_.prefill_tokens_total += static_cast<uint64_t>(n_prefill_rows);
+      metrics_.decode_tokens_total += static_cast<uint64_t>(n_decode_rows);
+      metrics_.prefill_seconds_total += step_s * prefill_share;
+      metrics_.decode_seconds_total += step_s * (1.0 - prefill_share);
+      metrics_.kv_cells_used = runner_->kv_cells_used();
+    }
+    apply_outputs(*outputs);
+  }
+
+  // Shutdown: nothing more runs; every request still known ends now.
+  std::deque<Pending> queued;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    queued.swap(shared_->queue);
+  }
+  for (auto& p : queued) {
+    StreamEvent ev;
+    ev.kind = StreamEvent::Kind::kError;
+    ev.error = Status(StatusCode::kUnavailable, "the server is shutting down");
+    p.channel->push(std::move(ev));
+  }
+  while (!active_.empty()) finish(active_.size() - 1, FinishReason::kCancelled);
+}
+
+StepBatch Scheduler::build_batch() {
+  StepBatch batch;
+  int32_t budget = std::max(runner_info_.max_batch_tokens, 1);
+  // Decode rows first: running streams keep their pace while prompts are prefilled.
+  for (const auto& seq : active_) {
+    if (!seq.decoding() || budget <= 0) continue;
+    const int32_t limit = completion_limit(seq);
+    if (limit <= 0) continue;  // finished in apply_outputs; never scheduled
+    DecodeWork work;
+    work.slot = seq.slot;
+    work.max_tokens = std::min(limit, budget);
+    batch.decode.push_back(work);
+    budget -= work.max_tokens;
+  }
+  // Prefill chunks in admission order with what is left.
+  for (const auto& seq : active_) {
+    if (seq.decoding() || budget <= 0) continue;
+    const size_t left = seq.request.prompt.size() - seq.n_prefilled;
+    const size_t n = std::min(left, static_cast<size_t>(budget));
+    PrefillWork work;
+    work.slot = seq.slot;
+    work.tokens.assign(seq.request.prompt.begin() + static_cast<std::ptrdiff_t>(seq.n_prefilled),
+                       seq.request.prompt.begin() + static_cast<std::ptrdiff_t>(seq.n_prefilled + n));
+    work.last = (n == left);
+    budget -= static_cast<int32_t>(n);
+    batch.prefill.push_back(std::move(work));
+  }
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    std::lock_guard<std::mutex> mlock(metrics_mu_);
+    metrics_.queue_length = static_cast<int32_t>(shared_->queue.size());
+    metrics_.busy_slots = static_cast<int32_t>(active_.size());
+  }
+  return batch;
+}
+
+void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
+  std::vector<std::pair<int32_t, FinishReason>> finished;  // slot, reason
+  uint64_t n_emitted_total = 0;
+  for (const auto& out : outputs) {
+    auto it = std::find_if(active_.begin(), active_.end(), [&](const Sequence& s) { return s.slot == out.slot; });
+    if (it == active_.end()) continue;
+    Sequence& seq = *it;
+    if (out.tokens.empty()) continue;  // a prefill chunk that was not the last
+    if (seq.n_generated == 0) seq.first_token = Clock::now();
+    seq.usage.drafted_tokens += out.n_drafted;
+    seq.usage.accepted_tokens += out.n_accepted;
+    if (out.n_drafted > 0) {
+      std::lock_guard<std::mutex> lock(metrics_mu_);
+      metrics_.drafted_total += static_cast<uint64_t>(out.n_drafted);
+      metrics_.accepted_total += static_cast<uint64_t>(out.n_accepted);
+      auto& drafted = metrics_.drafted_by_position;
+      auto& accepted = metrics_.accepted_by_position;
+      if (drafted.size() < static_cast<size_t>(out.n_drafted)) {
+        drafted.resize(static_cast<size_t>(out.n_drafted), 0);
+        accepted.resize(static_cast<size_t>(out.n_drafted), 0);
+      }
+      for (int32_t i = 0; i < out.n_drafted; ++i) drafted[static_cast<size_t>(i)]++;
+      for (int32_t i = 0; i < out.n_accepted && i < out.n_drafted; ++i) accepted[static_cast<size_t>(i)]++;
+    }
+    StreamEvent ev;
+    ev.kind = StreamEvent::Kind::kTokens;
+    std::optional<FinishReason> reason;
+    for (const auto& tok : out.tokens) {
+      if (completion_limit(seq) <= 0) {
+        reason = FinishReason::kLength;
+        break;
+      }
+      seq.n_generated++;
+      n_emitted_total++;
+      if (is_eog(seq, tok.id)) {
+        reason = FinishReason::kStop;
+        break;
+      }
+      ev.tokens.push_back(tok);
+    }
+    if (!reason && completion_limit(seq) <= 0) reason = FinishReason::kLength;
+    if (!ev.tokens.empty()) seq.channel->push(std::move(ev));
+    if (reason) finished.emplace_back(seq.slot, *reason);
+  }
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_.generated_tokens_total += n_emitted_total;
+  }
+  for (const auto& [slot, reason] : finished) {
+    for (size_t i = 0; i < active_.size(); ++i) {
+      if (active_[i].slot == slot) {
+        finish(i, reason);
+        break;
+      }
+    }
+  }
+}
+
+void Scheduler::finish(size_t index, FinishReason reason, const Status& error) {
+  Sequence seq = std::move(active_[index]);
+  active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(index));
+  runner_->release(seq.slot);
+  slot_used_[static_cast<size_t>(seq.slot)] = false;
+  const auto now = Clock::now();
+  seq.usage.completion_tokens = seq.n_generated;
+  if (seq.n_generated > 0) {
+    seq.usage.prefill_ms = ms_between(seq.admitted, seq.first_token);
+    seq.usage.decode_ms = ms_between(seq.first_token, now);
+  } else {
+    seq.usage.prefill_ms = ms_between(seq.admitted, now);
+  }
+  StreamEvent ev;
+  if (reason == FinishReason::kError) {
+    ev.kind = StreamEvent::Kind::kError;
+    ev.error = error;
+  } else {
+    ev.kind = StreamEvent::Kind::kDone;
+    ev.finish = reason;
+    ev.usage = seq.usage;
+  }
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->n_active = static_cast<int32_t>(active_.size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    if (reason == FinishReason::kCancelled) metrics_.requests_cancelled_total++;
+    if (reason == FinishReason::kError) metrics_.requests_failed_total++;
+    metrics_.busy_slots = static_cast<int32_t>(active_.size());
+    metrics_.kv_cells_used = runner_->kv_cells_used();
+  }
+  // Last: a reader that sees the end also sees the slot free and the counters updated.
+  seq.channel->push(std::move(ev));
+}
+
+void Scheduler::fail_batch(const StepBatch& batch, const Status& error) {
+  std::vector<int32_t> slots;
+  for (const auto& p : batch.prefill) slots.push_back(p.slot);
+  for (const auto& d : batch.decode) slots.push_back(d.slot);
+  for (int32_t slot : slots) {
+    for (size_t i = 0; i < active_.size(); ++i) {
+      if (active_[i].slot == slot) {
+        finish(i, FinishReason::kError, error);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace gs

@@ -1,0 +1,91 @@
+// The engine: one loop thread that owns a SlotRunner and runs steps over all active
+// sequences (continuous batching: prefill chunks and decode/verify rows in one step), a
+// bounded admission queue, cancellation honoured at the next step, and metrics.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/event_channel.h"
+#include "engine/slot_runner.h"
+
+namespace gs {
+
+struct SchedulerOptions {
+  int32_t queue_size = 64;  // requests that may wait for a free slot beyond the slots
+};
+
+class Scheduler final : public Engine {
+ public:
+  // Starts the loop thread; the scheduler owns the runner from here on.
+  Scheduler(std::unique_ptr<SlotRunner> runner, SchedulerOptions options);
+  ~Scheduler() override;
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) override;
+  EngineInfo info() const override;
+  EngineMetrics metrics() const override;
+  void shutdown() override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Pending {
+    GenerationRequest request;
+    std::shared_ptr<EventChannel> channel;
+    Clock::time_point submitted;
+  };
+
+  struct Sequence {
+    GenerationRequest request;
+    std::shared_ptr<EventChannel> channel;
+    int32_t slot = -1;
+    size_t n_prefilled = 0;      // prompt tokens already in the cache
+    int32_t n_generated = 0;     // tokens sampled, including an end-of-generation token
+    Usage usage;
+    Clock::time_point submitted;
+    Clock::time_point admitted;
+    Clock::time_point first_token;
+    bool decoding() const { return n_prefilled == request.prompt.size(); }
+  };
+
+  // Shared with the streams so that a stream can wake the loop even after the scheduler.
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Pending> queue;
+    int32_t n_active = 0;  // sequences in slots (mirrored by the loop for admission limits)
+    bool poked = false;
+    bool stop = false;
+  };
+
+  void loop();
+  void admit(std::vector<Pending>* admitted);
+  StepBatch build_batch();
+  void apply_outputs(const std::vector<SlotOutput>& outputs);
+  // Ends the sequence in `index` of active_ (releases its slot, sends the final event).
+  void finish(size_t index, FinishReason reason, const Status& error = Status());
+  void fail_batch(const StepBatch& batch, const Status& error);
+  bool is_eog(const Sequence& seq, int32_t token) const;
+  int32_t completion_limit(const Sequence& seq) const;
+
+  std::unique_ptr<SlotRunner> runner_;
+  RunnerInfo runner_info_;
+  SchedulerOptions options_;
+  std::shared_ptr<Shared> shared_;
+  std::vector<Sequence> active_;        // loop thread only
+  std::vector<bool> slot_used_;         // loop thread only
+  mutable std::mutex metrics_mu_;
+  EngineMetrics metrics_;
+  std::thread thread_;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace gs

@@ -1,0 +1,88 @@
+// The model side of the scheduler: one batched step over the sequences held in slots.
+// The scheduler thread is the only caller. An implementation owns the model, the KV cache,
+// the per-sequence sampler state and (optionally) the MTP drafter; the scheduler owns
+// requests, admission, batching, stopping and streaming. A fake implementation drives the
+// scheduler in tests; the real one adapts the runtime (any Backend, CPU or CUDA).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+
+namespace gs {
+
+struct RunnerInfo {
+  std::string model_name;
+  std::string backend;
+  int32_t n_slots = 1;            // sequences held at once
+  int32_t n_ctx = 0;              // positions per sequence (prompt + completion)
+  int32_t n_vocab = 0;
+  int32_t max_batch_tokens = 512; // most token rows one step may carry (prefill + decode/verify)
+  bool has_drafter = false;
+  int32_t draft_max = 0;          // default drafts per round when the drafter is loaded
+  std::vector<int32_t> eog_tokens;
+  int64_t kv_cells_total = 0;     // KV positions the cache can hold over all slots
+  uint64_t weight_bytes = 0;      // model (+ drafter) weights in backend memory
+  uint64_t kv_bytes = 0;          // KV cache in backend memory
+};
+
+// How one sequence is generated, fixed when it starts.
+struct SequenceSetup {
+  SamplingParams sampling;
+  int32_t n_logprobs = -1;  // -1: none; otherwise the chosen token's logprob plus n top
+  bool speculative = true;  // draft with the MTP drafter when one is loaded
+  int32_t draft_max = 0;    // drafts per round (0: no drafting)
+};
+
+// A prompt chunk that continues slot `slot`'s cache at its next position. When `last` is
+// set, the runner samples the first generated token from the chunk's final row; that token
+// becomes the slot's pending token (not yet in the cache).
+struct PrefillWork {
+  int32_t slot = 0;
+  std::vector<int32_t> tokens;
+  bool last = false;
+};
+
+// Feeds slot `slot`'s pending token and generates 1..max_tokens tokens (more than one only
+// when drafting: verified drafts plus the correction or bonus token). The last generated
+// token becomes the new pending token. max_tokens >= 1; the runner never writes a position
+// at or beyond n_ctx.
+struct DecodeWork {
+  int32_t slot = 0;
+  int32_t max_tokens = 1;
+};
+
+struct StepBatch {
+  std::vector<PrefillWork> prefill;
+  std::vector<DecodeWork> decode;
+  bool empty() const { return prefill.empty() && decode.empty(); }
+};
+
+// What one step gave a slot: tokens (empty for a prefill chunk that was not the last).
+struct SlotOutput {
+  int32_t slot = 0;
+  std::vector<GeneratedToken> tokens;
+  int32_t n_drafted = 0;   // drafts proposed this round (positions 1..n_drafted)
+  int32_t n_accepted = 0;  // leading drafts accepted
+};
+
+class SlotRunner {
+ public:
+  virtual ~SlotRunner() = default;
+  virtual RunnerInfo info() const = 0;
+  // Starts a new sequence in an empty slot (its cache is empty afterwards).
+  // Errors: kInvalidArgument (bad setup), kInternal.
+  virtual Status start(int32_t slot, const SequenceSetup& setup) = 0;
+  // Runs one step; one output per slot named in the batch, in any order. An error fails
+  // every sequence of the batch (the scheduler releases their slots).
+  virtual Result<std::vector<SlotOutput>> step(const StepBatch& batch) = 0;
+  // Frees the slot's cache; the slot may be started again.
+  virtual void release(int32_t slot) = 0;
+  // KV positions in use over all slots.
+  virtual int64_t kv_cells_used() const = 0;
+};
+
+}  // namespace gs

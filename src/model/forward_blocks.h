@@ -1,0 +1,53 @@
+// Pieces shared by the target forward and the drafter forward: named op recording (dumps),
+// RoPE arguments per layer, and the layer tail (attention output, FFN, layer scale).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/dump.h"
+#include "model/gemma4_config.h"
+#include "model/gemma4_weights.h"
+
+namespace gs {
+
+// Runs op calls on a backend and, when a dump function is set, hands each named result to
+// it (after a synchronize and a download: slow, for debugging and tests only).
+class OpTrace {
+ public:
+  OpTrace(Backend& backend, const DumpFn* dump) : backend_(backend), dump_(dump) {}
+  Backend& b() const { return backend_; }
+  bool dumping() const { return dump_ && *dump_; }
+  void mark(std::string_view name, int layer, Mat m);
+
+ private:
+  Backend& backend_;
+  const DumpFn* dump_;
+  std::vector<float> host_;
+};
+
+// RoPE of layer `l` (spec §3.1.3): sliding layers plain NEOX over n_rot dims with their
+// theta; full layers with the rope_freqs factors and the config's rope scaling (spec §6.3).
+RopeArgs layer_rope_args(const Gemma4Config& c, const Gemma4LayerConfig& l, const float* rope_freqs);
+
+// Activation buffers of one layer, each with at least `rows` rows of the widest layer.
+struct LayerScratch {
+  Mat a;     // [rows, n_embd] normed input
+  Mat q;     // [rows, max q width]
+  Mat k;     // [rows, max kv width]
+  Mat v;     // [rows, max kv width]
+  Mat att;   // [rows, max q width] attention output (heads concatenated)
+  Mat o;     // [rows, n_embd]
+  Mat gate;  // [rows, max n_ff]
+  Mat up;    // [rows, max n_ff]
+};
+
+// The rest of layer `il` after attention (spec §3.3), on the first `n` rows:
+//   x += post_attention_norm(attn_output · att)
+//   x += post_ffw_norm(ffn_down · (gelu(ffn_gate · ffn_norm(x)) ⊙ ffn_up · ffn_norm(x)))
+//   x *= layer_output_scale
+void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeights& w, Mat x, const LayerScratch& s,
+                int64_t n);
+
+}  // namespace gs

@@ -1,0 +1,25 @@
+// Loading a Gemma 4 file: open, read the config, bind the weights.
+#include "model/gemma4_model.h"
+
+namespace gs {
+
+Result<std::shared_ptr<Gemma4Model>> Gemma4Model::load(const std::string& path, Backend& backend) {
+  std::shared_ptr<gguf::GgufFile> file;
+  GS_ASSIGN_OR_RETURN(file, gguf::GgufFile::open(path));
+  return from_file(std::move(file), backend);
+}
+
+Result<std::shared_ptr<Gemma4Model>> Gemma4Model::from_file(std::shared_ptr<gguf::GgufFile> file, Backend& backend) {
+  std::shared_ptr<Gemma4Model> m(new Gemma4Model());
+  m->file_ = std::move(file);
+  m->backend_ = &backend;
+  auto config = load_gemma4_config(*m->file_);
+  if (!config.ok()) {
+    return Status(config.status().code(), fmt::format("{}: {}", m->file_->path(), config.status().message()));
+  }
+  m->config_ = std::move(config).value();
+  GS_ASSIGN_OR_RETURN(m->weights_, bind_gemma4_weights(*m->file_, m->config_, backend));
+  return m;
+}
+
+}  // namespace gs

@@ -1,0 +1,171 @@
+// KvCache: page pool and rings, page tables on host and backend, append/truncate.
+#include "runtime/kv_cache.h"
+
+#include <algorithm>
+
+namespace gs {
+
+Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend& backend, const KvCacheOptions& o) {
+  if (c.is_assistant()) return make_status(StatusCode::kInvalidArgument, "a KV cache belongs to a target model");
+  if (o.type != GgmlType::F16 && o.type != GgmlType::F32) {
+    return make_status(StatusCode::kInvalidArgument, "KV cache type {} is not supported (f16, f32)", ggml_type_name(o.type));
+  }
+  const int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train;
+  if (o.n_seq_max <= 0 || o.max_ubatch <= 0 || o.page_size <= 0 || n_ctx <= 0) {
+    return make_status(StatusCode::kInvalidArgument, "KV cache options must be positive (n_seq_max {}, max_ubatch {}, page_size {}, n_ctx {})",
+                       o.n_seq_max, o.max_ubatch, o.page_size, n_ctx);
+  }
+  std::unique_ptr<KvCache> kv(new KvCache());
+  kv->backend_ = &backend;
+  kv->sliding_window_ = c.sliding_window;
+  kv->max_ubatch_ = o.max_ubatch;
+  kv->page_size_ = o.page_size;
+  const int64_t ps = o.page_size;
+  kv->max_pages_ = static_cast<int>((n_ctx + ps - 1) / ps);
+  kv->n_pages_full_ = o.n_pages_full > 0 ? o.n_pages_full : static_cast<int64_t>(o.n_seq_max) * kv->max_pages_;
+  if (!c.has_full()) kv->n_pages_full_ = 0;
+  // Ring of R positions: a batch of n tokens from p0 overwrites positions up to
+  // p0 + n - 1 - R. Its first query needs p0 - W + 1 onwards, and after a rollback to
+  // P >= p0 + 1 the drafter needs P - W onwards: both hold when R >= W + n - 1.
+  int64_t ring_pages = 0;
+  if (c.has_sliding()) {
+    const int64_t need = static_cast<int64_t>(c.sliding_window) + o.max_ubatch - 1;
+    ring_pages = std::min<int64_t>((need + ps - 1) / ps, kv->max_pages_);
+  }
+  const int64_t swa_slots = static_cast<int64_t>(o.n_seq_max) * ring_pages * ps;
+  const int64_t full_slots = kv->n_pages_full_ * ps;
+
+  kv->seqs_.resize(static_cast<size_t>(o.n_seq_max));
+  kv->full_table_host_.assign(static_cast<size_t>(o.n_seq_max) * kv->max_pages_, -1);
+  kv->swa_table_host_.assign(static_cast<size_t>(o.n_seq_max) * kv->max_pages_, -1);
+  for (int s = 0; s < o.n_seq_max; ++s) {
+    for (int64_t p = 0; p < ring_pages; ++p) {
+      kv->swa_table_host_[static_cast<size_t>(s) * kv->max_pages_ + p] = static_cast<int32_t>(s * ring_pages + p);
+    }
+  }
+  for (int64_t p = kv->n_pages_full_ - 1; p >= 0; --p) kv->free_pages_.push_back(static_cast<int32_t>(p));
+
+  const size_t eb = o.type == GgmlType::F16 ? 2 : 4;
+  KvCacheBinding& b = kv->binding_;
+  b.n_rows = o.n_seq_max;
+  b.n_ctx = n_ctx;
+  b.swa_ring = static_cast<int32_t>(ring_pages * ps);
+  for (int il = 0; il < c.n_layer; ++il) {
+    const Gemma4LayerConfig& l = c.layers[il];
+    const int64_t n_slots = l.sliding ? swa_slots : full_slots;
+    const size_t bytes = static_cast<size_t>(n_slots) * l.kv_width() * eb;
+    DeviceBuffer k, v;
+    GS_ASSIGN_OR_RETURN(k, DeviceBuffer::make(backend, bytes));
+    GS_ASSIGN_OR_RETURN(v, DeviceBuffer::make(backend, bytes));
+    // Zeroed so a stale read (a bug) can never see NaN garbage.
+    GS_RETURN_IF_ERROR(backend.memset_zero(k.data(), bytes));
+    GS_RETURN_IF_ERROR(backend.memset_zero(v.data(), bytes));
+    b.layers.push_back(KvLayerView{k.data(), v.data(), o.type, l.n_head_kv, l.head_dim, n_slots});
+    kv->bytes_ += 2 * bytes;
+    kv->pools_.push_back(std::move(k));
+    kv->pools_.push_back(std::move(v));
+  }
+  const size_t table_bytes = kv->full_table_host_.size() * sizeof(int32_t);
+  GS_ASSIGN_OR_RETURN(kv->full_table_, DeviceBuffer::make(backend, table_bytes));
+  GS_ASSIGN_OR_RETURN(kv->swa_table_, DeviceBuffer::make(backend, table_bytes));
+  b.full_pages = PageTableView{kv->full_table_.as<int32_t>(), kv->max_pages_, o.page_size, 0};
+  b.swa_pages = PageTableView{kv->swa_table_.as<int32_t>(), kv->max_pages_, o.page_size, static_cast<int>(ring_pages)};
+  b.full_pages_host = PageTableView{kv->full_table_host_.data(), kv->max_pages_, o.page_size, 0};
+  b.swa_pages_host = PageTableView{kv->swa_table_host_.data(), kv->max_pages_, o.page_size, static_cast<int>(ring_pages)};
+  GS_RETURN_IF_ERROR(backend.upload(kv->swa_table_.data(), kv->swa_table_host_.data(), table_bytes));
+  GS_RETURN_IF_ERROR(kv->sync());
+  return kv;
+}
+
+Status KvCache::check_seq(int seq) const {
+  if (seq < 0 || seq >= static_cast<int>(seqs_.size()) || !seqs_[seq].active) {
+    return make_status(StatusCode::kInvalidArgument, "unknown KV sequence {}", seq);
+  }
+  return {};
+}
+
+Result<int> KvCache::add_sequence() {
+  for (size_t s = 0; s < seqs_.size(); ++s) {
+    if (!seqs_[s].active) {
+      seqs_[s] = Seq{};
+      seqs_[s].active = true;
+      return static_cast<int>(s);
+    }
+  }
+  return make_status(StatusCode::kResourceExhausted, "all {} KV sequences are in use", seqs_.size());
+}
+
+Status KvCache::remove_sequence(int seq) {
+  GS_RETURN_IF_ERROR(check_seq(seq));
+  GS_RETURN_IF_ERROR(truncate(seq, 0));
+  seqs_[seq].active = false;
+  return {};
+}
+
+int32_t KvCache::length(int seq) const { return check_seq(seq).ok() ? seqs_[seq].length : 0; }
+
+int32_t KvCache::swa_oldest(int seq) const {
+  if (!check_seq(seq).ok()) return 0;
+  return std::max(0, seqs_[seq].written_end - binding_.swa_ring);
+}
+
+Result<int32_t> KvCache::append(int seq, int32_t n) {
+  GS_RETURN_IF_ERROR(check_seq(seq));
+  Seq& s = seqs_[seq];
+  if (n <= 0 || n > max_ubatch_) {
+    return make_status(StatusCode::kInvalidArgument, "cannot add {} positions in one pass (max_ubatch {})", n, max_ubatch_);
+  }
+  if (static_cast<int64_t>(s.length) + n > binding_.n_ctx) {
+    return make_status(StatusCode::kOutOfRange, "sequence of {} positions + {} exceeds the context of {}", s.length, n,
+                       binding_.n_ctx);
+  }
+  const int32_t first = s.length;
+  if (n_pages_full_ > 0) {
+    const int32_t need = (first + n + page_size_ - 1) / page_size_;
+    if (need - s.n_pages > static_cast<int32_t>(free_pages_.size())) {
+      return make_status(StatusCode::kResourceExhausted, "KV page pool exhausted ({} pages, {} free, {} needed)",
+                         n_pages_full_, free_pages_.size(), need - s.n_pages);
+    }
+    for (; s.n_pages < need; ++s.n_pages) {
+      full_table_host_[static_cast<size_t>(seq) * max_pages_ + s.n_pages] = free_pages_.back();
+      free_pages_.pop_back();
+      dirty_ = true;
+    }
+  }
+  s.length = first + n;
+  s.written_end = std::max(s.written_end, s.length);
+  return first;
+}
+
+Status KvCache::truncate(int seq, int32_t n_keep) {
+  GS_RETURN_IF_ERROR(check_seq(seq));
+  Seq& s = seqs_[seq];
+  if (n_keep < 0) return make_status(StatusCode::kInvalidArgument, "negative truncation point {}", n_keep);
+  if (n_keep >= s.length) return {};
+  if (n_keep > 0 && sliding_window_ > 0 && std::max(0, n_keep - sliding_window_) < swa_oldest(seq)) {
+    return make_status(StatusCode::kFailedPrecondition,
+                       "cannot roll back to position {}: the sliding-window ring only holds positions from {}", n_keep,
+                       swa_oldest(seq));
+  }
+  s.length = n_keep;
+  if (n_keep == 0) s.written_end = 0;  // nothing of the sequence is needed any more
+  if (n_pages_full_ > 0) {
+    const int32_t keep_pages = (n_keep + page_size_ - 1) / page_size_;
+    for (; s.n_pages > keep_pages; --s.n_pages) {
+      int32_t& entry = full_table_host_[static_cast<size_t>(seq) * max_pages_ + s.n_pages - 1];
+      free_pages_.push_back(entry);
+      entry = -1;
+      dirty_ = true;
+    }
+  }
+  return {};
+}
+
+Status KvCache::sync() {
+  if (!dirty_) return {};
+  GS_RETURN_IF_ERROR(backend_->upload(full_table_.data(), full_table_host_.data(), full_table_host_.size() * sizeof(int32_t)));
+  dirty_ = false;
+  return {};
+}
+
+}  // namespace gs

@@ -1,0 +1,97 @@
+// KvCache: the target's KV cache per layer kind. Full-attention layers keep every position
+// in pages from one shared pool (a page table row per sequence); sliding layers keep a ring
+// per sequence of at least sliding_window + max_ubatch - 1 positions (a page table that
+// wraps). Many sequences; truncation from a position (rollback of rejected drafts).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/ggml_type.h"
+#include "core/status.h"
+#include "model/gemma4_config.h"
+#include "model/kv_binding.h"
+
+namespace gs {
+
+struct KvCacheOptions {
+  int n_seq_max = 1;             // sequences (page-table rows)
+  int32_t n_ctx = 0;             // positions per sequence; 0: the model's context_length
+  int max_ubatch = 512;          // most positions one sequence adds in one forward pass
+  int page_size = 256;           // positions per page (both layer kinds)
+  GgmlType type = GgmlType::F16; // storage of K and V: F16 or F32
+  int64_t n_pages_full = 0;      // full-layer pool; 0: enough for n_seq_max full contexts
+};
+
+class KvCache {
+ public:
+  // Errors: kInvalidArgument for bad options or an unsupported type, kResourceExhausted
+  // when the backend cannot hold the pools.
+  static Result<std::unique_ptr<KvCache>> create(const Gemma4Config& target, Backend& backend,
+                                                 const KvCacheOptions& options);
+
+  // A free page-table row for a new, empty sequence. Errors: kResourceExhausted.
+  Result<int> add_sequence();
+  // Frees the sequence's pages and its row. Errors: kInvalidArgument for an unknown seq.
+  Status remove_sequence(int seq);
+  bool has_sequence(int seq) const { return check_seq(seq).ok(); }
+  // Positions [0, length) are stored.
+  int32_t length(int seq) const;
+
+  // Reserves positions [length, length + n) of `seq` for one forward pass and returns the
+  // first. Errors (nothing changes): kInvalidArgument for n > max_ubatch or an unknown seq
+  // (a larger batch could overwrite ring slots that its own first query still needs),
+  // kOutOfRange past n_ctx, kResourceExhausted when the page pool is empty.
+  Result<int32_t> append(int seq, int32_t n);
+
+  // Keeps positions [0, n_keep) and drops the rest, in both layer kinds (rollback).
+  // Errors: kFailedPrecondition when the sliding ring no longer holds the window before
+  // n_keep (positions older than the ring were overwritten; re-process instead).
+  Status truncate(int seq, int32_t n_keep);
+
+  // Oldest position whose sliding-layer K/V is still in the ring.
+  int32_t swa_oldest(int seq) const;
+
+  // Uploads the page tables if they changed. Call before a forward pass uses binding().
+  Status sync();
+  const KvCacheBinding& binding() const { return binding_; }
+
+  int32_t n_ctx() const { return binding_.n_ctx; }
+  int n_seq_max() const { return binding_.n_rows; }
+  int max_ubatch() const { return max_ubatch_; }
+  int32_t swa_ring() const { return binding_.swa_ring; }
+  int64_t pages_total() const { return n_pages_full_; }
+  int64_t pages_free() const { return static_cast<int64_t>(free_pages_.size()); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  KvCache() = default;
+  struct Seq {
+    bool active = false;
+    int32_t length = 0;
+    int32_t written_end = 0;  // highest position ever written + 1 (ring overwrite tracking)
+    int32_t n_pages = 0;      // full-layer pages held
+  };
+  Status check_seq(int seq) const;
+
+  int32_t sliding_window_ = 0;
+  int max_ubatch_ = 0;
+  int page_size_ = 0;
+  int max_pages_ = 0;
+  int64_t n_pages_full_ = 0;
+  std::vector<Seq> seqs_;
+  std::vector<int32_t> free_pages_;
+  std::vector<int32_t> full_table_host_;
+  std::vector<int32_t> swa_table_host_;
+  bool dirty_ = true;
+  Backend* backend_ = nullptr;
+  std::vector<DeviceBuffer> pools_;
+  DeviceBuffer full_table_;
+  DeviceBuffer swa_table_;
+  KvCacheBinding binding_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace gs

@@ -1,0 +1,342 @@
+// Parsing and validation of OpenAI chat and text completion requests.
+#include "server/api_request.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "server/json_input.h"
+#include "text/chat_json.h"
+
+namespace gs::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxTools = 512;
+
+Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+
+bool valid_function_name(const std::string& name) {
+  if (name.empty() || name.size() > 128) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Server policy on top of the text layer's structural conversion: the rules OpenAI states
+// and the limits of this server (text only), with errors that name the field.
+Status check_messages(const std::vector<text::ChatMessage>& messages) {
+  if (messages.empty()) return invalid("messages must contain at least one message");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const text::ChatMessage& m = messages[i];
+    const std::string path = fmt::format("messages[{}]", i);
+    for (size_t k = 0; k < m.content_parts.size(); ++k) {
+      if (m.content_parts[k].type != text::ContentPartType::kText) {
+        return invalid(fmt::format("{}.content[{}]: image, audio and video parts are not supported (this server "
+                                   "reads text only)", path, k));
+      }
+    }
+    if (m.role == text::ChatRole::kTool && m.tool_call_id.empty() && m.name.empty()) {
+      return invalid(fmt::format("{}.tool_call_id is required for a tool message", path));
+    }
+    for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+      const std::string& args = m.tool_calls[k].arguments_json;
+      if (args.empty()) continue;
+      // Bounded nesting here keeps the renderer's walk over the arguments shallow.
+      Result<nlohmann::json> parsed = parse_json_object(args);
+      if (!parsed.ok()) {
+        return invalid(fmt::format("{}.tool_calls[{}].function.arguments must be a JSON object: {}", path, k,
+                                   parsed.status().message()));
+      }
+    }
+  }
+  return {};
+}
+
+// Content that OpenAI requires: present and not null for system, developer, user and tool
+// messages (the converter treats a missing content as empty).
+Status check_required_content(const json& messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string() || *role == "assistant") continue;
+    const auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      return invalid(fmt::format("messages[{}].content is required", i));
+    }
+  }
+  return {};
+}
+
+Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) return invalid("messages is required");
+  GS_ASSIGN_OR_RETURN(*out, text::chat_messages_from_json(*it));
+  GS_RETURN_IF_ERROR(check_required_content(*it));
+  return check_messages(*out);
+}
+
+Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
+  auto it = body.find("tools");
+  if (it == body.end() || it->is_null()) return {};
+  GS_ASSIGN_OR_RETURN(*out, text::chat_tools_from_json(*it));
+  if (out->size() > kMaxTools) return invalid(fmt::format("tools may list at most {} functions", kMaxTools));
+  for (size_t i = 0; i < out->size(); ++i) {
+    const std::string& name = (*out)[i].name;
+    if (!valid_function_name(name)) {
+      return invalid(fmt::format("tools[{}].function.name '{}' must be 1-128 characters of a-z, A-Z, 0-9, _, - and .",
+                                 i, name));
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if ((*out)[k].name == name) return invalid(fmt::format("tools[{}].function.name '{}' is declared twice", i, name));
+    }
+  }
+  return {};
+}
+
+Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) {
+    req->tool_choice = req->tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+    return {};
+  }
+  if (it->is_string()) {
+    const std::string s = it->get<std::string>();
+    if (s == "auto") {
+      req->tool_choice = req->tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+    } else if (s == "none") {
+      req->tool_choice = ToolChoice::kNone;
+    } else if (s == "required") {
+      req->tool_choice = ToolChoice::kRequired;
+    } else {
+      return invalid(fmt::format("tool_choice must be 'auto', 'none', 'required' or a function, got '{}'", s));
+    }
+  } else if (it->is_object()) {
+    std::optional<std::string> type;
+    GS_RETURN_IF_ERROR(read_string(*it, "tool_choice", "type", &type));
+    if (type && *type != "function") return invalid(fmt::format("tool_choice.type must be 'function', got '{}'", *type));
+    auto fn = it->find("function");
+    std::optional<std::string> name;
+    if (fn != it->end() && fn->is_object()) {
+      GS_RETURN_IF_ERROR(read_string(*fn, "tool_choice.function", "name", &name));
+    } else {
+      GS_RETURN_IF_ERROR(read_string(*it, "tool_choice", "name", &name));
+    }
+    if (!name || name->empty()) return invalid("tool_choice.function.name is required");
+    req->tool_choice = ToolChoice::kNamed;
+    req->tool_choice_name = *name;
+  } else {
+    return invalid(fmt::format("tool_choice must be a string or an object, got {}", json_type_name(*it)));
+  }
+  if (req->tool_choice == ToolChoice::kRequired || req->tool_choice == ToolChoice::kNamed) {
+    if (req->tools.empty()) return invalid("tool_choice asks for a tool call but tools is empty");
+  }
+  if (req->tool_choice == ToolChoice::kNamed) {
+    bool found = false;
+    for (const auto& t : req->tools) found = found || t.name == req->tool_choice_name;
+    if (!found) {
+      return invalid(fmt::format("tool_choice names the function '{}', which is not in tools", req->tool_choice_name));
+    }
+  }
+  return {};
+}
+
+Status read_stop(const json& body, std::vector<std::string>* out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return {};
+  if (it->is_string()) {
+    if (!it->get<std::string>().empty()) out->push_back(it->get<std::string>());
+    return {};
+  }
+  if (!it->is_array()) return invalid(fmt::format("stop must be a string or an array of strings, got {}", json_type_name(*it)));
+  if (it->size() > kMaxStopStrings) return invalid(fmt::format("stop may hold at most {} strings", kMaxStopStrings));
+  for (size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string()) {
+      return invalid(fmt::format("stop[{}] must be a string, got {}", i, json_type_name((*it)[i])));
+    }
+    std::string s = (*it)[i].get<std::string>();
+    if (!s.empty()) out->push_back(std::move(s));
+  }
+  return {};
+}
+
+// Sampling, limits, stop strings, streaming: the fields both endpoints share.
+Status read_generation_options(const json& body, const RequestDefaults& defaults, GenerationOptions* gen) {
+  gen->sampling = defaults.sampling;
+  std::optional<int64_t> i;
+  std::optional<double> d;
+  std::optional<bool> b;
+
+  GS_RETURN_IF_ERROR(read_int(body, "", "max_completion_tokens", 1, kMaxTokensLimit, &i));
+  if (!i) GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &i));
+  if (i) gen->max_tokens = static_cast<int32_t>(*i);
+
+  GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
+  if (d) gen->sampling.temperature = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_number(body, "", "top_p", 0.0, 1.0, &d));
+  if (d) gen->sampling.top_p = static_cast<float>(*d);
+  const int64_t top_k_max = defaults.n_vocab > 0 ? defaults.n_vocab : kMaxTokensLimit;
+  GS_RETURN_IF_ERROR(read_int(body, "", "top_k", 0, top_k_max, &i));
+  if (i) gen->sampling.top_k = static_cast<int32_t>(*i);
+  GS_RETURN_IF_ERROR(read_number(body, "", "min_p", 0.0, 1.0, &d));
+  if (d) gen->sampling.min_p = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_number(body, "", "presence_penalty", -2.0, 2.0, &d));
+  if (d) gen->sampling.presence_penalty = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_number(body, "", "frequency_penalty", -2.0, 2.0, &d));
+  if (d) gen->sampling.frequency_penalty = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_number(body, "", "repetition_penalty", 0.01, 10.0, &d));
+  if (d) gen->sampling.repetition_penalty = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_int(body, "", "seed", std::numeric_limits<int64_t>::min(),
+                              std::numeric_limits<int64_t>::max(), &i));
+  if (i) {
+    gen->sampling.has_seed = true;
+    gen->sampling.seed = static_cast<uint64_t>(*i);
+  }
+  GS_RETURN_IF_ERROR(read_int(body, "", "n", 1, kMaxTokensLimit, &i));
+  if (i && *i != 1) return invalid(fmt::format("n must be 1 (this server returns one choice), got {}", *i));
+  GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
+
+  GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
+  gen->stream = b.value_or(false);
+  auto so = body.find("stream_options");
+  if (so != body.end() && !so->is_null()) {
+    if (!so->is_object()) return invalid(fmt::format("stream_options must be an object, got {}", json_type_name(*so)));
+    GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "include_usage", &b));
+    gen->include_usage = b.value_or(false) && gen->stream;
+  }
+  return {};
+}
+
+Status read_response_format(const json& body) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_object()) return invalid(fmt::format("response_format must be an object, got {}", json_type_name(*it)));
+  std::optional<std::string> type;
+  GS_RETURN_IF_ERROR(read_string(*it, "response_format", "type", &type));
+  if (!type || *type == "text") return {};
+  if (*type == "json_object" || *type == "json_schema") {
+    return Status(StatusCode::kUnimplemented,
+                  fmt::format("response_format '{}' is not supported by this server yet", *type));
+  }
+  return invalid(fmt::format("response_format.type must be 'text', 'json_object' or 'json_schema', got '{}'", *type));
+}
+
+Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
+  req->enable_thinking = defaults.enable_thinking;
+  req->reasoning_budget = defaults.reasoning_budget;
+  std::optional<std::string> effort;
+  GS_RETURN_IF_ERROR(read_string(body, "", "reasoning_effort", &effort));
+  if (effort) {
+    if (*effort == "none") {
+      req->enable_thinking = false;
+    } else if (*effort == "minimal" || *effort == "low" || *effort == "medium" || *effort == "high" ||
+               *effort == "xhigh") {
+      req->enable_thinking = true;
+    } else {
+      return invalid(fmt::format("reasoning_effort must be none, minimal, low, medium, high or xhigh, got '{}'", *effort));
+    }
+  }
+  auto kw = body.find("chat_template_kwargs");
+  if (kw != body.end() && !kw->is_null()) {
+    if (!kw->is_object()) {
+      return invalid(fmt::format("chat_template_kwargs must be an object, got {}", json_type_name(*kw)));
+    }
+    std::optional<bool> b;
+    GS_RETURN_IF_ERROR(read_bool(*kw, "chat_template_kwargs", "enable_thinking", &b));
+    if (b) req->enable_thinking = *b;
+  }
+  std::optional<int64_t> budget;
+  GS_RETURN_IF_ERROR(read_int(body, "", "reasoning_budget_tokens", 0, kMaxTokensLimit, &budget));
+  if (!budget) GS_RETURN_IF_ERROR(read_int(body, "", "thinking_budget_tokens", 0, kMaxTokensLimit, &budget));
+  if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
+  // A budget of 0 means no thinking at all: render the non-thinking prompt (bug-case 25).
+  if (req->reasoning_budget == 0) req->enable_thinking = false;
+  return {};
+}
+
+}  // namespace
+
+Result<ChatCompletionRequest> parse_chat_request(const json& body, const RequestDefaults& defaults) {
+  ChatCompletionRequest req;
+  std::optional<std::string> model;
+  GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
+  req.model = model.value_or("");
+  GS_RETURN_IF_ERROR(read_messages(body, &req.messages));
+  GS_RETURN_IF_ERROR(read_tools(body, &req.tools));
+  GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "parallel_tool_calls", &b));
+  req.parallel_tool_calls = b.value_or(true);
+  GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
+  GS_RETURN_IF_ERROR(read_response_format(body));
+  GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
+
+  GS_RETURN_IF_ERROR(read_bool(body, "", "logprobs", &b));
+  const bool logprobs = b.value_or(false);
+  std::optional<int64_t> top;
+  GS_RETURN_IF_ERROR(read_int(body, "", "top_logprobs", 0, 20, &top));
+  if (top && !logprobs) return invalid("top_logprobs needs logprobs: true");
+  if (logprobs) req.gen.n_logprobs = static_cast<int32_t>(top.value_or(0));
+  return req;
+}
+
+Result<CompletionRequest> parse_completion_request(const json& body, const RequestDefaults& defaults) {
+  CompletionRequest req;
+  std::optional<std::string> model;
+  GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
+  req.model = model.value_or("");
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return invalid("prompt is required");
+  const json* prompt = &*it;
+  // A one-element batch is the same as its element.
+  if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
+    prompt = &(*prompt)[0];
+  }
+  if (prompt->is_string()) {
+    req.prompt_text = prompt->get<std::string>();
+    if (req.prompt_text.empty()) return invalid("prompt must not be empty");
+  } else if (prompt->is_array()) {
+    if (prompt->empty()) return invalid("prompt must not be empty");
+    req.prompt_is_tokens = true;
+    for (size_t i = 0; i < prompt->size(); ++i) {
+      const json& v = (*prompt)[i];
+      if (v.is_string() || v.is_array()) return invalid("prompt: batches of several prompts are not supported");
+      if (!v.is_number_integer()) {
+        return invalid(fmt::format("prompt[{}] must be a token id (integer), got {}", i, json_type_name(v)));
+      }
+      const int64_t id = v.get<int64_t>();
+      if (id < 0 || (defaults.n_vocab > 0 && id >= defaults.n_vocab) || id > kMaxTokensLimit) {
+        return invalid(fmt::format("prompt[{}]: token id {} is outside the vocabulary [0, {})", i, id, defaults.n_vocab));
+      }
+      req.prompt_tokens.push_back(static_cast<int32_t>(id));
+    }
+  } else {
+    return invalid(fmt::format("prompt must be a string or an array of token ids, got {}", json_type_name(*prompt)));
+  }
+  GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
+  if (!req.gen.max_tokens) {
+    // The legacy endpoint's documented default.
+    if (body.find("max_tokens") == body.end()) req.gen.max_tokens = 16;
+  }
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "echo", &b));
+  req.echo = b.value_or(false);
+  std::optional<std::string> suffix;
+  GS_RETURN_IF_ERROR(read_string(body, "", "suffix", &suffix));
+  if (suffix && !suffix->empty()) return Status(StatusCode::kUnimplemented, "suffix is not supported by this model");
+  std::optional<int64_t> i;
+  GS_RETURN_IF_ERROR(read_int(body, "", "best_of", 1, kMaxTokensLimit, &i));
+  if (i && *i != 1) return invalid(fmt::format("best_of must be 1, got {}", *i));
+  GS_RETURN_IF_ERROR(read_int(body, "", "logprobs", 0, 20, &i));
+  if (i) req.gen.n_logprobs = static_cast<int32_t>(*i);
+  return req;
+}
+
+}  // namespace gs::server

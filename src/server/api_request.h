@@ -1,0 +1,62 @@
+// OpenAI request bodies as typed values: /v1/chat/completions and /v1/completions, parsed
+// and validated from JSON. Every error names the field at fault (400 invalid_request_error).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "text/chat_format.h"
+
+namespace gs::server {
+
+enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
+
+// What the server fills in when a request leaves a field out.
+struct RequestDefaults {
+  SamplingParams sampling;            // the model's recommended sampling, or OpenAI's
+  bool enable_thinking = true;        // --reasoning on|off
+  int32_t reasoning_budget = -1;      // --reasoning-budget (-1: unlimited, 0: no thinking)
+  int32_t n_vocab = 0;                // bound for top_k and prompt token ids (0: unchecked)
+};
+
+// Fields both endpoints share.
+struct GenerationOptions {
+  std::optional<int32_t> max_tokens;  // unset: the server's default cap
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+  int32_t n_logprobs = -1;            // -1: none; chat: top_logprobs; completions: logprobs
+};
+
+struct ChatCompletionRequest {
+  std::string model;
+  std::vector<text::ChatMessage> messages;
+  std::vector<text::ChatTool> tools;
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;       // kNamed
+  bool parallel_tool_calls = true;
+  bool enable_thinking = true;        // after reasoning_effort / chat_template_kwargs
+  int32_t reasoning_budget = -1;
+  GenerationOptions gen;
+};
+
+struct CompletionRequest {
+  std::string model;
+  std::string prompt_text;            // when the prompt was text
+  std::vector<int32_t> prompt_tokens; // when the prompt was token ids
+  bool prompt_is_tokens = false;
+  bool echo = false;
+  GenerationOptions gen;
+};
+
+Result<ChatCompletionRequest> parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults);
+Result<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestDefaults& defaults);
+
+}  // namespace gs::server

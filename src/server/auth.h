@@ -1,0 +1,36 @@
+// API keys: loading them (a file keeps them out of `ps`), and checking a request's
+// `Authorization: Bearer KEY` or `x-api-key: KEY` header in constant time.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gs::server {
+
+class ApiKeys {
+ public:
+  ApiKeys() = default;
+  // Errors: kInvalidArgument for an empty key or one with whitespace/control characters.
+  static Result<ApiKeys> from_keys(const std::vector<std::string>& keys);
+  // One key per line; blank lines and lines starting with '#' are skipped; surrounding
+  // whitespace trimmed. Errors: kIo (unreadable), kInvalidArgument (no key in the file).
+  static Result<ApiKeys> from_file(const std::string& path);
+
+  bool enabled() const { return !digests_.empty(); }
+  size_t size() const { return digests_.size(); }
+  // True when `key` is one of the keys. Every key is compared (SHA-256 digests with
+  // CRYPTO_memcmp), so the time taken says nothing about how much of a key matched.
+  bool matches(std::string_view key) const;
+  // The key a request presents: the token of "Authorization: Bearer <token>" (scheme
+  // case-insensitive), else the x-api-key header; "" when neither is present.
+  static std::string_view presented_key(std::string_view authorization, std::string_view x_api_key);
+
+ private:
+  std::vector<std::array<unsigned char, 32>> digests_;
+};
+
+}  // namespace gs::server

@@ -1,0 +1,193 @@
+// Engine tokens -> text -> parsed output deltas for one request.
+#include "server/generation.h"
+
+namespace gs::server {
+
+Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, GenerationPlan plan)
+    : tokenizer_(std::move(tokenizer)),
+      plan_(std::move(plan)),
+      decoder_(*tokenizer_),
+      stop_matcher_(plan_.chat ? std::vector<std::string>{} : plan_.stop) {
+  if (plan_.chat) parser_ = std::make_unique<text::OutputParser>(plan_.parser);
+}
+
+Generation::~Generation() { cancel(); }
+
+Status Generation::start(Engine& engine) {
+  GS_ASSIGN_OR_RETURN(stream_, engine.submit(plan_.request));
+  return {};
+}
+
+void Generation::cancel() {
+  if (stream_ && !finished_) stream_->cancel();
+}
+
+void Generation::push_delta(OutputDelta delta, PollResult* out) {
+  if ((delta.kind == OutputDelta::Kind::kContent || delta.kind == OutputDelta::Kind::kReasoning ||
+       delta.kind == OutputDelta::Kind::kToolCallArgs) &&
+      delta.text.empty()) {
+    return;
+  }
+  if (!out->deltas.empty()) {
+    OutputDelta& last = out->deltas.back();
+    const bool mergeable = delta.kind != OutputDelta::Kind::kToolCallBegin && last.kind == delta.kind &&
+                           last.tool_index == delta.tool_index;
+    if (mergeable) {
+      last.text += delta.text;
+      return;
+    }
+  }
+  out->deltas.push_back(std::move(delta));
+}
+
+void Generation::consume_parser_events(const std::vector<text::ParserEvent>& events, PollResult* out) {
+  for (const auto& ev : events) {
+    if (stopped_early_) return;
+    accumulator_.add(ev);
+    OutputDelta d;
+    switch (ev.kind) {
+      case text::ParserEventKind::kContent:
+        d.kind = OutputDelta::Kind::kContent;
+        d.text = ev.text;
+        push_delta(std::move(d), out);
+        break;
+      case text::ParserEventKind::kReasoning:
+        d.kind = OutputDelta::Kind::kReasoning;
+        d.text = ev.text;
+        push_delta(std::move(d), out);
+        break;
+      case text::ParserEventKind::kToolCallBegin:
+        d.kind = OutputDelta::Kind::kToolCallBegin;
+        d.tool_index = ev.tool_index;
+        d.tool_id = ev.tool_id;
+        d.tool_name = ev.tool_name;
+        push_delta(std::move(d), out);
+        break;
+      case text::ParserEventKind::kToolCallArgs:
+        d.kind = OutputDelta::Kind::kToolCallArgs;
+        d.tool_index = ev.tool_index;
+        d.text = ev.text;
+        push_delta(std::move(d), out);
+        break;
+      case text::ParserEventKind::kToolCallEnd:
+        if (plan_.single_tool_call) {
+          // parallel_tool_calls: false -> the first complete call ends the output.
+          stopped_early_ = true;
+          result_.finish_reason = "tool_calls";
+          if (stream_) stream_->cancel();
+        }
+        break;
+      case text::ParserEventKind::kStop:
+        stopped_early_ = true;
+        result_.finish_reason = "stop";
+        if (stream_) stream_->cancel();
+        break;
+    }
+  }
+}
+
+void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollResult* out) {
+  for (const auto& tok : tokens) {
+    if (stopped_early_) return;
+    n_tokens_seen_++;
+    out->tokens.push_back(tok);
+    const std::string piece = decoder_.push(tok.id);
+    if (plan_.chat) {
+      const bool was_reasoning = parser_->in_reasoning();
+      consume_parser_events(parser_->feed(piece), out);
+      if (was_reasoning || parser_->in_reasoning()) result_.reasoning_tokens++;
+    } else {
+      std::string released = stop_matcher_.feed(piece);
+      result_.content += released;
+      OutputDelta d;
+      d.text = std::move(released);
+      push_delta(std::move(d), out);
+      if (stop_matcher_.stopped()) {
+        stopped_early_ = true;
+        result_.finish_reason = "stop";
+        if (stream_) stream_->cancel();
+      }
+    }
+  }
+}
+
+void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
+  if (!stopped_early_) {
+    const std::string tail = decoder_.finish();
+    if (plan_.chat) {
+      consume_parser_events(parser_->feed(tail), out);
+      if (!stopped_early_) consume_parser_events(parser_->finish(), out);
+    } else {
+      std::string released = stop_matcher_.feed(tail);
+      if (!stop_matcher_.stopped()) released += stop_matcher_.finish();
+      result_.content += released;
+      OutputDelta d;
+      d.text = std::move(released);
+      push_delta(std::move(d), out);
+    }
+  }
+  if (plan_.chat) {
+    const text::ParsedMessage& msg = accumulator_.message();
+    result_.content = msg.content;
+    result_.reasoning_content = msg.reasoning_content;
+    result_.tool_calls = msg.tool_calls;
+    result_.empty_reasoning_blocks = parser_->stats().empty_reasoning_blocks;
+  }
+  result_.usage = usage;
+  if (result_.finish_reason.empty()) {
+    switch (reason) {
+      case FinishReason::kStop:
+        result_.finish_reason = result_.tool_calls.empty() ? "stop" : "tool_calls";
+        break;
+      case FinishReason::kLength:
+        result_.finish_reason = "length";
+        break;
+      case FinishReason::kCancelled:
+        result_.cancelled = true;
+        result_.finish_reason = "stop";
+        break;
+      case FinishReason::kError:
+        result_.finish_reason = "stop";
+        break;
+    }
+  }
+  finished_ = true;
+  out->finished = true;
+}
+
+PollResult Generation::poll(std::chrono::milliseconds wait) {
+  PollResult out;
+  if (finished_) {
+    out.finished = true;
+    return out;
+  }
+  if (n_tokens_seen_ == 0 && plan_.chat && !plan_.output_prefix.empty() && !prefix_fed_) {
+    prefix_fed_ = true;
+    consume_parser_events(parser_->feed(plan_.output_prefix), &out);
+  }
+  StreamEvent ev;
+  // Drain whatever is ready; wait only for the first event.
+  bool waited = false;
+  while (!finished_) {
+    if (!stream_->next(&ev, waited ? std::chrono::milliseconds(0) : wait)) break;
+    waited = true;
+    out.got_event = true;
+    switch (ev.kind) {
+      case StreamEvent::Kind::kTokens:
+        consume_tokens(ev.tokens, &out);
+        break;
+      case StreamEvent::Kind::kDone:
+        end(&out, ev.finish, ev.usage);
+        break;
+      case StreamEvent::Kind::kError:
+        result_.error = ev.error;
+        result_.finish_reason = "stop";
+        finished_ = true;
+        out.finished = true;
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace gs::server

@@ -1,0 +1,96 @@
+// One request's path from engine tokens to OpenAI output: incremental detokenizing, the
+// Gemma 4 output parser (chat) or stop strings (raw completions), finish reasons, usage.
+// Used the same way by streaming and non-streaming responses: poll, forward deltas, and
+// read the assembled result at the end.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/stop_matcher.h"
+#include "text/detokenizer.h"
+#include "text/output_parser.h"
+#include "text/tokenizer.h"
+
+namespace gs::server {
+
+struct GenerationPlan {
+  GenerationRequest request;   // prompt tokens, limits, sampling
+  bool chat = true;            // parse reasoning and tool calls; false: raw text
+  text::ParserOptions parser;  // chat
+  // Text the prompt already ends with that the parser must see as the start of the output
+  // (a forced tool-call opener for tool_choice required / named).
+  std::string output_prefix;
+  bool single_tool_call = false;     // parallel_tool_calls: false
+  std::vector<std::string> stop;     // raw completions
+};
+
+// One piece of output for the client, in order. Adjacent pieces of the same kind merge.
+struct OutputDelta {
+  enum class Kind { kContent, kReasoning, kToolCallBegin, kToolCallArgs };
+  Kind kind = Kind::kContent;
+  std::string text;        // content, reasoning or arguments text
+  int tool_index = -1;
+  std::string tool_id;     // kToolCallBegin
+  std::string tool_name;   // kToolCallBegin
+};
+
+struct PollResult {
+  std::vector<OutputDelta> deltas;
+  std::vector<GeneratedToken> tokens;  // tokens consumed by this poll (for logprobs)
+  bool finished = false;
+  bool got_event = false;              // the engine sent something (tokens or the end)
+};
+
+struct GenerationResult {
+  std::string content;                 // chat content or completion text
+  std::string reasoning_content;
+  std::vector<text::ParsedToolCall> tool_calls;
+  std::string finish_reason;           // "stop", "length", "tool_calls"
+  Usage usage;
+  int32_t reasoning_tokens = 0;
+  int empty_reasoning_blocks = 0;
+  std::optional<Status> error;         // the engine failed the request
+  bool cancelled = false;              // ended by cancel() before any finish
+};
+
+class Generation {
+ public:
+  Generation(std::shared_ptr<const text::Tokenizer> tokenizer, GenerationPlan plan);
+  ~Generation();
+
+  // Submits to the engine. Errors as Engine::submit.
+  Status start(Engine& engine);
+  // Waits up to `wait` for engine events and turns them into deltas.
+  PollResult poll(std::chrono::milliseconds wait);
+  // Stops the request (client gone). Idempotent.
+  void cancel();
+  bool finished() const { return finished_; }
+  // Valid once finished.
+  const GenerationResult& result() const { return result_; }
+
+ private:
+  void consume_tokens(const std::vector<GeneratedToken>& tokens, PollResult* out);
+  void consume_parser_events(const std::vector<text::ParserEvent>& events, PollResult* out);
+  void push_delta(OutputDelta delta, PollResult* out);
+  void end(PollResult* out, FinishReason reason, const Usage& usage);
+
+  std::shared_ptr<const text::Tokenizer> tokenizer_;
+  GenerationPlan plan_;
+  text::IncrementalDecoder decoder_;
+  std::unique_ptr<text::OutputParser> parser_;
+  text::MessageAccumulator accumulator_;
+  StopMatcher stop_matcher_;
+  std::unique_ptr<RequestStream> stream_;
+  GenerationResult result_;
+  bool finished_ = false;
+  bool stopped_early_ = false;   // a stop string or the single tool call ended the output
+  bool prefix_fed_ = false;
+  int32_t n_tokens_seen_ = 0;
+};
+
+}  // namespace gs::server

@@ -1,0 +1,439 @@
+// HTTP routes of the OpenAI-compatible API on cpp-httplib.
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "core/log.h"
+#include "server/api_error.h"
+#include "server/json_input.h"
+#include "server/openai_format.h"
+#include "server/prometheus.h"
+
+namespace gs::server {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.http_status;
+  res.set_content(e.body(), "application/json");
+}
+
+std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+// Shared by a streamed or non-streamed response while its content provider runs.
+struct ResponseState {
+  std::unique_ptr<Generation> gen;
+  ResponseMeta meta;
+  bool chat = true;
+  bool include_usage = false;
+  bool logprobs = false;
+  std::string echo_text;  // completions with echo
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  std::vector<GeneratedToken> all_tokens;
+  std::vector<GeneratedToken> pending_logprobs;  // consumed but not yet sent (streaming)
+  size_t text_offset = 0;                        // completions logprobs
+};
+
+}  // namespace
+
+// The route handlers; a friend of HttpServer.
+class Routes {
+ public:
+  explicit Routes(HttpServer* s) : s_(s) {}
+
+  void health(const httplib::Request&, httplib::Response& res) {
+    if (s_->draining_) return send_json(res, 503, {{"status", "shutting_down"}});
+    if (!s_->model()) return send_json(res, 503, {{"status", "loading"}});
+    send_json(res, 200, {{"status", "ok"}});
+  }
+
+  void models(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_error(res, loading_error());
+    json entry = model_entry(*m);
+    if (req.matches.size() > 1) {
+      if (req.matches[1] != m->model_id) return send_error(res, not_found("no model named '" + std::string(req.matches[1]) + "'"));
+      return send_json(res, 200, entry);
+    }
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({entry})}});
+  }
+
+  void metrics(const httplib::Request&, httplib::Response& res) {
+    auto m = s_->model();
+    EngineInfo info;
+    EngineMetrics metrics;
+    if (m) {
+      info = m->info;
+      metrics = m->engine->metrics();
+    }
+    res.status = 200;
+    res.set_content(render_prometheus(info, metrics, s_->counters(), m != nullptr),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  }
+
+  void chat(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_error(res, loading_error());
+    if (s_->draining_) return send_error(res, draining_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
+    if (!parsed.ok()) return send_error(res, api_error_from_status(parsed.status()));
+    Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
+    if (!plan.ok()) return send_error(res, api_error_from_status(plan.status()));
+    auto state = std::make_shared<ResponseState>();
+    state->chat = true;
+    state->include_usage = parsed->gen.include_usage;
+    state->logprobs = parsed->gen.n_logprobs >= 0;
+    state->meta = {make_response_id("chatcmpl-"), unix_now(), m->model_id};
+    start(m, std::move(*plan), parsed->gen.stream, state, res);
+  }
+
+  void completions(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_error(res, loading_error());
+    if (s_->draining_) return send_error(res, draining_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    Result<CompletionRequest> parsed = parse_completion_request(*body, m->defaults);
+    if (!parsed.ok()) return send_error(res, api_error_from_status(parsed.status()));
+    Result<GenerationPlan> plan = plan_completion(*parsed, *m->tokenizer, s_->options_.limits);
+    if (!plan.ok()) return send_error(res, api_error_from_status(plan.status()));
+    auto state = std::make_shared<ResponseState>();
+    state->chat = false;
+    state->include_usage = parsed->gen.include_usage;
+    state->logprobs = parsed->gen.n_logprobs >= 0;
+    state->meta = {make_response_id("cmpl-"), unix_now(), m->model_id};
+    if (parsed->echo) {
+      if (parsed->prompt_is_tokens) {
+        Result<std::string> text = m->tokenizer->decode(parsed->prompt_tokens);
+        state->echo_text = text.ok() ? *text : "";
+      } else {
+        state->echo_text = parsed->prompt_text;
+      }
+    }
+    start(m, std::move(*plan), parsed->gen.stream, state, res);
+  }
+
+ private:
+  static ApiError loading_error() {
+    return api_error_from_status(Status(StatusCode::kUnavailable, "the model is still loading; try again shortly"));
+  }
+  static ApiError draining_error() {
+    return api_error_from_status(Status(StatusCode::kUnavailable, "the server is shutting down"));
+  }
+
+  static json model_entry(const ModelContext& m) {
+    return json{{"id", m.model_id},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "gemmaserve"},
+                {"meta",
+                 {{"n_ctx", m.info.n_ctx},
+                  {"n_vocab", m.info.n_vocab},
+                  {"n_slots", m.info.n_slots},
+                  {"backend", m.info.backend},
+                  {"drafter", m.info.has_drafter},
+                  {"draft_max", m.info.draft_max}}}};
+  }
+
+  // Submits the plan and installs the streamed or whole response.
+  void start(const std::shared_ptr<ModelContext>& m, GenerationPlan plan, bool stream,
+             const std::shared_ptr<ResponseState>& state, httplib::Response& res) {
+    const size_t n_prompt = plan.request.prompt.size();
+    state->tokenizer = m->tokenizer;
+    state->gen = std::make_unique<Generation>(m->tokenizer, std::move(plan));
+    Status started = state->gen->start(*m->engine);
+    if (!started.ok()) {
+      ApiError e = api_error_from_status(started);
+      if (started.code() == StatusCode::kOutOfRange) {
+        e.extra["n_prompt_tokens"] = n_prompt;
+        e.extra["n_ctx"] = m->info.n_ctx;
+      }
+      if (e.http_status == 429) res.set_header("Retry-After", "1");
+      return send_error(res, e);
+    }
+    if (stream) {
+      {
+        std::lock_guard<std::mutex> lock(s_->counters_mu_);
+        s_->counters_.streams_started++;
+      }
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");
+      HttpServer* server = s_;
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [server, state](size_t, httplib::DataSink& sink) { return Routes(server).stream_body(*state, sink); });
+    } else {
+      HttpServer* server = s_;
+      res.set_chunked_content_provider(
+          "application/json",
+          [server, state](size_t, httplib::DataSink& sink) { return Routes(server).whole_body(*state, sink); });
+    }
+  }
+
+  void client_gone(ResponseState& st) {
+    st.gen->cancel();
+    std::lock_guard<std::mutex> lock(s_->counters_mu_);
+    s_->counters_.client_disconnects++;
+  }
+
+  void count_result(const GenerationResult& r) {
+    std::lock_guard<std::mutex> lock(s_->counters_mu_);
+    s_->counters_.reasoning_tokens += static_cast<uint64_t>(r.reasoning_tokens);
+    s_->counters_.empty_reasoning_blocks += static_cast<uint64_t>(r.empty_reasoning_blocks);
+    s_->counters_.tool_calls += r.tool_calls.size();
+  }
+
+  json take_logprobs(ResponseState& st) {
+    if (!st.logprobs || st.pending_logprobs.empty()) return nullptr;
+    json j = st.chat ? chat_logprobs_json(*st.tokenizer, st.pending_logprobs)
+                     : completion_logprobs_json(*st.tokenizer, st.pending_logprobs, st.text_offset);
+    st.pending_logprobs.clear();
+    return j;
+  }
+
+  // Server-sent events: role chunk, deltas, finish chunk, usage chunk, [DONE].
+  bool stream_body(ResponseState& st, httplib::DataSink& sink) {
+    auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+    if (st.chat) {
+      if (!write(sse_event(chat_chunk_json(st.meta, json{{"role", "assistant"}, {"content", ""}}, "", nullptr)))) {
+        client_gone(st);
+        return false;
+      }
+    } else if (!st.echo_text.empty()) {
+      if (!write(sse_event(completion_chunk_json(st.meta, st.echo_text, "", nullptr)))) {
+        client_gone(st);
+        return false;
+      }
+      st.text_offset = st.echo_text.size();
+    }
+    auto last_write = Clock::now();
+    for (;;) {
+      PollResult r = st.gen->poll(std::chrono::milliseconds(100));
+      if (st.logprobs) st.pending_logprobs.insert(st.pending_logprobs.end(), r.tokens.begin(), r.tokens.end());
+      for (const auto& d : r.deltas) {
+        std::string event;
+        if (st.chat) {
+          event = sse_event(chat_chunk_json(st.meta, chat_delta_json(d), "", take_logprobs(st)));
+        } else {
+          json lp = take_logprobs(st);
+          event = sse_event(completion_chunk_json(st.meta, d.text, "", lp));
+          st.text_offset += d.text.size();
+        }
+        if (!write(event)) {
+          client_gone(st);
+          return false;
+        }
+        last_write = Clock::now();
+      }
+      if (r.finished) break;
+      if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
+        if (!write(": keep-alive\n\n")) {
+          client_gone(st);
+          return false;
+        }
+        last_write = Clock::now();
+      }
+    }
+    const GenerationResult& result = st.gen->result();
+    count_result(result);
+    if (result.error) {
+      ApiError e = api_error_from_status(*result.error);
+      write(sse_event(e.to_json()));
+      write("data: [DONE]\n\n");
+      sink.done();
+      return true;
+    }
+    if (result.cancelled) return false;
+    json lp = take_logprobs(st);
+    const std::string finish =
+        st.chat ? sse_event(chat_chunk_json(st.meta, json::object(), result.finish_reason, lp))
+                : sse_event(completion_chunk_json(st.meta, "", result.finish_reason, lp));
+    if (!write(finish)) return false;
+    if (st.include_usage) {
+      const json usage = st.chat ? chat_usage_chunk_json(st.meta, result) : completion_usage_chunk_json(st.meta, result);
+      if (!write(sse_event(usage))) return false;
+    }
+    write("data: [DONE]\n\n");
+    sink.done();
+    return true;
+  }
+
+  // A whole JSON response, sent once generation ends; spaces (valid leading JSON
+  // whitespace) keep the connection checked while the model works.
+  bool whole_body(ResponseState& st, httplib::DataSink& sink) {
+    auto last_write = Clock::now();
+    for (;;) {
+      PollResult r = st.gen->poll(std::chrono::milliseconds(100));
+      if (st.logprobs) st.all_tokens.insert(st.all_tokens.end(), r.tokens.begin(), r.tokens.end());
+      if (r.finished) break;
+      if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
+        if (!sink.write(" ", 1)) {
+          client_gone(st);
+          return false;
+        }
+        last_write = Clock::now();
+      }
+    }
+    const GenerationResult& result = st.gen->result();
+    count_result(result);
+    std::string body;
+    if (result.error) {
+      body = api_error_from_status(*result.error).body();
+    } else if (result.cancelled) {
+      return false;
+    } else if (st.chat) {
+      json lp = st.logprobs ? chat_logprobs_json(*st.tokenizer, st.all_tokens) : json(nullptr);
+      body = dump_json(chat_completion_json(st.meta, result, lp));
+    } else {
+      json lp = st.logprobs ? completion_logprobs_json(*st.tokenizer, st.all_tokens, st.echo_text.size()) : json(nullptr);
+      body = dump_json(completion_json(st.meta, st.echo_text + result.content, result, lp));
+    }
+    if (!sink.write(body.data(), body.size())) return false;
+    sink.done();
+    return true;
+  }
+
+  HttpServer* s_;
+};
+
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), svr_(std::make_unique<httplib::Server>()) {
+  started_unix_ = unix_now();
+  install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+std::shared_ptr<ModelContext> HttpServer::model() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return model_;
+}
+
+void HttpServer::set_model(std::shared_ptr<ModelContext> model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  model_ = std::move(model);
+}
+
+void HttpServer::set_draining() { draining_ = true; }
+
+bool HttpServer::ready() const { return model() != nullptr && !draining_; }
+
+HttpCounters HttpServer::counters() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return counters_;
+}
+
+void HttpServer::install_routes() {
+  httplib::Server& svr = *svr_;
+  int n_threads = options_.http_threads;
+  if (n_threads <= 0) n_threads = 96;
+  svr.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+  svr.set_payload_max_length(options_.max_body_bytes);
+  svr.set_keep_alive_max_count(100);
+  svr.set_keep_alive_timeout(5);
+  svr.set_read_timeout(30, 0);
+  svr.set_write_timeout(10, 0);
+  svr.set_tcp_nodelay(true);
+
+  svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.keys.enabled() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string authorization = req.get_header_value("Authorization");
+    const std::string x_api_key = req.get_header_value("x-api-key");
+    if (options_.keys.matches(ApiKeys::presented_key(authorization, x_api_key))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const bool presented = !authorization.empty() || !x_api_key.empty();
+    send_error(res, unauthorized(presented ? "invalid API key" :
+                                             "an API key is required: send 'Authorization: Bearer <key>'"));
+    res.set_header("WWW-Authenticate", "Bearer");
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  svr.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request&, httplib::Response& res) {
+        if (res.body.empty()) send_error(res, api_error_for_http_status(res.status));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    GS_LOG_ERROR("handler for {} {} threw: {}", req.method, req.path, what);
+    send_error(res, api_error_from_status(Status(StatusCode::kInternal, "internal error: " + what)));
+  });
+  svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      counters_.responses_by_status[res.status]++;
+    }
+    GS_LOG_DEBUG("{} {} -> {}", req.method, req.path, res.status);
+  });
+
+  auto route = [this](void (Routes::*fn)(const httplib::Request&, httplib::Response&)) {
+    return [this, fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        Routes routes(this);
+        (routes.*fn)(req, res);
+      } catch (const std::exception& e) {
+        GS_LOG_ERROR("handler for {} {} threw: {}", req.method, req.path, e.what());
+        send_error(res, api_error_from_status(Status(StatusCode::kInternal, std::string("internal error: ") + e.what())));
+      }
+    };
+  };
+  svr.Get("/health", route(&Routes::health));
+  svr.Get("/v1/health", route(&Routes::health));
+  svr.Get("/metrics", route(&Routes::metrics));
+  svr.Get("/v1/models", route(&Routes::models));
+  svr.Get("/models", route(&Routes::models));
+  svr.Get(R"(/v1/models/([^/]+))", route(&Routes::models));
+  svr.Post("/v1/chat/completions", route(&Routes::chat));
+  svr.Post("/chat/completions", route(&Routes::chat));
+  svr.Post("/v1/completions", route(&Routes::completions));
+  svr.Post("/completions", route(&Routes::completions));
+}
+
+Status HttpServer::bind() {
+  if (options_.port == 0) {
+    const int p = svr_->bind_to_any_port(options_.host);
+    if (p <= 0) return make_status(StatusCode::kUnavailable, "cannot listen on {} (any port)", options_.host);
+    port_ = p;
+    return {};
+  }
+  if (!svr_->bind_to_port(options_.host, options_.port)) {
+    return make_status(StatusCode::kUnavailable, "cannot listen on {}:{} (address in use or not available)",
+                       options_.host, options_.port);
+  }
+  port_ = options_.port;
+  return {};
+}
+
+bool HttpServer::run() { return svr_->listen_after_bind(); }
+
+Status HttpServer::start_background() {
+  GS_RETURN_IF_ERROR(bind());
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void HttpServer::stop() {
+  if (svr_) svr_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gs::server

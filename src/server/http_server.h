@@ -1,0 +1,93 @@
+// The OpenAI-compatible HTTP server: routes, auth, body limits, SSE streaming, metrics and
+// error bodies, over an Engine and the model's tokenizer. It listens before the model is
+// loaded (GET /health answers 503 until set_model()).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "server/api_request.h"
+#include "server/auth.h"
+#include "server/prometheus.h"
+#include "server/request_plan.h"
+#include "text/tokenizer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace gs::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                    // 0: any free port (tests)
+  ApiKeys keys;                       // empty: no auth
+  size_t max_body_bytes = 8u << 20;   // larger bodies get 413
+  int http_threads = 0;               // 0: 96 (each open request holds one)
+  PlanLimits limits;
+  // Silence after which a stream gets an SSE comment (": keep-alive") and a non-streamed
+  // response a space: keeps proxies from timing out during a long prefill and notices a
+  // client that has gone.
+  std::chrono::milliseconds keepalive_interval{1000};
+};
+
+// What set_model() hands over once the model is loaded.
+struct ModelContext {
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  std::string model_id;  // the name clients see (--alias, else the file name)
+  EngineInfo info;
+  RequestDefaults defaults;  // what requests leave out (sampling, thinking, vocabulary bound)
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket. Errors: kUnavailable (address in use, bad host).
+  Status bind();
+  int port() const { return port_; }
+  // Serves until stop(); call after bind(). Returns false when listening failed.
+  bool run();
+  // bind() + run() on a background thread (tests).
+  Status start_background();
+  // Stops listening and returns once run() has returned (background) or immediately.
+  void stop();
+
+  void set_model(std::shared_ptr<ModelContext> model);
+  // Stops accepting new generation requests (503) while in-flight ones finish.
+  void set_draining();
+  bool ready() const;
+
+  HttpCounters counters() const;
+
+ private:
+  std::shared_ptr<ModelContext> model() const;
+  void install_routes();
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> svr_;
+  int port_ = 0;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::shared_ptr<ModelContext> model_;
+  std::atomic<bool> draining_{false};
+  mutable std::mutex counters_mu_;
+  HttpCounters counters_;
+  int64_t started_unix_ = 0;
+
+  friend class Routes;
+};
+
+}  // namespace gs::server

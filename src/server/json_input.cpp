@@ -1,0 +1,166 @@
+// Safe JSON body parsing and typed field readers.
+#include "server/json_input.h"
+
+#include <cmath>
+
+namespace gs::server {
+
+namespace {
+
+// Deepest array/object nesting of `body`, counting brackets outside strings; stops early
+// once `limit` is passed. Malformed text is left for the real parser to report.
+int nesting_depth(std::string_view body, int limit) {
+  int depth = 0;
+  int max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > max_depth) max_depth = depth;
+        if (max_depth > limit) return max_depth;
+        break;
+      case ']':
+      case '}': --depth; break;
+      default: break;
+    }
+  }
+  return max_depth;
+}
+
+}  // namespace
+
+std::string field_name(std::string_view path, std::string_view key) {
+  if (path.empty()) return std::string(key);
+  std::string s(path);
+  s += '.';
+  s += key;
+  return s;
+}
+
+const char* json_type_name(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::object: return "object";
+    case nlohmann::json::value_t::array: return "array";
+    case nlohmann::json::value_t::string: return "string";
+    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float: return "number";
+    case nlohmann::json::value_t::binary: return "binary";
+    case nlohmann::json::value_t::discarded: return "invalid";
+  }
+  return "invalid";
+}
+
+Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return Status(StatusCode::kInvalidArgument, "the request body is empty; expected a JSON object");
+  }
+  if (nesting_depth(body, max_depth) > max_depth) {
+    return make_status(StatusCode::kInvalidArgument, "the request JSON is nested deeper than {} levels", max_depth);
+  }
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(body.begin(), body.end());
+  } catch (const nlohmann::json::exception& e) {
+    return make_status(StatusCode::kInvalidArgument, "the request body is not valid JSON: {}", e.what());
+  }
+  if (!value.is_object()) {
+    return make_status(StatusCode::kInvalidArgument, "the request body must be a JSON object, got {}",
+                       json_type_name(value));
+  }
+  return value;
+}
+
+Status read_int(const nlohmann::json& obj, std::string_view path, const char* key, int64_t lo, int64_t hi,
+                std::optional<int64_t>* out) {
+  out->reset();
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return {};
+  int64_t v = 0;
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) {
+      return make_status(StatusCode::kInvalidArgument, "{} must be at most {}, got {}", field_name(path, key), hi, u);
+    }
+    v = static_cast<int64_t>(u);
+  } else if (it->is_number_integer()) {
+    v = it->get<int64_t>();
+  } else if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) {
+      return make_status(StatusCode::kInvalidArgument, "{} must be an integer, got {}", field_name(path, key),
+                         it->dump());
+    }
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      return make_status(StatusCode::kInvalidArgument, "{} must be in [{}, {}], got {}", field_name(path, key), lo, hi,
+                         it->dump());
+    }
+    v = static_cast<int64_t>(d);
+  } else {
+    return make_status(StatusCode::kInvalidArgument, "{} must be an integer, got {}", field_name(path, key),
+                       json_type_name(*it));
+  }
+  if (v < lo || v > hi) {
+    return make_status(StatusCode::kInvalidArgument, "{} must be in [{}, {}], got {}", field_name(path, key), lo, hi, v);
+  }
+  *out = v;
+  return {};
+}
+
+Status read_number(const nlohmann::json& obj, std::string_view path, const char* key, double lo, double hi,
+                   std::optional<double>* out) {
+  out->reset();
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return {};
+  if (!it->is_number()) {
+    return make_status(StatusCode::kInvalidArgument, "{} must be a number, got {}", field_name(path, key),
+                       json_type_name(*it));
+  }
+  const double d = it->get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    return make_status(StatusCode::kInvalidArgument, "{} must be in [{}, {}], got {}", field_name(path, key), lo, hi,
+                       it->dump());
+  }
+  *out = d;
+  return {};
+}
+
+Status read_bool(const nlohmann::json& obj, std::string_view path, const char* key, std::optional<bool>* out) {
+  out->reset();
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return {};
+  if (!it->is_boolean()) {
+    return make_status(StatusCode::kInvalidArgument, "{} must be true or false, got {}", field_name(path, key),
+                       json_type_name(*it));
+  }
+  *out = it->get<bool>();
+  return {};
+}
+
+Status read_string(const nlohmann::json& obj, std::string_view path, const char* key,
+                   std::optional<std::string>* out) {
+  out->reset();
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return {};
+  if (!it->is_string()) {
+    return make_status(StatusCode::kInvalidArgument, "{} must be a string, got {}", field_name(path, key),
+                       json_type_name(*it));
+  }
+  *out = it->get<std::string>();
+  return {};
+}
+
+}  // namespace gs::server

@@ -1,0 +1,38 @@
+// Safe JSON input: a body parser that rejects deep nesting before nlohmann sees it, and
+// typed field readers whose errors name the field ("messages[2].content: ...").
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace gs::server {
+
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses a request body. Errors (kInvalidArgument): empty body, nesting deeper than
+// `max_depth` arrays/objects, malformed JSON, invalid UTF-8 in a string, a top level that
+// is not an object.
+Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = kMaxJsonDepth);
+
+// Field readers: a missing key or null leaves *out unset and returns OK; a value of the
+// wrong type or outside [lo, hi] is kInvalidArgument naming `path`.`key`.
+Status read_int(const nlohmann::json& obj, std::string_view path, const char* key, int64_t lo, int64_t hi,
+                std::optional<int64_t>* out);
+Status read_number(const nlohmann::json& obj, std::string_view path, const char* key, double lo, double hi,
+                   std::optional<double>* out);
+Status read_bool(const nlohmann::json& obj, std::string_view path, const char* key, std::optional<bool>* out);
+Status read_string(const nlohmann::json& obj, std::string_view path, const char* key,
+                   std::optional<std::string>* out);
+
+// "path.key" (or "key" when path is empty).
+std::string field_name(std::string_view path, std::string_view key);
+// A short name of the JSON type of `v` for messages: "string", "number", "object", ...
+const char* json_type_name(const nlohmann::json& v);
+
+}  // namespace gs::server

@@ -1,0 +1,198 @@
+// Builders of OpenAI response JSON.
+#include "server/openai_format.h"
+
+#include <chrono>
+#include <random>
+
+#include "text/utf8.h"
+
+namespace gs::server {
+
+using nlohmann::json;
+
+std::string make_response_id(const char* prefix) {
+  static constexpr char kChars[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += kChars[rng() % 62];
+  return id;
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json usage_json(const GenerationResult& r) {
+  const Usage& u = r.usage;
+  return json{{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"total_tokens", u.prompt_tokens + u.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+              {"completion_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}}};
+}
+
+json timings_json(const Usage& u) {
+  json t{{"queue_ms", u.queue_ms}, {"prompt_ms", u.prefill_ms}, {"predicted_ms", u.decode_ms}};
+  if (u.prefill_ms > 0) t["prompt_per_second"] = 1000.0 * u.prompt_tokens / u.prefill_ms;
+  if (u.decode_ms > 0 && u.completion_tokens > 1) {
+    t["predicted_per_second"] = 1000.0 * (u.completion_tokens - 1) / u.decode_ms;
+  }
+  t["draft_n"] = u.drafted_tokens;
+  t["draft_n_accepted"] = u.accepted_tokens;
+  return t;
+}
+
+namespace {
+
+json token_bytes(std::string_view piece) {
+  json bytes = json::array();
+  for (char c : piece) bytes.push_back(static_cast<unsigned char>(c));
+  return bytes;
+}
+
+std::string token_string(const text::Tokenizer& tok, int32_t id) {
+  return text::sanitize_utf8(tok.token_to_piece(id, true));
+}
+
+}  // namespace
+
+json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens) {
+  json content = json::array();
+  for (const auto& t : tokens) {
+    const std::string_view piece = tok.token_to_piece(t.id, true);
+    json top = json::array();
+    for (const auto& alt : t.top) {
+      const std::string_view p = tok.token_to_piece(alt.token, true);
+      top.push_back({{"token", token_string(tok, alt.token)}, {"logprob", alt.logprob}, {"bytes", token_bytes(p)}});
+    }
+    content.push_back({{"token", token_string(tok, t.id)},
+                       {"logprob", t.logprob},
+                       {"bytes", token_bytes(piece)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return json{{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
+                              size_t text_offset) {
+  json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  for (const auto& t : tokens) {
+    const std::string s = token_string(tok, t.id);
+    toks.push_back(s);
+    lps.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& alt : t.top) top[token_string(tok, alt.token)] = alt.logprob;
+    tops.push_back(std::move(top));
+    offsets.push_back(text_offset);
+    text_offset += tok.token_to_piece(t.id, false).size();
+  }
+  return json{{"tokens", std::move(toks)},
+              {"token_logprobs", std::move(lps)},
+              {"top_logprobs", std::move(tops)},
+              {"text_offset", std::move(offsets)}};
+}
+
+json chat_completion_json(const ResponseMeta& meta, const GenerationResult& r, const json& logprobs) {
+  json message{{"role", "assistant"}};
+  if (r.content.empty() && !r.tool_calls.empty()) {
+    message["content"] = nullptr;
+  } else {
+    message["content"] = r.content;
+  }
+  if (!r.reasoning_content.empty()) message["reasoning_content"] = r.reasoning_content;
+  if (!r.tool_calls.empty()) {
+    json calls = json::array();
+    for (const auto& c : r.tool_calls) {
+      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments_json}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+  }
+  json choice{{"index", 0}, {"message", std::move(message)}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}};
+  return json{{"id", meta.id},
+              {"object", "chat.completion"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"system_fingerprint", "gemmaserve"},
+              {"choices", json::array({std::move(choice)})},
+              {"usage", usage_json(r)},
+              {"timings", timings_json(r.usage)}};
+}
+
+json chat_delta_json(const OutputDelta& d) {
+  switch (d.kind) {
+    case OutputDelta::Kind::kContent:
+      return json{{"content", d.text}};
+    case OutputDelta::Kind::kReasoning:
+      return json{{"reasoning_content", d.text}};
+    case OutputDelta::Kind::kToolCallBegin:
+      return json{{"tool_calls", json::array({{{"index", d.tool_index},
+                                                {"id", d.tool_id},
+                                                {"type", "function"},
+                                                {"function", {{"name", d.tool_name}, {"arguments", ""}}}}})}};
+    case OutputDelta::Kind::kToolCallArgs:
+      return json{{"tool_calls", json::array({{{"index", d.tool_index}, {"function", {{"arguments", d.text}}}}})}};
+  }
+  return json::object();
+}
+
+json chat_chunk_json(const ResponseMeta& meta, json delta, const std::string& finish_reason, const json& logprobs) {
+  json choice{{"index", 0},
+              {"delta", std::move(delta)},
+              {"logprobs", logprobs},
+              {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}};
+  return json{{"id", meta.id},
+              {"object", "chat.completion.chunk"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"system_fingerprint", "gemmaserve"},
+              {"choices", json::array({std::move(choice)})}};
+}
+
+json chat_usage_chunk_json(const ResponseMeta& meta, const GenerationResult& r) {
+  return json{{"id", meta.id},
+              {"object", "chat.completion.chunk"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"system_fingerprint", "gemmaserve"},
+              {"choices", json::array()},
+              {"usage", usage_json(r)},
+              {"timings", timings_json(r.usage)}};
+}
+
+json completion_json(const ResponseMeta& meta, const std::string& text, const GenerationResult& r,
+                     const json& logprobs) {
+  json choice{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}};
+  return json{{"id", meta.id},
+              {"object", "text_completion"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"choices", json::array({std::move(choice)})},
+              {"usage", usage_json(r)},
+              {"timings", timings_json(r.usage)}};
+}
+
+json completion_chunk_json(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,
+                           const json& logprobs) {
+  json choice{{"index", 0},
+              {"text", text},
+              {"logprobs", logprobs},
+              {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}};
+  return json{{"id", meta.id},
+              {"object", "text_completion"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"choices", json::array({std::move(choice)})}};
+}
+
+json completion_usage_chunk_json(const ResponseMeta& meta, const GenerationResult& r) {
+  return json{{"id", meta.id},
+              {"object", "text_completion"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"choices", json::array()},
+              {"usage", usage_json(r)}};
+}
+
+}  // namespace gs::server

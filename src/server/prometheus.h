@@ -1,0 +1,26 @@
+// The /metrics page in the Prometheus text exposition format (version 0.0.4).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace gs::server {
+
+// Counted by the HTTP layer.
+struct HttpCounters {
+  std::map<int, uint64_t> responses_by_status;  // HTTP status -> responses sent
+  uint64_t streams_started = 0;
+  uint64_t client_disconnects = 0;              // clients that left before the end
+  uint64_t reasoning_tokens = 0;                // completion tokens spent inside reasoning
+  uint64_t empty_reasoning_blocks = 0;          // <|channel>thought<channel|> with nothing inside
+  uint64_t tool_calls = 0;
+};
+
+// Every family has HELP and TYPE lines; counters end in _total; names start "gemmaserve_".
+std::string render_prometheus(const EngineInfo& info, const EngineMetrics& m, const HttpCounters& http,
+                              bool ready);
+
+}  // namespace gs::server

@@ -1,0 +1,66 @@
+// Rendering, tokenizing and option mapping for chat and text completion requests.
+#include "server/request_plan.h"
+
+#include "text/chat_format.h"
+
+namespace gs::server {
+
+namespace {
+
+void fill_common(const GenerationOptions& gen, const PlanLimits& limits, GenerationRequest* r) {
+  r->max_tokens = gen.max_tokens ? *gen.max_tokens : limits.default_max_tokens;
+  r->sampling = gen.sampling;
+  r->n_logprobs = gen.n_logprobs;
+  r->speculative = true;
+  r->draft_max = limits.draft_max;
+}
+
+}  // namespace
+
+Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
+                                 const PlanLimits& limits) {
+  GenerationPlan plan;
+  plan.chat = true;
+  const bool tools_on = req.tool_choice != ToolChoice::kNone && !req.tools.empty();
+  text::ChatRenderOptions options;
+  options.enable_thinking = req.enable_thinking;
+  options.add_generation_prompt = true;
+  const std::span<const text::ChatTool> tools =
+      tools_on ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
+  GS_ASSIGN_OR_RETURN(std::string prompt, text::render_chat(req.messages, tools, options));
+  switch (req.tool_choice) {
+    case ToolChoice::kAuto:
+    case ToolChoice::kNone:
+      break;
+    case ToolChoice::kRequired:
+      plan.output_prefix = std::string(text::markup::kToolCallOpen) + "call:";
+      break;
+    case ToolChoice::kNamed:
+      plan.output_prefix = std::string(text::markup::kToolCallOpen) + "call:" + req.tool_choice_name;
+      break;
+  }
+  prompt += plan.output_prefix;
+  plan.request.prompt = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  fill_common(req.gen, limits, &plan.request);
+  plan.parser.parse_reasoning = true;
+  plan.parser.parse_tool_calls = tools_on;
+  plan.parser.stop = req.gen.stop;
+  plan.single_tool_call = tools_on && !req.parallel_tool_calls;
+  return plan;
+}
+
+Result<GenerationPlan> plan_completion(const CompletionRequest& req, const text::Tokenizer& tok,
+                                       const PlanLimits& limits) {
+  GenerationPlan plan;
+  plan.chat = false;
+  if (req.prompt_is_tokens) {
+    plan.request.prompt = req.prompt_tokens;
+  } else {
+    plan.request.prompt = tok.encode(req.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  fill_common(req.gen, limits, &plan.request);
+  plan.stop = req.gen.stop;
+  return plan;
+}
+
+}  // namespace gs::server

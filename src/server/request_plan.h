@@ -1,0 +1,32 @@
+// From a typed OpenAI request to what the engine and the output pipeline need: the
+// rendered and tokenized prompt, limits, sampling, parser options and tool-choice forcing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "server/api_request.h"
+#include "server/generation.h"
+#include "text/tokenizer.h"
+
+namespace gs::server {
+
+struct PlanLimits {
+  int32_t default_max_tokens = 4096;  // when a request gives none (bug-case 26: never unbounded)
+  int32_t draft_max = -1;             // -1: the engine's default
+};
+
+// Chat: render the messages with the Gemma 4 format (tools declared unless tool_choice is
+// "none"), append the forced tool-call opener for tool_choice "required" (`<|tool_call>call:`)
+// or a named function (`<|tool_call>call:NAME`), tokenize with BOS and special-token text.
+// Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).
+Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
+                                 const PlanLimits& limits);
+// Text completion: the prompt text tokenized with BOS (special-token text parsed), or the
+// token ids as given; raw output with stop strings.
+Result<GenerationPlan> plan_completion(const CompletionRequest& req, const text::Tokenizer& tok,
+                                       const PlanLimits& limits);
+
+}  // namespace gs::server

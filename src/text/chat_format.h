@@ -1,0 +1,110 @@
+// Gemma 4 chat format: typed OpenAI-style messages rendered to the prompt text that the
+// official `google-gemma-4-31B-it.jinja` template produces (spec §9.1), byte for byte.
+//
+// The renderer is C++ written from the template's behaviour, not a Jinja engine. Where
+// the template cannot express an input it either does what the template does or returns
+// kInvalidArgument; docs/decisions/0005-gemma4-chat-format.md lists which, case by case.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gs::text {
+
+enum class ChatRole { kSystem, kDeveloper, kUser, kAssistant, kTool };
+
+// "system", "developer", "user", "assistant", "tool" (OpenAI role names); kInvalidArgument
+// for anything else.
+Result<ChatRole> parse_chat_role(std::string_view role);
+const char* chat_role_name(ChatRole role);
+
+enum class ContentPartType { kText, kImage, kAudio, kVideo };
+
+struct ContentPart {
+  ContentPartType type = ContentPartType::kText;
+  std::string text;  // kText only
+};
+
+// One call made by the assistant. `arguments_json` is the OpenAI `function.arguments`
+// string: a JSON object ("" counts as {}).
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments_json;
+};
+
+struct ChatMessage {
+  ChatRole role = ChatRole::kUser;
+  // Text content. When `content_parts` is non-empty it is used instead (OpenAI's array
+  // form). An empty string and no parts both mean "no content" (OpenAI null).
+  std::string content;
+  std::vector<ContentPart> content_parts;
+  // Assistant: the model's earlier reasoning. The template renders it only on assistant
+  // messages with tool calls after the last user message (it keeps the tool-use chain).
+  std::string reasoning_content;
+  std::vector<ChatToolCall> tool_calls;  // assistant
+  std::string tool_call_id;              // tool: the id of the call this result answers
+  std::string name;                      // tool: function name, used only without tool_call_id
+};
+
+// One function the model may call; `parameters` is its JSON schema (null: none).
+struct ChatTool {
+  std::string name;
+  std::string description;
+  nlohmann::json parameters;
+};
+
+struct ChatRenderOptions {
+  // Template variable `enable_thinking`: <|think|> in the system turn; without it the
+  // generation prompt ends in an empty thought block, which tells the model not to think.
+  bool enable_thinking = false;
+  bool add_generation_prompt = true;
+  // Merge consecutive leading system/developer messages into the one system turn (joined
+  // by a blank line). The template honours only messages[0]; without merging the others
+  // would become extra system turns (bug-case 50).
+  bool merge_leading_system = true;
+};
+
+// The prompt text for `messages` (without the leading "<bos>": the tokenizer adds BOS).
+// Tokenize it with parse_special = true.
+//
+// Errors (kInvalidArgument, naming the message index): no messages; a tool message that
+// follows no assistant message with tool calls; a tool_call_id that matches no call of
+// that assistant message (bug-case 53); a tool message with neither tool_call_id nor
+// name; tool-call arguments that are not a JSON object.
+Result<std::string> render_chat(std::span<const ChatMessage> messages,
+                                std::span<const ChatTool> tools, const ChatRenderOptions& options);
+
+// The text the template writes for one tool declaration, <|tool>declaration:...<tool|>
+// excluded (exposed for tests and the prompt-size estimate).
+std::string render_tool_declaration(const ChatTool& tool);
+
+// Gemma 4 markup, spelled once for the renderer, the parser and the server.
+namespace markup {
+inline constexpr std::string_view kBos = "<bos>";
+inline constexpr std::string_view kTurnOpen = "<|turn>";
+inline constexpr std::string_view kTurnClose = "<turn|>";
+inline constexpr std::string_view kThink = "<|think|>";
+inline constexpr std::string_view kChannelOpen = "<|channel>";
+inline constexpr std::string_view kChannelClose = "<channel|>";
+inline constexpr std::string_view kThoughtLabel = "thought";
+inline constexpr std::string_view kToolOpen = "<|tool>";
+inline constexpr std::string_view kToolClose = "<tool|>";
+inline constexpr std::string_view kToolCallOpen = "<|tool_call>";
+inline constexpr std::string_view kToolCallClose = "<tool_call|>";
+inline constexpr std::string_view kToolResponseOpen = "<|tool_response>";
+inline constexpr std::string_view kToolResponseClose = "<tool_response|>";
+inline constexpr std::string_view kQuote = "<|\"|>";
+inline constexpr std::string_view kImage = "<|image|>";
+inline constexpr std::string_view kAudio = "<|audio|>";
+inline constexpr std::string_view kVideo = "<|video|>";
+}  // namespace markup
+
+}  // namespace gs::text

@@ -1,0 +1,720 @@
+// OutputParser: a resumable state machine over the generated text. Every decision depends
+// only on the text seen so far; when it would need text not yet seen (a possible markup
+// token or stop string cut by the chunk boundary) the text is held, so any chunking gives
+// the same merged events.
+#include "text/output_parser.h"
+
+#include <algorithm>
+#include <array>
+#include <random>
+
+#include "text/chat_format.h"
+#include "text/tool_args.h"
+
+namespace gs::text {
+namespace {
+
+enum class Match { kNone, kPartial, kFull };
+
+Match match_marker(std::string_view s, std::string_view marker) {
+  if (s.size() >= marker.size()) return s.compare(0, marker.size(), marker) == 0 ? Match::kFull : Match::kNone;
+  return marker.compare(0, s.size(), s) == 0 ? Match::kPartial : Match::kNone;
+}
+
+// Markup recognised while reading content or reasoning.
+enum class Mark {
+  kChannelOpen, kChannelClose, kToolCallOpen, kToolCallClose, kTurnOpen, kTurnClose,
+  kToolResponseOpen, kToolResponseClose, kThink, kToolOpen, kToolClose, kQuote,
+};
+struct MarkText {
+  Mark mark;
+  std::string_view text;
+};
+constexpr std::array<MarkText, 12> kMarks = {{
+    {Mark::kChannelOpen, markup::kChannelOpen},
+    {Mark::kChannelClose, markup::kChannelClose},
+    {Mark::kToolCallOpen, markup::kToolCallOpen},
+    {Mark::kToolCallClose, markup::kToolCallClose},
+    {Mark::kTurnOpen, markup::kTurnOpen},
+    {Mark::kTurnClose, markup::kTurnClose},
+    {Mark::kToolResponseOpen, markup::kToolResponseOpen},
+    {Mark::kToolResponseClose, markup::kToolResponseClose},
+    {Mark::kThink, markup::kThink},
+    {Mark::kToolOpen, markup::kToolOpen},
+    {Mark::kToolClose, markup::kToolClose},
+    {Mark::kQuote, markup::kQuote},
+}};
+
+// The markup at the start of `s`: kFull with *mark set, kPartial when `s` is cut inside one.
+Match match_mark(std::string_view s, Mark* mark) {
+  Match best = Match::kNone;
+  for (const auto& m : kMarks) {
+    const Match r = match_marker(s, m.text);
+    if (r == Match::kFull) {
+      *mark = m.mark;
+      return Match::kFull;
+    }
+    if (r == Match::kPartial) best = Match::kPartial;
+  }
+  return best;
+}
+
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+// Characters that may precede the first reasoning block without being content (bug-case 18).
+bool is_preamble_char(char c) {
+  return is_ws(c) || c == '-' || c == '=' || c == '_' || c == '*' || c == '#' || c == '~';
+}
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '.';
+}
+
+constexpr size_t kMaxHeaderBytes = 256;
+constexpr size_t kMaxPreambleBytes = 256;
+constexpr std::string_view kCallKeyword = "call";
+constexpr std::array<std::string_view, 5> kRoleWords = {"model", "user", "system", "tool", "assistant"};
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+enum class Mode { kContent, kTurnHeader, kChannelLabel, kReasoning, kToolHeader, kToolArgs, kAfterToolCall, kStopped };
+
+// Result of scanning a tool-call header "call:NAME{".
+struct Header {
+  enum class Kind { kOk, kPartial, kFail } kind = Kind::kFail;
+  size_t length = 0;  // kOk: bytes through '{'; kFail: bytes that were scanned (become content)
+  std::string name;
+  bool repaired = false;
+};
+
+Header scan_header(std::string_view s, bool explicit_opener, bool final) {
+  Header h;
+  size_t i = 0;
+  const auto partial_or_fail = [&](size_t at) {
+    h.kind = (!final && at < kMaxHeaderBytes) ? Header::Kind::kPartial : Header::Kind::kFail;
+    h.length = at;
+    return h;
+  };
+  while (i < s.size() && is_ws(s[i])) ++i;
+  if (i == s.size()) return partial_or_fail(i);
+  const Match kw = match_marker(s.substr(i), kCallKeyword);
+  if (kw == Match::kPartial) return partial_or_fail(i);
+  if (kw == Match::kFull) {
+    i += kCallKeyword.size();
+  } else {
+    h.repaired = true;  // bug-case 6: "<|tool_call>:name{" or "<|tool_call>name{"
+  }
+  if (i == s.size()) return partial_or_fail(i);
+  if (s[i] == ':') {
+    ++i;
+  } else {
+    h.repaired = true;
+  }
+  const size_t name_start = i;
+  while (i < s.size() && is_name_char(s[i]) && i - name_start < kMaxHeaderBytes) ++i;
+  if (i == s.size()) return partial_or_fail(i);
+  h.name = std::string(s.substr(name_start, i - name_start));
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  if (i == s.size()) return partial_or_fail(i);
+  if (h.name.empty() || s[i] != '{') {
+    h.kind = Header::Kind::kFail;
+    h.length = i;
+    return h;
+  }
+  h.kind = Header::Kind::kOk;
+  h.length = i + 1;
+  if (!explicit_opener) h.repaired = true;  // bug-case 7: call without <|tool_call>
+  return h;
+}
+
+}  // namespace
+
+struct OutputParser::State {
+  ParserOptions options;
+  ParserStats stats;
+  std::vector<ParserEvent> out;
+  std::string buf;  // input not yet consumed
+  Mode mode = Mode::kContent;
+  uint64_t id_seed = 0;
+  bool stop_matched = false;
+  bool finished = false;
+
+  // Content.
+  bool content_started = false;  // visible content has begun
+  bool segment_start = true;     // at the start of output or right after a reasoning block / call
+  std::string hold;              // whitespace (and preamble junk) held at a segment start
+  std::string stop_hold;         // content tail that may still become a stop string
+  std::string reasoning_prefix;  // preamble moved into the next reasoning block
+  // Reasoning.
+  bool reasoning_has_text = false;
+  bool reasoning_at_start = false;  // leading whitespace of the block is still skipped
+  std::string reasoning_ws;  // trailing whitespace held inside a reasoning block
+  bool label_continues_block = false;
+  // Tool calls.
+  bool header_explicit = false;
+  int n_calls = 0;
+  ToolArgsConverter args;
+  bool header_repaired = false;
+
+  // ---- emission ---------------------------------------------------------------------
+  void push_text(ParserEventKind kind, std::string_view text) {
+    if (text.empty()) return;
+    if (!out.empty() && out.back().kind == kind &&
+        (kind == ParserEventKind::kContent || kind == ParserEventKind::kReasoning)) {
+      out.back().text.append(text);
+      return;
+    }
+    ParserEvent e;
+    e.kind = kind;
+    e.text = std::string(text);
+    out.push_back(std::move(e));
+  }
+
+  // Content after the leading-whitespace rule, through the stop-string filter.
+  void emit_visible(std::string_view text) {
+    if (text.empty() || mode == Mode::kStopped) return;
+    if (options.stop.empty()) {
+      push_text(ParserEventKind::kContent, text);
+      return;
+    }
+    std::string t = stop_hold + std::string(text);
+    stop_hold.clear();
+    // The first position where some stop string ends; on a tie the longer one.
+    size_t best_end = std::string::npos;
+    size_t best_len = 0;
+    for (const auto& s : options.stop) {
+      if (s.empty()) continue;
+      const size_t p = t.find(s);
+      if (p == std::string::npos) continue;
+      const size_t end = p + s.size();
+      if (end < best_end || (end == best_end && s.size() > best_len)) {
+        best_end = end;
+        best_len = s.size();
+      }
+    }
+    if (best_end != std::string::npos) {
+      push_text(ParserEventKind::kContent, std::string_view(t).substr(0, best_end - best_len));
+      ParserEvent e;
+      e.kind = ParserEventKind::kStop;
+      e.text = t.substr(best_end - best_len, best_len);
+      out.push_back(std::move(e));
+      mode = Mode::kStopped;
+      stop_matched = true;
+      return;
+    }
+    // Hold the longest tail that is a proper prefix of a stop string.
+    size_t keep = 0;
+    for (const auto& s : options.stop) {
+      for (size_t k = std::min(s.size() - (s.empty() ? 0 : 1), t.size()); k > keep; --k) {
+        if (t.compare(t.size() - k, k, s, 0, k) == 0) {
+          keep = k;
+          break;
+        }
+      }
+    }
+    push_text(ParserEventKind::kContent, std::string_view(t).substr(0, t.size() - keep));
+    stop_hold = t.substr(t.size() - keep);
+  }
+
+  void flush_stop_hold() {
+    if (stop_hold.empty()) return;
+    push_text(ParserEventKind::kContent, stop_hold);
+    stop_hold.clear();
+  }
+
+  // Plain content text (no markup inside).
+  void content_text(std::string_view text) {
+    size_t i = 0;
+    if (!content_started || segment_start) {
+      // Hold what may still be separation between segments (or junk before a first thought).
+      while (i < text.size() && (content_started ? is_ws(text[i]) : is_preamble_char(text[i]))) ++i;
+      hold.append(text.substr(0, i));
+      if (i == text.size()) {
+        if (!content_started && hold.size() > kMaxPreambleBytes) start_content();
+        return;
+      }
+      start_content();
+    }
+    emit_visible(text.substr(i));
+  }
+
+  // Visible content begins: the held text is released (minus leading whitespace at the
+  // very start of the output).
+  void start_content() {
+    std::string_view h = hold;
+    if (!content_started) {
+      while (!h.empty() && is_ws(h.front())) h.remove_prefix(1);
+    }
+    const std::string released(h);
+    hold.clear();
+    content_started = true;
+    segment_start = false;
+    emit_visible(released);
+  }
+
+  // Markup interrupts content: a partial stop match cannot continue across it; held
+  // whitespace at a segment start is separation and is dropped (junk before the first
+  // content is kept for the next reasoning block or the end).
+  void interrupt_content() {
+    flush_stop_hold();
+    if (content_started) hold.clear();
+  }
+
+  void reasoning_text(std::string_view text) {
+    if (!options.parse_reasoning) {
+      content_text(text);
+      return;
+    }
+    if (reasoning_at_start) {
+      size_t i = 0;
+      while (i < text.size() && is_ws(text[i])) ++i;  // the label's newline and leading blanks
+      text.remove_prefix(i);
+      if (text.empty()) return;
+      reasoning_at_start = false;
+    }
+    size_t body_end = text.size();
+    while (body_end > 0 && is_ws(text[body_end - 1])) --body_end;
+    if (body_end == 0) {
+      reasoning_ws.append(text);
+      return;
+    }
+    std::string piece = reasoning_ws;
+    piece.append(text.substr(0, body_end));
+    reasoning_ws.assign(text.substr(body_end));
+    reasoning_has_text = true;
+    push_text(ParserEventKind::kReasoning, piece);
+  }
+
+  void begin_reasoning() {
+    mode = Mode::kReasoning;
+    reasoning_has_text = false;
+    reasoning_at_start = true;
+    reasoning_ws.clear();
+    // A later block's text is a new paragraph of reasoning_content.
+    if (stats.reasoning_blocks > stats.empty_reasoning_blocks) reasoning_ws.assign(2, '\n');
+    ++stats.reasoning_blocks;
+    if (!reasoning_prefix.empty()) {
+      const std::string p = std::move(reasoning_prefix);
+      reasoning_prefix.clear();
+      reasoning_text(p);
+      reasoning_ws.assign(1, '\n');  // separates the preamble from the thought, if one follows
+      reasoning_at_start = true;
+    }
+  }
+
+  void end_reasoning() {
+    if (!reasoning_has_text) ++stats.empty_reasoning_blocks;
+    reasoning_ws.clear();
+    mode = Mode::kContent;
+    segment_start = true;
+  }
+
+  void begin_call(const std::string& name) {
+    const int index = n_calls++;
+    ParserEvent e;
+    e.kind = ParserEventKind::kToolCallBegin;
+    e.tool_index = index;
+    e.tool_name = name;
+    static constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    e.tool_id = "call_";
+    uint64_t x = splitmix64(id_seed ^ (static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ULL));
+    for (int k = 0; k < 24; ++k) {
+      if (k == 12) x = splitmix64(x);
+      e.tool_id.push_back(kAlphabet[x % 62]);
+      x /= 62;
+    }
+    out.push_back(std::move(e));
+    ++stats.tool_calls;
+    args = ToolArgsConverter();
+    mode = Mode::kToolArgs;
+    args_json("{");
+  }
+
+  void args_json(std::string_view json) {
+    if (json.empty()) return;
+    if (!out.empty() && out.back().kind == ParserEventKind::kToolCallArgs) {
+      out.back().text.append(json);
+      return;
+    }
+    ParserEvent e;
+    e.kind = ParserEventKind::kToolCallArgs;
+    e.tool_index = n_calls - 1;
+    e.text = std::string(json);
+    out.push_back(std::move(e));
+  }
+
+  void end_call() {
+    if (args.repaired() || header_repaired) ++stats.tool_calls_repaired;
+    ParserEvent e;
+    e.kind = ParserEventKind::kToolCallEnd;
+    e.tool_index = n_calls - 1;
+    out.push_back(std::move(e));
+    mode = Mode::kAfterToolCall;
+  }
+
+  // ---- the state machine ----------------------------------------------------------------
+  // Consumes a prefix of `s` in the current mode; returns bytes consumed, or 0 when it
+  // needs more input (only when !final). A mode change without consuming returns 0 too but
+  // sets *progress.
+  size_t step(std::string_view s, bool final, bool* progress) {
+    switch (mode) {
+      case Mode::kStopped:
+        return s.size();
+      case Mode::kContent:
+        return step_content(s, final, progress);
+      case Mode::kTurnHeader:
+        return step_turn_header(s, final, progress);
+      case Mode::kChannelLabel:
+        return step_channel_label(s, final, progress);
+      case Mode::kReasoning:
+        return step_reasoning(s, final);
+      case Mode::kToolHeader:
+        return step_tool_header(s, final, progress);
+      case Mode::kToolArgs:
+        return step_tool_args(s, final, progress);
+      case Mode::kAfterToolCall:
+        return step_after_call(s, final, progress);
+    }
+    return 0;
+  }
+
+  size_t step_content(std::string_view s, bool final, bool* progress) {
+    const char c = s[0];
+    if (c == '<') {
+      Mark mark = Mark::kQuote;
+      const Match m = match_mark(s, &mark);
+      if (m == Match::kPartial && !final) return 0;
+      if (m == Match::kFull) return on_content_mark(mark, progress);
+      content_text("<");
+      return 1;
+    }
+    if (segment_start && options.parse_tool_calls && c == 'c' &&
+        (!content_started ? hold.find_first_not_of(" \t\r\n") == std::string::npos : true)) {
+      // Bug-case 7: "call:NAME{" right after a reasoning block (or at the start) without
+      // the <|tool_call> opener.
+      const Match m = match_marker(s, "call:");
+      if (m == Match::kPartial && !final) return 0;
+      if (m == Match::kFull) {
+        interrupt_content();
+        if (!content_started) hold.clear();
+        header_explicit = false;
+        mode = Mode::kToolHeader;
+        *progress = true;
+        return 0;
+      }
+    }
+    // A run of plain text up to the next '<' (or a single 'c' at a segment start, so that
+    // the check above sees every candidate).
+    size_t n = 1;
+    while (n < s.size() && s[n] != '<') {
+      if (segment_start && s[n] == 'c') break;
+      ++n;
+    }
+    content_text(s.substr(0, n));
+    return n;
+  }
+
+  size_t on_content_mark(Mark mark, bool* progress) {
+    const size_t len = [&] {
+      for (const auto& m : kMarks) {
+        if (m.mark == mark) return m.text.size();
+      }
+      return size_t{0};
+    }();
+    switch (mark) {
+      case Mark::kChannelOpen:
+        interrupt_content();
+        if (!content_started && hold.find_first_not_of(" \t\r\n") != std::string::npos) {
+          // Bug-case 18: junk before the first thought is reasoning, not content.
+          if (options.parse_reasoning) {
+            std::string_view h = hold;
+            while (!h.empty() && is_ws(h.front())) h.remove_prefix(1);
+            while (!h.empty() && is_ws(h.back())) h.remove_suffix(1);
+            reasoning_prefix.assign(h);
+            hold.clear();
+          } else {
+            start_content();
+          }
+        } else if (!content_started) {
+          hold.clear();
+        }
+        label_continues_block = false;
+        mode = Mode::kChannelLabel;
+        return len;
+      case Mark::kChannelClose:
+        // A close without an open (the opener was in the prompt, or lost): a boundary.
+        interrupt_content();
+        ++stats.markup_dropped;
+        segment_start = true;
+        return len;
+      case Mark::kToolCallOpen:
+        if (!options.parse_tool_calls) {
+          ++stats.markup_dropped;  // bug-case 13: the call's text stays, its markup goes
+          return len;
+        }
+        interrupt_content();
+        if (!content_started && hold.find_first_not_of(" \t\r\n") == std::string::npos) hold.clear();
+        header_explicit = true;
+        mode = Mode::kToolHeader;
+        return len;
+      case Mark::kTurnOpen:
+        interrupt_content();
+        ++stats.markup_dropped;
+        mode = Mode::kTurnHeader;
+        return len;
+      case Mark::kQuote:
+        content_text("\"");
+        return len;
+      case Mark::kToolCallClose:
+      case Mark::kTurnClose:
+      case Mark::kToolResponseOpen:
+      case Mark::kToolResponseClose:
+      case Mark::kThink:
+      case Mark::kToolOpen:
+      case Mark::kToolClose:
+        interrupt_content();
+        ++stats.markup_dropped;
+        *progress = true;
+        return len;
+    }
+    return len;
+  }
+
+  // After <|turn>: drop a role word and its newline ("model\n").
+  size_t step_turn_header(std::string_view s, bool final, bool* progress) {
+    for (const auto word : kRoleWords) {
+      const std::string with_nl = std::string(word) + "\n";
+      const Match m = match_marker(s, with_nl);
+      if (m == Match::kFull) {
+        mode = Mode::kContent;
+        return with_nl.size();
+      }
+      if (m == Match::kPartial && !final) return 0;
+    }
+    mode = Mode::kContent;
+    *progress = true;
+    return 0;
+  }
+
+  size_t step_channel_label(std::string_view s, bool final, bool* progress) {
+    const Match m = match_marker(s, markup::kThoughtLabel);
+    if (m == Match::kPartial && !final) return 0;
+    if (!label_continues_block) begin_reasoning();
+    mode = Mode::kReasoning;
+    if (m == Match::kFull) return markup::kThoughtLabel.size();
+    *progress = true;
+    return 0;
+  }
+
+  size_t step_reasoning(std::string_view s, bool final) {
+    if (s[0] == '<') {
+      Mark mark = Mark::kQuote;
+      const Match m = match_mark(s, &mark);
+      if (m == Match::kPartial && !final) return 0;
+      if (m == Match::kFull) {
+        const size_t len = [&] {
+          for (const auto& k : kMarks) {
+            if (k.mark == mark) return k.text.size();
+          }
+          return size_t{0};
+        }();
+        switch (mark) {
+          case Mark::kChannelClose:
+            end_reasoning();
+            return len;
+          case Mark::kChannelOpen:  // a nested opener: drop it and its label
+            label_continues_block = true;
+            mode = Mode::kChannelLabel;
+            return len;
+          case Mark::kToolCallOpen:
+            if (options.parse_tool_calls) {  // a call before the thought was closed
+              end_reasoning();
+              header_explicit = true;
+              mode = Mode::kToolHeader;
+            } else {
+              ++stats.markup_dropped;
+            }
+            return len;
+          case Mark::kQuote:
+            reasoning_text("\"");
+            return len;
+          case Mark::kToolCallClose:
+          case Mark::kTurnOpen:
+          case Mark::kTurnClose:
+          case Mark::kToolResponseOpen:
+          case Mark::kToolResponseClose:
+          case Mark::kThink:
+          case Mark::kToolOpen:
+          case Mark::kToolClose:
+            ++stats.markup_dropped;
+            return len;
+        }
+      }
+      reasoning_text("<");
+      return 1;
+    }
+    size_t n = 1;
+    while (n < s.size() && s[n] != '<') ++n;
+    reasoning_text(s.substr(0, n));
+    return n;
+  }
+
+  size_t step_tool_header(std::string_view s, bool final, bool* progress) {
+    const Header h = scan_header(s, header_explicit, final);
+    switch (h.kind) {
+      case Header::Kind::kPartial:
+        return 0;
+      case Header::Kind::kOk:
+        header_repaired = h.repaired;
+        begin_call(h.name);
+        return h.length;
+      case Header::Kind::kFail:
+        break;
+    }
+    // Not a call after all (bug-case 8): what was scanned is content; no markup is kept.
+    ++stats.tool_calls_unparsed;
+    mode = Mode::kContent;
+    segment_start = false;
+    if (h.length > 0) {
+      start_content();
+      emit_visible(s.substr(0, h.length));
+      return h.length;
+    }
+    *progress = true;
+    return 0;
+  }
+
+  size_t step_tool_args(std::string_view s, bool final, bool* progress) {
+    size_t consumed = 0;
+    std::string json;
+    const ToolArgsConverter::Step st = args.step(s, final, &consumed, &json);
+    args_json(json);
+    switch (st) {
+      case ToolArgsConverter::Step::kConsumed:
+        *progress = true;
+        return consumed;
+      case ToolArgsConverter::Step::kNeedMore:
+        return 0;
+      case ToolArgsConverter::Step::kDone:
+        end_call();
+        return consumed;
+      case ToolArgsConverter::Step::kTerminated: {
+        std::string tail;
+        args.close(&tail);
+        args_json(tail);
+        end_call();
+        *progress = true;
+        return consumed;
+      }
+    }
+    return consumed;
+  }
+
+  size_t step_after_call(std::string_view s, bool final, bool* progress) {
+    size_t i = 0;
+    while (i < s.size() && is_ws(s[i])) ++i;
+    if (i == s.size()) {
+      if (!final) return 0;
+      mode = Mode::kContent;
+      segment_start = true;
+      return i;
+    }
+    const Match m = match_marker(s.substr(i), markup::kToolCallClose);
+    if (m == Match::kPartial && !final) return 0;
+    mode = Mode::kContent;
+    segment_start = true;
+    if (m == Match::kFull) return i + markup::kToolCallClose.size();
+    *progress = true;
+    return i;
+  }
+
+  void run(bool final) {
+    size_t pos = 0;
+    while (pos < buf.size() && mode != Mode::kStopped) {
+      bool progress = false;
+      const size_t n = step(std::string_view(buf).substr(pos), final, &progress);
+      pos += n;
+      if (n == 0 && !progress) break;  // needs more input
+    }
+    if (mode == Mode::kStopped) {
+      buf.clear();
+    } else {
+      buf.erase(0, pos);
+    }
+  }
+
+  void finish() {
+    run(/*final=*/true);
+    switch (mode) {
+      case Mode::kContent:
+      case Mode::kTurnHeader:
+      case Mode::kAfterToolCall:
+      case Mode::kToolHeader:
+        break;
+      case Mode::kChannelLabel:
+      case Mode::kReasoning:
+        end_reasoning();
+        break;
+      case Mode::kToolArgs: {
+        std::string tail;
+        args.close(&tail);
+        args_json(tail);
+        end_call();
+        break;
+      }
+      case Mode::kStopped:
+        return;
+    }
+    // Junk held before any content that no reasoning block claimed is content after all.
+    if (!content_started && hold.find_first_not_of(" \t\r\n") != std::string::npos) start_content();
+    hold.clear();
+    if (!reasoning_prefix.empty()) {
+      content_started = false;
+      hold = std::move(reasoning_prefix);
+      reasoning_prefix.clear();
+      start_content();
+    }
+    flush_stop_hold();
+    finished = true;
+  }
+};
+
+OutputParser::OutputParser(ParserOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  state_->id_seed = state_->options.tool_call_id_seed;
+  if (state_->id_seed == 0) {
+    std::random_device rd;
+    state_->id_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+  if (state_->options.starts_in_reasoning) state_->begin_reasoning();
+}
+OutputParser::~OutputParser() = default;
+OutputParser::OutputParser(OutputParser&&) noexcept = default;
+OutputParser& OutputParser::operator=(OutputParser&&) noexcept = default;
+
+std::vector<ParserEvent> OutputParser::feed(std::string_view text) {
+  State& st = *state_;
+  if (st.mode != Mode::kStopped && !st.finished) {
+    st.buf.append(text);
+    st.run(/*final=*/false);
+  }
+  return std::exchange(st.out, {});
+}
+
+std::vector<ParserEvent> OutputParser::finish() {
+  State& st = *state_;
+  if (st.mode != Mode::kStopped && !st.finished) st.finish();
+  return std::exchange(st.out, {});
+}
+
+bool OutputParser::in_reasoning() const {
+  return state_->mode == Mode::kReasoning || state_->mode == Mode::kChannelLabel;
+}
+bool OutputParser::stopped() const { return state_->stop_matched; }
+const ParserStats& OutputParser::stats() const { return state_->stats; }
+
+}  // namespace gs::text

@@ -1,0 +1,127 @@
+// Incremental parser of Gemma 4 model output: splits the generated text, as it arrives,
+// into visible content, reasoning (<|channel>thought ... <channel|>) and tool calls
+// (<|tool_call>call:NAME{...}<tool_call|>, arguments converted to JSON), and holds back
+// stop strings until they can no longer match.
+//
+// Guarantees (tested over arbitrary chunkings, see tests/text/output_parser_*):
+// - any split of the same text into chunks gives the same merged events;
+// - content never contains channel, turn or tool-call markup;
+// - nothing is lost: text that cannot be parsed as a tool call comes out as content;
+// - tool-call arguments always form one valid JSON object per call once it has ended.
+// Never throws; any input is accepted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gs::text {
+
+struct ParserOptions {
+  // Reasoning blocks become kReasoning events. When false their text (markup and the
+  // "thought" label removed) is emitted as content instead.
+  bool parse_reasoning = true;
+  // Tool calls become kToolCall* events. When false (no tools, tool_choice "none") the
+  // text of a call comes out as content, with its markup removed (bug-case 13).
+  bool parse_tool_calls = true;
+  // Stop strings (OpenAI `stop`), matched in the visible content only. Empty strings are
+  // ignored.
+  std::vector<std::string> stop;
+  // The output starts inside a reasoning block (the prompt already opened one).
+  bool starts_in_reasoning = false;
+  // Seed for tool-call ids ("call_" + 24 base-62 characters, a function of the seed and the
+  // call's index). 0: random per parser.
+  uint64_t tool_call_id_seed = 0;
+};
+
+enum class ParserEventKind {
+  kContent,        // text: a delta of visible content
+  kReasoning,      // text: a delta of reasoning_content
+  kToolCallBegin,  // tool_index, tool_id, tool_name
+  kToolCallArgs,   // tool_index, text: a delta of the arguments' JSON text
+  kToolCallEnd,    // tool_index: the arguments are complete
+  kStop,           // text: the stop string that matched; nothing follows
+};
+
+struct ParserEvent {
+  ParserEventKind kind = ParserEventKind::kContent;
+  std::string text;
+  int tool_index = -1;
+  std::string tool_id;
+  std::string tool_name;
+};
+
+// Counters for logs and metrics (bug-case 8 asks for repeated empty thought blocks to be
+// detectable).
+struct ParserStats {
+  int empty_reasoning_blocks = 0;  // <|channel>thought<channel|> with nothing inside
+  int reasoning_blocks = 0;
+  int tool_calls = 0;
+  int tool_calls_repaired = 0;     // calls that needed a tolerance rule (quotes, missing `call`, ...)
+  int tool_calls_unparsed = 0;     // call openers whose text came out as content
+  int64_t markup_dropped = 0;      // stray markup tokens removed from content
+};
+
+class OutputParser {
+ public:
+  explicit OutputParser(ParserOptions options = {});
+  ~OutputParser();
+  OutputParser(OutputParser&&) noexcept;
+  OutputParser& operator=(OutputParser&&) noexcept;
+
+  // Feeds generated text (any split, even inside a UTF-8 character or a markup token).
+  // Returns the events this text completes; text that may still turn out to be markup or a
+  // stop string is held until later input or finish() decides.
+  std::vector<ParserEvent> feed(std::string_view text);
+  // Ends the output: held text is decided, an open tool call is closed (its JSON completed).
+  std::vector<ParserEvent> finish();
+
+  // True while inside a reasoning block (for reasoning budgets: the engine may then force
+  // markup::kChannelClose).
+  bool in_reasoning() const;
+  // True once a stop string matched; later input is ignored.
+  bool stopped() const;
+  const ParserStats& stats() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// The assembled message: what a non-streaming response returns.
+struct ParsedToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments_json;  // a JSON object's text
+};
+
+struct ParsedMessage {
+  std::string content;
+  std::string reasoning_content;
+  std::vector<ParsedToolCall> tool_calls;
+  std::optional<std::string> stop;  // the stop string that matched
+};
+
+// Merges events into a message (deltas concatenated in order).
+class MessageAccumulator {
+ public:
+  void add(const ParserEvent& event);
+  void add(const std::vector<ParserEvent>& events);
+  const ParsedMessage& message() const { return message_; }
+
+ private:
+  ParsedMessage message_;
+};
+
+// One-shot: parse a complete output.
+ParsedMessage parse_output(std::string_view text, const ParserOptions& options = {});
+
+// Merges adjacent deltas of the same kind (and the same tool call), giving the canonical
+// event list that any chunking of the same output must reproduce.
+std::vector<ParserEvent> merge_events(const std::vector<ParserEvent>& events);
+
+}  // namespace gs::text

@@ -1,0 +1,428 @@
+// Tokenizer: loading the vocabulary and merges from GGUF metadata, decoding, lookups.
+#include "text/tokenizer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gguf/gguf_reader.h"
+#include "text/tokenizer_impl.h"
+#include "text/tokenizer_keys.h"
+#include "text/utf8.h"
+
+namespace gs::text {
+
+// ---------------------------------------------------------------------------------------
+// PairMergeMap
+
+void PairMergeMap::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  std::vector<Entry> old = std::move(slots_);
+  slots_.assign(cap, Entry{});
+  mask_ = cap - 1;
+  size_ = 0;
+  for (const Entry& e : old) {
+    if (e.key != kEmpty) {
+      insert(static_cast<int32_t>(e.key >> 32), static_cast<int32_t>(e.key & 0xffffffffu), e.rank,
+             e.result);
+    }
+  }
+}
+
+void PairMergeMap::grow() { reserve(std::max<size_t>(16, slots_.size())); }
+
+void PairMergeMap::insert(int32_t left, int32_t right, uint32_t rank, int32_t result) {
+  if ((size_ + 1) * 2 > slots_.size()) grow();
+  const uint64_t key = make_key(left, right);
+  size_t i = hash(key) & mask_;
+  while (true) {
+    Entry& e = slots_[i];
+    if (e.key == key) return;  // an earlier (lower-rank) merge of the same pair wins
+    if (e.key == kEmpty) {
+      e = Entry{key, rank, result};
+      ++size_;
+      return;
+    }
+    i = (i + 1) & mask_;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// SpecialTrie
+
+void SpecialTrie::add(std::string_view text, int32_t id, bool always) {
+  if (text.empty()) return;
+  int32_t node = 0;
+  for (const char c : text) {
+    const uint64_t key = (static_cast<uint64_t>(node) << 8) | static_cast<uint8_t>(c);
+    auto it = children_.find(key);
+    if (it == children_.end()) {
+      nodes_.push_back(Node{});
+      it = children_.emplace(key, static_cast<int32_t>(nodes_.size() - 1)).first;
+    }
+    node = it->second;
+  }
+  // Two entries with the same text: the first (lowest id) wins, as a vocabulary lookup does.
+  if (nodes_[static_cast<size_t>(node)].id == kNoToken) {
+    nodes_[static_cast<size_t>(node)] = Node{id, always};
+  }
+  first_byte_[static_cast<uint8_t>(text[0])] = true;
+}
+
+size_t SpecialTrie::match(std::string_view s, bool parse_special, int32_t* id) const {
+  int32_t node = 0;
+  size_t best = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const uint64_t key = (static_cast<uint64_t>(node) << 8) | static_cast<uint8_t>(s[i]);
+    const auto it = children_.find(key);
+    if (it == children_.end()) break;
+    node = it->second;
+    const Node& n = nodes_[static_cast<size_t>(node)];
+    if (n.id != kNoToken && (n.always || parse_special)) {
+      best = i + 1;
+      *id = n.id;
+    }
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading
+
+namespace {
+
+// "<0xHH>" -> HH, or -1.
+int parse_byte_token(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
+  int v = 0;
+  for (int i = 3; i < 5; ++i) {
+    const char c = text[static_cast<size_t>(i)];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= c - '0';
+    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+    else return -1;
+  }
+  return v;
+}
+
+std::string unescape_spaces(std::string_view text) {
+  static constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
+      out.push_back(' ');
+      i += kSpaceMark.size();
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
+// Code point of `s` when it is exactly one valid UTF-8 character.
+bool single_codepoint(std::string_view s, uint32_t* cp) {
+  const int n = utf8_valid_prefix_length(s);
+  if (n == 0 || static_cast<size_t>(n) != s.size()) return false;
+  const auto b = [&](int i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[static_cast<size_t>(i)])); };
+  switch (n) {
+    case 1: *cp = b(0); break;
+    case 2: *cp = ((b(0) & 0x1F) << 6) | (b(1) & 0x3F); break;
+    case 3: *cp = ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F); break;
+    default: *cp = ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F); break;
+  }
+  return true;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
+  auto impl = std::make_unique<Impl>();
+  Impl& t = *impl;
+  const size_t n = vocab.tokens.size();
+  if (n == 0) return Status(StatusCode::kInvalidArgument, "tokenizer: the vocabulary is empty");
+  if (n > static_cast<size_t>(INT32_MAX / 2)) {
+    return make_status(StatusCode::kInvalidArgument, "tokenizer: {} tokens is too many", n);
+  }
+  if (!vocab.types.empty() && vocab.types.size() != n) {
+    return make_status(StatusCode::kInvalidArgument,
+                       "tokenizer: {} token types for {} tokens", vocab.types.size(), n);
+  }
+  t.tokens = std::move(vocab.tokens);
+  t.types = std::move(vocab.types);
+  if (t.types.empty()) {
+    t.types.resize(n, TokenType::kNormal);
+    for (size_t i = 0; i < n; ++i) {
+      if (parse_byte_token(t.tokens[i]) >= 0) t.types[i] = TokenType::kByte;
+    }
+  }
+  for (const int32_t* id : {&vocab.bos_id, &vocab.eos_id, &vocab.unk_id, &vocab.pad_id}) {
+    if (*id != kNoToken && (*id < 0 || static_cast<size_t>(*id) >= n)) {
+      return make_status(StatusCode::kInvalidArgument,
+                         "tokenizer: special token id {} is outside the vocabulary of {} tokens", *id, n);
+    }
+  }
+  t.bos_id = vocab.bos_id;
+  t.eos_id = vocab.eos_id;
+  t.unk_id = vocab.unk_id;
+  t.pad_id = vocab.pad_id;
+  t.add_bos = vocab.add_bos;
+  t.add_eos = vocab.add_eos;
+
+  // Text -> id; the first id wins for duplicated texts.
+  t.token_ids.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) t.token_ids.emplace(t.tokens[i], static_cast<int32_t>(i));
+
+  // Decoded pieces, byte tokens, special-token trie.
+  t.byte_tokens.fill(kNoToken);
+  t.pieces.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& text = t.tokens[i];
+    const auto id = static_cast<int32_t>(i);
+    switch (t.types[i]) {
+      case TokenType::kNormal:
+      case TokenType::kUndefined:
+        t.pieces[i] = unescape_spaces(text);
+        break;
+      case TokenType::kByte: {
+        const int b = parse_byte_token(text);
+        if (b >= 0) {
+          t.pieces[i] = std::string(1, static_cast<char>(b));
+          if (t.byte_tokens[static_cast<size_t>(b)] == kNoToken) t.byte_tokens[static_cast<size_t>(b)] = id;
+        } else {
+          t.pieces[i] = text;
+        }
+        break;
+      }
+      case TokenType::kUserDefined:
+        t.pieces[i] = text;
+        t.specials.add(text, id, /*always=*/true);
+        break;
+      case TokenType::kControl:
+      case TokenType::kUnknown:
+        t.specials.add(text, id, /*always=*/false);
+        break;
+      case TokenType::kUnused:
+        break;
+    }
+  }
+
+  // Symbols and merges.
+  const auto symbol_id = [&](std::string_view s) -> int32_t {
+    if (const auto it = t.token_ids.find(s); it != t.token_ids.end()) return it->second;
+    if (const auto it = t.extra_symbol_ids.find(s); it != t.extra_symbol_ids.end()) return it->second;
+    t.extra_symbols.emplace_back(s);
+    const auto id = static_cast<int32_t>(n + t.extra_symbols.size() - 1);
+    t.extra_symbol_ids.emplace(t.extra_symbols.back(), id);
+    return id;
+  };
+  t.merges.reserve(vocab.merges.size());
+  std::vector<bool> merge_result(n, false);  // vocabulary tokens some merge produces
+  std::string joined;
+  for (size_t r = 0; r < vocab.merges.size(); ++r) {
+    const std::string& m = vocab.merges[r];
+    const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
+    if (sp == std::string::npos || sp + 1 >= m.size()) {
+      return make_status(StatusCode::kInvalidArgument,
+                         "tokenizer: merge {} (\"{}\") is not two pieces separated by a space", r,
+                         m.substr(0, 64));
+    }
+    const std::string_view left(m.data(), sp);
+    const std::string_view right(m.data() + sp + 1, m.size() - sp - 1);
+    joined.assign(left);
+    joined.append(right);
+    const int32_t l = symbol_id(left);
+    const int32_t rt = symbol_id(right);
+    const int32_t res = symbol_id(joined);
+    t.merges.insert(l, rt, static_cast<uint32_t>(r), res);
+    if (static_cast<size_t>(res) < n) merge_result[static_cast<size_t>(res)] = true;
+  }
+  t.n_merges = vocab.merges.size();
+
+  // Atomic pieces: a NORMAL piece of several code points that no merge produces cannot come
+  // out of BPE, so it is an added token of the source tokenizer (<unused0>, <s>, <table>,
+  // [multimodal] in Gemma 4). Hugging Face matches added tokens in text as whole pieces;
+  // so do we, always, like USER_DEFINED tokens (bug-case 55: ids equal to HF's).
+  for (size_t i = 0; i < n; ++i) {
+    if ((t.types[i] == TokenType::kNormal || t.types[i] == TokenType::kUndefined) && !merge_result[i]) {
+      uint32_t cp = 0;
+      if (!t.tokens[i].empty() && !single_codepoint(t.tokens[i], &cp)) {
+        t.specials.add(t.tokens[i], static_cast<int32_t>(i), /*always=*/true);
+      }
+    }
+  }
+
+  // Single code points -> symbols (vocabulary entries first, then merge-only strings).
+  t.ascii_symbol.fill(kNoToken);
+  const auto add_codepoint = [&](std::string_view s, int32_t id) {
+    uint32_t cp = 0;
+    if (!single_codepoint(s, &cp)) return;
+    if (cp < 128) {
+      if (t.ascii_symbol[cp] == kNoToken) t.ascii_symbol[cp] = id;
+    } else {
+      t.codepoint_symbol.emplace(cp, id);
+    }
+  };
+  for (size_t i = 0; i < n; ++i) {
+    // Only pieces that BPE can produce from text: not byte or special tokens.
+    if (t.types[i] == TokenType::kNormal || t.types[i] == TokenType::kUndefined) {
+      add_codepoint(t.tokens[i], static_cast<int32_t>(i));
+    }
+  }
+  for (size_t i = 0; i < t.extra_symbols.size(); ++i) {
+    add_codepoint(t.extra_symbols[i], static_cast<int32_t>(n + i));
+  }
+
+  // End of generation, found by text (spec §8.2).
+  if (t.eos_id != kNoToken) t.eog_ids.push_back(t.eos_id);
+  for (const std::string_view text : {"<turn|>", "<|tool_response>", "<end_of_turn>"}) {
+    if (const auto it = t.token_ids.find(text); it != t.token_ids.end()) t.eog_ids.push_back(it->second);
+  }
+  for (const int32_t id : vocab.extra_eog) {
+    if (id < 0 || static_cast<size_t>(id) >= n) {
+      return make_status(StatusCode::kInvalidArgument,
+                         "tokenizer: end-of-generation id {} is outside the vocabulary of {} tokens", id, n);
+    }
+    t.eog_ids.push_back(id);
+  }
+  std::sort(t.eog_ids.begin(), t.eog_ids.end());
+  t.eog_ids.erase(std::unique(t.eog_ids.begin(), t.eog_ids.end()), t.eog_ids.end());
+
+  return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
+}
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_gguf(const gguf::GgufFile& file) {
+  GS_ASSIGN_OR_RETURN(const std::string_view model, file.get_string(keys::kModel));
+  if (model != "gemma4") {
+    return make_status(StatusCode::kUnimplemented,
+                       "tokenizer: {} = \"{}\" is not supported (only \"gemma4\")", keys::kModel, model);
+  }
+  Vocab v;
+  {
+    GS_ASSIGN_OR_RETURN(auto tokens, file.get_string_array(keys::kTokens));
+    v.tokens.reserve(tokens.size());
+    for (const auto s : tokens) v.tokens.emplace_back(s);
+  }
+  if (file.has(keys::kTokenTypes)) {
+    GS_ASSIGN_OR_RETURN(auto types, file.get_int_array(keys::kTokenTypes));
+    v.types.reserve(types.size());
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] < 0 || types[i] > 6) {
+        return make_status(StatusCode::kInvalidArgument, "tokenizer: {}[{}] = {} is not a token type",
+                           keys::kTokenTypes, i, types[i]);
+      }
+      v.types.push_back(static_cast<TokenType>(types[i]));
+    }
+  }
+  {
+    GS_ASSIGN_OR_RETURN(auto merges, file.get_string_array(keys::kMerges));
+    v.merges.reserve(merges.size());
+    for (const auto s : merges) v.merges.emplace_back(s);
+  }
+  const auto special = [&](std::string_view key, std::string_view text, int32_t* out) -> Status {
+    if (file.has(key)) {
+      GS_ASSIGN_OR_RETURN(const uint32_t id, file.get_u32(key));
+      if (id >= v.tokens.size()) {
+        return make_status(StatusCode::kInvalidArgument, "tokenizer: {} = {} is outside the vocabulary of {} tokens",
+                           key, id, v.tokens.size());
+      }
+      *out = static_cast<int32_t>(id);
+      return Status::ok_status();
+    }
+    // Absent key: the token spelled `text`, if any (spec Decision 4: never a fixed id).
+    for (size_t i = 0; i < v.tokens.size(); ++i) {
+      if (v.tokens[i] == text) {
+        *out = static_cast<int32_t>(i);
+        break;
+      }
+    }
+    return Status::ok_status();
+  };
+  GS_RETURN_IF_ERROR(special(keys::kBosId, "<bos>", &v.bos_id));
+  GS_RETURN_IF_ERROR(special(keys::kEosId, "<eos>", &v.eos_id));
+  GS_RETURN_IF_ERROR(special(keys::kUnkId, "<unk>", &v.unk_id));
+  GS_RETURN_IF_ERROR(special(keys::kPadId, "<pad>", &v.pad_id));
+  // llama.cpp adds BOS for gemma4 whatever the file says (spec §8.1); so do we.
+  v.add_bos = true;
+  if (file.has(keys::kAddEos)) {
+    GS_ASSIGN_OR_RETURN(v.add_eos, file.get_bool(keys::kAddEos));
+  }
+  if (file.has(keys::kEotId)) {
+    GS_ASSIGN_OR_RETURN(const uint32_t eot, file.get_u32(keys::kEotId));
+    v.extra_eog.push_back(static_cast<int32_t>(eot));
+  }
+  GS_ASSIGN_OR_RETURN(auto tok, from_vocab(std::move(v)));
+  return tok;
+}
+
+// ---------------------------------------------------------------------------------------
+// Lookups and decoding
+
+int32_t Tokenizer::n_vocab() const { return impl_->n_vocab(); }
+size_t Tokenizer::n_merges() const { return impl_->n_merges; }
+int32_t Tokenizer::bos_id() const { return impl_->bos_id; }
+int32_t Tokenizer::eos_id() const { return impl_->eos_id; }
+int32_t Tokenizer::unk_id() const { return impl_->unk_id; }
+int32_t Tokenizer::pad_id() const { return impl_->pad_id; }
+bool Tokenizer::add_bos() const { return impl_->add_bos; }
+bool Tokenizer::add_eos() const { return impl_->add_eos; }
+const std::vector<int32_t>& Tokenizer::eog_ids() const { return impl_->eog_ids; }
+
+bool Tokenizer::is_eog(int32_t id) const {
+  return std::binary_search(impl_->eog_ids.begin(), impl_->eog_ids.end(), id);
+}
+
+std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
+  const auto it = impl_->token_ids.find(text);
+  if (it == impl_->token_ids.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string_view Tokenizer::token_text(int32_t id) const {
+  if (!is_valid(id)) return {};
+  return impl_->tokens[static_cast<size_t>(id)];
+}
+
+TokenType Tokenizer::token_type(int32_t id) const {
+  if (!is_valid(id)) return TokenType::kUndefined;
+  return impl_->types[static_cast<size_t>(id)];
+}
+
+std::string_view Tokenizer::token_to_piece(int32_t id, bool render_special) const {
+  if (!is_valid(id)) return {};
+  const auto i = static_cast<size_t>(id);
+  if (render_special) {
+    switch (impl_->types[i]) {
+      case TokenType::kControl:
+      case TokenType::kUnknown:
+      case TokenType::kUnused:
+        return impl_->tokens[i];
+      case TokenType::kUndefined:
+      case TokenType::kNormal:
+      case TokenType::kUserDefined:
+      case TokenType::kByte:
+        break;
+    }
+  }
+  return impl_->pieces[i];
+}
+
+Result<std::string> Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
+  std::string raw;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (!is_valid(ids[k])) {
+      return make_status(StatusCode::kOutOfRange, "decode: token {} (at index {}) is outside [0, {})", ids[k], k,
+                         n_vocab());
+    }
+    raw.append(token_to_piece(ids[k], options.render_special));
+  }
+  if (is_valid_utf8(raw)) return raw;
+  return sanitize_utf8(raw);
+}
+
+}  // namespace gs::text

@@ -1,0 +1,212 @@
+// Encoding: special-token split, space escaping, newline pre-split, BPE by merge rank.
+#include <algorithm>
+#include <cstring>
+
+#include "text/tokenizer.h"
+#include "text/tokenizer_impl.h"
+#include "text/utf8.h"
+
+namespace gs::text {
+namespace {
+
+thread_local uint64_t t_encode_work = 0;
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, what a space becomes
+
+// One BPE symbol: a span of the run, linked to its neighbours. len == 0 marks a symbol
+// merged into its left neighbour.
+struct Symbol {
+  int32_t id;
+  int32_t prev;
+  int32_t next;
+  uint32_t start;
+  uint32_t len;
+};
+
+// Decodes one code point at s[i]; returns its byte length (1 for an invalid byte, which then
+// stands alone as a symbol of one byte).
+inline uint32_t next_codepoint(std::string_view s, size_t i, uint32_t* cp) {
+  const auto b0 = static_cast<uint8_t>(s[i]);
+  if (b0 < 0x80) {
+    *cp = b0;
+    return 1;
+  }
+  const int n = utf8_valid_prefix_length(s.substr(i, 4));
+  if (n == 0) {
+    *cp = 0xFFFFFFFFu;  // no such code point: never in the vocabulary
+    return 1;
+  }
+  const auto b = [&](int k) { return static_cast<uint32_t>(static_cast<uint8_t>(s[i + static_cast<size_t>(k)])); };
+  switch (n) {
+    case 2: *cp = ((b0 & 0x1Fu) << 6) | (b(1) & 0x3F); break;
+    case 3: *cp = ((b0 & 0x0Fu) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F); break;
+    default: *cp = ((b0 & 0x07u) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F); break;
+  }
+  return static_cast<uint32_t>(n);
+}
+
+}  // namespace
+
+uint64_t Tokenizer::last_encode_work() { return t_encode_work; }
+
+void Tokenizer::Impl::emit_byte_fallback(std::string_view bytes, std::vector<int32_t>* out) const {
+  for (const char c : bytes) {
+    const int32_t id = byte_tokens[static_cast<uint8_t>(c)];
+    if (id != kNoToken) {
+      out->push_back(id);
+    } else if (unk_id != kNoToken) {
+      out->push_back(unk_id);
+    }
+  }
+}
+
+// BPE over the code points of one pre-split run: repeatedly merge the adjacent pair with
+// the lowest merge rank (leftmost on ties). The queue holds (rank << 32 | left index);
+// entries made stale by earlier merges are recognised on pop by re-looking up the pair.
+void Tokenizer::Impl::encode_run(std::string_view run, std::vector<int32_t>* out) const {
+  if (run.empty()) return;
+  const int32_t nv = n_vocab();
+  thread_local std::vector<Symbol> symbols;
+  symbols.clear();
+  for (size_t i = 0; i < run.size();) {
+    uint32_t cp = 0;
+    const uint32_t len = next_codepoint(run, i, &cp);
+    const int32_t sym = cp == 0xFFFFFFFFu ? kNoToken : symbol_of_codepoint(cp);
+    const auto idx = static_cast<int32_t>(symbols.size());
+    symbols.push_back(Symbol{sym, idx - 1, idx + 1, static_cast<uint32_t>(i), len});
+    i += len;
+  }
+  symbols.back().next = -1;
+  const auto n_sym = symbols.size();
+
+  // Min-heap on a reused vector (a std::priority_queue would give its storage up each call).
+  thread_local std::vector<uint64_t> heap;
+  heap.clear();
+  const auto heap_push = [&](uint64_t v) {
+    heap.push_back(v);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+  };
+  uint64_t work = n_sym;
+  const auto push_pair = [&](int32_t left) {
+    if (left < 0) return;
+    const int32_t right = symbols[static_cast<size_t>(left)].next;
+    if (right < 0) return;
+    const PairMergeMap::Entry* e =
+        merges.find(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id);
+    if (e == nullptr) return;
+    heap_push((static_cast<uint64_t>(e->rank) << 32) | static_cast<uint32_t>(left));
+    ++work;
+  };
+  for (size_t i = 0; i + 1 < n_sym; ++i) {
+    const PairMergeMap::Entry* e = merges.find(symbols[i].id, symbols[i + 1].id);
+    if (e != nullptr) heap.push_back((static_cast<uint64_t>(e->rank) << 32) | static_cast<uint32_t>(i));
+  }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+  work += heap.size();
+
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    const uint64_t top = heap.back();
+    heap.pop_back();
+    ++work;
+    const auto rank = static_cast<uint32_t>(top >> 32);
+    const auto left = static_cast<int32_t>(top & 0xffffffffu);
+    Symbol& l = symbols[static_cast<size_t>(left)];
+    if (l.len == 0 || l.next < 0) continue;
+    Symbol& r = symbols[static_cast<size_t>(l.next)];
+    const PairMergeMap::Entry* e = merges.find(l.id, r.id);
+    if (e == nullptr || e->rank != rank) continue;  // stale: a neighbour changed since the push
+    l.id = e->result;
+    l.len += r.len;
+    r.len = 0;
+    l.next = r.next;
+    if (l.next >= 0) symbols[static_cast<size_t>(l.next)].prev = left;
+    push_pair(l.prev);
+    push_pair(left);
+  }
+  t_encode_work += work;
+
+  for (int32_t i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next) {
+    const Symbol& s = symbols[static_cast<size_t>(i)];
+    if (s.id >= 0 && s.id < nv) {
+      out->push_back(s.id);
+    } else {
+      emit_byte_fallback(run.substr(s.start, s.len), out);
+    }
+  }
+}
+
+// A fragment between special tokens: spaces -> U+2581, then runs of '\n' and of other bytes.
+void Tokenizer::Impl::encode_raw_fragment(std::string_view fragment, std::vector<int32_t>* out) const {
+  if (fragment.empty()) return;
+  thread_local std::string escaped;
+  std::string_view text = fragment;
+  if (fragment.find(' ') != std::string_view::npos) {
+    escaped.clear();
+    escaped.reserve(fragment.size() + fragment.size() / 2);
+    for (const char c : fragment) {
+      if (c == ' ') {
+        escaped.append(kSpaceMark);
+      } else {
+        escaped.push_back(c);
+      }
+    }
+    text = escaped;
+  }
+  size_t i = 0;
+  while (i < text.size()) {
+    const bool newline = text[i] == '\n';
+    size_t j = i;
+    if (newline) {
+      while (j < text.size() && text[j] == '\n') ++j;
+    } else {
+      const void* p = std::memchr(text.data() + i, '\n', text.size() - i);
+      j = p == nullptr ? text.size() : static_cast<size_t>(static_cast<const char*>(p) - text.data());
+    }
+    const std::string_view run = text.substr(i, j - i);
+    if (newline) {
+      if (const auto it = token_ids.find(run); it != token_ids.end()) {
+        out->push_back(it->second);
+      } else {
+        encode_run(run, out);
+      }
+    } else {
+      encode_run(run, out);
+    }
+    i = j;
+  }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 2);
+  encode_into(text, add_special, parse_special, &out);
+  return out;
+}
+
+void Tokenizer::encode_into(std::string_view text, bool add_special, bool parse_special,
+                            std::vector<int32_t>* out) const {
+  const Impl& t = *impl_;
+  t_encode_work = 0;
+  if (add_special && t.add_bos && t.bos_id != kNoToken) out->push_back(t.bos_id);
+  // Special-token split: leftmost-longest match of an allowed special text. (For Gemma 4,
+  // whose special texts are all "<...>" with no inner '<' or '>', this equals llama.cpp's
+  // longest-token-first partition.)
+  size_t fragment_start = 0;
+  if (!t.specials.empty()) {
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (!t.specials.may_start(static_cast<uint8_t>(text[i]))) continue;
+      int32_t id = kNoToken;
+      const size_t len = t.specials.match(text.substr(i), parse_special, &id);
+      if (len == 0) continue;
+      t.encode_raw_fragment(text.substr(fragment_start, i - fragment_start), out);
+      out->push_back(id);
+      i += len - 1;
+      fragment_start = i + 1;
+    }
+  }
+  t.encode_raw_fragment(text.substr(fragment_start), out);
+  if (add_special && t.add_eos && t.eos_id != kNoToken) out->push_back(t.eos_id);
+}
+
+}  // namespace gs::text

@@ -1,0 +1,122 @@
+// Internal state of the Tokenizer: vocabulary tables, the merge-rank hash map, the
+// special-token trie. Shared by tokenizer.cpp (loading, decoding) and tokenizer_encode.cpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/tokenizer.h"
+
+namespace gs::text {
+
+// Open-addressing hash map from a pair of symbol ids to (merge rank, merged symbol id).
+class PairMergeMap {
+ public:
+  struct Entry {
+    uint64_t key = kEmpty;
+    uint32_t rank = 0;
+    int32_t result = kNoToken;
+  };
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+
+  void reserve(size_t n);
+  // Keeps the first (lowest-rank) insertion of a pair.
+  void insert(int32_t left, int32_t right, uint32_t rank, int32_t result);
+  const Entry* find(int32_t left, int32_t right) const {
+    if (left < 0 || right < 0 || slots_.empty()) return nullptr;
+    const uint64_t key = make_key(left, right);
+    size_t i = hash(key) & mask_;
+    while (true) {
+      const Entry& e = slots_[i];
+      if (e.key == key) return &e;
+      if (e.key == kEmpty) return nullptr;
+      i = (i + 1) & mask_;
+    }
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static uint64_t make_key(int32_t left, int32_t right) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+  }
+  static uint64_t hash(uint64_t x) {  // splitmix64 finaliser
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+  }
+  void grow();
+
+  std::vector<Entry> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+// Byte trie over the special-token texts; each terminal node records its token.
+class SpecialTrie {
+ public:
+  void add(std::string_view text, int32_t id, bool always);
+  // Longest special token at the start of `s` that is allowed (always-matched tokens, or any
+  // with parse_special). Returns its length and sets *id, or 0 when none matches.
+  size_t match(std::string_view s, bool parse_special, int32_t* id) const;
+  bool may_start(uint8_t byte) const { return first_byte_[byte]; }
+  bool empty() const { return nodes_.size() <= 1; }
+
+ private:
+  struct Node {
+    int32_t id = kNoToken;
+    bool always = false;
+  };
+  std::vector<Node> nodes_{Node{}};
+  std::unordered_map<uint64_t, int32_t> children_;  // (node << 8 | byte) -> node
+  std::array<bool, 256> first_byte_{};
+};
+
+struct Tokenizer::Impl {
+  // Vocabulary.
+  std::vector<std::string> tokens;
+  std::vector<TokenType> types;
+  std::vector<std::string> pieces;  // decoded bytes of each token (specials: "")
+  std::unordered_map<std::string_view, int32_t> token_ids;  // views into `tokens`
+
+  // Symbols of the BPE: ids < n_vocab are vocabulary tokens; larger ids name strings that
+  // occur in merges but not in the vocabulary (kept so that such merges still apply).
+  std::deque<std::string> extra_symbols;
+  std::unordered_map<std::string_view, int32_t> extra_symbol_ids;
+  std::array<int32_t, 128> ascii_symbol{};               // code point < 128 -> symbol id
+  std::unordered_map<uint32_t, int32_t> codepoint_symbol;  // other code points -> symbol id
+  PairMergeMap merges;
+  size_t n_merges = 0;
+
+  SpecialTrie specials;
+  std::array<int32_t, 256> byte_tokens{};  // <0xHH> ids (kNoToken when absent)
+
+  int32_t bos_id = kNoToken;
+  int32_t eos_id = kNoToken;
+  int32_t unk_id = kNoToken;
+  int32_t pad_id = kNoToken;
+  bool add_bos = true;
+  bool add_eos = false;
+  std::vector<int32_t> eog_ids;
+
+  int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t symbol_of_codepoint(uint32_t cp) const {
+    if (cp < 128) return ascii_symbol[cp];
+    const auto it = codepoint_symbol.find(cp);
+    return it == codepoint_symbol.end() ? kNoToken : it->second;
+  }
+
+  // Encoding (tokenizer_encode.cpp).
+  void encode_raw_fragment(std::string_view fragment, std::vector<int32_t>* out) const;
+  void encode_run(std::string_view run, std::vector<int32_t>* out) const;
+  void emit_byte_fallback(std::string_view bytes, std::vector<int32_t>* out) const;
+};
+
+}  // namespace gs::text

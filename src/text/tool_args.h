@@ -1,0 +1,64 @@
+// Incremental conversion of Gemma 4 tool-call arguments ({key:<|"|>text<|"|>,n:1,...}) into
+// JSON text, tolerant of the variants models emit (bug-cases 1, 3, 4).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gs::text {
+
+// Fed the text after the opening '{' of call:NAME{...}; writes the JSON of the arguments
+// object as it becomes certain (string values stream character by character).
+//
+// Accepted, besides the Gemma form: keys bare, in <|"|>, "..." or '...'; values as <|"|>
+// strings, JSON strings ("..." with escapes), Python strings ('...'), JSON numbers (and a
+// leading '+'), true/false/null, True/False/None, bare words (taken as strings), nested
+// objects and arrays; missing commas, trailing commas, missing values (null), '=' for ':'.
+// The output is always a prefix of one valid JSON object; close() completes it.
+class ToolArgsConverter {
+ public:
+  enum class Step {
+    kConsumed,    // consumed > 0 bytes; call again with the rest
+    kNeedMore,    // cannot decide without more input (a possible marker or escape is cut)
+    kDone,        // the top-level object closed (the '}' was consumed)
+    kTerminated,  // a markup token that ends the call starts here (not consumed)
+  };
+
+  ToolArgsConverter();
+  // Processes a prefix of `s`. `final`: no more input will come (partial markers are text).
+  // Sets *consumed to the bytes used; appends JSON to *json.
+  Step step(std::string_view s, bool final, size_t* consumed, std::string* json);
+  // Completes the JSON (open string, pending key or value, open containers).
+  void close(std::string* json);
+  // A tolerance rule was needed (non-Gemma quoting, bare words, repairs).
+  bool repaired() const { return repaired_; }
+
+ private:
+  enum class State {
+    kExpectKey, kKeyBare, kKeyQuoted, kExpectColon, kExpectValue, kString, kBare, kAfterValue, kDone,
+  };
+  enum class Quote { kGemma, kDouble, kSingle };
+  struct Frame {
+    bool is_object;
+    bool first;
+  };
+
+  Step on_string_char(std::string_view s, bool final, size_t* consumed, std::string* json, bool key);
+  void emit_key(std::string* json);
+  void begin_element(std::string* json);  // the comma before an array element or object member
+  void finish_bare(std::string* json);
+  void close_top(std::string* json);
+
+  std::vector<Frame> stack_;
+  State state_ = State::kExpectKey;
+  Quote quote_ = Quote::kGemma;
+  std::string buf_;  // key text or bare value being read
+  bool repaired_ = false;
+};
+
+// JSON string-body escaping of raw bytes (quotes, backslash, control characters).
+void append_json_escaped(std::string_view s, std::string* out);
+
+}  // namespace gs::text

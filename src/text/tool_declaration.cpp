@@ -1,0 +1,188 @@
+// Tool declarations as the Gemma 4 template prints them (format_function_declaration and
+// format_parameters), including its quirks: schema keys named like the standard keys are
+// skipped, and a parameters object without "type" is left unclosed.
+#include <string>
+
+#include "text/chat_format.h"
+#include "text/chat_values.h"
+
+namespace gs::text {
+namespace {
+
+using nlohmann::json;
+using chat::ascii_upper;
+using chat::format_argument;
+using chat::member;
+using chat::python_str;
+using chat::truthy;
+
+// Jinja `x | upper` of any value: upper-cased str(x); Undefined gives "".
+std::string upper_of(const json* v) { return v == nullptr ? std::string() : ascii_upper(python_str(*v)); }
+
+void append_quoted(std::string_view s, std::string* out) {
+  out->append(markup::kQuote);
+  out->append(s);
+  out->append(markup::kQuote);
+}
+
+// `for item in X` over a required-list: a list's items, a string's characters, an
+// object's keys; each printed with str().
+void append_required_items(const json* list, std::string* out) {
+  if (list == nullptr) return;
+  std::vector<std::string> items;
+  if (list->is_array()) {
+    for (const auto& item : *list) items.push_back(python_str(item));
+  } else if (list->is_string()) {
+    for (const char c : list->get_ref<const std::string&>()) items.emplace_back(1, c);
+  } else if (list->is_object()) {
+    for (const auto& [k, v] : list->items()) items.push_back(k);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    append_quoted(items[i], out);
+    if (i + 1 < items.size()) out->push_back(',');
+  }
+}
+
+void format_parameters(const json& properties, std::string* out);
+
+// One property: KEY:{description:...,enum:...,items:{...},nullable:true,properties:{...},
+// required:[...],type:<|"|>TYPE<|"|>}.
+void format_property(const std::string& key, const json& value, std::string* out) {
+  bool add_comma = false;
+  const auto comma = [&] {
+    if (add_comma) {
+      out->push_back(',');
+    } else {
+      add_comma = true;
+    }
+  };
+  out->append(key);
+  out->append(":{");
+  if (const json* d = member(&value, "description"); truthy(d)) {
+    out->append("description:");
+    append_quoted(python_str(*d), out);
+    add_comma = true;
+  }
+  const std::string type = upper_of(member(&value, "type"));
+  if (type == "STRING") {
+    if (const json* e = member(&value, "enum"); truthy(e)) {
+      comma();
+      out->append("enum:");
+      format_argument(*e, /*escape_keys=*/true, out);
+    }
+  } else if (type == "ARRAY") {
+    const json* items = member(&value, "items");
+    if (items != nullptr && items->is_object() && !items->empty()) {
+      comma();
+      out->append("items:{");
+      bool first = true;
+      for (const auto& [item_key, item_value] : chat::dictsort(*items)) {
+        if (item_value->is_null()) continue;
+        if (!first) out->push_back(',');
+        first = false;
+        if (item_key == "properties") {
+          out->append("properties:{");
+          if (item_value->is_object()) format_parameters(*item_value, out);
+          out->push_back('}');
+        } else if (item_key == "required") {
+          out->append("required:[");
+          append_required_items(item_value, out);
+          out->push_back(']');
+        } else if (item_key == "type") {
+          out->append("type:");
+          if (item_value->is_string()) {
+            format_argument(json(ascii_upper(item_value->get_ref<const std::string&>())), true, out);
+          } else {
+            json upper_list = json::array();
+            if (item_value->is_array()) {
+              for (const auto& t : *item_value) upper_list.push_back(ascii_upper(python_str(t)));
+            } else if (item_value->is_object()) {
+              for (const auto& [k, t] : item_value->items()) upper_list.push_back(ascii_upper(k));
+            } else {
+              upper_list = json(ascii_upper(python_str(*item_value)));
+            }
+            format_argument(upper_list, true, out);
+          }
+        } else {
+          out->append(item_key);
+          out->push_back(':');
+          format_argument(*item_value, /*escape_keys=*/true, out);
+        }
+      }
+      out->push_back('}');
+    }
+  }
+  if (truthy(member(&value, "nullable"))) {
+    comma();
+    out->append("nullable:true");
+  }
+  if (type == "OBJECT") {
+    const json* props = member(&value, "properties");
+    if (props != nullptr && props->is_object()) {
+      comma();
+      out->append("properties:{");
+      format_parameters(*props, out);
+      out->push_back('}');
+    } else if (value.is_object()) {
+      comma();
+      out->append("properties:{");
+      format_parameters(value, out);
+      out->push_back('}');
+    }
+    if (const json* req = member(&value, "required"); truthy(req)) {
+      comma();
+      out->append("required:[");
+      append_required_items(req, out);
+      out->push_back(']');
+    }
+  }
+  comma();
+  out->append("type:");
+  append_quoted(type, out);
+  out->push_back('}');
+}
+
+void format_parameters(const json& properties, std::string* out) {
+  static const char* const kStandardKeys[] = {"description", "type", "properties", "required", "nullable"};
+  bool found_first = false;
+  for (const auto& [key, value] : chat::dictsort(properties)) {
+    bool standard = false;
+    for (const char* k : kStandardKeys) standard = standard || key == k;
+    if (standard) continue;  // the template skips these names (docs/decisions/0005)
+    if (found_first) out->push_back(',');
+    found_first = true;
+    format_property(key, *value, out);
+  }
+}
+
+}  // namespace
+
+std::string render_tool_declaration(const ChatTool& tool) {
+  std::string out = "declaration:";
+  out += tool.name;
+  out += "{description:";
+  append_quoted(tool.description, &out);
+  const json* params = &tool.parameters;
+  if (truthy(params)) {
+    out += ",parameters:{";
+    if (const json* props = member(params, "properties"); truthy(props)) {
+      out += "properties:{";
+      format_parameters(*props, &out);
+      out += "},";
+    }
+    if (const json* req = member(params, "required"); truthy(req)) {
+      out += "required:[";
+      append_required_items(req, &out);
+      out += "],";
+    }
+    if (const json* type = member(params, "type"); truthy(type)) {
+      out += "type:";
+      append_quoted(upper_of(type), &out);
+      out += "}";
+    }
+  }
+  out += "}";
+  return out;
+}
+
+}  // namespace gs::text

@@ -1,0 +1,408 @@
+// Scheduler tests on a fake model: admission, continuous batching, stopping, context limits,
+// queue limits, cancellation, failures, speculation counters, shutdown.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/fake_slot_runner.h"
+#include "engine/scheduler.h"
+
+namespace gs {
+namespace {
+
+using test::FakeSlotRunner;
+using namespace std::chrono_literals;
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::vector<GeneratedToken> full;
+  bool done = false;
+  bool error = false;
+  Status status;
+  FinishReason finish = FinishReason::kError;
+  Usage usage;
+};
+
+Collected collect(RequestStream& stream, std::chrono::milliseconds limit = 20s) {
+  Collected c;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    StreamEvent ev;
+    if (!stream.next(&ev, 100ms)) continue;
+    switch (ev.kind) {
+      case StreamEvent::Kind::kTokens:
+        for (const auto& t : ev.tokens) {
+          c.tokens.push_back(t.id);
+          c.full.push_back(t);
+        }
+        break;
+      case StreamEvent::Kind::kDone:
+        c.done = true;
+        c.finish = ev.finish;
+        c.usage = ev.usage;
+        return c;
+      case StreamEvent::Kind::kError:
+        c.error = true;
+        c.status = ev.error;
+        return c;
+    }
+  }
+  ADD_FAILURE() << "stream did not end in time";
+  return c;
+}
+
+GenerationRequest make_request(std::vector<int32_t> prompt, int32_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+std::vector<int32_t> prompt_of(int n, int seed = 0) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back(10 + (i * 7 + seed * 13) % 80);
+  return p;
+}
+
+struct Fixture {
+  explicit Fixture(FakeSlotRunner::Options o, SchedulerOptions so = {}) {
+    auto r = std::make_unique<FakeSlotRunner>(std::move(o));
+    runner = r.get();
+    engine = std::make_unique<Scheduler>(std::move(r), so);
+  }
+  FakeSlotRunner* runner = nullptr;
+  std::unique_ptr<Scheduler> engine;
+};
+
+TEST(Scheduler, GeneratesMaxTokensThenLength) {
+  Fixture f({});
+  auto p = prompt_of(12);
+  auto stream = f.engine->submit(make_request(p, 20));
+  ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+  Collected c = collect(**stream);
+  ASSERT_TRUE(c.done);
+  EXPECT_EQ(c.finish, FinishReason::kLength);
+  EXPECT_EQ(c.tokens, f.runner->expected(p, 20));
+  EXPECT_EQ(c.usage.prompt_tokens, 12);
+  EXPECT_EQ(c.usage.completion_tokens, 20);
+  EngineMetrics m = f.engine->metrics();
+  EXPECT_EQ(m.requests_total, 1u);
+  EXPECT_EQ(m.prompt_tokens_total, 12u);
+  EXPECT_EQ(m.generated_tokens_total, 20u);
+  EXPECT_EQ(m.prefill_tokens_total, 12u);
+}
+
+TEST(Scheduler, StopsAtEndOfGenerationWithoutEmittingIt) {
+  FakeSlotRunner::Options o;
+  o.next = [](const std::vector<int32_t>& h, size_t) { return h.size() >= 15 ? 1 : 20 + static_cast<int32_t>(h.size()); };
+  Fixture f(o);
+  auto stream = f.engine->submit(make_request(prompt_of(10), 100));
+  ASSERT_TRUE(stream.ok());
+  Collected c = collect(**stream);
+  ASSERT_TRUE(c.done);
+  EXPECT_EQ(c.finish, FinishReason::kStop);
+  EXPECT_EQ(c.tokens, (std::vector<int32_t>{30, 31, 32, 33, 34}));
+  EXPECT_EQ(c.usage.completion_tokens, 6);  // the end-of-generation token was generated too
+}
+
+TEST(Scheduler, ExtraEndOfGenerationTokens) {
+  FakeSlotRunner::Options o;
+  o.next = [](const std::vector<int32_t>& h, size_t) { return 20 + static_cast<int32_t>(h.size()); };
+  Fixture f(o);
+  auto r = make_request(prompt_of(10), 100);
+  r.extra_eog = {33};
+  auto stream = f.engine->submit(r);
+  ASSERT_TRUE(stream.ok());
+  Collected c = collect(**stream);
+  EXPECT_EQ(c.finish, FinishReason::kStop);
+  EXPECT_EQ(c.tokens, (std::vector<int32_t>{30, 31, 32}));
+}
+
+TEST(Scheduler, PromptLongerThanContextIsRejectedWithBothNumbers) {
+  FakeSlotRunner::Options o;
+  o.n_ctx = 64;
+  Fixture f(o);
+  for (int n : {64, 65, 1000}) {
+    auto stream = f.engine->submit(make_request(prompt_of(n), 4));
+    ASSERT_FALSE(stream.ok());
+    EXPECT_EQ(stream.status().code(), StatusCode::kOutOfRange);
+    EXPECT_NE(stream.status().message().find(std::to_string(n)), std::string::npos);
+    EXPECT_NE(stream.status().message().find("64"), std::string::npos);
+  }
+  EXPECT_EQ(f.engine->metrics().requests_rejected_total, 3u);
+  EXPECT_EQ(f.runner->n_steps(), 0);  // nothing was prefilled
+}
+
+TEST(Scheduler, BadRequestsAreRejected) {
+  Fixture f({});
+  EXPECT_EQ(f.engine->submit(make_request({}, 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.engine->submit(make_request({5, 100}, 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.engine->submit(make_request({5, -1}, 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.engine->submit(make_request({5}, 0)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.engine->submit(make_request({5}, -7)).status().code(), StatusCode::kInvalidArgument);
+  auto r = make_request({5}, 3);
+  r.n_logprobs = 21;
+  EXPECT_EQ(f.engine->submit(r).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Scheduler, GenerationStopsAtTheContext) {
+  FakeSlotRunner::Options o;
+  o.n_ctx = 40;
+  Fixture f(o);
+  auto p = prompt_of(30);
+  auto stream = f.engine->submit(make_request(p, -1));
+  ASSERT_TRUE(stream.ok());
+  Collected c = collect(**stream);
+  EXPECT_EQ(c.finish, FinishReason::kLength);
+  EXPECT_EQ(c.tokens.size(), 10u);
+  EXPECT_EQ(c.tokens, f.runner->expected(p, 10));
+  // A prompt one short of the context still gets one token.
+  auto s2 = f.engine->submit(make_request(prompt_of(39), -1));
+  ASSERT_TRUE(s2.ok());
+  Collected c2 = collect(**s2);
+  EXPECT_EQ(c2.finish, FinishReason::kLength);
+  EXPECT_EQ(c2.tokens.size(), 1u);
+}
+
+TEST(Scheduler, LongPromptIsPrefilledInChunksWithinTheBatchBudget) {
+  FakeSlotRunner::Options o;
+  o.max_batch_tokens = 16;
+  Fixture f(o);
+  auto p = prompt_of(100);
+  auto stream = f.engine->submit(make_request(p, 3));
+  ASSERT_TRUE(stream.ok());
+  Collected c = collect(**stream);
+  EXPECT_EQ(c.tokens, f.runner->expected(p, 3));
+  int64_t prefill = 0;
+  for (const auto& s : f.runner->steps()) {
+    EXPECT_LE(s.prefill_rows + s.max_decode_tokens, 16);
+    prefill += s.prefill_rows;
+  }
+  EXPECT_EQ(prefill, 100);
+}
+
+TEST(Scheduler, ManySequencesBatchTogetherAndMatchTheirSoloOutput) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 4;
+  o.max_batch_tokens = 24;
+  o.step_delay = 1ms;
+  Fixture f(o);
+  std::vector<std::unique_ptr<RequestStream>> streams;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 8; ++i) {
+    prompts.push_back(prompt_of(5 + i * 9, i));
+    auto s = f.engine->submit(make_request(prompts.back(), 12 + i));
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    streams.push_back(std::move(*s));
+  }
+  for (int i = 0; i < 8; ++i) {
+    Collected c = collect(*streams[i]);
+    ASSERT_TRUE(c.done);
+    EXPECT_EQ(c.finish, FinishReason::kLength);
+    EXPECT_EQ(c.tokens, f.runner->expected(prompts[i], 12 + i)) << "request " << i;
+  }
+  bool mixed = false;
+  int64_t max_decode_seqs = 0;
+  for (const auto& s : f.runner->steps()) {
+    mixed = mixed || (s.prefill_rows > 0 && s.decode_seqs > 0);
+    max_decode_seqs = std::max(max_decode_seqs, s.decode_seqs);
+    EXPECT_LE(s.decode_seqs, 4);
+  }
+  EXPECT_TRUE(mixed) << "no step carried prefill and decode rows together";
+  EXPECT_GE(max_decode_seqs, 2);
+  EXPECT_EQ(f.runner->slots_in_use(), 0);
+  EXPECT_EQ(f.engine->metrics().busy_slots, 0);
+}
+
+TEST(Scheduler, QueueFullIsResourceExhausted) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.step_delay = 5ms;
+  SchedulerOptions so;
+  so.queue_size = 1;
+  Fixture f(o, so);
+  auto a = f.engine->submit(make_request(prompt_of(5), 200));
+  auto b = f.engine->submit(make_request(prompt_of(5), 200));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  auto c = f.engine->submit(make_request(prompt_of(5), 200));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  (*a)->cancel();
+  (*b)->cancel();
+  EXPECT_TRUE(collect(**a).done);
+  EXPECT_TRUE(collect(**b).done);
+  // Room again.
+  auto d = f.engine->submit(make_request(prompt_of(5), 2));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(collect(**d).finish, FinishReason::kLength);
+}
+
+TEST(Scheduler, CancelFreesTheSlotWithinAStepAndSparesOthers) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 2;
+  o.n_ctx = 100000;
+  o.step_delay = 2ms;
+  Fixture f(o);
+  auto other_prompt = prompt_of(7, 3);
+  auto victim = f.engine->submit(make_request(prompt_of(9), 50000));
+  auto other = f.engine->submit(make_request(other_prompt, 300));
+  ASSERT_TRUE(victim.ok());
+  ASSERT_TRUE(other.ok());
+  // Let the victim produce something, then cancel it.
+  StreamEvent ev;
+  while ((*victim)->next(&ev, 1s) && ev.kind != StreamEvent::Kind::kTokens) {
+  }
+  const int64_t steps_at_cancel = f.runner->n_steps();
+  (*victim)->cancel();
+  Collected cv = collect(**victim);
+  ASSERT_TRUE(cv.done);
+  EXPECT_EQ(cv.finish, FinishReason::kCancelled);
+  EXPECT_LE(f.runner->n_steps() - steps_at_cancel, 2);
+  // The freed slot takes a new request at once; the other request is untouched.
+  auto next = f.engine->submit(make_request(prompt_of(4), 5));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(collect(**next).finish, FinishReason::kLength);
+  Collected co = collect(**other);
+  EXPECT_EQ(co.finish, FinishReason::kLength);
+  EXPECT_EQ(co.tokens, f.runner->expected(other_prompt, 300));
+  EXPECT_EQ(f.engine->metrics().requests_cancelled_total, 1u);
+}
+
+TEST(Scheduler, DroppingTheStreamCancels) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.n_ctx = 100000;
+  o.step_delay = 1ms;
+  Fixture f(o);
+  {
+    auto s = f.engine->submit(make_request(prompt_of(9), 50000));
+    ASSERT_TRUE(s.ok());
+  }
+  auto next = f.engine->submit(make_request(prompt_of(4), 5));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(collect(**next, 5s).finish, FinishReason::kLength);
+}
+
+TEST(Scheduler, CancelWhileQueued) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.n_ctx = 100000;
+  o.step_delay = 2ms;
+  Fixture f(o);
+  auto running = f.engine->submit(make_request(prompt_of(9), 50000));
+  auto queued = f.engine->submit(make_request(prompt_of(9), 5));
+  ASSERT_TRUE(running.ok());
+  ASSERT_TRUE(queued.ok());
+  (*queued)->cancel();
+  Collected c = collect(**queued, 5s);
+  EXPECT_TRUE(c.done);
+  EXPECT_EQ(c.finish, FinishReason::kCancelled);
+  EXPECT_TRUE(c.tokens.empty());
+  (*running)->cancel();
+  EXPECT_EQ(collect(**running).finish, FinishReason::kCancelled);
+}
+
+TEST(Scheduler, StepFailureFailsThatBatchOnlyAndTheEngineGoesOn) {
+  FakeSlotRunner::Options o;
+  Fixture f(o);
+  f.runner->fail_next_steps(1);
+  auto a = f.engine->submit(make_request(prompt_of(5), 4));
+  ASSERT_TRUE(a.ok());
+  Collected ca = collect(**a);
+  EXPECT_TRUE(ca.error);
+  EXPECT_EQ(ca.status.code(), StatusCode::kInternal);
+  auto b = f.engine->submit(make_request(prompt_of(5), 4));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(collect(**b).finish, FinishReason::kLength);
+  EXPECT_EQ(f.runner->slots_in_use(), 0);
+  EXPECT_EQ(f.engine->metrics().requests_failed_total, 1u);
+}
+
+TEST(Scheduler, SpeculationCountsDraftsByPositionAndKeepsTheOutput) {
+  FakeSlotRunner::Options o;
+  o.has_drafter = true;
+  o.draft_max = 4;
+  o.accept_per_round = 2;
+  Fixture f(o);
+  auto p = prompt_of(10);
+  auto s = f.engine->submit(make_request(p, 31));
+  ASSERT_TRUE(s.ok());
+  Collected c = collect(**s);
+  EXPECT_EQ(c.tokens, f.runner->expected(p, 31));
+  EXPECT_EQ(c.finish, FinishReason::kLength);
+  EngineMetrics m = f.engine->metrics();
+  // 30 tokens after the first: 9 rounds of 3 (4 drafted, 2 accepted each), then a last
+  // round capped by max_tokens at 3 tokens (2 drafted, 2 accepted).
+  EXPECT_EQ(m.drafted_total, 38u);
+  EXPECT_EQ(m.accepted_total, 20u);
+  ASSERT_EQ(m.drafted_by_position.size(), 4u);
+  EXPECT_EQ(m.drafted_by_position[0], 10u);
+  EXPECT_EQ(m.drafted_by_position[2], 9u);
+  EXPECT_EQ(m.accepted_by_position[0], 10u);
+  EXPECT_EQ(m.accepted_by_position[1], 10u);
+  EXPECT_EQ(m.accepted_by_position[2], 0u);
+  EXPECT_EQ(c.usage.drafted_tokens, 38);
+  EXPECT_EQ(c.usage.accepted_tokens, 20);
+  // Without speculation on request: the same tokens, nothing drafted.
+  auto r = make_request(p, 31);
+  r.speculative = false;
+  auto s2 = f.engine->submit(r);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(collect(**s2).tokens, c.tokens);
+  EXPECT_EQ(f.engine->metrics().drafted_total, 38u);
+}
+
+TEST(Scheduler, SpeculationNeverOvershootsMaxTokens) {
+  FakeSlotRunner::Options o;
+  o.has_drafter = true;
+  o.draft_max = 4;
+  o.accept_per_round = 4;
+  Fixture f(o);
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 13}) {
+    auto p = prompt_of(6, n);
+    auto s = f.engine->submit(make_request(p, n));
+    ASSERT_TRUE(s.ok());
+    Collected c = collect(**s);
+    EXPECT_EQ(c.tokens, f.runner->expected(p, n));
+    EXPECT_EQ(c.usage.completion_tokens, n);
+  }
+}
+
+TEST(Scheduler, LogprobsPassThrough) {
+  Fixture f({});
+  auto r = make_request(prompt_of(5), 3);
+  r.n_logprobs = 2;
+  auto s = f.engine->submit(r);
+  ASSERT_TRUE(s.ok());
+  Collected c = collect(**s);
+  ASSERT_EQ(c.full.size(), 3u);
+  EXPECT_EQ(c.full[0].top.size(), 2u);
+}
+
+TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.n_ctx = 100000;
+  o.step_delay = 1ms;
+  Fixture f(o);
+  auto running = f.engine->submit(make_request(prompt_of(9), 50000));
+  auto queued = f.engine->submit(make_request(prompt_of(9), 50000));
+  ASSERT_TRUE(running.ok());
+  ASSERT_TRUE(queued.ok());
+  std::this_thread::sleep_for(20ms);
+  f.engine->shutdown();
+  Collected a = collect(**running, 2s);
+  Collected b = collect(**queued, 2s);
+  EXPECT_TRUE(a.done || a.error);
+  EXPECT_TRUE(b.done || b.error);
+  auto late = f.engine->submit(make_request(prompt_of(3), 3));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(f.runner->slots_in_use(), 0);
+}
+
+}  // namespace
+}  // namespace gs

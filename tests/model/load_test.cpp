@@ -1,0 +1,184 @@
+// Loading Gemma 4 files: config keys, tensor shapes and types, errors that name the key or
+// tensor at fault (and both shapes), rope_freqs synthesis, layer_output_scale read.
+#include <gtest/gtest.h>
+
+#include "golden_util.h"
+#include "model/gemma4_weights.h"
+#include "test_gguf.h"
+
+namespace gs::test {
+namespace {
+
+class Load : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = create_cpu_backend(1);
+    dir_ = temp_dir("load");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // Writes `e` and loads it.
+  Result<std::shared_ptr<Gemma4Model>> load(const EditableGguf& e) {
+    const std::string path = (dir_ / "m.gguf").string();
+    EXPECT_TRUE(e.write(path).ok());
+    return Gemma4Model::load(path, *backend_);
+  }
+  std::unique_ptr<Backend> backend_;
+  std::filesystem::path dir_;
+};
+
+TEST_F(Load, RandomModelLoads) {
+  RandomModelSpec s;
+  auto m = load(random_model(s));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->config().n_layer, 4);
+  EXPECT_FALSE((*m)->config().layers[2].has_v);
+  EXPECT_TRUE((*m)->config().layers[1].has_v);
+}
+
+TEST_F(Load, MissingTensorNamesItselfAndTheExpectedShape) {
+  EditableGguf e = random_model({});
+  e.remove_tensor("blk.1.ffn_up.weight");
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(m.status().message().find("blk.1.ffn_up.weight"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("[64, 96]"), std::string::npos) << m.status().message();
+}
+
+TEST_F(Load, WrongShapeNamesBothShapes) {
+  EditableGguf e = random_model({});
+  EditableGguf::Tensor* t = e.tensor("blk.2.attn_q.weight");
+  t->ne = {64, 64};
+  t->data.resize(64 * 64 * 4);
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  const std::string& msg = m.status().message();
+  EXPECT_NE(msg.find("blk.2.attn_q.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[64, 64]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[64, 128]"), std::string::npos) << msg;
+}
+
+TEST_F(Load, UnsupportedWeightTypeNamesTheTensor) {
+  RandomModelSpec spec;
+  spec.n_embd = 256;
+  EditableGguf e = random_model(spec);
+  EditableGguf::Tensor* t = e.tensor("blk.0.ffn_gate.weight");
+  t->type = GgmlType::IQ2_XXS;  // no dequantizer (yet): the backend cannot multiply it
+  t->data.assign(ggml_row_size(GgmlType::IQ2_XXS, 256).value() * 96, 0);
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(m.status().message().find("blk.0.ffn_gate.weight"), std::string::npos) << m.status().message();
+}
+
+TEST_F(Load, MissingKeyIsNamed) {
+  EditableGguf e = random_model({});
+  e.remove_kv("gemma4.attention.key_length_swa");
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("gemma4.attention.key_length_swa"), std::string::npos) << m.status().message();
+}
+
+TEST_F(Load, BadPerLayerArrayIsNamed) {
+  EditableGguf e = random_model({});
+  e.set_kv("gemma4.attention.head_count_kv", u32_array({2, 2, 1}));
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("gemma4.attention.head_count_kv"), std::string::npos) << m.status().message();
+  e.set_kv("gemma4.attention.head_count_kv", u32_array({3, 3, 1, 3}));  // 4 heads over 3
+  m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("not a multiple"), std::string::npos) << m.status().message();
+}
+
+TEST_F(Load, UnsupportedVariantsSaySo) {
+  EditableGguf e = random_model({});
+  e.set_kv("gemma4.embedding_length_per_layer_input", u32_value(256));
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  e = random_model({});
+  e.set_kv("general.architecture", string_value("llama"));
+  m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("general.architecture"), std::string::npos);
+}
+
+TEST_F(Load, ScalarPatternAndScalarKvHeads) {
+  RandomModelSpec s;
+  s.sliding = {true, false, true, false};
+  s.n_head_kv_swa = 1;
+  EditableGguf e = random_model(s);
+  // Integer period 2: layers 1 and 3 full. head_count_kv as a scalar: every layer.
+  e.set_kv("gemma4.attention.sliding_window_pattern", u32_value(2));
+  e.set_kv("gemma4.attention.head_count_kv", u32_value(1));
+  auto m = load(e);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const Gemma4Config& c = (*m)->config();
+  for (int il = 0; il < 4; ++il) {
+    EXPECT_EQ(c.layers[il].sliding, il % 2 == 0) << il;
+    EXPECT_EQ(c.layers[il].n_head_kv, 1) << il;
+  }
+}
+
+TEST_F(Load, DefaultRotaryDimsFollowLlamaCpp) {
+  EditableGguf e = random_model({});
+  // dimension_count_swa defaults to dimension_count (32), more than the sliding head dim
+  // of 16: rejected by name rather than silently changed.
+  e.remove_kv("gemma4.rope.dimension_count_swa");
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("gemma4.rope.dimension_count_swa"), std::string::npos) << m.status().message();
+  e.remove_kv("gemma4.rope.dimension_count");
+  e.set_kv("gemma4.attention.key_length", u32_value(16));
+  e.set_kv("gemma4.attention.value_length", u32_value(16));
+  RandomModelSpec s;
+  s.head_dim_full = 16;
+  e.tensors = random_model(s).tensors;
+  m = load(e);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->config().layers[0].n_rot, 16);
+  EXPECT_EQ((*m)->config().layers[2].n_rot, 16);
+}
+
+TEST_F(Load, RopeFreqsSynthesizedWhenMissing) {
+  RandomModelSpec s;
+  s.with_rope_freqs = false;
+  auto m = load(random_model(s));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_TRUE((*m)->weights().rope_freqs_synthesized);
+  // head dim 32: 16 pairs, int(32 * 0.25 / 2) = 4 rotate.
+  std::vector<float> f(16);
+  ASSERT_TRUE(backend_->download(f.data(), (*m)->weights().rope_freqs, 16 * sizeof(float)).ok());
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(f[i], i < 4 ? 1.0f : 1e30f) << i;
+  EXPECT_EQ(synthesize_rope_freqs(512, 0.25f).size(), 256u);
+  EXPECT_EQ(synthesize_rope_freqs(512, 0.25f)[63], 1.0f);
+  EXPECT_EQ(synthesize_rope_freqs(512, 0.25f)[64], 1e30f);
+}
+
+TEST_F(Load, LayerOutputScaleIsReadFromTheFile) {
+  auto m = load_model(*backend_, "golden/tiny1234-target.gguf");
+  int not_one = 0;
+  for (const auto& l : m->weights().layers) not_one += l.layer_output_scale != 1.0f;
+  EXPECT_GT(not_one, 0);
+}
+
+TEST_F(Load, AssistantPairsWithItsTargetOnly) {
+  auto target = load_model(*backend_, "golden/tiny1234-target.gguf");
+  auto assistant = load_model(*backend_, "golden/tiny1234-assistant.gguf");
+  ASSERT_TRUE(assistant->config().is_assistant());
+  Gemma4Config a = assistant->config();
+  ASSERT_TRUE(pair_assistant_with_target(target->config(), &a).ok());
+  EXPECT_EQ(a.layers[0].kv_layer, 10);
+  EXPECT_EQ(a.layers[3].kv_layer, 11);
+  // The shakes target has another width: a clear error, not a crash (bug-case 35).
+  auto shakes = load_model(*backend_, "models/shakes-target.gguf");
+  a = assistant->config();
+  const Status st = pair_assistant_with_target(shakes->config(), &a);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("mismatch"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace gs::test

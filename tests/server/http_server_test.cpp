@@ -1,0 +1,360 @@
+// The HTTP layer over a live loopback server: health, models, metrics, auth, limits, bad
+// input, text completions (whole and streamed), UTF-8 safety, queue limits, disconnects.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "server/json_input.h"
+#include "server_fixture.h"
+#include "text/utf8.h"
+
+namespace gs {
+namespace {
+
+using nlohmann::json;
+using test::LiveServer;
+using test::ServerFixtureOptions;
+using namespace std::chrono_literals;
+
+void expect_error_body(const httplib::Result& res, int status, const std::string& context) {
+  ASSERT_TRUE(res) << context;
+  EXPECT_EQ(res->status, status) << context << ": " << res->body;
+  json j = json::parse(res->body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << context << ": " << res->body;
+  ASSERT_TRUE(j.contains("error")) << context << ": " << res->body;
+  EXPECT_TRUE(j["error"]["message"].is_string()) << context;
+  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty()) << context;
+  EXPECT_TRUE(j["error"]["type"].is_string()) << context;
+  EXPECT_TRUE(j["error"].contains("code")) << context;
+}
+
+void expect_healthy(const LiveServer& s) {
+  auto h = s.get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
+TEST(HttpServer, HealthIs503UntilTheModelIsLoaded) {
+  ServerFixtureOptions o;
+  o.load_model = false;
+  LiveServer s(o);
+  auto h = s.get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503);
+  EXPECT_EQ(json::parse(h->body)["status"], "loading");
+  expect_error_body(s.post("/v1/completions", R"({"prompt":"x"})"), 503, "completion while loading");
+  s.load();
+  expect_healthy(s);
+}
+
+TEST(HttpServer, ModelsListsTheModel) {
+  LiveServer s;
+  auto r = s.get("/v1/models");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 1u);
+  EXPECT_EQ(j["data"][0]["id"], "shakes-test");
+  EXPECT_EQ(j["data"][0]["object"], "model");
+  auto one = s.get("/v1/models/shakes-test");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+  expect_error_body(s.get("/v1/models/other"), 404, "unknown model");
+}
+
+TEST(HttpServer, CompletionWholeResponse) {
+  LiveServer s;
+  s.answer("Good morrow, sir.");
+  auto r = s.post("/v1/completions", R"({"prompt":"ROMEO:","max_tokens":50})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["choices"][0]["text"], "Good morrow, sir.");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], static_cast<int>(s.tok->encode("ROMEO:", true, true).size()));
+  EXPECT_GT(j["usage"]["completion_tokens"].get<int>(), 0);
+  EXPECT_EQ(j["usage"]["total_tokens"].get<int>(),
+            j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
+}
+
+TEST(HttpServer, CompletionLengthStopStringsEchoAndTokenPrompt) {
+  LiveServer s;
+  s.answer("one two three four five six");
+  json j = json::parse(s.post("/v1/completions", R"({"prompt":"x","max_tokens":2})")->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+  j = json::parse(s.post("/v1/completions", R"({"prompt":"x","max_tokens":50,"stop":["thr"]})")->body);
+  EXPECT_EQ(j["choices"][0]["text"], "one two ");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  j = json::parse(s.post("/v1/completions", R"({"prompt":"Hark","max_tokens":50,"echo":true})")->body);
+  EXPECT_EQ(j["choices"][0]["text"], "Harkone two three four five six");
+  const auto ids = s.tok->encode("ROMEO:", true, true);
+  json body{{"prompt", ids}, {"max_tokens", 3}};
+  j = json::parse(s.post("/v1/completions", body.dump())->body);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], static_cast<int>(ids.size()));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+}
+
+TEST(HttpServer, CompletionStreamEventsAndUsageChunk) {
+  LiveServer s;
+  s.answer("To be, or not to be");
+  auto r = s.post("/v1/completions",
+                  R"({"prompt":"x","max_tokens":50,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  auto events = test::sse_payloads(r->body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  std::string finish;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    json c = json::parse(events[i]);
+    EXPECT_EQ(c["object"], "text_completion");
+    text += c["choices"][0]["text"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, "To be, or not to be");
+  EXPECT_EQ(finish, "stop");
+  json usage = json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_GT(usage["usage"]["completion_tokens"].get<int>(), 0);
+}
+
+// Bug-cases 27 and 58: multi-byte characters built from byte tokens are never split or
+// replaced, streamed or not, wherever max_tokens cuts.
+TEST(HttpServer, Utf8IsNeverSplitAndTruncationDropsPartialCharacters) {
+  LiveServer s;
+  const std::string answer = "ok \xF0\x9F\x8C\x8D\xF0\x9F\x8E\x89 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E";  // ok 🌍🎉 日本語
+  s.answer(answer);
+  const size_t n_answer_tokens = s.tok->encode(answer, false, true).size();
+  json whole = json::parse(s.post("/v1/completions", R"({"prompt":"x","max_tokens":100})")->body);
+  EXPECT_EQ(whole["choices"][0]["text"], answer);
+  auto streamed = s.post("/v1/completions", R"({"prompt":"x","max_tokens":100,"stream":true})");
+  std::string text;
+  for (const auto& e : test::sse_payloads(streamed->body)) {
+    if (e == "[DONE]") continue;
+    const std::string piece = json::parse(e)["choices"][0]["text"];
+    EXPECT_TRUE(text::is_valid_utf8(piece));
+    text += piece;
+  }
+  EXPECT_EQ(text, answer);
+  EXPECT_EQ(text.find(text::kReplacementChar), std::string::npos);
+  for (size_t n = 1; n <= n_answer_tokens; ++n) {
+    for (bool stream : {false, true}) {
+      json body{{"prompt", "x"}, {"max_tokens", n}, {"stream", stream}};
+      auto r = s.post("/v1/completions", body.dump());
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200);
+      std::string got;
+      std::string finish;
+      if (stream) {
+        for (const auto& e : test::sse_payloads(r->body)) {
+          if (e == "[DONE]") continue;
+          json c = json::parse(e);
+          got += c["choices"][0]["text"].get<std::string>();
+          if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+        }
+      } else {
+        json c = json::parse(r->body);
+        got = c["choices"][0]["text"];
+        finish = c["choices"][0]["finish_reason"];
+      }
+      EXPECT_TRUE(text::is_valid_utf8(got)) << n;
+      EXPECT_EQ(got.find(text::kReplacementChar), std::string::npos) << n;
+      EXPECT_EQ(answer.rfind(got, 0), 0u) << "max_tokens " << n << " gave a text that is not a prefix";
+      EXPECT_EQ(finish, "length") << n;
+    }
+  }
+}
+
+TEST(HttpServer, ApiKeysGuardEveryRouteButHealth) {
+  ServerFixtureOptions o;
+  o.keys = {"sk-test-1", "sk-test-2"};
+  LiveServer s(o);
+  s.answer("hi");
+  expect_healthy(s);
+  expect_error_body(s.get("/v1/models"), 401, "no key");
+  expect_error_body(s.get("/metrics"), 401, "metrics without key");
+  expect_error_body(s.post("/v1/completions", R"({"prompt":"x"})"), 401, "no key");
+  expect_error_body(s.post("/v1/completions", R"({"prompt":"x"})", {{"Authorization", "Bearer sk-wrong"}}), 401,
+                    "wrong key");
+  auto e = s.post("/v1/completions", R"({"prompt":"x"})", {{"Authorization", "Bearer sk-wrong"}});
+  EXPECT_EQ(json::parse(e->body)["error"]["type"], "authentication_error");
+  auto ok1 = s.post("/v1/completions", R"({"prompt":"x"})", {{"Authorization", "Bearer sk-test-1"}});
+  ASSERT_TRUE(ok1);
+  EXPECT_EQ(ok1->status, 200);
+  auto ok2 = s.get("/v1/models", {{"x-api-key", "sk-test-2"}});
+  ASSERT_TRUE(ok2);
+  EXPECT_EQ(ok2->status, 200);
+}
+
+// Bug-case 56 and friends over HTTP: 4xx with an OpenAI error body, and the server goes on.
+TEST(HttpServer, BadInputGetsAClearErrorAndTheServerKeepsServing) {
+  ServerFixtureOptions o;
+  o.max_body_bytes = 64 * 1024;
+  LiveServer s(o);
+  s.answer("fine");
+  const std::vector<std::string> bad_chat = {
+      "", "{}", "[]", "5", "\"x\"", "null", "{:", R"({"messages":"hi"})", R"({"messages":[]})",
+      R"({"messages":[{"role":"user"}]})", R"({"messages":[{"role":"user","content":42}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":"ten"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"stop":{"a":1}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":"x"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":{"type":"function","function":{"name":"nope"}}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":-1})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":99999999999999999999999})",
+      R"({"messages":[{"role":"user","content":"hi"}],"temperature":1e308})",
+      R"({"messages":[{"role":"alien","content":"hi"}]})",
+      "{\"messages\":[{\"role\":\"user\",\"content\":\"\xC3\x28\"}]}",
+      "{\"a\":" + std::string(10000, '[') + std::string(10000, ']') + "}",
+  };
+  for (const auto& body : bad_chat) {
+    auto r = s.post("/v1/chat/completions", body);
+    expect_error_body(r, 400, "chat body: " + body.substr(0, 80));
+    if (r) EXPECT_EQ(json::parse(r->body)["error"]["type"], "invalid_request_error");
+  }
+  for (const auto& body : {std::string("{}"), std::string(R"({"prompt":42})"), std::string(R"({"prompt":[1,-2]})"),
+                           std::string(R"({"prompt":"x","max_tokens":0})")}) {
+    expect_error_body(s.post("/v1/completions", body), 400, "completion body: " + body);
+  }
+  // Oversized body -> 413 with an error body.
+  expect_error_body(s.post("/v1/completions", "{\"prompt\":\"" + std::string(100 * 1024, 'a') + "\"}"), 413,
+                    "oversized");
+  expect_error_body(s.get("/v1/nothing-here"), 404, "unknown route");
+  expect_healthy(s);
+  auto good = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200);
+}
+
+// Bug-case 44: a prompt that does not fit is refused at once, naming both numbers.
+TEST(HttpServer, PromptLongerThanTheContextIs400WithBothNumbers) {
+  ServerFixtureOptions o;
+  o.n_ctx = 64;
+  LiveServer s(o);
+  std::string prompt;
+  for (int i = 0; i < 100; ++i) prompt += " the king";
+  const size_t n = s.tok->encode(prompt, true, true).size();
+  auto r = s.post("/v1/completions", json{{"prompt", prompt}}.dump());
+  expect_error_body(r, 400, "too long");
+  json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["code"], "context_length_exceeded");
+  EXPECT_EQ(e["n_ctx"], 64);
+  EXPECT_EQ(e["n_prompt_tokens"], static_cast<int>(n));
+  EXPECT_NE(e["message"].get<std::string>().find(std::to_string(n)), std::string::npos);
+  EXPECT_EQ(s.runner->n_steps(), 0);
+}
+
+TEST(HttpServer, QueueFullIs429) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.queue_size = 0;
+  o.step_delay = 5ms;
+  LiveServer s(o);
+  s.answer("", /*endless=*/true);
+  std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":150})"); });
+  for (int i = 0; i < 200 && s.engine->metrics().busy_slots == 0; ++i) std::this_thread::sleep_for(5ms);
+  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":3})");
+  expect_error_body(r, 429, "queue full");
+  holder.join();
+  expect_healthy(s);
+}
+
+// A raw socket that sends a request, reads until `marker` shows up, then closes.
+std::string read_until_then_close(int port, const std::string& body, const std::string& marker) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string req = "POST " + std::string("/v1/completions") +
+                          " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string got;
+  char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (got.find(marker) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+// Bug-cases 37/38: a client that goes away frees its slot; the next request is served.
+TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.queue_size = 0;
+  o.n_ctx = 1 << 20;
+  o.step_delay = 2ms;
+  o.has_drafter = true;
+  LiveServer s(o);
+  s.answer("", /*endless=*/true);
+  for (bool stream : {true, false}) {
+    const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+    json body{{"prompt", "x"}, {"max_tokens", 100000}, {"stream", stream}};
+    // Streamed: wait for content; whole: wait for the first keep-alive space.
+    const std::string got = read_until_then_close(s.http->port(), body.dump(), stream ? "\"text\"" : "\r\n \r\n");
+    ASSERT_FALSE(got.empty());
+    bool freed = false;
+    for (int i = 0; i < 400 && !freed; ++i) {
+      EngineMetrics m = s.engine->metrics();
+      freed = m.requests_cancelled_total > cancelled_before && m.busy_slots == 0;
+      if (!freed) std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_TRUE(freed) << (stream ? "stream" : "whole") << ": the slot was not freed";
+    s.answer("next");
+    auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    s.answer("", true);
+  }
+  EXPECT_GE(s.http->counters().client_disconnects, 2u);
+}
+
+TEST(HttpServer, MetricsPageIsValidPrometheusText) {
+  ServerFixtureOptions o;
+  o.has_drafter = true;
+  LiveServer s(o);
+  s.answer("a b c d e f g h i j");
+  ASSERT_EQ(s.post("/v1/completions", R"({"prompt":"x","max_tokens":20})")->status, 200);
+  s.post("/v1/completions", "{");
+  // Responses are counted once written, so the last one may lag a moment.
+  auto r = s.get("/metrics");
+  for (int i = 0; i < 100 && r && r->body.find("code=\"400\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+    r = s.get("/metrics");
+  }
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  const std::string& text = r->body;
+  EXPECT_NE(text.find("gemmaserve_requests_total 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("gemmaserve_draft_position_tokens_total{position=\"1\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("gemmaserve_http_responses_total{code=\"400\"} 1"), std::string::npos) << text;
+  const std::string path = ::testing::TempDir() + "/gemmaserve-live-metrics.txt";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  EXPECT_EQ(std::system(("promtool check metrics < " + path + " > /dev/null 2>&1").c_str()), 0) << text;
+}
+
+}  // namespace
+}  // namespace gs

@@ -1,0 +1,283 @@
+// Request input handling: safe JSON parsing, typed fields, request validation (bug-case 56
+// bodies and friends), API keys and stop strings.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/api_request.h"
+#include "server/auth.h"
+#include "server/json_input.h"
+#include "server/stop_matcher.h"
+
+namespace gs::server {
+namespace {
+
+using nlohmann::json;
+
+Status chat_status(const std::string& body) {
+  Result<json> j = parse_json_object(body);
+  if (!j.ok()) return j.status();
+  RequestDefaults d;
+  d.n_vocab = 1000;
+  return parse_chat_request(*j, d).status();
+}
+
+TEST(JsonInput, RejectsNonObjectsAndMalformedText) {
+  for (const char* body : {"", "   ", "[]", "5", "\"x\"", "null", "{:", "{\"a\":", "{\"a\":1,}", "tru"}) {
+    Result<json> j = parse_json_object(body);
+    ASSERT_FALSE(j.ok()) << body;
+    EXPECT_EQ(j.status().code(), StatusCode::kInvalidArgument) << body;
+  }
+  EXPECT_TRUE(parse_json_object("{}").ok());
+}
+
+TEST(JsonInput, RejectsDeepNestingWithoutRecursing) {
+  std::string deep(200000, '[');
+  std::string body = "{\"a\":" + deep;
+  Result<json> j = parse_json_object(body);
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("nested"), std::string::npos);
+  std::string ok = "{\"a\":" + std::string(60, '[') + std::string(60, ']') + "}";
+  EXPECT_TRUE(parse_json_object(ok).ok());
+  // Brackets inside strings do not count.
+  EXPECT_TRUE(parse_json_object("{\"a\":\"" + std::string(500, '[') + "\"}").ok());
+}
+
+TEST(JsonInput, RejectsInvalidUtf8) {
+  Result<json> j = parse_json_object("{\"a\":\"\xff\xfe\"}");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(JsonInput, IntegerFieldRangesAndTypes) {
+  json o = json::parse(R"({"a": 5, "b": "ten", "c": 1e30, "d": -3, "e": 2.5, "f": 7.0, "g": 18446744073709551615})");
+  std::optional<int64_t> v;
+  EXPECT_TRUE(read_int(o, "", "a", 1, 10, &v).ok());
+  EXPECT_EQ(*v, 5);
+  EXPECT_FALSE(read_int(o, "", "b", 1, 10, &v).ok());
+  EXPECT_FALSE(read_int(o, "", "c", 1, 10, &v).ok());
+  EXPECT_FALSE(read_int(o, "", "d", 1, 10, &v).ok());
+  EXPECT_FALSE(read_int(o, "", "e", 1, 10, &v).ok());
+  EXPECT_TRUE(read_int(o, "", "f", 1, 10, &v).ok());
+  EXPECT_EQ(*v, 7);
+  EXPECT_FALSE(read_int(o, "", "g", 1, 10, &v).ok());
+  EXPECT_TRUE(read_int(o, "", "missing", 1, 10, &v).ok());
+  EXPECT_FALSE(v.has_value());
+  Status s = read_int(o, "x", "b", 1, 10, &v);
+  EXPECT_NE(s.message().find("x.b"), std::string::npos);
+}
+
+// Bug-case 56: every one of these is a 400 with a message, never a crash.
+TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
+  const char* kBad[] = {
+      "{}",
+      R"({"messages":"hi"})",
+      R"({"messages":[]})",
+      R"({"messages":[{"role":"user"}]})",
+      R"({"messages":[{"role":"user","content":42}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":"ten"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"stop":{"a":1}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":"x"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":{"type":"function","function":{"name":"nope"}}})",
+      R"({"messages":[{"role":"wizard","content":"hi"}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":-5})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":0})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1e30})",
+      R"({"messages":[{"role":"user","content":"hi"}],"temperature":-1})",
+      R"({"messages":[{"role":"user","content":"hi"}],"temperature":"hot"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"n":2})",
+      R"({"messages":[{"role":"user","content":"hi"}],"top_p":7})",
+      R"({"messages":[{"role":"user","content":"hi"}],"top_k":-1})",
+      R"({"messages":[{"role":"user","content":"hi"}],"top_logprobs":3})",
+      R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":99})",
+      R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"extreme"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":"required"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":"sometimes","tools":[{"type":"function","function":{"name":"a"}}]})",
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+      R"({"messages":[{"role":"tool","content":"x"}]})",
+      R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"not json"}}]}]})",
+      R"({"messages":[null]})",
+      R"({"messages":[{"role":5,"content":"x"}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"stream":"yes"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"stream_options":5})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bad name!"}}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"seed":"x"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":"yes"}})",
+  };
+  for (const char* body : kBad) {
+    Status s = chat_status(body);
+    EXPECT_FALSE(s.ok()) << body;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << body << " -> " << s.to_string();
+    EXPECT_FALSE(s.message().empty()) << body;
+  }
+  // response_format json_schema is refused as unsupported, not silently ignored.
+  EXPECT_EQ(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})").code(),
+            StatusCode::kUnimplemented);
+}
+
+TEST(ChatRequest, ParsesTheOpenAIFields) {
+  json body = json::parse(R"({
+    "model": "m", "stream": true, "stream_options": {"include_usage": true},
+    "max_completion_tokens": 77, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
+    "presence_penalty": 0.1, "frequency_penalty": -0.2, "seed": 42, "stop": ["END", ""],
+    "logprobs": true, "top_logprobs": 3, "parallel_tool_calls": false,
+    "messages": [
+      {"role": "system", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "hel"}, {"type": "text", "text": "lo"}]},
+      {"role": "assistant", "content": null, "reasoning_content": "hmm",
+       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}
+    ],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_weather"}}
+  })");
+  RequestDefaults d;
+  Result<ChatCompletionRequest> r = parse_chat_request(body, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->model, "m");
+  EXPECT_TRUE(r->gen.stream);
+  EXPECT_TRUE(r->gen.include_usage);
+  EXPECT_EQ(*r->gen.max_tokens, 77);
+  EXPECT_FLOAT_EQ(r->gen.sampling.temperature, 0.5f);
+  EXPECT_EQ(r->gen.sampling.top_k, 40);
+  EXPECT_TRUE(r->gen.sampling.has_seed);
+  EXPECT_EQ(r->gen.sampling.seed, 42u);
+  EXPECT_EQ(r->gen.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(r->gen.n_logprobs, 3);
+  EXPECT_FALSE(r->parallel_tool_calls);
+  ASSERT_EQ(r->messages.size(), 4u);
+  ASSERT_EQ(r->messages[1].content_parts.size(), 2u);
+  EXPECT_EQ(r->messages[1].content_parts[0].text + r->messages[1].content_parts[1].text, "hello");
+  EXPECT_EQ(r->messages[2].reasoning_content, "hmm");
+  ASSERT_EQ(r->messages[2].tool_calls.size(), 1u);
+  EXPECT_EQ(r->messages[2].tool_calls[0].arguments_json, "{\"city\":\"Paris\"}");
+  EXPECT_EQ(r->messages[3].tool_call_id, "c1");
+  EXPECT_EQ(r->tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(r->tool_choice_name, "get_weather");
+}
+
+TEST(ChatRequest, ThinkingSwitches) {
+  RequestDefaults d;
+  d.enable_thinking = true;
+  auto parse = [&](const char* extra) {
+    json body = json::parse(std::string(R"({"messages":[{"role":"user","content":"hi"}])") + extra + "}");
+    Result<ChatCompletionRequest> r = parse_chat_request(body, d);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? r->enable_thinking : true;
+  };
+  EXPECT_TRUE(parse(""));
+  EXPECT_FALSE(parse(R"(,"reasoning_effort":"none")"));
+  EXPECT_TRUE(parse(R"(,"reasoning_effort":"high")"));
+  EXPECT_FALSE(parse(R"(,"chat_template_kwargs":{"enable_thinking":false})"));
+  EXPECT_FALSE(parse(R"(,"reasoning_budget_tokens":0)"));  // bug-case 25: budget 0 = no thinking
+  d.enable_thinking = false;
+  EXPECT_TRUE(parse(R"(,"chat_template_kwargs":{"enable_thinking":true})"));
+}
+
+TEST(ChatRequest, ToolChoiceDefaults) {
+  RequestDefaults d;
+  json no_tools = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
+  EXPECT_EQ(parse_chat_request(no_tools, d)->tool_choice, ToolChoice::kNone);
+  json tools = json::parse(
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a"}}]})");
+  EXPECT_EQ(parse_chat_request(tools, d)->tool_choice, ToolChoice::kAuto);
+  tools["tool_choice"] = "required";
+  EXPECT_EQ(parse_chat_request(tools, d)->tool_choice, ToolChoice::kRequired);
+  tools["tool_choice"] = "none";
+  EXPECT_EQ(parse_chat_request(tools, d)->tool_choice, ToolChoice::kNone);
+}
+
+TEST(CompletionRequest, PromptForms) {
+  RequestDefaults d;
+  d.n_vocab = 100;
+  auto parse = [&](const std::string& body) { return parse_completion_request(json::parse(body), d); };
+  auto text = parse(R"({"prompt":"hello"})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->prompt_text, "hello");
+  EXPECT_EQ(*text->gen.max_tokens, 16);  // the legacy default
+  auto ids = parse(R"({"prompt":[2,5,7],"max_tokens":4,"logprobs":3})");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_TRUE(ids->prompt_is_tokens);
+  EXPECT_EQ(ids->prompt_tokens, (std::vector<int32_t>{2, 5, 7}));
+  EXPECT_EQ(ids->gen.n_logprobs, 3);
+  EXPECT_TRUE(parse(R"({"prompt":["one"]})").ok());
+  EXPECT_FALSE(parse(R"({"prompt":["one","two"]})").ok());
+  EXPECT_FALSE(parse(R"({"prompt":[2,500]})").ok());
+  EXPECT_FALSE(parse(R"({"prompt":[2,-1]})").ok());
+  EXPECT_FALSE(parse(R"({"prompt":""})").ok());
+  EXPECT_FALSE(parse(R"({"prompt":[]})").ok());
+  EXPECT_FALSE(parse(R"({"prompt":5})").ok());
+  EXPECT_FALSE(parse(R"({})").ok());
+  EXPECT_FALSE(parse(R"({"prompt":"x","best_of":3})").ok());
+}
+
+TEST(ApiKeys, MatchesOnlyConfiguredKeys) {
+  Result<ApiKeys> keys = ApiKeys::from_keys({"sk-one", "sk-two"});
+  ASSERT_TRUE(keys.ok());
+  EXPECT_TRUE(keys->enabled());
+  EXPECT_TRUE(keys->matches("sk-one"));
+  EXPECT_TRUE(keys->matches("sk-two"));
+  EXPECT_FALSE(keys->matches("sk-on"));
+  EXPECT_FALSE(keys->matches("sk-one "));
+  EXPECT_FALSE(keys->matches(""));
+  EXPECT_FALSE(ApiKeys::from_keys({""}).ok());
+  EXPECT_FALSE(ApiKeys::from_keys({"a b"}).ok());
+  EXPECT_FALSE(ApiKeys().enabled());
+}
+
+TEST(ApiKeys, PresentedKey) {
+  EXPECT_EQ(ApiKeys::presented_key("Bearer abc", ""), "abc");
+  EXPECT_EQ(ApiKeys::presented_key("bearer   abc ", ""), "abc");
+  EXPECT_EQ(ApiKeys::presented_key("", "xyz"), "xyz");
+  EXPECT_EQ(ApiKeys::presented_key("Basic abc", "xyz"), "xyz");
+  EXPECT_EQ(ApiKeys::presented_key("Bearer", ""), "");
+}
+
+TEST(ApiKeys, FromFile) {
+  const std::string path = ::testing::TempDir() + "/gemmaserve-keys.txt";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs("# comment\n\n  sk-file-key  \nsk-second\n", f);
+    std::fclose(f);
+  }
+  Result<ApiKeys> keys = ApiKeys::from_file(path);
+  ASSERT_TRUE(keys.ok()) << keys.status().to_string();
+  EXPECT_EQ(keys->size(), 2u);
+  EXPECT_TRUE(keys->matches("sk-file-key"));
+  EXPECT_FALSE(ApiKeys::from_file(path + ".missing").ok());
+}
+
+TEST(StopMatcher, HoldsBackPartialStopStrings) {
+  StopMatcher m({"END", "\n\n"});
+  std::string out;
+  out += m.feed("hello E");
+  EXPECT_EQ(out, "hello ");
+  out += m.feed("N");
+  EXPECT_EQ(out, "hello ");
+  out += m.feed("Dless");
+  EXPECT_EQ(out, "hello ");
+  EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(*m.matched(), "END");
+  StopMatcher n({"END"});
+  std::string o2 = n.feed("xEN");
+  o2 += n.feed("d");
+  o2 += n.finish();
+  EXPECT_EQ(o2, "xENd");
+  StopMatcher none({});
+  EXPECT_EQ(none.feed("abc"), "abc");
+}
+
+TEST(StopMatcher, EveryChunkingGivesTheSameText) {
+  const std::string text = "one two ENDthree";
+  for (size_t chunk = 1; chunk <= text.size(); ++chunk) {
+    StopMatcher m({"END", "two E"});
+    std::string out;
+    for (size_t i = 0; i < text.size(); i += chunk) out += m.feed(text.substr(i, chunk));
+    out += m.finish();
+    EXPECT_EQ(out, "one ") << chunk;
+  }
+}
+
+}  // namespace
+}  // namespace gs::server

@@ -1,0 +1,431 @@
+// Output parser: reasoning, tool calls, stop strings and the bug-cases that apply to them.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "parser_test_util.h"
+#include "text/output_parser.h"
+
+namespace gs::text {
+namespace {
+
+using nlohmann::json;
+using test_util::assemble;
+using test_util::describe;
+using test_util::feed_chunks;
+using test_util::has_markup;
+using test_util::opts;
+
+ParsedMessage parse(std::string_view text, const ParserOptions& o = opts()) { return parse_output(text, o); }
+
+// Parses in one piece and in 1-, 7- and 50-byte chunks; all must agree. Returns the message.
+ParsedMessage parse_all_ways(std::string_view text, const ParserOptions& o = opts()) {
+  const auto whole = feed_chunks(text, text.size() + 1, o);
+  for (const size_t chunk : {1, 7, 50}) {
+    const auto ev = feed_chunks(text, chunk, o);
+    EXPECT_EQ(describe(merge_events(ev)), describe(merge_events(whole))) << "chunk " << chunk << " of: " << text;
+  }
+  const ParsedMessage m = assemble(whole);
+  EXPECT_FALSE(has_markup(m.content)) << "content has markup: " << m.content;
+  EXPECT_FALSE(has_markup(m.reasoning_content)) << "reasoning has markup: " << m.reasoning_content;
+  test_util::expect_valid_calls(m, std::string(text));
+  return m;
+}
+
+json args_of(const ParsedMessage& m, size_t i) {
+  EXPECT_LT(i, m.tool_calls.size());
+  if (i >= m.tool_calls.size()) return nullptr;
+  return json::parse(m.tool_calls[i].arguments_json, nullptr, false);
+}
+
+// ---- plain content and reasoning -------------------------------------------------------
+
+TEST(OutputParser, PlainContentPassesThrough) {
+  const auto m = parse_all_ways("Hello, world! a < b and c > d; <b>bold</b> <|notmarkup|>");
+  EXPECT_EQ(m.content, "Hello, world! a < b and c > d; <b>bold</b> <|notmarkup|>");
+  EXPECT_TRUE(m.reasoning_content.empty());
+  EXPECT_TRUE(m.tool_calls.empty());
+}
+
+TEST(OutputParser, ReasoningThenAnswer) {
+  const auto m = parse_all_ways("<|channel>thought\nThe user wants 6*7.\nIt is 42.\n<channel|>The answer is 42.");
+  EXPECT_EQ(m.reasoning_content, "The user wants 6*7.\nIt is 42.");
+  EXPECT_EQ(m.content, "The answer is 42.");
+}
+
+TEST(OutputParser, LeadingTurnHeaderAndTrailingTurnCloseAreDropped) {
+  const auto m = parse_all_ways("<|turn>model\n<|channel>thought\nhmm<channel|>Hi there.<turn|>");
+  EXPECT_EQ(m.reasoning_content, "hmm");
+  EXPECT_EQ(m.content, "Hi there.");
+}
+
+TEST(OutputParser, ParseReasoningOffPutsThoughtTextInContentWithoutMarkup) {
+  const auto m = parse_all_ways("<|channel>thought\nthinking<channel|>answer", opts(true, false));
+  EXPECT_TRUE(m.reasoning_content.empty());
+  EXPECT_EQ(m.content, "thinkinganswer");
+}
+
+TEST(OutputParser, StartsInReasoning) {
+  auto o = opts();
+  o.starts_in_reasoning = true;
+  const auto m = parse_all_ways("still thinking\n<channel|>\n\nDone.", o);
+  EXPECT_EQ(m.reasoning_content, "still thinking");
+  EXPECT_EQ(m.content, "Done.");
+}
+
+TEST(OutputParser, InReasoningTracksTheBlock) {
+  OutputParser p(opts());
+  p.feed("<|channel>thou");
+  EXPECT_TRUE(p.in_reasoning());
+  p.feed("ght\nabc");
+  EXPECT_TRUE(p.in_reasoning());
+  p.feed("<channel|>x");
+  EXPECT_FALSE(p.in_reasoning());
+}
+
+// Bug-case 17: reasoning never leaks into content, streamed or not, after tool results.
+TEST(OutputParserBugCases, Case17ReasoningAfterToolResultDoesNotLeak) {
+  const std::string out =
+      "<|channel>thought\nThe user is asking about memory search; the tool said no results.<channel|>"
+      "I found no results for that topic.";
+  const auto m = parse_all_ways(out);
+  EXPECT_EQ(m.content, "I found no results for that topic.");
+  EXPECT_EQ(m.content.find("thought"), std::string::npos);
+  EXPECT_EQ(m.reasoning_content, "The user is asking about memory search; the tool said no results.");
+}
+
+// Bug-case 18: junk before the thought opener must not reach (JSON) content.
+TEST(OutputParserBugCases, Case18JunkBeforeThoughtIsNotContent) {
+  const auto m = parse_all_ways("---\n<|channel>thought\nok<channel|>{\"name\":\"Ann\"}");
+  const auto j = json::parse(m.content, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << m.content;
+  EXPECT_EQ(j, json({{"name", "Ann"}}));
+  EXPECT_EQ(m.reasoning_content, "---\nok");
+}
+
+TEST(OutputParser, PreambleWithoutThoughtStaysContent) {
+  EXPECT_EQ(parse_all_ways("---\nTitle").content, "---\nTitle");
+  EXPECT_EQ(parse_all_ways("## Heading\ntext").content, "## Heading\ntext");
+  EXPECT_EQ(parse_all_ways("  ---  ").content, "---  ");
+}
+
+// Bug-case 20: the cap hits during reasoning: all text is reasoning, content is empty (the
+// server reports finish_reason "length").
+TEST(OutputParserBugCases, Case20TruncatedReasoningStaysReasoning) {
+  const auto m = parse_all_ways("<|channel>thought\nThe capital of Australia is a common trick question; many");
+  EXPECT_EQ(m.content, "");
+  EXPECT_EQ(m.reasoning_content, "The capital of Australia is a common trick question; many");
+}
+
+// Bug-case 23: empty thought markers (thinking off) never show.
+TEST(OutputParserBugCases, Case23EmptyThoughtBlocksVanish) {
+  for (const std::string out : {"<|channel>thought\n<channel|>Hello!", "<|channel>thought <channel|>Hello!",
+                                "<|channel><channel|>Hello!", "<|channel>thought\n\n  \n<channel|>\n\nHello!"}) {
+    OutputParser p(opts());
+    MessageAccumulator acc;
+    acc.add(p.feed(out));
+    acc.add(p.finish());
+    EXPECT_EQ(acc.message().content, "Hello!") << out;
+    EXPECT_EQ(acc.message().reasoning_content, "") << out;
+    EXPECT_EQ(p.stats().empty_reasoning_blocks, 1) << out;
+    parse_all_ways(out);
+  }
+}
+
+// ---- tool calls ---------------------------------------------------------------------------
+
+TEST(OutputParser, GemmaToolCall) {
+  const auto m = parse_all_ways(
+      "<|channel>thought\nNeed weather.<channel|><|tool_call>call:get_weather{city:<|\"|>Tokyo<|\"|>,"
+      "unit:<|\"|>c<|\"|>}<tool_call|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments_json, R"({"city":"Tokyo","unit":"c"})");
+  EXPECT_EQ(m.tool_calls[0].id.rfind("call_", 0), 0u);
+  EXPECT_EQ(m.tool_calls[0].id.size(), 29u);
+  EXPECT_EQ(m.content, "");
+  EXPECT_EQ(m.reasoning_content, "Need weather.");
+}
+
+TEST(OutputParser, NestedValuesAndEscaping) {
+  const auto m = parse_all_ways(
+      "<|tool_call>call:f{s:<|\"|>line1\nline2 \"q\" \\ tab\t<|\"|>,n:[1,-2.5,1e3,{k:true}],o:{a:{b:null}},"
+      "e:[],u:<|\"|>日本語 😀<|\"|>}<tool_call|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  const json want = {{"s", "line1\nline2 \"q\" \\ tab\t"},
+                     {"n", json::array({1, -2.5, 1e3, {{"k", true}}})},
+                     {"o", {{"a", {{"b", nullptr}}}}},
+                     {"e", json::array()},
+                     {"u", "日本語 😀"}};
+  EXPECT_EQ(args_of(m, 0), want);
+}
+
+// Bug-case 1: ordinary double quotes instead of <|"|>.
+TEST(OutputParserBugCases, Case1OrdinaryQuotes) {
+  const auto m = parse_all_ways("<|tool_call>call:save_note{text: \"The user's name is Ada Lovelace.\"}<tool_call|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "save_note");
+  EXPECT_EQ(args_of(m, 0), json({{"text", "The user's name is Ada Lovelace."}}));
+  EXPECT_EQ(m.content, "");
+}
+
+// Bug-case 3: bare numbers, booleans and null keep their JSON types.
+TEST(OutputParserBugCases, Case3BareValuesAreTyped) {
+  const auto m = parse_all_ways(
+      "<|tool_call>call:set_volume{level:42,muted:false,device:null,gain:-3.5,big:1e3,ok:True,none:None,"
+      "plus:+7,word:loud}<tool_call|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  const json a = args_of(m, 0);
+  EXPECT_EQ(a, json::parse(R"({"level":42,"muted":false,"device":null,"gain":-3.5,"big":1e3,"ok":true,)"
+                           R"("none":null,"plus":7,"word":"loud"})"));
+  EXPECT_TRUE(a["level"].is_number_integer());
+  EXPECT_TRUE(a["gain"].is_number_float());
+  EXPECT_TRUE(a["big"].is_number());
+  EXPECT_TRUE(a["muted"].is_boolean());
+  EXPECT_TRUE(a["device"].is_null());
+}
+
+// Bug-case 4: JSON / Python quotes inside arrays and objects lose their quote characters.
+TEST(OutputParserBugCases, Case4JsonAndPythonQuotesInArrays) {
+  const auto m = parse_all_ways("<|tool_call>call:load{refs:[\"ds_1\",'ds_2'],opts:{\"mode\": \"fast\"}}<tool_call|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(args_of(m, 0), json::parse(R"({"refs":["ds_1","ds_2"],"opts":{"mode":"fast"}})"));
+}
+
+TEST(OutputParser, JsonEscapesInDoubleQuotedStrings) {
+  const auto m = parse_all_ways(R"(<|tool_call>call:f{a:"x\"y\\z\n\u00e9\ud83d\ude00",b:'it\'s'}<tool_call|>)");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(args_of(m, 0), json({{"a", "x\"y\\z\né😀"}, {"b", "it's"}}));
+}
+
+// Bug-case 6: an opener without `call` is recovered.
+TEST(OutputParserBugCases, Case6OpenerWithoutCall) {
+  const auto m = parse_all_ways("<|tool_call>:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(args_of(m, 0), json({{"city", "Paris"}}));
+  EXPECT_FALSE(m.content.empty() && m.tool_calls.empty());
+}
+
+// Bug-case 7: the call follows <channel|> directly, without <|tool_call>.
+TEST(OutputParserBugCases, Case7CallRightAfterChannelClose) {
+  const auto m = parse_all_ways(
+      "<|channel>thought\nLet me look at the file.<channel|>call:bash{command:<|\"|>cat /srv/app/main.c<|\"|>}");
+  EXPECT_EQ(m.reasoning_content, "Let me look at the file.");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "bash");
+  EXPECT_EQ(args_of(m, 0), json({{"command", "cat /srv/app/main.c"}}));
+  EXPECT_EQ(m.content, "");
+}
+
+TEST(OutputParser, CallWordInOrdinaryContentIsContent) {
+  EXPECT_EQ(parse_all_ways("call me maybe").content, "call me maybe");
+  EXPECT_EQ(parse_all_ways("<|channel>thought\nx<channel|>call:ok then").content, "call:ok then");
+  EXPECT_EQ(parse_all_ways("I will call:get_weather{city:x} now").content, "I will call:get_weather{city:x} now");
+}
+
+// Bug-case 8: unparseable pseudo-syntax comes out as content, and repeated empty thought
+// blocks are counted.
+TEST(OutputParserBugCases, Case8PseudoSyntaxBecomesContent) {
+  std::string out = "<|tool_call>call:run_terminal_command:\nBEGIN_ARG:\nls\nEND_ARG\n";
+  for (int i = 0; i < 5; ++i) out += "<|channel>thought\n<channel|>";
+  OutputParser p(opts());
+  MessageAccumulator acc;
+  acc.add(p.feed(out));
+  acc.add(p.finish());
+  const auto& m = acc.message();
+  EXPECT_TRUE(m.tool_calls.empty());
+  EXPECT_EQ(m.content, "call:run_terminal_command:\nBEGIN_ARG:\nls\nEND_ARG\n");
+  EXPECT_EQ(p.stats().empty_reasoning_blocks, 5);
+  EXPECT_EQ(p.stats().tool_calls_unparsed, 1);
+  parse_all_ways(out);
+}
+
+TEST(OutputParser, OpenerFollowedByProseIsContent) {
+  const auto m = parse_all_ways("<|tool_call>Sorry, I cannot call tools.<tool_call|>");
+  EXPECT_TRUE(m.tool_calls.empty());
+  EXPECT_EQ(m.content, "Sorry, I cannot call tools.");
+}
+
+// Bug-case 13: tool calls not parsed (tool_choice none): no markup in content.
+TEST(OutputParserBugCases, Case13NoMarkupWhenToolsDisabled) {
+  const auto m = parse_all_ways(
+      "<|channel>thought\n<channel|><|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+      opts(/*tools=*/false));
+  EXPECT_TRUE(m.tool_calls.empty());
+  EXPECT_EQ(m.content, "call:get_weather{city:\"Paris\"}");
+  const auto plain = parse_all_ways("It is sunny in Paris today.<turn|>", opts(false));
+  EXPECT_EQ(plain.content, "It is sunny in Paris today.");
+}
+
+// Bug-case 14: two calls in one chunk; every chunking gives the same calls and arguments.
+TEST(OutputParserBugCases, Case14TwoCallsInOneChunk) {
+  const std::string out =
+      "<|tool_call>call:get_station{id:<|\"|>ST-1142<|\"|>}<tool_call|><|tool_call>call:get_weather{city:"
+      "<|\"|>Lyon<|\"|>}<tool_call|>";
+  const auto m = parse_all_ways(out);
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_station");
+  EXPECT_EQ(m.tool_calls[1].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments_json, R"({"id":"ST-1142"})");
+  EXPECT_EQ(m.tool_calls[1].arguments_json, R"({"city":"Lyon"})");
+  EXPECT_NE(m.tool_calls[0].id, m.tool_calls[1].id);
+  // Each call's first event carries its index, id and name; arguments follow under the
+  // same index, and the first call ends before the second begins.
+  const auto ev = feed_chunks(out, 7, opts());
+  int begun = 0;
+  int current = -1;
+  for (const auto& e : ev) {
+    if (e.kind == ParserEventKind::kToolCallBegin) {
+      EXPECT_EQ(e.tool_index, begun);
+      EXPECT_FALSE(e.tool_id.empty());
+      EXPECT_FALSE(e.tool_name.empty());
+      EXPECT_EQ(current, -1);
+      current = e.tool_index;
+      ++begun;
+    } else if (e.kind == ParserEventKind::kToolCallArgs) {
+      EXPECT_EQ(e.tool_index, current);
+    } else if (e.kind == ParserEventKind::kToolCallEnd) {
+      EXPECT_EQ(e.tool_index, current);
+      current = -1;
+    }
+  }
+  EXPECT_EQ(begun, 2);
+}
+
+TEST(OutputParser, ArgumentsStreamWhileAStringValueArrives) {
+  OutputParser p(opts());
+  auto ev = p.feed("<|tool_call>call:write{content:<|\"|>hello wor");
+  std::string args;
+  bool begun = false;
+  for (const auto& e : ev) {
+    if (e.kind == ParserEventKind::kToolCallBegin) begun = true;
+    if (e.kind == ParserEventKind::kToolCallArgs) args += e.text;
+  }
+  EXPECT_TRUE(begun);
+  EXPECT_EQ(args, R"({"content":"hello wor)");
+}
+
+TEST(OutputParser, TruncatedCallIsClosedIntoValidJson) {
+  const auto m = parse_all_ways("<|tool_call>call:f{a:<|\"|>unfinished text");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(args_of(m, 0), json({{"a", "unfinished text"}}));
+  const auto m2 = parse_all_ways("<|tool_call>call:f{a:[1,{b:");
+  ASSERT_EQ(m2.tool_calls.size(), 1u);
+  EXPECT_EQ(args_of(m2, 0), json::parse(R"({"a":[1,{"b":null}]})"));
+}
+
+TEST(OutputParser, RepairsMalformedArguments) {
+  struct Case {
+    const char* out;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"<|tool_call>call:f{a:1 b:2}<tool_call|>", R"({"a":1,"b":2})"},
+      {"<|tool_call>call:f{a:1,}<tool_call|>", R"({"a":1})"},
+      {"<|tool_call>call:f{a:,b:2}<tool_call|>", R"({"a":null,"b":2})"},
+      {"<|tool_call>call:f{a=1}<tool_call|>", R"({"a":1})"},
+      {"<|tool_call>call:f{a:[1,2}<tool_call|>", R"({"a":[1,2]})"},
+      {"<|tool_call>call:f{command: ls -la /tmp}<tool_call|>", R"({"command":"ls -la /tmp"})"},
+      {"<|tool_call>call:f{}<tool_call|>", R"({})"},
+      {"<|tool_call>call:f{a:1<tool_call|>", R"({"a":1})"},
+      {"<|tool_call>call:f{<|\"|>odd key<|\"|>:<|\"|>v<|\"|>}<tool_call|>", R"({"odd key":"v"})"},
+  };
+  for (const auto& c : cases) {
+    const auto m = parse_all_ways(c.out);
+    ASSERT_EQ(m.tool_calls.size(), 1u) << c.out;
+    EXPECT_EQ(args_of(m, 0), json::parse(c.want)) << c.out;
+  }
+}
+
+TEST(OutputParser, ContentBeforeAndAfterCalls) {
+  const auto m = parse_all_ways(
+      "Let me check.\n<|tool_call>call:get_time{tz:<|\"|>UTC<|\"|>}<tool_call|><|tool_response>");
+  EXPECT_EQ(m.content, "Let me check.\n");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+}
+
+TEST(OutputParser, ToolCallInsideUnclosedThought) {
+  const auto m = parse_all_ways("<|channel>thought\nI'll call it.<|tool_call>call:f{x:1}<tool_call|>");
+  EXPECT_EQ(m.reasoning_content, "I'll call it.");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(args_of(m, 0), json({{"x", 1}}));
+}
+
+TEST(OutputParser, IdsDependOnSeedAndIndexOnly) {
+  const std::string out = "<|tool_call>call:a{}<tool_call|><|tool_call>call:b{}<tool_call|>";
+  const auto m1 = parse(out);
+  const auto m2 = parse(out);
+  ASSERT_EQ(m1.tool_calls.size(), 2u);
+  EXPECT_EQ(m1.tool_calls[0].id, m2.tool_calls[0].id);
+  auto o = opts();
+  o.tool_call_id_seed = 99;
+  EXPECT_NE(parse(out, o).tool_calls[0].id, m1.tool_calls[0].id);
+  // Random seeds (0) still give distinct ids within one message.
+  o.tool_call_id_seed = 0;
+  const auto r = parse(out, o);
+  EXPECT_NE(r.tool_calls[0].id, r.tool_calls[1].id);
+}
+
+// ---- stop strings -----------------------------------------------------------------------
+
+TEST(OutputParser, StopStringIsNeverEmittedInPart) {
+  const auto o = opts(true, true, {"STOP", "\n\n"});
+  for (const size_t chunk : {1, 2, 3, 100}) {
+    const auto ev = feed_chunks("Hello STO and more STOP never", chunk, o);
+    const auto m = assemble(ev);
+    EXPECT_EQ(m.content, "Hello STO and more ") << chunk;
+    ASSERT_TRUE(m.stop.has_value());
+    EXPECT_EQ(*m.stop, "STOP");
+    for (const auto& e : ev) {
+      if (e.kind != ParserEventKind::kStop) {
+        EXPECT_EQ(e.text.find("STOP"), std::string::npos);
+      }
+    }
+  }
+  EXPECT_EQ(parse("a\nb\n\nc", o).content, "a\nb");
+}
+
+TEST(OutputParser, StopStringsApplyToContentNotReasoning) {
+  const auto o = opts(true, true, {"\n\n"});
+  const auto m = parse_all_ways("<|channel>thought\npara 1\n\npara 2<channel|>Answer.\n\nMore.", o);
+  EXPECT_EQ(m.reasoning_content, "para 1\n\npara 2");
+  EXPECT_EQ(m.content, "Answer.");
+}
+
+TEST(OutputParser, EarliestEndingStopWins) {
+  const auto o = opts(true, true, {"abcd", "bc"});
+  const auto m = parse_all_ways("xxabcd", o);
+  EXPECT_EQ(m.content, "xxa");
+  EXPECT_EQ(*m.stop, "bc");
+}
+
+TEST(OutputParser, HeldStopPrefixIsReleasedAtEndAndAtMarkup) {
+  const auto o = opts(true, true, {"STOP"});
+  EXPECT_EQ(parse_all_ways("ends with ST", o).content, "ends with ST");
+  const auto m = parse_all_ways("ST<|tool_call>call:f{}<tool_call|>", o);
+  EXPECT_EQ(m.content, "ST");
+  EXPECT_EQ(m.tool_calls.size(), 1u);
+}
+
+TEST(OutputParser, InputAfterStopIsIgnored) {
+  OutputParser p(opts(true, true, {"END"}));
+  auto ev = p.feed("doneEND more");
+  EXPECT_TRUE(p.stopped());
+  EXPECT_TRUE(p.feed("anything <|tool_call>call:f{}").empty());
+  EXPECT_TRUE(p.finish().empty());
+  EXPECT_EQ(assemble(ev).content, "done");
+}
+
+TEST(OutputParser, StrayMarkupNeverReachesContent) {
+  const auto m = parse_all_ways(
+      "A<turn|>B<|tool_response>C<tool_response|>D<|think|>E<|tool>F<tool|>G<tool_call|>H<channel|>I<|\"|>J");
+  EXPECT_EQ(m.content, "ABCDEFGHI\"J");
+}
+
+TEST(OutputParser, PartialMarkupAtTheEndIsText) {
+  EXPECT_EQ(parse_all_ways("value <|chan").content, "value <|chan");
+  EXPECT_EQ(parse_all_ways("x <tool_ca").content, "x <tool_ca");
+}
+
+}  // namespace
+}  // namespace gs::text
