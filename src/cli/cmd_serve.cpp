@@ -1,16 +1,260 @@
-// gemmaserve serve: placeholder until its issue lands.
+// gemmaserve serve: the OpenAI-compatible server over a Gemma 4 GGUF (and its MTP drafter).
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "commands.h"
+#include "core/log.h"
+#include "engine/engine_factory.h"
+#include "server/auth.h"
+#include "server/http_server.h"
 
 namespace gs::cli {
 
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string drafter;
+  int draft_max = 4;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key_file;
+  std::vector<std::string> api_keys;
+  int ctx_size = 0;
+  int parallel = 4;
+  int threads = 0;
+  std::string alias;
+  std::string device = "auto";
+  size_t max_body_bytes = 8u << 20;
+  int queue_size = 64;
+  std::string reasoning = "on";
+  int reasoning_budget = -1;
+  int default_max_tokens = 4096;
+  int shutdown_timeout_s = 10;
+  std::string log_level = "info";
+};
+
+std::string human_bytes(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+uint64_t resident_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+int serve(const ServeArgs& a) {
+  set_log_level(a.log_level);
+  // Signals are taken by one thread (sigwait); every other thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  server::ServerOptions so;
+  so.host = a.host;
+  so.port = a.port;
+  so.max_body_bytes = a.max_body_bytes;
+  so.http_threads = a.parallel + a.queue_size + 16;
+  if (!a.api_key_file.empty()) {
+    Result<server::ApiKeys> keys = server::ApiKeys::from_file(a.api_key_file);
+    if (!keys.ok()) {
+      std::fprintf(stderr, "gemmaserve serve: %s\n", keys.status().to_string().c_str());
+      return 1;
+    }
+    so.keys = std::move(*keys);
+  } else if (!a.api_keys.empty()) {
+    Result<server::ApiKeys> keys = server::ApiKeys::from_keys(a.api_keys);
+    if (!keys.ok()) {
+      std::fprintf(stderr, "gemmaserve serve: %s\n", keys.status().to_string().c_str());
+      return 1;
+    }
+    so.keys = std::move(*keys);
+  }
+  if (a.reasoning != "on" && a.reasoning != "off") {
+    std::fprintf(stderr, "gemmaserve serve: --reasoning must be on or off\n");
+    return 2;
+  }
+  so.limits.default_max_tokens = a.default_max_tokens;
+
+  auto http = std::make_unique<server::HttpServer>(so);
+  if (Status bound = http->bind(); !bound.ok()) {
+    std::fprintf(stderr, "gemmaserve serve: %s\n", bound.message().c_str());
+    return 1;
+  }
+  GS_LOG_INFO("listening on http://{}:{} (model loading)", a.host, http->port());
+  std::thread http_thread([&] { http->run(); });
+
+  std::atomic<bool> quit{false};
+  std::atomic<bool> signalled{false};
+  std::shared_ptr<Engine> engine_for_signal;
+  std::mutex engine_mu;
+  std::thread signal_thread([&] {
+    const timespec tick{0, 200 * 1000 * 1000};
+    while (!quit) {
+      siginfo_t info;
+      const int sig = sigtimedwait(&signals, &info, &tick);
+      if (sig <= 0) continue;
+      GS_LOG_INFO("signal {}: draining (up to {} s), then stopping", sig, a.shutdown_timeout_s);
+      signalled = true;
+      http->set_draining();
+      std::shared_ptr<Engine> engine;
+      {
+        std::lock_guard<std::mutex> lock(engine_mu);
+        engine = engine_for_signal;
+      }
+      if (engine) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.shutdown_timeout_s);
+        while (std::chrono::steady_clock::now() < deadline) {
+          EngineMetrics m = engine->metrics();
+          if (m.busy_slots == 0 && m.queue_length == 0) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        engine->shutdown();
+      }
+      http->stop();
+      return;
+    }
+  });
+  auto finish = [&](int code) {
+    quit = true;
+    signal_thread.join();
+    http->stop();
+    http_thread.join();
+    return code;
+  };
+
+  EngineOptions eo;
+  eo.model_path = a.model;
+  eo.drafter_path = a.drafter;
+  eo.draft_max = a.drafter.empty() ? 0 : a.draft_max;
+  eo.n_ctx = a.ctx_size;
+  eo.n_slots = a.parallel;
+  eo.n_threads = a.threads;
+  eo.queue_size = a.queue_size;
+  eo.device = a.device == "cpu" ? DeviceChoice::kCpu : a.device == "cuda" ? DeviceChoice::kCuda : DeviceChoice::kAuto;
+  Result<LoadedEngine> loaded = create_engine(eo);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "gemmaserve serve: cannot load %s: %s\n", a.model.c_str(), loaded.status().to_string().c_str());
+    return finish(1);
+  }
+  if (signalled) {
+    loaded->engine->shutdown();
+    return finish(0);
+  }
+  {
+    std::lock_guard<std::mutex> lock(engine_mu);
+    engine_for_signal = loaded->engine;
+  }
+  auto ctx = std::make_shared<server::ModelContext>();
+  ctx->engine = loaded->engine;
+  ctx->tokenizer = loaded->tokenizer;
+  ctx->model_id = a.alias.empty() ? loaded->model_name : a.alias;
+  ctx->info = loaded->engine->info();
+  ctx->defaults.n_vocab = ctx->info.n_vocab;
+  ctx->defaults.enable_thinking = a.reasoning == "on" && a.reasoning_budget != 0;
+  ctx->defaults.reasoning_budget = a.reasoning_budget;
+  // The file's recommended sampling, where it gives one, for requests that leave it out.
+  const RecommendedSampling& rec = loaded->sampling;
+  if (rec.has_temperature) ctx->defaults.sampling.temperature = rec.temperature;
+  if (rec.has_top_p) ctx->defaults.sampling.top_p = rec.top_p;
+  if (rec.has_top_k) ctx->defaults.sampling.top_k = rec.top_k;
+  const EngineInfo& info = ctx->info;
+  http->set_model(ctx);
+
+  std::printf("gemmaserve %s\n", GS_VERSION);
+  std::printf("  model     %s (%s)\n", ctx->model_id.c_str(), a.model.c_str());
+  std::printf("  backend   %s\n", info.backend.c_str());
+  std::printf("  context   %d tokens per sequence, %d parallel sequences, queue %d\n", info.n_ctx, info.n_slots,
+              info.queue_size);
+  std::printf("  memory    weights %s, KV cache %s, resident %s\n", human_bytes(info.weight_bytes).c_str(),
+              human_bytes(info.kv_bytes).c_str(), human_bytes(resident_bytes()).c_str());
+  if (info.has_drafter) {
+    std::printf("  drafter   %s (up to %d drafts per round)\n", a.drafter.c_str(), info.draft_max);
+  } else {
+    std::printf("  drafter   none\n");
+  }
+  std::printf("  auth      %s\n", so.keys.enabled() ? "API key required" : "none (anyone who can reach the port)");
+  std::printf("  listening http://%s:%d  (OpenAI API under /v1, GET /health, GET /metrics)\n", a.host.c_str(),
+              http->port());
+  std::printf("  try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' -d "
+              "'{\"messages\":[{\"role\":\"user\",\"content\":\"ROMEO:\"}],\"max_tokens\":64}'\n",
+              a.host.c_str(), http->port());
+  std::fflush(stdout);
+
+  http_thread.join();  // returns once a signal stopped the server
+  quit = true;
+  signal_thread.join();
+  loaded->engine->shutdown();
+  GS_LOG_INFO("stopped");
+  return 0;
+}
+
+}  // namespace
+
 CommandEntry register_serve(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("serve", "(not implemented yet)");
-  return {sub, [] {
-            std::fprintf(stderr, "gemmaserve serve: not implemented yet\n");
-            return 2;
-          }};
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* sub = app.add_subcommand("serve", "Serve a Gemma 4 GGUF over an OpenAI-compatible HTTP API");
+  sub->add_option("-m,--model", args->model, "Target model GGUF")->required()->check(CLI::ExistingFile);
+  sub->add_option("--mtp", args->drafter, "MTP drafter (assistant) GGUF for speculative decoding")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--draft-max", args->draft_max, "Drafts per speculative round")->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  sub->add_option("--host", args->host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", args->port, "Port to listen on")->capture_default_str()->check(CLI::Range(0, 65535));
+  auto* key_file = sub->add_option("--api-key-file", args->api_key_file,
+                                   "File with API keys, one per line (keeps keys out of `ps`)")
+                       ->check(CLI::ExistingFile);
+  sub->add_option("--api-key", args->api_keys, "An API key clients must send (repeatable)")->excludes(key_file);
+  sub->add_option("-c,--ctx-size", args->ctx_size, "Context tokens per sequence (0: min(model, 8192))")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  sub->add_option("-P,--parallel", args->parallel, "Sequences run at once (slots)")->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  sub->add_option("-t,--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--alias", args->alias, "Model name shown to clients (default: the file's name)");
+  sub->add_option("--device", args->device, "cpu, cuda or auto")->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  sub->add_option("--max-body-bytes", args->max_body_bytes, "Largest request body accepted (413 above)")
+      ->capture_default_str();
+  sub->add_option("--queue-size", args->queue_size, "Requests that may wait for a slot (429 beyond)")
+      ->capture_default_str()->check(CLI::Range(0, 100000));
+  sub->add_option("--reasoning", args->reasoning, "Thinking by default: on or off (requests can override)")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
+  sub->add_option("--reasoning-budget", args->reasoning_budget,
+                  "Default reasoning budget in tokens (-1: unlimited, 0: no thinking)")
+      ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
+  sub->add_option("--default-max-tokens", args->default_max_tokens,
+                  "Completion tokens when a request sets no max_tokens")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
+                  "Seconds to let running requests finish after SIGTERM/SIGINT")
+      ->capture_default_str()->check(CLI::Range(0, 3600));
+  sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  return {sub, [args] { return serve(*args); }};
 }
 
 }  // namespace gs::cli

@@ -88,7 +88,7 @@ class Routes {
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
-    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, s_->options_.defaults);
+    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, api_error_from_status(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
     if (!plan.ok()) return send_error(res, api_error_from_status(plan.status()));
@@ -106,7 +106,7 @@ class Routes {
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
-    Result<CompletionRequest> parsed = parse_completion_request(*body, s_->options_.defaults);
+    Result<CompletionRequest> parsed = parse_completion_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, api_error_from_status(parsed.status()));
     Result<GenerationPlan> plan = plan_completion(*parsed, *m->tokenizer, s_->options_.limits);
     if (!plan.ok()) return send_error(res, api_error_from_status(plan.status()));

@@ -32,7 +32,6 @@ struct ServerOptions {
   ApiKeys keys;                       // empty: no auth
   size_t max_body_bytes = 8u << 20;   // larger bodies get 413
   int http_threads = 0;               // 0: 96 (each open request holds one)
-  RequestDefaults defaults;
   PlanLimits limits;
   // Silence after which a stream gets an SSE comment (": keep-alive") and a non-streamed
   // response a space: keeps proxies from timing out during a long prefill and notices a
@@ -46,6 +45,7 @@ struct ModelContext {
   std::shared_ptr<const text::Tokenizer> tokenizer;
   std::string model_id;  // the name clients see (--alias, else the file name)
   EngineInfo info;
+  RequestDefaults defaults;  // what requests leave out (sampling, thinking, vocabulary bound)
 };
 
 class HttpServer {

@@ -71,9 +71,6 @@ class LiveServer {
     so.port = 0;
     so.max_body_bytes = o.max_body_bytes;
     so.keepalive_interval = std::chrono::milliseconds(200);
-    so.defaults.n_vocab = tok->n_vocab();
-    so.defaults.enable_thinking = o.enable_thinking;
-    so.defaults.sampling.temperature = 0;
     if (!o.keys.empty()) so.keys = *server::ApiKeys::from_keys(o.keys);
     http = std::make_unique<server::HttpServer>(so);
     Status st = http->start_background();
@@ -107,6 +104,9 @@ class LiveServer {
     ctx->tokenizer = tok;
     ctx->model_id = "shakes-test";
     ctx->info = engine->info();
+    ctx->defaults.n_vocab = tok->n_vocab();
+    ctx->defaults.enable_thinking = o_.enable_thinking;
+    ctx->defaults.sampling.temperature = 0;
     http->set_model(ctx);
   }
 

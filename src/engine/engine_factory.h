@@ -1,0 +1,51 @@
+// Builds a ready Engine from files: the target GGUF (and optionally its MTP drafter) on a
+// backend, the tokenizer from the target's metadata, and the scheduler over them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "text/tokenizer.h"
+
+namespace gs {
+
+enum class DeviceChoice { kAuto, kCpu, kCuda };
+
+struct EngineOptions {
+  std::string model_path;
+  std::string drafter_path;     // "": no drafter
+  int32_t draft_max = 4;        // drafts per round with a drafter
+  int32_t n_ctx = 0;            // positions per sequence; 0: min(the model's, 8192)
+  int32_t n_slots = 4;          // sequences at once
+  int32_t n_threads = 0;        // CPU threads; 0: all cores
+  int32_t max_batch_tokens = 512;
+  int32_t queue_size = 64;
+  DeviceChoice device = DeviceChoice::kAuto;
+};
+
+// Sampling the model's file recommends (general.sampling.*), when it says so.
+struct RecommendedSampling {
+  bool has_temperature = false;
+  float temperature = 1.0f;
+  bool has_top_p = false;
+  float top_p = 1.0f;
+  bool has_top_k = false;
+  int32_t top_k = 0;
+};
+
+struct LoadedEngine {
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  std::string model_name;       // general.name, else the file's stem
+  RecommendedSampling sampling;
+};
+
+// Errors: those of loading the files (kNotFound, kDataLoss, kInvalidArgument naming the
+// key or tensor), a drafter that does not fit the target, kUnavailable for a device this
+// build or machine lacks, kUnimplemented while the model runtime is missing.
+Result<LoadedEngine> create_engine(const EngineOptions& options);
+
+}  // namespace gs

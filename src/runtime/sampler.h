@@ -1,0 +1,68 @@
+// Sampler: the sampler chain of one sequence. Order (llama.cpp's default chain): penalties
+// (repetition, frequency, presence over the last penalty_last_n tokens) -> greedy argmax
+// when temperature <= 0, else top-k -> top-p -> min-p -> temperature -> one draw from a
+// seeded RNG. The same chain serves plain decoding and speculative verification, so the
+// accepted tokens have exactly the distribution of plain decoding (spec, Decision 3).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace gs {
+
+struct SamplerConfig {
+  float temperature = 0.0f;         // <= 0: greedy (argmax; ties go to the lower id)
+  int32_t top_k = 0;                // <= 0: off
+  float top_p = 1.0f;               // >= 1: off
+  float min_p = 0.0f;               // <= 0: off (relative to the most likely token)
+  float repetition_penalty = 1.0f;  // 1: off; logit > 0 divided by it, else multiplied
+  float frequency_penalty = 0.0f;   // minus count * this
+  float presence_penalty = 0.0f;    // minus this when count > 0
+  int32_t penalty_last_n = 64;      // history the penalties see; -1: all of it
+  uint64_t seed = 0;
+};
+
+struct TokenProb {
+  int32_t id = 0;
+  float p = 0.0f;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerConfig& config);
+
+  const SamplerConfig& config() const { return config_; }
+  bool greedy() const { return config_.temperature <= 0.0f; }
+
+  // Adds a token to the penalty history (prompt tokens too, as llama.cpp does).
+  void accept(int32_t token);
+  void clear_history();
+
+  // The chain's distribution over `logits` (n_vocab values; NaN counts as -inf): tokens
+  // with p > 0, most likely first (ties: lower id). Greedy: the argmax with p = 1.
+  void distribution(std::span<const float> logits, std::vector<TokenProb>* out);
+
+  // One token from the chain. Greedy uses no randomness; otherwise exactly one uniform
+  // draw from this sampler's RNG per call.
+  int32_t sample(std::span<const float> logits);
+  // The same with the uniform draw given (u in [0, 1)), for tests.
+  int32_t sample_with(std::span<const float> logits, double u);
+
+  uint64_t n_draws() const { return n_draws_; }
+
+ private:
+  void penalized(std::span<const float> logits);
+
+  SamplerConfig config_;
+  std::mt19937_64 rng_;
+  uint64_t n_draws_ = 0;
+  std::vector<int32_t> history_;  // ring of the last penalty_last_n tokens (all when -1)
+  size_t history_next_ = 0;
+  std::vector<float> work_;       // penalized logits
+  std::vector<TokenProb> cand_;
+  std::vector<int32_t> counts_;   // per token, rebuilt per call from history_
+};
+
+}  // namespace gs

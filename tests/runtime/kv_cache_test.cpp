@@ -1,0 +1,121 @@
+// KvCache bookkeeping: pages taken and returned, slots through the page tables, the ring,
+// and errors that change nothing (context full, pool empty, rollback past the ring).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "backend/cpu/cpu_backend.h"
+#include "runtime/kv_cache.h"
+
+namespace gs {
+namespace {
+
+Gemma4Config tiny_config() {
+  Gemma4Config c;
+  c.n_layer = 2;
+  c.n_embd = 8;
+  c.n_ctx_train = 64;
+  c.sliding_window = 4;
+  c.layers.resize(2);
+  c.layers[0] = {true, 2, 1, 4, 4, 8, 10000.0f, true, 0};
+  c.layers[1] = {false, 2, 1, 8, 8, 8, 1e6f, false, 1};
+  return c;
+}
+
+TEST(KvCache, PagesAreTakenAndReturned) {
+  auto backend = create_cpu_backend(1);
+  KvCacheOptions o;
+  o.n_seq_max = 2;
+  o.n_ctx = 32;
+  o.page_size = 8;
+  o.max_ubatch = 4;
+  o.n_pages_full = 5;
+  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  EXPECT_EQ(kv->pages_total(), 5);
+  const int a = kv->add_sequence().value();
+  const int b = kv->add_sequence().value();
+  EXPECT_FALSE(kv->add_sequence().ok());
+  EXPECT_EQ(kv->append(a, 4).value(), 0);
+  EXPECT_EQ(kv->append(a, 4).value(), 4);
+  EXPECT_EQ(kv->pages_free(), 4);
+  EXPECT_EQ(kv->append(a, 1).value(), 8);
+  EXPECT_EQ(kv->pages_free(), 3);
+  // Slots of a's positions are distinct and inside the pool.
+  const KvCacheBinding& bind = kv->binding();
+  std::set<int64_t> slots;
+  for (int p = 0; p < 9; ++p) slots.insert(kv_slot(bind.full_pages_host, a, p));
+  EXPECT_EQ(slots.size(), 9u);
+  EXPECT_EQ(kv_slot(bind.full_pages_host, a, 16), -1);  // not allocated
+  // Too many in one pass; past the context; nothing changes.
+  EXPECT_EQ(kv->append(b, 5).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(kv->length(b), 0);
+  ASSERT_TRUE(kv->truncate(a, 8).ok());
+  EXPECT_EQ(kv->pages_free(), 4);
+  ASSERT_TRUE(kv->remove_sequence(a).ok());
+  EXPECT_EQ(kv->pages_free(), 5);
+  EXPECT_FALSE(kv->append(a, 1).ok());  // removed
+}
+
+TEST(KvCache, PoolExhaustionAndContextEnd) {
+  auto backend = create_cpu_backend(1);
+  KvCacheOptions o;
+  o.n_seq_max = 2;
+  o.n_ctx = 16;
+  o.page_size = 4;
+  o.max_ubatch = 4;
+  o.n_pages_full = 3;
+  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  const int a = kv->add_sequence().value();
+  const int b = kv->add_sequence().value();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(kv->append(a, 4).ok());
+  EXPECT_EQ(kv->append(b, 1).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(kv->length(b), 0);
+  ASSERT_TRUE(kv->remove_sequence(a).ok());
+  ASSERT_TRUE(kv->append(b, 4).ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(kv->append(b, 4).ok());
+  EXPECT_EQ(kv->append(b, 1).status().code(), StatusCode::kResourceExhausted);
+  o.n_pages_full = 0;
+  auto kv2 = KvCache::create(tiny_config(), *backend, o).value();
+  const int c = kv2->add_sequence().value();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(kv2->append(c, 4).ok());
+  EXPECT_EQ(kv2->append(c, 1).status().code(), StatusCode::kOutOfRange);
+}
+
+TEST(KvCache, RingSizeAndRollbackLimit) {
+  auto backend = create_cpu_backend(1);
+  KvCacheOptions o;
+  o.n_seq_max = 1;
+  o.n_ctx = 64;
+  o.page_size = 2;
+  o.max_ubatch = 3;
+  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  // W + max_ubatch - 1 = 6 positions.
+  EXPECT_EQ(kv->swa_ring(), 6);
+  const int s = kv->add_sequence().value();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(kv->append(s, 3).ok());  // 30 positions
+  EXPECT_EQ(kv->swa_oldest(s), 24);
+  // Rolling back to 28 needs the window 24..27: fine. To 27 needs 23: gone.
+  EXPECT_EQ(kv->truncate(s, 27).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(kv->length(s), 30);
+  ASSERT_TRUE(kv->truncate(s, 28).ok());
+  EXPECT_EQ(kv->length(s), 28);
+  ASSERT_TRUE(kv->truncate(s, 0).ok());  // everything: always possible
+  EXPECT_EQ(kv->swa_oldest(s), 0);
+  // Ring slots of position p and p + 6 coincide.
+  ASSERT_TRUE(kv->append(s, 3).ok());
+  const KvCacheBinding& b = kv->binding();
+  EXPECT_EQ(kv_slot(b.swa_pages_host, s, 1), kv_slot(b.swa_pages_host, s, 7));
+}
+
+TEST(KvCache, RejectsBadOptions) {
+  auto backend = create_cpu_backend(1);
+  KvCacheOptions o;
+  o.type = GgmlType::Q8_0;
+  EXPECT_FALSE(KvCache::create(tiny_config(), *backend, o).ok());
+  o.type = GgmlType::F16;
+  o.page_size = 0;
+  EXPECT_FALSE(KvCache::create(tiny_config(), *backend, o).ok());
+}
+
+}  // namespace
+}  // namespace gs

@@ -1,0 +1,125 @@
+// The sampler chain: greedy, top-k, top-p, min-p, temperature, penalties, seeded draws and
+// their statistics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "runtime/sampler.h"
+
+namespace gs {
+namespace {
+
+std::vector<float> logits_of(const std::vector<double>& p) {
+  std::vector<float> l;
+  for (double x : p) l.push_back(static_cast<float>(std::log(x)));
+  return l;
+}
+
+TEST(Sampler, GreedyIsArgmaxLowestIdOnTies) {
+  Sampler s({});
+  EXPECT_TRUE(s.greedy());
+  EXPECT_EQ(s.sample(std::vector<float>{0.1f, 3.0f, -1.0f, 3.0f}), 1);
+  EXPECT_EQ(s.sample(std::vector<float>{NAN, -5.0f}), 1);
+  EXPECT_EQ(s.n_draws(), 0u);
+}
+
+TEST(Sampler, DistributionAtTemperatureOne) {
+  SamplerConfig c;
+  c.temperature = 1.0f;
+  Sampler s(c);
+  std::vector<TokenProb> d;
+  s.distribution(logits_of({0.1, 0.2, 0.3, 0.4}), &d);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].id, 3);
+  EXPECT_NEAR(d[0].p, 0.4, 1e-6);
+  EXPECT_NEAR(d[3].p, 0.1, 1e-6);
+}
+
+TEST(Sampler, TopKTopPMinPTemperature) {
+  const std::vector<float> l = logits_of({0.05, 0.1, 0.15, 0.3, 0.4});
+  std::vector<TokenProb> d;
+  SamplerConfig c;
+  c.temperature = 1.0f;
+  c.top_k = 2;
+  Sampler(c).distribution(l, &d);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_NEAR(d[0].p, 0.4 / 0.7, 1e-6);
+  c = {};
+  c.temperature = 1.0f;
+  c.top_p = 0.7f;  // 0.4 + 0.3 reaches 0.7
+  Sampler(c).distribution(l, &d);
+  ASSERT_EQ(d.size(), 2u);
+  c.top_p = 0.71f;
+  Sampler(c).distribution(l, &d);
+  EXPECT_EQ(d.size(), 3u);
+  c = {};
+  c.temperature = 1.0f;
+  c.min_p = 0.3f;  // keeps p >= 0.12
+  Sampler(c).distribution(l, &d);
+  EXPECT_EQ(d.size(), 3u);
+  c = {};
+  c.temperature = 0.5f;  // p^2 renormalized
+  Sampler(c).distribution(logits_of({0.25, 0.75}), &d);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_NEAR(d[0].p, 0.5625 / 0.625, 1e-6);
+}
+
+TEST(Sampler, Penalties) {
+  SamplerConfig c;
+  c.repetition_penalty = 2.0f;
+  c.frequency_penalty = 0.5f;
+  c.presence_penalty = 0.25f;
+  Sampler s(c);
+  s.accept(0);
+  s.accept(0);
+  s.accept(1);
+  // token 0: 4/2 - 2*0.5 - 0.25 = 0.75; token 1: -1*2 - 0.5 - 0.25 = -2.75; token 2: 1.
+  EXPECT_EQ(s.sample(std::vector<float>{4.0f, -1.0f, 1.0f}), 2);
+  SamplerConfig t = c;
+  t.temperature = 1.0f;
+  Sampler s2(t);
+  s2.accept(0);
+  s2.accept(0);
+  s2.accept(1);
+  std::vector<TokenProb> d;
+  s2.distribution(std::vector<float>{4.0f, -1.0f, 1.0f}, &d);
+  const double z = std::exp(0.75) + std::exp(-2.75) + std::exp(1.0);
+  EXPECT_EQ(d[0].id, 2);
+  EXPECT_NEAR(d[0].p, std::exp(1.0) / z, 1e-6);
+  EXPECT_NEAR(d[1].p, std::exp(0.75) / z, 1e-6);
+}
+
+TEST(Sampler, PenaltyWindow) {
+  SamplerConfig c;
+  c.presence_penalty = 10.0f;
+  c.penalty_last_n = 2;
+  Sampler s(c);
+  s.accept(0);
+  s.accept(1);
+  s.accept(2);  // 0 leaves the window
+  EXPECT_EQ(s.sample(std::vector<float>{1.0f, 2.0f, 2.0f}), 0);
+}
+
+TEST(Sampler, SeededDrawsRepeatAndMatchTheDistribution) {
+  SamplerConfig c;
+  c.temperature = 1.0f;
+  c.seed = 42;
+  const std::vector<double> p = {0.5, 0.25, 0.125, 0.0625, 0.0625};
+  const std::vector<float> l = logits_of(p);
+  Sampler a(c), b(c);
+  std::vector<int> counts(p.size(), 0);
+  const int n = 80000;
+  for (int i = 0; i < n; ++i) {
+    const int32_t x = a.sample(l);
+    EXPECT_EQ(x, b.sample(l));
+    ++counts[x];
+  }
+  EXPECT_EQ(a.n_draws(), static_cast<uint64_t>(n));
+  double chi2 = 0;
+  for (size_t i = 0; i < p.size(); ++i) chi2 += std::pow(counts[i] - n * p[i], 2) / (n * p[i]);
+  EXPECT_LT(chi2, 18.47);  // 4 degrees of freedom, p = 0.001
+}
+
+}  // namespace
+}  // namespace gs
