@@ -2,6 +2,7 @@
 #include "text/tokenizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "gguf/gguf_reader.h"
@@ -136,6 +137,25 @@ bool single_codepoint(std::string_view s, uint32_t* cp) {
   return true;
 }
 
+// First and last code point of a non-empty string (an invalid byte stands for itself as
+// 0x110000 + byte, which no real code point equals).
+uint32_t first_codepoint(std::string_view s) {
+  uint32_t cp = 0;
+  const int n = utf8_valid_prefix_length(s.substr(0, 4));
+  if (n > 0 && single_codepoint(s.substr(0, static_cast<size_t>(n)), &cp)) return cp;
+  return 0x110000u + static_cast<uint8_t>(s[0]);
+}
+
+uint32_t last_codepoint(std::string_view s) {
+  for (size_t back = 1; back <= 4 && back <= s.size(); ++back) {
+    uint32_t cp = 0;
+    if (single_codepoint(s.substr(s.size() - back), &cp)) return cp;
+  }
+  return 0x110000u + static_cast<uint8_t>(s.back());
+}
+
+std::atomic<uint64_t> g_next_instance_id{1};
+
 }  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -222,6 +242,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     return id;
   };
   t.merges.reserve(vocab.merges.size());
+  t.ascii_joinable.assign(128 * 2, 0);
   std::vector<bool> merge_result(n, false);  // vocabulary tokens some merge produces
   std::string joined;
   for (size_t r = 0; r < vocab.merges.size(); ++r) {
@@ -240,6 +261,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     const int32_t rt = symbol_id(right);
     const int32_t res = symbol_id(joined);
     t.merges.insert(l, rt, static_cast<uint32_t>(r), res);
+    t.add_joinable(last_codepoint(left), first_codepoint(right));
     if (static_cast<size_t>(res) < n) merge_result[static_cast<size_t>(res)] = true;
   }
   t.n_merges = vocab.merges.size();
@@ -293,6 +315,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
   std::sort(t.eog_ids.begin(), t.eog_ids.end());
   t.eog_ids.erase(std::unique(t.eog_ids.begin(), t.eog_ids.end()), t.eog_ids.end());
 
+  impl->instance_id = g_next_instance_id.fetch_add(1);
   return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
 }
 

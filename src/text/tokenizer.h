@@ -117,6 +117,9 @@ class Tokenizer {
   // Work counter of the last encode on this thread: merges applied plus queue pushes.
   // Lets tests assert O(n log n) growth without timing anything.
   static uint64_t last_encode_work();
+  // Empties this thread's memo of encoded segments (words repeat, so encode() remembers
+  // the ids of short segments per thread). For benchmarks and tests of cold encoding.
+  static void clear_thread_cache();
 
   struct Impl;
 

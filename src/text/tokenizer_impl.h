@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "text/tokenizer.h"
@@ -94,6 +95,12 @@ struct Tokenizer::Impl {
   std::unordered_map<uint32_t, int32_t> codepoint_symbol;  // other code points -> symbol id
   PairMergeMap merges;
   size_t n_merges = 0;
+  // Code-point pairs that some merge joins (last of its left piece, first of its right).
+  // Between two code points that no merge joins, no token can span, so BPE of a long run
+  // splits there into independent segments with identical results (and small heaps).
+  std::vector<uint64_t> ascii_joinable;  // 128 x 128 bits
+  std::unordered_set<uint64_t> joinable;  // pairs with a code point >= 128
+  uint64_t instance_id = 0;               // keys the per-thread segment cache
 
   SpecialTrie specials;
   std::array<int32_t, 256> byte_tokens{};  // <0xHH> ids (kNoToken when absent)
@@ -113,9 +120,23 @@ struct Tokenizer::Impl {
     return it == codepoint_symbol.end() ? kNoToken : it->second;
   }
 
+  bool can_join(uint32_t a, uint32_t b) const {
+    if (a < 128 && b < 128) return (ascii_joinable[a * 2 + (b >> 6)] >> (b & 63)) & 1;
+    return joinable.count((static_cast<uint64_t>(a) << 32) | b) != 0;
+  }
+  void add_joinable(uint32_t a, uint32_t b) {
+    if (a < 128 && b < 128) {
+      ascii_joinable[a * 2 + (b >> 6)] |= uint64_t{1} << (b & 63);
+    } else {
+      joinable.insert((static_cast<uint64_t>(a) << 32) | b);
+    }
+  }
+
   // Encoding (tokenizer_encode.cpp).
   void encode_raw_fragment(std::string_view fragment, std::vector<int32_t>* out) const;
   void encode_run(std::string_view run, std::vector<int32_t>* out) const;
+  void encode_segment(std::string_view segment, std::vector<int32_t>* out) const;
+  void bpe(std::string_view segment, std::vector<int32_t>* out) const;
   void emit_byte_fallback(std::string_view bytes, std::vector<int32_t>* out) const;
 };
 
