@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "text/text_span.h"
 
 namespace gs::gguf {
 class GgufFile;
@@ -83,6 +84,14 @@ class Tokenizer {
   // Appends to `out` instead of returning a new vector.
   void encode_into(std::string_view text, bool add_special, bool parse_special,
                    std::vector<int32_t>* out) const;
+
+  // Encodes a prompt from render_chat_prompt: CONTROL/UNKNOWN token text is matched only
+  // where `markup` (sorted spans) says the renderer wrote exactly that token; USER_DEFINED
+  // text is matched everywhere as in encode(). So "<|turn>" or "<turn|>" typed inside a
+  // message stays text and cannot open or close a turn (prompt injection). Elsewhere the
+  // result equals encode(text, add_special, /*parse_special=*/true).
+  std::vector<int32_t> encode_prompt(std::string_view text, std::span<const TextSpan> markup,
+                                     bool add_special) const;
 
   // Text of `ids`. Errors: kOutOfRange naming the first id outside [0, n_vocab). Byte
   // tokens are assembled into UTF-8; a sequence that stays invalid becomes U+FFFD, so the

@@ -260,24 +260,53 @@ void Tokenizer::encode_into(std::string_view text, bool add_special, bool parse_
   const Impl& t = *impl_;
   t_encode_work = 0;
   if (add_special && t.add_bos && t.bos_id != kNoToken) out->push_back(t.bos_id);
-  // Special-token split: leftmost-longest match of an allowed special text. (For Gemma 4,
-  // whose special texts are all "<...>" with no inner '<' or '>', this equals llama.cpp's
-  // longest-token-first partition.)
+  t.encode_text(text, parse_special, nullptr, out);
+  if (add_special && t.add_eos && t.eos_id != kNoToken) out->push_back(t.eos_id);
+}
+
+std::vector<int32_t> Tokenizer::encode_prompt(std::string_view text, std::span<const TextSpan> markup,
+                                              bool add_special) const {
+  const Impl& t = *impl_;
+  t_encode_work = 0;
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 2);
+  if (add_special && t.add_bos && t.bos_id != kNoToken) out.push_back(t.bos_id);
+  t.encode_text(text, /*parse_special=*/false, &markup, &out);
+  if (add_special && t.add_eos && t.eos_id != kNoToken) out.push_back(t.eos_id);
+  return out;
+}
+
+// Special-token split: leftmost-longest match of an allowed special text. (For Gemma 4,
+// whose special texts are all "<...>" with no inner '<' or '>', this equals llama.cpp's
+// longest-token-first partition.)
+void Tokenizer::Impl::encode_text(std::string_view text, bool parse_special, std::span<const TextSpan>* markup,
+                                  std::vector<int32_t>* out) const {
   size_t fragment_start = 0;
-  if (!t.specials.empty()) {
+  size_t next_span = 0;
+  if (!specials.empty()) {
     for (size_t i = 0; i < text.size(); ++i) {
-      if (!t.specials.may_start(static_cast<uint8_t>(text[i]))) continue;
+      if (!specials.may_start(static_cast<uint8_t>(text[i]))) continue;
       int32_t id = kNoToken;
-      const size_t len = t.specials.match(text.substr(i), parse_special, &id);
+      size_t len = 0;
+      if (markup != nullptr) {
+        // A control token only exactly where the renderer wrote one.
+        while (next_span < markup->size() && (*markup)[next_span].offset < i) ++next_span;
+        const bool at_markup = next_span < markup->size() && (*markup)[next_span].offset == i;
+        len = specials.match(text.substr(i), /*parse_special=*/at_markup, &id);
+        if (at_markup && len != (*markup)[next_span].length) {
+          len = specials.match(text.substr(i), /*parse_special=*/false, &id);
+        }
+      } else {
+        len = specials.match(text.substr(i), parse_special, &id);
+      }
       if (len == 0) continue;
-      t.encode_raw_fragment(text.substr(fragment_start, i - fragment_start), out);
+      encode_raw_fragment(text.substr(fragment_start, i - fragment_start), out);
       out->push_back(id);
       i += len - 1;
       fragment_start = i + 1;
     }
   }
-  t.encode_raw_fragment(text.substr(fragment_start), out);
-  if (add_special && t.add_eos && t.eos_id != kNoToken) out->push_back(t.eos_id);
+  encode_raw_fragment(text.substr(fragment_start), out);
 }
 
 }  // namespace gs::text

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -133,6 +134,10 @@ struct Tokenizer::Impl {
   }
 
   // Encoding (tokenizer_encode.cpp).
+  // Special split + fragments. `markup` (may be null): spans where control tokens may match;
+  // without it, control tokens match iff parse_special.
+  void encode_text(std::string_view text, bool parse_special, std::span<const TextSpan>* markup,
+                   std::vector<int32_t>* out) const;
   void encode_raw_fragment(std::string_view fragment, std::vector<int32_t>* out) const;
   void encode_run(std::string_view run, std::vector<int32_t>* out) const;
   void encode_segment(std::string_view segment, std::vector<int32_t>* out) const;
