@@ -349,7 +349,8 @@ TEST(Tokenizer, GgufErrorsAreClear) {
 
 // ---- incremental decoding (bug-cases 27 and 58) -------------------------------------------
 
-TEST(IncrementalDecoder, NeverEmitsHalfACharacter) {
+// Bug-case 27: a character split over byte tokens is held until complete (no U+FFFD).
+TEST(IncrementalDecoder, Case27NeverEmitsHalfACharacter) {
   const Tokenizer& t = full();
   const std::string text = "ok 🌍🎉 日本語";
   // Force byte tokens: every byte of the emoji as <0xHH>.
@@ -374,7 +375,8 @@ TEST(IncrementalDecoder, NeverEmitsHalfACharacter) {
   EXPECT_EQ(streamed, *t.decode(ids));
 }
 
-TEST(IncrementalDecoder, TruncatedCharacterIsDroppedAtTheEnd) {
+// Bug-case 58: a token limit inside a character: the partial bytes are dropped, no error.
+TEST(IncrementalDecoder, Case58TruncatedCharacterIsDroppedAtTheEnd) {
   const Tokenizer& t = full();
   IncrementalDecoder dec(t);
   std::string out = dec.push(t.encode("ab", false, false));
