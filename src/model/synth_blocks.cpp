@@ -49,23 +49,18 @@ uint64_t derive_seed(uint64_t seed, uint64_t a, uint64_t b) {
 void fill_random_blocks(GgmlType type, uint8_t* dst, size_t n_blocks, float std, Rng& rng) {
   using namespace qblock;
   const size_t bb = ggml_type_traits(type).block_bytes;
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16: {
-      const float a = std * std::sqrt(3.0f);  // uniform(-a, a) has std `std`
-      for (size_t i = 0; i < n_blocks; ++i) {
-        const float v = a * (2.0f * rng.uniform() - 1.0f);
-        if (type == GgmlType::F32) {
-          std::memcpy(dst + 4 * i, &v, 4);
-        } else {
-          const uint16_t h = type == GgmlType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
-          std::memcpy(dst + 2 * i, &h, 2);
-        }
+  if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
+    const float a = std * std::sqrt(3.0f);  // uniform(-a, a) has std `std`
+    for (size_t i = 0; i < n_blocks; ++i) {
+      const float v = a * (2.0f * rng.uniform() - 1.0f);
+      if (type == GgmlType::F32) {
+        std::memcpy(dst + 4 * i, &v, 4);
+      } else {
+        const uint16_t h = type == GgmlType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+        std::memcpy(dst + 2 * i, &h, 2);
       }
-      return;
     }
-    default: break;
+    return;
   }
   random_bytes(dst, n_blocks * bb, rng);
   for (size_t i = 0; i < n_blocks; ++i) {
@@ -119,7 +114,27 @@ void fill_random_blocks(GgmlType type, uint8_t* dst, size_t n_blocks, float std,
         b[0] = static_cast<uint8_t>(e < 2.0f ? 2.0f : (e > 254.0f ? 254.0f : e));
         break;
       }
-      default: std::memset(b, 0, bb); break;  // no random form: zeros decode to zeros
+      case GgmlType::F32:
+      case GgmlType::F16:
+      case GgmlType::BF16: break;  // handled above
+      // No random form (no dequantizer, or not a weight format): zeros.
+      case GgmlType::Q8_1:
+      case GgmlType::Q8_K:
+      case GgmlType::IQ2_XXS:
+      case GgmlType::IQ2_XS:
+      case GgmlType::IQ3_XXS:
+      case GgmlType::IQ1_S:
+      case GgmlType::IQ3_S:
+      case GgmlType::IQ2_S:
+      case GgmlType::I8:
+      case GgmlType::I16:
+      case GgmlType::I32:
+      case GgmlType::I64:
+      case GgmlType::F64:
+      case GgmlType::IQ1_M:
+      case GgmlType::TQ1_0:
+      case GgmlType::TQ2_0:
+      case GgmlType::NVFP4: std::memset(b, 0, bb); break;
     }
   }
 }

@@ -177,8 +177,25 @@ uint32_t file_type(const WeightTypes& types) {
     case GgmlType::IQ4_XS: return 30;
     case GgmlType::BF16: return 32;
     case GgmlType::MXFP4: return 38;
-    default: return 0;
+    case GgmlType::Q8_1:
+    case GgmlType::Q8_K:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ2_S:
+    case GgmlType::I8:
+    case GgmlType::I16:
+    case GgmlType::I32:
+    case GgmlType::I64:
+    case GgmlType::F64:
+    case GgmlType::IQ1_M:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+    case GgmlType::NVFP4: return 0;  // never chosen (WeightTypes::parse rejects them)
   }
+  return 0;
 }
 
 namespace {
