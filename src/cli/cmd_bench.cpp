@@ -1,16 +1,107 @@
-// gemmaserve bench: placeholder until its issue lands.
+// gemmaserve bench: llama-bench-style speed tests on a model file (prompt processing, token
+// generation, MTP verify passes, at context depths) and, with --ops, the backend's ops alone.
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "backend/registry/registry.h"
+#include "bench_ops.h"
+#include "bench_util.h"
 #include "commands.h"
 
 namespace gs::cli {
 
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::string mtp;
+  std::vector<int> prompt = {512};
+  std::vector<int> gen = {128};
+  std::vector<int> depth = {0};
+  std::vector<int> verify;
+  std::string device = "auto";
+  bool json = false;
+  bool ops = false;
+  bool quick = false;
+  int reps = 3;
+  int ubatch = 4096;
+  int threads = 0;
+};
+
+Result<BackendKind> pick_device(const std::string& d) {
+  if (d == "cpu") return BackendKind::kCpu;
+  if (d == "cuda") {
+    if (!cuda_available()) return make_status(StatusCode::kUnavailable, "--device cuda: no CUDA device is available");
+    return BackendKind::kCuda;
+  }
+  if (d == "auto") return cuda_available() ? BackendKind::kCuda : BackendKind::kCpu;
+  return make_status(StatusCode::kInvalidArgument, "--device must be cuda, cpu or auto, not '{}'", d);
+}
+
+int run_bench(const BenchArgs& a) {
+  auto kind = pick_device(a.device);
+  if (!kind.ok()) {
+    std::fprintf(stderr, "gemmaserve bench: %s\n", kind.status().to_string().c_str());
+    return 2;
+  }
+  if (*kind == BackendKind::kCpu && a.device == "auto")
+    std::fprintf(stderr, "gemmaserve bench: no CUDA device found; running on the CPU\n");
+  BackendOptions bo;
+  bo.n_threads = a.threads;
+  auto be = create_backend(*kind, bo);
+  if (!be.ok()) {
+    std::fprintf(stderr, "gemmaserve bench: %s\n", be.status().to_string().c_str());
+    return 1;
+  }
+  Backend& b = **be;
+  std::fprintf(stderr, "backend: %s\n", b.description().c_str());
+  std::vector<BenchRow> rows;
+  Status st;
+  if (a.ops) {
+    OpsBenchOptions o;
+    o.quick = a.quick || *kind == BackendKind::kCpu;
+    if (a.depth.size() > 1 || a.depth.front() != 0) {
+      o.depths.clear();
+      for (int d : a.depth) o.depths.push_back(d > 0 ? d : 1);
+    }
+    st = run_ops_bench(b, o, rows);
+  } else {
+    st = make_status(StatusCode::kUnimplemented, "model benchmarks need the model forward (not in this build yet); use --ops");
+  }
+  if (a.json) {
+    nlohmann::json j = {{"backend", b.description()}, {"results", rows_json(rows)}};
+    if (!st.ok()) j["error"] = st.to_string();
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_rows(rows, stdout);
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "gemmaserve bench: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 CommandEntry register_bench(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("bench", "(not implemented yet)");
-  return {sub, [] {
-            std::fprintf(stderr, "gemmaserve bench: not implemented yet\n");
-            return 2;
-          }};
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* sub = app.add_subcommand("bench", "speed tests: prompt processing, generation, MTP verify, at depths");
+  sub->add_option("-m,--model", a->model, "GGUF model file");
+  sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant) for speculative generation");
+  sub->add_option("-p,--n-prompt", a->prompt, "prompt lengths to process (pp N)")->delimiter(',');
+  sub->add_option("-n,--n-gen", a->gen, "tokens to generate one by one (tg N)")->delimiter(',');
+  sub->add_option("-d,--depth", a->depth, "context depths the tests start from")->delimiter(',');
+  sub->add_option("--verify", a->verify, "verify passes of k tokens (MTP verification cost)")->delimiter(',');
+  sub->add_option("--device", a->device, "cuda, cpu or auto (default: cuda when a GPU is present)");
+  sub->add_option("-r,--repetitions", a->reps, "repetitions of each test (median reported)");
+  sub->add_option("-b,--ubatch", a->ubatch, "most tokens in one forward pass");
+  sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)");
+  sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
+  sub->add_flag("--quick", a->quick, "fewer shapes and repetitions");
+  sub->add_flag("--json", a->json, "print JSON instead of a table");
+  return {sub, [a] { return run_bench(*a); }};
 }
 
 }  // namespace gs::cli

@@ -1,16 +1,149 @@
-// gemmaserve tokenize: placeholder until its issue lands.
+// gemmaserve tokenize: text on stdin -> token ids (or, with --decode, ids -> text), using
+// the tokenizer of a GGUF file.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
+#include "gguf/gguf_reader.h"
+#include "text/tokenizer.h"
 
 namespace gs::cli {
+namespace {
+
+struct TokenizeArgs {
+  std::string model;
+  bool json = false;
+  bool parse_special = false;
+  bool add_special = false;
+  bool decode = false;
+  bool render_special = false;
+  bool pieces = false;
+};
+
+std::string read_stdin() {
+  std::string s((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  return s;
+}
+
+// Ids from "1 2 3", "1,2,3", "[1,2,3]" or {"ids":[...]}.
+Result<std::vector<int32_t>> parse_ids(const std::string& in) {
+  std::vector<int32_t> ids;
+  const size_t first = in.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (in[first] == '[' || in[first] == '{')) {
+    const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return Status(StatusCode::kInvalidArgument, "input is not valid JSON");
+    const nlohmann::json* arr = &j;
+    if (j.is_object()) {
+      const auto it = j.find("ids");
+      if (it == j.end()) return Status(StatusCode::kInvalidArgument, "JSON input needs an \"ids\" array");
+      arr = &*it;
+    }
+    if (!arr->is_array()) return Status(StatusCode::kInvalidArgument, "\"ids\" must be an array");
+    for (const auto& v : *arr) {
+      if (!v.is_number_integer()) return Status(StatusCode::kInvalidArgument, "ids must be integers");
+      const auto x = v.get<int64_t>();
+      if (x < INT32_MIN || x > INT32_MAX) return make_status(StatusCode::kOutOfRange, "id {} is out of range", x);
+      ids.push_back(static_cast<int32_t>(x));
+    }
+    return ids;
+  }
+  std::string token;
+  std::istringstream is(in);
+  while (is >> token) {
+    size_t start = 0;
+    while (start <= token.size()) {
+      const size_t comma = token.find(',', start);
+      const std::string part = token.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!part.empty()) {
+        size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(part, &used);
+        } catch (...) {
+          used = 0;
+        }
+        if (used != part.size()) return make_status(StatusCode::kInvalidArgument, "\"{}\" is not a token id", part);
+        if (v < INT32_MIN || v > INT32_MAX) return make_status(StatusCode::kOutOfRange, "id {} is out of range", v);
+        ids.push_back(static_cast<int32_t>(v));
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return ids;
+}
+
+int run_tokenize(const TokenizeArgs& a) {
+  auto file = gguf::GgufFile::open(a.model);
+  if (!file.ok()) {
+    std::fprintf(stderr, "gemmaserve tokenize: %s\n", file.status().to_string().c_str());
+    return 1;
+  }
+  auto tok = text::Tokenizer::from_gguf(**file);
+  if (!tok.ok()) {
+    std::fprintf(stderr, "gemmaserve tokenize: %s\n", tok.status().to_string().c_str());
+    return 1;
+  }
+  const std::string input = read_stdin();
+  if (a.decode) {
+    auto ids = parse_ids(input);
+    if (!ids.ok()) {
+      std::fprintf(stderr, "gemmaserve tokenize --decode: %s\n", ids.status().to_string().c_str());
+      return 1;
+    }
+    auto out = (*tok)->decode(*ids, text::DecodeOptions{.render_special = a.render_special});
+    if (!out.ok()) {
+      std::fprintf(stderr, "gemmaserve tokenize --decode: %s\n", out.status().to_string().c_str());
+      return 1;
+    }
+    if (a.json) {
+      std::cout << nlohmann::json{{"text", *out}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+    } else {
+      std::cout << *out;
+    }
+    return 0;
+  }
+  const std::vector<int32_t> ids = (*tok)->encode(input, a.add_special, a.parse_special);
+  if (a.json) {
+    nlohmann::json j{{"ids", ids}};
+    if (a.pieces) {
+      auto pieces = nlohmann::json::array();
+      for (const int32_t id : ids) pieces.push_back(std::string((*tok)->token_text(id)));
+      j["pieces"] = std::move(pieces);
+    }
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else if (a.pieces) {
+    for (const int32_t id : ids) std::cout << id << "\t" << (*tok)->token_text(id) << "\n";
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
 
 CommandEntry register_tokenize(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("tokenize", "(not implemented yet)");
-  return {sub, [] {
-            std::fprintf(stderr, "gemmaserve tokenize: not implemented yet\n");
-            return 2;
-          }};
+  auto args = std::make_shared<TokenizeArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "tokenize", "Tokenize text read from stdin with a GGUF's tokenizer (or --decode ids from stdin)");
+  sub->add_option("-m,--model", args->model, "GGUF file whose tokenizer to use")->required()->check(CLI::ExistingFile);
+  sub->add_flag("--json", args->json, "print {\"ids\": [...]} (with --decode: {\"text\": ...})");
+  sub->add_flag("--parse-special", args->parse_special,
+                "match special-token text such as <bos> or <|turn> (USER_DEFINED tokens always match)");
+  sub->add_flag("--add-special", args->add_special, "prepend BOS as the model does for prompts");
+  sub->add_flag("--decode", args->decode, "read token ids (\"1 2 3\", \"1,2\", [..] or {\"ids\":[..]}) and print text");
+  sub->add_flag("--render-special", args->render_special, "with --decode: print control tokens as their text");
+  sub->add_flag("--pieces", args->pieces, "print each id with its vocabulary piece");
+  return {sub, [args] { return run_tokenize(*args); }};
 }
 
 }  // namespace gs::cli

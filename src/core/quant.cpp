@@ -11,14 +11,29 @@ namespace {
 
 using namespace quant_detail;
 
-void dequant_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
+void dequant_f32(const void* __restrict src, float* __restrict dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 
-void dequant_f16(const void* src, float* dst, int64_t n) {
-  const auto* s = static_cast<const uint16_t*>(src);
-  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(s[i]);
+// binary16 -> f32 without branches (so the row loop vectorises); equal to fp16_to_f32 for
+// all 65536 inputs (tested). Normal numbers shift into place with the exponent rebiased by
+// 127 - 15; inf/NaN get the rebias twice (31 + 2*112 = 255); zero and subnormals are the
+// exact product mantissa * 2^-24.
+inline float half_to_f32_branchless(uint16_t h) {
+  // Signed 32-bit masks throughout: SSE2 has signed compares and conversions only.
+  const int32_t mag = h & 0x7fff;
+  const int32_t is_sub = -static_cast<int32_t>(mag < 0x0400);
+  const int32_t is_special = -static_cast<int32_t>(mag >= 0x7c00);
+  const int32_t normal = (mag << 13) + 0x38000000 + (is_special & 0x38000000);
+  const int32_t sub = static_cast<int32_t>(f32_to_bits(static_cast<float>(mag) * 5.9604644775390625e-8f));
+  const int32_t sign = static_cast<int32_t>(static_cast<uint32_t>(h & 0x8000u) << 16);
+  return f32_from_bits(static_cast<uint32_t>((sub & is_sub) | (normal & ~is_sub) | sign));
 }
 
-void dequant_bf16(const void* src, float* dst, int64_t n) {
+void dequant_f16(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = half_to_f32_branchless(s[i]);
+}
+
+void dequant_bf16(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
 }

@@ -8,23 +8,21 @@ namespace gs::quant_detail {
 
 using namespace qblock;
 
-void dequant_q2_k(const void* src, float* dst, int64_t n) {
+void dequant_q2_k(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q2_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i, ++b) {
+  for (int64_t i = 0; i < n / kQK_K; ++i, ++b, dst += kQK_K) {
     const float d = fp16_to_f32(b->d);
     const float dmin = fp16_to_f32(b->dmin);
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* q = b->qs + 32 * h;
-      for (int j = 0; j < 4; ++j) {
-        const int shift = 2 * j;
-        for (int part = 0; part < 2; ++part) {
-          const uint8_t sc = b->scales[8 * h + 2 * j + part];
-          const float dl = d * static_cast<float>(sc & 15);
-          const float ml = dmin * static_cast<float>(sc >> 4);
-          const uint8_t* qp = q + 16 * part;
-          for (int l = 0; l < 16; ++l) *dst++ = dl * static_cast<float>((qp[l] >> shift) & 3) - ml;
-        }
-      }
+    // Sub-block s (16 elements at 16 s) = half h, shift 2j, part: qs[32h + 16part + l].
+    for (int s = 0; s < 16; ++s) {
+      const int h = s / 8, j = (s % 8) / 2, part = s % 2;
+      const uint8_t sc = b->scales[s];
+      const float dl = d * static_cast<float>(sc & 15);
+      const float ml = dmin * static_cast<float>(sc >> 4);
+      const uint8_t* q = b->qs + 32 * h + 16 * part;
+      const int shift = 2 * j;
+      float* y = dst + 16 * s;
+      for (int l = 0; l < 16; ++l) y[l] = dl * static_cast<float>((q[l] >> shift) & 3) - ml;
     }
   }
 }
@@ -38,33 +36,29 @@ static void q3_k_scales(const uint8_t* s, int* out) {
   }
 }
 
-void dequant_q3_k(const void* src, float* dst, int64_t n) {
+void dequant_q3_k(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q3_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i, ++b) {
+  for (int64_t i = 0; i < n / kQK_K; ++i, ++b, dst += kQK_K) {
     const float d = fp16_to_f32(b->d);
     int sc[16];
     q3_k_scales(b->scales, sc);
-    int is = 0;
-    uint8_t m = 1;
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* q = b->qs + 32 * h;
-      for (int j = 0; j < 4; ++j, m = static_cast<uint8_t>(m << 1)) {
-        const int shift = 2 * j;
-        for (int part = 0; part < 2; ++part) {
-          const float dl = d * static_cast<float>(sc[is++]);
-          const uint8_t* qp = q + 16 * part;
-          const uint8_t* hm = b->hmask + 16 * part;
-          for (int l = 0; l < 16; ++l) {
-            const int v = ((qp[l] >> shift) & 3) - ((hm[l] & m) ? 0 : 4);
-            *dst++ = dl * static_cast<float>(v);
-          }
-        }
+    // Sub-block s = half h, shift 2j, part; its third bits are bit 4h + j of hmask[16part + l].
+    for (int s = 0; s < 16; ++s) {
+      const int h = s / 8, j = (s % 8) / 2, part = s % 2;
+      const float dl = d * static_cast<float>(sc[s]);
+      const uint8_t* q = b->qs + 32 * h + 16 * part;
+      const uint8_t* hm = b->hmask + 16 * part;
+      const int shift = 2 * j, hbit = 4 * h + j;
+      float* y = dst + 16 * s;
+      for (int l = 0; l < 16; ++l) {
+        const int v = ((q[l] >> shift) & 3) - 4 + (((hm[l] >> hbit) & 1) << 2);
+        y[l] = dl * static_cast<float>(v);
       }
     }
   }
 }
 
-void dequant_q4_k(const void* src, float* dst, int64_t n) {
+void dequant_q4_k(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q4_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, ++b) {
     const float d = fp16_to_f32(b->d);
@@ -83,7 +77,7 @@ void dequant_q4_k(const void* src, float* dst, int64_t n) {
   }
 }
 
-void dequant_q5_k(const void* src, float* dst, int64_t n) {
+void dequant_q5_k(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q5_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, ++b) {
     const float d = fp16_to_f32(b->d);
@@ -110,32 +104,31 @@ void dequant_q5_k(const void* src, float* dst, int64_t n) {
   }
 }
 
-void dequant_q6_k(const void* src, float* dst, int64_t n) {
+void dequant_q6_k(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q6_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i, ++b) {
+  for (int64_t i = 0; i < n / kQK_K; ++i, ++b, dst += kQK_K) {
     const float d = fp16_to_f32(b->d);
+    // Half h, quarter k (elements 128h + 32k + l): low bits from ql[64h + 32(k&1) + l] at
+    // shift 4(k>>1), high bits from qh[32h + l] at shift 2k; scale 8h + 2k + l/16.
     for (int h = 0; h < 2; ++h) {
-      const uint8_t* ql = b->ql + 64 * h;
-      const uint8_t* qh = b->qh + 32 * h;
-      const int8_t* sc = b->scales + 8 * h;
-      float* y = dst + 128 * h;
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l] = d * static_cast<float>(sc[is + 0]) * static_cast<float>(q1);
-        y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-        y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-        y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+      for (int k = 0; k < 4; ++k) {
+        for (int g = 0; g < 2; ++g) {
+          const float s = d * static_cast<float>(b->scales[8 * h + 2 * k + g]);
+          const uint8_t* ql = b->ql + 64 * h + 32 * (k & 1) + 16 * g;
+          const uint8_t* qh = b->qh + 32 * h + 16 * g;
+          const int shl = 4 * (k >> 1), shh = 2 * k;
+          float* y = dst + 128 * h + 32 * k + 16 * g;
+          for (int l = 0; l < 16; ++l) {
+            const int q = (((ql[l] >> shl) & 15) | (((qh[l] >> shh) & 3) << 4)) - 32;
+            y[l] = s * static_cast<float>(q);
+          }
+        }
       }
     }
-    dst += kQK_K;
   }
 }
 
-void dequant_q8_k(const void* src, float* dst, int64_t n) {
+void dequant_q8_k(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q8_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, ++b, dst += kQK_K) {
     for (int j = 0; j < kQK_K; ++j) dst[j] = b->d * static_cast<float>(b->qs[j]);

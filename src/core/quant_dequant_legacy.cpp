@@ -10,61 +10,70 @@ namespace gs::quant_detail {
 
 using namespace qblock;
 
-void dequant_q4_0(const void* src, float* dst, int64_t n) {
+// Loops are split so that each inner loop has fixed shifts and one scale: they vectorise.
+void dequant_q4_0(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q4_0*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);
-    for (int j = 0; j < kQK / 2; ++j) {
-      dst[j] = static_cast<float>((b->qs[j] & 15) - 8) * d;
-      dst[j + kQK / 2] = static_cast<float>((b->qs[j] >> 4) - 8) * d;
-    }
+    for (int j = 0; j < kQK / 2; ++j) dst[j] = static_cast<float>((b->qs[j] & 15) - 8) * d;
+    for (int j = 0; j < kQK / 2; ++j) dst[j + kQK / 2] = static_cast<float>((b->qs[j] >> 4) - 8) * d;
   }
 }
 
-void dequant_q4_1(const void* src, float* dst, int64_t n) {
+void dequant_q4_1(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q4_1*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);
     const float m = fp16_to_f32(b->m);
-    for (int j = 0; j < kQK / 2; ++j) {
-      dst[j] = static_cast<float>(b->qs[j] & 15) * d + m;
-      dst[j + kQK / 2] = static_cast<float>(b->qs[j] >> 4) * d + m;
-    }
+    for (int j = 0; j < kQK / 2; ++j) dst[j] = static_cast<float>(b->qs[j] & 15) * d + m;
+    for (int j = 0; j < kQK / 2; ++j) dst[j + kQK / 2] = static_cast<float>(b->qs[j] >> 4) * d + m;
   }
 }
 
-void dequant_q5_0(const void* src, float* dst, int64_t n) {
+namespace {
+
+// The 32 fifth bits of a Q5 block as values 0 or 16 (bit j of qh -> element j). Testing
+// each bit against a constant mask keeps the loop free of variable shifts: it vectorises.
+void fifth_bits(const uint8_t* qh_bytes, int32_t* out) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  for (int j = 0; j < kQK; ++j) out[j] = (qh & (1u << j)) ? 16 : 0;
+}
+
+}  // namespace
+
+void dequant_q5_0(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q5_0*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);
-    uint32_t qh;
-    std::memcpy(&qh, b->qh, 4);
+    int32_t hb[kQK];
+    fifth_bits(b->qh, hb);
+    int32_t q[kQK];
     for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = (b->qs[j] & 15) | static_cast<int>(((qh >> j) & 1u) << 4);
-      const int hi = (b->qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
-      dst[j] = static_cast<float>(lo - 16) * d;
-      dst[j + kQK / 2] = static_cast<float>(hi - 16) * d;
+      q[j] = (b->qs[j] & 15) | hb[j];
+      q[j + kQK / 2] = (b->qs[j] >> 4) | hb[j + kQK / 2];
     }
+    for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(q[j] - 16) * d;
   }
 }
 
-void dequant_q5_1(const void* src, float* dst, int64_t n) {
+void dequant_q5_1(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q5_1*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);
     const float m = fp16_to_f32(b->m);
-    uint32_t qh;
-    std::memcpy(&qh, b->qh, 4);
+    int32_t hb[kQK];
+    fifth_bits(b->qh, hb);
+    int32_t q[kQK];
     for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = (b->qs[j] & 15) | static_cast<int>(((qh >> j) & 1u) << 4);
-      const int hi = (b->qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
-      dst[j] = static_cast<float>(lo) * d + m;
-      dst[j + kQK / 2] = static_cast<float>(hi) * d + m;
+      q[j] = (b->qs[j] & 15) | hb[j];
+      q[j + kQK / 2] = (b->qs[j] >> 4) | hb[j + kQK / 2];
     }
+    for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(q[j]) * d + m;
   }
 }
 
-void dequant_q8_0(const void* src, float* dst, int64_t n) {
+void dequant_q8_0(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q8_0*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);

@@ -7,7 +7,7 @@ namespace gs::quant_detail {
 
 using namespace qblock;
 
-void dequant_iq4_nl(const void* src, float* dst, int64_t n) {
+void dequant_iq4_nl(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const IQ4_NL*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);
@@ -18,7 +18,7 @@ void dequant_iq4_nl(const void* src, float* dst, int64_t n) {
   }
 }
 
-void dequant_iq4_xs(const void* src, float* dst, int64_t n) {
+void dequant_iq4_xs(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const IQ4_XS*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, ++b) {
     const float d = fp16_to_f32(b->d);
@@ -41,7 +41,7 @@ float mxfp4_half_scale(uint8_t e) {
   return f32_from_bits(bits);
 }
 
-void dequant_mxfp4(const void* src, float* dst, int64_t n) {
+void dequant_mxfp4(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const MXFP4*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = mxfp4_half_scale(b->e);

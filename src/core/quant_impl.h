@@ -6,20 +6,20 @@
 namespace gs::quant_detail {
 
 // Dequantizers: n elements (a multiple of the block size) from src into dst.
-void dequant_q4_0(const void* src, float* dst, int64_t n);
-void dequant_q4_1(const void* src, float* dst, int64_t n);
-void dequant_q5_0(const void* src, float* dst, int64_t n);
-void dequant_q5_1(const void* src, float* dst, int64_t n);
-void dequant_q8_0(const void* src, float* dst, int64_t n);
-void dequant_q2_k(const void* src, float* dst, int64_t n);
-void dequant_q3_k(const void* src, float* dst, int64_t n);
-void dequant_q4_k(const void* src, float* dst, int64_t n);
-void dequant_q5_k(const void* src, float* dst, int64_t n);
-void dequant_q6_k(const void* src, float* dst, int64_t n);
-void dequant_q8_k(const void* src, float* dst, int64_t n);
-void dequant_iq4_nl(const void* src, float* dst, int64_t n);
-void dequant_iq4_xs(const void* src, float* dst, int64_t n);
-void dequant_mxfp4(const void* src, float* dst, int64_t n);
+void dequant_q4_0(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q4_1(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q5_0(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q5_1(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q8_0(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q2_k(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q3_k(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q4_k(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q5_k(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q6_k(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_q8_k(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_iq4_nl(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_iq4_xs(const void* __restrict src, float* __restrict dst, int64_t n);
+void dequant_mxfp4(const void* __restrict src, float* __restrict dst, int64_t n);
 // 2^(e - 128): MXFP4's E8M0 scale halved (the FP4 table is stored doubled).
 float mxfp4_half_scale(uint8_t e);
 

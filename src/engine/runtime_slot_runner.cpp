@@ -1,16 +1,226 @@
-// The SlotRunner over the model runtime (waits for the runtime's forward pass to land).
+// The SlotRunner over the model runtime: one runtime ModelRunner (forward + KV cache) on a
+// Backend, one sampler chain per slot, logprobs from the target's logits.
 #include "engine/runtime_slot_runner.h"
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "backend/registry/registry.h"
+#include "core/log.h"
+#include "model/gemma4_model.h"
+#include "runtime/model_runner.h"
+#include "runtime/sampler.h"
+
 namespace gs {
+
+namespace {
+
+constexpr int32_t kDefaultMaxContext = 8192;
+
+// log-softmax of `logits` for the chosen token and the n most likely (raw model logits:
+// OpenAI reports the model's distribution, not the sampler's truncated one).
+GeneratedToken with_logprobs(int32_t id, std::span<const float> logits, int32_t n_top) {
+  GeneratedToken t;
+  t.id = id;
+  float max_logit = -INFINITY;
+  for (float l : logits) max_logit = std::max(max_logit, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - max_logit));
+  const float log_z = max_logit + static_cast<float>(std::log(sum));
+  t.logprob = logits[static_cast<size_t>(id)] - log_z;
+  if (n_top > 0) {
+    std::vector<int32_t> idx(logits.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    const size_t n = std::min<size_t>(static_cast<size_t>(n_top), idx.size());
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(n), idx.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    for (size_t i = 0; i < n; ++i) t.top.push_back({idx[i], logits[static_cast<size_t>(idx[i])] - log_z});
+  }
+  return t;
+}
+
+class RuntimeSlotRunner final : public SlotRunner {
+ public:
+  RuntimeSlotRunner(std::unique_ptr<Backend> backend, std::shared_ptr<const Gemma4Model> model,
+                    std::unique_ptr<ModelRunner> runner, RunnerInfo info)
+      : backend_(std::move(backend)), model_(std::move(model)), runner_(std::move(runner)), info_(std::move(info)) {
+    slots_.resize(static_cast<size_t>(info_.n_slots));
+  }
+
+  ~RuntimeSlotRunner() override {
+    // The runner and the model hold backend memory: free them before the backend.
+    runner_.reset();
+    model_.reset();
+  }
+
+  RunnerInfo info() const override { return info_; }
+
+  Status start(int32_t slot, const SequenceSetup& setup) override {
+    Slot& s = slots_.at(static_cast<size_t>(slot));
+    if (s.seq >= 0) return make_status(StatusCode::kInternal, "slot {} is already in use", slot);
+    GS_ASSIGN_OR_RETURN(s.seq, runner_->add_sequence());
+    SamplerConfig config;
+    config.temperature = setup.sampling.temperature;
+    config.top_k = setup.sampling.top_k;
+    config.top_p = setup.sampling.top_p;
+    config.min_p = setup.sampling.min_p;
+    config.repetition_penalty = setup.sampling.repetition_penalty;
+    config.frequency_penalty = setup.sampling.frequency_penalty;
+    config.presence_penalty = setup.sampling.presence_penalty;
+    config.seed = setup.sampling.has_seed ? setup.sampling.seed : seed_source_();
+    s.sampler = std::make_unique<Sampler>(config);
+    s.n_logprobs = setup.n_logprobs;
+    s.pending = -1;
+    return {};
+  }
+
+  Result<std::vector<SlotOutput>> step(const StepBatch& batch) override {
+    tokens_.clear();
+    output_slots_.clear();
+    std::vector<SlotOutput> outputs;
+    for (const auto& p : batch.prefill) {
+      Slot& s = slots_.at(static_cast<size_t>(p.slot));
+      for (size_t i = 0; i < p.tokens.size(); ++i) {
+        const bool out = p.last && i + 1 == p.tokens.size();
+        tokens_.push_back({s.seq, p.tokens[i], out});
+        s.sampler->accept(p.tokens[i]);
+      }
+      if (p.last) {
+        output_slots_.push_back(p.slot);
+      } else {
+        SlotOutput o;
+        o.slot = p.slot;
+        outputs.push_back(o);
+      }
+    }
+    for (const auto& d : batch.decode) {
+      Slot& s = slots_.at(static_cast<size_t>(d.slot));
+      if (s.pending < 0) return make_status(StatusCode::kInternal, "slot {} has no pending token to decode", d.slot);
+      tokens_.push_back({s.seq, s.pending, true});
+      output_slots_.push_back(d.slot);
+    }
+    GS_RETURN_IF_ERROR(runner_->decode(tokens_));
+    for (size_t i = 0; i < output_slots_.size(); ++i) {
+      Slot& s = slots_.at(static_cast<size_t>(output_slots_[i]));
+      std::span<const float> logits = runner_->logits(static_cast<int>(i));
+      const int32_t id = s.sampler->sample(logits);
+      s.sampler->accept(id);
+      s.pending = id;
+      SlotOutput o;
+      o.slot = output_slots_[i];
+      if (s.n_logprobs >= 0) {
+        o.tokens.push_back(with_logprobs(id, logits, s.n_logprobs));
+      } else {
+        GeneratedToken t;
+        t.id = id;
+        o.tokens.push_back(t);
+      }
+      outputs.push_back(std::move(o));
+    }
+    return outputs;
+  }
+
+  void release(int32_t slot) override {
+    Slot& s = slots_.at(static_cast<size_t>(slot));
+    if (s.seq >= 0) {
+      Status st = runner_->remove_sequence(s.seq);
+      if (!st.ok()) GS_LOG_ERROR("releasing slot {}: {}", slot, st.to_string());
+    }
+    s = Slot{};
+  }
+
+  int64_t kv_cells_used() const override {
+    int64_t n = 0;
+    for (const auto& s : slots_) {
+      if (s.seq >= 0) n += runner_->length(s.seq);
+    }
+    return n;
+  }
+
+ private:
+  struct Slot {
+    int seq = -1;
+    std::unique_ptr<Sampler> sampler;
+    int32_t pending = -1;
+    int32_t n_logprobs = -1;
+  };
+
+  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<const Gemma4Model> model_;
+  std::unique_ptr<ModelRunner> runner_;
+  RunnerInfo info_;
+  std::vector<Slot> slots_;
+  std::vector<ModelRunner::Token> tokens_;
+  std::vector<int32_t> output_slots_;
+  std::random_device seed_source_;
+};
+
+}  // namespace
 
 Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptions& options,
                                                                std::shared_ptr<gguf::GgufFile> target_file,
                                                                const text::Tokenizer& tokenizer) {
-  (void)options;
-  (void)target_file;
-  (void)tokenizer;
-  return Status(StatusCode::kUnimplemented,
-                "this build has no model runtime yet (the Gemma 4 forward pass has not landed)");
+  BackendKind kind = BackendKind::kCpu;
+  switch (options.device) {
+    case DeviceChoice::kAuto:
+      kind = cuda_available() ? BackendKind::kCuda : BackendKind::kCpu;
+      break;
+    case DeviceChoice::kCpu:
+      kind = BackendKind::kCpu;
+      break;
+    case DeviceChoice::kCuda:
+      kind = BackendKind::kCuda;
+      break;
+  }
+  BackendOptions bo;
+  bo.n_threads = options.n_threads;
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, create_backend(kind, bo));
+  GS_ASSIGN_OR_RETURN(std::shared_ptr<Gemma4Model> model, Gemma4Model::from_file(target_file, *backend));
+  if (model->config().is_assistant()) {
+    return make_status(StatusCode::kInvalidArgument, "{} is an MTP drafter (gemma4-assistant), not a target model; "
+                       "pass it with --mtp", options.model_path);
+  }
+  if (model->config().n_vocab != tokenizer.n_vocab()) {
+    return make_status(StatusCode::kInvalidArgument, "the model has {} embedding rows but its vocabulary {} tokens",
+                       model->config().n_vocab, tokenizer.n_vocab());
+  }
+  if (!options.drafter_path.empty()) {
+    GS_LOG_WARN("--mtp {}: speculative decoding is not in this build yet; serving without the drafter",
+                options.drafter_path);
+  }
+  int32_t n_ctx = options.n_ctx;
+  const int32_t n_ctx_train = model->config().n_ctx_train;
+  if (n_ctx == 0) n_ctx = n_ctx_train > 0 ? std::min(n_ctx_train, kDefaultMaxContext) : kDefaultMaxContext;
+  RunnerOptions ro;
+  ro.max_tokens = std::max(options.max_batch_tokens, 1);
+  ro.max_outputs = std::max(options.n_slots, 1) * (1 + std::max(options.draft_max, 0));
+  ro.kv.n_seq_max = options.n_slots;
+  ro.kv.n_ctx = n_ctx;
+  ro.kv.max_ubatch = ro.max_tokens;
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
+
+  RunnerInfo info;
+  info.model_name = model->config().arch_name;
+  info.backend = kind == BackendKind::kCuda ? "cuda" : fmt::format("cpu ({} threads)", options.n_threads > 0
+                                                                                  ? options.n_threads
+                                                                                  : static_cast<int>(std::thread::hardware_concurrency()));
+  info.n_slots = options.n_slots;
+  info.n_ctx = runner->kv().n_ctx();
+  info.n_vocab = model->config().n_vocab;
+  info.max_batch_tokens = ro.max_tokens;
+  info.has_drafter = false;
+  info.draft_max = 0;
+  info.eog_tokens = tokenizer.eog_ids();
+  info.kv_cells_total = static_cast<int64_t>(info.n_ctx) * info.n_slots;
+  uint64_t weight_bytes = 0;
+  for (const auto& t : target_file->tensors()) weight_bytes += t.size_bytes;
+  info.weight_bytes = weight_bytes;
+  info.kv_bytes = runner->kv().bytes();
+  return std::unique_ptr<SlotRunner>(
+      new RuntimeSlotRunner(std::move(backend), std::move(model), std::move(runner), std::move(info)));
 }
 
 }  // namespace gs

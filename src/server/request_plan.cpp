@@ -28,15 +28,19 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   const std::span<const text::ChatTool> tools =
       tools_on ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
   GS_ASSIGN_OR_RETURN(std::string prompt, text::render_chat(req.messages, tools, options));
+  // Forcing: the prompt ends inside the call, so the model can only continue it. With one
+  // function known (named, or "required" with a single tool) the opener goes up to the
+  // argument dict's '{', which leaves the model no way out of the call form.
+  const std::string opener = std::string(text::markup::kToolCallOpen) + "call:";
   switch (req.tool_choice) {
     case ToolChoice::kAuto:
     case ToolChoice::kNone:
       break;
     case ToolChoice::kRequired:
-      plan.output_prefix = std::string(text::markup::kToolCallOpen) + "call:";
+      plan.output_prefix = req.tools.size() == 1 ? opener + req.tools[0].name + "{" : opener;
       break;
     case ToolChoice::kNamed:
-      plan.output_prefix = std::string(text::markup::kToolCallOpen) + "call:" + req.tool_choice_name;
+      plan.output_prefix = opener + req.tool_choice_name + "{";
       break;
   }
   prompt += plan.output_prefix;

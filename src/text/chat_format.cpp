@@ -10,6 +10,20 @@ namespace {
 
 using nlohmann::json;
 
+// The prompt text plus where the renderer itself wrote markup tokens.
+struct PromptBuilder {
+  RenderedPrompt p;
+  void mark(std::string_view m) {
+    p.markup.push_back(TextSpan{p.text.size(), m.size()});
+    p.text.append(m);
+  }
+  PromptBuilder& operator+=(std::string_view s) {
+    p.text.append(s);
+    return *this;
+  }
+  void append(std::string_view s) { p.text.append(s); }
+};
+
 // The template's ns.prev_message_type.
 enum class PrevType { kNone, kThink, kTool, kToolCall, kToolResponse, kImage, kAudio, kVideo };
 
@@ -27,19 +41,19 @@ std::string content_text(const ChatMessage& m) {
   return s;
 }
 
-void append_tool_response(std::string_view name, std::string_view body, std::string* out) {
-  out->append(markup::kToolResponseOpen);
+void append_tool_response(std::string_view name, std::string_view body, PromptBuilder* out) {
+  out->mark(markup::kToolResponseOpen);
   out->append("response:");
   out->append(name);
   out->append("{value:");
-  out->append(markup::kQuote);
+  out->mark(markup::kQuote);
   out->append(body);
-  out->append(markup::kQuote);
+  out->mark(markup::kQuote);
   out->append("}");
-  out->append(markup::kToolResponseClose);
+  out->mark(markup::kToolResponseClose);
 }
 
-Status append_tool_call(const ChatToolCall& call, size_t msg_index, std::string* out) {
+Status append_tool_call(const ChatToolCall& call, size_t msg_index, PromptBuilder* out) {
   json args = json::object();
   if (!chat::python_strip(call.arguments_json).empty()) {
     args = json::parse(call.arguments_json, nullptr, /*allow_exceptions=*/false);
@@ -53,20 +67,21 @@ Status append_tool_call(const ChatToolCall& call, size_t msg_index, std::string*
                          call.name);
     }
   }
-  out->append(markup::kToolCallOpen);
+  out->mark(markup::kToolCallOpen);
   out->append("call:");
   out->append(call.name);
-  out->push_back('{');
+  out->append("{");
   bool first = true;
   for (const auto& [key, value] : chat::dictsort(args)) {
-    if (!first) out->push_back(',');
+    if (!first) out->append(",");
     first = false;
-    out->append(key);
-    out->push_back(':');
-    chat::format_argument(*value, /*escape_keys=*/false, out);
+    std::string item = key;
+    item.push_back(':');
+    chat::format_argument(*value, /*escape_keys=*/false, &item);
+    out->append(item);
   }
   out->append("}");
-  out->append(markup::kToolCallClose);
+  out->mark(markup::kToolCallClose);
   return Status::ok_status();
 }
 
@@ -95,6 +110,12 @@ const char* chat_role_name(ChatRole role) {
 
 Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
                                 const ChatRenderOptions& options) {
+  GS_ASSIGN_OR_RETURN(RenderedPrompt p, render_chat_prompt(messages, tools, options));
+  return std::move(p.text);
+}
+
+Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
+                                          const ChatRenderOptions& options) {
   if (messages.empty()) return Status(StatusCode::kInvalidArgument, "messages: at least one message is required");
 
   // The system turn takes messages[0] when it is system/developer; with merging, every
@@ -109,13 +130,13 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span
     }
   }
 
-  std::string out;
+  PromptBuilder out;
   PrevType prev = PrevType::kNone;
   if (options.enable_thinking || !tools.empty() || n_leading_system > 0) {
-    out += markup::kTurnOpen;
+    out.mark(markup::kTurnOpen);
     out += "system\n";
     if (options.enable_thinking) {
-      out += markup::kThink;
+      out.mark(markup::kThink);
       out += "\n";
       prev = PrevType::kThink;
     }
@@ -129,12 +150,12 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span
     }
     out += system_text;
     for (const ChatTool& tool : tools) {
-      out += markup::kToolOpen;
+      out.mark(markup::kToolOpen);
       out += chat::python_strip(render_tool_declaration(tool));
-      out += markup::kToolClose;
+      out.mark(markup::kToolClose);
     }
     if (!tools.empty()) prev = PrevType::kTool;
-    out += markup::kTurnClose;
+    out.mark(markup::kTurnClose);
     out += "\n";
   }
 
@@ -172,18 +193,18 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span
     }
     const bool continue_model_turn = model && prev_non_tool == ChatRole::kAssistant;
     if (!continue_model_turn) {
-      out += markup::kTurnOpen;
+      out.mark(markup::kTurnOpen);
       out += role;
       out += "\n";
     }
 
     if (!m.reasoning_content.empty() && (!last_user || i > *last_user) && !m.tool_calls.empty()) {
-      out += markup::kChannelOpen;
+      out.mark(markup::kChannelOpen);
       out += markup::kThoughtLabel;
       out += "\n";
       out += m.reasoning_content;
       out += "\n";
-      out += markup::kChannelClose;
+      out.mark(markup::kChannelClose);
     }
 
     if (!m.tool_calls.empty()) {
@@ -226,15 +247,15 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span
             out += model ? chat::strip_thinking(part.text) : std::string(chat::python_strip(part.text));
             break;
           case ContentPartType::kImage:
-            out += markup::kImage;
+            out.mark(markup::kImage);
             prev = PrevType::kImage;
             break;
           case ContentPartType::kAudio:
-            out += markup::kAudio;
+            out.mark(markup::kAudio);
             prev = PrevType::kAudio;
             break;
           case ContentPartType::kVideo:
-            out += markup::kVideo;
+            out.mark(markup::kVideo);
             prev = PrevType::kVideo;
             break;
         }
@@ -242,24 +263,24 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span
     }
 
     if (prev == PrevType::kToolCall && !responses_rendered) {
-      out += markup::kToolResponseOpen;
+      out.mark(markup::kToolResponseOpen);
     } else if (!(responses_rendered && !has_content(m))) {
-      out += markup::kTurnClose;
+      out.mark(markup::kTurnClose);
       out += "\n";
     }
   }
 
   if (options.add_generation_prompt && prev != PrevType::kToolResponse && prev != PrevType::kToolCall) {
-    out += markup::kTurnOpen;
+    out.mark(markup::kTurnOpen);
     out += "model\n";
     if (!options.enable_thinking) {
-      out += markup::kChannelOpen;
+      out.mark(markup::kChannelOpen);
       out += markup::kThoughtLabel;
       out += "\n";
-      out += markup::kChannelClose;
+      out.mark(markup::kChannelClose);
     }
   }
-  return out;
+  return std::move(out.p);
 }
 
 }  // namespace gs::text

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "text/text_span.h"
 
 namespace gs::text {
 
@@ -73,7 +74,7 @@ struct ChatRenderOptions {
 };
 
 // The prompt text for `messages` (without the leading "<bos>": the tokenizer adds BOS).
-// Tokenize it with parse_special = true.
+// Tokenize it with parse_special = true, or better render_chat_prompt + encode_prompt.
 //
 // Errors (kInvalidArgument, naming the message index): no messages; a tool message that
 // follows no assistant message with tool calls; a tool_call_id that matches no call of
@@ -81,6 +82,16 @@ struct ChatRenderOptions {
 // name; tool-call arguments that are not a JSON object.
 Result<std::string> render_chat(std::span<const ChatMessage> messages,
                                 std::span<const ChatTool> tools, const ChatRenderOptions& options);
+
+// A rendered prompt and the byte ranges where the renderer wrote markup tokens (<|turn>,
+// <turn|>, <|think|>, <|tool>, ...). Tokenizer::encode_prompt matches control tokens only
+// there, so text inside messages can never become a control token (prompt injection).
+struct RenderedPrompt {
+  std::string text;
+  std::vector<TextSpan> markup;  // sorted, non-overlapping
+};
+Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
+                                          const ChatRenderOptions& options);
 
 // The text the template writes for one tool declaration, <|tool>declaration:...<tool|>
 // excluded (exposed for tests and the prompt-size estimate).

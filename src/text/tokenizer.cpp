@@ -2,6 +2,7 @@
 #include "text/tokenizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "gguf/gguf_reader.h"
@@ -43,6 +44,40 @@ void PairMergeMap::insert(int32_t left, int32_t right, uint32_t rank, int32_t re
       ++size_;
       return;
     }
+    i = (i + 1) & mask_;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// StringIdMap
+
+void StringIdMap::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  if (cap <= slots_.size()) return;
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (const Slot& e : old) {
+    if (e.id == kNoToken) continue;
+    size_t i = e.hash & mask_;
+    while (slots_[i].id != kNoToken) i = (i + 1) & mask_;
+    slots_[i] = e;
+  }
+}
+
+void StringIdMap::insert(std::string_view s, int32_t id) {
+  if ((size_ + 1) * 2 > slots_.size()) reserve(std::max<size_t>(16, size_ + 1));
+  const uint64_t h = hash(s);
+  size_t i = h & mask_;
+  while (true) {
+    Slot& e = slots_[i];
+    if (e.id == kNoToken) {
+      e = Slot{h, s.data(), static_cast<uint32_t>(s.size()), id};
+      ++size_;
+      return;
+    }
+    if (e.hash == h && e.len == s.size() && std::memcmp(e.data, s.data(), s.size()) == 0) return;
     i = (i + 1) & mask_;
   }
 }
@@ -136,6 +171,25 @@ bool single_codepoint(std::string_view s, uint32_t* cp) {
   return true;
 }
 
+// First and last code point of a non-empty string (an invalid byte stands for itself as
+// 0x110000 + byte, which no real code point equals).
+uint32_t first_codepoint(std::string_view s) {
+  uint32_t cp = 0;
+  const int n = utf8_valid_prefix_length(s.substr(0, 4));
+  if (n > 0 && single_codepoint(s.substr(0, static_cast<size_t>(n)), &cp)) return cp;
+  return 0x110000u + static_cast<uint8_t>(s[0]);
+}
+
+uint32_t last_codepoint(std::string_view s) {
+  for (size_t back = 1; back <= 4 && back <= s.size(); ++back) {
+    uint32_t cp = 0;
+    if (single_codepoint(s.substr(s.size() - back), &cp)) return cp;
+  }
+  return 0x110000u + static_cast<uint8_t>(s.back());
+}
+
+std::atomic<uint64_t> g_next_instance_id{1};
+
 }  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -176,7 +230,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 
   // Text -> id; the first id wins for duplicated texts.
   t.token_ids.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) t.token_ids.emplace(t.tokens[i], static_cast<int32_t>(i));
+  for (size_t i = 0; i < n; ++i) t.token_ids.insert(t.tokens[i], static_cast<int32_t>(i));
 
   // Decoded pieces, byte tokens, special-token trie.
   t.byte_tokens.fill(kNoToken);
@@ -214,14 +268,15 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 
   // Symbols and merges.
   const auto symbol_id = [&](std::string_view s) -> int32_t {
-    if (const auto it = t.token_ids.find(s); it != t.token_ids.end()) return it->second;
-    if (const auto it = t.extra_symbol_ids.find(s); it != t.extra_symbol_ids.end()) return it->second;
+    if (const int32_t id = t.token_ids.find(s); id != kNoToken) return id;
+    if (const int32_t id = t.extra_symbol_ids.find(s); id != kNoToken) return id;
     t.extra_symbols.emplace_back(s);
     const auto id = static_cast<int32_t>(n + t.extra_symbols.size() - 1);
-    t.extra_symbol_ids.emplace(t.extra_symbols.back(), id);
+    t.extra_symbol_ids.insert(t.extra_symbols.back(), id);
     return id;
   };
   t.merges.reserve(vocab.merges.size());
+  t.ascii_joinable.assign(128 * 2, 0);
   std::vector<bool> merge_result(n, false);  // vocabulary tokens some merge produces
   std::string joined;
   for (size_t r = 0; r < vocab.merges.size(); ++r) {
@@ -240,6 +295,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     const int32_t rt = symbol_id(right);
     const int32_t res = symbol_id(joined);
     t.merges.insert(l, rt, static_cast<uint32_t>(r), res);
+    t.add_joinable(last_codepoint(left), first_codepoint(right));
     if (static_cast<size_t>(res) < n) merge_result[static_cast<size_t>(res)] = true;
   }
   t.n_merges = vocab.merges.size();
@@ -281,7 +337,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
   // End of generation, found by text (spec §8.2).
   if (t.eos_id != kNoToken) t.eog_ids.push_back(t.eos_id);
   for (const std::string_view text : {"<turn|>", "<|tool_response>", "<end_of_turn>"}) {
-    if (const auto it = t.token_ids.find(text); it != t.token_ids.end()) t.eog_ids.push_back(it->second);
+    if (const int32_t id = t.token_ids.find(text); id != kNoToken) t.eog_ids.push_back(id);
   }
   for (const int32_t id : vocab.extra_eog) {
     if (id < 0 || static_cast<size_t>(id) >= n) {
@@ -293,6 +349,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
   std::sort(t.eog_ids.begin(), t.eog_ids.end());
   t.eog_ids.erase(std::unique(t.eog_ids.begin(), t.eog_ids.end()), t.eog_ids.end());
 
+  impl->instance_id = g_next_instance_id.fetch_add(1);
   return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
@@ -378,9 +435,9 @@ bool Tokenizer::is_eog(int32_t id) const {
 }
 
 std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
-  const auto it = impl_->token_ids.find(text);
-  if (it == impl_->token_ids.end()) return std::nullopt;
-  return it->second;
+  const int32_t id = impl_->token_ids.find(text);
+  if (id == kNoToken) return std::nullopt;
+  return id;
 }
 
 std::string_view Tokenizer::token_text(int32_t id) const {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "text/text_span.h"
 
 namespace gs::gguf {
 class GgufFile;
@@ -84,6 +85,14 @@ class Tokenizer {
   void encode_into(std::string_view text, bool add_special, bool parse_special,
                    std::vector<int32_t>* out) const;
 
+  // Encodes a prompt from render_chat_prompt: CONTROL/UNKNOWN token text is matched only
+  // where `markup` (sorted spans) says the renderer wrote exactly that token; USER_DEFINED
+  // text is matched everywhere as in encode(). So "<|turn>" or "<turn|>" typed inside a
+  // message stays text and cannot open or close a turn (prompt injection). Elsewhere the
+  // result equals encode(text, add_special, /*parse_special=*/true).
+  std::vector<int32_t> encode_prompt(std::string_view text, std::span<const TextSpan> markup,
+                                     bool add_special) const;
+
   // Text of `ids`. Errors: kOutOfRange naming the first id outside [0, n_vocab). Byte
   // tokens are assembled into UTF-8; a sequence that stays invalid becomes U+FFFD, so the
   // result is always valid UTF-8.
@@ -117,6 +126,9 @@ class Tokenizer {
   // Work counter of the last encode on this thread: merges applied plus queue pushes.
   // Lets tests assert O(n log n) growth without timing anything.
   static uint64_t last_encode_work();
+  // Empties this thread's memo of encoded segments (words repeat, so encode() remembers
+  // the ids of short segments per thread). For benchmarks and tests of cold encoding.
+  static void clear_thread_cache();
 
   struct Impl;
 

@@ -1,6 +1,9 @@
 // Encoding: special-token split, space escaping, newline pre-split, BPE by merge rank.
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "text/tokenizer.h"
 #include "text/tokenizer_impl.h"
@@ -60,10 +63,78 @@ void Tokenizer::Impl::emit_byte_fallback(std::string_view bytes, std::vector<int
   }
 }
 
-// BPE over the code points of one pre-split run: repeatedly merge the adjacent pair with
+namespace {
+
+// Per-thread memo of segment -> ids. Text repeats words constantly, and a segment (usually
+// a word with its leading U+2581) always encodes the same way.
+struct TransparentHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+struct SegmentCache {
+  static constexpr size_t kMaxEntries = size_t{1} << 16;
+  static constexpr size_t kMaxSegmentBytes = 48;
+  uint64_t owner = 0;  // Impl::instance_id the entries belong to
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, TransparentHash, std::equal_to<>> index;
+  std::vector<int32_t> ids;
+};
+thread_local SegmentCache t_cache;
+
+}  // namespace
+
+// A run splits wherever two adjacent code points cannot be joined by any merge.
+void Tokenizer::Impl::encode_run(std::string_view run, std::vector<int32_t>* out) const {
+  size_t seg_start = 0;
+  uint32_t prev = 0;
+  for (size_t i = 0; i < run.size();) {
+    uint32_t cp = 0;
+    const uint32_t len = next_codepoint(run, i, &cp);
+    if (cp == 0xFFFFFFFFu) cp = 0x110000u + static_cast<uint8_t>(run[i]);
+    if (i > 0 && !can_join(prev, cp)) {
+      encode_segment(run.substr(seg_start, i - seg_start), out);
+      seg_start = i;
+    }
+    prev = cp;
+    i += len;
+  }
+  encode_segment(run.substr(seg_start), out);
+}
+
+void Tokenizer::clear_thread_cache() {
+  t_cache.index.clear();
+  t_cache.ids.clear();
+  t_cache.owner = 0;
+}
+
+void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32_t>* out) const {
+  if (segment.empty()) return;
+  if (segment.size() > SegmentCache::kMaxSegmentBytes) {
+    bpe(segment, out);
+    return;
+  }
+  SegmentCache& cache = t_cache;
+  if (cache.owner != instance_id || cache.index.size() >= SegmentCache::kMaxEntries) {
+    cache.index.clear();
+    cache.ids.clear();
+    cache.owner = instance_id;
+  }
+  if (const auto it = cache.index.find(segment); it != cache.index.end()) {
+    out->insert(out->end(), cache.ids.begin() + it->second.first,
+                cache.ids.begin() + it->second.first + it->second.second);
+    ++t_encode_work;
+    return;
+  }
+  const size_t before = out->size();
+  bpe(segment, out);
+  const auto offset = static_cast<uint32_t>(cache.ids.size());
+  cache.ids.insert(cache.ids.end(), out->begin() + static_cast<std::ptrdiff_t>(before), out->end());
+  cache.index.emplace(std::string(segment), std::make_pair(offset, static_cast<uint32_t>(out->size() - before)));
+}
+
+// BPE over the code points of one segment: repeatedly merge the adjacent pair with
 // the lowest merge rank (leftmost on ties). The queue holds (rank << 32 | left index);
 // entries made stale by earlier merges are recognised on pop by re-looking up the pair.
-void Tokenizer::Impl::encode_run(std::string_view run, std::vector<int32_t>* out) const {
+void Tokenizer::Impl::bpe(std::string_view run, std::vector<int32_t>* out) const {
   if (run.empty()) return;
   const int32_t nv = n_vocab();
   thread_local std::vector<Symbol> symbols;
@@ -165,8 +236,8 @@ void Tokenizer::Impl::encode_raw_fragment(std::string_view fragment, std::vector
     }
     const std::string_view run = text.substr(i, j - i);
     if (newline) {
-      if (const auto it = token_ids.find(run); it != token_ids.end()) {
-        out->push_back(it->second);
+      if (const int32_t id = token_ids.find(run); id != kNoToken) {
+        out->push_back(id);
       } else {
         encode_run(run, out);
       }
@@ -189,24 +260,53 @@ void Tokenizer::encode_into(std::string_view text, bool add_special, bool parse_
   const Impl& t = *impl_;
   t_encode_work = 0;
   if (add_special && t.add_bos && t.bos_id != kNoToken) out->push_back(t.bos_id);
-  // Special-token split: leftmost-longest match of an allowed special text. (For Gemma 4,
-  // whose special texts are all "<...>" with no inner '<' or '>', this equals llama.cpp's
-  // longest-token-first partition.)
+  t.encode_text(text, parse_special, nullptr, out);
+  if (add_special && t.add_eos && t.eos_id != kNoToken) out->push_back(t.eos_id);
+}
+
+std::vector<int32_t> Tokenizer::encode_prompt(std::string_view text, std::span<const TextSpan> markup,
+                                              bool add_special) const {
+  const Impl& t = *impl_;
+  t_encode_work = 0;
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 2);
+  if (add_special && t.add_bos && t.bos_id != kNoToken) out.push_back(t.bos_id);
+  t.encode_text(text, /*parse_special=*/false, &markup, &out);
+  if (add_special && t.add_eos && t.eos_id != kNoToken) out.push_back(t.eos_id);
+  return out;
+}
+
+// Special-token split: leftmost-longest match of an allowed special text. (For Gemma 4,
+// whose special texts are all "<...>" with no inner '<' or '>', this equals llama.cpp's
+// longest-token-first partition.)
+void Tokenizer::Impl::encode_text(std::string_view text, bool parse_special, std::span<const TextSpan>* markup,
+                                  std::vector<int32_t>* out) const {
   size_t fragment_start = 0;
-  if (!t.specials.empty()) {
+  size_t next_span = 0;
+  if (!specials.empty()) {
     for (size_t i = 0; i < text.size(); ++i) {
-      if (!t.specials.may_start(static_cast<uint8_t>(text[i]))) continue;
+      if (!specials.may_start(static_cast<uint8_t>(text[i]))) continue;
       int32_t id = kNoToken;
-      const size_t len = t.specials.match(text.substr(i), parse_special, &id);
+      size_t len = 0;
+      if (markup != nullptr) {
+        // A control token only exactly where the renderer wrote one.
+        while (next_span < markup->size() && (*markup)[next_span].offset < i) ++next_span;
+        const bool at_markup = next_span < markup->size() && (*markup)[next_span].offset == i;
+        len = specials.match(text.substr(i), /*parse_special=*/at_markup, &id);
+        if (at_markup && len != (*markup)[next_span].length) {
+          len = specials.match(text.substr(i), /*parse_special=*/false, &id);
+        }
+      } else {
+        len = specials.match(text.substr(i), parse_special, &id);
+      }
       if (len == 0) continue;
-      t.encode_raw_fragment(text.substr(fragment_start, i - fragment_start), out);
+      encode_raw_fragment(text.substr(fragment_start, i - fragment_start), out);
       out->push_back(id);
       i += len - 1;
       fragment_start = i + 1;
     }
   }
-  t.encode_raw_fragment(text.substr(fragment_start), out);
-  if (add_special && t.add_eos && t.eos_id != kNoToken) out->push_back(t.eos_id);
+  encode_raw_fragment(text.substr(fragment_start), out);
 }
 
 }  // namespace gs::text

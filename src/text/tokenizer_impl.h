@@ -4,10 +4,13 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <deque>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "text/tokenizer.h"
@@ -59,6 +62,39 @@ class PairMergeMap {
   size_t size_ = 0;
 };
 
+// Open-addressing map from strings (views that must outlive it) to ids. Slots keep the hash,
+// so a probe touches the string only on a hash match: loading 262k tokens and 515k merges
+// needs about 1.5 million lookups.
+class StringIdMap {
+ public:
+  void reserve(size_t n);
+  // Keeps the first id inserted for a string.
+  void insert(std::string_view s, int32_t id);
+  int32_t find(std::string_view s) const {  // kNoToken when absent
+    if (slots_.empty()) return kNoToken;
+    const uint64_t h = hash(s);
+    size_t i = h & mask_;
+    while (true) {
+      const Slot& e = slots_[i];
+      if (e.id == kNoToken) return kNoToken;
+      if (e.hash == h && e.len == s.size() && std::memcmp(e.data, s.data(), s.size()) == 0) return e.id;
+      i = (i + 1) & mask_;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    const char* data = nullptr;
+    uint32_t len = 0;
+    int32_t id = kNoToken;
+  };
+  static uint64_t hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
 // Byte trie over the special-token texts; each terminal node records its token.
 class SpecialTrie {
  public:
@@ -84,16 +120,22 @@ struct Tokenizer::Impl {
   std::vector<std::string> tokens;
   std::vector<TokenType> types;
   std::vector<std::string> pieces;  // decoded bytes of each token (specials: "")
-  std::unordered_map<std::string_view, int32_t> token_ids;  // views into `tokens`
+  StringIdMap token_ids;  // views into `tokens`
 
   // Symbols of the BPE: ids < n_vocab are vocabulary tokens; larger ids name strings that
   // occur in merges but not in the vocabulary (kept so that such merges still apply).
   std::deque<std::string> extra_symbols;
-  std::unordered_map<std::string_view, int32_t> extra_symbol_ids;
+  StringIdMap extra_symbol_ids;  // views into `extra_symbols`
   std::array<int32_t, 128> ascii_symbol{};               // code point < 128 -> symbol id
   std::unordered_map<uint32_t, int32_t> codepoint_symbol;  // other code points -> symbol id
   PairMergeMap merges;
   size_t n_merges = 0;
+  // Code-point pairs that some merge joins (last of its left piece, first of its right).
+  // Between two code points that no merge joins, no token can span, so BPE of a long run
+  // splits there into independent segments with identical results (and small heaps).
+  std::vector<uint64_t> ascii_joinable;  // 128 x 128 bits
+  std::unordered_set<uint64_t> joinable;  // pairs with a code point >= 128
+  uint64_t instance_id = 0;               // keys the per-thread segment cache
 
   SpecialTrie specials;
   std::array<int32_t, 256> byte_tokens{};  // <0xHH> ids (kNoToken when absent)
@@ -113,9 +155,27 @@ struct Tokenizer::Impl {
     return it == codepoint_symbol.end() ? kNoToken : it->second;
   }
 
+  bool can_join(uint32_t a, uint32_t b) const {
+    if (a < 128 && b < 128) return (ascii_joinable[a * 2 + (b >> 6)] >> (b & 63)) & 1;
+    return joinable.count((static_cast<uint64_t>(a) << 32) | b) != 0;
+  }
+  void add_joinable(uint32_t a, uint32_t b) {
+    if (a < 128 && b < 128) {
+      ascii_joinable[a * 2 + (b >> 6)] |= uint64_t{1} << (b & 63);
+    } else {
+      joinable.insert((static_cast<uint64_t>(a) << 32) | b);
+    }
+  }
+
   // Encoding (tokenizer_encode.cpp).
+  // Special split + fragments. `markup` (may be null): spans where control tokens may match;
+  // without it, control tokens match iff parse_special.
+  void encode_text(std::string_view text, bool parse_special, std::span<const TextSpan>* markup,
+                   std::vector<int32_t>* out) const;
   void encode_raw_fragment(std::string_view fragment, std::vector<int32_t>* out) const;
   void encode_run(std::string_view run, std::vector<int32_t>* out) const;
+  void encode_segment(std::string_view segment, std::vector<int32_t>* out) const;
+  void bpe(std::string_view segment, std::vector<int32_t>* out) const;
   void emit_byte_fallback(std::string_view bytes, std::vector<int32_t>* out) const;
 };
 

@@ -216,6 +216,18 @@ TEST(Quant, DispatchAgreesWithTraits) {
   }
 }
 
+TEST(Quant, F16RowDecodeMatchesScalarForEveryPattern) {
+  // The row decoder is branch-free (vectorised); it must equal fp16_to_f32 bit for bit.
+  std::vector<uint16_t> all(65536);
+  for (uint32_t h = 0; h < 65536; ++h) all[h] = static_cast<uint16_t>(h);
+  std::vector<float> y(65536);
+  ASSERT_TRUE(dequantize_row(GgmlType::F16, all.data(), y.data(), 65536).ok());
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float want = fp16_to_f32(static_cast<uint16_t>(h));
+    EXPECT_EQ(f32_to_bits(y[h]), f32_to_bits(want)) << h;
+  }
+}
+
 TEST(Quant, Q8KDequantizes) {
   qblock::Q8_K b{};
   b.d = 0.5f;

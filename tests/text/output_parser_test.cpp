@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <thread>
+
 #include "parser_test_util.h"
 #include "text/output_parser.h"
 
@@ -364,6 +367,81 @@ TEST(OutputParser, IdsDependOnSeedAndIndexOnly) {
   o.tool_call_id_seed = 0;
   const auto r = parse(out, o);
   EXPECT_NE(r.tool_calls[0].id, r.tool_calls[1].id);
+}
+
+// Bug-case 9: odd sampler output (XTC, drafts) deviating from the format degrades to
+// content or a repaired call; the parser has no error path at all.
+TEST(OutputParserBugCases, Case9FormatDeviationsNeverFail) {
+  const char* outputs[] = {
+      "<|tool_call>call:get_weather{city:<|\"|>Par<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+      "<|tool_call>call:get_weather{{city::<|\"|>Oslo<|\"|>}}}<tool_call|>",
+      "<|tool_call>call:get weather{city:Oslo}<tool_call|>",
+      "<|tool_call><|tool_call>call:get_weather{}<tool_call|><tool_call|>",
+      "<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<turn|>",
+      "<|channel>thought\n<|channel>thought\nweather<channel|><channel|>Sunny.",
+  };
+  for (const char* out : outputs) {
+    const auto m = parse_all_ways(out);
+    EXPECT_FALSE(m.content.empty() && m.tool_calls.empty()) << out;
+  }
+}
+
+// Bug-case 12: complex nested arguments still give one valid JSON object.
+TEST(OutputParserBugCases, Case12NestedFilterArguments) {
+  const auto m = parse_all_ways(
+      "<|tool_call>call:find_orders{filter:{$and:[{field:<|\"|>total<|\"|>,gt:100},{field:<|\"|>city<|\"|>,"
+      "eq:<|\"|>Paris<|\"|>},{placed:{$gte:<|\"|>2025-01-01<|\"|>,$lt:<|\"|>2026-01-01<|\"|>}}]}}<tool_call|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(args_of(m, 0), json::parse(R"({"filter":{"$and":[{"field":"total","gt":100},{"field":"city","eq":"Paris"},)"
+                                       R"({"placed":{"$gte":"2025-01-01","$lt":"2026-01-01"}}]}})"));
+}
+
+// Bug-case 15: three parallel calls, streamed by many parsers at once (one per request, as
+// the server runs them on many threads): every reassembled argument string equals the
+// non-streamed one.
+TEST(OutputParserBugCases, Case15ConcurrentStreamsReassembleExactly) {
+  std::string out;
+  for (int i = 0; i < 3; ++i) {
+    out += "<|tool_call>call:read_file{path:<|\"|>/srv/data/file_" + std::to_string(i) + ".txt<|\"|>}<tool_call|>";
+  }
+  const ParsedMessage want = parse(out);
+  ASSERT_EQ(want.tool_calls.size(), 3u);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 200; ++rep) {
+        const auto got = assemble(test_util::feed_random(out, static_cast<uint32_t>(t * 1000 + rep), opts()));
+        if (got.tool_calls.size() != 3) {
+          ++mismatches;
+          continue;
+        }
+        for (size_t i = 0; i < 3; ++i) {
+          if (got.tool_calls[i].arguments_json != want.tool_calls[i].arguments_json ||
+              got.tool_calls[i].name != want.tool_calls[i].name || got.tool_calls[i].id != want.tool_calls[i].id) {
+            ++mismatches;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+// Bug-case 24: a reasoning budget forces the block closed (the engine injects <channel|>);
+// the reasoning so far stays reasoning and the answer after it is content.
+TEST(OutputParserBugCases, Case24ForcedReasoningClose) {
+  OutputParser p(opts());
+  MessageAccumulator acc;
+  acc.add(p.feed("<|channel>thought\nIs 221 prime? 221 = 13 * 1"));
+  ASSERT_TRUE(p.in_reasoning());
+  acc.add(p.feed(markup::kChannelClose));  // injected by the engine at the budget
+  EXPECT_FALSE(p.in_reasoning());
+  acc.add(p.feed("No: 221 = 13 \xC3\x97 17."));
+  acc.add(p.finish());
+  EXPECT_EQ(acc.message().reasoning_content, "Is 221 prime? 221 = 13 * 1");
+  EXPECT_EQ(acc.message().content, "No: 221 = 13 \xC3\x97 17.");
 }
 
 // ---- stop strings -----------------------------------------------------------------------

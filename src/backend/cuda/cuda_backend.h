@@ -1,4 +1,5 @@
-// The CUDA backend (Hopper, sm_90a/sm_90). This header has no CUDA includes.
+// The CUDA backend (Hopper, sm_90): implements backend.h on one GPU. This header has no CUDA
+// includes; everything CUDA lives in src/backend/cuda/.
 #pragma once
 
 #include <memory>
@@ -7,9 +8,20 @@
 
 namespace gs {
 
+struct CudaBackendOptions {
+  // Plain CUDA-core kernels for matmul and attention instead of the tensor-core ones: the
+  // reference paths the device tests compare against. The environment variable
+  // GS_CUDA_SIMPLE=1 sets it for create_cuda_backend(device_id).
+  bool simple_kernels = false;
+  // Capture run_step() as CUDA graphs (GS_CUDA_GRAPHS=0 turns it off).
+  bool graphs = true;
+};
+
 // Number of CUDA devices visible (0 when the driver or device is missing).
 int cuda_device_count();
-// Errors: kUnavailable without a device.
+// Errors: kUnavailable without a device (or an unusable driver), kResourceExhausted when
+// the device cannot hold the backend's working buffers.
 Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id);
+Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id, const CudaBackendOptions& options);
 
 }  // namespace gs

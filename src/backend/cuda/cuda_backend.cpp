@@ -1,0 +1,733 @@
+// The CUDA backend: device memory, weight upload into the kernels' block layouts, op dispatch
+// (tensor-core matvec for few rows, cuBLAS on dequantized f16 weights for many), attention,
+// sticky error reporting, and run_step() captured as CUDA graphs.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "core/fp16.h"
+#include "core/quant.h"
+
+namespace gs {
+namespace {
+
+using cuda::MatF;
+using cuda::WeightLayout;
+using cuda::WFormat;
+
+constexpr int kMaxMatvecRows = 16;                      // rows served by the tensor-core matvec
+constexpr size_t kWeightScratchCap = 512ull << 20;      // f16 slab for the GEMM path
+constexpr size_t kAttnPartialBytes = 64ull << 20;       // split-KV partial results
+constexpr size_t kCublasWorkspaceBytes = 32ull << 20;
+constexpr size_t kStagingBytes = 64ull << 20;           // host staging for weight repacking
+
+MatF mf(const Mat& m) { return {m.data, m.rows, m.cols, m.stride}; }
+
+std::optional<WFormat> native_format(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return WFormat::kF32;
+    case GgmlType::F16: return WFormat::kF16;
+    case GgmlType::BF16: return WFormat::kBF16;
+    case GgmlType::Q8_0: return WFormat::kQ8_0;
+    case GgmlType::Q4_0: return WFormat::kQ4_0;
+    case GgmlType::Q4_K: return WFormat::kQ4_K;
+    case GgmlType::Q5_K: return WFormat::kQ5_K;
+    case GgmlType::Q6_K: return WFormat::kQ6_K;
+    default: return std::nullopt;
+  }
+}
+
+// Backend-private part of a Weight (Weight::impl).
+struct CudaWeight {
+  WeightLayout layout;
+};
+
+bool mat_ok(const Mat& m) { return m.rows >= 0 && m.cols >= 0 && m.stride >= m.cols && (m.rows == 0 || m.data); }
+
+// One row of the GGUF weight `src` (type `type`) into the device layout: main bytes and, for
+// formats with a meta region, the f16 block scales. Padding elements are zero.
+void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, uint8_t* main, uint16_t* meta,
+                std::vector<float>& tmp) {
+  std::memset(main, 0, static_cast<size_t>(L.main_row_bytes));
+  if (L.meta_per_row) std::memset(meta, 0, static_cast<size_t>(L.meta_per_row) * 2);
+  const int64_t n = L.n_in;
+  switch (L.format) {
+    case WFormat::kF32:
+      std::memcpy(main, src, static_cast<size_t>(n) * 4);
+      return;
+    case WFormat::kBF16:
+      std::memcpy(main, src, static_cast<size_t>(n) * 2);
+      return;
+    case WFormat::kF16:
+      if (type == GgmlType::F16) {
+        std::memcpy(main, src, static_cast<size_t>(n) * 2);
+      } else {  // any other type the CPU code can dequantize: through f32 to f16
+        tmp.resize(static_cast<size_t>(n));
+        dequantize_row_fn(type)(src, tmp.data(), n);
+        auto* h = reinterpret_cast<uint16_t*>(main);
+        for (int64_t i = 0; i < n; ++i) h[i] = f32_to_fp16(tmp[static_cast<size_t>(i)]);
+      }
+      return;
+    case WFormat::kQ8_0:
+      for (int64_t b = 0; b < n / 32; ++b) {
+        std::memcpy(&meta[b], src + b * 34, 2);
+        std::memcpy(main + b * 32, src + b * 34 + 2, 32);
+      }
+      return;
+    case WFormat::kQ4_0:
+      for (int64_t b = 0; b < n / 32; ++b) {
+        std::memcpy(&meta[b], src + b * 18, 2);
+        std::memcpy(main + b * 16, src + b * 18 + 2, 16);
+      }
+      return;
+    case WFormat::kQ4_K:
+      std::memcpy(main, src, static_cast<size_t>(n / 256) * 144);
+      return;
+    case WFormat::kQ5_K:
+      std::memcpy(main, src, static_cast<size_t>(n / 256) * 176);
+      return;
+    case WFormat::kQ6_K:
+      for (int64_t b = 0; b < n / 256; ++b) {
+        std::memcpy(main + b * 208, src + b * 210, 208);  // ql, qh, scales keep their offsets
+        std::memcpy(&meta[b], src + b * 210 + 208, 2);
+      }
+      return;
+  }
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, const CudaBackendOptions& opt) : device_(device), opt_(opt) {}
+
+  ~CudaBackend() override {
+    cudaSetDevice(device_);
+    if (stream_) cudaStreamSynchronize(stream_);
+    destroy_graphs();
+    if (cublas_) cublasDestroy(cublas_);
+    for (auto& [p, bytes] : allocs_) cudaFree(p);
+    for (void* p : internal_) cudaFree(p);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (staging_) cudaFreeHost(staging_);
+  }
+
+  Status init() {
+    if (cudaSetDevice(device_) != cudaSuccess)
+      return make_status(StatusCode::kUnavailable, "cannot select CUDA device {}", device_);
+    if (cudaGetDeviceProperties(&prop_, device_) != cudaSuccess)
+      return make_status(StatusCode::kUnavailable, "cannot query CUDA device {}", device_);
+    if (prop_.major < 8)
+      return make_status(StatusCode::kUnavailable, "CUDA device {} ({}) has compute capability {}.{}; 8.0 or newer needed",
+                         device_, prop_.name, prop_.major, prop_.minor);
+    n_sm_ = prop_.multiProcessorCount;
+    GS_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
+    GS_RETURN_IF_ERROR(check(cuda::attention_prepare(), "attention kernel attributes"));
+    if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS)
+      return make_status(StatusCode::kUnavailable, "cuBLAS initialisation failed on device {}", device_);
+    cublasSetStream(cublas_, stream_);
+    GS_ASSIGN_OR_RETURN(void* ws, internal_alloc(kCublasWorkspaceBytes));
+    cublasSetWorkspace(cublas_, ws, kCublasWorkspaceBytes);
+    cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_DEVICE);
+    GS_ASSIGN_OR_RETURN(void* small, internal_alloc(4096));
+    amax_ = static_cast<unsigned*>(small);
+    alpha_ = reinterpret_cast<float*>(static_cast<char*>(small) + 256);
+    zero_ = reinterpret_cast<float*>(static_cast<char*>(small) + 512);
+    xscale_ = reinterpret_cast<float*>(static_cast<char*>(small) + 1024);  // kMaxMatvecRows floats
+    GS_RETURN_IF_ERROR(check(cudaMemset(small, 0, 4096), "memset"));
+    GS_ASSIGN_OR_RETURN(void* part, internal_alloc(kAttnPartialBytes));
+    partial_ = static_cast<float*>(part);
+    GS_RETURN_IF_ERROR(ensure_xh(static_cast<size_t>(kMaxMatvecRows) * 65536 * 2));
+    return {};
+  }
+
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  std::string description() const override {
+    return fmt::format("cuda: {} ({} SMs, {:.0f} GiB){}", prop_.name, prop_.multiProcessorCount,
+                       static_cast<double>(prop_.totalGlobalMem) / (1ull << 30),
+                       opt_.simple_kernels ? " [simple kernels]" : "");
+  }
+
+  // ---- memory -------------------------------------------------------------------------------
+  Result<void*> alloc(size_t bytes) override {
+    if (capturing_) return make_status(StatusCode::kFailedPrecondition, "alloc inside run_step");
+    cudaSetDevice(device_);
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return make_status(StatusCode::kResourceExhausted, "CUDA device {} is out of memory ({} bytes asked, {} in use)",
+                         device_, bytes, bytes_in_use_);
+    }
+    allocs_[p] = bytes;
+    bytes_in_use_ += bytes;
+    return p;
+  }
+
+  void free(void* p) override {
+    if (!p) return;
+    cudaSetDevice(device_);
+    auto it = allocs_.find(p);
+    if (it == allocs_.end()) return;
+    cudaStreamSynchronize(stream_);
+    destroy_graphs();  // a captured step may point at it
+    bytes_in_use_ -= it->second;
+    allocs_.erase(it);
+    cudaFree(p);
+  }
+
+  Status upload(void* dst, const void* src_host, size_t bytes) override {
+    if (capturing_)
+      return make_status(StatusCode::kFailedPrecondition, "upload inside run_step (upload step inputs before it)");
+    cudaSetDevice(device_);
+    written_raw(dst, bytes);
+    GS_RETURN_IF_ERROR(check(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, stream_), "upload"));
+    return sticky();
+  }
+
+  Status download(void* dst_host, const void* src, size_t bytes) override {
+    if (capturing_) return make_status(StatusCode::kFailedPrecondition, "download inside run_step");
+    cudaSetDevice(device_);
+    GS_RETURN_IF_ERROR(check(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, stream_), "download"));
+    GS_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream_), "download"));
+    return sticky();
+  }
+
+  Status memset_zero(void* dst, size_t bytes) override {
+    cudaSetDevice(device_);
+    written_raw(dst, bytes);
+    GS_RETURN_IF_ERROR(check(cudaMemsetAsync(dst, 0, bytes, stream_), "memset"));
+    return sticky();
+  }
+
+  Status synchronize() override {
+    if (capturing_) return make_status(StatusCode::kFailedPrecondition, "synchronize inside run_step");
+    cudaSetDevice(device_);
+    GS_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream_), "synchronize"));
+    return sticky();
+  }
+
+  size_t bytes_in_use() const override { return bytes_in_use_ + internal_bytes_; }
+
+  Result<Weight> upload_weight(const void* host, GgmlType type, int64_t n_in, int64_t n_out) override {
+    if (capturing_) return make_status(StatusCode::kFailedPrecondition, "upload_weight inside run_step");
+    cudaSetDevice(device_);
+    if (n_in <= 0 || n_out <= 0)
+      return make_status(StatusCode::kInvalidArgument, "weight shape [{}, {}] is empty", n_in, n_out);
+    GS_ASSIGN_OR_RETURN(const size_t row_bytes, ggml_row_size(type, n_in));
+    std::optional<WFormat> fmt_opt = native_format(type);
+    if (!fmt_opt) {
+      if (!dequantize_row_fn(type))
+        return make_status(StatusCode::kUnimplemented, "the CUDA backend cannot multiply {} weights",
+                           ggml_type_name(type));
+      fmt_opt = WFormat::kF16;  // converted once at upload
+    }
+    auto cw = std::make_unique<CudaWeight>();
+    cw->layout = cuda::make_weight_layout(*fmt_opt, n_in, n_out);
+    const WeightLayout& L = cw->layout;
+    GS_ASSIGN_OR_RETURN(void* dev, alloc(L.total_bytes));
+    auto* base = static_cast<uint8_t*>(dev);
+    const auto* src = static_cast<const uint8_t*>(host);
+    const bool direct = L.meta_per_row == 0 && L.n_in == L.n_in_pad && native_format(type).has_value() &&
+                        static_cast<int64_t>(row_bytes) == L.main_row_bytes;
+    Status st;
+    if (direct) {
+      st = check(cudaMemcpy(base, src, row_bytes * static_cast<size_t>(n_out), cudaMemcpyHostToDevice), "weight upload");
+    } else {
+      st = repack_upload(type, L, src, row_bytes, base);
+    }
+    if (!st.ok()) {
+      free(dev);
+      return st;
+    }
+    const size_t f16_bytes = static_cast<size_t>(n_out) * static_cast<size_t>(L.n_in_pad) * 2;
+    wscratch_need_ = std::max(wscratch_need_, std::min(kWeightScratchCap, f16_bytes));
+    Weight w;
+    w.data = dev;
+    w.type = type;
+    w.n_in = n_in;
+    w.n_out = n_out;
+    w.row_bytes = row_bytes;
+    w.impl = cw.get();
+    weights_.push_back(std::move(cw));
+    return w;
+  }
+
+  // ---- ops ------------------------------------------------------------------------------------
+  void embed(const Weight& table, const int32_t* ids, float scale, Mat out) override {
+    const CudaWeight* cw = weight_of(table, "embed");
+    if (!cw || !enter()) return;
+    if (!mat_ok(out) || out.cols != table.n_in) return fail_shape("embed: out is [{}, {}], table rows have {}", out.rows, out.cols, table.n_in);
+    written(out);
+    cuda::launch_embed(stream_, table.data, cw->layout, ids, scale, mf(out));
+    launched("embed");
+  }
+
+  void matmul(const Weight& w, Mat x, Mat y) override {
+    const CudaWeight* cw = weight_of(w, "matmul");
+    if (!cw) return;
+    cudaSetDevice(device_);
+    if (!mat_ok(x) || !mat_ok(y) || x.cols != w.n_in || y.cols != w.n_out || x.rows != y.rows)
+      return fail_shape("matmul: x [{}, {}], y [{}, {}], weight n_in {} n_out {}", x.rows, x.cols, y.rows, y.cols,
+                        w.n_in, w.n_out);
+    if (x.rows == 0) return;
+    const WeightLayout& L = cw->layout;
+    if (opt_.simple_kernels) {
+      written(y);
+      cuda::launch_matvec_simple(stream_, w.data, L, mf(x), mf(y));
+      launched("matmul");
+      return;
+    }
+    if (x.rows <= kMaxMatvecRows) {
+      if (!(conv_.valid && conv_.data == x.data && conv_.rows == x.rows && conv_.cols == x.cols &&
+            conv_.stride == x.stride && conv_.n_in_pad == L.n_in_pad)) {
+        if (!ensure_xh(static_cast<size_t>(x.rows * L.n_in_pad) * 2).ok()) return;
+        cuda::launch_act_to_f16_rows(stream_, mf(x), L.n_in_pad, xh_, xscale_, true);
+        conv_ = {true, x.data, x.rows, x.cols, x.stride, L.n_in_pad};
+      }
+      cuda::launch_matvec_mma(stream_, w.data, L, xh_, xscale_, mf(y), n_sm_);
+      written(y);
+      launched("matmul");
+      return;
+    }
+    gemm(w, L, x, y);
+  }
+
+  void rms_norm(Mat x, const float* weight, int64_t group, float eps, Mat out) override {
+    if (!enter()) return;
+    if (!mat_ok(x) || !mat_ok(out) || group <= 0 || x.cols % group != 0 || out.rows != x.rows || out.cols != x.cols)
+      return fail_shape("rms_norm: x [{}, {}], out [{}, {}], group {}", x.rows, x.cols, out.rows, out.cols, group);
+    written(out);
+    cuda::launch_rms_norm(stream_, mf(x), weight, group, eps, mf(out));
+    launched("rms_norm");
+  }
+
+  void rope(Mat x, const int32_t* pos, const RopeArgs& a) override {
+    if (!enter()) return;
+    if (!mat_ok(x) || a.head_dim <= 0 || x.cols % a.head_dim != 0 || a.n_dims <= 0 || a.n_dims > a.head_dim ||
+        a.n_dims % 2 != 0)
+      return fail_shape("rope: x [{}, {}], head_dim {}, n_dims {}", x.rows, x.cols, a.head_dim, a.n_dims);
+    cuda::RopeParams p{a.head_dim, a.n_dims, a.theta, a.freq_factors, a.freq_scale,
+                       a.ext_factor, a.attn_factor, a.corr_lo, a.corr_hi};
+    written(x);
+    cuda::launch_rope(stream_, mf(x), pos, p);
+    launched("rope");
+  }
+
+  void gelu_mul(Mat gate, Mat up, Mat out) override {
+    if (!enter()) return;
+    if (!same_shape(gate, out) || !same_shape(up, out))
+      return fail_shape("gelu_mul: gate [{}, {}], up [{}, {}], out [{}, {}]", gate.rows, gate.cols, up.rows, up.cols,
+                        out.rows, out.cols);
+    written(out);
+    cuda::launch_gelu_mul(stream_, mf(gate), mf(up), mf(out));
+    launched("gelu_mul");
+  }
+
+  void add(Mat a, Mat b, Mat out) override {
+    if (!enter()) return;
+    if (!same_shape(a, out) || !same_shape(b, out))
+      return fail_shape("add: a [{}, {}], b [{}, {}], out [{}, {}]", a.rows, a.cols, b.rows, b.cols, out.rows, out.cols);
+    written(out);
+    cuda::launch_add(stream_, mf(a), mf(b), mf(out));
+    launched("add");
+  }
+
+  void scale(Mat x, float s) override {
+    if (!enter()) return;
+    if (!mat_ok(x)) return fail_shape("scale: x [{}, {}] stride {}", x.rows, x.cols, x.stride);
+    written(x);
+    cuda::launch_scale(stream_, mf(x), s);
+    launched("scale");
+  }
+
+  void softcap(Mat x, float cap) override {
+    if (!enter()) return;
+    if (!mat_ok(x) || !(cap > 0.0f)) return fail_shape("softcap: x [{}, {}], cap {}", x.rows, x.cols, cap);
+    written(x);
+    cuda::launch_softcap(stream_, mf(x), cap);
+    launched("softcap");
+  }
+
+  void gather_rows(Mat src, const int32_t* rows, Mat dst) override {
+    if (!enter()) return;
+    if (!mat_ok(src) || !mat_ok(dst) || src.cols != dst.cols)
+      return fail_shape("gather_rows: src [{}, {}], dst [{}, {}]", src.rows, src.cols, dst.rows, dst.cols);
+    written(dst);
+    cuda::launch_gather_rows(stream_, mf(src), rows, mf(dst));
+    launched("gather_rows");
+  }
+
+  void copy(Mat src, Mat dst) override {
+    if (!enter()) return;
+    if (!same_shape(src, dst))
+      return fail_shape("copy: src [{}, {}], dst [{}, {}]", src.rows, src.cols, dst.rows, dst.cols);
+    written(dst);
+    cuda::launch_copy(stream_, mf(src), mf(dst));
+    launched("copy");
+  }
+
+  void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) override {
+    if (!enter()) return;
+    const int64_t width = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
+    if (!kv_ok(kv) || !mat_ok(k) || !mat_ok(v) || k.rows != v.rows || k.cols != width || v.cols != width)
+      return fail_shape("kv_store: k [{}, {}], v [{}, {}], pool rows of {} x {}", k.rows, k.cols, v.rows, v.cols,
+                        kv.n_head_kv, kv.head_dim);
+    cuda::launch_kv_store(stream_, mf(k), mf(v), kv_view(kv), slots);
+    launched("kv_store");
+  }
+
+  void attention(const AttentionArgs& a) override {
+    if (!enter()) return;
+    const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
+    if (!kv_ok(a.kv) || a.n_head <= 0 || a.head_dim != a.kv.head_dim || a.n_head % a.kv.n_head_kv != 0 ||
+        !mat_ok(a.q) || !mat_ok(a.out) || a.q.cols != width || a.out.cols != width || a.q.rows != a.out.rows ||
+        a.head_dim > 1024 || a.pages.page_size <= 0 || a.pages.max_pages <= 0)
+      return fail_shape("attention: q [{}, {}], out [{}, {}], n_head {}, head_dim {}, pool {} x {}, page_size {}",
+                        a.q.rows, a.q.cols, a.out.rows, a.out.cols, a.n_head, a.head_dim, a.kv.n_head_kv,
+                        a.kv.head_dim, a.pages.page_size);
+    if (a.q.rows == 0) return;
+    written(a.out);
+    cuda::AttnParams p;
+    p.q = mf(a.q);
+    p.out = mf(a.out);
+    p.n_tokens = static_cast<int>(a.q.rows);
+    p.n_head = a.n_head;
+    p.head_dim = a.head_dim;
+    p.scale = a.scale;
+    p.kv = kv_view(a.kv);
+    p.pages = {a.pages.pages, a.pages.max_pages, a.pages.page_size, a.pages.wrap_pages};
+    p.tok_seq = a.tok_seq;
+    p.kv_lo = a.kv_lo;
+    p.kv_hi = a.kv_hi;
+    if (!opt_.simple_kernels && cuda::attention_mma_supported(p)) {
+      const int ctas = std::max(1, cuda::attention_mma_cta_count(p));
+      const int target = (a.head_dim >= 512 ? 2 : 4) * n_sm_;
+      int n_splits = ctas < target ? (target + ctas - 1) / ctas : 1;
+      const int by_len = std::max(1, (std::max(a.max_kv_len, 1) + 63) / 64);
+      n_splits = std::min(n_splits, by_len);
+      const size_t per_split = static_cast<size_t>(p.n_tokens) * p.n_head * (p.head_dim + 2) * sizeof(float);
+      n_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_splits), kAttnPartialBytes / per_split));
+      n_splits = std::max(1, std::min(n_splits, 65535));
+      cuda::launch_attention_mma(stream_, p, n_splits, partial_);
+    } else {
+      cuda::launch_attention_simple(stream_, p);
+    }
+    launched("attention");
+  }
+
+  void kv_copy_slots(const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots, int n) override {
+    if (!enter()) return;
+    if (!kv_ok(kv) || n < 0) return fail_shape("kv_copy_slots: n {}", n);
+    cuda::launch_kv_copy_slots(stream_, kv_view(kv), src_slots, dst_slots, n);
+    launched("kv_copy_slots");
+  }
+
+  void run_step(uint64_t key, const std::function<void()>& record) override {
+    cudaSetDevice(device_);
+    if (!opt_.graphs || capturing_) {
+      record();
+      return;
+    }
+    conv_.valid = false;
+    auto it = graphs_.find(key);
+    if (it != graphs_.end()) {
+      if (cudaGraphLaunch(it->second, stream_) != cudaSuccess) set_cuda_error("graph launch");
+      return;
+    }
+    if (!error_.ok()) return;
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      record();  // capture unavailable: run eagerly
+      return;
+    }
+    capturing_ = true;
+    record();
+    capturing_ = false;
+    conv_.valid = false;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    if (end != cudaSuccess || !error_.ok()) {
+      if (graph) cudaGraphDestroy(graph);
+      if (end != cudaSuccess) set_cuda_error("graph capture", end);
+      return;
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (inst != cudaSuccess) {
+      set_cuda_error("graph instantiate", inst);
+      return;
+    }
+    graphs_[key] = exec;
+    if (cudaGraphLaunch(exec, stream_) != cudaSuccess) set_cuda_error("graph launch");
+  }
+
+  void invalidate_steps() override { destroy_graphs(); }
+
+ private:
+  struct ConvCache {
+    bool valid = false;
+    const float* data = nullptr;
+    int64_t rows = 0, cols = 0, stride = 0, n_in_pad = 0;
+  };
+
+  static bool same_shape(const Mat& a, const Mat& b) {
+    return mat_ok(a) && mat_ok(b) && a.rows == b.rows && a.cols == b.cols;
+  }
+  static bool overlaps(const Mat& a, const Mat& b) {
+    if (a.rows == 0 || b.rows == 0) return false;
+    const auto* a0 = reinterpret_cast<const char*>(a.data);
+    const auto* a1 = reinterpret_cast<const char*>(a.data + (a.rows - 1) * a.stride + a.cols);
+    const auto* b0 = reinterpret_cast<const char*>(b.data);
+    const auto* b1 = reinterpret_cast<const char*>(b.data + (b.rows - 1) * b.stride + b.cols);
+    return a0 < b1 && b0 < a1;
+  }
+  static bool kv_ok(const KvLayerView& kv) {
+    return kv.k && kv.v && kv.n_head_kv > 0 && kv.head_dim > 0 &&
+           (kv.type == GgmlType::F16 || kv.type == GgmlType::F32);
+  }
+  static cuda::KvView kv_view(const KvLayerView& kv) {
+    return {kv.k, kv.v, kv.type == GgmlType::F16, kv.n_head_kv, kv.head_dim, kv.n_slots};
+  }
+
+  bool enter() {
+    cudaSetDevice(device_);
+    return true;
+  }
+  // The cached f16 copy of a matmul input stays valid until something writes over its source.
+  void written(const Mat& m) {
+    if (conv_.valid && overlaps(Mat{const_cast<float*>(conv_.data), conv_.rows, conv_.cols, conv_.stride}, m))
+      conv_.valid = false;
+  }
+  void written_raw(const void* p, size_t bytes) {
+    if (!conv_.valid || bytes == 0) return;
+    const auto* b0 = static_cast<const char*>(p);
+    written(Mat{reinterpret_cast<float*>(const_cast<char*>(b0)), 1, static_cast<int64_t>((bytes + 3) / 4),
+                static_cast<int64_t>((bytes + 3) / 4)});
+  }
+
+  const CudaWeight* weight_of(const Weight& w, const char* op) {
+    const auto* cw = static_cast<const CudaWeight*>(w.impl);
+    if (!cw || !w.data) {
+      fail(make_status(StatusCode::kInvalidArgument, "{}: the weight was not uploaded by this CUDA backend", op));
+      return nullptr;
+    }
+    return cw;
+  }
+
+  template <typename... Args>
+  void fail_shape(fmt::format_string<Args...> f, Args&&... args) {
+    fail(make_status(StatusCode::kInvalidArgument, f, std::forward<Args>(args)...));
+  }
+  void fail(Status s) {
+    if (error_.ok()) error_ = std::move(s);
+  }
+  void set_cuda_error(const char* what, cudaError_t e = cudaSuccess) {
+    if (e == cudaSuccess) e = cudaGetLastError();
+    fail(make_status(StatusCode::kInternal, "CUDA error in {}: {}", what, cudaGetErrorString(e)));
+  }
+  void launched(const char* op) {
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) fail(make_status(StatusCode::kInternal, "CUDA error launching {}: {}", op, cudaGetErrorString(e)));
+  }
+  Status check(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return {};
+    cudaGetLastError();
+    return make_status(StatusCode::kInternal, "CUDA error in {}: {}", what, cudaGetErrorString(e));
+  }
+  // Returns (and clears) the first error recorded by an op since the last report.
+  Status sticky() {
+    Status s = std::move(error_);
+    error_ = Status();
+    return s;
+  }
+
+  Result<void*> internal_alloc(size_t bytes) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return make_status(StatusCode::kResourceExhausted, "CUDA device {}: cannot allocate {} bytes of working memory",
+                         device_, bytes);
+    }
+    internal_.push_back(p);
+    internal_bytes_ += bytes;
+    return p;
+  }
+  void internal_free(void* p, size_t bytes) {
+    if (!p) return;
+    cudaStreamSynchronize(stream_);
+    cudaFree(p);
+    internal_.erase(std::remove(internal_.begin(), internal_.end(), p), internal_.end());
+    internal_bytes_ -= bytes;
+  }
+
+  // Grows a working buffer; outside run_step only, since it frees the old one.
+  Status grow(void** buf, size_t* have, size_t need) {
+    if (*have >= need) return {};
+    if (capturing_) {
+      Status s = make_status(StatusCode::kFailedPrecondition,
+                             "a working buffer must grow to {} bytes inside run_step; run this shape once outside first",
+                             need);
+      fail(s);
+      return s;
+    }
+    destroy_graphs();
+    internal_free(*buf, *have);
+    *buf = nullptr;
+    *have = 0;
+    Result<void*> r = internal_alloc(need);
+    if (!r.ok()) {
+      fail(r.status());
+      return r.status();
+    }
+    *buf = r.value();
+    *have = need;
+    return {};
+  }
+  Status ensure_xh(size_t bytes) {
+    void* b = xh_;
+    Status s = grow(&b, &xh_bytes_, bytes);
+    xh_ = static_cast<uint16_t*>(b);
+    return s;
+  }
+
+  Status repack_upload(GgmlType type, const WeightLayout& L, const uint8_t* src, size_t src_row_bytes,
+                       uint8_t* base) {
+    if (!staging_) {
+      if (cudaMallocHost(&staging_, kStagingBytes) != cudaSuccess) {
+        cudaGetLastError();
+        return make_status(StatusCode::kResourceExhausted, "cannot allocate {} bytes of pinned host memory",
+                           kStagingBytes);
+      }
+    }
+    const size_t per_row = static_cast<size_t>(L.main_row_bytes + L.meta_per_row * 2);
+    const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kStagingBytes / per_row));
+    std::vector<float> tmp;
+    auto* stage = static_cast<uint8_t*>(staging_);
+    for (int64_t r0 = 0; r0 < L.n_out; r0 += chunk) {
+      const int64_t nr = std::min(chunk, L.n_out - r0);
+      uint8_t* main = stage;
+      auto* meta = reinterpret_cast<uint16_t*>(stage + nr * L.main_row_bytes);
+      for (int64_t r = 0; r < nr; ++r)
+        repack_row(type, L, src + static_cast<size_t>(r0 + r) * src_row_bytes, main + r * L.main_row_bytes,
+                   meta + r * L.meta_per_row, tmp);
+      GS_RETURN_IF_ERROR(check(cudaMemcpy(base + r0 * L.main_row_bytes, main, static_cast<size_t>(nr * L.main_row_bytes),
+                                          cudaMemcpyHostToDevice),
+                               "weight upload"));
+      if (L.meta_per_row) {
+        GS_RETURN_IF_ERROR(check(cudaMemcpy(base + L.meta_offset + r0 * L.meta_per_row * 2, meta,
+                                            static_cast<size_t>(nr * L.meta_per_row * 2), cudaMemcpyHostToDevice),
+                                 "weight upload"));
+      }
+    }
+    return {};
+  }
+
+  // Many rows: f16 weights (dequantized slab by slab unless already f16) times f16 activations
+  // on cuBLAS, f32 output; one power-of-two scale for the whole activation keeps f16 in range.
+  void gemm(const Weight& w, const WeightLayout& L, Mat x, Mat y) {
+    const int64_t n = x.rows, K = L.n_in_pad;
+    if (!ensure_xh(static_cast<size_t>(n * K) * 2).ok()) return;
+    const bool direct = L.format == WFormat::kF16;
+    if (!direct) {
+      void* b = wscratch_;
+      if (!grow(&b, &wscratch_bytes_, std::max(wscratch_need_, static_cast<size_t>(16 * K * 2))).ok()) return;
+      wscratch_ = static_cast<uint16_t*>(b);
+    }
+    conv_.valid = false;
+    cudaMemsetAsync(amax_, 0, sizeof(unsigned), stream_);
+    cuda::launch_act_absmax(stream_, mf(x), amax_);
+    cuda::launch_act_to_f16_global(stream_, mf(x), K, amax_, xh_, alpha_);
+    const int64_t slab = direct ? L.n_out : std::max<int64_t>(16, static_cast<int64_t>(wscratch_bytes_ / (K * 2)));
+    for (int64_t r0 = 0; r0 < L.n_out; r0 += slab) {
+      const int64_t nr = std::min(slab, L.n_out - r0);
+      const void* a = nullptr;
+      if (direct) {
+        a = static_cast<const uint8_t*>(w.data) + r0 * L.main_row_bytes;
+      } else {
+        cuda::launch_dequant_f16(stream_, w.data, L, r0, nr, wscratch_);
+        a = wscratch_;
+      }
+      const cublasStatus_t st =
+          cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr), static_cast<int>(n), static_cast<int>(K),
+                       alpha_, a, CUDA_R_16F, static_cast<int>(K), xh_, CUDA_R_16F, static_cast<int>(K), zero_,
+                       y.data + r0, CUDA_R_32F, static_cast<int>(y.stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      if (st != CUBLAS_STATUS_SUCCESS) {
+        fail(make_status(StatusCode::kInternal, "cuBLAS GEMM failed (status {}) for [{} x {}] x [{} x {}]",
+                         static_cast<int>(st), n, K, nr, K));
+        return;
+      }
+    }
+    launched("matmul (gemm)");
+  }
+
+  void destroy_graphs() {
+    for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+    graphs_.clear();
+  }
+
+  int device_;
+  CudaBackendOptions opt_;
+  cudaDeviceProp prop_{};
+  int n_sm_ = 1;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::unordered_map<void*, size_t> allocs_;
+  size_t bytes_in_use_ = 0;
+  std::vector<void*> internal_;
+  size_t internal_bytes_ = 0;
+  std::vector<std::unique_ptr<CudaWeight>> weights_;
+  void* staging_ = nullptr;
+  uint16_t* xh_ = nullptr;
+  size_t xh_bytes_ = 0;
+  uint16_t* wscratch_ = nullptr;
+  size_t wscratch_bytes_ = 0;
+  size_t wscratch_need_ = 0;
+  unsigned* amax_ = nullptr;
+  float* alpha_ = nullptr;
+  float* zero_ = nullptr;
+  float* xscale_ = nullptr;
+  float* partial_ = nullptr;
+  ConvCache conv_;
+  Status error_;
+  bool capturing_ = false;
+  std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
+};
+
+}  // namespace
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id, const CudaBackendOptions& options) {
+  const int n = cuda_device_count();
+  if (n == 0) return make_status(StatusCode::kUnavailable, "no CUDA device is available");
+  if (device_id < 0 || device_id >= n)
+    return make_status(StatusCode::kUnavailable, "CUDA device {} does not exist ({} visible)", device_id, n);
+  auto b = std::make_unique<CudaBackend>(device_id, options);
+  GS_RETURN_IF_ERROR(b->init());
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id) {
+  CudaBackendOptions o;
+  if (const char* e = std::getenv("GS_CUDA_SIMPLE"); e && std::string(e) == "1") o.simple_kernels = true;
+  if (const char* e = std::getenv("GS_CUDA_GRAPHS"); e && std::string(e) == "0") o.graphs = false;
+  return create_cuda_backend(device_id, o);
+}
+
+}  // namespace gs

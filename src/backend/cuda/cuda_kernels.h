@@ -1,0 +1,112 @@
+// Launchers of the CUDA kernels (plain structs, no gemmaserve headers, so that nvcc compiles
+// the .cu files without the C++20 host code). Each launcher enqueues on `stream` and
+// returns at once; shapes are checked by the caller (cuda_backend.cpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_weight_layout.h"
+
+namespace gs::cuda {
+
+// f32 matrix view in device memory: rows x cols, `stride` floats between rows.
+struct MatF {
+  float* data;
+  int64_t rows;
+  int64_t cols;
+  int64_t stride;
+};
+
+// One layer's K/V pools: [n_slots, n_head_kv, head_dim] of f16 (f16 = true) or f32.
+struct KvView {
+  void* k;
+  void* v;
+  bool f16;
+  int n_head_kv;
+  int head_dim;
+  int64_t n_slots;
+};
+
+// backend.h's PageTableView.
+struct PagesView {
+  const int32_t* pages;
+  int max_pages;
+  int page_size;
+  int wrap_pages;
+};
+
+struct RopeParams {
+  int head_dim;
+  int n_dims;
+  float theta;
+  const float* freq_factors;  // device, [n_dims / 2] or null
+  float freq_scale;
+  float ext_factor;
+  float attn_factor;
+  float corr_lo;
+  float corr_hi;
+};
+
+struct AttnParams {
+  MatF q;
+  MatF out;
+  int n_tokens;
+  int n_head;
+  int head_dim;
+  float scale;
+  KvView kv;
+  PagesView pages;
+  const int32_t* tok_seq;
+  const int32_t* kv_lo;
+  const int32_t* kv_hi;
+};
+
+// ---- element-wise and small ops (k_elementwise.cu) --------------------------------------
+void launch_rms_norm(cudaStream_t s, MatF x, const float* weight, int64_t group, float eps, MatF out);
+void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p);
+void launch_gelu_mul(cudaStream_t s, MatF gate, MatF up, MatF out);
+void launch_add(cudaStream_t s, MatF a, MatF b, MatF out);
+void launch_scale(cudaStream_t s, MatF x, float factor);
+void launch_softcap(cudaStream_t s, MatF x, float cap);
+void launch_gather_rows(cudaStream_t s, MatF src, const int32_t* rows, MatF dst);
+void launch_copy(cudaStream_t s, MatF src, MatF dst);
+// out[r] = dequant(W row ids[r]) * scale; out.cols == L.n_in. Out-of-range ids give zeros.
+void launch_embed(cudaStream_t s, const void* w, const WeightLayout& L, const int32_t* ids, float scale, MatF out);
+// Out-of-range slots are skipped.
+void launch_kv_store(cudaStream_t s, MatF k, MatF v, const KvView& kv, const int32_t* slots);
+void launch_kv_copy_slots(cudaStream_t s, const KvView& kv, const int32_t* src, const int32_t* dst, int n);
+
+// ---- matmul (k_matvec.cu, k_dequant.cu) --------------------------------------------------
+// x [n, n_in] f32 -> xh [n, n_in_pad] f16 (zero padded) scaled per row by a power of two so
+// that max |x| lands near 2^11; xscale[r] undoes it. permute: every group of 4 elements is
+// stored as (0, 2, 1, 3), the order the mma matvec reads.
+void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale, bool permute);
+// y = x W^T for n = x.rows <= 16 rows on tensor cores, reading the weight once.
+void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh,
+                       const float* xscale, MatF y, int n_sm);
+// Reference-style matmul on CUDA cores (any n, any format): the fallback and the check.
+void launch_matvec_simple(cudaStream_t s, const void* w, const WeightLayout& L, MatF x, MatF y);
+// Rows [row0, row0 + n_rows) of W as f16 into dst [n_rows, n_in_pad].
+void launch_dequant_f16(cudaStream_t s, const void* w, const WeightLayout& L, int64_t row0, int64_t n_rows,
+                        uint16_t* dst);
+// Global power-of-two scaling for the GEMM path: amax must be zeroed before launch_act_absmax;
+// launch_act_to_f16_global writes xh [n, n_in_pad] and *alpha (the factor that undoes it).
+void launch_act_absmax(cudaStream_t s, MatF x, unsigned* amax);
+void launch_act_to_f16_global(cudaStream_t s, MatF x, int64_t n_in_pad, const unsigned* amax, uint16_t* xh,
+                              float* alpha);
+
+// ---- attention (k_attention.cu) ----------------------------------------------------------
+// Any KV type, any head_dim <= 1024: one block per (token, head), CUDA cores.
+void launch_attention_simple(cudaStream_t s, const AttnParams& p);
+// f16 KV, head_dim in {64, 128, 256, 512}, tensor cores, KV split in n_splits parts combined
+// through `partial` (n_splits * n_tokens * n_head * (head_dim + 2) floats) when n_splits > 1.
+// Returns false when the shape is not supported (the caller falls back).
+bool attention_mma_supported(const AttnParams& p);
+// Raises the kernels' shared-memory limits; call once per device before any launch.
+cudaError_t attention_prepare();
+int attention_mma_cta_count(const AttnParams& p);  // CTAs per split
+void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
+
+}  // namespace gs::cuda

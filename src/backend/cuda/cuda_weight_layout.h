@@ -1,0 +1,61 @@
+// The device layout of an uploaded weight: ggml blocks re-laid so that every row and every
+// block starts 16-byte aligned (plain C++, shared by the host code and the kernels).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gs::cuda {
+
+// Weight formats the kernels read. Any other ggml type is converted to kF16 at upload.
+enum class WFormat : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K };
+
+// Every row holds n_in_pad = n_in rounded up to 256 elements (zero padding), so the matmul
+// kernels walk whole 256-element tiles. Per format, the "main" region holds n_out rows of
+// main_row_bytes; formats whose ggml block is not a multiple of 16 bytes keep their f16
+// block scale `d` in a separate "meta" region (one f16 per block, row after row):
+//   kF32/kF16/kBF16  main: plain elements
+//   kQ8_0            main: 32 int8 per block          meta: d
+//   kQ4_0            main: 16 nibble bytes per block  meta: d
+//   kQ4_K            main: the ggml 144-byte block as is
+//   kQ5_K            main: the ggml 176-byte block as is
+//   kQ6_K            main: ql[128] qh[64] scales[16]  meta: d
+struct WeightLayout {
+  WFormat format = WFormat::kF32;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  int64_t n_in_pad = 0;
+  int64_t main_row_bytes = 0;
+  int64_t meta_offset = 0;   // bytes from the base to the meta region (0: none)
+  int64_t meta_per_row = 0;  // f16 scales per row in the meta region
+  size_t total_bytes = 0;
+};
+
+constexpr int64_t kTileElems = 256;
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+inline WeightLayout make_weight_layout(WFormat f, int64_t n_in, int64_t n_out) {
+  WeightLayout L;
+  L.format = f;
+  L.n_in = n_in;
+  L.n_out = n_out;
+  L.n_in_pad = round_up(n_in, kTileElems);
+  const int64_t nb32 = L.n_in_pad / 32, nb256 = L.n_in_pad / 256;
+  switch (f) {
+    case WFormat::kF32: L.main_row_bytes = L.n_in_pad * 4; break;
+    case WFormat::kF16:
+    case WFormat::kBF16: L.main_row_bytes = L.n_in_pad * 2; break;
+    case WFormat::kQ8_0: L.main_row_bytes = nb32 * 32; L.meta_per_row = nb32; break;
+    case WFormat::kQ4_0: L.main_row_bytes = nb32 * 16; L.meta_per_row = nb32; break;
+    case WFormat::kQ4_K: L.main_row_bytes = nb256 * 144; break;
+    case WFormat::kQ5_K: L.main_row_bytes = nb256 * 176; break;
+    case WFormat::kQ6_K: L.main_row_bytes = nb256 * 208; L.meta_per_row = nb256; break;
+  }
+  const int64_t main_bytes = round_up(L.main_row_bytes * n_out, 256);
+  L.meta_offset = L.meta_per_row ? main_bytes : 0;
+  L.total_bytes = static_cast<size_t>(main_bytes + round_up(L.meta_per_row * n_out * 2, 256));
+  return L;
+}
+
+}  // namespace gs::cuda

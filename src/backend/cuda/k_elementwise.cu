@@ -1,0 +1,316 @@
+// Element-wise and small kernels: RMS norm, RoPE (NEOX, freq factors, YaRN), GELU-gated
+// product, add, scale, softcap, row gather and copy, embedding lookup, KV stores and copies.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/k_common.cuh"
+
+namespace gs::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned grid_for(int64_t n, int threads = kThreads) {
+  const int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > (1 << 30) ? (1 << 30) : b));
+}
+
+// ---- RMS norm: one warp per group (small groups) or one block per group -----------------
+__global__ void rms_norm_warp_kernel(MatF x, const float* __restrict__ w, int64_t group, float eps, MatF out,
+                                     int64_t n_groups_total, int64_t groups_per_row) {
+  const int64_t gi = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (gi >= n_groups_total) return;
+  const int64_t r = gi / groups_per_row, c0 = (gi % groups_per_row) * group;
+  const float* xr = x.data + r * x.stride + c0;
+  float* orow = out.data + r * out.stride + c0;
+  float ss = 0.f;
+  for (int64_t i = lane; i < group; i += 32) ss += xr[i] * xr[i];
+  ss = warp_sum(ss);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(group) + eps);
+  for (int64_t i = lane; i < group; i += 32) {
+    const float g = w ? w[i] : 1.0f;
+    orow[i] = g * (xr[i] * inv);
+  }
+}
+
+__global__ void rms_norm_block_kernel(MatF x, const float* __restrict__ w, int64_t group, float eps, MatF out,
+                                      int64_t groups_per_row) {
+  const int64_t gi = blockIdx.x;
+  const int64_t r = gi / groups_per_row, c0 = (gi % groups_per_row) * group;
+  const float* xr = x.data + r * x.stride + c0;
+  float* orow = out.data + r * out.stride + c0;
+  float ss = 0.f;
+  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) ss += xr[i] * xr[i];
+  __shared__ float part[32];
+  ss = warp_sum(ss);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = ss;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float v = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.f;
+    v = warp_sum(v);
+    if (threadIdx.x == 0) part[0] = v;
+  }
+  __syncthreads();
+  const float inv = 1.0f / sqrtf(part[0] / static_cast<float>(group) + eps);
+  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
+    const float g = w ? w[i] : 1.0f;
+    orow[i] = g * (xr[i] * inv);
+  }
+}
+
+// ---- RoPE ---------------------------------------------------------------------------------
+// Angles in double: positions reach 1M and the fastest angle ~1e6 rad (spec §3.1.3).
+__global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams p, int64_t n_heads, int64_t total) {
+  const int half = p.n_dims / 2;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(idx % half);
+    const int64_t rh = idx / half;
+    const int64_t h = rh % n_heads, r = rh / n_heads;
+    float* v = x.data + r * x.stride + h * p.head_dim;
+    const double inv_freq = pow(static_cast<double>(p.theta), -2.0 * i / static_cast<double>(p.n_dims));
+    double theta_extrap = static_cast<double>(pos[r]) * inv_freq;
+    if (p.freq_factors) theta_extrap /= static_cast<double>(p.freq_factors[i]);
+    const double theta_interp = static_cast<double>(p.freq_scale) * theta_extrap;
+    double theta = theta_interp;
+    double mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+      const double y = (i - static_cast<double>(p.corr_lo)) / fmax(0.001, static_cast<double>(p.corr_hi - p.corr_lo));
+      const double ramp = 1.0 - fmin(1.0, fmax(0.0, y));
+      const double mix = ramp * p.ext_factor;
+      theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
+      mscale *= 1.0 + 0.1 * log(1.0 / p.freq_scale);
+    }
+    double sn, cs;
+    sincos(theta, &sn, &cs);
+    const float c = static_cast<float>(cs * mscale), s = static_cast<float>(sn * mscale);
+    const float a = v[i], b = v[i + half];
+    v[i] = a * c - b * s;
+    v[i + half] = a * s + b * c;
+  }
+}
+
+// ---- element-wise -------------------------------------------------------------------------
+__device__ __forceinline__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+enum class Ew { kGeluMul, kAdd, kCopy, kScale, kSoftcap };
+
+template <Ew kOp>
+__device__ __forceinline__ float ew(float a, float b, float s) {
+  if constexpr (kOp == Ew::kGeluMul) return gelu_tanh(a) * b;
+  if constexpr (kOp == Ew::kAdd) return a + b;
+  if constexpr (kOp == Ew::kCopy) return a;
+  if constexpr (kOp == Ew::kScale) return a * s;
+  if constexpr (kOp == Ew::kSoftcap) return s * tanhf(a / s);
+  return a;
+}
+
+// Rows over grid.y (strided), columns over grid.x; float4 when every row start is 16-byte
+// aligned (vec), scalar otherwise. `out` may alias a or b (each element read then written by
+// one thread).
+template <Ew kOp, bool kVec>
+__global__ void ew_kernel(MatF a, MatF b, MatF out, float s) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = blockIdx.y; r < out.rows; r += gridDim.y) {
+    const float* ar = a.data + r * a.stride;
+    const float* br = b.data + r * b.stride;
+    float* orow = out.data + r * out.stride;
+    if constexpr (kVec) {
+      const int64_t n4 = out.cols / 4;
+      for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < n4; c += step) {
+        const float4 va = reinterpret_cast<const float4*>(ar)[c];
+        float4 vb = make_float4(0.f, 0.f, 0.f, 0.f);
+        if constexpr (kOp == Ew::kGeluMul || kOp == Ew::kAdd) vb = reinterpret_cast<const float4*>(br)[c];
+        float4 o;
+        o.x = ew<kOp>(va.x, vb.x, s);
+        o.y = ew<kOp>(va.y, vb.y, s);
+        o.z = ew<kOp>(va.z, vb.z, s);
+        o.w = ew<kOp>(va.w, vb.w, s);
+        reinterpret_cast<float4*>(orow)[c] = o;
+      }
+    } else {
+      for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < out.cols; c += step) {
+        float vb = 0.f;
+        if constexpr (kOp == Ew::kGeluMul || kOp == Ew::kAdd) vb = br[c];
+        orow[c] = ew<kOp>(ar[c], vb, s);
+      }
+    }
+  }
+}
+
+bool vec_ok(const MatF& m) {
+  return m.cols % 4 == 0 && m.stride % 4 == 0 && (reinterpret_cast<uintptr_t>(m.data) & 15) == 0;
+}
+
+template <Ew kOp>
+void launch_ew(cudaStream_t st, MatF a, MatF b, MatF out, float s) {
+  if (out.rows == 0 || out.cols == 0) return;
+  const bool vec = vec_ok(a) && vec_ok(out) && (kOp == Ew::kCopy || kOp == Ew::kScale || kOp == Ew::kSoftcap || vec_ok(b));
+  const int64_t work = vec ? out.cols / 4 : out.cols;
+  int64_t gx = (work + kThreads - 1) / kThreads;
+  int64_t gy = out.rows;
+  // Keep the grid near a few waves; rows loop inside.
+  if (gx > 4096) gx = 4096;
+  if (gy > 65535) gy = 65535;
+  if (gx * gy > 65536 && gy > 1) gy = std::max<int64_t>(1, 65536 / gx);
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+  if (vec) {
+    ew_kernel<kOp, true><<<grid, kThreads, 0, st>>>(a, b, out, s);
+  } else {
+    ew_kernel<kOp, false><<<grid, kThreads, 0, st>>>(a, b, out, s);
+  }
+}
+
+__global__ void gather_kernel(MatF src, const int32_t* __restrict__ rows, MatF dst, int64_t total) {
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx / dst.cols, c = idx % dst.cols;
+    const int64_t sr = rows[r];
+    dst.data[r * dst.stride + c] = (sr >= 0 && sr < src.rows) ? src.data[sr * src.stride + c] : 0.0f;
+  }
+}
+
+__global__ void embed_kernel(const uint8_t* __restrict__ w, WeightLayout L, const int32_t* __restrict__ ids,
+                             float scale, MatF out) {
+  const int64_t r = blockIdx.y;
+  const int64_t id = ids[r];
+  const bool ok = id >= 0 && id < L.n_out;
+  for (int64_t e = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8; e < L.n_in;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x * 8) {
+    float v[8];
+    if (ok) {
+      load8(w, L, id, e, v);
+    } else {
+      for (int i = 0; i < 8; ++i) v[i] = 0.f;
+    }
+    for (int i = 0; i < 8 && e + i < L.n_in; ++i) out.data[r * out.stride + e + i] = v[i] * scale;
+  }
+}
+
+__global__ void kv_store_kernel(MatF k, MatF v, KvView kv, const int32_t* __restrict__ slots, int64_t width,
+                                int64_t total) {
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = idx / width, c = idx % width;
+    const int64_t slot = slots[t];
+    if (slot < 0 || slot >= kv.n_slots) continue;
+    const float kvv = k.data[t * k.stride + c], vvv = v.data[t * v.stride + c];
+    if (kv.f16) {
+      static_cast<uint16_t*>(kv.k)[slot * width + c] = f32_to_f16_bits(kvv);
+      static_cast<uint16_t*>(kv.v)[slot * width + c] = f32_to_f16_bits(vvv);
+    } else {
+      static_cast<float*>(kv.k)[slot * width + c] = kvv;
+      static_cast<float*>(kv.v)[slot * width + c] = vvv;
+    }
+  }
+}
+
+__global__ void kv_copy_kernel(KvView kv, const int32_t* __restrict__ src, const int32_t* __restrict__ dst,
+                               int64_t row_bytes, int64_t total_words) {
+  // row_bytes is a multiple of 4 (f16 rows of an even width or f32 rows).
+  const int64_t words = row_bytes / 4;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total_words;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = idx / words, c = idx % words;
+    const int64_t s = src[i], d = dst[i];
+    if (s < 0 || s >= kv.n_slots || d < 0 || d >= kv.n_slots) continue;
+    uint32_t* kk = static_cast<uint32_t*>(kv.k);
+    uint32_t* vv = static_cast<uint32_t*>(kv.v);
+    kk[d * words + c] = kk[s * words + c];
+    vv[d * words + c] = vv[s * words + c];
+  }
+}
+
+__global__ void kv_copy_bytes_kernel(KvView kv, const int32_t* __restrict__ src, const int32_t* __restrict__ dst,
+                                     int64_t row_bytes, int64_t total) {
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = idx / row_bytes, c = idx % row_bytes;
+    const int64_t s = src[i], d = dst[i];
+    if (s < 0 || s >= kv.n_slots || d < 0 || d >= kv.n_slots) continue;
+    uint8_t* kk = static_cast<uint8_t*>(kv.k);
+    uint8_t* vv = static_cast<uint8_t*>(kv.v);
+    kk[d * row_bytes + c] = kk[s * row_bytes + c];
+    vv[d * row_bytes + c] = vv[s * row_bytes + c];
+  }
+}
+
+}  // namespace
+
+void launch_rms_norm(cudaStream_t s, MatF x, const float* weight, int64_t group, float eps, MatF out) {
+  if (x.rows == 0 || group <= 0) return;
+  const int64_t gpr = x.cols / group;
+  const int64_t n = x.rows * gpr;
+  if (group <= 1024) {
+    const int64_t threads = n * 32;
+    rms_norm_warp_kernel<<<grid_for(threads), kThreads, 0, s>>>(x, weight, group, eps, out, n, gpr);
+  } else {
+    rms_norm_block_kernel<<<static_cast<unsigned>(n), 512, 0, s>>>(x, weight, group, eps, out, gpr);
+  }
+}
+
+void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p) {
+  if (x.rows == 0 || p.n_dims < 2) return;
+  const int64_t n_heads = x.cols / p.head_dim;
+  const int64_t total = x.rows * n_heads * (p.n_dims / 2);
+  rope_kernel<<<grid_for(total), kThreads, 0, s>>>(x, pos, p, n_heads, total);
+}
+
+void launch_gelu_mul(cudaStream_t s, MatF gate, MatF up, MatF out) {
+  launch_ew<Ew::kGeluMul>(s, gate, up, out, 0.f);
+}
+
+void launch_add(cudaStream_t s, MatF a, MatF b, MatF out) {
+  launch_ew<Ew::kAdd>(s, a, b, out, 0.f);
+}
+
+void launch_copy(cudaStream_t s, MatF src, MatF dst) {
+  launch_ew<Ew::kCopy>(s, src, src, dst, 0.f);
+}
+
+void launch_scale(cudaStream_t s, MatF x, float factor) {
+  launch_ew<Ew::kScale>(s, x, x, x, factor);
+}
+
+void launch_softcap(cudaStream_t s, MatF x, float cap) {
+  launch_ew<Ew::kSoftcap>(s, x, x, x, cap);
+}
+
+void launch_gather_rows(cudaStream_t s, MatF src, const int32_t* rows, MatF dst) {
+  const int64_t total = dst.rows * dst.cols;
+  if (total == 0) return;
+  gather_kernel<<<grid_for(total), kThreads, 0, s>>>(src, rows, dst, total);
+}
+
+void launch_embed(cudaStream_t s, const void* w, const WeightLayout& L, const int32_t* ids, float scale, MatF out) {
+  if (out.rows == 0) return;
+  const int64_t per_row_threads = (L.n_in + 7) / 8;
+  const unsigned gx = grid_for(per_row_threads, 128);
+  embed_kernel<<<dim3(gx, static_cast<unsigned>(out.rows)), 128, 0, s>>>(static_cast<const uint8_t*>(w), L, ids,
+                                                                          scale, out);
+}
+
+void launch_kv_store(cudaStream_t s, MatF k, MatF v, const KvView& kv, const int32_t* slots) {
+  const int64_t width = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
+  const int64_t total = k.rows * width;
+  if (total == 0) return;
+  kv_store_kernel<<<grid_for(total), kThreads, 0, s>>>(k, v, kv, slots, width, total);
+}
+
+void launch_kv_copy_slots(cudaStream_t s, const KvView& kv, const int32_t* src, const int32_t* dst, int n) {
+  if (n <= 0) return;
+  const int64_t row_bytes = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim * (kv.f16 ? 2 : 4);
+  if (row_bytes % 4 == 0) {
+    const int64_t total = n * (row_bytes / 4);
+    kv_copy_kernel<<<grid_for(total), kThreads, 0, s>>>(kv, src, dst, row_bytes, total);
+  } else {
+    const int64_t total = n * row_bytes;
+    kv_copy_bytes_kernel<<<grid_for(total), kThreads, 0, s>>>(kv, src, dst, row_bytes, total);
+  }
+}
+
+}  // namespace gs::cuda

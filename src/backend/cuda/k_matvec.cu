@@ -1,0 +1,541 @@
+// Matmul for a few activation rows (decode, MTP verify): every weight is read once and fed to
+// the tensor cores (mma m16n8k16, f16 in, f32 accumulate) straight from its ggml blocks,
+// dequantized in registers. Also the activation conversion it needs and a plain CUDA-core
+// matmul (the fallback and cross-check).
+//
+// Work split: one CTA computes 16 output rows; its warps split the row's 256-element tiles
+// (k-split) and add their partial sums through shared memory. In a warp, lane (g, t) =
+// (lane / 4, lane % 4) owns weight rows g and g + 8 of the CTA and 64 of the 256 elements of
+// each tile. Which 64 depends on the format (chosen so that its loads are 16 bytes wide); the
+// dot product does not care about the order of k, so each lane feeds the mma its elements in
+// the order they come out of the blocks and reads the matching activations, which the
+// conversion kernel stores in (0, 2, 1, 3) order inside each group of 4 so that one 8-byte
+// load gives the two B registers of an mma step.
+#include <cmath>
+
+#include "backend/cuda/k_common.cuh"
+
+namespace gs::cuda {
+namespace {
+
+// ---- activation conversion ----------------------------------------------------------------
+__device__ __forceinline__ float block_max(float v, float* sh) {
+  v = warp_max(v);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float u = threadIdx.x < blockDim.x / 32 ? sh[threadIdx.x] : 0.f;
+    u = warp_max(u);
+    if (threadIdx.x == 0) sh[0] = u;
+  }
+  __syncthreads();
+  const float r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+// Power-of-two factor that brings max |x| to [2^10, 2^11), and its inverse.
+__device__ __forceinline__ void pow2_scale(float amax, float& factor, float& undo) {
+  if (!(amax <= 3.0e38f)) {  // inf or NaN: let it propagate
+    factor = 1.0f;
+    undo = __int_as_float(0x7fc00000);
+    return;
+  }
+  int ex = 0;
+  frexpf(amax, &ex);  // amax < 2^ex
+  if (amax == 0.0f) ex = 0;
+  if (ex < -100) ex = -100;  // keeps both factors finite; such rows round to zero in f16
+  factor = ldexpf(1.0f, 11 - ex);
+  undo = ldexpf(1.0f, ex - 11);
+}
+
+__global__ void act_rows_kernel(MatF x, int64_t n_in_pad, uint16_t* __restrict__ xh, float* __restrict__ xscale,
+                                bool permute) {
+  __shared__ float sh[32];
+  const int64_t r = blockIdx.x;
+  const float* xr = x.data + r * x.stride;
+  float m = 0.f;
+  for (int64_t i = threadIdx.x; i < x.cols; i += blockDim.x) m = fmaxf(m, fabsf(xr[i]));
+  // fmaxf drops NaN: look for it explicitly so that a NaN input gives NaN outputs.
+  bool nan = false;
+  for (int64_t i = threadIdx.x; i < x.cols; i += blockDim.x) nan |= isnan(xr[i]);
+  if (__syncthreads_or(nan)) m = __int_as_float(0x7fc00000);
+  m = block_max(m, sh);
+  float factor, undo;
+  pow2_scale(m, factor, undo);
+  if (threadIdx.x == 0) xscale[r] = undo;
+  uint16_t* out = xh + r * n_in_pad;
+  for (int64_t g4 = threadIdx.x; g4 < n_in_pad / 4; g4 += blockDim.x) {
+    float v[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t c = g4 * 4 + j;
+      v[j] = c < x.cols ? xr[c] * factor : 0.f;
+    }
+    uint2 o;
+    if (permute) {
+      o.x = pack_f32x2(v[0], v[2]);
+      o.y = pack_f32x2(v[1], v[3]);
+    } else {
+      o.x = pack_f32x2(v[0], v[1]);
+      o.y = pack_f32x2(v[2], v[3]);
+    }
+    *reinterpret_cast<uint2*>(out + g4 * 4) = o;
+  }
+}
+
+__global__ void act_absmax_kernel(MatF x, unsigned* amax, int64_t total) {
+  __shared__ float sh[32];
+  float m = 0.f;
+  bool nan = false;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = x.data[(idx / x.cols) * x.stride + idx % x.cols];
+    m = fmaxf(m, fabsf(v));
+    nan |= isnan(v);
+  }
+  if (__syncthreads_or(nan)) m = __int_as_float(0x7fc00000);
+  m = block_max(m, sh);
+  // Non-negative floats (and NaN above inf) order like their bit patterns.
+  if (threadIdx.x == 0) atomicMax(amax, __float_as_uint(m));
+}
+
+__global__ void act_global_kernel(MatF x, int64_t n_in_pad, const unsigned* __restrict__ amax,
+                                  uint16_t* __restrict__ xh, float* __restrict__ alpha, int64_t total4) {
+  float factor, undo;
+  pow2_scale(__uint_as_float(*amax), factor, undo);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *alpha = undo;
+  const int64_t per_row = n_in_pad / 4;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total4;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx / per_row, g4 = idx % per_row;
+    const float* xr = x.data + r * x.stride;
+    float v[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t c = g4 * 4 + j;
+      v[j] = c < x.cols ? xr[c] * factor : 0.f;
+    }
+    uint2 o;
+    o.x = pack_f32x2(v[0], v[1]);
+    o.y = pack_f32x2(v[2], v[3]);
+    *reinterpret_cast<uint2*>(xh + r * n_in_pad + g4 * 4) = o;
+  }
+}
+
+// ---- the tensor-core matvec ---------------------------------------------------------------
+constexpr uint32_t kMagic = 0x64006400u;  // f16 1024.0 in both halves: 0x64XX = 1024 + XX
+__device__ __forceinline__ uint32_t h2_sub(uint32_t a, float v) {
+  return h2_bits(__hsub2(bits_h2(a), __float2half2_rn(v)));
+}
+__device__ __forceinline__ uint32_t h2_fma(uint32_t a, __half2 s, __half2 m) {
+  return h2_bits(__hfma2(bits_h2(a), s, m));
+}
+__device__ __forceinline__ uint32_t h2_mul(uint32_t a, __half2 s) { return h2_bits(__hmul2(bits_h2(a), s)); }
+
+// One mma step for NT column tiles: A = (rows g, g+8) x (the 4 elements at tile offset xo).
+template <int NT>
+__device__ __forceinline__ void step(float (&acc)[NT][4], uint32_t r0_02, uint32_t r1_02, uint32_t r0_13,
+                                     uint32_t r1_13, const uint16_t* const (&xb)[NT], const bool (&xok)[NT],
+                                     int xo) {
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) {
+    uint2 b = make_uint2(0u, 0u);
+    if (xok[ct]) b = *reinterpret_cast<const uint2*>(xb[ct] + xo);
+    mma_16816(acc[ct], r0_02, r1_02, r0_13, r1_13, b.x, b.y);
+  }
+}
+
+__device__ __forceinline__ uint4 ld16(const uint8_t* p, bool ok) {
+  return ok ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0u, 0u, 0u, 0u);
+}
+
+struct RowPtrs {
+  const uint8_t* main0;
+  const uint8_t* main1;
+  const uint16_t* meta0;
+  const uint16_t* meta1;
+  bool ok0;
+  bool ok1;
+};
+
+template <int NT>
+__device__ __forceinline__ void tile_q4k(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
+                                         const uint16_t* const (&xb)[NT], const bool (&xok)[NT], bool q5) {
+  const int64_t bo = tile * (q5 ? 176 : 144);
+  const uint8_t* b0 = R.main0 + bo;
+  const uint8_t* b1 = R.main1 + bo;
+  const uint4 h0 = ld16(b0, R.ok0), h1 = ld16(b1, R.ok1);
+  const int qo = (q5 ? 48 : 16) + 32 * t;
+  const uint4 qa0 = ld16(b0 + qo, R.ok0), qb0 = ld16(b0 + qo + 16, R.ok0);
+  const uint4 qa1 = ld16(b1 + qo, R.ok1), qb1 = ld16(b1 + qo + 16, R.ok1);
+  uint4 ha0 = make_uint4(0u, 0u, 0u, 0u), hb0 = ha0, ha1 = ha0, hb1 = ha0;
+  if (q5) {
+    ha0 = ld16(b0 + 16, R.ok0);
+    hb0 = ld16(b0 + 32, R.ok0);
+    ha1 = ld16(b1 + 16, R.ok1);
+    hb1 = ld16(b1 + 32, R.ok1);
+  }
+  // Scales and mins of sub-blocks 2t (low nibbles) and 2t + 1 (high nibbles).
+  __half2 s_lo[2], m_lo[2], s_hi[2], m_hi[2];
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const uint4& h = rr == 0 ? h0 : h1;
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
+    // scales[12] are bytes 4..15 of the block = bytes 4.. of h.
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int k = 2 * t + hi;
+      int sc, mn;
+      if (k < 4) {
+        sc = u4_byte(h, 4 + k) & 63;
+        mn = u4_byte(h, 8 + k) & 63;
+      } else {
+        sc = (u4_byte(h, 8 + k) & 15) | ((u4_byte(h, k) >> 6) << 4);
+        mn = (u4_byte(h, 8 + k) >> 4) | ((u4_byte(h, 4 + k) >> 6) << 4);
+      }
+      const __half2 s2 = __float2half2_rn(d * static_cast<float>(sc));
+      const __half2 m2 = __float2half2_rn(-(dmin * static_cast<float>(mn)));
+      if (hi == 0) {
+        s_lo[rr] = s2;
+        m_lo[rr] = m2;
+      } else {
+        s_hi[rr] = s2;
+        m_hi[rr] = m2;
+      }
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < 8; ++w) {
+    const uint32_t q0 = w < 4 ? u4_get(qa0, w) : u4_get(qb0, w - 4);
+    const uint32_t q1 = w < 4 ? u4_get(qa1, w) : u4_get(qb1, w - 4);
+    uint32_t lo02_0 = q0 & 0x000F000Fu, lo13_0 = (q0 >> 8) & 0x000F000Fu;
+    uint32_t hi02_0 = (q0 >> 4) & 0x000F000Fu, hi13_0 = (q0 >> 12) & 0x000F000Fu;
+    uint32_t lo02_1 = q1 & 0x000F000Fu, lo13_1 = (q1 >> 8) & 0x000F000Fu;
+    uint32_t hi02_1 = (q1 >> 4) & 0x000F000Fu, hi13_1 = (q1 >> 12) & 0x000F000Fu;
+    float sub = 1024.0f;
+    if (q5) {
+      const uint32_t e0 = w < 4 ? u4_get(ha0, w) : u4_get(hb0, w - 4);
+      const uint32_t e1 = w < 4 ? u4_get(ha1, w) : u4_get(hb1, w - 4);
+      const int k0 = 2 * t, k1 = 2 * t + 1;
+      lo02_0 |= ((e0 >> k0) & 0x00010001u) << 4;
+      lo13_0 |= ((e0 >> (k0 + 8)) & 0x00010001u) << 4;
+      hi02_0 |= ((e0 >> k1) & 0x00010001u) << 4;
+      hi13_0 |= ((e0 >> (k1 + 8)) & 0x00010001u) << 4;
+      lo02_1 |= ((e1 >> k0) & 0x00010001u) << 4;
+      lo13_1 |= ((e1 >> (k0 + 8)) & 0x00010001u) << 4;
+      hi02_1 |= ((e1 >> k1) & 0x00010001u) << 4;
+      hi13_1 |= ((e1 >> (k1 + 8)) & 0x00010001u) << 4;
+    }
+    const uint32_t a_lo02_0 = h2_fma(h2_sub(lo02_0 | kMagic, sub), s_lo[0], m_lo[0]);
+    const uint32_t a_lo13_0 = h2_fma(h2_sub(lo13_0 | kMagic, sub), s_lo[0], m_lo[0]);
+    const uint32_t a_lo02_1 = h2_fma(h2_sub(lo02_1 | kMagic, sub), s_lo[1], m_lo[1]);
+    const uint32_t a_lo13_1 = h2_fma(h2_sub(lo13_1 | kMagic, sub), s_lo[1], m_lo[1]);
+    step<NT>(acc, a_lo02_0, a_lo02_1, a_lo13_0, a_lo13_1, xb, xok, 64 * t + 4 * w);
+    const uint32_t a_hi02_0 = h2_fma(h2_sub(hi02_0 | kMagic, sub), s_hi[0], m_hi[0]);
+    const uint32_t a_hi13_0 = h2_fma(h2_sub(hi13_0 | kMagic, sub), s_hi[0], m_hi[0]);
+    const uint32_t a_hi02_1 = h2_fma(h2_sub(hi02_1 | kMagic, sub), s_hi[1], m_hi[1]);
+    const uint32_t a_hi13_1 = h2_fma(h2_sub(hi13_1 | kMagic, sub), s_hi[1], m_hi[1]);
+    step<NT>(acc, a_hi02_0, a_hi02_1, a_hi13_0, a_hi13_1, xb, xok, 64 * t + 32 + 4 * w);
+  }
+}
+
+template <int NT>
+__device__ __forceinline__ void tile_q6k(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
+                                         const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+  const int h = t >> 1, j = t & 1;
+  const uint8_t* b0 = R.main0 + tile * 208;
+  const uint8_t* b1 = R.main1 + tile * 208;
+  const int qlo = 64 * h + 32 * j, qho = 128 + 32 * h;
+  const uint4 la0 = ld16(b0 + qlo, R.ok0), lb0 = ld16(b0 + qlo + 16, R.ok0);
+  const uint4 la1 = ld16(b1 + qlo, R.ok1), lb1 = ld16(b1 + qlo + 16, R.ok1);
+  const uint4 ha0 = ld16(b0 + qho, R.ok0), hb0 = ld16(b0 + qho + 16, R.ok0);
+  const uint4 ha1 = ld16(b1 + qho, R.ok1), hb1 = ld16(b1 + qho + 16, R.ok1);
+  const uint4 sc0 = ld16(b0 + 192, R.ok0), sc1 = ld16(b1 + 192, R.ok1);
+  const float d0 = R.ok0 ? __half2float(__ushort_as_half(R.meta0[tile])) : 0.f;
+  const float d1 = R.ok1 ? __half2float(__ushort_as_half(R.meta1[tile])) : 0.f;
+  // Scales: low nibbles use sc[8h + 2j + w/4], high nibbles sc[8h + 4 + 2j + w/4].
+  __half2 slo[2][2], shi[2][2];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    slo[0][u] = __float2half2_rn(d0 * static_cast<float>(static_cast<int8_t>(u4_byte(sc0, 8 * h + 2 * j + u))));
+    shi[0][u] = __float2half2_rn(d0 * static_cast<float>(static_cast<int8_t>(u4_byte(sc0, 8 * h + 4 + 2 * j + u))));
+    slo[1][u] = __float2half2_rn(d1 * static_cast<float>(static_cast<int8_t>(u4_byte(sc1, 8 * h + 2 * j + u))));
+    shi[1][u] = __float2half2_rn(d1 * static_cast<float>(static_cast<int8_t>(u4_byte(sc1, 8 * h + 4 + 2 * j + u))));
+  }
+  const int slo_sh = 2 * j, shi_sh = 4 + 2 * j;
+#pragma unroll
+  for (int w = 0; w < 8; ++w) {
+    const int u = w / 4;
+    const uint32_t q0 = w < 4 ? u4_get(la0, w) : u4_get(lb0, w - 4);
+    const uint32_t q1 = w < 4 ? u4_get(la1, w) : u4_get(lb1, w - 4);
+    const uint32_t e0 = w < 4 ? u4_get(ha0, w) : u4_get(hb0, w - 4);
+    const uint32_t e1 = w < 4 ? u4_get(ha1, w) : u4_get(hb1, w - 4);
+    const uint32_t lo02_0 = (q0 & 0x000F000Fu) | (((e0 >> slo_sh) & 0x00030003u) << 4);
+    const uint32_t lo13_0 = ((q0 >> 8) & 0x000F000Fu) | (((e0 >> (slo_sh + 8)) & 0x00030003u) << 4);
+    const uint32_t hi02_0 = ((q0 >> 4) & 0x000F000Fu) | (((e0 >> shi_sh) & 0x00030003u) << 4);
+    const uint32_t hi13_0 = ((q0 >> 12) & 0x000F000Fu) | (((e0 >> (shi_sh + 8)) & 0x00030003u) << 4);
+    const uint32_t lo02_1 = (q1 & 0x000F000Fu) | (((e1 >> slo_sh) & 0x00030003u) << 4);
+    const uint32_t lo13_1 = ((q1 >> 8) & 0x000F000Fu) | (((e1 >> (slo_sh + 8)) & 0x00030003u) << 4);
+    const uint32_t hi02_1 = ((q1 >> 4) & 0x000F000Fu) | (((e1 >> shi_sh) & 0x00030003u) << 4);
+    const uint32_t hi13_1 = ((q1 >> 12) & 0x000F000Fu) | (((e1 >> (shi_sh + 8)) & 0x00030003u) << 4);
+    step<NT>(acc, h2_mul(h2_sub(lo02_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo02_1 | kMagic, 1056.f), slo[1][u]),
+             h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo[1][u]),
+             xb, xok, 128 * h + 32 * j + 4 * w);
+    step<NT>(acc, h2_mul(h2_sub(hi02_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi02_1 | kMagic, 1056.f), shi[1][u]),
+             h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi[1][u]),
+             xb, xok, 128 * h + 64 + 32 * j + 4 * w);
+  }
+}
+
+template <int NT>
+__device__ __forceinline__ void tile_q8_0(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
+                                          const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+  const uint8_t* b0 = R.main0 + tile * 256 + 64 * t;
+  const uint8_t* b1 = R.main1 + tile * 256 + 64 * t;
+  uint4 q0[4], q1[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    q0[i] = ld16(b0 + 16 * i, R.ok0);
+    q1[i] = ld16(b1 + 16 * i, R.ok1);
+  }
+  __half2 d0[2], d1[2];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    d0[u] = R.ok0 ? __half2half2(__ushort_as_half(R.meta0[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
+    d1[u] = R.ok1 ? __half2half2(__ushort_as_half(R.meta1[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
+  }
+#pragma unroll
+  for (int w = 0; w < 16; ++w) {
+    const uint32_t u0 = u4_get(q0[w / 4], w % 4) ^ 0x80808080u;
+    const uint32_t u1 = u4_get(q1[w / 4], w % 4) ^ 0x80808080u;
+    const int blk = w / 8;
+    step<NT>(acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0[blk]),
+             h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1[blk]),
+             h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0[blk]),
+             h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1[blk]), xb, xok, 64 * t + 4 * w);
+  }
+}
+
+template <int NT>
+__device__ __forceinline__ void tile_q4_0(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
+                                          const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+  const uint8_t* b0 = R.main0 + tile * 128 + 32 * t;
+  const uint8_t* b1 = R.main1 + tile * 128 + 32 * t;
+  const uint4 q0[2] = {ld16(b0, R.ok0), ld16(b0 + 16, R.ok0)};
+  const uint4 q1[2] = {ld16(b1, R.ok1), ld16(b1 + 16, R.ok1)};
+  __half2 d0[2], d1[2];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    d0[u] = R.ok0 ? __half2half2(__ushort_as_half(R.meta0[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
+    d1[u] = R.ok1 ? __half2half2(__ushort_as_half(R.meta1[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
+  }
+#pragma unroll
+  for (int w = 0; w < 8; ++w) {
+    const int bb = w / 4;
+    const uint32_t v0 = u4_get(q0[bb], w % 4), v1 = u4_get(q1[bb], w % 4);
+    const int xo = 64 * t + 32 * bb + 4 * (w % 4);
+    step<NT>(acc, h2_mul(h2_sub((v0 & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+             h2_mul(h2_sub((v1 & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
+             h2_mul(h2_sub(((v0 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+             h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo);
+    step<NT>(acc, h2_mul(h2_sub(((v0 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+             h2_mul(h2_sub(((v1 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
+             h2_mul(h2_sub(((v0 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+             h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo + 16);
+  }
+}
+
+// F16, BF16 and F32 rows: lane t reads elements [64t, 64t + 64) of the tile.
+template <int NT, WFormat F>
+__device__ __forceinline__ void tile_plain(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
+                                           const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+  constexpr int kElemBytes = F == WFormat::kF32 ? 4 : 2;
+  const uint8_t* b0 = R.main0 + (tile * 256 + 64 * t) * kElemBytes;
+  const uint8_t* b1 = R.main1 + (tile * 256 + 64 * t) * kElemBytes;
+#pragma unroll 4
+  for (int s = 0; s < 16; ++s) {
+    uint32_t p02[2], p13[2];
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const uint8_t* b = (rr == 0 ? b0 : b1) + s * 4 * kElemBytes;
+      const bool ok = rr == 0 ? R.ok0 : R.ok1;
+      if constexpr (F == WFormat::kF32) {
+        const float4 v = ok ? __ldg(reinterpret_cast<const float4*>(b)) : make_float4(0.f, 0.f, 0.f, 0.f);
+        p02[rr] = pack_f32x2(v.x, v.z);
+        p13[rr] = pack_f32x2(v.y, v.w);
+      } else {
+        const uint2 v = ok ? __ldg(reinterpret_cast<const uint2*>(b)) : make_uint2(0u, 0u);
+        if constexpr (F == WFormat::kF16) {
+          p02[rr] = __byte_perm(v.x, v.y, 0x5410);
+          p13[rr] = __byte_perm(v.x, v.y, 0x7632);
+        } else {
+          const float e0 = __uint_as_float(v.x << 16), e1 = __uint_as_float(v.x & 0xffff0000u);
+          const float e2 = __uint_as_float(v.y << 16), e3 = __uint_as_float(v.y & 0xffff0000u);
+          p02[rr] = pack_f32x2(e0, e2);
+          p13[rr] = pack_f32x2(e1, e3);
+        }
+      }
+    }
+    step<NT>(acc, p02[0], p02[1], p13[0], p13[1], xb, xok, 64 * t + 4 * s);
+  }
+}
+
+constexpr int kMaxWarps = 8;
+
+template <WFormat F, int NT>
+__global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_t* __restrict__ w, WeightLayout L,
+                                                                   const uint16_t* __restrict__ xh,
+                                                                   const float* __restrict__ xscale, MatF y) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * 16 + g, row1 = row0 + 8;
+  RowPtrs R;
+  R.ok0 = row0 < L.n_out;
+  R.ok1 = row1 < L.n_out;
+  R.main0 = w + (R.ok0 ? row0 : 0) * L.main_row_bytes;
+  R.main1 = w + (R.ok1 ? row1 : 0) * L.main_row_bytes;
+  const uint16_t* meta = reinterpret_cast<const uint16_t*>(w + L.meta_offset);
+  R.meta0 = meta + (R.ok0 ? row0 : 0) * L.meta_per_row;
+  R.meta1 = meta + (R.ok1 ? row1 : 0) * L.meta_per_row;
+  const int n = static_cast<int>(y.rows);
+  const int64_t n_tiles = L.n_in_pad / kTileElems;
+
+  float acc[NT][4];
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct)
+    for (int i = 0; i < 4; ++i) acc[ct][i] = 0.f;
+
+  for (int64_t tile = warp; tile < n_tiles; tile += nw) {
+    const uint16_t* xb[NT];
+    bool xok[NT];
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct) {
+      const int col = ct * 8 + g;
+      xok[ct] = col < n;
+      xb[ct] = xh + static_cast<int64_t>(xok[ct] ? col : 0) * L.n_in_pad + tile * kTileElems;
+    }
+    if constexpr (F == WFormat::kQ4_K) tile_q4k<NT>(acc, R, tile, t, xb, xok, false);
+    if constexpr (F == WFormat::kQ5_K) tile_q4k<NT>(acc, R, tile, t, xb, xok, true);
+    if constexpr (F == WFormat::kQ6_K) tile_q6k<NT>(acc, R, tile, t, xb, xok);
+    if constexpr (F == WFormat::kQ8_0) tile_q8_0<NT>(acc, R, tile, t, xb, xok);
+    if constexpr (F == WFormat::kQ4_0) tile_q4_0<NT>(acc, R, tile, t, xb, xok);
+    if constexpr (F == WFormat::kF16 || F == WFormat::kBF16 || F == WFormat::kF32)
+      tile_plain<NT, F>(acc, R, tile, t, xb, xok);
+  }
+
+  __shared__ float red[kMaxWarps][NT * 4][32];
+  if (nw > 1) {
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct)
+      for (int i = 0; i < 4; ++i) red[warp][ct * 4 + i][lane] = acc[ct][i];
+    __syncthreads();
+    if (warp != 0) return;
+    for (int ww = 1; ww < nw; ++ww)
+#pragma unroll
+      for (int ct = 0; ct < NT; ++ct)
+        for (int i = 0; i < 4; ++i) acc[ct][i] += red[ww][ct * 4 + i][lane];
+  }
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) {
+#pragma unroll
+    for (int jj = 0; jj < 2; ++jj) {
+      const int col = ct * 8 + 2 * t + jj;
+      if (col >= n) continue;
+      const float s = xscale[col];
+      float* yr = y.data + static_cast<int64_t>(col) * y.stride;
+      if (R.ok0) yr[row0] = acc[ct][jj] * s;
+      if (R.ok1) yr[row1] = acc[ct][2 + jj] * s;
+    }
+  }
+}
+
+template <int NT>
+void launch_mma_nt(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
+                   MatF y, dim3 grid, int threads) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  switch (L.format) {
+    case WFormat::kF32: matvec_mma_kernel<WFormat::kF32, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kF16: matvec_mma_kernel<WFormat::kF16, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kBF16: matvec_mma_kernel<WFormat::kBF16, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kQ8_0: matvec_mma_kernel<WFormat::kQ8_0, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kQ4_0: matvec_mma_kernel<WFormat::kQ4_0, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kQ4_K: matvec_mma_kernel<WFormat::kQ4_K, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kQ5_K: matvec_mma_kernel<WFormat::kQ5_K, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kQ6_K: matvec_mma_kernel<WFormat::kQ6_K, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+  }
+}
+
+// ---- plain CUDA-core matmul: one warp per output row, any number of activation rows ---------
+__global__ void matvec_simple_kernel(const uint8_t* __restrict__ w, WeightLayout L, MatF x, MatF y) {
+  const int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (o >= L.n_out) return;
+  for (int64_t r0 = 0; r0 < x.rows; r0 += 8) {
+    const int nr = static_cast<int>(x.rows - r0 < 8 ? x.rows - r0 : 8);
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int64_t e = static_cast<int64_t>(lane) * 8; e < L.n_in; e += 256) {
+      float wv[8];
+      load8(w, L, o, e, wv);
+      for (int r = 0; r < nr; ++r) {
+        const float* xr = x.data + (r0 + r) * x.stride;
+        float s = 0.f;
+        for (int i = 0; i < 8; ++i)
+          if (e + i < L.n_in) s += wv[i] * xr[e + i];
+        acc[r] += s;
+      }
+    }
+    for (int r = 0; r < nr; ++r) {
+      const float v = warp_sum(acc[r]);
+      if (lane == 0) y.data[(r0 + r) * y.stride + o] = v;
+    }
+  }
+}
+
+}  // namespace
+
+void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale, bool permute) {
+  if (x.rows == 0) return;
+  act_rows_kernel<<<static_cast<unsigned>(x.rows), 256, 0, s>>>(x, n_in_pad, xh, xscale, permute);
+}
+
+void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
+                       MatF y, int n_sm) {
+  if (y.rows == 0 || L.n_out == 0) return;
+  const int64_t ctas = (L.n_out + 15) / 16;
+  const int64_t n_tiles = L.n_in_pad / kTileElems;
+  int nw = ctas >= 4LL * n_sm ? 4 : kMaxWarps;
+  if (nw > n_tiles) nw = static_cast<int>(n_tiles);
+  if (nw < 1) nw = 1;
+  const dim3 grid(static_cast<unsigned>(ctas));
+  if (y.rows <= 8) {
+    launch_mma_nt<1>(s, w, L, xh, xscale, y, grid, nw * 32);
+  } else {
+    launch_mma_nt<2>(s, w, L, xh, xscale, y, grid, nw * 32);
+  }
+}
+
+void launch_matvec_simple(cudaStream_t s, const void* w, const WeightLayout& L, MatF x, MatF y) {
+  if (x.rows == 0 || L.n_out == 0) return;
+  const int64_t threads = L.n_out * 32;
+  const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
+  matvec_simple_kernel<<<blocks, 256, 0, s>>>(static_cast<const uint8_t*>(w), L, x, y);
+}
+
+void launch_act_absmax(cudaStream_t s, MatF x, unsigned* amax) {
+  const int64_t total = x.rows * x.cols;
+  if (total == 0) return;
+  int64_t blocks = (total + 255) / 256;
+  if (blocks > 4096) blocks = 4096;
+  act_absmax_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(x, amax, total);
+}
+
+void launch_act_to_f16_global(cudaStream_t s, MatF x, int64_t n_in_pad, const unsigned* amax, uint16_t* xh,
+                              float* alpha) {
+  const int64_t total4 = x.rows * (n_in_pad / 4);
+  if (total4 == 0) return;
+  int64_t blocks = (total4 + 255) / 256;
+  if (blocks > 65535) blocks = 65535;
+  act_global_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(x, n_in_pad, amax, xh, alpha, total4);
+}
+
+}  // namespace gs::cuda

@@ -1,0 +1,282 @@
+// The op microbenchmarks: copy bandwidth, matmul per weight type and row count (decode /
+// verify: weight bytes per second), prefill GEMM (FLOP/s), attention for decode at depths
+// and for prefill, and the per-op cost of small ops replayed in a graph.
+#include "bench_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <string>
+
+#include "core/ggml_type.h"
+
+namespace gs::cli {
+namespace {
+
+std::string shape_str(int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); }
+
+struct Ctx {
+  Backend& b;
+  const OpsBenchOptions& opt;
+  std::vector<BenchRow>& rows;
+  double copy_bw = 0;      // bytes/s read + written
+  double gemm_flops = 0;   // FLOP/s of the reference f16 GEMM
+  uint64_t key = 1000;
+};
+
+Result<DeviceBuffer> filled(Backend& b, const std::vector<float>& host) {
+  GS_ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::make(b, host.size() * 4));
+  GS_RETURN_IF_ERROR(b.upload(d.data(), host.data(), host.size() * 4));
+  return d;
+}
+
+Status bench_copy(Ctx& c) {
+  const int64_t rows = c.opt.quick ? 64 : 1024, cols = 262144;  // 1 GiB f32 (64 MiB quick)
+  GS_ASSIGN_OR_RETURN(DeviceBuffer src, filled(c.b, random_floats(static_cast<size_t>(rows * cols), 1.0f, 7)));
+  GS_ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::make(c.b, static_cast<size_t>(rows * cols) * 4));
+  const Mat s = Mat::of(src.as<float>(), rows, cols), d = Mat::of(dst.as<float>(), rows, cols);
+  const double t = time_step(c.b, c.key++, c.opt.quick ? 2 : 10, [&] { c.b.copy(s, d); });
+  GS_RETURN_IF_ERROR(c.b.synchronize());
+  const double bytes = 2.0 * rows * cols * 4;
+  c.copy_bw = bytes / t;
+  BenchRow r{"memory", "copy (read + write)", shape_str(rows, cols) + " f32", t, c.copy_bw, 0, 100.0, "this copy"};
+  c.rows.push_back(r);
+  return {};
+}
+
+Status bench_matvec(Ctx& c) {
+  struct Shape {
+    const char* name;
+    int64_t n_in, n_out;
+  };
+  const std::vector<Shape> shapes = {{"ffn_gate/up", 5376, 21504}, {"ffn_down", 21504, 5376}, {"attn_k", 5376, 4096}};
+  std::vector<GgmlType> types = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q8_0,
+                                 GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16};
+  if (c.opt.quick) types = {GgmlType::Q4_K, GgmlType::Q8_0};
+  const std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{1, 5} : std::vector<int64_t>{1, 2, 5, 8, 16};
+  for (GgmlType type : types) {
+    for (const Shape& sh : shapes) {
+      if (c.opt.quick && sh.n_in != 5376) continue;
+      const size_t wbytes = ggml_row_size(type, sh.n_in).value() * static_cast<size_t>(sh.n_out);
+      // Enough copies that one pass over them is several times the 50 MB L2.
+      const int copies = static_cast<int>(std::clamp<size_t>((300ull << 20) / wbytes, 1, 8));
+      std::vector<Weight> ws;
+      for (int i = 0; i < copies; ++i) {
+        const auto host = random_weight_bytes(type, sh.n_in, sh.n_out, 100 + i);
+        GS_ASSIGN_OR_RETURN(Weight w, c.b.upload_weight(host.data(), type, sh.n_in, sh.n_out));
+        ws.push_back(w);
+      }
+      for (int64_t n : row_counts) {
+        GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(c.b, random_floats(static_cast<size_t>(n * sh.n_in), 1.0f, 3)));
+        GS_ASSIGN_OR_RETURN(DeviceBuffer yb, DeviceBuffer::make(c.b, static_cast<size_t>(n * sh.n_out) * 4));
+        const Mat x = Mat::of(xb.as<float>(), n, sh.n_in), y = Mat::of(yb.as<float>(), n, sh.n_out);
+        const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 20, [&] {
+                           for (const Weight& w : ws) c.b.matmul(w, x, y);
+                         }) / copies;
+        GS_RETURN_IF_ERROR(c.b.synchronize());
+        BenchRow r{"matmul", std::string(ggml_type_name(type)) + " " + sh.name + " rows " + std::to_string(n),
+                   shape_str(sh.n_in, sh.n_out), t, wbytes / t, 2.0 * n * sh.n_in * sh.n_out / t / 1e12,
+                   100.0 * (wbytes / t) / c.copy_bw, "copy bandwidth"};
+        c.rows.push_back(r);
+      }
+    }
+  }
+  return {};
+}
+
+Status bench_gemm(Ctx& c) {
+  // The f16 reference: a weight already in f16, 4096 rows (the cuBLAS ceiling in this run).
+  const std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{512, 4096};
+  for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    if (c.opt.quick && type != GgmlType::Q4_K) continue;
+    const int64_t n_in = 5376, n_out = 21504;
+    const auto host = random_weight_bytes(type, n_in, n_out, 11);
+    GS_ASSIGN_OR_RETURN(Weight w, c.b.upload_weight(host.data(), type, n_in, n_out));
+    for (int64_t n : row_counts) {
+      GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(c.b, random_floats(static_cast<size_t>(n * n_in), 1.0f, 5)));
+      GS_ASSIGN_OR_RETURN(DeviceBuffer yb, DeviceBuffer::make(c.b, static_cast<size_t>(n * n_out) * 4));
+      const Mat x = Mat::of(xb.as<float>(), n, n_in), y = Mat::of(yb.as<float>(), n, n_out);
+      c.b.matmul(w, x, y);  // sizes the working buffers outside the captured step
+      GS_RETURN_IF_ERROR(c.b.synchronize());
+      const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 5, [&] { c.b.matmul(w, x, y); });
+      GS_RETURN_IF_ERROR(c.b.synchronize());
+      const double flops = 2.0 * n * n_in * n_out / t;
+      if (type == GgmlType::F16 && n == row_counts.back()) c.gemm_flops = flops;
+      BenchRow r{"gemm", std::string(ggml_type_name(type)) + " rows " + std::to_string(n), shape_str(n_in, n_out), t,
+                 0, flops / 1e12, c.gemm_flops > 0 ? 100.0 * flops / c.gemm_flops : 0, "f16 GEMM 4096 rows"};
+      c.rows.push_back(r);
+    }
+  }
+  return {};
+}
+
+// KV pools and page table for one sequence of `len` positions, random contents.
+struct KvSetup {
+  DeviceBuffer k, v, pages, seq, lo, hi, q, out;
+  KvLayerView view;
+  PageTableView pt;
+};
+
+Status make_kv(Ctx& c, KvSetup& s, int n_kv, int D, int64_t len, int n_tok, int n_head, int window) {
+  const int page = 256;
+  const int64_t n_pages = (len + page - 1) / page + 1;
+  const int64_t n_slots = n_pages * page;
+  const size_t bytes = static_cast<size_t>(n_slots) * n_kv * D * 2;
+  std::vector<uint8_t> rnd(std::min<size_t>(bytes, 64ull << 20));
+  // f16 values in [-2, 2): random mantissa, exponent bits limited.
+  FastRng r(9);
+  for (size_t i = 0; i + 1 < rnd.size(); i += 2) {
+    const uint16_t h = static_cast<uint16_t>((r.next() & 0x83ffu) | 0x3800u);
+    std::memcpy(rnd.data() + i, &h, 2);
+  }
+  GS_ASSIGN_OR_RETURN(s.k, DeviceBuffer::make(c.b, bytes));
+  GS_ASSIGN_OR_RETURN(s.v, DeviceBuffer::make(c.b, bytes));
+  for (DeviceBuffer* d : {&s.k, &s.v})
+    for (size_t off = 0; off < bytes; off += rnd.size())
+      GS_RETURN_IF_ERROR(c.b.upload(static_cast<uint8_t*>(d->data()) + off, rnd.data(), std::min(rnd.size(), bytes - off)));
+  std::vector<int32_t> pages(static_cast<size_t>(n_pages));
+  std::iota(pages.begin(), pages.end(), 0);
+  std::vector<int32_t> seq(static_cast<size_t>(n_tok), 0), lo(static_cast<size_t>(n_tok)), hi(static_cast<size_t>(n_tok));
+  for (int t = 0; t < n_tok; ++t) {
+    const int64_t p = len - n_tok + t;
+    hi[static_cast<size_t>(t)] = static_cast<int32_t>(p);
+    lo[static_cast<size_t>(t)] = static_cast<int32_t>(window > 0 ? std::max<int64_t>(0, p - window + 1) : 0);
+  }
+  auto up = [&](DeviceBuffer& d, const std::vector<int32_t>& v) -> Status {
+    GS_ASSIGN_OR_RETURN(d, DeviceBuffer::make(c.b, v.size() * 4));
+    return c.b.upload(d.data(), v.data(), v.size() * 4);
+  };
+  GS_RETURN_IF_ERROR(up(s.pages, pages));
+  GS_RETURN_IF_ERROR(up(s.seq, seq));
+  GS_RETURN_IF_ERROR(up(s.lo, lo));
+  GS_RETURN_IF_ERROR(up(s.hi, hi));
+  GS_ASSIGN_OR_RETURN(s.q, filled(c.b, random_floats(static_cast<size_t>(n_tok) * n_head * D, 1.0f, 13)));
+  GS_ASSIGN_OR_RETURN(s.out, DeviceBuffer::make(c.b, static_cast<size_t>(n_tok) * n_head * D * 4));
+  s.view = KvLayerView{s.k.data(), s.v.data(), GgmlType::F16, n_kv, D, n_slots};
+  s.pt = PageTableView{s.pages.as<int32_t>(), static_cast<int>(n_pages), page, 0};
+  return {};
+}
+
+Status bench_attention(Ctx& c) {
+  struct A {
+    const char* name;
+    int n_head, n_kv, D, window;
+  };
+  const A full{"full (D 512, GQA 8)", 32, 4, 512, 0}, swa{"sliding (D 256, W 1024)", 32, 16, 256, 1024};
+  std::vector<int> depths = c.opt.depths;
+  if (c.opt.quick) depths = {1024};
+  for (const A& a : {full, swa}) {
+    for (int depth : depths) {
+      if (a.window > 0 && depth != depths.front()) continue;  // the window bounds it
+      for (int n_tok : {1, 5}) {
+        const int64_t len = depth + n_tok;
+        KvSetup s;
+        GS_RETURN_IF_ERROR(make_kv(c, s, a.n_kv, a.D, len, n_tok, a.n_head, a.window));
+        AttentionArgs aa;
+        aa.q = Mat::of(s.q.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
+        aa.out = Mat::of(s.out.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
+        aa.n_head = a.n_head;
+        aa.head_dim = a.D;
+        aa.kv = s.view;
+        aa.pages = s.pt;
+        aa.tok_seq = s.seq.as<int32_t>();
+        aa.kv_lo = s.lo.as<int32_t>();
+        aa.kv_hi = s.hi.as<int32_t>();
+        aa.max_kv_len = static_cast<int>(a.window > 0 ? a.window : len);
+        const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 20, [&] { c.b.attention(aa); });
+        GS_RETURN_IF_ERROR(c.b.synchronize());
+        const int64_t keys = a.window > 0 ? std::min<int64_t>(len, a.window + n_tok - 1) : len;
+        const double bytes = static_cast<double>(keys) * a.n_kv * a.D * 2 * 2;
+        BenchRow r{"attention", std::string(a.name) + " tokens " + std::to_string(n_tok),
+                   "depth " + std::to_string(depth), t, bytes / t, 0, 100.0 * (bytes / t) / c.copy_bw,
+                   "copy bandwidth"};
+        c.rows.push_back(r);
+      }
+    }
+  }
+  // Prefill: 4096 (512 quick) tokens from an empty context, tensor-core FLOP/s.
+  const int n_tok = c.opt.quick ? 256 : 4096;
+  for (const A& a : {full, swa}) {
+    KvSetup s;
+    GS_RETURN_IF_ERROR(make_kv(c, s, a.n_kv, a.D, n_tok, n_tok, a.n_head, a.window));
+    AttentionArgs aa;
+    aa.q = Mat::of(s.q.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
+    aa.out = Mat::of(s.out.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
+    aa.n_head = a.n_head;
+    aa.head_dim = a.D;
+    aa.kv = s.view;
+    aa.pages = s.pt;
+    aa.tok_seq = s.seq.as<int32_t>();
+    aa.kv_lo = s.lo.as<int32_t>();
+    aa.kv_hi = s.hi.as<int32_t>();
+    aa.max_kv_len = a.window > 0 ? a.window : n_tok;
+    const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 3, [&] { c.b.attention(aa); });
+    GS_RETURN_IF_ERROR(c.b.synchronize());
+    double keys = 0;
+    for (int p = 0; p < n_tok; ++p) keys += a.window > 0 ? std::min(p + 1, a.window) : p + 1;
+    const double flops = 4.0 * a.n_head * a.D * keys / t;
+    BenchRow r{"attention", std::string(a.name) + " prefill", std::to_string(n_tok) + " tokens", t, 0, flops / 1e12,
+               c.gemm_flops > 0 ? 100.0 * flops / c.gemm_flops : 0, "f16 GEMM 4096 rows"};
+    c.rows.push_back(r);
+  }
+  return {};
+}
+
+Status bench_small_ops(Ctx& c) {
+  const int reps = c.opt.quick ? 10 : 200;
+  for (int64_t n : {int64_t{1}, int64_t{4096}}) {
+    if (c.opt.quick && n > 1) continue;
+    const int64_t e = 5376, q = 8192;
+    GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(c.b, random_floats(static_cast<size_t>(n * q), 1.0f, 17)));
+    GS_ASSIGN_OR_RETURN(DeviceBuffer yb, filled(c.b, random_floats(static_cast<size_t>(n * q), 1.0f, 19)));
+    GS_ASSIGN_OR_RETURN(DeviceBuffer gb, filled(c.b, random_floats(static_cast<size_t>(e), 1.0f, 23)));
+    std::vector<int32_t> pos(static_cast<size_t>(n));
+    std::iota(pos.begin(), pos.end(), 100);
+    GS_ASSIGN_OR_RETURN(DeviceBuffer pb, DeviceBuffer::make(c.b, pos.size() * 4));
+    GS_RETURN_IF_ERROR(c.b.upload(pb.data(), pos.data(), pos.size() * 4));
+    const Mat x = Mat::of(xb.as<float>(), n, e), y = Mat::of(yb.as<float>(), n, e);
+    const Mat xq = Mat::of(xb.as<float>(), n, q);
+    RopeArgs ra;
+    ra.head_dim = 256;
+    ra.n_dims = 256;
+    struct Op {
+      const char* name;
+      std::function<void()> fn;
+      double bytes;
+    };
+    const double rb = static_cast<double>(n) * e * 4;
+    const std::vector<Op> ops = {
+        {"rms_norm", [&] { c.b.rms_norm(x, gb.as<float>(), e, 1e-6f, y); }, 2 * rb},
+        {"rms_norm per head", [&] { c.b.rms_norm(xq, gb.as<float>(), 256, 1e-6f, xq); }, 2.0 * n * q * 4},
+        {"rope q", [&] { c.b.rope(xq, pb.as<int32_t>(), ra); }, 2.0 * n * q * 4},
+        {"add", [&] { c.b.add(x, y, y); }, 3 * rb},
+        {"gelu_mul", [&] { c.b.gelu_mul(x, y, y); }, 3 * rb},
+        {"scale", [&] { c.b.scale(y, 1.0001f); }, 2 * rb},
+    };
+    for (const Op& op : ops) {
+      const double t = time_step(c.b, c.key++, 3, [&] {
+                         for (int i = 0; i < reps; ++i) op.fn();
+                       }) / reps;
+      GS_RETURN_IF_ERROR(c.b.synchronize());
+      BenchRow r{"small op", std::string(op.name) + " rows " + std::to_string(n), shape_str(n, e), t, op.bytes / t, 0,
+                 100.0 * (op.bytes / t) / c.copy_bw, "copy bandwidth"};
+      c.rows.push_back(r);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRow>& rows) {
+  Ctx c{b, opt, rows};
+  GS_RETURN_IF_ERROR(bench_copy(c));
+  GS_RETURN_IF_ERROR(bench_gemm(c));
+  GS_RETURN_IF_ERROR(bench_matvec(c));
+  GS_RETURN_IF_ERROR(bench_attention(c));
+  GS_RETURN_IF_ERROR(bench_small_ops(c));
+  return {};
+}
+
+}  // namespace gs::cli

@@ -1,0 +1,85 @@
+// CUDA matmul against the CPU oracle: every weight type, odd shapes, 1..40 activation rows
+// (tensor-core matvec up to 16 rows, cuBLAS beyond), strided views, extreme magnitudes.
+#include <tuple>
+
+#include "cuda_test_util.h"
+
+namespace gs::test {
+namespace {
+
+// Runs y = x W^T on the three backends for every row count in `rows` (one weight upload);
+// expects the CUDA results near the CPU's.
+void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, const std::vector<int64_t>& rows_list,
+                  float x_scale = 1.0f) {
+  auto& B = Backends::get();
+  const std::vector<uint8_t> w = random_weight(type, n_in, n_out);
+  Backend* bes[3] = {B.cpu.get(), B.fast.get(), B.simple.get()};
+  Weight wt[3];
+  for (int k = 0; k < 3; ++k) {
+    auto wr = bes[k]->upload_weight(w.data(), type, n_in, n_out);
+    ASSERT_TRUE(wr.ok()) << wr.status().to_string();
+    wt[k] = wr.value();
+  }
+  for (int64_t rows : rows_list) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)) + " n_in " + std::to_string(n_in) + " n_out " +
+                 std::to_string(n_out) + " rows " + std::to_string(rows) + " x_scale " + std::to_string(x_scale));
+    const int64_t xs = n_in + (rows % 3 == 1 ? 5 : 0), ys = n_out + (rows % 2 ? 3 : 0);
+    HostMat hx(rows, n_in, xs, x_scale);
+    std::vector<float> out[3];
+    for (int k = 0; k < 3; ++k) {
+      DevMat x(*bes[k], hx), y(*bes[k], rows, n_out, ys);
+      bes[k]->matmul(wt[k], x.m, y.m);
+      Status s = bes[k]->synchronize();
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      out[k] = y.dense();
+    }
+    const ErrStats ef = compare(out[1], out[0]), es = compare(out[2], out[0]);
+    // f16 weights and activations on the tensor cores: unit roundoff 2^-11 per operand.
+    EXPECT_LT(ef.rel_l2, 4e-3) << "fast path";
+    EXPECT_LT(ef.rel_max, 2e-2) << "fast path";
+    EXPECT_LT(es.rel_l2, 1e-5) << "simple path";
+    EXPECT_LT(es.rel_max, 1e-4) << "simple path";
+  }
+}
+
+std::vector<GgmlType> all_types() {
+  std::vector<GgmlType> t = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,   GgmlType::Q4_0,
+                             GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q4_1,   GgmlType::Q5_0,
+                             GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
+  return t;
+}
+
+TEST(CudaMatmul, EveryTypeOddShapes) {
+  GS_REQUIRE_BACKENDS();
+  for (GgmlType type : all_types()) {
+    if (!dequantize_row_fn(type)) {
+      ADD_FAILURE() << "core/quant cannot dequantize " << ggml_type_name(type) << " yet: the CPU oracle is missing";
+      continue;
+    }
+    const int64_t blk = ggml_type_traits(type).block_elems;
+    std::vector<int64_t> n_ins;
+    if (blk == 1) n_ins = {1, 7, 64, 300, 1000};
+    else if (blk == 32) n_ins = {32, 96, 288, 1056};
+    else n_ins = {256, 768, 1280};
+    for (int64_t n_in : n_ins)
+      for (int64_t n_out : {1, 15, 17, 130}) check_matmul(type, n_in, n_out, {1, 2, 5, 8, 9, 16, 17, 40});
+  }
+}
+
+TEST(CudaMatmul, Gemma31bShapes) {
+  GS_REQUIRE_BACKENDS();
+  // The 31B projections (n_in, n_out) in the Q4_K_M mix, at the decode / verify / prefill sizes.
+  const std::vector<std::tuple<GgmlType, int64_t, int64_t>> shapes = {
+      {GgmlType::Q4_K, 5376, 8192},  {GgmlType::Q4_K, 5376, 4096}, {GgmlType::Q6_K, 5376, 4096},
+      {GgmlType::Q4_K, 8192, 5376},  {GgmlType::Q4_K, 5376, 2048}, {GgmlType::Q6_K, 21504, 5376},
+      {GgmlType::Q4_K, 21504, 5376}, {GgmlType::Q8_0, 5376, 1024}};
+  for (auto [type, n_in, n_out] : shapes) check_matmul(type, n_in, n_out, {1, 3, 5, 8, 13, 64});
+}
+
+TEST(CudaMatmul, ExtremeActivationScales) {
+  GS_REQUIRE_BACKENDS();
+  for (float s : {1e-6f, 1e-3f, 30.0f, 3e3f, 1e5f}) check_matmul(GgmlType::Q4_K, 512, 64, {1, 6, 33}, s);
+}
+
+}  // namespace
+}  // namespace gs::test

@@ -1,0 +1,199 @@
+// Drives a running gemmaserve with the official `openai` npm client: chat (whole and
+// streamed), a tool call forced by tool_choice, thinking on and off, a wrong key, a stream
+// cancelled midway, 8 concurrent streaming clients, and health afterwards.
+// Usage: node openai_client.mjs PORT API_KEY
+import OpenAI from "openai";
+import assert from "node:assert/strict";
+
+const [port, apiKey] = process.argv.slice(2);
+const baseURL = `http://127.0.0.1:${port}/v1`;
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
+const messages = [{ role: "user", content: "ROMEO:" }];
+let passed = 0;
+let failed = 0;
+
+async function check(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
+  }
+}
+
+async function collectStream(stream) {
+  const out = { content: "", reasoning: "", finish: null, usage: null, chunks: 0, roleFirst: false, tools: {} };
+  let first = true;
+  for await (const chunk of stream) {
+    out.chunks++;
+    if (chunk.usage) out.usage = chunk.usage;
+    if (!chunk.choices || chunk.choices.length === 0) continue;
+    const c = chunk.choices[0];
+    if (first) {
+      out.roleFirst = c.delta && c.delta.role === "assistant";
+      first = false;
+    }
+    if (c.delta && c.delta.content) out.content += c.delta.content;
+    if (c.delta && c.delta.reasoning_content) out.reasoning += c.delta.reasoning_content;
+    for (const tc of (c.delta && c.delta.tool_calls) || []) {
+      const t = (out.tools[tc.index] ||= { name: "", args: "" });
+      if (tc.function && tc.function.name) t.name += tc.function.name;
+      if (tc.function && tc.function.arguments) t.args += tc.function.arguments;
+    }
+    if (c.finish_reason) out.finish = c.finish_reason;
+  }
+  return out;
+}
+
+await check("models lists the served model", async () => {
+  const models = await client.models.list();
+  assert.ok(models.data.length >= 1);
+  assert.equal(typeof models.data[0].id, "string");
+});
+
+await check("chat, whole response", async () => {
+  const r = await client.chat.completions.create({ model: "shakes", messages, max_tokens: 24, temperature: 0 });
+  assert.equal(r.object, "chat.completion");
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, "assistant");
+  assert.equal(typeof r.choices[0].message.content, "string");
+  assert.ok(["stop", "length"].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.prompt_tokens > 0 && r.usage.completion_tokens > 0);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+await check("chat, streamed, with the usage chunk", async () => {
+  const whole = await client.chat.completions.create({ model: "shakes", messages, max_tokens: 24, temperature: 0 });
+  const stream = await client.chat.completions.create({
+    model: "shakes", messages, max_tokens: 24, temperature: 0, stream: true, stream_options: { include_usage: true },
+  });
+  const s = await collectStream(stream);
+  assert.ok(s.roleFirst, "the first chunk carries the role");
+  assert.ok(s.usage, "a usage chunk came");
+  assert.equal(s.usage.completion_tokens, whole.usage.completion_tokens);
+  assert.equal(s.content, whole.choices[0].message.content ?? "", "streamed text equals the whole response");
+  assert.equal(s.finish, whole.choices[0].finish_reason);
+});
+
+await check("text completion recites Shakespeare", async () => {
+  const r = await client.completions.create({ model: "shakes", prompt: "ROMEO:", max_tokens: 32, temperature: 0 });
+  assert.equal(r.object, "text_completion");
+  assert.match(r.choices[0].text, /thou|thee|thy/i);
+});
+
+const tools = [{
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Weather of a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+}];
+
+await check("tool call forced by tool_choice", async () => {
+  for (const stream of [false, true]) {
+    const req = {
+      model: "shakes", messages: [{ role: "user", content: "Weather in Verona?" }], tools, max_tokens: 24,
+      temperature: 0, tool_choice: { type: "function", function: { name: "get_weather" } },
+    };
+    let calls;
+    let finish;
+    if (stream) {
+      const s = await collectStream(await client.chat.completions.create({ ...req, stream: true }));
+      calls = Object.values(s.tools).map((t) => ({ function: { name: t.name, arguments: t.args } }));
+      finish = s.finish;
+    } else {
+      const r = await client.chat.completions.create(req);
+      calls = r.choices[0].message.tool_calls || [];
+      finish = r.choices[0].finish_reason;
+    }
+    assert.ok(calls.length >= 1, `a tool call came back (stream=${stream})`);
+    assert.equal(calls[0].function.name, "get_weather");
+    const args = JSON.parse(calls[0].function.arguments);
+    assert.equal(typeof args, "object");
+    assert.ok(["tool_calls", "length", "stop"].includes(finish));
+  }
+});
+
+await check("thinking on and off reach the prompt", async () => {
+  const on = await client.chat.completions.create({
+    model: "shakes", messages, max_tokens: 4, temperature: 0, chat_template_kwargs: { enable_thinking: true },
+  });
+  const off = await client.chat.completions.create({
+    model: "shakes", messages, max_tokens: 4, temperature: 0, reasoning_effort: "none",
+  });
+  assert.notEqual(on.usage.prompt_tokens, off.usage.prompt_tokens, "the two prompts differ");
+  assert.ok(!off.choices[0].message.reasoning_content, "no reasoning with thinking off");
+  const c = off.choices[0].message.content || "";
+  assert.ok(!c.includes("<|channel>") && !c.includes("<channel|>"), "no channel markup in content");
+});
+
+await check("a wrong key is refused with 401", async () => {
+  const bad = new OpenAI({ baseURL, apiKey: "sk-wrong", maxRetries: 0 });
+  await assert.rejects(
+    bad.chat.completions.create({ model: "shakes", messages, max_tokens: 4 }),
+    (e) => e.status === 401 && e.error && typeof e.error.message === "string",
+  );
+});
+
+await check("a stream cancelled midway", async () => {
+  const metrics = async () => (await fetch(`http://127.0.0.1:${port}/metrics`, {
+    headers: { Authorization: `Bearer ${apiKey}` },
+  })).text();
+  const counter = (text, name) => Number(new RegExp(`^gemmaserve_${name} (\\d+)`, "m").exec(text)[1]);
+  const before = counter(await metrics(), "requests_cancelled_total");
+  const stream = await client.chat.completions.create({
+    model: "shakes", messages, max_tokens: 2000, temperature: 0.8, stream: true,
+  });
+  let n = 0;
+  for await (const chunk of stream) {
+    if (++n === 5) {
+      stream.controller.abort();
+      break;
+    }
+  }
+  assert.equal(n, 5);
+  let cancelled = before;
+  let busy = -1;
+  for (let i = 0; i < 100 && (cancelled === before || busy !== 0); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const m = await metrics();
+    cancelled = counter(m, "requests_cancelled_total");
+    busy = counter(m, "busy_slots");
+  }
+  assert.ok(cancelled > before, "the server cancelled the request");
+  assert.equal(busy, 0, "its slot is free");
+});
+
+await check("8 concurrent streaming clients", async () => {
+  const runs = [];
+  for (let i = 0; i < 8; i++) {
+    runs.push((async () => collectStream(await client.chat.completions.create({
+      model: "shakes", messages: [{ role: "user", content: `KING HENRY ${i}:` }], max_tokens: 32,
+      temperature: 0.7, seed: i, stream: true, stream_options: { include_usage: true },
+    })))());
+  }
+  const results = await Promise.all(runs);
+  for (const r of results) {
+    assert.ok(r.roleFirst);
+    assert.ok(r.usage && r.usage.completion_tokens > 0);
+    assert.ok(["stop", "length"].includes(r.finish));
+  }
+});
+
+await check("healthy afterwards, nothing left running", async () => {
+  const h = await fetch(`http://127.0.0.1:${port}/health`);
+  assert.equal(h.status, 200);
+  let busy = -1;
+  for (let i = 0; i < 50 && busy !== 0; i++) {
+    const m = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { Authorization: `Bearer ${apiKey}` } })).text();
+    busy = Number(/^gemmaserve_busy_slots (\d+)/m.exec(m)[1]);
+    if (busy !== 0) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(busy, 0, "every slot is free again");
+});
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# End to end: the real gemmaserve binary on the bundled shakes pair on a loopback port,
+# driven by curl and by the official openai client under node; then a clean SIGTERM stop.
+# Usage: test_serve.sh PATH/TO/gemmaserve
+set -uo pipefail
+BIN="${1:?usage: test_serve.sh PATH/TO/gemmaserve}"
+SRC="${GS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
+E2E="$SRC/tests/e2e"
+MODEL="$SRC/models/shakes-target.gguf"
+DRAFTER="$SRC/models/shakes-assistant.gguf"
+KEY="sk-e2e-$RANDOM$RANDOM"
+WORK="$(mktemp -d)"
+PASS=0
+FAIL=0
+
+ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
+
+[ -f "$MODEL" ] || { echo "missing $MODEL"; exit 1; }
+[ -d "$E2E/node_modules/openai" ] || {
+  echo "the openai npm package is missing: run (cd tests/e2e && npm install), as scripts/test.sh does"
+  exit 1
+}
+
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+printf '# e2e key\n%s\n' "$KEY" > "$WORK/keys"
+"$BIN" serve -m "$MODEL" --mtp "$DRAFTER" --draft-max 4 --host 127.0.0.1 --port "$PORT" \
+  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 > "$WORK/server.log" 2>&1 &
+PID=$!
+cleanup() {
+  kill "$PID" 2>/dev/null
+  wait "$PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+URL="http://127.0.0.1:$PORT"
+for _ in $(seq 1 300); do
+  code="$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")"
+  [ "$code" = 200 ] && break
+  kill -0 "$PID" 2>/dev/null || break
+  sleep 0.2
+done
+if [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" != 200 ]; then
+  echo "the server did not become healthy"; cat "$WORK/server.log"; exit 1
+fi
+ok "server healthy"
+
+AUTH=(-H "Authorization: Bearer $KEY")
+JSON=(-H "Content-Type: application/json")
+
+# The key stays out of the process list.
+if ps -o args= -p "$PID" | grep -q -- "$KEY"; then bad "API key visible in ps"; else ok "API key not in ps"; fi
+
+code="$(curl -s -o "$WORK/r" -w '%{http_code}' "$URL/v1/models")"
+if [ "$code" = 401 ] && python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; assert e["message"] and e["type"]' "$WORK/r"; then
+  ok "no key -> 401 with an error body"; else bad "no key -> $code $(cat "$WORK/r")"; fi
+code="$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' "$URL/v1/models")"
+[ "$code" = 401 ] && ok "wrong key -> 401" || bad "wrong key -> $code"
+
+code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" \
+  -d '{"prompt":"ROMEO:","max_tokens":40,"temperature":0}')"
+if [ "$code" = 200 ] && python3 -c 'import json,sys,re; t=json.load(open(sys.argv[1]))["choices"][0]["text"]; assert re.search(r"thou|thee|thy", t, re.I), t' "$WORK/r"; then
+  ok "completion recites Shakespeare"; else bad "completion -> $code $(cat "$WORK/r")"; fi
+
+code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
+  -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":16,"temperature":0}')"
+if [ "$code" = 200 ] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["object"]=="chat.completion" and r["usage"]["completion_tokens"]>0' "$WORK/r"; then
+  ok "chat with curl"; else bad "chat -> $code $(cat "$WORK/r")"; fi
+
+curl -s -N "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
+  -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":12,"stream":true,"stream_options":{"include_usage":true}}' > "$WORK/sse"
+if python3 - "$WORK/sse" <<'EOF'
+import json, sys
+events = [l[6:] for l in open(sys.argv[1]).read().split("\n") if l.startswith("data: ")]
+assert events[-1] == "[DONE]", events[-1]
+chunks = [json.loads(e) for e in events[:-1]]
+assert chunks[0]["choices"][0]["delta"].get("role") == "assistant"
+finish = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+assert len(finish) == 1 and finish[0]["choices"][0]["finish_reason"] in ("stop", "length")
+assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0
+assert chunks.index(finish[0]) == len(chunks) - 2
+EOF
+then ok "curl SSE stream: role, deltas, finish, usage, [DONE]"; else bad "SSE stream: $(head -c 600 "$WORK/sse")"; fi
+
+for body in '{' '[]' '{"messages":[]}' '{"messages":[{"role":"user","content":42}]}' \
+            '{"messages":[{"role":"user","content":"hi"}],"n":3}'; do
+  code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" -d "$body")"
+  if [ "$code" = 400 ] && python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; assert e["message"] and e["type"]=="invalid_request_error"' "$WORK/r"; then
+    ok "bad body $body -> 400"; else bad "bad body $body -> $code $(cat "$WORK/r")"; fi
+done
+head -c 9000000 /dev/zero | tr '\0' 'a' > "$WORK/big"
+code="$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" --data-binary @"$WORK/big")"
+[ "$code" = 413 ] && ok "oversized body -> 413" || bad "oversized body -> $code"
+
+# The official openai client: chat, stream, forced tool call, thinking, wrong key, cancel, 8 streams.
+if (cd "$E2E" && timeout 300 node openai_client.mjs "$PORT" "$KEY"); then
+  ok "openai npm client scenarios"; else bad "openai npm client scenarios"; fi
+
+curl -s "${AUTH[@]}" "$URL/metrics" > "$WORK/metrics"
+if promtool check metrics < "$WORK/metrics" > "$WORK/promtool" 2>&1; then ok "promtool check metrics"; else
+  bad "promtool check metrics: $(cat "$WORK/promtool")"; fi
+grep -q '^gemmaserve_requests_total [1-9]' "$WORK/metrics" && ok "metrics count requests" || bad "metrics count requests"
+
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && ok "still healthy" || bad "not healthy at the end"
+
+kill -TERM "$PID"
+for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$PID" 2>/dev/null; then bad "no exit within 10 s of SIGTERM"; else
+  wait "$PID"; rc=$?
+  [ "$rc" = 0 ] && ok "clean exit on SIGTERM" || bad "exit status $rc on SIGTERM"
+fi
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `gemmaserve tokenize`: ids, --json, --parse-special, --decode, errors; on the full Gemma 4
+# vocabulary and on the shipped model's cut-down one.
+set -euo pipefail
+BIN="$1"
+SHARED="${GS_SHARED_DIR:?}"
+VOCAB="$SHARED/test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"
+SHAKES="$SHARED/models/shakes-target.gguf"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect() {  # expect NAME GOT WANT
+  [[ "$2" == "$3" ]] || fail "$1: got [$2], want [$3]"
+}
+
+expect "plain ids" "$(printf 'Hello world' | "$BIN" tokenize -m "$VOCAB")" "9259 1902"
+expect "json" "$(printf 'Hello, world!' | "$BIN" tokenize -m "$VOCAB" --json)" '{"ids":[9259,236764,1902,236888]}'
+expect "bos" "$(printf 'Hello world' | "$BIN" tokenize -m "$VOCAB" --add-special)" "2 9259 1902"
+expect "parse special" "$(printf '<|turn>user\nHi<turn|>' | "$BIN" tokenize -m "$VOCAB" --parse-special)" \
+  "105 2364 107 10979 106"
+expect "specials as text" "$(printf '<turn|>' | "$BIN" tokenize -m "$VOCAB")" "236820 887 111038"
+expect "user-defined always" "$(printf '<|channel>' | "$BIN" tokenize -m "$VOCAB")" "100"
+expect "decode" "$(echo '9259 1902' | "$BIN" tokenize -m "$VOCAB" --decode)" "Hello world"
+expect "decode json" "$(echo '{"ids":[105,2364]}' | "$BIN" tokenize -m "$VOCAB" --decode --json --render-special)" \
+  '{"text":"<|turn>user"}'
+expect "decode list" "$(echo '[9259, 1902]' | "$BIN" tokenize -m "$VOCAB" --decode)" "Hello world"
+
+# Round trip of a UTF-8 line through both directions.
+text='naïve café — 日本語 😀 	tabs  and  spaces'
+ids="$(printf '%s' "$text" | "$BIN" tokenize -m "$VOCAB")"
+expect "round trip" "$(echo "$ids" | "$BIN" tokenize -m "$VOCAB" --decode)" "$text"
+
+# The shipped model's cut-down vocabulary gives the same text back.
+ids="$(printf 'ROMEO:\nBut soft, what light' | "$BIN" tokenize -m "$SHAKES")"
+expect "shakes round trip" "$(echo "$ids" | "$BIN" tokenize -m "$SHAKES" --decode)" $'ROMEO:\nBut soft, what light'
+
+# Errors: a clear message and a non-zero status, never a crash.
+if echo '1 x' | "$BIN" tokenize -m "$VOCAB" --decode 2>/dev/null; then fail "bad id accepted"; fi
+if echo '99999999' | "$BIN" tokenize -m "$VOCAB" --decode 2>/dev/null; then fail "out-of-range id accepted"; fi
+if printf 'x' | "$BIN" tokenize -m /dev/null 2>/dev/null; then fail "non-GGUF accepted"; fi
+echo "tokenize CLI: all checks passed"

@@ -1,0 +1,288 @@
+// /v1/chat/completions over a live server with a scripted model and the real Gemma 4 text
+// layer: reasoning, tool calls (parsed, forced, limited, disabled), stop strings, streaming
+// shape and equality with the whole response, logprobs, template errors.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "server_fixture.h"
+
+namespace gs {
+namespace {
+
+using nlohmann::json;
+using test::LiveServer;
+using test::ServerFixtureOptions;
+
+const json kWeatherTool = json::parse(R"({"type":"function","function":{"name":"get_weather",
+  "description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"},
+  "unit":{"type":"string","enum":["c","f"]}},"required":["city"]}}})");
+const json kTimeTool = json::parse(R"({"type":"function","function":{"name":"get_time",
+  "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}})");
+
+json chat_body(const std::string& user, json extra = json::object()) {
+  json body{{"messages", json::array({{{"role", "user"}, {"content", user}}})}, {"max_tokens", 200}};
+  for (auto& [k, v] : extra.items()) body[k] = v;
+  return body;
+}
+
+struct Streamed {
+  std::string content;
+  std::string reasoning;
+  std::string finish;
+  json usage;
+  bool role_first = false;
+  bool finish_before_usage = false;
+  bool done_last = false;
+  struct Call {
+    std::string id, name, args;
+  };
+  std::map<int, Call> calls;
+  std::vector<json> chunks;
+};
+
+Streamed stream_chat(const LiveServer& s, json body) {
+  body["stream"] = true;
+  auto r = s.post("/v1/chat/completions", body.dump());
+  Streamed out;
+  EXPECT_TRUE(r);
+  if (!r) return out;
+  EXPECT_EQ(r->status, 200) << r->body;
+  auto events = test::sse_payloads(r->body);
+  out.done_last = !events.empty() && events.back() == "[DONE]";
+  bool first = true;
+  bool saw_finish = false;
+  for (const auto& e : events) {
+    if (e == "[DONE]") continue;
+    json c = json::parse(e);
+    out.chunks.push_back(c);
+    if (c.contains("usage") && !c["usage"].is_null()) {
+      out.usage = c["usage"];
+      out.finish_before_usage = saw_finish && c["choices"].empty();
+    }
+    if (c["choices"].empty()) continue;
+    const json& ch = c["choices"][0];
+    const json& d = ch["delta"];
+    if (first) out.role_first = d.value("role", "") == "assistant";
+    first = false;
+    if (d.contains("content") && d["content"].is_string()) out.content += d["content"].get<std::string>();
+    if (d.contains("reasoning_content")) out.reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("tool_calls")) {
+      for (const auto& tc : d["tool_calls"]) {
+        Streamed::Call& call = out.calls[tc["index"].get<int>()];
+        if (tc.contains("id")) {
+          EXPECT_TRUE(call.id.empty()) << "a call's id came twice";
+          call.id = tc["id"];
+          EXPECT_EQ(tc["type"], "function");
+          EXPECT_TRUE(tc["function"].contains("name")) << "the name comes in the call's first delta";
+        }
+        if (tc["function"].contains("name")) call.name += tc["function"]["name"].get<std::string>();
+        if (tc["function"].contains("arguments")) call.args += tc["function"]["arguments"].get<std::string>();
+      }
+    }
+    if (!ch["finish_reason"].is_null()) {
+      out.finish = ch["finish_reason"];
+      saw_finish = true;
+    }
+  }
+  return out;
+}
+
+json whole_chat(const LiveServer& s, const json& body) {
+  auto r = s.post("/v1/chat/completions", body.dump());
+  EXPECT_TRUE(r);
+  if (!r) return json();
+  EXPECT_EQ(r->status, 200) << r->body;
+  return json::parse(r->body);
+}
+
+void expect_no_markup(const std::string& text) {
+  for (const char* m : {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>", "<turn|>", "<|\"|>",
+                        "<|tool_response>"}) {
+    EXPECT_EQ(text.find(m), std::string::npos) << "markup " << m << " in: " << text;
+  }
+}
+
+TEST(ChatHttp, ReasoningIsSplitFromContentStreamedOrNot) {
+  LiveServer s;
+  s.answer("<|channel>thought\nThe capital of France is Paris.<channel|>Paris.");
+  json body = chat_body("What is the capital of France?");
+  json whole = whole_chat(s, body);
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_EQ(msg["content"], "Paris.");
+  EXPECT_EQ(msg["reasoning_content"], "The capital of France is Paris.");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  EXPECT_GT(whole["usage"]["completion_tokens_details"]["reasoning_tokens"].get<int>(), 0);
+  Streamed st = stream_chat(s, body);
+  EXPECT_TRUE(st.role_first);
+  EXPECT_TRUE(st.done_last);
+  EXPECT_EQ(st.content, "Paris.");
+  EXPECT_EQ(st.reasoning, "The capital of France is Paris.");
+  EXPECT_EQ(st.finish, "stop");
+  expect_no_markup(st.content);
+}
+
+// Bug-case 20: the cap hit while thinking is "length", not "stop".
+TEST(ChatHttp, LengthWhileReasoning) {
+  LiveServer s;
+  s.answer("<|channel>thought\nHmm, let me think about this carefully, step by step, and then some more.");
+  json whole = whole_chat(s, chat_body("What is the capital of Australia?", {{"max_tokens", 6}}));
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "");
+  expect_no_markup(whole["choices"][0]["message"]["reasoning_content"].get<std::string>());
+}
+
+TEST(ChatHttp, ToolCallsAreParsedAndStreamedTheSameWay) {
+  LiveServer s;
+  // Two calls back to back (bug-case 14), then the model hands over to the tool.
+  s.answer("<|tool_call>call:get_weather{city:<|\"|>Tokyo<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|>"
+           "<|tool_call>call:get_time{city:<|\"|>Tokyo<|\"|>}<tool_call|><|tool_response>");
+  json body = chat_body("Weather and time in Tokyo?", {{"tools", json::array({kWeatherTool, kTimeTool})}});
+  json whole = whole_chat(s, body);
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_TRUE(msg["content"].is_null());
+  ASSERT_EQ(msg["tool_calls"].size(), 2u);
+  EXPECT_EQ(msg["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json::parse(R"({"city":"Tokyo","unit":"c"})"));
+  EXPECT_EQ(msg["tool_calls"][1]["function"]["name"], "get_time");
+  EXPECT_NE(msg["tool_calls"][0]["id"], msg["tool_calls"][1]["id"]);
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.finish, "tool_calls");
+  ASSERT_EQ(st.calls.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(st.calls[i].name, msg["tool_calls"][i]["function"]["name"]);
+    EXPECT_EQ(st.calls[i].args, msg["tool_calls"][i]["function"]["arguments"].get<std::string>()) << i;
+    EXPECT_FALSE(st.calls[i].id.empty());
+  }
+  expect_no_markup(st.content);
+}
+
+// Bug-case 11: parallel_tool_calls false gives exactly one call.
+TEST(ChatHttp, ParallelToolCallsFalseGivesOneCall) {
+  LiveServer s;
+  s.answer("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>"
+           "<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>"
+           "<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>");
+  json body = chat_body("Weather in Oslo?", {{"tools", json::array({kWeatherTool})}, {"parallel_tool_calls", false},
+                                             {"tool_choice", "required"}});
+  json whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(whole["choices"][0]["message"]["tool_calls"].size(), 1u);
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.calls.size(), 1u);
+  EXPECT_EQ(st.finish, "tool_calls");
+}
+
+// tool_choice naming a function: the prompt already opens its call up to '{', so the
+// model's text is the argument dict.
+TEST(ChatHttp, NamedToolChoiceForcesTheCall) {
+  LiveServer s;
+  s.answer("city:<|\"|>Rome<|\"|>}<tool_call|><|tool_response>");
+  json body = chat_body("Anything.", {{"tools", json::array({kWeatherTool, kTimeTool})},
+                                      {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}});
+  json whole = whole_chat(s, body);
+  const json& calls = whole["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u) << whole.dump();
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()), json::parse(R"({"city":"Rome"})"));
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  Streamed st = stream_chat(s, body);
+  ASSERT_EQ(st.calls.size(), 1u);
+  EXPECT_EQ(st.calls[0].name, "get_weather");
+  EXPECT_EQ(st.calls[0].args, calls[0]["function"]["arguments"].get<std::string>());
+}
+
+// Bug-case 13: with tool_choice "none" no call is parsed and no markup reaches content.
+TEST(ChatHttp, ToolChoiceNoneKeepsMarkupOutOfContent) {
+  LiveServer s;
+  s.answer("<|tool_call>call:get_weather{city:<|\"|>Lima<|\"|>}<tool_call|>It is sunny in Lima.");
+  json whole = whole_chat(s, chat_body("Weather in Lima? One sentence.",
+                                       {{"tools", json::array({kWeatherTool})}, {"tool_choice", "none"},
+                                        {"chat_template_kwargs", {{"enable_thinking", false}}}}));
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_FALSE(msg.contains("tool_calls"));
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  expect_no_markup(msg["content"].get<std::string>());
+}
+
+TEST(ChatHttp, StopStringsAreNeverSentInPart) {
+  LiveServer s;
+  s.answer("Hello there. STOP and more text");
+  json body = chat_body("hi", {{"stop", json::array({"STOP"})}});
+  json whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello there. ");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.content, "Hello there. ");
+  for (const auto& c : st.chunks) {
+    if (c["choices"].empty()) continue;
+    const json& d = c["choices"][0]["delta"];
+    if (d.contains("content")) EXPECT_EQ(d["content"].get<std::string>().find("ST"), std::string::npos);
+  }
+}
+
+// Bug-case 29: finish chunk, then one usage chunk with choices [], then [DONE]; no usage
+// chunk unless asked.
+TEST(ChatHttp, UsageChunkOrder) {
+  LiveServer s;
+  s.answer("Hi there.");
+  Streamed with = stream_chat(s, chat_body("hi", {{"stream_options", {{"include_usage", true}}}}));
+  EXPECT_TRUE(with.finish_before_usage);
+  EXPECT_TRUE(with.done_last);
+  ASSERT_TRUE(with.usage.is_object());
+  EXPECT_GT(with.usage["completion_tokens"].get<int>(), 0);
+  EXPECT_EQ(with.usage["total_tokens"].get<int>(),
+            with.usage["prompt_tokens"].get<int>() + with.usage["completion_tokens"].get<int>());
+  EXPECT_TRUE(with.chunks.back()["choices"].empty());
+  const json& finish_chunk = with.chunks[with.chunks.size() - 2];
+  EXPECT_EQ(finish_chunk["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(finish_chunk.contains("usage"));
+  Streamed without = stream_chat(s, chat_body("hi"));
+  EXPECT_TRUE(without.usage.is_null());
+  EXPECT_FALSE(without.chunks.back()["choices"].empty());
+}
+
+TEST(ChatHttp, LogprobsShape) {
+  LiveServer s;
+  s.answer("Good day.");
+  json whole = whole_chat(s, chat_body("hi", {{"logprobs", true}, {"top_logprobs", 2}}));
+  const json& lp = whole["choices"][0]["logprobs"]["content"];
+  ASSERT_TRUE(lp.is_array());
+  ASSERT_FALSE(lp.empty());
+  EXPECT_TRUE(lp[0]["token"].is_string());
+  EXPECT_TRUE(lp[0]["logprob"].is_number());
+  EXPECT_TRUE(lp[0]["bytes"].is_array());
+  EXPECT_EQ(lp[0]["top_logprobs"].size(), 2u);
+  json plain = whole_chat(s, chat_body("hi"));
+  EXPECT_TRUE(plain["choices"][0]["logprobs"].is_null());
+}
+
+// Bug-cases 50 and 53: several system messages are fine; a tool result naming no call is a
+// clear 400, never a 500.
+TEST(ChatHttp, TemplateEdgeCases) {
+  LiveServer s;
+  s.answer("Hello.");
+  json two_systems = json::parse(R"({"messages":[{"role":"system","content":"You are terse."},
+    {"role":"system","content":"Memory: likes tea."},{"role":"user","content":"hi"}]})");
+  EXPECT_EQ(s.post("/v1/chat/completions", two_systems.dump())->status, 200);
+  json orphan = json::parse(R"({"messages":[{"role":"user","content":"Weather?"},
+    {"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
+    {"role":"tool","tool_call_id":"c9","content":"sunny"}]})");
+  auto r = s.post("/v1/chat/completions", orphan.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(json::parse(r->body)["error"]["type"], "invalid_request_error");
+  json results = json::parse(R"({"messages":[{"role":"user","content":"Weather and time?"},
+    {"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}},
+                                      {"id":"c2","type":"function","function":{"name":"get_time","arguments":"{}"}}]},
+    {"role":"tool","tool_call_id":"c2","content":"noon"},{"role":"tool","tool_call_id":"c1","content":"sunny"}],
+    "tools":[]})");
+  results["tools"] = json::array({kWeatherTool, kTimeTool});
+  EXPECT_EQ(s.post("/v1/chat/completions", results.dump())->status, 200);
+}
+
+}  // namespace
+}  // namespace gs
