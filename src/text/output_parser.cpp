@@ -664,7 +664,10 @@ struct OutputParser::State {
       case Mode::kAfterToolCall:
       case Mode::kToolHeader:
         break;
-      case Mode::kChannelLabel:
+      case Mode::kChannelLabel:  // the output ended right after <|channel>
+        if (!label_continues_block) begin_reasoning();
+        end_reasoning();
+        break;
       case Mode::kReasoning:
         end_reasoning();
         break;
