@@ -189,16 +189,15 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
 }
 
 // ---- RoPE ---------------------------------------------------------------------------------
-// Angles in double: positions reach 1M and the fastest angle ~1e6 rad (spec §3.1.3).
+// Angles in double: positions reach 1M and the fastest angle ~1e6 rad (spec §3.1.3). One
+// thread per (row, pair) computes the rotation once and applies it to every head.
 __global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams p, int64_t n_heads, int64_t total) {
   GS_PDL_ENTRY();
   const int half = p.n_dims / 2;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int i = static_cast<int>(idx % half);
-    const int64_t rh = idx / half;
-    const int64_t h = rh % n_heads, r = rh / n_heads;
-    float* v = x.data + r * x.stride + h * p.head_dim;
+    const int64_t r = idx / half;
     const double inv_freq = pow(static_cast<double>(p.theta), -2.0 * i / static_cast<double>(p.n_dims));
     double theta_extrap = static_cast<double>(pos[r]) * inv_freq;
     if (p.freq_factors) theta_extrap /= static_cast<double>(p.freq_factors[i]);
@@ -215,9 +214,12 @@ __global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams 
     double sn, cs;
     sincos(theta, &sn, &cs);
     const float c = static_cast<float>(cs * mscale), s = static_cast<float>(sn * mscale);
-    const float a = v[i], b = v[i + half];
-    v[i] = a * c - b * s;
-    v[i + half] = a * s + b * c;
+    float* v = x.data + r * x.stride + i;
+    for (int64_t h = 0; h < n_heads; ++h, v += p.head_dim) {
+      const float a = v[0], b = v[half];
+      v[0] = a * c - b * s;
+      v[half] = a * s + b * c;
+    }
   }
 }
 
@@ -408,7 +410,7 @@ void launch_rms_norm(cudaStream_t s, MatF x, const float* weight, int64_t group,
 void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p) {
   if (x.rows == 0 || p.n_dims < 2) return;
   const int64_t n_heads = x.cols / p.head_dim;
-  const int64_t total = x.rows * n_heads * (p.n_dims / 2);
+  const int64_t total = x.rows * (p.n_dims / 2);
   launch_k(rope_kernel, grid_for(total), kThreads, 0, s, x, pos, p, n_heads, total);
 }
 
