@@ -150,6 +150,12 @@ Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std:
 Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
                                           const ChatRenderOptions& options) {
   if (messages.empty()) return Status(StatusCode::kInvalidArgument, "messages: at least one message is required");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    if (chat::json_nesting_exceeds(tools[i].parameters, chat::kMaxJsonNesting)) {
+      return make_status(StatusCode::kInvalidArgument, "tools[{}].function.parameters: nested deeper than {} levels",
+                         i, chat::kMaxJsonNesting);
+    }
+  }
   switch (options.variant) {
     case ChatTemplate::kGemma4:
       return render_gemma4(messages, tools, options);

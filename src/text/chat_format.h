@@ -108,7 +108,8 @@ Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages,
                                           const ChatRenderOptions& options);
 
 // The text the template writes for one tool declaration, <|tool>declaration:...<tool|>
-// excluded (exposed for tests and the prompt-size estimate).
+// excluded (exposed for tests and the prompt-size estimate). It recurses over the schema:
+// render_chat_prompt refuses schemas nested deeper than 64 levels before calling it.
 std::string render_tool_declaration(const ChatTool& tool, ChatTemplate variant = ChatTemplate::kGemma4);
 
 // Gemma 4 markup, spelled once for the renderer, the parser and the server.

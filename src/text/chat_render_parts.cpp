@@ -36,6 +36,11 @@ Status append_tool_call(const ChatToolCall& call, size_t msg_index, PromptBuilde
       return make_status(StatusCode::kInvalidArgument,
                          "messages[{}]: the arguments of tool call \"{}\" are not valid JSON", msg_index, call.name);
     }
+    if (json_nesting_exceeds(args, kMaxJsonNesting)) {
+      return make_status(StatusCode::kInvalidArgument,
+                         "messages[{}]: the arguments of tool call \"{}\" nest deeper than {} levels", msg_index,
+                         call.name, kMaxJsonNesting);
+    }
     if (!args.is_object()) {
       return make_status(StatusCode::kInvalidArgument,
                          "messages[{}]: the arguments of tool call \"{}\" are not a JSON object", msg_index,

@@ -25,7 +25,8 @@ bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 printf '# e2e key\n%s\n' "$KEY" > "$WORK/keys"
 "$BIN" serve -m "$MODEL" --mtp "$DRAFTER" --draft-max 4 --host 127.0.0.1 --port "$PORT" \
-  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 > "$WORK/server.log" 2>&1 &
+  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 --shutdown-timeout 2 \
+  > "$WORK/server.log" 2>&1 &
 PID=$!
 cleanup() {
   kill "$PID" 2>/dev/null
@@ -93,6 +94,40 @@ head -c 9000000 /dev/zero | tr '\0' 'a' > "$WORK/big"
 code="$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" --data-binary @"$WORK/big")"
 [ "$code" = 413 ] && ok "oversized body -> 413" || bad "oversized body -> $code"
 
+# MTP drafter (bug-cases 30, 31, 34): greedy output and logprobs are the same with and
+# without drafting; drafting happens in every slot at once, with real acceptance.
+if python3 - "$URL" "$KEY" <<'EOF'
+import json, sys, threading, urllib.request
+url, key = sys.argv[1], sys.argv[2]
+def post(body):
+    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    return json.load(urllib.request.urlopen(req, timeout=120))
+base = {"prompt": "ROMEO:", "max_tokens": 80, "temperature": 0, "logprobs": 3}
+with_mtp = post(base)
+without = post(dict(base, speculative=False))
+assert with_mtp["choices"][0]["text"] == without["choices"][0]["text"], "drafting changed greedy output"
+assert with_mtp["timings"]["draft_n"] > 0 and without["timings"]["draft_n"] == 0
+a, b = with_mtp["choices"][0]["logprobs"], without["choices"][0]["logprobs"]
+assert a["tokens"] == b["tokens"]
+for x, y in zip(a["token_logprobs"], b["token_logprobs"]):
+    assert abs(x - y) < 1e-3, (x, y)
+for x, y in zip(a["top_logprobs"], b["top_logprobs"]):
+    assert sorted(x) == sorted(y), (x, y)
+results = [None] * 4
+def run(i):
+    results[i] = post({"prompt": "ROMEO:", "max_tokens": 80, "temperature": 0})
+threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+for r in results:
+    assert r["choices"][0]["text"] == without["choices"][0]["text"], "a concurrent slot drifted"
+    t = r["timings"]
+    assert t["draft_n"] >= 8 and t["draft_n_accepted"] / t["draft_n"] >= 0.3, t
+print("drafted/accepted per request:", [(r["timings"]["draft_n"], r["timings"]["draft_n_accepted"]) for r in results])
+EOF
+then ok "MTP: same greedy text and logprobs, drafting in 4 slots at once"; else bad "MTP checks"; fi
+
 # The official openai client: chat, stream, forced tool call, thinking, wrong key, cancel, 8 streams.
 if (cd "$E2E" && timeout 300 node openai_client.mjs "$PORT" "$KEY"); then
   ok "openai npm client scenarios"; else bad "openai npm client scenarios"; fi
@@ -101,15 +136,29 @@ curl -s "${AUTH[@]}" "$URL/metrics" > "$WORK/metrics"
 if promtool check metrics < "$WORK/metrics" > "$WORK/promtool" 2>&1; then ok "promtool check metrics"; else
   bad "promtool check metrics: $(cat "$WORK/promtool")"; fi
 grep -q '^gemmaserve_requests_total [1-9]' "$WORK/metrics" && ok "metrics count requests" || bad "metrics count requests"
+grep -q '^gemmaserve_draft_position_accepted_tokens_total{position="1"} [1-9]' "$WORK/metrics" \
+  && ok "metrics count accepted drafts by position" || bad "metrics count accepted drafts by position"
 
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && ok "still healthy" || bad "not healthy at the end"
 
+# SIGTERM with a long stream in flight: new requests are refused while it drains, the
+# stream is ended after --shutdown-timeout, and the server exits 0.
+curl -s -N "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" \
+  -d '{"prompt":"ROMEO:","max_tokens":100000,"stream":true}' > "$WORK/long" 2>/dev/null &
+CURL_PID=$!
+for _ in $(seq 1 100); do grep -q '"text"' "$WORK/long" 2>/dev/null && break; sleep 0.1; done
 kill -TERM "$PID"
-for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$PID" 2>/dev/null; then bad "no exit within 10 s of SIGTERM"; else
+sleep 0.5
+code="$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")"
+[ "$code" = 503 ] && ok "draining: health 503" || bad "draining: health $code"
+for _ in $(seq 1 150); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$PID" 2>/dev/null; then bad "no exit within 15 s of SIGTERM"; else
   wait "$PID"; rc=$?
-  [ "$rc" = 0 ] && ok "clean exit on SIGTERM" || bad "exit status $rc on SIGTERM"
+  [ "$rc" = 0 ] && ok "clean exit on SIGTERM with a stream in flight" || bad "exit status $rc on SIGTERM"
 fi
+for _ in $(seq 1 50); do kill -0 "$CURL_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$CURL_PID" 2>/dev/null; then bad "the in-flight stream was left hanging"; kill "$CURL_PID"; else
+  ok "the in-flight stream was ended"; fi
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }

@@ -13,6 +13,7 @@
 #include "text/chat_json.h"
 #include "text/chat_values.h"
 #include "text/tokenizer.h"
+#include "test_files.h"
 
 namespace gs::text {
 namespace {
@@ -148,6 +149,27 @@ TEST(ChatFormat, InputsTheTemplateWouldMangleAreErrors) {
             std::string::npos);
 }
 
+TEST(ChatFormat, DeepNestingIsAnErrorNotACrash) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  for (int i = 0; i < 100000; ++i) deep += "]";
+  const std::string args = "{\"a\":" + deep + "}";
+  const auto r = render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi"), assistant_calls({{"c", "f", args}})},
+                             {}, {});
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ChatTool tool{"f", "d", json::parse("{\"type\":\"object\",\"properties\":{\"x\":" + deep + "}}")};
+  const auto t = render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi")}, std::vector<ChatTool>{tool}, {});
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  // 60 levels are fine.
+  std::string ok_args = "{\"a\":";
+  for (int i = 0; i < 60; ++i) ok_args += "[";
+  for (int i = 0; i < 60; ++i) ok_args += "]";
+  ok_args += "}";
+  EXPECT_TRUE(
+      render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi"), assistant_calls({{"c", "f", ok_args}})}, {}, {})
+          .ok());
+}
+
 // Bug-case 44 (second variant): earlier turns' reasoning stays out of the prompt.
 TEST(ChatFormat, Case44PriorReasoningIsNotRendered) {
   ChatMessage a = msg(ChatRole::kAssistant, "Canberra.");
@@ -186,19 +208,11 @@ TEST(ChatValues, PythonPrinting) {
 }
 
 TEST(ChatFormat, RenderedPromptsTokenizeToTheGoldenIds) {
-  auto file = gguf::GgufFile::open(
-      test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-  ASSERT_TRUE(file.ok());
-  auto tok = Tokenizer::from_gguf(**file);
-  ASSERT_TRUE(tok.ok());
-  std::ifstream f(test::shared_path("test-assets/chat-templates/gemma4-template-goldens.json"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json goldens = json::parse(ss.str());
-  std::ifstream g(test::shared_path("test-assets/gemma-tokenizer/gemma4-approx-token-goldens.json"));
-  std::stringstream gs;
-  gs << g.rdbuf();
-  const json token_goldens = json::parse(gs.str());
+  const Tokenizer& tok = test_files::gemma4_vocab();
+  const json goldens =
+      json::parse(test_files::read_file(test::shared_path("test-assets/chat-templates/gemma4-template-goldens.json")));
+  const json token_goldens = json::parse(
+      test_files::read_file(test::shared_path("test-assets/gemma-tokenizer/gemma4-approx-token-goldens.json")));
   int n = 0;
   for (const auto& golden : goldens.at("goldens")) {
     if (golden.at("template") != "google-gemma-4-31B-it.jinja") continue;
@@ -211,7 +225,7 @@ TEST(ChatFormat, RenderedPromptsTokenizeToTheGoldenIds) {
     o.add_generation_prompt = in.value("add_generation_prompt", false);
     auto prompt = render_chat(*messages, *tools, o);
     ASSERT_TRUE(prompt.ok());
-    const auto ids = (*tok)->encode(*prompt, /*add_special=*/true, /*parse_special=*/true);
+    const auto ids = tok.encode(*prompt, /*add_special=*/true, /*parse_special=*/true);
     for (const auto& item : token_goldens.at("items")) {
       if (item.value("template", "") == golden.at("template") && item.value("case", "") == golden.at("case")) {
         EXPECT_EQ(ids, item.at("ids").get<std::vector<int32_t>>()) << golden.at("case");
@@ -222,17 +236,7 @@ TEST(ChatFormat, RenderedPromptsTokenizeToTheGoldenIds) {
   EXPECT_EQ(n, 9);
 }
 
-const Tokenizer& vocab() {
-  static std::shared_ptr<const Tokenizer> tok = [] {
-    auto file = gguf::GgufFile::open(
-        test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-    EXPECT_TRUE(file.ok());
-    auto t = Tokenizer::from_gguf(**file);
-    EXPECT_TRUE(t.ok());
-    return *t;
-  }();
-  return *tok;
-}
+const Tokenizer& vocab() { return test_files::gemma4_vocab(); }
 
 // Control-token text inside messages stays text: a user cannot close their turn and open a
 // system turn (prompt injection). Markup the renderer wrote is tokenized as usual.
@@ -262,10 +266,7 @@ TEST(ChatFormat, MessageTextCannotInjectControlTokens) {
 TEST(ChatFormat, PromptEncodingEqualsPlainEncodingOnOrdinaryInputs) {
   const Tokenizer& tok = vocab();
   for (const char* rel : {"test-assets/chat-templates/gemma4-template-goldens.json"}) {
-    std::ifstream f(test::shared_path(rel));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    for (const auto& golden : json::parse(ss.str()).at("goldens")) {
+    for (const auto& golden : json::parse(test_files::read_file(test::shared_path(rel))).at("goldens")) {
       const auto& in = golden.at("inputs");
       auto messages = chat_messages_from_json(in.at("messages"));
       auto tools = chat_tools_from_json(in.value("tools", json()));
