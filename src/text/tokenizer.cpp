@@ -49,6 +49,40 @@ void PairMergeMap::insert(int32_t left, int32_t right, uint32_t rank, int32_t re
 }
 
 // ---------------------------------------------------------------------------------------
+// StringIdMap
+
+void StringIdMap::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  if (cap <= slots_.size()) return;
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (const Slot& e : old) {
+    if (e.id == kNoToken) continue;
+    size_t i = e.hash & mask_;
+    while (slots_[i].id != kNoToken) i = (i + 1) & mask_;
+    slots_[i] = e;
+  }
+}
+
+void StringIdMap::insert(std::string_view s, int32_t id) {
+  if ((size_ + 1) * 2 > slots_.size()) reserve(std::max<size_t>(16, size_ + 1));
+  const uint64_t h = hash(s);
+  size_t i = h & mask_;
+  while (true) {
+    Slot& e = slots_[i];
+    if (e.id == kNoToken) {
+      e = Slot{h, s.data(), static_cast<uint32_t>(s.size()), id};
+      ++size_;
+      return;
+    }
+    if (e.hash == h && e.len == s.size() && std::memcmp(e.data, s.data(), s.size()) == 0) return;
+    i = (i + 1) & mask_;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // SpecialTrie
 
 void SpecialTrie::add(std::string_view text, int32_t id, bool always) {
@@ -196,7 +230,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 
   // Text -> id; the first id wins for duplicated texts.
   t.token_ids.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) t.token_ids.emplace(t.tokens[i], static_cast<int32_t>(i));
+  for (size_t i = 0; i < n; ++i) t.token_ids.insert(t.tokens[i], static_cast<int32_t>(i));
 
   // Decoded pieces, byte tokens, special-token trie.
   t.byte_tokens.fill(kNoToken);
@@ -234,11 +268,11 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 
   // Symbols and merges.
   const auto symbol_id = [&](std::string_view s) -> int32_t {
-    if (const auto it = t.token_ids.find(s); it != t.token_ids.end()) return it->second;
-    if (const auto it = t.extra_symbol_ids.find(s); it != t.extra_symbol_ids.end()) return it->second;
+    if (const int32_t id = t.token_ids.find(s); id != kNoToken) return id;
+    if (const int32_t id = t.extra_symbol_ids.find(s); id != kNoToken) return id;
     t.extra_symbols.emplace_back(s);
     const auto id = static_cast<int32_t>(n + t.extra_symbols.size() - 1);
-    t.extra_symbol_ids.emplace(t.extra_symbols.back(), id);
+    t.extra_symbol_ids.insert(t.extra_symbols.back(), id);
     return id;
   };
   t.merges.reserve(vocab.merges.size());
@@ -303,7 +337,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
   // End of generation, found by text (spec §8.2).
   if (t.eos_id != kNoToken) t.eog_ids.push_back(t.eos_id);
   for (const std::string_view text : {"<turn|>", "<|tool_response>", "<end_of_turn>"}) {
-    if (const auto it = t.token_ids.find(text); it != t.token_ids.end()) t.eog_ids.push_back(it->second);
+    if (const int32_t id = t.token_ids.find(text); id != kNoToken) t.eog_ids.push_back(id);
   }
   for (const int32_t id : vocab.extra_eog) {
     if (id < 0 || static_cast<size_t>(id) >= n) {
@@ -401,9 +435,9 @@ bool Tokenizer::is_eog(int32_t id) const {
 }
 
 std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
-  const auto it = impl_->token_ids.find(text);
-  if (it == impl_->token_ids.end()) return std::nullopt;
-  return it->second;
+  const int32_t id = impl_->token_ids.find(text);
+  if (id == kNoToken) return std::nullopt;
+  return id;
 }
 
 std::string_view Tokenizer::token_text(int32_t id) const {

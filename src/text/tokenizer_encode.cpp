@@ -236,8 +236,8 @@ void Tokenizer::Impl::encode_raw_fragment(std::string_view fragment, std::vector
     }
     const std::string_view run = text.substr(i, j - i);
     if (newline) {
-      if (const auto it = token_ids.find(run); it != token_ids.end()) {
-        out->push_back(it->second);
+      if (const int32_t id = token_ids.find(run); id != kNoToken) {
+        out->push_back(id);
       } else {
         encode_run(run, out);
       }

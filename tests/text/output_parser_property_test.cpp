@@ -7,7 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
+#include "gguf/gguf_reader.h"
 #include "parser_test_util.h"
+#include "text/detokenizer.h"
+#include "text/tokenizer.h"
+#include "text/utf8.h"
 
 namespace gs::text {
 namespace {
@@ -201,6 +206,37 @@ TEST(OutputParserProperty, RandomOutputsAnyChunking) {
       ADD_FAILURE() << "seed " << seed;
       return;
     }
+  }
+}
+
+// The real pipeline: the output's token ids, decoded one token at a time, fed to the parser
+// per token, give the same events as the whole text.
+TEST(OutputParserProperty, TokenByTokenThroughTheDetokenizer) {
+  auto file = gguf::GgufFile::open(
+      test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
+  ASSERT_TRUE(file.ok());
+  auto tok = Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(tok.ok());
+  for (const auto& text : fixed_outputs()) {
+    const auto ids = (*tok)->encode(text, false, /*parse_special=*/true);
+    IncrementalDecoder dec(**tok, DecodeOptions{.render_special = true});
+    OutputParser p(test_util::opts());
+    std::vector<ParserEvent> streamed;
+    std::string decoded;
+    for (const int32_t id : ids) {
+      const std::string piece = dec.push(id);
+      decoded += piece;
+      auto ev = p.feed(piece);
+      streamed.insert(streamed.end(), ev.begin(), ev.end());
+    }
+    auto ev = p.feed(dec.finish());
+    streamed.insert(streamed.end(), ev.begin(), ev.end());
+    ev = p.finish();
+    streamed.insert(streamed.end(), ev.begin(), ev.end());
+    const std::string clean = sanitize_utf8(text);
+    EXPECT_EQ(decoded, clean);
+    EXPECT_EQ(describe(merge_events(streamed)), describe(merge_events(feed_chunks(clean, clean.size() + 1, test_util::opts()))))
+        << text;
   }
 }
 
