@@ -269,6 +269,31 @@ Status bench_small_ops(Ctx& c) {
 
 }  // namespace
 
+Result<double> measure_copy_bandwidth(Backend& b, bool quick, std::vector<BenchRow>& rows) {
+  OpsBenchOptions o;
+  o.quick = quick;
+  Ctx c{b, o, rows};
+  GS_RETURN_IF_ERROR(bench_copy(c));
+  return c.copy_bw;
+}
+
+Result<double> measure_gemm_flops(Backend& b, bool quick, std::vector<BenchRow>& rows) {
+  const int64_t n = quick ? 8 : 4096, n_in = quick ? 1024 : 5376, n_out = quick ? 1024 : 21504;
+  const auto host = random_weight_bytes(GgmlType::F16, n_in, n_out, 11);
+  GS_ASSIGN_OR_RETURN(Weight w, b.upload_weight(host.data(), GgmlType::F16, n_in, n_out));
+  GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(b, random_floats(static_cast<size_t>(n * n_in), 1.0f, 5)));
+  GS_ASSIGN_OR_RETURN(DeviceBuffer yb, DeviceBuffer::make(b, static_cast<size_t>(n * n_out) * 4));
+  const Mat x = Mat::of(xb.as<float>(), n, n_in), y = Mat::of(yb.as<float>(), n, n_out);
+  b.matmul(w, x, y);
+  GS_RETURN_IF_ERROR(b.synchronize());
+  const double t = time_step(b, 999, quick ? 1 : 5, [&] { b.matmul(w, x, y); });
+  GS_RETURN_IF_ERROR(b.synchronize());
+  const double flops = 2.0 * n * n_in * n_out / t;
+  rows.push_back(BenchRow{"gemm", "f16 weight rows " + std::to_string(n), shape_str(n_in, n_out), t, 0, flops / 1e12,
+                          100.0, "this GEMM"});
+  return flops;
+}
+
 Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRow>& rows) {
   Ctx c{b, opt, rows};
   GS_RETURN_IF_ERROR(bench_copy(c));

@@ -17,4 +17,9 @@ struct OpsBenchOptions {
 
 Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRow>& rows);
 
+// The two ceilings, measured through the backend: bytes/s of a large copy (read + write) and
+// FLOP/s of a 4096 x 5376 x 21504 matmul with an f16 weight. Each adds its row to `rows`.
+Result<double> measure_copy_bandwidth(Backend& b, bool quick, std::vector<BenchRow>& rows);
+Result<double> measure_gemm_flops(Backend& b, bool quick, std::vector<BenchRow>& rows);
+
 }  // namespace gs::cli

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/registry/registry.h"
+#include "bench_model.h"
 #include "bench_ops.h"
 #include "bench_util.h"
 #include "commands.h"
@@ -66,8 +67,20 @@ int run_bench(const BenchArgs& a) {
       for (int d : a.depth) o.depths.push_back(d > 0 ? d : 1);
     }
     st = run_ops_bench(b, o, rows);
+  } else if (a.model.empty()) {
+    st = make_status(StatusCode::kInvalidArgument, "bench needs -m FILE (or --ops)");
+  } else if (!a.mtp.empty()) {
+    st = make_status(StatusCode::kUnimplemented, "--mtp: speculative generation is not benchmarked yet");
   } else {
-    st = make_status(StatusCode::kUnimplemented, "model benchmarks need the model forward (not in this build yet); use --ops");
+    ModelBenchOptions o;
+    o.model = a.model;
+    o.prompt = a.prompt;
+    o.gen = a.gen;
+    o.depth = a.depth;
+    o.verify = a.verify;
+    o.reps = a.reps;
+    o.ubatch = a.ubatch;
+    st = run_model_bench(b, o, rows);
   }
   if (a.json) {
     nlohmann::json j = {{"backend", b.description()}, {"results", rows_json(rows)}};

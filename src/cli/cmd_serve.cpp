@@ -200,9 +200,16 @@ int serve(const ServeArgs& a) {
   std::printf("  auth      %s\n", so.keys.enabled() ? "API key required" : "none (anyone who can reach the port)");
   std::printf("  listening http://%s:%d  (OpenAI API under /v1, GET /health, GET /metrics)\n", a.host.c_str(),
               http->port());
-  std::printf("  try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' -d "
-              "'{\"messages\":[{\"role\":\"user\",\"content\":\"ROMEO:\"}],\"max_tokens\":64}'\n",
-              a.host.c_str(), http->port());
+  const std::string auth_header = so.keys.enabled() ? " -H 'Authorization: Bearer YOUR_KEY'" : "";
+  std::printf("  try: curl http://%s:%d/v1/completions -H 'Content-Type: application/json'%s -d "
+              "'{\"prompt\":\"ROMEO:\",\"max_tokens\":64}'\n",
+              a.host.c_str(), http->port(), auth_header.c_str());
+  std::printf("       curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s -d "
+              "'{\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":64}'\n",
+              a.host.c_str(), http->port(), auth_header.c_str());
+  if (!so.keys.enabled() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1") {
+    GS_LOG_WARN("listening on {} without an API key: anyone who can reach the port can use the model", a.host);
+  }
   std::fflush(stdout);
 
   http_thread.join();  // returns once a signal stopped the server

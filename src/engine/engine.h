@@ -34,6 +34,13 @@ struct GenerationRequest {
   int32_t draft_max = -1;       // -1: the server's default
   // Extra end-of-generation token ids beyond the model's own.
   std::vector<int32_t> extra_eog;
+  // Reasoning budget: at most this many tokens inside a thought span (after the token
+  // `reasoning_open`, before `reasoning_close`); when it is spent the engine emits
+  // `reasoning_close` in place of the next sampled token and the model goes on from there.
+  // -1: no budget (or no span tokens known).
+  int32_t reasoning_budget = -1;
+  int32_t reasoning_open = -1;
+  int32_t reasoning_close = -1;
 };
 
 struct TokenLogprob {

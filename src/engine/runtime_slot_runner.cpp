@@ -123,6 +123,19 @@ class RuntimeSlotRunner final : public SlotRunner {
     return outputs;
   }
 
+  Status replace_generated(int32_t slot, int32_t n_drop, int32_t token) override {
+    Slot& s = slots_.at(static_cast<size_t>(slot));
+    if (s.seq < 0 || s.pending < 0 || n_drop < 1) {
+      return make_status(StatusCode::kInvalidArgument, "slot {} has no generated token to replace", slot);
+    }
+    if (n_drop > 1) GS_RETURN_IF_ERROR(runner_->truncate(s.seq, runner_->length(s.seq) - (n_drop - 1)));
+    // The sampler's penalty history keeps the dropped tokens: it has no way to forget one,
+    // and a few extra entries in a 64-token window barely move the penalties.
+    s.sampler->accept(token);
+    s.pending = token;
+    return {};
+  }
+
   void release(int32_t slot) override {
     Slot& s = slots_.at(static_cast<size_t>(slot));
     if (s.seq >= 0) {

@@ -337,7 +337,12 @@ StepBatch Scheduler::build_batch() {
 }
 
 void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
-  std::vector<std::pair<int32_t, FinishReason>> finished;  // slot, reason
+  struct Finished {
+    int32_t slot;
+    FinishReason reason;
+    Status error;
+  };
+  std::vector<Finished> finished;
   uint64_t n_emitted_total = 0;
   for (const auto& out : outputs) {
     auto it = std::find_if(active_.begin(), active_.end(), [&](const Sequence& s) { return s.slot == out.slot; });
@@ -363,10 +368,28 @@ void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
     StreamEvent ev;
     ev.kind = StreamEvent::Kind::kTokens;
     std::optional<FinishReason> reason;
-    for (const auto& tok : out.tokens) {
+    Status error;
+    const GenerationRequest& req = seq.request;
+    const bool has_budget = req.reasoning_budget >= 0 && req.reasoning_open >= 0 && req.reasoning_close >= 0;
+    for (size_t k = 0; k < out.tokens.size(); ++k) {
       if (completion_limit(seq) <= 0) {
         reason = FinishReason::kLength;
         break;
+      }
+      GeneratedToken tok = out.tokens[k];
+      bool forced = false;
+      if (has_budget && seq.in_thought && tok.id != req.reasoning_close && seq.thought_tokens >= req.reasoning_budget) {
+        // The budget is spent: end the thought here; what the model sampled from this
+        // point on (the rest of the round too) is dropped.
+        Status st = runner_->replace_generated(seq.slot, static_cast<int32_t>(out.tokens.size() - k), req.reasoning_close);
+        if (!st.ok()) {
+          reason = FinishReason::kError;
+          error = st;
+          break;
+        }
+        tok = GeneratedToken{};
+        tok.id = req.reasoning_close;
+        forced = true;
       }
       seq.n_generated++;
       n_emitted_total++;
@@ -374,20 +397,31 @@ void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
         reason = FinishReason::kStop;
         break;
       }
-      ev.tokens.push_back(tok);
+      if (has_budget) {
+        if (tok.id == req.reasoning_open) {
+          seq.in_thought = true;
+          seq.thought_tokens = 0;
+        } else if (tok.id == req.reasoning_close) {
+          seq.in_thought = false;
+        } else if (seq.in_thought) {
+          seq.thought_tokens++;
+        }
+      }
+      ev.tokens.push_back(std::move(tok));
+      if (forced) break;
     }
     if (!reason && completion_limit(seq) <= 0) reason = FinishReason::kLength;
     if (!ev.tokens.empty()) seq.channel->push(std::move(ev));
-    if (reason) finished.emplace_back(seq.slot, *reason);
+    if (reason) finished.push_back({seq.slot, *reason, error});
   }
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     metrics_.generated_tokens_total += n_emitted_total;
   }
-  for (const auto& [slot, reason] : finished) {
+  for (const auto& f : finished) {
     for (size_t i = 0; i < active_.size(); ++i) {
-      if (active_[i].slot == slot) {
-        finish(i, reason);
+      if (active_[i].slot == f.slot) {
+        finish(i, f.reason, f.error);
         break;
       }
     }

@@ -49,6 +49,8 @@ class Scheduler final : public Engine {
     int32_t slot = -1;
     size_t n_prefilled = 0;      // prompt tokens already in the cache
     int32_t n_generated = 0;     // tokens sampled, including an end-of-generation token
+    bool in_thought = false;     // inside a reasoning span (reasoning budget)
+    int32_t thought_tokens = 0;  // tokens of the current span so far
     Usage usage;
     Clock::time_point submitted;
     Clock::time_point admitted;

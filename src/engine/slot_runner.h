@@ -79,6 +79,12 @@ class SlotRunner {
   // Runs one step; one output per slot named in the batch, in any order. An error fails
   // every sequence of the batch (the scheduler releases their slots).
   virtual Result<std::vector<SlotOutput>> step(const StepBatch& batch) = 0;
+  // Replaces generated tokens: the newest `n_drop` (>= 1) tokens the slot generated are
+  // discarded (the newest was the pending token; the others leave the cache) and `token`
+  // becomes the pending token, as if it had been sampled. Used to force a token (the end
+  // of a thought when a reasoning budget is spent). Errors: kInvalidArgument (nothing to
+  // drop), those of the cache's rollback.
+  virtual Status replace_generated(int32_t slot, int32_t n_drop, int32_t token) = 0;
   // Frees the slot's cache; the slot may be started again.
   virtual void release(int32_t slot) = 0;
   // KV positions in use over all slots.

@@ -26,10 +26,11 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
   if (!c.has_full()) kv->n_pages_full_ = 0;
   // Ring of R positions: a batch of n tokens from p0 overwrites positions up to
   // p0 + n - 1 - R. Its first query needs p0 - W + 1 onwards, and after a rollback to
-  // P >= p0 + 1 the drafter needs P - W onwards: both hold when R >= W + n - 1.
+  // P >= p0 + 1 the drafter needs P - W onwards (P - W - 1 with transformers' inclusive
+  // window): all hold when R >= W + n.
   int64_t ring_pages = 0;
   if (c.has_sliding()) {
-    const int64_t need = static_cast<int64_t>(c.sliding_window) + o.max_ubatch - 1;
+    const int64_t need = static_cast<int64_t>(c.sliding_window) + o.max_ubatch;
     ring_pages = std::min<int64_t>((need + ps - 1) / ps, kv->max_pages_);
   }
   const int64_t swa_slots = static_cast<int64_t>(o.n_seq_max) * ring_pages * ps;
@@ -142,7 +143,8 @@ Status KvCache::truncate(int seq, int32_t n_keep) {
   Seq& s = seqs_[seq];
   if (n_keep < 0) return make_status(StatusCode::kInvalidArgument, "negative truncation point {}", n_keep);
   if (n_keep >= s.length) return {};
-  if (n_keep > 0 && sliding_window_ > 0 && std::max(0, n_keep - sliding_window_) < swa_oldest(seq)) {
+  // The next query needs n_keep - W + 1 onwards, a drafter n_keep - W (or n_keep - W - 1).
+  if (n_keep > 0 && sliding_window_ > 0 && std::max(0, n_keep - sliding_window_ - 1) < swa_oldest(seq)) {
     return make_status(StatusCode::kFailedPrecondition,
                        "cannot roll back to position {}: the sliding-window ring only holds positions from {}", n_keep,
                        swa_oldest(seq));

@@ -1,6 +1,6 @@
 // KvCache: the target's KV cache per layer kind. Full-attention layers keep every position
 // in pages from one shared pool (a page table row per sequence); sliding layers keep a ring
-// per sequence of at least sliding_window + max_ubatch - 1 positions (a page table that
+// per sequence of at least sliding_window + max_ubatch positions (a page table that
 // wraps). Many sequences; truncation from a position (rollback of rejected drafts).
 #pragma once
 

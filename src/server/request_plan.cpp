@@ -27,7 +27,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   options.add_generation_prompt = true;
   const std::span<const text::ChatTool> tools =
       tools_on ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
-  GS_ASSIGN_OR_RETURN(std::string prompt, text::render_chat(req.messages, tools, options));
+  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, text::render_chat_prompt(req.messages, tools, options));
   // Forcing: the prompt ends inside the call, so the model can only continue it. With one
   // function known (named, or "required" with a single tool) the opener goes up to the
   // argument dict's '{', which leaves the model no way out of the call form.
@@ -43,9 +43,20 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan.output_prefix = opener + req.tool_choice_name + "{";
       break;
   }
-  prompt += plan.output_prefix;
-  plan.request.prompt = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  // Control tokens only where the renderer wrote markup: message text cannot open or close
+  // a turn. The forced opener holds only user-defined tokens, which match anywhere.
+  prompt.text += plan.output_prefix;
+  plan.request.prompt = tok.encode_prompt(prompt.text, prompt.markup, /*add_special=*/true);
   fill_common(req.gen, limits, &plan.request);
+  if (req.enable_thinking && req.reasoning_budget > 0) {
+    const auto open = tok.find_token(text::markup::kChannelOpen);
+    const auto close = tok.find_token(text::markup::kChannelClose);
+    if (open && close) {
+      plan.request.reasoning_budget = req.reasoning_budget;
+      plan.request.reasoning_open = *open;
+      plan.request.reasoning_close = *close;
+    }
+  }
   plan.parser.parse_reasoning = true;
   plan.parser.parse_tool_calls = tools_on;
   plan.parser.stop = req.gen.stop;

@@ -21,7 +21,9 @@ struct PlanLimits {
 // Chat: render the messages with the Gemma 4 format (tools declared unless tool_choice is
 // "none"), append the forced tool-call opener for tool_choice "required" (`<|tool_call>call:`,
 // or `<|tool_call>call:NAME{` when only one tool is declared) or a named function
-// (`<|tool_call>call:NAME{`), tokenize with BOS and special-token text.
+// (`<|tool_call>call:NAME{`), tokenize with BOS, control tokens only where the renderer wrote
+// markup (message text cannot inject a turn). A reasoning budget
+// (> 0, thinking on) goes to the engine with the ids of `<|channel>` and `<channel|>`.
 // Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
                                  const PlanLimits& limits);

@@ -3,89 +3,13 @@
 
 #include <optional>
 
+#include "text/chat_render_parts.h"
 #include "text/chat_values.h"
 
 namespace gs::text {
-namespace {
 
-using nlohmann::json;
-
-// The prompt text plus where the renderer itself wrote markup tokens.
-struct PromptBuilder {
-  RenderedPrompt p;
-  void mark(std::string_view m) {
-    p.markup.push_back(TextSpan{p.text.size(), m.size()});
-    p.text.append(m);
-  }
-  PromptBuilder& operator+=(std::string_view s) {
-    p.text.append(s);
-    return *this;
-  }
-  void append(std::string_view s) { p.text.append(s); }
-};
-
-// The template's ns.prev_message_type.
-enum class PrevType { kNone, kThink, kTool, kToolCall, kToolResponse, kImage, kAudio, kVideo };
-
-bool is_system_like(ChatRole r) { return r == ChatRole::kSystem || r == ChatRole::kDeveloper; }
-
-bool has_content(const ChatMessage& m) { return !m.content_parts.empty() || !m.content.empty(); }
-
-// Concatenated text of a message (text parts only).
-std::string content_text(const ChatMessage& m) {
-  if (m.content_parts.empty()) return m.content;
-  std::string s;
-  for (const auto& p : m.content_parts) {
-    if (p.type == ContentPartType::kText) s += p.text;
-  }
-  return s;
-}
-
-void append_tool_response(std::string_view name, std::string_view body, PromptBuilder* out) {
-  out->mark(markup::kToolResponseOpen);
-  out->append("response:");
-  out->append(name);
-  out->append("{value:");
-  out->mark(markup::kQuote);
-  out->append(body);
-  out->mark(markup::kQuote);
-  out->append("}");
-  out->mark(markup::kToolResponseClose);
-}
-
-Status append_tool_call(const ChatToolCall& call, size_t msg_index, PromptBuilder* out) {
-  json args = json::object();
-  if (!chat::python_strip(call.arguments_json).empty()) {
-    args = json::parse(call.arguments_json, nullptr, /*allow_exceptions=*/false);
-    if (args.is_discarded()) {
-      return make_status(StatusCode::kInvalidArgument,
-                         "messages[{}]: the arguments of tool call \"{}\" are not valid JSON", msg_index, call.name);
-    }
-    if (!args.is_object()) {
-      return make_status(StatusCode::kInvalidArgument,
-                         "messages[{}]: the arguments of tool call \"{}\" are not a JSON object", msg_index,
-                         call.name);
-    }
-  }
-  out->mark(markup::kToolCallOpen);
-  out->append("call:");
-  out->append(call.name);
-  out->append("{");
-  bool first = true;
-  for (const auto& [key, value] : chat::dictsort(args)) {
-    if (!first) out->append(",");
-    first = false;
-    std::string item = key;
-    item.push_back(':');
-    chat::format_argument(*value, /*escape_keys=*/false, &item);
-    out->append(item);
-  }
-  out->append("}");
-  out->mark(markup::kToolCallClose);
-  return Status::ok_status();
-}
-
-}  // namespace
+using chat::PrevType;
+using chat::PromptBuilder;
 
 Result<ChatRole> parse_chat_role(std::string_view role) {
   if (role == "system") return ChatRole::kSystem;
@@ -114,50 +38,17 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span
   return std::move(p.text);
 }
 
-Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
-                                          const ChatRenderOptions& options) {
-  if (messages.empty()) return Status(StatusCode::kInvalidArgument, "messages: at least one message is required");
+namespace {
 
+// The message loop of google-gemma-4-31B-it.jinja.
+Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
+                                     const ChatRenderOptions& options) {
   // The system turn takes messages[0] when it is system/developer; with merging, every
   // leading system/developer message (bug-case 50).
-  size_t n_leading_system = 0;
-  if (is_system_like(messages[0].role)) {
-    n_leading_system = 1;
-    if (options.merge_leading_system) {
-      while (n_leading_system < messages.size() && is_system_like(messages[n_leading_system].role)) {
-        ++n_leading_system;
-      }
-    }
-  }
-
+  const size_t n_leading_system = chat::leading_system_count(messages, options.merge_leading_system);
   PromptBuilder out;
   PrevType prev = PrevType::kNone;
-  if (options.enable_thinking || !tools.empty() || n_leading_system > 0) {
-    out.mark(markup::kTurnOpen);
-    out += "system\n";
-    if (options.enable_thinking) {
-      out.mark(markup::kThink);
-      out += "\n";
-      prev = PrevType::kThink;
-    }
-    std::string system_text;
-    for (size_t i = 0; i < n_leading_system; ++i) {
-      const std::string text = content_text(messages[i]);
-      const std::string_view stripped = chat::python_strip(text);
-      if (n_leading_system > 1 && stripped.empty()) continue;
-      if (!system_text.empty()) system_text += "\n\n";
-      system_text += stripped;
-    }
-    out += system_text;
-    for (const ChatTool& tool : tools) {
-      out.mark(markup::kToolOpen);
-      out += chat::python_strip(render_tool_declaration(tool));
-      out.mark(markup::kToolClose);
-    }
-    if (!tools.empty()) prev = PrevType::kTool;
-    out.mark(markup::kTurnClose);
-    out += "\n";
-  }
+  chat::append_system_turn(messages.first(n_leading_system), tools, options, &out, &prev);
 
   const std::span<const ChatMessage> loop = messages.subspan(n_leading_system);
   const auto index_of = [&](size_t i) { return i + n_leading_system; };  // index in `messages`
@@ -183,7 +74,7 @@ Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages,
     prev = PrevType::kNone;
     const bool model = m.role == ChatRole::kAssistant;
     // Developer messages after the first are system turns: Gemma has no developer role.
-    const char* role = model ? "model" : (is_system_like(m.role) ? "system" : "user");
+    const char* role = model ? "model" : (chat::is_system_like(m.role) ? "system" : "user");
     std::optional<ChatRole> prev_non_tool;
     for (size_t j = i; j-- > 0;) {
       if (loop[j].role != ChatRole::kTool) {
@@ -208,7 +99,7 @@ Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages,
     }
 
     if (!m.tool_calls.empty()) {
-      for (const ChatToolCall& call : m.tool_calls) GS_RETURN_IF_ERROR(append_tool_call(call, index_of(i), &out));
+      for (const ChatToolCall& call : m.tool_calls) GS_RETURN_IF_ERROR(chat::append_tool_call(call, index_of(i), &out));
       prev = PrevType::kToolCall;
     }
 
@@ -232,55 +123,56 @@ Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages,
           return make_status(StatusCode::kInvalidArgument, "messages[{}]: a tool message needs a tool_call_id",
                              index_of(k));
         }
-        append_tool_response(name, content_text(follow), &out);
+        chat::append_tool_response(name, chat::content_text(follow), &out);
         responses_rendered = true;
         prev = PrevType::kToolResponse;
       }
     }
 
-    if (m.content_parts.empty()) {
-      out += model ? chat::strip_thinking(m.content) : std::string(chat::python_strip(m.content));
-    } else {
-      for (const ContentPart& part : m.content_parts) {
-        switch (part.type) {
-          case ContentPartType::kText:
-            out += model ? chat::strip_thinking(part.text) : std::string(chat::python_strip(part.text));
-            break;
-          case ContentPartType::kImage:
-            out.mark(markup::kImage);
-            prev = PrevType::kImage;
-            break;
-          case ContentPartType::kAudio:
-            out.mark(markup::kAudio);
-            prev = PrevType::kAudio;
-            break;
-          case ContentPartType::kVideo:
-            out.mark(markup::kVideo);
-            prev = PrevType::kVideo;
-            break;
-        }
-      }
-    }
+    chat::append_content(m, model, &out, &prev);
 
     if (prev == PrevType::kToolCall && !responses_rendered) {
       out.mark(markup::kToolResponseOpen);
-    } else if (!(responses_rendered && !has_content(m))) {
+    } else if (!(responses_rendered && !chat::has_content(m))) {
       out.mark(markup::kTurnClose);
       out += "\n";
     }
   }
 
   if (options.add_generation_prompt && prev != PrevType::kToolResponse && prev != PrevType::kToolCall) {
-    out.mark(markup::kTurnOpen);
-    out += "model\n";
-    if (!options.enable_thinking) {
-      out.mark(markup::kChannelOpen);
-      out += markup::kThoughtLabel;
-      out += "\n";
-      out.mark(markup::kChannelClose);
-    }
+    chat::append_generation_prompt(options, /*open_turn=*/true, &out);
   }
   return std::move(out.p);
+}
+
+}  // namespace
+
+Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
+                                          const ChatRenderOptions& options) {
+  if (messages.empty()) return Status(StatusCode::kInvalidArgument, "messages: at least one message is required");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    if (chat::json_nesting_exceeds(tools[i].parameters, chat::kMaxJsonNesting)) {
+      return make_status(StatusCode::kInvalidArgument, "tools[{}].function.parameters: nested deeper than {} levels",
+                         i, chat::kMaxJsonNesting);
+    }
+  }
+  switch (options.variant) {
+    case ChatTemplate::kGemma4:
+      return render_gemma4(messages, tools, options);
+    case ChatTemplate::kGemma4Interleaved:
+      return render_gemma4_interleaved(messages, tools, options);
+  }
+  return Status(StatusCode::kInternal, "render_chat_prompt: unknown template variant");
+}
+
+ChatTemplateMatch detect_chat_template(std::string_view src) {
+  const bool gemma4 = src.find("<|turn>") != std::string_view::npos && src.find("call:") != std::string_view::npos;
+  if (!gemma4) return {};
+  // The 31B template folds OpenAI tool messages into the model turn; the interleaved variant
+  // gives them turns of their own and knows only the legacy tool_responses field.
+  if (src.find("format_tool_response_block") != std::string_view::npos) return {ChatTemplate::kGemma4, true};
+  if (src.find("tool_responses") != std::string_view::npos) return {ChatTemplate::kGemma4Interleaved, true};
+  return {ChatTemplate::kGemma4, false};
 }
 
 }  // namespace gs::text

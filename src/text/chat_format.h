@@ -62,7 +62,21 @@ struct ChatTool {
   nlohmann::json parameters;
 };
 
+// Which Gemma 4 template to reproduce. kGemma4 is google-gemma-4-31B-it.jinja (tool results
+// folded into the model turn); kGemma4Interleaved is the older variant
+// (google-gemma-4-31B-it-interleaved.jinja: tool results as <|turn>tool turns).
+enum class ChatTemplate { kGemma4, kGemma4Interleaved };
+
+// The variant a GGUF's `tokenizer.chat_template` source is (kGemma4 when it is neither; the
+// caller may log that the embedded template is not one we reproduce).
+struct ChatTemplateMatch {
+  ChatTemplate variant = ChatTemplate::kGemma4;
+  bool recognised = false;
+};
+ChatTemplateMatch detect_chat_template(std::string_view jinja_source);
+
 struct ChatRenderOptions {
+  ChatTemplate variant = ChatTemplate::kGemma4;
   // Template variable `enable_thinking`: <|think|> in the system turn; without it the
   // generation prompt ends in an empty thought block, which tells the model not to think.
   bool enable_thinking = false;
@@ -94,8 +108,9 @@ Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages,
                                           const ChatRenderOptions& options);
 
 // The text the template writes for one tool declaration, <|tool>declaration:...<tool|>
-// excluded (exposed for tests and the prompt-size estimate).
-std::string render_tool_declaration(const ChatTool& tool);
+// excluded (exposed for tests and the prompt-size estimate). It recurses over the schema:
+// render_chat_prompt refuses schemas nested deeper than 64 levels before calling it.
+std::string render_tool_declaration(const ChatTool& tool, ChatTemplate variant = ChatTemplate::kGemma4);
 
 // Gemma 4 markup, spelled once for the renderer, the parser and the server.
 namespace markup {

@@ -75,7 +75,7 @@ Status parse_tool_call(const json& tc, const std::string& path, ChatToolCall* ca
   } else if (args->is_string()) {
     call->arguments_json = args->get<std::string>();
   } else if (args->is_object()) {
-    call->arguments_json = args->dump();
+    call->arguments_json = args->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
     return bad(path + ".function.arguments", "must be a JSON string or an object");
   }

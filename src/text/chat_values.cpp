@@ -214,6 +214,20 @@ std::string python_str(const nlohmann::json& v) {
   return {};
 }
 
+bool json_nesting_exceeds(const nlohmann::json& v, size_t limit) {
+  std::vector<std::pair<const nlohmann::json*, size_t>> stack = {{&v, 0}};
+  while (!stack.empty()) {
+    const auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth >= limit) return true;
+    for (const auto& child : *node) {
+      if (child.is_structured()) stack.emplace_back(&child, depth + 1);
+    }
+  }
+  return false;
+}
+
 bool truthy(const nlohmann::json* v) {
   if (v == nullptr) return false;
   switch (v->type()) {

@@ -27,6 +27,12 @@ std::string python_float_repr(double x);
 // float repr, strings as is at top level, lists/dicts with repr() of their items.
 std::string python_str(const nlohmann::json& v);
 
+// Deepest nesting the renderer accepts in tool schemas and arguments (it recurses).
+inline constexpr size_t kMaxJsonNesting = 64;
+
+// Whether `v` nests arrays/objects deeper than `limit` levels (checked without recursion).
+bool json_nesting_exceeds(const nlohmann::json& v, size_t limit);
+
 // Jinja truthiness of a value; `v == nullptr` is Undefined (false).
 bool truthy(const nlohmann::json* v);
 

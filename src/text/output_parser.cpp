@@ -501,8 +501,17 @@ struct OutputParser::State {
   }
 
   size_t step_channel_label(std::string_view s, bool final, bool* progress) {
-    const Match m = match_marker(s, markup::kThoughtLabel);
+    Match m = match_marker(s, markup::kThoughtLabel);
     if (m == Match::kPartial && !final) return 0;
+    if (m == Match::kFull) {
+      // The label is a word of its own: "thoughtful" is reasoning text, not the label.
+      const size_t n = markup::kThoughtLabel.size();
+      if (s.size() == n && !final) return 0;
+      if (s.size() > n) {
+        const char c = s[n];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') m = Match::kNone;
+      }
+    }
     if (!label_continues_block) begin_reasoning();
     mode = Mode::kReasoning;
     if (m == Match::kFull) return markup::kThoughtLabel.size();

@@ -72,7 +72,7 @@ struct TransparentHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 struct SegmentCache {
-  static constexpr size_t kMaxEntries = size_t{1} << 16;
+  static constexpr size_t kMaxEntries = size_t{1} << 14;  // about 2 MB per thread at most
   static constexpr size_t kMaxSegmentBytes = 48;
   uint64_t owner = 0;  // Impl::instance_id the entries belong to
   std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, TransparentHash, std::equal_to<>> index;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -31,6 +32,12 @@ struct Backends {
     static Backends b = [] {
       Backends r;
       r.cpu = create_cpu_backend(0);
+      if (const char* e = std::getenv("GS_CUDA_TEST_ON_CPU"); e && std::string(e) == "1") {
+        // Dry run of the harness without a GPU: every side is the CPU oracle.
+        r.fast = create_cpu_backend(0);
+        r.simple = create_cpu_backend(0);
+        return r;
+      }
       CudaBackendOptions o;
       auto f = create_cuda_backend(0, o);
       if (f.ok()) r.fast = std::move(f).value();

@@ -25,7 +25,8 @@ bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 printf '# e2e key\n%s\n' "$KEY" > "$WORK/keys"
 "$BIN" serve -m "$MODEL" --mtp "$DRAFTER" --draft-max 4 --host 127.0.0.1 --port "$PORT" \
-  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 > "$WORK/server.log" 2>&1 &
+  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 --shutdown-timeout 2 \
+  > "$WORK/server.log" 2>&1 &
 PID=$!
 cleanup() {
   kill "$PID" 2>/dev/null
@@ -104,12 +105,24 @@ grep -q '^gemmaserve_requests_total [1-9]' "$WORK/metrics" && ok "metrics count 
 
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && ok "still healthy" || bad "not healthy at the end"
 
+# SIGTERM with a long stream in flight: new requests are refused while it drains, the
+# stream is ended after --shutdown-timeout, and the server exits 0.
+curl -s -N "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" \
+  -d '{"prompt":"ROMEO:","max_tokens":100000,"stream":true}' > "$WORK/long" 2>/dev/null &
+CURL_PID=$!
+for _ in $(seq 1 100); do grep -q '"text"' "$WORK/long" 2>/dev/null && break; sleep 0.1; done
 kill -TERM "$PID"
-for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$PID" 2>/dev/null; then bad "no exit within 10 s of SIGTERM"; else
+sleep 0.5
+code="$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")"
+[ "$code" = 503 ] && ok "draining: health 503" || bad "draining: health $code"
+for _ in $(seq 1 150); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$PID" 2>/dev/null; then bad "no exit within 15 s of SIGTERM"; else
   wait "$PID"; rc=$?
-  [ "$rc" = 0 ] && ok "clean exit on SIGTERM" || bad "exit status $rc on SIGTERM"
+  [ "$rc" = 0 ] && ok "clean exit on SIGTERM with a stream in flight" || bad "exit status $rc on SIGTERM"
 fi
+for _ in $(seq 1 50); do kill -0 "$CURL_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$CURL_PID" 2>/dev/null; then bad "the in-flight stream was left hanging"; kill "$CURL_PID"; else
+  ok "the in-flight stream was ended"; fi
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }

@@ -127,6 +127,18 @@ class FakeSlotRunner : public SlotRunner {
     return outs;
   }
 
+  Status replace_generated(int32_t slot, int32_t n_drop, int32_t token) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Seq& s = seqs_.at(slot);
+    if (n_drop < 1 || static_cast<size_t>(n_drop - 1) > s.history.size() - s.n_prompt) {
+      return Status(StatusCode::kInvalidArgument, "nothing to drop");
+    }
+    s.history.resize(s.history.size() - static_cast<size_t>(n_drop - 1));
+    s.pending = token;
+    n_replaced_++;
+    return {};
+  }
+
   void release(int32_t slot) override {
     std::lock_guard<std::mutex> lock(mu_);
     seqs_[slot].in_use = false;
@@ -148,6 +160,10 @@ class FakeSlotRunner : public SlotRunner {
   int64_t n_steps() const {
     std::lock_guard<std::mutex> lock(mu_);
     return n_steps_;
+  }
+  int64_t n_replaced() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return n_replaced_;
   }
   int64_t n_released() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -202,6 +218,7 @@ class FakeSlotRunner : public SlotRunner {
   std::vector<Recorded> steps_;
   int64_t n_steps_ = 0;
   int64_t n_released_ = 0;
+  int64_t n_replaced_ = 0;
   int fail_steps_ = 0;
   bool fail_start_ = false;
 };

@@ -2,6 +2,7 @@
 // queue limits, cancellation, failures, speculation counters, shutdown.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -380,6 +381,45 @@ TEST(Scheduler, LogprobsPassThrough) {
   Collected c = collect(**s);
   ASSERT_EQ(c.full.size(), 3u);
   EXPECT_EQ(c.full[0].top.size(), 2u);
+}
+
+// Bug-case 24: a reasoning budget ends the thought with the close token after exactly
+// `budget` tokens inside it; the model then goes on with the answer.
+TEST(Scheduler, ReasoningBudgetForcesTheEndOfTheThought) {
+  constexpr int32_t kOpen = 5, kClose = 6;
+  FakeSlotRunner::Options o;
+  // The model opens a thought and would think forever (token 50) but answers (60) right
+  // after a close.
+  o.next = [](const std::vector<int32_t>& h, size_t n_prompt) {
+    if (h.size() == n_prompt) return kOpen;
+    return h.back() == kClose || h.back() == 60 ? 60 : 50;
+  };
+  for (int32_t budget : {0, 1, 7}) {
+    Fixture f(o);
+    auto r = make_request(prompt_of(4), 20);
+    r.reasoning_budget = budget;
+    r.reasoning_open = kOpen;
+    r.reasoning_close = kClose;
+    auto s = f.engine->submit(r);
+    ASSERT_TRUE(s.ok());
+    Collected c = collect(**s);
+    EXPECT_EQ(c.finish, FinishReason::kLength);
+    std::vector<int32_t> want = {kOpen};
+    for (int32_t i = 0; i < budget; ++i) want.push_back(50);
+    want.push_back(kClose);
+    while (want.size() < 20) want.push_back(60);
+    EXPECT_EQ(c.tokens, want) << "budget " << budget;
+    EXPECT_EQ(f.runner->n_replaced(), 1);
+  }
+  // No budget: the thought runs to max_tokens.
+  Fixture f(o);
+  auto r = make_request(prompt_of(4), 10);
+  r.reasoning_open = kOpen;
+  r.reasoning_close = kClose;
+  auto s = f.engine->submit(r);
+  ASSERT_TRUE(s.ok());
+  Collected c = collect(**s);
+  EXPECT_EQ(std::count(c.tokens.begin(), c.tokens.end(), 50), 9);
 }
 
 TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {

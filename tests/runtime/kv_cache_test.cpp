@@ -89,22 +89,22 @@ TEST(KvCache, RingSizeAndRollbackLimit) {
   o.page_size = 2;
   o.max_ubatch = 3;
   auto kv = KvCache::create(tiny_config(), *backend, o).value();
-  // W + max_ubatch - 1 = 6 positions.
-  EXPECT_EQ(kv->swa_ring(), 6);
+  // W + max_ubatch = 7 positions, rounded up to whole pages of 2.
+  EXPECT_EQ(kv->swa_ring(), 8);
   const int s = kv->add_sequence().value();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(kv->append(s, 3).ok());  // 30 positions
-  EXPECT_EQ(kv->swa_oldest(s), 24);
-  // Rolling back to 28 needs the window 24..27: fine. To 27 needs 23: gone.
-  EXPECT_EQ(kv->truncate(s, 27).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(kv->swa_oldest(s), 22);
+  // Rolling back to 27 needs 22..26 (W + 1 before it): fine. To 26 needs 21: gone.
+  EXPECT_EQ(kv->truncate(s, 26).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(kv->length(s), 30);
-  ASSERT_TRUE(kv->truncate(s, 28).ok());
-  EXPECT_EQ(kv->length(s), 28);
+  ASSERT_TRUE(kv->truncate(s, 27).ok());
+  EXPECT_EQ(kv->length(s), 27);
   ASSERT_TRUE(kv->truncate(s, 0).ok());  // everything: always possible
   EXPECT_EQ(kv->swa_oldest(s), 0);
-  // Ring slots of position p and p + 6 coincide.
+  // Ring slots of position p and p + 8 coincide.
   ASSERT_TRUE(kv->append(s, 3).ok());
   const KvCacheBinding& b = kv->binding();
-  EXPECT_EQ(kv_slot(b.swa_pages_host, s, 1), kv_slot(b.swa_pages_host, s, 7));
+  EXPECT_EQ(kv_slot(b.swa_pages_host, s, 1), kv_slot(b.swa_pages_host, s, 9));
 }
 
 TEST(KvCache, RejectsBadOptions) {

@@ -132,6 +132,26 @@ TEST(ChatHttp, LengthWhileReasoning) {
   expect_no_markup(whole["choices"][0]["message"]["reasoning_content"].get<std::string>());
 }
 
+// Bug-case 24: a budget ends the thought early and the answer follows.
+TEST(ChatHttp, ReasoningBudgetEndsTheThoughtAndTheAnswerFollows) {
+  ServerFixtureOptions o;
+  o.enable_thinking = true;
+  LiveServer s(o);
+  s.answer("<|channel>thought\nIs 221 prime? 221 = 13 * 17, so it is not prime, and so on", /*endless=*/true);
+  json whole = whole_chat(s, chat_body("Is 221 prime? Think it through.",
+                                       {{"reasoning_budget_tokens", 8}, {"max_tokens", 40}}));
+  const json& msg = whole["choices"][0]["message"];
+  const std::string reasoning = msg.value("reasoning_content", "");
+  EXPECT_FALSE(reasoning.empty());
+  EXPECT_LE(s.tok->encode(reasoning, false, false).size(), 8u);
+  EXPECT_NE(msg["content"].get<std::string>().find("la"), std::string::npos) << whole.dump();
+  expect_no_markup(msg["content"].get<std::string>());
+  const int reasoning_tokens = whole["usage"]["completion_tokens_details"]["reasoning_tokens"];
+  EXPECT_GT(reasoning_tokens, 0);
+  EXPECT_LE(reasoning_tokens, 10);  // the budget plus the span's own markers
+  EXPECT_EQ(s.runner->n_replaced(), 1);
+}
+
 TEST(ChatHttp, ToolCallsAreParsedAndStreamedTheSameWay) {
   LiveServer s;
   // Two calls back to back (bug-case 14), then the model hands over to the tool.

@@ -221,7 +221,9 @@ TEST(HttpServer, BadInputGetsAClearErrorAndTheServerKeepsServing) {
   for (const auto& body : bad_chat) {
     auto r = s.post("/v1/chat/completions", body);
     expect_error_body(r, 400, "chat body: " + body.substr(0, 80));
-    if (r) EXPECT_EQ(json::parse(r->body)["error"]["type"], "invalid_request_error");
+    if (r) {
+      EXPECT_EQ(json::parse(r->body)["error"]["type"], "invalid_request_error");
+    }
   }
   for (const auto& body : {std::string("{}"), std::string(R"({"prompt":42})"), std::string(R"({"prompt":[1,-2]})"),
                            std::string(R"({"prompt":"x","max_tokens":0})")}) {

@@ -148,6 +148,27 @@ TEST(ChatFormat, InputsTheTemplateWouldMangleAreErrors) {
             std::string::npos);
 }
 
+TEST(ChatFormat, DeepNestingIsAnErrorNotACrash) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  for (int i = 0; i < 100000; ++i) deep += "]";
+  const std::string args = "{\"a\":" + deep + "}";
+  const auto r = render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi"), assistant_calls({{"c", "f", args}})},
+                             {}, {});
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ChatTool tool{"f", "d", json::parse("{\"type\":\"object\",\"properties\":{\"x\":" + deep + "}}")};
+  const auto t = render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi")}, std::vector<ChatTool>{tool}, {});
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  // 60 levels are fine.
+  std::string ok_args = "{\"a\":";
+  for (int i = 0; i < 60; ++i) ok_args += "[";
+  for (int i = 0; i < 60; ++i) ok_args += "]";
+  ok_args += "}";
+  EXPECT_TRUE(
+      render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi"), assistant_calls({{"c", "f", ok_args}})}, {}, {})
+          .ok());
+}
+
 // Bug-case 44 (second variant): earlier turns' reasoning stays out of the prompt.
 TEST(ChatFormat, Case44PriorReasoningIsNotRendered) {
   ChatMessage a = msg(ChatRole::kAssistant, "Canberra.");

@@ -55,6 +55,13 @@ TEST(OutputParser, ReasoningThenAnswer) {
   EXPECT_EQ(m.content, "The answer is 42.");
 }
 
+TEST(OutputParser, ThoughtLabelIsAWordOfItsOwn) {
+  EXPECT_EQ(parse_all_ways("<|channel>thoughtful plan<channel|>x").reasoning_content, "thoughtful plan");
+  EXPECT_EQ(parse_all_ways("<|channel>thought<channel|>x").reasoning_content, "");
+  EXPECT_EQ(parse_all_ways("<|channel>thought").reasoning_content, "");
+  EXPECT_EQ(parse_all_ways("<|channel>thought plan<channel|>x").reasoning_content, "plan");
+}
+
 TEST(OutputParser, LeadingTurnHeaderAndTrailingTurnCloseAreDropped) {
   const auto m = parse_all_ways("<|turn>model\n<|channel>thought\nhmm<channel|>Hi there.<turn|>");
   EXPECT_EQ(m.reasoning_content, "hmm");

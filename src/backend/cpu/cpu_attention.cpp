@@ -52,7 +52,7 @@ void kv_store(ThreadPool& pool, Mat k, Mat v, const KvLayerView& kv, const int32
       store_row(k.row(t), static_cast<uint8_t*>(kv.k) + slot * row_bytes, kv.type, width);
       store_row(v.row(t), static_cast<uint8_t*>(kv.v) + slot * row_bytes, kv.type, width);
     }
-  });
+  }, min_chunk_for(2 * width));
 }
 
 void attention(ThreadPool& pool, const AttentionArgs& a) {
@@ -112,7 +112,7 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
       }
       for (int64_t d = 0; d < hd; ++d) out[d] = static_cast<float>(acc[d]);
     }
-  });
+  }, min_chunk_for(2 * hd * std::max<int64_t>(1, a.q.rows > 0 ? a.kv_hi[0] - a.kv_lo[0] + 1 : 1)));
 }
 
 void kv_copy_slots(ThreadPool& pool, const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots,

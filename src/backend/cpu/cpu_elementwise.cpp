@@ -11,11 +11,6 @@
 
 namespace gs::cpu {
 
-namespace {
-// Rows per parallel chunk for cheap per-row ops.
-constexpr int64_t kMinRows = 4;
-}  // namespace
-
 void rms_norm(ThreadPool& pool, Mat x, const float* weight, int64_t group, float eps, Mat out) {
   GS_CHECK(group > 0 && x.cols % group == 0 && out.cols == x.cols && out.rows == x.rows);
   pool.parallel_for(x.rows, [&](int64_t r0, int64_t r1, int) {
@@ -33,7 +28,7 @@ void rms_norm(ThreadPool& pool, Mat x, const float* weight, int64_t group, float
         }
       }
     }
-  }, kMinRows);
+  }, min_chunk_for(x.cols));
 }
 
 namespace {
@@ -49,6 +44,14 @@ void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& a) {
   GS_CHECK(a.head_dim > 0 && x.cols % a.head_dim == 0 && a.n_dims % 2 == 0 && a.n_dims <= a.head_dim);
   const int64_t n_heads = x.cols / a.head_dim;
   const int half = a.n_dims / 2;
+  // Per-pair frequencies theta^(-2i/n_dims) / freq_factors[i], once per call.
+  thread_local std::vector<double> freq;
+  freq.resize(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i) {
+    freq[i] = std::pow(static_cast<double>(a.theta), -2.0 * i / a.n_dims);
+    if (a.freq_factors) freq[i] /= a.freq_factors[i];
+  }
+  const double* f = freq.data();
   pool.parallel_for(x.rows, [&](int64_t r0, int64_t r1, int) {
     thread_local std::vector<double> cs;
     cs.resize(static_cast<size_t>(2 * half));
@@ -56,8 +59,7 @@ void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& a) {
       const double p = pos[r];
       for (int i = 0; i < half; ++i) {
         // Angle in double: positions reach 1e6 and the angle must stay accurate there.
-        double theta_extrap = p * std::pow(static_cast<double>(a.theta), -2.0 * i / a.n_dims);
-        if (a.freq_factors) theta_extrap /= a.freq_factors[i];
+        const double theta_extrap = p * f[i];
         double theta = theta_extrap;
         float mscale = a.attn_factor;
         if (a.ext_factor != 0.0f || a.freq_scale != 1.0f) {
@@ -85,7 +87,7 @@ void rope(ThreadPool& pool, Mat x, const int32_t* pos, const RopeArgs& a) {
         }
       }
     }
-  }, kMinRows);
+  }, min_chunk_for(x.cols + 8 * half));
 }
 
 void gelu_mul(ThreadPool& pool, Mat gate, Mat up, Mat out) {
@@ -102,7 +104,7 @@ void gelu_mul(ThreadPool& pool, Mat gate, Mat up, Mat out) {
         o[i] = static_cast<float>(gelu * u[i]);
       }
     }
-  }, kMinRows);
+  }, min_chunk_for(8 * gate.cols));
 }
 
 void add(ThreadPool& pool, Mat a, Mat b, Mat out) {
@@ -114,7 +116,7 @@ void add(ThreadPool& pool, Mat a, Mat b, Mat out) {
       float* o = out.row(r);
       for (int64_t i = 0; i < a.cols; ++i) o[i] = ar[i] + br[i];
     }
-  }, kMinRows);
+  }, min_chunk_for(a.cols));
 }
 
 void scale(ThreadPool& pool, Mat x, float s) {
@@ -123,7 +125,7 @@ void scale(ThreadPool& pool, Mat x, float s) {
       float* xr = x.row(r);
       for (int64_t i = 0; i < x.cols; ++i) xr[i] *= s;
     }
-  }, kMinRows);
+  }, min_chunk_for(x.cols));
 }
 
 void softcap(ThreadPool& pool, Mat x, float cap) {
@@ -134,7 +136,7 @@ void softcap(ThreadPool& pool, Mat x, float cap) {
         xr[i] = static_cast<float>(cap * std::tanh(static_cast<double>(xr[i]) / cap));
       }
     }
-  });
+  }, min_chunk_for(8 * x.cols));
 }
 
 void gather_rows(ThreadPool& pool, Mat src, const int32_t* rows, Mat dst) {
@@ -144,7 +146,7 @@ void gather_rows(ThreadPool& pool, Mat src, const int32_t* rows, Mat dst) {
       GS_CHECK(rows[r] >= 0 && rows[r] < src.rows);
       std::memcpy(dst.row(r), src.row(rows[r]), static_cast<size_t>(src.cols) * sizeof(float));
     }
-  }, kMinRows);
+  }, min_chunk_for(src.cols));
 }
 
 void copy(ThreadPool& pool, Mat src, Mat dst) {
@@ -153,7 +155,7 @@ void copy(ThreadPool& pool, Mat src, Mat dst) {
     for (int64_t r = r0; r < r1; ++r) {
       std::memmove(dst.row(r), src.row(r), static_cast<size_t>(src.cols) * sizeof(float));
     }
-  }, kMinRows);
+  }, min_chunk_for(src.cols));
 }
 
 }  // namespace gs::cpu

@@ -45,7 +45,7 @@ void matmul(ThreadPool& pool, const Weight& w, Mat x, Mat y) {
         for (int64_t j = 0; j < n_o; ++j) yr[j] = static_cast<float>(dot_f64(rows[j], xr, w.n_in));
       }
     }
-  });
+  }, min_chunk_for(kTileRows * w.n_in * (x.rows + 1)));
 }
 
 void embed(ThreadPool& pool, const Weight& table, const int32_t* ids, float scale, Mat out) {
@@ -61,7 +61,7 @@ void embed(ThreadPool& pool, const Weight& table, const int32_t* ids, float scal
       deq(base + static_cast<size_t>(id) * table.row_bytes, dst, table.n_in);
       for (int64_t c = 0; c < out.cols; ++c) dst[c] *= scale;
     }
-  });
+  }, min_chunk_for(table.n_in));
 }
 
 }  // namespace gs::cpu

@@ -1,6 +1,7 @@
 // The CPU backend's op kernels as free functions over a thread pool (one file per op family).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/backend.h"
@@ -13,15 +14,13 @@ namespace gs::cpu {
 // every op as exactly as it can and rounds once, which keeps it as close as possible to any
 // other careful implementation (the Gemma 4 goldens amplify one-ulp differences ~1e5-fold).
 // The order is fixed: a row's result never depends on how many rows are in the batch.
-inline double dot_f64(const float* a, const float* b, int64_t n) {
-  double acc[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (int k = 0; k < 4; ++k) acc[k] += static_cast<double>(a[i + k]) * static_cast<double>(b[i + k]);
-  }
-  double s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (; i < n; ++i) s += static_cast<double>(a[i]) * static_cast<double>(b[i]);
-  return s;
+double dot_f64(const float* a, const float* b, int64_t n);  // cpu_dot.cpp
+
+// Waking the pool's workers costs microseconds, so an op splits its items into chunks of
+// at least this much work (multiply-adds or elements); a small op runs on the caller alone.
+inline constexpr int64_t kMinChunkWork = int64_t{1} << 15;
+inline int64_t min_chunk_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(1, work_per_item));
 }
 
 // Slot of position `pos` of page-table row `row` (backend.h, PageTableView).

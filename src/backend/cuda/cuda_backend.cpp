@@ -141,8 +141,13 @@ class CudaBackend final : public Backend {
     amax_ = static_cast<unsigned*>(small);
     alpha_ = reinterpret_cast<float*>(static_cast<char*>(small) + 256);
     zero_ = reinterpret_cast<float*>(static_cast<char*>(small) + 512);
+    one_ = reinterpret_cast<float*>(static_cast<char*>(small) + 768);
     xscale_ = reinterpret_cast<float*>(static_cast<char*>(small) + 1024);  // kMaxMatvecRows floats
     GS_RETURN_IF_ERROR(check(cudaMemset(small, 0, 4096), "memset"));
+    const float one = 1.0f;
+    GS_RETURN_IF_ERROR(check(cudaMemcpy(one_, &one, sizeof one, cudaMemcpyHostToDevice), "constant"));
+    // f32 GEMMs stay f32 (no TF32): the f32 path is the exact one.
+    cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
     GS_ASSIGN_OR_RETURN(void* part, internal_alloc(kAttnPartialBytes));
     partial_ = static_cast<float*>(part);
     GS_RETURN_IF_ERROR(ensure_xh(static_cast<size_t>(kMaxMatvecRows) * 65536 * 2));
@@ -282,6 +287,21 @@ class CudaBackend final : public Backend {
     if (opt_.simple_kernels) {
       written(y);
       cuda::launch_matvec_simple(stream_, w.data, L, mf(x), mf(y));
+      launched("matmul");
+      return;
+    }
+    if (L.format == WFormat::kF32) {  // f32 matrices (tiny models): exact f32 arithmetic
+      written(y);
+      if (x.rows <= kMaxMatvecRows) {
+        cuda::launch_matvec_simple(stream_, w.data, L, mf(x), mf(y));
+      } else {
+        const cublasStatus_t st = cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(L.n_out),
+                                              static_cast<int>(x.rows), static_cast<int>(L.n_in), one_,
+                                              static_cast<const float*>(w.data), static_cast<int>(L.n_in_pad), x.data,
+                                              static_cast<int>(x.stride), zero_, y.data, static_cast<int>(y.stride));
+        if (st != CUBLAS_STATUS_SUCCESS)
+          fail(make_status(StatusCode::kInternal, "cuBLAS SGEMM failed (status {})", static_cast<int>(st)));
+      }
       launched("matmul");
       return;
     }
@@ -694,6 +714,7 @@ class CudaBackend final : public Backend {
   unsigned* amax_ = nullptr;
   float* alpha_ = nullptr;
   float* zero_ = nullptr;
+  float* one_ = nullptr;
   float* xscale_ = nullptr;
   float* partial_ = nullptr;
   ConvCache conv_;

@@ -101,8 +101,8 @@ template <int D>
 struct FaSmem {
   static constexpr int kStride = D + 8;  // halves per smem row; the pad spreads ldmatrix rows over banks
   static constexpr int kSStride = kTP + 4;
-  static constexpr size_t kQ = 0;
-  static constexpr size_t kK = kQ + static_cast<size_t>(kRows) * kStride * 2;
+  static constexpr size_t kQ = 0;  // Q as hi + lo f16 parts: [2][kRows][kStride]
+  static constexpr size_t kK = kQ + 2ull * kRows * kStride * 2;
   static constexpr size_t kV = kK + 2ull * kTP * kStride * 2;
   static constexpr size_t kS = kV + 2ull * kTP * kStride * 2;
   static constexpr size_t kSlots = kS + static_cast<size_t>(kNW) * kRows * kSStride * 4;
@@ -159,7 +159,10 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
     float v = 0.f;
     if (r_tok[r] >= 0)
       v = p.q.data[static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * D + d] * p.scale;
-    Qs[r * kStride + d] = __float2half_rn(v);
+    // Q = hi + lo in f16: scores keep ~22 bits of Q (Gemma's scores are unscaled and large).
+    const __half hi = __float2half_rn(v);
+    Qs[r * kStride + d] = hi;
+    Qs[kRows * kStride + r * kStride + d] = __float2half_rn(v - __half2float(hi));
   }
 
   float o[NTO][4];
@@ -237,14 +240,17 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
 #pragma unroll
       for (int kq = 0; kq < KQ; ++kq) {
         const int k0 = warp * DS + kq * 16;
-        uint32_t a[4];
+        uint32_t a[4], al[4];
         ldmatrix_x4(a, Qs + (lane & 15) * kStride + k0 + (lane >> 4) * 8);
+        ldmatrix_x4(al, Qs + kRows * kStride + (lane & 15) * kStride + k0 + (lane >> 4) * 8);
 #pragma unroll
         for (int np = 0; np < NTS / 2; ++np) {
           uint32_t b[4];
           ldmatrix_x4(b, kb + (np * 16 + (lane & 7) + ((lane >> 4) & 1) * 8) * kStride + k0 + ((lane >> 3) & 1) * 8);
           mma_16816(sc[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
           mma_16816(sc[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
+          mma_16816(sc[2 * np], al[0], al[1], al[2], al[3], b[0], b[1]);
+          mma_16816(sc[2 * np + 1], al[0], al[1], al[2], al[3], b[2], b[3]);
         }
       }
       float* sw = Sred + warp * kRows * S::kSStride;

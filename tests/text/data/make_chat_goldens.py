@@ -131,15 +131,15 @@ CASES = [
 
 def main():
     shared = sys.argv[1]
-    name = "google-gemma-4-31B-it.jinja"
-    src = open(f"{shared}/test-assets/chat-templates/{name}").read()
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    tmpl = env.from_string(src)
     out = []
-    for case, inputs in CASES:
-        kwargs = {k: v for k, v in inputs.items() if k != "merge_leading_system"}
-        rendered = tmpl.render(bos_token="<bos>", **kwargs)
-        out.append({"template": name, "case": case, "inputs": inputs, "rendered": rendered})
+    for name in ("google-gemma-4-31B-it.jinja", "google-gemma-4-31B-it-interleaved.jinja"):
+        src = open(f"{shared}/test-assets/chat-templates/{name}").read()
+        tmpl = env.from_string(src)
+        for case, inputs in CASES:
+            kwargs = {k: v for k, v in inputs.items() if k != "merge_leading_system"}
+            rendered = tmpl.render(bos_token="<bos>", **kwargs)
+            out.append({"template": name, "case": case, "inputs": inputs, "rendered": rendered})
     json.dump({"renderer": f"jinja2 {jinja2.__version__}, trim_blocks+lstrip_blocks+loopcontrols",
                "goldens": out}, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")

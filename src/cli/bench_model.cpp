@@ -1,0 +1,206 @@
+// Model benchmarks through ModelRunner (see bench_model.h). Times are wall-clock around
+// complete decode() calls (each ends with its logits on the host), median of the repetitions.
+#include "bench_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "bench_ops.h"
+#include "model/gemma4_model.h"
+#include "runtime/model_runner.h"
+
+namespace gs::cli {
+namespace {
+
+struct Totals {
+  double weight_bytes = 0;   // every matrix once (token_embd read whole as the tied LM head)
+  double matmul_params = 0;  // elements of the matrices a prompt token multiplies (no LM head)
+  double head_params = 0;    // LM head elements
+};
+
+Totals totals(const Gemma4Model& m) {
+  Totals t;
+  for (const gguf::TensorInfo& ti : m.file().tensors()) {
+    if (ti.n_dims < 2) continue;
+    t.weight_bytes += static_cast<double>(ti.size_bytes);
+    const bool head = ti.name == "output.weight" || (ti.name == "token_embd.weight" && !m.config().has_output);
+    if (head) t.head_params += static_cast<double>(ti.n_elements);
+    else if (ti.name != "token_embd.weight") t.matmul_params += static_cast<double>(ti.n_elements);
+  }
+  return t;
+}
+
+// K and V bytes (f16) read by one query at position p, over all layers.
+double kv_bytes_at(const Gemma4Config& c, int64_t p) {
+  double b = 0;
+  for (const Gemma4LayerConfig& l : c.layers) {
+    const int64_t keys = l.sliding ? std::min<int64_t>(p + 1, c.sliding_window) : p + 1;
+    b += static_cast<double>(keys) * l.n_head_kv * l.head_dim * 2 * 2;
+  }
+  return b;
+}
+
+// Attention FLOP (QK and PV) of queries at positions [p0, p0 + n).
+double attn_flops(const Gemma4Config& c, int64_t p0, int64_t n) {
+  double f = 0;
+  for (const Gemma4LayerConfig& l : c.layers) {
+    double keys = 0;
+    for (int64_t p = p0; p < p0 + n; ++p) keys += l.sliding ? std::min<int64_t>(p + 1, c.sliding_window) : p + 1;
+    f += 4.0 * l.n_head * l.head_dim * keys;
+  }
+  return f;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+class Bench {
+ public:
+  Bench(ModelRunner& r, const ModelBenchOptions& o) : r_(r), o_(o) {}
+
+  // A fresh sequence filled to `depth` positions (not timed).
+  Result<int> fresh(int depth) {
+    GS_ASSIGN_OR_RETURN(int seq, r_.add_sequence());
+    if (depth > 0) GS_RETURN_IF_ERROR(feed(seq, depth, false));
+    return seq;
+  }
+  const ModelBenchOptions& options() const { return o_; }
+  // Appends n tokens (ids from a fixed stream) in one decode(); outputs: last row only, or all.
+  Status feed(int seq, int n, bool all_outputs) {
+    toks_.clear();
+    for (int i = 0; i < n; ++i) {
+      next_ = (next_ * 1103515245u + 12345u) & 0x7fffffffu;
+      const int32_t id = 2 + static_cast<int32_t>(next_ % static_cast<uint32_t>(r_.config().n_vocab - 2));
+      toks_.push_back({seq, id, all_outputs || i == n - 1});
+    }
+    GS_RETURN_IF_ERROR(r_.decode(toks_));
+    return r_.backend().synchronize();
+  }
+
+ private:
+  ModelRunner& r_;
+  const ModelBenchOptions& o_;
+  std::vector<ModelRunner::Token> toks_;
+  uint32_t next_ = 12345;
+};
+
+}  // namespace
+
+Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<BenchRow>& rows) {
+  const bool quick = b.kind() == BackendKind::kCpu;  // the CPU oracle is slow: small ceilings
+  GS_ASSIGN_OR_RETURN(const double copy_bw, measure_copy_bandwidth(b, quick, rows));
+  GS_ASSIGN_OR_RETURN(const double gemm_flops, measure_gemm_flops(b, quick, rows));
+
+  const double t_load0 = now_s();
+  GS_ASSIGN_OR_RETURN(std::shared_ptr<Gemma4Model> model, Gemma4Model::load(o.model, b));
+  GS_RETURN_IF_ERROR(b.synchronize());
+  const double t_load = now_s() - t_load0;
+  const Gemma4Config& c = model->config();
+  const Totals tot = totals(*model);
+  std::fprintf(stderr, "model: %s, %d layers, n_embd %d, %.2f GB of matrices, loaded in %.1f s\n", o.model.c_str(),
+               c.n_layer, c.n_embd, tot.weight_bytes / 1e9, t_load);
+
+  int max_depth = 0, max_batch = 1;
+  for (int d : o.depth) max_depth = std::max(max_depth, d);
+  for (int p : o.prompt) max_batch = std::max(max_batch, p);
+  for (int k : o.verify) max_batch = std::max(max_batch, k);
+  int max_gen = 0;
+  for (int n : o.gen) max_gen = std::max(max_gen, n);
+  RunnerOptions ro;
+  ro.max_tokens = std::max(1, std::min(o.ubatch, std::max(max_batch, 1)));
+  ro.max_tokens = std::max(ro.max_tokens, std::min(o.ubatch, 512));  // depth fills in big passes
+  int max_verify = 1;
+  for (int k : o.verify) max_verify = std::max(max_verify, k);
+  ro.max_outputs = std::max(16, max_verify);
+  ro.kv.n_seq_max = 1;
+  ro.kv.n_ctx = max_depth + std::max(max_batch, max_gen) + 64;
+  ro.kv.max_ubatch = ro.max_tokens;
+  ro.kv.type = GgmlType::F16;
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
+  Bench bench(*runner, o);
+  const int reps = std::max(1, o.reps);
+
+  for (int depth : o.depth) {
+    const std::string at = depth > 0 ? " @ d" + std::to_string(depth) : "";
+    // One sequence filled to `depth` once; every test appends and rolls back to it.
+    const double tf0 = now_s();
+    GS_ASSIGN_OR_RETURN(int seq, bench.fresh(depth));
+    if (depth > 0) std::fprintf(stderr, "filled depth %d in %.1f s\n", depth, now_s() - tf0);
+    auto rollback = [&] { return runner->truncate(seq, depth); };
+    // pp N: a prompt of N tokens after `depth` cached ones.
+    for (int n : o.prompt) {
+      if (n <= 0) continue;
+      std::vector<double> t;
+      for (int r = 0; r < reps + 1; ++r) {
+        const double t0 = now_s();
+        GS_RETURN_IF_ERROR(bench.feed(seq, n, false));
+        if (r > 0) t.push_back(now_s() - t0);  // the first run warms up
+        GS_RETURN_IF_ERROR(rollback());
+      }
+      const double s = median(t);
+      const double flops = 2.0 * n * tot.matmul_params + 2.0 * tot.head_params + attn_flops(c, depth, n);
+      BenchRow row{"pp", "pp" + std::to_string(n) + at, std::to_string(n / s).substr(0, 8) + " tok/s", s, 0,
+                   flops / s / 1e12, 100.0 * (flops / s) / gemm_flops, "f16 GEMM rate"};
+      row.extra = {{"n_prompt", n}, {"depth", depth}, {"tokens_per_s", n / s}};
+      rows.push_back(row);
+    }
+    // tg N: N single-token steps, each with its logits.
+    double one = 0;
+    for (int n : o.gen) {
+      if (n <= 0) continue;
+      std::vector<double> t;
+      for (int r = 0; r < reps; ++r) {
+        for (int w = 0; w < 2; ++w) GS_RETURN_IF_ERROR(bench.feed(seq, 1, true));  // warm up (graph capture)
+        const double t0 = now_s();
+        for (int i = 0; i < n; ++i) GS_RETURN_IF_ERROR(bench.feed(seq, 1, true));
+        t.push_back((now_s() - t0) / n);
+        GS_RETURN_IF_ERROR(rollback());
+      }
+      const double s = median(t);
+      one = s;
+      const double bytes = tot.weight_bytes + kv_bytes_at(c, depth + n / 2);
+      BenchRow row{"tg", "tg" + std::to_string(n) + at, std::to_string(1.0 / s).substr(0, 8) + " tok/s", s, bytes / s,
+                   0, 100.0 * (bytes / copy_bw) / s, "bytes / copy bandwidth"};
+      row.extra = {{"n_gen", n}, {"depth", depth}, {"tokens_per_s", 1.0 / s}, {"limit_tokens_per_s", copy_bw / bytes}};
+      rows.push_back(row);
+    }
+    // verify-k: one pass of k tokens (all with logits), rolled back after each repetition.
+    if (!o.verify.empty()) {
+      if (one == 0) {
+        std::vector<double> t1;
+        for (int r = 0; r < 3 + reps; ++r) {
+          const double t0 = now_s();
+          GS_RETURN_IF_ERROR(bench.feed(seq, 1, true));
+          if (r >= 3) t1.push_back(now_s() - t0);
+          GS_RETURN_IF_ERROR(rollback());
+        }
+        one = median(t1);
+      }
+      for (int k : o.verify) {
+        if (k <= 0) continue;
+        std::vector<double> t;
+        for (int r = 0; r < 2 + reps; ++r) {
+          const double t0 = now_s();
+          GS_RETURN_IF_ERROR(bench.feed(seq, k, true));
+          if (r >= 2) t.push_back(now_s() - t0);
+          GS_RETURN_IF_ERROR(rollback());
+        }
+        const double s = median(t);
+        const double bytes = tot.weight_bytes + k * kv_bytes_at(c, depth + k / 2);
+        BenchRow row{"verify", "verify" + std::to_string(k) + at,
+                     std::to_string(s / one).substr(0, 5) + " decode steps", s, bytes / s, 0,
+                     100.0 * (bytes / copy_bw) / s, "bytes / copy bandwidth"};
+        row.extra = {{"k", k}, {"depth", depth}, {"decode_steps", s / one}, {"decode_step_s", one}};
+        rows.push_back(row);
+      }
+    }
+    GS_RETURN_IF_ERROR(runner->remove_sequence(seq));
+  }
+  return {};
+}
+
+}  // namespace gs::cli

@@ -1,0 +1,28 @@
+// `gemmaserve bench -m FILE`: llama-bench's tests on a Gemma 4 file through the model
+// forward and KV cache: pp N (prompt of N tokens from depth d), tg N (N single-token steps
+// from depth d), verify-k (one pass of k tokens from depth d, the MTP verification cost),
+// each next to its limit (bytes moved per step at the measured copy bandwidth; FLOP at the
+// measured GEMM rate).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "bench_util.h"
+
+namespace gs::cli {
+
+struct ModelBenchOptions {
+  std::string model;
+  std::vector<int> prompt;  // pp N
+  std::vector<int> gen;     // tg N
+  std::vector<int> depth;
+  std::vector<int> verify;  // k
+  int reps = 3;
+  int ubatch = 4096;
+};
+
+Status run_model_bench(Backend& b, const ModelBenchOptions& opt, std::vector<BenchRow>& rows);
+
+}  // namespace gs::cli

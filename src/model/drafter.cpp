@@ -1,0 +1,170 @@
+// The MTP assistant's draft step (spec §4.2) as named backend op calls.
+#include "model/drafter.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gs {
+
+Result<std::unique_ptr<Gemma4DrafterForward>> Gemma4DrafterForward::create(std::shared_ptr<const Gemma4Model> assistant,
+                                                                           std::shared_ptr<const Gemma4Model> target,
+                                                                           int max_rows, DraftSlidingWindow sliding) {
+  if (!assistant || !target) return make_status(StatusCode::kInvalidArgument, "no model");
+  if (max_rows <= 0) return make_status(StatusCode::kInvalidArgument, "max_rows {} must be positive", max_rows);
+  if (&assistant->backend() != &target->backend()) {
+    return make_status(StatusCode::kInvalidArgument, "the drafter and the target must be on the same backend");
+  }
+  std::unique_ptr<Gemma4DrafterForward> f(new Gemma4DrafterForward());
+  f->config_ = assistant->config();
+  GS_RETURN_IF_ERROR(pair_assistant_with_target(target->config(), &f->config_));
+  f->assistant_ = std::move(assistant);
+  f->target_ = std::move(target);
+  f->max_rows_ = max_rows;
+  f->sliding_ = sliding;
+  const Gemma4Config& c = f->config_;
+  const int64_t r = max_rows;
+  auto plan = [&](float* base) {
+    int64_t used = 0;
+    auto take = [&](int64_t rows, int64_t cols) {
+      Mat m = Mat::of(base ? base + used : nullptr, rows, cols);
+      used += (rows * cols + 15) / 16 * 16;
+      return m;
+    };
+    f->h_in_ = take(r, c.n_embd_out);
+    f->cat_ = take(r, 2 * static_cast<int64_t>(c.n_embd_out));
+    f->u_ = take(r, c.n_embd);
+    f->s_.a = take(r, c.n_embd);
+    f->s_.q = take(r, c.max_q_width());
+    f->s_.att = take(r, c.max_q_width());
+    f->s_.o = take(r, c.n_embd);
+    f->s_.gate = take(r, c.max_ff());
+    f->s_.up = take(r, c.max_ff());
+    f->logits_ = take(r, c.n_vocab);
+    f->h_next_ = take(r, c.n_embd_out);
+    return used;
+  };
+  Backend& b = f->assistant_->backend();
+  GS_ASSIGN_OR_RETURN(f->act_, DeviceBuffer::make(b, static_cast<size_t>(plan(nullptr)) * sizeof(float)));
+  plan(f->act_.as<float>());
+  f->staging_.assign(static_cast<size_t>(kNumInputs) * max_rows, 0);
+  GS_ASSIGN_OR_RETURN(f->inputs_, DeviceBuffer::make(b, f->staging_.size() * sizeof(int32_t)));
+  GS_RETURN_IF_ERROR(b.memset_zero(f->act_.data(), f->act_.bytes()));
+  return f;
+}
+
+Status Gemma4DrafterForward::run(const DraftBatch& batch, const KvCacheBinding& kv) {
+  const Gemma4Config& c = config_;
+  const size_t n = batch.tokens.size();
+  if (n == 0 || n > static_cast<size_t>(max_rows_)) {
+    return make_status(StatusCode::kInvalidArgument, "draft batch of {} rows (planned 1..{})", n, max_rows_);
+  }
+  if (batch.positions.size() != n || batch.seq_rows.size() != n) {
+    return make_status(StatusCode::kInvalidArgument, "draft batch arrays differ in length");
+  }
+  if (static_cast<int>(kv.layers.size()) != target_->config().n_layer) {
+    return make_status(StatusCode::kInvalidArgument, "KV cache has {} layers, the target {}", kv.layers.size(),
+                       target_->config().n_layer);
+  }
+  auto section = [&](Input i) { return staging_.data() + static_cast<int64_t>(i) * max_rows_; };
+  const int32_t w = c.sliding_window + (sliding_ == DraftSlidingWindow::kWindowPlusOne ? 1 : 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t tok = batch.tokens[i];
+    const int32_t pos = batch.positions[i];
+    const int32_t row = batch.seq_rows[i];
+    if (tok < 0 || tok >= target_->config().n_vocab) {
+      return make_status(StatusCode::kInvalidArgument, "token id {} is outside the vocabulary", tok);
+    }
+    if (pos <= 0 || pos >= kv.n_ctx) {
+      return make_status(StatusCode::kInvalidArgument, "draft position {} is outside [1, {})", pos, kv.n_ctx);
+    }
+    if (row < 0 || row >= kv.n_rows) return make_status(StatusCode::kInvalidArgument, "bad sequence row {}", row);
+    section(kTokens)[i] = tok;
+    section(kPos)[i] = pos;
+    section(kSeq)[i] = row;
+    // Decision 2: the newest token (at P) is not cached; sliding sees the w positions before P.
+    section(kLoSwa)[i] = std::max(0, pos - w);
+    section(kHiSwa)[i] = pos - 1;
+    section(kLoFull)[i] = 0;
+    section(kHiFull)[i] = pos - 1;
+  }
+  Backend& b = assistant_->backend();
+  GS_RETURN_IF_ERROR(b.upload(inputs_.data(), staging_.data(), staging_.size() * sizeof(int32_t)));
+  const void* kv_id = kv.layers.empty() ? nullptr : kv.layers[0].k;
+  if (kv_id != bound_kv_) {
+    b.invalidate_steps();
+    bound_kv_ = kv_id;
+  }
+  n_rows_ = static_cast<int>(n);
+  if (dump_) {
+    record(n_rows_, kv);
+  } else {
+    // Keys distinct from the target forward's: the top bit marks the drafter.
+    b.run_step((uint64_t{1} << 63) | static_cast<uint64_t>(n), [&] { record(n_rows_, kv); });
+  }
+  return {};
+}
+
+void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv) {
+  const Gemma4Config& c = config_;
+  const Gemma4Weights& w = assistant_->weights();
+  const Gemma4Weights& tw = target_->weights();
+  Backend& b = assistant_->backend();
+  OpTrace t(b, &dump_);
+  auto dev = [&](Input i) { return inputs_.as<int32_t>() + static_cast<int64_t>(i) * max_rows_; };
+  const int64_t e = c.n_embd;
+  const int64_t et = c.n_embd_out;
+  const Mat cat = cat_.slice_rows(0, n);
+  const Mat u = u_.slice_rows(0, n);
+
+  // [e, h]: the target's scaled embedding of the token, then the recurrent h (spec §4.2).
+  b.embed(tw.token_embd, dev(kTokens), std::sqrt(static_cast<float>(et)), cat.slice_cols(0, et));
+  b.copy(h_in_.slice_rows(0, n), cat.slice_cols(et, et));
+  t.mark("draft_inp", -1, cat);
+  b.matmul(w.nextn_pre_projection, cat, u);  // [n, 2 * n_embd_out] -> [n, n_embd]
+  t.mark("pre_proj", -1, u);
+
+  for (int il = 0; il < c.n_layer; ++il) {
+    const Gemma4LayerConfig& l = c.layers[il];
+    const Gemma4LayerWeights& lw = w.layers[il];
+    const Mat a = Mat::of(s_.a.data, n, e);
+    const Mat q = Mat::of(s_.q.data, n, l.q_width());
+    const Mat att = Mat::of(s_.att.data, n, l.q_width());
+    b.rms_norm(u, lw.attn_norm, e, c.rms_eps, a);
+    t.mark("attn_norm", il, a);
+    b.matmul(lw.attn_q, a, q);
+    t.mark("q", il, q);
+    b.rms_norm(q, lw.attn_q_norm, l.head_dim, c.rms_eps, q);
+    t.mark("q_norm", il, q);
+    b.rope(q, dev(kPos), layer_rope_args(c, l, w.rope_freqs));
+    t.mark("q_rope", il, q);
+
+    AttentionArgs aa;
+    aa.q = q;
+    aa.out = att;
+    aa.n_head = l.n_head;
+    aa.head_dim = l.head_dim;
+    aa.scale = 1.0f;
+    aa.kv = kv.layers[l.kv_layer];  // the target's K/V (spec §4.3)
+    aa.pages = l.sliding ? kv.swa_pages : kv.full_pages;
+    aa.tok_seq = dev(kSeq);
+    aa.kv_lo = dev(l.sliding ? kLoSwa : kLoFull);
+    aa.kv_hi = dev(l.sliding ? kHiSwa : kHiFull);
+    aa.max_kv_len = l.sliding ? c.sliding_window : kv.n_ctx;
+    b.attention(aa);
+    t.mark("attn", il, att);
+
+    layer_tail(t, c, il, lw, u_, s_, n);
+  }
+
+  const Mat nrm = Mat::of(s_.a.data, n, e);
+  b.rms_norm(u, w.output_norm, e, c.rms_eps, nrm);
+  t.mark("output_norm", -1, nrm);
+  const Mat lg = logits_.slice_rows(0, n);
+  b.matmul(w.token_embd, nrm, lg);  // the assistant's own tied head; no softcap
+  t.mark("logits", -1, lg);
+  const Mat hn = h_next_.slice_rows(0, n);
+  b.matmul(w.nextn_post_projection, nrm, hn);  // [n, n_embd] -> [n, n_embd_out]
+  t.mark("h_next", -1, hn);
+}
+
+}  // namespace gs

@@ -1,0 +1,238 @@
+// SpeculativeDecoder: drafting rounds, one batched verify pass, exact acceptance, rollback.
+#include "runtime/speculative.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/acceptance.h"
+
+namespace gs {
+
+Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(ModelRunner& runner,
+                                                                        std::shared_ptr<const Gemma4Model> assistant,
+                                                                        const SpecOptions& options) {
+  if (options.draft_max < 0) return make_status(StatusCode::kInvalidArgument, "draft_max {} is negative", options.draft_max);
+  std::unique_ptr<SpeculativeDecoder> d(new SpeculativeDecoder(runner));
+  d->options_ = options;
+  const int n_seq = runner.kv().n_seq_max();
+  const Gemma4Config& c = runner.config();
+  if (assistant && options.draft_max > 0) {
+    if (runner.kv().max_ubatch() < options.draft_max + 1) {
+      return make_status(StatusCode::kInvalidArgument, "a verify pass of {} tokens exceeds the runner's ubatch of {}",
+                         options.draft_max + 1, runner.kv().max_ubatch());
+    }
+    std::shared_ptr<const Gemma4Model> target(&runner.model(), [](const Gemma4Model*) {});
+    GS_ASSIGN_OR_RETURN(d->drafter_, Gemma4DrafterForward::create(std::move(assistant), target, n_seq, options.sliding));
+  }
+  d->seqs_.resize(static_cast<size_t>(n_seq));
+  GS_ASSIGN_OR_RETURN(d->pending_h_buf_,
+                      DeviceBuffer::make(runner.backend(), static_cast<size_t>(n_seq) * c.n_embd * sizeof(float)));
+  d->pending_h_ = Mat::of(d->pending_h_buf_.as<float>(), n_seq, c.n_embd);
+  GS_RETURN_IF_ERROR(runner.backend().memset_zero(d->pending_h_buf_.data(), d->pending_h_buf_.bytes()));
+  return d;
+}
+
+Status SpeculativeDecoder::start(int seq) {
+  if (seq < 0 || seq >= static_cast<int>(seqs_.size()) || !runner_.kv().has_sequence(seq)) {
+    return make_status(StatusCode::kInvalidArgument, "unknown sequence {}", seq);
+  }
+  seqs_[seq] = SeqState{};
+  seqs_[seq].started = true;
+  return {};
+}
+
+int32_t SpeculativeDecoder::pending_token(int seq) const {
+  if (seq < 0 || seq >= static_cast<int>(seqs_.size())) return -1;
+  return seqs_[seq].pending;
+}
+
+Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vector<int32_t>>* drafts) {
+  drafts->assign(work.size(), {});
+  if (!drafter_) return {};
+  const int32_t n_ctx = runner_.kv().n_ctx();
+  std::vector<int> active;     // work indices still drafting, in drafter row order
+  std::vector<int> limit(work.size(), 0);
+  for (size_t w = 0; w < work.size(); ++w) {
+    const SeqWork& x = work[w];
+    if (!x.prefill.empty()) continue;
+    const int32_t p = runner_.length(x.seq);
+    int k = std::min({x.draft_max, options_.draft_max, x.max_tokens - 1, runner_.kv().max_ubatch() - 1});
+    k = std::min<int64_t>(k, static_cast<int64_t>(n_ctx) - p - 1);
+    if (k > 0 && p > 0) {
+      limit[w] = k;
+      active.push_back(static_cast<int>(w));
+    }
+  }
+  if (active.empty()) return {};
+  GS_RETURN_IF_ERROR(runner_.kv().sync());
+  Backend& b = runner_.backend();
+  const int n_vocab = runner_.config().n_vocab;
+  std::vector<int32_t> toks, pos, rows;
+  for (size_t j = 0; j < active.size(); ++j) {
+    const SeqWork& x = work[active[j]];
+    b.copy(pending_h_.slice_rows(x.seq, 1), drafter_->h_in().slice_rows(static_cast<int64_t>(j), 1));
+    toks.push_back(seqs_[x.seq].pending);
+    pos.push_back(runner_.length(x.seq));
+    rows.push_back(x.seq);
+  }
+  while (!active.empty()) {
+    GS_RETURN_IF_ERROR(drafter_->run({toks, pos, rows}, runner_.kv().binding()));
+    const size_t n = active.size();
+    host_logits_.resize(n * static_cast<size_t>(n_vocab));
+    GS_RETURN_IF_ERROR(b.download(host_logits_.data(), drafter_->logits().data, host_logits_.size() * sizeof(float)));
+    std::vector<int> next;
+    std::vector<int32_t> next_toks, next_pos, next_rows;
+    for (size_t j = 0; j < n; ++j) {
+      const float* l = host_logits_.data() + j * n_vocab;
+      const int32_t d = static_cast<int32_t>(std::max_element(l, l + n_vocab) - l);  // argmax draft
+      if (options_.draft_p_min > 0.0f) {
+        double sum = 0;
+        for (int v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(l[v]) - l[d]);
+        if (1.0 / sum < options_.draft_p_min) continue;
+      }
+      const int w = active[j];
+      (*drafts)[w].push_back(d);
+      if (static_cast<int>((*drafts)[w].size()) < limit[w]) {
+        // Carry h through post_projection into the next step (row order may compact).
+        b.copy(drafter_->h_next().slice_rows(static_cast<int64_t>(j), 1),
+               drafter_->h_in().slice_rows(static_cast<int64_t>(next.size()), 1));
+        next.push_back(w);
+        next_toks.push_back(d);
+        next_pos.push_back(pos[j]);
+        next_rows.push_back(rows[j]);
+      }
+    }
+    active.swap(next);
+    toks.swap(next_toks);
+    pos.swap(next_pos);
+    rows.swap(next_rows);
+  }
+  return {};
+}
+
+Status SpeculativeDecoder::step(std::span<SeqWork> work) {
+  const int32_t n_ctx = runner_.kv().n_ctx();
+  std::vector<bool> seen(seqs_.size(), false);
+  for (SeqWork& x : work) {
+    if (x.seq < 0 || x.seq >= static_cast<int>(seqs_.size()) || !seqs_[x.seq].started ||
+        !runner_.kv().has_sequence(x.seq)) {
+      return make_status(StatusCode::kInvalidArgument, "unknown or unstarted sequence {}", x.seq);
+    }
+    if (seen[x.seq]) return make_status(StatusCode::kInvalidArgument, "sequence {} appears twice in one step", x.seq);
+    seen[x.seq] = true;
+    if (!x.sampler) return make_status(StatusCode::kInvalidArgument, "sequence {} has no sampler", x.seq);
+    const int32_t len = runner_.length(x.seq);
+    if (!x.prefill.empty()) {
+      if (seqs_[x.seq].pending >= 0) {
+        return make_status(StatusCode::kInvalidArgument, "sequence {} has a pending token; it cannot take prompt tokens",
+                           x.seq);
+      }
+      if (static_cast<int64_t>(len) + static_cast<int64_t>(x.prefill.size()) > n_ctx) {
+        return make_status(StatusCode::kOutOfRange, "sequence {}: {} + {} prompt tokens exceed the context of {}", x.seq,
+                           len, x.prefill.size(), n_ctx);
+      }
+    } else {
+      if (seqs_[x.seq].pending < 0) return make_status(StatusCode::kInvalidArgument, "sequence {} has no pending token", x.seq);
+      if (x.max_tokens < 1) return make_status(StatusCode::kInvalidArgument, "max_tokens {} < 1", x.max_tokens);
+      if (len >= n_ctx) return make_status(StatusCode::kOutOfRange, "sequence {} has filled its context of {}", x.seq, n_ctx);
+    }
+  }
+
+  std::vector<std::vector<int32_t>> drafts;
+  GS_RETURN_IF_ERROR(draft(work, &drafts));
+
+  // One target pass over every sequence's rows.
+  std::vector<ModelRunner::Token> batch;
+  std::vector<int> out_base(work.size(), 0);
+  std::vector<int32_t> length_before(work.size(), 0);
+  int n_out = 0;
+  for (size_t w = 0; w < work.size(); ++w) {
+    const SeqWork& x = work[w];
+    length_before[w] = runner_.length(x.seq);
+    out_base[w] = n_out;
+    if (!x.prefill.empty()) {
+      for (size_t i = 0; i < x.prefill.size(); ++i) {
+        const bool out = x.sample && i + 1 == x.prefill.size();
+        batch.push_back({x.seq, x.prefill[i], out});
+        n_out += out ? 1 : 0;
+      }
+    } else {
+      batch.push_back({x.seq, seqs_[x.seq].pending, true});
+      for (int32_t d : drafts[w]) batch.push_back({x.seq, d, true});
+      n_out += 1 + static_cast<int>(drafts[w].size());
+    }
+  }
+  if (n_out > runner_.max_outputs()) {
+    return make_status(StatusCode::kInvalidArgument, "a step of {} output rows exceeds the runner's {}", n_out,
+                       runner_.max_outputs());
+  }
+  GS_RETURN_IF_ERROR(runner_.decode(batch));
+
+  // Sample, accept, roll back.
+  Backend& b = runner_.backend();
+  for (size_t w = 0; w < work.size(); ++w) {
+    SeqWork& x = work[w];
+    SeqState& st = seqs_[x.seq];
+    x.tokens.clear();
+    x.logit_rows.clear();
+    x.n_drafted = 0;
+    x.n_accepted = 0;
+    if (!x.prefill.empty()) {
+      for (int32_t t : x.prefill) x.sampler->accept(t);
+      if (!x.sample) continue;
+      const int row = out_base[w];
+      const int32_t t = x.sampler->sample(runner_.logits(row));
+      x.sampler->accept(t);
+      x.tokens.push_back(t);
+      x.logit_rows.push_back(row);
+      st.pending = t;
+      b.copy(runner_.hidden(row), pending_h_.slice_rows(x.seq, 1));
+      continue;
+    }
+    const std::vector<int32_t>& d = drafts[w];
+    const int k = static_cast<int>(d.size());
+    const int base = out_base[w];
+    AcceptResult acc = accept_drafts(d, [&](int i) { return runner_.logits(base + i); }, *x.sampler, x.max_tokens,
+                                     x.stop_tokens);
+    x.tokens = std::move(acc.tokens);
+    x.n_accepted = acc.n_accepted;
+    for (size_t i = 0; i < x.tokens.size(); ++i) x.logit_rows.push_back(base + static_cast<int>(i));
+    x.n_drafted = k;
+    const int m = static_cast<int>(x.tokens.size()) - 1;
+    // Keep the newest token and the accepted drafts before the new pending token.
+    const Status st_trunc = runner_.truncate(x.seq, length_before[w] + m + 1);
+    if (!st_trunc.ok()) return Status(StatusCode::kInternal, "rollback failed: " + st_trunc.message());
+    st.pending = x.tokens.back();
+    // Decision 5: the next round starts from the hidden state of the row that produced it.
+    b.copy(runner_.hidden(out_base[w] + m), pending_h_.slice_rows(x.seq, 1));
+    st.stats.add_round(k, x.n_accepted, static_cast<int>(x.tokens.size()));
+    stats_.add_round(k, x.n_accepted, static_cast<int>(x.tokens.size()));
+  }
+  return {};
+}
+
+Result<SpeculativeDecoder::Snapshot> SpeculativeDecoder::save(int seq) const {
+  if (seq < 0 || seq >= static_cast<int>(seqs_.size()) || !seqs_[seq].started) {
+    return make_status(StatusCode::kInvalidArgument, "unknown sequence {}", seq);
+  }
+  Snapshot s;
+  s.length = runner_.length(seq);
+  s.pending = seqs_[seq].pending;
+  s.hidden.resize(static_cast<size_t>(pending_h_.cols));
+  GS_RETURN_IF_ERROR(runner_.backend().download(s.hidden.data(), pending_h_.row(seq), s.hidden.size() * sizeof(float)));
+  return s;
+}
+
+Status SpeculativeDecoder::restore(int seq, const Snapshot& s) {
+  if (seq < 0 || seq >= static_cast<int>(seqs_.size()) || !seqs_[seq].started) {
+    return make_status(StatusCode::kInvalidArgument, "unknown sequence {}", seq);
+  }
+  if (s.length > runner_.length(seq) || s.hidden.size() != static_cast<size_t>(pending_h_.cols)) {
+    return make_status(StatusCode::kInvalidArgument, "snapshot does not fit sequence {}", seq);
+  }
+  GS_RETURN_IF_ERROR(runner_.truncate(seq, s.length));
+  seqs_[seq].pending = s.pending;
+  return runner_.backend().upload(pending_h_.row(seq), s.hidden.data(), s.hidden.size() * sizeof(float));
+}
+
+}  // namespace gs
