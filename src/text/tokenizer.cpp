@@ -241,6 +241,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     switch (t.types[i]) {
       case TokenType::kNormal:
       case TokenType::kUndefined:
+      case TokenType::kUnused:  // HF shows unused pieces (<unused0>) as their text
         t.pieces[i] = unescape_spaces(text);
         break;
       case TokenType::kByte: {
@@ -260,8 +261,6 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
       case TokenType::kControl:
       case TokenType::kUnknown:
         t.specials.add(text, id, /*always=*/false);
-        break;
-      case TokenType::kUnused:
         break;
     }
   }
@@ -305,7 +304,8 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
   // [multimodal] in Gemma 4). Hugging Face matches added tokens in text as whole pieces;
   // so do we, always, like USER_DEFINED tokens (bug-case 55: ids equal to HF's).
   for (size_t i = 0; i < n; ++i) {
-    if ((t.types[i] == TokenType::kNormal || t.types[i] == TokenType::kUndefined) && !merge_result[i]) {
+    const TokenType ty = t.types[i];
+    if ((ty == TokenType::kNormal || ty == TokenType::kUndefined || ty == TokenType::kUnused) && !merge_result[i]) {
       uint32_t cp = 0;
       if (!t.tokens[i].empty() && !single_codepoint(t.tokens[i], &cp)) {
         t.specials.add(t.tokens[i], static_cast<int32_t>(i), /*always=*/true);
@@ -457,8 +457,8 @@ std::string_view Tokenizer::token_to_piece(int32_t id, bool render_special) cons
     switch (impl_->types[i]) {
       case TokenType::kControl:
       case TokenType::kUnknown:
-      case TokenType::kUnused:
         return impl_->tokens[i];
+      case TokenType::kUnused:
       case TokenType::kUndefined:
       case TokenType::kNormal:
       case TokenType::kUserDefined:

@@ -98,9 +98,10 @@ class Tokenizer {
   // result is always valid UTF-8.
   Result<std::string> decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
 
-  // The bytes one token contributes to decoded text: NORMAL with U+2581 turned into a
-  // space, BYTE as its single raw byte (possibly half a UTF-8 character), USER_DEFINED as
-  // its text, CONTROL/UNKNOWN/UNUSED as "" unless render_special. "" for an invalid id.
+  // The bytes one token contributes to decoded text: NORMAL and UNUSED with U+2581 turned
+  // into a space, BYTE as its single raw byte (possibly half a UTF-8 character),
+  // USER_DEFINED as its text, CONTROL/UNKNOWN as "" unless render_special. "" for an
+  // invalid id.
   std::string_view token_to_piece(int32_t id, bool render_special = false) const;
   // The vocabulary entry itself ("▁Hello", "<0x0A>", "<|turn>"); "" for an invalid id.
   std::string_view token_text(int32_t id) const;

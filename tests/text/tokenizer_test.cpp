@@ -134,6 +134,16 @@ TEST(Tokenizer, SpecialTokensAndBos) {
   EXPECT_TRUE(t->encode("", false, false).empty());
 }
 
+TEST(Tokenizer, UnusedPiecesAreAtomicAndShown) {
+  Tokenizer::Vocab v;
+  v.tokens = {"<unk>", "<", ">", "u", "<unused7>"};
+  v.types = {TokenType::kControl, TokenType::kNormal, TokenType::kNormal, TokenType::kNormal, TokenType::kUnused};
+  v.unk_id = 0;
+  const auto t = make(v);
+  EXPECT_EQ(t->encode("u<unused7>u", false, false), (std::vector<int32_t>{3, 4, 3}));
+  EXPECT_EQ(*t->decode(std::vector<int32_t>{4}), "<unused7>");
+}
+
 TEST(Tokenizer, MergeResultsMissingFromTheVocabularyStillMerge) {
   // "xy" is not a token, but x+y then xy+z = "xyz" is.
   Tokenizer::Vocab v;
