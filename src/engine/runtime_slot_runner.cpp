@@ -1,5 +1,6 @@
-// The SlotRunner over the model runtime: one runtime ModelRunner (forward + KV cache) on a
-// Backend, one sampler chain per slot, logprobs from the target's logits.
+// The SlotRunner over the model runtime: a ModelRunner (forward + KV cache) and the
+// SpeculativeDecoder (plain or MTP-drafted decoding) on a Backend, one sampler chain per
+// slot, logprobs from the verifier's logits.
 #include "engine/runtime_slot_runner.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "model/gemma4_model.h"
 #include "runtime/model_runner.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace gs {
 
@@ -45,14 +47,22 @@ GeneratedToken with_logprobs(int32_t id, std::span<const float> logits, int32_t 
 class RuntimeSlotRunner final : public SlotRunner {
  public:
   RuntimeSlotRunner(std::unique_ptr<Backend> backend, std::shared_ptr<const Gemma4Model> model,
-                    std::unique_ptr<ModelRunner> runner, RunnerInfo info)
-      : backend_(std::move(backend)), model_(std::move(model)), runner_(std::move(runner)), info_(std::move(info)) {
+                    std::shared_ptr<const Gemma4Model> assistant, std::unique_ptr<ModelRunner> runner,
+                    std::unique_ptr<SpeculativeDecoder> spec, RunnerInfo info)
+      : backend_(std::move(backend)),
+        model_(std::move(model)),
+        assistant_(std::move(assistant)),
+        runner_(std::move(runner)),
+        spec_(std::move(spec)),
+        info_(std::move(info)) {
     slots_.resize(static_cast<size_t>(info_.n_slots));
   }
 
   ~RuntimeSlotRunner() override {
-    // The runner and the model hold backend memory: free them before the backend.
+    // Everything below holds backend memory: free it before the backend.
+    spec_.reset();
     runner_.reset();
+    assistant_.reset();
     model_.reset();
   }
 
@@ -62,6 +72,11 @@ class RuntimeSlotRunner final : public SlotRunner {
     Slot& s = slots_.at(static_cast<size_t>(slot));
     if (s.seq >= 0) return make_status(StatusCode::kInternal, "slot {} is already in use", slot);
     GS_ASSIGN_OR_RETURN(s.seq, runner_->add_sequence());
+    if (Status st = spec_->start(s.seq); !st.ok()) {
+      (void)runner_->remove_sequence(s.seq);
+      s.seq = -1;
+      return st;
+    }
     SamplerConfig config;
     config.temperature = setup.sampling.temperature;
     config.top_k = setup.sampling.top_k;
@@ -73,50 +88,53 @@ class RuntimeSlotRunner final : public SlotRunner {
     config.seed = setup.sampling.has_seed ? setup.sampling.seed : seed_source_();
     s.sampler = std::make_unique<Sampler>(config);
     s.n_logprobs = setup.n_logprobs;
-    s.pending = -1;
+    s.draft_max = setup.speculative && spec_->has_drafter() ? setup.draft_max : 0;
     return {};
   }
 
   Result<std::vector<SlotOutput>> step(const StepBatch& batch) override {
-    tokens_.clear();
-    output_slots_.clear();
-    std::vector<SlotOutput> outputs;
+    work_.clear();
+    work_slots_.clear();
     for (const auto& p : batch.prefill) {
       Slot& s = slots_.at(static_cast<size_t>(p.slot));
-      for (size_t i = 0; i < p.tokens.size(); ++i) {
-        const bool out = p.last && i + 1 == p.tokens.size();
-        tokens_.push_back({s.seq, p.tokens[i], out});
-        s.sampler->accept(p.tokens[i]);
-      }
-      if (p.last) {
-        output_slots_.push_back(p.slot);
-      } else {
-        SlotOutput o;
-        o.slot = p.slot;
-        outputs.push_back(o);
-      }
+      SeqWork w;
+      w.seq = s.seq;
+      w.sampler = s.sampler.get();
+      w.prefill = p.tokens;
+      w.sample = p.last;
+      work_.push_back(std::move(w));
+      work_slots_.push_back(p.slot);
     }
     for (const auto& d : batch.decode) {
       Slot& s = slots_.at(static_cast<size_t>(d.slot));
-      if (s.pending < 0) return make_status(StatusCode::kInternal, "slot {} has no pending token to decode", d.slot);
-      tokens_.push_back({s.seq, s.pending, true});
-      output_slots_.push_back(d.slot);
+      SeqWork w;
+      w.seq = s.seq;
+      w.sampler = s.sampler.get();
+      w.max_tokens = d.max_tokens;
+      w.draft_max = std::min(s.draft_max, d.max_tokens - 1);
+      w.stop_tokens = info_.eog_tokens;
+      work_.push_back(std::move(w));
+      work_slots_.push_back(d.slot);
     }
-    GS_RETURN_IF_ERROR(runner_->decode(tokens_));
-    for (size_t i = 0; i < output_slots_.size(); ++i) {
-      Slot& s = slots_.at(static_cast<size_t>(output_slots_[i]));
-      std::span<const float> logits = runner_->logits(static_cast<int>(i));
-      const int32_t id = s.sampler->sample(logits);
-      s.sampler->accept(id);
-      s.pending = id;
+    GS_RETURN_IF_ERROR(spec_->step(work_));
+    std::vector<SlotOutput> outputs;
+    outputs.reserve(work_.size());
+    for (size_t i = 0; i < work_.size(); ++i) {
+      const SeqWork& w = work_[i];
+      const Slot& s = slots_.at(static_cast<size_t>(work_slots_[i]));
       SlotOutput o;
-      o.slot = output_slots_[i];
-      if (s.n_logprobs >= 0) {
-        o.tokens.push_back(with_logprobs(id, logits, s.n_logprobs));
-      } else {
-        GeneratedToken t;
-        t.id = id;
-        o.tokens.push_back(t);
+      o.slot = work_slots_[i];
+      o.n_drafted = w.n_drafted;
+      o.n_accepted = w.n_accepted;
+      for (size_t k = 0; k < w.tokens.size(); ++k) {
+        if (s.n_logprobs >= 0 && k < w.logit_rows.size()) {
+          // The verifier's logits: the same distribution with or without drafting.
+          o.tokens.push_back(with_logprobs(w.tokens[k], runner_->logits(w.logit_rows[k]), s.n_logprobs));
+        } else {
+          GeneratedToken t;
+          t.id = w.tokens[k];
+          o.tokens.push_back(t);
+        }
       }
       outputs.push_back(std::move(o));
     }
@@ -125,14 +143,20 @@ class RuntimeSlotRunner final : public SlotRunner {
 
   Status replace_generated(int32_t slot, int32_t n_drop, int32_t token) override {
     Slot& s = slots_.at(static_cast<size_t>(slot));
-    if (s.seq < 0 || s.pending < 0 || n_drop < 1) {
+    if (s.seq < 0 || n_drop < 1) {
       return make_status(StatusCode::kInvalidArgument, "slot {} has no generated token to replace", slot);
     }
-    if (n_drop > 1) GS_RETURN_IF_ERROR(runner_->truncate(s.seq, runner_->length(s.seq) - (n_drop - 1)));
-    // The sampler's penalty history keeps the dropped tokens: it has no way to forget one,
-    // and a few extra entries in a 64-token window barely move the penalties.
+    GS_ASSIGN_OR_RETURN(SpeculativeDecoder::Snapshot snap, spec_->save(s.seq));
+    if (snap.pending < 0) return make_status(StatusCode::kInvalidArgument, "slot {} has no pending token", slot);
+    // The forced token takes the place of the token at the dropped position; the drafter's
+    // state (the hidden state that produced it) is kept, which is exact for n_drop = 1 and
+    // only affects draft quality, never the output, otherwise.
+    snap.length -= n_drop - 1;
+    snap.pending = token;
+    GS_RETURN_IF_ERROR(spec_->restore(s.seq, snap));
+    // The sampler's penalty history keeps the dropped tokens: it cannot forget one, and a
+    // few extra entries in its window barely move the penalties.
     s.sampler->accept(token);
-    s.pending = token;
     return {};
   }
 
@@ -157,17 +181,19 @@ class RuntimeSlotRunner final : public SlotRunner {
   struct Slot {
     int seq = -1;
     std::unique_ptr<Sampler> sampler;
-    int32_t pending = -1;
     int32_t n_logprobs = -1;
+    int32_t draft_max = 0;
   };
 
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<const Gemma4Model> model_;
+  std::shared_ptr<const Gemma4Model> assistant_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<SpeculativeDecoder> spec_;
   RunnerInfo info_;
   std::vector<Slot> slots_;
-  std::vector<ModelRunner::Token> tokens_;
-  std::vector<int32_t> output_slots_;
+  std::vector<SeqWork> work_;
+  std::vector<int32_t> work_slots_;
   std::random_device seed_source_;
 };
 
@@ -200,10 +226,6 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
     return make_status(StatusCode::kInvalidArgument, "the model has {} embedding rows but its vocabulary {} tokens",
                        model->config().n_vocab, tokenizer.n_vocab());
   }
-  if (!options.drafter_path.empty()) {
-    GS_LOG_WARN("--mtp {}: speculative decoding is not in this build yet; serving without the drafter",
-                options.drafter_path);
-  }
   int32_t n_ctx = options.n_ctx;
   const int32_t n_ctx_train = model->config().n_ctx_train;
   if (n_ctx == 0) n_ctx = n_ctx_train > 0 ? std::min(n_ctx_train, kDefaultMaxContext) : kDefaultMaxContext;
@@ -214,6 +236,26 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   ro.kv.n_ctx = n_ctx;
   ro.kv.max_ubatch = ro.max_tokens;
   GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
+  std::shared_ptr<Gemma4Model> assistant;
+  if (!options.drafter_path.empty()) {
+    // A drafter that does not fit the target is refused here, before serving (bug-case 35).
+    Result<std::shared_ptr<Gemma4Model>> loaded = Gemma4Model::load(options.drafter_path, *backend);
+    if (!loaded.ok()) {
+      return make_status(loaded.status().code(), "the drafter {}: {}", options.drafter_path, loaded.status().message());
+    }
+    assistant = *loaded;
+    if (!assistant->config().is_assistant()) {
+      return make_status(StatusCode::kInvalidArgument, "--mtp {} is not a gemma4-assistant (MTP drafter) file",
+                         options.drafter_path);
+    }
+  }
+  SpecOptions spec_options;
+  spec_options.draft_max = assistant ? std::max(options.draft_max, 1) : 0;
+  Result<std::unique_ptr<SpeculativeDecoder>> spec = SpeculativeDecoder::create(*runner, assistant, spec_options);
+  if (!spec.ok()) {
+    return make_status(spec.status().code(), "the drafter {} cannot draft for {}: {}", options.drafter_path,
+                       options.model_path, spec.status().message());
+  }
 
   RunnerInfo info;
   info.model_name = model->config().arch_name;
@@ -224,16 +266,20 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   info.n_ctx = runner->kv().n_ctx();
   info.n_vocab = model->config().n_vocab;
   info.max_batch_tokens = ro.max_tokens;
-  info.has_drafter = false;
-  info.draft_max = 0;
+  info.has_drafter = (*spec)->has_drafter();
+  info.draft_max = info.has_drafter ? spec_options.draft_max : 0;
   info.eog_tokens = tokenizer.eog_ids();
   info.kv_cells_total = static_cast<int64_t>(info.n_ctx) * info.n_slots;
   uint64_t weight_bytes = 0;
   for (const auto& t : target_file->tensors()) weight_bytes += t.size_bytes;
+  if (assistant) {
+    for (const auto& t : assistant->file().tensors()) weight_bytes += t.size_bytes;
+  }
   info.weight_bytes = weight_bytes;
   info.kv_bytes = runner->kv().bytes();
   return std::unique_ptr<SlotRunner>(
-      new RuntimeSlotRunner(std::move(backend), std::move(model), std::move(runner), std::move(info)));
+      new RuntimeSlotRunner(std::move(backend), std::move(model), std::move(assistant), std::move(runner),
+                            std::move(*spec), std::move(info)));
 }
 
 }  // namespace gs

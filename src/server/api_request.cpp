@@ -202,6 +202,10 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   GS_RETURN_IF_ERROR(read_int(body, "", "n", 1, kMaxTokensLimit, &i));
   if (i && *i != 1) return invalid(fmt::format("n must be 1 (this server returns one choice), got {}", *i));
   GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
+  GS_RETURN_IF_ERROR(read_bool(body, "", "speculative", &b));
+  gen->speculative = b.value_or(true);
+  GS_RETURN_IF_ERROR(read_int(body, "", "draft_max", 0, 64, &i));
+  if (i) gen->draft_max = static_cast<int32_t>(*i);
 
   GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
   gen->stream = b.value_or(false);

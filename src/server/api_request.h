@@ -33,6 +33,10 @@ struct GenerationOptions {
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
   int32_t n_logprobs = -1;            // -1: none; chat: top_logprobs; completions: logprobs
+  // Extensions: "speculative": false turns MTP drafting off for the request; "draft_max"
+  // lowers the drafts per round (0 also turns drafting off).
+  bool speculative = true;
+  std::optional<int32_t> draft_max;
 };
 
 struct ChatCompletionRequest {

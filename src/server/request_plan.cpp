@@ -11,8 +11,8 @@ void fill_common(const GenerationOptions& gen, const PlanLimits& limits, Generat
   r->max_tokens = gen.max_tokens ? *gen.max_tokens : limits.default_max_tokens;
   r->sampling = gen.sampling;
   r->n_logprobs = gen.n_logprobs;
-  r->speculative = true;
-  r->draft_max = limits.draft_max;
+  r->speculative = gen.speculative && gen.draft_max.value_or(1) != 0;
+  r->draft_max = gen.draft_max ? *gen.draft_max : limits.draft_max;
 }
 
 }  // namespace

@@ -94,6 +94,40 @@ head -c 9000000 /dev/zero | tr '\0' 'a' > "$WORK/big"
 code="$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" --data-binary @"$WORK/big")"
 [ "$code" = 413 ] && ok "oversized body -> 413" || bad "oversized body -> $code"
 
+# MTP drafter (bug-cases 30, 31, 34): greedy output and logprobs are the same with and
+# without drafting; drafting happens in every slot at once, with real acceptance.
+if python3 - "$URL" "$KEY" <<'EOF'
+import json, sys, threading, urllib.request
+url, key = sys.argv[1], sys.argv[2]
+def post(body):
+    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    return json.load(urllib.request.urlopen(req, timeout=120))
+base = {"prompt": "ROMEO:", "max_tokens": 80, "temperature": 0, "logprobs": 3}
+with_mtp = post(base)
+without = post(dict(base, speculative=False))
+assert with_mtp["choices"][0]["text"] == without["choices"][0]["text"], "drafting changed greedy output"
+assert with_mtp["timings"]["draft_n"] > 0 and without["timings"]["draft_n"] == 0
+a, b = with_mtp["choices"][0]["logprobs"], without["choices"][0]["logprobs"]
+assert a["tokens"] == b["tokens"]
+for x, y in zip(a["token_logprobs"], b["token_logprobs"]):
+    assert abs(x - y) < 1e-3, (x, y)
+for x, y in zip(a["top_logprobs"], b["top_logprobs"]):
+    assert sorted(x) == sorted(y), (x, y)
+results = [None] * 4
+def run(i):
+    results[i] = post({"prompt": "ROMEO:", "max_tokens": 80, "temperature": 0})
+threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+for r in results:
+    assert r["choices"][0]["text"] == without["choices"][0]["text"], "a concurrent slot drifted"
+    t = r["timings"]
+    assert t["draft_n"] >= 8 and t["draft_n_accepted"] / t["draft_n"] >= 0.3, t
+print("drafted/accepted per request:", [(r["timings"]["draft_n"], r["timings"]["draft_n_accepted"]) for r in results])
+EOF
+then ok "MTP: same greedy text and logprobs, drafting in 4 slots at once"; else bad "MTP checks"; fi
+
 # The official openai client: chat, stream, forced tool call, thinking, wrong key, cancel, 8 streams.
 if (cd "$E2E" && timeout 300 node openai_client.mjs "$PORT" "$KEY"); then
   ok "openai npm client scenarios"; else bad "openai npm client scenarios"; fi
@@ -102,6 +136,8 @@ curl -s "${AUTH[@]}" "$URL/metrics" > "$WORK/metrics"
 if promtool check metrics < "$WORK/metrics" > "$WORK/promtool" 2>&1; then ok "promtool check metrics"; else
   bad "promtool check metrics: $(cat "$WORK/promtool")"; fi
 grep -q '^gemmaserve_requests_total [1-9]' "$WORK/metrics" && ok "metrics count requests" || bad "metrics count requests"
+grep -q '^gemmaserve_draft_position_accepted_tokens_total{position="1"} [1-9]' "$WORK/metrics" \
+  && ok "metrics count accepted drafts by position" || bad "metrics count accepted drafts by position"
 
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && ok "still healthy" || bad "not healthy at the end"
 

@@ -175,6 +175,24 @@ TEST(ChatRequest, ThinkingSwitches) {
   EXPECT_TRUE(parse(R"(,"chat_template_kwargs":{"enable_thinking":true})"));
 }
 
+TEST(ChatRequest, SpeculationSwitches) {
+  RequestDefaults d;
+  json body = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
+  EXPECT_TRUE(parse_chat_request(body, d)->gen.speculative);
+  EXPECT_FALSE(parse_chat_request(body, d)->gen.draft_max.has_value());
+  body["speculative"] = false;
+  body["draft_max"] = 2;
+  auto r = parse_chat_request(body, d);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->gen.speculative);
+  EXPECT_EQ(*r->gen.draft_max, 2);
+  body["draft_max"] = -1;
+  EXPECT_FALSE(parse_chat_request(body, d).ok());
+  body["draft_max"] = 2;
+  body["speculative"] = "no";
+  EXPECT_FALSE(parse_chat_request(body, d).ok());
+}
+
 TEST(ChatRequest, ToolChoiceDefaults) {
   RequestDefaults d;
   json no_tools = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");

@@ -55,6 +55,17 @@ TEST(OutputParser, ReasoningThenAnswer) {
   EXPECT_EQ(m.content, "The answer is 42.");
 }
 
+TEST(OutputParser, OutputEndingRightAfterTheChannelOpener) {
+  OutputParser p(opts());
+  MessageAccumulator acc;
+  acc.add(p.feed("Answer.<|channel>"));
+  acc.add(p.finish());
+  EXPECT_EQ(acc.message().content, "Answer.");
+  EXPECT_EQ(p.stats().reasoning_blocks, 1);
+  EXPECT_EQ(p.stats().empty_reasoning_blocks, 1);
+  EXPECT_EQ(parse_all_ways("---\n<|channel>").reasoning_content, "---");
+}
+
 TEST(OutputParser, ThoughtLabelIsAWordOfItsOwn) {
   EXPECT_EQ(parse_all_ways("<|channel>thoughtful plan<channel|>x").reasoning_content, "thoughtful plan");
   EXPECT_EQ(parse_all_ways("<|channel>thought<channel|>x").reasoning_content, "");
