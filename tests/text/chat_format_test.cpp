@@ -207,6 +207,17 @@ TEST(ChatValues, PythonPrinting) {
   EXPECT_EQ(out, "{A:{k:None},b:[1,<|\"|>x<|\"|>]}");
 }
 
+// Renders the inputs of a golden (its messages, tools and template variables).
+Result<RenderedPrompt> render_golden(const json& in, ChatTemplate variant) {
+  GS_ASSIGN_OR_RETURN(auto messages, chat_messages_from_json(in.at("messages")));
+  GS_ASSIGN_OR_RETURN(auto tools, chat_tools_from_json(in.value("tools", json())));
+  ChatRenderOptions o;
+  o.variant = variant;
+  o.enable_thinking = in.value("enable_thinking", false);
+  o.add_generation_prompt = in.value("add_generation_prompt", false);
+  return render_chat_prompt(messages, tools, o);
+}
+
 TEST(ChatFormat, RenderedPromptsTokenizeToTheGoldenIds) {
   const Tokenizer& tok = test_files::gemma4_vocab();
   const json goldens =
@@ -216,16 +227,9 @@ TEST(ChatFormat, RenderedPromptsTokenizeToTheGoldenIds) {
   int n = 0;
   for (const auto& golden : goldens.at("goldens")) {
     if (golden.at("template") != "google-gemma-4-31B-it.jinja") continue;
-    const auto& in = golden.at("inputs");
-    auto messages = chat_messages_from_json(in.at("messages"));
-    auto tools = chat_tools_from_json(in.value("tools", json()));
-    ASSERT_TRUE(messages.ok() && tools.ok());
-    ChatRenderOptions o;
-    o.enable_thinking = in.value("enable_thinking", false);
-    o.add_generation_prompt = in.value("add_generation_prompt", false);
-    auto prompt = render_chat(*messages, *tools, o);
-    ASSERT_TRUE(prompt.ok());
-    const auto ids = tok.encode(*prompt, /*add_special=*/true, /*parse_special=*/true);
+    auto prompt = render_golden(golden.at("inputs"), ChatTemplate::kGemma4);
+    ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+    const auto ids = tok.encode(prompt->text, /*add_special=*/true, /*parse_special=*/true);
     for (const auto& item : token_goldens.at("items")) {
       if (item.value("template", "") == golden.at("template") && item.value("case", "") == golden.at("case")) {
         EXPECT_EQ(ids, item.at("ids").get<std::vector<int32_t>>()) << golden.at("case");
@@ -265,19 +269,14 @@ TEST(ChatFormat, MessageTextCannotInjectControlTokens) {
 
 TEST(ChatFormat, PromptEncodingEqualsPlainEncodingOnOrdinaryInputs) {
   const Tokenizer& tok = vocab();
-  for (const char* rel : {"test-assets/chat-templates/gemma4-template-goldens.json"}) {
-    for (const auto& golden : json::parse(test_files::read_file(test::shared_path(rel))).at("goldens")) {
-      const auto& in = golden.at("inputs");
-      auto messages = chat_messages_from_json(in.at("messages"));
-      auto tools = chat_tools_from_json(in.value("tools", json()));
-      ASSERT_TRUE(messages.ok() && tools.ok());
-      ChatRenderOptions o;
-      o.enable_thinking = in.value("enable_thinking", false);
-      o.add_generation_prompt = in.value("add_generation_prompt", false);
-      auto p = render_chat_prompt(*messages, *tools, o);
-      ASSERT_TRUE(p.ok());
-      EXPECT_EQ(tok.encode_prompt(p->text, p->markup, true), tok.encode(p->text, true, true)) << golden.at("case");
-    }
+  const json goldens =
+      json::parse(test_files::read_file(test::shared_path("test-assets/chat-templates/gemma4-template-goldens.json")));
+  for (const auto& golden : goldens.at("goldens")) {
+    const auto variant = golden.at("template") == "google-gemma-4-31B-it.jinja" ? ChatTemplate::kGemma4
+                                                                                : ChatTemplate::kGemma4Interleaved;
+    auto p = render_golden(golden.at("inputs"), variant);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(tok.encode_prompt(p->text, p->markup, true), tok.encode(p->text, true, true)) << golden.at("case");
   }
 }
 
