@@ -9,17 +9,11 @@
 #include <random>
 
 #include "text/chat_format.h"
+#include "text/markup_match.h"
 #include "text/tool_args.h"
 
 namespace gs::text {
 namespace {
-
-enum class Match { kNone, kPartial, kFull };
-
-Match match_marker(std::string_view s, std::string_view marker) {
-  if (s.size() >= marker.size()) return s.compare(0, marker.size(), marker) == 0 ? Match::kFull : Match::kNone;
-  return marker.compare(0, s.size(), s) == 0 ? Match::kPartial : Match::kNone;
-}
 
 // Markup recognised while reading content or reasoning.
 enum class Mark {
@@ -45,16 +39,23 @@ constexpr std::array<MarkText, 12> kMarks = {{
     {Mark::kQuote, markup::kQuote},
 }};
 
-// The markup at the start of `s`: kFull with *mark set, kPartial when `s` is cut inside one.
-Match match_mark(std::string_view s, Mark* mark) {
-  Match best = Match::kNone;
+size_t mark_length(Mark mark) {
   for (const auto& m : kMarks) {
-    const Match r = match_marker(s, m.text);
-    if (r == Match::kFull) {
+    if (m.mark == mark) return m.text.size();
+  }
+  return 0;
+}
+
+// The markup at the start of `s`: kFull with *mark set, kPartial when `s` is cut inside one.
+MarkupMatch match_mark(std::string_view s, Mark* mark) {
+  MarkupMatch best = MarkupMatch::kNone;
+  for (const auto& m : kMarks) {
+    const MarkupMatch r = match_markup(s, m.text);
+    if (r == MarkupMatch::kFull) {
       *mark = m.mark;
-      return Match::kFull;
+      return MarkupMatch::kFull;
     }
-    if (r == Match::kPartial) best = Match::kPartial;
+    if (r == MarkupMatch::kPartial) best = MarkupMatch::kPartial;
   }
   return best;
 }
@@ -101,9 +102,9 @@ Header scan_header(std::string_view s, bool explicit_opener, bool final) {
   };
   while (i < s.size() && is_ws(s[i])) ++i;
   if (i == s.size()) return partial_or_fail(i);
-  const Match kw = match_marker(s.substr(i), kCallKeyword);
-  if (kw == Match::kPartial) return partial_or_fail(i);
-  if (kw == Match::kFull) {
+  const MarkupMatch kw = match_markup(s.substr(i), kCallKeyword);
+  if (kw == MarkupMatch::kPartial) return partial_or_fail(i);
+  if (kw == MarkupMatch::kFull) {
     i += kCallKeyword.size();
   } else {
     h.repaired = true;  // bug-case 6: "<|tool_call>:name{" or "<|tool_call>name{"
@@ -386,9 +387,9 @@ struct OutputParser::State {
     const char c = s[0];
     if (c == '<') {
       Mark mark = Mark::kQuote;
-      const Match m = match_mark(s, &mark);
-      if (m == Match::kPartial && !final) return 0;
-      if (m == Match::kFull) return on_content_mark(mark, progress);
+      const MarkupMatch m = match_mark(s, &mark);
+      if (m == MarkupMatch::kPartial && !final) return 0;
+      if (m == MarkupMatch::kFull) return on_content_mark(mark, progress);
       content_text("<");
       return 1;
     }
@@ -396,9 +397,9 @@ struct OutputParser::State {
         (!content_started ? hold.find_first_not_of(" \t\r\n") == std::string::npos : true)) {
       // Bug-case 7: "call:NAME{" right after a reasoning block (or at the start) without
       // the <|tool_call> opener.
-      const Match m = match_marker(s, "call:");
-      if (m == Match::kPartial && !final) return 0;
-      if (m == Match::kFull) {
+      const MarkupMatch m = match_markup(s, "call:");
+      if (m == MarkupMatch::kPartial && !final) return 0;
+      if (m == MarkupMatch::kFull) {
         interrupt_content();
         if (!content_started) hold.clear();
         header_explicit = false;
@@ -419,12 +420,7 @@ struct OutputParser::State {
   }
 
   size_t on_content_mark(Mark mark, bool* progress) {
-    const size_t len = [&] {
-      for (const auto& m : kMarks) {
-        if (m.mark == mark) return m.text.size();
-      }
-      return size_t{0};
-    }();
+    const size_t len = mark_length(mark);
     switch (mark) {
       case Mark::kChannelOpen:
         interrupt_content();
@@ -488,12 +484,12 @@ struct OutputParser::State {
   size_t step_turn_header(std::string_view s, bool final, bool* progress) {
     for (const auto word : kRoleWords) {
       const std::string with_nl = std::string(word) + "\n";
-      const Match m = match_marker(s, with_nl);
-      if (m == Match::kFull) {
+      const MarkupMatch m = match_markup(s, with_nl);
+      if (m == MarkupMatch::kFull) {
         mode = Mode::kContent;
         return with_nl.size();
       }
-      if (m == Match::kPartial && !final) return 0;
+      if (m == MarkupMatch::kPartial && !final) return 0;
     }
     mode = Mode::kContent;
     *progress = true;
@@ -501,20 +497,20 @@ struct OutputParser::State {
   }
 
   size_t step_channel_label(std::string_view s, bool final, bool* progress) {
-    Match m = match_marker(s, markup::kThoughtLabel);
-    if (m == Match::kPartial && !final) return 0;
-    if (m == Match::kFull) {
+    MarkupMatch m = match_markup(s, markup::kThoughtLabel);
+    if (m == MarkupMatch::kPartial && !final) return 0;
+    if (m == MarkupMatch::kFull) {
       // The label is a word of its own: "thoughtful" is reasoning text, not the label.
       const size_t n = markup::kThoughtLabel.size();
       if (s.size() == n && !final) return 0;
       if (s.size() > n) {
         const char c = s[n];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') m = Match::kNone;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') m = MarkupMatch::kNone;
       }
     }
     if (!label_continues_block) begin_reasoning();
     mode = Mode::kReasoning;
-    if (m == Match::kFull) return markup::kThoughtLabel.size();
+    if (m == MarkupMatch::kFull) return markup::kThoughtLabel.size();
     *progress = true;
     return 0;
   }
@@ -522,15 +518,10 @@ struct OutputParser::State {
   size_t step_reasoning(std::string_view s, bool final) {
     if (s[0] == '<') {
       Mark mark = Mark::kQuote;
-      const Match m = match_mark(s, &mark);
-      if (m == Match::kPartial && !final) return 0;
-      if (m == Match::kFull) {
-        const size_t len = [&] {
-          for (const auto& k : kMarks) {
-            if (k.mark == mark) return k.text.size();
-          }
-          return size_t{0};
-        }();
+      const MarkupMatch m = match_mark(s, &mark);
+      if (m == MarkupMatch::kPartial && !final) return 0;
+      if (m == MarkupMatch::kFull) {
+        const size_t len = mark_length(mark);
         switch (mark) {
           case Mark::kChannelClose:
             end_reasoning();
@@ -632,11 +623,11 @@ struct OutputParser::State {
       segment_start = true;
       return i;
     }
-    const Match m = match_marker(s.substr(i), markup::kToolCallClose);
-    if (m == Match::kPartial && !final) return 0;
+    const MarkupMatch m = match_markup(s.substr(i), markup::kToolCallClose);
+    if (m == MarkupMatch::kPartial && !final) return 0;
     mode = Mode::kContent;
     segment_start = true;
-    if (m == Match::kFull) return i + markup::kToolCallClose.size();
+    if (m == MarkupMatch::kFull) return i + markup::kToolCallClose.size();
     *progress = true;
     return i;
   }

@@ -5,18 +5,11 @@
 #include <cstdio>
 
 #include "text/chat_format.h"
+#include "text/markup_match.h"
 #include "text/utf8.h"
 
 namespace gs::text {
 namespace {
-
-enum class Match { kNone, kPartial, kFull };
-
-// Whether `s` starts with `marker` (kFull) or is a strict prefix of it (kPartial).
-Match match_marker(std::string_view s, std::string_view marker) {
-  if (s.size() >= marker.size()) return s.compare(0, marker.size(), marker) == 0 ? Match::kFull : Match::kNone;
-  return marker.compare(0, s.size(), s) == 0 ? Match::kPartial : Match::kNone;
-}
 
 // Markup that ends a call wherever it appears (these are special tokens; a model that writes
 // one inside a value has lost track of its quotes).
@@ -29,19 +22,19 @@ constexpr std::array<std::string_view, 2> kSoftTerminators = {markup::kChannelOp
 
 // kFull when a terminator starts `s`; kPartial when `s` may be the start of one (or of the
 // quote token, when `with_quote`).
-Match match_terminator(std::string_view s, bool outside_string, bool with_quote) {
-  Match best = Match::kNone;
+MarkupMatch match_terminator(std::string_view s, bool outside_string, bool with_quote) {
+  MarkupMatch best = MarkupMatch::kNone;
   const auto consider = [&](std::string_view m) {
-    const Match r = match_marker(s, m);
-    if (r == Match::kFull) best = Match::kFull;
-    if (r == Match::kPartial && best == Match::kNone) best = Match::kPartial;
+    const MarkupMatch r = match_markup(s, m);
+    if (r == MarkupMatch::kFull) best = MarkupMatch::kFull;
+    if (r == MarkupMatch::kPartial && best == MarkupMatch::kNone) best = MarkupMatch::kPartial;
   };
   for (const auto m : kHardTerminators) consider(m);
   if (outside_string) {
     for (const auto m : kSoftTerminators) consider(m);
   }
-  if (with_quote && best != Match::kFull && match_marker(s, markup::kQuote) == Match::kPartial) {
-    best = Match::kPartial;
+  if (with_quote && best != MarkupMatch::kFull && match_markup(s, markup::kQuote) == MarkupMatch::kPartial) {
+    best = MarkupMatch::kPartial;
   }
   return best;
 }
@@ -215,15 +208,15 @@ ToolArgsConverter::Step ToolArgsConverter::on_string_char(std::string_view s, bo
   }
   const char c = s[0];
   if (c == '<') {
-    if (match_marker(s, markup::kQuote) == Match::kFull) {
+    if (match_markup(s, markup::kQuote) == MarkupMatch::kFull) {
       if (quote_ == Quote::kGemma) return close_string(markup::kQuote.size());
       put("\"");  // <|"|> inside a JSON/Python string: a quote character
       *consumed = markup::kQuote.size();
       return Step::kConsumed;
     }
-    const Match m = match_terminator(s, /*outside_string=*/false, /*with_quote=*/true);
-    if (m == Match::kFull) return Step::kTerminated;
-    if (m == Match::kPartial && !final) return Step::kNeedMore;
+    const MarkupMatch m = match_terminator(s, /*outside_string=*/false, /*with_quote=*/true);
+    if (m == MarkupMatch::kFull) return Step::kTerminated;
+    if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
     put("<");
     *consumed = 1;
     return Step::kConsumed;
@@ -303,15 +296,15 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
         return Step::kConsumed;
       }
       if (c == '<') {
-        if (match_marker(s, markup::kQuote) == Match::kFull) {
+        if (match_markup(s, markup::kQuote) == MarkupMatch::kFull) {
           state_ = State::kKeyQuoted;
           quote_ = Quote::kGemma;
           *consumed = markup::kQuote.size();
           return Step::kConsumed;
         }
-        const Match m = match_terminator(s, true, true);
-        if (m == Match::kFull) return Step::kTerminated;
-        if (m == Match::kPartial && !final) return Step::kNeedMore;
+        const MarkupMatch m = match_terminator(s, true, true);
+        if (m == MarkupMatch::kFull) return Step::kTerminated;
+        if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
       }
       if (c == '"' || c == '\'') {
         state_ = State::kKeyQuoted;
@@ -335,9 +328,9 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
         return Step::kConsumed;
       }
       if (c == '<') {
-        const Match m = match_terminator(s, true, false);
-        if (m == Match::kPartial && !final) return Step::kNeedMore;
-        if (m != Match::kFull) {
+        const MarkupMatch m = match_terminator(s, true, false);
+        if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
+        if (m != MarkupMatch::kFull) {
           buf_.push_back('<');
           *consumed = 1;
           return Step::kConsumed;
@@ -428,7 +421,7 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
           *consumed = 1;
           return Step::kConsumed;
         case '<': {
-          if (match_marker(s, markup::kQuote) == Match::kFull) {
+          if (match_markup(s, markup::kQuote) == MarkupMatch::kFull) {
             begin_element(json);
             json->push_back('"');
             state_ = State::kString;
@@ -436,9 +429,9 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
             *consumed = markup::kQuote.size();
             return Step::kConsumed;
           }
-          const Match m = match_terminator(s, true, true);
-          if (m == Match::kFull) return Step::kTerminated;
-          if (m == Match::kPartial && !final) return Step::kNeedMore;
+          const MarkupMatch m = match_terminator(s, true, true);
+          if (m == MarkupMatch::kFull) return Step::kTerminated;
+          if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
           break;
         }
         default:
@@ -470,10 +463,10 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
         return Step::kConsumed;
       }
       if (c == '<') {
-        if (match_marker(s, markup::kQuote) != Match::kFull) {
-          const Match m = match_terminator(s, true, true);
-          if (m == Match::kPartial && !final) return Step::kNeedMore;
-          if (m == Match::kNone || (m == Match::kPartial && final)) {
+        if (match_markup(s, markup::kQuote) != MarkupMatch::kFull) {
+          const MarkupMatch m = match_terminator(s, true, true);
+          if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
+          if (m == MarkupMatch::kNone || (m == MarkupMatch::kPartial && final)) {
             buf_.push_back('<');
             *consumed = 1;
             return Step::kConsumed;
@@ -511,10 +504,10 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
         *consumed = 1;
         return Step::kConsumed;
       }
-      if (c == '<' && match_marker(s, markup::kQuote) != Match::kFull) {
-        const Match m = match_terminator(s, true, true);
-        if (m == Match::kFull) return Step::kTerminated;
-        if (m == Match::kPartial && !final) return Step::kNeedMore;
+      if (c == '<' && match_markup(s, markup::kQuote) != MarkupMatch::kFull) {
+        const MarkupMatch m = match_terminator(s, true, true);
+        if (m == MarkupMatch::kFull) return Step::kTerminated;
+        if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
       }
       // Anything else: a missing comma; the next member or element starts here.
       repaired_ = true;

@@ -10,16 +10,12 @@
 #include "gguf/gguf_reader.h"
 #include "text/chat_format.h"
 #include "text/chat_json.h"
+#include "test_files.h"
 
 namespace gs::text {
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(test_files::read_file(path)); }
 
 // Renders one golden's inputs; returns the error text on failure.
 std::string render_inputs(const nlohmann::json& inputs, ChatTemplate variant) {
@@ -74,23 +70,18 @@ TEST(ChatFormatGolden, ExtraGoldensInterleaved) {
                 ChatTemplate::kGemma4Interleaved, 16);
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using test_files::read_file;
 
 TEST(ChatFormatGolden, DetectsTheTemplateVariant) {
-  const auto a = detect_chat_template(read_text(test::shared_path("test-assets/chat-templates/" + std::string(k31B))));
+  const auto a = detect_chat_template(read_file(test::shared_path("test-assets/chat-templates/" + std::string(k31B))));
   EXPECT_TRUE(a.recognised);
   EXPECT_EQ(a.variant, ChatTemplate::kGemma4);
   const auto b =
-      detect_chat_template(read_text(test::shared_path("test-assets/chat-templates/" + std::string(kInterleaved))));
+      detect_chat_template(read_file(test::shared_path("test-assets/chat-templates/" + std::string(kInterleaved))));
   EXPECT_TRUE(b.recognised);
   EXPECT_EQ(b.variant, ChatTemplate::kGemma4Interleaved);
   EXPECT_FALSE(
-      detect_chat_template(read_text(test::shared_path("test-assets/chat-templates/google-gemma-2-2b-it.jinja")))
+      detect_chat_template(read_file(test::shared_path("test-assets/chat-templates/google-gemma-2-2b-it.jinja")))
           .recognised);
   EXPECT_FALSE(detect_chat_template("").recognised);
   // The shipped model embeds the 31B template.

@@ -13,6 +13,7 @@
 #include "text/chat_json.h"
 #include "text/chat_values.h"
 #include "text/tokenizer.h"
+#include "test_files.h"
 
 namespace gs::text {
 namespace {
@@ -206,33 +207,29 @@ TEST(ChatValues, PythonPrinting) {
   EXPECT_EQ(out, "{A:{k:None},b:[1,<|\"|>x<|\"|>]}");
 }
 
+// Renders the inputs of a golden (its messages, tools and template variables).
+Result<RenderedPrompt> render_golden(const json& in, ChatTemplate variant) {
+  GS_ASSIGN_OR_RETURN(auto messages, chat_messages_from_json(in.at("messages")));
+  GS_ASSIGN_OR_RETURN(auto tools, chat_tools_from_json(in.value("tools", json())));
+  ChatRenderOptions o;
+  o.variant = variant;
+  o.enable_thinking = in.value("enable_thinking", false);
+  o.add_generation_prompt = in.value("add_generation_prompt", false);
+  return render_chat_prompt(messages, tools, o);
+}
+
 TEST(ChatFormat, RenderedPromptsTokenizeToTheGoldenIds) {
-  auto file = gguf::GgufFile::open(
-      test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-  ASSERT_TRUE(file.ok());
-  auto tok = Tokenizer::from_gguf(**file);
-  ASSERT_TRUE(tok.ok());
-  std::ifstream f(test::shared_path("test-assets/chat-templates/gemma4-template-goldens.json"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json goldens = json::parse(ss.str());
-  std::ifstream g(test::shared_path("test-assets/gemma-tokenizer/gemma4-approx-token-goldens.json"));
-  std::stringstream gs;
-  gs << g.rdbuf();
-  const json token_goldens = json::parse(gs.str());
+  const Tokenizer& tok = test_files::gemma4_vocab();
+  const json goldens =
+      json::parse(test_files::read_file(test::shared_path("test-assets/chat-templates/gemma4-template-goldens.json")));
+  const json token_goldens = json::parse(
+      test_files::read_file(test::shared_path("test-assets/gemma-tokenizer/gemma4-approx-token-goldens.json")));
   int n = 0;
   for (const auto& golden : goldens.at("goldens")) {
     if (golden.at("template") != "google-gemma-4-31B-it.jinja") continue;
-    const auto& in = golden.at("inputs");
-    auto messages = chat_messages_from_json(in.at("messages"));
-    auto tools = chat_tools_from_json(in.value("tools", json()));
-    ASSERT_TRUE(messages.ok() && tools.ok());
-    ChatRenderOptions o;
-    o.enable_thinking = in.value("enable_thinking", false);
-    o.add_generation_prompt = in.value("add_generation_prompt", false);
-    auto prompt = render_chat(*messages, *tools, o);
-    ASSERT_TRUE(prompt.ok());
-    const auto ids = (*tok)->encode(*prompt, /*add_special=*/true, /*parse_special=*/true);
+    auto prompt = render_golden(golden.at("inputs"), ChatTemplate::kGemma4);
+    ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+    const auto ids = tok.encode(prompt->text, /*add_special=*/true, /*parse_special=*/true);
     for (const auto& item : token_goldens.at("items")) {
       if (item.value("template", "") == golden.at("template") && item.value("case", "") == golden.at("case")) {
         EXPECT_EQ(ids, item.at("ids").get<std::vector<int32_t>>()) << golden.at("case");
@@ -243,17 +240,7 @@ TEST(ChatFormat, RenderedPromptsTokenizeToTheGoldenIds) {
   EXPECT_EQ(n, 9);
 }
 
-const Tokenizer& vocab() {
-  static std::shared_ptr<const Tokenizer> tok = [] {
-    auto file = gguf::GgufFile::open(
-        test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-    EXPECT_TRUE(file.ok());
-    auto t = Tokenizer::from_gguf(**file);
-    EXPECT_TRUE(t.ok());
-    return *t;
-  }();
-  return *tok;
-}
+const Tokenizer& vocab() { return test_files::gemma4_vocab(); }
 
 // Control-token text inside messages stays text: a user cannot close their turn and open a
 // system turn (prompt injection). Markup the renderer wrote is tokenized as usual.
@@ -282,22 +269,14 @@ TEST(ChatFormat, MessageTextCannotInjectControlTokens) {
 
 TEST(ChatFormat, PromptEncodingEqualsPlainEncodingOnOrdinaryInputs) {
   const Tokenizer& tok = vocab();
-  for (const char* rel : {"test-assets/chat-templates/gemma4-template-goldens.json"}) {
-    std::ifstream f(test::shared_path(rel));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    for (const auto& golden : json::parse(ss.str()).at("goldens")) {
-      const auto& in = golden.at("inputs");
-      auto messages = chat_messages_from_json(in.at("messages"));
-      auto tools = chat_tools_from_json(in.value("tools", json()));
-      ASSERT_TRUE(messages.ok() && tools.ok());
-      ChatRenderOptions o;
-      o.enable_thinking = in.value("enable_thinking", false);
-      o.add_generation_prompt = in.value("add_generation_prompt", false);
-      auto p = render_chat_prompt(*messages, *tools, o);
-      ASSERT_TRUE(p.ok());
-      EXPECT_EQ(tok.encode_prompt(p->text, p->markup, true), tok.encode(p->text, true, true)) << golden.at("case");
-    }
+  const json goldens =
+      json::parse(test_files::read_file(test::shared_path("test-assets/chat-templates/gemma4-template-goldens.json")));
+  for (const auto& golden : goldens.at("goldens")) {
+    const auto variant = golden.at("template") == "google-gemma-4-31B-it.jinja" ? ChatTemplate::kGemma4
+                                                                                : ChatTemplate::kGemma4Interleaved;
+    auto p = render_golden(golden.at("inputs"), variant);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(tok.encode_prompt(p->text, p->markup, true), tok.encode(p->text, true, true)) << golden.at("case");
   }
 }
 

@@ -13,6 +13,7 @@
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 #include "text/utf8.h"
+#include "test_files.h"
 
 namespace gs::text {
 namespace {
@@ -212,14 +213,10 @@ TEST(OutputParserProperty, RandomOutputsAnyChunking) {
 // The real pipeline: the output's token ids, decoded one token at a time, fed to the parser
 // per token, give the same events as the whole text.
 TEST(OutputParserProperty, TokenByTokenThroughTheDetokenizer) {
-  auto file = gguf::GgufFile::open(
-      test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-  ASSERT_TRUE(file.ok());
-  auto tok = Tokenizer::from_gguf(**file);
-  ASSERT_TRUE(tok.ok());
+  const Tokenizer& tok = test_files::gemma4_vocab();
   for (const auto& text : fixed_outputs()) {
-    const auto ids = (*tok)->encode(text, false, /*parse_special=*/true);
-    IncrementalDecoder dec(**tok, DecodeOptions{.render_special = true});
+    const auto ids = tok.encode(text, false, /*parse_special=*/true);
+    IncrementalDecoder dec(tok, DecodeOptions{.render_special = true});
     OutputParser p(test_util::opts());
     std::vector<ParserEvent> streamed;
     std::string decoded;

@@ -15,35 +15,15 @@
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 #include "text/utf8.h"
+#include "test_files.h"
 
 namespace gs::text {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using test_files::read_file;
 
-std::shared_ptr<const Tokenizer> load(const std::string& rel) {
-  auto file = gguf::GgufFile::open(test::shared_path(rel));
-  EXPECT_TRUE(file.ok()) << file.status().to_string();
-  if (!file.ok()) return nullptr;
-  auto t = Tokenizer::from_gguf(**file);
-  EXPECT_TRUE(t.ok()) << t.status().to_string();
-  return t.ok() ? *t : nullptr;
-}
-
-const Tokenizer& full() {
-  static auto t = load("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf");
-  return *t;
-}
-
-const Tokenizer& shakes() {
-  static auto t = load("models/shakes-target.gguf");
-  return *t;
-}
+const Tokenizer& full() { return test_files::gemma4_vocab(); }
+const Tokenizer& shakes() { return test_files::shakes_vocab(); }
 
 // A small vocabulary: specials, 256 byte tokens, letters, and merges.
 Tokenizer::Vocab small_vocab() {

@@ -10,16 +10,12 @@
 #include "common/test_paths.h"
 #include "gguf/gguf_reader.h"
 #include "text/tokenizer.h"
+#include "test_files.h"
 
 namespace gs::text {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using test_files::read_file;
 
 std::vector<std::string> split(const std::string& s, const std::string& sep) {
   std::vector<std::string> out;
@@ -43,17 +39,7 @@ std::vector<int32_t> parse_ids(const std::string& line) {
   return ids;
 }
 
-const Tokenizer& full_tokenizer() {
-  static std::shared_ptr<const Tokenizer> tok = [] {
-    auto file = gguf::GgufFile::open(
-        test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-    EXPECT_TRUE(file.ok()) << file.status().to_string();
-    auto t = Tokenizer::from_gguf(**file);
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    return *t;
-  }();
-  return *tok;
-}
+const Tokenizer& full_tokenizer() { return test_files::gemma4_vocab(); }
 
 TEST(TokenizerVectors, LlamaCppGemma4Vectors) {
   const Tokenizer& tok = full_tokenizer();
