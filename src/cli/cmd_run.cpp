@@ -1,5 +1,6 @@
 // gemmaserve run: one prompt through the model from the terminal (token ids or text),
-// sampled with the runtime's sampler chain, optionally with the MTP drafter.
+// sampled with the runtime's sampler chain, optionally with the MTP drafter (speculative
+// decoding through the same SpeculativeDecoder the engine uses).
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "model/gguf_names.h"
 #include "runtime/model_runner.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 
@@ -45,6 +47,10 @@ struct RunArgs {
   std::string dump_dir;
   bool json = false;
   bool ignore_eos = false;
+  std::string mtp;            // drafter GGUF
+  int draft_max = 4;
+  float draft_p_min = 0.0f;
+  std::string draft_window = "w";  // "w" (Decision 2) or "w+1" (transformers)
 };
 
 Result<std::vector<int32_t>> parse_token_list(const std::string& s) {
@@ -136,7 +142,7 @@ int run(const RunArgs& a) {
 
   RunnerOptions ro;
   ro.max_tokens = std::max(1, a.ubatch);
-  ro.max_outputs = 16;
+  ro.max_outputs = std::max(16, a.draft_max + 1);
   ro.kv.n_ctx = a.ctx;
   ro.kv.n_seq_max = 1;
   if (a.kv_type == "f32") {
@@ -153,9 +159,26 @@ int run(const RunArgs& a) {
   }
   const uint64_t seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
   Sampler sampler(sampler_config(a, (*model)->file(), seed));
-  for (int32_t id : prompt) sampler.accept(id);
+
+  std::shared_ptr<Gemma4Model> assistant;
+  if (!a.mtp.empty()) {
+    auto m = Gemma4Model::load(a.mtp, **backend);
+    if (!m.ok()) return fail(m.status());
+    assistant = *m;
+  }
+  SpecOptions so;
+  so.draft_max = assistant ? std::max(0, a.draft_max) : 0;
+  so.draft_p_min = a.draft_p_min;
+  if (a.draft_window == "w+1") {
+    so.sliding = DraftSlidingWindow::kWindowPlusOne;
+  } else if (a.draft_window != "w") {
+    return fail(make_status(StatusCode::kInvalidArgument, "--draft-window must be w or w+1"));
+  }
+  auto dec = SpeculativeDecoder::create(**runner, assistant, so);
+  if (!dec.ok()) return fail(dec.status());
 
   const int seq = (*runner)->add_sequence().value();
+  if (Status st = (*dec)->start(seq); !st.ok()) return fail(st);
   std::optional<text::IncrementalDecoder> detok;
   if (tok && !a.json) detok.emplace(*tok);
   auto emit = [&](int32_t id) {
@@ -168,29 +191,44 @@ int run(const RunArgs& a) {
     std::fflush(stdout);
   };
 
-  const auto t_prefill = std::chrono::steady_clock::now();
-  std::vector<ModelRunner::Token> batch;
-  for (size_t i = 0; i < prompt.size(); ++i) batch.push_back({seq, prompt[i], i + 1 == prompt.size()});
-  if (Status st = (*runner)->decode(batch); !st.ok()) return fail(st);
-  const double prefill_ms = ms_since(t_prefill);
-
-  std::vector<int32_t> out;
-  const auto t_decode = std::chrono::steady_clock::now();
   const int64_t room = a.ctx - static_cast<int64_t>(prompt.size());
   const int64_t n_max = std::min<int64_t>(a.n_predict, room);
-  while (static_cast<int64_t>(out.size()) < n_max) {
-    const int32_t next = sampler.sample((*runner)->logits(0));
-    sampler.accept(next);
-    out.push_back(next);
-    emit(next);
-    if (std::find(eog.begin(), eog.end(), next) != eog.end()) break;
-    if (static_cast<int64_t>(out.size()) == n_max) break;
-    ModelRunner::Token t{seq, next, true};
-    if (Status st = (*runner)->decode({&t, 1}); !st.ok()) return fail(st);
+  std::vector<int32_t> out;
+  auto take = [&](const std::vector<int32_t>& toks) {
+    for (int32_t t : toks) {
+      if (static_cast<int64_t>(out.size()) >= n_max) return true;
+      out.push_back(t);
+      emit(t);
+      if (std::find(eog.begin(), eog.end(), t) != eog.end()) return true;
+    }
+    return static_cast<int64_t>(out.size()) >= n_max;
+  };
+  const auto t_prefill = std::chrono::steady_clock::now();
+  SeqWork pre;
+  pre.seq = seq;
+  pre.sampler = &sampler;
+  // The prompt's tokens enter the sampler's penalty history inside the step.
+  pre.prefill = prompt;
+  if (Status st = (*dec)->step({&pre, 1}); !st.ok()) return fail(st);
+  const double prefill_ms = ms_since(t_prefill);
+
+  const auto t_decode = std::chrono::steady_clock::now();
+  bool done = n_max <= 0 || take(pre.tokens);
+  while (!done) {
+    SeqWork w;
+    w.seq = seq;
+    w.sampler = &sampler;
+    w.draft_max = so.draft_max;
+    w.max_tokens = static_cast<int>(n_max - static_cast<int64_t>(out.size()));
+    w.stop_tokens = eog;
+    if (Status st = (*dec)->step({&w, 1}); !st.ok()) return fail(st);
+    done = take(w.tokens);
   }
   const double decode_ms = ms_since(t_decode);
   if (detok) std::fputs(detok->finish().c_str(), stdout);
-  const double tps = decode_ms > 0 ? 1000.0 * static_cast<double>(out.size()) / decode_ms : 0.0;
+  // Decode speed: the tokens after the first (which the prefill pass produced).
+  const double n_decoded = out.empty() ? 0.0 : static_cast<double>(out.size() - 1);
+  const double tps = decode_ms > 0 ? 1000.0 * n_decoded / decode_ms : 0.0;
   if (a.json) {
     nlohmann::json j;
     j["tokens"] = out;
@@ -201,6 +239,16 @@ int run(const RunArgs& a) {
     j["prefill_tokens_per_second"] = prefill_ms > 0 ? 1000.0 * static_cast<double>(prompt.size()) / prefill_ms : 0.0;
     j["seed"] = seed;
     j["backend"] = (*backend)->description();
+    const SpecStats& ss = (*dec)->stats();
+    j["drafted"] = ss.drafted;
+    j["accepted"] = ss.accepted;
+    if (assistant) {
+      j["draft_max"] = so.draft_max;
+      j["acceptance_rate"] = ss.acceptance_rate();
+      j["mean_accepted_length"] = ss.mean_accepted_length();
+      j["drafted_by_position"] = ss.drafted_by_pos;
+      j["accepted_by_position"] = ss.accepted_by_pos;
+    }
     if (tok) {
       auto text = tok->decode(out);
       if (text.ok()) j["text"] = *text;
@@ -210,6 +258,12 @@ int run(const RunArgs& a) {
     std::printf("\n");
     std::fprintf(stderr, "prompt %zu tokens in %.1f ms, generated %zu tokens at %.2f tokens/s (%s)\n", prompt.size(),
                  prefill_ms, out.size(), tps, (*backend)->description().c_str());
+    if (assistant) {
+      const SpecStats& ss = (*dec)->stats();
+      std::fprintf(stderr, "drafted %llu, accepted %llu (%.3f), %.2f accepted per round\n",
+                   static_cast<unsigned long long>(ss.drafted), static_cast<unsigned long long>(ss.accepted),
+                   ss.acceptance_rate(), ss.mean_accepted_length());
+    }
   }
   return 0;
 }
@@ -239,6 +293,11 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("--dump", a->dump_dir, "write every named intermediate of every pass to this directory");
   sub->add_flag("--json", a->json, "print one JSON object: tokens, text, timings, tokens_per_second");
   sub->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
+  sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (gemma4-assistant) for speculative decoding");
+  sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str();
+  sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str();
+  sub->add_option("--draft-window", a->draft_window,
+                  "drafter's sliding window: w (spec Decision 2) or w+1 (transformers)")->capture_default_str();
   return {sub, [a] { return run(*a); }};
 }
 

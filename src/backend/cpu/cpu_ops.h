@@ -15,6 +15,8 @@ namespace gs::cpu {
 // other careful implementation (the Gemma 4 goldens amplify one-ulp differences ~1e5-fold).
 // The order is fixed: a row's result never depends on how many rows are in the batch.
 double dot_f64(const float* a, const float* b, int64_t n);  // cpu_dot.cpp
+// out[j] = w[j * ldw .. + n) . x[0 .. n) for j < n_w, in double.
+void dot_rows_f64(const double* w, int64_t ldw, int n_w, const double* x, int64_t n, double* out);
 
 // Waking the pool's workers costs microseconds, so an op splits its items into chunks of
 // at least this much work (multiply-adds or elements); a small op runs on the caller alone.
