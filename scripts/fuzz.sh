@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer GGUF target (clang, ASan + UBSan) in build-fuzz/ and runs it for a
-# bounded time on a seed corpus of the shared golden files plus small hostile files.
-#   GS_FUZZ_SECONDS   run time in seconds (default 60; 0 builds only)
+# Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/ and runs them for a
+# bounded time: gguf_fuzz (the GGUF reader; seeds: the shared golden files plus small hostile
+# files) for 3/4 of it, quant_fuzz (quantizers and dequantizers on arbitrary bytes) for 1/4.
+#   GS_FUZZ_SECONDS   total run time in seconds (default 60; 0 builds only)
 #   GS_FUZZ_BUILD_DIR build directory (default build-fuzz)
 #   GS_SHARED_DIR     the shared/ folder (default ../shared)
-# Prints executions/s and findings; exits non-zero when the fuzzer finds a crash, leak,
-# timeout or out-of-memory input (saved under $GS_FUZZ_BUILD_DIR/findings/).
+# Prints executions/s and findings per target; exits non-zero when a fuzzer finds a crash,
+# leak, timeout or out-of-memory input (saved under $GS_FUZZ_BUILD_DIR/findings/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${GS_FUZZ_SECONDS:-60}"
@@ -20,44 +21,52 @@ sanitize="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=unde
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$sanitize" \
   -DGS_WITH_FUZZ=ON -DGS_WITH_CUDA=OFF -DBUILD_TESTING=OFF >/dev/null
-if ! cmake --build "$build" --target gguf_fuzz -j"$(nproc)" >"$build/build.log" 2>&1; then
+if ! cmake --build "$build" --target gguf_fuzz quant_fuzz -j"$(nproc)" >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log" >&2
   echo "fuzz: build failed" >&2
   exit 1
 fi
 [ "$seconds" -gt 0 ] || exit 0
 
-corpus="$(mktemp -d)"
-trap 'rm -rf "$corpus"' EXIT
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+findings="$build/findings"
+mkdir -p "$findings" "$work/gguf" "$work/quant"
+rm -f "$findings"/*
 if compgen -G "$shared/golden/*.gguf" >/dev/null; then
-  cp "$shared"/golden/*.gguf "$corpus"/
+  cp "$shared"/golden/*.gguf "$work/gguf"/
 else
   echo "fuzz: $shared/golden/*.gguf not found; fuzzing from the hand-made seeds only" >&2
 fi
-python3 tools/fuzz/make_seeds.py "$corpus"
-findings="$build/findings"
-mkdir -p "$findings"
-rm -f "$findings"/*
-log="$build/fuzz.log"
+python3 tools/fuzz/make_seeds.py "$work/gguf"
 
-echo "fuzz: gguf_fuzz for ${seconds}s on $(ls "$corpus" | wc -l) seeds"
-set +e
-# Seeds longer than max_len are cut to it: the metadata and tensor directory of the golden
-# files come first, which is what the reader parses.
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
-  "$build/tools/fuzz/gguf_fuzz" "$corpus" -max_total_time="$seconds" -max_len=262144 \
-  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" >"$log" 2>&1
-rc=$?
-set -e
-
-execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
-rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
-cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo "?")
-n_found=$(find "$findings" -type f | wc -l)
-echo "fuzz: ${execs} executions, ${rate} exec/s, coverage ${cov} edges, findings: ${n_found} (log: $log)"
-if [ "$rc" -ne 0 ] || [ "$n_found" -ne 0 ]; then
-  echo "fuzz: FAILED (exit $rc); inputs in $findings:" >&2
-  ls -l "$findings" >&2
-  grep -E 'ERROR|SUMMARY|runtime error' "$log" | head -20 >&2
-  exit 1
-fi
+failed=0
+# run TARGET SECONDS MAX_LEN CORPUS
+run() {
+  local target="$1" secs="$2" max_len="$3" corpus="$4" log="$build/$1.log" rc
+  echo "fuzz: $target for ${secs}s on $(ls "$corpus" | wc -l) seeds"
+  set +e
+  # Seeds longer than max_len are cut to it: the metadata and tensor directory of the
+  # golden files come first, which is what the reader parses.
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
+    "$build/tools/fuzz/$target" "$corpus" -max_total_time="$secs" -max_len="$max_len" \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" >"$log" 2>&1
+  rc=$?
+  set -e
+  local execs rate cov found
+  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
+  rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo "?")
+  found=$(find "$findings" -type f -name "$target-*" | wc -l)
+  echo "fuzz: $target: ${execs} executions, ${rate} exec/s, coverage ${cov} edges, findings: ${found} (log: $log)"
+  if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then
+    echo "fuzz: $target FAILED (exit $rc); inputs in $findings:" >&2
+    ls -l "$findings" >&2
+    grep -E 'ERROR|SUMMARY|runtime error' "$log" | head -20 >&2
+    failed=1
+  fi
+}
+quant_secs=$((seconds / 4))
+run gguf_fuzz $((seconds - quant_secs)) 262144 "$work/gguf"
+[ "$quant_secs" -gt 0 ] && run quant_fuzz "$quant_secs" 4096 "$work/quant"
+exit "$failed"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -95,7 +96,10 @@ std::vector<uint8_t> small_valid_file() {
   EXPECT_TRUE(w.write_tensor(data.data(), 4).ok());
   EXPECT_TRUE(w.finish().ok());
   std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  std::vector<uint8_t> bytes(std::istreambuf_iterator<char>(in), {});
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return bytes;
 }
 
 TEST(GgufHostile, SmallValidFileParses) {
@@ -358,11 +362,14 @@ TEST(GgufHostile, OpenErrors) {
   auto missing = GgufFile::open("/nonexistent/x.gguf");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kIo);
-  auto dir = GgufFile::open(test::temp_dir("dir").string());
+  const auto tmp = test::temp_dir("open");
+  auto dir = GgufFile::open(tmp.string());
   ASSERT_FALSE(dir.ok());
-  const auto empty = test::temp_dir("empty") / "e.gguf";
+  const auto empty = tmp / "e.gguf";
   { std::ofstream(empty.string()); }
   auto e = GgufFile::open(empty.string());
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("magic"), std::string::npos);
 }

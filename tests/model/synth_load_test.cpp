@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,20 @@
 namespace gs::synth {
 namespace {
 
+// One scratch directory per test run, removed when the test binary exits.
+const std::filesystem::path& scratch() {
+  static const struct Dir {
+    std::filesystem::path path = test::temp_dir("synth-load");
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  return dir.path;
+}
+
 std::string write(const SynthConfig& c, const std::string& tag) {
-  const std::string path = (test::temp_dir("synth-load") / (tag + ".gguf")).string();
+  const std::string path = (scratch() / (tag + ".gguf")).string();
   auto s = write_synth(c, path, 2);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return path;

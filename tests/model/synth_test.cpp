@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -153,8 +154,20 @@ TEST(Synth, VocabularyLayout) {
   EXPECT_EQ(std::set<std::string>(big.tokens.begin(), big.tokens.end()).size(), big.tokens.size());
 }
 
+// One scratch directory per test run, removed when the test binary exits.
+const std::filesystem::path& scratch() {
+  static const struct Dir {
+    std::filesystem::path path = test::temp_dir("synth");
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  return dir.path;
+}
+
 std::string write(SynthConfig c, const std::string& tag, int threads = 2) {
-  const std::string path = (test::temp_dir("synth") / (tag + ".gguf")).string();
+  const std::string path = (scratch() / (tag + ".gguf")).string();
   auto stats = write_synth(c, path, threads);
   EXPECT_TRUE(stats.ok()) << stats.status().to_string();
   return path;
