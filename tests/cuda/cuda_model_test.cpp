@@ -77,7 +77,9 @@ TEST_F(CudaGolden, LogitsOfAllPositions) {
         const float* ref = g_.logits(p);
         for (int v = 0; v < 1024; ++v) max_err = std::max(max_err, std::fabs(static_cast<double>(lg[p * 1024 + v]) - ref[v]));
         const TopTwo t = top_two(ref, 1024);
-        if (t.gap > 0.1f) EXPECT_EQ(top_two(lg.data() + p * 1024, 1024).best, t.best) << "position " << p;
+        if (t.gap > 0.1f) {
+          EXPECT_EQ(top_two(lg.data() + p * 1024, 1024).best, t.best) << "position " << p;
+        }
       }
       std::printf("CUDA logits vs transformers (kv %s, chunk %d): max |err| %.3g\n",
                   std::string(ggml_type_name(kv)).c_str(), chunk, max_err);
@@ -141,6 +143,25 @@ std::vector<int32_t> prompt_ids(int n, int vocab) {
   return ids;
 }
 
+// Named intermediates of layers 0 and 1 for a prompt, by (name, layer).
+std::map<std::pair<std::string, int>, std::vector<float>> dump_layers(ModelRunner& r, const std::vector<int32_t>& ids) {
+  std::map<std::pair<std::string, int>, std::vector<float>> d;
+  r.forward().set_dump([&](const DumpTensor& t) {
+    if (t.layer <= 1) d[{std::string(t.name), t.layer}] = std::vector<float>(t.data, t.data + t.rows * t.cols);
+  });
+  const int seq = r.add_sequence().value();
+  std::vector<ModelRunner::Token> toks;
+  for (size_t i = 0; i < ids.size(); ++i) toks.push_back({seq, ids[i], i + 1 == ids.size()});
+  EXPECT_TRUE(r.decode(toks).ok());
+  EXPECT_TRUE(r.remove_sequence(seq).ok());
+  r.forward().set_dump(nullptr);
+  return d;
+}
+
+// A random-weight model amplifies rounding layer after layer, so its logits are compared
+// against a noise floor measured on the CPU oracle itself: the change an f16 KV cache makes
+// there (f32 vs f16 storage, the same size of perturbation as the CUDA paths' f16 operands).
+// Layers 0 and 1 are compared op by op without that slack.
 TEST(CudaSynth, EveryWeightTypeAgainstCpu) {
   GS_REQUIRE_BACKENDS();
   auto& B = Backends::get();
@@ -152,22 +173,42 @@ TEST(CudaSynth, EveryWeightTypeAgainstCpu) {
     ASSERT_TRUE(mc.ok() && mg.ok());
     const std::vector<int32_t> ids = prompt_ids(60, 1024);  // longer than the window (24)
     auto rc = make_runner(*mc, 64, 64, GgmlType::F16, 2, 256);
+    auto rc32 = make_runner(*mc, 64, 64, GgmlType::F32, 2, 256);
     auto rg = make_runner(*mg, 64, 64, GgmlType::F16, 2, 256);
-    ASSERT_TRUE(rc && rg);
+    ASSERT_TRUE(rc && rc32 && rg);
     const std::vector<float> ref = logits_of(*rc, ids, 60);
+    const std::vector<float> ref32 = logits_of(*rc32, ids, 60);
     const std::vector<float> one = logits_of(*rg, ids, 60);
     const std::vector<float> chunks = logits_of(*rg, ids, 7);
     const std::vector<float> steps = logits_of(*rg, ids, 1);
-    const ErrStats e1 = compare(one, ref), e2 = compare(chunks, one), e3 = compare(steps, one);
-    std::printf("%-7s CUDA vs CPU logits: rel L2 %.2e, max %.2e; chunks vs batch %.2e; steps vs batch %.2e\n",
-                type.c_str(), e1.rel_l2, e1.rel_max, e2.rel_l2, e3.rel_l2);
-    EXPECT_LT(e1.rel_l2, 2e-2);
-    EXPECT_LT(e2.rel_l2, 1e-2);
-    EXPECT_LT(e3.rel_l2, 1e-2);
-    // Same argmax wherever the oracle's top two are clearly apart.
+    const double floor = compare(ref, ref32).rel_l2;
+    // Every CUDA path (GEMM for the 60-row batch, tensor-core matvec for chunks and single
+    // tokens) against the oracle.
+    const ErrStats e1 = compare(one, ref), e2 = compare(chunks, ref), e3 = compare(steps, ref);
+    std::printf("%-7s noise floor %.2e; CUDA vs CPU logits (rel L2): batch %.2e (max %.2e), chunks of 7 %.2e, "
+                "token by token %.2e\n",
+                type.c_str(), floor, e1.rel_l2, e1.rel_max, e2.rel_l2, e3.rel_l2);
+    const double bound = std::max(5 * floor, 2e-3);
+    EXPECT_LT(e1.rel_l2, bound);
+    EXPECT_LT(e2.rel_l2, bound);
+    EXPECT_LT(e3.rel_l2, bound);
+    // Same argmax wherever the oracle's top two are clearly apart (against its own noise).
     for (size_t p = 0; p < ids.size(); ++p) {
       const TopTwo t = top_two(ref.data() + p * 1024, 1024);
-      if (t.gap > 0.1f) EXPECT_EQ(top_two(one.data() + p * 1024, 1024).best, t.best) << "position " << p;
+      if (t.gap > std::max(0.1, 20 * floor * 30)) {
+        EXPECT_EQ(top_two(one.data() + p * 1024, 1024).best, t.best) << "position " << p;
+      }
+    }
+    // Op by op through layers 0 and 1 (short prompt: the matvec and GEMM paths both run).
+    for (int n : {9, 24}) {
+      const std::vector<int32_t> p = prompt_ids(n, 1024);
+      auto dc = dump_layers(*rc, p), dg = dump_layers(*rg, p);
+      for (const auto& [key, v] : dc) {
+        auto it = dg.find(key);
+        ASSERT_NE(it, dg.end()) << key.first << " " << key.second;
+        const ErrStats e = compare(it->second, v);
+        EXPECT_LT(e.rel_l2, key.second == 0 ? 5e-3 : 2e-2) << key.first << " layer " << key.second << " prompt " << n;
+      }
     }
   }
 }
@@ -180,8 +221,9 @@ TEST(CudaSynth, BatchedSequencesEqualAlone) {
   auto r = make_runner(*mg, 64, 64, GgmlType::F16, 3, 256);
   ASSERT_NE(r, nullptr);
   const std::vector<int32_t> a = prompt_ids(30, 1024), b = prompt_ids(45, 1024);
-  const std::vector<float> la = logits_of(*r, a, 64), lb = logits_of(*r, b, 64);
-  // Both sequences in the same passes, their tokens interleaved.
+  // Alone in passes of 5 and 3 tokens; then both in the same passes of 5 + 3 rows. Every row
+  // is computed independently of the others in a pass (the same kernels run: <= 16 rows).
+  const std::vector<float> la = logits_of(*r, a, 5), lb = logits_of(*r, b, 3);
   const int sa = r->add_sequence().value(), sb = r->add_sequence().value();
   std::vector<float> ga, gb;
   size_t ia = 0, ib = 0;
@@ -202,8 +244,8 @@ TEST(CudaSynth, BatchedSequencesEqualAlone) {
       dst.insert(dst.end(), r->logits(k).begin(), r->logits(k).end());
     }
   }
-  EXPECT_LT(compare(ga, la).rel_l2, 1e-2);
-  EXPECT_LT(compare(gb, lb).rel_l2, 1e-2);
+  EXPECT_LT(compare(ga, la).rel_l2, 1e-4);
+  EXPECT_LT(compare(gb, lb).rel_l2, 1e-4);
 }
 
 TEST(CudaModel, ShakesGreedyFollowsTheCpu) {

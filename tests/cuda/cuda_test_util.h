@@ -161,6 +161,18 @@ inline std::vector<uint8_t> random_weight(GgmlType type, int64_t n_in, int64_t n
   return buf;
 }
 
+// Types the CUDA backend stores in their own block format; any other type it converts to f16
+// at upload (so even its f32 paths see f16-rounded weights).
+inline bool cuda_native_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: case GgmlType::Q8_0: case GgmlType::Q4_0:
+    case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // ||a - b|| / ||b|| and max |a - b| / max |b| (NaN or size mismatch gives +inf).
 struct ErrStats {
   double rel_l2 = 0;

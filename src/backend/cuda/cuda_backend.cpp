@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -325,6 +326,16 @@ class CudaBackend final : public Backend {
     if (!mat_ok(x) || !mat_ok(out) || group <= 0 || x.cols % group != 0 || out.rows != x.rows || out.cols != x.cols)
       return fail_shape("rms_norm: x [{}, {}], out [{}, {}], group {}", x.rows, x.cols, out.rows, out.cols, group);
     written(out);
+    // A whole-row norm of a few rows usually feeds a matmul: write its f16 operand too.
+    if (!opt_.simple_kernels && group == x.cols && x.rows <= kMaxMatvecRows) {
+      const int64_t pad = cuda::round_up(x.cols, cuda::kTileElems);
+      if (static_cast<size_t>(x.rows * pad) * 2 <= xh_bytes_ &&
+          cuda::launch_rms_norm_rows(stream_, mf(x), weight, eps, mf(out), xh_, xscale_, pad)) {
+        conv_ = {true, out.data, out.rows, out.cols, out.stride, pad};
+        launched("rms_norm");
+        return;
+      }
+    }
     cuda::launch_rms_norm(stream_, mf(x), weight, group, eps, mf(out));
     launched("rms_norm");
   }
@@ -347,6 +358,15 @@ class CudaBackend final : public Backend {
       return fail_shape("gelu_mul: gate [{}, {}], up [{}, {}], out [{}, {}]", gate.rows, gate.cols, up.rows, up.cols,
                         out.rows, out.cols);
     written(out);
+    if (!opt_.simple_kernels && out.rows <= kMaxMatvecRows) {  // feeds the down projection
+      const int64_t pad = cuda::round_up(out.cols, cuda::kTileElems);
+      if (static_cast<size_t>(out.rows * pad) * 2 <= xh_bytes_ &&
+          cuda::launch_gelu_mul_rows(stream_, mf(gate), mf(up), mf(out), xh_, xscale_, pad)) {
+        conv_ = {true, out.data, out.rows, out.cols, out.stride, pad};
+        launched("gelu_mul");
+        return;
+      }
+    }
     cuda::launch_gelu_mul(stream_, mf(gate), mf(up), mf(out));
     launched("gelu_mul");
   }
@@ -428,14 +448,16 @@ class CudaBackend final : public Backend {
     p.kv_lo = a.kv_lo;
     p.kv_hi = a.kv_hi;
     if (!opt_.simple_kernels && cuda::attention_mma_supported(p)) {
+      // Split the KV range until the grid is about one wave (one CTA per SM at head_dim 512,
+      // two below), keeping at least 4 tiles (128 positions) per split.
       const int ctas = std::max(1, cuda::attention_mma_cta_count(p));
-      const int target = (a.head_dim >= 512 ? 2 : 4) * n_sm_;
+      const int target = (a.head_dim >= 512 ? 1 : 2) * n_sm_;
       int n_splits = ctas < target ? (target + ctas - 1) / ctas : 1;
-      const int by_len = std::max(1, (std::max(a.max_kv_len, 1) + 63) / 64);
+      const int by_len = std::max(1, (std::max(a.max_kv_len, 1) + 127) / 128);
       n_splits = std::min(n_splits, by_len);
       const size_t per_split = static_cast<size_t>(p.n_tokens) * p.n_head * (p.head_dim + 2) * sizeof(float);
       n_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_splits), kAttnPartialBytes / per_split));
-      n_splits = std::max(1, std::min(n_splits, 65535));
+      n_splits = std::max(1, std::min(n_splits, 4096));
       cuda::launch_attention_mma(stream_, p, n_splits, partial_);
     } else {
       cuda::launch_attention_simple(stream_, p);
@@ -463,31 +485,51 @@ class CudaBackend final : public Backend {
       return;
     }
     if (!error_.ok()) return;
-    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-      cudaGetLastError();
-      record();  // capture unavailable: run eagerly
+    // A step that needs bigger working buffers than exist is captured twice: the first
+    // capture only records the sizes (grow() cannot allocate while capturing), then the
+    // buffers grow and the step is captured again.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        record();  // capture unavailable: run eagerly
+        return;
+      }
+      capturing_ = true;
+      grow_wanted_.clear();
+      record();
+      capturing_ = false;
+      conv_.valid = false;
+      cudaGraph_t graph = nullptr;
+      const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+      if (!grow_wanted_.empty()) {
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        const auto wanted = grow_wanted_;
+        grow_wanted_.clear();
+        for (const auto& [buf, need] : wanted) {
+          if (!grow(buf.first, buf.second, need).ok()) return;
+        }
+        xh_ = static_cast<uint16_t*>(xh_mem_);
+        wscratch_ = static_cast<uint16_t*>(wscratch_mem_);
+        continue;
+      }
+      if (end != cudaSuccess || !error_.ok()) {
+        if (graph) cudaGraphDestroy(graph);
+        if (end != cudaSuccess) set_cuda_error("graph capture", end);
+        return;
+      }
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      if (inst != cudaSuccess) {
+        set_cuda_error("graph instantiate", inst);
+        return;
+      }
+      graphs_[key] = exec;
+      if (cudaGraphLaunch(exec, stream_) != cudaSuccess) set_cuda_error("graph launch");
       return;
     }
-    capturing_ = true;
-    record();
-    capturing_ = false;
-    conv_.valid = false;
-    cudaGraph_t graph = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-    if (end != cudaSuccess || !error_.ok()) {
-      if (graph) cudaGraphDestroy(graph);
-      if (end != cudaSuccess) set_cuda_error("graph capture", end);
-      return;
-    }
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    if (inst != cudaSuccess) {
-      set_cuda_error("graph instantiate", inst);
-      return;
-    }
-    graphs_[key] = exec;
-    if (cudaGraphLaunch(exec, stream_) != cudaSuccess) set_cuda_error("graph launch");
+    fail(make_status(StatusCode::kInternal, "run_step: the step kept needing bigger working buffers"));
   }
 
   void invalidate_steps() override { destroy_graphs(); }
@@ -592,12 +634,10 @@ class CudaBackend final : public Backend {
   // Grows a working buffer; outside run_step only, since it frees the old one.
   Status grow(void** buf, size_t* have, size_t need) {
     if (*have >= need) return {};
-    if (capturing_) {
-      Status s = make_status(StatusCode::kFailedPrecondition,
-                             "a working buffer must grow to {} bytes inside run_step; run this shape once outside first",
-                             need);
-      fail(s);
-      return s;
+    if (capturing_) {  // run_step grows it after this capture and captures again
+      auto& w = grow_wanted_[{buf, have}];
+      w = std::max(w, need);
+      return make_status(StatusCode::kFailedPrecondition, "working buffer grows after capture");
     }
     destroy_graphs();
     internal_free(*buf, *have);
@@ -613,9 +653,8 @@ class CudaBackend final : public Backend {
     return {};
   }
   Status ensure_xh(size_t bytes) {
-    void* b = xh_;
-    Status s = grow(&b, &xh_bytes_, bytes);
-    xh_ = static_cast<uint16_t*>(b);
+    Status s = grow(&xh_mem_, &xh_bytes_, bytes);
+    xh_ = static_cast<uint16_t*>(xh_mem_);
     return s;
   }
 
@@ -655,13 +694,14 @@ class CudaBackend final : public Backend {
   // on cuBLAS, f32 output; one power-of-two scale for the whole activation keeps f16 in range.
   void gemm(const Weight& w, const WeightLayout& L, Mat x, Mat y) {
     const int64_t n = x.rows, K = L.n_in_pad;
-    if (!ensure_xh(static_cast<size_t>(n * K) * 2).ok()) return;
     const bool direct = L.format == WFormat::kF16;
+    const Status gx = ensure_xh(static_cast<size_t>(n * K) * 2);
+    Status gw;
     if (!direct) {
-      void* b = wscratch_;
-      if (!grow(&b, &wscratch_bytes_, std::max(wscratch_need_, static_cast<size_t>(16 * K * 2))).ok()) return;
-      wscratch_ = static_cast<uint16_t*>(b);
+      gw = grow(&wscratch_mem_, &wscratch_bytes_, std::max(wscratch_need_, static_cast<size_t>(16 * K * 2)));
+      wscratch_ = static_cast<uint16_t*>(wscratch_mem_);
     }
+    if (!gx.ok() || !gw.ok()) return;
     conv_.valid = false;
     cudaMemsetAsync(amax_, 0, sizeof(unsigned), stream_);
     cuda::launch_act_absmax(stream_, mf(x), amax_);
@@ -706,8 +746,10 @@ class CudaBackend final : public Backend {
   size_t internal_bytes_ = 0;
   std::vector<std::unique_ptr<CudaWeight>> weights_;
   void* staging_ = nullptr;
+  void* xh_mem_ = nullptr;
   uint16_t* xh_ = nullptr;
   size_t xh_bytes_ = 0;
+  void* wscratch_mem_ = nullptr;
   uint16_t* wscratch_ = nullptr;
   size_t wscratch_bytes_ = 0;
   size_t wscratch_need_ = 0;
@@ -721,6 +763,7 @@ class CudaBackend final : public Backend {
   Status error_;
   bool capturing_ = false;
   std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
+  std::map<std::pair<void**, size_t*>, size_t> grow_wanted_;  // sizes asked for during a capture
 };
 
 }  // namespace
@@ -735,6 +778,7 @@ int cuda_device_count() {
 }
 
 Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id, const CudaBackendOptions& options) {
+  if (const char* e = std::getenv("GS_CUDA_PDL"); e && std::string(e) == "0") cuda::set_pdl(false);
   const int n = cuda_device_count();
   if (n == 0) return make_status(StatusCode::kUnavailable, "no CUDA device is available");
   if (device_id < 0 || device_id >= n)

@@ -63,10 +63,21 @@ struct AttnParams {
   const int32_t* kv_hi;
 };
 
+// Programmatic dependent launch for every kernel (default on; process-wide).
+void set_pdl(bool on);
+
 // ---- element-wise and small ops (k_elementwise.cu) --------------------------------------
 void launch_rms_norm(cudaStream_t s, MatF x, const float* weight, int64_t group, float eps, MatF out);
+// Whole-row RMS norm (cols <= 8192, 16-byte aligned rows), one read of x; with xh non-null
+// it also writes out as launch_act_to_f16_rows(permute = true) would. False: not applicable.
+bool launch_rms_norm_rows(cudaStream_t s, MatF x, const float* weight, float eps, MatF out, uint16_t* xh,
+                          float* xscale, int64_t n_in_pad);
 void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p);
 void launch_gelu_mul(cudaStream_t s, MatF gate, MatF up, MatF out);
+// Row-wise GELU-gated product that also writes the f16 matvec operand of `out` (16-byte
+// aligned rows only; false otherwise).
+bool launch_gelu_mul_rows(cudaStream_t s, MatF gate, MatF up, MatF out, uint16_t* xh, float* xscale,
+                          int64_t n_in_pad);
 void launch_add(cudaStream_t s, MatF a, MatF b, MatF out);
 void launch_scale(cudaStream_t s, MatF x, float factor);
 void launch_softcap(cudaStream_t s, MatF x, float cap);

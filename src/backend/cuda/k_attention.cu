@@ -11,6 +11,7 @@
 #include <climits>
 
 #include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
 namespace {
@@ -22,6 +23,7 @@ constexpr int kSimpleWarps = 4;
 
 template <int DPL>
 __global__ void __launch_bounds__(kSimpleWarps * 32) attn_simple_kernel(AttnParams p) {
+  GS_PDL_ENTRY();
   const int head = blockIdx.x, tok = blockIdx.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int D = p.head_dim;
@@ -123,6 +125,7 @@ __host__ __device__ inline RowMap row_map(int n_head, int n_head_kv) {
 
 template <int D>
 __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
+  GS_PDL_ENTRY();
   using S = FaSmem<D>;
   constexpr int kStride = S::kStride;
   constexpr int DS = D / kNW;  // dims per warp
@@ -370,29 +373,50 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
   }
 }
 
-__global__ void attn_combine_kernel(const float* __restrict__ partial, int n_splits, int n_tokens, int n_head, int D,
-                                    MatF out) {
+// Merges the n_splits partial results of one (token, head) row: weights exp(m_s - M) once per
+// split in shared memory, then every thread sums its float4 of the output over the splits.
+__global__ void __launch_bounds__(128) attn_combine_kernel(const float* __restrict__ partial, int n_splits,
+                                                           int n_tokens, int n_head, int D, MatF out) {
+  GS_PDL_ENTRY();
+  extern __shared__ float wsh[];  // [n_splits] weights, then [1] total
   const int64_t row = blockIdx.x;
   const int tok = static_cast<int>(row / n_head), head = static_cast<int>(row % n_head);
   const int64_t rows_total = static_cast<int64_t>(n_tokens) * n_head;
+  const int64_t pstride = rows_total * (D + 2);
+  const float* P0 = partial + row * (D + 2);
   float M = -INFINITY;
-  for (int s = 0; s < n_splits; ++s) {
-    const float* P = partial + (s * rows_total + row) * (D + 2);
-    if (P[1] > 0.f) M = fmaxf(M, P[0]);
+  for (int s = threadIdx.x; s < n_splits; s += blockDim.x)
+    if (P0[s * pstride + 1] > 0.f) M = fmaxf(M, P0[s * pstride]);
+  M = warp_max(M);
+  __shared__ float red[4];
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = M;
+  __syncthreads();
+  M = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+  for (int s = threadIdx.x; s < n_splits; s += blockDim.x) {
+    const float l = P0[s * pstride + 1];
+    wsh[s] = l > 0.f ? exp2f((P0[s * pstride] - M) * kLog2e) : 0.f;
   }
-  float L = 0.f;
-  for (int s = 0; s < n_splits; ++s) {
-    const float* P = partial + (s * rows_total + row) * (D + 2);
-    if (P[1] > 0.f) L += P[1] * exp2f((P[0] - M) * kLog2e);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float L = 0.f;
+    for (int s = 0; s < n_splits; ++s) L += wsh[s] * P0[s * pstride + 1];
+    wsh[n_splits] = L;
   }
+  __syncthreads();
+  const float L = wsh[n_splits];
+  const float inv = L > 0.f ? 1.0f / L : 0.f;
   float* orow = out.data + static_cast<int64_t>(tok) * out.stride + static_cast<int64_t>(head) * D;
-  for (int d = threadIdx.x; d < D; d += blockDim.x) {
-    float o = 0.f;
+  for (int d = threadIdx.x * 2; d < D; d += blockDim.x * 2) {
+    float o0 = 0.f, o1 = 0.f;
+#pragma unroll 8
     for (int s = 0; s < n_splits; ++s) {
-      const float* P = partial + (s * rows_total + row) * (D + 2);
-      if (P[1] > 0.f) o += P[2 + d] * exp2f((P[0] - M) * kLog2e);
+      const float wgt = wsh[s];
+      const float2 v = *reinterpret_cast<const float2*>(P0 + s * pstride + 2 + d);
+      o0 += wgt * v.x;
+      o1 += wgt * v.y;
     }
-    orow[d] = L > 0.f ? o / L : 0.f;
+    orow[d] = o0 * inv;
+    orow[d + 1] = o1 * inv;
   }
 }
 
@@ -402,10 +426,10 @@ void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* part
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  attn_mma_kernel<D><<<grid, kNW * 32, FaSmem<D>::kTotal, s>>>(p, n_splits, partial);
+  launch_k(attn_mma_kernel<D>, grid, kNW * 32, FaSmem<D>::kTotal, s, p, n_splits, partial);
   if (n_splits > 1) {
-    attn_combine_kernel<<<static_cast<unsigned>(p.n_tokens * p.n_head), 128, 0, s>>>(partial, n_splits, p.n_tokens,
-                                                                                      p.n_head, D, p.out);
+    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (n_splits + 1) * sizeof(float), s, 
+        partial, n_splits, p.n_tokens, p.n_head, D, p.out);
   }
 }
 
@@ -421,12 +445,12 @@ void launch_attention_simple(cudaStream_t s, const AttnParams& p) {
   if (p.n_tokens == 0) return;
   const dim3 grid(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tokens));
   const int dpl = (p.head_dim + 31) / 32;
-  if (dpl <= 1) attn_simple_kernel<1><<<grid, kSimpleWarps * 32, 0, s>>>(p);
-  else if (dpl <= 2) attn_simple_kernel<2><<<grid, kSimpleWarps * 32, 0, s>>>(p);
-  else if (dpl <= 4) attn_simple_kernel<4><<<grid, kSimpleWarps * 32, 0, s>>>(p);
-  else if (dpl <= 8) attn_simple_kernel<8><<<grid, kSimpleWarps * 32, 0, s>>>(p);
-  else if (dpl <= 16) attn_simple_kernel<16><<<grid, kSimpleWarps * 32, 0, s>>>(p);
-  else attn_simple_kernel<32><<<grid, kSimpleWarps * 32, 0, s>>>(p);
+  if (dpl <= 1) launch_k(attn_simple_kernel<1>, grid, kSimpleWarps * 32, 0, s, p);
+  else if (dpl <= 2) launch_k(attn_simple_kernel<2>, grid, kSimpleWarps * 32, 0, s, p);
+  else if (dpl <= 4) launch_k(attn_simple_kernel<4>, grid, kSimpleWarps * 32, 0, s, p);
+  else if (dpl <= 8) launch_k(attn_simple_kernel<8>, grid, kSimpleWarps * 32, 0, s, p);
+  else if (dpl <= 16) launch_k(attn_simple_kernel<16>, grid, kSimpleWarps * 32, 0, s, p);
+  else launch_k(attn_simple_kernel<32>, grid, kSimpleWarps * 32, 0, s, p);
 }
 
 bool attention_mma_supported(const AttnParams& p) {

@@ -1,11 +1,13 @@
 // Weight rows to f16 in a scratch buffer, the operand of the cuBLAS prefill GEMM.
 #include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
 namespace {
 
 __global__ void dequant_f16_kernel(const uint8_t* __restrict__ w, WeightLayout L, int64_t row0, int64_t total8,
                                    uint16_t* __restrict__ dst) {
+  GS_PDL_ENTRY();
   const int64_t per_row = L.n_in_pad / 8;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total8;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -29,7 +31,7 @@ void launch_dequant_f16(cudaStream_t s, const void* w, const WeightLayout& L, in
   if (total8 == 0) return;
   int64_t blocks = (total8 + 255) / 256;
   if (blocks > 132 * 64) blocks = 132 * 64;
-  dequant_f16_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(static_cast<const uint8_t*>(w), L, row0, total8,
+  launch_k(dequant_f16_kernel, static_cast<unsigned>(blocks), 256, 0, s, static_cast<const uint8_t*>(w), L, row0, total8,
                                                                     dst);
 }
 

@@ -5,8 +5,13 @@
 #include <cstdint>
 
 #include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
+
+bool g_pdl = true;
+void set_pdl(bool on) { g_pdl = on; }
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -19,6 +24,7 @@ inline unsigned grid_for(int64_t n, int threads = kThreads) {
 // ---- RMS norm: one warp per group (small groups) or one block per group -----------------
 __global__ void rms_norm_warp_kernel(MatF x, const float* __restrict__ w, int64_t group, float eps, MatF out,
                                      int64_t n_groups_total, int64_t groups_per_row) {
+  GS_PDL_ENTRY();
   const int64_t gi = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x & 31;
   if (gi >= n_groups_total) return;
@@ -37,6 +43,7 @@ __global__ void rms_norm_warp_kernel(MatF x, const float* __restrict__ w, int64_
 
 __global__ void rms_norm_block_kernel(MatF x, const float* __restrict__ w, int64_t group, float eps, MatF out,
                                       int64_t groups_per_row) {
+  GS_PDL_ENTRY();
   const int64_t gi = blockIdx.x;
   const int64_t r = gi / groups_per_row, c0 = (gi % groups_per_row) * group;
   const float* xr = x.data + r * x.stride + c0;
@@ -60,16 +67,137 @@ __global__ void rms_norm_block_kernel(MatF x, const float* __restrict__ w, int64
   }
 }
 
+// One row per block, the row held in registers (one read): x is read once, out written once,
+// and, when xh is given, out also as the f16 matvec operand (permuted, power-of-two scaled;
+// see launch_act_to_f16_rows), which saves the matmul that follows its conversion pass.
+template <int NV>
+__global__ void __launch_bounds__(256) rms_row_kernel(MatF x, const float* __restrict__ w, float eps, MatF out,
+                                                      uint16_t* __restrict__ xh, float* __restrict__ xscale,
+                                                      int64_t n_in_pad) {
+  GS_PDL_ENTRY();
+  __shared__ float sh[32];
+  const int64_t r = blockIdx.x;
+  const int n4 = static_cast<int>(x.cols / 4);
+  const float4* xr = reinterpret_cast<const float4*>(x.data + r * x.stride);
+  float4 v[NV];
+  float ss = 0.f;
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int c = threadIdx.x + i * 256;
+    v[i] = c < n4 ? xr[c] : make_float4(0.f, 0.f, 0.f, 0.f);
+    ss += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;
+  }
+  ss = warp_sum(ss);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = ss;
+  __syncthreads();
+  float tot = 0.f;
+  for (int i = 0; i < 8; ++i) tot += sh[i];
+  const float inv = 1.0f / sqrtf(tot / static_cast<float>(x.cols) + eps);
+  float4* orow = reinterpret_cast<float4*>(out.data + r * out.stride);
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+  float amax = 0.f;
+  bool nan = false;
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int c = threadIdx.x + i * 256;
+    if (c < n4) {
+      const float4 g = w ? w4[c] : make_float4(1.f, 1.f, 1.f, 1.f);
+      v[i] = make_float4(g.x * (v[i].x * inv), g.y * (v[i].y * inv), g.z * (v[i].z * inv), g.w * (v[i].w * inv));
+      orow[c] = v[i];
+      amax = fmaxf(amax, fmaxf(fmaxf(fabsf(v[i].x), fabsf(v[i].y)), fmaxf(fabsf(v[i].z), fabsf(v[i].w))));
+      nan |= isnan(v[i].x) || isnan(v[i].y) || isnan(v[i].z) || isnan(v[i].w);
+    }
+  }
+  if (xh == nullptr) return;
+  __syncthreads();  // sh reused
+  amax = warp_max(amax);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = amax;
+  const bool any_nan = __syncthreads_or(nan);
+  float m = 0.f;
+  for (int i = 0; i < 8; ++i) m = fmaxf(m, sh[i]);
+  if (any_nan) m = __int_as_float(0x7fc00000);
+  float factor, undo;
+  if (!(m <= 3.0e38f)) {
+    factor = 1.0f;
+    undo = __int_as_float(0x7fc00000);
+  } else {
+    int ex = 0;
+    frexpf(m, &ex);
+    if (m == 0.0f) ex = 0;
+    if (ex < -100) ex = -100;
+    factor = ldexpf(1.0f, 11 - ex);
+    undo = ldexpf(1.0f, ex - 11);
+  }
+  if (threadIdx.x == 0) xscale[r] = undo;
+  uint2* hrow = reinterpret_cast<uint2*>(xh + r * n_in_pad);
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int c = threadIdx.x + i * 256;
+    if (c < n4) hrow[c] = make_uint2(pack_f32x2(v[i].x * factor, v[i].z * factor), pack_f32x2(v[i].y * factor, v[i].w * factor));
+  }
+  for (int c = n4 + threadIdx.x; c < n_in_pad / 4; c += 256) hrow[c] = make_uint2(0u, 0u);
+}
+
+__device__ __forceinline__ float gelu_tanh_fwd(float x);
+
+// GELU-gated product of whole rows, one block per row, also writing the f16 matvec operand
+// of the result (the down projection's input) like rms_row_kernel.
+__global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF out, uint16_t* __restrict__ xh,
+                                                        float* __restrict__ xscale, int64_t n_in_pad) {
+  GS_PDL_ENTRY();
+  __shared__ float sh[32];
+  const int64_t r = blockIdx.x;
+  const int n4 = static_cast<int>(out.cols / 4);
+  const float4* g4 = reinterpret_cast<const float4*>(gate.data + r * gate.stride);
+  const float4* u4 = reinterpret_cast<const float4*>(up.data + r * up.stride);
+  float4* o4 = reinterpret_cast<float4*>(out.data + r * out.stride);
+  float amax = 0.f;
+  bool nan = false;
+  for (int c = threadIdx.x; c < n4; c += 256) {
+    const float4 g = g4[c], u = u4[c];
+    const float4 o = make_float4(gelu_tanh_fwd(g.x) * u.x, gelu_tanh_fwd(g.y) * u.y, gelu_tanh_fwd(g.z) * u.z,
+                                 gelu_tanh_fwd(g.w) * u.w);
+    o4[c] = o;
+    amax = fmaxf(amax, fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w))));
+    nan |= isnan(o.x) || isnan(o.y) || isnan(o.z) || isnan(o.w);
+  }
+  amax = warp_max(amax);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = amax;
+  const bool any_nan = __syncthreads_or(nan);
+  float m = 0.f;
+  for (int i = 0; i < 8; ++i) m = fmaxf(m, sh[i]);
+  if (any_nan) m = __int_as_float(0x7fc00000);
+  float factor, undo;
+  if (!(m <= 3.0e38f)) {
+    factor = 1.0f;
+    undo = __int_as_float(0x7fc00000);
+  } else {
+    int ex = 0;
+    frexpf(m, &ex);
+    if (m == 0.0f) ex = 0;
+    if (ex < -100) ex = -100;
+    factor = ldexpf(1.0f, 11 - ex);
+    undo = ldexpf(1.0f, ex - 11);
+  }
+  if (threadIdx.x == 0) xscale[r] = undo;
+  uint2* hrow = reinterpret_cast<uint2*>(xh + r * n_in_pad);
+  for (int c = threadIdx.x; c < n4; c += 256) {
+    const float4 o = o4[c];  // this thread's own writes
+    hrow[c] = make_uint2(pack_f32x2(o.x * factor, o.z * factor), pack_f32x2(o.y * factor, o.w * factor));
+  }
+  for (int c = n4 + threadIdx.x; c < n_in_pad / 4; c += 256) hrow[c] = make_uint2(0u, 0u);
+}
+
 // ---- RoPE ---------------------------------------------------------------------------------
-// Angles in double: positions reach 1M and the fastest angle ~1e6 rad (spec §3.1.3).
+// Angles in double: positions reach 1M and the fastest angle ~1e6 rad (spec §3.1.3). One
+// thread per (row, pair) computes the rotation once and applies it to every head.
 __global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams p, int64_t n_heads, int64_t total) {
+  GS_PDL_ENTRY();
   const int half = p.n_dims / 2;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int i = static_cast<int>(idx % half);
-    const int64_t rh = idx / half;
-    const int64_t h = rh % n_heads, r = rh / n_heads;
-    float* v = x.data + r * x.stride + h * p.head_dim;
+    const int64_t r = idx / half;
     const double inv_freq = pow(static_cast<double>(p.theta), -2.0 * i / static_cast<double>(p.n_dims));
     double theta_extrap = static_cast<double>(pos[r]) * inv_freq;
     if (p.freq_factors) theta_extrap /= static_cast<double>(p.freq_factors[i]);
@@ -86,9 +214,12 @@ __global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams 
     double sn, cs;
     sincos(theta, &sn, &cs);
     const float c = static_cast<float>(cs * mscale), s = static_cast<float>(sn * mscale);
-    const float a = v[i], b = v[i + half];
-    v[i] = a * c - b * s;
-    v[i + half] = a * s + b * c;
+    float* v = x.data + r * x.stride + i;
+    for (int64_t h = 0; h < n_heads; ++h, v += p.head_dim) {
+      const float a = v[0], b = v[half];
+      v[0] = a * c - b * s;
+      v[half] = a * s + b * c;
+    }
   }
 }
 
@@ -96,6 +227,7 @@ __global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams 
 __device__ __forceinline__ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
+__device__ __forceinline__ float gelu_tanh_fwd(float x) { return gelu_tanh(x); }
 
 enum class Ew { kGeluMul, kAdd, kCopy, kScale, kSoftcap };
 
@@ -114,6 +246,7 @@ __device__ __forceinline__ float ew(float a, float b, float s) {
 // one thread).
 template <Ew kOp, bool kVec>
 __global__ void ew_kernel(MatF a, MatF b, MatF out, float s) {
+  GS_PDL_ENTRY();
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t r = blockIdx.y; r < out.rows; r += gridDim.y) {
     const float* ar = a.data + r * a.stride;
@@ -159,13 +292,14 @@ void launch_ew(cudaStream_t st, MatF a, MatF b, MatF out, float s) {
   if (gx * gy > 65536 && gy > 1) gy = std::max<int64_t>(1, 65536 / gx);
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
   if (vec) {
-    ew_kernel<kOp, true><<<grid, kThreads, 0, st>>>(a, b, out, s);
+    launch_k(ew_kernel<kOp, true>, grid, kThreads, 0, st, a, b, out, s);
   } else {
-    ew_kernel<kOp, false><<<grid, kThreads, 0, st>>>(a, b, out, s);
+    launch_k(ew_kernel<kOp, false>, grid, kThreads, 0, st, a, b, out, s);
   }
 }
 
 __global__ void gather_kernel(MatF src, const int32_t* __restrict__ rows, MatF dst, int64_t total) {
+  GS_PDL_ENTRY();
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = idx / dst.cols, c = idx % dst.cols;
@@ -176,6 +310,7 @@ __global__ void gather_kernel(MatF src, const int32_t* __restrict__ rows, MatF d
 
 __global__ void embed_kernel(const uint8_t* __restrict__ w, WeightLayout L, const int32_t* __restrict__ ids,
                              float scale, MatF out) {
+  GS_PDL_ENTRY();
   const int64_t r = blockIdx.y;
   const int64_t id = ids[r];
   const bool ok = id >= 0 && id < L.n_out;
@@ -193,6 +328,7 @@ __global__ void embed_kernel(const uint8_t* __restrict__ w, WeightLayout L, cons
 
 __global__ void kv_store_kernel(MatF k, MatF v, KvView kv, const int32_t* __restrict__ slots, int64_t width,
                                 int64_t total) {
+  GS_PDL_ENTRY();
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = idx / width, c = idx % width;
@@ -211,6 +347,7 @@ __global__ void kv_store_kernel(MatF k, MatF v, KvView kv, const int32_t* __rest
 
 __global__ void kv_copy_kernel(KvView kv, const int32_t* __restrict__ src, const int32_t* __restrict__ dst,
                                int64_t row_bytes, int64_t total_words) {
+  GS_PDL_ENTRY();
   // row_bytes is a multiple of 4 (f16 rows of an even width or f32 rows).
   const int64_t words = row_bytes / 4;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total_words;
@@ -227,6 +364,7 @@ __global__ void kv_copy_kernel(KvView kv, const int32_t* __restrict__ src, const
 
 __global__ void kv_copy_bytes_kernel(KvView kv, const int32_t* __restrict__ src, const int32_t* __restrict__ dst,
                                      int64_t row_bytes, int64_t total) {
+  GS_PDL_ENTRY();
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = idx / row_bytes, c = idx % row_bytes;
@@ -241,27 +379,50 @@ __global__ void kv_copy_bytes_kernel(KvView kv, const int32_t* __restrict__ src,
 
 }  // namespace
 
+bool launch_rms_norm_rows(cudaStream_t s, MatF x, const float* weight, float eps, MatF out, uint16_t* xh,
+                          float* xscale, int64_t n_in_pad) {
+  const bool aligned = x.cols % 4 == 0 && x.stride % 4 == 0 && out.stride % 4 == 0 &&
+                       (reinterpret_cast<uintptr_t>(x.data) & 15) == 0 && (reinterpret_cast<uintptr_t>(out.data) & 15) == 0 &&
+                       (weight == nullptr || (reinterpret_cast<uintptr_t>(weight) & 15) == 0);
+  if (!aligned || x.cols > 8192 || x.rows == 0) return false;
+  const int nv = static_cast<int>((x.cols / 4 + 255) / 256);
+  const unsigned grid = static_cast<unsigned>(x.rows);
+  if (nv <= 2) launch_k(rms_row_kernel<2>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  else if (nv <= 4) launch_k(rms_row_kernel<4>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  else if (nv <= 6) launch_k(rms_row_kernel<6>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  else launch_k(rms_row_kernel<8>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  return true;
+}
+
 void launch_rms_norm(cudaStream_t s, MatF x, const float* weight, int64_t group, float eps, MatF out) {
   if (x.rows == 0 || group <= 0) return;
+  if (group == x.cols && group > 1024 && launch_rms_norm_rows(s, x, weight, eps, out, nullptr, nullptr, 0)) return;
   const int64_t gpr = x.cols / group;
   const int64_t n = x.rows * gpr;
   if (group <= 1024) {
     const int64_t threads = n * 32;
-    rms_norm_warp_kernel<<<grid_for(threads), kThreads, 0, s>>>(x, weight, group, eps, out, n, gpr);
+    launch_k(rms_norm_warp_kernel, grid_for(threads), kThreads, 0, s, x, weight, group, eps, out, n, gpr);
   } else {
-    rms_norm_block_kernel<<<static_cast<unsigned>(n), 512, 0, s>>>(x, weight, group, eps, out, gpr);
+    launch_k(rms_norm_block_kernel, static_cast<unsigned>(n), 512, 0, s, x, weight, group, eps, out, gpr);
   }
 }
 
 void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p) {
   if (x.rows == 0 || p.n_dims < 2) return;
   const int64_t n_heads = x.cols / p.head_dim;
-  const int64_t total = x.rows * n_heads * (p.n_dims / 2);
-  rope_kernel<<<grid_for(total), kThreads, 0, s>>>(x, pos, p, n_heads, total);
+  const int64_t total = x.rows * (p.n_dims / 2);
+  launch_k(rope_kernel, grid_for(total), kThreads, 0, s, x, pos, p, n_heads, total);
 }
 
 void launch_gelu_mul(cudaStream_t s, MatF gate, MatF up, MatF out) {
   launch_ew<Ew::kGeluMul>(s, gate, up, out, 0.f);
+}
+
+bool launch_gelu_mul_rows(cudaStream_t s, MatF gate, MatF up, MatF out, uint16_t* xh, float* xscale,
+                          int64_t n_in_pad) {
+  if (!(vec_ok(gate) && vec_ok(up) && vec_ok(out)) || out.rows == 0) return false;
+  launch_k(gelu_rows_kernel, static_cast<unsigned>(out.rows), 256, 0, s, gate, up, out, xh, xscale, n_in_pad);
+  return true;
 }
 
 void launch_add(cudaStream_t s, MatF a, MatF b, MatF out) {
@@ -283,14 +444,14 @@ void launch_softcap(cudaStream_t s, MatF x, float cap) {
 void launch_gather_rows(cudaStream_t s, MatF src, const int32_t* rows, MatF dst) {
   const int64_t total = dst.rows * dst.cols;
   if (total == 0) return;
-  gather_kernel<<<grid_for(total), kThreads, 0, s>>>(src, rows, dst, total);
+  launch_k(gather_kernel, grid_for(total), kThreads, 0, s, src, rows, dst, total);
 }
 
 void launch_embed(cudaStream_t s, const void* w, const WeightLayout& L, const int32_t* ids, float scale, MatF out) {
   if (out.rows == 0) return;
   const int64_t per_row_threads = (L.n_in + 7) / 8;
   const unsigned gx = grid_for(per_row_threads, 128);
-  embed_kernel<<<dim3(gx, static_cast<unsigned>(out.rows)), 128, 0, s>>>(static_cast<const uint8_t*>(w), L, ids,
+  launch_k(embed_kernel, dim3(gx, static_cast<unsigned>(out.rows)), 128, 0, s, static_cast<const uint8_t*>(w), L, ids,
                                                                           scale, out);
 }
 
@@ -298,7 +459,7 @@ void launch_kv_store(cudaStream_t s, MatF k, MatF v, const KvView& kv, const int
   const int64_t width = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
   const int64_t total = k.rows * width;
   if (total == 0) return;
-  kv_store_kernel<<<grid_for(total), kThreads, 0, s>>>(k, v, kv, slots, width, total);
+  launch_k(kv_store_kernel, grid_for(total), kThreads, 0, s, k, v, kv, slots, width, total);
 }
 
 void launch_kv_copy_slots(cudaStream_t s, const KvView& kv, const int32_t* src, const int32_t* dst, int n) {
@@ -306,10 +467,10 @@ void launch_kv_copy_slots(cudaStream_t s, const KvView& kv, const int32_t* src, 
   const int64_t row_bytes = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim * (kv.f16 ? 2 : 4);
   if (row_bytes % 4 == 0) {
     const int64_t total = n * (row_bytes / 4);
-    kv_copy_kernel<<<grid_for(total), kThreads, 0, s>>>(kv, src, dst, row_bytes, total);
+    launch_k(kv_copy_kernel, grid_for(total), kThreads, 0, s, kv, src, dst, row_bytes, total);
   } else {
     const int64_t total = n * row_bytes;
-    kv_copy_bytes_kernel<<<grid_for(total), kThreads, 0, s>>>(kv, src, dst, row_bytes, total);
+    launch_k(kv_copy_bytes_kernel, grid_for(total), kThreads, 0, s, kv, src, dst, row_bytes, total);
   }
 }
 

@@ -11,9 +11,11 @@
 // the order they come out of the blocks and reads the matching activations, which the
 // conversion kernel stores in (0, 2, 1, 3) order inside each group of 4 so that one 8-byte
 // load gives the two B registers of an mma step.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
 namespace {
@@ -51,6 +53,7 @@ __device__ __forceinline__ void pow2_scale(float amax, float& factor, float& und
 
 __global__ void act_rows_kernel(MatF x, int64_t n_in_pad, uint16_t* __restrict__ xh, float* __restrict__ xscale,
                                 bool permute) {
+  GS_PDL_ENTRY();
   __shared__ float sh[32];
   const int64_t r = blockIdx.x;
   const float* xr = x.data + r * x.stride;
@@ -84,6 +87,7 @@ __global__ void act_rows_kernel(MatF x, int64_t n_in_pad, uint16_t* __restrict__
 }
 
 __global__ void act_absmax_kernel(MatF x, unsigned* amax, int64_t total) {
+  GS_PDL_ENTRY();
   __shared__ float sh[32];
   float m = 0.f;
   bool nan = false;
@@ -101,6 +105,7 @@ __global__ void act_absmax_kernel(MatF x, unsigned* amax, int64_t total) {
 
 __global__ void act_global_kernel(MatF x, int64_t n_in_pad, const unsigned* __restrict__ amax,
                                   uint16_t* __restrict__ xh, float* __restrict__ alpha, int64_t total4) {
+  GS_PDL_ENTRY();
   float factor, undo;
   pow2_scale(__uint_as_float(*amax), factor, undo);
   if (blockIdx.x == 0 && threadIdx.x == 0) *alpha = undo;
@@ -157,53 +162,87 @@ struct RowPtrs {
   bool ok1;
 };
 
-template <int NT>
-__device__ __forceinline__ void tile_q4k(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
-                                         const uint16_t* const (&xb)[NT], const bool (&xok)[NT], bool q5) {
-  const int64_t bo = tile * (q5 ? 176 : 144);
-  const uint8_t* b0 = R.main0 + bo;
-  const uint8_t* b1 = R.main1 + bo;
-  const uint4 h0 = ld16(b0, R.ok0), h1 = ld16(b1, R.ok1);
-  const int qo = (q5 ? 48 : 16) + 32 * t;
-  const uint4 qa0 = ld16(b0 + qo, R.ok0), qb0 = ld16(b0 + qo + 16, R.ok0);
-  const uint4 qa1 = ld16(b1 + qo, R.ok1), qb1 = ld16(b1 + qo + 16, R.ok1);
-  uint4 ha0 = make_uint4(0u, 0u, 0u, 0u), hb0 = ha0, ha1 = ha0, hb1 = ha0;
-  if (q5) {
-    ha0 = ld16(b0 + 16, R.ok0);
-    hb0 = ld16(b0 + 32, R.ok0);
-    ha1 = ld16(b1 + 16, R.ok1);
-    hb1 = ld16(b1 + 32, R.ok1);
+// Each format: a Raw struct holding one tile's blocks for rows g and g + 8 (loaded a tile
+// ahead, so the next tile's loads are in flight while this one is computed), load(), and
+// compute() feeding 16 mma steps.
+template <WFormat F>
+struct Tile;
+
+template <>
+struct Tile<WFormat::kQ4_K> {
+  struct Raw {
+    uint4 h0, h1, qa0, qb0, qa1, qb1;
+  };
+  static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
+    const uint8_t* b0 = R.main0 + tile * 144;
+    const uint8_t* b1 = R.main1 + tile * 144;
+    r.h0 = ld16(b0, R.ok0);
+    r.h1 = ld16(b1, R.ok1);
+    r.qa0 = ld16(b0 + 16 + 32 * t, R.ok0);
+    r.qb0 = ld16(b0 + 32 + 32 * t, R.ok0);
+    r.qa1 = ld16(b1 + 16 + 32 * t, R.ok1);
+    r.qb1 = ld16(b1 + 32 + 32 * t, R.ok1);
   }
-  // Scales and mins of sub-blocks 2t (low nibbles) and 2t + 1 (high nibbles).
-  __half2 s_lo[2], m_lo[2], s_hi[2], m_hi[2];
+};
+
+template <>
+struct Tile<WFormat::kQ5_K> {
+  struct Raw {
+    uint4 h0, h1, qa0, qb0, qa1, qb1, ea0, eb0, ea1, eb1;
+  };
+  static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
+    const uint8_t* b0 = R.main0 + tile * 176;
+    const uint8_t* b1 = R.main1 + tile * 176;
+    r.h0 = ld16(b0, R.ok0);
+    r.h1 = ld16(b1, R.ok1);
+    r.qa0 = ld16(b0 + 48 + 32 * t, R.ok0);
+    r.qb0 = ld16(b0 + 64 + 32 * t, R.ok0);
+    r.qa1 = ld16(b1 + 48 + 32 * t, R.ok1);
+    r.qb1 = ld16(b1 + 64 + 32 * t, R.ok1);
+    r.ea0 = ld16(b0 + 16, R.ok0);
+    r.eb0 = ld16(b0 + 32, R.ok0);
+    r.ea1 = ld16(b1 + 16, R.ok1);
+    r.eb1 = ld16(b1 + 32, R.ok1);
+  }
+};
+
+// Scales and mins of sub-blocks 2t (low nibbles) and 2t + 1 (high) of a Q4_K/Q5_K block
+// header h (d, dmin, 12 packed 6-bit scales/mins).
+__device__ __forceinline__ void k_scales(const uint4& h, int t, __half2& s_lo, __half2& m_lo, __half2& s_hi,
+                                         __half2& m_hi) {
+  const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
 #pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const uint4& h = rr == 0 ? h0 : h1;
-    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
-    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
-    // scales[12] are bytes 4..15 of the block = bytes 4.. of h.
-#pragma unroll
-    for (int hi = 0; hi < 2; ++hi) {
-      const int k = 2 * t + hi;
-      int sc, mn;
-      if (k < 4) {
-        sc = u4_byte(h, 4 + k) & 63;
-        mn = u4_byte(h, 8 + k) & 63;
-      } else {
-        sc = (u4_byte(h, 8 + k) & 15) | ((u4_byte(h, k) >> 6) << 4);
-        mn = (u4_byte(h, 8 + k) >> 4) | ((u4_byte(h, 4 + k) >> 6) << 4);
-      }
-      const __half2 s2 = __float2half2_rn(d * static_cast<float>(sc));
-      const __half2 m2 = __float2half2_rn(-(dmin * static_cast<float>(mn)));
-      if (hi == 0) {
-        s_lo[rr] = s2;
-        m_lo[rr] = m2;
-      } else {
-        s_hi[rr] = s2;
-        m_hi[rr] = m2;
-      }
+  for (int hi = 0; hi < 2; ++hi) {
+    const int k = 2 * t + hi;
+    int sc, mn;
+    if (k < 4) {
+      sc = u4_byte(h, 4 + k) & 63;
+      mn = u4_byte(h, 8 + k) & 63;
+    } else {
+      sc = (u4_byte(h, 8 + k) & 15) | ((u4_byte(h, k) >> 6) << 4);
+      mn = (u4_byte(h, 8 + k) >> 4) | ((u4_byte(h, 4 + k) >> 6) << 4);
+    }
+    const __half2 s2 = __float2half2_rn(d * static_cast<float>(sc));
+    const __half2 m2 = __float2half2_rn(-(dmin * static_cast<float>(mn)));
+    if (hi == 0) {
+      s_lo = s2;
+      m_lo = m2;
+    } else {
+      s_hi = s2;
+      m_hi = m2;
     }
   }
+}
+
+template <int NT, bool kQ5>
+__device__ __forceinline__ void compute_qk45(float (&acc)[NT][4], const uint4& h0, const uint4& h1, const uint4& qa0,
+                                             const uint4& qb0, const uint4& qa1, const uint4& qb1, const uint4& ea0,
+                                             const uint4& eb0, const uint4& ea1, const uint4& eb1, int t,
+                                             const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+  __half2 s_lo[2], m_lo[2], s_hi[2], m_hi[2];
+  k_scales(h0, t, s_lo[0], m_lo[0], s_hi[0], m_hi[0]);
+  k_scales(h1, t, s_lo[1], m_lo[1], s_hi[1], m_hi[1]);
 #pragma unroll
   for (int w = 0; w < 8; ++w) {
     const uint32_t q0 = w < 4 ? u4_get(qa0, w) : u4_get(qb0, w - 4);
@@ -212,10 +251,9 @@ __device__ __forceinline__ void tile_q4k(float (&acc)[NT][4], const RowPtrs& R, 
     uint32_t hi02_0 = (q0 >> 4) & 0x000F000Fu, hi13_0 = (q0 >> 12) & 0x000F000Fu;
     uint32_t lo02_1 = q1 & 0x000F000Fu, lo13_1 = (q1 >> 8) & 0x000F000Fu;
     uint32_t hi02_1 = (q1 >> 4) & 0x000F000Fu, hi13_1 = (q1 >> 12) & 0x000F000Fu;
-    float sub = 1024.0f;
-    if (q5) {
-      const uint32_t e0 = w < 4 ? u4_get(ha0, w) : u4_get(hb0, w - 4);
-      const uint32_t e1 = w < 4 ? u4_get(ha1, w) : u4_get(hb1, w - 4);
+    if constexpr (kQ5) {
+      const uint32_t e0 = w < 4 ? u4_get(ea0, w) : u4_get(eb0, w - 4);
+      const uint32_t e1 = w < 4 ? u4_get(ea1, w) : u4_get(eb1, w - 4);
       const int k0 = 2 * t, k1 = 2 * t + 1;
       lo02_0 |= ((e0 >> k0) & 0x00010001u) << 4;
       lo13_0 |= ((e0 >> (k0 + 8)) & 0x00010001u) << 4;
@@ -226,169 +264,222 @@ __device__ __forceinline__ void tile_q4k(float (&acc)[NT][4], const RowPtrs& R, 
       hi02_1 |= ((e1 >> k1) & 0x00010001u) << 4;
       hi13_1 |= ((e1 >> (k1 + 8)) & 0x00010001u) << 4;
     }
-    const uint32_t a_lo02_0 = h2_fma(h2_sub(lo02_0 | kMagic, sub), s_lo[0], m_lo[0]);
-    const uint32_t a_lo13_0 = h2_fma(h2_sub(lo13_0 | kMagic, sub), s_lo[0], m_lo[0]);
-    const uint32_t a_lo02_1 = h2_fma(h2_sub(lo02_1 | kMagic, sub), s_lo[1], m_lo[1]);
-    const uint32_t a_lo13_1 = h2_fma(h2_sub(lo13_1 | kMagic, sub), s_lo[1], m_lo[1]);
-    step<NT>(acc, a_lo02_0, a_lo02_1, a_lo13_0, a_lo13_1, xb, xok, 64 * t + 4 * w);
-    const uint32_t a_hi02_0 = h2_fma(h2_sub(hi02_0 | kMagic, sub), s_hi[0], m_hi[0]);
-    const uint32_t a_hi13_0 = h2_fma(h2_sub(hi13_0 | kMagic, sub), s_hi[0], m_hi[0]);
-    const uint32_t a_hi02_1 = h2_fma(h2_sub(hi02_1 | kMagic, sub), s_hi[1], m_hi[1]);
-    const uint32_t a_hi13_1 = h2_fma(h2_sub(hi13_1 | kMagic, sub), s_hi[1], m_hi[1]);
-    step<NT>(acc, a_hi02_0, a_hi02_1, a_hi13_0, a_hi13_1, xb, xok, 64 * t + 32 + 4 * w);
+    step<NT>(acc, h2_fma(h2_sub(lo02_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
+             h2_fma(h2_sub(lo02_1 | kMagic, 1024.f), s_lo[1], m_lo[1]),
+             h2_fma(h2_sub(lo13_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
+             h2_fma(h2_sub(lo13_1 | kMagic, 1024.f), s_lo[1], m_lo[1]), xb, xok, 64 * t + 4 * w);
+    step<NT>(acc, h2_fma(h2_sub(hi02_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
+             h2_fma(h2_sub(hi02_1 | kMagic, 1024.f), s_hi[1], m_hi[1]),
+             h2_fma(h2_sub(hi13_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
+             h2_fma(h2_sub(hi13_1 | kMagic, 1024.f), s_hi[1], m_hi[1]), xb, xok, 64 * t + 32 + 4 * w);
   }
 }
 
-template <int NT>
-__device__ __forceinline__ void tile_q6k(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
-                                         const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-  const int h = t >> 1, j = t & 1;
-  const uint8_t* b0 = R.main0 + tile * 208;
-  const uint8_t* b1 = R.main1 + tile * 208;
-  const int qlo = 64 * h + 32 * j, qho = 128 + 32 * h;
-  const uint4 la0 = ld16(b0 + qlo, R.ok0), lb0 = ld16(b0 + qlo + 16, R.ok0);
-  const uint4 la1 = ld16(b1 + qlo, R.ok1), lb1 = ld16(b1 + qlo + 16, R.ok1);
-  const uint4 ha0 = ld16(b0 + qho, R.ok0), hb0 = ld16(b0 + qho + 16, R.ok0);
-  const uint4 ha1 = ld16(b1 + qho, R.ok1), hb1 = ld16(b1 + qho + 16, R.ok1);
-  const uint4 sc0 = ld16(b0 + 192, R.ok0), sc1 = ld16(b1 + 192, R.ok1);
-  const float d0 = R.ok0 ? __half2float(__ushort_as_half(R.meta0[tile])) : 0.f;
-  const float d1 = R.ok1 ? __half2float(__ushort_as_half(R.meta1[tile])) : 0.f;
-  // Scales: low nibbles use sc[8h + 2j + w/4], high nibbles sc[8h + 4 + 2j + w/4].
-  __half2 slo[2][2], shi[2][2];
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    slo[0][u] = __float2half2_rn(d0 * static_cast<float>(static_cast<int8_t>(u4_byte(sc0, 8 * h + 2 * j + u))));
-    shi[0][u] = __float2half2_rn(d0 * static_cast<float>(static_cast<int8_t>(u4_byte(sc0, 8 * h + 4 + 2 * j + u))));
-    slo[1][u] = __float2half2_rn(d1 * static_cast<float>(static_cast<int8_t>(u4_byte(sc1, 8 * h + 2 * j + u))));
-    shi[1][u] = __float2half2_rn(d1 * static_cast<float>(static_cast<int8_t>(u4_byte(sc1, 8 * h + 4 + 2 * j + u))));
+template <>
+struct Tile<WFormat::kQ6_K> {
+  struct Raw {
+    uint4 la0, lb0, la1, lb1, ha0, hb0, ha1, hb1, sc0, sc1;
+    float d0, d1;
+  };
+  static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
+    const int h = t >> 1, j = t & 1;
+    const uint8_t* b0 = R.main0 + tile * 208;
+    const uint8_t* b1 = R.main1 + tile * 208;
+    const int qlo = 64 * h + 32 * j, qho = 128 + 32 * h;
+    r.la0 = ld16(b0 + qlo, R.ok0);
+    r.lb0 = ld16(b0 + qlo + 16, R.ok0);
+    r.la1 = ld16(b1 + qlo, R.ok1);
+    r.lb1 = ld16(b1 + qlo + 16, R.ok1);
+    r.ha0 = ld16(b0 + qho, R.ok0);
+    r.hb0 = ld16(b0 + qho + 16, R.ok0);
+    r.ha1 = ld16(b1 + qho, R.ok1);
+    r.hb1 = ld16(b1 + qho + 16, R.ok1);
+    r.sc0 = ld16(b0 + 192, R.ok0);
+    r.sc1 = ld16(b1 + 192, R.ok1);
+    r.d0 = R.ok0 ? __half2float(__ushort_as_half(R.meta0[tile])) : 0.f;
+    r.d1 = R.ok1 ? __half2float(__ushort_as_half(R.meta1[tile])) : 0.f;
   }
-  const int slo_sh = 2 * j, shi_sh = 4 + 2 * j;
+  template <int NT>
+  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
+                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+    const int h = t >> 1, j = t & 1;
+    // Scales: low nibbles use sc[8h + 2j + w/4], high nibbles sc[8h + 4 + 2j + w/4].
+    __half2 slo[2][2], shi[2][2];
 #pragma unroll
-  for (int w = 0; w < 8; ++w) {
-    const int u = w / 4;
-    const uint32_t q0 = w < 4 ? u4_get(la0, w) : u4_get(lb0, w - 4);
-    const uint32_t q1 = w < 4 ? u4_get(la1, w) : u4_get(lb1, w - 4);
-    const uint32_t e0 = w < 4 ? u4_get(ha0, w) : u4_get(hb0, w - 4);
-    const uint32_t e1 = w < 4 ? u4_get(ha1, w) : u4_get(hb1, w - 4);
-    const uint32_t lo02_0 = (q0 & 0x000F000Fu) | (((e0 >> slo_sh) & 0x00030003u) << 4);
-    const uint32_t lo13_0 = ((q0 >> 8) & 0x000F000Fu) | (((e0 >> (slo_sh + 8)) & 0x00030003u) << 4);
-    const uint32_t hi02_0 = ((q0 >> 4) & 0x000F000Fu) | (((e0 >> shi_sh) & 0x00030003u) << 4);
-    const uint32_t hi13_0 = ((q0 >> 12) & 0x000F000Fu) | (((e0 >> (shi_sh + 8)) & 0x00030003u) << 4);
-    const uint32_t lo02_1 = (q1 & 0x000F000Fu) | (((e1 >> slo_sh) & 0x00030003u) << 4);
-    const uint32_t lo13_1 = ((q1 >> 8) & 0x000F000Fu) | (((e1 >> (slo_sh + 8)) & 0x00030003u) << 4);
-    const uint32_t hi02_1 = ((q1 >> 4) & 0x000F000Fu) | (((e1 >> shi_sh) & 0x00030003u) << 4);
-    const uint32_t hi13_1 = ((q1 >> 12) & 0x000F000Fu) | (((e1 >> (shi_sh + 8)) & 0x00030003u) << 4);
-    step<NT>(acc, h2_mul(h2_sub(lo02_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo02_1 | kMagic, 1056.f), slo[1][u]),
-             h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo[1][u]),
-             xb, xok, 128 * h + 32 * j + 4 * w);
-    step<NT>(acc, h2_mul(h2_sub(hi02_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi02_1 | kMagic, 1056.f), shi[1][u]),
-             h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi[1][u]),
-             xb, xok, 128 * h + 64 + 32 * j + 4 * w);
+    for (int u = 0; u < 2; ++u) {
+      slo[0][u] = __float2half2_rn(r.d0 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc0, 8 * h + 2 * j + u))));
+      shi[0][u] = __float2half2_rn(r.d0 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc0, 8 * h + 4 + 2 * j + u))));
+      slo[1][u] = __float2half2_rn(r.d1 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc1, 8 * h + 2 * j + u))));
+      shi[1][u] = __float2half2_rn(r.d1 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc1, 8 * h + 4 + 2 * j + u))));
+    }
+    const int slo_sh = 2 * j, shi_sh = 4 + 2 * j;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const int u = w / 4;
+      const uint32_t q0 = w < 4 ? u4_get(r.la0, w) : u4_get(r.lb0, w - 4);
+      const uint32_t q1 = w < 4 ? u4_get(r.la1, w) : u4_get(r.lb1, w - 4);
+      const uint32_t e0 = w < 4 ? u4_get(r.ha0, w) : u4_get(r.hb0, w - 4);
+      const uint32_t e1 = w < 4 ? u4_get(r.ha1, w) : u4_get(r.hb1, w - 4);
+      const uint32_t lo02_0 = (q0 & 0x000F000Fu) | (((e0 >> slo_sh) & 0x00030003u) << 4);
+      const uint32_t lo13_0 = ((q0 >> 8) & 0x000F000Fu) | (((e0 >> (slo_sh + 8)) & 0x00030003u) << 4);
+      const uint32_t hi02_0 = ((q0 >> 4) & 0x000F000Fu) | (((e0 >> shi_sh) & 0x00030003u) << 4);
+      const uint32_t hi13_0 = ((q0 >> 12) & 0x000F000Fu) | (((e0 >> (shi_sh + 8)) & 0x00030003u) << 4);
+      const uint32_t lo02_1 = (q1 & 0x000F000Fu) | (((e1 >> slo_sh) & 0x00030003u) << 4);
+      const uint32_t lo13_1 = ((q1 >> 8) & 0x000F000Fu) | (((e1 >> (slo_sh + 8)) & 0x00030003u) << 4);
+      const uint32_t hi02_1 = ((q1 >> 4) & 0x000F000Fu) | (((e1 >> shi_sh) & 0x00030003u) << 4);
+      const uint32_t hi13_1 = ((q1 >> 12) & 0x000F000Fu) | (((e1 >> (shi_sh + 8)) & 0x00030003u) << 4);
+      step<NT>(acc, h2_mul(h2_sub(lo02_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo02_1 | kMagic, 1056.f), slo[1][u]),
+               h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo[1][u]),
+               xb, xok, 128 * h + 32 * j + 4 * w);
+      step<NT>(acc, h2_mul(h2_sub(hi02_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi02_1 | kMagic, 1056.f), shi[1][u]),
+               h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi[1][u]),
+               xb, xok, 128 * h + 64 + 32 * j + 4 * w);
+    }
   }
-}
+};
 
-template <int NT>
-__device__ __forceinline__ void tile_q8_0(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
+template <>
+struct Tile<WFormat::kQ8_0> {
+  struct Raw {
+    uint4 q0[4], q1[4];
+    uint32_t d0, d1;  // two f16 block scales each (blocks 2t, 2t + 1 of the tile)
+  };
+  static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
+    const uint8_t* b0 = R.main0 + tile * 256 + 64 * t;
+    const uint8_t* b1 = R.main1 + tile * 256 + 64 * t;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      r.q0[i] = ld16(b0 + 16 * i, R.ok0);
+      r.q1[i] = ld16(b1 + 16 * i, R.ok1);
+    }
+    r.d0 = R.ok0 ? *reinterpret_cast<const uint32_t*>(R.meta0 + tile * 8 + 2 * t) : 0u;
+    r.d1 = R.ok1 ? *reinterpret_cast<const uint32_t*>(R.meta1 + tile * 8 + 2 * t) : 0u;
+  }
+  template <int NT>
+  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
+                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+    const __half2 d0[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 & 0xffffu))),
+                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 >> 16)))};
+    const __half2 d1[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 & 0xffffu))),
+                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 >> 16)))};
+#pragma unroll
+    for (int w = 0; w < 16; ++w) {
+      const uint32_t u0 = u4_get(r.q0[w / 4], w % 4) ^ 0x80808080u;
+      const uint32_t u1 = u4_get(r.q1[w / 4], w % 4) ^ 0x80808080u;
+      const int blk = w / 8;
+      step<NT>(acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0[blk]),
+               h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1[blk]),
+               h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0[blk]),
+               h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1[blk]), xb, xok, 64 * t + 4 * w);
+    }
+  }
+};
+
+template <>
+struct Tile<WFormat::kQ4_0> {
+  struct Raw {
+    uint4 qa0, qb0, qa1, qb1;
+    uint32_t d0, d1;
+  };
+  static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
+    const uint8_t* b0 = R.main0 + tile * 128 + 32 * t;
+    const uint8_t* b1 = R.main1 + tile * 128 + 32 * t;
+    r.qa0 = ld16(b0, R.ok0);
+    r.qb0 = ld16(b0 + 16, R.ok0);
+    r.qa1 = ld16(b1, R.ok1);
+    r.qb1 = ld16(b1 + 16, R.ok1);
+    r.d0 = R.ok0 ? *reinterpret_cast<const uint32_t*>(R.meta0 + tile * 8 + 2 * t) : 0u;
+    r.d1 = R.ok1 ? *reinterpret_cast<const uint32_t*>(R.meta1 + tile * 8 + 2 * t) : 0u;
+  }
+  template <int NT>
+  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
+                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+    const __half2 d0[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 & 0xffffu))),
+                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 >> 16)))};
+    const __half2 d1[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 & 0xffffu))),
+                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 >> 16)))};
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const int bb = w / 4;
+      const uint32_t v0 = bb == 0 ? u4_get(r.qa0, w % 4) : u4_get(r.qb0, w % 4);
+      const uint32_t v1 = bb == 0 ? u4_get(r.qa1, w % 4) : u4_get(r.qb1, w % 4);
+      const int xo = 64 * t + 32 * bb + 4 * (w % 4);
+      step<NT>(acc, h2_mul(h2_sub((v0 & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+               h2_mul(h2_sub((v1 & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
+               h2_mul(h2_sub(((v0 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+               h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo);
+      step<NT>(acc, h2_mul(h2_sub(((v0 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+               h2_mul(h2_sub(((v1 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
+               h2_mul(h2_sub(((v0 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
+               h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo + 16);
+    }
+  }
+};
+
+// F16 and BF16: lane t reads elements [64t, 64t + 64) of the tile, in two halves of 32
+// (4 x 16-byte loads per row each).
+template <WFormat F, int NT>
+__device__ __forceinline__ void tile_half(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
                                           const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-  const uint8_t* b0 = R.main0 + tile * 256 + 64 * t;
-  const uint8_t* b1 = R.main1 + tile * 256 + 64 * t;
-  uint4 q0[4], q1[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    q0[i] = ld16(b0 + 16 * i, R.ok0);
-    q1[i] = ld16(b1 + 16 * i, R.ok1);
-  }
-  __half2 d0[2], d1[2];
+  for (int half = 0; half < 2; ++half) {
+    const int64_t e0 = tile * 256 + 64 * t + 32 * half;
+    uint4 v0[4], v1[4];
 #pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    d0[u] = R.ok0 ? __half2half2(__ushort_as_half(R.meta0[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
-    d1[u] = R.ok1 ? __half2half2(__ushort_as_half(R.meta1[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
-  }
+    for (int i = 0; i < 4; ++i) {
+      v0[i] = ld16(R.main0 + (e0 + 8 * i) * 2, R.ok0);
+      v1[i] = ld16(R.main1 + (e0 + 8 * i) * 2, R.ok1);
+    }
 #pragma unroll
-  for (int w = 0; w < 16; ++w) {
-    const uint32_t u0 = u4_get(q0[w / 4], w % 4) ^ 0x80808080u;
-    const uint32_t u1 = u4_get(q1[w / 4], w % 4) ^ 0x80808080u;
-    const int blk = w / 8;
-    step<NT>(acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0[blk]),
-             h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1[blk]),
-             h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0[blk]),
-             h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1[blk]), xb, xok, 64 * t + 4 * w);
-  }
-}
-
-template <int NT>
-__device__ __forceinline__ void tile_q4_0(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
-                                          const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-  const uint8_t* b0 = R.main0 + tile * 128 + 32 * t;
-  const uint8_t* b1 = R.main1 + tile * 128 + 32 * t;
-  const uint4 q0[2] = {ld16(b0, R.ok0), ld16(b0 + 16, R.ok0)};
-  const uint4 q1[2] = {ld16(b1, R.ok1), ld16(b1 + 16, R.ok1)};
-  __half2 d0[2], d1[2];
+    for (int s = 0; s < 8; ++s) {  // 4 elements per step: words 2(s%2), 2(s%2)+1 of v[s/2]
+      uint32_t p02[2], p13[2];
 #pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    d0[u] = R.ok0 ? __half2half2(__ushort_as_half(R.meta0[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
-    d1[u] = R.ok1 ? __half2half2(__ushort_as_half(R.meta1[tile * 8 + 2 * t + u])) : __float2half2_rn(0.f);
-  }
-#pragma unroll
-  for (int w = 0; w < 8; ++w) {
-    const int bb = w / 4;
-    const uint32_t v0 = u4_get(q0[bb], w % 4), v1 = u4_get(q1[bb], w % 4);
-    const int xo = 64 * t + 32 * bb + 4 * (w % 4);
-    step<NT>(acc, h2_mul(h2_sub((v0 & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-             h2_mul(h2_sub((v1 & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
-             h2_mul(h2_sub(((v0 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-             h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo);
-    step<NT>(acc, h2_mul(h2_sub(((v0 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-             h2_mul(h2_sub(((v1 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
-             h2_mul(h2_sub(((v0 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-             h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo + 16);
-  }
-}
-
-// F16, BF16 and F32 rows: lane t reads elements [64t, 64t + 64) of the tile.
-template <int NT, WFormat F>
-__device__ __forceinline__ void tile_plain(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
-                                           const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-  constexpr int kElemBytes = F == WFormat::kF32 ? 4 : 2;
-  const uint8_t* b0 = R.main0 + (tile * 256 + 64 * t) * kElemBytes;
-  const uint8_t* b1 = R.main1 + (tile * 256 + 64 * t) * kElemBytes;
-#pragma unroll 4
-  for (int s = 0; s < 16; ++s) {
-    uint32_t p02[2], p13[2];
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const uint8_t* b = (rr == 0 ? b0 : b1) + s * 4 * kElemBytes;
-      const bool ok = rr == 0 ? R.ok0 : R.ok1;
-      if constexpr (F == WFormat::kF32) {
-        const float4 v = ok ? __ldg(reinterpret_cast<const float4*>(b)) : make_float4(0.f, 0.f, 0.f, 0.f);
-        p02[rr] = pack_f32x2(v.x, v.z);
-        p13[rr] = pack_f32x2(v.y, v.w);
-      } else {
-        const uint2 v = ok ? __ldg(reinterpret_cast<const uint2*>(b)) : make_uint2(0u, 0u);
+      for (int rr = 0; rr < 2; ++rr) {
+        const uint4& v = (rr == 0 ? v0 : v1)[s / 2];
+        const uint32_t a = (s % 2 == 0) ? v.x : v.z, b = (s % 2 == 0) ? v.y : v.w;
         if constexpr (F == WFormat::kF16) {
-          p02[rr] = __byte_perm(v.x, v.y, 0x5410);
-          p13[rr] = __byte_perm(v.x, v.y, 0x7632);
+          p02[rr] = __byte_perm(a, b, 0x5410);
+          p13[rr] = __byte_perm(a, b, 0x7632);
         } else {
-          const float e0 = __uint_as_float(v.x << 16), e1 = __uint_as_float(v.x & 0xffff0000u);
-          const float e2 = __uint_as_float(v.y << 16), e3 = __uint_as_float(v.y & 0xffff0000u);
-          p02[rr] = pack_f32x2(e0, e2);
-          p13[rr] = pack_f32x2(e1, e3);
+          p02[rr] = pack_f32x2(__uint_as_float(a << 16), __uint_as_float(b << 16));
+          p13[rr] = pack_f32x2(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
         }
       }
+      step<NT>(acc, p02[0], p02[1], p13[0], p13[1], xb, xok, 64 * t + 32 * half + 4 * s);
     }
-    step<NT>(acc, p02[0], p02[1], p13[0], p13[1], xb, xok, 64 * t + 4 * s);
   }
 }
 
-constexpr int kMaxWarps = 8;
+template <int NT>
+__device__ __forceinline__ void tile_f32(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
+                                         const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+#pragma unroll 4
+  for (int s = 0; s < 16; ++s) {
+    const int64_t e = tile * 256 + 64 * t + 4 * s;
+    const float4 a = R.ok0 ? __ldg(reinterpret_cast<const float4*>(R.main0 + e * 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    const float4 b = R.ok1 ? __ldg(reinterpret_cast<const float4*>(R.main1 + e * 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    step<NT>(acc, pack_f32x2(a.x, a.z), pack_f32x2(b.x, b.z), pack_f32x2(a.y, a.w), pack_f32x2(b.y, b.w), xb, xok,
+             64 * t + 4 * s);
+  }
+}
+
+constexpr int kMaxWarps = 16;
+
+struct MvGrid {
+  int wr;  // warps along rows (16 rows each)
+  int wk;  // warps along k (tiles wk, wk + WK, ...)
+};
 
 template <WFormat F, int NT>
 __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_t* __restrict__ w, WeightLayout L,
                                                                    const uint16_t* __restrict__ xh,
-                                                                   const float* __restrict__ xscale, MatF y) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+                                                                   const float* __restrict__ xscale, MatF y,
+                                                                   MvGrid G) {
+  GS_PDL_ENTRY();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int wr = warp % G.wr, wk = warp / G.wr;
   const int g = lane >> 2, t = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * 16 + g, row1 = row0 + 8;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * G.wr + wr) * 16 + g, row1 = row0 + 8;
   RowPtrs R;
   R.ok0 = row0 < L.n_out;
   R.ok1 = row1 < L.n_out;
@@ -405,35 +496,61 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
   for (int ct = 0; ct < NT; ++ct)
     for (int i = 0; i < 4; ++i) acc[ct][i] = 0.f;
 
-  for (int64_t tile = warp; tile < n_tiles; tile += nw) {
-    const uint16_t* xb[NT];
-    bool xok[NT];
+  auto xptrs = [&](int64_t tile, const uint16_t* (&xb)[NT], bool (&xok)[NT]) {
 #pragma unroll
     for (int ct = 0; ct < NT; ++ct) {
       const int col = ct * 8 + g;
       xok[ct] = col < n;
       xb[ct] = xh + static_cast<int64_t>(xok[ct] ? col : 0) * L.n_in_pad + tile * kTileElems;
     }
-    if constexpr (F == WFormat::kQ4_K) tile_q4k<NT>(acc, R, tile, t, xb, xok, false);
-    if constexpr (F == WFormat::kQ5_K) tile_q4k<NT>(acc, R, tile, t, xb, xok, true);
-    if constexpr (F == WFormat::kQ6_K) tile_q6k<NT>(acc, R, tile, t, xb, xok);
-    if constexpr (F == WFormat::kQ8_0) tile_q8_0<NT>(acc, R, tile, t, xb, xok);
-    if constexpr (F == WFormat::kQ4_0) tile_q4_0<NT>(acc, R, tile, t, xb, xok);
-    if constexpr (F == WFormat::kF16 || F == WFormat::kBF16 || F == WFormat::kF32)
-      tile_plain<NT, F>(acc, R, tile, t, xb, xok);
+  };
+
+  if constexpr (F == WFormat::kQ4_K || F == WFormat::kQ5_K || F == WFormat::kQ6_K || F == WFormat::kQ8_0 ||
+                F == WFormat::kQ4_0) {
+    using T = Tile<F>;
+    typename T::Raw cur, nxt;
+    int64_t tile = wk;
+    if (tile < n_tiles) T::load(cur, R, tile, t);
+    for (; tile < n_tiles; tile += G.wk) {
+      if (tile + G.wk < n_tiles) T::load(nxt, R, tile + G.wk, t);
+      const uint16_t* xb[NT];
+      bool xok[NT];
+      xptrs(tile, xb, xok);
+      if constexpr (F == WFormat::kQ4_K) {
+        compute_qk45<NT, false>(acc, cur.h0, cur.h1, cur.qa0, cur.qb0, cur.qa1, cur.qb1, cur.h0, cur.h0, cur.h0,
+                                cur.h0, t, xb, xok);
+      } else if constexpr (F == WFormat::kQ5_K) {
+        compute_qk45<NT, true>(acc, cur.h0, cur.h1, cur.qa0, cur.qb0, cur.qa1, cur.qb1, cur.ea0, cur.eb0, cur.ea1,
+                               cur.eb1, t, xb, xok);
+      } else {
+        T::template compute<NT>(cur, acc, t, xb, xok);
+      }
+      cur = nxt;
+    }
+  } else {
+    for (int64_t tile = wk; tile < n_tiles; tile += G.wk) {
+      const uint16_t* xb[NT];
+      bool xok[NT];
+      xptrs(tile, xb, xok);
+      if constexpr (F == WFormat::kF32) tile_f32<NT>(acc, R, tile, t, xb, xok);
+      else tile_half<F, NT>(acc, R, tile, t, xb, xok);
+    }
   }
 
+  // k-split partial sums: warps with wk > 0 hand theirs to the wk == 0 warp of their rows.
   __shared__ float red[kMaxWarps][NT * 4][32];
-  if (nw > 1) {
-#pragma unroll
-    for (int ct = 0; ct < NT; ++ct)
-      for (int i = 0; i < 4; ++i) red[warp][ct * 4 + i][lane] = acc[ct][i];
-    __syncthreads();
-    if (warp != 0) return;
-    for (int ww = 1; ww < nw; ++ww)
+  if (G.wk > 1) {
+    if (wk > 0) {
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct)
-        for (int i = 0; i < 4; ++i) acc[ct][i] += red[ww][ct * 4 + i][lane];
+        for (int i = 0; i < 4; ++i) red[warp][ct * 4 + i][lane] = acc[ct][i];
+    }
+    __syncthreads();
+    if (wk != 0) return;
+    for (int k = 1; k < G.wk; ++k)
+#pragma unroll
+      for (int ct = 0; ct < NT; ++ct)
+        for (int i = 0; i < 4; ++i) acc[ct][i] += red[k * G.wr + wr][ct * 4 + i][lane];
   }
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct) {
@@ -451,22 +568,23 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
 
 template <int NT>
 void launch_mma_nt(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
-                   MatF y, dim3 grid, int threads) {
+                   MatF y, dim3 grid, int threads, MvGrid G) {
   const auto* wb = static_cast<const uint8_t*>(w);
   switch (L.format) {
-    case WFormat::kF32: matvec_mma_kernel<WFormat::kF32, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
-    case WFormat::kF16: matvec_mma_kernel<WFormat::kF16, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
-    case WFormat::kBF16: matvec_mma_kernel<WFormat::kBF16, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
-    case WFormat::kQ8_0: matvec_mma_kernel<WFormat::kQ8_0, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
-    case WFormat::kQ4_0: matvec_mma_kernel<WFormat::kQ4_0, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
-    case WFormat::kQ4_K: matvec_mma_kernel<WFormat::kQ4_K, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
-    case WFormat::kQ5_K: matvec_mma_kernel<WFormat::kQ5_K, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
-    case WFormat::kQ6_K: matvec_mma_kernel<WFormat::kQ6_K, NT><<<grid, threads, 0, s>>>(wb, L, xh, xscale, y); break;
+    case WFormat::kF32: launch_k(matvec_mma_kernel<WFormat::kF32, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
+    case WFormat::kF16: launch_k(matvec_mma_kernel<WFormat::kF16, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
+    case WFormat::kBF16: launch_k(matvec_mma_kernel<WFormat::kBF16, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
+    case WFormat::kQ8_0: launch_k(matvec_mma_kernel<WFormat::kQ8_0, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
+    case WFormat::kQ4_0: launch_k(matvec_mma_kernel<WFormat::kQ4_0, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
+    case WFormat::kQ4_K: launch_k(matvec_mma_kernel<WFormat::kQ4_K, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
+    case WFormat::kQ5_K: launch_k(matvec_mma_kernel<WFormat::kQ5_K, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
+    case WFormat::kQ6_K: launch_k(matvec_mma_kernel<WFormat::kQ6_K, NT>, grid, threads, 0, s, wb, L, xh, xscale, y, G); break;
   }
 }
 
 // ---- plain CUDA-core matmul: one warp per output row, any number of activation rows ---------
 __global__ void matvec_simple_kernel(const uint8_t* __restrict__ w, WeightLayout L, MatF x, MatF y) {
+  GS_PDL_ENTRY();
   const int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x & 31;
   if (o >= L.n_out) return;
@@ -495,22 +613,35 @@ __global__ void matvec_simple_kernel(const uint8_t* __restrict__ w, WeightLayout
 
 void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale, bool permute) {
   if (x.rows == 0) return;
-  act_rows_kernel<<<static_cast<unsigned>(x.rows), 256, 0, s>>>(x, n_in_pad, xh, xscale, permute);
+  launch_k(act_rows_kernel, static_cast<unsigned>(x.rows), 256, 0, s, x, n_in_pad, xh, xscale, permute);
 }
 
 void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
                        MatF y, int n_sm) {
   if (y.rows == 0 || L.n_out == 0) return;
-  const int64_t ctas = (L.n_out + 15) / 16;
+  const int64_t row_groups = (L.n_out + 15) / 16;
   const int64_t n_tiles = L.n_in_pad / kTileElems;
-  int nw = ctas >= 4LL * n_sm ? 4 : kMaxWarps;
-  if (nw > n_tiles) nw = static_cast<int>(n_tiles);
-  if (nw < 1) nw = 1;
+  // Rows per CTA: up to 64 (the warps along rows share the activation loads through L1) while
+  // every SM still gets a CTA; then warps along k so that the grid is about one full wave.
+  MvGrid G{1, 1};
+  for (int wr : {4, 2}) {
+    if ((row_groups + wr - 1) / wr >= n_sm) {
+      G.wr = wr;
+      break;
+    }
+  }
+  const int64_t ctas = (row_groups + G.wr - 1) / G.wr;
+  const int64_t target_warps = static_cast<int64_t>(n_sm) * 16;  // ~one wave at <= 128 registers
+  int64_t wk = (target_warps + ctas * G.wr - 1) / (ctas * G.wr);
+  wk = std::min<int64_t>(wk, kMaxWarps / G.wr);
+  wk = std::min<int64_t>(wk, std::max<int64_t>(1, n_tiles / 2));  // at least two tiles per warp
+  G.wk = static_cast<int>(std::max<int64_t>(1, wk));
   const dim3 grid(static_cast<unsigned>(ctas));
+  const int threads = G.wr * G.wk * 32;
   if (y.rows <= 8) {
-    launch_mma_nt<1>(s, w, L, xh, xscale, y, grid, nw * 32);
+    launch_mma_nt<1>(s, w, L, xh, xscale, y, grid, threads, G);
   } else {
-    launch_mma_nt<2>(s, w, L, xh, xscale, y, grid, nw * 32);
+    launch_mma_nt<2>(s, w, L, xh, xscale, y, grid, threads, G);
   }
 }
 
@@ -518,7 +649,7 @@ void launch_matvec_simple(cudaStream_t s, const void* w, const WeightLayout& L, 
   if (x.rows == 0 || L.n_out == 0) return;
   const int64_t threads = L.n_out * 32;
   const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
-  matvec_simple_kernel<<<blocks, 256, 0, s>>>(static_cast<const uint8_t*>(w), L, x, y);
+  launch_k(matvec_simple_kernel, blocks, 256, 0, s, static_cast<const uint8_t*>(w), L, x, y);
 }
 
 void launch_act_absmax(cudaStream_t s, MatF x, unsigned* amax) {
@@ -526,7 +657,7 @@ void launch_act_absmax(cudaStream_t s, MatF x, unsigned* amax) {
   if (total == 0) return;
   int64_t blocks = (total + 255) / 256;
   if (blocks > 4096) blocks = 4096;
-  act_absmax_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(x, amax, total);
+  launch_k(act_absmax_kernel, static_cast<unsigned>(blocks), 256, 0, s, x, amax, total);
 }
 
 void launch_act_to_f16_global(cudaStream_t s, MatF x, int64_t n_in_pad, const unsigned* amax, uint16_t* xh,
@@ -535,7 +666,7 @@ void launch_act_to_f16_global(cudaStream_t s, MatF x, int64_t n_in_pad, const un
   if (total4 == 0) return;
   int64_t blocks = (total4 + 255) / 256;
   if (blocks > 65535) blocks = 65535;
-  act_global_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(x, n_in_pad, amax, xh, alpha, total4);
+  launch_k(act_global_kernel, static_cast<unsigned>(blocks), 256, 0, s, x, n_in_pad, amax, xh, alpha, total4);
 }
 
 }  // namespace gs::cuda
