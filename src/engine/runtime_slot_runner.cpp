@@ -274,6 +274,10 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   int32_t n_ctx = options.n_ctx;
   const int32_t n_ctx_train = model->config().n_ctx_train;
   if (n_ctx == 0) n_ctx = n_ctx_train > 0 ? std::min(n_ctx_train, kDefaultMaxContext) : kDefaultMaxContext;
+  if (n_ctx_train > 0 && n_ctx > n_ctx_train) {
+    GS_LOG_WARN("--ctx-size {} is beyond the {} tokens {} was trained on: expect worse output past that",
+                n_ctx, n_ctx_train, options.model_path);
+  }
   RunnerOptions ro;
   ro.max_tokens = std::max(options.max_batch_tokens, 1);
   ro.max_outputs = std::max(options.n_slots, 1) * (1 + std::max(options.draft_max, 0));
