@@ -412,7 +412,7 @@ void HttpServer::install_routes() {
   svr.Get("/metrics", route(&Routes::metrics));
   svr.Get("/v1/models", route(&Routes::models));
   svr.Get("/models", route(&Routes::models));
-  svr.Get(R"(/v1/models/([^/]+))", route(&Routes::models));
+  svr.Get(R"(/v1/models/(.+))", route(&Routes::models));
   svr.Post("/v1/chat/completions", route(&Routes::chat));
   svr.Post("/chat/completions", route(&Routes::chat));
   svr.Post("/v1/completions", route(&Routes::completions));
