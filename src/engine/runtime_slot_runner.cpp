@@ -68,15 +68,29 @@ class RuntimeSlotRunner final : public SlotRunner {
 
   RunnerInfo info() const override { return info_; }
 
-  Status start(int32_t slot, const SequenceSetup& setup) override {
+  Result<int32_t> start(int32_t slot, const SequenceSetup& setup, std::span<const int32_t> prompt) override {
     Slot& s = slots_.at(static_cast<size_t>(slot));
-    if (s.seq >= 0) return make_status(StatusCode::kInternal, "slot {} is already in use", slot);
-    GS_ASSIGN_OR_RETURN(s.seq, runner_->add_sequence());
+    if (s.active) return make_status(StatusCode::kInternal, "slot {} is already in use", slot);
+    int32_t keep = 0;
+    if (s.seq >= 0) {
+      // The previous sequence's cache: keep the prefix this prompt shares with it.
+      keep = common_prefix(s, prompt);
+      Status truncated = runner_->truncate(s.seq, keep);
+      if (!truncated.ok()) {
+        // The sliding ring no longer holds the window before `keep`: start afresh.
+        GS_LOG_DEBUG("slot {}: no prefix reuse ({})", slot, truncated.message());
+        keep = 0;
+        drop_cache(s);
+      }
+    }
+    if (s.seq < 0) {
+      GS_ASSIGN_OR_RETURN(s.seq, runner_->add_sequence());
+    }
     if (Status st = spec_->start(s.seq); !st.ok()) {
-      (void)runner_->remove_sequence(s.seq);
-      s.seq = -1;
+      drop_cache(s);
       return st;
     }
+    s.tokens.resize(static_cast<size_t>(keep));
     SamplerConfig config;
     config.temperature = setup.sampling.temperature;
     config.top_k = setup.sampling.top_k;
@@ -87,9 +101,17 @@ class RuntimeSlotRunner final : public SlotRunner {
     config.presence_penalty = setup.sampling.presence_penalty;
     config.seed = setup.sampling.has_seed ? setup.sampling.seed : seed_source_();
     s.sampler = std::make_unique<Sampler>(config);
+    // The kept prompt tokens are not prefilled again; the penalties still see them.
+    for (int32_t i = 0; i < keep; ++i) s.sampler->accept(prompt[static_cast<size_t>(i)]);
     s.n_logprobs = setup.n_logprobs;
     s.draft_max = setup.speculative && spec_->has_drafter() ? setup.draft_max : 0;
-    return {};
+    s.active = true;
+    return keep;
+  }
+
+  int32_t reusable_prefix(int32_t slot, std::span<const int32_t> prompt) const override {
+    const Slot& s = slots_.at(static_cast<size_t>(slot));
+    return s.active || s.seq < 0 ? 0 : common_prefix(s, prompt);
   }
 
   Result<std::vector<SlotOutput>> step(const StepBatch& batch) override {
@@ -122,6 +144,9 @@ class RuntimeSlotRunner final : public SlotRunner {
     for (size_t i = 0; i < work_.size(); ++i) {
       const SeqWork& w = work_[i];
       const Slot& s = slots_.at(static_cast<size_t>(work_slots_[i]));
+      Slot& slot_state = slots_.at(static_cast<size_t>(work_slots_[i]));
+      slot_state.tokens.insert(slot_state.tokens.end(), w.prefill.begin(), w.prefill.end());
+      slot_state.tokens.insert(slot_state.tokens.end(), w.tokens.begin(), w.tokens.end());
       SlotOutput o;
       o.slot = work_slots_[i];
       o.n_drafted = w.n_drafted;
@@ -154,6 +179,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     snap.length -= n_drop - 1;
     snap.pending = token;
     GS_RETURN_IF_ERROR(spec_->restore(s.seq, snap));
+    s.tokens.resize(s.tokens.size() - static_cast<size_t>(std::min<int32_t>(n_drop, static_cast<int32_t>(s.tokens.size()))));
+    s.tokens.push_back(token);
     // The sampler's penalty history keeps the dropped tokens: it cannot forget one, and a
     // few extra entries in its window barely move the penalties.
     s.sampler->accept(token);
@@ -161,12 +188,10 @@ class RuntimeSlotRunner final : public SlotRunner {
   }
 
   void release(int32_t slot) override {
+    // The cache stays with the slot for a later prompt that starts the same way.
     Slot& s = slots_.at(static_cast<size_t>(slot));
-    if (s.seq >= 0) {
-      Status st = runner_->remove_sequence(s.seq);
-      if (!st.ok()) GS_LOG_ERROR("releasing slot {}: {}", slot, st.to_string());
-    }
-    s = Slot{};
+    s.active = false;
+    s.sampler.reset();
   }
 
   int64_t kv_cells_used() const override {
@@ -179,11 +204,31 @@ class RuntimeSlotRunner final : public SlotRunner {
 
  private:
   struct Slot {
-    int seq = -1;
+    int seq = -1;                 // runtime sequence: the running one, or a kept cache
+    bool active = false;          // a request runs in the slot
+    std::vector<int32_t> tokens;  // every token of the sequence: the cache, then the pending one
     std::unique_ptr<Sampler> sampler;
     int32_t n_logprobs = -1;
     int32_t draft_max = 0;
   };
+
+  // Tokens of the slot's cache equal to the start of `prompt`, at most prompt.size() - 1
+  // (the last prompt token must run to give the first logits).
+  int32_t common_prefix(const Slot& s, std::span<const int32_t> prompt) const {
+    const size_t cached = std::min(s.tokens.size(), static_cast<size_t>(runner_->length(s.seq)));
+    size_t n = 0;
+    while (n < cached && n + 1 < prompt.size() && s.tokens[n] == prompt[n]) ++n;
+    return static_cast<int32_t>(n);
+  }
+
+  void drop_cache(Slot& s) {
+    if (s.seq >= 0) {
+      Status st = runner_->remove_sequence(s.seq);
+      if (!st.ok()) GS_LOG_ERROR("dropping a slot's cache: {}", st.to_string());
+    }
+    s.seq = -1;
+    s.tokens.clear();
+  }
 
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<const Gemma4Model> model_;
@@ -229,6 +274,10 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   int32_t n_ctx = options.n_ctx;
   const int32_t n_ctx_train = model->config().n_ctx_train;
   if (n_ctx == 0) n_ctx = n_ctx_train > 0 ? std::min(n_ctx_train, kDefaultMaxContext) : kDefaultMaxContext;
+  if (n_ctx_train > 0 && n_ctx > n_ctx_train) {
+    GS_LOG_WARN("--ctx-size {} is beyond the {} tokens {} was trained on: expect worse output past that",
+                n_ctx, n_ctx_train, options.model_path);
+  }
   RunnerOptions ro;
   ro.max_tokens = std::max(options.max_batch_tokens, 1);
   ro.max_outputs = std::max(options.n_slots, 1) * (1 + std::max(options.draft_max, 0));

@@ -21,6 +21,7 @@ Scheduler::Scheduler(std::unique_ptr<SlotRunner> runner, SchedulerOptions option
     : runner_(std::move(runner)), options_(options), shared_(std::make_shared<Shared>()) {
   runner_info_ = runner_->info();
   slot_used_.assign(static_cast<size_t>(std::max(runner_info_.n_slots, 0)), false);
+  slot_last_used_.assign(slot_used_.size(), 0);
   metrics_.n_slots = runner_info_.n_slots;
   metrics_.kv_cells_total = runner_info_.kv_cells_total;
   const size_t n_pos = static_cast<size_t>(std::max(runner_info_.draft_max, 0));
@@ -202,10 +203,15 @@ void Scheduler::loop() {
       seq.admitted = Clock::now();
       seq.usage.prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
+      // The free slot whose kept cache covers most of this prompt; without any, the one
+      // idle longest (its cache is the least likely to be wanted again).
+      int32_t best_reuse = -1;
       for (size_t s = 0; s < slot_used_.size(); ++s) {
-        if (!slot_used_[s]) {
+        if (slot_used_[s]) continue;
+        const int32_t reuse = runner_->reusable_prefix(static_cast<int32_t>(s), seq.request.prompt);
+        if (reuse > best_reuse || (reuse == best_reuse && slot_last_used_[s] < slot_last_used_[static_cast<size_t>(seq.slot)])) {
+          best_reuse = reuse;
           seq.slot = static_cast<int32_t>(s);
-          break;
         }
       }
       SequenceSetup setup;
@@ -217,11 +223,11 @@ void Scheduler::loop() {
                             : 0;
       setup.draft_max = std::clamp(setup.draft_max, 0, std::max(runner_info_.draft_max, 0));
       if (setup.draft_max == 0) setup.speculative = false;
-      Status started = runner_->start(seq.slot, setup);
+      Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
       if (!started.ok()) {
         StreamEvent ev;
         ev.kind = StreamEvent::Kind::kError;
-        ev.error = started;
+        ev.error = started.status();
         seq.channel->push(std::move(ev));
         runner_->release(seq.slot);
         std::lock_guard<std::mutex> lock(metrics_mu_);
@@ -229,6 +235,10 @@ void Scheduler::loop() {
         continue;
       }
       slot_used_[static_cast<size_t>(seq.slot)] = true;
+      slot_last_used_[static_cast<size_t>(seq.slot)] = ++n_admitted_;
+      const size_t n_cached = static_cast<size_t>(std::clamp<int32_t>(*started, 0, static_cast<int32_t>(seq.request.prompt.size()) - 1));
+      seq.n_prefilled = n_cached;
+      seq.usage.cached_tokens = static_cast<int32_t>(n_cached);
       active_.push_back(std::move(seq));
     }
     {

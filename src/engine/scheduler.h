@@ -84,6 +84,8 @@ class Scheduler final : public Engine {
   std::shared_ptr<Shared> shared_;
   std::vector<Sequence> active_;        // loop thread only
   std::vector<bool> slot_used_;         // loop thread only
+  std::vector<uint64_t> slot_last_used_;  // loop thread only: admission counter of the slot's last start
+  uint64_t n_admitted_ = 0;
   mutable std::mutex metrics_mu_;
   EngineMetrics metrics_;
   std::thread thread_;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,9 +74,14 @@ class SlotRunner {
  public:
   virtual ~SlotRunner() = default;
   virtual RunnerInfo info() const = 0;
-  // Starts a new sequence in an empty slot (its cache is empty afterwards).
-  // Errors: kInvalidArgument (bad setup), kInternal.
-  virtual Status start(int32_t slot, const SequenceSetup& setup) = 0;
+  // Starts a new sequence with `prompt` in a free slot. The slot may still hold the cache of
+  // its previous sequence: the runner keeps as much of it as equals the start of `prompt`
+  // (at most prompt.size() - 1 tokens, so that the last prompt token is run) and returns how
+  // many tokens it kept; the scheduler prefills the rest. Errors: kInvalidArgument (bad
+  // setup), kResourceExhausted, kInternal.
+  virtual Result<int32_t> start(int32_t slot, const SequenceSetup& setup, std::span<const int32_t> prompt) = 0;
+  // How many leading tokens of `prompt` start() in this free slot would keep (0 when none).
+  virtual int32_t reusable_prefix(int32_t slot, std::span<const int32_t> prompt) const = 0;
   // Runs one step; one output per slot named in the batch, in any order. An error fails
   // every sequence of the batch (the scheduler releases their slots).
   virtual Result<std::vector<SlotOutput>> step(const StepBatch& batch) = 0;
@@ -85,7 +91,8 @@ class SlotRunner {
   // of a thought when a reasoning budget is spent). Errors: kInvalidArgument (nothing to
   // drop), those of the cache's rollback.
   virtual Status replace_generated(int32_t slot, int32_t n_drop, int32_t token) = 0;
-  // Frees the slot's cache; the slot may be started again.
+  // Ends the slot's sequence; the slot may be started again. The runner may keep the cache
+  // for a later start() with a matching prompt.
   virtual void release(int32_t slot) = 0;
   // KV positions in use over all slots.
   virtual int64_t kv_cells_used() const = 0;

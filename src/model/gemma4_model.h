@@ -21,7 +21,8 @@ class Gemma4Model {
   static Result<std::shared_ptr<Gemma4Model>> from_file(std::shared_ptr<gguf::GgufFile> file, Backend& backend);
 
   const Gemma4Config& config() const { return config_; }
-  // The assistant's config is completed (kv_layer of each layer) when paired with a target.
+  // Load-time overrides (e.g. RoPE scaling from command-line flags), before any forward
+  // pass is created from the model.
   Gemma4Config& mutable_config() { return config_; }
   const Gemma4Weights& weights() const { return weights_; }
   Backend& backend() const { return *backend_; }

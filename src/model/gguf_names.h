@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "gguf/tokenizer_keys.h"
+
 namespace gs::names {
 
 inline constexpr std::string_view kArchTarget = "gemma4";
@@ -54,22 +56,7 @@ inline std::string key(std::string_view arch, std::string_view suffix) {
   return fmt::format("{}.{}", arch, suffix);
 }
 
-// Tokenizer keys (spec §8.1).
-inline constexpr std::string_view kTokModel = "tokenizer.ggml.model";
-inline constexpr std::string_view kTokPre = "tokenizer.ggml.pre";
-inline constexpr std::string_view kTokTokens = "tokenizer.ggml.tokens";
-inline constexpr std::string_view kTokScores = "tokenizer.ggml.scores";
-inline constexpr std::string_view kTokTypes = "tokenizer.ggml.token_type";
-inline constexpr std::string_view kTokMerges = "tokenizer.ggml.merges";
-inline constexpr std::string_view kTokBos = "tokenizer.ggml.bos_token_id";
-inline constexpr std::string_view kTokEos = "tokenizer.ggml.eos_token_id";
-inline constexpr std::string_view kTokUnk = "tokenizer.ggml.unknown_token_id";
-inline constexpr std::string_view kTokPad = "tokenizer.ggml.padding_token_id";
-inline constexpr std::string_view kTokMask = "tokenizer.ggml.mask_token_id";
-inline constexpr std::string_view kTokAddBos = "tokenizer.ggml.add_bos_token";
-inline constexpr std::string_view kTokAddEos = "tokenizer.ggml.add_eos_token";
-inline constexpr std::string_view kTokAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
-inline constexpr std::string_view kChatTemplate = "tokenizer.chat_template";
+// Tokenizer keys (tokenizer.*) live in gguf/tokenizer_keys.h, shared with the text layer.
 
 // Global tensors.
 inline constexpr std::string_view kTokenEmbd = "token_embd.weight";

@@ -189,7 +189,18 @@ class Routes {
     s_->counters_.client_disconnects++;
   }
 
-  void count_result(const GenerationResult& r) {
+  void count_result(const ResponseState& st) {
+    const GenerationResult& r = st.gen->result();
+    const Usage& u = r.usage;
+    if (r.error) {
+      GS_LOG_WARN("{}: failed: {}", st.meta.id, r.error->to_string());
+    } else {
+      GS_LOG_INFO("{}: {} prompt tokens ({} cached), {} generated, finish {}, prefill {:.0f} ms, decode {:.1f} tok/s{}",
+                  st.meta.id, u.prompt_tokens, u.cached_tokens, u.completion_tokens,
+                  r.cancelled ? "cancelled" : r.finish_reason, u.prefill_ms,
+                  u.decode_ms > 0 ? 1000.0 * std::max(u.completion_tokens - 1, 0) / u.decode_ms : 0.0,
+                  u.drafted_tokens > 0 ? fmt::format(", drafts {}/{} accepted", u.accepted_tokens, u.drafted_tokens) : "");
+    }
     std::lock_guard<std::mutex> lock(s_->counters_mu_);
     s_->counters_.reasoning_tokens += static_cast<uint64_t>(r.reasoning_tokens);
     s_->counters_.empty_reasoning_blocks += static_cast<uint64_t>(r.empty_reasoning_blocks);
@@ -248,7 +259,7 @@ class Routes {
       }
     }
     const GenerationResult& result = st.gen->result();
-    count_result(result);
+    count_result(st);
     if (result.error) {
       ApiError e = api_error_from_status(*result.error);
       write(sse_event(e.to_json()));
@@ -288,7 +299,7 @@ class Routes {
       }
     }
     const GenerationResult& result = st.gen->result();
-    count_result(result);
+    count_result(st);
     std::string body;
     if (result.error) {
       body = api_error_from_status(*result.error).body();
@@ -401,7 +412,7 @@ void HttpServer::install_routes() {
   svr.Get("/metrics", route(&Routes::metrics));
   svr.Get("/v1/models", route(&Routes::models));
   svr.Get("/models", route(&Routes::models));
-  svr.Get(R"(/v1/models/([^/]+))", route(&Routes::models));
+  svr.Get(R"(/v1/models/(.+))", route(&Routes::models));
   svr.Post("/v1/chat/completions", route(&Routes::chat));
   svr.Post("/chat/completions", route(&Routes::chat));
   svr.Post("/v1/completions", route(&Routes::completions));

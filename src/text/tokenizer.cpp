@@ -7,7 +7,7 @@
 
 #include "gguf/gguf_reader.h"
 #include "text/tokenizer_impl.h"
-#include "text/tokenizer_keys.h"
+#include "gguf/tokenizer_keys.h"
 #include "text/utf8.h"
 
 namespace gs::text {
@@ -354,30 +354,30 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 }
 
 Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_gguf(const gguf::GgufFile& file) {
-  GS_ASSIGN_OR_RETURN(const std::string_view model, file.get_string(keys::kModel));
+  GS_ASSIGN_OR_RETURN(const std::string_view model, file.get_string(names::kTokModel));
   if (model != "gemma4") {
     return make_status(StatusCode::kUnimplemented,
-                       "tokenizer: {} = \"{}\" is not supported (only \"gemma4\")", keys::kModel, model);
+                       "tokenizer: {} = \"{}\" is not supported (only \"gemma4\")", names::kTokModel, model);
   }
   Vocab v;
   {
-    GS_ASSIGN_OR_RETURN(auto tokens, file.get_string_array(keys::kTokens));
+    GS_ASSIGN_OR_RETURN(auto tokens, file.get_string_array(names::kTokTokens));
     v.tokens.reserve(tokens.size());
     for (const auto s : tokens) v.tokens.emplace_back(s);
   }
-  if (file.has(keys::kTokenTypes)) {
-    GS_ASSIGN_OR_RETURN(auto types, file.get_int_array(keys::kTokenTypes));
+  if (file.has(names::kTokTypes)) {
+    GS_ASSIGN_OR_RETURN(auto types, file.get_int_array(names::kTokTypes));
     v.types.reserve(types.size());
     for (size_t i = 0; i < types.size(); ++i) {
       if (types[i] < 0 || types[i] > 6) {
         return make_status(StatusCode::kInvalidArgument, "tokenizer: {}[{}] = {} is not a token type",
-                           keys::kTokenTypes, i, types[i]);
+                           names::kTokTypes, i, types[i]);
       }
       v.types.push_back(static_cast<TokenType>(types[i]));
     }
   }
   {
-    GS_ASSIGN_OR_RETURN(auto merges, file.get_string_array(keys::kMerges));
+    GS_ASSIGN_OR_RETURN(auto merges, file.get_string_array(names::kTokMerges));
     v.merges.reserve(merges.size());
     for (const auto s : merges) v.merges.emplace_back(s);
   }
@@ -400,17 +400,17 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_gguf(const gguf::GgufFi
     }
     return Status::ok_status();
   };
-  GS_RETURN_IF_ERROR(special(keys::kBosId, "<bos>", &v.bos_id));
-  GS_RETURN_IF_ERROR(special(keys::kEosId, "<eos>", &v.eos_id));
-  GS_RETURN_IF_ERROR(special(keys::kUnkId, "<unk>", &v.unk_id));
-  GS_RETURN_IF_ERROR(special(keys::kPadId, "<pad>", &v.pad_id));
+  GS_RETURN_IF_ERROR(special(names::kTokBos, "<bos>", &v.bos_id));
+  GS_RETURN_IF_ERROR(special(names::kTokEos, "<eos>", &v.eos_id));
+  GS_RETURN_IF_ERROR(special(names::kTokUnk, "<unk>", &v.unk_id));
+  GS_RETURN_IF_ERROR(special(names::kTokPad, "<pad>", &v.pad_id));
   // llama.cpp adds BOS for gemma4 whatever the file says (spec §8.1); so do we.
   v.add_bos = true;
-  if (file.has(keys::kAddEos)) {
-    GS_ASSIGN_OR_RETURN(v.add_eos, file.get_bool(keys::kAddEos));
+  if (file.has(names::kTokAddEos)) {
+    GS_ASSIGN_OR_RETURN(v.add_eos, file.get_bool(names::kTokAddEos));
   }
-  if (file.has(keys::kEotId)) {
-    GS_ASSIGN_OR_RETURN(const uint32_t eot, file.get_u32(keys::kEotId));
+  if (file.has(names::kTokEot)) {
+    GS_ASSIGN_OR_RETURN(const uint32_t eot, file.get_u32(names::kTokEot));
     v.extra_eog.push_back(static_cast<int32_t>(eot));
   }
   GS_ASSIGN_OR_RETURN(auto tok, from_vocab(std::move(v)));

@@ -114,6 +114,17 @@ for x, y in zip(a["token_logprobs"], b["token_logprobs"]):
     assert abs(x - y) < 1e-3, (x, y)
 for x, y in zip(a["top_logprobs"], b["top_logprobs"]):
     assert sorted(x) == sorted(y), (x, y)
+# Prefix reuse (bug-case 46): the same prompt again reuses the slot's cache and gives the
+# same greedy text (the first request above ran in a fresh slot); a prompt that continues
+# the text reuses the cache too.
+again = post(dict(base, speculative=False))
+assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == again["usage"]["prompt_tokens"] - 1, again["usage"]
+assert again["choices"][0]["text"] == without["choices"][0]["text"], "a reused cache changed the output"
+cont = post({"prompt": "ROMEO:" + without["choices"][0]["text"] + "\nROMEO:", "max_tokens": 20, "temperature": 0})
+assert cont["usage"]["prompt_tokens_details"]["cached_tokens"] > 60, cont["usage"]
+plain = post({"prompt": "ROMEO:" + without["choices"][0]["text"] + "\nROMEO:", "max_tokens": 20, "temperature": 0,
+              "speculative": False})
+assert cont["choices"][0]["text"] == plain["choices"][0]["text"], "drafting over a reused cache changed the output"
 results = [None] * 4
 def run(i):
     results[i] = post({"prompt": "ROMEO:", "max_tokens": 80, "temperature": 0})
@@ -126,7 +137,7 @@ for r in results:
     assert t["draft_n"] >= 8 and t["draft_n_accepted"] / t["draft_n"] >= 0.3, t
 print("drafted/accepted per request:", [(r["timings"]["draft_n"], r["timings"]["draft_n_accepted"]) for r in results])
 EOF
-then ok "MTP: same greedy text and logprobs, drafting in 4 slots at once"; else bad "MTP checks"; fi
+then ok "MTP: same greedy text and logprobs, drafting in 4 slots at once; prefix reuse"; else bad "MTP checks"; fi
 
 # The official openai client: chat, stream, forced tool call, thinking, wrong key, cancel, 8 streams.
 if (cd "$E2E" && timeout 300 node openai_client.mjs "$PORT" "$KEY"); then

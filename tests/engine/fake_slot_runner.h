@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,7 @@ class FakeSlotRunner : public SlotRunner {
     std::vector<int32_t> eog = {1};
     std::chrono::milliseconds step_delay{0};
     NextToken next;                     // default: a hash of the last tokens, never EOG
+    bool reuse_prefix = false;          // keep a released slot's tokens for the next start
   };
 
   struct Recorded {
@@ -68,15 +70,25 @@ class FakeSlotRunner : public SlotRunner {
     return info;
   }
 
-  Status start(int32_t slot, const SequenceSetup& setup) override {
+  Result<int32_t> start(int32_t slot, const SequenceSetup& setup, std::span<const int32_t> prompt) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (fail_start_) return Status(StatusCode::kInternal, "fake start failure");
     Seq& s = seqs_[slot];
     if (s.in_use) return Status(StatusCode::kInternal, "slot already in use");
+    const int32_t keep = o_.reuse_prefix ? common_prefix(s.history, prompt) : 0;
+    std::vector<int32_t> kept(s.history.begin(), s.history.begin() + keep);
     s = Seq{};
     s.in_use = true;
     s.setup = setup;
-    return {};
+    s.history = std::move(kept);
+    return keep;
+  }
+
+  int32_t reusable_prefix(int32_t slot, std::span<const int32_t> prompt) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = seqs_.find(slot);
+    if (!o_.reuse_prefix || it == seqs_.end()) return 0;
+    return common_prefix(it->second.history, prompt);
   }
 
   Result<std::vector<SlotOutput>> step(const StepBatch& batch) override {
@@ -142,14 +154,14 @@ class FakeSlotRunner : public SlotRunner {
   void release(int32_t slot) override {
     std::lock_guard<std::mutex> lock(mu_);
     seqs_[slot].in_use = false;
-    seqs_[slot].history.clear();
+    if (!o_.reuse_prefix) seqs_[slot].history.clear();
     n_released_++;
   }
 
   int64_t kv_cells_used() const override {
     std::lock_guard<std::mutex> lock(mu_);
     int64_t n = 0;
-    for (const auto& [slot, s] : seqs_) n += s.in_use ? static_cast<int64_t>(s.history.size()) : 0;
+    for (const auto& [slot, s] : seqs_) n += static_cast<int64_t>(s.history.size());
     return n;
   }
 
@@ -201,6 +213,13 @@ class FakeSlotRunner : public SlotRunner {
     size_t n_prompt = 0;
     int32_t pending = -1;
   };
+
+  // Tokens of `cached` equal to the start of `prompt`, at most prompt.size() - 1.
+  static int32_t common_prefix(const std::vector<int32_t>& cached, std::span<const int32_t> prompt) {
+    size_t n = 0;
+    while (n < cached.size() && n + 1 < prompt.size() && cached[n] == prompt[n]) ++n;
+    return static_cast<int32_t>(n);
+  }
 
   GeneratedToken make_token(const Seq& s, int32_t id) const {
     GeneratedToken t;

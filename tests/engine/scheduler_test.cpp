@@ -422,6 +422,43 @@ TEST(Scheduler, ReasoningBudgetForcesTheEndOfTheThought) {
   EXPECT_EQ(std::count(c.tokens.begin(), c.tokens.end(), 50), 9);
 }
 
+// Bug-case 46: a prompt that continues an earlier conversation reuses that slot's cache;
+// the output is what a fresh start gives.
+TEST(Scheduler, PromptPrefixIsReusedFromAFreeSlot) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 3;
+  o.reuse_prefix = true;
+  Fixture f(o);
+  auto first_prompt = prompt_of(40, 1);
+  auto other_prompt = prompt_of(30, 2);
+  auto a = f.engine->submit(make_request(first_prompt, 10));
+  ASSERT_TRUE(a.ok());
+  Collected ca = collect(**a);
+  EXPECT_EQ(ca.usage.cached_tokens, 0);
+  auto b = f.engine->submit(make_request(other_prompt, 5));  // lands in another slot
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(collect(**b).usage.cached_tokens, 0);
+  // The next turn: the first prompt, its answer, and more.
+  std::vector<int32_t> next = first_prompt;
+  next.insert(next.end(), ca.tokens.begin(), ca.tokens.end());
+  for (int i = 0; i < 7; ++i) next.push_back(11 + i);
+  const int64_t prefilled_before = static_cast<int64_t>(f.engine->metrics().prefill_tokens_total);
+  auto c = f.engine->submit(make_request(next, 12));
+  ASSERT_TRUE(c.ok());
+  Collected cc = collect(**c);
+  // The cache holds the prompt and every answer token but the last (never fed back).
+  EXPECT_EQ(cc.usage.cached_tokens, 40 + 10 - 1);
+  EXPECT_EQ(cc.tokens, f.runner->expected(next, 12));
+  EXPECT_EQ(static_cast<int64_t>(f.engine->metrics().prefill_tokens_total) - prefilled_before,
+            static_cast<int64_t>(next.size()) - cc.usage.cached_tokens);
+  // The same prompt again: everything but its last token is reused.
+  auto d = f.engine->submit(make_request(next, 12));
+  ASSERT_TRUE(d.ok());
+  Collected cd = collect(**d);
+  EXPECT_EQ(cd.usage.cached_tokens, static_cast<int32_t>(next.size()) - 1);
+  EXPECT_EQ(cd.tokens, cc.tokens);
+}
+
 TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {
   FakeSlotRunner::Options o;
   o.n_slots = 1;

@@ -68,6 +68,7 @@ TEST(HttpServer, ModelsListsTheModel) {
   ASSERT_TRUE(one);
   EXPECT_EQ(one->status, 200);
   expect_error_body(s.get("/v1/models/other"), 404, "unknown model");
+  expect_error_body(s.get("/v1/models/org/other"), 404, "unknown model with a slash");
 }
 
 TEST(HttpServer, CompletionWholeResponse) {
