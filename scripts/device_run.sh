@@ -35,6 +35,9 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   if [ -n "${synth_pid:-}" ]; then wait "$synth_pid"; cat "$OUT/synth.log" | tail -2; fi
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-  GS_BIN="$DEV/bin" scripts/device_bench.sh "$OUT/bench" 2>&1 | tee "$OUT/bench.txt" | tail -90
+  GS_BIN="$DEV/bin" scripts/device_bench.sh "$OUT/bench" 2>&1 | tee "$OUT/bench.txt" | tail -"${GS_TAIL:-90}"
+fi
+if [ "${GS_SWEEP:-0}" = 1 ]; then
+  GS_BIN="$DEV/bin" scripts/device_sweep.sh /tmp/gs-sweep 2>&1 | tee "$OUT/sweep.txt"
 fi
 echo "tests: $test_status"

@@ -39,6 +39,10 @@ else
   echo "fuzz: $shared/golden/*.gguf not found; fuzzing from the hand-made seeds only" >&2
 fi
 python3 tools/fuzz/make_seeds.py "$work/gguf"
+# Inputs of past findings stay in the corpus so a regression shows at once.
+for t in gguf quant; do
+  if compgen -G "tools/fuzz/regressions/${t}_fuzz/*" >/dev/null; then cp tools/fuzz/regressions/${t}_fuzz/* "$work/$t"/; fi
+done
 
 failed=0
 # run TARGET SECONDS MAX_LEN CORPUS

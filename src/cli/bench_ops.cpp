@@ -54,7 +54,11 @@ Status bench_matvec(Ctx& c) {
   std::vector<GgmlType> types = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q8_0,
                                  GgmlType::Q4_0, GgmlType::F16,  GgmlType::BF16};
   if (c.opt.quick) types = {GgmlType::Q4_K, GgmlType::Q8_0};
-  const std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{1, 5} : std::vector<int64_t>{1, 2, 5, 8, 16};
+  std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{1, 5} : std::vector<int64_t>{1, 2, 5, 8, 16};
+  if (c.opt.only == "matmul") {
+    types = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
+    row_counts = {1, 5, 8};
+  }
   for (GgmlType type : types) {
     for (const Shape& sh : shapes) {
       if (c.opt.quick && sh.n_in != 5376) continue;
@@ -297,6 +301,7 @@ Result<double> measure_gemm_flops(Backend& b, bool quick, std::vector<BenchRow>&
 Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRow>& rows) {
   Ctx c{b, opt, rows};
   GS_RETURN_IF_ERROR(bench_copy(c));
+  if (opt.only == "matmul") return bench_matvec(c);
   GS_RETURN_IF_ERROR(bench_gemm(c));
   GS_RETURN_IF_ERROR(bench_matvec(c));
   GS_RETURN_IF_ERROR(bench_attention(c));

@@ -3,6 +3,7 @@
 // for prefill matmuls), measured in the same run.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -13,6 +14,7 @@ namespace gs::cli {
 struct OpsBenchOptions {
   bool quick = false;  // fewer shapes and repetitions (CPU backends)
   std::vector<int> depths = {4096, 32768, 131072};
+  std::string only;  // "matmul": the decode matmuls alone (Q4_K, Q6_K, Q8_0; rows 1, 5, 8)
 };
 
 Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRow>& rows);

@@ -25,6 +25,7 @@ struct BenchArgs {
   bool json = false;
   bool ops = false;
   bool quick = false;
+  std::string ops_only;
   int reps = 3;
   int ubatch = 4096;
   int threads = 0;
@@ -62,6 +63,7 @@ int run_bench(const BenchArgs& a) {
   if (a.ops) {
     OpsBenchOptions o;
     o.quick = a.quick || *kind == BackendKind::kCpu;
+    o.only = a.ops_only;
     if (a.depth.size() > 1 || a.depth.front() != 0) {
       o.depths.clear();
       for (int d : a.depth) o.depths.push_back(d > 0 ? d : 1);
@@ -113,6 +115,7 @@ CommandEntry register_bench(CLI::App& app) {
   sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)");
   sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
   sub->add_flag("--quick", a->quick, "fewer shapes and repetitions");
+  sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul)");
   sub->add_flag("--json", a->json, "print JSON instead of a table");
   return {sub, [a] { return run_bench(*a); }};
 }

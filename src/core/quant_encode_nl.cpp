@@ -91,8 +91,11 @@ void quant_mxfp4(const float* src, void* dst, int64_t n) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(src[j]));
     // Scale 2^(e-128) with the largest level 12: start where amax maps near 12, try around.
+    // log2(amax) - log2(12) stays finite for subnormal amax (amax / 12 could underflow to 0).
     int e0 = 0;
-    if (amax > 0.0f && std::isfinite(amax)) e0 = static_cast<int>(std::floor(std::log2(amax / 12.0f))) + 128;
+    if (amax > 0.0f && std::isfinite(amax)) {
+      e0 = static_cast<int>(std::floor(std::log2(amax) - std::log2(12.0f))) + 128;
+    }
     uint8_t idx[kQK], tmp[kQK];
     double best = std::numeric_limits<double>::infinity();
     for (int e = e0 - 1; e <= e0 + 2; ++e) {

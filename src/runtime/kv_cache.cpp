@@ -58,9 +58,8 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
     DeviceBuffer k, v;
     GS_ASSIGN_OR_RETURN(k, DeviceBuffer::make(backend, bytes));
     GS_ASSIGN_OR_RETURN(v, DeviceBuffer::make(backend, bytes));
-    // Zeroed so a stale read (a bug) can never see NaN garbage.
-    GS_RETURN_IF_ERROR(backend.memset_zero(k.data(), bytes));
-    GS_RETURN_IF_ERROR(backend.memset_zero(v.data(), bytes));
+    // Not zeroed: attention reads only positions that were written, and untouched host
+    // pages of a large CPU cache then cost no memory until used.
     b.layers.push_back(KvLayerView{k.data(), v.data(), o.type, l.n_head_kv, l.head_dim, n_slots});
     kv->bytes_ += 2 * bytes;
     kv->pools_.push_back(std::move(k));

@@ -147,7 +147,7 @@ std::vector<int32_t> prompt_ids(int n, int vocab) {
 std::map<std::pair<std::string, int>, std::vector<float>> dump_layers(ModelRunner& r, const std::vector<int32_t>& ids) {
   std::map<std::pair<std::string, int>, std::vector<float>> d;
   r.forward().set_dump([&](const DumpTensor& t) {
-    if (t.layer <= 1) d[{std::string(t.name), t.layer}] = std::vector<float>(t.data, t.data + t.rows * t.cols);
+    if (t.layer == 0 || t.layer == 1) d[{std::string(t.name), t.layer}] = std::vector<float>(t.data, t.data + t.rows * t.cols);
   });
   const int seq = r.add_sequence().value();
   std::vector<ModelRunner::Token> toks;
@@ -160,7 +160,10 @@ std::map<std::pair<std::string, int>, std::vector<float>> dump_layers(ModelRunne
 
 // A random-weight model amplifies rounding layer after layer, so its logits are compared
 // against a noise floor measured on the CPU oracle itself: the change an f16 KV cache makes
-// there (f32 vs f16 storage, the same size of perturbation as the CUDA paths' f16 operands).
+// there (f32 vs f16 storage of K and V, two tensors of f16 rounding per layer). The CUDA paths
+// round every matmul operand to f16 (seven matmuls per layer), and the tensor-core matvec
+// rounds each K-quant sub-block's scale and min to f16 separately (~1e-3 per weight), so
+// they sit at several times that floor: the bound is 6x (a wrong op gives O(1) errors).
 // Layers 0 and 1 are compared op by op without that slack.
 TEST(CudaSynth, EveryWeightTypeAgainstCpu) {
   GS_REQUIRE_BACKENDS();
@@ -188,7 +191,7 @@ TEST(CudaSynth, EveryWeightTypeAgainstCpu) {
     std::printf("%-7s noise floor %.2e; CUDA vs CPU logits (rel L2): batch %.2e (max %.2e), chunks of 7 %.2e, "
                 "token by token %.2e\n",
                 type.c_str(), floor, e1.rel_l2, e1.rel_max, e2.rel_l2, e3.rel_l2);
-    const double bound = std::max(5 * floor, 2e-3);
+    const double bound = std::max(6 * floor, 2e-3);
     EXPECT_LT(e1.rel_l2, bound);
     EXPECT_LT(e2.rel_l2, bound);
     EXPECT_LT(e3.rel_l2, bound);

@@ -165,6 +165,16 @@ std::vector<ShapeCase> shape_cases() {
   s = {};
   s.matrix_type = GgmlType::F16, s.embd_type = GgmlType::BF16;
   v.push_back({"f16_bf16", s});
+  // K-quants (256-element blocks): every row length a multiple of 256.
+  s = {};
+  s.n_embd = 256, s.n_ff = 512, s.n_head = 8, s.head_dim_swa = 32, s.head_dim_full = 64;
+  s.matrix_type = GgmlType::Q4_K, s.embd_type = GgmlType::Q6_K;
+  v.push_back({"q4_k_q6_k", s});
+  s.matrix_type = GgmlType::IQ4_XS, s.embd_type = GgmlType::Q5_K;
+  v.push_back({"iq4_xs_q5_k", s});
+  s = {};
+  s.matrix_type = GgmlType::Q4_0, s.embd_type = GgmlType::Q5_1, s.n_ff = 128;
+  v.push_back({"q4_0_q5_1", s});
   return v;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "golden_util.h"
+#include "model/forward_blocks.h"
 #include "model/gemma4_weights.h"
 #include "test_gguf.h"
 
@@ -178,6 +179,40 @@ TEST_F(Load, AssistantPairsWithItsTargetOnly) {
   const Status st = pair_assistant_with_target(shakes->config(), &a);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("mismatch"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace gs::test
+
+namespace gs::test {
+namespace {
+
+// rope.scaling.* metadata: YaRN changes only the full-attention layers' RoPE (spec §6.3).
+TEST(LoadRopeScaling, YarnAppliesToFullLayersOnly) {
+  auto backend = create_cpu_backend(1);
+  EditableGguf e = random_model({});
+  e.set_kv("gemma4.rope.scaling.type", string_value("yarn"));
+  e.set_kv("gemma4.rope.scaling.factor", f32_value(4.0f));
+  e.set_kv("gemma4.rope.scaling.original_context_length", u32_value(1024));
+  const auto dir = temp_dir("yarn");
+  ASSERT_TRUE(e.write((dir / "m.gguf").string()).ok());
+  auto m = Gemma4Model::load((dir / "m.gguf").string(), *backend);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const Gemma4Config& c = (*m)->config();
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kYarn);
+  const RopeArgs full = layer_rope_args(c, c.layers[2], (*m)->weights().rope_freqs);
+  const RopeArgs swa = layer_rope_args(c, c.layers[0], nullptr);
+  EXPECT_FLOAT_EQ(full.freq_scale, 0.25f);
+  EXPECT_FLOAT_EQ(full.ext_factor, 1.0f);
+  EXPECT_GT(full.corr_hi, full.corr_lo);
+  EXPECT_FLOAT_EQ(swa.freq_scale, 1.0f);
+  EXPECT_FLOAT_EQ(swa.ext_factor, 0.0f);
+  e.set_kv("gemma4.rope.scaling.type", string_value("ntk"));
+  ASSERT_TRUE(e.write((dir / "m.gguf").string()).ok());
+  auto bad = Gemma4Model::load((dir / "m.gguf").string(), *backend);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("gemma4.rope.scaling.type"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 // load gives the two B registers of an mma step.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
@@ -164,117 +166,107 @@ struct RowPtrs {
 
 // Each format: a Raw struct holding one tile's blocks for rows g and g + 8 (loaded a tile
 // ahead, so the next tile's loads are in flight while this one is computed), load(), and
-// compute() feeding 16 mma steps.
+// compute() feeding 16 mma steps. In every load instruction the 4 lanes of a row read 64
+// contiguous bytes (whole 32-byte sectors); which elements a lane holds follows from that.
 template <WFormat F>
 struct Tile;
 
-template <>
-struct Tile<WFormat::kQ4_K> {
+// Q4_K / Q5_K: lane t holds qs bytes [16t, 16t + 16) (chunk t/2: sub-blocks ka, ka + 1 with
+// ka = 2 (t/2)) and [64 + 16t, 80 + 16t) (chunk 2 + t/2: sub-blocks ka + 4, ka + 5); byte l of
+// chunk c has element 64c + l in its low nibble and 64c + 32 + l in its high nibble.
+template <bool kQ5>
+struct TileQK45 {
   struct Raw {
-    uint4 h0, h1, qa0, qb0, qa1, qb1;
+    uint4 h0, h1, qa0, qb0, qa1, qb1, e0, e1;
   };
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
-    const uint8_t* b0 = R.main0 + tile * 144;
-    const uint8_t* b1 = R.main1 + tile * 144;
+    constexpr int kBlock = kQ5 ? 176 : 144, kQs = kQ5 ? 48 : 16;
+    const uint8_t* b0 = R.main0 + tile * kBlock;
+    const uint8_t* b1 = R.main1 + tile * kBlock;
     r.h0 = ld16(b0, R.ok0);
     r.h1 = ld16(b1, R.ok1);
-    r.qa0 = ld16(b0 + 16 + 32 * t, R.ok0);
-    r.qb0 = ld16(b0 + 32 + 32 * t, R.ok0);
-    r.qa1 = ld16(b1 + 16 + 32 * t, R.ok1);
-    r.qb1 = ld16(b1 + 32 + 32 * t, R.ok1);
+    r.qa0 = ld16(b0 + kQs + 16 * t, R.ok0);
+    r.qb0 = ld16(b0 + kQs + 64 + 16 * t, R.ok0);
+    r.qa1 = ld16(b1 + kQs + 16 * t, R.ok1);
+    r.qb1 = ld16(b1 + kQs + 64 + 16 * t, R.ok1);
+    if constexpr (kQ5) {  // qh bytes [16 (t % 2), +16): the high bits of the lane's l's
+      r.e0 = ld16(b0 + 16 + 16 * (t & 1), R.ok0);
+      r.e1 = ld16(b1 + 16 + 16 * (t & 1), R.ok1);
+    }
   }
 };
-
 template <>
-struct Tile<WFormat::kQ5_K> {
-  struct Raw {
-    uint4 h0, h1, qa0, qb0, qa1, qb1, ea0, eb0, ea1, eb1;
-  };
-  static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
-    const uint8_t* b0 = R.main0 + tile * 176;
-    const uint8_t* b1 = R.main1 + tile * 176;
-    r.h0 = ld16(b0, R.ok0);
-    r.h1 = ld16(b1, R.ok1);
-    r.qa0 = ld16(b0 + 48 + 32 * t, R.ok0);
-    r.qb0 = ld16(b0 + 64 + 32 * t, R.ok0);
-    r.qa1 = ld16(b1 + 48 + 32 * t, R.ok1);
-    r.qb1 = ld16(b1 + 64 + 32 * t, R.ok1);
-    r.ea0 = ld16(b0 + 16, R.ok0);
-    r.eb0 = ld16(b0 + 32, R.ok0);
-    r.ea1 = ld16(b1 + 16, R.ok1);
-    r.eb1 = ld16(b1 + 32, R.ok1);
-  }
-};
+struct Tile<WFormat::kQ4_K> : TileQK45<false> {};
+template <>
+struct Tile<WFormat::kQ5_K> : TileQK45<true> {};
 
-// Scales and mins of sub-blocks 2t (low nibbles) and 2t + 1 (high) of a Q4_K/Q5_K block
-// header h (d, dmin, 12 packed 6-bit scales/mins).
-__device__ __forceinline__ void k_scales(const uint4& h, int t, __half2& s_lo, __half2& m_lo, __half2& s_hi,
-                                         __half2& m_hi) {
+// Scale and negated min (f16 pairs) of sub-block k (0..7) of a Q4_K/Q5_K header h.
+__device__ __forceinline__ void k_scale(const uint4& h, int k, __half2& s2, __half2& m2) {
   const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
   const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
-#pragma unroll
-  for (int hi = 0; hi < 2; ++hi) {
-    const int k = 2 * t + hi;
-    int sc, mn;
-    if (k < 4) {
-      sc = u4_byte(h, 4 + k) & 63;
-      mn = u4_byte(h, 8 + k) & 63;
-    } else {
-      sc = (u4_byte(h, 8 + k) & 15) | ((u4_byte(h, k) >> 6) << 4);
-      mn = (u4_byte(h, 8 + k) >> 4) | ((u4_byte(h, 4 + k) >> 6) << 4);
-    }
-    const __half2 s2 = __float2half2_rn(d * static_cast<float>(sc));
-    const __half2 m2 = __float2half2_rn(-(dmin * static_cast<float>(mn)));
-    if (hi == 0) {
-      s_lo = s2;
-      m_lo = m2;
-    } else {
-      s_hi = s2;
-      m_hi = m2;
-    }
+  int sc, mn;
+  if (k < 4) {
+    sc = u4_byte(h, 4 + k) & 63;
+    mn = u4_byte(h, 8 + k) & 63;
+  } else {
+    sc = (u4_byte(h, 8 + k) & 15) | ((u4_byte(h, k) >> 6) << 4);
+    mn = (u4_byte(h, 8 + k) >> 4) | ((u4_byte(h, 4 + k) >> 6) << 4);
   }
+  s2 = __float2half2_rn(d * static_cast<float>(sc));
+  m2 = __float2half2_rn(-(dmin * static_cast<float>(mn)));
 }
 
 template <int NT, bool kQ5>
-__device__ __forceinline__ void compute_qk45(float (&acc)[NT][4], const uint4& h0, const uint4& h1, const uint4& qa0,
-                                             const uint4& qb0, const uint4& qa1, const uint4& qb1, const uint4& ea0,
-                                             const uint4& eb0, const uint4& ea1, const uint4& eb1, int t,
+__device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4], int t,
                                              const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-  __half2 s_lo[2], m_lo[2], s_hi[2], m_hi[2];
-  k_scales(h0, t, s_lo[0], m_lo[0], s_hi[0], m_hi[0]);
-  k_scales(h1, t, s_lo[1], m_lo[1], s_hi[1], m_hi[1]);
+  const int ka = 2 * (t >> 1), l0 = 16 * (t & 1);
 #pragma unroll
-  for (int w = 0; w < 8; ++w) {
-    const uint32_t q0 = w < 4 ? u4_get(qa0, w) : u4_get(qb0, w - 4);
-    const uint32_t q1 = w < 4 ? u4_get(qa1, w) : u4_get(qb1, w - 4);
-    uint32_t lo02_0 = q0 & 0x000F000Fu, lo13_0 = (q0 >> 8) & 0x000F000Fu;
-    uint32_t hi02_0 = (q0 >> 4) & 0x000F000Fu, hi13_0 = (q0 >> 12) & 0x000F000Fu;
-    uint32_t lo02_1 = q1 & 0x000F000Fu, lo13_1 = (q1 >> 8) & 0x000F000Fu;
-    uint32_t hi02_1 = (q1 >> 4) & 0x000F000Fu, hi13_1 = (q1 >> 12) & 0x000F000Fu;
-    if constexpr (kQ5) {
-      const uint32_t e0 = w < 4 ? u4_get(ea0, w) : u4_get(eb0, w - 4);
-      const uint32_t e1 = w < 4 ? u4_get(ea1, w) : u4_get(eb1, w - 4);
-      const int k0 = 2 * t, k1 = 2 * t + 1;
-      lo02_0 |= ((e0 >> k0) & 0x00010001u) << 4;
-      lo13_0 |= ((e0 >> (k0 + 8)) & 0x00010001u) << 4;
-      hi02_0 |= ((e0 >> k1) & 0x00010001u) << 4;
-      hi13_0 |= ((e0 >> (k1 + 8)) & 0x00010001u) << 4;
-      lo02_1 |= ((e1 >> k0) & 0x00010001u) << 4;
-      lo13_1 |= ((e1 >> (k0 + 8)) & 0x00010001u) << 4;
-      hi02_1 |= ((e1 >> k1) & 0x00010001u) << 4;
-      hi13_1 |= ((e1 >> (k1 + 8)) & 0x00010001u) << 4;
+  for (int half = 0; half < 2; ++half) {  // qa (chunk t/2), then qb (chunk 2 + t/2)
+    const int klo = ka + 4 * half, khi = klo + 1;
+    __half2 s_lo[2], m_lo[2], s_hi[2], m_hi[2];
+    k_scale(r.h0, klo, s_lo[0], m_lo[0]);
+    k_scale(r.h1, klo, s_lo[1], m_lo[1]);
+    k_scale(r.h0, khi, s_hi[0], m_hi[0]);
+    k_scale(r.h1, khi, s_hi[1], m_hi[1]);
+    const uint4& q0v = half == 0 ? r.qa0 : r.qb0;
+    const uint4& q1v = half == 0 ? r.qa1 : r.qb1;
+    const int c = (t >> 1) + 2 * half;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t q0 = u4_get(q0v, w), q1 = u4_get(q1v, w);
+      uint32_t lo02_0 = q0 & 0x000F000Fu, lo13_0 = (q0 >> 8) & 0x000F000Fu;
+      uint32_t hi02_0 = (q0 >> 4) & 0x000F000Fu, hi13_0 = (q0 >> 12) & 0x000F000Fu;
+      uint32_t lo02_1 = q1 & 0x000F000Fu, lo13_1 = (q1 >> 8) & 0x000F000Fu;
+      uint32_t hi02_1 = (q1 >> 4) & 0x000F000Fu, hi13_1 = (q1 >> 12) & 0x000F000Fu;
+      if constexpr (kQ5) {
+        const uint32_t e0 = u4_get(r.e0, w), e1 = u4_get(r.e1, w);
+        lo02_0 |= ((e0 >> klo) & 0x00010001u) << 4;
+        lo13_0 |= ((e0 >> (klo + 8)) & 0x00010001u) << 4;
+        hi02_0 |= ((e0 >> khi) & 0x00010001u) << 4;
+        hi13_0 |= ((e0 >> (khi + 8)) & 0x00010001u) << 4;
+        lo02_1 |= ((e1 >> klo) & 0x00010001u) << 4;
+        lo13_1 |= ((e1 >> (klo + 8)) & 0x00010001u) << 4;
+        hi02_1 |= ((e1 >> khi) & 0x00010001u) << 4;
+        hi13_1 |= ((e1 >> (khi + 8)) & 0x00010001u) << 4;
+      }
+      const int xo = 64 * c + l0 + 4 * w;
+      step<NT>(acc, h2_fma(h2_sub(lo02_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
+               h2_fma(h2_sub(lo02_1 | kMagic, 1024.f), s_lo[1], m_lo[1]),
+               h2_fma(h2_sub(lo13_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
+               h2_fma(h2_sub(lo13_1 | kMagic, 1024.f), s_lo[1], m_lo[1]), xb, xok, xo);
+      step<NT>(acc, h2_fma(h2_sub(hi02_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
+               h2_fma(h2_sub(hi02_1 | kMagic, 1024.f), s_hi[1], m_hi[1]),
+               h2_fma(h2_sub(hi13_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
+               h2_fma(h2_sub(hi13_1 | kMagic, 1024.f), s_hi[1], m_hi[1]), xb, xok, xo + 32);
     }
-    step<NT>(acc, h2_fma(h2_sub(lo02_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
-             h2_fma(h2_sub(lo02_1 | kMagic, 1024.f), s_lo[1], m_lo[1]),
-             h2_fma(h2_sub(lo13_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
-             h2_fma(h2_sub(lo13_1 | kMagic, 1024.f), s_lo[1], m_lo[1]), xb, xok, 64 * t + 4 * w);
-    step<NT>(acc, h2_fma(h2_sub(hi02_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
-             h2_fma(h2_sub(hi02_1 | kMagic, 1024.f), s_hi[1], m_hi[1]),
-             h2_fma(h2_sub(hi13_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
-             h2_fma(h2_sub(hi13_1 | kMagic, 1024.f), s_hi[1], m_hi[1]), xb, xok, 64 * t + 32 + 4 * w);
   }
 }
 
+// Q6_K (device layout ql[128] qh[64] scales[16], d in meta): lane t holds ql bytes
+// [16t, 16t + 16) (half 0) and [64 + 16t, 80 + 16t) (half 1); byte l (0..63) of half h has
+// element 128h + l in its low nibble and 128h + 64 + l in its high one; their two high bits
+// are in qh[32h + l % 32] at bit 2 (l / 32) (low) and 4 + 2 (l / 32) (high); scales
+// sc[8h + t] (low) and sc[8h + 4 + t] (high).
 template <>
 struct Tile<WFormat::kQ6_K> {
   struct Raw {
@@ -282,18 +274,16 @@ struct Tile<WFormat::kQ6_K> {
     float d0, d1;
   };
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
-    const int h = t >> 1, j = t & 1;
     const uint8_t* b0 = R.main0 + tile * 208;
     const uint8_t* b1 = R.main1 + tile * 208;
-    const int qlo = 64 * h + 32 * j, qho = 128 + 32 * h;
-    r.la0 = ld16(b0 + qlo, R.ok0);
-    r.lb0 = ld16(b0 + qlo + 16, R.ok0);
-    r.la1 = ld16(b1 + qlo, R.ok1);
-    r.lb1 = ld16(b1 + qlo + 16, R.ok1);
-    r.ha0 = ld16(b0 + qho, R.ok0);
-    r.hb0 = ld16(b0 + qho + 16, R.ok0);
-    r.ha1 = ld16(b1 + qho, R.ok1);
-    r.hb1 = ld16(b1 + qho + 16, R.ok1);
+    r.la0 = ld16(b0 + 16 * t, R.ok0);
+    r.lb0 = ld16(b0 + 64 + 16 * t, R.ok0);
+    r.la1 = ld16(b1 + 16 * t, R.ok1);
+    r.lb1 = ld16(b1 + 64 + 16 * t, R.ok1);
+    r.ha0 = ld16(b0 + 128 + 16 * (t & 1), R.ok0);
+    r.hb0 = ld16(b0 + 160 + 16 * (t & 1), R.ok0);
+    r.ha1 = ld16(b1 + 128 + 16 * (t & 1), R.ok1);
+    r.hb1 = ld16(b1 + 160 + 16 * (t & 1), R.ok1);
     r.sc0 = ld16(b0 + 192, R.ok0);
     r.sc1 = ld16(b1 + 192, R.ok1);
     r.d0 = R.ok0 ? __half2float(__ushort_as_half(R.meta0[tile])) : 0.f;
@@ -302,133 +292,138 @@ struct Tile<WFormat::kQ6_K> {
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-    const int h = t >> 1, j = t & 1;
-    // Scales: low nibbles use sc[8h + 2j + w/4], high nibbles sc[8h + 4 + 2j + w/4].
-    __half2 slo[2][2], shi[2][2];
+    const int sh_lo = 2 * (t >> 1), sh_hi = 4 + 2 * (t >> 1);
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      slo[0][u] = __float2half2_rn(r.d0 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc0, 8 * h + 2 * j + u))));
-      shi[0][u] = __float2half2_rn(r.d0 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc0, 8 * h + 4 + 2 * j + u))));
-      slo[1][u] = __float2half2_rn(r.d1 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc1, 8 * h + 2 * j + u))));
-      shi[1][u] = __float2half2_rn(r.d1 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc1, 8 * h + 4 + 2 * j + u))));
-    }
-    const int slo_sh = 2 * j, shi_sh = 4 + 2 * j;
+    for (int h = 0; h < 2; ++h) {
+      const __half2 slo0 = __float2half2_rn(r.d0 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc0, 8 * h + t))));
+      const __half2 shi0 = __float2half2_rn(r.d0 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc0, 8 * h + 4 + t))));
+      const __half2 slo1 = __float2half2_rn(r.d1 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc1, 8 * h + t))));
+      const __half2 shi1 = __float2half2_rn(r.d1 * static_cast<float>(static_cast<int8_t>(u4_byte(r.sc1, 8 * h + 4 + t))));
+      const uint4& l0v = h == 0 ? r.la0 : r.lb0;
+      const uint4& l1v = h == 0 ? r.la1 : r.lb1;
+      const uint4& e0v = h == 0 ? r.ha0 : r.hb0;
+      const uint4& e1v = h == 0 ? r.ha1 : r.hb1;
 #pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      const int u = w / 4;
-      const uint32_t q0 = w < 4 ? u4_get(r.la0, w) : u4_get(r.lb0, w - 4);
-      const uint32_t q1 = w < 4 ? u4_get(r.la1, w) : u4_get(r.lb1, w - 4);
-      const uint32_t e0 = w < 4 ? u4_get(r.ha0, w) : u4_get(r.hb0, w - 4);
-      const uint32_t e1 = w < 4 ? u4_get(r.ha1, w) : u4_get(r.hb1, w - 4);
-      const uint32_t lo02_0 = (q0 & 0x000F000Fu) | (((e0 >> slo_sh) & 0x00030003u) << 4);
-      const uint32_t lo13_0 = ((q0 >> 8) & 0x000F000Fu) | (((e0 >> (slo_sh + 8)) & 0x00030003u) << 4);
-      const uint32_t hi02_0 = ((q0 >> 4) & 0x000F000Fu) | (((e0 >> shi_sh) & 0x00030003u) << 4);
-      const uint32_t hi13_0 = ((q0 >> 12) & 0x000F000Fu) | (((e0 >> (shi_sh + 8)) & 0x00030003u) << 4);
-      const uint32_t lo02_1 = (q1 & 0x000F000Fu) | (((e1 >> slo_sh) & 0x00030003u) << 4);
-      const uint32_t lo13_1 = ((q1 >> 8) & 0x000F000Fu) | (((e1 >> (slo_sh + 8)) & 0x00030003u) << 4);
-      const uint32_t hi02_1 = ((q1 >> 4) & 0x000F000Fu) | (((e1 >> shi_sh) & 0x00030003u) << 4);
-      const uint32_t hi13_1 = ((q1 >> 12) & 0x000F000Fu) | (((e1 >> (shi_sh + 8)) & 0x00030003u) << 4);
-      step<NT>(acc, h2_mul(h2_sub(lo02_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo02_1 | kMagic, 1056.f), slo[1][u]),
-               h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo[0][u]), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo[1][u]),
-               xb, xok, 128 * h + 32 * j + 4 * w);
-      step<NT>(acc, h2_mul(h2_sub(hi02_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi02_1 | kMagic, 1056.f), shi[1][u]),
-               h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi[0][u]), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi[1][u]),
-               xb, xok, 128 * h + 64 + 32 * j + 4 * w);
+      for (int w = 0; w < 4; ++w) {
+        const uint32_t q0 = u4_get(l0v, w), q1 = u4_get(l1v, w);
+        const uint32_t e0 = u4_get(e0v, w), e1 = u4_get(e1v, w);
+        const uint32_t lo02_0 = (q0 & 0x000F000Fu) | (((e0 >> sh_lo) & 0x00030003u) << 4);
+        const uint32_t lo13_0 = ((q0 >> 8) & 0x000F000Fu) | (((e0 >> (sh_lo + 8)) & 0x00030003u) << 4);
+        const uint32_t hi02_0 = ((q0 >> 4) & 0x000F000Fu) | (((e0 >> sh_hi) & 0x00030003u) << 4);
+        const uint32_t hi13_0 = ((q0 >> 12) & 0x000F000Fu) | (((e0 >> (sh_hi + 8)) & 0x00030003u) << 4);
+        const uint32_t lo02_1 = (q1 & 0x000F000Fu) | (((e1 >> sh_lo) & 0x00030003u) << 4);
+        const uint32_t lo13_1 = ((q1 >> 8) & 0x000F000Fu) | (((e1 >> (sh_lo + 8)) & 0x00030003u) << 4);
+        const uint32_t hi02_1 = ((q1 >> 4) & 0x000F000Fu) | (((e1 >> sh_hi) & 0x00030003u) << 4);
+        const uint32_t hi13_1 = ((q1 >> 12) & 0x000F000Fu) | (((e1 >> (sh_hi + 8)) & 0x00030003u) << 4);
+        const int xo = 128 * h + 16 * t + 4 * w;
+        step<NT>(acc, h2_mul(h2_sub(lo02_0 | kMagic, 1056.f), slo0), h2_mul(h2_sub(lo02_1 | kMagic, 1056.f), slo1),
+                 h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo0), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo1), xb,
+                 xok, xo);
+        step<NT>(acc, h2_mul(h2_sub(hi02_0 | kMagic, 1056.f), shi0), h2_mul(h2_sub(hi02_1 | kMagic, 1056.f), shi1),
+                 h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi0), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi1), xb,
+                 xok, xo + 64);
+      }
     }
   }
 };
 
+// Q8_0 (32 int8 per block in main, d in meta): load i (0..3) gives lane t bytes
+// [64i + 16t, +16) of the tile: block 2i + t/2, elements 64i + 16t ..
 template <>
 struct Tile<WFormat::kQ8_0> {
   struct Raw {
     uint4 q0[4], q1[4];
-    uint32_t d0, d1;  // two f16 block scales each (blocks 2t, 2t + 1 of the tile)
+    uint16_t d0[4], d1[4];
   };
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
-    const uint8_t* b0 = R.main0 + tile * 256 + 64 * t;
-    const uint8_t* b1 = R.main1 + tile * 256 + 64 * t;
+    const uint8_t* b0 = R.main0 + tile * 256 + 16 * t;
+    const uint8_t* b1 = R.main1 + tile * 256 + 16 * t;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      r.q0[i] = ld16(b0 + 16 * i, R.ok0);
-      r.q1[i] = ld16(b1 + 16 * i, R.ok1);
+      r.q0[i] = ld16(b0 + 64 * i, R.ok0);
+      r.q1[i] = ld16(b1 + 64 * i, R.ok1);
+      r.d0[i] = R.ok0 ? R.meta0[tile * 8 + 2 * i + (t >> 1)] : 0;
+      r.d1[i] = R.ok1 ? R.meta1[tile * 8 + 2 * i + (t >> 1)] : 0;
     }
-    r.d0 = R.ok0 ? *reinterpret_cast<const uint32_t*>(R.meta0 + tile * 8 + 2 * t) : 0u;
-    r.d1 = R.ok1 ? *reinterpret_cast<const uint32_t*>(R.meta1 + tile * 8 + 2 * t) : 0u;
   }
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-    const __half2 d0[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 & 0xffffu))),
-                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 >> 16)))};
-    const __half2 d1[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 & 0xffffu))),
-                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 >> 16)))};
 #pragma unroll
-    for (int w = 0; w < 16; ++w) {
-      const uint32_t u0 = u4_get(r.q0[w / 4], w % 4) ^ 0x80808080u;
-      const uint32_t u1 = u4_get(r.q1[w / 4], w % 4) ^ 0x80808080u;
-      const int blk = w / 8;
-      step<NT>(acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0[blk]),
-               h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1[blk]),
-               h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0[blk]),
-               h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1[blk]), xb, xok, 64 * t + 4 * w);
+    for (int i = 0; i < 4; ++i) {
+      const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const uint32_t u0 = u4_get(r.q0[i], w) ^ 0x80808080u;
+        const uint32_t u1 = u4_get(r.q1[i], w) ^ 0x80808080u;
+        step<NT>(acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0),
+                 h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1),
+                 h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0),
+                 h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1), xb, xok, 64 * i + 16 * t + 4 * w);
+      }
     }
   }
 };
 
+// Q4_0 (16 nibble bytes per block in main, d in meta): load i (0, 1) gives lane t the whole
+// block b = 4i + t: byte j holds elements 32b + j (low) and 32b + 16 + j (high).
 template <>
 struct Tile<WFormat::kQ4_0> {
   struct Raw {
     uint4 qa0, qb0, qa1, qb1;
-    uint32_t d0, d1;
+    uint16_t d0[2], d1[2];
   };
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
-    const uint8_t* b0 = R.main0 + tile * 128 + 32 * t;
-    const uint8_t* b1 = R.main1 + tile * 128 + 32 * t;
+    const uint8_t* b0 = R.main0 + tile * 128 + 16 * t;
+    const uint8_t* b1 = R.main1 + tile * 128 + 16 * t;
     r.qa0 = ld16(b0, R.ok0);
-    r.qb0 = ld16(b0 + 16, R.ok0);
+    r.qb0 = ld16(b0 + 64, R.ok0);
     r.qa1 = ld16(b1, R.ok1);
-    r.qb1 = ld16(b1 + 16, R.ok1);
-    r.d0 = R.ok0 ? *reinterpret_cast<const uint32_t*>(R.meta0 + tile * 8 + 2 * t) : 0u;
-    r.d1 = R.ok1 ? *reinterpret_cast<const uint32_t*>(R.meta1 + tile * 8 + 2 * t) : 0u;
+    r.qb1 = ld16(b1 + 64, R.ok1);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      r.d0[i] = R.ok0 ? R.meta0[tile * 8 + 4 * i + t] : 0;
+      r.d1[i] = R.ok1 ? R.meta1[tile * 8 + 4 * i + t] : 0;
+    }
   }
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-    const __half2 d0[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 & 0xffffu))),
-                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d0 >> 16)))};
-    const __half2 d1[2] = {__half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 & 0xffffu))),
-                           __half2half2(__ushort_as_half(static_cast<uint16_t>(r.d1 >> 16)))};
 #pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      const int bb = w / 4;
-      const uint32_t v0 = bb == 0 ? u4_get(r.qa0, w % 4) : u4_get(r.qb0, w % 4);
-      const uint32_t v1 = bb == 0 ? u4_get(r.qa1, w % 4) : u4_get(r.qb1, w % 4);
-      const int xo = 64 * t + 32 * bb + 4 * (w % 4);
-      step<NT>(acc, h2_mul(h2_sub((v0 & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-               h2_mul(h2_sub((v1 & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
-               h2_mul(h2_sub(((v0 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-               h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo);
-      step<NT>(acc, h2_mul(h2_sub(((v0 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-               h2_mul(h2_sub(((v1 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]),
-               h2_mul(h2_sub(((v0 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d0[bb]),
-               h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1[bb]), xb, xok, xo + 16);
+    for (int i = 0; i < 2; ++i) {
+      const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
+      const uint4& a = i == 0 ? r.qa0 : r.qb0;
+      const uint4& b = i == 0 ? r.qa1 : r.qb1;
+      const int blk = 4 * i + t;
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const uint32_t v0 = u4_get(a, w), v1 = u4_get(b, w);
+        const int xo = 32 * blk + 4 * w;
+        step<NT>(acc, h2_mul(h2_sub((v0 & 0x000F000Fu) | kMagic, 1032.f), d0),
+                 h2_mul(h2_sub((v1 & 0x000F000Fu) | kMagic, 1032.f), d1),
+                 h2_mul(h2_sub(((v0 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d0),
+                 h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1), xb, xok, xo);
+        step<NT>(acc, h2_mul(h2_sub(((v0 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d0),
+                 h2_mul(h2_sub(((v1 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d1),
+                 h2_mul(h2_sub(((v0 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d0),
+                 h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1), xb, xok, xo + 16);
+      }
     }
   }
 };
 
-// F16 and BF16: lane t reads elements [64t, 64t + 64) of the tile, in two halves of 32
-// (4 x 16-byte loads per row each).
+// F16 and BF16: load i (0..7) gives lane t elements [32i + 8t, +8) of the tile.
 template <WFormat F, int NT>
 __device__ __forceinline__ void tile_half(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
                                           const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int64_t e0 = tile * 256 + 64 * t + 32 * half;
     uint4 v0[4], v1[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      v0[i] = ld16(R.main0 + (e0 + 8 * i) * 2, R.ok0);
-      v1[i] = ld16(R.main1 + (e0 + 8 * i) * 2, R.ok1);
+      const int64_t e = tile * 256 + 32 * (4 * half + i) + 8 * t;
+      v0[i] = ld16(R.main0 + e * 2, R.ok0);
+      v1[i] = ld16(R.main1 + e * 2, R.ok1);
     }
 #pragma unroll
     for (int s = 0; s < 8; ++s) {  // 4 elements per step: words 2(s%2), 2(s%2)+1 of v[s/2]
@@ -445,21 +440,22 @@ __device__ __forceinline__ void tile_half(float (&acc)[NT][4], const RowPtrs& R,
           p13[rr] = pack_f32x2(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
         }
       }
-      step<NT>(acc, p02[0], p02[1], p13[0], p13[1], xb, xok, 64 * t + 32 * half + 4 * s);
+      step<NT>(acc, p02[0], p02[1], p13[0], p13[1], xb, xok, 32 * (4 * half + s / 2) + 8 * t + 4 * (s % 2));
     }
   }
 }
 
+// F32: load s (0..15) gives lane t elements [16s + 4t, +4).
 template <int NT>
 __device__ __forceinline__ void tile_f32(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
                                          const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
 #pragma unroll 4
   for (int s = 0; s < 16; ++s) {
-    const int64_t e = tile * 256 + 64 * t + 4 * s;
+    const int64_t e = tile * 256 + 16 * s + 4 * t;
     const float4 a = R.ok0 ? __ldg(reinterpret_cast<const float4*>(R.main0 + e * 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
     const float4 b = R.ok1 ? __ldg(reinterpret_cast<const float4*>(R.main1 + e * 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
     step<NT>(acc, pack_f32x2(a.x, a.z), pack_f32x2(b.x, b.z), pack_f32x2(a.y, a.w), pack_f32x2(b.y, b.w), xb, xok,
-             64 * t + 4 * s);
+             16 * s + 4 * t);
   }
 }
 
@@ -517,11 +513,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
       bool xok[NT];
       xptrs(tile, xb, xok);
       if constexpr (F == WFormat::kQ4_K) {
-        compute_qk45<NT, false>(acc, cur.h0, cur.h1, cur.qa0, cur.qb0, cur.qa1, cur.qb1, cur.h0, cur.h0, cur.h0,
-                                cur.h0, t, xb, xok);
+        compute_qk45<NT, false>(cur, acc, t, xb, xok);
       } else if constexpr (F == WFormat::kQ5_K) {
-        compute_qk45<NT, true>(acc, cur.h0, cur.h1, cur.qa0, cur.qb0, cur.qa1, cur.qb1, cur.ea0, cur.eb0, cur.ea1,
-                               cur.eb1, t, xb, xok);
+        compute_qk45<NT, true>(cur, acc, t, xb, xok);
       } else {
         T::template compute<NT>(cur, acc, t, xb, xok);
       }
@@ -621,21 +615,32 @@ void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, con
   if (y.rows == 0 || L.n_out == 0) return;
   const int64_t row_groups = (L.n_out + 15) / 16;
   const int64_t n_tiles = L.n_in_pad / kTileElems;
-  // Rows per CTA: up to 64 (the warps along rows share the activation loads through L1) while
-  // every SM still gets a CTA; then warps along k so that the grid is about one full wave.
+  // Two sizing rules (GS_CUDA_MV=grid picks the second; the device notes compare them):
+  //  "split" (default): 16 rows per CTA, 4 warps along k (8 when there are few row groups);
+  //  "grid": up to 64 rows per CTA (warps along rows share activation loads through L1)
+  //          while every SM gets a CTA, then warps along k until the grid is about one wave.
+  static const bool grid_rule = [] {
+    const char* e = std::getenv("GS_CUDA_MV");
+    return e && std::string(e) == "grid";
+  }();
   MvGrid G{1, 1};
-  for (int wr : {4, 2}) {
-    if ((row_groups + wr - 1) / wr >= n_sm) {
-      G.wr = wr;
-      break;
+  if (grid_rule) {
+    for (int wr : {4, 2}) {
+      if ((row_groups + wr - 1) / wr >= n_sm) {
+        G.wr = wr;
+        break;
+      }
     }
+    const int64_t c = (row_groups + G.wr - 1) / G.wr;
+    const int64_t target_warps = static_cast<int64_t>(n_sm) * 16;  // ~one wave at <= 128 registers
+    int64_t wk = (target_warps + c * G.wr - 1) / (c * G.wr);
+    wk = std::min<int64_t>(wk, kMaxWarps / G.wr);
+    wk = std::min<int64_t>(wk, std::max<int64_t>(1, n_tiles / 2));
+    G.wk = static_cast<int>(std::max<int64_t>(1, wk));
+  } else {
+    G.wk = static_cast<int>(std::min<int64_t>(row_groups >= 4LL * n_sm ? 4 : 8, n_tiles));
   }
   const int64_t ctas = (row_groups + G.wr - 1) / G.wr;
-  const int64_t target_warps = static_cast<int64_t>(n_sm) * 16;  // ~one wave at <= 128 registers
-  int64_t wk = (target_warps + ctas * G.wr - 1) / (ctas * G.wr);
-  wk = std::min<int64_t>(wk, kMaxWarps / G.wr);
-  wk = std::min<int64_t>(wk, std::max<int64_t>(1, n_tiles / 2));  // at least two tiles per warp
-  G.wk = static_cast<int>(std::max<int64_t>(1, wk));
   const dim3 grid(static_cast<unsigned>(ctas));
   const int threads = G.wr * G.wk * 32;
   if (y.rows <= 8) {
