@@ -275,6 +275,27 @@ TEST(HttpServer, MangledBodiesNeverHurt) {
   expect_healthy(s);
 }
 
+// A slow prefill gets SSE comments so proxies and clients see the connection alive; the
+// events around them are unchanged.
+TEST(HttpServer, KeepAliveCommentsDuringASlowStep) {
+  ServerFixtureOptions o;
+  o.step_delay = std::chrono::milliseconds(450);  // the fixture's keep-alive interval is 200 ms
+  LiveServer s(o);
+  s.answer("slow");
+  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":2,"stream":true})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find(": keep-alive\n\n"), std::string::npos) << r->body;
+  auto events = test::sse_payloads(r->body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  // A whole response gets leading spaces instead, still valid JSON.
+  auto whole = s.post("/v1/completions", R"({"prompt":"x","max_tokens":2})");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->body.front(), ' ');
+  EXPECT_EQ(json::parse(whole->body)["usage"]["completion_tokens"], 2);
+}
+
 // Bug-case 44: a prompt that does not fit is refused at once, naming both numbers.
 TEST(HttpServer, PromptLongerThanTheContextIs400WithBothNumbers) {
   ServerFixtureOptions o;
