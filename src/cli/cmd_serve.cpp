@@ -158,7 +158,7 @@ int serve(const ServeArgs& a) {
   eo.device = a.device == "cpu" ? DeviceChoice::kCpu : a.device == "cuda" ? DeviceChoice::kCuda : DeviceChoice::kAuto;
   Result<LoadedEngine> loaded = create_engine(eo);
   if (!loaded.ok()) {
-    std::fprintf(stderr, "gemmaserve serve: cannot load %s: %s\n", a.model.c_str(), loaded.status().to_string().c_str());
+    std::fprintf(stderr, "gemmaserve serve: cannot start: %s\n", loaded.status().to_string().c_str());
     return finish(1);
   }
   if (signalled) {

@@ -44,8 +44,8 @@ struct LoadedEngine {
 };
 
 // Errors: those of loading the files (kNotFound, kDataLoss, kInvalidArgument naming the
-// key or tensor), a drafter that does not fit the target, kUnavailable for a device this
-// build or machine lacks, kUnimplemented while the model runtime is missing.
+// key or tensor), a drafter that does not fit the target (kInvalidArgument naming both
+// files), kUnavailable for a device this build or machine lacks.
 Result<LoadedEngine> create_engine(const EngineOptions& options);
 
 }  // namespace gs

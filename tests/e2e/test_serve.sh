@@ -10,6 +10,7 @@ MODEL="$SRC/models/shakes-target.gguf"
 DRAFTER="$SRC/models/shakes-assistant.gguf"
 KEY="sk-e2e-$RANDOM$RANDOM"
 WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
 PASS=0
 FAIL=0
 
@@ -21,6 +22,20 @@ bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
   echo "the openai npm package is missing: run (cd tests/e2e && npm install), as scripts/test.sh does"
   exit 1
 }
+
+# Bug-case 35: a drafter that does not fit, a target given as drafter, a truncated drafter:
+# each a clear error before serving, exit status 1, never a crash.
+SHARED="${GS_SHARED_DIR:-$SRC/../shared}"
+head -c 100000 "$DRAFTER" > "$WORK/truncated.gguf"
+for bad in "$SHARED/golden/tiny1234-assistant.gguf" "$MODEL" "$WORK/truncated.gguf"; do
+  timeout 60 "$BIN" serve -m "$MODEL" --mtp "$bad" --port 0 --log-level warn > "$WORK/bad.log" 2>&1
+  rc=$?
+  if [ "$rc" = 1 ] && grep -q "cannot start: .*\(drafter\|mtp\)" "$WORK/bad.log"; then
+    ok "unfit drafter $(basename "$bad") refused: $(grep -o 'cannot start: .*' "$WORK/bad.log" | head -c 120)"
+  else
+    bad "unfit drafter $(basename "$bad"): exit $rc: $(cat "$WORK/bad.log")"
+  fi
+done
 
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 printf '# e2e key\n%s\n' "$KEY" > "$WORK/keys"

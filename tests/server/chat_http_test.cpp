@@ -265,6 +265,41 @@ TEST(ChatHttp, UsageChunkOrder) {
   EXPECT_FALSE(without.chunks.back()["choices"].empty());
 }
 
+// Bug-case 40: running into the end of the context while thinking ends with "length", and
+// the server goes on.
+TEST(ChatHttp, ContextEndWhileReasoningIsLength) {
+  ServerFixtureOptions o;
+  o.n_ctx = 96;
+  o.enable_thinking = true;
+  LiveServer s(o);
+  s.answer("<|channel>thought\nLet me continue the text", /*endless=*/true);
+  json body{{"messages", json::array({{{"role", "user"}, {"content", "Continue the text: once upon a time"}}})}};
+  json whole = whole_chat(s, body);  // no max_tokens: only the context stops it
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(whole["usage"]["total_tokens"], 96);
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.finish, "length");
+  EXPECT_TRUE(st.done_last);
+  EXPECT_EQ(s.get("/health")->status, 200);
+}
+
+TEST(ChatHttp, StreamedLogprobsCoverEveryToken) {
+  LiveServer s;
+  s.answer("Good day to you.");
+  json body = chat_body("hi", {{"logprobs", true}, {"top_logprobs", 1}, {"stream_options", {{"include_usage", true}}}});
+  Streamed st = stream_chat(s, body);
+  size_t n = 0;
+  for (const auto& c : st.chunks) {
+    if (c["choices"].empty() || c["choices"][0]["logprobs"].is_null()) continue;
+    for (const auto& e : c["choices"][0]["logprobs"]["content"]) {
+      EXPECT_EQ(e["top_logprobs"].size(), 1u);
+      ++n;
+    }
+  }
+  // Every generated token but the end of turn has an entry.
+  EXPECT_EQ(n, static_cast<size_t>(st.usage["completion_tokens"].get<int>() - 1));
+}
+
 TEST(ChatHttp, LogprobsShape) {
   LiveServer s;
   s.answer("Good day.");

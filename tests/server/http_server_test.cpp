@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <random>
 #include <thread>
 
 #include "server/json_input.h"
@@ -238,6 +239,61 @@ TEST(HttpServer, BadInputGetsAClearErrorAndTheServerKeepsServing) {
   auto good = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
   ASSERT_TRUE(good);
   EXPECT_EQ(good->status, 200);
+}
+
+// Mangled bodies (cut anywhere, bytes flipped) never get a 5xx and never stop the server.
+TEST(HttpServer, MangledBodiesNeverHurt) {
+  LiveServer s;
+  s.answer("ok");
+  const std::string valid = R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi \u00e9"},)"
+                            R"({"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f",)"
+                            R"("arguments":"{\"a\":[1,2,{\"b\":null}]}"}}]},{"role":"tool","tool_call_id":"c1","content":"x"}],)"
+                            R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],)"
+                            R"("max_tokens":4,"stop":["a","b"],"temperature":0.5,"stream":false})";
+  ASSERT_EQ(s.post("/v1/chat/completions", valid)->status, 200) << s.post("/v1/chat/completions", valid)->body;
+  std::mt19937 rng(1234);
+  int n_ok = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string body = valid;
+    switch (i % 3) {
+      case 0:
+        body.resize(rng() % body.size());
+        break;
+      case 1:
+        for (int k = 0; k < 3; ++k) body[rng() % body.size()] = static_cast<char>(rng() % 256);
+        break;
+      default:
+        body.insert(rng() % body.size(), std::string(1 + rng() % 4, "[{\"\\:,}]"[rng() % 9]));
+        break;
+    }
+    auto r = s.post("/v1/chat/completions", body);
+    ASSERT_TRUE(r) << "no response for body " << i;
+    EXPECT_LT(r->status, 500) << body << " -> " << r->body;
+    n_ok += r->status == 200 ? 1 : 0;
+  }
+  EXPECT_LT(n_ok, 300);
+  expect_healthy(s);
+}
+
+// A slow prefill gets SSE comments so proxies and clients see the connection alive; the
+// events around them are unchanged.
+TEST(HttpServer, KeepAliveCommentsDuringASlowStep) {
+  ServerFixtureOptions o;
+  o.step_delay = std::chrono::milliseconds(450);  // the fixture's keep-alive interval is 200 ms
+  LiveServer s(o);
+  s.answer("slow");
+  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":2,"stream":true})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find(": keep-alive\n\n"), std::string::npos) << r->body;
+  auto events = test::sse_payloads(r->body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  // A whole response gets leading spaces instead, still valid JSON.
+  auto whole = s.post("/v1/completions", R"({"prompt":"x","max_tokens":2})");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->body.front(), ' ');
+  EXPECT_EQ(json::parse(whole->body)["usage"]["completion_tokens"], 2);
 }
 
 // Bug-case 44: a prompt that does not fit is refused at once, naming both numbers.

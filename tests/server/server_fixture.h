@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/test_paths.h"
+#include "core/log.h"
 #include "engine/fake_slot_runner.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf_reader.h"
@@ -62,6 +63,7 @@ struct ServerFixtureOptions {
 class LiveServer {
  public:
   explicit LiveServer(ServerFixtureOptions o = {}) : o_(o) {
+    set_log_level("warn");  // one info line per request would bury the test output
     tok = shakes_tokenizer();
     script = std::make_shared<Script>();
     script->eog = *tok->find_token("<turn|>");
