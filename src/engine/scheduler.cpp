@@ -22,6 +22,7 @@ Scheduler::Scheduler(std::unique_ptr<SlotRunner> runner, SchedulerOptions option
   runner_info_ = runner_->info();
   slot_used_.assign(static_cast<size_t>(std::max(runner_info_.n_slots, 0)), false);
   slot_last_used_.assign(slot_used_.size(), 0);
+  slot_cached_.assign(slot_used_.size(), 0);
   metrics_.n_slots = runner_info_.n_slots;
   metrics_.kv_cells_total = runner_info_.kv_cells_total;
   const size_t n_pos = static_cast<size_t>(std::max(runner_info_.draft_max, 0));
@@ -141,6 +142,32 @@ int32_t Scheduler::completion_limit(const Sequence& seq) const {
   return std::max(left, 0);
 }
 
+// A slot's kept cache is worth taking over when this prompt reuses at least half of it,
+// or when the reuse saves at least half of this prompt's prefill. Otherwise the gain is a
+// shared header (BOS, the turn markup, a short system prompt) while the loss is another
+// conversation's whole cache, which its next turn would have reused (bug-case 46): such a
+// prompt goes to the slot idle longest instead, a never-used one first.
+int32_t Scheduler::pick_slot(std::span<const int32_t> prompt) const {
+  int32_t best = -1;
+  int64_t best_reuse = 0;
+  for (size_t s = 0; s < slot_used_.size(); ++s) {
+    if (slot_used_[s]) continue;
+    const int64_t reuse = runner_->reusable_prefix(static_cast<int32_t>(s), prompt);
+    const bool worth = reuse > 0 && (2 * reuse >= slot_cached_[s] || 2 * reuse >= static_cast<int64_t>(prompt.size()));
+    if (!worth) continue;
+    if (reuse > best_reuse || (reuse == best_reuse && slot_last_used_[s] < slot_last_used_[static_cast<size_t>(best)])) {
+      best_reuse = reuse;
+      best = static_cast<int32_t>(s);
+    }
+  }
+  if (best >= 0) return best;
+  for (size_t s = 0; s < slot_used_.size(); ++s) {
+    if (slot_used_[s]) continue;
+    if (best < 0 || slot_last_used_[s] < slot_last_used_[static_cast<size_t>(best)]) best = static_cast<int32_t>(s);
+  }
+  return best;
+}
+
 void Scheduler::admit(std::vector<Pending>* admitted) {
   const int32_t n_free = static_cast<int32_t>(std::count(slot_used_.begin(), slot_used_.end(), false));
   std::vector<Pending> cancelled;
@@ -204,17 +231,7 @@ void Scheduler::loop() {
       seq.admitted = Clock::now();
       seq.usage.prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
-      // The free slot whose kept cache covers most of this prompt; without any, the one
-      // idle longest (its cache is the least likely to be wanted again).
-      int32_t best_reuse = -1;
-      for (size_t s = 0; s < slot_used_.size(); ++s) {
-        if (slot_used_[s]) continue;
-        const int32_t reuse = runner_->reusable_prefix(static_cast<int32_t>(s), seq.request.prompt);
-        if (reuse > best_reuse || (reuse == best_reuse && slot_last_used_[s] < slot_last_used_[static_cast<size_t>(seq.slot)])) {
-          best_reuse = reuse;
-          seq.slot = static_cast<int32_t>(s);
-        }
-      }
+      seq.slot = pick_slot(seq.request.prompt);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
       setup.n_logprobs = seq.request.n_logprobs;
@@ -225,6 +242,7 @@ void Scheduler::loop() {
       setup.draft_max = std::clamp(setup.draft_max, 0, std::max(runner_info_.draft_max, 0));
       if (setup.draft_max == 0) setup.speculative = false;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
+      slot_cached_[static_cast<size_t>(seq.slot)] = 0;  // set again when the sequence ends
       if (!started.ok()) {
         StreamEvent ev;
         ev.kind = StreamEvent::Kind::kError;
@@ -444,6 +462,10 @@ void Scheduler::finish(size_t index, FinishReason reason, const Status& error) {
   active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(index));
   runner_->release(seq.slot);
   slot_used_[static_cast<size_t>(seq.slot)] = false;
+  // What the released slot keeps: the prefilled prompt and every generated token but the
+  // last (never fed back).
+  slot_cached_[static_cast<size_t>(seq.slot)] =
+      static_cast<int64_t>(seq.n_prefilled) + std::max<int64_t>(seq.n_generated - 1, 0);
   const auto now = Clock::now();
   seq.usage.completion_tokens = seq.n_generated;
   if (seq.n_generated > 0) {

@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -77,6 +78,8 @@ class Scheduler final : public Engine {
   void fail_batch(const StepBatch& batch, const Status& error);
   bool is_eog(const Sequence& seq, int32_t token) const;
   int32_t completion_limit(const Sequence& seq) const;
+  // The free slot for a new sequence with this prompt (there is at least one).
+  int32_t pick_slot(std::span<const int32_t> prompt) const;
 
   std::unique_ptr<SlotRunner> runner_;
   RunnerInfo runner_info_;
@@ -85,6 +88,7 @@ class Scheduler final : public Engine {
   std::vector<Sequence> active_;        // loop thread only
   std::vector<bool> slot_used_;         // loop thread only
   std::vector<uint64_t> slot_last_used_;  // loop thread only: admission counter of the slot's last start
+  std::vector<int64_t> slot_cached_;      // loop thread only: tokens a free slot's cache holds
   uint64_t n_admitted_ = 0;
   mutable std::mutex metrics_mu_;
   EngineMetrics metrics_;

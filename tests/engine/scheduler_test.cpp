@@ -473,6 +473,46 @@ TEST(Scheduler, PromptPrefixIsReusedFromAFreeSlot) {
   EXPECT_EQ(cd.tokens, cc.tokens);
 }
 
+// Every prompt shares a header (BOS and the turn markup): another conversation's request
+// must not take over a slot for those few tokens while free slots are idle, or two
+// alternating conversations evict each other's cache every turn (bug-case 46).
+TEST(Scheduler, ASharedHeaderDoesNotEvictAnotherConversationsCache) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 3;
+  o.reuse_prefix = true;
+  Fixture f(o);
+  const std::vector<int32_t> header = {2, 3, 4};
+  auto with_header = [&](std::vector<int32_t> body) {
+    body.insert(body.begin(), header.begin(), header.end());
+    return body;
+  };
+  std::vector<int32_t> conv_a = with_header(prompt_of(40, 1));
+  std::vector<int32_t> conv_b = with_header(prompt_of(30, 2));
+  for (int turn = 0; turn < 3; ++turn) {
+    for (auto* conv : {&conv_a, &conv_b}) {
+      auto r = f.engine->submit(make_request(*conv, 6));
+      ASSERT_TRUE(r.ok());
+      Collected c = collect(**r);
+      ASSERT_TRUE(c.done);
+      if (turn > 0) {
+        // This conversation's previous prompt and answer but its last token are cached (the
+        // prompt ends with that answer and 4 new tokens).
+        EXPECT_EQ(c.usage.cached_tokens, static_cast<int32_t>(conv->size()) - 5) << "turn " << turn;
+      }
+      conv->insert(conv->end(), c.tokens.begin(), c.tokens.end());
+      for (int i = 0; i < 4; ++i) conv->push_back(11 + i);
+    }
+  }
+  // A retry of a short prompt still reuses it (it covers the whole prompt).
+  auto short_prompt = with_header({50, 51});
+  auto first = f.engine->submit(make_request(short_prompt, 30));
+  ASSERT_TRUE(first.ok());
+  collect(**first);
+  auto again = f.engine->submit(make_request(short_prompt, 30));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(collect(**again).usage.cached_tokens, static_cast<int32_t>(short_prompt.size()) - 1);
+}
+
 TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {
   FakeSlotRunner::Options o;
   o.n_slots = 1;
