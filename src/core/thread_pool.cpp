@@ -2,13 +2,22 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <system_error>
 
 namespace gs {
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  n_threads_ = n_threads;
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  n_threads_ = std::min(n_threads, kMaxThreads);
+  for (int i = 1; i < n_threads_; ++i) {
+    try {
+      workers_.emplace_back([this, i] { worker(i); });
+    } catch (const std::system_error&) {
+      // The system gave no more threads (limits, memory): run with those it gave.
+      n_threads_ = i;
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

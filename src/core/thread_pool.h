@@ -12,7 +12,11 @@ namespace gs {
 
 class ThreadPool {
  public:
-  // n_threads <= 0 means std::thread::hardware_concurrency().
+  // At most this many threads; more only adds switching and memory.
+  static constexpr int kMaxThreads = 1024;
+
+  // n_threads <= 0 means std::thread::hardware_concurrency(); at most kMaxThreads, and
+  // fewer when the system refuses to start more (n_threads() tells how many run).
   explicit ThreadPool(int n_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

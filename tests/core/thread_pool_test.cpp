@@ -26,6 +26,19 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
   }
 }
 
+// `--threads 100000000` once started threads until the system refused one, and the
+// std::system_error escaped the constructor (abort).
+TEST(ThreadPool, AbsurdThreadCountsAreCapped) {
+  ThreadPool pool(100000000);
+  EXPECT_GE(pool.n_threads(), 1);
+  EXPECT_LE(pool.n_threads(), ThreadPool::kMaxThreads);
+  std::atomic<int64_t> sum{0};
+  pool.parallel_for(100000, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum.load(), int64_t{100000} * 99999 / 2);
+}
+
 TEST(ThreadPool, ManyCallsInARow) {
   ThreadPool pool(4);
   std::atomic<int64_t> sum{0};
