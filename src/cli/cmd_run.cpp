@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -208,7 +209,8 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("-m,--model", a->model, "Gemma 4 GGUF file")->required();
   sub->add_option("-p,--prompt", a->prompt_text, "prompt text (BOS added; special-token text is parsed)");
   sub->add_option("--prompt-tokens", a->prompt_tokens, "prompt as comma-separated token ids (used as given)");
-  sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str();
+  sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str()
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   sub->add_option("--temperature", a->temperature, "0 = greedy (default: the file's general.sampling.temp, else 0)");
   sub->add_option("--top-k", a->top_k, "0 = off (default: the file's general.sampling.top_k)");
   sub->add_option("--top-p", a->top_p, "1 = off (default: the file's general.sampling.top_p)");
@@ -226,7 +228,8 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_flag("--json", a->json, "print one JSON object: tokens, text, timings, tokens_per_second, drafted, accepted");
   sub->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
   sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (gemma4-assistant) for speculative decoding");
-  sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str();
+  sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str();
   sub->add_option("--draft-window", a->draft_window,
                   "drafter's sliding window: w (spec Decision 2) or w+1 (transformers)")->capture_default_str();

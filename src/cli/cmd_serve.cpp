@@ -246,7 +246,7 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--device", args->device, "cpu, cuda or auto")->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sub->add_option("--max-body-bytes", args->max_body_bytes, "Largest request body accepted (413 above)")
-      ->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(size_t{1} << 10, size_t{1} << 32));
   sub->add_option("--queue-size", args->queue_size, "Requests that may wait for a slot (429 beyond)")
       ->capture_default_str()->check(CLI::Range(0, 100000));
   sub->add_option("--reasoning", args->reasoning, "Thinking by default: on or off (requests can override)")
@@ -260,7 +260,8 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
                   "Seconds to let running requests finish after SIGTERM/SIGINT")
       ->capture_default_str()->check(CLI::Range(0, 3600));
-  sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   return {sub, [args] { return serve(*args); }};
 }
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Wrong flags and unusable files: every subcommand exits non-zero (never by a signal) with a
+# message on stderr, quickly; a target passed as drafter and the other way round are refused.
+set -uo pipefail
+BIN="$1"
+SHARED="${GS_SHARED_DIR:?}"
+TARGET="$SHARED/models/shakes-target.gguf"
+DRAFTER="$SHARED/models/shakes-assistant.gguf"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+: > "$WORK/empty.gguf"
+mkdir "$WORK/dir.gguf"
+printf 'hello world\n' > "$WORK/text.gguf"
+head -c 100 "$TARGET" > "$WORK/head.gguf"
+size="$(stat -c %s "$TARGET")"
+head -c $((size - 10)) "$TARGET" > "$WORK/cut.gguf"
+
+# refused NAME ARGS...: exit status 1..127 (an error, not a crash or a hang) and a message.
+refused() {
+  local name="$1"
+  shift
+  timeout 60 "$BIN" "$@" > "$WORK/out" 2> "$WORK/err" < /dev/null
+  local rc=$?
+  [[ $rc -ge 1 && $rc -lt 124 ]] || fail "$name: exit status $rc: $(head -c 300 "$WORK/err")"
+  [[ -s "$WORK/err" ]] || fail "$name: no message on stderr"
+}
+
+for f in empty dir text head cut missing; do
+  file="$WORK/$f.gguf"
+  refused "inspect $f" inspect "$file"
+  refused "run $f" run -m "$file" -p hi -n 2
+  refused "tokenize $f" tokenize -m "$file"
+  refused "serve $f" serve -m "$file" --port 0
+  refused "serve drafter $f" serve -m "$TARGET" --mtp "$file" --port 0
+done
+refused "run: target as drafter" run -m "$TARGET" --mtp "$TARGET" -p hi -n 2
+refused "run: drafter as target" run -m "$DRAFTER" -p hi -n 2
+refused "serve: swapped" serve -m "$DRAFTER" --mtp "$TARGET" --port 0
+
+refused "no subcommand"
+refused "unknown flag" run -m "$TARGET" -p hi --bogus
+refused "run -n negative" run -m "$TARGET" -p hi -n -5
+grep -q -- "--n-predict" "$WORK/err" || fail "run -n -5 does not name --n-predict: $(cat "$WORK/err")"
+refused "run --draft-max negative" run -m "$TARGET" --mtp "$DRAFTER" -p hi --draft-max -3
+refused "run without prompt" run -m "$TARGET"
+refused "run bad token list" run -m "$TARGET" --prompt-tokens 1,x
+refused "run --kv-type" run -m "$TARGET" -p hi --kv-type q4_0
+# A level spdlog does not know used to switch logging off silently.
+refused "serve --log-level" serve -m "$TARGET" --port 0 --log-level loud
+# -1 wrapped around to an unlimited body size.
+refused "serve --max-body-bytes -1" serve -m "$TARGET" --port 0 --max-body-bytes -1
+refused "serve --parallel 0" serve -m "$TARGET" --port 0 --parallel 0
+refused "serve --port" serve -m "$TARGET" --port 70000
+refused "serve empty key" serve -m "$TARGET" --port 0 --api-key ""
+refused "serve empty key file" serve -m "$TARGET" --port 0 --api-key-file "$WORK/empty.gguf"
+refused "synth preset" synth --preset huge -o "$WORK/x.gguf"
+echo "cli errors: ok"
