@@ -1,6 +1,5 @@
-// gemmaserve run: one prompt through the model from the terminal (token ids or text),
-// sampled with the runtime's sampler chain, optionally with the MTP drafter (speculative
-// decoding through the same SpeculativeDecoder the engine uses).
+// gemmaserve run: one prompt from the terminal through the same engine the server uses
+// (scheduler, sampler chain, optional MTP drafter), streamed to stdout or as one JSON object.
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -10,15 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry/registry.h"
 #include "commands.h"
-#include "core/log.h"
-#include "model/dump.h"
-#include "model/gemma4_model.h"
-#include "model/gguf_names.h"
-#include "runtime/model_runner.h"
-#include "runtime/sampler.h"
-#include "runtime/speculative.h"
+#include "engine/engine_factory.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 
@@ -43,7 +35,7 @@ struct RunArgs {
   int ctx = 4096;
   int ubatch = 512;
   std::string kv_type = "f16";
-  std::string device = "cpu";
+  std::string device = "auto";
   std::string dump_dir;
   bool json = false;
   bool ignore_eos = false;
@@ -72,26 +64,52 @@ Result<std::vector<int32_t>> parse_token_list(const std::string& s) {
   return out;
 }
 
-// The file's recommended sampling (general.sampling.*) fills what the user left unset.
-SamplerConfig sampler_config(const RunArgs& a, const gguf::GgufFile& f, uint64_t seed) {
-  SamplerConfig c;
-  auto file_f32 = [&](std::string_view key, float dflt) {
-    auto v = f.get_f32(key);
-    return v.ok() ? *v : dflt;
-  };
-  c.temperature = a.temperature >= 0 ? a.temperature : file_f32(names::kSamplingTemp, 0.0f);
-  c.top_k = a.top_k >= 0 ? a.top_k : static_cast<int32_t>(f.get_i32(names::kSamplingTopK).ok() ? *f.get_i32(names::kSamplingTopK) : 0);
-  c.top_p = a.top_p >= 0 ? a.top_p : file_f32(names::kSamplingTopP, 1.0f);
-  c.min_p = a.min_p;
-  c.repetition_penalty = a.repetition_penalty;
-  c.frequency_penalty = a.frequency_penalty;
-  c.presence_penalty = a.presence_penalty;
-  c.seed = seed;
-  return c;
+// The file's recommended sampling (general.sampling.*) fills what the user left unset;
+// without either, decoding is greedy.
+SamplingParams sampling_params(const RunArgs& a, const RecommendedSampling& file, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = a.temperature >= 0 ? a.temperature : (file.has_temperature ? file.temperature : 0.0f);
+  p.top_k = a.top_k >= 0 ? a.top_k : (file.has_top_k ? file.top_k : 0);
+  p.top_p = a.top_p >= 0 ? a.top_p : (file.has_top_p ? file.top_p : 1.0f);
+  p.min_p = a.min_p;
+  p.repetition_penalty = a.repetition_penalty;
+  p.frequency_penalty = a.frequency_penalty;
+  p.presence_penalty = a.presence_penalty;
+  p.has_seed = true;
+  p.seed = seed;
+  return p;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+Result<EngineOptions> engine_options(const RunArgs& a) {
+  EngineOptions eo;
+  eo.model_path = a.model;
+  eo.drafter_path = a.mtp;
+  eo.draft_max = a.draft_max;
+  eo.draft_p_min = a.draft_p_min;
+  eo.n_ctx = a.ctx;
+  eo.n_slots = 1;
+  eo.n_threads = a.threads;
+  eo.max_batch_tokens = std::max(1, a.ubatch);
+  eo.queue_size = 1;
+  eo.dump_dir = a.dump_dir;
+  if (a.device == "cpu") {
+    eo.device = DeviceChoice::kCpu;
+  } else if (a.device == "cuda") {
+    eo.device = DeviceChoice::kCuda;
+  } else if (a.device != "auto") {
+    return make_status(StatusCode::kInvalidArgument, "--device must be auto, cpu or cuda");
+  }
+  if (a.kv_type == "f32") {
+    eo.kv_type = GgmlType::F32;
+  } else if (a.kv_type != "f16") {
+    return make_status(StatusCode::kInvalidArgument, "--kv-type must be f16 or f32");
+  }
+  if (a.draft_window == "w+1") {
+    eo.draft_window_plus_one = true;
+  } else if (a.draft_window != "w") {
+    return make_status(StatusCode::kInvalidArgument, "--draft-window must be w or w+1");
+  }
+  return eo;
 }
 
 int run(const RunArgs& a) {
@@ -99,170 +117,84 @@ int run(const RunArgs& a) {
     std::fprintf(stderr, "gemmaserve run: %s\n", st.to_string().c_str());
     return 1;
   };
-  BackendKind kind = BackendKind::kCpu;
-  if (a.device == "cuda") {
-    kind = BackendKind::kCuda;
-  } else if (a.device != "cpu") {
-    return fail(make_status(StatusCode::kInvalidArgument, "--device must be cpu or cuda"));
+  if (a.prompt_tokens.empty() && a.prompt_text.empty()) {
+    return fail(make_status(StatusCode::kInvalidArgument, "give a prompt: -p TEXT or --prompt-tokens IDS"));
   }
-  auto backend = create_backend(kind, BackendOptions{a.threads, 0});
-  if (!backend.ok()) return fail(backend.status());
-  auto model = Gemma4Model::load(a.model, **backend);
-  if (!model.ok()) return fail(model.status());
-  const Gemma4Config& c = (*model)->config();
-  if (c.is_assistant()) return fail(make_status(StatusCode::kInvalidArgument, "{} is a drafter; give it with --mtp", a.model));
+  auto options = engine_options(a);
+  if (!options.ok()) return fail(options.status());
+  auto loaded = create_engine(*options);
+  if (!loaded.ok()) return fail(loaded.status());
+  Engine& engine = *loaded->engine;
+  const text::Tokenizer& tok = *loaded->tokenizer;
 
-  std::shared_ptr<const text::Tokenizer> tok;
-  if (auto t = text::Tokenizer::from_gguf((*model)->file()); t.ok()) {
-    tok = *t;
-  } else if (!a.prompt_text.empty()) {
-    return fail(t.status());
-  }
-  std::vector<int32_t> prompt;
+  GenerationRequest req;
   if (!a.prompt_tokens.empty()) {
     auto ids = parse_token_list(a.prompt_tokens);
     if (!ids.ok()) return fail(ids.status());
-    prompt = *ids;
-  } else if (!a.prompt_text.empty()) {
-    prompt = tok->encode(a.prompt_text, true, true);
+    req.prompt = *ids;
   } else {
-    return fail(make_status(StatusCode::kInvalidArgument, "give a prompt: -p TEXT or --prompt-tokens IDS"));
-  }
-  for (int32_t id : prompt) {
-    if (id >= c.n_vocab) return fail(make_status(StatusCode::kInvalidArgument, "prompt token {} is outside the vocabulary of {}", id, c.n_vocab));
-  }
-  if (static_cast<int64_t>(prompt.size()) >= a.ctx) {
-    return fail(make_status(StatusCode::kOutOfRange, "prompt of {} tokens does not fit the context of {}", prompt.size(), a.ctx));
-  }
-  std::vector<int32_t> eog;
-  if (!a.ignore_eos) {
-    if (tok) eog = tok->eog_ids();
-    if (c.eos_token_id >= 0) eog.push_back(c.eos_token_id);
-  }
-
-  RunnerOptions ro;
-  ro.max_tokens = std::max(1, a.ubatch);
-  ro.max_outputs = std::max(16, a.draft_max + 1);
-  ro.kv.n_ctx = a.ctx;
-  ro.kv.n_seq_max = 1;
-  if (a.kv_type == "f32") {
-    ro.kv.type = GgmlType::F32;
-  } else if (a.kv_type != "f16") {
-    return fail(make_status(StatusCode::kInvalidArgument, "--kv-type must be f16 or f32"));
-  }
-  auto runner = ModelRunner::create(*model, ro);
-  if (!runner.ok()) return fail(runner.status());
-  if (!a.dump_dir.empty()) {
-    auto dump = make_dir_dump(a.dump_dir);
-    if (!dump.ok()) return fail(dump.status());
-    (*runner)->forward().set_dump(*dump);
+    req.prompt = tok.encode(a.prompt_text, true, true);
   }
   const uint64_t seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
-  Sampler sampler(sampler_config(a, (*model)->file(), seed));
+  req.sampling = sampling_params(a, loaded->sampling, seed);
+  req.max_tokens = std::max(0, a.n_predict);
+  req.speculative = !a.mtp.empty();
+  req.draft_max = a.draft_max;
+  req.ignore_eog = a.ignore_eos;
 
-  std::shared_ptr<Gemma4Model> assistant;
-  if (!a.mtp.empty()) {
-    auto m = Gemma4Model::load(a.mtp, **backend);
-    if (!m.ok()) return fail(m.status());
-    assistant = *m;
-  }
-  SpecOptions so;
-  so.draft_max = assistant ? std::max(0, a.draft_max) : 0;
-  so.draft_p_min = a.draft_p_min;
-  if (a.draft_window == "w+1") {
-    so.sliding = DraftSlidingWindow::kWindowPlusOne;
-  } else if (a.draft_window != "w") {
-    return fail(make_status(StatusCode::kInvalidArgument, "--draft-window must be w or w+1"));
-  }
-  auto dec = SpeculativeDecoder::create(**runner, assistant, so);
-  if (!dec.ok()) return fail(dec.status());
-
-  const int seq = (*runner)->add_sequence().value();
-  if (Status st = (*dec)->start(seq); !st.ok()) return fail(st);
+  auto stream = engine.submit(req);
+  if (!stream.ok()) return fail(stream.status());
   std::optional<text::IncrementalDecoder> detok;
-  if (tok && !a.json) detok.emplace(*tok);
-  auto emit = [&](int32_t id) {
-    if (a.json) return;
-    if (detok) {
-      std::fputs(detok->push(id).c_str(), stdout);
-    } else {
-      std::printf("%d ", id);
-    }
-    std::fflush(stdout);
-  };
-
-  const int64_t room = a.ctx - static_cast<int64_t>(prompt.size());
-  const int64_t n_max = std::min<int64_t>(a.n_predict, room);
+  if (!a.json) detok.emplace(tok);
   std::vector<int32_t> out;
-  auto take = [&](const std::vector<int32_t>& toks) {
-    for (int32_t t : toks) {
-      if (static_cast<int64_t>(out.size()) >= n_max) return true;
-      out.push_back(t);
-      emit(t);
-      if (std::find(eog.begin(), eog.end(), t) != eog.end()) return true;
+  StreamEvent ev;
+  for (;;) {
+    if (!(*stream)->next(&ev, std::chrono::milliseconds(1000))) continue;
+    if (ev.kind == StreamEvent::Kind::kError) return fail(ev.error);
+    for (const GeneratedToken& t : ev.tokens) {
+      out.push_back(t.id);
+      if (detok) {
+        std::fputs(detok->push(t.id).c_str(), stdout);
+        std::fflush(stdout);
+      }
     }
-    return static_cast<int64_t>(out.size()) >= n_max;
-  };
-  const auto t_prefill = std::chrono::steady_clock::now();
-  SeqWork pre;
-  pre.seq = seq;
-  pre.sampler = &sampler;
-  // The prompt's tokens enter the sampler's penalty history inside the step.
-  pre.prefill = prompt;
-  if (Status st = (*dec)->step({&pre, 1}); !st.ok()) return fail(st);
-  const double prefill_ms = ms_since(t_prefill);
-
-  const auto t_decode = std::chrono::steady_clock::now();
-  bool done = n_max <= 0 || take(pre.tokens);
-  while (!done) {
-    SeqWork w;
-    w.seq = seq;
-    w.sampler = &sampler;
-    w.draft_max = so.draft_max;
-    w.max_tokens = static_cast<int>(n_max - static_cast<int64_t>(out.size()));
-    w.stop_tokens = eog;
-    if (Status st = (*dec)->step({&w, 1}); !st.ok()) return fail(st);
-    done = take(w.tokens);
+    if (ev.kind == StreamEvent::Kind::kDone) break;
   }
-  const double decode_ms = ms_since(t_decode);
+  const Usage& u = ev.usage;
+  const EngineInfo info = engine.info();
+  engine.shutdown();
   if (detok) std::fputs(detok->finish().c_str(), stdout);
   // Decode speed: the tokens after the first (which the prefill pass produced).
   const double n_decoded = out.empty() ? 0.0 : static_cast<double>(out.size() - 1);
-  const double tps = decode_ms > 0 ? 1000.0 * n_decoded / decode_ms : 0.0;
+  const double tps = u.decode_ms > 0 ? 1000.0 * n_decoded / u.decode_ms : 0.0;
+  const double acceptance = u.drafted_tokens > 0 ? static_cast<double>(u.accepted_tokens) / u.drafted_tokens : 0.0;
   if (a.json) {
     nlohmann::json j;
     j["tokens"] = out;
-    j["n_prompt"] = prompt.size();
-    j["prefill_ms"] = prefill_ms;
-    j["decode_ms"] = decode_ms;
+    j["n_prompt"] = req.prompt.size();
+    j["n_cached"] = u.cached_tokens;
+    j["finish_reason"] = finish_reason_name(ev.finish);
+    j["prefill_ms"] = u.prefill_ms;
+    j["decode_ms"] = u.decode_ms;
     j["tokens_per_second"] = tps;
-    j["prefill_tokens_per_second"] = prefill_ms > 0 ? 1000.0 * static_cast<double>(prompt.size()) / prefill_ms : 0.0;
+    j["prefill_tokens_per_second"] =
+        u.prefill_ms > 0 ? 1000.0 * static_cast<double>(req.prompt.size() - u.cached_tokens) / u.prefill_ms : 0.0;
     j["seed"] = seed;
-    j["backend"] = (*backend)->description();
-    const SpecStats& ss = (*dec)->stats();
-    j["drafted"] = ss.drafted;
-    j["accepted"] = ss.accepted;
-    if (assistant) {
-      j["draft_max"] = so.draft_max;
-      j["acceptance_rate"] = ss.acceptance_rate();
-      j["mean_accepted_length"] = ss.mean_accepted_length();
-      j["drafted_by_position"] = ss.drafted_by_pos;
-      j["accepted_by_position"] = ss.accepted_by_pos;
+    j["backend"] = info.backend;
+    j["drafted"] = u.drafted_tokens;
+    j["accepted"] = u.accepted_tokens;
+    if (info.has_drafter) {
+      j["draft_max"] = a.draft_max;
+      j["acceptance_rate"] = acceptance;
     }
-    if (tok) {
-      auto text = tok->decode(out);
-      if (text.ok()) j["text"] = *text;
-    }
+    if (auto text = tok.decode(out); text.ok()) j["text"] = *text;
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "prompt %zu tokens in %.1f ms, generated %zu tokens at %.2f tokens/s (%s)\n", prompt.size(),
-                 prefill_ms, out.size(), tps, (*backend)->description().c_str());
-    if (assistant) {
-      const SpecStats& ss = (*dec)->stats();
-      std::fprintf(stderr, "drafted %llu, accepted %llu (%.3f), %.2f accepted per round\n",
-                   static_cast<unsigned long long>(ss.drafted), static_cast<unsigned long long>(ss.accepted),
-                   ss.acceptance_rate(), ss.mean_accepted_length());
+    std::fprintf(stderr, "prompt %zu tokens in %.1f ms, generated %zu tokens at %.2f tokens/s (%s), finish: %s\n",
+                 req.prompt.size(), u.prefill_ms, out.size(), tps, info.backend.c_str(), finish_reason_name(ev.finish));
+    if (info.has_drafter) {
+      std::fprintf(stderr, "drafted %d, accepted %d (%.3f)\n", u.drafted_tokens, u.accepted_tokens, acceptance);
     }
   }
   return 0;
@@ -272,7 +204,7 @@ int run(const RunArgs& a) {
 
 CommandEntry register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
-  CLI::App* sub = app.add_subcommand("run", "Generate from one prompt (token ids or text) and print the result");
+  CLI::App* sub = app.add_subcommand("run", "Generate from one prompt (token ids or text) through the engine and print it");
   sub->add_option("-m,--model", a->model, "Gemma 4 GGUF file")->required();
   sub->add_option("-p,--prompt", a->prompt_text, "prompt text (BOS added; special-token text is parsed)");
   sub->add_option("--prompt-tokens", a->prompt_tokens, "prompt as comma-separated token ids (used as given)");
@@ -289,9 +221,9 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("-c,--ctx-size", a->ctx, "context (positions) of the sequence")->capture_default_str();
   sub->add_option("--ubatch", a->ubatch, "most prompt tokens per forward pass")->capture_default_str();
   sub->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
-  sub->add_option("--device", a->device, "cpu or cuda")->capture_default_str();
+  sub->add_option("--device", a->device, "auto (CUDA when a GPU is present), cpu or cuda")->capture_default_str();
   sub->add_option("--dump", a->dump_dir, "write every named intermediate of every pass to this directory");
-  sub->add_flag("--json", a->json, "print one JSON object: tokens, text, timings, tokens_per_second");
+  sub->add_flag("--json", a->json, "print one JSON object: tokens, text, timings, tokens_per_second, drafted, accepted");
   sub->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
   sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (gemma4-assistant) for speculative decoding");
   sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str();

@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "commands.h"
+#include "core/log.h"
 
 int main(int argc, char** argv) {
+  gs::init_logging();
   CLI::App app{"gemmaserve: Gemma 4 GGUF inference engine and OpenAI-compatible server"};
   app.set_version_flag("--version", std::string("gemmaserve ") + GS_VERSION);
   app.require_subcommand(1);

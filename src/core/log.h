@@ -7,6 +7,9 @@
 
 namespace gs {
 
+// Sends every log line to stderr; call once at program start, before any logging.
+void init_logging();
+
 // Sets the global level from a name ("trace", "debug", "info", "warn", "error", "off").
 void set_log_level(std::string_view level);
 

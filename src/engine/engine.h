@@ -34,6 +34,8 @@ struct GenerationRequest {
   int32_t draft_max = -1;       // -1: the server's default
   // Extra end-of-generation token ids beyond the model's own.
   std::vector<int32_t> extra_eog;
+  // Generate past the model's end-of-generation tokens (benchmarks, `run --ignore-eos`).
+  bool ignore_eog = false;
   // Reasoning budget: at most this many tokens inside a thought span (after the token
   // `reasoning_open`, before `reasoning_close`); when it is spent the engine emits
   // `reasoning_close` in place of the next sampled token and the model goes on from there.

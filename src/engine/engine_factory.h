@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/ggml_type.h"
 #include "core/status.h"
 #include "engine/engine.h"
 #include "text/tokenizer.h"
@@ -24,6 +25,10 @@ struct EngineOptions {
   int32_t max_batch_tokens = 512;
   int32_t queue_size = 64;
   DeviceChoice device = DeviceChoice::kAuto;
+  GgmlType kv_type = GgmlType::F16;    // KV cache storage: F16 or F32
+  float draft_p_min = 0.0f;            // stop a draft round below this drafter probability
+  bool draft_window_plus_one = false;  // drafter sees W+1 sliding keys (transformers) instead of W
+  std::string dump_dir;                // "": off; else every named intermediate of every pass (slow)
 };
 
 // Sampling the model's file recommends (general.sampling.*), when it says so.

@@ -11,6 +11,7 @@
 
 #include "backend/registry/registry.h"
 #include "core/log.h"
+#include "model/dump.h"
 #include "model/gemma4_model.h"
 #include "runtime/model_runner.h"
 #include "runtime/sampler.h"
@@ -261,6 +262,9 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   }
   BackendOptions bo;
   bo.n_threads = options.n_threads;
+  if (options.device == DeviceChoice::kAuto && kind == BackendKind::kCpu) {
+    GS_LOG_INFO("no CUDA device found: running on the CPU");
+  }
   GS_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, create_backend(kind, bo));
   GS_ASSIGN_OR_RETURN(std::shared_ptr<Gemma4Model> model, Gemma4Model::from_file(target_file, *backend));
   if (model->config().is_assistant()) {
@@ -284,7 +288,12 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   ro.kv.n_seq_max = options.n_slots;
   ro.kv.n_ctx = n_ctx;
   ro.kv.max_ubatch = ro.max_tokens;
+  ro.kv.type = options.kv_type;
   GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
+  if (!options.dump_dir.empty()) {
+    GS_ASSIGN_OR_RETURN(DumpFn dump, make_dir_dump(options.dump_dir));
+    runner->forward().set_dump(std::move(dump));
+  }
   std::shared_ptr<Gemma4Model> assistant;
   if (!options.drafter_path.empty()) {
     // A drafter that does not fit the target is refused here, before serving (bug-case 35).
@@ -300,6 +309,8 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   }
   SpecOptions spec_options;
   spec_options.draft_max = assistant ? std::max(options.draft_max, 1) : 0;
+  spec_options.draft_p_min = options.draft_p_min;
+  spec_options.sliding = options.draft_window_plus_one ? DraftSlidingWindow::kWindowPlusOne : DraftSlidingWindow::kWindow;
   Result<std::unique_ptr<SpeculativeDecoder>> spec = SpeculativeDecoder::create(*runner, assistant, spec_options);
   if (!spec.ok()) {
     return make_status(spec.status().code(), "the drafter {} cannot draft for {}: {}", options.drafter_path,
@@ -308,9 +319,7 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
 
   RunnerInfo info;
   info.model_name = model->config().arch_name;
-  info.backend = kind == BackendKind::kCuda ? "cuda" : fmt::format("cpu ({} threads)", options.n_threads > 0
-                                                                                  ? options.n_threads
-                                                                                  : static_cast<int>(std::thread::hardware_concurrency()));
+  info.backend = backend->description();
   info.n_slots = options.n_slots;
   info.n_ctx = runner->kv().n_ctx();
   info.n_vocab = model->config().n_vocab;

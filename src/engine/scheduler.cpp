@@ -125,6 +125,7 @@ void Scheduler::shutdown() {
 }
 
 bool Scheduler::is_eog(const Sequence& seq, int32_t token) const {
+  if (seq.request.ignore_eog) return false;
   const auto& eog = runner_info_.eog_tokens;
   if (std::find(eog.begin(), eog.end(), token) != eog.end()) return true;
   const auto& extra = seq.request.extra_eog;

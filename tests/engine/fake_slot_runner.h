@@ -35,6 +35,8 @@ class FakeSlotRunner : public SlotRunner {
     std::chrono::milliseconds step_delay{0};
     NextToken next;                     // default: a hash of the last tokens, never EOG
     bool reuse_prefix = false;          // keep a released slot's tokens for the next start
+    // Called at the start of every step with its index (0-based), outside the runner's lock.
+    std::function<void(int64_t)> on_step;
   };
 
   struct Recorded {
@@ -42,6 +44,7 @@ class FakeSlotRunner : public SlotRunner {
     int64_t decode_seqs = 0;
     int64_t max_decode_tokens = 0;
     std::vector<int32_t> slots;
+    std::vector<int32_t> decode_slots;
   };
 
   explicit FakeSlotRunner(Options options) : o_(std::move(options)) {
@@ -92,6 +95,7 @@ class FakeSlotRunner : public SlotRunner {
   }
 
   Result<std::vector<SlotOutput>> step(const StepBatch& batch) override {
+    if (o_.on_step) o_.on_step(n_steps());
     if (o_.step_delay.count() > 0) std::this_thread::sleep_for(o_.step_delay);
     std::lock_guard<std::mutex> lock(mu_);
     n_steps_++;
@@ -120,6 +124,7 @@ class FakeSlotRunner : public SlotRunner {
       rec.decode_seqs++;
       rec.max_decode_tokens = std::max<int64_t>(rec.max_decode_tokens, d.max_tokens);
       rec.slots.push_back(d.slot);
+      rec.decode_slots.push_back(d.slot);
       SlotOutput out;
       out.slot = d.slot;
       int32_t n_out = 1;

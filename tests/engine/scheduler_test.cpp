@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -245,23 +246,26 @@ TEST(Scheduler, CancelFreesTheSlotWithinAStepAndSparesOthers) {
   FakeSlotRunner::Options o;
   o.n_slots = 2;
   o.n_ctx = 100000;
-  o.step_delay = 2ms;
+  // The victim is cancelled from inside step 5 (as a client thread would while the step
+  // runs); its slot must be gone from every step after the next one starts.
+  constexpr int64_t kCancelAt = 5;
+  std::atomic<RequestStream*> victim_stream{nullptr};
+  o.on_step = [&](int64_t index) {
+    if (index == kCancelAt) {
+      while (!victim_stream.load()) std::this_thread::yield();
+      victim_stream.load()->cancel();
+    }
+  };
   Fixture f(o);
   auto other_prompt = prompt_of(7, 3);
-  auto victim = f.engine->submit(make_request(prompt_of(9), 50000));
-  auto other = f.engine->submit(make_request(other_prompt, 300));
+  auto victim = f.engine->submit(make_request(prompt_of(9), 50000));  // first admitted: slot 0
   ASSERT_TRUE(victim.ok());
+  auto other = f.engine->submit(make_request(other_prompt, 300));
   ASSERT_TRUE(other.ok());
-  // Let the victim produce something, then cancel it.
-  StreamEvent ev;
-  while ((*victim)->next(&ev, 1s) && ev.kind != StreamEvent::Kind::kTokens) {
-  }
-  const int64_t steps_at_cancel = f.runner->n_steps();
-  (*victim)->cancel();
+  victim_stream = victim->get();
   Collected cv = collect(**victim);
   ASSERT_TRUE(cv.done);
   EXPECT_EQ(cv.finish, FinishReason::kCancelled);
-  EXPECT_LE(f.runner->n_steps() - steps_at_cancel, 2);
   // The freed slot takes a new request at once; the other request is untouched.
   auto next = f.engine->submit(make_request(prompt_of(4), 5));
   ASSERT_TRUE(next.ok());
@@ -270,6 +274,16 @@ TEST(Scheduler, CancelFreesTheSlotWithinAStepAndSparesOthers) {
   EXPECT_EQ(co.finish, FinishReason::kLength);
   EXPECT_EQ(co.tokens, f.runner->expected(other_prompt, 300));
   EXPECT_EQ(f.engine->metrics().requests_cancelled_total, 1u);
+  const auto steps = f.runner->steps();
+  ASSERT_GT(steps.size(), static_cast<size_t>(kCancelAt + 1));
+  bool victim_ran_before = false;
+  for (size_t i = 0; i <= static_cast<size_t>(kCancelAt); ++i) {
+    for (int32_t slot : steps[i].slots) victim_ran_before = victim_ran_before || slot == 0;
+  }
+  EXPECT_TRUE(victim_ran_before);
+  // The next step may already prefill the new request in slot 0, but a decode of slot 0
+  // there could only be the victim's.
+  for (int32_t slot : steps[kCancelAt + 1].decode_slots) EXPECT_NE(slot, 0) << "the victim ran a step after its cancel";
 }
 
 TEST(Scheduler, DroppingTheStreamCancels) {

@@ -321,7 +321,7 @@ TEST(HttpServer, QueueFullIs429) {
   o.step_delay = 5ms;
   LiveServer s(o);
   s.answer("", /*endless=*/true);
-  std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":150})"); });
+  std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":400})"); });
   for (int i = 0; i < 200 && s.engine->metrics().busy_slots == 0; ++i) std::this_thread::sleep_for(5ms);
   auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":3})");
   expect_error_body(r, 429, "queue full");
