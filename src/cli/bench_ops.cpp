@@ -4,6 +4,7 @@
 #include "bench_ops.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -23,6 +24,9 @@ struct Ctx {
   double copy_bw = 0;      // bytes/s read + written
   double gemm_flops = 0;   // FLOP/s of the reference f16 GEMM
   uint64_t key = 1000;
+  // Host weight bytes must outlive the backend's use of them (the CPU backend reads them in
+  // place): kept until the benchmark ends.
+  std::vector<std::vector<uint8_t>> keep;
 };
 
 Result<DeviceBuffer> filled(Backend& b, const std::vector<float>& host) {
@@ -61,14 +65,14 @@ Status bench_matvec(Ctx& c) {
   }
   for (GgmlType type : types) {
     for (const Shape& sh : shapes) {
-      if (c.opt.quick && sh.n_in != 5376) continue;
+      if (c.opt.quick && sh.n_out != 4096) continue;  // quick (CPU): the small projection only
       const size_t wbytes = ggml_row_size(type, sh.n_in).value() * static_cast<size_t>(sh.n_out);
       // Enough copies that one pass over them is several times the 50 MB L2.
-      const int copies = static_cast<int>(std::clamp<size_t>((300ull << 20) / wbytes, 1, 8));
+      const int copies = c.opt.quick ? 1 : static_cast<int>(std::clamp<size_t>((300ull << 20) / wbytes, 1, 8));
       std::vector<Weight> ws;
       for (int i = 0; i < copies; ++i) {
-        const auto host = random_weight_bytes(type, sh.n_in, sh.n_out, 100 + i);
-        GS_ASSIGN_OR_RETURN(Weight w, c.b.upload_weight(host.data(), type, sh.n_in, sh.n_out));
+        c.keep.push_back(random_weight_bytes(type, sh.n_in, sh.n_out, 100 + i));
+        GS_ASSIGN_OR_RETURN(Weight w, c.b.upload_weight(c.keep.back().data(), type, sh.n_in, sh.n_out));
         ws.push_back(w);
       }
       for (int64_t n : row_counts) {
@@ -91,12 +95,12 @@ Status bench_matvec(Ctx& c) {
 
 Status bench_gemm(Ctx& c) {
   // The f16 reference: a weight already in f16, 4096 rows (the cuBLAS ceiling in this run).
-  const std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{64} : std::vector<int64_t>{512, 4096};
+  const std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{512, 4096};
   for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K}) {
     if (c.opt.quick && type != GgmlType::Q4_K) continue;
-    const int64_t n_in = 5376, n_out = 21504;
-    const auto host = random_weight_bytes(type, n_in, n_out, 11);
-    GS_ASSIGN_OR_RETURN(Weight w, c.b.upload_weight(host.data(), type, n_in, n_out));
+    const int64_t n_in = c.opt.quick ? 1024 : 5376, n_out = c.opt.quick ? 1024 : 21504;
+    c.keep.push_back(random_weight_bytes(type, n_in, n_out, 11));
+    GS_ASSIGN_OR_RETURN(Weight w, c.b.upload_weight(c.keep.back().data(), type, n_in, n_out));
     for (int64_t n : row_counts) {
       GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(c.b, random_floats(static_cast<size_t>(n * n_in), 1.0f, 5)));
       GS_ASSIGN_OR_RETURN(DeviceBuffer yb, DeviceBuffer::make(c.b, static_cast<size_t>(n * n_out) * 4));
@@ -283,6 +287,7 @@ Result<double> measure_copy_bandwidth(Backend& b, bool quick, std::vector<BenchR
 
 Result<double> measure_gemm_flops(Backend& b, bool quick, std::vector<BenchRow>& rows) {
   const int64_t n = quick ? 8 : 4096, n_in = quick ? 1024 : 5376, n_out = quick ? 1024 : 21504;
+  // Outlives the weight's use below (the CPU backend reads host bytes in place).
   const auto host = random_weight_bytes(GgmlType::F16, n_in, n_out, 11);
   GS_ASSIGN_OR_RETURN(Weight w, b.upload_weight(host.data(), GgmlType::F16, n_in, n_out));
   GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(b, random_floats(static_cast<size_t>(n * n_in), 1.0f, 5)));

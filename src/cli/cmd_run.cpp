@@ -43,6 +43,7 @@ struct RunArgs {
   std::string mtp;            // drafter GGUF
   int draft_max = 4;
   float draft_p_min = 0.0f;
+  bool draft_adaptive = true;
   std::string draft_window = "w";  // "w" (Decision 2) or "w+1" (transformers)
 };
 
@@ -87,6 +88,7 @@ Result<EngineOptions> engine_options(const RunArgs& a) {
   eo.drafter_path = a.mtp;
   eo.draft_max = a.draft_max;
   eo.draft_p_min = a.draft_p_min;
+  eo.draft_adaptive = a.draft_adaptive;
   eo.n_ctx = a.ctx;
   eo.n_slots = 1;
   eo.n_threads = a.threads;
@@ -231,6 +233,8 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str();
+  sub->add_flag("--draft-adaptive,!--no-draft-adaptive", a->draft_adaptive,
+               "choose each round's draft count from measured costs (default on; off: always --draft-max)");
   sub->add_option("--draft-window", a->draft_window,
                   "drafter's sliding window: w (spec Decision 2) or w+1 (transformers)")->capture_default_str();
   return {sub, [a] { return run(*a); }};

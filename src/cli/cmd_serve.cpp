@@ -26,6 +26,7 @@ struct ServeArgs {
   std::string model;
   std::string drafter;
   int draft_max = 4;
+  bool draft_adaptive = true;
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key_file;
@@ -151,6 +152,7 @@ int serve(const ServeArgs& a) {
   eo.model_path = a.model;
   eo.drafter_path = a.drafter;
   eo.draft_max = a.drafter.empty() ? 0 : a.draft_max;
+  eo.draft_adaptive = a.draft_adaptive;
   eo.n_ctx = a.ctx_size;
   eo.n_slots = a.parallel;
   eo.n_threads = a.threads;
@@ -193,7 +195,8 @@ int serve(const ServeArgs& a) {
   std::printf("  memory    weights %s, KV cache %s, resident %s\n", human_bytes(info.weight_bytes).c_str(),
               human_bytes(info.kv_bytes).c_str(), human_bytes(resident_bytes()).c_str());
   if (info.has_drafter) {
-    std::printf("  drafter   %s (up to %d drafts per round)\n", a.drafter.c_str(), info.draft_max);
+    std::printf("  drafter   %s (up to %d drafts per round, %s)\n", a.drafter.c_str(), info.draft_max,
+                a.draft_adaptive ? "adaptive" : "fixed");
   } else {
     std::printf("  drafter   none\n");
   }
@@ -230,6 +233,9 @@ CommandEntry register_serve(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_option("--draft-max", args->draft_max, "Drafts per speculative round")->capture_default_str()
       ->check(CLI::Range(1, 16));
+  sub->add_flag("--draft-adaptive,!--no-draft-adaptive", args->draft_adaptive,
+                "Choose each round's draft count from measured costs and acceptance, so drafting never makes "
+                "decoding much slower (default on; off: always --draft-max)");
   sub->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", args->port, "Port to listen on")->capture_default_str()->check(CLI::Range(0, 65535));
   auto* key_file = sub->add_option("--api-key-file", args->api_key_file,

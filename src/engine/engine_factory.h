@@ -27,7 +27,8 @@ struct EngineOptions {
   DeviceChoice device = DeviceChoice::kAuto;
   GgmlType kv_type = GgmlType::F16;    // KV cache storage: F16 or F32
   float draft_p_min = 0.0f;            // stop a draft round below this drafter probability
-  bool draft_window_plus_one = false;  // drafter sees W+1 sliding keys (transformers) instead of W
+  bool draft_window_plus_one = false;
+  bool draft_adaptive = true;          // per-round draft count from measured costs (runtime/draft_policy.h)  // drafter sees W+1 sliding keys (transformers) instead of W
   std::string dump_dir;                // "": off; else every named intermediate of every pass (slow)
 };
 

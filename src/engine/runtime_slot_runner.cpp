@@ -310,6 +310,7 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   SpecOptions spec_options;
   spec_options.draft_max = assistant ? std::max(options.draft_max, 1) : 0;
   spec_options.draft_p_min = options.draft_p_min;
+  spec_options.adaptive = options.draft_adaptive;
   spec_options.sliding = options.draft_window_plus_one ? DraftSlidingWindow::kWindowPlusOne : DraftSlidingWindow::kWindow;
   Result<std::unique_ptr<SpeculativeDecoder>> spec = SpeculativeDecoder::create(*runner, assistant, spec_options);
   if (!spec.ok()) {

@@ -2,11 +2,18 @@
 #include "runtime/speculative.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "runtime/acceptance.h"
 
 namespace gs {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
 
 Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(ModelRunner& runner,
                                                                         std::shared_ptr<const Gemma4Model> assistant,
@@ -52,12 +59,19 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
   const int32_t n_ctx = runner_.kv().n_ctx();
   std::vector<int> active;     // work indices still drafting, in drafter row order
   std::vector<int> limit(work.size(), 0);
+  int n_decoding = 0;
+  for (const SeqWork& x : work) n_decoding += x.prefill.empty() ? 1 : 0;
   for (size_t w = 0; w < work.size(); ++w) {
     const SeqWork& x = work[w];
     if (!x.prefill.empty()) continue;
     const int32_t p = runner_.length(x.seq);
     int k = std::min({x.draft_max, options_.draft_max, x.max_tokens - 1, runner_.kv().max_ubatch() - 1});
     k = std::min<int64_t>(k, static_cast<int64_t>(n_ctx) - p - 1);
+    if (options_.adaptive && k > 0 && p > 0) {
+      SeqState& st = seqs_[x.seq];
+      k = policy_.choose(st.acceptance, k, n_decoding, st.rounds_since_draft);
+      st.rounds_since_draft = k > 0 ? 0 : st.rounds_since_draft + 1;
+    }
     if (k > 0 && p > 0) {
       limit[w] = k;
       active.push_back(static_cast<int>(w));
@@ -76,10 +90,12 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
     rows.push_back(x.seq);
   }
   while (!active.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
     GS_RETURN_IF_ERROR(drafter_->run({toks, pos, rows}, runner_.kv().binding()));
     const size_t n = active.size();
     host_logits_.resize(n * static_cast<size_t>(n_vocab));
     GS_RETURN_IF_ERROR(b.download(host_logits_.data(), drafter_->logits().data, host_logits_.size() * sizeof(float)));
+    if (options_.adaptive) policy_.observe_drafter(static_cast<int>(n), ms_since(t0));
     std::vector<int> next;
     std::vector<int32_t> next_toks, next_pos, next_rows;
     for (size_t j = 0; j < n; ++j) {
@@ -166,7 +182,12 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
     return make_status(StatusCode::kInvalidArgument, "a step of {} output rows exceeds the runner's {}", n_out,
                        runner_.max_outputs());
   }
+  const auto t_pass = std::chrono::steady_clock::now();
   GS_RETURN_IF_ERROR(runner_.decode(batch));
+  // Decode-only passes time the target's cost per row for adaptive drafting (prefill
+  // chunks take another path on some backends and would bend the fit).
+  const bool decode_only = std::all_of(work.begin(), work.end(), [](const SeqWork& x) { return x.prefill.empty(); });
+  if (options_.adaptive && decode_only) policy_.observe_target(static_cast<int>(batch.size()), ms_since(t_pass));
 
   // Sample, accept, roll back.
   Backend& b = runner_.backend();
@@ -205,6 +226,7 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
     st.pending = x.tokens.back();
     // Decision 5: the next round starts from the hidden state of the row that produced it.
     b.copy(runner_.hidden(out_base[w] + m), pending_h_.slice_rows(x.seq, 1));
+    if (k > 0) st.acceptance.observe(k, x.n_accepted);
     st.stats.add_round(k, x.n_accepted, static_cast<int>(x.tokens.size()));
     stats_.add_round(k, x.n_accepted, static_cast<int>(x.tokens.size()));
   }

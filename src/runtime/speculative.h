@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "model/drafter.h"
 #include "model/gemma4_model.h"
+#include "runtime/draft_policy.h"
 #include "runtime/model_runner.h"
 #include "runtime/sampler.h"
 #include "runtime/spec_stats.h"
@@ -29,6 +30,10 @@ struct SpecOptions {
   int draft_max = 4;          // most drafts per round of any sequence (plans the drafter)
   float draft_p_min = 0.0f;   // stop drafting when the draft's drafter probability is below this
   DraftSlidingWindow sliding = DraftSlidingWindow::kWindow;
+  // Choose each round's draft count from measured pass costs and the sequence's acceptance
+  // (runtime/draft_policy.h) instead of always drafting draft_max: the output is the same,
+  // the speed never much below plain decoding. Off for exact, repeatable draft counts.
+  bool adaptive = false;
 };
 
 // One sequence's part of a step.
@@ -91,6 +96,8 @@ class SpeculativeDecoder {
     bool started = false;
     int32_t pending = -1;  // newest token, not yet in the cache
     SpecStats stats;
+    AcceptanceTracker acceptance;   // adaptive drafting: this sequence's q_i
+    int rounds_since_draft = 0;     // adaptive drafting: plain rounds in a row
   };
   Status draft(std::span<SeqWork> work, std::vector<std::vector<int32_t>>* drafts);
 
@@ -101,6 +108,7 @@ class SpeculativeDecoder {
   DeviceBuffer pending_h_buf_;
   Mat pending_h_;  // [n_seq_max, n_embd]: target's final normed hidden of each pending token's row
   SpecStats stats_;
+  DraftPolicy policy_;  // adaptive drafting: cost fits shared by every sequence
   std::vector<float> host_logits_;
 };
 

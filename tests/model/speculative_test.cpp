@@ -203,6 +203,30 @@ TEST(Speculative, GreedyWithDrafterEqualsWithoutTrainedPair) {
   EXPECT_GT(st.accepted, st.drafted / 10);  // the trained drafter is right often
 }
 
+// Adaptive drafting changes how many drafts each round proposes, never the output.
+TEST(Speculative, AdaptiveDraftingKeepsGreedyOutput) {
+  Pair p;
+  p.backend = create_cpu_backend(2);
+  p.target = load_model(*p.backend, "models/shakes-target.gguf");
+  p.assistant = load_model(*p.backend, "models/shakes-assistant.gguf");
+  auto tok = text::Tokenizer::from_gguf(p.target->file());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const std::vector<std::vector<int32_t>> prompts = {(*tok)->encode("ROMEO:", true, false),
+                                                     (*tok)->encode("KING HENRY:", true, false)};
+  auto plain_runner = runner_for(p, 2, 32, 16);
+  auto plain = SpeculativeDecoder::create(*plain_runner, nullptr, {}).value();
+  const auto ref = generate(*plain, prompts, {0, 0}, 80, {});
+  auto r = runner_for(p, 2, 32, 16);
+  SpecOptions o;
+  o.draft_max = 4;
+  o.adaptive = true;
+  auto dec = SpeculativeDecoder::create(*r, p.assistant, o).value();
+  SpecStats stats;
+  const auto got = generate(*dec, prompts, {4, 4}, 80, {}, &stats);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], ref[i]) << "sequence " << i;
+  EXPECT_GT(dec->stats().drafted, 0u);  // the warm-up rounds draft
+}
+
 TEST(Speculative, MixedSequencesInOneStep) {
   Pair p = tiny_pair();
   const Goldens g = load_goldens();

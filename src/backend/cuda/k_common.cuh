@@ -46,8 +46,7 @@ __device__ __forceinline__ uint32_t u4_byte(const uint4& v, int j) {
 // c0,c1 row g cols 2t..; c2,c3 row g+8; with g = lane / 4, t = lane % 4).
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                           uint32_t b0, uint32_t b1) {
-  // Not volatile: a pure function of its operands, so loads may be scheduled across it.
-  asm(
+  asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])

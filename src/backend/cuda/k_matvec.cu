@@ -138,51 +138,17 @@ __device__ __forceinline__ uint32_t h2_fma(uint32_t a, __half2 s, __half2 m) {
 }
 __device__ __forceinline__ uint32_t h2_mul(uint32_t a, __half2 s) { return h2_bits(__hmul2(bits_h2(a), s)); }
 
-// The activation operands of one tile: B registers of its 16 mma steps for each column tile,
-// all loaded before the first step (one L1/L2 latency per tile instead of one per step).
-template <int NT>
-struct TileX {
-  uint2 b[NT][16];
-};
-
-// xo(si): tile offset of the 4 elements of step si (0..15) for lane t, per format (the
-// orders the compute functions below use).
-template <WFormat F>
-__device__ __forceinline__ int step_xo(int si, int t) {
-  if constexpr (F == WFormat::kQ4_K || F == WFormat::kQ5_K) {
-    const int half = si / 8, w = (si % 8) / 2, hi = si % 2;
-    return 64 * ((t >> 1) + 2 * half) + 16 * (t & 1) + 4 * w + 32 * hi;
-  } else if constexpr (F == WFormat::kQ6_K) {
-    const int h = si / 8, w = (si % 8) / 2, hi = si % 2;
-    return 128 * h + 16 * t + 4 * w + 64 * hi;
-  } else if constexpr (F == WFormat::kQ8_0) {
-    return 64 * (si / 4) + 16 * t + 4 * (si % 4);
-  } else if constexpr (F == WFormat::kQ4_0) {
-    const int i = si / 8, w = (si % 8) / 2, hi = si % 2;
-    return 32 * (4 * i + t) + 4 * w + 16 * hi;
-  } else if constexpr (F == WFormat::kF16 || F == WFormat::kBF16) {
-    const int half = si / 8, s = si % 8;
-    return 32 * (4 * half + s / 2) + 8 * t + 4 * (s % 2);
-  } else {
-    return 16 * si + 4 * t;
-  }
-}
-
-template <WFormat F, int NT>
-__device__ __forceinline__ void load_x(TileX<NT>& X, const uint16_t* const (&xb)[NT], const bool (&xok)[NT], int t) {
-#pragma unroll
-  for (int ct = 0; ct < NT; ++ct)
-#pragma unroll
-    for (int si = 0; si < 16; ++si)
-      X.b[ct][si] = xok[ct] ? __ldg(reinterpret_cast<const uint2*>(xb[ct] + step_xo<F>(si, t))) : make_uint2(0u, 0u);
-}
-
-// One mma step for NT column tiles: A = (rows g, g+8) x (the 4 elements of step si).
+// One mma step for NT column tiles: A = (rows g, g+8) x (the 4 elements at tile offset xo).
 template <int NT>
 __device__ __forceinline__ void step(float (&acc)[NT][4], uint32_t r0_02, uint32_t r1_02, uint32_t r0_13,
-                                     uint32_t r1_13, const TileX<NT>& X, int si) {
+                                     uint32_t r1_13, const uint16_t* const (&xb)[NT], const bool (&xok)[NT],
+                                     int xo) {
 #pragma unroll
-  for (int ct = 0; ct < NT; ++ct) mma_16816(acc[ct], r0_02, r1_02, r0_13, r1_13, X.b[ct][si].x, X.b[ct][si].y);
+  for (int ct = 0; ct < NT; ++ct) {
+    uint2 b = make_uint2(0u, 0u);
+    if (xok[ct]) b = *reinterpret_cast<const uint2*>(xb[ct] + xo);
+    mma_16816(acc[ct], r0_02, r1_02, r0_13, r1_13, b.x, b.y);
+  }
 }
 
 __device__ __forceinline__ uint4 ld16(const uint8_t* p, bool ok) {
@@ -252,7 +218,7 @@ __device__ __forceinline__ void k_scale(const uint4& h, int k, __half2& s2, __ha
 
 template <int NT, bool kQ5>
 __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4], int t,
-                                             const TileX<NT>& X) {
+                                             const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
   const int ka = 2 * (t >> 1), l0 = 16 * (t & 1);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {  // qa (chunk t/2), then qb (chunk 2 + t/2)
@@ -283,14 +249,15 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
         hi02_1 |= ((e1 >> khi) & 0x00010001u) << 4;
         hi13_1 |= ((e1 >> (khi + 8)) & 0x00010001u) << 4;
       }
+      const int xo = 64 * c + l0 + 4 * w;
       step<NT>(acc, h2_fma(h2_sub(lo02_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
                h2_fma(h2_sub(lo02_1 | kMagic, 1024.f), s_lo[1], m_lo[1]),
                h2_fma(h2_sub(lo13_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
-               h2_fma(h2_sub(lo13_1 | kMagic, 1024.f), s_lo[1], m_lo[1]), X, 8 * half + 2 * w);
+               h2_fma(h2_sub(lo13_1 | kMagic, 1024.f), s_lo[1], m_lo[1]), xb, xok, xo);
       step<NT>(acc, h2_fma(h2_sub(hi02_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
                h2_fma(h2_sub(hi02_1 | kMagic, 1024.f), s_hi[1], m_hi[1]),
                h2_fma(h2_sub(hi13_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
-               h2_fma(h2_sub(hi13_1 | kMagic, 1024.f), s_hi[1], m_hi[1]), X, 8 * half + 2 * w + 1);
+               h2_fma(h2_sub(hi13_1 | kMagic, 1024.f), s_hi[1], m_hi[1]), xb, xok, xo + 32);
     }
   }
 }
@@ -324,7 +291,7 @@ struct Tile<WFormat::kQ6_K> {
   }
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
-                                                 const TileX<NT>& X) {
+                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
     const int sh_lo = 2 * (t >> 1), sh_hi = 4 + 2 * (t >> 1);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -348,10 +315,13 @@ struct Tile<WFormat::kQ6_K> {
         const uint32_t lo13_1 = ((q1 >> 8) & 0x000F000Fu) | (((e1 >> (sh_lo + 8)) & 0x00030003u) << 4);
         const uint32_t hi02_1 = ((q1 >> 4) & 0x000F000Fu) | (((e1 >> sh_hi) & 0x00030003u) << 4);
         const uint32_t hi13_1 = ((q1 >> 12) & 0x000F000Fu) | (((e1 >> (sh_hi + 8)) & 0x00030003u) << 4);
+        const int xo = 128 * h + 16 * t + 4 * w;
         step<NT>(acc, h2_mul(h2_sub(lo02_0 | kMagic, 1056.f), slo0), h2_mul(h2_sub(lo02_1 | kMagic, 1056.f), slo1),
-                 h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo0), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo1), X, 8 * h + 2 * w);
+                 h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo0), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo1), xb,
+                 xok, xo);
         step<NT>(acc, h2_mul(h2_sub(hi02_0 | kMagic, 1056.f), shi0), h2_mul(h2_sub(hi02_1 | kMagic, 1056.f), shi1),
-                 h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi0), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi1), X, 8 * h + 2 * w + 1);
+                 h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi0), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi1), xb,
+                 xok, xo + 64);
       }
     }
   }
@@ -378,7 +348,7 @@ struct Tile<WFormat::kQ8_0> {
   }
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
-                                                 const TileX<NT>& X) {
+                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
@@ -389,7 +359,7 @@ struct Tile<WFormat::kQ8_0> {
         step<NT>(acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0),
                  h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1),
                  h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0),
-                 h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1), X, 4 * i + w);
+                 h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1), xb, xok, 64 * i + 16 * t + 4 * w);
       }
     }
   }
@@ -418,7 +388,7 @@ struct Tile<WFormat::kQ4_0> {
   }
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
-                                                 const TileX<NT>& X) {
+                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
@@ -428,14 +398,15 @@ struct Tile<WFormat::kQ4_0> {
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t v0 = u4_get(a, w), v1 = u4_get(b, w);
+        const int xo = 32 * blk + 4 * w;
         step<NT>(acc, h2_mul(h2_sub((v0 & 0x000F000Fu) | kMagic, 1032.f), d0),
                  h2_mul(h2_sub((v1 & 0x000F000Fu) | kMagic, 1032.f), d1),
                  h2_mul(h2_sub(((v0 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d0),
-                 h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1), X, 8 * i + 2 * w);
+                 h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1), xb, xok, xo);
         step<NT>(acc, h2_mul(h2_sub(((v0 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d0),
                  h2_mul(h2_sub(((v1 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d1),
                  h2_mul(h2_sub(((v0 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d0),
-                 h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1), X, 8 * i + 2 * w + 1);
+                 h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1), xb, xok, xo + 16);
       }
     }
   }
@@ -444,7 +415,7 @@ struct Tile<WFormat::kQ4_0> {
 // F16 and BF16: load i (0..7) gives lane t elements [32i + 8t, +8) of the tile.
 template <WFormat F, int NT>
 __device__ __forceinline__ void tile_half(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
-                                          const TileX<NT>& X) {
+                                          const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     uint4 v0[4], v1[4];
@@ -469,7 +440,7 @@ __device__ __forceinline__ void tile_half(float (&acc)[NT][4], const RowPtrs& R,
           p13[rr] = pack_f32x2(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
         }
       }
-      step<NT>(acc, p02[0], p02[1], p13[0], p13[1], X, 8 * half + s);
+      step<NT>(acc, p02[0], p02[1], p13[0], p13[1], xb, xok, 32 * (4 * half + s / 2) + 8 * t + 4 * (s % 2));
     }
   }
 }
@@ -477,13 +448,14 @@ __device__ __forceinline__ void tile_half(float (&acc)[NT][4], const RowPtrs& R,
 // F32: load s (0..15) gives lane t elements [16s + 4t, +4).
 template <int NT>
 __device__ __forceinline__ void tile_f32(float (&acc)[NT][4], const RowPtrs& R, int64_t tile, int t,
-                                         const TileX<NT>& X) {
-#pragma unroll
+                                         const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+#pragma unroll 4
   for (int s = 0; s < 16; ++s) {
     const int64_t e = tile * 256 + 16 * s + 4 * t;
     const float4 a = R.ok0 ? __ldg(reinterpret_cast<const float4*>(R.main0 + e * 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
     const float4 b = R.ok1 ? __ldg(reinterpret_cast<const float4*>(R.main1 + e * 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
-    step<NT>(acc, pack_f32x2(a.x, a.z), pack_f32x2(b.x, b.z), pack_f32x2(a.y, a.w), pack_f32x2(b.y, b.w), X, s);
+    step<NT>(acc, pack_f32x2(a.x, a.z), pack_f32x2(b.x, b.z), pack_f32x2(a.y, a.w), pack_f32x2(b.y, b.w), xb, xok,
+             16 * s + 4 * t);
   }
 }
 
@@ -540,14 +512,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
       const uint16_t* xb[NT];
       bool xok[NT];
       xptrs(tile, xb, xok);
-      TileX<NT> X;
-      load_x<F, NT>(X, xb, xok, t);
       if constexpr (F == WFormat::kQ4_K) {
-        compute_qk45<NT, false>(cur, acc, t, X);
+        compute_qk45<NT, false>(cur, acc, t, xb, xok);
       } else if constexpr (F == WFormat::kQ5_K) {
-        compute_qk45<NT, true>(cur, acc, t, X);
+        compute_qk45<NT, true>(cur, acc, t, xb, xok);
       } else {
-        T::template compute<NT>(cur, acc, t, X);
+        T::template compute<NT>(cur, acc, t, xb, xok);
       }
       cur = nxt;
     }
@@ -556,10 +526,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
       const uint16_t* xb[NT];
       bool xok[NT];
       xptrs(tile, xb, xok);
-      TileX<NT> X;
-      load_x<F, NT>(X, xb, xok, t);
-      if constexpr (F == WFormat::kF32) tile_f32<NT>(acc, R, tile, t, X);
-      else tile_half<F, NT>(acc, R, tile, t, X);
+      if constexpr (F == WFormat::kF32) tile_f32<NT>(acc, R, tile, t, xb, xok);
+      else tile_half<F, NT>(acc, R, tile, t, xb, xok);
     }
   }
 
