@@ -434,7 +434,16 @@ Status HttpServer::bind() {
   return {};
 }
 
-bool HttpServer::run() { return svr_->listen_after_bind(); }
+bool HttpServer::run() {
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    if (stop_requested_) return true;
+    run_entered_ = true;
+  }
+  const bool ok = svr_->listen_after_bind();
+  run_returned_ = true;
+  return ok;
+}
 
 Status HttpServer::start_background() {
   GS_RETURN_IF_ERROR(bind());
@@ -443,7 +452,19 @@ Status HttpServer::start_background() {
 }
 
 void HttpServer::stop() {
-  if (svr_) svr_->stop();
+  bool entered = false;
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    stop_requested_ = true;
+    entered = run_entered_;
+  }
+  if (entered && svr_) {
+    // httplib's stop() acts only on a listener that already runs: one that comes before
+    // listen_after_bind() got going is lost and the listener serves forever (serve with
+    // a file that fails at once hung, deaf to SIGTERM). Wait until it runs or gave up.
+    while (!svr_->is_running() && !run_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    svr_->stop();
+  }
   if (thread_.joinable()) thread_.join();
 }
 

@@ -58,11 +58,13 @@ class HttpServer {
   // Binds the listening socket. Errors: kUnavailable (address in use, bad host).
   Status bind();
   int port() const { return port_; }
-  // Serves until stop(); call after bind(). Returns false when listening failed.
+  // Serves until stop(); call after bind(). Returns false when listening failed; returns
+  // at once when stop() came first.
   bool run();
   // bind() + run() on a background thread (tests).
   Status start_background();
-  // Stops listening and returns once run() has returned (background) or immediately.
+  // Stops listening, also a run() that has not started listening yet; returns once run()
+  // has returned (background) or immediately.
   void stop();
 
   void set_model(std::shared_ptr<ModelContext> model);
@@ -80,6 +82,10 @@ class HttpServer {
   std::unique_ptr<httplib::Server> svr_;
   int port_ = 0;
   std::thread thread_;
+  std::mutex run_mu_;                       // orders run() against stop()
+  bool stop_requested_ = false;             // under run_mu_
+  bool run_entered_ = false;                // under run_mu_
+  std::atomic<bool> run_returned_{false};
   mutable std::mutex mu_;
   std::shared_ptr<ModelContext> model_;
   std::atomic<bool> draining_{false};

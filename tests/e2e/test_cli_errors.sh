@@ -17,11 +17,12 @@ head -c 100 "$TARGET" > "$WORK/head.gguf"
 size="$(stat -c %s "$TARGET")"
 head -c $((size - 10)) "$TARGET" > "$WORK/cut.gguf"
 
-# refused NAME ARGS...: exit status 1..127 (an error, not a crash or a hang) and a message.
+# refused NAME ARGS...: exit status 1..123 (an error, not a crash or a hang: serve once hung
+# deaf to SIGTERM when its model failed at once) and a message.
 refused() {
   local name="$1"
   shift
-  timeout 60 "$BIN" "$@" > "$WORK/out" 2> "$WORK/err" < /dev/null
+  timeout -k 5 60 "$BIN" "$@" > "$WORK/out" 2> "$WORK/err" < /dev/null
   local rc=$?
   [[ $rc -ge 1 && $rc -lt 124 ]] || fail "$name: exit status $rc: $(head -c 300 "$WORK/err")"
   [[ -s "$WORK/err" ]] || fail "$name: no message on stderr"

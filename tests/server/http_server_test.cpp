@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -386,6 +387,30 @@ TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
     s.answer("", true);
   }
   EXPECT_GE(s.http->counters().client_disconnects, 2u);
+}
+
+// `serve` with a file that fails at once stopped the listener before its thread had started
+// listening: the stop was lost, the listener served on and the process never exited.
+TEST(HttpServer, StopBeforeTheListenerRunsEndsIt) {
+  for (int i = 0; i < 20; ++i) {
+    server::ServerOptions so;
+    so.host = "127.0.0.1";
+    so.port = 0;
+    auto http = std::make_unique<server::HttpServer>(so);
+    ASSERT_TRUE(http->bind().ok());
+    std::atomic<bool> returned{false};
+    std::thread listener;
+    if (i % 2 == 0) {
+      http->stop();  // strictly before run()
+      listener = std::thread([&] { http->run(); returned = true; });
+    } else {
+      listener = std::thread([&] { http->run(); returned = true; });
+      http->stop();  // races with run() getting started
+    }
+    for (int k = 0; k < 500 && !returned; ++k) std::this_thread::sleep_for(10ms);
+    ASSERT_TRUE(returned) << "run() still serving after stop() (round " << i << ")";
+    listener.join();
+  }
 }
 
 TEST(HttpServer, MetricsPageIsValidPrometheusText) {
