@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "server/api_error.h"
+#include "server/http_listener.h"
 #include "server/json_input.h"
 #include "server/openai_format.h"
 #include "server/prometheus.h"
@@ -320,7 +321,27 @@ class Routes {
   HttpServer* s_;
 };
 
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), svr_(std::make_unique<httplib::Server>()) {
+namespace {
+
+ConnectionLimits connection_limits(const ServerOptions& o) {
+  ConnectionLimits limits;
+  limits.n_workers = static_cast<size_t>(o.http_threads > 0 ? o.http_threads : 96);
+  limits.head_timeout = o.head_timeout;
+  limits.max_body_bytes = o.max_body_bytes;
+  limits.body_timeout = std::chrono::seconds(30);
+  limits.idle_timeout = std::chrono::seconds(5);
+  return limits;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
+  ConnectionLimits limits = connection_limits(options_);
+  limits.on_refusal = [this](int status) {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.responses_by_status[status]++;
+  };
+  svr_ = std::make_unique<HttpListener>(std::move(limits));
   started_unix_ = unix_now();
   install_routes();
 }
@@ -348,13 +369,9 @@ HttpCounters HttpServer::counters() const {
 
 void HttpServer::install_routes() {
   httplib::Server& svr = *svr_;
-  int n_threads = options_.http_threads;
-  if (n_threads <= 0) n_threads = 96;
-  svr.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
   svr.set_payload_max_length(options_.max_body_bytes);
+  // Idle, head and body deadlines are the listener's (connection_limits()).
   svr.set_keep_alive_max_count(100);
-  svr.set_keep_alive_timeout(5);
-  svr.set_read_timeout(30, 0);
   svr.set_write_timeout(10, 0);
   svr.set_tcp_nodelay(true);
 

@@ -31,7 +31,10 @@ struct ServerOptions {
   int port = 8080;                    // 0: any free port (tests)
   ApiKeys keys;                       // empty: no auth
   size_t max_body_bytes = 8u << 20;   // larger bodies get 413
-  int http_threads = 0;               // 0: 96 (each open request holds one)
+  int http_threads = 0;               // 0: 96 (each running request holds one)
+  // A request's head must arrive within this from its first byte (slow or stalled clients
+  // would otherwise hold a worker); idle keep-alive connections close after 5 s.
+  std::chrono::milliseconds head_timeout{10000};
   PlanLimits limits;
   // Silence after which a stream gets an SSE comment (": keep-alive") and a non-streamed
   // response a space: keeps proxies from timing out during a long prefill and notices a

@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,8 @@ struct ServerFixtureOptions {
   size_t max_body_bytes = 1u << 20;
   bool load_model = true;
   bool enable_thinking = false;
+  int http_threads = 0;                          // 0: the server's default
+  std::chrono::milliseconds head_timeout{10000};
 };
 
 class LiveServer {
@@ -73,6 +76,8 @@ class LiveServer {
     so.port = 0;
     so.max_body_bytes = o.max_body_bytes;
     so.keepalive_interval = std::chrono::milliseconds(200);
+    so.http_threads = o.http_threads;
+    so.head_timeout = o.head_timeout;
     if (!o.keys.empty()) so.keys = *server::ApiKeys::from_keys(o.keys);
     http = std::make_unique<server::HttpServer>(so);
     Status st = http->start_background();

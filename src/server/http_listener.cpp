@@ -1,0 +1,458 @@
+// Connections between requests wait in one poll() loop; only running requests hold a worker.
+#include "server/http_listener.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace gs::server {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+int poll_one(int fd, short events, milliseconds timeout) {
+  pollfd p{fd, events, 0};
+  const int ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 0, 1 << 30));
+  for (;;) {
+    const int r = ::poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    return r;
+  }
+}
+
+void ip_and_port(const sockaddr_storage& addr, std::string& ip, int& port) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf));
+    port = ntohs(a->sin6_port);
+  } else {
+    port = 0;
+  }
+  ip = buf;
+}
+
+// A whole response for a request refused before httplib read it; written best-effort.
+std::string refusal(int status, std::string_view reason, std::string_view message) {
+  const std::string body = std::string(R"({"error":{"message":")") + std::string(message) +
+                           R"(","type":"invalid_request_error","param":null,"code":null}})";
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
+         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+constexpr uint64_t kInvalidLength = ~uint64_t{0};
+
+// The Content-Length of a request head (the first one, as httplib reads it): 0 when it has
+// none or is chunked, kInvalidLength when it is not a number, and at least 10^18 when it is
+// absurdly long.
+uint64_t content_length(std::string_view head) {
+  std::optional<uint64_t> length;
+  size_t pos = head.find('\n');
+  while (pos != std::string_view::npos && pos + 1 < head.size()) {
+    const size_t next = head.find('\n', pos + 1);
+    std::string_view line = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
+    pos = next;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    if (name == "transfer-encoding") return 0;
+    if (name != "content-length" || length) continue;
+    if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) {
+      length = kInvalidLength;
+    } else {
+      length = value.size() > 18 ? uint64_t{1000000000000000000} : std::stoull(std::string(value));
+    }
+  }
+  return length.value_or(0);
+}
+
+}  // namespace
+
+// One client connection: an httplib Stream over the socket with a read buffer that lives as
+// long as the connection (bytes of the next request stay) and per-request deadlines.
+class Connection final : public httplib::Stream {
+ public:
+  enum class State { kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength };
+
+  Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
+      : sock_(sock), limits_(limits), write_timeout_(write_timeout) {
+    const int flags = ::fcntl(sock_, F_GETFL, 0);
+    if (flags >= 0) ::fcntl(sock_, F_SETFL, flags | O_NONBLOCK);
+  }
+  ~Connection() override {
+    ::shutdown(sock_, SHUT_RDWR);
+    ::close(sock_);
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Reads what the socket holds without waiting; kReady once the next request's head and
+  // the start of its body (up to limits.room_body_bytes) are buffered.
+  State fill() {
+    char chunk[16384];
+    for (;;) {
+      if (ready()) return State::kReady;
+      if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
+      if (body_len_ == kInvalidLength) return State::kBadLength;
+      if (body_len_ > limits_.max_body_bytes) return State::kBodyTooLarge;
+      const ssize_t n = ::recv(sock_, chunk, sizeof(chunk), MSG_DONTWAIT);
+      if (n > 0) {
+        if (buffered() == 0) first_byte_ = Clock::now();
+        buf_.append(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      if (n == 0) return State::kClosed;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return State::kWaiting;
+      return State::kClosed;
+    }
+  }
+
+  size_t buffered() const { return buf_.size() - off_; }
+
+  // When a waiting connection gives up: idle, head or body too slow.
+  Clock::time_point deadline_while_waiting() const {
+    if (head_len_ > 0) return head_at_ + limits_.body_timeout;
+    if (buffered() > 0) return first_byte_ + limits_.head_timeout;
+    return parked_at + limits_.idle_timeout;
+  }
+
+  // The buffered request goes to httplib: its body must be in by the deadline.
+  void begin_request() {
+    deadline_ = (head_len_ > 0 ? head_at_ : Clock::now()) + limits_.body_timeout;
+    head_len_ = 0;
+    body_len_ = 0;
+  }
+
+  // httplib is done with a request; what is left in the buffer starts the next one.
+  void end_request() {
+    if (buffered() > 0) first_byte_ = Clock::now();
+  }
+
+  void send_refusal(int status, std::string_view reason, std::string_view message) {
+    const std::string r = refusal(status, reason, message);
+    ::send(sock_, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (limits_.on_refusal) limits_.on_refusal(status);
+  }
+
+  bool is_readable() const override {
+    return buffered() > 0 || poll_one(sock_, POLLIN, remaining()) > 0;
+  }
+
+  bool is_writable() const override {
+    if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return false;
+    // A peer that has closed reads as readable with nothing to read.
+    if (poll_one(sock_, POLLIN, milliseconds(0)) > 0) {
+      char c;
+      const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+    }
+    return true;
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (buffered() == 0) {
+      buf_.clear();
+      off_ = 0;
+      for (;;) {
+        if (poll_one(sock_, POLLIN, remaining()) <= 0) return -1;  // deadline passed
+        char chunk[16384];
+        const ssize_t n = ::recv(sock_, chunk, sizeof(chunk), MSG_DONTWAIT);
+        if (n > 0) {
+          buf_.append(chunk, static_cast<size_t>(n));
+          break;
+        }
+        if (n == 0) return 0;
+        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+      }
+    }
+    const size_t n = std::min(size, buffered());
+    std::memcpy(ptr, buf_.data() + off_, n);
+    off_ += n;
+    if (off_ == buf_.size()) {
+      buf_.clear();
+      off_ = 0;
+    }
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    for (;;) {
+      if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return -1;
+      const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) return n;
+      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ip_and_port(addr, ip, port);
+    }
+  }
+
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ip_and_port(addr, ip, port);
+    }
+  }
+
+  socket_t socket() const override { return sock_; }
+
+  size_t n_requests = 0;
+  Clock::time_point parked_at;
+
+ private:
+  // The head ends at its first empty line (CRLF CRLF, or bare LF as httplib also reads it).
+  bool ready() {
+    if (head_len_ == 0) {
+      // Empty lines before a request line are ignored (RFC 9112 2.2), as are the line ends
+      // left after a request httplib could not parse.
+      while (off_ < buf_.size() && (buf_[off_] == '\r' || buf_[off_] == '\n')) ++off_;
+      const std::string_view s(buf_.data() + off_, buffered());
+      size_t end = std::string_view::npos;
+      for (std::string_view mark : {std::string_view("\n\r\n"), std::string_view("\n\n")}) {
+        const size_t at = s.find(mark);
+        if (at != std::string_view::npos) end = std::min(end, at + mark.size());
+      }
+      if (end == std::string_view::npos) return false;
+      head_len_ = end;
+      head_at_ = Clock::now();
+      body_len_ = content_length(s.substr(0, end));
+    }
+    return body_len_ <= limits_.max_body_bytes &&
+           buffered() >= head_len_ + std::min<uint64_t>(body_len_, limits_.room_body_bytes);
+  }
+
+  milliseconds remaining() const {
+    return std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now());
+  }
+
+  socket_t sock_;
+  const ConnectionLimits& limits_;
+  milliseconds write_timeout_;
+  std::string buf_;
+  size_t off_ = 0;
+  size_t head_len_ = 0;    // of the buffered request; 0 until its head is complete
+  uint64_t body_len_ = 0;  // its Content-Length
+  Clock::time_point first_byte_{};
+  Clock::time_point head_at_{};
+  Clock::time_point deadline_{};
+};
+
+// The answer to a request refused before httplib saw it; the connection then closes.
+void refuse(Connection& c, Connection::State state) {
+  if (state == Connection::State::kHeadTooLarge) {
+    c.send_refusal(431, "Request Header Fields Too Large", "the request head is too large");
+  } else if (state == Connection::State::kBadLength) {
+    c.send_refusal(400, "Bad Request", "the Content-Length header is not a number");
+  } else {
+    c.send_refusal(413, "Payload Too Large",
+                   "the request body is larger than this server accepts (see --max-body-bytes)");
+  }
+}
+
+// httplib's task queue for one listen(): the workers, and the waiting room where
+// connections between requests are polled.
+class ConnectionQueue final : public httplib::TaskQueue {
+ public:
+  ConnectionQueue(HttpListener* listener, const ConnectionLimits& limits)
+      : listener_(listener), limits_(limits), workers_(limits.n_workers) {
+    if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+    room_ = std::thread([this] { waiting_room(); });
+  }
+  ~ConnectionQueue() override {
+    if (wake_[0] >= 0) ::close(wake_[0]);
+    if (wake_[1] >= 0) ::close(wake_[1]);
+  }
+
+  // A newly accepted connection (httplib's job runs HttpListener::process_and_close_socket).
+  void enqueue(std::function<void()> fn) override { workers_.enqueue(std::move(fn)); }
+
+  // After the listening socket closed: parked connections close, running requests finish.
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake();
+    room_.join();
+    workers_.shutdown();
+    listener_->queue_ = nullptr;
+  }
+
+  bool stopping() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
+
+  // Hands `c` to the waiting room; false when shutting down (the caller drops it).
+  bool park(std::shared_ptr<Connection> c) {
+    c->parked_at = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return false;
+      incoming_.push_back(std::move(c));
+    }
+    wake();
+    return true;
+  }
+
+ private:
+  void wake() {
+    if (wake_[1] < 0) return;
+    const char b = 1;
+    [[maybe_unused]] const ssize_t n = ::write(wake_[1], &b, 1);
+  }
+
+  void waiting_room() {
+    std::vector<std::shared_ptr<Connection>> parked;
+    std::vector<pollfd> fds;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) break;
+        for (auto& c : incoming_) parked.push_back(std::move(c));
+        incoming_.clear();
+      }
+      const auto now = Clock::now();
+      milliseconds wait(1000);
+      for (const auto& c : parked) {
+        const auto end = c->deadline_while_waiting();
+        wait = std::min(wait, std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(end - now) + milliseconds(1)));
+      }
+      fds.assign(1, pollfd{wake_[0], POLLIN, 0});
+      for (const auto& c : parked) fds.push_back(pollfd{c->socket(), POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), static_cast<int>(wait.count())) < 0 && errno != EINTR) {
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+      if (fds[0].revents != 0) {
+        char drain[256];
+        while (::read(wake_[0], drain, sizeof(drain)) > 0) {
+        }
+      }
+      const auto later = Clock::now();
+      std::vector<std::shared_ptr<Connection>> kept;
+      kept.reserve(parked.size());
+      for (size_t i = 0; i < parked.size(); ++i) {
+        std::shared_ptr<Connection>& c = parked[i];
+        if (fds[i + 1].revents != 0) {
+          const Connection::State state = c->fill();
+          switch (state) {
+            case Connection::State::kReady:
+              dispatch(std::move(c));
+              continue;
+            case Connection::State::kClosed:
+              continue;
+            case Connection::State::kHeadTooLarge:
+            case Connection::State::kBodyTooLarge:
+            case Connection::State::kBadLength:
+              refuse(*c, state);
+              continue;
+            case Connection::State::kWaiting:
+              break;
+          }
+        }
+        if (later >= c->deadline_while_waiting()) {
+          if (c->buffered() > 0) c->send_refusal(408, "Request Timeout", "the request did not arrive in time");
+          continue;
+        }
+        kept.push_back(std::move(c));
+      }
+      parked.swap(kept);
+    }
+    // Shutting down: whoever waits here has no request under way.
+    parked.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    incoming_.clear();
+  }
+
+  void dispatch(std::shared_ptr<Connection> c) {
+    HttpListener* listener = listener_;
+    workers_.enqueue([listener, c] { listener->serve(c); });
+  }
+
+  HttpListener* listener_;
+  const ConnectionLimits& limits_;
+  httplib::ThreadPool workers_;
+  std::thread room_;
+  int wake_[2] = {-1, -1};
+  mutable std::mutex mu_;
+  bool stopping_ = false;                               // under mu_
+  std::vector<std::shared_ptr<Connection>> incoming_;  // under mu_
+};
+
+HttpListener::HttpListener(ConnectionLimits limits) : limits_(limits) {
+  new_task_queue = [this] {
+    auto* q = new ConnectionQueue(this, limits_);
+    queue_ = q;
+    return q;
+  };
+}
+
+HttpListener::~HttpListener() = default;
+
+bool HttpListener::process_and_close_socket(socket_t sock) {
+  const milliseconds write_timeout =
+      std::chrono::duration_cast<milliseconds>(std::chrono::seconds(write_timeout_sec_) +
+                                               std::chrono::microseconds(write_timeout_usec_));
+  serve(std::make_shared<Connection>(sock, limits_, write_timeout));
+  return true;
+}
+
+void HttpListener::serve(std::shared_ptr<Connection> c) {
+  ConnectionQueue* queue = queue_.load();
+  for (;;) {
+    const Connection::State state = c->fill();
+    switch (state) {
+      case Connection::State::kReady:
+        break;
+      case Connection::State::kClosed:
+        return;
+      case Connection::State::kHeadTooLarge:
+      case Connection::State::kBodyTooLarge:
+      case Connection::State::kBadLength:
+        refuse(*c, state);
+        return;
+      case Connection::State::kWaiting:
+        if (queue) queue->park(std::move(c));
+        return;
+    }
+    c->begin_request();
+    const bool last = ++c->n_requests >= keep_alive_max_count_ || (queue && queue->stopping());
+    bool closed = false;
+    if (!process_request(*c, last, closed, nullptr) || closed || last) return;
+    c->end_request();
+  }
+}
+
+}  // namespace gs::server

@@ -1,0 +1,60 @@
+// cpp-httplib's server with connections that wait for their next request without a thread.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace gs::server {
+
+class Connection;
+class ConnectionQueue;
+
+// Limits of one connection's life (the rest, such as keep-alive counts, are httplib's).
+struct ConnectionLimits {
+  // The most workers serving requests at once (each request holds one while it runs).
+  size_t n_workers = 96;
+  // A request's head (request line and headers) must arrive within this, from its first byte.
+  std::chrono::milliseconds head_timeout{10000};
+  // A request's body must arrive within this, from the end of its head.
+  std::chrono::milliseconds body_timeout{30000};
+  // A connection with no request under way is closed after this.
+  std::chrono::milliseconds idle_timeout{5000};
+  // Longer request heads are refused (431).
+  size_t max_head_bytes = 64u << 10;
+  // Larger request bodies are refused (413) before they are read.
+  size_t max_body_bytes = 8u << 20;
+  // A body is waited for without a worker up to this many bytes (the rest, if any, is read
+  // by the worker within body_timeout).
+  size_t room_body_bytes = 256u << 10;
+  // Told the status of every request refused here (431, 413, 408), for the metrics.
+  std::function<void(int)> on_refusal;
+};
+
+// httplib serves each connection on a pool thread from accept to close, so a handful of
+// clients that open connections and send nothing, or a byte now and then (slowloris), hold
+// every thread and the server answers nobody, /health included. Here a connection holds a
+// worker only while a complete request head is buffered and its request runs; between
+// requests it waits in a poll() loop (the waiting room) with deadlines for idle and
+// half-sent heads. It also keeps bytes read past one request for the next (pipelining).
+class HttpListener : public httplib::Server {
+ public:
+  explicit HttpListener(ConnectionLimits limits);
+  ~HttpListener() override;
+
+  // Runs requests on `c` while complete heads are buffered; parks it otherwise.
+  void serve(std::shared_ptr<Connection> c);
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+
+  ConnectionLimits limits_;
+  std::atomic<ConnectionQueue*> queue_{nullptr};  // set while listening
+
+  friend class ConnectionQueue;
+};
+
+}  // namespace gs::server

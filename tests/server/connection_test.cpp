@@ -1,0 +1,159 @@
+// Connections as hostile or unusual clients drive them: idle and half-sent requests
+// (slowloris), trickled bodies, pipelined requests, bad Content-Length, oversized heads.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "server_fixture.h"
+
+namespace gs {
+namespace {
+
+using test::LiveServer;
+using test::ServerFixtureOptions;
+using namespace std::chrono_literals;
+
+// A raw client socket on the loopback server.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~RawClient() { ::close(fd_); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return connected_; }
+  void send(const std::string& s) { ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL); }
+
+  // Reads until `n` copies of `marker` arrived, the peer closed, or `limit` passed.
+  std::string read_until(const std::string& marker, int n, std::chrono::milliseconds limit) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (count(got, marker) < n) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buf[4096];
+      const ssize_t r = ::recv(fd_, buf, sizeof buf, 0);
+      if (r <= 0) break;
+      got.append(buf, static_cast<size_t>(r));
+    }
+    return got;
+  }
+
+  static int count(const std::string& s, const std::string& marker) {
+    int n = 0;
+    for (size_t at = s.find(marker); at != std::string::npos; at = s.find(marker, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+std::string post_request(const std::string& path, const std::string& body, const std::string& extra = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Slowloris: clients that connect and send nothing, half a head, or a head and a trickle of
+// body held every HTTP thread, and the server answered nobody, /health included.
+TEST(Connections, IdleAndHalfSentRequestsDoNotStarveOtherClients) {
+  ServerFixtureOptions o;
+  o.http_threads = 4;
+  o.head_timeout = 600ms;
+  LiveServer s(o);
+  s.answer("fine");
+  std::vector<std::unique_ptr<RawClient>> hostile;
+  for (int i = 0; i < 30; ++i) {
+    hostile.push_back(std::make_unique<RawClient>(s.http->port()));
+    ASSERT_TRUE(hostile.back()->connected());
+    switch (i % 3) {
+      case 0: break;  // connects, says nothing
+      case 1: hostile.back()->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"); break;
+      case 2: hostile.back()->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"); break;
+    }
+  }
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto health = s.get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  // A half-sent head gets a 408 once its time is up, and the connection closes.
+  const std::string late = hostile[1]->read_until("\r\n\r\n", 1, 3s);
+  EXPECT_NE(late.find("408"), std::string::npos) << late;
+}
+
+// Requests sent back to back in one write: every one is answered, in order (the bytes read
+// past the first request used to be dropped, and the client waited for nothing).
+TEST(Connections, PipelinedRequestsAreAllAnswered) {
+  LiveServer s;
+  s.answer("fine");
+  RawClient c(s.http->port());
+  ASSERT_TRUE(c.connected());
+  c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n" +
+         post_request("/v1/completions", R"({"prompt":"x","max_tokens":2})") +
+         "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string got = c.read_until("HTTP/1.1 200", 3, 5s);
+  EXPECT_EQ(RawClient::count(got, "HTTP/1.1 200"), 3) << got;
+  EXPECT_NE(got.find("text_completion"), std::string::npos);
+  EXPECT_NE(got.find("shakes-test"), std::string::npos);
+}
+
+// Bodies that are refused before they are read: the answer comes at once, as JSON.
+TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
+  ServerFixtureOptions o;
+  o.max_body_bytes = 1u << 20;
+  LiveServer s(o);
+  struct Case {
+    std::string head;
+    std::string status;
+  };
+  const std::vector<Case> cases = {
+      {"Content-Length: abc\r\n", "400"},
+      {"Content-Length: -5\r\n", "400"},
+      {"Content-Length: 99999999999999999999999\r\n", "413"},
+      {"Content-Length: 9000000\r\n", "413"},
+      {"X-Big: " + std::string(100000, 'a') + "\r\n", "431"},
+  };
+  for (const auto& c : cases) {
+    RawClient client(s.http->port());
+    ASSERT_TRUE(client.connected());
+    client.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + c.head + "\r\n{");
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = client.read_until("}}", 1, 5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << c.head.substr(0, 40);
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + c.status, 0), 0u) << c.head.substr(0, 40) << ": " << got;
+    const size_t body = got.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos);
+    const auto j = nlohmann::json::parse(got.substr(body + 4), nullptr, false);
+    ASSERT_TRUE(j.is_object()) << got;
+    EXPECT_TRUE(j["error"]["message"].is_string());
+  }
+  auto h = s.get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
+}  // namespace
+}  // namespace gs
