@@ -167,6 +167,16 @@ Status read_stop(const json& body, std::vector<std::string>* out) {
   return {};
 }
 
+// logit_bias changes what may be sampled: refused rather than ignored while the sampler has
+// no per-token bias (an empty map asks for nothing).
+Status read_logit_bias(const json& body) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_object()) return invalid(fmt::format("logit_bias must be an object, got {}", json_type_name(*it)));
+  if (it->empty()) return {};
+  return Status(StatusCode::kUnimplemented, "logit_bias is not supported by this server");
+}
+
 // Sampling, limits, stop strings, streaming: the fields both endpoints share.
 Status read_generation_options(const json& body, const RequestDefaults& defaults, GenerationOptions* gen) {
   gen->sampling = defaults.sampling;
@@ -202,6 +212,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   GS_RETURN_IF_ERROR(read_int(body, "", "n", 1, kMaxTokensLimit, &i));
   if (i && *i != 1) return invalid(fmt::format("n must be 1 (this server returns one choice), got {}", *i));
   GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
+  GS_RETURN_IF_ERROR(read_logit_bias(body));
   GS_RETURN_IF_ERROR(read_bool(body, "", "speculative", &b));
   gen->speculative = b.value_or(true);
   GS_RETURN_IF_ERROR(read_int(body, "", "draft_max", 0, 64, &i));

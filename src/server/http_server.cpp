@@ -165,6 +165,8 @@ class Routes {
       if (e.http_status == 429) res.set_header("Retry-After", "1");
       return send_error(res, e);
     }
+    // Set here: httplib turns an unset status into 206 when the request has a Range header.
+    res.status = 200;
     if (stream) {
       {
         std::lock_guard<std::mutex> lock(s_->counters_mu_);

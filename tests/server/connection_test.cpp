@@ -155,5 +155,18 @@ TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
   EXPECT_EQ(h->status, 200);
 }
 
+// A Range header (sent by some proxies and download tools) turned a generated response into
+// "206 Partial Content" without a Content-Range.
+TEST(Connections, RangeHeadersDoNotMakeGeneratedResponsesPartial) {
+  LiveServer s;
+  s.answer("fine words");
+  for (const char* body : {R"({"prompt":"x","max_tokens":3})", R"({"prompt":"x","max_tokens":3,"stream":true})"}) {
+    auto r = s.post("/v1/completions", body, {{"Range", "bytes=0-5"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << body;
+    EXPECT_NE(r->body.find("fine"), std::string::npos) << r->body;
+  }
+}
+
 }  // namespace
 }  // namespace gs

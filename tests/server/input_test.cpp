@@ -103,6 +103,7 @@ TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
       R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bad name!"}}]})",
       R"({"messages":[{"role":"user","content":"hi"}],"seed":"x"})",
       R"({"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":"yes"}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":"x"})",
   };
   for (const char* body : kBad) {
     Status s = chat_status(body);
@@ -113,6 +114,11 @@ TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
   // response_format json_schema is refused as unsupported, not silently ignored.
   EXPECT_EQ(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})").code(),
             StatusCode::kUnimplemented);
+  // So is a logit_bias that asks for something (it used to be dropped without a word).
+  EXPECT_EQ(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"50256":-100}})").code(),
+            StatusCode::kUnimplemented);
+  EXPECT_TRUE(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{}})").ok());
+  EXPECT_TRUE(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":null})").ok());
 }
 
 TEST(ChatRequest, ParsesTheOpenAIFields) {
