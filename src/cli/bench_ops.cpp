@@ -26,7 +26,7 @@ struct Ctx {
   uint64_t key = 1000;
   // Host weight bytes must outlive the backend's use of them (the CPU backend reads them in
   // place): kept until the benchmark ends.
-  std::vector<std::vector<uint8_t>> keep;
+  std::vector<std::vector<uint8_t>> keep{};
 };
 
 Result<DeviceBuffer> filled(Backend& b, const std::vector<float>& host) {
@@ -61,7 +61,7 @@ Status bench_matvec(Ctx& c) {
   std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{1, 5} : std::vector<int64_t>{1, 2, 5, 8, 16};
   if (c.opt.only == "matmul") {
     types = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
-    row_counts = {1, 5, 8};
+    row_counts = {1, 2, 5, 8};
   }
   for (GgmlType type : types) {
     for (const Shape& sh : shapes) {

@@ -39,7 +39,8 @@ class LinearCostFit {
 // Per-sequence estimates of q_i (exponentially weighted, with a prior).
 class AcceptanceTracker {
  public:
-  explicit AcceptanceTracker(int k_max = 8);
+  AcceptanceTracker() : AcceptanceTracker(8) {}
+  explicit AcceptanceTracker(int k_max);
   // A round that proposed n_drafted drafts, of which the first n_accepted were accepted.
   void observe(int n_drafted, int n_accepted);
   // E(k) = 1 + sum_{i<=k} q_i.

@@ -240,7 +240,9 @@ TEST(ChatHttp, StopStringsAreNeverSentInPart) {
   for (const auto& c : st.chunks) {
     if (c["choices"].empty()) continue;
     const json& d = c["choices"][0]["delta"];
-    if (d.contains("content")) EXPECT_EQ(d["content"].get<std::string>().find("ST"), std::string::npos);
+    if (d.contains("content")) {
+      EXPECT_EQ(d["content"].get<std::string>().find("ST"), std::string::npos);
+    }
   }
 }
 

@@ -132,6 +132,7 @@ class CudaBackend final : public Backend {
     n_sm_ = prop_.multiProcessorCount;
     GS_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
     GS_RETURN_IF_ERROR(check(cuda::attention_prepare(), "attention kernel attributes"));
+    GS_RETURN_IF_ERROR(check(cuda::matvec_prepare(), "matvec kernel attributes"));
     if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS)
       return make_status(StatusCode::kUnavailable, "cuBLAS initialisation failed on device {}", device_);
     cublasSetStream(cublas_, stream_);

@@ -98,6 +98,8 @@ void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* 
 void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh,
                        const float* xscale, MatF y, int n_sm);
 // Reference-style matmul on CUDA cores (any n, any format): the fallback and the check.
+// Sets the kernel attributes the pipelined matvec needs (dynamic shared memory); once at init.
+cudaError_t matvec_prepare();
 void launch_matvec_simple(cudaStream_t s, const void* w, const WeightLayout& L, MatF x, MatF y);
 // Rows [row0, row0 + n_rows) of W as f16 into dst [n_rows, n_in_pad].
 void launch_dequant_f16(cudaStream_t s, const void* w, const WeightLayout& L, int64_t row0, int64_t n_rows,
