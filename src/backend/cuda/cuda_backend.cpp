@@ -346,6 +346,8 @@ class CudaBackend final : public Backend {
     if (!mat_ok(x) || a.head_dim <= 0 || x.cols % a.head_dim != 0 || a.n_dims <= 0 || a.n_dims > a.head_dim ||
         a.n_dims % 2 != 0)
       return fail_shape("rope: x [{}, {}], head_dim {}, n_dims {}", x.rows, x.cols, a.head_dim, a.n_dims);
+    if (a.n_dims > 2 * cuda::kRopeMaxPairs)
+      return fail_shape("rope: n_dims {} exceeds the CUDA kernel's {}", a.n_dims, 2 * cuda::kRopeMaxPairs);
     cuda::RopeParams p{a.head_dim, a.n_dims, a.theta, a.freq_factors, a.freq_scale,
                        a.ext_factor, a.attn_factor, a.corr_lo, a.corr_hi};
     written(x);

@@ -72,6 +72,7 @@ void launch_rms_norm(cudaStream_t s, MatF x, const float* weight, int64_t group,
 // it also writes out as launch_act_to_f16_rows(permute = true) would. False: not applicable.
 bool launch_rms_norm_rows(cudaStream_t s, MatF x, const float* weight, float eps, MatF out, uint16_t* xh,
                           float* xscale, int64_t n_in_pad);
+constexpr int kRopeMaxPairs = 512;  // launch_rope: n_dims / 2 at most this
 void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p);
 void launch_gelu_mul(cudaStream_t s, MatF gate, MatF up, MatF out);
 // Row-wise GELU-gated product that also writes the f16 matvec operand of `out` (16-byte

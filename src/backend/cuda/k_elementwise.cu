@@ -191,15 +191,25 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
 // ---- RoPE ---------------------------------------------------------------------------------
 // Angles in double: positions reach 1M and the fastest angle ~1e6 rad (spec §3.1.3). One
 // thread per (row, pair) computes the rotation once and applies it to every head.
-__global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams p, int64_t n_heads, int64_t total) {
+// RoPE: one CTA per (token, group of kRopeHeads heads). The cos/sin of the token's n_dims / 2
+// angles are computed once (in double: positions up to 2^20 times the largest frequency need
+// more than f32's 24 bits; spec §3.4 / YaRN) into shared memory, then every (head, pair) of
+// the group is rotated by its own thread, loads before stores. The angle of pair i at
+// position p: theta_extrap = p / (theta^(2i / n_dims) * freq_factor_i), theta_interp =
+// freq_scale * theta_extrap, YaRN mixes them by the ramp over [corr_lo, corr_hi] and scales
+// the result by attn_factor (1 + 0.1 ln(1 / freq_scale)).
+constexpr int kRopeHeads = 4;
+
+__global__ void __launch_bounds__(kThreads) rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams p,
+                                                        int64_t n_heads) {
   GS_PDL_ENTRY();
+  __shared__ float cs_sh[kRopeMaxPairs], sn_sh[kRopeMaxPairs];
   const int half = p.n_dims / 2;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int i = static_cast<int>(idx % half);
-    const int64_t r = idx / half;
+  const int64_t r = blockIdx.x;
+  const double pr = static_cast<double>(pos[r]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
     const double inv_freq = pow(static_cast<double>(p.theta), -2.0 * i / static_cast<double>(p.n_dims));
-    double theta_extrap = static_cast<double>(pos[r]) * inv_freq;
+    double theta_extrap = pr * inv_freq;
     if (p.freq_factors) theta_extrap /= static_cast<double>(p.freq_factors[i]);
     const double theta_interp = static_cast<double>(p.freq_scale) * theta_extrap;
     double theta = theta_interp;
@@ -213,12 +223,36 @@ __global__ void rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams 
     }
     double sn, cs;
     sincos(theta, &sn, &cs);
-    const float c = static_cast<float>(cs * mscale), s = static_cast<float>(sn * mscale);
-    float* v = x.data + r * x.stride + i;
-    for (int64_t h = 0; h < n_heads; ++h, v += p.head_dim) {
-      const float a = v[0], b = v[half];
-      v[0] = a * c - b * s;
-      v[half] = a * s + b * c;
+    cs_sh[i] = static_cast<float>(cs * mscale);
+    sn_sh[i] = static_cast<float>(sn * mscale);
+  }
+  __syncthreads();
+  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kRopeHeads;
+  const int64_t nh = n_heads - h0 < kRopeHeads ? n_heads - h0 : kRopeHeads;
+  const int total = static_cast<int>(nh) * half;
+  float* row = x.data + r * x.stride + h0 * p.head_dim;
+  constexpr int kBatch = 4;  // pairs per thread loaded before any is stored
+  for (int base = threadIdx.x; base < total; base += kBatch * blockDim.x) {
+    float va[kBatch], vb[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int idx = base + j * static_cast<int>(blockDim.x);
+      if (idx < total) {
+        const float* v = row + (idx / half) * p.head_dim + idx % half;
+        va[j] = v[0];
+        vb[j] = v[half];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int idx = base + j * static_cast<int>(blockDim.x);
+      if (idx < total) {
+        const int i = idx % half;
+        const float c = cs_sh[i], sn = sn_sh[i];
+        float* v = row + (idx / half) * p.head_dim + i;
+        v[0] = va[j] * c - vb[j] * sn;
+        v[half] = va[j] * sn + vb[j] * c;
+      }
     }
   }
 }
@@ -410,8 +444,8 @@ void launch_rms_norm(cudaStream_t s, MatF x, const float* weight, int64_t group,
 void launch_rope(cudaStream_t s, MatF x, const int32_t* pos, const RopeParams& p) {
   if (x.rows == 0 || p.n_dims < 2) return;
   const int64_t n_heads = x.cols / p.head_dim;
-  const int64_t total = x.rows * (p.n_dims / 2);
-  launch_k(rope_kernel, grid_for(total), kThreads, 0, s, x, pos, p, n_heads, total);
+  const dim3 grid(static_cast<unsigned>(x.rows), static_cast<unsigned>((n_heads + kRopeHeads - 1) / kRopeHeads));
+  launch_k(rope_kernel, grid, kThreads, 0, s, x, pos, p, n_heads);
 }
 
 void launch_gelu_mul(cudaStream_t s, MatF gate, MatF up, MatF out) {
