@@ -194,18 +194,23 @@ void launch_pipe_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, cons
 
 constexpr int kPipeStages = 2;
 
-// Whether a matvec takes the pipelined kernel: Q4_K and Q5_K (on the H200 it moves the
-// 5376 x 21504 and 21504 x 5376 Q4_K matvecs from 38-41 / 51-57 us to 35 / 46-47 us and the
-// 12 MB attn_k stays at 10.6-10.8 us; Q6_K slows with it, its 11 slots a stage cap the warps
-// per SM by shared memory). GS_CUDA_MV=mma turns it off (A/B runs).
+// Whether a matvec takes the pipelined kernel: Q4_K and Q5_K matrices of 32 MB or more. On
+// the H200 it moves the 5376 x 21504 and 21504 x 5376 Q4_K matvecs (65 MB) from 38-41 /
+// 51-57 us to 35 / 45-47 us; the 12 MB attn_k measured 10.6 to 12.8 us with it against
+// 10.3-10.9 without, and Q6_K slows throughout (its 11 slots a stage cap the warps per SM by
+// shared memory). GS_CUDA_MV=mma turns it off (A/B runs), GS_CUDA_MV=pipe takes it for every
+// size (the parity tests' odd shapes).
 bool use_pipe(const WeightLayout& L, int warps) {
-  static const bool off = [] {
+  static const int mode = [] {  // 0 by size, 1 never, 2 always
     const char* e = std::getenv("GS_CUDA_MV");
-    return e && std::string(e) == "mma";
+    if (e && std::string(e) == "mma") return 1;
+    return e && std::string(e) == "pipe" ? 2 : 0;
   }();
-  if (off || warps > kPipeMaxWarps) return false;
-  return L.format == WFormat::kQ4_K || L.format == WFormat::kQ5_K;
+  if (mode == 1 || warps > kPipeMaxWarps) return false;
+  if (L.format != WFormat::kQ4_K && L.format != WFormat::kQ5_K) return false;
+  return mode == 2 || L.main_row_bytes * L.n_out >= (int64_t{32} << 20);
 }
+
 }  // namespace
 
 cudaError_t matvec_pipe_prepare() { return pipe_prepare_stages<kPipeStages>(); }
