@@ -15,9 +15,7 @@ namespace gs::cuda {
 namespace {
 using namespace mv;
 
-// Measured on the H200 (docs/perf-notes.md): two stages beat three and four (the ring's shared
-// memory caps the warps per SM) and the register-prefetch kernel for Q4_K; Q6_K's 11 slots
-// per stage make it slower there, so Q6_K stays on the register-prefetch kernel.
+// cp.async of 16 bytes; pf asks L2 to fetch the surrounding 256 bytes.
 __device__ __forceinline__ void cp_async16_w(void* dst, const void* src, int src_bytes, bool pf) {
   if (pf)
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
@@ -25,6 +23,8 @@ __device__ __forceinline__ void cp_async16_w(void* dst, const void* src, int src
   else
     cp_async16(dst, src, src_bytes);
 }
+
+constexpr int kPipeMaxWarps = 8;  // warps of a CTA (the dynamic shared memory is sized for them)
 
 template <WFormat F>
 struct AsyncTile;
@@ -50,7 +50,7 @@ struct AsyncQK45 {
       cp_async16_w(st + 7 * 32 + lane, b1 + 16 + 16 * (t & 1), n1, R.pf);
     }
   }
-  static __device__ __forceinline__ void read(Raw& r, const uint4* st, const RowPtrs&, int64_t, int lane) {
+  static __device__ __forceinline__ void read(Raw& r, const uint4* st, int lane) {
     r.h0 = st[0 * 32 + lane];
     r.h1 = st[1 * 32 + lane];
     r.qa0 = st[2 * 32 + lane];
@@ -75,7 +75,7 @@ constexpr size_t pipe_warp_bytes() {
 }
 
 template <WFormat F, int NT, int kStages>
-__global__ void __launch_bounds__(8 * 32) matvec_pipe_kernel(const uint8_t* __restrict__ w, WeightLayout L,
+__global__ void __launch_bounds__(kPipeMaxWarps * 32) matvec_pipe_kernel(const uint8_t* __restrict__ w, WeightLayout L,
                                                              const uint16_t* __restrict__ xh,
                                                              const float* __restrict__ xscale, MatF y, MvGrid G) {
   GS_PDL_ENTRY();
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(8 * 32) matvec_pipe_kernel(const uint8_t* __re
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this tile's group is complete
     typename A::Raw cur;
-    A::read(cur, ring + stage * kSlot, R, tile, lane);
+    A::read(cur, ring + stage * kSlot, lane);
     const uint16_t* xb[NT];
     bool xok[NT];
 #pragma unroll
@@ -148,7 +148,6 @@ __global__ void __launch_bounds__(8 * 32) matvec_pipe_kernel(const uint8_t* __re
   store_rows<NT>(acc, R, row0, t, xscale, y);
 }
 
-constexpr int kPipeMaxWarps = 8;
 
 template <WFormat F, int NT, int kStages>
 cudaError_t pipe_prepare_one() {
@@ -173,6 +172,9 @@ void launch_pipe_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, cons
   else launch_k(matvec_pipe_kernel<F, 2, kStages>, grid, threads, smem, s, w, L, xh, xscale, y, G);
 }
 
+// Measured on the H200 (docs/perf-notes.md): two stages beat three and four (the ring's shared
+// memory caps the warps per SM) and the register-prefetch kernel for Q4_K; Q6_K's 11 slots
+// per stage make it slower there, so Q6_K stays on the register-prefetch kernel.
 constexpr int kPipeStages = 2;
 
 // Whether a matvec takes the pipelined kernel: Q4_K and Q5_K matrices of 32 MB or more. On
