@@ -345,6 +345,10 @@ TEST(HttpServer, PromptLongerThanTheContextIs400WithBothNumbers) {
   EXPECT_EQ(e["n_ctx"], 64);
   EXPECT_EQ(e["n_prompt_tokens"], static_cast<int>(n));
   EXPECT_NE(e["message"].get<std::string>().find(std::to_string(n)), std::string::npos);
+  EXPECT_EQ(e["param"], "prompt");  // the field at fault on this endpoint
+  auto c = s.post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", prompt}}}}}.dump());
+  expect_error_body(c, 400, "too long chat");
+  EXPECT_EQ(json::parse(c->body)["error"]["param"], "messages");
   EXPECT_EQ(s.runner->n_steps(), 0);
 }
 
