@@ -140,16 +140,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wr = warp % G.wr, wk = warp / G.wr;
   const int g = lane >> 2, t = lane & 3;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * G.wr + wr) * 16 + g, row1 = row0 + 8;
-  RowPtrs R;
-  R.ok0 = row0 < L.n_out;
-  R.ok1 = row1 < L.n_out;
-  R.pf = G.l2pf != 0;
-  R.main0 = w + (R.ok0 ? row0 : 0) * L.main_row_bytes;
-  R.main1 = w + (R.ok1 ? row1 : 0) * L.main_row_bytes;
-  const uint16_t* meta = reinterpret_cast<const uint16_t*>(w + L.meta_offset);
-  R.meta0 = meta + (R.ok0 ? row0 : 0) * L.meta_per_row;
-  R.meta1 = meta + (R.ok1 ? row1 : 0) * L.meta_per_row;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * G.wr + wr) * 16 + g;
+  const RowPtrs R = row_ptrs(w, L, row0, G);
   const int n = static_cast<int>(y.rows);
   const int64_t n_tiles = L.n_in_pad / kTileElems;
 
@@ -212,18 +204,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
       for (int ct = 0; ct < NT; ++ct)
         for (int i = 0; i < 4; ++i) acc[ct][i] += red[k * G.wr + wr][ct * 4 + i][lane];
   }
-#pragma unroll
-  for (int ct = 0; ct < NT; ++ct) {
-#pragma unroll
-    for (int jj = 0; jj < 2; ++jj) {
-      const int col = ct * 8 + 2 * t + jj;
-      if (col >= n) continue;
-      const float s = xscale[col];
-      float* yr = y.data + static_cast<int64_t>(col) * y.stride;
-      if (R.ok0) yr[row0] = acc[ct][jj] * s;
-      if (R.ok1) yr[row1] = acc[ct][2 + jj] * s;
-    }
-  }
+  store_rows<NT>(acc, R, row0, t, xscale, y);
 }
 
 template <int NT>

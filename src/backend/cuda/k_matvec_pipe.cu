@@ -15,9 +15,7 @@ namespace gs::cuda {
 namespace {
 using namespace mv;
 
-// Measured on the H200 (docs/perf-notes.md): two stages beat three and four (the ring's shared
-// memory caps the warps per SM) and the register-prefetch kernel for Q4_K; Q6_K's 11 slots
-// per stage make it slower there, so Q6_K stays on the register-prefetch kernel.
+// cp.async of 16 bytes; pf asks L2 to fetch the surrounding 256 bytes.
 __device__ __forceinline__ void cp_async16_w(void* dst, const void* src, int src_bytes, bool pf) {
   if (pf)
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
@@ -25,6 +23,8 @@ __device__ __forceinline__ void cp_async16_w(void* dst, const void* src, int src
   else
     cp_async16(dst, src, src_bytes);
 }
+
+constexpr int kPipeMaxWarps = 8;  // warps of a CTA (the dynamic shared memory is sized for them)
 
 template <WFormat F>
 struct AsyncTile;
@@ -50,7 +50,7 @@ struct AsyncQK45 {
       cp_async16_w(st + 7 * 32 + lane, b1 + 16 + 16 * (t & 1), n1, R.pf);
     }
   }
-  static __device__ __forceinline__ void read(Raw& r, const uint4* st, const RowPtrs&, int64_t, int lane) {
+  static __device__ __forceinline__ void read(Raw& r, const uint4* st, int lane) {
     r.h0 = st[0 * 32 + lane];
     r.h1 = st[1 * 32 + lane];
     r.qa0 = st[2 * 32 + lane];
@@ -75,7 +75,7 @@ constexpr size_t pipe_warp_bytes() {
 }
 
 template <WFormat F, int NT, int kStages>
-__global__ void __launch_bounds__(8 * 32) matvec_pipe_kernel(const uint8_t* __restrict__ w, WeightLayout L,
+__global__ void __launch_bounds__(kPipeMaxWarps * 32) matvec_pipe_kernel(const uint8_t* __restrict__ w, WeightLayout L,
                                                              const uint16_t* __restrict__ xh,
                                                              const float* __restrict__ xscale, MatF y, MvGrid G) {
   GS_PDL_ENTRY();
@@ -86,16 +86,8 @@ __global__ void __launch_bounds__(8 * 32) matvec_pipe_kernel(const uint8_t* __re
   const int wr = warp % G.wr, wk = warp / G.wr;
   const int g = lane >> 2, t = lane & 3;
   uint4* ring = pipe_smem + static_cast<size_t>(warp) * kStages * kSlot;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * G.wr + wr) * 16 + g, row1 = row0 + 8;
-  RowPtrs R;
-  R.ok0 = row0 < L.n_out;
-  R.ok1 = row1 < L.n_out;
-  R.pf = G.l2pf != 0;
-  R.main0 = w + (R.ok0 ? row0 : 0) * L.main_row_bytes;
-  R.main1 = w + (R.ok1 ? row1 : 0) * L.main_row_bytes;
-  const uint16_t* meta = reinterpret_cast<const uint16_t*>(w + L.meta_offset);
-  R.meta0 = meta + (R.ok0 ? row0 : 0) * L.meta_per_row;
-  R.meta1 = meta + (R.ok1 ? row1 : 0) * L.meta_per_row;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * G.wr + wr) * 16 + g;
+  const RowPtrs R = row_ptrs(w, L, row0, G);
   const int n = static_cast<int>(y.rows);
   const int64_t n_tiles = L.n_in_pad / kTileElems;
 
@@ -119,7 +111,7 @@ __global__ void __launch_bounds__(8 * 32) matvec_pipe_kernel(const uint8_t* __re
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this tile's group is complete
     typename A::Raw cur;
-    A::read(cur, ring + stage * kSlot, R, tile, lane);
+    A::read(cur, ring + stage * kSlot, lane);
     const uint16_t* xb[NT];
     bool xok[NT];
 #pragma unroll
@@ -153,21 +145,9 @@ __global__ void __launch_bounds__(8 * 32) matvec_pipe_kernel(const uint8_t* __re
         for (int i = 0; i < 4; ++i) acc[ct][i] += other[(ct * 4 + i) * 32 + lane];
     }
   }
-#pragma unroll
-  for (int ct = 0; ct < NT; ++ct) {
-#pragma unroll
-    for (int jj = 0; jj < 2; ++jj) {
-      const int col = ct * 8 + 2 * t + jj;
-      if (col >= n) continue;
-      const float s = xscale[col];
-      float* yr = y.data + static_cast<int64_t>(col) * y.stride;
-      if (R.ok0) yr[row0] = acc[ct][jj] * s;
-      if (R.ok1) yr[row1] = acc[ct][2 + jj] * s;
-    }
-  }
+  store_rows<NT>(acc, R, row0, t, xscale, y);
 }
 
-constexpr int kPipeMaxWarps = 8;
 
 template <WFormat F, int NT, int kStages>
 cudaError_t pipe_prepare_one() {
@@ -192,6 +172,9 @@ void launch_pipe_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, cons
   else launch_k(matvec_pipe_kernel<F, 2, kStages>, grid, threads, smem, s, w, L, xh, xscale, y, G);
 }
 
+// Measured on the H200 (docs/perf-notes.md): two stages beat three and four (the ring's shared
+// memory caps the warps per SM) and the register-prefetch kernel for Q4_K; Q6_K's 11 slots
+// per stage make it slower there, so Q6_K stays on the register-prefetch kernel.
 constexpr int kPipeStages = 2;
 
 // Whether a matvec takes the pipelined kernel: Q4_K and Q5_K matrices of 32 MB or more. On

@@ -373,5 +373,41 @@ struct MvGrid {
   int l2pf = 1;   // weight loads ask L2 for 256-byte fetches (GS_CUDA_L2PF=0 turns it off)
 };
 
+// The rows a lane owns: row0 (g of the warp's 16) and row0 + 8, clamped to row 0 past n_out
+// (their loads then read zeros, ld16's ok flag), with their main and meta pointers.
+__device__ __forceinline__ RowPtrs row_ptrs(const uint8_t* w, const WeightLayout& L, int64_t row0,
+                                            const MvGrid& G) {
+  const int64_t row1 = row0 + 8;
+  RowPtrs R;
+  R.ok0 = row0 < L.n_out;
+  R.ok1 = row1 < L.n_out;
+  R.pf = G.l2pf != 0;
+  R.main0 = w + (R.ok0 ? row0 : 0) * L.main_row_bytes;
+  R.main1 = w + (R.ok1 ? row1 : 0) * L.main_row_bytes;
+  const uint16_t* meta = reinterpret_cast<const uint16_t*>(w + L.meta_offset);
+  R.meta0 = meta + (R.ok0 ? row0 : 0) * L.meta_per_row;
+  R.meta1 = meta + (R.ok1 ? row1 : 0) * L.meta_per_row;
+  return R;
+}
+
+// Writes a lane's accumulators (mma C fragment: columns 2t, 2t + 1 of each 8-column tile, rows
+// row0 and row0 + 8) to y [activation row][output row], undoing the activation scaling.
+template <int NT>
+__device__ __forceinline__ void store_rows(const float (&acc)[NT][4], const RowPtrs& R, int64_t row0, int t,
+                                           const float* __restrict__ xscale, MatF y) {
+  const int n = static_cast<int>(y.rows);
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) {
+#pragma unroll
+    for (int jj = 0; jj < 2; ++jj) {
+      const int col = ct * 8 + 2 * t + jj;
+      if (col >= n) continue;
+      const float s = xscale[col];
+      float* yr = y.data + static_cast<int64_t>(col) * y.stride;
+      if (R.ok0) yr[row0] = acc[ct][jj] * s;
+      if (R.ok1) yr[row0 + 8] = acc[ct][2 + jj] * s;
+    }
+  }
+}
 
 }  // namespace gs::cuda::mv
