@@ -1,6 +1,8 @@
 // Engine tokens -> text -> parsed output deltas for one request.
 #include "server/generation.h"
 
+#include <algorithm>
+
 namespace gs::server {
 
 Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, GenerationPlan plan)
@@ -134,6 +136,9 @@ void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
     result_.empty_reasoning_blocks = parser_->stats().empty_reasoning_blocks;
   }
   result_.usage = usage;
+  // Tokens the engine made after the stop (the rest of a verified draft, a step that ran
+  // before the cancel landed) are never shown: usage counts what the answer is made of.
+  if (stopped_early_) result_.usage.completion_tokens = std::min(usage.completion_tokens, n_tokens_seen_);
   if (result_.finish_reason.empty()) {
     switch (reason) {
       case FinishReason::kStop:

@@ -161,6 +161,7 @@ class Routes {
       if (started.code() == StatusCode::kOutOfRange) {
         e.extra["n_prompt_tokens"] = n_prompt;
         e.extra["n_ctx"] = m->info.n_ctx;
+        if (!state->chat) e.param = "prompt";
       }
       if (e.http_status == 429) res.set_header("Retry-After", "1");
       return send_error(res, e);

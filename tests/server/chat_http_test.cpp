@@ -196,6 +196,34 @@ TEST(ChatHttp, ParallelToolCallsFalseGivesOneCall) {
   EXPECT_EQ(st.finish, "tool_calls");
 }
 
+// What ends the answer early (a stop string, the one call of parallel_tool_calls: false)
+// also ends what usage counts, with speculation handing over several tokens a round.
+TEST(ChatHttp, EarlyEndUsageCountsOnlyTheTokensShown) {
+  test::ServerFixtureOptions o;
+  o.has_drafter = true;
+  LiveServer s(o);
+  const std::string call = "<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>";
+  s.answer(call + call + call);
+  json body = chat_body("Weather in Oslo?", {{"tools", json::array({kWeatherTool})}, {"parallel_tool_calls", false},
+                                             {"logprobs", true}});
+  json whole = whole_chat(s, body);
+  ASSERT_EQ(whole["choices"][0]["message"]["tool_calls"].size(), 1u);
+  const int n_call = static_cast<int>(s.tok->encode(call, false, true).size());
+  // The call ends at its closing '}' or its closer token; nothing of the next call counts.
+  EXPECT_LE(whole["usage"]["completion_tokens"].get<int>(), n_call);
+  EXPECT_EQ(whole["choices"][0]["logprobs"]["content"].size(), whole["usage"]["completion_tokens"].get<size_t>());
+
+  s.answer("Good morrow to you, good sir, and farewell.");
+  body = chat_body("hi", {{"stop", json::array({"to you"})}, {"stream_options", {{"include_usage", true}}}});
+  whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Good morrow ");
+  const int n_stop = static_cast<int>(s.tok->encode("Good morrow to you", false, true).size());
+  EXPECT_EQ(whole["usage"]["completion_tokens"], n_stop);
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.content, "Good morrow ");
+  EXPECT_EQ(st.usage["completion_tokens"], n_stop);
+}
+
 // tool_choice naming a function: the prompt already opens its call up to '{', so the
 // model's text is the argument dict.
 TEST(ChatHttp, NamedToolChoiceForcesTheCall) {

@@ -107,6 +107,39 @@ TEST(HttpServer, CompletionLengthStopStringsEchoAndTokenPrompt) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 3);
 }
 
+// A stop string ends the answer at the token that completes it: usage counts exactly the
+// tokens the answer is made of (one logprobs entry each), not the rest of a verified draft
+// round or a step that ran before the cancel landed.
+TEST(HttpServer, StopStringUsageCountsOnlyTheTokensShown) {
+  ServerFixtureOptions o;
+  o.has_drafter = true;  // three tokens per round: the stop lands mid-round
+  LiveServer s(o);
+  s.answer("one two three four five six seven eight nine ten");
+  const auto ids = s.tok->encode("one two three four five six seven eight nine ten", false, true);
+  size_t n_shown = 0;  // tokens up to the one that completes "two"
+  while (n_shown < ids.size()) {
+    ++n_shown;
+    auto text = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n_shown)));
+    ASSERT_TRUE(text.ok());
+    if (text->find("two") != std::string::npos) break;
+  }
+  const std::string req = R"({"prompt":"x","max_tokens":50,"stop":["two"],"logprobs":0)";
+  json j = json::parse(s.post("/v1/completions", req + "}")->body);
+  EXPECT_EQ(j["choices"][0]["text"], "one ");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"].size(), n_shown);
+  EXPECT_EQ(j["usage"]["completion_tokens"], static_cast<int>(n_shown));
+  EXPECT_EQ(j["usage"]["total_tokens"].get<int>(),
+            j["usage"]["prompt_tokens"].get<int>() + static_cast<int>(n_shown));
+
+  auto r = s.post("/v1/completions", req + R"(,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_TRUE(r);
+  auto events = test::sse_payloads(r->body);
+  ASSERT_GE(events.size(), 2u);
+  json usage = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(usage["usage"]["completion_tokens"], static_cast<int>(n_shown));
+}
+
 TEST(HttpServer, CompletionStreamEventsAndUsageChunk) {
   LiveServer s;
   s.answer("To be, or not to be");
@@ -312,6 +345,10 @@ TEST(HttpServer, PromptLongerThanTheContextIs400WithBothNumbers) {
   EXPECT_EQ(e["n_ctx"], 64);
   EXPECT_EQ(e["n_prompt_tokens"], static_cast<int>(n));
   EXPECT_NE(e["message"].get<std::string>().find(std::to_string(n)), std::string::npos);
+  EXPECT_EQ(e["param"], "prompt");  // the field at fault on this endpoint
+  auto c = s.post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", prompt}}}}}.dump());
+  expect_error_body(c, 400, "too long chat");
+  EXPECT_EQ(json::parse(c->body)["error"]["param"], "messages");
   EXPECT_EQ(s.runner->n_steps(), 0);
 }
 
