@@ -166,6 +166,22 @@ Status make_kv(Ctx& c, KvSetup& s, int n_kv, int D, int64_t len, int n_tok, int 
   return {};
 }
 
+// Attention (scale 1) of the n_tok queries of n_head heads of D in `s` over its cache.
+AttentionArgs kv_attention_args(const KvSetup& s, int n_tok, int n_head, int D, int max_kv_len) {
+  AttentionArgs aa;
+  aa.q = Mat::of(s.q.as<float>(), n_tok, static_cast<int64_t>(n_head) * D);
+  aa.out = Mat::of(s.out.as<float>(), n_tok, static_cast<int64_t>(n_head) * D);
+  aa.n_head = n_head;
+  aa.head_dim = D;
+  aa.kv = s.view;
+  aa.pages = s.pt;
+  aa.tok_seq = s.seq.as<int32_t>();
+  aa.kv_lo = s.lo.as<int32_t>();
+  aa.kv_hi = s.hi.as<int32_t>();
+  aa.max_kv_len = max_kv_len;
+  return aa;
+}
+
 Status bench_attention(Ctx& c) {
   struct A {
     const char* name;
@@ -181,17 +197,8 @@ Status bench_attention(Ctx& c) {
         const int64_t len = depth + n_tok;
         KvSetup s;
         GS_RETURN_IF_ERROR(make_kv(c, s, a.n_kv, a.D, len, n_tok, a.n_head, a.window));
-        AttentionArgs aa;
-        aa.q = Mat::of(s.q.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
-        aa.out = Mat::of(s.out.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
-        aa.n_head = a.n_head;
-        aa.head_dim = a.D;
-        aa.kv = s.view;
-        aa.pages = s.pt;
-        aa.tok_seq = s.seq.as<int32_t>();
-        aa.kv_lo = s.lo.as<int32_t>();
-        aa.kv_hi = s.hi.as<int32_t>();
-        aa.max_kv_len = static_cast<int>(a.window > 0 ? a.window : len);
+        const AttentionArgs aa =
+            kv_attention_args(s, n_tok, a.n_head, a.D, static_cast<int>(a.window > 0 ? a.window : len));
         const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 20, [&] { c.b.attention(aa); });
         GS_RETURN_IF_ERROR(c.b.synchronize());
         const int64_t keys = a.window > 0 ? std::min<int64_t>(len, a.window + n_tok - 1) : len;
@@ -208,17 +215,7 @@ Status bench_attention(Ctx& c) {
   for (const A& a : {full, swa}) {
     KvSetup s;
     GS_RETURN_IF_ERROR(make_kv(c, s, a.n_kv, a.D, n_tok, n_tok, a.n_head, a.window));
-    AttentionArgs aa;
-    aa.q = Mat::of(s.q.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
-    aa.out = Mat::of(s.out.as<float>(), n_tok, static_cast<int64_t>(a.n_head) * a.D);
-    aa.n_head = a.n_head;
-    aa.head_dim = a.D;
-    aa.kv = s.view;
-    aa.pages = s.pt;
-    aa.tok_seq = s.seq.as<int32_t>();
-    aa.kv_lo = s.lo.as<int32_t>();
-    aa.kv_hi = s.hi.as<int32_t>();
-    aa.max_kv_len = a.window > 0 ? a.window : n_tok;
+    const AttentionArgs aa = kv_attention_args(s, n_tok, a.n_head, a.D, a.window > 0 ? a.window : n_tok);
     const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 3, [&] { c.b.attention(aa); });
     GS_RETURN_IF_ERROR(c.b.synchronize());
     double keys = 0;

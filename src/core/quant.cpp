@@ -52,25 +52,25 @@ void quant_bf16(const float* src, void* dst, int64_t n) {
 
 }  // namespace
 
-DequantizeRowFn dequantize_row_fn(GgmlType type) {
+std::optional<WeightFormat> weight_format(GgmlType type) {
   switch (type) {
-    case GgmlType::F32: return dequant_f32;
-    case GgmlType::F16: return dequant_f16;
-    case GgmlType::BF16: return dequant_bf16;
-    case GgmlType::Q4_0: return dequant_q4_0;
-    case GgmlType::Q4_1: return dequant_q4_1;
-    case GgmlType::Q5_0: return dequant_q5_0;
-    case GgmlType::Q5_1: return dequant_q5_1;
-    case GgmlType::Q8_0: return dequant_q8_0;
-    case GgmlType::Q2_K: return dequant_q2_k;
-    case GgmlType::Q3_K: return dequant_q3_k;
-    case GgmlType::Q4_K: return dequant_q4_k;
-    case GgmlType::Q5_K: return dequant_q5_k;
-    case GgmlType::Q6_K: return dequant_q6_k;
-    case GgmlType::Q8_K: return dequant_q8_k;
-    case GgmlType::IQ4_NL: return dequant_iq4_nl;
-    case GgmlType::IQ4_XS: return dequant_iq4_xs;
-    case GgmlType::MXFP4: return dequant_mxfp4;
+    case GgmlType::F32: return WeightFormat::F32;
+    case GgmlType::F16: return WeightFormat::F16;
+    case GgmlType::BF16: return WeightFormat::BF16;
+    case GgmlType::Q4_0: return WeightFormat::Q4_0;
+    case GgmlType::Q4_1: return WeightFormat::Q4_1;
+    case GgmlType::Q5_0: return WeightFormat::Q5_0;
+    case GgmlType::Q5_1: return WeightFormat::Q5_1;
+    case GgmlType::Q8_0: return WeightFormat::Q8_0;
+    case GgmlType::Q2_K: return WeightFormat::Q2_K;
+    case GgmlType::Q3_K: return WeightFormat::Q3_K;
+    case GgmlType::Q4_K: return WeightFormat::Q4_K;
+    case GgmlType::Q5_K: return WeightFormat::Q5_K;
+    case GgmlType::Q6_K: return WeightFormat::Q6_K;
+    case GgmlType::IQ4_NL: return WeightFormat::IQ4_NL;
+    case GgmlType::IQ4_XS: return WeightFormat::IQ4_XS;
+    case GgmlType::MXFP4: return WeightFormat::MXFP4;
+    case GgmlType::Q8_K:
     case GgmlType::Q8_1:
     case GgmlType::IQ2_XXS:
     case GgmlType::IQ2_XS:
@@ -86,85 +86,80 @@ DequantizeRowFn dequantize_row_fn(GgmlType type) {
     case GgmlType::IQ1_M:
     case GgmlType::TQ1_0:
     case GgmlType::TQ2_0:
-    case GgmlType::NVFP4: return nullptr;
+    case GgmlType::NVFP4: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+DequantizeRowFn dequantize_row_fn(GgmlType type) {
+  if (type == GgmlType::Q8_K) return dequant_q8_k;  // the one dequantizable non-weight format
+  const std::optional<WeightFormat> f = weight_format(type);
+  if (!f) return nullptr;
+  switch (*f) {
+    case WeightFormat::F32: return dequant_f32;
+    case WeightFormat::F16: return dequant_f16;
+    case WeightFormat::BF16: return dequant_bf16;
+    case WeightFormat::Q4_0: return dequant_q4_0;
+    case WeightFormat::Q4_1: return dequant_q4_1;
+    case WeightFormat::Q5_0: return dequant_q5_0;
+    case WeightFormat::Q5_1: return dequant_q5_1;
+    case WeightFormat::Q8_0: return dequant_q8_0;
+    case WeightFormat::Q2_K: return dequant_q2_k;
+    case WeightFormat::Q3_K: return dequant_q3_k;
+    case WeightFormat::Q4_K: return dequant_q4_k;
+    case WeightFormat::Q5_K: return dequant_q5_k;
+    case WeightFormat::Q6_K: return dequant_q6_k;
+    case WeightFormat::IQ4_NL: return dequant_iq4_nl;
+    case WeightFormat::IQ4_XS: return dequant_iq4_xs;
+    case WeightFormat::MXFP4: return dequant_mxfp4;
   }
   return nullptr;
 }
 
 QuantizeRowFn quantize_row_fn(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32: return quant_f32;
-    case GgmlType::F16: return quant_f16;
-    case GgmlType::BF16: return quant_bf16;
-    case GgmlType::Q4_0: return quant_q4_0;
-    case GgmlType::Q4_1: return quant_q4_1;
-    case GgmlType::Q5_0: return quant_q5_0;
-    case GgmlType::Q5_1: return quant_q5_1;
-    case GgmlType::Q8_0: return quant_q8_0;
-    case GgmlType::Q2_K: return quant_q2_k;
-    case GgmlType::Q3_K: return quant_q3_k;
-    case GgmlType::Q4_K: return quant_q4_k;
-    case GgmlType::Q5_K: return quant_q5_k;
-    case GgmlType::Q6_K: return quant_q6_k;
-    case GgmlType::IQ4_NL: return quant_iq4_nl;
-    case GgmlType::IQ4_XS: return quant_iq4_xs;
-    case GgmlType::MXFP4: return quant_mxfp4;
-    case GgmlType::Q8_K:
-    case GgmlType::Q8_1:
-    case GgmlType::IQ2_XXS:
-    case GgmlType::IQ2_XS:
-    case GgmlType::IQ3_XXS:
-    case GgmlType::IQ1_S:
-    case GgmlType::IQ3_S:
-    case GgmlType::IQ2_S:
-    case GgmlType::I8:
-    case GgmlType::I16:
-    case GgmlType::I32:
-    case GgmlType::I64:
-    case GgmlType::F64:
-    case GgmlType::IQ1_M:
-    case GgmlType::TQ1_0:
-    case GgmlType::TQ2_0:
-    case GgmlType::NVFP4: return nullptr;
+  const std::optional<WeightFormat> f = weight_format(type);
+  if (!f) return nullptr;
+  switch (*f) {
+    case WeightFormat::F32: return quant_f32;
+    case WeightFormat::F16: return quant_f16;
+    case WeightFormat::BF16: return quant_bf16;
+    case WeightFormat::Q4_0: return quant_q4_0;
+    case WeightFormat::Q4_1: return quant_q4_1;
+    case WeightFormat::Q5_0: return quant_q5_0;
+    case WeightFormat::Q5_1: return quant_q5_1;
+    case WeightFormat::Q8_0: return quant_q8_0;
+    case WeightFormat::Q2_K: return quant_q2_k;
+    case WeightFormat::Q3_K: return quant_q3_k;
+    case WeightFormat::Q4_K: return quant_q4_k;
+    case WeightFormat::Q5_K: return quant_q5_k;
+    case WeightFormat::Q6_K: return quant_q6_k;
+    case WeightFormat::IQ4_NL: return quant_iq4_nl;
+    case WeightFormat::IQ4_XS: return quant_iq4_xs;
+    case WeightFormat::MXFP4: return quant_mxfp4;
   }
   return nullptr;
 }
 
 QuantizeRowFn quantize_row_fast_fn(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32: return quant_f32;
-    case GgmlType::F16: return quant_f16;
-    case GgmlType::BF16: return quant_bf16;
-    case GgmlType::Q4_0: return quant_fast_q4_0;
-    case GgmlType::Q4_1: return quant_fast_q4_1;
-    case GgmlType::Q5_0: return quant_fast_q5_0;
-    case GgmlType::Q5_1: return quant_fast_q5_1;
-    case GgmlType::Q8_0: return quant_fast_q8_0;
-    case GgmlType::IQ4_NL: return quant_fast_iq4_nl;
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-    case GgmlType::Q8_K:
-    case GgmlType::IQ4_XS:
-    case GgmlType::MXFP4:
-    case GgmlType::Q8_1:
-    case GgmlType::IQ2_XXS:
-    case GgmlType::IQ2_XS:
-    case GgmlType::IQ3_XXS:
-    case GgmlType::IQ1_S:
-    case GgmlType::IQ3_S:
-    case GgmlType::IQ2_S:
-    case GgmlType::I8:
-    case GgmlType::I16:
-    case GgmlType::I32:
-    case GgmlType::I64:
-    case GgmlType::F64:
-    case GgmlType::IQ1_M:
-    case GgmlType::TQ1_0:
-    case GgmlType::TQ2_0:
-    case GgmlType::NVFP4: return nullptr;
+  const std::optional<WeightFormat> f = weight_format(type);
+  if (!f) return nullptr;
+  switch (*f) {
+    case WeightFormat::F32: return quant_f32;
+    case WeightFormat::F16: return quant_f16;
+    case WeightFormat::BF16: return quant_bf16;
+    case WeightFormat::Q4_0: return quant_fast_q4_0;
+    case WeightFormat::Q4_1: return quant_fast_q4_1;
+    case WeightFormat::Q5_0: return quant_fast_q5_0;
+    case WeightFormat::Q5_1: return quant_fast_q5_1;
+    case WeightFormat::Q8_0: return quant_fast_q8_0;
+    case WeightFormat::IQ4_NL: return quant_fast_iq4_nl;
+    case WeightFormat::Q2_K:
+    case WeightFormat::Q3_K:
+    case WeightFormat::Q4_K:
+    case WeightFormat::Q5_K:
+    case WeightFormat::Q6_K:
+    case WeightFormat::IQ4_XS:
+    case WeightFormat::MXFP4: return nullptr;
   }
   return nullptr;
 }

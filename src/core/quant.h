@@ -4,11 +4,23 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "core/ggml_type.h"
 #include "core/status.h"
 
 namespace gs {
+
+// The ggml types gemmaserve both quantizes and dequantizes, so the types a weight it writes
+// may have: every dequantizable type except Q8_K (ggml's activation format, no quantizer).
+// Values equal the GgmlType ids. A closed set: switches over it list only these types.
+enum class WeightFormat : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11,
+  Q4_K = 12, Q5_K = 13, Q6_K = 14, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30, MXFP4 = 39,
+};
+
+// `type` as a WeightFormat; nullopt for every type outside that set.
+std::optional<WeightFormat> weight_format(GgmlType type);
 
 // Dequantizes one row: `n_elems` elements (a multiple of the type's block size) of type
 // `type` at `src` into `dst[n_elems]`. Plain function pointer for hot loops. Results equal

@@ -58,17 +58,26 @@ void dequant_q3_k(const void* __restrict src, float* __restrict dst, int64_t n) 
   }
 }
 
+// Step sizes and offsets (y = d_k q - m_k) of the 32-element sub-blocks 2c and 2c + 1 of a
+// Q4_K/Q5_K block, from its packed 6-bit scales and mins.
+struct KChunkScales {
+  float d0, m0, d1, m1;
+};
+static KChunkScales k_chunk_scales(float d, float dmin, const uint8_t* scales, int c) {
+  uint8_t sc0, mn0, sc1, mn1;
+  k_scale_min(2 * c, scales, &sc0, &mn0);
+  k_scale_min(2 * c + 1, scales, &sc1, &mn1);
+  return {d * static_cast<float>(sc0), dmin * static_cast<float>(mn0), d * static_cast<float>(sc1),
+          dmin * static_cast<float>(mn1)};
+}
+
 void dequant_q4_k(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q4_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, ++b) {
     const float d = fp16_to_f32(b->d);
     const float dmin = fp16_to_f32(b->dmin);
     for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, mn0, sc1, mn1;
-      k_scale_min(2 * c, b->scales, &sc0, &mn0);
-      k_scale_min(2 * c + 1, b->scales, &sc1, &mn1);
-      const float d0 = d * static_cast<float>(sc0), m0 = dmin * static_cast<float>(mn0);
-      const float d1 = d * static_cast<float>(sc1), m1 = dmin * static_cast<float>(mn1);
+      const auto [d0, m0, d1, m1] = k_chunk_scales(d, dmin, b->scales, c);
       const uint8_t* q = b->qs + 32 * c;
       for (int l = 0; l < 32; ++l) dst[l] = d0 * static_cast<float>(q[l] & 15) - m0;
       for (int l = 0; l < 32; ++l) dst[32 + l] = d1 * static_cast<float>(q[l] >> 4) - m1;
@@ -83,11 +92,7 @@ void dequant_q5_k(const void* __restrict src, float* __restrict dst, int64_t n) 
     const float d = fp16_to_f32(b->d);
     const float dmin = fp16_to_f32(b->dmin);
     for (int c = 0; c < 4; ++c) {
-      uint8_t sc0, mn0, sc1, mn1;
-      k_scale_min(2 * c, b->scales, &sc0, &mn0);
-      k_scale_min(2 * c + 1, b->scales, &sc1, &mn1);
-      const float d0 = d * static_cast<float>(sc0), m0 = dmin * static_cast<float>(mn0);
-      const float d1 = d * static_cast<float>(sc1), m1 = dmin * static_cast<float>(mn1);
+      const auto [d0, m0, d1, m1] = k_chunk_scales(d, dmin, b->scales, c);
       const uint8_t* q = b->qs + 32 * c;
       const uint8_t lo_bit = static_cast<uint8_t>(1u << (2 * c));
       const uint8_t hi_bit = static_cast<uint8_t>(2u << (2 * c));

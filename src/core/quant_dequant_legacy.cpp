@@ -40,19 +40,25 @@ void fifth_bits(const uint8_t* qh_bytes, int32_t* out) {
   for (int j = 0; j < kQK; ++j) out[j] = (qh & (1u << j)) ? 16 : 0;
 }
 
+// The 32 unsigned 5-bit values 0..31 of a Q5_0/Q5_1 block: low nibbles of qs are elements
+// 0..15, high nibbles 16..31, each with its fifth bit from qh.
+void q5_values(const uint8_t* qs, const uint8_t* qh, int32_t* q) {
+  int32_t hb[kQK];
+  fifth_bits(qh, hb);
+  for (int j = 0; j < kQK / 2; ++j) {
+    q[j] = (qs[j] & 15) | hb[j];
+    q[j + kQK / 2] = (qs[j] >> 4) | hb[j + kQK / 2];
+  }
+}
+
 }  // namespace
 
 void dequant_q5_0(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const Q5_0*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);
-    int32_t hb[kQK];
-    fifth_bits(b->qh, hb);
     int32_t q[kQK];
-    for (int j = 0; j < kQK / 2; ++j) {
-      q[j] = (b->qs[j] & 15) | hb[j];
-      q[j + kQK / 2] = (b->qs[j] >> 4) | hb[j + kQK / 2];
-    }
+    q5_values(b->qs, b->qh, q);
     for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(q[j] - 16) * d;
   }
 }
@@ -62,13 +68,8 @@ void dequant_q5_1(const void* __restrict src, float* __restrict dst, int64_t n) 
   for (int64_t i = 0; i < n / kQK; ++i, ++b, dst += kQK) {
     const float d = fp16_to_f32(b->d);
     const float m = fp16_to_f32(b->m);
-    int32_t hb[kQK];
-    fifth_bits(b->qh, hb);
     int32_t q[kQK];
-    for (int j = 0; j < kQK / 2; ++j) {
-      q[j] = (b->qs[j] & 15) | hb[j];
-      q[j + kQK / 2] = (b->qs[j] >> 4) | hb[j + kQK / 2];
-    }
+    q5_values(b->qs, b->qh, q);
     for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(q[j]) * d + m;
   }
 }

@@ -581,30 +581,19 @@ Value read_value(const uint8_t* base, size_t& p, ValueType type, size_t max_item
       v.data = std::move(a);
       return v;
     }
-    case ValueType::kBool:
-      v.data = base[p] != 0;
-      p += 1;
-      return v;
+    case ValueType::kBool: v.data = base[p] != 0; break;
     case ValueType::kF32:
-    case ValueType::kF64:
-      v.data = read_float(base + p, type);
-      p += value_type_scalar_bytes(type);
-      return v;
+    case ValueType::kF64: v.data = read_float(base + p, type); break;
     case ValueType::kU8:
     case ValueType::kU16:
     case ValueType::kU32:
-    case ValueType::kU64:
-      v.data = static_cast<uint64_t>(read_integer(base + p, type));
-      p += value_type_scalar_bytes(type);
-      return v;
+    case ValueType::kU64: v.data = static_cast<uint64_t>(read_integer(base + p, type)); break;
     case ValueType::kI8:
     case ValueType::kI16:
     case ValueType::kI32:
-    case ValueType::kI64:
-      v.data = static_cast<int64_t>(read_integer(base + p, type));
-      p += value_type_scalar_bytes(type);
-      return v;
+    case ValueType::kI64: v.data = static_cast<int64_t>(read_integer(base + p, type)); break;
   }
+  p += value_type_scalar_bytes(type);  // the fixed-size scalars (0 bytes for anything else)
   return v;
 }
 }  // namespace

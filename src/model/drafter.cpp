@@ -111,6 +111,7 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv) {
   Backend& b = assistant_->backend();
   OpTrace t(b, &dump_);
   auto dev = [&](Input i) { return inputs_.as<int32_t>() + static_cast<int64_t>(i) * max_rows_; };
+  const AttentionInputs attn_in{dev(kSeq), dev(kLoSwa), dev(kHiSwa), dev(kLoFull), dev(kHiFull)};
   const int64_t e = c.n_embd;
   const int64_t et = c.n_embd_out;
   const Mat cat = cat_.slice_rows(0, n);
@@ -138,19 +139,8 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv) {
     b.rope(q, dev(kPos), layer_rope_args(c, l, w.rope_freqs));
     t.mark("q_rope", il, q);
 
-    AttentionArgs aa;
-    aa.q = q;
-    aa.out = att;
-    aa.n_head = l.n_head;
-    aa.head_dim = l.head_dim;
-    aa.scale = 1.0f;
-    aa.kv = kv.layers[l.kv_layer];  // the target's K/V (spec §4.3)
-    aa.pages = l.sliding ? kv.swa_pages : kv.full_pages;
-    aa.tok_seq = dev(kSeq);
-    aa.kv_lo = dev(l.sliding ? kLoSwa : kLoFull);
-    aa.kv_hi = dev(l.sliding ? kHiSwa : kHiFull);
-    aa.max_kv_len = l.sliding ? c.sliding_window : kv.n_ctx;
-    b.attention(aa);
+    // The target's K/V (spec §4.3).
+    b.attention(layer_attention_args(c, l, kv, kv.layers[l.kv_layer], q, att, attn_in));
     t.mark("attn", il, att);
 
     layer_tail(t, c, il, lw, u_, s_, n);

@@ -151,6 +151,7 @@ void Gemma4Forward::record(int n, int n_out, const KvCacheBinding& kv) {
   OpTrace t(b, &dump_);
   const int64_t stride = std::max(max_tokens_, max_outputs_);
   auto dev = [&](Input i) { return inputs_.as<int32_t>() + static_cast<int64_t>(i) * stride; };
+  const AttentionInputs attn_in{dev(kSeq), dev(kLoSwa), dev(kHiSwa), dev(kLoFull), dev(kHiFull)};
   const int64_t e = c.n_embd;
   const Mat x = x_.slice_rows(0, n);
 
@@ -196,19 +197,7 @@ void Gemma4Forward::record(int n, int n_out, const KvCacheBinding& kv) {
     const KvLayerView& kvl = kv.layers[il];
     b.kv_store(k, v, kvl, dev(l.sliding ? kSlotSwa : kSlotFull));
 
-    AttentionArgs aa;
-    aa.q = q;
-    aa.out = att;
-    aa.n_head = l.n_head;
-    aa.head_dim = l.head_dim;
-    aa.scale = 1.0f;  // Gemma 4: no 1/sqrt(d), no attention softcap
-    aa.kv = kvl;
-    aa.pages = l.sliding ? kv.swa_pages : kv.full_pages;
-    aa.tok_seq = dev(kSeq);
-    aa.kv_lo = dev(l.sliding ? kLoSwa : kLoFull);
-    aa.kv_hi = dev(l.sliding ? kHiSwa : kHiFull);
-    aa.max_kv_len = l.sliding ? c.sliding_window : kv.n_ctx;
-    b.attention(aa);
+    b.attention(layer_attention_args(c, l, kv, kvl, q, att, attn_in));
     t.mark("attn", il, att);
 
     layer_tail(t, c, il, lw, x_, s_, n);

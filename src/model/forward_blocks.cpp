@@ -1,4 +1,4 @@
-// Shared forward pieces: op tracing for dumps, per-layer RoPE arguments, the layer tail.
+// Shared forward pieces: op tracing for dumps, per-layer RoPE and attention arguments, the layer tail.
 #include "model/forward_blocks.h"
 
 #include "core/check.h"
@@ -36,6 +36,23 @@ RopeArgs layer_rope_args(const Gemma4Config& c, const Gemma4LayerConfig& l, cons
     }
   }
   return a;
+}
+
+AttentionArgs layer_attention_args(const Gemma4Config& c, const Gemma4LayerConfig& l, const KvCacheBinding& kv,
+                                   const KvLayerView& kvl, Mat q, Mat out, const AttentionInputs& in) {
+  AttentionArgs aa;
+  aa.q = q;
+  aa.out = out;
+  aa.n_head = l.n_head;
+  aa.head_dim = l.head_dim;
+  aa.scale = 1.0f;  // Gemma 4: no 1/sqrt(d), no attention softcap
+  aa.kv = kvl;
+  aa.pages = l.sliding ? kv.swa_pages : kv.full_pages;
+  aa.tok_seq = in.tok_seq;
+  aa.kv_lo = l.sliding ? in.lo_swa : in.lo_full;
+  aa.kv_hi = l.sliding ? in.hi_swa : in.hi_full;
+  aa.max_kv_len = l.sliding ? c.sliding_window : kv.n_ctx;
+  return aa;
 }
 
 void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeights& w, Mat x, const LayerScratch& s,

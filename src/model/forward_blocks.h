@@ -1,5 +1,5 @@
 // Pieces shared by the target forward and the drafter forward: named op recording (dumps),
-// RoPE arguments per layer, and the layer tail (attention output, FFN, layer scale).
+// RoPE and attention arguments per layer, and the layer tail (attention output, FFN, layer scale).
 #pragma once
 
 #include <string_view>
@@ -9,6 +9,7 @@
 #include "model/dump.h"
 #include "model/gemma4_config.h"
 #include "model/gemma4_weights.h"
+#include "model/kv_binding.h"
 
 namespace gs {
 
@@ -30,6 +31,22 @@ class OpTrace {
 // RoPE of layer `l` (spec §3.1.3): sliding layers plain NEOX over n_rot dims with their
 // theta; full layers with the rope_freqs factors and the config's rope scaling (spec §6.3).
 RopeArgs layer_rope_args(const Gemma4Config& c, const Gemma4LayerConfig& l, const float* rope_freqs);
+
+// Per-query attention inputs of one step, each [n_tokens] int32 in backend memory: the
+// page-table row of each query and its KV position range [lo, hi] for each layer kind.
+struct AttentionInputs {
+  const int32_t* tok_seq = nullptr;
+  const int32_t* lo_swa = nullptr;
+  const int32_t* hi_swa = nullptr;
+  const int32_t* lo_full = nullptr;
+  const int32_t* hi_full = nullptr;
+};
+
+// Attention of layer `l` (spec §3.2: scale 1, no 1/sqrt(d), no softcap) of q [n, q_width]
+// into out [n, q_width] over the K/V pools `kvl`, with the page table, ranges and length
+// bound of the layer's kind (sliding_window or n_ctx).
+AttentionArgs layer_attention_args(const Gemma4Config& c, const Gemma4LayerConfig& l, const KvCacheBinding& kv,
+                                   const KvLayerView& kvl, Mat q, Mat out, const AttentionInputs& in);
 
 // Activation buffers of one layer, each with at least `rows` rows of the widest layer.
 struct LayerScratch {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "core/quant.h"
 #include "core/quant_blocks.h"
 
 namespace gs::synth {
@@ -63,37 +64,42 @@ void fill_random_blocks(GgmlType type, uint8_t* dst, size_t n_blocks, float std,
     return;
   }
   random_bytes(dst, n_blocks * bb, rng);
+  const std::optional<WeightFormat> format = weight_format(type);
+  if (!format) {  // no random form (no dequantizer, or not a weight format): zeros
+    std::memset(dst, 0, n_blocks * bb);
+    return;
+  }
   for (size_t i = 0; i < n_blocks; ++i) {
     uint8_t* b = dst + i * bb;
-    switch (type) {
-      case GgmlType::Q4_0: put_half(b, jitter(std / kRmsQ4, rng)); break;
-      case GgmlType::Q5_0: put_half(b, jitter(std / kRmsQ5, rng)); break;
-      case GgmlType::Q8_0: put_half(b, jitter(std / kRmsQ8, rng)); break;
-      case GgmlType::IQ4_NL: put_half(b, jitter(std / kRmsIq4, rng)); break;
-      case GgmlType::Q4_1: {  // y = q d + m, q in 0..15: m = -7.5 d centres it
+    switch (*format) {
+      case WeightFormat::Q4_0: put_half(b, jitter(std / kRmsQ4, rng)); break;
+      case WeightFormat::Q5_0: put_half(b, jitter(std / kRmsQ5, rng)); break;
+      case WeightFormat::Q8_0: put_half(b, jitter(std / kRmsQ8, rng)); break;
+      case WeightFormat::IQ4_NL: put_half(b, jitter(std / kRmsIq4, rng)); break;
+      case WeightFormat::Q4_1: {  // y = q d + m, q in 0..15: m = -7.5 d centres it
         const float d = fp16_to_f32(f32_to_fp16(jitter(std / kRmsQ4, rng)));
         put_half(b, d);
         put_half(b + 2, -7.5f * d);
         break;
       }
-      case GgmlType::Q5_1: {
+      case WeightFormat::Q5_1: {
         const float d = fp16_to_f32(f32_to_fp16(jitter(std / kRmsQ5, rng)));
         put_half(b, d);
         put_half(b + 2, -15.5f * d);
         break;
       }
-      case GgmlType::Q2_K: {  // y = d sc q - dmin mn; mn = sc and dmin = 1.5 d centre q in 0..3
+      case WeightFormat::Q2_K: {  // y = d sc q - dmin mn; mn = sc and dmin = 1.5 d centre q in 0..3
         for (int j = 0; j < 16; ++j) b[j] = static_cast<uint8_t>((b[j] & 15) | ((b[j] & 15) << 4));
         const float d = fp16_to_f32(f32_to_fp16(jitter(std / 9.85f, rng)));
         put_half(b + 80, d);
         put_half(b + 82, 1.5f * d);
         break;
       }
-      case GgmlType::Q3_K:  // random signed 6-bit scales, quants -4..3
+      case WeightFormat::Q3_K:  // random signed 6-bit scales, quants -4..3
         put_half(b + 108, jitter(std / 43.4f, rng));
         break;
-      case GgmlType::Q4_K:
-      case GgmlType::Q5_K: {  // mins equal to scales, dmin = centre * d
+      case WeightFormat::Q4_K:
+      case WeightFormat::Q5_K: {  // mins equal to scales, dmin = centre * d
         uint8_t* s = b + 4;
         std::memcpy(s + 4, s, 4);
         for (int j = 8; j < 12; ++j) s[j] = static_cast<uint8_t>((s[j] & 15) | ((s[j] & 15) << 4));
@@ -103,38 +109,20 @@ void fill_random_blocks(GgmlType type, uint8_t* dst, size_t n_blocks, float std,
         put_half(b + 2, (q5 ? 15.5f : 7.5f) * d);
         break;
       }
-      case GgmlType::Q6_K: {  // int8 scales halved to -64..63
+      case WeightFormat::Q6_K: {  // int8 scales halved to -64..63
         for (int j = 192; j < 208; ++j) b[j] = static_cast<uint8_t>(static_cast<int8_t>(b[j]) / 2);
         put_half(b + 208, jitter(std / 684.0f, rng));
         break;
       }
-      case GgmlType::IQ4_XS: put_half(b, jitter(std / (18.5f * kRmsIq4), rng)); break;
-      case GgmlType::MXFP4: {
+      case WeightFormat::IQ4_XS: put_half(b, jitter(std / (18.5f * kRmsIq4), rng)); break;
+      case WeightFormat::MXFP4: {
         const float e = 128.0f + std::round(std::log2(std / kRmsFp4));
         b[0] = static_cast<uint8_t>(e < 2.0f ? 2.0f : (e > 254.0f ? 254.0f : e));
         break;
       }
-      case GgmlType::F32:
-      case GgmlType::F16:
-      case GgmlType::BF16: break;  // handled above
-      // No random form (no dequantizer, or not a weight format): zeros.
-      case GgmlType::Q8_1:
-      case GgmlType::Q8_K:
-      case GgmlType::IQ2_XXS:
-      case GgmlType::IQ2_XS:
-      case GgmlType::IQ3_XXS:
-      case GgmlType::IQ1_S:
-      case GgmlType::IQ3_S:
-      case GgmlType::IQ2_S:
-      case GgmlType::I8:
-      case GgmlType::I16:
-      case GgmlType::I32:
-      case GgmlType::I64:
-      case GgmlType::F64:
-      case GgmlType::IQ1_M:
-      case GgmlType::TQ1_0:
-      case GgmlType::TQ2_0:
-      case GgmlType::NVFP4: std::memset(b, 0, bb); break;
+      case WeightFormat::F32:
+      case WeightFormat::F16:
+      case WeightFormat::BF16: break;  // handled above
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "core/quant.h"
 #include "model/gguf_names.h"
 #include "model/synth_vocab.h"
 
@@ -16,7 +17,7 @@ Result<WeightTypes> WeightTypes::parse(std::string_view name) {
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "q4_k_m" || lower == "mix") return t;
   const auto type = ggml_type_from_name(lower);
-  if (!type || !ggml_type_traits(*type).can_dequantize || *type == GgmlType::Q8_K) {
+  if (!type || !weight_format(*type)) {
     return make_status(StatusCode::kInvalidArgument,
                        "weight type '{}' is not one of q4_k_m, f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
                        "q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4", name);
@@ -160,40 +161,25 @@ GgmlType fit_type(GgmlType wanted, int64_t ne0) {
 
 uint32_t file_type(const WeightTypes& types) {
   if (types.q4_k_m_mix) return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-  switch (types.type) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q2_K: return 10;
-    case GgmlType::Q3_K: return 12;  // Q3_K_M
-    case GgmlType::Q4_K: return 14;  // Q4_K_S
-    case GgmlType::Q5_K: return 16;  // Q5_K_S
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::IQ4_NL: return 25;
-    case GgmlType::IQ4_XS: return 30;
-    case GgmlType::BF16: return 32;
-    case GgmlType::MXFP4: return 38;
-    case GgmlType::Q8_1:
-    case GgmlType::Q8_K:
-    case GgmlType::IQ2_XXS:
-    case GgmlType::IQ2_XS:
-    case GgmlType::IQ3_XXS:
-    case GgmlType::IQ1_S:
-    case GgmlType::IQ3_S:
-    case GgmlType::IQ2_S:
-    case GgmlType::I8:
-    case GgmlType::I16:
-    case GgmlType::I32:
-    case GgmlType::I64:
-    case GgmlType::F64:
-    case GgmlType::IQ1_M:
-    case GgmlType::TQ1_0:
-    case GgmlType::TQ2_0:
-    case GgmlType::NVFP4: return 0;  // never chosen (WeightTypes::parse rejects them)
+  const std::optional<WeightFormat> format = weight_format(types.type);
+  if (!format) return 0;  // never chosen (WeightTypes::parse rejects them)
+  switch (*format) {
+    case WeightFormat::F32: return 0;
+    case WeightFormat::F16: return 1;
+    case WeightFormat::Q4_0: return 2;
+    case WeightFormat::Q4_1: return 3;
+    case WeightFormat::Q8_0: return 7;
+    case WeightFormat::Q5_0: return 8;
+    case WeightFormat::Q5_1: return 9;
+    case WeightFormat::Q2_K: return 10;
+    case WeightFormat::Q3_K: return 12;  // Q3_K_M
+    case WeightFormat::Q4_K: return 14;  // Q4_K_S
+    case WeightFormat::Q5_K: return 16;  // Q5_K_S
+    case WeightFormat::Q6_K: return 18;
+    case WeightFormat::IQ4_NL: return 25;
+    case WeightFormat::IQ4_XS: return 30;
+    case WeightFormat::BF16: return 32;
+    case WeightFormat::MXFP4: return 38;
   }
   return 0;
 }

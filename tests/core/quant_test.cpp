@@ -216,6 +216,13 @@ TEST(Quant, DispatchAgreesWithTraits) {
     if (quantize_row_fn(traits->type)) {
       EXPECT_TRUE(traits->can_dequantize);
     }
+    // The weight formats are exactly the quantizable types, with the same ids.
+    const std::optional<WeightFormat> format = weight_format(traits->type);
+    EXPECT_EQ(format.has_value(), quantize_row_fn(traits->type) != nullptr);
+    EXPECT_EQ(format.has_value(), traits->can_dequantize && traits->type != GgmlType::Q8_K);
+    if (format) {
+      EXPECT_EQ(static_cast<uint32_t>(*format), id);
+    }
   }
 }
 
