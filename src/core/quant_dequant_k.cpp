@@ -63,7 +63,7 @@ void dequant_q3_k(const void* __restrict src, float* __restrict dst, int64_t n) 
 struct KChunkScales {
   float d0, m0, d1, m1;
 };
-static KChunkScales k_chunk_scales(float d, float dmin, const uint8_t* scales, int c) {
+static inline KChunkScales k_chunk_scales(float d, float dmin, const uint8_t* scales, int c) {
   uint8_t sc0, mn0, sc1, mn1;
   k_scale_min(2 * c, scales, &sc0, &mn0);
   k_scale_min(2 * c + 1, scales, &sc1, &mn1);

@@ -5,32 +5,13 @@
 
 #include <random>
 
+#include "common/spec_rounds.h"
 #include "cuda_test_util.h"
 #include "model/golden_util.h"
 #include "runtime/speculative.h"
 
 namespace gs::test {
 namespace {
-
-std::vector<int32_t> greedy_from(SpeculativeDecoder& dec, int seq, const SpeculativeDecoder::Snapshot& snap,
-                                 int draft_max, int n, SpecStats* stats) {
-  EXPECT_TRUE(dec.restore(seq, snap).ok());
-  Sampler greedy({});
-  std::vector<int32_t> out = {snap.pending};
-  while (static_cast<int>(out.size()) < n) {
-    SeqWork w;
-    w.seq = seq;
-    w.sampler = &greedy;
-    w.draft_max = draft_max;
-    w.max_tokens = n - static_cast<int>(out.size());
-    const Status st = dec.step({&w, 1});
-    EXPECT_TRUE(st.ok()) << st.to_string();
-    if (!st.ok()) break;
-    out.insert(out.end(), w.tokens.begin(), w.tokens.end());
-    if (stats) stats->add_round(w.n_drafted, w.n_accepted, static_cast<int>(w.tokens.size()));
-  }
-  return out;
-}
 
 SpecStats check_pair(const std::string& target, const std::string& assistant, const std::vector<int>& lengths, int n) {
   Backend& b = *Backends::get().fast;
@@ -65,10 +46,10 @@ SpecStats check_pair(const std::string& target, const std::string& assistant, co
     pre.prefill = prompt;
     EXPECT_TRUE((*dec)->step({&pre, 1}).ok());
     const auto snap = (*dec)->save(s).value();
-    const std::vector<int32_t> ref = greedy_from(**dec, s, snap, 0, n, nullptr);
+    const std::vector<int32_t> ref = continue_greedy(**dec, s, snap, 0, n, nullptr);
     for (int dm = 1; dm <= 8; ++dm) {
       SpecStats st;
-      EXPECT_EQ(greedy_from(**dec, s, snap, dm, n, &st), ref) << "prompt of " << len << " tokens, draft_max " << dm;
+      EXPECT_EQ(continue_greedy(**dec, s, snap, dm, n, &st), ref) << "prompt of " << len << " tokens, draft_max " << dm;
       all.add(st);
     }
     EXPECT_TRUE((*r)->remove_sequence(s).ok());

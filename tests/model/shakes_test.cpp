@@ -5,6 +5,7 @@
 // (bug-case 40).
 #include <gtest/gtest.h>
 
+#include "common/spec_rounds.h"
 #include "golden_util.h"
 #include "runtime/speculative.h"
 #include "text/tokenizer.h"
@@ -57,33 +58,15 @@ class Shakes : public ::testing::Test {
       work[i].sampler = &samplers[i];
       work[i].prefill = prompts[i];
     }
-    std::vector<Gen> out(texts.size());
     EXPECT_TRUE(dec.step(work).ok());
-    for (size_t i = 0; i < texts.size(); ++i) out[i].tokens = work[i].tokens;
-    for (;;) {
-      std::vector<SeqWork> w;
-      std::vector<size_t> who;
-      for (size_t i = 0; i < texts.size(); ++i) {
-        if (static_cast<int>(out[i].tokens.size()) >= n) continue;
-        SeqWork x;
-        x.seq = seqs[i];
-        x.sampler = &samplers[i];
-        x.draft_max = 4;
-        x.max_tokens = n - static_cast<int>(out[i].tokens.size());
-        w.push_back(x);
-        who.push_back(i);
-      }
-      if (w.empty()) break;
-      const Status st = dec.step(w);
-      EXPECT_TRUE(st.ok()) << st.to_string();
-      if (!st.ok()) break;
-      for (size_t j = 0; j < w.size(); ++j) {
-        Gen& g = out[who[j]];
-        g.tokens.insert(g.tokens.end(), w[j].tokens.begin(), w[j].tokens.end());
-        g.drafted += static_cast<uint64_t>(w[j].n_drafted);
-        g.accepted += static_cast<uint64_t>(w[j].n_accepted);
-      }
-    }
+    std::vector<std::vector<int32_t>> tokens(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) tokens[i] = work[i].tokens;
+    std::vector<Gen> out(texts.size());
+    decode_rounds(dec, seqs, samplers, std::vector<int>(texts.size(), 4), n, tokens, [&](size_t i, const SeqWork& w) {
+      out[i].drafted += static_cast<uint64_t>(w.n_drafted);
+      out[i].accepted += static_cast<uint64_t>(w.n_accepted);
+    });
+    for (size_t i = 0; i < texts.size(); ++i) out[i].tokens = std::move(tokens[i]);
     for (int s : seqs) EXPECT_TRUE(r.remove_sequence(s).ok());
     return out;
   }

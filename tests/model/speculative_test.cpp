@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 
+#include "common/spec_rounds.h"
 #include "golden_util.h"
 #include "model/drafter.h"
 #include "runtime/speculative.h"
@@ -68,53 +69,13 @@ std::vector<std::vector<int32_t>> generate(SpeculativeDecoder& dec, const std::v
   }
   EXPECT_TRUE(dec.step(work).ok());
   for (size_t i = 0; i < ns; ++i) out[i] = work[i].tokens;
-  while (true) {
-    std::vector<SeqWork> w;
-    std::vector<size_t> who;
-    for (size_t i = 0; i < ns; ++i) {
-      if (static_cast<int>(out[i].size()) >= n) continue;
-      SeqWork x;
-      x.seq = seqs[i];
-      x.sampler = &samplers[i];
-      x.draft_max = draft_max[i];
-      x.max_tokens = n - static_cast<int>(out[i].size());
-      w.push_back(x);
-      who.push_back(i);
-    }
-    if (w.empty()) break;
-    const Status st = dec.step(w);
-    EXPECT_TRUE(st.ok()) << st.to_string();
-    if (!st.ok()) break;
-    for (size_t j = 0; j < w.size(); ++j) {
-      EXPECT_LE(w[j].n_accepted, w[j].n_drafted);
-      EXPECT_GE(static_cast<int>(w[j].tokens.size()), 1);
-      out[who[j]].insert(out[who[j]].end(), w[j].tokens.begin(), w[j].tokens.end());
-    }
-  }
+  decode_rounds(dec, seqs, samplers, draft_max, n, out, [](size_t, const SeqWork& w) {
+    EXPECT_LE(w.n_accepted, w.n_drafted);
+    EXPECT_GE(static_cast<int>(w.tokens.size()), 1);
+  });
   for (size_t i = 0; i < ns; ++i) {
     if (stats) stats->add(dec.seq_stats(seqs[i]));
     EXPECT_TRUE(r.remove_sequence(seqs[i]).ok());
-  }
-  return out;
-}
-
-// Greedy continuation of length n from a snapshot (prompt processed, first token pending).
-std::vector<int32_t> continue_greedy(SpeculativeDecoder& dec, int seq, const SpeculativeDecoder::Snapshot& snap,
-                                     int draft_max, int n, SpecStats* stats) {
-  EXPECT_TRUE(dec.restore(seq, snap).ok());
-  Sampler greedy({});
-  std::vector<int32_t> out = {snap.pending};
-  while (static_cast<int>(out.size()) < n) {
-    SeqWork w;
-    w.seq = seq;
-    w.sampler = &greedy;
-    w.draft_max = draft_max;
-    w.max_tokens = n - static_cast<int>(out.size());
-    const Status st = dec.step({&w, 1});
-    EXPECT_TRUE(st.ok()) << st.to_string();
-    if (!st.ok()) break;
-    out.insert(out.end(), w.tokens.begin(), w.tokens.end());
-    if (stats) stats->add_round(w.n_drafted, w.n_accepted, static_cast<int>(w.tokens.size()));
   }
   return out;
 }
