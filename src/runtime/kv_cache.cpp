@@ -2,6 +2,8 @@
 #include "runtime/kv_cache.h"
 
 #include <algorithm>
+#include <limits>
+#include <new>
 
 namespace gs {
 
@@ -36,16 +38,10 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
   const int64_t swa_slots = static_cast<int64_t>(o.n_seq_max) * ring_pages * ps;
   const int64_t full_slots = kv->n_pages_full_ * ps;
 
-  kv->seqs_.resize(static_cast<size_t>(o.n_seq_max));
-  kv->full_table_host_.assign(static_cast<size_t>(o.n_seq_max) * kv->max_pages_, -1);
-  kv->swa_table_host_.assign(static_cast<size_t>(o.n_seq_max) * kv->max_pages_, -1);
-  for (int s = 0; s < o.n_seq_max; ++s) {
-    for (int64_t p = 0; p < ring_pages; ++p) {
-      kv->swa_table_host_[static_cast<size_t>(s) * kv->max_pages_ + p] = static_cast<int32_t>(s * ring_pages + p);
-    }
+  if (kv->n_pages_full_ > std::numeric_limits<int32_t>::max()) {
+    return make_status(StatusCode::kInvalidArgument, "a KV cache of {} pages is more than int32 page ids address (lower n_ctx or n_seq_max)",
+                       kv->n_pages_full_);
   }
-  for (int64_t p = kv->n_pages_full_ - 1; p >= 0; --p) kv->free_pages_.push_back(static_cast<int32_t>(p));
-
   const size_t eb = o.type == GgmlType::F16 ? 2 : 4;
   KvCacheBinding& b = kv->binding_;
   b.n_rows = o.n_seq_max;
@@ -65,6 +61,24 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
     kv->pools_.push_back(std::move(k));
     kv->pools_.push_back(std::move(v));
   }
+  // The host page tables and the free list are written in full, so they come after the
+  // pools: a --ctx-size x --parallel too large for memory fails there, at once and cleanly,
+  // instead of filling gigabytes of tables first (the process was killed for memory).
+  try {
+    kv->seqs_.resize(static_cast<size_t>(o.n_seq_max));
+    kv->full_table_host_.assign(static_cast<size_t>(o.n_seq_max) * kv->max_pages_, -1);
+    kv->swa_table_host_.assign(static_cast<size_t>(o.n_seq_max) * kv->max_pages_, -1);
+    kv->free_pages_.reserve(static_cast<size_t>(kv->n_pages_full_));
+  } catch (const std::bad_alloc&) {
+    return make_status(StatusCode::kResourceExhausted, "cannot allocate the KV page tables of {} sequences x {} pages",
+                       o.n_seq_max, kv->max_pages_);
+  }
+  for (int s = 0; s < o.n_seq_max; ++s) {
+    for (int64_t p = 0; p < ring_pages; ++p) {
+      kv->swa_table_host_[static_cast<size_t>(s) * kv->max_pages_ + p] = static_cast<int32_t>(s * ring_pages + p);
+    }
+  }
+  for (int64_t p = kv->n_pages_full_ - 1; p >= 0; --p) kv->free_pages_.push_back(static_cast<int32_t>(p));
   const size_t table_bytes = kv->full_table_host_.size() * sizeof(int32_t);
   GS_ASSIGN_OR_RETURN(kv->full_table_, DeviceBuffer::make(backend, table_bytes));
   GS_ASSIGN_OR_RETURN(kv->swa_table_, DeviceBuffer::make(backend, table_bytes));

@@ -65,8 +65,9 @@ constexpr uint64_t kInvalidLength = ~uint64_t{0};
 
 // The Content-Length of a request head (the first one, as httplib reads it): 0 when it has
 // none or is chunked, kInvalidLength when it is not a number, and at least 10^18 when it is
-// absurdly long.
-uint64_t content_length(std::string_view head) {
+// absurdly long. `framed` says whether the head has either header at all.
+uint64_t content_length(std::string_view head, bool* framed) {
+  *framed = false;
   std::optional<uint64_t> length;
   size_t pos = head.find('\n');
   while (pos != std::string_view::npos && pos + 1 < head.size()) {
@@ -80,8 +81,12 @@ uint64_t content_length(std::string_view head) {
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == '\r' || value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (name == "transfer-encoding") return 0;
+    if (name == "transfer-encoding") {
+      *framed = true;
+      return 0;
+    }
     if (name != "content-length" || length) continue;
+    *framed = true;
     if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) {
       length = kInvalidLength;
     } else {
@@ -144,6 +149,13 @@ class Connection final : public httplib::Stream {
 
   // The buffered request goes to httplib: its body must be in by the deadline.
   void begin_request() {
+    if (head_len_ > 0 && !framed_) {
+      // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
+      // 6.3); httplib would read a POST's body until the connection closes, so the client
+      // waited for the body deadline. Say so in the head before httplib reads it.
+      const size_t line_end = buf_.find('\n', off_);
+      if (line_end != std::string::npos && line_end < off_ + head_len_) buf_.insert(line_end + 1, "Content-Length: 0\r\n");
+    }
     deadline_ = (head_len_ > 0 ? head_at_ : Clock::now()) + limits_.body_timeout;
     head_len_ = 0;
     body_len_ = 0;
@@ -247,7 +259,7 @@ class Connection final : public httplib::Stream {
       if (end == std::string_view::npos) return false;
       head_len_ = end;
       head_at_ = Clock::now();
-      body_len_ = content_length(s.substr(0, end));
+      body_len_ = content_length(s.substr(0, end), &framed_);
     }
     return body_len_ <= limits_.max_body_bytes &&
            buffered() >= head_len_ + std::min<uint64_t>(body_len_, limits_.room_body_bytes);
@@ -264,6 +276,7 @@ class Connection final : public httplib::Stream {
   size_t off_ = 0;
   size_t head_len_ = 0;    // of the buffered request; 0 until its head is complete
   uint64_t body_len_ = 0;  // its Content-Length
+  bool framed_ = false;    // its head has a Content-Length or Transfer-Encoding header
   Clock::time_point first_byte_{};
   Clock::time_point head_at_{};
   Clock::time_point deadline_{};

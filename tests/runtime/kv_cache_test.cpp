@@ -117,5 +117,22 @@ TEST(KvCache, RejectsBadOptions) {
   EXPECT_FALSE(KvCache::create(tiny_config(), *backend, o).ok());
 }
 
+// `serve --ctx-size 2000000000 --parallel 256`: the host page tables (2 x 8 GB, written in
+// full) came before the pools, so instead of an error the process filled memory until it
+// was killed, or died of an uncaught std::bad_alloc. Too large a cache is a clean error.
+TEST(KvCache, TooLargeForMemoryIsAnErrorNotACrash) {
+  auto backend = create_cpu_backend(1);
+  KvCacheOptions o;
+  o.n_seq_max = 256;
+  o.n_ctx = 2000000000;
+  o.max_ubatch = 4;
+  auto kv = KvCache::create(tiny_config(), *backend, o);
+  EXPECT_FALSE(kv.ok());
+  EXPECT_EQ(kv.status().code(), StatusCode::kResourceExhausted) << kv.status().to_string();
+  o.page_size = 1;  // more pages than int32 ids address
+  kv = KvCache::create(tiny_config(), *backend, o);
+  EXPECT_EQ(kv.status().code(), StatusCode::kInvalidArgument) << kv.status().to_string();
+}
+
 }  // namespace
 }  // namespace gs

@@ -155,6 +155,31 @@ TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
   EXPECT_EQ(h->status, 200);
 }
 
+// A request without Content-Length or Transfer-Encoding has an empty body (curl -X POST
+// sends one): it was held until the 30 s body deadline and then refused as malformed.
+TEST(Connections, RequestWithoutLengthHeadersHasAnEmptyBody) {
+  LiveServer s;
+  s.answer("fine");
+  for (const std::string path : {"/v1/completions", "/metrics", "/v1/chat/completions"}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send("POST " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = c.read_until("}}", 1, 5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << path;
+    const std::string want = path == "/metrics" ? "HTTP/1.1 404" : "HTTP/1.1 400";
+    EXPECT_EQ(got.rfind(want, 0), 0u) << path << ": " << got;
+  }
+  // The connection stays usable: the next request on it is answered too.
+  RawClient c(s.http->port());
+  ASSERT_TRUE(c.connected());
+  c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n" +
+         post_request("/v1/completions", R"({"prompt":"x","max_tokens":2})"));
+  const std::string got = c.read_until("text_completion", 1, 5s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
+  EXPECT_NE(got.find("text_completion"), std::string::npos) << got;
+}
+
 // A Range header (sent by some proxies and download tools) turned a generated response into
 // "206 Partial Content" without a Content-Range.
 TEST(Connections, RangeHeadersDoNotMakeGeneratedResponsesPartial) {
