@@ -50,6 +50,36 @@ void quant_bf16(const float* src, void* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
 }
 
+// The row functions of one weight format; quant_fast is null where there is no single-pass
+// quantizer.
+struct RowFns {
+  DequantizeRowFn dequant;
+  QuantizeRowFn quant;
+  QuantizeRowFn quant_fast;
+};
+
+RowFns row_fns(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::F32: return {dequant_f32, quant_f32, quant_f32};
+    case WeightFormat::F16: return {dequant_f16, quant_f16, quant_f16};
+    case WeightFormat::BF16: return {dequant_bf16, quant_bf16, quant_bf16};
+    case WeightFormat::Q4_0: return {dequant_q4_0, quant_q4_0, quant_fast_q4_0};
+    case WeightFormat::Q4_1: return {dequant_q4_1, quant_q4_1, quant_fast_q4_1};
+    case WeightFormat::Q5_0: return {dequant_q5_0, quant_q5_0, quant_fast_q5_0};
+    case WeightFormat::Q5_1: return {dequant_q5_1, quant_q5_1, quant_fast_q5_1};
+    case WeightFormat::Q8_0: return {dequant_q8_0, quant_q8_0, quant_fast_q8_0};
+    case WeightFormat::Q2_K: return {dequant_q2_k, quant_q2_k, nullptr};
+    case WeightFormat::Q3_K: return {dequant_q3_k, quant_q3_k, nullptr};
+    case WeightFormat::Q4_K: return {dequant_q4_k, quant_q4_k, nullptr};
+    case WeightFormat::Q5_K: return {dequant_q5_k, quant_q5_k, nullptr};
+    case WeightFormat::Q6_K: return {dequant_q6_k, quant_q6_k, nullptr};
+    case WeightFormat::IQ4_NL: return {dequant_iq4_nl, quant_iq4_nl, quant_fast_iq4_nl};
+    case WeightFormat::IQ4_XS: return {dequant_iq4_xs, quant_iq4_xs, nullptr};
+    case WeightFormat::MXFP4: return {dequant_mxfp4, quant_mxfp4, nullptr};
+  }
+  return {nullptr, nullptr, nullptr};
+}
+
 }  // namespace
 
 std::optional<WeightFormat> weight_format(GgmlType type) {
@@ -94,74 +124,17 @@ std::optional<WeightFormat> weight_format(GgmlType type) {
 DequantizeRowFn dequantize_row_fn(GgmlType type) {
   if (type == GgmlType::Q8_K) return dequant_q8_k;  // the one dequantizable non-weight format
   const std::optional<WeightFormat> f = weight_format(type);
-  if (!f) return nullptr;
-  switch (*f) {
-    case WeightFormat::F32: return dequant_f32;
-    case WeightFormat::F16: return dequant_f16;
-    case WeightFormat::BF16: return dequant_bf16;
-    case WeightFormat::Q4_0: return dequant_q4_0;
-    case WeightFormat::Q4_1: return dequant_q4_1;
-    case WeightFormat::Q5_0: return dequant_q5_0;
-    case WeightFormat::Q5_1: return dequant_q5_1;
-    case WeightFormat::Q8_0: return dequant_q8_0;
-    case WeightFormat::Q2_K: return dequant_q2_k;
-    case WeightFormat::Q3_K: return dequant_q3_k;
-    case WeightFormat::Q4_K: return dequant_q4_k;
-    case WeightFormat::Q5_K: return dequant_q5_k;
-    case WeightFormat::Q6_K: return dequant_q6_k;
-    case WeightFormat::IQ4_NL: return dequant_iq4_nl;
-    case WeightFormat::IQ4_XS: return dequant_iq4_xs;
-    case WeightFormat::MXFP4: return dequant_mxfp4;
-  }
-  return nullptr;
+  return f ? row_fns(*f).dequant : nullptr;
 }
 
 QuantizeRowFn quantize_row_fn(GgmlType type) {
   const std::optional<WeightFormat> f = weight_format(type);
-  if (!f) return nullptr;
-  switch (*f) {
-    case WeightFormat::F32: return quant_f32;
-    case WeightFormat::F16: return quant_f16;
-    case WeightFormat::BF16: return quant_bf16;
-    case WeightFormat::Q4_0: return quant_q4_0;
-    case WeightFormat::Q4_1: return quant_q4_1;
-    case WeightFormat::Q5_0: return quant_q5_0;
-    case WeightFormat::Q5_1: return quant_q5_1;
-    case WeightFormat::Q8_0: return quant_q8_0;
-    case WeightFormat::Q2_K: return quant_q2_k;
-    case WeightFormat::Q3_K: return quant_q3_k;
-    case WeightFormat::Q4_K: return quant_q4_k;
-    case WeightFormat::Q5_K: return quant_q5_k;
-    case WeightFormat::Q6_K: return quant_q6_k;
-    case WeightFormat::IQ4_NL: return quant_iq4_nl;
-    case WeightFormat::IQ4_XS: return quant_iq4_xs;
-    case WeightFormat::MXFP4: return quant_mxfp4;
-  }
-  return nullptr;
+  return f ? row_fns(*f).quant : nullptr;
 }
 
 QuantizeRowFn quantize_row_fast_fn(GgmlType type) {
   const std::optional<WeightFormat> f = weight_format(type);
-  if (!f) return nullptr;
-  switch (*f) {
-    case WeightFormat::F32: return quant_f32;
-    case WeightFormat::F16: return quant_f16;
-    case WeightFormat::BF16: return quant_bf16;
-    case WeightFormat::Q4_0: return quant_fast_q4_0;
-    case WeightFormat::Q4_1: return quant_fast_q4_1;
-    case WeightFormat::Q5_0: return quant_fast_q5_0;
-    case WeightFormat::Q5_1: return quant_fast_q5_1;
-    case WeightFormat::Q8_0: return quant_fast_q8_0;
-    case WeightFormat::IQ4_NL: return quant_fast_iq4_nl;
-    case WeightFormat::Q2_K:
-    case WeightFormat::Q3_K:
-    case WeightFormat::Q4_K:
-    case WeightFormat::Q5_K:
-    case WeightFormat::Q6_K:
-    case WeightFormat::IQ4_XS:
-    case WeightFormat::MXFP4: return nullptr;
-  }
-  return nullptr;
+  return f ? row_fns(*f).quant_fast : nullptr;
 }
 
 Status dequantize_row(GgmlType type, const void* src, float* dst, int64_t n_elems) {

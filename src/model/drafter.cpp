@@ -88,12 +88,7 @@ Status Gemma4DrafterForward::run(const DraftBatch& batch, const KvCacheBinding& 
     section(kHiFull)[i] = pos - 1;
   }
   Backend& b = assistant_->backend();
-  GS_RETURN_IF_ERROR(b.upload(inputs_.data(), staging_.data(), staging_.size() * sizeof(int32_t)));
-  const void* kv_id = kv.layers.empty() ? nullptr : kv.layers[0].k;
-  if (kv_id != bound_kv_) {
-    b.invalidate_steps();
-    bound_kv_ = kv_id;
-  }
+  GS_RETURN_IF_ERROR(upload_step_inputs(b, inputs_, staging_, kv, &bound_kv_));
   n_rows_ = static_cast<int>(n);
   if (dump_) {
     record(n_rows_, kv);

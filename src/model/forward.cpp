@@ -127,12 +127,7 @@ Status Gemma4Forward::run(const ForwardBatch& batch, const KvCacheBinding& kv) {
     section(kOutRows)[j] = r;
   }
   Backend& b = model_->backend();
-  GS_RETURN_IF_ERROR(b.upload(inputs_.data(), staging_.data(), staging_.size() * sizeof(int32_t)));
-  const void* kv_id = kv.layers.empty() ? nullptr : kv.layers[0].k;
-  if (kv_id != bound_kv_) {
-    b.invalidate_steps();
-    bound_kv_ = kv_id;
-  }
+  GS_RETURN_IF_ERROR(upload_step_inputs(b, inputs_, staging_, kv, &bound_kv_));
   n_outputs_ = static_cast<int>(n_out);
   const int nn = static_cast<int>(n);
   const int no = static_cast<int>(n_out);

@@ -1,4 +1,4 @@
-// Shared forward pieces: op tracing for dumps, per-layer RoPE and attention arguments, the layer tail.
+// Shared forward pieces: op tracing, step input upload, per-layer RoPE/attention arguments, layer tail.
 #include "model/forward_blocks.h"
 
 #include "core/check.h"
@@ -13,6 +13,17 @@ void OpTrace::mark(std::string_view name, int layer, Mat m) {
     GS_CHECK(backend_.download(host_.data() + r * m.cols, m.row(r), static_cast<size_t>(m.cols) * sizeof(float)).ok());
   }
   (*dump_)(DumpTensor{name, layer, m.rows, m.cols, host_.data()});
+}
+
+Status upload_step_inputs(Backend& b, const DeviceBuffer& inputs, const std::vector<int32_t>& staging,
+                          const KvCacheBinding& kv, const void** bound_kv) {
+  GS_RETURN_IF_ERROR(b.upload(inputs.data(), staging.data(), staging.size() * sizeof(int32_t)));
+  const void* kv_id = kv.layers.empty() ? nullptr : kv.layers[0].k;
+  if (kv_id != *bound_kv) {
+    b.invalidate_steps();
+    *bound_kv = kv_id;
+  }
+  return {};
 }
 
 RopeArgs layer_rope_args(const Gemma4Config& c, const Gemma4LayerConfig& l, const float* rope_freqs) {

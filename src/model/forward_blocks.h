@@ -1,5 +1,5 @@
 // Pieces shared by the target forward and the drafter forward: named op recording (dumps),
-// RoPE and attention arguments per layer, and the layer tail (attention output, FFN, layer scale).
+// step input upload, RoPE and attention arguments per layer, and the layer tail.
 #pragma once
 
 #include <string_view>
@@ -27,6 +27,12 @@ class OpTrace {
   const DumpFn* dump_;
   std::vector<float> host_;
 };
+
+// Uploads one step's int32 inputs (`staging`, host) into `inputs` (backend memory, at least
+// as large). The recorded steps (Backend::run_step) hold the pointers of the KV cache they
+// were recorded with, so a different cache than `*bound_kv` invalidates them and is bound.
+Status upload_step_inputs(Backend& b, const DeviceBuffer& inputs, const std::vector<int32_t>& staging,
+                          const KvCacheBinding& kv, const void** bound_kv);
 
 // RoPE of layer `l` (spec §3.1.3): sliding layers plain NEOX over n_rot dims with their
 // theta; full layers with the rope_freqs factors and the config's rope scaling (spec §6.3).

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <unistd.h>
 
 namespace gs::test {
@@ -35,5 +36,18 @@ inline std::filesystem::path temp_dir(const std::string& tag) {
   std::filesystem::create_directories(p);
   return p;
 }
+
+// A temp_dir removed (with its files) when this object is destroyed; as a function-local
+// static it serves one test run and goes when the test binary exits.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& tag) : path(temp_dir(tag)) {}
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::filesystem::path path;
+};
 
 }  // namespace gs::test

@@ -18,13 +18,7 @@ namespace {
 
 // One scratch directory per test run, removed when the test binary exits.
 const std::filesystem::path& scratch() {
-  static const struct Dir {
-    std::filesystem::path path = test::temp_dir("synth-load");
-    ~Dir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } dir;
+  static const test::ScratchDir dir("synth-load");
   return dir.path;
 }
 

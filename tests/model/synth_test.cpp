@@ -156,13 +156,7 @@ TEST(Synth, VocabularyLayout) {
 
 // One scratch directory per test run, removed when the test binary exits.
 const std::filesystem::path& scratch() {
-  static const struct Dir {
-    std::filesystem::path path = test::temp_dir("synth");
-    ~Dir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } dir;
+  static const test::ScratchDir dir("synth");
   return dir.path;
 }
 
