@@ -332,6 +332,11 @@ void Scheduler::loop() {
 StepBatch Scheduler::build_batch() {
   StepBatch batch;
   int32_t budget = std::max(runner_info_.max_batch_tokens, 1);
+  // A decode row uses at most 1 + draft_max rows a step. Charging the budget the
+  // sequence's whole remaining allowance instead (max_tokens 4096, the chat default) let
+  // one stream take every row, so no other prompt was prefilled and no other stream
+  // decoded until it was within max_batch_tokens of its end.
+  const int32_t max_rows = 1 + std::max(runner_info_.draft_max, 0);
   // Decode rows first: running streams keep their pace while prompts are prefilled.
   for (const auto& seq : active_) {
     if (!seq.decoding() || budget <= 0) continue;
@@ -339,7 +344,7 @@ StepBatch Scheduler::build_batch() {
     if (limit <= 0) continue;  // finished in apply_outputs; never scheduled
     DecodeWork work;
     work.slot = seq.slot;
-    work.max_tokens = std::min(limit, budget);
+    work.max_tokens = std::min({limit, budget, max_rows});
     batch.decode.push_back(work);
     budget -= work.max_tokens;
   }

@@ -218,6 +218,39 @@ TEST(Scheduler, ManySequencesBatchTogetherAndMatchTheirSoloOutput) {
   EXPECT_EQ(f.engine->metrics().busy_slots, 0);
 }
 
+// A stream with a long max_tokens (the chat default is 4096) is charged the rows it can
+// use in a step, not its whole allowance: a second request is prefilled and decodes beside
+// it at once (it waited until the first was within max_batch_tokens of its end).
+TEST(Scheduler, ALongStreamDoesNotTakeTheWholeBatchBudget) {
+  for (const bool drafter : {false, true}) {
+    FakeSlotRunner::Options o;
+    o.n_slots = 2;
+    o.max_batch_tokens = 16;
+    o.has_drafter = drafter;
+    o.draft_max = drafter ? 3 : 0;
+    o.step_delay = 1ms;
+    Fixture f(o);
+    auto a = f.engine->submit(make_request(prompt_of(5, 1), 200));
+    ASSERT_TRUE(a.ok());
+    StreamEvent ev;
+    ASSERT_TRUE((*a)->next(&ev, 5s));  // a decodes
+    auto pb = prompt_of(20, 2);
+    auto b = f.engine->submit(make_request(pb, 200));
+    ASSERT_TRUE(b.ok());
+    Collected cb = collect(**b);
+    Collected ca = collect(**a);
+    ASSERT_TRUE(ca.done && cb.done);
+    EXPECT_EQ(cb.tokens, f.runner->expected(pb, 200));
+    int64_t together = 0;
+    for (const auto& s : f.runner->steps()) {
+      together += s.decode_seqs == 2 ? 1 : 0;
+      EXPECT_LE(s.prefill_rows + s.decode_seqs * s.max_decode_tokens, 16);
+    }
+    // b runs beside a for most of its 200 tokens (3 a step with the drafter).
+    EXPECT_GE(together, drafter ? 40 : 150) << "drafter " << drafter;
+  }
+}
+
 TEST(Scheduler, QueueFullIsResourceExhausted) {
   FakeSlotRunner::Options o;
   o.n_slots = 1;
