@@ -15,6 +15,19 @@
 
 namespace gs::test {
 
+// Adds a sequence to dec's runner, starts it and prefills `prompt` in one step, the first
+// token sampled with `sampler`. Returns the sequence, or the first error.
+inline Result<int> start_with_prompt(SpeculativeDecoder& dec, std::span<const int32_t> prompt, Sampler& sampler) {
+  GS_ASSIGN_OR_RETURN(const int s, dec.runner().add_sequence());
+  GS_RETURN_IF_ERROR(dec.start(s));
+  SeqWork pre;
+  pre.seq = s;
+  pre.sampler = &sampler;
+  pre.prefill = prompt;
+  GS_RETURN_IF_ERROR(dec.step({&pre, 1}));
+  return s;
+}
+
 // Greedy continuation of length n from a snapshot (prompt processed, first token pending),
 // rounds of up to draft_max drafts; each round is added to `stats` when it is given.
 inline std::vector<int32_t> continue_greedy(SpeculativeDecoder& dec, int seq, const SpeculativeDecoder::Snapshot& snap,
@@ -60,15 +73,11 @@ inline SpecStats check_drafts_keep_greedy(std::shared_ptr<const Gemma4Model> tar
   if (!dec.ok()) return {};
   SpecStats all;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const int s = (*r)->add_sequence().value();
-    EXPECT_TRUE((*dec)->start(s).ok());
     Sampler greedy({});
-    SeqWork pre;
-    pre.seq = s;
-    pre.sampler = &greedy;
-    pre.prefill = prompts[i];
-    const Status st = (*dec)->step({&pre, 1});
-    EXPECT_TRUE(st.ok()) << st.to_string();
+    const Result<int> started = start_with_prompt(**dec, prompts[i], greedy);
+    EXPECT_TRUE(started.ok()) << started.status().to_string();
+    if (!started.ok()) continue;
+    const int s = *started;
     const auto snap = (*dec)->save(s).value();
     const std::vector<int32_t> ref = continue_greedy(**dec, s, snap, 0, n, nullptr);
     for (int dm = 1; dm <= 8; ++dm) {
