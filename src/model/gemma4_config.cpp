@@ -38,29 +38,25 @@ class Reader {
 
   std::string key(std::string_view suffix) const { return names::key(arch_, suffix); }
 
+  // The value of key k read by `get`; `dflt` when k is missing, and kNotFound without one.
+  template <class T>
+  Result<T> value_or(const std::string& k, std::optional<T> dflt, Result<T> (GgufFile::*get)(std::string_view) const) const {
+    if (f_.has(k)) return (f_.*get)(k);
+    if (!dflt) return make_status(StatusCode::kNotFound, "metadata '{}' is missing", k);
+    return *dflt;
+  }
+
   // Required or defaulted integer within [lo, hi].
   Result<int64_t> integer(std::string_view suffix, std::optional<int64_t> dflt, int64_t lo, int64_t hi) const {
     const std::string k = key(suffix);
-    int64_t v = 0;
-    if (!f_.has(k)) {
-      if (!dflt) return make_status(StatusCode::kNotFound, "metadata '{}' is missing", k);
-      v = *dflt;
-    } else {
-      GS_ASSIGN_OR_RETURN(v, f_.get_i64(k));
-    }
+    GS_ASSIGN_OR_RETURN(const int64_t v, value_or(k, dflt, &GgufFile::get_i64));
     if (v < lo || v > hi) return make_status(StatusCode::kInvalidArgument, "metadata '{}' = {} is outside [{}, {}]", k, v, lo, hi);
     return v;
   }
 
   Result<float> real(std::string_view suffix, std::optional<float> dflt, bool allow_zero) const {
     const std::string k = key(suffix);
-    float v = 0;
-    if (!f_.has(k)) {
-      if (!dflt) return make_status(StatusCode::kNotFound, "metadata '{}' is missing", k);
-      v = *dflt;
-    } else {
-      GS_ASSIGN_OR_RETURN(v, f_.get_f32(k));
-    }
+    GS_ASSIGN_OR_RETURN(const float v, value_or(k, dflt, &GgufFile::get_f32));
     if (!std::isfinite(v) || v < 0 || (!allow_zero && v == 0)) {
       return make_status(StatusCode::kInvalidArgument, "metadata '{}' = {} must be {}", k, v,
                          allow_zero ? "finite and >= 0" : "finite and > 0");

@@ -92,18 +92,9 @@ TEST_F(CudaGolden, GreedyTokens) {
   for (GgmlType kv : {GgmlType::F32}) {
     auto runner = make_runner(model_, 64, 4, kv);
     ASSERT_NE(runner, nullptr);
-    const int seq = runner->add_sequence().value();
-    std::vector<ModelRunner::Token> prompt;
-    for (int i = 0; i < 12; ++i) prompt.push_back({seq, g_.greedy[i], i == 11});
-    ASSERT_TRUE(runner->decode(prompt).ok());
-    std::vector<int32_t> out;
-    for (int step = 0; step < 24; ++step) {
-      const int32_t next = argmax(runner->logits(0));
-      out.push_back(next);
-      ModelRunner::Token t{seq, next, true};
-      ASSERT_TRUE(runner->decode({&t, 1}).ok());
-    }
-    EXPECT_EQ(out, std::vector<int32_t>(g_.greedy.begin() + 12, g_.greedy.end())) << ggml_type_name(kv);
+    EXPECT_EQ(greedy_tokens(*runner, std::span(g_.greedy).first(12), 24),
+              std::vector<int32_t>(g_.greedy.begin() + 12, g_.greedy.end()))
+        << ggml_type_name(kv);
   }
 }
 

@@ -123,18 +123,9 @@ TEST_F(Golden, HiddenStatesLayerByLayer) {
 
 TEST_F(Golden, GreedyTokens) {
   auto runner = make_runner(model_, 64, 4);
-  const int seq = runner->add_sequence().value();
-  std::vector<ModelRunner::Token> prompt;
-  for (int i = 0; i < 12; ++i) prompt.push_back({seq, g_.greedy[i], i == 11});
-  ASSERT_TRUE(runner->decode(prompt).ok());
-  std::vector<int32_t> out;
-  for (int step = 0; step < 24; ++step) {
-    const int32_t next = argmax(runner->logits(0));
-    out.push_back(next);
-    ModelRunner::Token t{seq, next, true};
-    ASSERT_TRUE(runner->decode({&t, 1}).ok());
-  }
-  EXPECT_EQ(out, std::vector<int32_t>(g_.greedy.begin() + 12, g_.greedy.end()));
+  ASSERT_NE(runner, nullptr);
+  EXPECT_EQ(greedy_tokens(*runner, std::span(g_.greedy).first(12), 24),
+            std::vector<int32_t>(g_.greedy.begin() + 12, g_.greedy.end()));
 }
 
 // How far this model amplifies one-ulp differences: the same model with 1/7 of its

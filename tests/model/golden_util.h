@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,25 @@ inline int argmax(std::span<const float> v) {
   for (size_t i = 1; i < v.size(); ++i)
     if (v[i] > v[best]) best = static_cast<int>(i);
   return best;
+}
+
+// Greedy continuation on a new sequence of `r`: prefills `prompt` (logits of its last token
+// only), then n times appends the argmax and decodes it. A failed decode fails the test and
+// ends the continuation early.
+inline std::vector<int32_t> greedy_tokens(ModelRunner& r, std::span<const int32_t> prompt, int n) {
+  std::vector<int32_t> out;
+  const int seq = r.add_sequence().value();
+  std::vector<ModelRunner::Token> tokens;
+  for (size_t i = 0; i < prompt.size(); ++i) tokens.push_back({seq, prompt[i], i + 1 == prompt.size()});
+  Status st = r.decode(tokens);
+  for (int step = 0; step < n && st.ok(); ++step) {
+    const int32_t next = argmax(r.logits(0));
+    out.push_back(next);
+    const ModelRunner::Token t{seq, next, true};
+    st = r.decode({&t, 1});
+  }
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return out;
 }
 
 }  // namespace gs::test

@@ -121,15 +121,11 @@ TEST_F(Shakes, ContextEndIsAnErrorNotACrash) {
   const int n_ctx = 40;
   auto r = runner(1, n_ctx);
   auto dec = decoder(*r);
-  const int s = r->add_sequence().value();
-  ASSERT_TRUE(dec->start(s).ok());
   Sampler greedy({});
   const std::vector<int32_t> p = prompt("ROMEO:");
-  SeqWork pre;
-  pre.seq = s;
-  pre.sampler = &greedy;
-  pre.prefill = p;
-  ASSERT_TRUE(dec->step({&pre, 1}).ok());
+  const Result<int> started = start_with_prompt(*dec, p, greedy);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  const int s = *started;
   int produced = 1;
   Status st;
   for (int i = 0; i < 100; ++i) {

@@ -82,37 +82,7 @@ std::vector<std::vector<int32_t>> generate(SpeculativeDecoder& dec, const std::v
 
 // For each prompt: greedy with draft_max 1..8 equals greedy without drafts.
 SpecStats check_greedy_equality(const Pair& p, const std::vector<std::vector<int32_t>>& prompts, int n) {
-  RunnerOptions o;
-  o.max_tokens = 64;
-  o.max_outputs = 16;
-  o.kv.n_seq_max = 1;
-  o.kv.n_ctx = 512;
-  o.kv.page_size = 16;
-  auto r = ModelRunner::create(p.target, o).value();
-  SpecOptions so;
-  so.draft_max = 8;
-  auto dec = SpeculativeDecoder::create(*r, p.assistant, so).value();
-  SpecStats all;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const int s = r->add_sequence().value();
-    EXPECT_TRUE(dec->start(s).ok());
-    Sampler greedy({});
-    SeqWork pre;
-    pre.seq = s;
-    pre.sampler = &greedy;
-    pre.prefill = prompts[i];
-    const Status st = dec->step({&pre, 1});
-    EXPECT_TRUE(st.ok()) << st.to_string();
-    const auto snap = dec->save(s).value();
-    const std::vector<int32_t> ref = continue_greedy(*dec, s, snap, 0, n, nullptr);
-    for (int dm = 1; dm <= 8; ++dm) {
-      SpecStats round_stats;
-      EXPECT_EQ(continue_greedy(*dec, s, snap, dm, n, &round_stats), ref) << "prompt " << i << " (" << prompts[i].size()
-                                                                  << " tokens), draft_max " << dm;
-      all.add(round_stats);
-    }
-    EXPECT_TRUE(r->remove_sequence(s).ok());
-  }
+  const SpecStats all = check_drafts_keep_greedy(p.target, p.assistant, prompts, n);
   // Counters by position: never more accepted than drafted, non-increasing drafts.
   for (size_t i = 0; i < all.drafted_by_pos.size(); ++i) {
     EXPECT_LE(all.accepted_by_pos[i], all.drafted_by_pos[i]);
@@ -235,14 +205,10 @@ TEST(Speculative, RollbackLeavesTheCacheAsIfRejectedTokensNeverRan) {
   SpecOptions o;
   o.draft_max = 6;
   auto dec = SpeculativeDecoder::create(*r, p.assistant, o).value();
-  const int s = r->add_sequence().value();
-  ASSERT_TRUE(dec->start(s).ok());
   Sampler sampler({});
-  SeqWork pre;
-  pre.seq = s;
-  pre.sampler = &sampler;
-  pre.prefill = prompt;
-  ASSERT_TRUE(dec->step({&pre, 1}).ok());
+  const Result<int> started = start_with_prompt(*dec, prompt, sampler);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  const int s = *started;
   std::vector<int32_t> all = prompt;
   int rejected_rounds = 0;
   for (int round = 0; round < 12; ++round) {
@@ -340,18 +306,14 @@ TEST(SpecDistribution, NextTwoTokensKeepTheirDistribution) {
   SpecOptions o;
   o.draft_max = 3;
   auto dec = SpeculativeDecoder::create(*r, p.assistant, o).value();
-  const int s = r->add_sequence().value();
-  ASSERT_TRUE(dec->start(s).ok());
   SamplerConfig sc;
   sc.temperature = 1.0f;
   sc.top_k = 4;
   Sampler greedy({});
-  SeqWork pre;
-  pre.seq = s;
-  pre.sampler = &greedy;
   const std::vector<int32_t> prompt(g.greedy.begin(), g.greedy.begin() + 12);
-  pre.prefill = prompt;
-  ASSERT_TRUE(dec->step({&pre, 1}).ok());
+  const Result<int> started = start_with_prompt(*dec, prompt, greedy);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  const int s = *started;
   const auto snap = dec->save(s).value();
   const int n = 1500;
   const PairCounts plain = sample_next_two(*dec, s, snap, sc, 0, n, 1000000);
