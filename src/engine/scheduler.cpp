@@ -326,7 +326,11 @@ void Scheduler::loop() {
     ev.error = Status(StatusCode::kUnavailable, "the server is shutting down");
     p.channel->push(std::move(ev));
   }
-  while (!active_.empty()) finish(active_.size() - 1, FinishReason::kCancelled);
+  // Running ones end with an error the client sees (a stream's error event and [DONE]);
+  // ended as cancelled, their responses were cut off mid-stream with nothing said.
+  while (!active_.empty()) {
+    finish(active_.size() - 1, FinishReason::kError, Status(StatusCode::kUnavailable, "the server is shutting down"));
+  }
 }
 
 StepBatch Scheduler::build_batch() {

@@ -185,6 +185,10 @@ fi
 for _ in $(seq 1 50); do kill -0 "$CURL_PID" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$CURL_PID" 2>/dev/null; then bad "the in-flight stream was left hanging"; kill "$CURL_PID"; else
   ok "the in-flight stream was ended"; fi
+# ...with an error event that says why, then [DONE] (it was cut off without either).
+grep -q '"error"' "$WORK/long" && tail -n 2 "$WORK/long" | grep -q '^data: \[DONE\]' \
+  && ok "the in-flight stream ended with an error event and [DONE]" \
+  || bad "the in-flight stream ended without an error event and [DONE]: $(tail -c 200 "$WORK/long")"
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }

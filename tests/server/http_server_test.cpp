@@ -428,6 +428,38 @@ TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
 
 // `serve` with a file that fails at once stopped the listener before its thread had started
 // listening: the stop was lost, the listener served on and the process never exited.
+// The engine shutting down under running requests (the end of the drain after SIGTERM):
+// a stream ends with an error event and [DONE], a whole response with an error body; both
+// were cut off mid-response.
+TEST(HttpServer, EngineShutdownEndsRunningResponsesWithAnError) {
+  ServerFixtureOptions o;
+  o.step_delay = 2ms;
+  LiveServer s(o);
+  s.answer("la", /*endless=*/true);
+  std::string streamed, whole;
+  std::thread t1([&] {
+    auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":100000,"stream":true})");
+    if (r) streamed = r->body;
+  });
+  std::thread t2([&] {
+    auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":100000})");
+    if (r) whole = r->body;
+  });
+  for (int i = 0; i < 200 && s.engine->metrics().busy_slots < 2; ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(50ms);
+  s.engine->shutdown();
+  t1.join();
+  t2.join();
+  auto events = test::sse_payloads(streamed);
+  ASSERT_GE(events.size(), 2u) << streamed.substr(0, 200);
+  EXPECT_EQ(events.back(), "[DONE]");
+  json err = json::parse(events[events.size() - 2], nullptr, false);
+  EXPECT_TRUE(err.contains("error")) << events[events.size() - 2];
+  json w = json::parse(whole, nullptr, false);
+  ASSERT_TRUE(w.is_object()) << whole.substr(0, 200);
+  EXPECT_TRUE(w.contains("error")) << whole.substr(0, 200);
+}
+
 TEST(HttpServer, StopBeforeTheListenerRunsEndsIt) {
   for (int i = 0; i < 20; ++i) {
     server::ServerOptions so;
