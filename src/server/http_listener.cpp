@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -65,9 +66,11 @@ constexpr uint64_t kInvalidLength = ~uint64_t{0};
 
 // The Content-Length of a request head (the first one, as httplib reads it): 0 when it has
 // none or is chunked, kInvalidLength when it is not a number, and at least 10^18 when it is
-// absurdly long. `framed` says whether the head has either header at all.
-uint64_t content_length(std::string_view head, bool* framed) {
+// absurdly long. `framed` says whether the head has either header at all, `chunked`
+// whether it has Transfer-Encoding.
+uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
+  *chunked = false;
   std::optional<uint64_t> length;
   size_t pos = head.find('\n');
   while (pos != std::string_view::npos && pos + 1 < head.size()) {
@@ -83,6 +86,7 @@ uint64_t content_length(std::string_view head, bool* framed) {
     while (!value.empty() && (value.back() == '\r' || value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
     if (name == "transfer-encoding") {
       *framed = true;
+      *chunked = true;
       return 0;
     }
     if (name != "content-length" || length) continue;
@@ -157,6 +161,12 @@ class Connection final : public httplib::Stream {
       if (line_end != std::string::npos && line_end < off_ + head_len_) buf_.insert(line_end + 1, "Content-Length: 0\r\n");
     }
     deadline_ = (head_len_ > 0 ? head_at_ : Clock::now()) + limits_.body_timeout;
+    // httplib enforces the body limit only on a Content-Length: a chunked body was read
+    // whole, however large (300 MB took 300 MB). Its bytes are counted as httplib reads
+    // them, with room for the chunk framing of ordinary chunk sizes.
+    request_read_ = 0;
+    request_limit_ = chunked_ ? head_len_ + limits_.max_body_bytes + limits_.max_body_bytes / 8 + 4096
+                              : std::numeric_limits<uint64_t>::max();
     head_len_ = 0;
     body_len_ = 0;
   }
@@ -204,6 +214,12 @@ class Connection final : public httplib::Stream {
       }
     }
     const size_t n = std::min(size, buffered());
+    request_read_ += n;
+    if (request_read_ > request_limit_) {
+      send_refusal(413, "Payload Too Large", "the request body is larger than this server accepts (see --max-body-bytes)");
+      refused_ = true;  // nothing more is written on this connection; it closes
+      return -1;
+    }
     std::memcpy(ptr, buf_.data() + off_, n);
     off_ += n;
     if (off_ == buf_.size()) {
@@ -214,6 +230,7 @@ class Connection final : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
+    if (refused_) return -1;
     for (;;) {
       if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return -1;
       const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -259,7 +276,7 @@ class Connection final : public httplib::Stream {
       if (end == std::string_view::npos) return false;
       head_len_ = end;
       head_at_ = Clock::now();
-      body_len_ = content_length(s.substr(0, end), &framed_);
+      body_len_ = content_length(s.substr(0, end), &framed_, &chunked_);
     }
     return body_len_ <= limits_.max_body_bytes &&
            buffered() >= head_len_ + std::min<uint64_t>(body_len_, limits_.room_body_bytes);
@@ -277,6 +294,10 @@ class Connection final : public httplib::Stream {
   size_t head_len_ = 0;    // of the buffered request; 0 until its head is complete
   uint64_t body_len_ = 0;  // its Content-Length
   bool framed_ = false;    // its head has a Content-Length or Transfer-Encoding header
+  bool chunked_ = false;   // its head has a Transfer-Encoding header
+  uint64_t request_read_ = 0;   // bytes httplib read of the request under way
+  uint64_t request_limit_ = 0;  // most it may read (chunked bodies; else unbounded)
+  bool refused_ = false;        // a refusal was sent mid-request
   Clock::time_point first_byte_{};
   Clock::time_point head_at_{};
   Clock::time_point deadline_{};

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,41 @@ TEST(Connections, RequestWithoutLengthHeadersHasAnEmptyBody) {
   const std::string got = c.read_until("text_completion", 1, 5s);
   EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
   EXPECT_NE(got.find("text_completion"), std::string::npos) << got;
+}
+
+// httplib applies the body limit to a Content-Length only: a chunked body of any size was
+// read whole into memory. It is refused with 413 once past the limit; a small chunked body
+// is still served.
+TEST(Connections, ChunkedBodiesObeyTheBodyLimit) {
+  ServerFixtureOptions o;
+  o.max_body_bytes = 1u << 20;
+  LiveServer s(o);
+  s.answer("fine");
+  {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n");
+    const std::string chunk(64u << 10, ' ');
+    char size_line[32];
+    std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
+    for (int i = 0; i < 48; ++i) c.send(size_line + chunk + "\r\n");  // 3 MiB of body
+    c.send("0\r\n\r\n");
+    const std::string got = c.read_until("}}", 1, 5s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 413", 0), 0u) << got.substr(0, 300);
+  }
+  RawClient c(s.http->port());
+  ASSERT_TRUE(c.connected());
+  const std::string body = R"({"prompt":"x","max_tokens":2})";
+  char size_line[32];
+  std::snprintf(size_line, sizeof size_line, "%zx\r\n", body.size());
+  c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + std::string(size_line) + body + "\r\n0\r\n\r\n");
+  const std::string got = c.read_until("text_completion", 1, 5s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
+  auto h = s.get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
 }
 
 // A Range header (sent by some proxies and download tools) turned a generated response into
