@@ -63,10 +63,12 @@ std::string refusal(int status, std::string_view reason, std::string_view messag
 }
 
 constexpr uint64_t kInvalidLength = ~uint64_t{0};
+constexpr uint64_t kBadCoding = kInvalidLength - 1;
 
-// The Content-Length of a request head (the first one, as httplib reads it): 0 when it has
-// none or is chunked, kInvalidLength when it is not a number, and at least 10^18 when it is
-// absurdly long. `framed` says whether the head has either header at all, `chunked`
+// The Content-Length of a request head: 0 when it has none or is chunked, kInvalidLength
+// when it is not a number or two disagree, kBadCoding for a transfer coding other than
+// chunked (httplib read such a body until the connection closed), and at least 10^18 when
+// it is absurdly long. `framed` says whether the head has either header at all, `chunked`
 // whether it has Transfer-Encoding.
 uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
@@ -87,15 +89,18 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
     if (name == "transfer-encoding") {
       *framed = true;
       *chunked = true;
-      return 0;
+      std::string coding(value);
+      std::transform(coding.begin(), coding.end(), coding.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+      return coding == "chunked" ? 0 : kBadCoding;
     }
-    if (name != "content-length" || length) continue;
+    if (name != "content-length") continue;
     *framed = true;
-    if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) {
-      length = kInvalidLength;
-    } else {
-      length = value.size() > 18 ? uint64_t{1000000000000000000} : std::stoull(std::string(value));
+    uint64_t v = kInvalidLength;
+    if (!value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos) {
+      v = value.size() > 18 ? uint64_t{1000000000000000000} : std::stoull(std::string(value));
     }
+    // Two that disagree: which one a proxy in front used is unknown (request smuggling).
+    length = length && *length != v ? kInvalidLength : v;
   }
   return length.value_or(0);
 }
@@ -106,7 +111,7 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
 // long as the connection (bytes of the next request stay) and per-request deadlines.
 class Connection final : public httplib::Stream {
  public:
-  enum class State { kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength };
+  enum class State { kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
       : sock_(sock), limits_(limits), write_timeout_(write_timeout) {
@@ -128,6 +133,7 @@ class Connection final : public httplib::Stream {
       if (ready()) return State::kReady;
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
       if (body_len_ == kInvalidLength) return State::kBadLength;
+      if (body_len_ == kBadCoding) return State::kBadCoding;
       if (body_len_ > limits_.max_body_bytes) return State::kBodyTooLarge;
       const ssize_t n = ::recv(sock_, chunk, sizeof(chunk), MSG_DONTWAIT);
       if (n > 0) {
@@ -308,7 +314,9 @@ void refuse(Connection& c, Connection::State state) {
   if (state == Connection::State::kHeadTooLarge) {
     c.send_refusal(431, "Request Header Fields Too Large", "the request head is too large");
   } else if (state == Connection::State::kBadLength) {
-    c.send_refusal(400, "Bad Request", "the Content-Length header is not a number");
+    c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
+  } else if (state == Connection::State::kBadCoding) {
+    c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
   } else {
     c.send_refusal(413, "Payload Too Large",
                    "the request body is larger than this server accepts (see --max-body-bytes)");
@@ -410,6 +418,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kHeadTooLarge:
             case Connection::State::kBodyTooLarge:
             case Connection::State::kBadLength:
+            case Connection::State::kBadCoding:
               refuse(*c, state);
               continue;
             case Connection::State::kWaiting:
@@ -475,6 +484,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kHeadTooLarge:
       case Connection::State::kBodyTooLarge:
       case Connection::State::kBadLength:
+      case Connection::State::kBadCoding:
         refuse(*c, state);
         return;
       case Connection::State::kWaiting:

@@ -136,6 +136,11 @@ TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
       {"Content-Length: 99999999999999999999999\r\n", "413"},
       {"Content-Length: 9000000\r\n", "413"},
       {"X-Big: " + std::string(100000, 'a') + "\r\n", "431"},
+      // Two that disagree (a proxy may have used the other), a coding httplib cannot read
+      // (it waited for the connection to close).
+      {"Content-Length: 1\r\nContent-Length: 2\r\n", "400"},
+      {"Transfer-Encoding: gzip\r\n", "501"},
+      {"Transfer-Encoding: gzip, chunked\r\n", "501"},
   };
   for (const auto& c : cases) {
     RawClient client(s.http->port());
