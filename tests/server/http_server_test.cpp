@@ -352,6 +352,53 @@ TEST(HttpServer, PromptLongerThanTheContextIs400WithBothNumbers) {
   EXPECT_EQ(s.runner->n_steps(), 0);
 }
 
+// Bug-cases 43 and 41 (context shift): this server shifts no context, so a request whose
+// max_tokens runs past the context ends with "length" exactly at the context's end (drafts
+// never overshoot it), usage says so, and a request beside it is untouched.
+TEST(HttpServer, MaxTokensPastTheContextEndsWithLengthAtTheContext) {
+  ServerFixtureOptions o;
+  o.n_ctx = 128;
+  o.has_drafter = true;
+  LiveServer s(o);
+  s.answer("la", /*endless=*/true);
+  std::string prompt;
+  for (int i = 0; i < 45; ++i) prompt += " the king";
+  const int n_prompt = static_cast<int>(s.tok->encode(prompt, true, true).size());
+  ASSERT_LT(n_prompt, 128);
+  json beside;
+  std::thread other([&] {
+    auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":7})");
+    if (r) beside = json::parse(r->body, nullptr, false);
+  });
+  for (const bool stream : {false, true}) {
+    json body{{"prompt", prompt}, {"max_tokens", 512}, {"stream", stream}, {"stream_options", {{"include_usage", true}}}};
+    if (!stream) body.erase("stream_options");
+    auto r = s.post("/v1/completions", body.dump());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json usage, last_choice;
+    if (stream) {
+      auto events = test::sse_payloads(r->body);
+      ASSERT_GE(events.size(), 3u);
+      usage = json::parse(events[events.size() - 2])["usage"];
+      last_choice = json::parse(events[events.size() - 3])["choices"][0];
+    } else {
+      json j = json::parse(r->body);
+      usage = j["usage"];
+      last_choice = j["choices"][0];
+    }
+    EXPECT_EQ(last_choice["finish_reason"], "length") << "stream " << stream;
+    EXPECT_EQ(usage["prompt_tokens"], n_prompt);
+    EXPECT_EQ(usage["completion_tokens"], 128 - n_prompt) << "stream " << stream;
+    EXPECT_EQ(usage["total_tokens"], 128);
+  }
+  other.join();
+  ASSERT_TRUE(beside.is_object());
+  EXPECT_EQ(beside["usage"]["completion_tokens"], 7);
+  EXPECT_EQ(beside["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(s.get("/health")->status, 200);
+}
+
 TEST(HttpServer, QueueFullIs429) {
   ServerFixtureOptions o;
   o.n_slots = 1;
