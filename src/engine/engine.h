@@ -1,6 +1,7 @@
 // The engine's public face: typed generation requests in, token events out. This is the
 // boundary between the server (HTTP, JSON, text) and the scheduler that owns the model.
-// Token ids only cross it: the server tokenizes, renders chat, detokenizes and parses.
+// Token ids cross it (plus the text of an output constraint, which the engine maps to tokens):
+// the server tokenizes, renders chat, detokenizes and parses.
 #pragma once
 
 #include <chrono>
@@ -43,6 +44,11 @@ struct GenerationRequest {
   int32_t reasoning_budget = -1;
   int32_t reasoning_open = -1;
   int32_t reasoning_close = -1;
+  // Output constraint: when non-empty, the generated text must start with one of these
+  // strings (e.g. "get_weather{" after a forced tool-call opener): until one is complete,
+  // only tokens that keep the text on one of them may be sampled, and the sequence drafts
+  // nothing. Text, not ids: the engine maps it to tokens (engine/completion_constraint.h).
+  std::vector<std::string> allowed_completions;
 };
 
 struct TokenLogprob {

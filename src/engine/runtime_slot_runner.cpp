@@ -11,6 +11,7 @@
 
 #include "backend/registry/registry.h"
 #include "core/log.h"
+#include "engine/completion_constraint.h"
 #include "model/dump.h"
 #include "model/gemma4_model.h"
 #include "runtime/model_runner.h"
@@ -49,13 +50,15 @@ class RuntimeSlotRunner final : public SlotRunner {
  public:
   RuntimeSlotRunner(std::unique_ptr<Backend> backend, std::shared_ptr<const Gemma4Model> model,
                     std::shared_ptr<const Gemma4Model> assistant, std::unique_ptr<ModelRunner> runner,
-                    std::unique_ptr<SpeculativeDecoder> spec, RunnerInfo info)
+                    std::unique_ptr<SpeculativeDecoder> spec, RunnerInfo info,
+                    std::shared_ptr<const TokenPieces> pieces)
       : backend_(std::move(backend)),
         model_(std::move(model)),
         assistant_(std::move(assistant)),
         runner_(std::move(runner)),
         spec_(std::move(spec)),
-        info_(std::move(info)) {
+        info_(std::move(info)),
+        pieces_(std::move(pieces)) {
     slots_.resize(static_cast<size_t>(info_.n_slots));
   }
 
@@ -106,6 +109,10 @@ class RuntimeSlotRunner final : public SlotRunner {
     for (int32_t i = 0; i < keep; ++i) s.sampler->accept(prompt[static_cast<size_t>(i)]);
     s.n_logprobs = setup.n_logprobs;
     s.draft_max = setup.speculative && spec_->has_drafter() ? setup.draft_max : 0;
+    s.constraint.reset();
+    if (!setup.allowed_completions.empty()) {
+      s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
+    }
     s.active = true;
     return keep;
   }
@@ -125,6 +132,7 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.sampler = s.sampler.get();
       w.prefill = p.tokens;
       w.sample = p.last;
+      if (p.last) w.allowed_tokens = constraint_mask(s);
       work_.push_back(std::move(w));
       work_slots_.push_back(p.slot);
     }
@@ -136,6 +144,10 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.max_tokens = d.max_tokens;
       w.draft_max = std::min(s.draft_max, d.max_tokens - 1);
       w.stop_tokens = info_.eog_tokens;
+      // A constrained step samples one token from a masked row: no drafts (the runtime
+      // skips them too), so verify never has to judge a masked distribution.
+      w.allowed_tokens = constraint_mask(s);
+      if (!w.allowed_tokens.empty()) w.draft_max = 0;
       work_.push_back(std::move(w));
       work_slots_.push_back(d.slot);
     }
@@ -148,6 +160,10 @@ class RuntimeSlotRunner final : public SlotRunner {
       Slot& slot_state = slots_.at(static_cast<size_t>(work_slots_[i]));
       slot_state.tokens.insert(slot_state.tokens.end(), w.prefill.begin(), w.prefill.end());
       slot_state.tokens.insert(slot_state.tokens.end(), w.tokens.begin(), w.tokens.end());
+      if (slot_state.constraint) {
+        for (int32_t t : w.tokens) slot_state.constraint->advance(t);
+        if (!slot_state.constraint->active()) slot_state.constraint.reset();
+      }
       SlotOutput o;
       o.slot = work_slots_[i];
       o.n_drafted = w.n_drafted;
@@ -193,6 +209,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     Slot& s = slots_.at(static_cast<size_t>(slot));
     s.active = false;
     s.sampler.reset();
+    s.constraint.reset();
+    s.mask.clear();
   }
 
   int64_t kv_cells_used() const override {
@@ -211,7 +229,23 @@ class RuntimeSlotRunner final : public SlotRunner {
     std::unique_ptr<Sampler> sampler;
     int32_t n_logprobs = -1;
     int32_t draft_max = 0;
+    std::unique_ptr<CompletionConstraint> constraint;  // null: unconstrained
+    std::vector<int32_t> mask;                         // this step's allowed ids
   };
+
+  // The slot's allowed tokens for its next sample (empty: unconstrained). Computed only
+  // while a constraint is active.
+  std::span<const int32_t> constraint_mask(Slot& s) {
+    s.mask.clear();
+    if (!s.constraint) return {};
+    s.constraint->allowed(&s.mask);
+    if (s.mask.empty()) {
+      GS_LOG_WARN("the vocabulary cannot continue '{}' toward any allowed completion: sampling unconstrained",
+                  s.constraint->text());
+      s.constraint.reset();
+    }
+    return s.mask;
+  }
 
   // Tokens of the slot's cache equal to the start of `prompt`, at most prompt.size() - 1
   // (the last prompt token must run to give the first logits).
@@ -237,6 +271,7 @@ class RuntimeSlotRunner final : public SlotRunner {
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<SpeculativeDecoder> spec_;
   RunnerInfo info_;
+  std::shared_ptr<const TokenPieces> pieces_;
   std::vector<Slot> slots_;
   std::vector<SeqWork> work_;
   std::vector<int32_t> work_slots_;
@@ -338,7 +373,7 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   info.kv_bytes = runner->kv().bytes();
   return std::unique_ptr<SlotRunner>(
       new RuntimeSlotRunner(std::move(backend), std::move(model), std::move(assistant), std::move(runner),
-                            std::move(*spec), std::move(info)));
+                            std::move(*spec), std::move(info), std::make_shared<const TokenPieces>(tokenizer)));
 }
 
 }  // namespace gs

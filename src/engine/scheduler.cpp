@@ -241,6 +241,7 @@ void Scheduler::loop() {
                             : 0;
       setup.draft_max = std::clamp(setup.draft_max, 0, std::max(runner_info_.draft_max, 0));
       if (setup.draft_max == 0) setup.speculative = false;
+      setup.allowed_completions = seq.request.allowed_completions;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
       slot_cached_[static_cast<size_t>(seq.slot)] = 0;  // set again when the sequence ends
       if (!started.ok()) {

@@ -36,6 +36,9 @@ struct SequenceSetup {
   int32_t n_logprobs = -1;  // -1: none; otherwise the chosen token's logprob plus n top
   bool speculative = true;  // draft with the MTP drafter when one is loaded
   int32_t draft_max = 0;    // drafts per round (0: no drafting)
+  // GenerationRequest::allowed_completions: the runner masks sampling (and drafts nothing)
+  // until the generated text starts with one of them.
+  std::vector<std::string> allowed_completions;
 };
 
 // A prompt chunk that continues slot `slot`'s cache at its next position. When `last` is

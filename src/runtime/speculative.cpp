@@ -63,7 +63,7 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
   for (const SeqWork& x : work) n_decoding += x.prefill.empty() ? 1 : 0;
   for (size_t w = 0; w < work.size(); ++w) {
     const SeqWork& x = work[w];
-    if (!x.prefill.empty()) continue;
+    if (!x.prefill.empty() || !x.allowed_tokens.empty()) continue;
     const int32_t p = runner_.length(x.seq);
     int k = std::min({x.draft_max, options_.draft_max, x.max_tokens - 1, runner_.kv().max_ubatch() - 1});
     k = std::min<int64_t>(k, static_cast<int64_t>(n_ctx) - p - 1);
@@ -202,7 +202,7 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
       for (int32_t t : x.prefill) x.sampler->accept(t);
       if (!x.sample) continue;
       const int row = out_base[w];
-      const int32_t t = x.sampler->sample(runner_.logits(row));
+      const int32_t t = x.sampler->sample(masked(runner_.logits(row), x.allowed_tokens));
       x.sampler->accept(t);
       x.tokens.push_back(t);
       x.logit_rows.push_back(row);
@@ -213,8 +213,8 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
     const std::vector<int32_t>& d = drafts[w];
     const int k = static_cast<int>(d.size());
     const int base = out_base[w];
-    AcceptResult acc = accept_drafts(d, [&](int i) { return runner_.logits(base + i); }, *x.sampler, x.max_tokens,
-                                     x.stop_tokens);
+    AcceptResult acc = accept_drafts(d, [&](int i) { return masked(runner_.logits(base + i), x.allowed_tokens); },
+                                     *x.sampler, x.max_tokens, x.stop_tokens);
     x.tokens = std::move(acc.tokens);
     x.n_accepted = acc.n_accepted;
     for (size_t i = 0; i < x.tokens.size(); ++i) x.logit_rows.push_back(base + static_cast<int>(i));
@@ -231,6 +231,16 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
     stats_.add_round(k, x.n_accepted, static_cast<int>(x.tokens.size()));
   }
   return {};
+}
+
+std::span<const float> SpeculativeDecoder::masked(std::span<const float> logits, std::span<const int32_t> allowed) {
+  if (allowed.empty()) return logits;
+  masked_logits_.assign(logits.size(), -INFINITY);
+  for (int32_t id : allowed) {
+    const auto i = static_cast<size_t>(id);
+    if (id >= 0 && i < logits.size()) masked_logits_[i] = logits[i];
+  }
+  return masked_logits_;
 }
 
 Result<SpeculativeDecoder::Snapshot> SpeculativeDecoder::save(int seq) const {

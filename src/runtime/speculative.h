@@ -45,6 +45,11 @@ struct SeqWork {
   int draft_max = 0;                   // decode: drafts this round (0: plain decoding)
   int max_tokens = std::numeric_limits<int>::max();  // decode: emit at most this many (>= 1)
   std::span<const int32_t> stop_tokens;  // decode: emitting one of these ends the round
+  // Non-empty: only these token ids may be sampled this step (every other logit is -inf
+  // before the sampler chain, so greedy, temperature, top-k/p and min-p all see the masked
+  // distribution); a decode then drafts nothing, so verify never judges a masked row.
+  // Used by grammar-style output constraints (engine/completion_constraint.h).
+  std::span<const int32_t> allowed_tokens;
 
   // Results of the step:
   std::vector<int32_t> tokens;   // emitted tokens, in order (the last is the new pending token)
@@ -100,6 +105,9 @@ class SpeculativeDecoder {
     int rounds_since_draft = 0;     // adaptive drafting: plain rounds in a row
   };
   Status draft(std::span<SeqWork> work, std::vector<std::vector<int32_t>>* drafts);
+  // `logits` with every token outside `allowed` at -inf (a view of masked_logits_, valid
+  // until the next call); `logits` itself when `allowed` is empty.
+  std::span<const float> masked(std::span<const float> logits, std::span<const int32_t> allowed);
 
   ModelRunner& runner_;
   SpecOptions options_;
@@ -110,6 +118,7 @@ class SpeculativeDecoder {
   SpecStats stats_;
   DraftPolicy policy_;  // adaptive drafting: cost fits shared by every sequence
   std::vector<float> host_logits_;
+  std::vector<float> masked_logits_;
 };
 
 }  // namespace gs

@@ -38,6 +38,11 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       break;
     case ToolChoice::kRequired:
       plan.output_prefix = req.tools.size() == 1 ? opener + req.tools[0].name + "{" : opener;
+      // Several tools: the name is the model's to choose, but only among the declared
+      // ones; the engine masks every token that would leave "NAME{" (decision 0016).
+      if (req.tools.size() > 1) {
+        for (const auto& t : req.tools) plan.request.allowed_completions.push_back(t.name + "{");
+      }
       break;
     case ToolChoice::kNamed:
       plan.output_prefix = opener + req.tool_choice_name + "{";

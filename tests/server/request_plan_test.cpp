@@ -53,6 +53,13 @@ TEST(RequestPlan, ForcedToolCallOpeners) {
   auto required_two = plan_chat(
       chat(base + R"(,{"type":"function","function":{"name":"get_time"}}],"tool_choice":"required"})"), *tok, {});
   EXPECT_EQ(required_two->output_prefix, "<|tool_call>call:");
+  // The name is left to the model, constrained to the declared ones (decision 0016); one
+  // known function is already in the prompt and needs no constraint.
+  EXPECT_EQ(required_two->request.allowed_completions, (std::vector<std::string>{"get_weather{", "get_time{"}));
+  EXPECT_TRUE(required_one->request.allowed_completions.empty());
+  EXPECT_TRUE(named->request.allowed_completions.empty());
+  auto auto_two = plan_chat(chat(base + R"(,{"type":"function","function":{"name":"get_time"}}]})"), *tok, {});
+  EXPECT_TRUE(auto_two->request.allowed_completions.empty());
   auto none = plan_chat(chat(base + R"(],"tool_choice":"none"})"), *tok, {});
   EXPECT_TRUE(none->output_prefix.empty());
   EXPECT_FALSE(none->parser.parse_tool_calls);

@@ -1,0 +1,133 @@
+// tool_choice "required" with several tools over HTTP on the real engine (the shakes model
+// on the CPU, drafter on and off): the tool name is constrained to the declared ones, so
+// every answer, streamed or not, starts a call with a declared name and never hands the
+// forced "call:" markup to content (decision 0016).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "common/test_paths.h"
+#include "core/log.h"
+#include "engine/engine_factory.h"
+#include "server/http_server.h"
+
+namespace gs {
+namespace {
+
+using json = nlohmann::json;
+
+const std::set<std::string> kNames = {"get_weather", "get_time", "lookup_stock"};
+
+json tools_json() {
+  json tools = json::array();
+  for (const auto& n : kNames) {
+    tools.push_back({{"type", "function"},
+                     {"function", {{"name", n}, {"parameters", {{"type", "object"},
+                                                                {"properties", {{"city", {{"type", "string"}}}}}}}}}});
+  }
+  return tools;
+}
+
+class RequiredToolChoice : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    set_log_level("warn");
+    EngineOptions o;
+    o.model_path = test::shared_path("models/shakes-target.gguf");
+    if (GetParam()) o.drafter_path = test::shared_path("models/shakes-assistant.gguf");
+    o.device = DeviceChoice::kCpu;
+    o.n_threads = 2;
+    o.n_slots = 2;
+    o.n_ctx = 1024;
+    o.draft_max = 3;
+    o.draft_adaptive = false;
+    auto loaded = create_engine(o);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    engine_ = loaded->engine;
+    server::ServerOptions so;
+    so.host = "127.0.0.1";
+    so.port = 0;
+    http_ = std::make_unique<server::HttpServer>(so);
+    ASSERT_TRUE(http_->start_background().ok());
+    auto ctx = std::make_shared<server::ModelContext>();
+    ctx->engine = engine_;
+    ctx->tokenizer = loaded->tokenizer;
+    ctx->model_id = "shakes";
+    ctx->info = engine_->info();
+    ctx->defaults.n_vocab = loaded->tokenizer->n_vocab();
+    http_->set_model(ctx);
+  }
+  void TearDown() override {
+    if (http_) http_->stop();
+    if (engine_) engine_->shutdown();
+  }
+
+  json body(double temperature, int seed) const {
+    return {{"messages", json::array({{{"role", "user"}, {"content", "Weather, time and a stock price for Oslo?"}}})},
+            {"tools", tools_json()},
+            {"tool_choice", "required"},
+            {"max_tokens", 12},
+            {"temperature", temperature},
+            {"seed", seed}};
+  }
+
+  httplib::Result post(const json& b) const {
+    httplib::Client c("127.0.0.1", http_->port());
+    c.set_read_timeout(60, 0);
+    return c.Post("/v1/chat/completions", b.dump(), "application/json");
+  }
+
+  std::shared_ptr<Engine> engine_;
+  std::unique_ptr<server::HttpServer> http_;
+};
+
+TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {
+  for (int seed = 0; seed <= 4; ++seed) {
+    const double temperature = seed == 0 ? 0.0 : 1.0;  // greedy, then sampled
+    // Whole response.
+    auto r = post(body(temperature, seed));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json msg = json::parse(r->body)["choices"][0]["message"];
+    ASSERT_TRUE(msg.contains("tool_calls") && !msg["tool_calls"].empty()) << "seed " << seed << ": " << r->body;
+    EXPECT_TRUE(kNames.count(msg["tool_calls"][0]["function"]["name"].get<std::string>())) << r->body;
+    const std::string content = msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+    EXPECT_EQ(content.find("call:"), std::string::npos) << r->body;
+
+    // Streamed: the first call delta carries a declared name.
+    json sb = body(temperature, seed);
+    sb["stream"] = true;
+    auto s = post(sb);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 200) << s->body;
+    std::string name, streamed_content;
+    size_t pos = 0;
+    while (pos < s->body.size()) {
+      size_t end = s->body.find('\n', pos);
+      if (end == std::string::npos) end = s->body.size();
+      const std::string line = s->body.substr(pos, end - pos);
+      pos = end + 1;
+      if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
+      const json c = json::parse(line.substr(6));
+      if (c["choices"].empty()) continue;
+      const json& d = c["choices"][0]["delta"];
+      if (d.contains("content") && d["content"].is_string()) streamed_content += d["content"].get<std::string>();
+      if (d.contains("tool_calls") && name.empty()) name = d["tool_calls"][0]["function"].value("name", "");
+    }
+    EXPECT_TRUE(kNames.count(name)) << "seed " << seed << ": " << s->body;
+    EXPECT_EQ(streamed_content.find("call:"), std::string::npos) << s->body;
+    if (temperature == 0.0) {
+      EXPECT_EQ(name, msg["tool_calls"][0]["function"]["name"].get<std::string>());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Drafter, RequiredToolChoice, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
+
+}  // namespace
+}  // namespace gs
