@@ -50,11 +50,9 @@ Status check_messages(const std::vector<text::ChatMessage>& messages) {
       const std::string& args = m.tool_calls[k].arguments_json;
       if (args.empty()) continue;
       // Bounded nesting here keeps the renderer's walk over the arguments shallow.
-      Result<nlohmann::json> parsed = parse_json_object(args);
-      if (!parsed.ok()) {
-        return invalid(fmt::format("{}.tool_calls[{}].function.arguments must be a JSON object: {}", path, k,
-                                   parsed.status().message()));
-      }
+      const std::string what = fmt::format("{}.tool_calls[{}].function.arguments", path, k);
+      Result<nlohmann::json> parsed = parse_json_object(args, kMaxJsonDepth, what);
+      if (!parsed.ok()) return invalid(parsed.status().message());
     }
   }
   return {};

@@ -72,6 +72,7 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
         push_delta(std::move(d), out);
         break;
       case text::ParserEventKind::kToolCallEnd:
+        tool_call_done_ = true;
         if (plan_.single_tool_call) {
           // parallel_tool_calls: false -> the first complete call ends the output.
           stopped_early_ = true;
@@ -81,7 +82,9 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
         break;
       case text::ParserEventKind::kStop:
         stopped_early_ = true;
-        result_.finish_reason = "stop";
+        // OpenAI: a reply that called a tool finishes with "tool_calls", even when a stop
+        // string then ends it.
+        result_.finish_reason = tool_call_done_ ? "tool_calls" : "stop";
         if (stream_) stream_->cancel();
         break;
     }

@@ -89,6 +89,7 @@ class Generation {
   GenerationResult result_;
   bool finished_ = false;
   bool stopped_early_ = false;   // a stop string or the single tool call ended the output
+  bool tool_call_done_ = false;  // a tool call was completed: finish_reason is "tool_calls"
   bool prefix_fed_ = false;
   int32_t n_tokens_seen_ = 0;
 };

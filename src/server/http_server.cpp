@@ -437,6 +437,25 @@ void HttpServer::install_routes() {
   svr.Post("/chat/completions", route(&Routes::chat));
   svr.Post("/v1/completions", route(&Routes::completions));
   svr.Post("/completions", route(&Routes::completions));
+  // A known route asked with another method: 405 with Allow (RFC 9110 §15.5.6), not 404.
+  auto wrong_method = [](const char* allow) {
+    return [allow](const httplib::Request&, httplib::Response& res) {
+      send_error(res, api_error_for_http_status(405));
+      res.set_header("Allow", allow);
+    };
+  };
+  for (const char* path : {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"}) {
+    svr.Post(path, wrong_method("GET"));
+    svr.Put(path, wrong_method("GET"));
+    svr.Patch(path, wrong_method("GET"));
+    svr.Delete(path, wrong_method("GET"));
+  }
+  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
+    svr.Get(path, wrong_method("POST"));
+    svr.Put(path, wrong_method("POST"));
+    svr.Patch(path, wrong_method("POST"));
+    svr.Delete(path, wrong_method("POST"));
+  }
 }
 
 Status HttpServer::bind() {

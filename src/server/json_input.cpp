@@ -64,22 +64,21 @@ const char* json_type_name(const nlohmann::json& v) {
   return "invalid";
 }
 
-Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth) {
+Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, std::string_view what) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    return Status(StatusCode::kInvalidArgument, "the request body is empty; expected a JSON object");
+    return make_status(StatusCode::kInvalidArgument, "{} is empty; expected a JSON object", what);
   }
   if (nesting_depth(body, max_depth) > max_depth) {
-    return make_status(StatusCode::kInvalidArgument, "the request JSON is nested deeper than {} levels", max_depth);
+    return make_status(StatusCode::kInvalidArgument, "{} is JSON nested deeper than {} levels", what, max_depth);
   }
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(body.begin(), body.end());
   } catch (const nlohmann::json::exception& e) {
-    return make_status(StatusCode::kInvalidArgument, "the request body is not valid JSON: {}", e.what());
+    return make_status(StatusCode::kInvalidArgument, "{} is not valid JSON: {}", what, e.what());
   }
   if (!value.is_object()) {
-    return make_status(StatusCode::kInvalidArgument, "the request body must be a JSON object, got {}",
-                       json_type_name(value));
+    return make_status(StatusCode::kInvalidArgument, "{} must be a JSON object, got {}", what, json_type_name(value));
   }
   return value;
 }

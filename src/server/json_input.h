@@ -15,10 +15,12 @@ namespace gs::server {
 
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses a request body. Errors (kInvalidArgument): empty body, nesting deeper than
-// `max_depth` arrays/objects, malformed JSON, invalid UTF-8 in a string, a top level that
-// is not an object.
-Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = kMaxJsonDepth);
+// Parses a request body (or a JSON object nested in one as a string: `what` names it in
+// the errors). Errors (kInvalidArgument): empty text, nesting deeper than `max_depth`
+// arrays/objects, malformed JSON, invalid UTF-8 in a string, a top level that is not an
+// object.
+Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = kMaxJsonDepth,
+                                         std::string_view what = "the request body");
 
 // Field readers: a missing key or null leaves *out unset and returns OK; a value of the
 // wrong type or outside [lo, hi] is kInvalidArgument naming `path`.`key`.

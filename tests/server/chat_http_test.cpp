@@ -196,6 +196,20 @@ TEST(ChatHttp, ParallelToolCallsFalseGivesOneCall) {
   EXPECT_EQ(st.finish, "tool_calls");
 }
 
+// A stop string that matches after a complete tool call ends the reply, but the reply
+// called a tool: finish_reason "tool_calls", as OpenAI gives, streamed or not.
+TEST(ChatHttp, StopStringAfterAToolCallStillFinishesWithToolCalls) {
+  LiveServer s;
+  s.answer("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>Then we wait and see.");
+  json body = chat_body("Weather in Oslo?", {{"tools", json::array({kWeatherTool})}, {"stop", json::array({"wait"})}});
+  json whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.calls.size(), 1u);
+  EXPECT_EQ(st.finish, "tool_calls");
+}
+
 // What ends the answer early (a stop string, the one call of parallel_tool_calls: false)
 // also ends what usage counts, with speculation handing over several tokens a round.
 TEST(ChatHttp, EarlyEndUsageCountsOnlyTheTokensShown) {

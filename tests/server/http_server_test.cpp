@@ -73,6 +73,23 @@ TEST(HttpServer, ModelsListsTheModel) {
   expect_error_body(s.get("/v1/models/org/other"), 404, "unknown model with a slash");
 }
 
+// A known route with the wrong method is 405 with an Allow header and an OpenAI-style body,
+// not 404 (which tells a client the route does not exist).
+TEST(HttpServer, WrongMethodIs405WithAllow) {
+  LiveServer s;
+  auto get_chat = s.get("/v1/chat/completions");
+  expect_error_body(get_chat, 405, "GET on a POST route");
+  EXPECT_EQ(get_chat->get_header_value("Allow"), "POST");
+  auto post_health = s.post("/health", "{}");
+  expect_error_body(post_health, 405, "POST on a GET route");
+  EXPECT_EQ(post_health->get_header_value("Allow"), "GET");
+  auto del = s.client().Delete("/v1/models/shakes-test");
+  expect_error_body(del, 405, "DELETE on a model");
+  EXPECT_EQ(del->get_header_value("Allow"), "GET");
+  expect_error_body(s.get("/v1/nothing"), 404, "unknown route stays 404");
+  expect_healthy(s);
+}
+
 TEST(HttpServer, CompletionWholeResponse) {
   LiveServer s;
   s.answer("Good morrow, sir.");

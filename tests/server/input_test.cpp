@@ -119,6 +119,13 @@ TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
             StatusCode::kUnimplemented);
   EXPECT_TRUE(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{}})").ok());
   EXPECT_TRUE(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":null})").ok());
+  // Bad tool-call arguments in the history name the field, not "the request body".
+  const std::string args_msg = chat_status(
+      R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{oops"}}]}]})")
+                                   .message();
+  EXPECT_NE(args_msg.find("messages[1].tool_calls[0].function.arguments is not valid JSON"), std::string::npos)
+      << args_msg;
+  EXPECT_EQ(args_msg.find("request body"), std::string::npos) << args_msg;
 }
 
 TEST(ChatRequest, ParsesTheOpenAIFields) {
