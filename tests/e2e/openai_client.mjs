@@ -117,6 +117,38 @@ await check("tool call forced by tool_choice", async () => {
   }
 });
 
+// Decision 0016: with several tools "required" leaves the name to the model, constrained to
+// the declared ones, so even sampled at temperature 1 the call names one of them.
+await check("tool_choice required with three tools names a declared one", async () => {
+  const names = ["get_weather", "get_time", "lookup_stock"];
+  const three = names.map((name) => ({
+    type: "function",
+    function: { name, parameters: { type: "object", properties: { city: { type: "string" } } } },
+  }));
+  for (const seed of [1, 2, 3]) {
+    for (const stream of [false, true]) {
+      const req = {
+        model: "shakes", messages: [{ role: "user", content: "Weather, time and a stock in Verona?" }], tools: three,
+        max_tokens: 16, temperature: 1, seed, tool_choice: "required",
+      };
+      let name;
+      let content;
+      if (stream) {
+        const s = await collectStream(await client.chat.completions.create({ ...req, stream: true }));
+        name = s.tools[0] && s.tools[0].name;
+        content = s.content;
+      } else {
+        const r = await client.chat.completions.create(req);
+        const calls = r.choices[0].message.tool_calls || [];
+        name = calls.length > 0 ? calls[0].function.name : undefined;
+        content = r.choices[0].message.content || "";
+      }
+      assert.ok(names.includes(name), `seed ${seed} stream=${stream}: name ${name}, content ${JSON.stringify(content)}`);
+      assert.ok(!content.includes("call:"), `seed ${seed} stream=${stream}: forced markup in content`);
+    }
+  }
+});
+
 await check("thinking on and off reach the prompt", async () => {
   const on = await client.chat.completions.create({
     model: "shakes", messages, max_tokens: 4, temperature: 0, chat_template_kwargs: { enable_thinking: true },
