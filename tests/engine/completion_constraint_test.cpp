@@ -216,6 +216,28 @@ TEST_P(ToolNameEngine, RequiredToolChoiceAlwaysSpellsADeclaredName) {
   req.speculative = !drafter;
   Usage u;
   EXPECT_EQ(generate(engine, req, &u), greedy_text);
+
+  // While the constraint holds, nothing is drafted: a name longer than the tokens allowed
+  // keeps every step constrained, so the request drafts nothing; unconstrained, the same
+  // request drafts (draft_max 3 every round, adaptive off).
+  if (drafter) {
+    const std::string long_name = "get_weather_for_the_city_of_verona_and_its_surroundings_today{";
+    GenerationRequest constrained = base;
+    constrained.allowed_completions = {long_name, "get_time_for_the_city_of_verona_and_its_surroundings_today{"};
+    constrained.max_tokens = 6;
+    constrained.sampling.temperature = 0.0f;
+    Usage cu;
+    const std::string text = generate(engine, constrained, &cu);
+    EXPECT_TRUE(std::any_of(constrained.allowed_completions.begin(), constrained.allowed_completions.end(),
+                            [&](const std::string& c) { return c.compare(0, text.size(), text) == 0; }))
+        << text;
+    EXPECT_EQ(cu.drafted_tokens, 0);
+    GenerationRequest free_req = constrained;
+    free_req.allowed_completions.clear();
+    Usage fu;
+    generate(engine, free_req, &fu);
+    EXPECT_GT(fu.drafted_tokens, 0);
+  }
   loaded->engine->shutdown();
 }
 
