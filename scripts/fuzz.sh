@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/ and runs them for a
 # bounded time: gguf_fuzz (the GGUF reader; seeds: the shared golden files plus small hostile
-# files) for 3/4 of it, quant_fuzz (quantizers and dequantizers on arbitrary bytes) for 1/4.
+# files) for 1/2 of it, quant_fuzz (quantizers and dequantizers on arbitrary bytes) for 1/4,
+# text_fuzz (tokenizer round trips, incremental detokenizer, output parser over any chunking, on
+# the shared Gemma 4 vocabulary) for the rest.
 #   GS_FUZZ_SECONDS   total run time in seconds (default 60; 0 builds only)
 #   GS_FUZZ_BUILD_DIR build directory (default build-fuzz)
 #   GS_SHARED_DIR     the shared/ folder (default ../shared)
@@ -21,7 +23,7 @@ sanitize="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=unde
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$sanitize" \
   -DGS_WITH_FUZZ=ON -DGS_WITH_CUDA=OFF -DBUILD_TESTING=OFF >/dev/null
-if ! cmake --build "$build" --target gguf_fuzz quant_fuzz -j"$(nproc)" >"$build/build.log" 2>&1; then
+if ! cmake --build "$build" --target gguf_fuzz quant_fuzz text_fuzz -j"$(nproc)" >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log" >&2
   echo "fuzz: build failed" >&2
   exit 1
@@ -31,7 +33,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 findings="$build/findings"
-mkdir -p "$findings" "$work/gguf" "$work/quant"
+mkdir -p "$findings" "$work/gguf" "$work/quant" "$work/text"
 rm -f "$findings"/*
 if compgen -G "$shared/golden/*.gguf" >/dev/null; then
   cp "$shared"/golden/*.gguf "$work/gguf"/
@@ -39,8 +41,10 @@ else
   echo "fuzz: $shared/golden/*.gguf not found; fuzzing from the hand-made seeds only" >&2
 fi
 python3 tools/fuzz/make_seeds.py "$work/gguf"
+python3 tools/fuzz/make_seeds.py --text "$work/text"
+vocab="$shared/test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"
 # Inputs of past findings stay in the corpus so a regression shows at once.
-for t in gguf quant; do
+for t in gguf quant text; do
   if compgen -G "tools/fuzz/regressions/${t}_fuzz/*" >/dev/null; then cp tools/fuzz/regressions/${t}_fuzz/* "$work/$t"/; fi
 done
 
@@ -52,7 +56,7 @@ run() {
   set +e
   # Seeds longer than max_len are cut to it: the metadata and tensor directory of the
   # golden files come first, which is what the reader parses.
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
+  GS_FUZZ_VOCAB="$vocab" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
     "$build/tools/fuzz/$target" "$corpus" -max_total_time="$secs" -max_len="$max_len" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" >"$log" 2>&1
   rc=$?
@@ -71,6 +75,13 @@ run() {
   fi
 }
 quant_secs=$((seconds / 4))
-run gguf_fuzz $((seconds - quant_secs)) 262144 "$work/gguf"
+text_secs=$((seconds / 4))
+if [ ! -f "$vocab" ]; then
+  echo "fuzz: $vocab not found; text_fuzz not run, its time goes to gguf_fuzz" >&2
+  text_secs=0
+fi
+run gguf_fuzz $((seconds - quant_secs - text_secs)) 262144 "$work/gguf"
 [ "$quant_secs" -gt 0 ] && run quant_fuzz "$quant_secs" 4096 "$work/quant"
+# Texts of a few KB: each input is encoded, decoded and parsed several times.
+[ "$text_secs" -gt 0 ] && run text_fuzz "$text_secs" 4096 "$work/text"
 exit "$failed"

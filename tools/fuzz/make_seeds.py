@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes small hand-made GGUF seeds (valid and hostile) into the directory given."""
+"""Writes small hand-made seeds into the directory given: GGUF files (valid and hostile) by
+default, or with --text the inputs of text_fuzz (flags byte, chunk byte, then text or ids)."""
 import struct
 import sys
 
@@ -44,7 +45,37 @@ SEEDS = {
     "misaligned": pad(header(1, 0) + tensor("w", [8], 0, 4)) + b"\0" * 64,
 }
 
+# text_fuzz: byte 0 flags (1 add_special, 2 parse_special, 4 render_special, 8 reasoning,
+# 16 tool calls, 32 starts in reasoning, 64 stop strings, 128 body is ids), byte 1 the number
+# of chunk-size bytes at the end (low 4 bits) and the stop pick (high 4 bits).
+TEXTS = {
+    "plain": "Hello, world! Café déjà vu — 123",
+    "emoji": "emoji 👩‍👩‍👧‍👦 🏳️‍🌈 🇯🇵 日本語 ▁space mark",
+    "newlines": "  indented {\n\n\treturn 0;\r\n}\n\n\n",
+    "markup": "<bos><|turn>user\nHi <turn|>\n<|turn>model\n<|channel>thought\nhmm<channel|>Hi there.<turn|>",
+    "tool-call": "<|channel>thought\nlook<channel|><|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,n:[1,{k:[]}]}<tool_call|>",
+    "stray": "A<turn|>B<|tool_response>C<|think|>D<|tool>F<tool|>G<tool_call|>H<channel|>I<|chan",
+    "invalid-utf8": b"ok \xff\xfe \xe2\x96 \xf0\x9f\x98 \xc0\xaf \xed\xa0\x80 end\xe2",
+}
+
+
+def text_seeds():
+    out = {}
+    for name, text in TEXTS.items():
+        body = text if isinstance(text, bytes) else text.encode()
+        for flags in (0x18, 0x1F, 0x58, 0x3B, 0x0C):
+            out["text-%s-%02x" % (name, flags)] = bytes([flags, 0x34]) + body + b"\x01\x05\x0b\x02"
+    ids = b"".join(struct.pack(">H", v) for v in (2, 105, 0x80F0, 0x809F, 0x8098, 0x8080, 0x7FF7, 0x7FF8, 0x7FFF))
+    out["ids-bytes"] = bytes([0x9C, 0x02]) + ids + b"\x03\x07"
+    return out
+
+
 if __name__ == "__main__":
-    for name, data in SEEDS.items():
-        with open("%s/seed-%s.gguf" % (sys.argv[1], name), "wb") as f:
-            f.write(data)
+    if sys.argv[1] == "--text":
+        for name, data in text_seeds().items():
+            with open("%s/seed-%s" % (sys.argv[2], name), "wb") as f:
+                f.write(data)
+    else:
+        for name, data in SEEDS.items():
+            with open("%s/seed-%s.gguf" % (sys.argv[1], name), "wb") as f:
+                f.write(data)
