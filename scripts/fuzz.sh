@@ -51,14 +51,15 @@ done
 failed=0
 # run TARGET SECONDS MAX_LEN CORPUS
 run() {
-  local target="$1" secs="$2" max_len="$3" corpus="$4" log="$build/$1.log" rc
+  local target="$1" secs="$2" max_len="$3" corpus="$4" log="$build/$1.log" rc dict=()
+  if [ -f "tools/fuzz/$target.dict" ]; then dict=(-dict="tools/fuzz/$target.dict"); fi
   echo "fuzz: $target for ${secs}s on $(ls "$corpus" | wc -l) seeds"
   set +e
   # Seeds longer than max_len are cut to it: the metadata and tensor directory of the
   # golden files come first, which is what the reader parses.
   GS_FUZZ_VOCAB="$vocab" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
     "$build/tools/fuzz/$target" "$corpus" -max_total_time="$secs" -max_len="$max_len" \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" >"$log" 2>&1
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/$target-" "${dict[@]}" >"$log" 2>&1
   rc=$?
   set -e
   local execs rate cov found
