@@ -98,14 +98,30 @@ bool has_markup(std::string_view s) {
   return false;
 }
 
+// `text` with what the parser drops removed: every markup token, the role line after
+// <|turn> and the label after <|channel>. Text that still forms markup afterwards
+// ("<|c" + "<|turn>user\n" + "hannel>") is the input's own text, not markup let through.
 std::string without_markup(std::string_view text) {
   std::string out;
   size_t i = 0;
+  const auto skip = [&](std::string_view word) {
+    if (text.compare(i, word.size(), word) == 0) {
+      i += word.size();
+      return true;
+    }
+    return false;
+  };
   while (i < text.size()) {
     bool removed = false;
     for (const auto m : kAllMarkup) {
-      if (text.compare(i, m.size(), m) == 0) {
-        i += m.size();
+      if (skip(m)) {
+        if (m == markup::kTurnOpen) {
+          for (const auto role : {"model\n", "user\n", "system\n", "tool\n", "assistant\n"}) {
+            if (skip(role)) break;
+          }
+        } else if (m == markup::kChannelOpen) {
+          skip(markup::kThoughtLabel);
+        }
         removed = true;
         break;
       }
