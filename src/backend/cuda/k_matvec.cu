@@ -150,15 +150,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
   for (int ct = 0; ct < NT; ++ct)
     for (int i = 0; i < 4; ++i) acc[ct][i] = 0.f;
 
-  auto xptrs = [&](int64_t tile, const uint16_t* (&xb)[NT], bool (&xok)[NT]) {
-#pragma unroll
-    for (int ct = 0; ct < NT; ++ct) {
-      const int col = ct * 8 + g;
-      xok[ct] = col < n;
-      xb[ct] = xh + static_cast<int64_t>(xok[ct] ? col : 0) * L.n_in_pad + tile * kTileElems;
-    }
-  };
-
   if constexpr (F == WFormat::kQ4_K || F == WFormat::kQ5_K || F == WFormat::kQ6_K || F == WFormat::kQ8_0 ||
                 F == WFormat::kQ4_0) {
     using T = Tile<F>;
@@ -169,21 +160,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
       if (tile + G.wk < n_tiles) T::load(nxt, R, tile + G.wk, t);
       const uint16_t* xb[NT];
       bool xok[NT];
-      xptrs(tile, xb, xok);
-      if constexpr (F == WFormat::kQ4_K) {
-        compute_qk45<NT, false>(cur, acc, t, xb, xok);
-      } else if constexpr (F == WFormat::kQ5_K) {
-        compute_qk45<NT, true>(cur, acc, t, xb, xok);
-      } else {
-        T::template compute<NT>(cur, acc, t, xb, xok);
-      }
+      x_operands<NT>(xh, L, tile, g, n, xb, xok);
+      compute_tile<F, NT>(cur, acc, t, xb, xok);
       cur = nxt;
     }
   } else {
     for (int64_t tile = wk; tile < n_tiles; tile += G.wk) {
       const uint16_t* xb[NT];
       bool xok[NT];
-      xptrs(tile, xb, xok);
+      x_operands<NT>(xh, L, tile, g, n, xb, xok);
       if constexpr (F == WFormat::kF32) tile_f32<NT>(acc, R, tile, t, xb, xok);
       else tile_half<F, NT>(acc, R, tile, t, xb, xok);
     }
@@ -191,19 +176,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
 
   // k-split partial sums: warps with wk > 0 hand theirs to the wk == 0 warp of their rows.
   __shared__ float red[kMaxWarps][NT * 4][32];
-  if (G.wk > 1) {
-    if (wk > 0) {
-#pragma unroll
-      for (int ct = 0; ct < NT; ++ct)
-        for (int i = 0; i < 4; ++i) red[warp][ct * 4 + i][lane] = acc[ct][i];
-    }
-    __syncthreads();
-    if (wk != 0) return;
-    for (int k = 1; k < G.wk; ++k)
-#pragma unroll
-      for (int ct = 0; ct < NT; ++ct)
-        for (int i = 0; i < 4; ++i) acc[ct][i] += red[k * G.wr + wr][ct * 4 + i][lane];
-  }
+  if (!ksplit_sum<NT>(acc, &red[0][0][0], NT * 4 * 32, G, warp, lane)) return;
   store_rows<NT>(acc, R, row0, t, xscale, y);
 }
 

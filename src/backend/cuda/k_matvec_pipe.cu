@@ -114,37 +114,18 @@ __global__ void __launch_bounds__(kPipeMaxWarps * 32) matvec_pipe_kernel(const u
     A::read(cur, ring + stage * kSlot, lane);
     const uint16_t* xb[NT];
     bool xok[NT];
-#pragma unroll
-    for (int ct = 0; ct < NT; ++ct) {
-      const int col = ct * 8 + g;
-      xok[ct] = col < n;
-      xb[ct] = xh + static_cast<int64_t>(xok[ct] ? col : 0) * L.n_in_pad + tile * kTileElems;
-    }
-    if constexpr (F == WFormat::kQ4_K) compute_qk45<NT, false>(cur, acc, t, xb, xok);
-    else if constexpr (F == WFormat::kQ5_K) compute_qk45<NT, true>(cur, acc, t, xb, xok);
-    else Tile<F>::template compute<NT>(cur, acc, t, xb, xok);
+    x_operands<NT>(xh, L, tile, g, n, xb, xok);
+    compute_tile<F, NT>(cur, acc, t, xb, xok);
     stage = stage == kStages - 1 ? 0 : stage + 1;
   }
   cp_async_wait<0>();
 
-  // k-split partial sums through the warp's own ring (it is done with it).
-  if (G.wk > 1) {
-    float* red = reinterpret_cast<float*>(ring);
-    __syncwarp();
-    if (wk > 0) {
-#pragma unroll
-      for (int ct = 0; ct < NT; ++ct)
-        for (int i = 0; i < 4; ++i) red[(ct * 4 + i) * 32 + lane] = acc[ct][i];
-    }
-    __syncthreads();
-    if (wk != 0) return;
-    for (int k = 1; k < G.wk; ++k) {
-      const float* other = reinterpret_cast<const float*>(pipe_smem + static_cast<size_t>(k * G.wr + wr) * kStages * kSlot);
-#pragma unroll
-      for (int ct = 0; ct < NT; ++ct)
-        for (int i = 0; i < 4; ++i) acc[ct][i] += other[(ct * 4 + i) * 32 + lane];
-    }
-  }
+  // k-split partial sums through the warps' own rings (each is done with its ring; its lanes
+  // read other lanes' slots there, hence the warp barrier first).
+  __syncwarp();
+  if (!ksplit_sum<NT>(acc, reinterpret_cast<float*>(pipe_smem), static_cast<size_t>(kStages) * kSlot * 4, G, warp,
+                      lane))
+    return;
   store_rows<NT>(acc, R, row0, t, xscale, y);
 }
 

@@ -410,4 +410,56 @@ __device__ __forceinline__ void store_rows(const float (&acc)[NT][4], const RowP
   }
 }
 
+// The activation operands of one tile: column tile ct of the mma reads activation row
+// ct * 8 + g (xok false past the last row: its B operand is zero).
+template <int NT>
+__device__ __forceinline__ void x_operands(const uint16_t* xh, const WeightLayout& L, int64_t tile, int g, int n,
+                                           const uint16_t* (&xb)[NT], bool (&xok)[NT]) {
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) {
+    const int col = ct * 8 + g;
+    xok[ct] = col < n;
+    xb[ct] = xh + static_cast<int64_t>(xok[ct] ? col : 0) * L.n_in_pad + tile * kTileElems;
+  }
+}
+
+// Dequantize-and-mma of one loaded tile of a block format (the Tile<F> formats).
+template <WFormat F, int NT>
+__device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, float (&acc)[NT][4], int t,
+                                             const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+  if constexpr (F == WFormat::kQ4_K) {
+    compute_qk45<NT, false>(cur, acc, t, xb, xok);
+  } else if constexpr (F == WFormat::kQ5_K) {
+    compute_qk45<NT, true>(cur, acc, t, xb, xok);
+  } else {
+    Tile<F>::template compute<NT>(cur, acc, t, xb, xok);
+  }
+}
+
+// The k-split sum: warps with wk > 0 leave their accumulators in their own part of shared
+// memory (warp w's at scratch + w * warp_stride floats, laid out [ct * 4 + i][lane]) and the
+// wk == 0 warp of each row group adds them up. Returns false to the warps that are done.
+// Every thread of the CTA must call it (it holds a barrier).
+template <int NT>
+__device__ __forceinline__ bool ksplit_sum(float (&acc)[NT][4], float* scratch, size_t warp_stride, const MvGrid& G,
+                                           int warp, int lane) {
+  if (G.wk <= 1) return true;
+  const int wr = warp % G.wr, wk = warp / G.wr;
+  if (wk > 0) {
+    float* mine = scratch + static_cast<size_t>(warp) * warp_stride;
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct)
+      for (int i = 0; i < 4; ++i) mine[(ct * 4 + i) * 32 + lane] = acc[ct][i];
+  }
+  __syncthreads();
+  if (wk != 0) return false;
+  for (int k = 1; k < G.wk; ++k) {
+    const float* other = scratch + static_cast<size_t>(k * G.wr + wr) * warp_stride;
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct)
+      for (int i = 0; i < 4; ++i) acc[ct][i] += other[(ct * 4 + i) * 32 + lane];
+  }
+  return true;
+}
+
 }  // namespace gs::cuda::mv
