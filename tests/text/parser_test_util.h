@@ -11,6 +11,7 @@
 
 #include "text/chat_format.h"
 #include "text/output_parser.h"
+#include "parser_event_text.h"
 
 namespace gs::text::test_util {
 
@@ -67,22 +68,6 @@ inline ParsedMessage assemble(const std::vector<ParserEvent>& events) {
   return acc.message();
 }
 
-inline std::string describe(const std::vector<ParserEvent>& events) {
-  std::string s;
-  for (const auto& e : events) {
-    switch (e.kind) {
-      case ParserEventKind::kContent: s += "content[" + e.text + "] "; break;
-      case ParserEventKind::kReasoning: s += "reasoning[" + e.text + "] "; break;
-      case ParserEventKind::kToolCallBegin:
-        s += "begin#" + std::to_string(e.tool_index) + "(" + e.tool_name + "," + e.tool_id + ") ";
-        break;
-      case ParserEventKind::kToolCallArgs: s += "args#" + std::to_string(e.tool_index) + "[" + e.text + "] "; break;
-      case ParserEventKind::kToolCallEnd: s += "end#" + std::to_string(e.tool_index) + " "; break;
-      case ParserEventKind::kStop: s += "stop[" + e.text + "] "; break;
-    }
-  }
-  return s;
-}
 
 inline bool same_events(const std::vector<ParserEvent>& a, const std::vector<ParserEvent>& b) {
   return describe(merge_events(a)) == describe(merge_events(b));

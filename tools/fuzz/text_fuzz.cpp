@@ -26,6 +26,8 @@
 #include "text/tokenizer.h"
 #include "text/utf8.h"
 
+#include "parser_event_text.h"  // tests/text: the parser tests' event formatter
+
 namespace {
 
 using gs::text::DecodeOptions;
@@ -131,22 +133,7 @@ std::string without_markup(std::string_view text) {
   return out;
 }
 
-std::string describe(const std::vector<ParserEvent>& events) {
-  std::string s;
-  for (const auto& e : events) {
-    switch (e.kind) {
-      case ParserEventKind::kContent: s += "content[" + e.text + "] "; break;
-      case ParserEventKind::kReasoning: s += "reasoning[" + e.text + "] "; break;
-      case ParserEventKind::kToolCallBegin:
-        s += "begin#" + std::to_string(e.tool_index) + "(" + e.tool_name + "," + e.tool_id + ") ";
-        break;
-      case ParserEventKind::kToolCallArgs: s += "args#" + std::to_string(e.tool_index) + "[" + e.text + "] "; break;
-      case ParserEventKind::kToolCallEnd: s += "end#" + std::to_string(e.tool_index) + " "; break;
-      case ParserEventKind::kStop: s += "stop[" + e.text + "] "; break;
-    }
-  }
-  return s;
-}
+using gs::text::test_util::describe;
 
 void append(std::vector<ParserEvent>* all, std::vector<ParserEvent> events) {
   for (auto& e : events) all->push_back(std::move(e));
