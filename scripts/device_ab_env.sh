@@ -2,18 +2,13 @@
 # A/B of run-time kernel choices on a lent GPU machine, in one call: the device tests under
 # each setting, the decode matmul microbenchmarks and tg128 / verify on the 31B-shaped file.
 # Settings are environment assignments separated by ';' (empty = defaults), e.g.
-#   GS_AB="GS_CUDA_SUB_MAX=0;;GS_CUDA_SUB_PF=0" scripts/device_ab_env.sh
+#   GS_AB="GS_CUDA_MV=mma;;GS_CUDA_L2PF=0" scripts/device_ab_env.sh
 # Binaries and libraries as in device_run.sh (.dev/cuda). Logs and JSON under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-DEV=.dev/cuda
-OUT="${OUT:-/tmp/gs-out}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$DEV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GS_SHARED_DIR="$PWD/$DEV/shared"
-export GS_DEVICE_BIN="$PWD/$DEV/bin"
+. scripts/device_env.sh
 BIN="$DEV/bin/gemmaserve"
-MODEL=/tmp/gemma4-31b-synth-q4_k_m.gguf
+MODEL="$MODEL_31B"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 [ -f "$MODEL" ] || ("$BIN" synth --preset 31b -o "$MODEL" --quiet >"$OUT/synth.log" 2>&1) &
 synth_pid=$!

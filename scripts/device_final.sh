@@ -5,13 +5,8 @@
 # 32768/131072 and the decode matmul microbenchmarks. Logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-DEV=.dev/cuda
-OUT="${OUT:-/tmp/gs-out}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$DEV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GS_SHARED_DIR="$PWD/$DEV/shared"
-export GS_DEVICE_BIN="$PWD/$DEV/bin"
-MODEL=/tmp/gemma4-31b-synth-q4_k_m.gguf
+. scripts/device_env.sh
+MODEL="$MODEL_31B"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/device.txt"
 (nice -n 10 "$DEV/bin/gemmaserve" synth --preset 31b -o "$MODEL" --quiet >"$OUT/synth.log" 2>&1) &
 synth_pid=$!

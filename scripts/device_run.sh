@@ -7,12 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
 filter="${2:-*}"
-DEV=.dev/cuda
-OUT="${OUT:-/tmp/gs-out}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$DEV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GS_SHARED_DIR="$PWD/$DEV/shared"
-export GS_DEVICE_BIN="$PWD/$DEV/bin"
+. scripts/device_env.sh
 {
   nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv
   nproc; free -g | head -2; df -h /tmp | tail -1
@@ -23,7 +18,7 @@ test_status=skipped
 if [ "$what" = tests ] || [ "$what" = all ]; then
   # The 31B file is written in the background while the tests run.
   if [ "$what" = all ] && [ -z "${GS_MODEL:-}" ]; then
-    (nice -n 10 "$DEV/bin/gemmaserve" synth --preset 31b -o /tmp/gemma4-31b-synth-q4_k_m.gguf --quiet \
+    (nice -n 10 "$DEV/bin/gemmaserve" synth --preset 31b -o "$MODEL_31B" --quiet \
        >"$OUT/synth.log" 2>&1; echo "synth exit $? after $SECONDS s" >>"$OUT/synth.log") &
     synth_pid=$!
   fi
