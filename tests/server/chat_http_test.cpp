@@ -324,7 +324,7 @@ TEST(ChatHttp, ContextEndWhileReasoningIsLength) {
   Streamed st = stream_chat(s, body);
   EXPECT_EQ(st.finish, "length");
   EXPECT_TRUE(st.done_last);
-  EXPECT_EQ(s.get("/health")->status, 200);
+  test::expect_healthy(s);
 }
 
 TEST(ChatHttp, StreamedLogprobsCoverEveryToken) {

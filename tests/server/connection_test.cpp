@@ -93,9 +93,7 @@ TEST(Connections, IdleAndHalfSentRequestsDoNotStarveOtherClients) {
   }
   std::this_thread::sleep_for(100ms);
   const auto t0 = std::chrono::steady_clock::now();
-  auto health = s.get("/health");
-  ASSERT_TRUE(health);
-  EXPECT_EQ(health->status, 200);
+  test::expect_healthy(s);
   auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
@@ -156,9 +154,7 @@ TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
     ASSERT_TRUE(j.is_object()) << got;
     EXPECT_TRUE(j["error"]["message"].is_string());
   }
-  auto h = s.get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
+  test::expect_healthy(s);
 }
 
 // A request without Content-Length or Transfer-Encoding has an empty body (curl -X POST
@@ -217,9 +213,7 @@ TEST(Connections, ChunkedBodiesObeyTheBodyLimit) {
          "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + std::string(size_line) + body + "\r\n0\r\n\r\n");
   const std::string got = c.read_until("text_completion", 1, 5s);
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
-  auto h = s.get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
+  test::expect_healthy(s);
 }
 
 // A Range header (sent by some proxies and download tools) turned a generated response into

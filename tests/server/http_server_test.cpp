@@ -21,6 +21,7 @@ namespace gs {
 namespace {
 
 using nlohmann::json;
+using test::expect_healthy;
 using test::LiveServer;
 using test::ServerFixtureOptions;
 using namespace std::chrono_literals;
@@ -35,12 +36,6 @@ void expect_error_body(const httplib::Result& res, int status, const std::string
   EXPECT_FALSE(j["error"]["message"].get<std::string>().empty()) << context;
   EXPECT_TRUE(j["error"]["type"].is_string()) << context;
   EXPECT_TRUE(j["error"].contains("code")) << context;
-}
-
-void expect_healthy(const LiveServer& s) {
-  auto h = s.get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
 }
 
 TEST(HttpServer, HealthIs503UntilTheModelIsLoaded) {
@@ -413,7 +408,7 @@ TEST(HttpServer, MaxTokensPastTheContextEndsWithLengthAtTheContext) {
   ASSERT_TRUE(beside.is_object());
   EXPECT_EQ(beside["usage"]["completion_tokens"], 7);
   EXPECT_EQ(beside["choices"][0]["finish_reason"], "length");
-  EXPECT_EQ(s.get("/health")->status, 200);
+  expect_healthy(s);
 }
 
 TEST(HttpServer, QueueFullIs429) {

@@ -145,6 +145,13 @@ class LiveServer {
   std::unique_ptr<server::HttpServer> http;
 };
 
+// The server answers /health with 200 (it is up and still serving).
+inline void expect_healthy(const LiveServer& s) {
+  auto h = s.get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
 // The data payloads of an SSE body, in order ("[DONE]" included); comment lines skipped.
 inline std::vector<std::string> sse_payloads(const std::string& body) {
   std::vector<std::string> out;
