@@ -144,10 +144,9 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.max_tokens = d.max_tokens;
       w.draft_max = std::min(s.draft_max, d.max_tokens - 1);
       w.stop_tokens = info_.eog_tokens;
-      // A constrained step samples one token from a masked row: no drafts (the runtime
-      // skips them too), so verify never has to judge a masked distribution.
+      // A constrained step samples one token from a masked row; the runtime drafts nothing
+      // for it (SpeculativeDecoder::draft), so verify never judges a masked distribution.
       w.allowed_tokens = constraint_mask(s);
-      if (!w.allowed_tokens.empty()) w.draft_max = 0;
       work_.push_back(std::move(w));
       work_slots_.push_back(d.slot);
     }
