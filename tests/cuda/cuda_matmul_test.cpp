@@ -103,6 +103,19 @@ TEST(CudaMatmul, Gemma31bShapes) {
   for (auto [type, n_in, n_out] : shapes) check_matmul(type, n_in, n_out, {1, 3, 5, 8, 13, 64});
 }
 
+// The bulk-copy matvec splits the (row group, 8-tile stage) units of a matrix evenly over at
+// most one CTA per SM, so a row group is cut between two CTAs only when there are more row
+// groups than SMs and more than one stage per row group: these shapes (141 / 188 row groups
+// of 16, 2-3 stages, a partial last row group and a partial last stage) make such cuts on
+// any GPU with fewer SMs than row groups, for every format it serves and 1..16 rows.
+TEST(CudaMatmul, RowGroupsSplitAcrossCtas) {
+  GS_REQUIRE_BACKENDS();
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    check_matmul(type, 2560, 2247, {1, 2, 5, 8, 9, 16});
+    check_matmul(type, 4864, 3001, {1, 7, 12});
+  }
+}
+
 TEST(CudaMatmul, ExtremeActivationScales) {
   GS_REQUIRE_BACKENDS();
   for (float s : {1e-6f, 1e-3f, 30.0f, 3e3f, 1e5f}) check_matmul(GgmlType::Q4_K, 512, 64, {1, 6, 33}, s);

@@ -153,6 +153,10 @@ class CudaBackend final : public Backend {
     GS_ASSIGN_OR_RETURN(void* part, internal_alloc(kAttnPartialBytes));
     partial_ = static_cast<float*>(part);
     GS_RETURN_IF_ERROR(ensure_xh(static_cast<size_t>(kMaxMatvecRows) * 65536 * 2));
+    const int mv_ctas = cuda::kMatvecCtasPerSm * n_sm_;
+    GS_ASSIGN_OR_RETURN(void* mvs, internal_alloc(cuda::matvec_sync_bytes(mv_ctas)));
+    GS_RETURN_IF_ERROR(check(cudaMemset(mvs, 0, cuda::matvec_sync_bytes(mv_ctas)), "memset"));
+    mv_sync_ = cuda::matvec_sync_at(mvs, mv_ctas);
     return {};
   }
 
@@ -314,7 +318,7 @@ class CudaBackend final : public Backend {
         cuda::launch_act_to_f16_rows(stream_, mf(x), L.n_in_pad, xh_, xscale_, true);
         conv_ = {true, x.data, x.rows, x.cols, x.stride, L.n_in_pad};
       }
-      cuda::launch_matvec_mma(stream_, w.data, L, xh_, xscale_, mf(y), n_sm_);
+      cuda::launch_matvec_mma(stream_, w.data, L, xh_, xscale_, mf(y), n_sm_, mv_sync_);
       written(y);
       launched("matmul");
       return;
@@ -762,6 +766,7 @@ class CudaBackend final : public Backend {
   float* one_ = nullptr;
   float* xscale_ = nullptr;
   float* partial_ = nullptr;
+  cuda::MatvecSync mv_sync_;
   ConvCache conv_;
   Status error_;
   bool capturing_ = false;

@@ -95,9 +95,36 @@ void launch_kv_copy_slots(cudaStream_t s, const KvView& kv, const int32_t* src, 
 // that max |x| lands near 2^11; xscale[r] undoes it. permute: every group of 4 elements is
 // stored as (0, 2, 1, 3), the order the mma matvec reads.
 void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale, bool permute);
-// y = x W^T for n = x.rows <= 16 rows on tensor cores, reading the weight once.
+// Scratch of the bulk-copy matvec (k_matvec_stream.cu): per CTA slot a flag and the partial
+// sums of a row group it shares with the CTA before it. Zeroed once at allocation; every
+// launch leaves the flags zero again. One set serves every launch on a stream.
+constexpr int kMatvecPartialFloats = 2 * 4 * 32;  // up to 2 column tiles x 4 accumulators x 32 lanes
+struct MatvecSync {
+  int* flags = nullptr;      // [max_ctas]
+  float* partial = nullptr;  // [max_ctas][kMatvecPartialFloats]
+  int max_ctas = 0;
+};
+// Bytes of scratch (flags then partials, 256-byte aligned parts) for max_ctas CTA slots.
+inline size_t matvec_sync_bytes(int max_ctas) {
+  const size_t f = (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256;
+  return f + static_cast<size_t>(max_ctas) * kMatvecPartialFloats * sizeof(float);
+}
+inline MatvecSync matvec_sync_at(void* base, int max_ctas) {
+  MatvecSync m;
+  m.flags = static_cast<int*>(base);
+  m.partial = reinterpret_cast<float*>(static_cast<char*>(base) +
+                                       (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256);
+  m.max_ctas = max_ctas;
+  return m;
+}
+// CTA slots the backend allocates per SM (the bulk-copy matvec runs at most 2 CTAs per SM).
+constexpr int kMatvecCtasPerSm = 2;
+
+// y = x W^T for n = x.rows <= 16 rows on tensor cores, reading the weight once: the bulk-copy
+// kernel for the block formats it serves (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0), the register-prefetch
+// or cp.async-pipelined kernels otherwise (and under GS_CUDA_MV=mma|pipe).
 void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh,
-                       const float* xscale, MatF y, int n_sm);
+                       const float* xscale, MatF y, int n_sm, const MatvecSync& sync);
 // Reference-style matmul on CUDA cores (any n, any format): the fallback and the check.
 // Sets the kernel attributes the pipelined matvec needs (dynamic shared memory); once at init.
 cudaError_t matvec_prepare();

@@ -19,7 +19,10 @@ enum class WFormat : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K 
 //   kQ4_0            main: 16 nibble bytes per block  meta: d
 //   kQ4_K            main: the ggml 144-byte block as is
 //   kQ5_K            main: the ggml 176-byte block as is
-//   kQ6_K            main: ql[128] qh[64] scales[16]  meta: d
+//   kQ6_K            main: ql[128] qh[64] scales[16]  meta: d, rows padded to 8 entries
+// meta_per_row is the meta row stride in f16 entries. Every meta row starts 16-byte aligned
+// (Q8_0/Q4_0: 8 entries per tile; Q6_K: padded), so the bulk-copy matvec can copy the
+// scales of 8 consecutive tiles of a row as one 16-byte multiple.
 struct WeightLayout {
   WFormat format = WFormat::kF32;
   int64_t n_in = 0;
@@ -50,7 +53,7 @@ inline WeightLayout make_weight_layout(WFormat f, int64_t n_in, int64_t n_out) {
     case WFormat::kQ4_0: L.main_row_bytes = nb32 * 16; L.meta_per_row = nb32; break;
     case WFormat::kQ4_K: L.main_row_bytes = nb256 * 144; break;
     case WFormat::kQ5_K: L.main_row_bytes = nb256 * 176; break;
-    case WFormat::kQ6_K: L.main_row_bytes = nb256 * 208; L.meta_per_row = nb256; break;
+    case WFormat::kQ6_K: L.main_row_bytes = nb256 * 208; L.meta_per_row = round_up(nb256, 8); break;
   }
   const int64_t main_bytes = round_up(L.main_row_bytes * n_out, 256);
   L.meta_offset = L.meta_per_row ? main_bytes : 0;

@@ -44,9 +44,15 @@ __device__ __forceinline__ uint32_t u4_byte(const uint4& v, int j) {
 // D += A B on tensor cores: m16n8k16, f16 inputs, f32 accumulators (PTX ISA fragment layout:
 // a0/a2 rows g, a1/a3 rows g+8; a0/a1 k = 2t..2t+1, a2/a3 k = 2t+8..; b0 k = 2t.., b1 k = 2t+8..;
 // c0,c1 row g cols 2t..; c2,c3 row g+8; with g = lane / 4, t = lane % 4).
+// GS_MMA_NONVOLATILE (a build flag for A/B runs) lets the compiler schedule the mma freely.
+#ifdef GS_MMA_NONVOLATILE
+#define GS_MMA_ASM asm
+#else
+#define GS_MMA_ASM asm volatile
+#endif
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                           uint32_t b0, uint32_t b1) {
-  asm volatile(
+  GS_MMA_ASM(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])

@@ -19,6 +19,7 @@
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
 #include "backend/cuda/k_matvec_pipe.h"
+#include "backend/cuda/k_matvec_stream.h"
 #include "backend/cuda/k_matvec_tiles.cuh"
 
 namespace gs::cuda {
@@ -145,10 +146,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
   const int n = static_cast<int>(y.rows);
   const int64_t n_tiles = L.n_in_pad / kTileElems;
 
-  float acc[NT][4];
+  float acc[NT][4], acc2[NT][4];
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
-    for (int i = 0; i < 4; ++i) acc[ct][i] = 0.f;
+    for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
 
   if constexpr (F == WFormat::kQ4_K || F == WFormat::kQ5_K || F == WFormat::kQ6_K || F == WFormat::kQ8_0 ||
                 F == WFormat::kQ4_0) {
@@ -161,7 +162,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
       const uint16_t* xb[NT];
       bool xok[NT];
       x_operands<NT>(xh, L, tile, g, n, xb, xok);
-      compute_tile<F, NT>(cur, acc, t, xb, xok);
+      compute_tile<F, NT>(cur, acc, acc2, t, xb, xok);
       cur = nxt;
     }
   } else {
@@ -175,6 +176,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
   }
 
   // k-split partial sums: warps with wk > 0 hand theirs to the wk == 0 warp of their rows.
+  add_acc<NT>(acc, acc2);
   __shared__ float red[kMaxWarps][NT * 4][32];
   if (!ksplit_sum<NT>(acc, &red[0][0][0], NT * 4 * 32, G, warp, lane)) return;
   store_rows<NT>(acc, R, row0, t, xscale, y);
@@ -231,8 +233,9 @@ void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* 
 }
 
 void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
-                       MatF y, int n_sm) {
+                       MatF y, int n_sm, const MatvecSync& sync) {
   if (y.rows == 0 || L.n_out == 0) return;
+  if (launch_matvec_stream(s, w, L, xh, xscale, y, n_sm, sync)) return;
   const int64_t row_groups = (L.n_out + 15) / 16;
   const int64_t n_tiles = L.n_in_pad / kTileElems;
   // Two sizing rules (GS_CUDA_MV=grid picks the second; the device notes compare them):
@@ -276,7 +279,10 @@ void launch_matvec_mma(cudaStream_t s, const void* w, const WeightLayout& L, con
   }
 }
 
-cudaError_t matvec_prepare() { return matvec_pipe_prepare(); }
+cudaError_t matvec_prepare() {
+  const cudaError_t a = matvec_pipe_prepare(), b = matvec_stream_prepare();
+  return a != cudaSuccess ? a : b;
+}
 
 void launch_matvec_simple(cudaStream_t s, const void* w, const WeightLayout& L, MatF x, MatF y) {
   if (x.rows == 0 || L.n_out == 0) return;

@@ -91,10 +91,10 @@ __global__ void __launch_bounds__(kPipeMaxWarps * 32) matvec_pipe_kernel(const u
   const int n = static_cast<int>(y.rows);
   const int64_t n_tiles = L.n_in_pad / kTileElems;
 
-  float acc[NT][4];
+  float acc[NT][4], acc2[NT][4];
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
-    for (int i = 0; i < 4; ++i) acc[ct][i] = 0.f;
+    for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
 
   // Prologue: tiles 0 .. kStages - 2 of this warp (an empty group where there are fewer).
 #pragma unroll
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kPipeMaxWarps * 32) matvec_pipe_kernel(const u
     const uint16_t* xb[NT];
     bool xok[NT];
     x_operands<NT>(xh, L, tile, g, n, xb, xok);
-    compute_tile<F, NT>(cur, acc, t, xb, xok);
+    compute_tile<F, NT>(cur, acc, acc2, t, xb, xok);
     stage = stage == kStages - 1 ? 0 : stage + 1;
   }
   cp_async_wait<0>();
@@ -123,6 +123,7 @@ __global__ void __launch_bounds__(kPipeMaxWarps * 32) matvec_pipe_kernel(const u
   // k-split partial sums through the warps' own rings (each is done with its ring; its lanes
   // read other lanes' slots there, hence the warp barrier first).
   __syncwarp();
+  add_acc<NT>(acc, acc2);
   if (!ksplit_sum<NT>(acc, reinterpret_cast<float*>(pipe_smem), static_cast<size_t>(kStages) * kSlot * 4, G, warp,
                       lane))
     return;

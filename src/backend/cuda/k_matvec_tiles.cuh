@@ -1,4 +1,5 @@
-// The building blocks of the tensor-core decode matvecs (k_matvec.cu, k_matvec_pipe.cu): the
+// The building blocks of the tensor-core decode matvecs (k_matvec.cu, k_matvec_pipe.cu,
+// k_matvec_stream.cu): the
 // per-format tiles of 256 elements for 16 weight rows, their loads (16-byte, whole sectors per
 // row) and the dequantize-and-mma steps. Layout and lane mapping: see k_matvec.cu's header.
 #pragma once
@@ -17,6 +18,41 @@ __device__ __forceinline__ uint32_t h2_fma(uint32_t a, __half2 s, __half2 m) {
   return h2_bits(__hfma2(bits_h2(a), s, m));
 }
 __device__ __forceinline__ uint32_t h2_mul(uint32_t a, __half2 s) { return h2_bits(__hmul2(bits_h2(a), s)); }
+constexpr uint32_t kMagic64 = 0x54005400u;  // f16 64.0 in both halves: mantissa bits 4.. count 1 each
+// (a & mask) | c in one LOP3 (the compiler does not always merge the two).
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(mask), "r"(c));
+  return d;
+}
+
+// 16 consecutive activations (2 x 16 bytes) at element offset `off` of each column tile's
+// operand row, zeros past the last row.
+template <int NT>
+__device__ __forceinline__ void x_load16(uint4 (&v)[NT][2], const uint16_t* const (&xb)[NT], const bool (&xok)[NT],
+                                         int off) {
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) {
+    v[ct][0] = make_uint4(0u, 0u, 0u, 0u);
+    v[ct][1] = make_uint4(0u, 0u, 0u, 0u);
+    if (xok[ct]) {
+      const uint4* p = reinterpret_cast<const uint4*>(xb[ct] + off);
+      v[ct][0] = __ldg(p);
+      v[ct][1] = __ldg(p + 1);
+    }
+  }
+}
+
+// One mma step whose B operand is the 4 activations of word w (0..3) of x_load16's 16.
+template <int NT>
+__device__ __forceinline__ void step_x(float (&acc)[NT][4], uint32_t r0_02, uint32_t r1_02, uint32_t r0_13,
+                                       uint32_t r1_13, const uint4 (&v)[NT][2], int w) {
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) {
+    const uint4& u = v[ct][w >> 1];
+    mma_16816(acc[ct], r0_02, r1_02, r0_13, r1_13, (w & 1) ? u.z : u.x, (w & 1) ? u.w : u.y);
+  }
+}
 
 // One mma step for NT column tiles: A = (rows g, g+8) x (the 4 elements at tile offset xo).
 template <int NT>
@@ -44,6 +80,18 @@ __device__ __forceinline__ uint4 ld16(const uint8_t* p, bool ok, bool pf) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
+// Where a tile's blocks are read from: global memory (ld16, with its L2 hint) or a
+// shared-memory copy that the bulk-copy matvec (k_matvec_stream.cu) made of them. Tile<F>::load
+// takes either; the pointers in RowPtrs then point into that memory.
+struct GlobalLd {
+  static __device__ __forceinline__ uint4 ld(const uint8_t* p, bool ok, bool pf) { return ld16(p, ok, pf); }
+};
+struct SharedLd {
+  static __device__ __forceinline__ uint4 ld(const uint8_t* p, bool ok, bool) {
+    return ok ? *reinterpret_cast<const uint4*>(p) : make_uint4(0u, 0u, 0u, 0u);
+  }
+};
+
 struct RowPtrs {
   const uint8_t* main0;
   const uint8_t* main1;
@@ -69,19 +117,20 @@ struct TileQK45 {
   struct Raw {
     uint4 h0, h1, qa0, qb0, qa1, qb1, e0, e1;
   };
+  template <class Ld = GlobalLd>
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
     constexpr int kBlock = kQ5 ? 176 : 144, kQs = kQ5 ? 48 : 16;
     const uint8_t* b0 = R.main0 + tile * kBlock;
     const uint8_t* b1 = R.main1 + tile * kBlock;
-    r.h0 = ld16(b0, R.ok0, R.pf);
-    r.h1 = ld16(b1, R.ok1, R.pf);
-    r.qa0 = ld16(b0 + kQs + 16 * t, R.ok0, R.pf);
-    r.qb0 = ld16(b0 + kQs + 64 + 16 * t, R.ok0, R.pf);
-    r.qa1 = ld16(b1 + kQs + 16 * t, R.ok1, R.pf);
-    r.qb1 = ld16(b1 + kQs + 64 + 16 * t, R.ok1, R.pf);
+    r.h0 = Ld::ld(b0, R.ok0, R.pf);
+    r.h1 = Ld::ld(b1, R.ok1, R.pf);
+    r.qa0 = Ld::ld(b0 + kQs + 16 * t, R.ok0, R.pf);
+    r.qb0 = Ld::ld(b0 + kQs + 64 + 16 * t, R.ok0, R.pf);
+    r.qa1 = Ld::ld(b1 + kQs + 16 * t, R.ok1, R.pf);
+    r.qb1 = Ld::ld(b1 + kQs + 64 + 16 * t, R.ok1, R.pf);
     if constexpr (kQ5) {  // qh bytes [16 (t % 2), +16): the high bits of the lane's l's
-      r.e0 = ld16(b0 + 16 + 16 * (t & 1), R.ok0, R.pf);
-      r.e1 = ld16(b1 + 16 + 16 * (t & 1), R.ok1, R.pf);
+      r.e0 = Ld::ld(b0 + 16 + 16 * (t & 1), R.ok0, R.pf);
+      r.e1 = Ld::ld(b1 + 16 + 16 * (t & 1), R.ok1, R.pf);
     }
   }
 };
@@ -90,78 +139,80 @@ struct Tile<WFormat::kQ4_K> : TileQK45<false> {};
 template <>
 struct Tile<WFormat::kQ5_K> : TileQK45<true> {};
 
-// Scales and negated mins (f16 pairs) of sub-blocks klo = ka + 4 half and khi = klo + 1 of a
-// Q4_K/Q5_K header h (ka = 0 or 2, run-time; half compile-time). The 12 scale bytes are
-// h.y (bytes 4..7), h.z (8..11), h.w (12..15): for k < 4, sc = byte(4 + k) & 63 and
-// mn = byte(8 + k) & 63; for k >= 4, sc = (byte(8 + k) & 15) | (byte(k) >> 6) << 4 and
-// mn = (byte(8 + k) >> 4) | (byte(4 + k) >> 6) << 4 (spec §3, get_scale_min_k4). Shifting the
-// three words by 8 ka once puts both sub-blocks' bytes at bits 0..15, so no byte is selected
-// by a run-time index.
-__device__ __forceinline__ void k_scales2(const uint4& h, int half, int ka, __half2& s_lo, __half2& m_lo,
-                                          __half2& s_hi, __half2& m_hi) {
-  const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x & 0xffffu)));
-  const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(h.x >> 16)));
-  const int sh = 8 * ka;
-  const uint32_t y = h.y >> sh, z = h.z >> sh;
-  uint32_t sc_lo, sc_hi, mn_lo, mn_hi;
+// Scales and negated mins of sub-blocks klo = ka + 4 half and khi = klo + 1 of a Q4_K/Q5_K
+// header h as f16 pairs s = (s_lo, s_hi), m = (-m_lo, -m_hi) (ka = 0 or 2, run-time; half
+// compile-time). The 12 scale bytes are h.y (bytes 4..7), h.z (8..11), h.w (12..15): for
+// k < 4, sc = byte(4 + k) & 63 and mn = byte(8 + k) & 63; for k >= 4, sc = (byte(8 + k) & 15)
+// | (byte(k) >> 6) << 4 and mn = (byte(8 + k) >> 4) | (byte(4 + k) >> 6) << 4 (spec §3,
+// get_scale_min_k4). `sel` (byte_perm selector 0x4140 + 0x0101 ka) puts bytes ka and ka + 1
+// of a word into the two 16-bit halves, so both sub-blocks are decoded at once as exact f16
+// integers; one f16 product rounds d * sc (and dmin * mn) exactly as an f32 product would.
+__device__ __forceinline__ void k_scales2(const uint4& h, int half, uint32_t sel, __half2& s, __half2& m) {
+  const __half2 dd = bits_h2(h.x);  // (d, dmin)
+  uint32_t sc, mn;
   if (half == 0) {
-    sc_lo = y & 63u;
-    sc_hi = (y >> 8) & 63u;
-    mn_lo = z & 63u;
-    mn_hi = (z >> 8) & 63u;
+    sc = and_or(__byte_perm(h.y, 0u, sel), 0x003F003Fu, kMagic);
+    mn = and_or(__byte_perm(h.z, 0u, sel), 0x003F003Fu, kMagic);
   } else {
-    const uint32_t w = h.w >> sh;
-    sc_lo = (w & 15u) | ((y >> 2) & 0x30u);
-    sc_hi = ((w >> 8) & 15u) | ((y >> 10) & 0x30u);
-    mn_lo = ((w >> 4) & 15u) | ((z >> 2) & 0x30u);
-    mn_hi = ((w >> 12) & 15u) | ((z >> 10) & 0x30u);
+    const uint32_t w = __byte_perm(h.w, 0u, sel), y = __byte_perm(h.y, 0u, sel), z = __byte_perm(h.z, 0u, sel);
+    sc = and_or(w, 0x000F000Fu, and_or(y >> 2, 0x00300030u, kMagic));
+    mn = and_or(w >> 4, 0x000F000Fu, and_or(z >> 2, 0x00300030u, kMagic));
   }
-  s_lo = __float2half2_rn(d * static_cast<float>(sc_lo));
-  s_hi = __float2half2_rn(d * static_cast<float>(sc_hi));
-  m_lo = __float2half2_rn(-(dmin * static_cast<float>(mn_lo)));
-  m_hi = __float2half2_rn(-(dmin * static_cast<float>(mn_hi)));
+  const __half2 k1024 = __float2half2_rn(1024.f);
+  s = __hmul2(__hsub2(bits_h2(sc), k1024), __low2half2(dd));
+  m = __hmul2(__hsub2(bits_h2(mn), k1024), __hneg2(__high2half2(dd)));
 }
 
+// Lane t covers chunks c = t/2 (half 0) and 2 + t/2 (half 1) of 64 elements, bytes
+// [16 (t % 2), +16) of each: word w's low nibbles are elements 64c + 16 (t % 2) + 4w + (0..3)
+// of sub-block 2c, its high nibbles the same of sub-block 2c + 1 (spec §5.2). Low nibbles
+// become 1024 + q (mantissa bits 0..3 under the 1024 exponent), high nibbles 64 + q (bits 4..7
+// under the 64 exponent), so one LOP3 each; the subtraction is exact and the one rounding is
+// that of s q - m. Low-nibble steps accumulate into acc, high-nibble ones into acc2 (two
+// independent mma chains).
 template <int NT, bool kQ5>
-__device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4], int t,
-                                             const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-  const int ka = 2 * (t >> 1), l0 = 16 * (t & 1);
+__device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4],
+                                             float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT],
+                                             const bool (&xok)[NT]) {
+  const int ka = 2 * (t >> 1);
+  const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
+  const int xl = 64 * (t >> 1) + 16 * (t & 1);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {  // qa (chunk t/2), then qb (chunk 2 + t/2)
     const int klo = ka + 4 * half, khi = klo + 1;
-    __half2 s_lo[2], m_lo[2], s_hi[2], m_hi[2];
-    k_scales2(r.h0, half, ka, s_lo[0], m_lo[0], s_hi[0], m_hi[0]);
-    k_scales2(r.h1, half, ka, s_lo[1], m_lo[1], s_hi[1], m_hi[1]);
+    __half2 s0, m0, s1, m1;
+    k_scales2(r.h0, half, sel, s0, m0);
+    k_scales2(r.h1, half, sel, s1, m1);
+    const __half2 s0l = __low2half2(s0), s0h = __high2half2(s0), m0l = __low2half2(m0), m0h = __high2half2(m0);
+    const __half2 s1l = __low2half2(s1), s1h = __high2half2(s1), m1l = __low2half2(m1), m1h = __high2half2(m1);
     const uint4& q0v = half == 0 ? r.qa0 : r.qb0;
     const uint4& q1v = half == 0 ? r.qa1 : r.qb1;
-    const int c = (t >> 1) + 2 * half;
+    uint4 xlo[NT][2], xhi[NT][2];
+    x_load16<NT>(xlo, xb, xok, xl + 128 * half);
+    x_load16<NT>(xhi, xb, xok, xl + 128 * half + 32);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       const uint32_t q0 = u4_get(q0v, w), q1 = u4_get(q1v, w);
-      uint32_t lo02_0 = q0 & 0x000F000Fu, lo13_0 = (q0 >> 8) & 0x000F000Fu;
-      uint32_t hi02_0 = (q0 >> 4) & 0x000F000Fu, hi13_0 = (q0 >> 12) & 0x000F000Fu;
-      uint32_t lo02_1 = q1 & 0x000F000Fu, lo13_1 = (q1 >> 8) & 0x000F000Fu;
-      uint32_t hi02_1 = (q1 >> 4) & 0x000F000Fu, hi13_1 = (q1 >> 12) & 0x000F000Fu;
-      if constexpr (kQ5) {
+      const uint32_t q80 = q0 >> 8, q81 = q1 >> 8;
+      uint32_t lo02_0 = and_or(q0, 0x000F000Fu, kMagic), lo13_0 = and_or(q80, 0x000F000Fu, kMagic);
+      uint32_t hi02_0 = and_or(q0, 0x00F000F0u, kMagic64), hi13_0 = and_or(q80, 0x00F000F0u, kMagic64);
+      uint32_t lo02_1 = and_or(q1, 0x000F000Fu, kMagic), lo13_1 = and_or(q81, 0x000F000Fu, kMagic);
+      uint32_t hi02_1 = and_or(q1, 0x00F000F0u, kMagic64), hi13_1 = and_or(q81, 0x00F000F0u, kMagic64);
+      if constexpr (kQ5) {  // the fifth bit: 16 in either representation (bit 4 / bit 8)
         const uint32_t e0 = u4_get(r.e0, w), e1 = u4_get(r.e1, w);
         lo02_0 |= ((e0 >> klo) & 0x00010001u) << 4;
         lo13_0 |= ((e0 >> (klo + 8)) & 0x00010001u) << 4;
-        hi02_0 |= ((e0 >> khi) & 0x00010001u) << 4;
-        hi13_0 |= ((e0 >> (khi + 8)) & 0x00010001u) << 4;
+        hi02_0 |= ((e0 >> khi) & 0x00010001u) << 8;
+        hi13_0 |= ((e0 >> (khi + 8)) & 0x00010001u) << 8;
         lo02_1 |= ((e1 >> klo) & 0x00010001u) << 4;
         lo13_1 |= ((e1 >> (klo + 8)) & 0x00010001u) << 4;
-        hi02_1 |= ((e1 >> khi) & 0x00010001u) << 4;
-        hi13_1 |= ((e1 >> (khi + 8)) & 0x00010001u) << 4;
+        hi02_1 |= ((e1 >> khi) & 0x00010001u) << 8;
+        hi13_1 |= ((e1 >> (khi + 8)) & 0x00010001u) << 8;
       }
-      const int xo = 64 * c + l0 + 4 * w;
-      step<NT>(acc, h2_fma(h2_sub(lo02_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
-               h2_fma(h2_sub(lo02_1 | kMagic, 1024.f), s_lo[1], m_lo[1]),
-               h2_fma(h2_sub(lo13_0 | kMagic, 1024.f), s_lo[0], m_lo[0]),
-               h2_fma(h2_sub(lo13_1 | kMagic, 1024.f), s_lo[1], m_lo[1]), xb, xok, xo);
-      step<NT>(acc, h2_fma(h2_sub(hi02_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
-               h2_fma(h2_sub(hi02_1 | kMagic, 1024.f), s_hi[1], m_hi[1]),
-               h2_fma(h2_sub(hi13_0 | kMagic, 1024.f), s_hi[0], m_hi[0]),
-               h2_fma(h2_sub(hi13_1 | kMagic, 1024.f), s_hi[1], m_hi[1]), xb, xok, xo + 32);
+      step_x<NT>(acc, h2_fma(h2_sub(lo02_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo02_1, 1024.f), s1l, m1l),
+                 h2_fma(h2_sub(lo13_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo13_1, 1024.f), s1l, m1l), xlo, w);
+      step_x<NT>(acc2, h2_fma(h2_sub(hi02_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi02_1, 64.f), s1h, m1h),
+                 h2_fma(h2_sub(hi13_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi13_1, 64.f), s1h, m1h), xhi, w);
     }
   }
 }
@@ -177,26 +228,30 @@ struct Tile<WFormat::kQ6_K> {
     uint4 la0, lb0, la1, lb1, ha0, hb0, ha1, hb1, sc0, sc1;
     float d0, d1;
   };
+  template <class Ld = GlobalLd>
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
     const uint8_t* b0 = R.main0 + tile * 208;
     const uint8_t* b1 = R.main1 + tile * 208;
-    r.la0 = ld16(b0 + 16 * t, R.ok0, R.pf);
-    r.lb0 = ld16(b0 + 64 + 16 * t, R.ok0, R.pf);
-    r.la1 = ld16(b1 + 16 * t, R.ok1, R.pf);
-    r.lb1 = ld16(b1 + 64 + 16 * t, R.ok1, R.pf);
-    r.ha0 = ld16(b0 + 128 + 16 * (t & 1), R.ok0, R.pf);
-    r.hb0 = ld16(b0 + 160 + 16 * (t & 1), R.ok0, R.pf);
-    r.ha1 = ld16(b1 + 128 + 16 * (t & 1), R.ok1, R.pf);
-    r.hb1 = ld16(b1 + 160 + 16 * (t & 1), R.ok1, R.pf);
-    r.sc0 = ld16(b0 + 192, R.ok0, R.pf);
-    r.sc1 = ld16(b1 + 192, R.ok1, R.pf);
+    r.la0 = Ld::ld(b0 + 16 * t, R.ok0, R.pf);
+    r.lb0 = Ld::ld(b0 + 64 + 16 * t, R.ok0, R.pf);
+    r.la1 = Ld::ld(b1 + 16 * t, R.ok1, R.pf);
+    r.lb1 = Ld::ld(b1 + 64 + 16 * t, R.ok1, R.pf);
+    r.ha0 = Ld::ld(b0 + 128 + 16 * (t & 1), R.ok0, R.pf);
+    r.hb0 = Ld::ld(b0 + 160 + 16 * (t & 1), R.ok0, R.pf);
+    r.ha1 = Ld::ld(b1 + 128 + 16 * (t & 1), R.ok1, R.pf);
+    r.hb1 = Ld::ld(b1 + 160 + 16 * (t & 1), R.ok1, R.pf);
+    r.sc0 = Ld::ld(b0 + 192, R.ok0, R.pf);
+    r.sc1 = Ld::ld(b1 + 192, R.ok1, R.pf);
     r.d0 = R.ok0 ? __half2float(__ushort_as_half(R.meta0[tile])) : 0.f;
     r.d1 = R.ok1 ? __half2float(__ushort_as_half(R.meta1[tile])) : 0.f;
   }
+  // Low nibbles become 1024 + q6 with their two high bits at bits 4, 5; high nibbles 64 + q6
+  // with theirs at bits 8, 9 (one shift of qh puts both pairs in place); q6 - 32 exactly, then
+  // one rounding of s (q6 - 32). Low-nibble steps go to acc, high-nibble ones to acc2.
   template <int NT>
-  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
+  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
-    const int sh_lo = 2 * (t >> 1), sh_hi = 4 + 2 * (t >> 1);
+    const int el = 4 - 2 * (t >> 1);  // qh bits (2 (t/2), +1) -> 4, 5 and (4 + 2 (t/2), +1) -> 8, 9
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       // sc[8h + t] is byte t of word 2h, sc[8h + 4 + t] byte t of word 2h + 1 (t run-time).
@@ -209,25 +264,28 @@ struct Tile<WFormat::kQ6_K> {
       const uint4& l1v = h == 0 ? r.la1 : r.lb1;
       const uint4& e0v = h == 0 ? r.ha0 : r.hb0;
       const uint4& e1v = h == 0 ? r.ha1 : r.hb1;
+      uint4 xlo[NT][2], xhi[NT][2];
+      x_load16<NT>(xlo, xb, xok, 128 * h + 16 * t);
+      x_load16<NT>(xhi, xb, xok, 128 * h + 64 + 16 * t);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t q0 = u4_get(l0v, w), q1 = u4_get(l1v, w);
-        const uint32_t e0 = u4_get(e0v, w), e1 = u4_get(e1v, w);
-        const uint32_t lo02_0 = (q0 & 0x000F000Fu) | (((e0 >> sh_lo) & 0x00030003u) << 4);
-        const uint32_t lo13_0 = ((q0 >> 8) & 0x000F000Fu) | (((e0 >> (sh_lo + 8)) & 0x00030003u) << 4);
-        const uint32_t hi02_0 = ((q0 >> 4) & 0x000F000Fu) | (((e0 >> sh_hi) & 0x00030003u) << 4);
-        const uint32_t hi13_0 = ((q0 >> 12) & 0x000F000Fu) | (((e0 >> (sh_hi + 8)) & 0x00030003u) << 4);
-        const uint32_t lo02_1 = (q1 & 0x000F000Fu) | (((e1 >> sh_lo) & 0x00030003u) << 4);
-        const uint32_t lo13_1 = ((q1 >> 8) & 0x000F000Fu) | (((e1 >> (sh_lo + 8)) & 0x00030003u) << 4);
-        const uint32_t hi02_1 = ((q1 >> 4) & 0x000F000Fu) | (((e1 >> sh_hi) & 0x00030003u) << 4);
-        const uint32_t hi13_1 = ((q1 >> 12) & 0x000F000Fu) | (((e1 >> (sh_hi + 8)) & 0x00030003u) << 4);
-        const int xo = 128 * h + 16 * t + 4 * w;
-        step<NT>(acc, h2_mul(h2_sub(lo02_0 | kMagic, 1056.f), slo0), h2_mul(h2_sub(lo02_1 | kMagic, 1056.f), slo1),
-                 h2_mul(h2_sub(lo13_0 | kMagic, 1056.f), slo0), h2_mul(h2_sub(lo13_1 | kMagic, 1056.f), slo1), xb,
-                 xok, xo);
-        step<NT>(acc, h2_mul(h2_sub(hi02_0 | kMagic, 1056.f), shi0), h2_mul(h2_sub(hi02_1 | kMagic, 1056.f), shi1),
-                 h2_mul(h2_sub(hi13_0 | kMagic, 1056.f), shi0), h2_mul(h2_sub(hi13_1 | kMagic, 1056.f), shi1), xb,
-                 xok, xo + 64);
+        const uint32_t er0 = u4_get(e0v, w), er1 = u4_get(e1v, w);
+        const uint32_t e0 = er0 << el, e1 = er1 << el;                 // bytes 0, 2 (byte 2's bits stay below 32)
+        const uint32_t e80 = (er0 >> 8) << el, e81 = (er1 >> 8) << el;  // bytes 1, 3
+        const uint32_t q80 = q0 >> 8, q81 = q1 >> 8;
+        const uint32_t lo02_0 = and_or(q0, 0x000F000Fu, and_or(e0, 0x00300030u, kMagic));
+        const uint32_t lo13_0 = and_or(q80, 0x000F000Fu, and_or(e80, 0x00300030u, kMagic));
+        const uint32_t hi02_0 = and_or(q0, 0x00F000F0u, and_or(e0, 0x03000300u, kMagic64));
+        const uint32_t hi13_0 = and_or(q80, 0x00F000F0u, and_or(e80, 0x03000300u, kMagic64));
+        const uint32_t lo02_1 = and_or(q1, 0x000F000Fu, and_or(e1, 0x00300030u, kMagic));
+        const uint32_t lo13_1 = and_or(q81, 0x000F000Fu, and_or(e81, 0x00300030u, kMagic));
+        const uint32_t hi02_1 = and_or(q1, 0x00F000F0u, and_or(e1, 0x03000300u, kMagic64));
+        const uint32_t hi13_1 = and_or(q81, 0x00F000F0u, and_or(e81, 0x03000300u, kMagic64));
+        step_x<NT>(acc, h2_mul(h2_sub(lo02_0, 1056.f), slo0), h2_mul(h2_sub(lo02_1, 1056.f), slo1),
+                   h2_mul(h2_sub(lo13_0, 1056.f), slo0), h2_mul(h2_sub(lo13_1, 1056.f), slo1), xlo, w);
+        step_x<NT>(acc2, h2_mul(h2_sub(hi02_0, 96.f), shi0), h2_mul(h2_sub(hi02_1, 96.f), shi1),
+                   h2_mul(h2_sub(hi13_0, 96.f), shi0), h2_mul(h2_sub(hi13_1, 96.f), shi1), xhi, w);
       }
     }
   }
@@ -241,31 +299,34 @@ struct Tile<WFormat::kQ8_0> {
     uint4 q0[4], q1[4];
     uint16_t d0[4], d1[4];
   };
+  template <class Ld = GlobalLd>
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
     const uint8_t* b0 = R.main0 + tile * 256 + 16 * t;
     const uint8_t* b1 = R.main1 + tile * 256 + 16 * t;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      r.q0[i] = ld16(b0 + 64 * i, R.ok0, R.pf);
-      r.q1[i] = ld16(b1 + 64 * i, R.ok1, R.pf);
+      r.q0[i] = Ld::ld(b0 + 64 * i, R.ok0, R.pf);
+      r.q1[i] = Ld::ld(b1 + 64 * i, R.ok1, R.pf);
       r.d0[i] = R.ok0 ? R.meta0[tile * 8 + 2 * i + (t >> 1)] : 0;
       r.d1[i] = R.ok1 ? R.meta1[tile * 8 + 2 * i + (t >> 1)] : 0;
     }
   }
   template <int NT>
-  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
+  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
+      uint4 xv[NT][2];
+      x_load16<NT>(xv, xb, xok, 64 * i + 16 * t);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t u0 = u4_get(r.q0[i], w) ^ 0x80808080u;
         const uint32_t u1 = u4_get(r.q1[i], w) ^ 0x80808080u;
-        step<NT>(acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0),
-                 h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1),
-                 h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0),
-                 h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1), xb, xok, 64 * i + 16 * t + 4 * w);
+        step_x<NT>((w & 1) ? acc2 : acc, h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4240), 1152.f), d0),
+                   h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4240), 1152.f), d1),
+                   h2_mul(h2_sub(__byte_perm(u0, 0x64646464u, 0x4341), 1152.f), d0),
+                   h2_mul(h2_sub(__byte_perm(u1, 0x64646464u, 0x4341), 1152.f), d1), xv, w);
       }
     }
   }
@@ -279,21 +340,23 @@ struct Tile<WFormat::kQ4_0> {
     uint4 qa0, qb0, qa1, qb1;
     uint16_t d0[2], d1[2];
   };
+  template <class Ld = GlobalLd>
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int t) {
     const uint8_t* b0 = R.main0 + tile * 128 + 16 * t;
     const uint8_t* b1 = R.main1 + tile * 128 + 16 * t;
-    r.qa0 = ld16(b0, R.ok0, R.pf);
-    r.qb0 = ld16(b0 + 64, R.ok0, R.pf);
-    r.qa1 = ld16(b1, R.ok1, R.pf);
-    r.qb1 = ld16(b1 + 64, R.ok1, R.pf);
+    r.qa0 = Ld::ld(b0, R.ok0, R.pf);
+    r.qb0 = Ld::ld(b0 + 64, R.ok0, R.pf);
+    r.qa1 = Ld::ld(b1, R.ok1, R.pf);
+    r.qb1 = Ld::ld(b1 + 64, R.ok1, R.pf);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       r.d0[i] = R.ok0 ? R.meta0[tile * 8 + 4 * i + t] : 0;
       r.d1[i] = R.ok1 ? R.meta1[tile * 8 + 4 * i + t] : 0;
     }
   }
+  // Low nibbles as 1024 + q, high nibbles as 64 + q (see compute_qk45); q - 8 exactly.
   template <int NT>
-  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], int t,
+  static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -301,18 +364,21 @@ struct Tile<WFormat::kQ4_0> {
       const uint4& a = i == 0 ? r.qa0 : r.qb0;
       const uint4& b = i == 0 ? r.qa1 : r.qb1;
       const int blk = 4 * i + t;
+      uint4 xlo[NT][2], xhi[NT][2];
+      x_load16<NT>(xlo, xb, xok, 32 * blk);
+      x_load16<NT>(xhi, xb, xok, 32 * blk + 16);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t v0 = u4_get(a, w), v1 = u4_get(b, w);
-        const int xo = 32 * blk + 4 * w;
-        step<NT>(acc, h2_mul(h2_sub((v0 & 0x000F000Fu) | kMagic, 1032.f), d0),
-                 h2_mul(h2_sub((v1 & 0x000F000Fu) | kMagic, 1032.f), d1),
-                 h2_mul(h2_sub(((v0 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d0),
-                 h2_mul(h2_sub(((v1 >> 8) & 0x000F000Fu) | kMagic, 1032.f), d1), xb, xok, xo);
-        step<NT>(acc, h2_mul(h2_sub(((v0 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d0),
-                 h2_mul(h2_sub(((v1 >> 4) & 0x000F000Fu) | kMagic, 1032.f), d1),
-                 h2_mul(h2_sub(((v0 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d0),
-                 h2_mul(h2_sub(((v1 >> 12) & 0x000F000Fu) | kMagic, 1032.f), d1), xb, xok, xo + 16);
+        const uint32_t v80 = v0 >> 8, v81 = v1 >> 8;
+        step_x<NT>(acc, h2_mul(h2_sub(and_or(v0, 0x000F000Fu, kMagic), 1032.f), d0),
+                   h2_mul(h2_sub(and_or(v1, 0x000F000Fu, kMagic), 1032.f), d1),
+                   h2_mul(h2_sub(and_or(v80, 0x000F000Fu, kMagic), 1032.f), d0),
+                   h2_mul(h2_sub(and_or(v81, 0x000F000Fu, kMagic), 1032.f), d1), xlo, w);
+        step_x<NT>(acc2, h2_mul(h2_sub(and_or(v0, 0x00F000F0u, kMagic64), 72.f), d0),
+                   h2_mul(h2_sub(and_or(v1, 0x00F000F0u, kMagic64), 72.f), d1),
+                   h2_mul(h2_sub(and_or(v80, 0x00F000F0u, kMagic64), 72.f), d0),
+                   h2_mul(h2_sub(and_or(v81, 0x00F000F0u, kMagic64), 72.f), d1), xhi, w);
       }
     }
   }
@@ -423,17 +489,27 @@ __device__ __forceinline__ void x_operands(const uint16_t* xh, const WeightLayou
   }
 }
 
-// Dequantize-and-mma of one loaded tile of a block format (the Tile<F> formats).
+// Dequantize-and-mma of one loaded tile of a block format (the Tile<F> formats), into two
+// accumulator sets (two independent mma chains; the caller adds acc2 into acc at the end).
 template <WFormat F, int NT>
-__device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, float (&acc)[NT][4], int t,
-                                             const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+__device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, float (&acc)[NT][4],
+                                             float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT],
+                                             const bool (&xok)[NT]) {
   if constexpr (F == WFormat::kQ4_K) {
-    compute_qk45<NT, false>(cur, acc, t, xb, xok);
+    compute_qk45<NT, false>(cur, acc, acc2, t, xb, xok);
   } else if constexpr (F == WFormat::kQ5_K) {
-    compute_qk45<NT, true>(cur, acc, t, xb, xok);
+    compute_qk45<NT, true>(cur, acc, acc2, t, xb, xok);
   } else {
-    Tile<F>::template compute<NT>(cur, acc, t, xb, xok);
+    Tile<F>::template compute<NT>(cur, acc, acc2, t, xb, xok);
   }
+}
+
+// acc += acc2.
+template <int NT>
+__device__ __forceinline__ void add_acc(float (&acc)[NT][4], const float (&acc2)[NT][4]) {
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct)
+    for (int i = 0; i < 4; ++i) acc[ct][i] += acc2[ct][i];
 }
 
 // The k-split sum: warps with wk > 0 leave their accumulators in their own part of shared

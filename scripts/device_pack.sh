@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Assembles .dev/cuda for a lent GPU machine (docs/perf-notes.md, "Running on the device
+# machine"): the CUDA-enabled binaries of a build here, the Debian libraries they link that
+# the device image (Ubuntu 24.04, CUDA 13.0, no -dev packages) lacks, and the shared data
+# the device tests read. Then a device call carries `.dev` and runs scripts/device_*.sh.
+#   scripts/device_pack.sh [build dir, default build] [name of the previous gemmaserve to keep]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${1:-build}"
+DEV=.dev/cuda
+mkdir -p "$DEV/bin" "$DEV/lib" "$DEV/shared/golden"
+grep -qx '/.dev/' .gitignore || echo '/.dev/' >>.gitignore
+cp -f "$BUILD/src/cli/gemmaserve" "$DEV/bin/gemmaserve"
+cp -f "$BUILD/tests/gs_test_cuda" "$DEV/bin/gs_test_cuda"
+strip --strip-debug "$DEV/bin/gemmaserve" "$DEV/bin/gs_test_cuda" 2>/dev/null || true
+# Libraries from Debian's packages (not glibc/libstdc++, which Ubuntu 24.04 has newer, and not
+# the CUDA toolkit's, which the device has).
+for bin in "$DEV/bin/gemmaserve" "$DEV/bin/gs_test_cuda"; do
+  ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libstdc++*|libgcc_s*|libpthread*|libdl.so*|librt.so*|ld-linux*|libcu*|libnv*) ;;
+      *) cp -fL "$lib" "$DEV/lib/" ;;
+    esac
+  done
+done
+for f in tiny1234-target.gguf tiny1234-assistant.gguf tiny1234-goldens.gguf; do
+  [ -f "../shared/golden/$f" ] && cp -f "../shared/golden/$f" "$DEV/shared/golden/$f"
+done
+ln -sfn ../../../models "$DEV/shared/models"
+du -sh "$DEV" "$DEV"/* | sed 's/^/device_pack: /'

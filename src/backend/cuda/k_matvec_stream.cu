@@ -1,0 +1,370 @@
+// The bulk-copy decode matvec: y = x W^T for 1..16 activation rows, reading every weight byte
+// once, with the tiles and tensor-core arithmetic of k_matvec_tiles.cuh (so its numerics are
+// those of the other matvec kernels), but with the weights brought into shared memory by the
+// copy engine instead of by the computing threads.
+//
+// Why: the register- and cp.async-fed kernels plateau at 35-46% of the copy bandwidth with
+// ~16 warps per SM, each waiting on its own loads (docs/perf-notes.md). Here one producer warp
+// per CTA keeps a ring of stages in flight with cp.async.bulk (tens of KB per SM, no
+// registers held), eight consumer warps compute from shared memory, and the producer starts
+// streaming before the previous kernel has finished (programmatic dependent launch: the
+// weights do not depend on it), so consecutive matvecs of a step overlap their ramps.
+//
+// Work split. Rows come in row groups of 16 (one mma tile of output rows); a row group's
+// n_in is cut into stages of kStageTiles (8) tiles of 256 elements. A stage holds, for each
+// of the 16 rows, its 8 consecutive ggml blocks (one bulk copy per row, plus one for the f16
+// block scales of formats that keep them apart); each consumer warp computes at most one of
+// its tiles (the CTA's tiles go to the warps round-robin across stages). The units (row
+// group, stage) are split evenly over a grid of at most one CTA per row group (two per SM
+// with GS_MVS_CTAS_PER_SM=2): CTA c takes units [c U / C, (c + 1) U / C). At a row group's
+// end (or the end of the CTA's range) the warps leave their partial sums in shared memory
+// and the last one to get there adds them in warp order and stores (no CTA barrier). A row
+// group cut between CTAs c and c + 1 is finished by c: c + 1 does its part first (it is the
+// start of its range), leaves the sums in MatvecSync::partial[c + 1] and raises
+// flags[c + 1]; c, at the end of its range, waits for the flag, adds, stores, and clears it.
+// Every CTA of the grid is resident before the next kernel can start (each CTA triggers the
+// dependent launch at its start), so the wait cannot deadlock.
+//
+// Results do not depend on the number of activation rows (each mma column is computed
+// alone, the split depends on the weight only), so a verify pass reproduces decode exactly.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/k_bulk.cuh"
+#include "backend/cuda/k_launch.cuh"
+#include "backend/cuda/k_matvec_stream.h"
+#include "backend/cuda/k_matvec_tiles.cuh"
+
+namespace gs::cuda {
+namespace {
+using namespace mv;
+
+constexpr int kConsumerWarps = 8;
+constexpr int kStageTiles = kConsumerWarps;  // one tile per consumer warp per stage
+constexpr int kThreads = (kConsumerWarps + 1) * 32;
+constexpr int kMaxStages = 8;
+constexpr int kRowGroup = 16;
+constexpr uint64_t kFlagTimeoutNs = 10000000000ull;  // a lost partner traps instead of hanging
+
+// Host-computed geometry of one launch.
+struct StreamGeom {
+  int64_t n_rg;     // row groups of 16 rows
+  int64_t units;    // n_rg * spr
+  int n_tiles;      // 256-element tiles per row
+  int spr;          // stages per row group
+  int ns;           // stages in the ring
+  int blk;          // main bytes of one row's tile (the ggml block or 8 of them)
+  int mpt;          // f16 meta entries per tile (0, 1 or 8)
+  int rs;           // shared bytes per row in a stage's main part (16-aligned, = 64 mod 128)
+  int ms;           // shared bytes per row in a stage's meta part (16-aligned)
+  int stage_bytes;  // kRowGroup * (rs + ms)
+};
+
+constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
+
+template <int NT>
+struct StreamShared {
+  uint64_t full[kMaxStages];
+  uint64_t empty[kMaxStages];
+  int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
+  int done[kRedBufs];     // segments of red[b] reduced so far
+  float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
+};
+
+// kMinBlocks = 2 caps the registers so that two CTAs share an SM (GS_MVS_CTAS_PER_SM=2).
+template <WFormat F, int NT, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    matvec_stream_kernel(const uint8_t* __restrict__ w, WeightLayout L, const uint16_t* __restrict__ xh,
+                         const float* __restrict__ xscale, MatF y, StreamGeom G, MatvecSync sync) {
+  // Let the next kernel launch now; its weights can stream while this one computes.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  extern __shared__ __align__(128) uint8_t ring[];
+  __shared__ StreamShared<NT> sh;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < G.ns; ++i) {
+      mbar_init(&sh.full[i], 1);
+      mbar_init(&sh.empty[i], kConsumerWarps);
+    }
+    for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int64_t C = gridDim.x, c = blockIdx.x;
+  const int64_t u0 = c * G.units / C, u1 = (c + 1) * G.units / C;
+
+  if (warp == kConsumerWarps) {
+    // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
+    const uint8_t* meta = w + L.meta_offset;
+    int slot = 0;
+    uint32_t phase = 0;
+    int64_t rg = u0 / G.spr;
+    int s = static_cast<int>(u0 - rg * G.spr);
+    for (int64_t u = u0; u < u1; ++u) {
+      mbar_wait(&sh.empty[slot], phase ^ 1u);
+      const int t0 = s * kStageTiles;
+      const int nt = min(kStageTiles, G.n_tiles - t0);
+      const int64_t r0 = rg * kRowGroup;
+      const int rows = L.n_out - r0 < kRowGroup ? static_cast<int>(L.n_out - r0) : kRowGroup;
+      const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
+      const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
+      uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
+      if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
+      __syncwarp();
+      if (lane < rows) {
+        bulk_g2s(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
+                 &sh.full[slot]);
+      } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
+        const int r = lane - kRowGroup;
+        bulk_g2s(st + kRowGroup * G.rs + r * G.ms, meta + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2,
+                 meta_bytes, &sh.full[slot]);
+      }
+      if (++slot == G.ns) {
+        slot = 0;
+        phase ^= 1u;
+      }
+      if (++s == G.spr) {
+        s = 0;
+        ++rg;
+      }
+    }
+    return;
+  }
+
+  // ---- consumers ---------------------------------------------------------------------------
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // activations and y are the predecessors'
+  const int g = lane >> 2, t = lane & 3;
+  const int n = static_cast<int>(y.rows);
+  float acc[NT][4], acc2[NT][4];
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct)
+    for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
+  int slot = 0, seg = 0, rot = 0;
+  uint32_t phase = 0;
+  int64_t rg = u0 / G.spr;
+  int s = static_cast<int>(u0 - rg * G.spr) - 1;
+  for (int64_t u = u0; u < u1; ++u) {
+    if (++s == G.spr) {
+      s = 0;
+      ++rg;
+    }
+    const int t0 = s * kStageTiles;
+    const int nt = min(kStageTiles, G.n_tiles - t0);
+    // The CTA's tiles go to the warps round-robin across stages (tile T of the CTA to warp
+    // T mod 8), so a row group of 21 tiles does not leave the same 3 warps idle every time.
+    const int j = (warp - rot) & (kConsumerWarps - 1);
+    rot = (rot + nt) & (kConsumerWarps - 1);
+    const int64_t row0 = rg * kRowGroup + g;
+    RowPtrs R;
+    R.ok0 = row0 < L.n_out;
+    R.ok1 = row0 + 8 < L.n_out;
+    R.pf = false;
+    const uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
+    R.main0 = st + g * G.rs;
+    R.main1 = st + (g + 8) * G.rs;
+    R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
+    R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
+    mbar_wait(&sh.full[slot], phase);
+    const bool have = j < nt;
+    typename Tile<F>::Raw cur;
+    if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
+    if (++slot == G.ns) {
+      slot = 0;
+      phase ^= 1u;
+    }
+    if (have) {
+      const uint16_t* xb[NT];
+      bool xok[NT];
+      x_operands<NT>(xh, L, t0 + j, g, n, xb, xok);
+      compute_tile<F, NT>(cur, acc, acc2, t, xb, xok);
+    }
+    if (s != G.spr - 1 && u != u1 - 1) continue;
+
+    // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
+    // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
+    // (fixed, so the result does not depend on timing) and writes the row group out.
+    add_acc<NT>(acc, acc2);
+    const int b = seg % kRedBufs, use = seg / kRedBufs;
+    ++seg;
+    if (lane == 0) {  // red[b] is free once its previous segment has been reduced
+      while (*reinterpret_cast<volatile int*>(&sh.done[b]) != use) {
+      }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct)
+      for (int i = 0; i < 4; ++i) sh.red[b][warp][ct * 4 + i][lane] = acc[ct][i];
+    __threadfence_block();
+    __syncwarp();
+    int last = 0;
+    if (lane == 0) last = atomicAdd(&sh.arrived[b], 1) == kConsumerWarps - 1;
+    last = __shfl_sync(0xffffffffu, last, 0);
+    if (last) {
+      __threadfence_block();
+#pragma unroll
+      for (int ct = 0; ct < NT; ++ct)
+        for (int i = 0; i < 4; ++i) {
+          float v = 0.f;
+          for (int k = 0; k < kConsumerWarps; ++k) v += *reinterpret_cast<volatile float*>(&sh.red[b][k][ct * 4 + i][lane]);
+          acc[ct][i] = v;
+        }
+      __syncwarp();
+      if (lane == 0) {
+        sh.arrived[b] = 0;
+        __threadfence_block();
+        *reinterpret_cast<volatile int*>(&sh.done[b]) = use + 1;
+      }
+      const bool starts_mid = rg * G.spr < u0;  // the tail of a row group that CTA c - 1 finishes
+      const bool ends_mid = s != G.spr - 1;     // the head of one that CTA c + 1 has a part of
+      if (starts_mid) {
+        float* part = sync.partial + c * kMatvecPartialFloats;
+#pragma unroll
+        for (int ct = 0; ct < NT; ++ct)
+          for (int i = 0; i < 4; ++i) part[(ct * 4 + i) * 32 + lane] = acc[ct][i];
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) st_release_gpu(&sync.flags[c], 1);
+      } else {
+        if (ends_mid) {
+          if (lane == 0) {
+            const uint64_t t_start = global_timer_ns();
+            while (ld_acquire_gpu(&sync.flags[c + 1]) == 0) {
+              __nanosleep(64);
+              if (global_timer_ns() - t_start > kFlagTimeoutNs) __trap();
+            }
+          }
+          __syncwarp();
+          const float* part = sync.partial + (c + 1) * kMatvecPartialFloats;
+#pragma unroll
+          for (int ct = 0; ct < NT; ++ct)
+            for (int i = 0; i < 4; ++i) acc[ct][i] += __ldcg(part + (ct * 4 + i) * 32 + lane);
+          __syncwarp();
+          if (lane == 0) sync.flags[c + 1] = 0;
+        }
+        store_rows<NT>(acc, R, row0, t, xscale, y);
+      }
+    }
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct)
+      for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
+  }
+}
+
+template <WFormat F>
+constexpr bool stream_format() {
+  return F == WFormat::kQ4_K || F == WFormat::kQ5_K || F == WFormat::kQ6_K || F == WFormat::kQ8_0 ||
+         F == WFormat::kQ4_0;
+}
+
+constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>)) - 1024;
+
+template <WFormat F, int NT, int MB>
+cudaError_t prepare_one() {
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       kMaxDynSmem);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                              cudaSharedmemCarveoutMaxShared);
+}
+
+template <WFormat F>
+cudaError_t prepare_f() {
+  cudaError_t e = cudaSuccess;
+  for (cudaError_t r : {prepare_one<F, 1, 1>(), prepare_one<F, 2, 1>(), prepare_one<F, 1, 2>(), prepare_one<F, 2, 2>()})
+    if (r != cudaSuccess) e = r;
+  return e;
+}
+
+int env_int(const char* name, int dflt) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return dflt;
+  return std::atoi(e);
+}
+
+// Main bytes per row tile and meta entries per tile of each format the kernel serves.
+bool stream_geometry(const WeightLayout& L, int n_sm, StreamGeom& G, int& ctas) {
+  switch (L.format) {
+    case WFormat::kQ4_K: G.mpt = 0; break;
+    case WFormat::kQ5_K: G.mpt = 0; break;
+    case WFormat::kQ6_K: G.mpt = 1; break;
+    case WFormat::kQ8_0: G.mpt = 8; break;
+    case WFormat::kQ4_0: G.mpt = 8; break;
+    default: return false;
+  }
+  G.n_tiles = static_cast<int>(L.n_in_pad / kTileElems);
+  if (G.n_tiles <= 0) return false;
+  G.blk = static_cast<int>(L.main_row_bytes / G.n_tiles);
+  G.spr = (G.n_tiles + kStageTiles - 1) / kStageTiles;
+  G.n_rg = (L.n_out + kRowGroup - 1) / kRowGroup;
+  G.units = G.n_rg * G.spr;
+  G.rs = (kStageTiles * G.blk + 127) / 128 * 128 + 64;
+  G.ms = G.mpt ? (kStageTiles * G.mpt * 2 + 15) / 16 * 16 : 0;
+  G.stage_bytes = kRowGroup * (G.rs + G.ms);
+  // The ring: GS_MVS_RING_KB of shared memory (default 96), 2..kMaxStages stages.
+  static const int ring_kb = std::max(16, env_int("GS_MVS_RING_KB", 96));
+  G.ns = std::clamp(ring_kb * 1024 / G.stage_bytes, 2, kMaxStages);
+  while (G.ns > 2 && G.ns * G.stage_bytes > kMaxDynSmem) --G.ns;
+  if (G.ns * G.stage_bytes > kMaxDynSmem) return false;
+  static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 1), 1, 2);
+  ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
+  return true;
+}
+
+template <WFormat F, int NT, int MB>
+void launch_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale, MatF y,
+              const StreamGeom& G, int ctas, const MatvecSync& sync) {
+  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes;
+  launch_k(matvec_stream_kernel<F, NT, MB>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
+}
+
+template <int NT, int MB>
+void launch_nt(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
+               MatF y, const StreamGeom& G, int ctas, const MatvecSync& sync) {
+  switch (L.format) {
+    case WFormat::kQ4_K: launch_f<WFormat::kQ4_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
+    case WFormat::kQ5_K: launch_f<WFormat::kQ5_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
+    case WFormat::kQ6_K: launch_f<WFormat::kQ6_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
+    case WFormat::kQ8_0: launch_f<WFormat::kQ8_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
+    case WFormat::kQ4_0: launch_f<WFormat::kQ4_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+cudaError_t matvec_stream_prepare() {
+  cudaError_t e = cudaSuccess;
+  for (cudaError_t r : {prepare_f<WFormat::kQ4_K>(), prepare_f<WFormat::kQ5_K>(), prepare_f<WFormat::kQ6_K>(),
+                        prepare_f<WFormat::kQ8_0>(), prepare_f<WFormat::kQ4_0>()})
+    if (r != cudaSuccess) e = r;
+  return e;
+}
+
+bool launch_matvec_stream(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh,
+                          const float* xscale, MatF y, int n_sm, const MatvecSync& sync) {
+  static const bool off = [] {  // GS_CUDA_MV=mma or =pipe select the older kernels (A/B runs)
+    const char* e = std::getenv("GS_CUDA_MV");
+    return e && (std::string(e) == "mma" || std::string(e) == "pipe" || std::string(e) == "grid");
+  }();
+  if (off || y.rows > 16 || !sync.flags || !sync.partial) return false;
+  StreamGeom G{};
+  int ctas = 0;
+  if (!stream_geometry(L, n_sm, G, ctas)) return false;
+  if (ctas > sync.max_ctas) ctas = sync.max_ctas;
+  if (ctas <= 0) return false;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
+  if (y.rows <= 8) {
+    if (two) launch_nt<1, 2>(s, wb, L, xh, xscale, y, G, ctas, sync);
+    else launch_nt<1, 1>(s, wb, L, xh, xscale, y, G, ctas, sync);
+  } else {
+    if (two) launch_nt<2, 2>(s, wb, L, xh, xscale, y, G, ctas, sync);
+    else launch_nt<2, 1>(s, wb, L, xh, xscale, y, G, ctas, sync);
+  }
+  return true;
+}
+
+}  // namespace gs::cuda
