@@ -42,6 +42,26 @@ void DeviceBuffer::reset() {
   bytes_ = 0;
 }
 
+void Backend::add_rms_norm(Mat x, Mat o, const float* o_weight, float s, const float* out_weight, float eps,
+                           Mat out) {
+  rms_norm(o, o_weight, o.cols, eps, o);
+  add(x, o, x);
+  if (s != 1.0f) scale(x, s);
+  rms_norm(x, out_weight, x.cols, eps, out);
+}
+
+void Backend::qkv_norm_rope_store(const QkvNormRopeArgs& a) {
+  const int64_t d = a.rope.head_dim;
+  rms_norm(a.q, a.q_weight, d, a.eps, a.q);
+  rope(a.q, a.pos, a.rope);
+  if (a.k.cols == 0) return;
+  if (a.v_from_k) copy(a.k, a.v);
+  rms_norm(a.k, a.k_weight, d, a.eps, a.k);
+  rope(a.k, a.pos, a.rope);
+  rms_norm(a.v, nullptr, d, a.eps, a.v);
+  kv_store(a.k, a.v, a.kv, a.slots);
+}
+
 void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float theta, float beta_fast, float beta_slow,
                          float* lo, float* hi) {
   auto corr_dim = [&](float n_rot) {

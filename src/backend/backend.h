@@ -103,6 +103,21 @@ struct RopeArgs {
   float corr_hi = 0.0f;
 };
 
+// Arguments of Backend::qkv_norm_rope_store: one layer's Q, K, V projections of n rows.
+struct QkvNormRopeArgs {
+  Mat q;  // [n, n_head * head_dim]
+  Mat k;  // [n, kv.n_head_kv * head_dim]; cols 0: Q only (v, kv and slots are not used)
+  Mat v;  // [n, kv.n_head_kv * head_dim]; with v_from_k only written
+  bool v_from_k = false;             // K = V layers: V is the raw K projection (spec §3.3)
+  const float* q_weight = nullptr;   // [head_dim] per-head gain of Q, or null (gain 1)
+  const float* k_weight = nullptr;   // [head_dim] per-head gain of K, or null
+  float eps = 1e-6f;                 // of every norm
+  const int32_t* pos = nullptr;      // [n] RoPE position of each row
+  RopeArgs rope;                     // rope.head_dim is the head size of Q, K and V
+  KvLayerView kv;                    // the layer's pools (kv.head_dim == rope.head_dim)
+  const int32_t* slots = nullptr;    // [n] pool slot of each row, as kv_store
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -154,6 +169,28 @@ class Backend {
   virtual void attention(const AttentionArgs& args) = 0;
   // Copies slots src_slots[i] -> dst_slots[i] (n entries) of one layer's K and V pools.
   virtual void kv_copy_slots(const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots, int n) = 0;
+
+  // ---- fused ops ------------------------------------------------------------------------
+  // Each stands for a fixed sequence of the ops above, and its default implementation is
+  // exactly that sequence (so a backend without a kernel for it, the CPU oracle among them,
+  // gives bit for bit the results of those calls). A backend may run it as fewer kernels.
+
+  // A residual update then the next block's input norm, on whole rows:
+  //   x = (x + rms_norm(o, o_weight)) * s;   out = rms_norm(x, out_weight)
+  // x, o, out: [n, cols], cols > 0; o_weight, out_weight: [cols] or null (gain 1); eps of
+  // both norms. o is scratch (unspecified afterwards); out may alias o; x overlaps neither.
+  // Default: rms_norm(o, o_weight, cols, eps, o); add(x, o, x); scale(x, s) unless s == 1;
+  // rms_norm(x, out_weight, cols, eps, out).
+  virtual void add_rms_norm(Mat x, Mat o, const float* o_weight, float s, const float* out_weight, float eps,
+                            Mat out);
+  // The attention inputs of one layer, in place (spec §3.3; per-head norms over
+  // rope.head_dim elements, RoPE of every row at pos[r]):
+  //   q = rope(rms_norm(q, q_weight));   v = rms_norm(v_from_k ? k : v)  (no gain; raw k)
+  //   k = rope(rms_norm(k, k_weight));   kv_store(k, v, kv, slots)
+  // q, k and v do not overlap. With k.cols == 0 only q is done.
+  // Default: rms_norm and rope of q; then (k.cols > 0) copy(k, v) when v_from_k, rms_norm
+  // and rope of k, rms_norm of v, kv_store.
+  virtual void qkv_norm_rope_store(const QkvNormRopeArgs& args);
 
   // Runs `record` (op calls on fixed buffers). A backend that supports it may capture the
   // sequence once per `key` and replay it afterwards; the caller guarantees that every

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -235,22 +236,60 @@ Status bench_small_ops(Ctx& c) {
     const int64_t e = 5376, q = 8192;
     GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(c.b, random_floats(static_cast<size_t>(n * q), 1.0f, 17)));
     GS_ASSIGN_OR_RETURN(DeviceBuffer yb, filled(c.b, random_floats(static_cast<size_t>(n * q), 1.0f, 19)));
+    GS_ASSIGN_OR_RETURN(DeviceBuffer zb, filled(c.b, random_floats(static_cast<size_t>(n * e), 1.0f, 29)));
     GS_ASSIGN_OR_RETURN(DeviceBuffer gb, filled(c.b, random_floats(static_cast<size_t>(e), 1.0f, 23)));
     std::vector<int32_t> pos(static_cast<size_t>(n));
     std::iota(pos.begin(), pos.end(), 100);
     GS_ASSIGN_OR_RETURN(DeviceBuffer pb, DeviceBuffer::make(c.b, pos.size() * 4));
     GS_RETURN_IF_ERROR(c.b.upload(pb.data(), pos.data(), pos.size() * 4));
-    const Mat x = Mat::of(xb.as<float>(), n, e), y = Mat::of(yb.as<float>(), n, e);
+    const Mat x = Mat::of(xb.as<float>(), n, e), y = Mat::of(yb.as<float>(), n, e), z = Mat::of(zb.as<float>(), n, e);
     const Mat xq = Mat::of(xb.as<float>(), n, q);
     RopeArgs ra;
     ra.head_dim = 256;
     ra.n_dims = 256;
+    // The attention inputs of a 31B layer: sliding (Q 32 x 256, K and V 16 x 256) and full
+    // (Q 32 x 512, K = V 4 x 512, proportional RoPE), f16 pools with a slot per row.
+    const int64_t kvw = 4096;
+    GS_ASSIGN_OR_RETURN(DeviceBuffer qf, filled(c.b, random_floats(static_cast<size_t>(n * 2 * q), 1.0f, 31)));
+    GS_ASSIGN_OR_RETURN(DeviceBuffer kb, filled(c.b, random_floats(static_cast<size_t>(n * kvw), 1.0f, 37)));
+    GS_ASSIGN_OR_RETURN(DeviceBuffer vb, filled(c.b, random_floats(static_cast<size_t>(n * kvw), 1.0f, 41)));
+    GS_ASSIGN_OR_RETURN(DeviceBuffer kpool, DeviceBuffer::make(c.b, static_cast<size_t>(n * kvw) * 2));
+    GS_ASSIGN_OR_RETURN(DeviceBuffer vpool, DeviceBuffer::make(c.b, static_cast<size_t>(n * kvw) * 2));
+    std::vector<int32_t> slots(static_cast<size_t>(n));
+    std::iota(slots.begin(), slots.end(), 0);
+    GS_ASSIGN_OR_RETURN(DeviceBuffer sb, DeviceBuffer::make(c.b, slots.size() * 4));
+    GS_RETURN_IF_ERROR(c.b.upload(sb.data(), slots.data(), slots.size() * 4));
+    std::vector<float> ff(256, 1e30f);
+    std::fill(ff.begin(), ff.begin() + 64, 1.0f);
+    GS_ASSIGN_OR_RETURN(DeviceBuffer fb, filled(c.b, ff));
+    QkvNormRopeArgs swa;
+    swa.q = xq;
+    swa.k = Mat::of(kb.as<float>(), n, kvw);
+    swa.v = Mat::of(vb.as<float>(), n, kvw);
+    swa.q_weight = swa.k_weight = gb.as<float>();
+    swa.pos = pb.as<int32_t>();
+    swa.slots = sb.as<int32_t>();
+    swa.rope = ra;
+    swa.kv = KvLayerView{kpool.data(), vpool.data(), GgmlType::F16, 16, 256, n};
+    QkvNormRopeArgs full = swa;
+    full.q = Mat::of(qf.as<float>(), n, 2 * q);
+    full.k = Mat::of(kb.as<float>(), n, 2048);
+    full.v = Mat::of(vb.as<float>(), n, 2048);
+    full.v_from_k = true;
+    full.rope.head_dim = full.rope.n_dims = 512;
+    full.rope.theta = 1e6f;
+    full.rope.freq_factors = fb.as<float>();
+    full.kv = KvLayerView{kpool.data(), vpool.data(), GgmlType::F16, 4, 512, n};
+    const double swa_bytes = n * (2.0 * q * 4 + 4.0 * kvw * 4 + 2.0 * kvw * 2);
+    const double full_bytes = n * (4.0 * q * 4 + 3.0 * 2048 * 4 + 2.0 * 2048 * 2);
     struct Op {
       const char* name;
       std::function<void()> fn;
       double bytes;
+      std::string shape = {};  // default: rows x n_embd
     };
     const double rb = static_cast<double>(n) * e * 4;
+    // The fused ops next to the sequences they replace (Backend's default run on this backend).
     const std::vector<Op> ops = {
         {"rms_norm", [&] { c.b.rms_norm(x, gb.as<float>(), e, 1e-6f, y); }, 2 * rb},
         {"rms_norm per head", [&] { c.b.rms_norm(xq, gb.as<float>(), 256, 1e-6f, xq); }, 2.0 * n * q * 4},
@@ -258,13 +297,26 @@ Status bench_small_ops(Ctx& c) {
         {"add", [&] { c.b.add(x, y, y); }, 3 * rb},
         {"gelu_mul", [&] { c.b.gelu_mul(x, y, y); }, 3 * rb},
         {"scale", [&] { c.b.scale(y, 1.0001f); }, 2 * rb},
+        {"add_rms_norm fused", [&] { c.b.add_rms_norm(x, y, gb.as<float>(), 0.5f, gb.as<float>(), 1e-6f, z); },
+         4 * rb},
+        {"add_rms_norm as 4 ops",
+         [&] { c.b.Backend::add_rms_norm(x, y, gb.as<float>(), 0.5f, gb.as<float>(), 1e-6f, z); }, 4 * rb},
+        {"qkv_norm_rope_store sliding fused", [&] { c.b.qkv_norm_rope_store(swa); }, swa_bytes,
+         shape_str(n, q) + " + 2x" + shape_str(n, kvw)},
+        {"qkv_norm_rope_store sliding as 6 ops", [&] { c.b.Backend::qkv_norm_rope_store(swa); }, swa_bytes,
+         shape_str(n, q) + " + 2x" + shape_str(n, kvw)},
+        {"qkv_norm_rope_store full K=V fused", [&] { c.b.qkv_norm_rope_store(full); }, full_bytes,
+         shape_str(n, 2 * q) + " + " + shape_str(n, 2048)},
+        {"qkv_norm_rope_store full K=V as 7 ops", [&] { c.b.Backend::qkv_norm_rope_store(full); }, full_bytes,
+         shape_str(n, 2 * q) + " + " + shape_str(n, 2048)},
     };
     for (const Op& op : ops) {
       const double t = time_step(c.b, c.key++, 3, [&] {
                          for (int i = 0; i < reps; ++i) op.fn();
                        }) / reps;
       GS_RETURN_IF_ERROR(c.b.synchronize());
-      BenchRow r{"small op", std::string(op.name) + " rows " + std::to_string(n), shape_str(n, e), t, op.bytes / t, 0,
+      BenchRow r{"small op", std::string(op.name) + " rows " + std::to_string(n),
+                 op.shape.empty() ? shape_str(n, e) : op.shape, t, op.bytes / t, 0,
                  100.0 * (op.bytes / t) / c.copy_bw, "copy bandwidth"};
       c.rows.push_back(r);
     }

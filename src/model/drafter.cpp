@@ -118,6 +118,8 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv) {
   t.mark("draft_inp", -1, cat);
   b.matmul(w.nextn_pre_projection, cat, u);  // [n, 2 * n_embd_out] -> [n, n_embd]
   t.mark("pre_proj", -1, u);
+  // The first layer's input norm; the later ones and the output norm come with the tails.
+  b.rms_norm(u, c.n_layer > 0 ? w.layers[0].attn_norm : w.output_norm, e, c.rms_eps, Mat::of(s_.a.data, n, e));
 
   for (int il = 0; il < c.n_layer; ++il) {
     const Gemma4LayerConfig& l = c.layers[il];
@@ -125,24 +127,24 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv) {
     const Mat a = Mat::of(s_.a.data, n, e);
     const Mat q = Mat::of(s_.q.data, n, l.q_width());
     const Mat att = Mat::of(s_.att.data, n, l.q_width());
-    b.rms_norm(u, lw.attn_norm, e, c.rms_eps, a);
     t.mark("attn_norm", il, a);
     b.matmul(lw.attn_q, a, q);
     t.mark("q", il, q);
-    b.rms_norm(q, lw.attn_q_norm, l.head_dim, c.rms_eps, q);
-    t.mark("q_norm", il, q);
-    b.rope(q, dev(kPos), layer_rope_args(c, l, w.rope_freqs));
-    t.mark("q_rope", il, q);
+    QkvNormRopeArgs qa;  // Q only: the target's K/V (spec §4.3)
+    qa.q = q;
+    qa.q_weight = lw.attn_q_norm;
+    qa.eps = c.rms_eps;
+    qa.pos = dev(kPos);
+    qa.rope = layer_rope_args(c, l, w.rope_freqs);
+    attention_inputs(t, il, qa);
 
-    // The target's K/V (spec §4.3).
     b.attention(layer_attention_args(c, l, kv, kv.layers[l.kv_layer], q, att, attn_in));
     t.mark("attn", il, att);
 
-    layer_tail(t, c, il, lw, u_, s_, n);
+    layer_tail(t, c, il, lw, u_, s_, n, il + 1 < c.n_layer ? w.layers[il + 1].attn_norm : w.output_norm);
   }
 
-  const Mat nrm = Mat::of(s_.a.data, n, e);
-  b.rms_norm(u, w.output_norm, e, c.rms_eps, nrm);
+  const Mat nrm = Mat::of(s_.a.data, n, e);  // output_norm(u), from the last layer's tail
   t.mark("output_norm", -1, nrm);
   const Mat lg = logits_.slice_rows(0, n);
   b.matmul(w.token_embd, nrm, lg);  // the assistant's own tied head; no softcap

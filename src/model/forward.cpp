@@ -153,6 +153,9 @@ void Gemma4Forward::record(int n, int n_out, const KvCacheBinding& kv) {
   // x = token_embd[tokens] * sqrt(n_embd), the scale in f32 (spec §3.2, Decision 1).
   b.embed(w.token_embd, dev(kTokens), std::sqrt(static_cast<float>(c.n_embd)), x);
   t.mark("inp_scaled", -1, x);
+  // The first layer's input norm; every later one (and the output norm) comes with the
+  // previous layer's tail.
+  b.rms_norm(x, c.n_layer > 0 ? w.layers[0].attn_norm : w.output_norm, e, c.rms_eps, Mat::of(s_.a.data, n, e));
 
   for (int il = 0; il < c.n_layer; ++il) {
     const Gemma4LayerConfig& l = c.layers[il];
@@ -162,44 +165,35 @@ void Gemma4Forward::record(int n, int n_out, const KvCacheBinding& kv) {
     const Mat k = Mat::of(s_.k.data, n, l.kv_width());
     const Mat v = Mat::of(s_.v.data, n, l.kv_width());
     const Mat att = Mat::of(s_.att.data, n, l.q_width());
-    const RopeArgs rope = layer_rope_args(c, l, w.rope_freqs);
-
-    b.rms_norm(x, lw.attn_norm, e, c.rms_eps, a);
+    const KvLayerView& kvl = kv.layers[il];
     t.mark("attn_norm", il, a);
 
     b.matmul(lw.attn_q, a, q);  // [n, n_embd] -> [n, n_head * head_dim]
     t.mark("q", il, q);
-    b.rms_norm(q, lw.attn_q_norm, l.head_dim, c.rms_eps, q);  // per head
-    t.mark("q_norm", il, q);
-    b.rope(q, dev(kPos), rope);
-    t.mark("q_rope", il, q);
-
     b.matmul(lw.attn_k, a, k);  // [n, n_embd] -> [n, n_head_kv * head_dim]
     t.mark("k", il, k);
-    if (l.has_v) {
-      b.matmul(lw.attn_v, a, v);
-    } else {
-      b.copy(k, v);  // K = V layers: V is the raw K projection (spec §3.3)
-    }
-    t.mark("v", il, v);
-    b.rms_norm(k, lw.attn_k_norm, l.head_dim, c.rms_eps, k);
-    t.mark("k_norm", il, k);
-    b.rope(k, dev(kPos), rope);
-    t.mark("k_rope", il, k);
-    b.rms_norm(v, nullptr, l.head_dim, c.rms_eps, v);  // weightless V norm
-    t.mark("v_norm", il, v);
-
-    const KvLayerView& kvl = kv.layers[il];
-    b.kv_store(k, v, kvl, dev(l.sliding ? kSlotSwa : kSlotFull));
+    if (l.has_v) b.matmul(lw.attn_v, a, v);  // else V is the raw K projection (spec §3.3)
+    QkvNormRopeArgs qa;
+    qa.q = q;
+    qa.k = k;
+    qa.v = v;
+    qa.v_from_k = !l.has_v;
+    qa.q_weight = lw.attn_q_norm;
+    qa.k_weight = lw.attn_k_norm;
+    qa.eps = c.rms_eps;
+    qa.pos = dev(kPos);
+    qa.rope = layer_rope_args(c, l, w.rope_freqs);
+    qa.kv = kvl;
+    qa.slots = dev(l.sliding ? kSlotSwa : kSlotFull);
+    attention_inputs(t, il, qa);  // per-head norms (V without gain), RoPE, KV store
 
     b.attention(layer_attention_args(c, l, kv, kvl, q, att, attn_in));
     t.mark("attn", il, att);
 
-    layer_tail(t, c, il, lw, x_, s_, n);
+    layer_tail(t, c, il, lw, x_, s_, n, il + 1 < c.n_layer ? w.layers[il + 1].attn_norm : w.output_norm);
   }
 
-  const Mat xn = Mat::of(s_.a.data, n, e);
-  b.rms_norm(x, w.output_norm, e, c.rms_eps, xn);
+  const Mat xn = Mat::of(s_.a.data, n, e);  // output_norm(x), from the last layer's tail
   t.mark("output_norm", -1, xn);
   if (n_out == 0) return;
   const Mat h = hidden_out_.slice_rows(0, n_out);

@@ -66,8 +66,32 @@ AttentionArgs layer_attention_args(const Gemma4Config& c, const Gemma4LayerConfi
   return aa;
 }
 
+void attention_inputs(OpTrace& t, int il, const QkvNormRopeArgs& a) {
+  Backend& b = t.b();
+  if (!t.dumping()) {
+    b.qkv_norm_rope_store(a);
+    return;
+  }
+  // The op sequence of Backend::qkv_norm_rope_store, each result marked.
+  const int64_t d = a.rope.head_dim;
+  b.rms_norm(a.q, a.q_weight, d, a.eps, a.q);  // per head
+  t.mark("q_norm", il, a.q);
+  b.rope(a.q, a.pos, a.rope);
+  t.mark("q_rope", il, a.q);
+  if (a.k.cols == 0) return;
+  if (a.v_from_k) b.copy(a.k, a.v);  // K = V layers: V is the raw K projection
+  t.mark("v", il, a.v);
+  b.rms_norm(a.k, a.k_weight, d, a.eps, a.k);
+  t.mark("k_norm", il, a.k);
+  b.rope(a.k, a.pos, a.rope);
+  t.mark("k_rope", il, a.k);
+  b.rms_norm(a.v, nullptr, d, a.eps, a.v);  // weightless V norm
+  t.mark("v_norm", il, a.v);
+  b.kv_store(a.k, a.v, a.kv, a.slots);
+}
+
 void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeights& w, Mat x, const LayerScratch& s,
-                int64_t n) {
+                int64_t n, const float* next_norm) {
   Backend& b = t.b();
   const Gemma4LayerConfig& l = c.layers[il];
   const int64_t e = c.n_embd;
@@ -80,12 +104,15 @@ void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeig
 
   b.matmul(w.attn_output, att, o);  // [n, q_width] -> [n, n_embd]
   t.mark("attn_out", il, o);
-  b.rms_norm(o, w.post_attention_norm, e, c.rms_eps, o);
-  t.mark("attn_post_norm", il, o);
-  b.add(xn, o, xn);
-  t.mark("attn_residual", il, xn);
-
-  b.rms_norm(xn, w.ffn_norm, e, c.rms_eps, a);
+  if (t.dumping()) {
+    b.rms_norm(o, w.post_attention_norm, e, c.rms_eps, o);
+    t.mark("attn_post_norm", il, o);
+    b.add(xn, o, xn);
+    t.mark("attn_residual", il, xn);
+    b.rms_norm(xn, w.ffn_norm, e, c.rms_eps, a);
+  } else {
+    b.add_rms_norm(xn, o, w.post_attention_norm, 1.0f, w.ffn_norm, c.rms_eps, a);
+  }
   t.mark("ffn_norm", il, a);
   b.matmul(w.ffn_gate, a, gate);  // [n, n_embd] -> [n, n_ff]
   t.mark("ffn_gate", il, gate);
@@ -95,13 +122,17 @@ void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeig
   t.mark("ffn_act", il, gate);
   b.matmul(w.ffn_down, gate, o);  // [n, n_ff] -> [n, n_embd]
   t.mark("ffn_out", il, o);
-  b.rms_norm(o, w.post_ffw_norm, e, c.rms_eps, o);
-  t.mark("ffn_post_norm", il, o);
-  b.add(xn, o, xn);
-  t.mark("ffn_residual", il, xn);
-
-  b.scale(xn, w.layer_output_scale);  // scales the whole residual stream (spec §3.3)
-  t.mark("l_out", il, xn);
+  if (t.dumping()) {
+    b.rms_norm(o, w.post_ffw_norm, e, c.rms_eps, o);
+    t.mark("ffn_post_norm", il, o);
+    b.add(xn, o, xn);
+    t.mark("ffn_residual", il, xn);
+    b.scale(xn, w.layer_output_scale);  // scales the whole residual stream (spec §3.3)
+    t.mark("l_out", il, xn);
+    b.rms_norm(xn, next_norm, e, c.rms_eps, a);
+  } else {
+    b.add_rms_norm(xn, o, w.post_ffw_norm, w.layer_output_scale, next_norm, c.rms_eps, a);
+  }
 }
 
 }  // namespace gs

@@ -54,6 +54,11 @@ struct AttentionInputs {
 AttentionArgs layer_attention_args(const Gemma4Config& c, const Gemma4LayerConfig& l, const KvCacheBinding& kv,
                                    const KvLayerView& kvl, Mat q, Mat out, const AttentionInputs& in);
 
+// The attention inputs of layer `il` after its projections (Backend::qkv_norm_rope_store):
+// one op, or while dumping its op sequence with each result marked (q_norm, q_rope, v,
+// k_norm, k_rope, v_norm; the K/V names only when args.k has columns).
+void attention_inputs(OpTrace& t, int il, const QkvNormRopeArgs& args);
+
 // Activation buffers of one layer, each with at least `rows` rows of the widest layer.
 struct LayerScratch {
   Mat a;     // [rows, n_embd] normed input
@@ -66,11 +71,15 @@ struct LayerScratch {
   Mat up;    // [rows, max n_ff]
 };
 
-// The rest of layer `il` after attention (spec §3.3), on the first `n` rows:
+// The rest of layer `il` after attention (spec §3.3), on the first `n` rows, and the input
+// norm of what follows (`next_norm`: the next layer's attn_norm or the output norm):
 //   x += post_attention_norm(attn_output · att)
 //   x += post_ffw_norm(ffn_down · (gelu(ffn_gate · ffn_norm(x)) ⊙ ffn_up · ffn_norm(x)))
 //   x *= layer_output_scale
+//   s.a = rms_norm(x, next_norm)
+// Each residual update and the norm after it are one Backend::add_rms_norm, except while
+// dumping (every intermediate is marked then).
 void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeights& w, Mat x, const LayerScratch& s,
-                int64_t n);
+                int64_t n, const float* next_norm);
 
 }  // namespace gs

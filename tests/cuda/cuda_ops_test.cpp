@@ -1,8 +1,14 @@
 // The small CUDA ops against the CPU oracle: RMS norm (row and per-head groups, with and
 // without gain, in place), RoPE (plain, proportional with freq factors, YaRN, positions up to
 // 1M), GELU-gated product, add, scale, softcap, gather, copy, embedding lookup of every
-// type, KV stores (f16, f32) and slot copies, and a captured run_step replayed on new inputs.
+// type, KV stores (f16, f32) and slot copies, the fused ops (add_rms_norm with the next
+// matmul's f16 operand; qkv_norm_rope_store: per-head norms, RoPE, KV store, K = V, Q only,
+// out-of-range slots), and a captured run_step replayed on new inputs.
+#include <algorithm>
+#include <cstdio>
 #include <functional>
+#include <numeric>
+#include <tuple>
 
 #include "cuda_test_util.h"
 
@@ -215,6 +221,299 @@ TEST(CudaOps, KvStoreAndCopy) {
     });
     expect_close(r, 0, 1e-30, std::string("kv_store/copy ") + std::string(ggml_type_name(kt)));
   }
+}
+
+// ---- fused ops ---------------------------------------------------------------------------
+// Each against the CPU oracle (the op sequence in double), and the fast backend's own kernel
+// against the same backend's op sequence (Backend's default run on the CUDA kernels): the
+// fused kernels are built to give the latter bit for bit, so that comparison is tight; how
+// many cases were bit-identical is printed.
+
+struct FusedTally {
+  int cases = 0, bitwise = 0;
+  void add(bool same) {
+    ++cases;
+    bitwise += same ? 1 : 0;
+  }
+};
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct AddRmsCase {
+  int64_t rows, cols, pad;
+  float s;
+  bool weights, out_is_o;
+  float xmag, omag;
+};
+
+struct AddRmsOut {
+  std::vector<float> x, out, y;
+};
+
+// add_rms_norm on copies of hx / ho (own: the backend's op, else Backend's op sequence); with
+// w16 the matmul of out by that F16 weight [cols -> n_out] right after (the f16 operand).
+AddRmsOut add_rms_on(Backend& be, bool own, const AddRmsCase& c, const HostMat& hx, const HostMat& ho,
+                     const std::vector<float>& wo, const std::vector<float>& wx, const std::vector<uint8_t>* w16,
+                     int64_t n_out) {
+  AddRmsOut r;
+  Weight wt;
+  if (w16) {
+    auto u = be.upload_weight(w16->data(), GgmlType::F16, c.cols, n_out);
+    EXPECT_TRUE(u.ok());
+    if (!u.ok()) return r;
+    wt = u.value();
+  }
+  DevMat x(be, hx), o(be, ho), out(be, c.rows, c.cols, c.cols + 2 * c.pad), y(be, c.rows, n_out, n_out);
+  Buf wob(be, wo.size() * 4), wxb(be, wx.size() * 4);
+  wob.put(wo);
+  wxb.put(wx);
+  const float* pwo = c.weights ? wob.f() : nullptr;
+  const float* pwx = c.weights ? wxb.f() : nullptr;
+  const Mat om = c.out_is_o ? o.m : out.m;
+  if (own) {
+    be.add_rms_norm(x.m, o.m, pwo, c.s, pwx, 1e-6f, om);
+  } else {
+    be.Backend::add_rms_norm(x.m, o.m, pwo, c.s, pwx, 1e-6f, om);
+  }
+  if (w16) be.matmul(wt, om, y.m);
+  const Status st = be.synchronize();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  r.x = x.dense();
+  r.out = c.out_is_o ? o.dense() : out.dense();
+  if (w16) r.y = y.dense();
+  return r;
+}
+
+TEST(CudaOps, AddRmsNorm) {
+  GS_REQUIRE_BACKENDS();
+  auto& B = Backends::get();
+  FusedTally tally;
+  struct Mag {
+    float x, o;
+  };
+  // 5376: the 31B's n_embd; 8192 the longest row the kernel holds, 9000 past it; <= 1024 with
+  // more than 16 rows, 1001 (not a multiple of 4) and unaligned rows: the op sequence.
+  for (int64_t rows : {1, 2, 5, 16, 40})
+    for (int64_t cols : {5376, 8192, 9000, 4100, 1024, 768, 1001, 64, 6})
+      for (int64_t pad : {4, 3})
+        for (Mag mag : {Mag{1.0f, 1.0f}, Mag{1e-20f, 1e-20f}, Mag{1e15f, 1e-3f}, Mag{3.0f, 1e12f}})
+          for (int variant = 0; variant < 4; ++variant) {
+            const bool plain = mag.x == 1.0f && mag.o == 1.0f;
+            if (pad == 3 && (rows > 5 || !plain || variant > 1)) continue;
+            if (!plain && variant > 0) continue;
+            const AddRmsCase c{rows, cols, pad, variant % 2 ? 1.0f : 0.625f, variant != 2, variant == 3, mag.x, mag.o};
+            const std::string what = "add_rms_norm rows " + std::to_string(rows) + " cols " + std::to_string(cols) +
+                                     " pad " + std::to_string(pad) + " s " + std::to_string(c.s) +
+                                     (c.weights ? "" : " no weights") + (c.out_is_o ? " out = o" : "") + " mag " +
+                                     std::to_string(mag.x) + "/" + std::to_string(mag.o);
+            SCOPED_TRACE(what);
+            const HostMat hx(rows, cols, cols + pad, mag.x), ho(rows, cols, cols + pad, mag.o);
+            const auto wo = randn(static_cast<size_t>(cols), 1.0f), wx = randn(static_cast<size_t>(cols), 1.0f);
+            // The next matmul reads the f16 operand the fused op wrote (decode rows only).
+            const int64_t n_out = 48;
+            std::vector<uint8_t> w16;
+            if (plain && rows <= 16) w16 = random_weight(GgmlType::F16, cols, n_out);
+            const std::vector<uint8_t>* pw = w16.empty() ? nullptr : &w16;
+            const AddRmsOut ref = add_rms_on(*B.cpu, true, c, hx, ho, wo, wx, pw, n_out);
+            const AddRmsOut fast = add_rms_on(*B.fast, true, c, hx, ho, wo, wx, pw, n_out);
+            const AddRmsOut seq = add_rms_on(*B.fast, false, c, hx, ho, wo, wx, pw, n_out);
+            const AddRmsOut simple = add_rms_on(*B.simple, true, c, hx, ho, wo, wx, pw, n_out);
+            for (const auto* got : {&fast, &simple}) {
+              const char* side = got == &fast ? " (fast)" : " (simple)";
+              const ErrStats ex = compare(got->x, ref.x), eo = compare(got->out, ref.out);
+              EXPECT_LE(ex.rel_l2, 1e-6) << "x" << side;
+              EXPECT_LE(ex.rel_max, 1e-5) << "x" << side;
+              EXPECT_LE(eo.rel_l2, 1e-6) << "out" << side;
+              EXPECT_LE(eo.rel_max, 1e-5) << "out" << side;
+              if (pw) {  // f16 operand: 2^-11 per element, far below an error in the operand
+                const ErrStats ey = compare(got->y, ref.y);
+                EXPECT_LE(ey.rel_l2, 3e-3) << "matmul after" << side;
+              }
+            }
+            // The fused kernel against the op sequence on the same backend.
+            EXPECT_LE(compare(fast.x, seq.x).rel_max, 1e-6) << "x: fused vs op sequence";
+            EXPECT_LE(compare(fast.out, seq.out).rel_max, 1e-6) << "out: fused vs op sequence";
+            if (pw) {
+              EXPECT_LE(compare(fast.y, seq.y).rel_max, 1e-5) << "matmul after: fused vs op sequence";
+            }
+            tally.add(same_floats(fast.x, seq.x) && same_floats(fast.out, seq.out) && same_floats(fast.y, seq.y));
+          }
+  std::printf("add_rms_norm: fused = op sequence bit for bit in %d of %d cases\n", tally.bitwise, tally.cases);
+}
+
+struct QkvCase {
+  const char* name;
+  int n_head, n_kv, head_dim, n_dims;
+  bool ff;
+  float theta, freq_scale, ext_factor;
+  int max_pos;
+  bool v_from_k;
+  GgmlType kv_type;
+  float qmag, kmag, vmag;
+};
+
+struct QkvOut {
+  std::vector<float> q, k, v, pk, pv;  // pools with their slack, as f32, the scratch slots zeroed
+  std::vector<float> scratch;          // what the scratch slots hold
+};
+
+constexpr int64_t kPoolFront = 4, kPoolBack = 8;  // slack slots around each pool
+
+// qkv_norm_rope_store (own: the backend's op, else Backend's op sequence) on copies of the
+// inputs; the pools [kPoolFront + n_slots + kPoolBack] start zeroed.
+QkvOut qkv_on(Backend& be, bool own, const QkvCase& c, const HostMat& hq, const HostMat& hk, const HostMat& hv,
+              const std::vector<float>& qn, const std::vector<float>& kn, const std::vector<float>& ff,
+              const std::vector<int32_t>& pos, const std::vector<int32_t>& slots, int64_t n_slots,
+              const std::vector<int64_t>& scratch) {
+  QkvOut r;
+  const int64_t width = static_cast<int64_t>(c.n_kv) * c.head_dim;
+  const size_t elem = c.kv_type == GgmlType::F16 ? 2 : 4;
+  const int64_t pool_slots = kPoolFront + n_slots + kPoolBack;
+  const size_t pool_bytes = static_cast<size_t>(std::max<int64_t>(1, pool_slots * width)) * elem;
+  DevMat q(be, hq), k(be, hk), v(be, hv);
+  Buf qnb(be, qn.size() * 4), knb(be, kn.size() * 4), ffb(be, ff.size() * 4), pb(be, pos.size() * 4),
+      sb(be, slots.size() * 4), kp(be, pool_bytes), vp(be, pool_bytes);
+  qnb.put(qn);
+  knb.put(kn);
+  ffb.put(ff);
+  pb.put(pos);
+  sb.put(slots);
+  EXPECT_TRUE(be.memset_zero(kp.data(), pool_bytes).ok());
+  EXPECT_TRUE(be.memset_zero(vp.data(), pool_bytes).ok());
+  QkvNormRopeArgs a;
+  a.q = q.m;
+  if (c.n_kv > 0) {
+    a.k = k.m;
+    a.v = v.m;
+  }
+  a.v_from_k = c.v_from_k;
+  a.q_weight = qnb.f();
+  a.k_weight = knb.f();
+  a.eps = 1e-6f;
+  a.pos = pb.i();
+  a.rope.head_dim = c.head_dim;
+  a.rope.n_dims = c.n_dims;
+  a.rope.theta = c.theta;
+  a.rope.freq_factors = c.ff ? ffb.f() : nullptr;
+  a.rope.freq_scale = c.freq_scale;
+  a.rope.ext_factor = c.ext_factor;
+  a.rope.attn_factor = 1.0f;
+  rope_yarn_corr_dims(c.n_dims, 262144, c.theta, 32.f, 1.f, &a.rope.corr_lo, &a.rope.corr_hi);
+  a.kv = KvLayerView{static_cast<uint8_t*>(kp.data()) + kPoolFront * width * elem,
+                     static_cast<uint8_t*>(vp.data()) + kPoolFront * width * elem, c.kv_type, c.n_kv, c.head_dim,
+                     n_slots};
+  a.slots = sb.i();
+  if (own) {
+    be.qkv_norm_rope_store(a);
+  } else {
+    be.Backend::qkv_norm_rope_store(a);
+  }
+  const Status st = be.synchronize();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  r.q = q.dense();
+  r.k = k.dense();
+  r.v = v.dense();
+  for (auto [buf, dst] : {std::pair{&kp, &r.pk}, std::pair{&vp, &r.pv}}) {
+    const size_t n = static_cast<size_t>(pool_slots * width);
+    if (c.kv_type == GgmlType::F16) {
+      for (uint16_t h : buf->get<uint16_t>(n)) dst->push_back(fp16_to_f32(h));
+    } else {
+      *dst = buf->get<float>(n);
+    }
+    for (int64_t sl : scratch)
+      for (int64_t i = 0; i < width; ++i) {
+        float& e = (*dst)[static_cast<size_t>((kPoolFront + sl) * width + i)];
+        r.scratch.push_back(e);
+        e = 0.0f;
+      }
+  }
+  return r;
+}
+
+TEST(CudaOps, QkvNormRopeStore) {
+  GS_REQUIRE_BACKENDS();
+  auto& B = Backends::get();
+  // The dry run (GS_CUDA_TEST_ON_CPU=1) has the CPU on every side, whose kv_store checks slots.
+  const bool dry = B.fast->kind() == BackendKind::kCpu;
+  const std::vector<QkvCase> cases = {
+      {"31B sliding", 32, 16, 256, 256, false, 10000.f, 1.f, 0.f, 262144, false, GgmlType::F16, 1.f, 1.f, 1.f},
+      {"31B full, K = V", 32, 4, 512, 512, true, 1e6f, 1.f, 0.f, 262144, true, GgmlType::F16, 1.f, 1.f, 1.f},
+      {"31B full, YaRN", 32, 4, 512, 512, true, 1e6f, 0.25f, 1.f, 1000000, true, GgmlType::F16, 1.f, 1.f, 1.f},
+      {"partial rotary, f32 KV", 8, 2, 128, 64, false, 10000.f, 1.f, 0.f, 5000, false, GgmlType::F32, 1.f, 1.f, 1.f},
+      {"head 72 (pairs across lanes)", 4, 2, 72, 72, false, 10000.f, 1.f, 0.f, 1000, false, GgmlType::F32, 1e-3f,
+       1e4f, 1e15f},
+      {"head 40, 24 rotated, K = V", 3, 1, 40, 24, true, 500.f, 0.5f, 0.f, 300, true, GgmlType::F16, 1.f, 1.f, 1.f},
+      {"head 1024, extreme magnitudes", 4, 2, 1024, 1024, false, 1e6f, 1.f, 0.f, 100000, false, GgmlType::F16, 1e15f,
+       1e-20f, 1e-3f},
+      {"head 1280 (op sequence)", 2, 1, 1280, 1024, false, 10000.f, 1.f, 0.f, 1000, false, GgmlType::F32, 1.f, 1.f,
+       1.f},
+      {"q only (drafter)", 8, 0, 256, 256, true, 1e6f, 1.f, 0.f, 100000, false, GgmlType::F16, 1.f, 1.f, 1.f},
+  };
+  FusedTally tally;
+  for (const QkvCase& c : cases)
+    for (int64_t rows : {1, 2, 5, 16, 40}) {
+      SCOPED_TRACE(std::string(c.name) + ", rows " + std::to_string(rows));
+      const int64_t qw = static_cast<int64_t>(c.n_head) * c.head_dim, kw = static_cast<int64_t>(c.n_kv) * c.head_dim;
+      const HostMat hq(rows, qw, qw + 3, c.qmag), hk(rows, kw, kw + 5, c.kmag), hv(rows, kw, kw + 1, c.vmag);
+      const auto qn = randn(static_cast<size_t>(c.head_dim), 0.5f), kn = randn(static_cast<size_t>(c.head_dim), 0.5f);
+      std::vector<float> ff(static_cast<size_t>(c.n_dims / 2), 1.0f);
+      for (size_t i = ff.size() / 4; i < ff.size(); ++i) ff[i] = 1e30f;  // proportional: a quarter rotates
+      std::vector<int32_t> pos(static_cast<size_t>(rows));
+      std::uniform_int_distribution<int> pd(0, c.max_pos);
+      for (auto& p : pos) p = pd(rng());
+      pos[0] = 0;
+      if (rows > 1) pos[1] = c.max_pos;
+      // Distinct slots out of order; one row (two from 5 rows) stores to a slot outside the
+      // pool on the CUDA sides, which must skip it, and to a scratch slot on the CPU.
+      const int64_t n_slots = rows + 8;
+      std::vector<int32_t> perm(static_cast<size_t>(n_slots - 2));
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng());
+      std::vector<int32_t> slots(perm.begin(), perm.begin() + rows), slots_cpu = slots;
+      const std::vector<int64_t> scratch = {n_slots - 2, n_slots - 1};
+      std::vector<std::pair<size_t, int32_t>> bad = {{static_cast<size_t>(rows / 2), static_cast<int32_t>(n_slots + 5)}};
+      if (rows >= 5) bad.push_back({0, -1});
+      for (size_t j = 0; j < bad.size(); ++j) {
+        slots_cpu[bad[j].first] = static_cast<int32_t>(scratch[j]);
+        slots[bad[j].first] = dry ? static_cast<int32_t>(scratch[j]) : bad[j].second;
+      }
+      const QkvOut ref = qkv_on(*B.cpu, true, c, hq, hk, hv, qn, kn, ff, pos, slots_cpu, n_slots, scratch);
+      const QkvOut fast = qkv_on(*B.fast, true, c, hq, hk, hv, qn, kn, ff, pos, slots, n_slots, scratch);
+      const QkvOut seq = qkv_on(*B.fast, false, c, hq, hk, hv, qn, kn, ff, pos, slots, n_slots, scratch);
+      const QkvOut simple = qkv_on(*B.simple, true, c, hq, hk, hv, qn, kn, ff, pos, slots, n_slots, scratch);
+      const bool f16 = c.kv_type == GgmlType::F16;
+      for (const auto* got : {&fast, &seq, &simple}) {
+        const char* side = got == &fast ? " (fast)" : got == &seq ? " (fast op sequence)" : " (simple)";
+        // Angles reach 1e6 rad: both sides must reduce them accurately (as CudaOps.Rope).
+        for (auto [name, g, r] : {std::tuple{"q", &got->q, &ref.q}, std::tuple{"k", &got->k, &ref.k},
+                                  std::tuple{"v", &got->v, &ref.v}}) {
+          const ErrStats e = compare(*g, *r);
+          EXPECT_LE(e.rel_l2, 1e-5) << name << side;
+          EXPECT_LE(e.rel_max, 1e-4) << name << side;
+        }
+        // An f16 pool element may round the other way: one f16 ulp (2^-11 relative).
+        for (auto [name, g, r] : {std::tuple{"K pool", &got->pk, &ref.pk}, std::tuple{"V pool", &got->pv, &ref.pv}}) {
+          const ErrStats e = compare(*g, *r);
+          EXPECT_LE(e.rel_l2, f16 ? 2e-4 : 1e-5) << name << side;
+          EXPECT_LE(e.rel_max, f16 ? 1e-3 : 1e-4) << name << side;
+        }
+        if (!dry) {
+          const bool untouched = std::all_of(got->scratch.begin(), got->scratch.end(), [](float x) { return x == 0.0f; });
+          EXPECT_TRUE(untouched) << "a row with an out-of-range slot was stored" << side;
+        }
+      }
+      EXPECT_LE(compare(fast.q, seq.q).rel_max, 1e-6) << "q: fused vs op sequence";
+      EXPECT_LE(compare(fast.k, seq.k).rel_max, 1e-6) << "k: fused vs op sequence";
+      EXPECT_LE(compare(fast.v, seq.v).rel_max, 1e-6) << "v: fused vs op sequence";
+      EXPECT_LE(compare(fast.pk, seq.pk).rel_max, f16 ? 1e-3 : 1e-6) << "K pool: fused vs op sequence";
+      EXPECT_LE(compare(fast.pv, seq.pv).rel_max, f16 ? 1e-3 : 1e-6) << "V pool: fused vs op sequence";
+      tally.add(same_floats(fast.q, seq.q) && same_floats(fast.k, seq.k) && same_floats(fast.v, seq.v) &&
+                same_floats(fast.pk, seq.pk) && same_floats(fast.pv, seq.pv));
+    }
+  std::printf("qkv_norm_rope_store: fused = op sequence bit for bit in %d of %d cases\n", tally.bitwise,
+              tally.cases);
 }
 
 TEST(CudaOps, RunStepReplaysOnNewInputs) {

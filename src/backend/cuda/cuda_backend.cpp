@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/k_fused.h"
 #include "core/fp16.h"
 #include "core/quant.h"
 
@@ -479,6 +480,55 @@ class CudaBackend final : public Backend {
     launched("kv_copy_slots");
   }
 
+  // ---- fused ops: one kernel each where it applies, else the op sequence (Backend's) ----------
+  void add_rms_norm(Mat x, Mat o, const float* o_weight, float s, const float* out_weight, float eps,
+                    Mat out) override {
+    if (!enter()) return;
+    if (!same_shape(o, x) || !same_shape(out, x) || x.cols <= 0)
+      return fail_shape("add_rms_norm: x [{}, {}], o [{}, {}], out [{}, {}]", x.rows, x.cols, o.rows, o.cols, out.rows,
+                        out.cols);
+    if (x.rows == 0) return;
+    if (!opt_.simple_kernels && !overlaps(x, o) && !overlaps(x, out)) {
+      const int64_t pad = cuda::round_up(x.cols, cuda::kTileElems);
+      const bool with_xh = x.rows <= kMaxMatvecRows && static_cast<size_t>(x.rows * pad) * 2 <= xh_bytes_;
+      // rms_norm takes its one-pass row kernel for such rows only (the per-warp kernel for
+      // more rows of <= 1024): the fused kernel stands in for the same kernels, bit for bit.
+      if (with_xh || x.cols > 1024) {
+        written(x);
+        written(o);
+        written(out);
+        if (cuda::launch_add_rms_norm_rows(stream_, mf(x), mf(o), o_weight, s, out_weight, eps, mf(out),
+                                           with_xh ? xh_ : nullptr, xscale_, pad)) {
+          if (with_xh) conv_ = {true, out.data, out.rows, out.cols, out.stride, pad};
+          launched("add_rms_norm");
+          return;
+        }
+      }
+    }
+    Backend::add_rms_norm(x, o, o_weight, s, out_weight, eps, out);
+  }
+
+  void qkv_norm_rope_store(const QkvNormRopeArgs& a) override {
+    if (!enter()) return;
+    if (!opt_.simple_kernels && qkv_fusable(a)) {
+      written(a.q);
+      if (a.k.cols > 0) {
+        written(a.k);
+        written(a.v);
+      }
+      const RopeArgs& r = a.rope;
+      cuda::QkvParams p{mf(a.q), mf(a.k), mf(a.v), a.v_from_k, a.q_weight, a.k_weight, a.eps, a.pos,
+                        cuda::RopeParams{r.head_dim, r.n_dims, r.theta, r.freq_factors, r.freq_scale, r.ext_factor,
+                                         r.attn_factor, r.corr_lo, r.corr_hi},
+                        a.k.cols > 0 ? kv_view(a.kv) : cuda::KvView{}, a.slots};
+      if (cuda::launch_qkv_norm_rope_store(stream_, p)) {
+        launched("qkv_norm_rope_store");
+        return;
+      }
+    }
+    Backend::qkv_norm_rope_store(a);  // its ops check the shapes and report errors
+  }
+
   void run_step(uint64_t key, const std::function<void()>& record) override {
     cudaSetDevice(device_);
     if (!opt_.graphs || capturing_) {
@@ -565,6 +615,19 @@ class CudaBackend final : public Backend {
   }
   static cuda::KvView kv_view(const KvLayerView& kv) {
     return {kv.k, kv.v, kv.type == GgmlType::F16, kv.n_head_kv, kv.head_dim, kv.n_slots};
+  }
+  // Shapes the fused attention-input kernel takes: those the separate ops accept (rms_norm,
+  // rope, copy, kv_store), heads of at most cuda::kQkvMaxHeadDim, q, k, v apart.
+  static bool qkv_fusable(const QkvNormRopeArgs& a) {
+    const RopeArgs& r = a.rope;
+    const int64_t d = r.head_dim;
+    if (d <= 0 || d > cuda::kQkvMaxHeadDim || r.n_dims <= 0 || r.n_dims % 2 != 0 || r.n_dims > d ||
+        r.n_dims > 2 * cuda::kRopeMaxPairs || !a.pos || !mat_ok(a.q) || a.q.cols % d != 0)
+      return false;
+    if (a.k.cols == 0) return true;
+    return mat_ok(a.k) && same_shape(a.k, a.v) && a.k.rows == a.q.rows && kv_ok(a.kv) && a.kv.head_dim == d &&
+           a.k.cols == static_cast<int64_t>(a.kv.n_head_kv) * d && a.slots && !overlaps(a.q, a.k) &&
+           !overlaps(a.q, a.v) && !overlaps(a.k, a.v);
   }
 
   bool enter() {

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
+#include "backend/cuda/k_rows.cuh"
 
 namespace gs::cuda {
 
@@ -31,13 +32,14 @@ __global__ void rms_norm_warp_kernel(MatF x, const float* __restrict__ w, int64_
   const int64_t r = gi / groups_per_row, c0 = (gi % groups_per_row) * group;
   const float* xr = x.data + r * x.stride + c0;
   float* orow = out.data + r * out.stride + c0;
+  // The fused attention-input kernel (k_fused.cu) repeats this arithmetic exactly.
   float ss = 0.f;
-  for (int64_t i = lane; i < group; i += 32) ss += xr[i] * xr[i];
+  for (int64_t i = lane; i < group; i += 32) ss = __fmaf_rn(xr[i], xr[i], ss);
   ss = warp_sum(ss);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(group) + eps);
+  const float inv = rms_inv(ss, group, eps);
   for (int64_t i = lane; i < group; i += 32) {
     const float g = w ? w[i] : 1.0f;
-    orow[i] = g * (xr[i] * inv);
+    orow[i] = __fmul_rn(g, __fmul_rn(xr[i], inv));
   }
 }
 
@@ -70,72 +72,21 @@ __global__ void rms_norm_block_kernel(MatF x, const float* __restrict__ w, int64
 // One row per block, the row held in registers (one read): x is read once, out written once,
 // and, when xh is given, out also as the f16 matvec operand (permuted, power-of-two scaled;
 // see launch_act_to_f16_rows), which saves the matmul that follows its conversion pass.
+// The fused add_rms_norm kernel (k_fused.cu) is built from the same pieces (k_rows.cuh).
 template <int NV>
-__global__ void __launch_bounds__(256) rms_row_kernel(MatF x, const float* __restrict__ w, float eps, MatF out,
-                                                      uint16_t* __restrict__ xh, float* __restrict__ xscale,
-                                                      int64_t n_in_pad) {
+__global__ void __launch_bounds__(kRowThreads) rms_row_kernel(MatF x, const float* __restrict__ w, float eps, MatF out,
+                                                              uint16_t* __restrict__ xh, float* __restrict__ xscale,
+                                                              int64_t n_in_pad) {
   GS_PDL_ENTRY();
-  __shared__ float sh[32];
+  __shared__ float sh[kRowThreads / 32];
   const int64_t r = blockIdx.x;
   const int n4 = static_cast<int>(x.cols / 4);
-  const float4* xr = reinterpret_cast<const float4*>(x.data + r * x.stride);
   float4 v[NV];
-  float ss = 0.f;
-#pragma unroll
-  for (int i = 0; i < NV; ++i) {
-    const int c = threadIdx.x + i * 256;
-    v[i] = c < n4 ? xr[c] : make_float4(0.f, 0.f, 0.f, 0.f);
-    ss += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;
-  }
-  ss = warp_sum(ss);
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = ss;
-  __syncthreads();
-  float tot = 0.f;
-  for (int i = 0; i < 8; ++i) tot += sh[i];
-  const float inv = 1.0f / sqrtf(tot / static_cast<float>(x.cols) + eps);
-  float4* orow = reinterpret_cast<float4*>(out.data + r * out.stride);
-  const float4* w4 = reinterpret_cast<const float4*>(w);
-  float amax = 0.f;
-  bool nan = false;
-#pragma unroll
-  for (int i = 0; i < NV; ++i) {
-    const int c = threadIdx.x + i * 256;
-    if (c < n4) {
-      const float4 g = w ? w4[c] : make_float4(1.f, 1.f, 1.f, 1.f);
-      v[i] = make_float4(g.x * (v[i].x * inv), g.y * (v[i].y * inv), g.z * (v[i].z * inv), g.w * (v[i].w * inv));
-      orow[c] = v[i];
-      amax = fmaxf(amax, fmaxf(fmaxf(fabsf(v[i].x), fabsf(v[i].y)), fmaxf(fabsf(v[i].z), fabsf(v[i].w))));
-      nan |= isnan(v[i].x) || isnan(v[i].y) || isnan(v[i].z) || isnan(v[i].w);
-    }
-  }
-  if (xh == nullptr) return;
-  __syncthreads();  // sh reused
-  amax = warp_max(amax);
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = amax;
-  const bool any_nan = __syncthreads_or(nan);
-  float m = 0.f;
-  for (int i = 0; i < 8; ++i) m = fmaxf(m, sh[i]);
-  if (any_nan) m = __int_as_float(0x7fc00000);
-  float factor, undo;
-  if (!(m <= 3.0e38f)) {
-    factor = 1.0f;
-    undo = __int_as_float(0x7fc00000);
-  } else {
-    int ex = 0;
-    frexpf(m, &ex);
-    if (m == 0.0f) ex = 0;
-    if (ex < -100) ex = -100;
-    factor = ldexpf(1.0f, 11 - ex);
-    undo = ldexpf(1.0f, ex - 11);
-  }
-  if (threadIdx.x == 0) xscale[r] = undo;
-  uint2* hrow = reinterpret_cast<uint2*>(xh + r * n_in_pad);
-#pragma unroll
-  for (int i = 0; i < NV; ++i) {
-    const int c = threadIdx.x + i * 256;
-    if (c < n4) hrow[c] = make_uint2(pack_f32x2(v[i].x * factor, v[i].z * factor), pack_f32x2(v[i].y * factor, v[i].w * factor));
-  }
-  for (int c = n4 + threadIdx.x; c < n_in_pad / 4; c += 256) hrow[c] = make_uint2(0u, 0u);
+  row_load(x.data + r * x.stride, n4, v);
+  const float inv = rms_inv(row_block_sum(row_sumsq(v), sh), x.cols, eps);
+  row_norm_gain(v, n4, w, inv);
+  row_store(out.data + r * out.stride, n4, v);
+  if (xh != nullptr) row_write_f16(v, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh);
 }
 
 __device__ __forceinline__ float gelu_tanh_fwd(float x);
@@ -189,15 +140,9 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
 }
 
 // ---- RoPE ---------------------------------------------------------------------------------
-// Angles in double: positions reach 1M and the fastest angle ~1e6 rad (spec §3.1.3). One
-// thread per (row, pair) computes the rotation once and applies it to every head.
-// RoPE: one CTA per (token, group of kRopeHeads heads). The cos/sin of the token's n_dims / 2
-// angles are computed once (in double: positions up to 2^20 times the largest frequency need
-// more than f32's 24 bits; spec §3.4 / YaRN) into shared memory, then every (head, pair) of
-// the group is rotated by its own thread, loads before stores. The angle of pair i at
-// position p: theta_extrap = p / (theta^(2i / n_dims) * freq_factor_i), theta_interp =
-// freq_scale * theta_extrap, YaRN mixes them by the ramp over [corr_lo, corr_hi] and scales
-// the result by attn_factor (1 + 0.1 ln(1 / freq_scale)).
+// One CTA per (token, group of kRopeHeads heads). The cos/sin of the token's n_dims / 2
+// angles are computed once (in double, rope_cos_sin) into shared memory, then every (head,
+// pair) of the group is rotated by its own thread, loads before stores.
 constexpr int kRopeHeads = 4;
 
 __global__ void __launch_bounds__(kThreads) rope_kernel(MatF x, const int32_t* __restrict__ pos, RopeParams p,
@@ -207,25 +152,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(MatF x, const int32_t* _
   const int half = p.n_dims / 2;
   const int64_t r = blockIdx.x;
   const double pr = static_cast<double>(pos[r]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const double inv_freq = pow(static_cast<double>(p.theta), -2.0 * i / static_cast<double>(p.n_dims));
-    double theta_extrap = pr * inv_freq;
-    if (p.freq_factors) theta_extrap /= static_cast<double>(p.freq_factors[i]);
-    const double theta_interp = static_cast<double>(p.freq_scale) * theta_extrap;
-    double theta = theta_interp;
-    double mscale = p.attn_factor;
-    if (p.ext_factor != 0.0f) {
-      const double y = (i - static_cast<double>(p.corr_lo)) / fmax(0.001, static_cast<double>(p.corr_hi - p.corr_lo));
-      const double ramp = 1.0 - fmin(1.0, fmax(0.0, y));
-      const double mix = ramp * p.ext_factor;
-      theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
-      mscale *= 1.0 + 0.1 * log(1.0 / p.freq_scale);
-    }
-    double sn, cs;
-    sincos(theta, &sn, &cs);
-    cs_sh[i] = static_cast<float>(cs * mscale);
-    sn_sh[i] = static_cast<float>(sn * mscale);
-  }
+  for (int i = threadIdx.x; i < half; i += blockDim.x) rope_cos_sin(p, i, pr, &cs_sh[i], &sn_sh[i]);
   __syncthreads();
   const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kRopeHeads;
   const int64_t nh = n_heads - h0 < kRopeHeads ? n_heads - h0 : kRopeHeads;
@@ -248,10 +175,8 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(MatF x, const int32_t* _
       const int idx = base + j * static_cast<int>(blockDim.x);
       if (idx < total) {
         const int i = idx % half;
-        const float c = cs_sh[i], sn = sn_sh[i];
         float* v = row + (idx / half) * p.head_dim + i;
-        v[0] = va[j] * c - vb[j] * sn;
-        v[half] = va[j] * sn + vb[j] * c;
+        rope_rotate(va[j], vb[j], cs_sh[i], sn_sh[i], &v[0], &v[half]);
       }
     }
   }
@@ -418,13 +343,13 @@ bool launch_rms_norm_rows(cudaStream_t s, MatF x, const float* weight, float eps
   const bool aligned = x.cols % 4 == 0 && x.stride % 4 == 0 && out.stride % 4 == 0 &&
                        (reinterpret_cast<uintptr_t>(x.data) & 15) == 0 && (reinterpret_cast<uintptr_t>(out.data) & 15) == 0 &&
                        (weight == nullptr || (reinterpret_cast<uintptr_t>(weight) & 15) == 0);
-  if (!aligned || x.cols > 8192 || x.rows == 0) return false;
-  const int nv = static_cast<int>((x.cols / 4 + 255) / 256);
+  if (!aligned || x.cols > kRowMaxCols || x.rows == 0) return false;
+  const int nv = row_nv(x.cols);
   const unsigned grid = static_cast<unsigned>(x.rows);
-  if (nv <= 2) launch_k(rms_row_kernel<2>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
-  else if (nv <= 4) launch_k(rms_row_kernel<4>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
-  else if (nv <= 6) launch_k(rms_row_kernel<6>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
-  else launch_k(rms_row_kernel<8>, grid, 256, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  if (nv <= 2) launch_k(rms_row_kernel<2>, grid, kRowThreads, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  else if (nv <= 4) launch_k(rms_row_kernel<4>, grid, kRowThreads, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  else if (nv <= 6) launch_k(rms_row_kernel<6>, grid, kRowThreads, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
+  else launch_k(rms_row_kernel<8>, grid, kRowThreads, 0, s, x, weight, eps, out, xh, xscale, n_in_pad);
   return true;
 }
 
