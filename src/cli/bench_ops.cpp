@@ -356,6 +356,8 @@ Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRo
   Ctx c{b, opt, rows};
   GS_RETURN_IF_ERROR(bench_copy(c));
   if (opt.only == "matmul") return bench_matvec(c);
+  if (opt.only == "attention") return bench_attention(c);
+  if (opt.only == "small") return bench_small_ops(c);
   GS_RETURN_IF_ERROR(bench_gemm(c));
   GS_RETURN_IF_ERROR(bench_matvec(c));
   GS_RETURN_IF_ERROR(bench_attention(c));

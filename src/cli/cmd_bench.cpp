@@ -115,7 +115,7 @@ CommandEntry register_bench(CLI::App& app) {
   sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)");
   sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
   sub->add_flag("--quick", a->quick, "fewer shapes and repetitions");
-  sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul)");
+  sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul, attention or small)");
   sub->add_flag("--json", a->json, "print JSON instead of a table");
   return {sub, [a] { return run_bench(*a); }};
 }

@@ -16,7 +16,7 @@
 // block scales of formats that keep them apart); each consumer warp computes at most one of
 // its tiles (the CTA's tiles go to the warps round-robin across stages). The units (row
 // group, stage) are split evenly over a grid of at most one CTA per row group (two per SM
-// with GS_MVS_CTAS_PER_SM=2): CTA c takes units [c U / C, (c + 1) U / C). At a row group's
+// by default): CTA c takes units [c U / C, (c + 1) U / C). At a row group's
 // end (or the end of the CTA's range) the warps leave their partial sums in shared memory
 // and the last one to get there adds them in warp order and stores (no CTA barrier). A row
 // group cut between CTAs c and c + 1 is finished by c: c + 1 does its part first (it is the
@@ -261,13 +261,22 @@ constexpr bool stream_format() {
 
 constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>)) - 1024;
 
+int env_int(const char* name, int dflt) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return dflt;
+  return std::atoi(e);
+}
+
 template <WFormat F, int NT, int MB>
 cudaError_t prepare_one() {
   cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        kMaxDynSmem);
   if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              cudaSharedmemCarveoutMaxShared);
+  // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
+  // 64 KB rings fit):
+  // what is not carved out stays L1, which holds the activations the consumers read.
+  static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB>, cudaFuncAttributePreferredSharedMemoryCarveout, carve);
 }
 
 template <WFormat F>
@@ -278,11 +287,6 @@ cudaError_t prepare_f() {
   return e;
 }
 
-int env_int(const char* name, int dflt) {
-  const char* e = std::getenv(name);
-  if (!e || !*e) return dflt;
-  return std::atoi(e);
-}
 
 // Main bytes per row tile and meta entries per tile of each format the kernel serves.
 bool stream_geometry(const WeightLayout& L, int n_sm, StreamGeom& G, int& ctas) {
@@ -303,12 +307,16 @@ bool stream_geometry(const WeightLayout& L, int n_sm, StreamGeom& G, int& ctas) 
   G.rs = (kStageTiles * G.blk + 127) / 128 * 128 + 64;
   G.ms = G.mpt ? (kStageTiles * G.mpt * 2 + 15) / 16 * 16 : 0;
   G.stage_bytes = kRowGroup * (G.rs + G.ms);
-  // The ring: GS_MVS_RING_KB of shared memory (default 96), 2..kMaxStages stages.
-  static const int ring_kb = std::max(16, env_int("GS_MVS_RING_KB", 96));
+  // The ring: GS_MVS_RING_KB of shared memory (default 64: tg128 83.6 tok/s at 96 KB with all
+  // shared memory carved out, 85.1 at 64 KB with 72% and a larger L1), 2..kMaxStages stages.
+  static const int ring_kb = std::max(16, env_int("GS_MVS_RING_KB", 64));
   G.ns = std::clamp(ring_kb * 1024 / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes > kMaxDynSmem) return false;
-  static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 1), 1, 2);
+  // Two CTAs per SM (16 consumer warps; registers capped at 112) measured faster than one on
+  // the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md); GS_MVS_CTAS_PER_SM=1
+  // takes one.
+  static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
 }

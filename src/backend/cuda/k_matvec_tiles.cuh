@@ -26,21 +26,24 @@ __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t c
   return d;
 }
 
-// 16 consecutive activations (2 x 16 bytes) at element offset `off` of each column tile's
-// operand row, zeros past the last row.
+// 16 consecutive activations (2 x 16 bytes) from uint4 index `idx` of each column tile's
+// per-lane operand pointer. The pointers are always valid (x_operands points the column tiles
+// past the last activation row at row 0; those columns are computed and never stored), so
+// the loads need no predicate.
 template <int NT>
-__device__ __forceinline__ void x_load16(uint4 (&v)[NT][2], const uint16_t* const (&xb)[NT], const bool (&xok)[NT],
-                                         int off) {
+__device__ __forceinline__ void x_load16(uint4 (&v)[NT][2], const uint4* const (&xq)[NT], int idx) {
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct) {
-    v[ct][0] = make_uint4(0u, 0u, 0u, 0u);
-    v[ct][1] = make_uint4(0u, 0u, 0u, 0u);
-    if (xok[ct]) {
-      const uint4* p = reinterpret_cast<const uint4*>(xb[ct] + off);
-      v[ct][0] = __ldg(p);
-      v[ct][1] = __ldg(p + 1);
-    }
+    v[ct][0] = __ldg(xq[ct] + idx);
+    v[ct][1] = __ldg(xq[ct] + idx + 1);
   }
+}
+
+// The per-lane operand pointers of a tile: each column tile's activations from element `off`.
+template <int NT>
+__device__ __forceinline__ void x_lane(const uint4* (&xq)[NT], const uint16_t* const (&xb)[NT], int off) {
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) xq[ct] = reinterpret_cast<const uint4*>(xb[ct] + off);
 }
 
 // One mma step whose B operand is the 4 activations of word w (0..3) of x_load16's 16.
@@ -85,11 +88,13 @@ __device__ __forceinline__ uint4 ld16(const uint8_t* p, bool ok, bool pf) {
 // takes either; the pointers in RowPtrs then point into that memory.
 struct GlobalLd {
   static __device__ __forceinline__ uint4 ld(const uint8_t* p, bool ok, bool pf) { return ld16(p, ok, pf); }
+  static __device__ __forceinline__ uint16_t meta(const uint16_t* p, bool ok) { return ok ? *p : uint16_t{0}; }
 };
+// Rows past the last one hold stale bytes of earlier stages: they are computed (each mma row
+// is independent of the others) and never stored, so shared loads need no predicate either.
 struct SharedLd {
-  static __device__ __forceinline__ uint4 ld(const uint8_t* p, bool ok, bool) {
-    return ok ? *reinterpret_cast<const uint4*>(p) : make_uint4(0u, 0u, 0u, 0u);
-  }
+  static __device__ __forceinline__ uint4 ld(const uint8_t* p, bool, bool) { return *reinterpret_cast<const uint4*>(p); }
+  static __device__ __forceinline__ uint16_t meta(const uint16_t* p, bool) { return *p; }
 };
 
 struct RowPtrs {
@@ -176,7 +181,8 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
                                              const bool (&xok)[NT]) {
   const int ka = 2 * (t >> 1);
   const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
-  const int xl = 64 * (t >> 1) + 16 * (t & 1);
+  const uint4* xq[NT];
+  x_lane<NT>(xq, xb, 64 * (t >> 1) + 16 * (t & 1));
 #pragma unroll
   for (int half = 0; half < 2; ++half) {  // qa (chunk t/2), then qb (chunk 2 + t/2)
     const int klo = ka + 4 * half, khi = klo + 1;
@@ -188,8 +194,8 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
     const uint4& q0v = half == 0 ? r.qa0 : r.qb0;
     const uint4& q1v = half == 0 ? r.qa1 : r.qb1;
     uint4 xlo[NT][2], xhi[NT][2];
-    x_load16<NT>(xlo, xb, xok, xl + 128 * half);
-    x_load16<NT>(xhi, xb, xok, xl + 128 * half + 32);
+    x_load16<NT>(xlo, xq, 16 * half);
+    x_load16<NT>(xhi, xq, 16 * half + 4);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       const uint32_t q0 = u4_get(q0v, w), q1 = u4_get(q1v, w);
@@ -242,8 +248,8 @@ struct Tile<WFormat::kQ6_K> {
     r.hb1 = Ld::ld(b1 + 160 + 16 * (t & 1), R.ok1, R.pf);
     r.sc0 = Ld::ld(b0 + 192, R.ok0, R.pf);
     r.sc1 = Ld::ld(b1 + 192, R.ok1, R.pf);
-    r.d0 = R.ok0 ? __half2float(__ushort_as_half(R.meta0[tile])) : 0.f;
-    r.d1 = R.ok1 ? __half2float(__ushort_as_half(R.meta1[tile])) : 0.f;
+    r.d0 = __half2float(__ushort_as_half(Ld::meta(R.meta0 + tile, R.ok0)));
+    r.d1 = __half2float(__ushort_as_half(Ld::meta(R.meta1 + tile, R.ok1)));
   }
   // Low nibbles become 1024 + q6 with their two high bits at bits 4, 5; high nibbles 64 + q6
   // with theirs at bits 8, 9 (one shift of qh puts both pairs in place); q6 - 32 exactly, then
@@ -252,6 +258,8 @@ struct Tile<WFormat::kQ6_K> {
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
     const int el = 4 - 2 * (t >> 1);  // qh bits (2 (t/2), +1) -> 4, 5 and (4 + 2 (t/2), +1) -> 8, 9
+    const uint4* xq[NT];
+    x_lane<NT>(xq, xb, 16 * t);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       // sc[8h + t] is byte t of word 2h, sc[8h + 4 + t] byte t of word 2h + 1 (t run-time).
@@ -265,8 +273,8 @@ struct Tile<WFormat::kQ6_K> {
       const uint4& e0v = h == 0 ? r.ha0 : r.hb0;
       const uint4& e1v = h == 0 ? r.ha1 : r.hb1;
       uint4 xlo[NT][2], xhi[NT][2];
-      x_load16<NT>(xlo, xb, xok, 128 * h + 16 * t);
-      x_load16<NT>(xhi, xb, xok, 128 * h + 64 + 16 * t);
+      x_load16<NT>(xlo, xq, 16 * h);
+      x_load16<NT>(xhi, xq, 16 * h + 8);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t q0 = u4_get(l0v, w), q1 = u4_get(l1v, w);
@@ -307,18 +315,20 @@ struct Tile<WFormat::kQ8_0> {
     for (int i = 0; i < 4; ++i) {
       r.q0[i] = Ld::ld(b0 + 64 * i, R.ok0, R.pf);
       r.q1[i] = Ld::ld(b1 + 64 * i, R.ok1, R.pf);
-      r.d0[i] = R.ok0 ? R.meta0[tile * 8 + 2 * i + (t >> 1)] : 0;
-      r.d1[i] = R.ok1 ? R.meta1[tile * 8 + 2 * i + (t >> 1)] : 0;
+      r.d0[i] = Ld::meta(R.meta0 + tile * 8 + 2 * i + (t >> 1), R.ok0);
+      r.d1[i] = Ld::meta(R.meta1 + tile * 8 + 2 * i + (t >> 1), R.ok1);
     }
   }
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+    const uint4* xq[NT];
+    x_lane<NT>(xq, xb, 16 * t);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
       uint4 xv[NT][2];
-      x_load16<NT>(xv, xb, xok, 64 * i + 16 * t);
+      x_load16<NT>(xv, xq, 8 * i);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t u0 = u4_get(r.q0[i], w) ^ 0x80808080u;
@@ -350,23 +360,24 @@ struct Tile<WFormat::kQ4_0> {
     r.qb1 = Ld::ld(b1 + 64, R.ok1, R.pf);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      r.d0[i] = R.ok0 ? R.meta0[tile * 8 + 4 * i + t] : 0;
-      r.d1[i] = R.ok1 ? R.meta1[tile * 8 + 4 * i + t] : 0;
+      r.d0[i] = Ld::meta(R.meta0 + tile * 8 + 4 * i + t, R.ok0);
+      r.d1[i] = Ld::meta(R.meta1 + tile * 8 + 4 * i + t, R.ok1);
     }
   }
   // Low nibbles as 1024 + q, high nibbles as 64 + q (see compute_qk45); q - 8 exactly.
   template <int NT>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+    const uint4* xq[NT];
+    x_lane<NT>(xq, xb, 32 * t);  // block 4i + t starts at element 128 i + 32 t
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
       const uint4& a = i == 0 ? r.qa0 : r.qb0;
       const uint4& b = i == 0 ? r.qa1 : r.qb1;
-      const int blk = 4 * i + t;
       uint4 xlo[NT][2], xhi[NT][2];
-      x_load16<NT>(xlo, xb, xok, 32 * blk);
-      x_load16<NT>(xhi, xb, xok, 32 * blk + 16);
+      x_load16<NT>(xlo, xq, 16 * i);
+      x_load16<NT>(xhi, xq, 16 * i + 2);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t v0 = u4_get(a, w), v1 = u4_get(b, w);
@@ -477,7 +488,8 @@ __device__ __forceinline__ void store_rows(const float (&acc)[NT][4], const RowP
 }
 
 // The activation operands of one tile: column tile ct of the mma reads activation row
-// ct * 8 + g (xok false past the last row: its B operand is zero).
+// ct * 8 + g. Past the last row xok is false and the pointer is row 0's: the F16/BF16/F32
+// tiles then feed zeros, the block formats row 0 again (a column that is never stored).
 template <int NT>
 __device__ __forceinline__ void x_operands(const uint16_t* xh, const WeightLayout& L, int64_t tile, int g, int n,
                                            const uint16_t* (&xb)[NT], bool (&xok)[NT]) {
