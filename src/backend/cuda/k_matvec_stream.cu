@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_launch.cuh"
@@ -59,6 +60,7 @@ struct StreamGeom {
   int rs;           // shared bytes per row in a stage's main part (16-aligned, = 64 mod 128)
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
+  int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -72,8 +74,10 @@ struct StreamShared {
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
 };
 
-// kMinBlocks = 2 caps the registers so that two CTAs share an SM (GS_MVS_CTAS_PER_SM=2).
-template <WFormat F, int NT, int kMinBlocks>
+// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
+// activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
+// consumers read them with shared loads instead of through L1 (one activation row).
+template <WFormat F, int NT, int kMinBlocks, bool kXS>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const uint8_t* __restrict__ w, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, MatF y, StreamGeom G, MatvecSync sync) {
@@ -136,6 +140,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // activations and y are the predecessors'
   const int g = lane >> 2, t = lane & 3;
   const int n = static_cast<int>(y.rows);
+  using XL = typename std::conditional<kXS, SharedX, GlobalX>::type;
+  const uint16_t* xsrc = xh;
+  if constexpr (kXS) {
+    uint4* xs = reinterpret_cast<uint4*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes);
+    const uint4* src = reinterpret_cast<const uint4*>(xh);
+    const int total = n * static_cast<int>(L.n_in_pad / 8);
+    for (int i = threadIdx.x; i < total; i += kConsumerWarps * 32) xs[i] = __ldg(src + i);
+    named_sync(1, kConsumerWarps * 32);
+    xsrc = reinterpret_cast<const uint16_t*>(xs);
+  }
   float acc[NT][4], acc2[NT][4];
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
@@ -178,8 +192,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if (have) {
       const uint16_t* xb[NT];
       bool xok[NT];
-      x_operands<NT>(xh, L, t0 + j, g, n, xb, xok);
-      compute_tile<F, NT>(cur, acc, acc2, t, xb, xok);
+      x_operands<NT>(xsrc, L, t0 + j, g, n, xb, xok);
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb, xok);
     }
     if (s != G.spr - 1 && u != u1 - 1) continue;
 
@@ -260,6 +274,10 @@ constexpr bool stream_format() {
 }
 
 constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>)) - 1024;
+constexpr int kXsMaxBytes = 48 * 1024;  // activations kept in shared memory (kXS kernels)
+// Dynamic shared memory of a kXS CTA when two share an SM (228 KB, 1 KB reserved per CTA,
+// the static StreamShared<1>).
+constexpr int kXsCtaBytes = 228 * 1024 / 2 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
 
 int env_int(const char* name, int dflt) {
   const char* e = std::getenv(name);
@@ -267,29 +285,30 @@ int env_int(const char* name, int dflt) {
   return std::atoi(e);
 }
 
-template <WFormat F, int NT, int MB>
+template <WFormat F, int NT, int MB, bool XS>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       kMaxDynSmem);
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
-  // 64 KB rings fit):
-  // what is not carved out stays L1, which holds the activations the consumers read.
+  // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
+  // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB>, cudaFuncAttributePreferredSharedMemoryCarveout, carve);
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                              XS ? 100 : carve);
 }
 
 template <WFormat F>
 cudaError_t prepare_f() {
   cudaError_t e = cudaSuccess;
-  for (cudaError_t r : {prepare_one<F, 1, 1>(), prepare_one<F, 2, 1>(), prepare_one<F, 1, 2>(), prepare_one<F, 2, 2>()})
+  for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
+                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
   return e;
 }
 
-
 // Main bytes per row tile and meta entries per tile of each format the kernel serves.
-bool stream_geometry(const WeightLayout& L, int n_sm, StreamGeom& G, int& ctas) {
+bool stream_geometry(const WeightLayout& L, int64_t n_rows, int n_sm, StreamGeom& G, int& ctas) {
   switch (L.format) {
     case WFormat::kQ4_K: G.mpt = 0; break;
     case WFormat::kQ5_K: G.mpt = 0; break;
@@ -310,9 +329,16 @@ bool stream_geometry(const WeightLayout& L, int n_sm, StreamGeom& G, int& ctas) 
   // The ring: GS_MVS_RING_KB of shared memory (default 64: tg128 83.6 tok/s at 96 KB with all
   // shared memory carved out, 85.1 at 64 KB with 72% and a larger L1), 2..kMaxStages stages.
   static const int ring_kb = std::max(16, env_int("GS_MVS_RING_KB", 64));
-  G.ns = std::clamp(ring_kb * 1024 / G.stage_bytes, 2, kMaxStages);
-  while (G.ns > 2 && G.ns * G.stage_bytes > kMaxDynSmem) --G.ns;
-  if (G.ns * G.stage_bytes > kMaxDynSmem) return false;
+  // One activation row of up to kXsMaxBytes goes to shared memory (GS_MVS_XS=0: never); two
+  // CTAs per SM then share all 228 KB, so ring + activations stay within kXsCtaBytes.
+  static const bool xs_on = env_int("GS_MVS_XS", 1) != 0;
+  const int64_t xs = n_rows * L.n_in_pad * 2;
+  G.xs_bytes = xs_on && n_rows <= 8 && xs <= kXsMaxBytes ? static_cast<int>((xs + 127) / 128 * 128) : 0;
+  if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
+  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
+  G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
+  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
+  if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
   // Two CTAs per SM (16 consumer warps; registers capped at 112) measured faster than one on
   // the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md); GS_MVS_CTAS_PER_SM=1
   // takes one.
@@ -324,8 +350,14 @@ bool stream_geometry(const WeightLayout& L, int n_sm, StreamGeom& G, int& ctas) 
 template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale, MatF y,
               const StreamGeom& G, int ctas, const MatvecSync& sync) {
-  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes;
-  launch_k(matvec_stream_kernel<F, NT, MB>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
+  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes);
+  if constexpr (NT == 1) {
+    if (G.xs_bytes) {
+      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
+      return;
+    }
+  }
+  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
 }
 
 template <int NT, int MB>
@@ -360,7 +392,7 @@ bool launch_matvec_stream(cudaStream_t s, const void* w, const WeightLayout& L, 
   if (off || y.rows > 16 || !sync.flags || !sync.partial) return false;
   StreamGeom G{};
   int ctas = 0;
-  if (!stream_geometry(L, n_sm, G, ctas)) return false;
+  if (!stream_geometry(L, y.rows, n_sm, G, ctas)) return false;
   if (ctas > sync.max_ctas) ctas = sync.max_ctas;
   if (ctas <= 0) return false;
   const auto* wb = static_cast<const uint8_t*>(w);

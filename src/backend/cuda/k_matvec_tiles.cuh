@@ -30,12 +30,21 @@ __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t c
 // per-lane operand pointer. The pointers are always valid (x_operands points the column tiles
 // past the last activation row at row 0; those columns are computed and never stored), so
 // the loads need no predicate.
-template <int NT>
+// Where the activation operand lives: global memory (read-only path) or a shared-memory copy
+// of it (the bulk-copy matvec's, for one activation row).
+struct GlobalX {
+  static __device__ __forceinline__ uint4 ld(const uint4* p) { return __ldg(p); }
+};
+struct SharedX {
+  static __device__ __forceinline__ uint4 ld(const uint4* p) { return *p; }
+};
+
+template <int NT, class XL = GlobalX>
 __device__ __forceinline__ void x_load16(uint4 (&v)[NT][2], const uint4* const (&xq)[NT], int idx) {
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct) {
-    v[ct][0] = __ldg(xq[ct] + idx);
-    v[ct][1] = __ldg(xq[ct] + idx + 1);
+    v[ct][0] = XL::ld(xq[ct] + idx);
+    v[ct][1] = XL::ld(xq[ct] + idx + 1);
   }
 }
 
@@ -175,7 +184,7 @@ __device__ __forceinline__ void k_scales2(const uint4& h, int half, uint32_t sel
 // under the 64 exponent), so one LOP3 each; the subtraction is exact and the one rounding is
 // that of s q - m. Low-nibble steps accumulate into acc, high-nibble ones into acc2 (two
 // independent mma chains).
-template <int NT, bool kQ5>
+template <int NT, bool kQ5, class XL = GlobalX>
 __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4],
                                              float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT],
                                              const bool (&xok)[NT]) {
@@ -194,8 +203,8 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
     const uint4& q0v = half == 0 ? r.qa0 : r.qb0;
     const uint4& q1v = half == 0 ? r.qa1 : r.qb1;
     uint4 xlo[NT][2], xhi[NT][2];
-    x_load16<NT>(xlo, xq, 16 * half);
-    x_load16<NT>(xhi, xq, 16 * half + 4);
+    x_load16<NT, XL>(xlo, xq, 16 * half);
+    x_load16<NT, XL>(xhi, xq, 16 * half + 4);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       const uint32_t q0 = u4_get(q0v, w), q1 = u4_get(q1v, w);
@@ -254,7 +263,7 @@ struct Tile<WFormat::kQ6_K> {
   // Low nibbles become 1024 + q6 with their two high bits at bits 4, 5; high nibbles 64 + q6
   // with theirs at bits 8, 9 (one shift of qh puts both pairs in place); q6 - 32 exactly, then
   // one rounding of s (q6 - 32). Low-nibble steps go to acc, high-nibble ones to acc2.
-  template <int NT>
+  template <int NT, class XL = GlobalX>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
     const int el = 4 - 2 * (t >> 1);  // qh bits (2 (t/2), +1) -> 4, 5 and (4 + 2 (t/2), +1) -> 8, 9
@@ -273,8 +282,8 @@ struct Tile<WFormat::kQ6_K> {
       const uint4& e0v = h == 0 ? r.ha0 : r.hb0;
       const uint4& e1v = h == 0 ? r.ha1 : r.hb1;
       uint4 xlo[NT][2], xhi[NT][2];
-      x_load16<NT>(xlo, xq, 16 * h);
-      x_load16<NT>(xhi, xq, 16 * h + 8);
+      x_load16<NT, XL>(xlo, xq, 16 * h);
+      x_load16<NT, XL>(xhi, xq, 16 * h + 8);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t q0 = u4_get(l0v, w), q1 = u4_get(l1v, w);
@@ -319,7 +328,7 @@ struct Tile<WFormat::kQ8_0> {
       r.d1[i] = Ld::meta(R.meta1 + tile * 8 + 2 * i + (t >> 1), R.ok1);
     }
   }
-  template <int NT>
+  template <int NT, class XL = GlobalX>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
     const uint4* xq[NT];
@@ -328,7 +337,7 @@ struct Tile<WFormat::kQ8_0> {
     for (int i = 0; i < 4; ++i) {
       const __half2 d0 = __half2half2(__ushort_as_half(r.d0[i])), d1 = __half2half2(__ushort_as_half(r.d1[i]));
       uint4 xv[NT][2];
-      x_load16<NT>(xv, xq, 8 * i);
+      x_load16<NT, XL>(xv, xq, 8 * i);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t u0 = u4_get(r.q0[i], w) ^ 0x80808080u;
@@ -365,7 +374,7 @@ struct Tile<WFormat::kQ4_0> {
     }
   }
   // Low nibbles as 1024 + q, high nibbles as 64 + q (see compute_qk45); q - 8 exactly.
-  template <int NT>
+  template <int NT, class XL = GlobalX>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
                                                  const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
     const uint4* xq[NT];
@@ -376,8 +385,8 @@ struct Tile<WFormat::kQ4_0> {
       const uint4& a = i == 0 ? r.qa0 : r.qb0;
       const uint4& b = i == 0 ? r.qa1 : r.qb1;
       uint4 xlo[NT][2], xhi[NT][2];
-      x_load16<NT>(xlo, xq, 16 * i);
-      x_load16<NT>(xhi, xq, 16 * i + 2);
+      x_load16<NT, XL>(xlo, xq, 16 * i);
+      x_load16<NT, XL>(xhi, xq, 16 * i + 2);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint32_t v0 = u4_get(a, w), v1 = u4_get(b, w);
@@ -503,16 +512,16 @@ __device__ __forceinline__ void x_operands(const uint16_t* xh, const WeightLayou
 
 // Dequantize-and-mma of one loaded tile of a block format (the Tile<F> formats), into two
 // accumulator sets (two independent mma chains; the caller adds acc2 into acc at the end).
-template <WFormat F, int NT>
+template <WFormat F, int NT, class XL = GlobalX>
 __device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, float (&acc)[NT][4],
                                              float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT],
                                              const bool (&xok)[NT]) {
   if constexpr (F == WFormat::kQ4_K) {
-    compute_qk45<NT, false>(cur, acc, acc2, t, xb, xok);
+    compute_qk45<NT, false, XL>(cur, acc, acc2, t, xb, xok);
   } else if constexpr (F == WFormat::kQ5_K) {
-    compute_qk45<NT, true>(cur, acc, acc2, t, xb, xok);
+    compute_qk45<NT, true, XL>(cur, acc, acc2, t, xb, xok);
   } else {
-    Tile<F>::template compute<NT>(cur, acc, acc2, t, xb, xok);
+    Tile<F>::template compute<NT, XL>(cur, acc, acc2, t, xb, xok);
   }
 }
 
