@@ -463,8 +463,9 @@ struct FaCfg {
   static_assert(C == 1 || C == 2, "one or two warps per row group");
 };
 
-// D 64/128: short rows, 64-position tiles. D 256: 4 warps, 2 CTAs per SM (101 KB each).
-// D 512: 8 warps (two per row group), 1 CTA per SM (212 KB).
+// Shared memory (dynamic + 1536 B of row tables): D 64/128 (64-position tiles) 39424 /
+// 72192 B; D 256: 4 warps, 103424 B, 2 CTAs per SM; D 512: 8 warps (two per row group),
+// 218112 B, 1 CTA per SM (the opt-in limit is 232448 B).
 using FaCfg64 = FaCfg<64, 1, 64, 2>;
 using FaCfg128 = FaCfg<128, 1, 64, 2>;
 using FaCfg256 = FaCfg<256, 1, 32, 2>;
