@@ -1,11 +1,13 @@
 // The op microbenchmarks: copy bandwidth, matmul per weight type and row count (decode /
 // verify: weight bytes per second), prefill GEMM (FLOP/s), attention for decode at depths
-// and for prefill, and the per-op cost of small ops replayed in a graph.
+// and for prefill (on CUDA with each tensor-core kernel), and the per-op cost of small ops
+// replayed in a graph.
 #include "bench_ops.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -17,6 +19,31 @@ namespace gs::cli {
 namespace {
 
 std::string shape_str(int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); }
+
+// Sets (value non-null) an environment variable for a scope and restores it after: kernel
+// choices that the CUDA backend reads on each call (GS_CUDA_ATTN).
+class EnvSetting {
+ public:
+  EnvSetting(const char* name, const char* value) : name_(name) {
+    if (!value) return;
+    if (const char* e = std::getenv(name)) old_ = e;
+    had_ = std::getenv(name) != nullptr;
+    setenv(name, value, 1);
+    set_ = true;
+  }
+  ~EnvSetting() {
+    if (!set_) return;
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+  EnvSetting(const EnvSetting&) = delete;
+  EnvSetting& operator=(const EnvSetting&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false, set_ = false;
+};
 
 struct Ctx {
   Backend& b;
@@ -211,20 +238,40 @@ Status bench_attention(Ctx& c) {
       }
     }
   }
-  // Prefill: 4096 (512 quick) tokens from an empty context, tensor-core FLOP/s.
-  const int n_tok = c.opt.quick ? 256 : 4096;
-  for (const A& a : {full, swa}) {
-    KvSetup s;
-    GS_RETURN_IF_ERROR(make_kv(c, s, a.n_kv, a.D, n_tok, n_tok, a.n_head, a.window));
-    const AttentionArgs aa = kv_attention_args(s, n_tok, a.n_head, a.D, a.window > 0 ? a.window : n_tok);
-    const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 3, [&] { c.b.attention(aa); });
-    GS_RETURN_IF_ERROR(c.b.synchronize());
-    double keys = 0;
-    for (int p = 0; p < n_tok; ++p) keys += a.window > 0 ? std::min(p + 1, a.window) : p + 1;
-    const double flops = 4.0 * a.n_head * a.D * keys / t;
-    BenchRow r{"attention", std::string(a.name) + " prefill", std::to_string(n_tok) + " tokens", t, 0, flops / 1e12,
-               c.gemm_flops > 0 ? 100.0 * flops / c.gemm_flops : 0, "f16 GEMM 4096 rows"};
-    c.rows.push_back(r);
+  // Prefill: 4096 (256 quick) tokens from an empty context, and a 512-token chunk at depth
+  // 8192 (chunked prefill of a long prompt); useful FLOP/s (4 * heads * D per query-key pair).
+  // On CUDA each row is measured with each tensor-core kernel (GS_CUDA_ATTN=old: the 16-row
+  // decode kernel, new: the 64-row prefill kernel; the default takes the new one here).
+  const bool cuda = c.b.kind() == BackendKind::kCuda;
+  const std::vector<const char*> kernels = cuda ? std::vector<const char*>{"old", "new"} : std::vector<const char*>{nullptr};
+  struct Pf {
+    int n_tok, depth;
+  };
+  const std::vector<Pf> pfs = c.opt.quick ? std::vector<Pf>{{256, 0}} : std::vector<Pf>{{4096, 0}, {512, 8192}};
+  for (const Pf& pf : pfs) {
+    for (const A& a : {full, swa}) {
+      const int n_tok = pf.n_tok;
+      const int64_t len = static_cast<int64_t>(pf.depth) + n_tok;
+      KvSetup s;
+      GS_RETURN_IF_ERROR(make_kv(c, s, a.n_kv, a.D, len, n_tok, a.n_head, a.window));
+      const AttentionArgs aa =
+          kv_attention_args(s, n_tok, a.n_head, a.D, static_cast<int>(a.window > 0 ? a.window : len));
+      double keys = 0;
+      for (int64_t p = len - n_tok; p < len; ++p) keys += a.window > 0 ? std::min<int64_t>(p + 1, a.window) : p + 1;
+      for (const char* kernel : kernels) {
+        EnvSetting env("GS_CUDA_ATTN", kernel);
+        const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 3, [&] { c.b.attention(aa); });
+        GS_RETURN_IF_ERROR(c.b.synchronize());
+        const double flops = 4.0 * a.n_head * a.D * keys / t;
+        std::string name = std::string(a.name) + " prefill";
+        if (kernel) name += std::string(" [GS_CUDA_ATTN=") + kernel + "]";
+        std::string shape = std::to_string(n_tok) + " tokens";
+        if (pf.depth > 0) shape += " at depth " + std::to_string(pf.depth);
+        BenchRow r{"attention", name, shape, t, 0, flops / 1e12, c.gemm_flops > 0 ? 100.0 * flops / c.gemm_flops : 0,
+                   "f16 GEMM 4096 rows"};
+        c.rows.push_back(r);
+      }
+    }
   }
   return {};
 }
@@ -356,7 +403,11 @@ Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRo
   Ctx c{b, opt, rows};
   GS_RETURN_IF_ERROR(bench_copy(c));
   if (opt.only == "matmul") return bench_matvec(c);
-  if (opt.only == "attention") return bench_attention(c);
+  if (opt.only == "attention") {
+    // The prefill rows are reported against the f16 GEMM rate: measure it first.
+    GS_ASSIGN_OR_RETURN(c.gemm_flops, measure_gemm_flops(b, opt.quick, rows));
+    return bench_attention(c);
+  }
   if (opt.only == "small") return bench_small_ops(c);
   GS_RETURN_IF_ERROR(bench_gemm(c));
   GS_RETURN_IF_ERROR(bench_matvec(c));

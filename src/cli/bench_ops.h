@@ -14,7 +14,10 @@ namespace gs::cli {
 struct OpsBenchOptions {
   bool quick = false;  // fewer shapes and repetitions (CPU backends)
   std::vector<int> depths = {4096, 32768, 131072};
-  std::string only;  // "matmul": the decode matmuls alone (Q4_K, Q6_K, Q8_0; rows 1, 5, 8)
+  // "matmul": the decode matmuls alone (Q4_K, Q6_K, Q8_0; rows 1, 5, 8); "attention": the
+  // attention rows alone (decode at the depths, prefill; after the copy and GEMM ceilings);
+  // "small": the small ops alone.
+  std::string only;
 };
 
 Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRow>& rows);

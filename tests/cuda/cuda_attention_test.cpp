@@ -1,8 +1,13 @@
 // CUDA attention against the CPU oracle (and a naive double-precision reference): head dims
-// 32..512, GQA groups 1..8, f16 and f32 pools, paged and ring (sliding) page tables, several
-// sequences in one batch (also interleaved), empty ranges, and long KV (split-KV decode).
+// 32..512, GQA groups 1..96, f16 and f32 pools, paged and ring (sliding) page tables, several
+// sequences of different lengths in one batch (also interleaved), empty and random ranges,
+// and long KV (split-KV decode and prefill). The fast backend runs every case three times:
+// with its own choice of tensor-core kernel and with each one forced (GS_CUDA_ATTN=old: the
+// 16-row decode kernel, new: the 64-row prefill kernel), so both see every shape.
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
+#include <optional>
 
 #include "cuda_test_util.h"
 
@@ -23,32 +28,83 @@ struct AttnCase {
   bool interleave = false; // tokens of the sequences interleaved in the batch
   float q_scale = 1.0f;
   bool empty_row = false;  // one query with kv_hi < kv_lo
+  // Per-sequence query counts and context lengths (override n_seqs, tokens_per_seq, ctx).
+  std::vector<int> seq_tokens{};
+  std::vector<int> seq_ctx{};
+  int empty_every = 0;         // every n-th query (from the 2nd) gets kv_hi < kv_lo
+  bool random_ranges = false;  // kv_lo, kv_hi drawn at random inside the written positions
+  int q_pad = -1;              // q row stride - width (-1: 8 for an odd token count, else 0)
+  int out_pad = 4;             // out row stride - width
+  bool naive = true;           // also check the CPU oracle against the double reference
 };
 
 std::string describe(const AttnCase& c) {
-  return "D " + std::to_string(c.head_dim) + " heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) +
-         " kv " + std::string(ggml_type_name(c.kv_type)) + " page " + std::to_string(c.page_size) + " seqs " +
-         std::to_string(c.n_seqs) + " x " + std::to_string(c.tokens_per_seq) + " ctx " + std::to_string(c.ctx) +
-         " window " + std::to_string(c.window) + " wrap " + std::to_string(c.wrap_pages) +
-         (c.interleave ? " interleaved" : "") + " q_scale " + std::to_string(c.q_scale);
+  std::string s = "D " + std::to_string(c.head_dim) + " heads " + std::to_string(c.n_head) + "/" +
+                  std::to_string(c.n_head_kv) + " kv " + std::string(ggml_type_name(c.kv_type)) + " page " +
+                  std::to_string(c.page_size) + " seqs " + std::to_string(c.n_seqs) + " x " +
+                  std::to_string(c.tokens_per_seq) + " ctx " + std::to_string(c.ctx) + " window " +
+                  std::to_string(c.window) + " wrap " + std::to_string(c.wrap_pages) +
+                  (c.interleave ? " interleaved" : "") + " q_scale " + std::to_string(c.q_scale);
+  auto add = [&s](const char* label, int v) {
+    s += label;
+    s += std::to_string(v);
+  };
+  if (!c.seq_tokens.empty()) {
+    s += " tokens/ctx";
+    for (size_t i = 0; i < c.seq_tokens.size(); ++i) {
+      add(" ", c.seq_tokens[i]);
+      add("/", c.seq_ctx.empty() ? c.ctx : c.seq_ctx[i]);
+    }
+  }
+  if (c.empty_every) add(" empty every ", c.empty_every);
+  if (c.random_ranges) s += " random ranges";
+  if (c.q_pad >= 0) {
+    add(" q_pad ", c.q_pad);
+    add(" out_pad ", c.out_pad);
+  }
+  return s;
 }
+
+// Sets GS_CUDA_ATTN (the CUDA backend reads it on every attention call) for a scope.
+class AttnKernelEnv {
+ public:
+  explicit AttnKernelEnv(const char* value) {
+    if (const char* e = std::getenv("GS_CUDA_ATTN")) old_ = std::string(e);
+    if (value) setenv("GS_CUDA_ATTN", value, 1);
+    else unsetenv("GS_CUDA_ATTN");
+  }
+  ~AttnKernelEnv() {
+    if (old_) setenv("GS_CUDA_ATTN", old_->c_str(), 1);
+    else unsetenv("GS_CUDA_ATTN");
+  }
+  AttnKernelEnv(const AttnKernelEnv&) = delete;
+  AttnKernelEnv& operator=(const AttnKernelEnv&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
 
 void check_attention(const AttnCase& c) {
   SCOPED_TRACE(describe(c));
   auto& B = Backends::get();
   const int D = c.head_dim, width_kv = c.n_head_kv * D, width_q = c.n_head * D;
-  const int n_tok = c.n_seqs * c.tokens_per_seq;
-  const int max_pos = c.ctx + c.tokens_per_seq;  // positions 0..max_pos-1 per sequence
+  std::vector<int> seq_tokens = c.seq_tokens, seq_ctx = c.seq_ctx;
+  if (seq_tokens.empty()) seq_tokens.assign(static_cast<size_t>(c.n_seqs), c.tokens_per_seq);
+  if (seq_ctx.empty()) seq_ctx.assign(seq_tokens.size(), c.ctx);
+  const int n_seqs = static_cast<int>(seq_tokens.size());
+  const int n_tok = std::accumulate(seq_tokens.begin(), seq_tokens.end(), 0);
+  int max_pos = 1;  // positions 0..max_pos-1 per sequence at most
+  for (int s = 0; s < n_seqs; ++s) max_pos = std::max(max_pos, seq_ctx[static_cast<size_t>(s)] + seq_tokens[static_cast<size_t>(s)]);
   const int pages_per_seq = c.wrap_pages > 0 ? c.wrap_pages : (max_pos + c.page_size - 1) / c.page_size;
   const int max_pages = pages_per_seq + 1;
-  const int n_pages = c.n_seqs * max_pages + 3;
+  const int n_pages = n_seqs * max_pages + 3;
   const int64_t n_slots = static_cast<int64_t>(n_pages) * c.page_size;
 
   // Page table: a random permutation of the pool's pages.
   std::vector<int> perm(static_cast<size_t>(n_pages));
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng());
-  std::vector<int32_t> pages(static_cast<size_t>(c.n_seqs * max_pages));
+  std::vector<int32_t> pages(static_cast<size_t>(n_seqs * max_pages));
   for (size_t i = 0; i < pages.size(); ++i) pages[i] = perm[i];
 
   // Pools: K ~ N(0, 1/sqrt(D)) so that scores have a spread of a few units (times q_scale).
@@ -69,14 +125,32 @@ void check_attention(const AttnCase& c) {
   }
 
   // Queries: token order, sequence, position, range.
+  std::vector<std::pair<int, int>> order;  // (sequence, index in it) of each token
+  if (c.interleave) {
+    for (int k = 0; static_cast<int>(order.size()) < n_tok; ++k)
+      for (int s = 0; s < n_seqs; ++s)
+        if (k < seq_tokens[static_cast<size_t>(s)]) order.emplace_back(s, k);
+  } else {
+    for (int s = 0; s < n_seqs; ++s)
+      for (int k = 0; k < seq_tokens[static_cast<size_t>(s)]; ++k) order.emplace_back(s, k);
+  }
   std::vector<int32_t> tok_seq(static_cast<size_t>(n_tok)), lo(static_cast<size_t>(n_tok)), hi(static_cast<size_t>(n_tok));
   for (int t = 0; t < n_tok; ++t) {
-    const int s = c.interleave ? t % c.n_seqs : t / c.tokens_per_seq;
-    const int k = c.interleave ? t / c.n_seqs : t % c.tokens_per_seq;
-    const int p = c.ctx + k;
+    const auto [s, k] = order[static_cast<size_t>(t)];
+    const int p = seq_ctx[static_cast<size_t>(s)] + k;
     tok_seq[static_cast<size_t>(t)] = s;
     hi[static_cast<size_t>(t)] = p;
     lo[static_cast<size_t>(t)] = c.window > 0 ? std::max(0, p - c.window + 1) : 0;
+    if (c.random_ranges) {
+      const int top = seq_ctx[static_cast<size_t>(s)] + seq_tokens[static_cast<size_t>(s)] - 1;
+      const int h = std::uniform_int_distribution<int>(0, top)(rng());
+      hi[static_cast<size_t>(t)] = h;
+      lo[static_cast<size_t>(t)] = std::uniform_int_distribution<int>(0, h + 1)(rng());  // h + 1: empty
+    }
+    if (c.empty_every > 0 && t % c.empty_every == 1) {
+      lo[static_cast<size_t>(t)] = p + 1 + t % 3;
+      hi[static_cast<size_t>(t)] = p;
+    }
   }
   if (c.empty_row && n_tok > 0) {
     lo[0] = 5;
@@ -84,13 +158,14 @@ void check_attention(const AttnCase& c) {
   }
   int max_len = 1;
   for (int t = 0; t < n_tok; ++t) max_len = std::max(max_len, hi[static_cast<size_t>(t)] - lo[static_cast<size_t>(t)] + 1);
-  HostMat hq(n_tok, width_q, width_q + (n_tok % 2 ? 8 : 0), c.q_scale);
+  const int q_pad = c.q_pad >= 0 ? c.q_pad : (n_tok % 2 ? 8 : 0);
+  HostMat hq(n_tok, width_q, width_q + q_pad, c.q_scale);
 
   // Naive reference in double.
   std::vector<float> ref(static_cast<size_t>(n_tok * width_q), 0.0f);
   const int G = c.n_head / c.n_head_kv;
   const int wrap = c.wrap_pages > 0 ? c.wrap_pages : max_pages;
-  for (int t = 0; t < n_tok; ++t) {
+  for (int t = 0; t < n_tok && c.naive; ++t) {
     for (int h = 0; h < c.n_head; ++h) {
       const int j = h / G;
       std::vector<double> sc;
@@ -118,10 +193,8 @@ void check_attention(const AttnCase& c) {
     }
   }
 
-  Backend* bes[3] = {B.cpu.get(), B.fast.get(), B.simple.get()};
-  std::vector<float> out[3];
-  for (int k = 0; k < 3; ++k) {
-    Backend& be = *bes[k];
+  // One attention call in `be` on fresh buffers; the output starts as NaN.
+  auto run = [&](Backend& be) -> std::vector<float> {
     const size_t elem = f16 ? 2 : 4;
     Buf kb(be, static_cast<size_t>(n_slots * width_kv) * elem), vb(be, static_cast<size_t>(n_slots * width_kv) * elem);
     if (f16) {
@@ -136,7 +209,7 @@ void check_attention(const AttnCase& c) {
     ts.put(tok_seq);
     lb.put(lo);
     hb.put(hi);
-    DevMat q(be, hq), o(be, n_tok, width_q, width_q + 4);
+    DevMat q(be, hq), o(be, n_tok, width_q, width_q + c.out_pad);
     AttentionArgs a;
     a.q = q.m;
     a.out = o.m;
@@ -151,17 +224,25 @@ void check_attention(const AttnCase& c) {
     a.max_kv_len = max_len;
     be.attention(a);
     Status s = be.synchronize();
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    out[k] = o.dense();
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return o.dense();
+  };
+  const std::vector<float> out_cpu = run(*B.cpu), out_simple = run(*B.simple);
+  if (c.naive) {
+    EXPECT_LT(compare(out_cpu, ref).rel_l2, 1e-4) << "CPU vs naive reference";
   }
-  const ErrStats e_cpu = compare(out[0], ref), e_fast = compare(out[1], out[0]), e_simple = compare(out[2], out[0]);
-  EXPECT_LT(e_cpu.rel_l2, 1e-4) << "CPU vs naive reference";
+  const ErrStats e_simple = compare(out_simple, out_cpu);
   EXPECT_LT(e_simple.rel_l2, 1e-4) << "simple path";
   EXPECT_LT(e_simple.rel_max, 1e-3) << "simple path";
-  // Tensor-core path: Q and P rounded to f16 (scores carry q_scale * 2^-11 relative errors).
+  // Tensor-core paths: Q and P rounded to f16 (scores carry q_scale * 2^-11 relative errors).
   const double tol = 4e-3 * std::max(1.0f, c.q_scale);
-  EXPECT_LT(e_fast.rel_l2, tol) << "fast path";
-  EXPECT_LT(e_fast.rel_max, 6 * tol) << "fast path";
+  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new"}) {
+    AttnKernelEnv env(mode);
+    const ErrStats e_fast = compare(run(*B.fast), out_cpu);
+    const std::string which = std::string("fast path, GS_CUDA_ATTN=") + (mode ? mode : "(unset)");
+    EXPECT_LT(e_fast.rel_l2, tol) << which;
+    EXPECT_LT(e_fast.rel_max, 6 * tol) << which;
+  }
 }
 
 TEST(CudaAttention, HeadDimsAndGroups) {
@@ -251,6 +332,169 @@ TEST(CudaAttention, PrefillBlock) {
     c.ctx = 0;
     c.tokens_per_seq = 300;
     c.window = D == 512 ? 0 : 128;
+    check_attention(c);
+  }
+}
+
+// The naive double reference costs n_tok * n_head * keys * D; past ~1e8 the CPU oracle
+// (checked against it in the smaller cases) is the reference alone.
+bool naive_affordable(int n_tok, int n_head, int keys, int D) {
+  return static_cast<double>(n_tok) * n_head * keys * D <= 1.5e8;
+}
+
+// Query counts around the prefill kernel's 64-row CTAs (1, 7, 33, 100, 300 tokens), every head
+// dim it serves with GQA 2 and 8, causal and sliding, on top of a short context.
+TEST(CudaAttention, PrefillQueryCounts) {
+  GS_REQUIRE_BACKENDS();
+  struct Shape {
+    int D, n_head, n_kv;
+  };
+  for (Shape sh : {Shape{64, 8, 4}, Shape{64, 8, 1}, Shape{128, 4, 2}, Shape{256, 8, 4}, Shape{256, 16, 2},
+                   Shape{512, 4, 2}, Shape{512, 8, 1}})
+    for (int tokens : {1, 7, 33, 100, 300})
+      for (int window : {0, 70}) {
+        AttnCase c;
+        c.head_dim = sh.D;
+        c.n_head = sh.n_head;
+        c.n_head_kv = sh.n_kv;
+        c.page_size = 16;
+        c.ctx = 45;
+        c.tokens_per_seq = tokens;
+        c.window = window;
+        c.naive = naive_affordable(tokens, sh.n_head, window > 0 ? window : 45 + tokens, sh.D);
+        check_attention(c);
+      }
+}
+
+// Several sequences of different lengths and contexts in one batch, in order and interleaved,
+// with empty ranges (kv_hi < kv_lo) scattered over the batch.
+TEST(CudaAttention, PrefillSequencesOfDifferentLengths) {
+  GS_REQUIRE_BACKENDS();
+  struct Shape {
+    int D, n_head, n_kv, window;
+  };
+  for (Shape sh : {Shape{256, 8, 4, 0}, Shape{256, 8, 4, 128}, Shape{512, 8, 1, 0}, Shape{128, 8, 1, 100}})
+    for (int page : {16, 256})
+      for (bool inter : {false, true}) {
+        AttnCase c;
+        c.head_dim = sh.D;
+        c.n_head = sh.n_head;
+        c.n_head_kv = sh.n_kv;
+        c.window = sh.window;
+        c.page_size = page;
+        c.seq_tokens = {300, 1, 77, 33, 7};
+        c.seq_ctx = {0, 500, 40, 1000, 3};
+        c.interleave = inter;
+        c.empty_every = 13;
+        c.naive = false;
+        check_attention(c);
+      }
+}
+
+// Sliding windows over ring page tables that have wrapped several times (ring = window +
+// batch, as the KV cache sizes them), including odd row strides of q and out.
+TEST(CudaAttention, PrefillRingPages) {
+  GS_REQUIRE_BACKENDS();
+  for (int D : {256, 512})
+    for (int tokens : {33, 300})
+      for (int page : {16, 64}) {
+        AttnCase c;
+        c.head_dim = D;
+        c.n_head = D == 512 ? 8 : 4;
+        c.n_head_kv = D == 512 ? 1 : 2;
+        c.page_size = page;
+        c.window = 256;
+        c.wrap_pages = (256 + tokens + page - 1) / page + 1;
+        c.ctx = 3000;
+        c.seq_tokens = {tokens, tokens / 3 + 1};
+        c.seq_ctx = {3000, 2100};
+        c.q_pad = tokens == 33 ? 3 : 0;
+        c.out_pad = tokens == 33 ? 1 : 4;
+        c.naive = naive_affordable(tokens, c.n_head, 256, D);
+        check_attention(c);
+      }
+}
+
+// Long KV (>= 4096 positions) under prefill-sized batches: causal D 512 GQA 8 with few CTAs
+// (the KV range is split and combined), and the sliding D 256 layer at its window of 1024.
+TEST(CudaAttention, PrefillLongKv) {
+  GS_REQUIRE_BACKENDS();
+  for (int tokens : {33, 100}) {
+    AttnCase c;
+    c.head_dim = 512;
+    c.n_head = 16;
+    c.n_head_kv = 2;
+    c.page_size = 256;
+    c.ctx = 5000;
+    c.tokens_per_seq = tokens;
+    c.naive = false;
+    check_attention(c);
+  }
+  AttnCase c;
+  c.head_dim = 256;
+  c.n_head = 8;
+  c.n_head_kv = 4;
+  c.page_size = 256;
+  c.window = 1024;
+  c.ctx = 4200;
+  c.tokens_per_seq = 300;
+  c.naive = false;
+  check_attention(c);
+  // From an empty context to 4096 + 40 positions in one batch (the pp4096 shape, fewer heads).
+  AttnCase f;
+  f.head_dim = 512;
+  f.n_head = 8;
+  f.n_head_kv = 1;
+  f.page_size = 256;
+  f.ctx = 4096;
+  f.seq_tokens = {64, 40};
+  f.seq_ctx = {4032, 0};
+  f.naive = false;
+  check_attention(f);
+}
+
+// Arbitrary [kv_lo, kv_hi] per query token (some empty), two sequences.
+TEST(CudaAttention, PrefillRandomRanges) {
+  GS_REQUIRE_BACKENDS();
+  for (int D : {64, 256, 512})
+    for (bool inter : {false, true}) {
+      AttnCase c;
+      c.head_dim = D;
+      c.n_head = 8;
+      c.n_head_kv = D == 256 ? 4 : 1;
+      c.page_size = 16;
+      c.seq_tokens = {100, 70};
+      c.seq_ctx = {200, 30};
+      c.interleave = inter;
+      c.random_ranges = true;
+      c.naive = naive_affordable(170, 8, 150, D);
+      check_attention(c);
+    }
+}
+
+// A sharp softmax (scores 4x larger) and a group larger than one CTA's 64 rows (GQA 96).
+TEST(CudaAttention, PrefillSharpSoftmaxAndWideGroups) {
+  GS_REQUIRE_BACKENDS();
+  for (int D : {256, 512}) {
+    AttnCase c;
+    c.head_dim = D;
+    c.n_head = 8;
+    c.n_head_kv = D == 512 ? 1 : 4;
+    c.ctx = 200;
+    c.tokens_per_seq = 100;
+    c.window = D == 256 ? 128 : 0;
+    c.q_scale = 4.0f;
+    c.naive = false;
+    check_attention(c);
+  }
+  for (int tokens : {1, 7, 70}) {
+    AttnCase c;
+    c.head_dim = 64;
+    c.n_head = 96;
+    c.n_head_kv = 1;
+    c.ctx = 50;
+    c.tokens_per_seq = tokens;
+    c.naive = naive_affordable(tokens, 96, 50 + tokens, 64);
     check_attention(c);
   }
 }

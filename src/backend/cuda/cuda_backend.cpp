@@ -35,6 +35,19 @@ constexpr size_t kStagingBytes = 64ull << 20;           // host staging for weig
 
 MatF mf(const Mat& m) { return {m.data, m.rows, m.cols, m.stride}; }
 
+// Which f16 tensor-core attention kernel serves a call: GS_CUDA_ATTN=old (the 16-row kernel
+// everywhere), new (the 64-row prefill kernel everywhere), unset or anything else: by size.
+enum class AttnKernel { kAuto, kOld, kNew };
+AttnKernel attn_kernel_choice() {
+  const char* e = std::getenv("GS_CUDA_ATTN");
+  if (e && std::strcmp(e, "old") == 0) return AttnKernel::kOld;
+  if (e && std::strcmp(e, "new") == 0) return AttnKernel::kNew;
+  return AttnKernel::kAuto;
+}
+// Query tokens from which a call takes the prefill kernel (its CTAs hold 64 query rows of one
+// KV head: at GQA 2 that is 32 tokens; decode and MTP verify batches stay below this).
+constexpr int kFaMinTokens = 64;
+
 std::optional<WFormat> native_format(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return WFormat::kF32;
@@ -456,17 +469,26 @@ class CudaBackend final : public Backend {
     p.kv_lo = a.kv_lo;
     p.kv_hi = a.kv_hi;
     if (!opt_.simple_kernels && cuda::attention_mma_supported(p)) {
+      // The 64-row prefill kernel where a batch has enough query rows to fill its CTAs, the
+      // 16-row one (decode, verify, small batches) otherwise; GS_CUDA_ATTN=old / new forces
+      // one of them (read on every call, so tests and benchmarks can switch it).
+      const AttnKernel choice = attn_kernel_choice();
+      const bool fa = choice == AttnKernel::kNew || (choice == AttnKernel::kAuto && p.n_tokens >= kFaMinTokens);
       // Split the KV range until the grid is about one wave (one CTA per SM at head_dim 512,
       // two below), keeping at least 4 tiles (128 positions) per split.
-      const int ctas = std::max(1, cuda::attention_mma_cta_count(p));
-      const int target = (a.head_dim >= 512 ? 1 : 2) * n_sm_;
+      const int ctas = std::max(1, fa ? cuda::attention_fa_cta_count(p) : cuda::attention_mma_cta_count(p));
+      const int target = (fa ? cuda::attention_fa_ctas_per_sm(a.head_dim) : (a.head_dim >= 512 ? 1 : 2)) * n_sm_;
       int n_splits = ctas < target ? (target + ctas - 1) / ctas : 1;
       const int by_len = std::max(1, (std::max(a.max_kv_len, 1) + 127) / 128);
       n_splits = std::min(n_splits, by_len);
       const size_t per_split = static_cast<size_t>(p.n_tokens) * p.n_head * (p.head_dim + 2) * sizeof(float);
       n_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_splits), kAttnPartialBytes / per_split));
       n_splits = std::max(1, std::min(n_splits, 4096));
-      cuda::launch_attention_mma(stream_, p, n_splits, partial_);
+      if (fa) {
+        cuda::launch_attention_fa(stream_, p, n_splits, partial_);
+      } else {
+        cuda::launch_attention_mma(stream_, p, n_splits, partial_);
+      }
     } else {
       cuda::launch_attention_simple(stream_, p);
     }

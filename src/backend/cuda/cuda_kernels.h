@@ -149,5 +149,11 @@ bool attention_mma_supported(const AttnParams& p);
 cudaError_t attention_prepare();
 int attention_mma_cta_count(const AttnParams& p);  // CTAs per split
 void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
+// The prefill kernel: same shapes, pools and `partial` layout as launch_attention_mma
+// (attention_mma_supported decides both), 64 query rows of one KV head per CTA, so it suits
+// many query rows per KV head (prefill chunks); decode keeps launch_attention_mma.
+int attention_fa_cta_count(const AttnParams& p);  // CTAs per split
+int attention_fa_ctas_per_sm(int head_dim);       // resident CTAs per SM it is sized for
+void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
 
 }  // namespace gs::cuda

@@ -420,6 +420,413 @@ __global__ void __launch_bounds__(128) attn_combine_kernel(const float* __restri
   }
 }
 
+// ---- prefill tensor-core kernel (many query rows per KV head) -------------------------------
+// One CTA takes 64 query rows sharing a KV head (4 row groups of 16) and C warps per row group;
+// warp (rg, c) owns rows [16 rg, 16 rg + 16) and head_dim columns [c Dc, c Dc + Dc), Dc = D / C,
+// for both its share of S = Q K^T and its part of the output. With C = 1 a warp's S is
+// complete; with C = 2 the two warps of a row group add their partial S through shared memory
+// (fragment-native layout, no bank conflicts) and both run the same softmax. Each K/V tile
+// (KT positions) is loaded once for all 64 rows: 4x less K/V traffic than the 16-row kernel,
+// and no S reduction over 4 warps.
+//
+// Pipeline (one buffer each for K and V, two barriers a tile):
+//   B1: K_i has landed (all threads), every warp is done with V_{i-1} -> issue V_i
+//       S_i = Q K_i^T (hi + lo parts of Q into separate accumulators), [C = 1: softmax]
+//   B2: V_i has landed, every warp is done with K_i -> issue K_{i+1}
+//       [C = 2: add the partner's partial S, softmax], O += P V_i
+// so V_i's load hides behind S_i and K_{i+1}'s behind P V_i. The element offsets of the KV
+// rows of tile i + 1 are looked up (page table) at B1 of tile i and stored before B2.
+// A warp whose 16 rows have no key in a tile skips its math for that tile (causal and
+// sliding-window edges). Token blocks are taken from the last one down (longest causal rows
+// first: less of a tail in the last wave).
+template <int D_, int C_, int KT_, int MINB_>
+struct FaCfg {
+  static constexpr int D = D_, C = C_, KT = KT_, MINB = MINB_;
+  static constexpr int kRG = 4;                 // row groups of 16 rows
+  static constexpr int kRows = 16 * kRG;        // query rows per CTA
+  static constexpr int kWarps = kRG * C;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int Dc = D / C;              // head_dim columns per warp
+  static constexpr int kStride = D + 8;         // halves per smem row (ldmatrix rows 16 B apart in banks)
+  static constexpr int NTS = KT / 8;            // score n-tiles
+  static constexpr int NTO = Dc / 8;            // output n-tiles per warp
+  static constexpr int KQ = Dc / 16;            // S k-steps per warp
+  static constexpr int kChunks = KT * (D / 8);  // 16-byte chunks of a K or V tile
+  static constexpr size_t kQ = 0;               // Q hi and lo parts: [2][kRows][kStride] f16
+  static constexpr size_t kK = kQ + 2ull * kRows * kStride * 2;  // [KT][kStride] f16
+  static constexpr size_t kV = kK + 1ull * KT * kStride * 2;     // [KT][kStride] f16
+  static constexpr size_t kX = kV + 1ull * KT * kStride * 2;     // partial S: [kWarps][NTS][32] float4
+  static constexpr size_t kOff = kX + (C > 1 ? 16ull * kWarps * NTS * 32 : 0);  // [2][KT] int64
+  static constexpr size_t kTotal = kOff + 2ull * KT * 8;
+  static_assert(D % (16 * C) == 0 && KT % 16 == 0 && NTO % 2 == 0, "tile shapes");
+  static_assert(kChunks % kThreads == 0 && KT <= kThreads, "load split");
+  static_assert(C == 1 || C == 2, "one or two warps per row group");
+};
+
+// Shared memory (dynamic + 1536 B of row tables): D 64/128 (64-position tiles) 39424 /
+// 72192 B; D 256: 4 warps, 103424 B, 2 CTAs per SM; D 512: 8 warps (two per row group),
+// 218112 B, 1 CTA per SM (the opt-in limit is 232448 B).
+using FaCfg64 = FaCfg<64, 1, 64, 2>;
+using FaCfg128 = FaCfg<128, 1, 64, 2>;
+using FaCfg256 = FaCfg<256, 1, 32, 2>;
+using FaCfg512 = FaCfg<512, 2, 32, 1>;
+
+__host__ __device__ inline RowMap fa_row_map(int n_head, int n_head_kv, int rows) {
+  const int G = n_head / n_head_kv;
+  RowMap m;
+  m.hc = G < rows ? G : rows;
+  m.hb = (G + m.hc - 1) / m.hc;
+  m.rt = rows / m.hc;
+  return m;
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
+    attn_fa_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
+  GS_PDL_ENTRY();
+  constexpr int D = Cfg::D, C = Cfg::C, KT = Cfg::KT, kRows = Cfg::kRows, kThreads = Cfg::kThreads;
+  constexpr int Dc = Cfg::Dc, kStride = Cfg::kStride, NTS = Cfg::NTS, NTO = Cfg::NTO, KQ = Cfg::KQ;
+  extern __shared__ __align__(16) uint8_t smem[];
+  __half* Qs = reinterpret_cast<__half*>(smem + Cfg::kQ);
+  __half* Ks = reinterpret_cast<__half*>(smem + Cfg::kK);
+  __half* Vs = reinterpret_cast<__half*>(smem + Cfg::kV);
+  float4* Xs = reinterpret_cast<float4*>(smem + Cfg::kX);
+  int64_t* Offs = reinterpret_cast<int64_t*>(smem + Cfg::kOff);
+  __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int rg = warp / C, c = warp % C;
+  const int n_kv = p.kv.n_head_kv, G = p.n_head / n_kv;
+  const RowMap rm = fa_row_map(p.n_head, n_kv, kRows);
+  const int j = blockIdx.y, split = blockIdx.z;
+  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
+  const int tok0 = tb * rm.rt;
+
+  if (tid < kRows) {
+    const int r = tid, tk = tok0 + r / rm.hc, hg = hb * rm.hc + r % rm.hc;
+    const bool valid = r / rm.hc < rm.rt && tk < p.n_tokens && hg < G;
+    r_tok[r] = valid ? tk : -1;
+    r_head[r] = j * G + hg;
+    r_seq[r] = valid ? p.tok_seq[tk] : -1;
+    r_lo[r] = valid ? max(p.kv_lo[tk], 0) : 1;
+    r_hi[r] = valid ? p.kv_hi[tk] : 0;
+  }
+  __syncthreads();
+  if (tid < kRows) {  // the first row of each sequence leads its segment
+    const int r = tid;
+    bool lead = r_tok[r] >= 0;
+    for (int q = 0; q < r && lead; ++q) lead = !(r_tok[q] >= 0 && r_seq[q] == r_seq[r]);
+    r_lead[r] = lead;
+  }
+  {
+    // Q (times scale) as hi + lo f16 parts: scores keep ~22 bits of Q (0012 §5).
+    const bool qvec = (reinterpret_cast<uintptr_t>(p.q.data) & 15) == 0 && (p.q.stride & 3) == 0;
+    constexpr int D4 = D / 4;
+#pragma unroll 4
+    for (int idx = tid; idx < kRows * D4; idx += kThreads) {
+      const int r = idx / D4, d = (idx % D4) * 4;
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      if (r_tok[r] >= 0) {
+        const float* src = p.q.data + static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * D + d;
+        if (qvec) {
+          const float4 f = *reinterpret_cast<const float4*>(src);
+          v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+        } else {
+          v[0] = src[0]; v[1] = src[1]; v[2] = src[2]; v[3] = src[3];
+        }
+      }
+      __half hi[4], lo[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float x = v[e] * p.scale;
+        hi[e] = __float2half_rn(x);
+        lo[e] = __float2half_rn(x - __half2float(hi[e]));
+      }
+      *reinterpret_cast<uint2*>(Qs + r * kStride + d) =
+          make_uint2(h2_bits(__halves2half2(hi[0], hi[1])), h2_bits(__halves2half2(hi[2], hi[3])));
+      *reinterpret_cast<uint2*>(Qs + (kRows + r) * kStride + d) =
+          make_uint2(h2_bits(__halves2half2(lo[0], lo[1])), h2_bits(__halves2half2(lo[2], lo[3])));
+    }
+  }
+  __syncthreads();
+
+  float o[NTO][4];
+#pragma unroll
+  for (int i = 0; i < NTO; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+  const __half* kpool = static_cast<const __half*>(p.kv.k);
+  const __half* vpool = static_cast<const __half*>(p.kv.v);
+  const int64_t kv_width = static_cast<int64_t>(n_kv) * D;
+  const int row_a = rg * 16 + g, row_b = row_a + 8;  // this thread's two rows
+
+  // Fragment addresses (this warp's rows and columns; tile offsets added in the loops).
+  const __half* q_frag = Qs + (rg * 16 + (lane & 15)) * kStride + c * Dc + (lane >> 4) * 8;
+  const __half* k_frag = Ks + ((lane & 7) + ((lane >> 4) & 1) * 8) * kStride + c * Dc + ((lane >> 3) & 1) * 8;
+  const __half* v_frag = Vs + ((lane & 7) + ((lane >> 3) & 1) * 8) * kStride + c * Dc + ((lane >> 4) & 1) * 8;
+
+  for (int lead = 0; lead < kRows; ++lead) {
+    if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
+    const int seq = r_seq[lead];
+    // The segment's KV range: union over its rows (each lane takes two rows).
+    int lo_seg = INT_MAX, hi_seg = INT_MIN;
+#pragma unroll
+    for (int h = 0; h < kRows / 32; ++h) {
+      const int r = lane + 32 * h;
+      if (r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r]) {
+        lo_seg = min(lo_seg, r_lo[r]);
+        hi_seg = max(hi_seg, r_hi[r]);
+      }
+    }
+#pragma unroll
+    for (int ofs = 16; ofs > 0; ofs >>= 1) {
+      lo_seg = min(lo_seg, __shfl_xor_sync(0xffffffffu, lo_seg, ofs));
+      hi_seg = max(hi_seg, __shfl_xor_sync(0xffffffffu, hi_seg, ofs));
+    }
+    // This split's part of it, in whole tiles (as the 16-row kernel splits).
+    int p_begin = 0, p_end = 0;
+    if (lo_seg <= hi_seg) {
+      const int64_t len = static_cast<int64_t>(hi_seg) - lo_seg + 1;
+      int64_t chunk = (len + n_splits - 1) / n_splits;
+      chunk = (chunk + KT - 1) / KT * KT;
+      const int64_t b = lo_seg + split * chunk;
+      const int64_t hi1p = static_cast<int64_t>(hi_seg) + 1;
+      const int64_t e = hi1p < b + chunk ? hi1p : b + chunk;
+      if (b < e) {
+        p_begin = static_cast<int>(b);
+        p_end = static_cast<int>(e);
+      }
+    }
+    const int n_tiles = (p_end - p_begin + KT - 1) / KT;
+    if (n_tiles == 0) continue;  // uniform
+    // This thread's rows in the segment and split: [lo, hi], empty as [INT_MAX, INT_MIN].
+    int lo_rr[2], hi_rr[2];
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int r = rr ? row_b : row_a;
+      int lo = INT_MAX, hi = INT_MIN;
+      if (r_tok[r] >= 0 && r_seq[r] == seq) {
+        lo = max(r_lo[r], p_begin);
+        hi = min(r_hi[r], p_end - 1);
+        if (lo > hi) lo = INT_MAX, hi = INT_MIN;
+      }
+      lo_rr[rr] = lo;
+      hi_rr[rr] = hi;
+    }
+    int w_lo = min(lo_rr[0], lo_rr[1]), w_hi = max(hi_rr[0], hi_rr[1]);  // the warp's keys
+#pragma unroll
+    for (int ofs = 16; ofs > 0; ofs >>= 1) {
+      w_lo = min(w_lo, __shfl_xor_sync(0xffffffffu, w_lo, ofs));
+      w_hi = max(w_hi, __shfl_xor_sync(0xffffffffu, w_hi, ofs));
+    }
+
+    auto row_offset = [&](int ti) -> int64_t {  // element offset of tile ti's row tid, -1: zeros
+      const int pos = p_begin + ti * KT + tid;
+      if (pos >= p_end) return -1;
+      const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
+      return sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D : -1;
+    };
+    auto issue = [&](const __half* pool, __half* dst, const int64_t* offs) {
+      constexpr int CH = D / 8;
+#pragma unroll
+      for (int k = 0; k < Cfg::kChunks / kThreads; ++k) {
+        const int idx = tid + k * kThreads, pi = idx / CH, ch = idx % CH;
+        const int64_t off = offs[pi];
+        cp_async16(dst + pi * kStride + ch * 8, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
+      }
+      cp_async_commit();
+    };
+
+    if (tid < KT) Offs[tid] = row_offset(0);
+    __syncthreads();
+    issue(kpool, Ks, Offs);
+    for (int ti = 0; ti < n_tiles; ++ti) {
+      const int pb = p_begin + ti * KT;
+      const bool more = ti + 1 < n_tiles;
+      cp_async_wait<0>();
+      __syncthreads();  // B1
+      issue(vpool, Vs, Offs + (ti & 1) * KT);
+      int64_t next_off = -1;
+      if (tid < KT && more) next_off = row_offset(ti + 1);
+      const bool active = pb <= w_hi && pb + KT - 1 >= w_lo;  // warp-uniform
+      float s[NTS][4];
+      if (active) {
+        float sl[NTS][4];
+#pragma unroll
+        for (int i = 0; i < NTS; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[i][e] = sl[i][e] = 0.f;
+#pragma unroll
+        for (int kq = 0; kq < KQ; ++kq) {
+          uint32_t a[4], al[4];
+          ldmatrix_x4(a, q_frag + kq * 16);
+          ldmatrix_x4(al, q_frag + kRows * kStride + kq * 16);
+#pragma unroll
+          for (int np = 0; np < NTS / 2; ++np) {
+            uint32_t b[4];
+            ldmatrix_x4(b, k_frag + np * 16 * kStride + kq * 16);
+            mma_16816(s[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
+            mma_16816(s[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
+            mma_16816(sl[2 * np], al[0], al[1], al[2], al[3], b[0], b[1]);
+            mma_16816(sl[2 * np + 1], al[0], al[1], al[2], al[3], b[2], b[3]);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < NTS; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[i][e] += sl[i][e];
+        if constexpr (C > 1) {
+          float4* xw = Xs + warp * NTS * 32 + lane;
+#pragma unroll
+          for (int i = 0; i < NTS; ++i) xw[i * 32] = make_float4(s[i][0], s[i][1], s[i][2], s[i][3]);
+        }
+      }
+      // Online softmax of this warp's 16 rows over the tile; s becomes P (f32).
+      auto softmax = [&]() {
+        float corr[2];
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          float mx = -INFINITY;
+#pragma unroll
+          for (int nt = 0; nt < NTS; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int pos = pb + nt * 8 + 2 * t + e;
+              float& v = s[nt][2 * rr + e];
+              v = (pos >= lo_rr[rr] && pos <= hi_rr[rr]) ? v : -INFINITY;
+              mx = fmaxf(mx, v);
+            }
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(m_r[rr], mx);
+          float sum = 0.f;
+          corr[rr] = 1.f;
+          if (m_new == -INFINITY) {
+#pragma unroll
+            for (int nt = 0; nt < NTS; ++nt) s[nt][2 * rr] = s[nt][2 * rr + 1] = 0.f;
+          } else {
+            corr[rr] = exp2f((m_r[rr] - m_new) * kLog2e);
+#pragma unroll
+            for (int nt = 0; nt < NTS; ++nt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                float& v = s[nt][2 * rr + e];
+                v = exp2f((v - m_new) * kLog2e);
+                sum += v;
+              }
+          }
+          l_r[rr] = l_r[rr] * corr[rr] + sum;
+          m_r[rr] = m_new;
+        }
+        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+          for (int i = 0; i < NTO; ++i) {
+            o[i][0] *= corr[0];
+            o[i][1] *= corr[0];
+            o[i][2] *= corr[1];
+            o[i][3] *= corr[1];
+          }
+        }
+      };
+      if constexpr (C == 1) {
+        if (active) softmax();
+      }
+      if (tid < KT && more) Offs[((ti + 1) & 1) * KT + tid] = next_off;
+      cp_async_wait<0>();
+      __syncthreads();  // B2
+      if (more) issue(kpool, Ks, Offs + ((ti + 1) & 1) * KT);
+      if (active) {
+        if constexpr (C > 1) {
+          const float4* xp = Xs + (rg * C + (1 - c)) * NTS * 32 + lane;
+#pragma unroll
+          for (int i = 0; i < NTS; ++i) {
+            // Both warps of the pair get the same sums (float addition commutes): the same
+            // softmax, the same m and l.
+            const float4 v = xp[i * 32];
+            s[i][0] += v.x;
+            s[i][1] += v.y;
+            s[i][2] += v.z;
+            s[i][3] += v.w;
+          }
+          softmax();
+        }
+        // O += P V
+#pragma unroll
+        for (int kk = 0; kk < KT / 16; ++kk) {
+          const uint32_t a0 = pack_f32x2(s[2 * kk][0], s[2 * kk][1]);
+          const uint32_t a1 = pack_f32x2(s[2 * kk][2], s[2 * kk][3]);
+          const uint32_t a2 = pack_f32x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+          const uint32_t a3 = pack_f32x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+          for (int np = 0; np < NTO / 2; ++np) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, v_frag + kk * 16 * kStride + np * 16);
+            mma_16816(o[2 * np], a0, a1, a2, a3, b[0], b[1]);
+            mma_16816(o[2 * np + 1], a0, a1, a2, a3, b[2], b[3]);
+          }
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 1);
+    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 2);
+  }
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int r = rr ? row_b : row_a;
+    const int tk = r_tok[r];
+    if (tk < 0) continue;
+    const int head = r_head[r];
+    if (n_splits == 1) {
+      const float inv = l_r[rr] > 0.f ? 1.0f / l_r[rr] : 0.f;
+      float* orow = p.out.data + static_cast<int64_t>(tk) * p.out.stride + static_cast<int64_t>(head) * D + c * Dc;
+#pragma unroll
+      for (int i = 0; i < NTO; ++i) {
+        orow[i * 8 + 2 * t] = o[i][2 * rr] * inv;
+        orow[i * 8 + 2 * t + 1] = o[i][2 * rr + 1] * inv;
+      }
+    } else {
+      const int64_t row = static_cast<int64_t>(tk) * p.n_head + head;
+      float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
+      if (c == 0 && t == 0) {
+        P[0] = m_r[rr];
+        P[1] = l_r[rr];
+      }
+#pragma unroll
+      for (int i = 0; i < NTO; ++i) {
+        P[2 + c * Dc + i * 8 + 2 * t] = o[i][2 * rr];
+        P[2 + c * Dc + i * 8 + 2 * t + 1] = o[i][2 * rr + 1];
+      }
+    }
+  }
+}
+
+template <class Cfg>
+void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
+  const RowMap rm = fa_row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
+  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
+                  static_cast<unsigned>(n_splits));
+  launch_k(attn_fa_kernel<Cfg>, grid, Cfg::kThreads, Cfg::kTotal, s, p, n_splits, partial);
+  if (n_splits > 1) {
+    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (n_splits + 1) * sizeof(float), s,
+             partial, n_splits, p.n_tokens, p.n_head, Cfg::D, p.out);
+  }
+}
+
+template <class Cfg>
+cudaError_t prepare_fa() {
+  cudaError_t e = cudaFuncSetAttribute(attn_fa_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(Cfg::kTotal));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(attn_fa_kernel<Cfg>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             cudaSharedmemCarveoutMaxShared);
+  return e;
+}
+
 template <int D>
 void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv);
@@ -470,6 +877,10 @@ cudaError_t attention_prepare() {
   if (e == cudaSuccess) e = prepare_d<128>();
   if (e == cudaSuccess) e = prepare_d<256>();
   if (e == cudaSuccess) e = prepare_d<512>();
+  if (e == cudaSuccess) e = prepare_fa<FaCfg64>();
+  if (e == cudaSuccess) e = prepare_fa<FaCfg128>();
+  if (e == cudaSuccess) e = prepare_fa<FaCfg256>();
+  if (e == cudaSuccess) e = prepare_fa<FaCfg512>();
   return e;
 }
 
@@ -480,6 +891,35 @@ void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, flo
     case 128: launch_mma_d<128>(s, p, n_splits, partial); break;
     case 256: launch_mma_d<256>(s, p, n_splits, partial); break;
     case 512: launch_mma_d<512>(s, p, n_splits, partial); break;
+    default: break;
+  }
+}
+
+int attention_fa_cta_count(const AttnParams& p) {
+  constexpr int kRows = FaCfg256::kRows;
+  static_assert(FaCfg64::kRows == kRows && FaCfg128::kRows == kRows && FaCfg512::kRows == kRows, "one row count");
+  const RowMap rm = fa_row_map(p.n_head, p.kv.n_head_kv, kRows);
+  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  return tb * rm.hb * p.kv.n_head_kv;
+}
+
+int attention_fa_ctas_per_sm(int head_dim) {
+  switch (head_dim) {
+    case 64: return FaCfg64::MINB;
+    case 128: return FaCfg128::MINB;
+    case 256: return FaCfg256::MINB;
+    case 512: return FaCfg512::MINB;
+    default: return 1;
+  }
+}
+
+void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
+  if (p.n_tokens == 0) return;
+  switch (p.head_dim) {
+    case 64: launch_fa_cfg<FaCfg64>(s, p, n_splits, partial); break;
+    case 128: launch_fa_cfg<FaCfg128>(s, p, n_splits, partial); break;
+    case 256: launch_fa_cfg<FaCfg256>(s, p, n_splits, partial); break;
+    case 512: launch_fa_cfg<FaCfg512>(s, p, n_splits, partial); break;
     default: break;
   }
 }

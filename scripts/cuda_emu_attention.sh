@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs src/backend/cuda/k_attention.cu's tensor-core kernels on the CPU emulator of
+# tools/cuda_emu (no GPU needed): both cp.async modes, every case (or those whose name
+# contains $2). Usage: scripts/cuda_emu_attention.sh [lazy|eager|both] [filter]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${GS_EMU_DIR:-build/cuda_emu}"
+mkdir -p "$OUT"
+CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
+# Shared-memory qualifiers become host storage: static arrays shared by the block's fibers and
+# extern arrays defined by the emulator's k_common.cuh.
+sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' src/backend/cuda/k_attention.cu >"$OUT/k_attention_emu.cpp"
+CXX="${CXX:-g++}"
+FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function)
+"$CXX" "${FLAGS[@]}" -c "$OUT/k_attention_emu.cpp" -o "$OUT/k_attention_emu.o"
+"$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" -o "$OUT/attn_emu"
+mode="${1:-both}"
+rc=0
+for m in lazy eager; do
+  if [ "$mode" = both ] || [ "$mode" = "$m" ]; then
+    echo "== cp.async $m"
+    "$OUT/attn_emu" "$m" "${2:-}" || rc=1
+  fi
+done
+exit $rc

@@ -1,0 +1,242 @@
+// Runs k_attention.cu's tensor-core kernels (the 16-row decode kernel, the 64-row prefill
+// kernel, split-KV with the combine kernel) in the CPU emulator against a double-precision
+// reference, on small cases of the parity tests' kinds. Usage: attn_emu [lazy|eager] [filter]
+// (tools/cuda_emu/README.md; scripts/cuda_emu_attention.sh builds and runs it).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_fp16.h>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "emu.h"
+
+using namespace gs::cuda;
+
+namespace {
+
+std::mt19937 rng(4321);
+
+uint16_t to_f16(float f) {
+  const __half h = __float2half_rn(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+float from_f16(uint16_t u) {
+  __half h;
+  std::memcpy(&h, &u, 2);
+  return __half2float(h);
+}
+
+struct Case {
+  std::string name;
+  int D = 64, n_head = 4, n_kv = 2, page = 16, window = 0, wrap = 0;
+  std::vector<int> tokens{1}, ctx{50};
+  bool interleave = false, random_ranges = false;
+  int empty_every = 0;
+  float q_scale = 1.0f;
+  int q_pad = 0;
+};
+
+struct Err {
+  double rel_l2 = 0, rel_max = 0;
+  bool nan = false;
+};
+
+Err compare(const std::vector<float>& got, const std::vector<float>& ref) {
+  Err e;
+  double num = 0, den = 0, mx = 0, mref = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) e.nan = true;
+    const double d = static_cast<double>(got[i]) - ref[i];
+    num += d * d;
+    den += static_cast<double>(ref[i]) * ref[i];
+    mx = std::max(mx, std::fabs(d));
+    mref = std::max(mref, std::fabs(static_cast<double>(ref[i])));
+  }
+  e.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  e.rel_max = mref > 0 ? mx / mref : mx;
+  return e;
+}
+
+int failures = 0;
+
+void run_case(const Case& c) {
+  const int D = c.D, n_seqs = static_cast<int>(c.tokens.size());
+  const int width_kv = c.n_kv * D, width_q = c.n_head * D, G = c.n_head / c.n_kv;
+  const int n_tok = std::accumulate(c.tokens.begin(), c.tokens.end(), 0);
+  int max_pos = 1;
+  for (int s = 0; s < n_seqs; ++s) max_pos = std::max(max_pos, c.ctx[static_cast<size_t>(s)] + c.tokens[static_cast<size_t>(s)]);
+  const int pages_per_seq = c.wrap > 0 ? c.wrap : (max_pos + c.page - 1) / c.page;
+  const int max_pages = pages_per_seq + 1, n_pages = n_seqs * max_pages + 3;
+  const int64_t n_slots = static_cast<int64_t>(n_pages) * c.page;
+  std::vector<int> perm(static_cast<size_t>(n_pages));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int32_t> pages(static_cast<size_t>(n_seqs * max_pages));
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = perm[i];
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<uint16_t> kh(static_cast<size_t>(n_slots * width_kv)), vh(kh.size());
+  const float ks = 1.0f / std::sqrt(std::sqrt(static_cast<float>(D)));
+  for (size_t i = 0; i < kh.size(); ++i) {
+    kh[i] = to_f16(nd(rng) * ks);
+    vh[i] = to_f16(nd(rng));
+  }
+  std::vector<std::pair<int, int>> order;
+  if (c.interleave) {
+    for (int k = 0; static_cast<int>(order.size()) < n_tok; ++k)
+      for (int s = 0; s < n_seqs; ++s)
+        if (k < c.tokens[static_cast<size_t>(s)]) order.emplace_back(s, k);
+  } else {
+    for (int s = 0; s < n_seqs; ++s)
+      for (int k = 0; k < c.tokens[static_cast<size_t>(s)]; ++k) order.emplace_back(s, k);
+  }
+  std::vector<int32_t> tok_seq(static_cast<size_t>(n_tok)), lo(tok_seq.size()), hi(tok_seq.size());
+  for (int t = 0; t < n_tok; ++t) {
+    const auto [s, k] = order[static_cast<size_t>(t)];
+    const int p = c.ctx[static_cast<size_t>(s)] + k;
+    tok_seq[static_cast<size_t>(t)] = s;
+    hi[static_cast<size_t>(t)] = p;
+    lo[static_cast<size_t>(t)] = c.window > 0 ? std::max(0, p - c.window + 1) : 0;
+    if (c.random_ranges) {
+      const int top = c.ctx[static_cast<size_t>(s)] + c.tokens[static_cast<size_t>(s)] - 1;
+      const int h = std::uniform_int_distribution<int>(0, top)(rng);
+      hi[static_cast<size_t>(t)] = h;
+      lo[static_cast<size_t>(t)] = std::uniform_int_distribution<int>(0, h + 1)(rng);
+    }
+    if (c.empty_every > 0 && t % c.empty_every == 1) {
+      lo[static_cast<size_t>(t)] = p + 1 + t % 3;
+      hi[static_cast<size_t>(t)] = p;
+    }
+  }
+  const int64_t q_stride = width_q + c.q_pad, o_stride = width_q + 1;
+  std::vector<float> q(static_cast<size_t>(std::max<int64_t>(1, n_tok * q_stride)), NAN);
+  for (int t = 0; t < n_tok; ++t)
+    for (int i = 0; i < width_q; ++i) q[static_cast<size_t>(t * q_stride + i)] = nd(rng) * c.q_scale;
+  // Reference (double).
+  std::vector<float> ref(static_cast<size_t>(n_tok * width_q), 0.f);
+  const int wrap = c.wrap > 0 ? c.wrap : max_pages;
+  for (int t = 0; t < n_tok; ++t)
+    for (int h = 0; h < c.n_head; ++h) {
+      const int j = h / G;
+      std::vector<double> sc;
+      std::vector<int64_t> sl;
+      for (int p = lo[static_cast<size_t>(t)]; p <= hi[static_cast<size_t>(t)]; ++p) {
+        const int64_t slot =
+            static_cast<int64_t>(pages[static_cast<size_t>(tok_seq[static_cast<size_t>(t)] * max_pages + (p / c.page) % wrap)]) *
+                c.page + p % c.page;
+        double s = 0;
+        for (int d = 0; d < D; ++d)
+          s += static_cast<double>(q[static_cast<size_t>(t * q_stride + h * D + d)]) *
+               from_f16(kh[static_cast<size_t>(slot * width_kv + j * D + d)]);
+        sc.push_back(s);
+        sl.push_back(slot);
+      }
+      if (sc.empty()) continue;
+      const double m = *std::max_element(sc.begin(), sc.end());
+      double l = 0;
+      for (double& s : sc) l += (s = std::exp(s - m));
+      for (int d = 0; d < D; ++d) {
+        double o = 0;
+        for (size_t i = 0; i < sc.size(); ++i) o += sc[i] * from_f16(vh[static_cast<size_t>(sl[i] * width_kv + j * D + d)]);
+        ref[static_cast<size_t>(t * width_q + h * D + d)] = static_cast<float>(o / l);
+      }
+    }
+  AttnParams p{};
+  p.n_tokens = n_tok;
+  p.n_head = c.n_head;
+  p.head_dim = D;
+  p.scale = 1.0f;
+  p.kv = KvView{kh.data(), vh.data(), true, c.n_kv, D, n_slots};
+  p.pages = PagesView{pages.data(), max_pages, c.page, c.wrap};
+  p.tok_seq = tok_seq.data();
+  p.kv_lo = lo.data();
+  p.kv_hi = hi.data();
+  p.q = MatF{q.data(), n_tok, width_q, q_stride};
+  const double tol = 4e-3 * std::max(1.0f, c.q_scale);
+  for (const char* kernel : {"old", "new"}) {
+    for (int splits : {1, 3}) {
+      std::vector<float> out(static_cast<size_t>(std::max<int64_t>(1, n_tok * o_stride)), NAN);
+      std::vector<float> partial(static_cast<size_t>(splits) * n_tok * c.n_head * (D + 2), NAN);
+      p.out = MatF{out.data(), n_tok, width_q, o_stride};
+      if (std::strcmp(kernel, "old") == 0) launch_attention_mma(nullptr, p, splits, partial.data());
+      else launch_attention_fa(nullptr, p, splits, partial.data());
+      std::vector<float> dense(ref.size());
+      for (int t = 0; t < n_tok; ++t)
+        for (int i = 0; i < width_q; ++i) dense[static_cast<size_t>(t * width_q + i)] = out[static_cast<size_t>(t * o_stride + i)];
+      const Err e = compare(dense, ref);
+      const bool ok = !e.nan && e.rel_l2 < tol && e.rel_max < 6 * tol;
+      if (!ok) ++failures;
+      std::printf("%-4s %-46s %-3s splits %d: rel_l2 %.2e rel_max %.2e%s\n", ok ? "ok" : "FAIL", c.name.c_str(), kernel,
+                  splits, e.rel_l2, e.rel_max, e.nan ? " (NaN)" : "");
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  emu::st().lazy = argc > 1 && std::strcmp(argv[1], "lazy") == 0;
+  const std::string filter = argc > 2 ? argv[2] : "";
+  std::vector<Case> cases;
+  auto add = [&](Case c) { cases.push_back(std::move(c)); };
+  for (int D : {64, 128, 256, 512})
+    for (auto [nh, nkv] : std::vector<std::pair<int, int>>{{4, 2}, {8, 1}})
+      for (int tok : {1, 7, 33, 100}) {
+        Case c;
+        c.name = "D" + std::to_string(D) + " G" + std::to_string(nh / nkv) + " tok" + std::to_string(tok);
+        c.D = D;
+        c.n_head = nh;
+        c.n_kv = nkv;
+        c.tokens = {tok};
+        c.ctx = {45};
+        c.window = tok == 33 ? 40 : 0;
+        if (D >= 256 && tok == 100 && nkv == 2) c.q_pad = 3;  // scalar q loads
+        add(c);
+      }
+  {
+    Case c;
+    c.name = "G3 (12/4) D64 tok 21";
+    c.D = 64, c.n_head = 12, c.n_kv = 4, c.tokens = {21}, c.ctx = {30};
+    add(c);
+    c.name = "G96 D64 tok 7";
+    c.n_head = 96, c.n_kv = 1, c.tokens = {7};
+    add(c);
+  }
+  for (int D : {256, 512})
+    for (bool inter : {false, true}) {
+      Case c;
+      c.name = "seqs D" + std::to_string(D) + (inter ? " interleaved" : "");
+      c.D = D, c.n_head = 8, c.n_kv = D == 512 ? 1 : 4;
+      c.tokens = {70, 1, 20, 9};
+      c.ctx = {0, 130, 40, 300};
+      c.interleave = inter;
+      c.empty_every = 13;
+      c.window = D == 256 ? 50 : 0;
+      add(c);
+    }
+  for (int D : {128, 512}) {
+    Case c;
+    c.name = "random ranges D" + std::to_string(D);
+    c.D = D, c.n_head = 8, c.n_kv = 1, c.tokens = {40, 30}, c.ctx = {60, 10}, c.random_ranges = true, c.interleave = true;
+    add(c);
+    c.name = "ring D" + std::to_string(D);
+    c.random_ranges = false, c.interleave = false;
+    c.tokens = {40, 14}, c.ctx = {700, 500}, c.window = 64, c.page = 16, c.wrap = (64 + 40) / 16 + 2;
+    add(c);
+    c.name = "sharp D" + std::to_string(D);
+    c.tokens = {50}, c.ctx = {100}, c.window = 0, c.wrap = 0, c.q_scale = 4.0f;
+    add(c);
+  }
+  for (const Case& c : cases)
+    if (filter.empty() || c.name.find(filter) != std::string::npos) run_case(c);
+  std::printf("%d failed\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,175 @@
+// Emulator stand-in for src/backend/cuda/k_common.cuh (tools/cuda_emu/README.md): the same
+// helpers with the PTX ISA's semantics, run by emu.h's fibers. Only what the attention
+// kernels use. Fragment layouts (PTX ISA, mma.m16n8k16 f16 and ldmatrix.m8n8 b16):
+//   ldmatrix x4: lanes 8i..8i+7 give the row addresses of matrix i; lane L receives, in
+//     register i, row L/4, columns 2(L%4), 2(L%4)+1 of matrix i (.trans: rows 2(L%4), +1 of
+//     column L/4); the lower half of a register is the first element.
+//   mma: a0 (g, 2t..) a1 (g+8, 2t..) a2 (g, 2t+8..) a3 (g+8, 2t+8..); b0 (k 2t.., n g)
+//     b1 (k 2t+8.., n g); c0 c1 (g, 2t, 2t+1), c2 c3 (g+8, 2t, 2t+1); g = L/4, t = L%4.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "emu.h"
+#include "backend/cuda/cuda_kernels.h"
+
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __launch_bounds__
+#undef __align__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __syncthreads() ::emu::block_sync()
+#define threadIdx (::emu::thread_idx())
+#define blockIdx (::emu::st().block_idx)
+#define blockDim (::emu::st().block_dim)
+#define gridDim (::emu::st().grid_dim)
+#define cudaFuncSetAttribute(...) cudaSuccess
+
+namespace gs::cuda {
+namespace {
+// Dynamic shared memory of the kernels (`extern __shared__` names of k_attention.cu).
+alignas(16) uint8_t smem[256 * 1024];
+float wsh[65536];
+}  // namespace
+
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int ofs) {
+  return ::emu::warp_collective(v, [&](int lane, auto in) { return in(lane ^ ofs); });
+}
+inline bool __any_sync(unsigned, bool pred) {
+  const int p = pred ? 1 : 0;
+  return ::emu::warp_collective(p, [&](int, auto in) {
+    for (int l = 0; l < 32; ++l)
+      if (in(l)) return true;
+    return false;
+  });
+}
+
+inline float f16_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+inline uint16_t f32_to_f16_bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
+inline uint32_t h2_bits(__half2 h) {
+  uint32_t u;
+  std::memcpy(&u, &h, 4);
+  return u;
+}
+inline __half2 bits_h2(uint32_t u) {
+  __half2 h;
+  std::memcpy(&h, &u, 4);
+  return h;
+}
+inline uint32_t pack_f32x2(float lo, float hi) { return h2_bits(__floats2half2_rn(lo, hi)); }
+inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+inline float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+inline float h_lo(uint32_t r) { return __half2float(__ushort_as_half(static_cast<uint16_t>(r & 0xffffu))); }
+inline float h_hi(uint32_t r) { return __half2float(__ushort_as_half(static_cast<uint16_t>(r >> 16))); }
+inline uint32_t h_pack(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }
+
+inline void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  struct In {
+    uint32_t a[4], b[2];
+    float c[4];
+  };
+  const In in{{a0, a1, a2, a3}, {b0, b1}, {c[0], c[1], c[2], c[3]}};
+  struct Out {
+    float d[4];
+  };
+  const Out r = ::emu::warp_collective(in, [&](int lane, auto get) {
+    float A[16][16], Bm[16][8], Cm[16][8];
+    for (int l = 0; l < 32; ++l) {
+      const In v = get(l);
+      const int g = l / 4, t = l % 4;
+      A[g][2 * t] = h_lo(v.a[0]);
+      A[g][2 * t + 1] = h_hi(v.a[0]);
+      A[g + 8][2 * t] = h_lo(v.a[1]);
+      A[g + 8][2 * t + 1] = h_hi(v.a[1]);
+      A[g][2 * t + 8] = h_lo(v.a[2]);
+      A[g][2 * t + 9] = h_hi(v.a[2]);
+      A[g + 8][2 * t + 8] = h_lo(v.a[3]);
+      A[g + 8][2 * t + 9] = h_hi(v.a[3]);
+      Bm[2 * t][g] = h_lo(v.b[0]);
+      Bm[2 * t + 1][g] = h_hi(v.b[0]);
+      Bm[2 * t + 8][g] = h_lo(v.b[1]);
+      Bm[2 * t + 9][g] = h_hi(v.b[1]);
+      Cm[g][2 * t] = v.c[0];
+      Cm[g][2 * t + 1] = v.c[1];
+      Cm[g + 8][2 * t] = v.c[2];
+      Cm[g + 8][2 * t + 1] = v.c[3];
+    }
+    const int g = lane / 4, t = lane % 4;
+    Out o;
+    const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+    for (int e = 0; e < 4; ++e) {
+      double acc = Cm[rows[e]][cols[e]];
+      for (int k = 0; k < 16; ++k) acc += static_cast<double>(A[rows[e]][k]) * Bm[k][cols[e]];
+      o.d[e] = static_cast<float>(acc);
+    }
+    return o;
+  });
+  for (int e = 0; e < 4; ++e) c[e] = r.d[e];
+}
+
+inline void ldmatrix_x4_impl(uint32_t (&r)[4], const void* p, bool trans) {
+  struct In {
+    const uint16_t* row;
+  };
+  const In in{static_cast<const uint16_t*>(p)};
+  struct Out {
+    uint32_t r[4];
+  };
+  const Out o = ::emu::warp_collective(in, [&](int lane, auto get) {
+    Out out;
+    for (int i = 0; i < 4; ++i) {
+      if (!trans) {
+        const uint16_t* row = get(8 * i + lane / 4).row;
+        out.r[i] = h_pack(row[2 * (lane % 4)], row[2 * (lane % 4) + 1]);
+      } else {
+        const uint16_t* r0 = get(8 * i + 2 * (lane % 4)).row;
+        const uint16_t* r1 = get(8 * i + 2 * (lane % 4) + 1).row;
+        out.r[i] = h_pack(r0[lane / 4], r1[lane / 4]);
+      }
+    }
+    return out;
+  });
+  for (int i = 0; i < 4; ++i) r[i] = o.r[i];
+}
+inline void ldmatrix_x4(uint32_t (&r)[4], const void* p) { ldmatrix_x4_impl(r, p, false); }
+inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) { ldmatrix_x4_impl(r, p, true); }
+
+inline void cp_async16(void* dst, const void* src, int src_bytes) { ::emu::cp_async(dst, src, src_bytes); }
+inline void cp_async_commit() { ::emu::cp_commit(); }
+template <int N>
+inline void cp_async_wait() {
+  ::emu::cp_wait(N);
+}
+
+inline int64_t kv_slot(const PagesView& pg, int seq, int pos, int64_t n_slots) {
+  const int wrap = pg.wrap_pages > 0 ? pg.wrap_pages : pg.max_pages;
+  const int pi = (pos / pg.page_size) % wrap;
+  const int64_t page = pg.pages[static_cast<int64_t>(seq) * pg.max_pages + pi];
+  const int64_t slot = page * pg.page_size + pos % pg.page_size;
+  return (page < 0 || slot >= n_slots) ? -1 : slot;
+}
+
+}  // namespace gs::cuda
