@@ -183,6 +183,22 @@ __device__ inline void load8(const uint8_t* __restrict__ base, const WeightLayou
   }
 }
 
+// The f16 matvec operand's scaling: the power-of-two factor that brings max |x| (amax) to
+// [2^10, 2^11), and its inverse (NaN when amax is inf or NaN, so that it propagates).
+__device__ __forceinline__ void act_pow2_scale(float amax, float& factor, float& undo) {
+  if (!(amax <= 3.0e38f)) {  // inf or NaN: let it propagate
+    factor = 1.0f;
+    undo = __int_as_float(0x7fc00000);
+    return;
+  }
+  int ex = 0;
+  frexpf(amax, &ex);  // amax < 2^ex
+  if (amax == 0.0f) ex = 0;
+  if (ex < -100) ex = -100;  // keeps both factors finite; such rows round to zero in f16
+  factor = ldexpf(1.0f, 11 - ex);
+  undo = ldexpf(1.0f, ex - 11);
+}
+
 // Slot of position `pos` of page-table row `seq` (backend.h PageTableView); -1 when the
 // table points outside the pool.
 __device__ __forceinline__ int64_t kv_slot(const PagesView& pg, int seq, int pos, int64_t n_slots) {

@@ -119,17 +119,7 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
   for (int i = 0; i < 8; ++i) m = fmaxf(m, sh[i]);
   if (any_nan) m = __int_as_float(0x7fc00000);
   float factor, undo;
-  if (!(m <= 3.0e38f)) {
-    factor = 1.0f;
-    undo = __int_as_float(0x7fc00000);
-  } else {
-    int ex = 0;
-    frexpf(m, &ex);
-    if (m == 0.0f) ex = 0;
-    if (ex < -100) ex = -100;
-    factor = ldexpf(1.0f, 11 - ex);
-    undo = ldexpf(1.0f, ex - 11);
-  }
+  act_pow2_scale(m, factor, undo);
   if (threadIdx.x == 0) xscale[r] = undo;
   uint2* hrow = reinterpret_cast<uint2*>(xh + r * n_in_pad);
   for (int c = threadIdx.x; c < n4; c += 256) {

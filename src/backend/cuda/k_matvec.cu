@@ -42,21 +42,6 @@ __device__ __forceinline__ float block_max(float v, float* sh) {
   return r;
 }
 
-// Power-of-two factor that brings max |x| to [2^10, 2^11), and its inverse.
-__device__ __forceinline__ void pow2_scale(float amax, float& factor, float& undo) {
-  if (!(amax <= 3.0e38f)) {  // inf or NaN: let it propagate
-    factor = 1.0f;
-    undo = __int_as_float(0x7fc00000);
-    return;
-  }
-  int ex = 0;
-  frexpf(amax, &ex);  // amax < 2^ex
-  if (amax == 0.0f) ex = 0;
-  if (ex < -100) ex = -100;  // keeps both factors finite; such rows round to zero in f16
-  factor = ldexpf(1.0f, 11 - ex);
-  undo = ldexpf(1.0f, ex - 11);
-}
-
 __global__ void act_rows_kernel(MatF x, int64_t n_in_pad, uint16_t* __restrict__ xh, float* __restrict__ xscale,
                                 bool permute) {
   GS_PDL_ENTRY();
@@ -71,7 +56,7 @@ __global__ void act_rows_kernel(MatF x, int64_t n_in_pad, uint16_t* __restrict__
   if (__syncthreads_or(nan)) m = __int_as_float(0x7fc00000);
   m = block_max(m, sh);
   float factor, undo;
-  pow2_scale(m, factor, undo);
+  act_pow2_scale(m, factor, undo);
   if (threadIdx.x == 0) xscale[r] = undo;
   uint16_t* out = xh + r * n_in_pad;
   for (int64_t g4 = threadIdx.x; g4 < n_in_pad / 4; g4 += blockDim.x) {
@@ -113,7 +98,7 @@ __global__ void act_global_kernel(MatF x, int64_t n_in_pad, const unsigned* __re
                                   uint16_t* __restrict__ xh, float* __restrict__ alpha, int64_t total4) {
   GS_PDL_ENTRY();
   float factor, undo;
-  pow2_scale(__uint_as_float(*amax), factor, undo);
+  act_pow2_scale(__uint_as_float(*amax), factor, undo);
   if (blockIdx.x == 0 && threadIdx.x == 0) *alpha = undo;
   const int64_t per_row = n_in_pad / 4;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total4;

@@ -119,17 +119,7 @@ __device__ __forceinline__ void row_write_f16(const float4 (&v)[NV], int n4, uin
   for (int i = 0; i < kRowThreads / 32; ++i) m = fmaxf(m, sh[i]);
   if (any_nan) m = __int_as_float(0x7fc00000);
   float factor, undo;
-  if (!(m <= 3.0e38f)) {
-    factor = 1.0f;
-    undo = __int_as_float(0x7fc00000);
-  } else {
-    int ex = 0;
-    frexpf(m, &ex);
-    if (m == 0.0f) ex = 0;
-    if (ex < -100) ex = -100;
-    factor = ldexpf(1.0f, 11 - ex);
-    undo = ldexpf(1.0f, ex - 11);
-  }
+  act_pow2_scale(m, factor, undo);
   if (threadIdx.x == 0) *xscale = undo;
   uint2* hrow = reinterpret_cast<uint2*>(xh_row);
 #pragma unroll
