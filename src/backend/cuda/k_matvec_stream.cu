@@ -6,9 +6,9 @@
 // Why: the register- and cp.async-fed kernels plateau at 35-46% of the copy bandwidth with
 // ~16 warps per SM, each waiting on its own loads (docs/perf-notes.md). Here one producer warp
 // per CTA keeps a ring of stages in flight with cp.async.bulk (tens of KB per SM, no
-// registers held), eight consumer warps compute from shared memory, and the producer starts
-// streaming before the previous kernel has finished (programmatic dependent launch: the
-// weights do not depend on it), so consecutive matvecs of a step overlap their ramps.
+// registers held), eight consumer warps compute from shared memory, and the producer may
+// start streaming before the previous kernel has finished (programmatic dependent launch:
+// the weights do not depend on it) wherever the SM has room for its CTA. Decision 0018.
 //
 // Work split. Rows come in row groups of 16 (one mma tile of output rows); a row group's
 // n_in is cut into stages of kStageTiles (8) tiles of 256 elements. A stage holds, for each
@@ -265,12 +265,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     for (int ct = 0; ct < NT; ++ct)
       for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
   }
-}
-
-template <WFormat F>
-constexpr bool stream_format() {
-  return F == WFormat::kQ4_K || F == WFormat::kQ5_K || F == WFormat::kQ6_K || F == WFormat::kQ8_0 ||
-         F == WFormat::kQ4_0;
 }
 
 constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>)) - 1024;
