@@ -94,6 +94,24 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attn_simple_kernel(AttnPara
   }
 }
 
+// Split `split` of n_splits of the key positions [lo, hi] (empty when hi < lo): chunks of
+// whole tiles of `tile` positions, the last one shorter; [p_begin, p_end) stays empty when
+// the split has none.
+__device__ __forceinline__ void split_range(int lo, int hi, int n_splits, int split, int tile, int& p_begin,
+                                            int& p_end) {
+  if (lo > hi) return;
+  const int64_t len = static_cast<int64_t>(hi) - lo + 1;
+  int64_t chunk = (len + n_splits - 1) / n_splits;
+  chunk = (chunk + tile - 1) / tile * tile;
+  const int64_t b = lo + split * chunk;
+  const int64_t hi1p = static_cast<int64_t>(hi) + 1;
+  const int64_t e = hi1p < b + chunk ? hi1p : b + chunk;
+  if (b < e) {
+    p_begin = static_cast<int>(b);
+    p_end = static_cast<int>(e);
+  }
+}
+
 // ---- tensor-core kernel ---------------------------------------------------------------------
 constexpr int kTP = 32;    // KV positions per tile
 constexpr int kRows = 16;  // query rows per CTA
@@ -192,18 +210,7 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
     const bool in1 = r_tok[g + 8] >= seg_t && r_tok[g + 8] < seg_end;
     const int lo0 = r_lo[g], hi0 = r_hi[g], lo1 = r_lo[g + 8], hi1 = r_hi[g + 8];
     int p_begin = 0, p_end = 0;
-    if (lo_seg <= hi_seg) {
-      const int64_t len = static_cast<int64_t>(hi_seg) - lo_seg + 1;
-      int64_t chunk = (len + n_splits - 1) / n_splits;
-      chunk = (chunk + kTP - 1) / kTP * kTP;
-      const int64_t b = lo_seg + split * chunk;
-      const int64_t hi1p = static_cast<int64_t>(hi_seg) + 1;
-      const int64_t e = hi1p < b + chunk ? hi1p : b + chunk;
-      if (b < e) {
-        p_begin = static_cast<int>(b);
-        p_end = static_cast<int>(e);
-      }
-    }
+    split_range(lo_seg, hi_seg, n_splits, split, kTP, p_begin, p_end);
     const int n_tiles = (p_end - p_begin + kTP - 1) / kTP;
 
     auto load_tile = [&](int ti, int buf) {
@@ -585,18 +592,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     }
     // This split's part of it, in whole tiles (as the 16-row kernel splits).
     int p_begin = 0, p_end = 0;
-    if (lo_seg <= hi_seg) {
-      const int64_t len = static_cast<int64_t>(hi_seg) - lo_seg + 1;
-      int64_t chunk = (len + n_splits - 1) / n_splits;
-      chunk = (chunk + KT - 1) / KT * KT;
-      const int64_t b = lo_seg + split * chunk;
-      const int64_t hi1p = static_cast<int64_t>(hi_seg) + 1;
-      const int64_t e = hi1p < b + chunk ? hi1p : b + chunk;
-      if (b < e) {
-        p_begin = static_cast<int>(b);
-        p_end = static_cast<int>(e);
-      }
-    }
+    split_range(lo_seg, hi_seg, n_splits, split, KT, p_begin, p_end);
     const int n_tiles = (p_end - p_begin + KT - 1) / KT;
     if (n_tiles == 0) continue;  // uniform
     // This thread's rows in the segment and split: [lo, hi], empty as [INT_MAX, INT_MIN].
