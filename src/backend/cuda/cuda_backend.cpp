@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_weight_repack.h"
 #include "backend/cuda/k_fused.h"
 #include "core/fp16.h"
 #include "core/quant.h"
@@ -68,57 +69,6 @@ struct CudaWeight {
 };
 
 bool mat_ok(const Mat& m) { return m.rows >= 0 && m.cols >= 0 && m.stride >= m.cols && (m.rows == 0 || m.data); }
-
-// One row of the GGUF weight `src` (type `type`) into the device layout: main bytes and, for
-// formats with a meta region, the f16 block scales. Padding elements are zero.
-void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, uint8_t* main, uint16_t* meta,
-                std::vector<float>& tmp) {
-  std::memset(main, 0, static_cast<size_t>(L.main_row_bytes));
-  if (L.meta_per_row) std::memset(meta, 0, static_cast<size_t>(L.meta_per_row) * 2);
-  const int64_t n = L.n_in;
-  switch (L.format) {
-    case WFormat::kF32:
-      std::memcpy(main, src, static_cast<size_t>(n) * 4);
-      return;
-    case WFormat::kBF16:
-      std::memcpy(main, src, static_cast<size_t>(n) * 2);
-      return;
-    case WFormat::kF16:
-      if (type == GgmlType::F16) {
-        std::memcpy(main, src, static_cast<size_t>(n) * 2);
-      } else {  // any other type the CPU code can dequantize: through f32 to f16
-        tmp.resize(static_cast<size_t>(n));
-        dequantize_row_fn(type)(src, tmp.data(), n);
-        auto* h = reinterpret_cast<uint16_t*>(main);
-        for (int64_t i = 0; i < n; ++i) h[i] = f32_to_fp16(tmp[static_cast<size_t>(i)]);
-      }
-      return;
-    case WFormat::kQ8_0:
-      for (int64_t b = 0; b < n / 32; ++b) {
-        std::memcpy(&meta[b], src + b * 34, 2);
-        std::memcpy(main + b * 32, src + b * 34 + 2, 32);
-      }
-      return;
-    case WFormat::kQ4_0:
-      for (int64_t b = 0; b < n / 32; ++b) {
-        std::memcpy(&meta[b], src + b * 18, 2);
-        std::memcpy(main + b * 16, src + b * 18 + 2, 16);
-      }
-      return;
-    case WFormat::kQ4_K:
-      std::memcpy(main, src, static_cast<size_t>(n / 256) * 144);
-      return;
-    case WFormat::kQ5_K:
-      std::memcpy(main, src, static_cast<size_t>(n / 256) * 176);
-      return;
-    case WFormat::kQ6_K:
-      for (int64_t b = 0; b < n / 256; ++b) {
-        std::memcpy(main + b * 208, src + b * 210, 208);  // ql, qh, scales keep their offsets
-        std::memcpy(&meta[b], src + b * 210 + 208, 2);
-      }
-      return;
-  }
-}
 
 class CudaBackend final : public Backend {
  public:
@@ -768,7 +718,7 @@ class CudaBackend final : public Backend {
       uint8_t* main = stage;
       auto* meta = reinterpret_cast<uint16_t*>(stage + nr * L.main_row_bytes);
       for (int64_t r = 0; r < nr; ++r)
-        repack_row(type, L, src + static_cast<size_t>(r0 + r) * src_row_bytes, main + r * L.main_row_bytes,
+        cuda::repack_row(type, L, src + static_cast<size_t>(r0 + r) * src_row_bytes, main + r * L.main_row_bytes,
                    meta + r * L.meta_per_row, tmp);
       GS_RETURN_IF_ERROR(check(cudaMemcpy(base + r0 * L.main_row_bytes, main, static_cast<size_t>(nr * L.main_row_bytes),
                                           cudaMemcpyHostToDevice),

@@ -14,6 +14,10 @@ extern bool g_pdl;  // set once by the backend (GS_CUDA_PDL=0 turns it off)
 // First statement of every kernel: allow the dependent grid to launch, then wait until the
 // grids this one depends on have completed and their writes are visible.
 #define GS_PDL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;\n" ::: "memory")
+// The two halves, for kernels that do work before waiting (the bulk-copy matvec streams its
+// constant weights first): let dependents launch; wait for the predecessors' results.
+#define GS_PDL_TRIGGER() asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory")
+#define GS_PDL_WAIT() asm volatile("griddepcontrol.wait;\n" ::: "memory")
 
 template <typename... KArgs, typename... Args>
 inline void launch_k(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {

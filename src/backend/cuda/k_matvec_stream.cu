@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const uint8_t* __restrict__ w, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, MatF y, StreamGeom G, MatvecSync sync) {
   // Let the next kernel launch now; its weights can stream while this one computes.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  GS_PDL_TRIGGER();
   extern __shared__ __align__(128) uint8_t ring[];
   __shared__ StreamShared<NT> sh;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 
   // ---- consumers ---------------------------------------------------------------------------
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // activations and y are the predecessors'
+  GS_PDL_WAIT();  // activations and y are the predecessors'
   const int g = lane >> 2, t = lane & 3;
   const int n = static_cast<int>(y.rows);
   using XL = typename std::conditional<kXS, SharedX, GlobalX>::type;

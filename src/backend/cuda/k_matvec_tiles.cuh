@@ -19,17 +19,7 @@ __device__ __forceinline__ uint32_t h2_fma(uint32_t a, __half2 s, __half2 m) {
 }
 __device__ __forceinline__ uint32_t h2_mul(uint32_t a, __half2 s) { return h2_bits(__hmul2(bits_h2(a), s)); }
 constexpr uint32_t kMagic64 = 0x54005400u;  // f16 64.0 in both halves: mantissa bits 4.. count 1 each
-// (a & mask) | c in one LOP3 (the compiler does not always merge the two).
-__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t c) {
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(mask), "r"(c));
-  return d;
-}
 
-// 16 consecutive activations (2 x 16 bytes) from uint4 index `idx` of each column tile's
-// per-lane operand pointer. The pointers are always valid (x_operands points the column tiles
-// past the last activation row at row 0; those columns are computed and never stored), so
-// the loads need no predicate.
 // Where the activation operand lives: global memory (read-only path) or a shared-memory copy
 // of it (the bulk-copy matvec's, for one activation row).
 struct GlobalX {
@@ -39,6 +29,10 @@ struct SharedX {
   static __device__ __forceinline__ uint4 ld(const uint4* p) { return *p; }
 };
 
+// 16 consecutive activations (2 x 16 bytes) from uint4 index `idx` of each column tile's
+// per-lane operand pointer. The pointers are always valid (x_operands points the column tiles
+// past the last activation row at row 0; those columns are computed and never stored), so
+// the loads need no predicate.
 template <int NT, class XL = GlobalX>
 __device__ __forceinline__ void x_load16(uint4 (&v)[NT][2], const uint4* const (&xq)[NT], int idx) {
 #pragma unroll
@@ -82,13 +76,7 @@ __device__ __forceinline__ void step(float (&acc)[NT][4], uint32_t r0_02, uint32
 // A 16-byte weight load (zeros past the last row); pf asks L2 to fetch the surrounding 256 bytes.
 __device__ __forceinline__ uint4 ld16(const uint8_t* p, bool ok, bool pf) {
   if (!ok) return make_uint4(0u, 0u, 0u, 0u);
-  if (pf) {
-    uint4 v;
-    asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
-    return v;
-  }
+  if (pf) return ld_nc_l2_256(p);
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 

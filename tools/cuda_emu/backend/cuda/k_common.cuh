@@ -39,10 +39,62 @@
 
 namespace gs::cuda {
 namespace {
-// Dynamic shared memory of the kernels (`extern __shared__` names of k_attention.cu).
+// Dynamic shared memory of the kernels (`extern __shared__` names of k_attention.cu and
+// k_matvec_stream.cu).
 alignas(16) uint8_t smem[256 * 1024];
 float wsh[65536];
+alignas(128) uint8_t ring[256 * 1024];
 }  // namespace
+
+// Warp-level and memory intrinsics the matvec kernels use (k_matvec_tiles.cuh,
+// k_matvec_stream.cu). Fibers never run at once, so atomics and fences are plain.
+template <class T>
+T __shfl_sync(unsigned, T v, int src) {
+  return ::emu::warp_collective(v, [&](int, auto in) { return in(src); });
+}
+inline void __syncwarp(unsigned = 0xffffffffu) { ::emu::warp_sync(); }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+inline void __nanosleep(unsigned) { ::emu::yield(); }
+[[noreturn]] inline void __trap() {
+  std::fprintf(stderr, "emu: __trap\n");
+  std::abort();
+}
+inline uint4 __ldg(const uint4* p) { return *p; }
+inline float4 __ldg(const float4* p) { return *p; }
+inline float __uint_as_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float __ldcg(const float* p) { return *p; }
+// PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {y, x} (x bytes 0..3).
+inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+  const uint64_t b = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>((b >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
+  return r;
+}
+inline uint32_t and_or(uint32_t a, uint32_t mask, uint32_t c) { return (a & mask) | c; }
+inline uint32_t u4_get(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+// f16 fused multiply-add per half: the exact a * b + c (in double) rounded once to f16.
+inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
+  auto one = [](__half x, __half y, __half z) {
+    const double r = static_cast<double>(__half2float(x)) * __half2float(y) + __half2float(z);
+    return __float2half_rn(static_cast<float>(r));
+  };
+  return __halves2half2(one(__low2half(a), __low2half(b), __low2half(c)), one(__high2half(a), __high2half(b), __high2half(c)));
+}
+inline uint4 ld_nc_l2_256(const void* p) {
+  uint4 v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }

@@ -10,6 +10,8 @@
 #define GS_PDL_ENTRY() \
   do {                 \
   } while (0)
+#define GS_PDL_TRIGGER() GS_PDL_ENTRY()
+#define GS_PDL_WAIT() GS_PDL_ENTRY()
 
 namespace gs::cuda {
 namespace {
@@ -19,10 +21,15 @@ inline void launch_k(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t sme
                      Args&&... args) {
   if (smem_bytes > sizeof(smem)) std::abort();
   ::emu::st().grid_dim = ::emu::Dim{grid.x, grid.y, grid.z};
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
+  // Blocks one after another (from the last with reverse_blocks: a block that waits for a
+  // later one's flag then finds it set).
+  const bool rev = ::emu::st().reverse_blocks;
+  for (unsigned zi = 0; zi < grid.z; ++zi)
+    for (unsigned yi = 0; yi < grid.y; ++yi)
+      for (unsigned xi = 0; xi < grid.x; ++xi) {
+        const unsigned x = rev ? grid.x - 1 - xi : xi, y = rev ? grid.y - 1 - yi : yi, z = rev ? grid.z - 1 - zi : zi;
         std::memset(smem, 0xff, sizeof(smem));
+        std::memset(ring, 0xff, sizeof(ring));
         ::emu::run_block(::emu::Dim{x, y, z}, static_cast<int>(block.x), [&] { kernel(args...); });
       }
 }

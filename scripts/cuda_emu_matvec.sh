@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs src/backend/cuda/k_matvec_stream.cu's bulk-copy matvec on the CPU emulator of
+# tools/cuda_emu (no GPU needed): every format it serves, 1..16 rows, row groups cut between
+# CTAs, bulk copies landing at issue or only when waited for. Needs a build of the project
+# (libgs_core.a in build/, ./scripts/build.sh). Usage: scripts/cuda_emu_matvec.sh
+# [lazy|eager|both] [format filter, e.g. q6_K]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${GS_EMU_DIR:-build/cuda_emu}"
+CORE="${GS_BUILD_DIR:-build}/src/core/libgs_core.a"
+[ -f "$CORE" ] || { echo "cuda_emu_matvec: $CORE is missing (run ./scripts/build.sh first)" >&2; exit 2; }
+mkdir -p "$OUT"
+CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
+# Shared-memory qualifiers become host storage (see tools/cuda_emu/README.md).
+sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' src/backend/cuda/k_matvec_stream.cu \
+  >"$OUT/k_matvec_stream_emu.cpp"
+CXX="${CXX:-g++}"
+FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function -DFMT_SHARED
+       -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB)
+"$CXX" "${FLAGS[@]}" -c "$OUT/k_matvec_stream_emu.cpp" -o "$OUT/k_matvec_stream_emu.o"
+"$CXX" "${FLAGS[@]}" tools/cuda_emu/matvec_emu_main.cpp src/backend/cuda/cuda_weight_repack.cpp \
+  "$OUT/k_matvec_stream_emu.o" "$CORE" -lspdlog -lfmt -o "$OUT/matvec_emu"
+mode="${1:-both}"
+rc=0
+for m in eager lazy; do
+  if [ "$mode" = both ] || [ "$mode" = "$m" ]; then
+    echo "== bulk copies $m"
+    "$OUT/matvec_emu" "$m" "${2:-}" || rc=1
+  fi
+done
+exit $rc

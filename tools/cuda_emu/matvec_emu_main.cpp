@@ -1,0 +1,171 @@
+// Runs k_matvec_stream.cu's bulk-copy decode matvec in the CPU emulator against a
+// double-precision reference, for every format it serves, 1..16 activation rows (both column
+// tile counts, activations in shared memory or not) and shapes whose row groups are cut
+// between CTAs (a small SM count makes few row groups enough). Usage: matvec_emu
+// [lazy|eager] [filter] (tools/cuda_emu/README.md; scripts/cuda_emu_matvec.sh builds and runs
+// it). Weights go through the CUDA backend's own repacking (cuda_weight_repack.cpp) and the
+// activations through the same f16 scaling as its conversion kernels.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_fp16.h>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_weight_repack.h"
+#include "backend/cuda/k_matvec_stream.h"
+#include "core/quant.h"
+#include "emu.h"
+
+using namespace gs;
+using namespace gs::cuda;
+
+namespace {
+
+std::mt19937 rng(1234);
+
+uint16_t to_f16(float f) {
+  const __half h = __float2half_rn(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+
+WFormat format_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_K: return WFormat::kQ4_K;
+    case GgmlType::Q5_K: return WFormat::kQ5_K;
+    case GgmlType::Q6_K: return WFormat::kQ6_K;
+    case GgmlType::Q8_0: return WFormat::kQ8_0;
+    default: return WFormat::kQ4_0;
+  }
+}
+
+// The f16 operand of x as the conversion kernels write it (k_common.cuh act_pow2_scale):
+// each row scaled by a power of two that brings max |x| to [2^10, 2^11), groups of 4 stored
+// as (0, 2, 1, 3), zero padded to n_in_pad.
+void to_operand(const std::vector<float>& x, int64_t n, int64_t n_in, int64_t n_in_pad, std::vector<uint16_t>& xh,
+                std::vector<float>& xscale) {
+  xh.assign(static_cast<size_t>(n * n_in_pad), 0);
+  xscale.assign(static_cast<size_t>(n), 1.0f);
+  for (int64_t r = 0; r < n; ++r) {
+    float amax = 0.f;
+    for (int64_t i = 0; i < n_in; ++i) amax = std::fmax(amax, std::fabs(x[static_cast<size_t>(r * n_in + i)]));
+    int ex = 0;
+    std::frexp(amax, &ex);
+    if (amax == 0.0f) ex = 0;
+    if (ex < -100) ex = -100;
+    const float factor = std::ldexp(1.0f, 11 - ex);
+    xscale[static_cast<size_t>(r)] = std::ldexp(1.0f, ex - 11);
+    for (int64_t g4 = 0; g4 < n_in_pad / 4; ++g4) {
+      float v[4];
+      for (int j = 0; j < 4; ++j) {
+        const int64_t c = g4 * 4 + j;
+        v[j] = c < n_in ? x[static_cast<size_t>(r * n_in + c)] * factor : 0.f;
+      }
+      uint16_t* o = &xh[static_cast<size_t>(r * n_in_pad + g4 * 4)];
+      o[0] = to_f16(v[0]);
+      o[1] = to_f16(v[2]);
+      o[2] = to_f16(v[1]);
+      o[3] = to_f16(v[3]);
+    }
+  }
+}
+
+// One case; returns false (and prints why) when an output is off or unwritten.
+bool run_case(GgmlType type, int64_t n_in, int64_t n_out, int64_t n, int n_sm, bool lazy) {
+  const size_t rb = ggml_row_size(type, n_in).value();
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> wf(static_cast<size_t>(n_in));
+  std::vector<uint8_t> wq(rb * static_cast<size_t>(n_out));
+  for (int64_t o = 0; o < n_out; ++o) {
+    for (float& v : wf) v = nd(rng) * 0.05f;
+    quantize_row_fn(type)(wf.data(), wq.data() + rb * static_cast<size_t>(o), n_in);
+  }
+  const WeightLayout L = make_weight_layout(format_of(type), n_in, n_out);
+  std::vector<uint8_t> dev(L.total_bytes + 256, 0);
+  uint8_t* base = dev.data();
+  std::vector<float> tmp;
+  for (int64_t o = 0; o < n_out; ++o)
+    repack_row(type, L, wq.data() + rb * static_cast<size_t>(o), base + o * L.main_row_bytes,
+               reinterpret_cast<uint16_t*>(base + L.meta_offset) + o * L.meta_per_row, tmp);
+  std::vector<float> x(static_cast<size_t>(n * n_in));
+  for (float& v : x) v = nd(rng);
+  std::vector<uint16_t> xh;
+  std::vector<float> xscale;
+  to_operand(x, n, n_in, L.n_in_pad, xh, xscale);
+  const int64_t ys = n_out + 3;
+  std::vector<float> y(static_cast<size_t>(n * ys), std::nanf(""));
+  MatF ym{y.data(), n, n_out, ys};
+  const int max_ctas = kMatvecCtasPerSm * n_sm;
+  std::vector<uint8_t> sync_mem(matvec_sync_bytes(max_ctas) + 256, 0);
+  const MatvecSync sync = matvec_sync_at(sync_mem.data(), max_ctas);
+  ::emu::st().lazy = lazy;
+  ::emu::st().reverse_blocks = true;
+  if (!launch_matvec_stream(nullptr, base, L, xh.data(), xscale.data(), ym, n_sm, sync)) {
+    std::printf("  %s n_in %ld n_out %ld rows %ld: not served by the kernel\n", std::string(ggml_type_name(type)).c_str(),
+                static_cast<long>(n_in), static_cast<long>(n_out), static_cast<long>(n));
+    return false;
+  }
+  for (int c = 0; c < max_ctas; ++c) {
+    if (sync.flags[c] != 0) {
+      std::printf("  flag %d left raised\n", c);
+      return false;
+    }
+  }
+  // Reference and bound as the parity tests: |y - ref| <= 2e-3 * sum |w x|.
+  std::vector<float> wrow(static_cast<size_t>(n_in));
+  int bad = 0;
+  double worst = 0;
+  for (int64_t o = 0; o < n_out; ++o) {
+    dequantize_row_fn(type)(wq.data() + rb * static_cast<size_t>(o), wrow.data(), n_in);
+    for (int64_t r = 0; r < n; ++r) {
+      double ref = 0, cond = 0;
+      for (int64_t i = 0; i < n_in; ++i) {
+        const double p = static_cast<double>(wrow[static_cast<size_t>(i)]) * x[static_cast<size_t>(r * n_in + i)];
+        ref += p;
+        cond += std::fabs(p);
+      }
+      const double got = y[static_cast<size_t>(r * ys + o)];
+      const double err = std::fabs(got - ref) / (cond + 1e-30);
+      worst = std::fmax(worst, std::isfinite(got) ? err : 1e30);
+      if (!(err <= 2e-3) && bad++ < 3)
+        std::printf("  y[%ld][%ld] = %g, reference %g (sum |w x| %g)\n", static_cast<long>(r), static_cast<long>(o), got,
+                    ref, cond);
+    }
+  }
+  std::printf("  %-5s n_in %5ld n_out %4ld rows %2ld SMs %d: %s (worst %.2e of sum |w x|)\n", std::string(ggml_type_name(type)).c_str(),
+              static_cast<long>(n_in), static_cast<long>(n_out), static_cast<long>(n), n_sm, bad ? "FAIL" : "ok", worst);
+  return bad == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool lazy = argc > 1 && std::string(argv[1]) == "lazy";
+  const std::string filter = argc > 2 ? argv[2] : "";
+  int failed = 0, ran = 0;
+  const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0};
+  struct Shape {
+    int64_t n_in, n_out;
+    int n_sm;
+  };
+  // 2560 = 10 tiles (two stages, the second of 2 tiles); 83 rows = 6 row groups, the last of 3;
+  // 1 or 2 SMs give 2-4 CTAs, so row groups are cut between CTAs; 256 x 16: one CTA.
+  const Shape shapes[] = {{256, 16, 1}, {2560, 83, 2}, {4352, 41, 1}, {768, 130, 3}};
+  const int64_t row_counts[] = {1, 2, 5, 9, 16};
+  for (GgmlType type : types) {
+    if (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos) continue;
+    for (const Shape& sh : shapes) {
+      for (int64_t n : row_counts) {
+        ++ran;
+        if (!run_case(type, sh.n_in, sh.n_out, n, sh.n_sm, lazy)) ++failed;
+      }
+    }
+  }
+  std::printf("matvec_emu (%s bulk copies): %d of %d cases passed\n", lazy ? "lazy" : "eager", ran - failed, ran);
+  return failed ? 1 : 0;
+}
