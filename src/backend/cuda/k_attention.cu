@@ -132,12 +132,13 @@ struct FaSmem {
 struct RowMap {
   int hc, hb, rt;  // heads per CTA, head blocks per KV head, tokens per CTA
 };
-__host__ __device__ inline RowMap row_map(int n_head, int n_head_kv) {
+// How a CTA of `rows` query rows (16 for the decode kernel, 64 for prefill) covers a GQA group.
+__host__ __device__ inline RowMap row_map(int n_head, int n_head_kv, int rows) {
   const int G = n_head / n_head_kv;
   RowMap m;
-  m.hc = G < kRows ? G : kRows;
+  m.hc = G < rows ? G : rows;
   m.hb = (G + m.hc - 1) / m.hc;
-  m.rt = kRows / m.hc;
+  m.rt = rows / m.hc;
   return m;
 }
 
@@ -160,7 +161,7 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int n_kv = p.kv.n_head_kv, G = p.n_head / n_kv;
-  const RowMap rm = row_map(p.n_head, n_kv);
+  const RowMap rm = row_map(p.n_head, n_kv, kRows);
   const int j = blockIdx.y, split = blockIdx.z;
   const int tb = blockIdx.x / rm.hb, hb = blockIdx.x % rm.hb;
   const int tok0 = tb * rm.rt;
@@ -478,15 +479,6 @@ using FaCfg128 = FaCfg<128, 1, 64, 2>;
 using FaCfg256 = FaCfg<256, 1, 32, 2>;
 using FaCfg512 = FaCfg<512, 2, 32, 1>;
 
-__host__ __device__ inline RowMap fa_row_map(int n_head, int n_head_kv, int rows) {
-  const int G = n_head / n_head_kv;
-  RowMap m;
-  m.hc = G < rows ? G : rows;
-  m.hb = (G + m.hc - 1) / m.hc;
-  m.rt = rows / m.hc;
-  return m;
-}
-
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     attn_fa_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
@@ -504,7 +496,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int rg = warp / C, c = warp % C;
   const int n_kv = p.kv.n_head_kv, G = p.n_head / n_kv;
-  const RowMap rm = fa_row_map(p.n_head, n_kv, kRows);
+  const RowMap rm = row_map(p.n_head, n_kv, kRows);
   const int j = blockIdx.y, split = blockIdx.z;
   const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
@@ -802,7 +794,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
 
 template <class Cfg>
 void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
-  const RowMap rm = fa_row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
+  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
@@ -825,7 +817,7 @@ cudaError_t prepare_fa() {
 
 template <int D>
 void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
-  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv);
+  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
@@ -863,7 +855,7 @@ bool attention_mma_supported(const AttnParams& p) {
 }
 
 int attention_mma_cta_count(const AttnParams& p) {
-  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv);
+  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   return tb * rm.hb * p.kv.n_head_kv;
 }
@@ -894,7 +886,7 @@ void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, flo
 int attention_fa_cta_count(const AttnParams& p) {
   constexpr int kRows = FaCfg256::kRows;
   static_assert(FaCfg64::kRows == kRows && FaCfg128::kRows == kRows && FaCfg512::kRows == kRows, "one row count");
-  const RowMap rm = fa_row_map(p.n_head, p.kv.n_head_kv, kRows);
+  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   return tb * rm.hb * p.kv.n_head_kv;
 }
