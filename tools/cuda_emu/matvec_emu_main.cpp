@@ -12,11 +12,10 @@
 #include <string>
 #include <vector>
 
-#include <cuda_fp16.h>
-
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_weight_repack.h"
 #include "backend/cuda/k_matvec_stream.h"
+#include "core/fp16.h"
 #include "core/quant.h"
 #include "emu.h"
 
@@ -26,13 +25,6 @@ using namespace gs::cuda;
 namespace {
 
 std::mt19937 rng(1234);
-
-uint16_t to_f16(float f) {
-  const __half h = __float2half_rn(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
 
 WFormat format_of(GgmlType t) {
   switch (t) {
@@ -67,10 +59,10 @@ void to_operand(const std::vector<float>& x, int64_t n, int64_t n_in, int64_t n_
         v[j] = c < n_in ? x[static_cast<size_t>(r * n_in + c)] * factor : 0.f;
       }
       uint16_t* o = &xh[static_cast<size_t>(r * n_in_pad + g4 * 4)];
-      o[0] = to_f16(v[0]);
-      o[1] = to_f16(v[2]);
-      o[2] = to_f16(v[1]);
-      o[3] = to_f16(v[3]);
+      o[0] = f32_to_fp16(v[0]);
+      o[1] = f32_to_fp16(v[2]);
+      o[2] = f32_to_fp16(v[1]);
+      o[3] = f32_to_fp16(v[3]);
     }
   }
 }

@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) matvec_mma_kernel(const uint8_
       const uint16_t* xb[NT];
       bool xok[NT];
       x_operands<NT>(xh, L, tile, g, n, xb, xok);
-      compute_tile<F, NT>(cur, acc, acc2, t, xb, xok);
+      compute_tile<F, NT>(cur, acc, acc2, t, xb);
       cur = nxt;
     }
   } else {

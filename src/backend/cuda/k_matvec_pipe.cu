@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kPipeMaxWarps * 32) matvec_pipe_kernel(const u
     const uint16_t* xb[NT];
     bool xok[NT];
     x_operands<NT>(xh, L, tile, g, n, xb, xok);
-    compute_tile<F, NT>(cur, acc, acc2, t, xb, xok);
+    compute_tile<F, NT>(cur, acc, acc2, t, xb);
     stage = stage == kStages - 1 ? 0 : stage + 1;
   }
   cp_async_wait<0>();

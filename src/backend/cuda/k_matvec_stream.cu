@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const uint16_t* xb[NT];
       bool xok[NT];
       x_operands<NT>(xsrc, L, t0 + j, g, n, xb, xok);
-      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb, xok);
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
     if (s != G.spr - 1 && u != u1 - 1) continue;
 

@@ -174,8 +174,7 @@ __device__ __forceinline__ void k_scales2(const uint4& h, int half, uint32_t sel
 // independent mma chains).
 template <int NT, bool kQ5, class XL = GlobalX>
 __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4],
-                                             float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT],
-                                             const bool (&xok)[NT]) {
+                                             float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT]) {
   const int ka = 2 * (t >> 1);
   const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
   const uint4* xq[NT];
@@ -253,7 +252,7 @@ struct Tile<WFormat::kQ6_K> {
   // one rounding of s (q6 - 32). Low-nibble steps go to acc, high-nibble ones to acc2.
   template <int NT, class XL = GlobalX>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
-                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+                                                 const uint16_t* const (&xb)[NT]) {
     const int el = 4 - 2 * (t >> 1);  // qh bits (2 (t/2), +1) -> 4, 5 and (4 + 2 (t/2), +1) -> 8, 9
     const uint4* xq[NT];
     x_lane<NT>(xq, xb, 16 * t);
@@ -318,7 +317,7 @@ struct Tile<WFormat::kQ8_0> {
   }
   template <int NT, class XL = GlobalX>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
-                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+                                                 const uint16_t* const (&xb)[NT]) {
     const uint4* xq[NT];
     x_lane<NT>(xq, xb, 16 * t);
 #pragma unroll
@@ -364,7 +363,7 @@ struct Tile<WFormat::kQ4_0> {
   // Low nibbles as 1024 + q, high nibbles as 64 + q (see compute_qk45); q - 8 exactly.
   template <int NT, class XL = GlobalX>
   static __device__ __forceinline__ void compute(const Raw& r, float (&acc)[NT][4], float (&acc2)[NT][4], int t,
-                                                 const uint16_t* const (&xb)[NT], const bool (&xok)[NT]) {
+                                                 const uint16_t* const (&xb)[NT]) {
     const uint4* xq[NT];
     x_lane<NT>(xq, xb, 32 * t);  // block 4i + t starts at element 128 i + 32 t
 #pragma unroll
@@ -502,14 +501,13 @@ __device__ __forceinline__ void x_operands(const uint16_t* xh, const WeightLayou
 // accumulator sets (two independent mma chains; the caller adds acc2 into acc at the end).
 template <WFormat F, int NT, class XL = GlobalX>
 __device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, float (&acc)[NT][4],
-                                             float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT],
-                                             const bool (&xok)[NT]) {
+                                             float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT]) {
   if constexpr (F == WFormat::kQ4_K) {
-    compute_qk45<NT, false, XL>(cur, acc, acc2, t, xb, xok);
+    compute_qk45<NT, false, XL>(cur, acc, acc2, t, xb);
   } else if constexpr (F == WFormat::kQ5_K) {
-    compute_qk45<NT, true, XL>(cur, acc, acc2, t, xb, xok);
+    compute_qk45<NT, true, XL>(cur, acc, acc2, t, xb);
   } else {
-    Tile<F>::template compute<NT, XL>(cur, acc, acc2, t, xb, xok);
+    Tile<F>::template compute<NT, XL>(cur, acc, acc2, t, xb);
   }
 }
 
