@@ -222,4 +222,53 @@ __device__ __forceinline__ int64_t kv_slot(const PagesView& pg, int seq, int pos
   return (page < 0 || slot >= n_slots) ? -1 : slot;
 }
 
+// The block sums of one f16 operand row (xh_row, n_in_pad entries, written by this CTA before
+// a __syncthreads) after it, in the layout of cuda_weight_layout.h's kXsumPerTile: per tile
+// of 256 elements, [0, 8) the hi and [8, 16) the lo parts of S = (sum of block b of 32) / 32,
+// [16, 32) the hi and [32, 48) the lo parts of S = (sum of block b of 16) / 16 for blocks
+// b = 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15 (the order in which the Q6_K tile
+// of k_matvec_fma.cuh takes them as mma operands). hi = f16(S), lo = f16(S - hi): S to about
+// 22 bits. Sums of the f16 values in f32, in a fixed order (the same for any row count). The
+// groups of 4 are stored permuted (0, 2, 1, 3), which no block sum sees. Every thread of the
+// CTA calls it.
+__device__ __forceinline__ void write_block_sums(const uint16_t* xh_row, uint16_t* __restrict__ xs_row,
+                                                 int64_t n_in_pad) {
+  const int n32 = static_cast<int>(n_in_pad / 32);
+  for (int b = threadIdx.x; b < n32; b += blockDim.x) {
+    const uint4* p = reinterpret_cast<const uint4*>(xh_row + static_cast<int64_t>(b) * 32);
+    float s16[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float s = 0.f;
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const uint4 u = p[2 * h + q];
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = __half22float2(bits_h2(w[i]));
+          s += f.x;
+          s += f.y;
+        }
+      }
+      s16[h] = s;
+    }
+    uint16_t* xt = xs_row + static_cast<int64_t>(b / 8) * kXsumPerTile;
+    const int j = b % 8;
+    const auto put = [&](float v, int hi_at, int lo_at) {
+      const __half hi = __float2half_rn(v);
+      xt[hi_at] = __half_as_ushort(hi);
+      xt[lo_at] = __half_as_ushort(__float2half_rn(v - __half2float(hi)));
+    };
+    put((s16[0] + s16[1]) * (1.0f / 32), j, 8 + j);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int sb = 2 * j + h;
+      const int pos = 2 * (sb % 4) + (sb / 4) % 2 + 8 * (sb / 8);
+      put(s16[h] * (1.0f / 16), 16 + pos, 32 + pos);
+    }
+  }
+}
+
 }  // namespace gs::cuda
+
