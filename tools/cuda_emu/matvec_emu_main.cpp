@@ -41,7 +41,7 @@ WFormat format_of(GgmlType t) {
 // as (0, 2, 1, 3), zero padded to n_in_pad.
 void to_operand(const std::vector<float>& x, int64_t n, int64_t n_in, int64_t n_in_pad, std::vector<uint16_t>& xh,
                 std::vector<float>& xscale) {
-  xh.assign(act_operand_bytes(n, n_in_pad) / 2, 0);
+  xh.assign(static_cast<size_t>(n * n_in_pad), 0);
   xscale.assign(static_cast<size_t>(n), 1.0f);
   for (int64_t r = 0; r < n; ++r) {
     float amax = 0.f;
@@ -64,29 +64,6 @@ void to_operand(const std::vector<float>& x, int64_t n, int64_t n_in, int64_t n_
       o[2] = f32_to_fp16(v[1]);
       o[3] = f32_to_fp16(v[3]);
     }
-    // The block sums after the operand (cuda_weight_layout.h kXsumPerTile; write_block_sums):
-    // per tile, sums of 32 / 32 then sums of 16 / 16 in the order 0, 4, 1, 5, ..., each as f16
-    // hi and lo parts.
-    uint16_t* xs = &xh[static_cast<size_t>(xsum_offset(n, n_in_pad) + r * xsum_row_stride(n_in_pad))];
-    const uint16_t* xr = &xh[static_cast<size_t>(r * n_in_pad)];
-    const auto split = [](double v, uint16_t* hi, uint16_t* lo) {
-      *hi = f32_to_fp16(static_cast<float>(v));
-      *lo = f32_to_fp16(static_cast<float>(v - fp16_to_f32(*hi)));
-    };
-    for (int64_t tile = 0; tile < n_in_pad / 256; ++tile) {
-      uint16_t* xt = xs + tile * kXsumPerTile;
-      for (int b = 0; b < 16; ++b) {
-        double sum = 0;
-        for (int i = 0; i < 16; ++i) sum += fp16_to_f32(xr[tile * 256 + b * 16 + i]);
-        const int pos = 2 * (b % 4) + (b / 4) % 2 + 8 * (b / 8);
-        split(sum / 16, &xt[16 + pos], &xt[32 + pos]);
-      }
-      for (int b = 0; b < 8; ++b) {
-        double sum = 0;
-        for (int i = 0; i < 32; ++i) sum += fp16_to_f32(xr[tile * 256 + b * 32 + i]);
-        split(sum / 32, &xt[b], &xt[8 + b]);
-      }
-    }
   }
 }
 
@@ -100,8 +77,7 @@ bool run_case(GgmlType type, int64_t n_in, int64_t n_out, int64_t n, int n_sm, b
     for (float& v : wf) v = nd(rng) * 0.05f;
     quantize_row_fn(type)(wf.data(), wq.data() + rb * static_cast<size_t>(o), n_in);
   }
-  WeightLayout L = make_weight_layout(format_of(type), n_in, n_out);
-  L.exact_fma = scales_fit_exact_fma(type, wq.data(), rb, n_out);
+  const WeightLayout L = make_weight_layout(format_of(type), n_in, n_out);
   std::vector<uint8_t> dev(L.total_bytes + 256, 0);
   uint8_t* base = dev.data();
   std::vector<float> tmp;

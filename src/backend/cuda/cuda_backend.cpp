@@ -116,7 +116,7 @@ class CudaBackend final : public Backend {
     cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
     GS_ASSIGN_OR_RETURN(void* part, internal_alloc(kAttnPartialBytes));
     partial_ = static_cast<float*>(part);
-    GS_RETURN_IF_ERROR(ensure_xh(cuda::act_operand_bytes(kMaxMatvecRows, 65536)));
+    GS_RETURN_IF_ERROR(ensure_xh(static_cast<size_t>(kMaxMatvecRows) * 65536 * 2));
     const int mv_ctas = cuda::kMatvecCtasPerSm * n_sm_;
     GS_ASSIGN_OR_RETURN(void* mvs, internal_alloc(cuda::matvec_sync_bytes(mv_ctas)));
     GS_RETURN_IF_ERROR(check(cudaMemset(mvs, 0, cuda::matvec_sync_bytes(mv_ctas)), "memset"));
@@ -206,7 +206,6 @@ class CudaBackend final : public Backend {
     }
     auto cw = std::make_unique<CudaWeight>();
     cw->layout = cuda::make_weight_layout(*fmt_opt, n_in, n_out);
-    cw->layout.exact_fma = cuda::scales_fit_exact_fma(type, static_cast<const uint8_t*>(host), row_bytes, n_out);
     const WeightLayout& L = cw->layout;
     GS_ASSIGN_OR_RETURN(void* dev, alloc(L.total_bytes));
     auto* base = static_cast<uint8_t*>(dev);
@@ -279,7 +278,7 @@ class CudaBackend final : public Backend {
     if (x.rows <= kMaxMatvecRows) {
       if (!(conv_.valid && conv_.data == x.data && conv_.rows == x.rows && conv_.cols == x.cols &&
             conv_.stride == x.stride && conv_.n_in_pad == L.n_in_pad)) {
-        if (!ensure_xh(cuda::act_operand_bytes(x.rows, L.n_in_pad)).ok()) return;
+        if (!ensure_xh(static_cast<size_t>(x.rows * L.n_in_pad) * 2).ok()) return;
         cuda::launch_act_to_f16_rows(stream_, mf(x), L.n_in_pad, xh_, xscale_, true);
         conv_ = {true, x.data, x.rows, x.cols, x.stride, L.n_in_pad};
       }
@@ -299,7 +298,7 @@ class CudaBackend final : public Backend {
     // A whole-row norm of a few rows usually feeds a matmul: write its f16 operand too.
     if (!opt_.simple_kernels && group == x.cols && x.rows <= kMaxMatvecRows) {
       const int64_t pad = cuda::round_up(x.cols, cuda::kTileElems);
-      if (cuda::act_operand_bytes(x.rows, pad) <= xh_bytes_ &&
+      if (static_cast<size_t>(x.rows * pad) * 2 <= xh_bytes_ &&
           cuda::launch_rms_norm_rows(stream_, mf(x), weight, eps, mf(out), xh_, xscale_, pad)) {
         conv_ = {true, out.data, out.rows, out.cols, out.stride, pad};
         launched("rms_norm");
@@ -332,7 +331,7 @@ class CudaBackend final : public Backend {
     written(out);
     if (!opt_.simple_kernels && out.rows <= kMaxMatvecRows) {  // feeds the down projection
       const int64_t pad = cuda::round_up(out.cols, cuda::kTileElems);
-      if (cuda::act_operand_bytes(out.rows, pad) <= xh_bytes_ &&
+      if (static_cast<size_t>(out.rows * pad) * 2 <= xh_bytes_ &&
           cuda::launch_gelu_mul_rows(stream_, mf(gate), mf(up), mf(out), xh_, xscale_, pad)) {
         conv_ = {true, out.data, out.rows, out.cols, out.stride, pad};
         launched("gelu_mul");
@@ -463,7 +462,7 @@ class CudaBackend final : public Backend {
     if (x.rows == 0) return;
     if (!opt_.simple_kernels && !overlaps(x, o) && !overlaps(x, out)) {
       const int64_t pad = cuda::round_up(x.cols, cuda::kTileElems);
-      const bool with_xh = x.rows <= kMaxMatvecRows && cuda::act_operand_bytes(x.rows, pad) <= xh_bytes_;
+      const bool with_xh = x.rows <= kMaxMatvecRows && static_cast<size_t>(x.rows * pad) * 2 <= xh_bytes_;
       // rms_norm takes its one-pass row kernel for such rows only (the per-warp kernel for
       // more rows of <= 1024): the fused kernel stands in for the same kernels, bit for bit.
       if (with_xh || x.cols > 1024) {

@@ -32,25 +32,9 @@ struct WeightLayout {
   int64_t meta_offset = 0;   // bytes from the base to the meta region (0: none)
   int64_t meta_per_row = 0;  // f16 scales per row in the meta region
   size_t total_bytes = 0;
-  // Q4_K / Q6_K: every block scale is small enough for the bulk-copy matvec's exact
-  // s (M + q) - M s form (scales_fit_exact_fma, cuda_weight_repack.h); when false the
-  // matrix takes the older matvec kernels.
-  bool exact_fma = false;
 };
 
 constexpr int64_t kTileElems = 256;
-
-// The f16 activation operand of the decode matvecs, as the conversion kernels write it: rows x
-// n_in_pad f16 (power-of-two scaled, groups of 4 stored as 0, 2, 1, 3), then, from f16 entry
-// rows * n_in_pad on, kXsumPerTile f16 block sums per 256-element tile of each row
-// (write_block_sums, k_common.cuh: the bulk-copy matvec takes the Q4_K mins and the Q6_K -32
-// from them).
-constexpr int64_t kXsumPerTile = 48;
-constexpr int64_t xsum_offset(int64_t rows, int64_t n_in_pad) { return rows * n_in_pad; }
-constexpr int64_t xsum_row_stride(int64_t n_in_pad) { return n_in_pad / kTileElems * kXsumPerTile; }
-constexpr size_t act_operand_bytes(int64_t rows, int64_t n_in_pad) {
-  return static_cast<size_t>(rows * n_in_pad * 2 + rows * (n_in_pad / kTileElems) * kXsumPerTile * 2);
-}
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 

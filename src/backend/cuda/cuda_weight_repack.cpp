@@ -1,7 +1,6 @@
 // One GGUF row into the CUDA backend's device weight layout (cuda_weight_repack.h).
 #include "backend/cuda/cuda_weight_repack.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "core/fp16.h"
@@ -56,30 +55,6 @@ void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, uint8_
       }
       return;
   }
-}
-
-bool scales_fit_exact_fma(GgmlType type, const uint8_t* src, size_t row_bytes, int64_t n_out) {
-  size_t block = 0;
-  float d_max = 0.f, dmin_max = 0.f;
-  int d_at = 0, dmin_at = -1;
-  if (type == GgmlType::Q4_K) {
-    block = 144, d_max = 1.0f, dmin_max = 32.0f, d_at = 0, dmin_at = 2;  // d, dmin at bytes 0, 2
-  } else if (type == GgmlType::Q6_K) {
-    block = 210, d_max = 0.25f, d_at = 208;  // d after ql, qh, scales
-  } else {
-    return false;
-  }
-  const size_t total = row_bytes * static_cast<size_t>(n_out);
-  for (size_t off = 0; off + block <= total; off += block) {
-    uint16_t h;
-    std::memcpy(&h, src + off + d_at, 2);
-    if (!(std::fabs(fp16_to_f32(h)) < d_max)) return false;
-    if (dmin_at >= 0) {
-      std::memcpy(&h, src + off + dmin_at, 2);
-      if (!(std::fabs(fp16_to_f32(h)) < dmin_max)) return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace gs::cuda

@@ -86,8 +86,7 @@ __global__ void __launch_bounds__(kRowThreads) rms_row_kernel(MatF x, const floa
   const float inv = rms_inv(row_block_sum(row_sumsq(v), sh), x.cols, eps);
   row_norm_gain(v, n4, w, inv);
   row_store(out.data + r * out.stride, n4, v);
-  if (xh != nullptr) row_write_f16(v, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh,
-                                 xh + xsum_offset(x.rows, n_in_pad) + r * xsum_row_stride(n_in_pad));
+  if (xh != nullptr) row_write_f16(v, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh);
 }
 
 __device__ __forceinline__ float gelu_tanh_fwd(float x);
@@ -128,8 +127,6 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
     hrow[c] = make_uint2(pack_f32x2(o.x * factor, o.z * factor), pack_f32x2(o.y * factor, o.w * factor));
   }
   for (int c = n4 + threadIdx.x; c < n_in_pad / 4; c += 256) hrow[c] = make_uint2(0u, 0u);
-  __syncthreads();  // the block sums read what the other threads wrote
-  write_block_sums(xh + r * n_in_pad, xh + xsum_offset(out.rows, n_in_pad) + r * xsum_row_stride(n_in_pad), n_in_pad);
 }
 
 // ---- RoPE ---------------------------------------------------------------------------------

@@ -38,8 +38,7 @@ __global__ void __launch_bounds__(kRowThreads)
   row_store(x.data + r * x.stride, n4, xv);
   row_norm_gain(xv, n4, wx, rms_inv(row_block_sum(row_sumsq(xv), sh), x.cols, eps));  // rms_norm(x, wx)
   row_store(out.data + r * out.stride, n4, xv);
-  if (xh != nullptr) row_write_f16(xv, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh,
-                                 xh + xsum_offset(x.rows, n_in_pad) + r * xsum_row_stride(n_in_pad));
+  if (xh != nullptr) row_write_f16(xv, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh);
 }
 
 // ---- attention inputs ----------------------------------------------------------------------

@@ -75,10 +75,6 @@ __global__ void act_rows_kernel(MatF x, int64_t n_in_pad, uint16_t* __restrict__
     }
     *reinterpret_cast<uint2*>(out + g4 * 4) = o;
   }
-  if (permute) {  // the decode matvec's operand: its block sums too
-    __syncthreads();
-    write_block_sums(out, xh + xsum_offset(x.rows, n_in_pad) + r * xsum_row_stride(n_in_pad), n_in_pad);
-  }
 }
 
 __global__ void act_absmax_kernel(MatF x, unsigned* amax, int64_t total) {

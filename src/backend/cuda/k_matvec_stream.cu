@@ -35,7 +35,6 @@
 #include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_launch.cuh"
 #include "backend/cuda/k_matvec_stream.h"
-#include "backend/cuda/k_matvec_fma.cuh"
 #include "backend/cuda/k_matvec_tiles.cuh"
 
 namespace gs::cuda {
@@ -81,8 +80,7 @@ struct StreamShared {
 template <WFormat F, int NT, int kMinBlocks, bool kXS>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const uint8_t* __restrict__ w, WeightLayout L, const uint16_t* __restrict__ xh,
-                         const uint16_t* __restrict__ xsum, const float* __restrict__ xscale, MatF y, StreamGeom G,
-                         MatvecSync sync) {
+                         const float* __restrict__ xscale, MatF y, StreamGeom G, MatvecSync sync) {
   // Let the next kernel launch now; its weights can stream while this one computes.
   GS_PDL_TRIGGER();
   extern __shared__ __align__(128) uint8_t ring[];
@@ -152,19 +150,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     named_sync(1, kConsumerWarps * 32);
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
-  // Lane constants: the operand rows of this lane's mma columns (column tile ct reads
-  // activation row ct * 8 + g; past the last row, row 0, a column that is never stored) and
-  // the offsets of its weight rows g, g + 8 in a stage.
-  const uint16_t* xl[NT];
-  const uint16_t* xsl[NT];
-#pragma unroll
-  for (int ct = 0; ct < NT; ++ct) {
-    const int col = ct * 8 + g < n ? ct * 8 + g : 0;
-    xl[ct] = xsrc + static_cast<int64_t>(col) * L.n_in_pad;
-    xsl[ct] = xsum + static_cast<int64_t>(col) * xsum_row_stride(L.n_in_pad);
-  }
-  const int main0 = g * G.rs, main1 = (g + 8) * G.rs;
-  const int meta0 = kRowGroup * G.rs + g * G.ms, meta1 = kRowGroup * G.rs + (g + 8) * G.ms;
   float acc[NT][4], acc2[NT][4];
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
@@ -173,8 +158,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   uint32_t phase = 0;
   int64_t rg = u0 / G.spr;
   int s = static_cast<int>(u0 - rg * G.spr) - 1;
-  const int n_units = static_cast<int>(u1 - u0);  // < 2^31 (stream_geometry)
-  for (int k = 0; k < n_units; ++k) {
+  for (int64_t u = u0; u < u1; ++u) {
     if (++s == G.spr) {
       s = 0;
       ++rg;
@@ -185,20 +169,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // T mod 8), so a row group of 21 tiles does not leave the same 3 warps idle every time.
     const int j = (warp - rot) & (kConsumerWarps - 1);
     rot = (rot + nt) & (kConsumerWarps - 1);
-    const uint8_t* st = ring + slot * G.stage_bytes;
+    const int64_t row0 = rg * kRowGroup + g;
+    RowPtrs R;
+    R.ok0 = row0 < L.n_out;
+    R.ok1 = row0 + 8 < L.n_out;
+    R.pf = false;
+    const uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
+    R.main0 = st + g * G.rs;
+    R.main1 = st + (g + 8) * G.rs;
+    R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
+    R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
     mbar_wait(&sh.full[slot], phase);
     const bool have = j < nt;
     typename Tile<F>::Raw cur;
-    if (have) {
-      RowPtrs R;
-      R.main0 = st + main0;
-      R.main1 = st + main1;
-      R.meta0 = reinterpret_cast<const uint16_t*>(st + meta0);
-      R.meta1 = reinterpret_cast<const uint16_t*>(st + meta1);
-      R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past the last are never stored)
-      R.pf = false;
-      Tile<F>::template load<SharedLd>(cur, R, j, t);
-    }
+    if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
     __syncwarp();
     if (lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
     if (++slot == G.ns) {
@@ -206,21 +190,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       phase ^= 1u;
     }
     if (have) {
-      const int tile = t0 + j;
       const uint16_t* xb[NT];
-#pragma unroll
-      for (int ct = 0; ct < NT; ++ct) xb[ct] = xl[ct] + tile * kTileElems;
-      if constexpr (F == WFormat::kQ4_K || F == WFormat::kQ6_K) {  // the exact-fma tiles (k_matvec_fma.cuh)
-        const uint16_t* xs[NT];
-#pragma unroll
-        for (int ct = 0; ct < NT; ++ct) xs[ct] = xsl[ct] + tile * kXsumPerTile;
-        if constexpr (F == WFormat::kQ4_K) compute_q4k_fma<NT, XL>(cur, acc, acc2, t, xb, xs);
-        else compute_q6k_fma<NT, XL>(cur, acc, acc2, t, xb, xs);
-      } else {
-        compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
-      }
+      bool xok[NT];
+      x_operands<NT>(xsrc, L, t0 + j, g, n, xb, xok);
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
-    if (s != G.spr - 1 && k != n_units - 1) continue;
+    if (s != G.spr - 1 && u != u1 - 1) continue;
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
@@ -283,10 +258,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           __syncwarp();
           if (lane == 0) sync.flags[c + 1] = 0;
         }
-        const int64_t row0 = rg * kRowGroup + g;
-        RowPtrs R{};
-        R.ok0 = row0 < L.n_out;
-        R.ok1 = row0 + 8 < L.n_out;
         store_rows<NT>(acc, R, row0, t, xscale, y);
       }
     }
@@ -346,7 +317,6 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rows, int n_sm, StreamGeom
   G.spr = (G.n_tiles + kStageTiles - 1) / kStageTiles;
   G.n_rg = (L.n_out + kRowGroup - 1) / kRowGroup;
   G.units = G.n_rg * G.spr;
-  if (G.units >= (int64_t{1} << 31)) return false;  // the consumers count a CTA's units in an int
   G.rs = (kStageTiles * G.blk + 127) / 128 * 128 + 64;
   G.ms = G.mpt ? (kStageTiles * G.mpt * 2 + 15) / 16 * 16 : 0;
   G.stage_bytes = kRowGroup * (G.rs + G.ms);
@@ -375,14 +345,13 @@ template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale, MatF y,
               const StreamGeom& G, int ctas, const MatvecSync& sync) {
   const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes);
-  const uint16_t* xsum = xh + xsum_offset(y.rows, L.n_in_pad);
   if constexpr (NT == 1) {
     if (G.xs_bytes) {
-      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, w, L, xh, xsum, xscale, y, G, sync);
+      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
       return;
     }
   }
-  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, w, L, xh, xsum, xscale, y, G, sync);
+  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
 }
 
 template <int NT, int MB>
@@ -415,8 +384,6 @@ bool launch_matvec_stream(cudaStream_t s, const void* w, const WeightLayout& L, 
     return e && (std::string(e) == "mma" || std::string(e) == "pipe" || std::string(e) == "grid");
   }();
   if (off || y.rows > 16 || !sync.flags || !sync.partial) return false;
-  // Q4_K / Q6_K tiles use the exact-fma form, which needs small block scales.
-  if ((L.format == WFormat::kQ4_K || L.format == WFormat::kQ6_K) && !L.exact_fma) return false;
   StreamGeom G{};
   int ctas = 0;
   if (!stream_geometry(L, y.rows, n_sm, G, ctas)) return false;

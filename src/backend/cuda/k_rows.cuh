@@ -97,13 +97,11 @@ __device__ __forceinline__ void row_norm_gain(float4 (&v)[NV], int n4, const flo
 // Writes the row v (n4 float4) as the f16 matvec operand, as launch_act_to_f16_rows
 // (permute = true) does: every element times the power of two that puts max |v| near 2^11,
 // each group of 4 stored as (0, 2, 1, 3), zeros up to n_in_pad; *xscale = the factor that
-// undoes it (NaN when the row holds a NaN or an infinity); then the row's block sums into
-// xs_row (write_block_sums). Every thread of the CTA calls it; sh (kRowThreads / 32 floats)
-// is still in use when it returns.
+// undoes it (NaN when the row holds a NaN or an infinity). Every thread of the CTA calls it;
+// sh (kRowThreads / 32 floats) is still in use when it returns.
 template <int NV>
 __device__ __forceinline__ void row_write_f16(const float4 (&v)[NV], int n4, uint16_t* __restrict__ xh_row,
-                                              float* __restrict__ xscale, int64_t n_in_pad, float* sh,
-                                              uint16_t* __restrict__ xs_row) {
+                                              float* __restrict__ xscale, int64_t n_in_pad, float* sh) {
   float amax = 0.f;
   bool nan = false;
 #pragma unroll
@@ -132,8 +130,6 @@ __device__ __forceinline__ void row_write_f16(const float4 (&v)[NV], int n4, uin
                            pack_f32x2(__fmul_rn(v[i].y, factor), __fmul_rn(v[i].w, factor)));
   }
   for (int c = n4 + threadIdx.x; c < n_in_pad / 4; c += kRowThreads) hrow[c] = make_uint2(0u, 0u);
-  __syncthreads();  // the block sums read what the other threads wrote
-  write_block_sums(xh_row, xs_row, n_in_pad);
 }
 
 // The cosine and sine (times the YaRN magnitude scale) of RoPE pair i at position pos,

@@ -67,7 +67,6 @@ inline void __nanosleep(unsigned) { ::emu::yield(); }
 }
 inline uint4 __ldg(const uint4* p) { return *p; }
 inline float4 __ldg(const float4* p) { return *p; }
-inline unsigned __ldg(const unsigned* p) { return *p; }
 inline float __uint_as_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
