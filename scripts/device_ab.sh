@@ -18,15 +18,32 @@ if [ "${GS_AB_TESTS:-1}" != 0 ]; then
 fi
 wait "$synth_pid"
 tail -1 "$OUT/synth.log"
+# Variants: the new build, the previous one, and the new one under each setting of GS_AB_ENVS
+# (semicolon-separated, e.g. "GS_MVS_WAIT_NS=2000;GS_MVS_XS=0").
+IFS=';' read -r -a envs <<<"${GS_AB_ENVS:-}"
+run_tg() {  # $1 = label, $2 = binary, $3 = env assignment or empty
+  env ${3:+"$3"} timeout 200 "$DEV/bin/$2" bench -m "$M" --device cuda -p 0 -n 128 --verify 5 -r 2 --json \
+    >"$OUT/tg_$1.json" 2>>"$OUT/bench.log"
+}
 for round in 1 2; do
-  for v in gemmaserve gemmaserve.prev; do
-    timeout 200 "$DEV/bin/$v" bench -m "$M" --device cuda -p 0 -n 128 --verify 5 -r 2 --json \
-      >"$OUT/tg_${v}_$round.json" 2>>"$OUT/bench.log"
+  run_tg "new_$round" gemmaserve ""
+  run_tg "prev_$round" gemmaserve.prev ""
+  i=0
+  for e in "${envs[@]}"; do
+    i=$((i + 1))
+    [ -n "$e" ] && run_tg "env${i}_$round" gemmaserve "$e"
   done
 done
 for v in gemmaserve gemmaserve.prev; do
   timeout 120 "$DEV/bin/$v" bench --ops --ops-only matmul --device cuda --json >"$OUT/mv_$v.json" 2>>"$OUT/bench.log"
 done
+i=0
+for e in "${envs[@]}"; do
+  i=$((i + 1))
+  [ -n "$e" ] && env "$e" timeout 120 "$DEV/bin/gemmaserve" bench --ops --ops-only matmul --device cuda --json \
+    >"$OUT/mv_env$i.json" 2>>"$OUT/bench.log"
+done
+echo "env settings: ${GS_AB_ENVS:-none}"
 python3 - "$OUT" <<'PY'
 import json, os, sys, glob
 out = sys.argv[1]
@@ -40,5 +57,7 @@ for f in sorted(glob.glob(os.path.join(out, "tg_*.json"))) + sorted(glob.glob(os
         extra = ""
         if "tokens_per_s" in r: extra = f"{r['tokens_per_s']:8.1f} tok/s"
         if "decode_steps" in r: extra = f"{r['decode_steps']:6.3f} steps"
+        if r['group'] in ('memory', 'gemm') or (r['group'] == 'matmul' and not r['test'].endswith(('rows 1', 'rows 5'))):
+            continue
         print(f"  {r['group']:8} {r['test'][:40]:40} {r['seconds'] * 1e6:10.1f} us {r.get('gb_per_s', 0):6.0f} GB/s {extra}")
 PY

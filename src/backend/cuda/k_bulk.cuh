@@ -41,6 +41,22 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   } while (!done);
 }
 
+// mbar_wait with a suspend-time hint: a thread whose phase has not completed may sleep up to
+// `ns` nanoseconds (it is woken when the phase completes) instead of polling again at once.
+__device__ __forceinline__ void mbar_wait_hint(uint64_t* bar, uint32_t parity, uint32_t ns) {
+  const uint32_t a = smem_addr(bar);
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}\n"
+        : "=r"(done)
+        : "r"(a), "r"(parity), "r"(ns)
+        : "memory");
+  } while (!done);
+}
+
 // `bytes` (a multiple of 16; src and dst 16-byte aligned) from global memory into shared
 // memory; the copy engine reports them to `bar` as completed transactions.
 __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
@@ -48,6 +64,23 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t by
                    smem_addr(dst)),
                "l"(src), "r"(bytes), "r"(smem_addr(bar))
                : "memory");
+}
+
+// A 2-D box of a tensor map (TMA, cp.async.bulk.tensor): box element (i, j) of the map at
+// coordinates (c0 + i, c1 + j) into dst (the box dense, dimension 0 innermost; dst 128-byte
+// aligned); elements outside the tensor read as zeros. The barrier counts the whole box's bytes.
+// `tmap` is the generic address of a __grid_constant__ CUtensorMap kernel parameter.
+__device__ __forceinline__ void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// Fetches a tensor map's descriptor (a __grid_constant__ parameter) ahead of its first use.
+__device__ __forceinline__ void tmap_prefetch(const void* tmap) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(tmap)) : "memory");
 }
 
 // Barrier among the first `threads` threads of the CTA (named barrier `id`, 1..15).

@@ -27,10 +27,15 @@
 //
 // Results do not depend on the number of activation rows (each mma column is computed
 // alone, the split depends on the weight only), so a verify pass reproduces decode exactly.
+#include <cuda.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 
 #include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_launch.cuh"
@@ -48,6 +53,14 @@ constexpr int kMaxStages = 8;
 constexpr int kRowGroup = 16;
 constexpr uint64_t kFlagTimeoutNs = 10000000000ull;  // a lost partner traps instead of hanging
 
+// Q6_K streams each stage as two 2-D tensor-map boxes (TMA: 16 rows of rs bytes, and their
+// f16 scales): two copy instructions a stage instead of 32 per-lane copies. The box rows are
+// rs bytes, the stage's tiles and the start of the next ones (or zeros past the row's end).
+// Measured on the H200 (docs/perf-notes.md): Q6_K 5376 x 21504 36.7 us against 40.9, while
+// Q4_K (16 copies a stage, no scales apart) gained nothing on large matrices and lost
+// 0.5-0.8 us on 12 MB ones, so the other formats keep the per-row bulk copies.
+constexpr bool uses_tma(WFormat f) { return f == WFormat::kQ6_K; }
+
 // Host-computed geometry of one launch.
 struct StreamGeom {
   int64_t n_rg;     // row groups of 16 rows
@@ -61,9 +74,11 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
+  uint32_t wait_ns;  // suspend-time hint of the stage waits (0: none)
 };
 
-constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
+constexpr int kRedBufs = 2;
+constexpr uint32_t kRingAlign = 128;  // segment sums in flight (a warp this far ahead of the last reducer waits)
 
 template <int NT>
 struct StreamShared {
@@ -80,10 +95,19 @@ struct StreamShared {
 template <WFormat F, int NT, int kMinBlocks, bool kXS>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const uint8_t* __restrict__ w, WeightLayout L, const uint16_t* __restrict__ xh,
-                         const float* __restrict__ xscale, MatF y, StreamGeom G, MatvecSync sync) {
+                         const float* __restrict__ xscale, MatF y, StreamGeom G, MatvecSync sync,
+                         const __grid_constant__ CUtensorMap tm_main, const __grid_constant__ CUtensorMap tm_meta) {
   // Let the next kernel launch now; its weights can stream while this one computes.
   GS_PDL_TRIGGER();
-  extern __shared__ __align__(128) uint8_t ring[];
+  if constexpr (uses_tma(F)) {  // the maps' descriptors while the barriers are set up
+    if (threadIdx.x == kConsumerWarps * 32) {
+      tmap_prefetch(&tm_main);
+      tmap_prefetch(&tm_meta);
+    }
+  }
+  extern __shared__ __align__(128) uint8_t ring_raw[];
+  // Tensor-map boxes land 128-byte aligned (the launch asks for kRingAlign bytes more).
+  uint8_t* const ring = ring_raw + ((kRingAlign - (smem_addr(ring_raw) & (kRingAlign - 1))) & (kRingAlign - 1));
   __shared__ StreamShared<NT> sh;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {
@@ -106,7 +130,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     int64_t rg = u0 / G.spr;
     int s = static_cast<int>(u0 - rg * G.spr);
     for (int64_t u = u0; u < u1; ++u) {
-      mbar_wait(&sh.empty[slot], phase ^ 1u);
+      if (G.wait_ns) mbar_wait_hint(&sh.empty[slot], phase ^ 1u, G.wait_ns);
+      else mbar_wait(&sh.empty[slot], phase ^ 1u);
       const int t0 = s * kStageTiles;
       const int nt = min(kStageTiles, G.n_tiles - t0);
       const int64_t r0 = rg * kRowGroup;
@@ -114,6 +139,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
       const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
       uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
+      if constexpr (uses_tma(F)) {  // the stage as one or two boxes (rows past the last read as zeros)
+        if (lane == 0) {
+          mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
+          bulk_tensor_2d_g2s(st, &tm_main, t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
+          if (G.mpt) bulk_tensor_2d_g2s(st + kRowGroup * G.rs, &tm_meta, t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
+        }
+      } else {
       if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
       __syncwarp();
       if (lane < rows) {
@@ -123,6 +155,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         const int r = lane - kRowGroup;
         bulk_g2s(st + kRowGroup * G.rs + r * G.ms, meta + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2,
                  meta_bytes, &sh.full[slot]);
+      }
       }
       if (++slot == G.ns) {
         slot = 0;
@@ -179,7 +212,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     R.main1 = st + (g + 8) * G.rs;
     R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
     R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
-    mbar_wait(&sh.full[slot], phase);
+    if (G.wait_ns) mbar_wait_hint(&sh.full[slot], phase, G.wait_ns);
+    else mbar_wait(&sh.full[slot], phase);
     const bool have = j < nt;
     typename Tile<F>::Raw cur;
     if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
@@ -282,7 +316,7 @@ int env_int(const char* name, int dflt) {
 template <WFormat F, int NT, int MB, bool XS>
 cudaError_t prepare_one() {
   cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem);
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
@@ -337,32 +371,100 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rows, int n_sm, StreamGeom
   // the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md); GS_MVS_CTAS_PER_SM=1
   // takes one.
   static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
+  // Suspend-time hint of the ring waits in ns (GS_MVS_WAIT_NS; 0: plain polling).
+  static const int wait_ns = std::clamp(env_int("GS_MVS_WAIT_NS", 0), 0, 1000000);
+  G.wait_ns = static_cast<uint32_t>(wait_ns);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
 }
 
+// The tensor maps of one weight's stage boxes.
+struct StageMaps {
+  CUtensorMap main;
+  CUtensorMap meta;
+};
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver (no link to libcuda); null when the driver lacks it.
+EncodeTiledFn encode_tiled() {
+  static const EncodeTiledFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return static_cast<EncodeTiledFn>(nullptr);
+    }
+    return reinterpret_cast<EncodeTiledFn>(p);
+  }();
+  return fn;
+}
+
+// A 2-D map over rows of `row_bytes` (a multiple of 16) of `esize`-byte elements, boxes of
+// box_bytes x 16 rows, zeros outside.
+bool encode_rows(CUtensorMap* m, const void* base, int64_t row_bytes, int64_t rows, int esize, int box_bytes) {
+  const EncodeTiledFn enc = encode_tiled();
+  if (!enc) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(row_bytes / esize), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(row_bytes)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_bytes / esize), static_cast<cuuint32_t>(kRowGroup)};
+  const cuuint32_t estr[2] = {1, 1};
+  return enc(m, esize == 8 ? CU_TENSOR_MAP_DATA_TYPE_UINT64 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base),
+             dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The stage maps of weight w (built once per weight and geometry, then looked up: a weight's
+// maps depend only on its address, layout and the stage's row pitch). Null when the driver
+// cannot build them.
+const StageMaps* stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G) {
+  struct Entry {
+    int64_t n_out, main_row_bytes, meta_per_row;
+    int rs, mpt;
+    bool ok;
+    StageMaps maps;
+  };
+  static std::mutex mu;
+  static std::unordered_map<const void*, Entry> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  Entry& e = cache[w];
+  if (e.n_out != L.n_out || e.main_row_bytes != L.main_row_bytes || e.meta_per_row != L.meta_per_row || e.rs != G.rs ||
+      e.mpt != G.mpt) {
+    e = Entry{L.n_out, L.main_row_bytes, L.meta_per_row, G.rs, G.mpt, false, {}};
+    std::memset(&e.maps, 0, sizeof e.maps);
+    e.ok = encode_rows(&e.maps.main, w, L.main_row_bytes, L.n_out, 8, G.rs) &&
+           (!G.mpt || encode_rows(&e.maps.meta, w + L.meta_offset, L.meta_per_row * 2, L.n_out, 2, G.ms));
+  }
+  return e.ok ? &e.maps : nullptr;
+}
+
 template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale, MatF y,
-              const StreamGeom& G, int ctas, const MatvecSync& sync) {
-  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes);
+              const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
+  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
   if constexpr (NT == 1) {
     if (G.xs_bytes) {
-      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
+      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync, tm.main,
+               tm.meta);
       return;
     }
   }
-  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync);
+  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync, tm.main,
+           tm.meta);
 }
 
 template <int NT, int MB>
 void launch_nt(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
-               MatF y, const StreamGeom& G, int ctas, const MatvecSync& sync) {
+               MatF y, const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   switch (L.format) {
-    case WFormat::kQ4_K: launch_f<WFormat::kQ4_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
-    case WFormat::kQ5_K: launch_f<WFormat::kQ5_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
-    case WFormat::kQ6_K: launch_f<WFormat::kQ6_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
-    case WFormat::kQ8_0: launch_f<WFormat::kQ8_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
-    case WFormat::kQ4_0: launch_f<WFormat::kQ4_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync); break;
+    case WFormat::kQ4_K: launch_f<WFormat::kQ4_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
+    case WFormat::kQ5_K: launch_f<WFormat::kQ5_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
+    case WFormat::kQ6_K: launch_f<WFormat::kQ6_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
+    case WFormat::kQ8_0: launch_f<WFormat::kQ8_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
+    case WFormat::kQ4_0: launch_f<WFormat::kQ4_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
     default: break;
   }
 }
@@ -390,13 +492,17 @@ bool launch_matvec_stream(cudaStream_t s, const void* w, const WeightLayout& L, 
   if (ctas > sync.max_ctas) ctas = sync.max_ctas;
   if (ctas <= 0) return false;
   const auto* wb = static_cast<const uint8_t*>(w);
+  StageMaps none;
+  std::memset(&none, 0, sizeof none);
+  const StageMaps* tm = &none;
+  if (uses_tma(L.format) && !(tm = stage_maps(wb, L, G))) return false;  // the older kernels serve it
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
   if (y.rows <= 8) {
-    if (two) launch_nt<1, 2>(s, wb, L, xh, xscale, y, G, ctas, sync);
-    else launch_nt<1, 1>(s, wb, L, xh, xscale, y, G, ctas, sync);
+    if (two) launch_nt<1, 2>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
+    else launch_nt<1, 1>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
   } else {
-    if (two) launch_nt<2, 2>(s, wb, L, xh, xscale, y, G, ctas, sync);
-    else launch_nt<2, 1>(s, wb, L, xh, xscale, y, G, ctas, sync);
+    if (two) launch_nt<2, 2>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
+    else launch_nt<2, 1>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
   }
   return true;
 }

@@ -10,6 +10,7 @@
 // waits on their barrier ("lazy": data read before its barrier completes shows up).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -78,6 +79,7 @@ inline void mbar_wait(uint64_t* bar, uint32_t par) {
     ::emu::yield();
   }
 }
+inline void mbar_wait_hint(uint64_t* bar, uint32_t par, uint32_t) { mbar_wait(bar, par); }
 
 inline void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   if ((bytes % 16) != 0 || (reinterpret_cast<uintptr_t>(dst) % 16) != 0 || (reinterpret_cast<uintptr_t>(src) % 16) != 0) {
@@ -88,6 +90,36 @@ inline void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) 
   if (::emu::st().lazy) ::emu::st().bulk.push_back(c);
   else mbar_detail::land(c);
 }
+
+// cp.async.bulk.tensor.2d on the emulator's tensor maps (emu_encode_tiled in k_common.cuh):
+// the box row by row, the parts outside the tensor from a zero buffer; the barrier expects the
+// whole box.
+inline void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint64_t* bar) {
+  const EmuTensorMap& m = *static_cast<const EmuTensorMap*>(tmap);
+  static const uint8_t zeros[8192] = {};
+  if ((reinterpret_cast<uintptr_t>(dst) % 128) != 0 || m.box0 * m.esize > sizeof zeros) {
+    std::fprintf(stderr, "emu: cp.async.bulk.tensor to %p (128-byte alignment) of %u-byte rows\n", dst,
+                 static_cast<unsigned>(m.box0 * m.esize));
+    std::abort();
+  }
+  const uint32_t row_bytes = static_cast<uint32_t>(m.box0 * m.esize);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (uint64_t j = 0; j < m.box1; ++j, d += row_bytes) {
+    const uint64_t r = static_cast<uint64_t>(c1) + j;
+    uint32_t in = 0;
+    if (r < m.dim1 && static_cast<uint64_t>(c0) < m.dim0)
+      in = static_cast<uint32_t>(std::min<uint64_t>(m.box0, m.dim0 - static_cast<uint64_t>(c0)) * m.esize);
+    const auto* src = static_cast<const uint8_t*>(m.addr) + r * m.stride1 + static_cast<uint64_t>(c0) * m.esize;
+    const ::emu::State::BulkCopy parts[2] = {{d, src, in, bar}, {d + in, zeros, row_bytes - in, bar}};
+    for (const auto& c : parts) {
+      if (c.bytes == 0) continue;
+      if (::emu::st().lazy) ::emu::st().bulk.push_back(c);
+      else mbar_detail::land(c);
+    }
+  }
+}
+
+inline void tmap_prefetch(const void*) {}
 
 inline void named_sync(int id, int threads) { ::emu::named_sync(id, threads); }
 inline int ld_acquire_gpu(const int* p) { return *reinterpret_cast<const volatile int*>(p); }

@@ -8,12 +8,14 @@
 //     b1 (k 2t+8.., n g); c0 c1 (g, 2t, 2t+1), c2 c3 (g+8, 2t, 2t+1); g = L/4, t = L%4.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "emu.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -37,13 +39,46 @@
 #define gridDim (::emu::st().grid_dim)
 #define cudaFuncSetAttribute(...) cudaSuccess
 
+// Tensor maps (TMA): the emulator's driver entry point hands out its own cuTensorMapEncodeTiled,
+// which keeps the parameters the 2-D box copy of k_bulk.cuh needs in the map's 128 bytes.
+#undef __grid_constant__
+#define __grid_constant__
+struct EmuTensorMap {
+  const void* addr;
+  uint64_t dim0, dim1, stride1, esize, box0, box1;
+};
+inline CUresult emu_encode_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* addr,
+                                 const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                 CUtensorMapFloatOOBfill) {
+  static_assert(sizeof(EmuTensorMap) <= sizeof(CUtensorMap));
+  if (rank != 2) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t es = type == CU_TENSOR_MAP_DATA_TYPE_UINT64 ? 8 : type == CU_TENSOR_MAP_DATA_TYPE_UINT16 ? 2 : 0;
+  if (!es || box[0] > 256 || box[1] > 256 || (box[0] * es) % 16 != 0 || strides[0] % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(addr) % 16 != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  EmuTensorMap m{addr, dims[0], dims[1], strides[0], es, box[0], box[1]};
+  std::memset(map, 0, sizeof *map);
+  std::memcpy(map, &m, sizeof m);
+  return CUDA_SUCCESS;
+}
+#undef cudaGetDriverEntryPointByVersion
+inline cudaError_t emu_driver_entry_point(const char* sym, void** fn, unsigned, unsigned long long,
+                                          cudaDriverEntryPointQueryResult* q) {
+  const bool ok = std::strcmp(sym, "cuTensorMapEncodeTiled") == 0;
+  *fn = ok ? reinterpret_cast<void*>(&emu_encode_tiled) : nullptr;
+  if (q) *q = ok ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
+}
+#define cudaGetDriverEntryPointByVersion emu_driver_entry_point
+
 namespace gs::cuda {
 namespace {
 // Dynamic shared memory of the kernels (`extern __shared__` names of k_attention.cu and
 // k_matvec_stream.cu).
 alignas(16) uint8_t smem[256 * 1024];
 float wsh[65536];
-alignas(128) uint8_t ring[256 * 1024];
+alignas(128) uint8_t ring_raw[256 * 1024 + 128];
 }  // namespace
 
 // Warp-level and memory intrinsics the matvec kernels use (k_matvec_tiles.cuh,
@@ -53,6 +88,8 @@ T __shfl_sync(unsigned, T v, int src) {
   return ::emu::warp_collective(v, [&](int, auto in) { return in(src); });
 }
 inline void __syncwarp(unsigned = 0xffffffffu) { ::emu::warp_sync(); }
+// The low bits of a shared address (the kernels align buffers with them).
+inline uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p)); }
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 inline int atomicAdd(int* p, int v) {

@@ -29,7 +29,7 @@ inline void launch_k(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t sme
       for (unsigned xi = 0; xi < grid.x; ++xi) {
         const unsigned x = rev ? grid.x - 1 - xi : xi, y = rev ? grid.y - 1 - yi : yi, z = rev ? grid.z - 1 - zi : zi;
         std::memset(smem, 0xff, sizeof(smem));
-        std::memset(ring, 0xff, sizeof(ring));
+        std::memset(ring_raw, 0xff, sizeof(ring_raw));
         ::emu::run_block(::emu::Dim{x, y, z}, static_cast<int>(block.x), [&] { kernel(args...); });
       }
 }
