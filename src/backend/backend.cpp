@@ -42,6 +42,10 @@ void DeviceBuffer::reset() {
   bytes_ = 0;
 }
 
+void Backend::matmul_multi(const Weight* const* w, const Mat* y, int n, Mat x) {
+  for (int i = 0; i < n; ++i) matmul(*w[i], x, y[i]);
+}
+
 void Backend::add_rms_norm(Mat x, Mat o, const float* o_weight, float s, const float* out_weight, float eps,
                            Mat out) {
   rms_norm(o, o_weight, o.cols, eps, o);

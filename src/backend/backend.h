@@ -181,6 +181,14 @@ class Backend {
   // both norms. o is scratch (unspecified afterwards); out may alias o; x overlaps neither.
   // Default: rms_norm(o, o_weight, cols, eps, o); add(x, o, x); scale(x, s) unless s == 1;
   // rms_norm(x, out_weight, cols, eps, out).
+  // Several matmuls of one input: y[i] = x W[i]^T for i < n, 1 <= n <= kMaxMatmulMulti (a
+  // layer's q, k and v projections; its gate and up ones); shapes as matmul's. Default:
+  // matmul(*w[i], x, y[i]) for each i. A backend may take the weights of one format in one
+  // launch; its values then equal those matmuls' up to the order of f32 partial sums, an
+  // order fixed by the weights alone (not by x.rows, so a verify pass reproduces decode).
+  static constexpr int kMaxMatmulMulti = 3;
+  virtual void matmul_multi(const Weight* const* w, const Mat* y, int n, Mat x);
+
   virtual void add_rms_norm(Mat x, Mat o, const float* o_weight, float s, const float* out_weight, float eps,
                             Mat out);
   // The attention inputs of one layer, in place (spec §3.3; per-head norms over

@@ -168,11 +168,14 @@ void Gemma4Forward::record(int n, int n_out, const KvCacheBinding& kv) {
     const KvLayerView& kvl = kv.layers[il];
     t.mark("attn_norm", il, a);
 
-    b.matmul(lw.attn_q, a, q);  // [n, n_embd] -> [n, n_head * head_dim]
+    {  // [n, n_embd] -> q [n, n_head * head_dim], k and v [n, n_head_kv * head_dim], in one
+       // launch where the backend can; without attn_v, V is the raw K projection (spec §3.3)
+      const Weight* ws[3] = {&lw.attn_q, &lw.attn_k, &lw.attn_v};
+      const Mat ys[3] = {q, k, v};
+      b.matmul_multi(ws, ys, l.has_v ? 3 : 2, a);
+    }
     t.mark("q", il, q);
-    b.matmul(lw.attn_k, a, k);  // [n, n_embd] -> [n, n_head_kv * head_dim]
     t.mark("k", il, k);
-    if (l.has_v) b.matmul(lw.attn_v, a, v);  // else V is the raw K projection (spec §3.3)
     QkvNormRopeArgs qa;
     qa.q = q;
     qa.k = k;

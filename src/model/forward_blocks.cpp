@@ -114,9 +114,12 @@ void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeig
     b.add_rms_norm(xn, o, w.post_attention_norm, 1.0f, w.ffn_norm, c.rms_eps, a);
   }
   t.mark("ffn_norm", il, a);
-  b.matmul(w.ffn_gate, a, gate);  // [n, n_embd] -> [n, n_ff]
+  {  // [n, n_embd] -> gate, up [n, n_ff], in one launch where the backend can
+    const Weight* ws[2] = {&w.ffn_gate, &w.ffn_up};
+    const Mat ys[2] = {gate, up};
+    b.matmul_multi(ws, ys, 2, a);
+  }
   t.mark("ffn_gate", il, gate);
-  b.matmul(w.ffn_up, a, up);
   t.mark("ffn_up", il, up);
   b.gelu_mul(gate, up, gate);  // GELU(tanh) on the gate branch (spec §3.1.2)
   t.mark("ffn_act", il, gate);

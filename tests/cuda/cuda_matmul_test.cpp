@@ -2,6 +2,7 @@
 // (tensor-core matvec up to 16 rows, cuBLAS beyond), strided views, extreme magnitudes.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <tuple>
 
 #include "cuda_test_util.h"
@@ -114,6 +115,79 @@ TEST(CudaMatmul, RowGroupsSplitAcrossCtas) {
     check_matmul(type, 2560, 2247, {1, 2, 5, 8, 9, 16});
     check_matmul(type, 4864, 3001, {1, 7, 12});
   }
+}
+
+// matmul_multi (one bulk-copy launch for the weights of one format) against the CPU's matmul
+// of each weight, with the per-element bound of check_matmul: groups of one format (q/k/v and
+// gate/up shapes, row groups cut between CTAs and between parts), a mixed group (the Q6_K
+// part runs alone), and the rows of decode and verify.
+void check_multi(const std::vector<GgmlType>& types, int64_t n_in, const std::vector<int64_t>& n_outs,
+                 const std::vector<int64_t>& rows_list) {
+  auto& B = Backends::get();
+  const int n = static_cast<int>(types.size());
+  std::vector<std::vector<uint8_t>> w(n);
+  std::vector<Weight> wc(n), wf(n);
+  for (int i = 0; i < n; ++i) {
+    w[i] = random_weight(types[i], n_in, n_outs[i]);
+    auto rc = B.cpu->upload_weight(w[i].data(), types[i], n_in, n_outs[i]);
+    auto rf = B.fast->upload_weight(w[i].data(), types[i], n_in, n_outs[i]);
+    ASSERT_TRUE(rc.ok() && rf.ok());
+    wc[i] = rc.value();
+    wf[i] = rf.value();
+  }
+  for (int64_t rows : rows_list) {
+    SCOPED_TRACE("n_in " + std::to_string(n_in) + " rows " + std::to_string(rows) + " first type " +
+                 std::string(ggml_type_name(types[0])));
+    HostMat hx(rows, n_in, n_in + 3, 1.0f);
+    const std::vector<float> x = hx.dense(hx.v);
+    DevMat xc(*B.cpu, hx), xf(*B.fast, hx);
+    std::vector<std::unique_ptr<DevMat>> yc, yf;
+    std::vector<Mat> ycm, yfm;
+    for (int i = 0; i < n; ++i) {
+      yc.push_back(std::make_unique<DevMat>(*B.cpu, rows, n_outs[i], n_outs[i] + i));
+      yf.push_back(std::make_unique<DevMat>(*B.fast, rows, n_outs[i], n_outs[i] + i));
+      ycm.push_back(yc.back()->m);
+      yfm.push_back(yf.back()->m);
+      B.cpu->matmul(wc[i], xc.m, ycm[i]);
+    }
+    std::vector<const Weight*> wp;
+    for (auto& v : wf) wp.push_back(&v);
+    B.fast->matmul_multi(wp.data(), yfm.data(), n, xf.m);
+    ASSERT_TRUE(B.cpu->synchronize().ok());
+    const Status st = B.fast->synchronize();
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    for (int i = 0; i < n; ++i) {
+      const std::vector<float> ref = yc[i]->dense(), got = yf[i]->dense();
+      const DequantizeRowFn deq = dequantize_row_fn(types[i]);
+      const size_t rb = ggml_row_size(types[i], n_in).value();
+      std::vector<float> wrow(static_cast<size_t>(n_in));
+      int bad = 0;
+      const int64_t n_check = std::min<int64_t>(n_outs[i], 256);  // sampled outputs, as check_matmul
+      for (int64_t k_out = 0; k_out < n_check; ++k_out) {
+        const int64_t o = n_check == n_outs[i] ? k_out : k_out * n_outs[i] / n_check;
+        deq(w[i].data() + static_cast<size_t>(o) * rb, wrow.data(), n_in);
+        for (int64_t r = 0; r < rows; ++r) {
+          double cond = 0;
+          for (int64_t k = 0; k < n_in; ++k) cond += std::fabs(static_cast<double>(wrow[k]) * x[r * n_in + k]);
+          const size_t idx = static_cast<size_t>(r * n_outs[i] + o);
+          if (!(std::fabs(got[idx] - ref[idx]) <= 2e-3 * cond + 1e-30) && bad++ < 3)
+            ADD_FAILURE() << "part " << i << " y[" << r << "][" << o << "] = " << got[idx] << ", CPU " << ref[idx];
+        }
+      }
+      EXPECT_EQ(bad, 0) << "part " << i;
+    }
+  }
+}
+
+TEST(CudaMatmul, MultiSameInput) {
+  GS_REQUIRE_BACKENDS();
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    check_multi({t, t, t}, 5376, {8192, 4096, 4096}, {1, 5, 16});  // q, k, v (sampled outputs)
+    check_multi({t, t}, 2560, {2247, 17}, {1, 8});
+  }
+  check_multi({GgmlType::Q4_K, GgmlType::Q4_K}, 5376, {21504, 21504}, {1, 5});  // gate, up
+  check_multi({GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, 768, {130, 64, 9}, {1, 3});
+  check_multi({GgmlType::F16, GgmlType::Q4_K}, 512, {33, 48}, {2, 40});  // nothing to share; prefill rows
 }
 
 TEST(CudaMatmul, ExtremeActivationScales) {

@@ -88,6 +88,12 @@ class CountingBackend final : public Backend {
     count("kv_copy_slots");
     in_->kv_copy_slots(kv, s, d, n);
   }
+  void matmul_multi(const Weight* const* w, const Mat* y, int n, Mat x) override {
+    count("matmul_multi");
+    ++depth_;
+    Backend::matmul_multi(w, y, n, x);
+    --depth_;
+  }
   void add_rms_norm(Mat x, Mat o, const float* ow, float s, const float* xw, float eps, Mat out) override {
     count("add_rms_norm");
     ++depth_;
@@ -265,6 +271,7 @@ TEST(FusedForward, CallsTheFusedOps) {
       EXPECT_EQ(b.calls["kv_store"], n_layer);
     }
     EXPECT_EQ(b.calls["attention"], n_layer);
+    EXPECT_EQ(b.calls["matmul_multi"], 2 * n_layer);  // q, k (and v); gate and up
   }
   // The drafter: Q-only attention inputs, the same tails.
   const int n_layer_a = assistant->config().n_layer;

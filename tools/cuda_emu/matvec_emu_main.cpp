@@ -134,6 +134,80 @@ bool run_case(GgmlType type, int64_t n_in, int64_t n_out, int64_t n, int n_sm, b
   return bad == 0;
 }
 
+// Several weights of one format and n_in on the same activations in one launch
+// (launch_matvec_stream_multi): every part against its own reference.
+bool run_multi_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, int64_t n, int n_sm, bool lazy) {
+  const size_t rb = ggml_row_size(type, n_in).value();
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int parts = static_cast<int>(n_outs.size());
+  std::vector<std::vector<uint8_t>> wq(parts), dev(parts);
+  std::vector<WeightLayout> L(parts);
+  std::vector<float> wf(static_cast<size_t>(n_in)), tmp;
+  for (int p = 0; p < parts; ++p) {
+    wq[p].resize(rb * static_cast<size_t>(n_outs[p]));
+    for (int64_t o = 0; o < n_outs[p]; ++o) {
+      for (float& v : wf) v = nd(rng) * 0.05f;
+      quantize_row_fn(type)(wf.data(), wq[p].data() + rb * static_cast<size_t>(o), n_in);
+    }
+    L[p] = make_weight_layout(format_of(type), n_in, n_outs[p]);
+    dev[p].assign(L[p].total_bytes + 256, 0);
+    for (int64_t o = 0; o < n_outs[p]; ++o)
+      repack_row(type, L[p], wq[p].data() + rb * static_cast<size_t>(o), dev[p].data() + o * L[p].main_row_bytes,
+                 reinterpret_cast<uint16_t*>(dev[p].data() + L[p].meta_offset) + o * L[p].meta_per_row, tmp);
+  }
+  std::vector<float> x(static_cast<size_t>(n * n_in));
+  for (float& v : x) v = nd(rng);
+  std::vector<uint16_t> xh;
+  std::vector<float> xscale;
+  to_operand(x, n, n_in, L[0].n_in_pad, xh, xscale);
+  std::vector<std::vector<float>> y(parts);
+  std::vector<MatF> ym(parts);
+  std::vector<const void*> wp(parts);
+  std::vector<const WeightLayout*> lp(parts);
+  for (int p = 0; p < parts; ++p) {
+    const int64_t ys = n_outs[p] + 1 + p;
+    y[p].assign(static_cast<size_t>(n * ys), std::nanf(""));
+    ym[p] = MatF{y[p].data(), n, n_outs[p], ys};
+    wp[p] = dev[p].data();
+    lp[p] = &L[p];
+  }
+  const int max_ctas = kMatvecCtasPerSm * n_sm;
+  std::vector<uint8_t> sync_mem(matvec_sync_bytes(max_ctas) + 256, 0);
+  const MatvecSync sync = matvec_sync_at(sync_mem.data(), max_ctas);
+  ::emu::st().lazy = lazy;
+  ::emu::st().reverse_blocks = true;
+  if (!launch_matvec_stream_multi(nullptr, wp.data(), lp.data(), ym.data(), parts, xh.data(), xscale.data(), n_sm,
+                                  sync)) {
+    std::printf("  %s multi: not served by the kernel\n", std::string(ggml_type_name(type)).c_str());
+    return false;
+  }
+  int bad = 0;
+  double worst = 0;
+  std::vector<float> wrow(static_cast<size_t>(n_in));
+  for (int p = 0; p < parts; ++p) {
+    for (int64_t o = 0; o < n_outs[p]; ++o) {
+      dequantize_row_fn(type)(wq[p].data() + rb * static_cast<size_t>(o), wrow.data(), n_in);
+      for (int64_t r = 0; r < n; ++r) {
+        double ref = 0, cond = 0;
+        for (int64_t i = 0; i < n_in; ++i) {
+          const double v = static_cast<double>(wrow[static_cast<size_t>(i)]) * x[static_cast<size_t>(r * n_in + i)];
+          ref += v;
+          cond += std::fabs(v);
+        }
+        const double got = y[p][static_cast<size_t>(r * ym[p].stride + o)];
+        const double err = std::fabs(got - ref) / (cond + 1e-30);
+        worst = std::fmax(worst, std::isfinite(got) ? err : 1e30);
+        if (!(err <= 2e-3) && bad++ < 3)
+          std::printf("  part %d y[%ld][%ld] = %g, reference %g\n", p, static_cast<long>(r), static_cast<long>(o), got, ref);
+      }
+    }
+  }
+  std::printf("  %-5s multi n_in %5ld parts %d rows %2ld SMs %d: %s (worst %.2e of sum |w x|)\n",
+              std::string(ggml_type_name(type)).c_str(), static_cast<long>(n_in), parts, static_cast<long>(n), n_sm,
+              bad ? "FAIL" : "ok", worst);
+  return bad == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,6 +230,16 @@ int main(int argc, char** argv) {
         ++ran;
         if (!run_case(type, sh.n_in, sh.n_out, n, sh.n_sm, lazy)) ++failed;
       }
+    }
+  }
+  // One launch for several weights: parts whose row groups are cut between CTAs, a part of
+  // one partial row group, three parts.
+  for (GgmlType type : types) {
+    if (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos) continue;
+    for (int64_t n : {1, 5, 16}) {
+      ran += 2;
+      if (!run_multi_case(type, 2560, {83, 41}, n, 2, lazy)) ++failed;
+      if (!run_multi_case(type, 768, {130, 9, 64}, n, 3, lazy)) ++failed;
     }
   }
   std::printf("matvec_emu (%s bulk copies): %d of %d cases passed\n", lazy ? "lazy" : "eager", ran - failed, ran);

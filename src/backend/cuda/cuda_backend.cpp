@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_weight_repack.h"
 #include "backend/cuda/k_fused.h"
+#include "backend/cuda/k_matvec_stream.h"
 #include "core/fp16.h"
 #include "core/quant.h"
 
@@ -276,18 +277,49 @@ class CudaBackend final : public Backend {
       return;
     }
     if (x.rows <= kMaxMatvecRows) {
-      if (!(conv_.valid && conv_.data == x.data && conv_.rows == x.rows && conv_.cols == x.cols &&
-            conv_.stride == x.stride && conv_.n_in_pad == L.n_in_pad)) {
-        if (!ensure_xh(static_cast<size_t>(x.rows * L.n_in_pad) * 2).ok()) return;
-        cuda::launch_act_to_f16_rows(stream_, mf(x), L.n_in_pad, xh_, xscale_, true);
-        conv_ = {true, x.data, x.rows, x.cols, x.stride, L.n_in_pad};
-      }
+      if (!matvec_operand(x, L.n_in_pad)) return;
       cuda::launch_matvec_mma(stream_, w.data, L, xh_, xscale_, mf(y), n_sm_, mv_sync_);
       written(y);
       launched("matmul");
       return;
     }
     gemm(w, L, x, y);
+  }
+
+  // The weights of one format and n_in in one bulk-copy matvec launch (decode and verify
+  // sizes); the others, and any the kernel does not serve, one matmul each.
+  void matmul_multi(const Weight* const* ws, const Mat* ys, int n, Mat x) override {
+    bool done[kMaxMatmulMulti] = {};
+    if (!opt_.simple_kernels && n >= 2 && n <= kMaxMatmulMulti && mat_ok(x) && x.rows >= 1 &&
+        x.rows <= kMaxMatvecRows) {
+      for (int i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        const void* w[kMaxMatmulMulti];
+        const WeightLayout* L[kMaxMatmulMulti];
+        cuda::MatF y[kMaxMatmulMulti];
+        int idx[kMaxMatmulMulti], m = 0;
+        for (int j = i; j < n; ++j) {
+          const auto* cw = static_cast<const CudaWeight*>(ws[j]->impl);
+          if (done[j] || !cw || !ws[j]->data || ws[j]->n_in != x.cols || !mat_ok(ys[j]) || ys[j].rows != x.rows ||
+              ys[j].cols != ws[j]->n_out || overlaps(ys[j], x))
+            continue;
+          const WeightLayout& Lj = cw->layout;
+          if (m > 0 && (Lj.format != L[0]->format || Lj.n_in_pad != L[0]->n_in_pad)) continue;
+          w[m] = ws[j]->data, L[m] = &Lj, y[m] = mf(ys[j]), idx[m++] = j;
+        }
+        if (m < 2) continue;
+        cudaSetDevice(device_);
+        if (!matvec_operand(x, L[0]->n_in_pad)) return;
+        if (!cuda::launch_matvec_stream_multi(stream_, w, L, y, m, xh_, xscale_, n_sm_, mv_sync_)) continue;
+        for (int k = 0; k < m; ++k) {
+          written(ys[idx[k]]);
+          done[idx[k]] = true;
+        }
+        launched("matmul_multi");
+      }
+    }
+    for (int i = 0; i < n; ++i)
+      if (!done[i]) matmul(*ws[i], x, ys[i]);
   }
 
   void rms_norm(Mat x, const float* weight, int64_t group, float eps, Mat out) override {
@@ -693,6 +725,17 @@ class CudaBackend final : public Backend {
     *buf = r.value();
     *have = need;
     return {};
+  }
+  // The f16 operand of x (rows <= kMaxMatvecRows) for weights of n_in_pad in xh_: converted
+  // unless xh_ already holds it. False when the buffer cannot grow (the failure is recorded).
+  bool matvec_operand(Mat x, int64_t n_in_pad) {
+    if (conv_.valid && conv_.data == x.data && conv_.rows == x.rows && conv_.cols == x.cols &&
+        conv_.stride == x.stride && conv_.n_in_pad == n_in_pad)
+      return true;
+    if (!ensure_xh(static_cast<size_t>(x.rows * n_in_pad) * 2).ok()) return false;
+    cuda::launch_act_to_f16_rows(stream_, mf(x), n_in_pad, xh_, xscale_, true);
+    conv_ = {true, x.data, x.rows, x.cols, x.stride, n_in_pad};
+    return true;
   }
   Status ensure_xh(size_t bytes) {
     Status s = grow(&xh_mem_, &xh_bytes_, bytes);

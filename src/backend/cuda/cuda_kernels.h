@@ -98,6 +98,7 @@ void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* 
 // Scratch of the bulk-copy matvec (k_matvec_stream.cu): per CTA slot a flag and the partial
 // sums of a row group it shares with the CTA before it. Zeroed once at allocation; every
 // launch leaves the flags zero again. One set serves every launch on a stream.
+constexpr int kMatvecMaxParts = 3;  // weights one bulk-copy matvec launch may take (launch_matvec_stream_multi)
 constexpr int kMatvecPartialFloats = 2 * 4 * 32;  // up to 2 column tiles x 4 accumulators x 32 lanes
 struct MatvecSync {
   int* flags = nullptr;      // [max_ctas]

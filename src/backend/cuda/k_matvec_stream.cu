@@ -77,8 +77,35 @@ struct StreamGeom {
   uint32_t wait_ns;  // suspend-time hint of the stage waits (0: none)
 };
 
-constexpr int kRedBufs = 2;
-constexpr uint32_t kRingAlign = 128;  // segment sums in flight (a warp this far ahead of the last reducer waits)
+constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
+constexpr uint32_t kRingAlign = 128;
+
+// The weights of one launch: up to kMatvecMaxParts matrices of one format and n_in, of the same
+// activations, whose row groups follow each other (part p holds the launch's row groups
+// [rg_end[p - 1], rg_end[p])). A single matmul is one part.
+struct StreamParts {
+  const uint8_t* w[kMatvecMaxParts];
+  int64_t n_out[kMatvecMaxParts];
+  int64_t meta_offset[kMatvecMaxParts];
+  int64_t rg_end[kMatvecMaxParts];
+  MatF y[kMatvecMaxParts];
+  int n;
+};
+// The tensor maps of each part's stage boxes (uses_tma formats).
+struct StageMaps {
+  CUtensorMap main[kMatvecMaxParts];
+  CUtensorMap meta[kMatvecMaxParts];
+};
+
+// The part row group rg is in, and that part's first row group.
+__device__ __forceinline__ int part_of(const StreamParts& P, int64_t rg, int64_t& rg_base) {
+  int p = 0;
+#pragma unroll
+  for (int i = 0; i + 1 < kMatvecMaxParts; ++i)
+    if (i + 1 < P.n && rg >= P.rg_end[i]) p = i + 1;
+  rg_base = p ? P.rg_end[p - 1] : 0;
+  return p;
+}
 
 template <int NT>
 struct StreamShared {
@@ -94,15 +121,17 @@ struct StreamShared {
 // consumers read them with shared loads instead of through L1 (one activation row).
 template <WFormat F, int NT, int kMinBlocks, bool kXS>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    matvec_stream_kernel(const uint8_t* __restrict__ w, WeightLayout L, const uint16_t* __restrict__ xh,
-                         const float* __restrict__ xscale, MatF y, StreamGeom G, MatvecSync sync,
-                         const __grid_constant__ CUtensorMap tm_main, const __grid_constant__ CUtensorMap tm_meta) {
+    matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
+                         const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
+                         const __grid_constant__ StageMaps tm) {
   // Let the next kernel launch now; its weights can stream while this one computes.
   GS_PDL_TRIGGER();
   if constexpr (uses_tma(F)) {  // the maps' descriptors while the barriers are set up
     if (threadIdx.x == kConsumerWarps * 32) {
-      tmap_prefetch(&tm_main);
-      tmap_prefetch(&tm_meta);
+      for (int p = 0; p < P.n; ++p) {
+        tmap_prefetch(&tm.main[p]);
+        tmap_prefetch(&tm.meta[p]);
+      }
     }
   }
   extern __shared__ __align__(128) uint8_t ring_raw[];
@@ -124,7 +153,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
   if (warp == kConsumerWarps) {
     // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
-    const uint8_t* meta = w + L.meta_offset;
     int slot = 0;
     uint32_t phase = 0;
     int64_t rg = u0 / G.spr;
@@ -133,29 +161,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       if (G.wait_ns) mbar_wait_hint(&sh.empty[slot], phase ^ 1u, G.wait_ns);
       else mbar_wait(&sh.empty[slot], phase ^ 1u);
       const int t0 = s * kStageTiles;
-      const int nt = min(kStageTiles, G.n_tiles - t0);
-      const int64_t r0 = rg * kRowGroup;
-      const int rows = L.n_out - r0 < kRowGroup ? static_cast<int>(L.n_out - r0) : kRowGroup;
-      const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
-      const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
+      int64_t rg_base;
+      const int p = part_of(P, rg, rg_base);
+      const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
       uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
-      if constexpr (uses_tma(F)) {  // the stage as one or two boxes (rows past the last read as zeros)
+      if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
         if (lane == 0) {
           mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
-          bulk_tensor_2d_g2s(st, &tm_main, t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
-          if (G.mpt) bulk_tensor_2d_g2s(st + kRowGroup * G.rs, &tm_meta, t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
+          bulk_tensor_2d_g2s(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
+          bulk_tensor_2d_g2s(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
         }
-      } else {
-      if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
-      __syncwarp();
-      if (lane < rows) {
-        bulk_g2s(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
-                 &sh.full[slot]);
-      } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
-        const int r = lane - kRowGroup;
-        bulk_g2s(st + kRowGroup * G.rs + r * G.ms, meta + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2,
-                 meta_bytes, &sh.full[slot]);
-      }
+      } else {  // one bulk copy per row (and one of its scales)
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        const int rows = P.n_out[p] - r0 < kRowGroup ? static_cast<int>(P.n_out[p] - r0) : kRowGroup;
+        const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
+        const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
+        const uint8_t* w = P.w[p];
+        if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
+        __syncwarp();
+        if (lane < rows) {
+          bulk_g2s(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
+                   &sh.full[slot]);
+        } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
+          const int r = lane - kRowGroup;
+          bulk_g2s(st + kRowGroup * G.rs + r * G.ms,
+                   w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
+                   &sh.full[slot]);
+        }
       }
       if (++slot == G.ns) {
         slot = 0;
@@ -172,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // ---- consumers ---------------------------------------------------------------------------
   GS_PDL_WAIT();  // activations and y are the predecessors'
   const int g = lane >> 2, t = lane & 3;
-  const int n = static_cast<int>(y.rows);
+  const int n = static_cast<int>(P.y[0].rows);
   using XL = typename std::conditional<kXS, SharedX, GlobalX>::type;
   const uint16_t* xsrc = xh;
   if constexpr (kXS) {
@@ -202,10 +234,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // T mod 8), so a row group of 21 tiles does not leave the same 3 warps idle every time.
     const int j = (warp - rot) & (kConsumerWarps - 1);
     rot = (rot + nt) & (kConsumerWarps - 1);
-    const int64_t row0 = rg * kRowGroup + g;
     RowPtrs R;
-    R.ok0 = row0 < L.n_out;
-    R.ok1 = row0 + 8 < L.n_out;
+    R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past a part's last are never stored)
     R.pf = false;
     const uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
     R.main0 = st + g * G.rs;
@@ -292,7 +322,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           __syncwarp();
           if (lane == 0) sync.flags[c + 1] = 0;
         }
-        store_rows<NT>(acc, R, row0, t, xscale, y);
+        int64_t rg_base;
+        const int p = part_of(P, rg, rg_base);
+        const int64_t row0 = (rg - rg_base) * kRowGroup + g;
+        R.ok0 = row0 < P.n_out[p];
+        R.ok1 = row0 + 8 < P.n_out[p];
+        store_rows<NT>(acc, R, row0, t, xscale, P.y[p]);
       }
     }
 #pragma unroll
@@ -335,8 +370,9 @@ cudaError_t prepare_f() {
   return e;
 }
 
-// Main bytes per row tile and meta entries per tile of each format the kernel serves.
-bool stream_geometry(const WeightLayout& L, int64_t n_rows, int n_sm, StreamGeom& G, int& ctas) {
+// Main bytes per row tile and meta entries per tile of each format the kernel serves; the
+// launch geometry for n_rg row groups of weights shaped as L.
+bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_sm, StreamGeom& G, int& ctas) {
   switch (L.format) {
     case WFormat::kQ4_K: G.mpt = 0; break;
     case WFormat::kQ5_K: G.mpt = 0; break;
@@ -349,7 +385,7 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rows, int n_sm, StreamGeom
   if (G.n_tiles <= 0) return false;
   G.blk = static_cast<int>(L.main_row_bytes / G.n_tiles);
   G.spr = (G.n_tiles + kStageTiles - 1) / kStageTiles;
-  G.n_rg = (L.n_out + kRowGroup - 1) / kRowGroup;
+  G.n_rg = n_rg;
   G.units = G.n_rg * G.spr;
   G.rs = (kStageTiles * G.blk + 127) / 128 * 128 + 64;
   G.ms = G.mpt ? (kStageTiles * G.mpt * 2 + 15) / 16 * 16 : 0;
@@ -377,12 +413,6 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rows, int n_sm, StreamGeom
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
 }
-
-// The tensor maps of one weight's stage boxes.
-struct StageMaps {
-  CUtensorMap main;
-  CUtensorMap meta;
-};
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -417,54 +447,55 @@ bool encode_rows(CUtensorMap* m, const void* base, int64_t row_bytes, int64_t ro
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The stage maps of weight w (built once per weight and geometry, then looked up: a weight's
-// maps depend only on its address, layout and the stage's row pitch). Null when the driver
-// cannot build them.
-const StageMaps* stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G) {
+// The two stage maps (main, meta) of weight w into main and meta: built once per weight and
+// geometry, then looked up (a weight's maps depend only on its address, layout and the
+// stage's row pitch). False when the driver cannot build them.
+bool stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G, CUtensorMap* main, CUtensorMap* meta) {
   struct Entry {
     int64_t n_out, main_row_bytes, meta_per_row;
-    int rs, mpt;
+    int rs, ms;
     bool ok;
-    StageMaps maps;
+    CUtensorMap main, meta;
   };
   static std::mutex mu;
   static std::unordered_map<const void*, Entry> cache;
   std::lock_guard<std::mutex> lock(mu);
   Entry& e = cache[w];
   if (e.n_out != L.n_out || e.main_row_bytes != L.main_row_bytes || e.meta_per_row != L.meta_per_row || e.rs != G.rs ||
-      e.mpt != G.mpt) {
-    e = Entry{L.n_out, L.main_row_bytes, L.meta_per_row, G.rs, G.mpt, false, {}};
-    std::memset(&e.maps, 0, sizeof e.maps);
-    e.ok = encode_rows(&e.maps.main, w, L.main_row_bytes, L.n_out, 8, G.rs) &&
-           (!G.mpt || encode_rows(&e.maps.meta, w + L.meta_offset, L.meta_per_row * 2, L.n_out, 2, G.ms));
+      e.ms != G.ms) {
+    e.n_out = L.n_out, e.main_row_bytes = L.main_row_bytes, e.meta_per_row = L.meta_per_row, e.rs = G.rs, e.ms = G.ms;
+    std::memset(&e.main, 0, sizeof e.main);
+    std::memset(&e.meta, 0, sizeof e.meta);
+    e.ok = encode_rows(&e.main, w, L.main_row_bytes, L.n_out, 8, G.rs) &&
+           (!G.mpt || encode_rows(&e.meta, w + L.meta_offset, L.meta_per_row * 2, L.n_out, 2, G.ms));
   }
-  return e.ok ? &e.maps : nullptr;
+  *main = e.main;
+  *meta = e.meta;
+  return e.ok;
 }
 
 template <WFormat F, int NT, int MB>
-void launch_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale, MatF y,
+void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
   if constexpr (NT == 1) {
     if (G.xs_bytes) {
-      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync, tm.main,
-               tm.meta);
+      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
       return;
     }
   }
-  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, w, L, xh, xscale, y, G, sync, tm.main,
-           tm.meta);
+  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
 }
 
 template <int NT, int MB>
-void launch_nt(cudaStream_t s, const uint8_t* w, const WeightLayout& L, const uint16_t* xh, const float* xscale,
-               MatF y, const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
+void launch_nt(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
+               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   switch (L.format) {
-    case WFormat::kQ4_K: launch_f<WFormat::kQ4_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
-    case WFormat::kQ5_K: launch_f<WFormat::kQ5_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
-    case WFormat::kQ6_K: launch_f<WFormat::kQ6_K, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
-    case WFormat::kQ8_0: launch_f<WFormat::kQ8_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
-    case WFormat::kQ4_0: launch_f<WFormat::kQ4_0, NT, MB>(s, w, L, xh, xscale, y, G, ctas, sync, tm); break;
+    case WFormat::kQ4_K: launch_f<WFormat::kQ4_K, NT, MB>(s, P, L, xh, xscale, G, ctas, sync, tm); break;
+    case WFormat::kQ5_K: launch_f<WFormat::kQ5_K, NT, MB>(s, P, L, xh, xscale, G, ctas, sync, tm); break;
+    case WFormat::kQ6_K: launch_f<WFormat::kQ6_K, NT, MB>(s, P, L, xh, xscale, G, ctas, sync, tm); break;
+    case WFormat::kQ8_0: launch_f<WFormat::kQ8_0, NT, MB>(s, P, L, xh, xscale, G, ctas, sync, tm); break;
+    case WFormat::kQ4_0: launch_f<WFormat::kQ4_0, NT, MB>(s, P, L, xh, xscale, G, ctas, sync, tm); break;
     default: break;
   }
 }
@@ -479,32 +510,57 @@ cudaError_t matvec_stream_prepare() {
   return e;
 }
 
-bool launch_matvec_stream(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh,
-                          const float* xscale, MatF y, int n_sm, const MatvecSync& sync) {
+bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const WeightLayout* const* L, const MatF* y,
+                                int n, const uint16_t* xh, const float* xscale, int n_sm, const MatvecSync& sync) {
   static const bool off = [] {  // GS_CUDA_MV=mma or =pipe select the older kernels (A/B runs)
     const char* e = std::getenv("GS_CUDA_MV");
     return e && (std::string(e) == "mma" || std::string(e) == "pipe" || std::string(e) == "grid");
   }();
-  if (off || y.rows > 16 || !sync.flags || !sync.partial) return false;
+  if (off || n < 1 || n > kMatvecMaxParts || !sync.flags || !sync.partial) return false;
+  const int64_t rows = y[0].rows;
+  if (rows < 1 || rows > 16) return false;
+  StreamParts P{};
+  P.n = n;
+  int64_t n_rg = 0;
+  for (int p = 0; p < n; ++p) {
+    const WeightLayout& Lp = *L[p];
+    if (Lp.format != L[0]->format || Lp.n_in_pad != L[0]->n_in_pad || Lp.main_row_bytes != L[0]->main_row_bytes ||
+        Lp.meta_per_row != L[0]->meta_per_row || y[p].rows != rows || Lp.n_out <= 0)
+      return false;
+    P.w[p] = static_cast<const uint8_t*>(w[p]);
+    P.n_out[p] = Lp.n_out;
+    P.meta_offset[p] = Lp.meta_offset;
+    n_rg += (Lp.n_out + kRowGroup - 1) / kRowGroup;
+    P.rg_end[p] = n_rg;
+    P.y[p] = y[p];
+  }
   StreamGeom G{};
   int ctas = 0;
-  if (!stream_geometry(L, y.rows, n_sm, G, ctas)) return false;
+  if (!stream_geometry(*L[0], n_rg, rows, n_sm, G, ctas)) return false;
+  if (G.units >= (int64_t{1} << 31)) return false;
   if (ctas > sync.max_ctas) ctas = sync.max_ctas;
   if (ctas <= 0) return false;
-  const auto* wb = static_cast<const uint8_t*>(w);
-  StageMaps none;
-  std::memset(&none, 0, sizeof none);
-  const StageMaps* tm = &none;
-  if (uses_tma(L.format) && !(tm = stage_maps(wb, L, G))) return false;  // the older kernels serve it
+  StageMaps tm;
+  std::memset(&tm, 0, sizeof tm);
+  if (uses_tma(L[0]->format)) {
+    for (int p = 0; p < n; ++p)
+      if (!stage_maps(P.w[p], *L[p], G, &tm.main[p], &tm.meta[p])) return false;  // the older kernels serve it
+  }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
-  if (y.rows <= 8) {
-    if (two) launch_nt<1, 2>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
-    else launch_nt<1, 1>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
+  if (rows <= 8) {
+    if (two) launch_nt<1, 2>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
+    else launch_nt<1, 1>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
   } else {
-    if (two) launch_nt<2, 2>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
-    else launch_nt<2, 1>(s, wb, L, xh, xscale, y, G, ctas, sync, *tm);
+    if (two) launch_nt<2, 2>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
+    else launch_nt<2, 1>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
   }
   return true;
+}
+
+bool launch_matvec_stream(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh,
+                          const float* xscale, MatF y, int n_sm, const MatvecSync& sync) {
+  const WeightLayout* Ls[1] = {&L};
+  return launch_matvec_stream_multi(s, &w, Ls, &y, 1, xh, xscale, n_sm, sync);
 }
 
 }  // namespace gs::cuda

@@ -19,4 +19,13 @@ cudaError_t matvec_stream_prepare();
 bool launch_matvec_stream(cudaStream_t s, const void* w, const WeightLayout& L, const uint16_t* xh,
                           const float* xscale, MatF y, int n_sm, const MatvecSync& sync);
 
+// Several weights of one format and n_in applied to the same activations in one launch:
+// y[p] = x w[p]^T for p < n (1 <= n <= kMatvecMaxParts), the row groups of all parts split
+// over one grid (so no launch pays its own ramp and tail). The values are those of n
+// launch_matvec_stream calls up to the order of the f32 partial sums where a row group is
+// cut between CTAs (which depends on the set of weights only, not on the rows). False
+// (nothing launched) when the kernel does not serve them all.
+bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const WeightLayout* const* L, const MatF* y,
+                                int n, const uint16_t* xh, const float* xscale, int n_sm, const MatvecSync& sync);
+
 }  // namespace gs::cuda
