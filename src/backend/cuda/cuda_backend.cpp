@@ -289,8 +289,12 @@ class CudaBackend final : public Backend {
   // The weights of one format and n_in in one bulk-copy matvec launch (decode and verify
   // sizes); the others, and any the kernel does not serve, one matmul each.
   void matmul_multi(const Weight* const* ws, const Mat* ys, int n, Mat x) override {
+    static const bool multi_off = [] {  // GS_CUDA_MULTI=0: one launch per weight (A/B runs)
+      const char* e = std::getenv("GS_CUDA_MULTI");
+      return e && std::string(e) == "0";
+    }();
     bool done[kMaxMatmulMulti] = {};
-    if (!opt_.simple_kernels && n >= 2 && n <= kMaxMatmulMulti && mat_ok(x) && x.rows >= 1 &&
+    if (!multi_off && !opt_.simple_kernels && n >= 2 && n <= kMaxMatmulMulti && mat_ok(x) && x.rows >= 1 &&
         x.rows <= kMaxMatvecRows) {
       for (int i = 0; i < n; ++i) {
         if (done[i]) continue;
