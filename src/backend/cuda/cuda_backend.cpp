@@ -293,9 +293,9 @@ class CudaBackend final : public Backend {
       const char* e = std::getenv("GS_CUDA_MULTI");
       return e && std::string(e) == "0";
     }();
+    if (n < 2 || n > kMaxMatmulMulti || multi_off) return Backend::matmul_multi(ws, ys, n, x);
     bool done[kMaxMatmulMulti] = {};
-    if (!multi_off && !opt_.simple_kernels && n >= 2 && n <= kMaxMatmulMulti && mat_ok(x) && x.rows >= 1 &&
-        x.rows <= kMaxMatvecRows) {
+    if (!opt_.simple_kernels && mat_ok(x) && x.rows >= 1 && x.rows <= kMaxMatvecRows) {
       for (int i = 0; i < n; ++i) {
         if (done[i]) continue;
         const void* w[kMaxMatmulMulti];
