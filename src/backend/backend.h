@@ -175,12 +175,6 @@ class Backend {
   // exactly that sequence (so a backend without a kernel for it, the CPU oracle among them,
   // gives bit for bit the results of those calls). A backend may run it as fewer kernels.
 
-  // A residual update then the next block's input norm, on whole rows:
-  //   x = (x + rms_norm(o, o_weight)) * s;   out = rms_norm(x, out_weight)
-  // x, o, out: [n, cols], cols > 0; o_weight, out_weight: [cols] or null (gain 1); eps of
-  // both norms. o is scratch (unspecified afterwards); out may alias o; x overlaps neither.
-  // Default: rms_norm(o, o_weight, cols, eps, o); add(x, o, x); scale(x, s) unless s == 1;
-  // rms_norm(x, out_weight, cols, eps, out).
   // Several matmuls of one input: y[i] = x W[i]^T for i < n, 1 <= n <= kMaxMatmulMulti (a
   // layer's q, k and v projections; its gate and up ones); shapes as matmul's. Default:
   // matmul(*w[i], x, y[i]) for each i. A backend may take the weights of one format in one
@@ -189,6 +183,12 @@ class Backend {
   static constexpr int kMaxMatmulMulti = 3;
   virtual void matmul_multi(const Weight* const* w, const Mat* y, int n, Mat x);
 
+  // A residual update then the next block's input norm, on whole rows:
+  //   x = (x + rms_norm(o, o_weight)) * s;   out = rms_norm(x, out_weight)
+  // x, o, out: [n, cols], cols > 0; o_weight, out_weight: [cols] or null (gain 1); eps of
+  // both norms. o is scratch (unspecified afterwards); out may alias o; x overlaps neither.
+  // Default: rms_norm(o, o_weight, cols, eps, o); add(x, o, x); scale(x, s) unless s == 1;
+  // rms_norm(x, out_weight, cols, eps, out).
   virtual void add_rms_norm(Mat x, Mat o, const float* o_weight, float s, const float* out_weight, float eps,
                             Mat out);
   // The attention inputs of one layer, in place (spec §3.3; per-head norms over
