@@ -2,7 +2,7 @@
 # A quick A/B of two builds on a lent GPU machine: the device test suite on the new build
 # ($DEV/bin/gemmaserve), then tg128 / verify 5 and the decode matmul microbenchmarks of the new
 # and the previous one ($DEV/bin/gemmaserve.prev), alternating, on `synth --preset 31b`.
-# GS_AB_TESTS=0 skips the tests. Logs and JSON under $OUT.
+# GS_AB_TESTS=0 skips the tests, GS_AB_ROUNDS sets the tg rounds (2). Logs and JSON under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -25,7 +25,7 @@ run_tg() {  # $1 = label, $2 = binary, $3 = env assignment or empty
   env ${3:+"$3"} timeout 200 "$DEV/bin/$2" bench -m "$M" --device cuda -p 0 -n 128 --verify 5 -r 2 --json \
     >"$OUT/tg_$1.json" 2>>"$OUT/bench.log"
 }
-for round in 1 2; do
+for round in $(seq 1 "${GS_AB_ROUNDS:-2}"); do
   run_tg "new_$round" gemmaserve ""
   run_tg "prev_$round" gemmaserve.prev ""
   i=0
