@@ -121,6 +121,59 @@ Status bench_matvec(Ctx& c) {
   return {};
 }
 
+// The q/k/v projections of a 31B layer (Q4_K, 5376 -> 8192, 4096, 4096) as one
+// matmul_multi and as three matmuls, per set of the three weights (several sets, so that a
+// pass is several times the L2).
+Status bench_matvec_multi(Ctx& c) {
+  const int64_t n_in = c.opt.quick ? 512 : 5376;
+  const std::vector<int64_t> n_outs = c.opt.quick ? std::vector<int64_t>{256, 128, 128}
+                                                  : std::vector<int64_t>{8192, 4096, 4096};
+  const GgmlType type = GgmlType::Q4_K;
+  size_t set_bytes = 0;
+  for (int64_t o : n_outs) set_bytes += ggml_row_size(type, n_in).value() * static_cast<size_t>(o);
+  const int sets = c.opt.quick ? 1 : static_cast<int>(std::clamp<size_t>((300ull << 20) / set_bytes, 1, 8));
+  std::vector<std::vector<Weight>> ws(static_cast<size_t>(sets));
+  for (int k = 0; k < sets; ++k) {
+    for (size_t i = 0; i < n_outs.size(); ++i) {
+      c.keep.push_back(random_weight_bytes(type, n_in, n_outs[i], 200 + 3 * k + static_cast<int>(i)));
+      GS_ASSIGN_OR_RETURN(Weight w, c.b.upload_weight(c.keep.back().data(), type, n_in, n_outs[i]));
+      ws[static_cast<size_t>(k)].push_back(w);
+    }
+  }
+  for (int64_t n : c.opt.quick ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 5}) {
+    GS_ASSIGN_OR_RETURN(DeviceBuffer xb, filled(c.b, random_floats(static_cast<size_t>(n * n_in), 1.0f, 3)));
+    std::vector<DeviceBuffer> yb;
+    std::vector<Mat> ys;
+    for (int64_t o : n_outs) {
+      GS_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::make(c.b, static_cast<size_t>(n * o) * 4));
+      ys.push_back(Mat::of(b.as<float>(), n, o));
+      yb.push_back(std::move(b));
+    }
+    const Mat x = Mat::of(xb.as<float>(), n, n_in);
+    for (bool multi : {true, false}) {
+      const double t = time_step(c.b, c.key++, c.opt.quick ? 1 : 20, [&] {
+                         for (const auto& set : ws) {
+                           if (multi) {
+                             const Weight* wp[3] = {&set[0], &set[1], &set[2]};
+                             c.b.matmul_multi(wp, ys.data(), 3, x);
+                           } else {
+                             for (size_t i = 0; i < set.size(); ++i) c.b.matmul(set[i], x, ys[i]);
+                           }
+                         }
+                       }) / sets;
+      GS_RETURN_IF_ERROR(c.b.synchronize());
+      BenchRow r{"matmul",
+                 std::string(ggml_type_name(type)) + " q/k/v " + (multi ? "multi" : "separate") + " rows " +
+                     std::to_string(n),
+                 shape_str(n_in, n_outs[0] + n_outs[1] + n_outs[2]), t, set_bytes / t,
+                 2.0 * n * n_in * (n_outs[0] + n_outs[1] + n_outs[2]) / t / 1e12,
+                 100.0 * (set_bytes / t) / c.copy_bw, "copy bandwidth"};
+      c.rows.push_back(r);
+    }
+  }
+  return {};
+}
+
 Status bench_gemm(Ctx& c) {
   // The f16 reference: a weight already in f16, 4096 rows (the cuBLAS ceiling in this run).
   const std::vector<int64_t> row_counts = c.opt.quick ? std::vector<int64_t>{32} : std::vector<int64_t>{512, 4096};
@@ -402,7 +455,10 @@ Result<double> measure_gemm_flops(Backend& b, bool quick, std::vector<BenchRow>&
 Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRow>& rows) {
   Ctx c{b, opt, rows};
   GS_RETURN_IF_ERROR(bench_copy(c));
-  if (opt.only == "matmul") return bench_matvec(c);
+  if (opt.only == "matmul") {
+    GS_RETURN_IF_ERROR(bench_matvec(c));
+    return bench_matvec_multi(c);
+  }
   if (opt.only == "attention") {
     // The prefill rows are reported against the f16 GEMM rate: measure it first.
     GS_ASSIGN_OR_RETURN(c.gemm_flops, measure_gemm_flops(b, opt.quick, rows));
@@ -411,6 +467,7 @@ Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRo
   if (opt.only == "small") return bench_small_ops(c);
   GS_RETURN_IF_ERROR(bench_gemm(c));
   GS_RETURN_IF_ERROR(bench_matvec(c));
+  GS_RETURN_IF_ERROR(bench_matvec_multi(c));
   GS_RETURN_IF_ERROR(bench_attention(c));
   GS_RETURN_IF_ERROR(bench_small_ops(c));
   return {};
