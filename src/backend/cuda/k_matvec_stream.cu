@@ -13,7 +13,9 @@
 // Work split. Rows come in row groups of 16 (one mma tile of output rows); a row group's
 // n_in is cut into stages of kStageTiles (8) tiles of 256 elements. A stage holds, for each
 // of the 16 rows, its 8 consecutive ggml blocks (one bulk copy per row, plus one for the f16
-// block scales of formats that keep them apart); each consumer warp computes at most one of
+// block scales of formats that keep them apart; for Q6_K two TMA boxes, decision 0019); a
+// launch may hold up to kMatvecMaxParts weights of the same activations, whose row groups
+// follow each other (StreamParts); each consumer warp computes at most one of
 // its tiles (the CTA's tiles go to the warps round-robin across stages). The units (row
 // group, stage) are split evenly over a grid of at most one CTA per row group (two per SM
 // by default): CTA c takes units [c U / C, (c + 1) U / C). At a row group's
@@ -26,7 +28,7 @@
 // dependent launch at its start), so the wait cannot deadlock.
 //
 // Results do not depend on the number of activation rows (each mma column is computed
-// alone, the split depends on the weight only), so a verify pass reproduces decode exactly.
+// alone, the split depends on the weights only), so a verify pass reproduces decode exactly.
 #include <cuda.h>
 
 #include <algorithm>
