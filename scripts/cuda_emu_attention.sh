@@ -11,7 +11,7 @@ CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
 # extern arrays defined by the emulator's k_common.cuh.
 sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' src/backend/cuda/k_attention.cu >"$OUT/k_attention_emu.cpp"
 CXX="${CXX:-g++}"
-FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function)
+FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function -Wno-psabi)
 "$CXX" "${FLAGS[@]}" -c "$OUT/k_attention_emu.cpp" -o "$OUT/k_attention_emu.o"
 "$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" -o "$OUT/attn_emu"
 mode="${1:-both}"

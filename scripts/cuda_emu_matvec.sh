@@ -15,7 +15,7 @@ CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
 sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' src/backend/cuda/k_matvec_stream.cu \
   >"$OUT/k_matvec_stream_emu.cpp"
 CXX="${CXX:-g++}"
-FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function -DFMT_SHARED
+FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function -Wno-psabi -DFMT_SHARED
        -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB)
 "$CXX" "${FLAGS[@]}" -c "$OUT/k_matvec_stream_emu.cpp" -o "$OUT/k_matvec_stream_emu.o"
 "$CXX" "${FLAGS[@]}" tools/cuda_emu/matvec_emu_main.cpp src/backend/cuda/cuda_weight_repack.cpp \
