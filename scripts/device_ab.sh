@@ -19,7 +19,7 @@ fi
 wait "$synth_pid"
 tail -1 "$OUT/synth.log"
 # Variants: the new build, the previous one, and the new one under each setting of GS_AB_ENVS
-# (semicolon-separated, e.g. "GS_MVS_WAIT_NS=2000;GS_MVS_XS=0").
+# (semicolon-separated, e.g. "GS_CUDA_MULTI=0;GS_MVS_XS=0").
 IFS=';' read -r -a envs <<<"${GS_AB_ENVS:-}"
 run_tg() {  # $1 = label, $2 = binary, $3 = env assignment or empty
   env ${3:+"$3"} timeout 200 "$DEV/bin/$2" bench -m "$M" --device cuda -p 0 -n 128 --verify 5 -r 2 --json \

@@ -41,22 +41,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   } while (!done);
 }
 
-// mbar_wait with a suspend-time hint: a thread whose phase has not completed may sleep up to
-// `ns` nanoseconds (it is woken when the phase completes) instead of polling again at once.
-__device__ __forceinline__ void mbar_wait_hint(uint64_t* bar, uint32_t parity, uint32_t ns) {
-  const uint32_t a = smem_addr(bar);
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n\t"
-        "selp.u32 %0, 1, 0, p;\n\t}\n"
-        : "=r"(done)
-        : "r"(a), "r"(parity), "r"(ns)
-        : "memory");
-  } while (!done);
-}
-
 // `bytes` (a multiple of 16; src and dst 16-byte aligned) from global memory into shared
 // memory; the copy engine reports them to `bar` as completed transactions.
 __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {

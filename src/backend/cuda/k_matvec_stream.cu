@@ -76,7 +76,6 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
-  uint32_t wait_ns;  // suspend-time hint of the stage waits (0: none)
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -160,8 +159,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     int64_t rg = u0 / G.spr;
     int s = static_cast<int>(u0 - rg * G.spr);
     for (int64_t u = u0; u < u1; ++u) {
-      if (G.wait_ns) mbar_wait_hint(&sh.empty[slot], phase ^ 1u, G.wait_ns);
-      else mbar_wait(&sh.empty[slot], phase ^ 1u);
+      mbar_wait(&sh.empty[slot], phase ^ 1u);
       const int t0 = s * kStageTiles;
       int64_t rg_base;
       const int p = part_of(P, rg, rg_base);
@@ -244,8 +242,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     R.main1 = st + (g + 8) * G.rs;
     R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
     R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
-    if (G.wait_ns) mbar_wait_hint(&sh.full[slot], phase, G.wait_ns);
-    else mbar_wait(&sh.full[slot], phase);
+    mbar_wait(&sh.full[slot], phase);
     const bool have = j < nt;
     typename Tile<F>::Raw cur;
     if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
@@ -409,9 +406,6 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   // the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md); GS_MVS_CTAS_PER_SM=1
   // takes one.
   static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
-  // Suspend-time hint of the ring waits in ns (GS_MVS_WAIT_NS; 0: plain polling).
-  static const int wait_ns = std::clamp(env_int("GS_MVS_WAIT_NS", 0), 0, 1000000);
-  G.wait_ns = static_cast<uint32_t>(wait_ns);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
 }

@@ -79,7 +79,6 @@ inline void mbar_wait(uint64_t* bar, uint32_t par) {
     ::emu::yield();
   }
 }
-inline void mbar_wait_hint(uint64_t* bar, uint32_t par, uint32_t) { mbar_wait(bar, par); }
 
 inline void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   if ((bytes % 16) != 0 || (reinterpret_cast<uintptr_t>(dst) % 16) != 0 || (reinterpret_cast<uintptr_t>(src) % 16) != 0) {
