@@ -70,6 +70,10 @@ struct CudaWeight {
 };
 
 bool mat_ok(const Mat& m) { return m.rows >= 0 && m.cols >= 0 && m.stride >= m.cols && (m.rows == 0 || m.data); }
+// y = x W^T is well shaped: x [rows, n_in], y [rows, n_out].
+bool matmul_shapes_ok(const Weight& w, const Mat& x, const Mat& y) {
+  return mat_ok(x) && mat_ok(y) && x.cols == w.n_in && y.cols == w.n_out && x.rows == y.rows;
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -250,7 +254,7 @@ class CudaBackend final : public Backend {
     const CudaWeight* cw = weight_of(w, "matmul");
     if (!cw) return;
     cudaSetDevice(device_);
-    if (!mat_ok(x) || !mat_ok(y) || x.cols != w.n_in || y.cols != w.n_out || x.rows != y.rows)
+    if (!matmul_shapes_ok(w, x, y))
       return fail_shape("matmul: x [{}, {}], y [{}, {}], weight n_in {} n_out {}", x.rows, x.cols, y.rows, y.cols,
                         w.n_in, w.n_out);
     if (x.rows == 0) return;
@@ -295,7 +299,7 @@ class CudaBackend final : public Backend {
     }();
     if (n < 2 || n > kMaxMatmulMulti || multi_off) return Backend::matmul_multi(ws, ys, n, x);
     bool done[kMaxMatmulMulti] = {};
-    if (!opt_.simple_kernels && mat_ok(x) && x.rows >= 1 && x.rows <= kMaxMatvecRows) {
+    if (!opt_.simple_kernels && x.rows >= 1 && x.rows <= kMaxMatvecRows) {
       for (int i = 0; i < n; ++i) {
         if (done[i]) continue;
         const void* w[kMaxMatmulMulti];
@@ -304,9 +308,7 @@ class CudaBackend final : public Backend {
         int idx[kMaxMatmulMulti], m = 0;
         for (int j = i; j < n; ++j) {
           const auto* cw = static_cast<const CudaWeight*>(ws[j]->impl);
-          if (done[j] || !cw || !ws[j]->data || ws[j]->n_in != x.cols || !mat_ok(ys[j]) || ys[j].rows != x.rows ||
-              ys[j].cols != ws[j]->n_out || overlaps(ys[j], x))
-            continue;
+          if (done[j] || !cw || !ws[j]->data || !matmul_shapes_ok(*ws[j], x, ys[j]) || overlaps(ys[j], x)) continue;
           const WeightLayout& Lj = cw->layout;
           if (m > 0 && (Lj.format != L[0]->format || Lj.n_in_pad != L[0]->n_in_pad)) continue;
           w[m] = ws[j]->data, L[m] = &Lj, y[m] = mf(ys[j]), idx[m++] = j;
