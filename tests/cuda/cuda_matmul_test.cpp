@@ -10,6 +10,42 @@
 namespace gs::test {
 namespace {
 
+// One backend's result y (rows x n_out, dense) against the CPU's: |y - ref| <= tol * sum |w x|.
+struct NearCpu {
+  const std::vector<float>* got;
+  double tol;
+  const char* what;
+};
+
+// Expects each result near ref (the CPU's y = x W^T, rows x n_out, dense; x dense) under the
+// per-element bound |y - ref| <= tol * sum_i |w_i x_i| (the condition of the dot product),
+// on up to 256 sampled outputs per row; names the first three outputs off.
+void expect_near_cpu(GgmlType type, const std::vector<uint8_t>& w, int64_t n_in, int64_t n_out,
+                     const std::vector<float>& x, int64_t rows, const std::vector<float>& ref,
+                     const std::vector<NearCpu>& results) {
+  const int64_t n_check = std::min<int64_t>(n_out, 256);
+  const DequantizeRowFn deq = dequantize_row_fn(type);
+  const size_t rb = ggml_row_size(type, n_in).value();
+  std::vector<float> wrow(static_cast<size_t>(n_in));
+  std::vector<int> bad(results.size(), 0);
+  for (int64_t k = 0; k < n_check; ++k) {
+    const int64_t o = n_check == n_out ? k : k * n_out / n_check;
+    deq(w.data() + static_cast<size_t>(o) * rb, wrow.data(), n_in);
+    for (int64_t r = 0; r < rows; ++r) {
+      double cond = 0;
+      for (int64_t i = 0; i < n_in; ++i) cond += std::fabs(static_cast<double>(wrow[i]) * x[r * n_in + i]);
+      const size_t idx = static_cast<size_t>(r * n_out + o);
+      for (size_t c = 0; c < results.size(); ++c) {
+        const double e = std::fabs((*results[c].got)[idx] - ref[idx]);
+        if (!(e <= results[c].tol * cond + 1e-30) && bad[c]++ < 3)
+          ADD_FAILURE() << results[c].what << ": y[" << r << "][" << o << "] = " << (*results[c].got)[idx] << ", CPU "
+                        << ref[idx] << ", sum |w x| " << cond;
+      }
+    }
+  }
+  for (size_t c = 0; c < results.size(); ++c) EXPECT_EQ(bad[c], 0) << results[c].what;
+}
+
 // Runs y = x W^T on the three backends for every row count in `rows` (one weight upload);
 // expects the CUDA results near the CPU's.
 void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, const std::vector<int64_t>& rows_list,
@@ -36,37 +72,11 @@ void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, const std::vector<
       ASSERT_TRUE(s.ok()) << s.to_string();
       out[k] = y.dense();
     }
-    // Per-element bound: |y - ref| <= tol * sum_i |w_i x_i| (the condition of the dot product),
-    // on up to 256 sampled outputs per row.
+    // f16 operands on the tensor cores: unit roundoff 2^-11 for each of w and x. The simple
+    // path is exact f32 arithmetic on the stored weights: f16 for converted types.
     const std::vector<float> x = hx.dense(hx.v);
-    const int64_t n_check = std::min<int64_t>(n_out, 256);
-    const DequantizeRowFn deq = dequantize_row_fn(type);
-    const size_t rb = ggml_row_size(type, n_in).value();
-    std::vector<float> wrow(static_cast<size_t>(n_in));
-    // f16 operands on the tensor cores: unit roundoff 2^-11 for each of w and x.
-    const double tol_fast = 2e-3;
-    // The simple path is exact f32 arithmetic on the stored weights: f16 for converted types.
-    const double tol_simple = cuda_native_type(type) ? 1e-5 : 1e-3;
-    int bad_fast = 0, bad_simple = 0;
-    for (int64_t k = 0; k < n_check; ++k) {
-      const int64_t o = n_check == n_out ? k : k * n_out / n_check;
-      deq(w.data() + static_cast<size_t>(o) * rb, wrow.data(), n_in);
-      for (int64_t r = 0; r < rows; ++r) {
-        double cond = 0;
-        for (int64_t i = 0; i < n_in; ++i) cond += std::fabs(static_cast<double>(wrow[i]) * x[r * n_in + i]);
-        const size_t idx = static_cast<size_t>(r * n_out + o);
-        const double ref = out[0][idx];
-        const double ef = std::fabs(out[1][idx] - ref), es = std::fabs(out[2][idx] - ref);
-        if (!(ef <= tol_fast * cond + 1e-30) && bad_fast++ < 3)
-          ADD_FAILURE() << "fast path: y[" << r << "][" << o << "] = " << out[1][idx] << ", CPU " << ref
-                        << ", sum |w x| " << cond;
-        if (!(es <= tol_simple * cond + 1e-30) && bad_simple++ < 3)
-          ADD_FAILURE() << "simple path: y[" << r << "][" << o << "] = " << out[2][idx] << ", CPU " << ref
-                        << ", sum |w x| " << cond;
-      }
-    }
-    EXPECT_EQ(bad_fast, 0);
-    EXPECT_EQ(bad_simple, 0);
+    expect_near_cpu(type, w, n_in, n_out, x, rows, out[0],
+                    {{&out[1], 2e-3, "fast path"}, {&out[2], cuda_native_type(type) ? 1e-5 : 1e-3, "simple path"}});
   }
 }
 
@@ -157,24 +167,9 @@ void check_multi(const std::vector<GgmlType>& types, int64_t n_in, const std::ve
     const Status st = B.fast->synchronize();
     ASSERT_TRUE(st.ok()) << st.to_string();
     for (int i = 0; i < n; ++i) {
-      const std::vector<float> ref = yc[i]->dense(), got = yf[i]->dense();
-      const DequantizeRowFn deq = dequantize_row_fn(types[i]);
-      const size_t rb = ggml_row_size(types[i], n_in).value();
-      std::vector<float> wrow(static_cast<size_t>(n_in));
-      int bad = 0;
-      const int64_t n_check = std::min<int64_t>(n_outs[i], 256);  // sampled outputs, as check_matmul
-      for (int64_t k_out = 0; k_out < n_check; ++k_out) {
-        const int64_t o = n_check == n_outs[i] ? k_out : k_out * n_outs[i] / n_check;
-        deq(w[i].data() + static_cast<size_t>(o) * rb, wrow.data(), n_in);
-        for (int64_t r = 0; r < rows; ++r) {
-          double cond = 0;
-          for (int64_t k = 0; k < n_in; ++k) cond += std::fabs(static_cast<double>(wrow[k]) * x[r * n_in + k]);
-          const size_t idx = static_cast<size_t>(r * n_outs[i] + o);
-          if (!(std::fabs(got[idx] - ref[idx]) <= 2e-3 * cond + 1e-30) && bad++ < 3)
-            ADD_FAILURE() << "part " << i << " y[" << r << "][" << o << "] = " << got[idx] << ", CPU " << ref[idx];
-        }
-      }
-      EXPECT_EQ(bad, 0) << "part " << i;
+      SCOPED_TRACE("part " + std::to_string(i));
+      const std::vector<float> got = yf[i]->dense();
+      expect_near_cpu(types[i], w[i], n_in, n_outs[i], x, rows, yc[i]->dense(), {{&got, 2e-3, "matmul_multi"}});
     }
   }
 }
