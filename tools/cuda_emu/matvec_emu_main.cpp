@@ -67,76 +67,11 @@ void to_operand(const std::vector<float>& x, int64_t n, int64_t n_in, int64_t n_
   }
 }
 
-// One case; returns false (and prints why) when an output is off or unwritten.
-bool run_case(GgmlType type, int64_t n_in, int64_t n_out, int64_t n, int n_sm, bool lazy) {
-  const size_t rb = ggml_row_size(type, n_in).value();
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> wf(static_cast<size_t>(n_in));
-  std::vector<uint8_t> wq(rb * static_cast<size_t>(n_out));
-  for (int64_t o = 0; o < n_out; ++o) {
-    for (float& v : wf) v = nd(rng) * 0.05f;
-    quantize_row_fn(type)(wf.data(), wq.data() + rb * static_cast<size_t>(o), n_in);
-  }
-  const WeightLayout L = make_weight_layout(format_of(type), n_in, n_out);
-  std::vector<uint8_t> dev(L.total_bytes + 256, 0);
-  uint8_t* base = dev.data();
-  std::vector<float> tmp;
-  for (int64_t o = 0; o < n_out; ++o)
-    repack_row(type, L, wq.data() + rb * static_cast<size_t>(o), base + o * L.main_row_bytes,
-               reinterpret_cast<uint16_t*>(base + L.meta_offset) + o * L.meta_per_row, tmp);
-  std::vector<float> x(static_cast<size_t>(n * n_in));
-  for (float& v : x) v = nd(rng);
-  std::vector<uint16_t> xh;
-  std::vector<float> xscale;
-  to_operand(x, n, n_in, L.n_in_pad, xh, xscale);
-  const int64_t ys = n_out + 3;
-  std::vector<float> y(static_cast<size_t>(n * ys), std::nanf(""));
-  MatF ym{y.data(), n, n_out, ys};
-  const int max_ctas = kMatvecCtasPerSm * n_sm;
-  std::vector<uint8_t> sync_mem(matvec_sync_bytes(max_ctas) + 256, 0);
-  const MatvecSync sync = matvec_sync_at(sync_mem.data(), max_ctas);
-  ::emu::st().lazy = lazy;
-  ::emu::st().reverse_blocks = true;
-  if (!launch_matvec_stream(nullptr, base, L, xh.data(), xscale.data(), ym, n_sm, sync)) {
-    std::printf("  %s n_in %ld n_out %ld rows %ld: not served by the kernel\n", std::string(ggml_type_name(type)).c_str(),
-                static_cast<long>(n_in), static_cast<long>(n_out), static_cast<long>(n));
-    return false;
-  }
-  for (int c = 0; c < max_ctas; ++c) {
-    if (sync.flags[c] != 0) {
-      std::printf("  flag %d left raised\n", c);
-      return false;
-    }
-  }
-  // Reference and bound as the parity tests: |y - ref| <= 2e-3 * sum |w x|.
-  std::vector<float> wrow(static_cast<size_t>(n_in));
-  int bad = 0;
-  double worst = 0;
-  for (int64_t o = 0; o < n_out; ++o) {
-    dequantize_row_fn(type)(wq.data() + rb * static_cast<size_t>(o), wrow.data(), n_in);
-    for (int64_t r = 0; r < n; ++r) {
-      double ref = 0, cond = 0;
-      for (int64_t i = 0; i < n_in; ++i) {
-        const double p = static_cast<double>(wrow[static_cast<size_t>(i)]) * x[static_cast<size_t>(r * n_in + i)];
-        ref += p;
-        cond += std::fabs(p);
-      }
-      const double got = y[static_cast<size_t>(r * ys + o)];
-      const double err = std::fabs(got - ref) / (cond + 1e-30);
-      worst = std::fmax(worst, std::isfinite(got) ? err : 1e30);
-      if (!(err <= 2e-3) && bad++ < 3)
-        std::printf("  y[%ld][%ld] = %g, reference %g (sum |w x| %g)\n", static_cast<long>(r), static_cast<long>(o), got,
-                    ref, cond);
-    }
-  }
-  std::printf("  %-5s n_in %5ld n_out %4ld rows %2ld SMs %d: %s (worst %.2e of sum |w x|)\n", std::string(ggml_type_name(type)).c_str(),
-              static_cast<long>(n_in), static_cast<long>(n_out), static_cast<long>(n), n_sm, bad ? "FAIL" : "ok", worst);
-  return bad == 0;
-}
-
-// Several weights of one format and n_in on the same activations in one launch
-// (launch_matvec_stream_multi): every part against its own reference.
-bool run_multi_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, int64_t n, int n_sm, bool lazy) {
+// One case: the weights (one per entry of n_outs, of one format and n_in) on the same
+// activations in one launch (launch_matvec_stream for one weight, launch_matvec_stream_multi
+// for several), every output against its double-precision reference. Returns false (and
+// prints why) when an output is off or unwritten or a cross-CTA flag is left raised.
+bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, int64_t n, int n_sm, bool lazy) {
   const size_t rb = ggml_row_size(type, n_in).value();
   std::normal_distribution<float> nd(0.f, 1.f);
   const int parts = static_cast<int>(n_outs.size());
@@ -165,7 +100,7 @@ bool run_multi_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_o
   std::vector<const void*> wp(parts);
   std::vector<const WeightLayout*> lp(parts);
   for (int p = 0; p < parts; ++p) {
-    const int64_t ys = n_outs[p] + 1 + p;
+    const int64_t ys = n_outs[p] + 3 + p;  // strided outputs
     y[p].assign(static_cast<size_t>(n * ys), std::nanf(""));
     ym[p] = MatF{y[p].data(), n, n_outs[p], ys};
     wp[p] = dev[p].data();
@@ -176,14 +111,25 @@ bool run_multi_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_o
   const MatvecSync sync = matvec_sync_at(sync_mem.data(), max_ctas);
   ::emu::st().lazy = lazy;
   ::emu::st().reverse_blocks = true;
-  if (!launch_matvec_stream_multi(nullptr, wp.data(), lp.data(), ym.data(), parts, xh.data(), xscale.data(), n_sm,
-                                  sync)) {
-    std::printf("  %s multi: not served by the kernel\n", std::string(ggml_type_name(type)).c_str());
+  const std::string name(ggml_type_name(type));
+  const bool served = parts == 1 ? launch_matvec_stream(nullptr, wp[0], L[0], xh.data(), xscale.data(), ym[0], n_sm, sync)
+                                 : launch_matvec_stream_multi(nullptr, wp.data(), lp.data(), ym.data(), parts, xh.data(),
+                                                              xscale.data(), n_sm, sync);
+  if (!served) {
+    std::printf("  %s n_in %ld parts %d rows %ld: not served by the kernel\n", name.c_str(), static_cast<long>(n_in),
+                parts, static_cast<long>(n));
     return false;
   }
+  for (int c = 0; c < max_ctas; ++c) {
+    if (sync.flags[c] != 0) {
+      std::printf("  flag %d left raised\n", c);
+      return false;
+    }
+  }
+  // Reference and bound as the parity tests: |y - ref| <= 2e-3 * sum |w x|.
+  std::vector<float> wrow(static_cast<size_t>(n_in));
   int bad = 0;
   double worst = 0;
-  std::vector<float> wrow(static_cast<size_t>(n_in));
   for (int p = 0; p < parts; ++p) {
     for (int64_t o = 0; o < n_outs[p]; ++o) {
       dequantize_row_fn(type)(wq[p].data() + rb * static_cast<size_t>(o), wrow.data(), n_in);
@@ -198,12 +144,13 @@ bool run_multi_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_o
         const double err = std::fabs(got - ref) / (cond + 1e-30);
         worst = std::fmax(worst, std::isfinite(got) ? err : 1e30);
         if (!(err <= 2e-3) && bad++ < 3)
-          std::printf("  part %d y[%ld][%ld] = %g, reference %g\n", p, static_cast<long>(r), static_cast<long>(o), got, ref);
+          std::printf("  part %d y[%ld][%ld] = %g, reference %g (sum |w x| %g)\n", p, static_cast<long>(r),
+                      static_cast<long>(o), got, ref, cond);
       }
     }
   }
-  std::printf("  %-5s multi n_in %5ld parts %d rows %2ld SMs %d: %s (worst %.2e of sum |w x|)\n",
-              std::string(ggml_type_name(type)).c_str(), static_cast<long>(n_in), parts, static_cast<long>(n), n_sm,
+  std::printf("  %-5s n_in %5ld n_out %4ld parts %d rows %2ld SMs %d: %s (worst %.2e of sum |w x|)\n", name.c_str(),
+              static_cast<long>(n_in), static_cast<long>(n_outs[0]), parts, static_cast<long>(n), n_sm,
               bad ? "FAIL" : "ok", worst);
   return bad == 0;
 }
@@ -228,7 +175,7 @@ int main(int argc, char** argv) {
     for (const Shape& sh : shapes) {
       for (int64_t n : row_counts) {
         ++ran;
-        if (!run_case(type, sh.n_in, sh.n_out, n, sh.n_sm, lazy)) ++failed;
+        if (!run_case(type, sh.n_in, {sh.n_out}, n, sh.n_sm, lazy)) ++failed;
       }
     }
   }
@@ -238,8 +185,8 @@ int main(int argc, char** argv) {
     if (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos) continue;
     for (int64_t n : {1, 5, 16}) {
       ran += 2;
-      if (!run_multi_case(type, 2560, {83, 41}, n, 2, lazy)) ++failed;
-      if (!run_multi_case(type, 768, {130, 9, 64}, n, 3, lazy)) ++failed;
+      if (!run_case(type, 2560, {83, 41}, n, 2, lazy)) ++failed;
+      if (!run_case(type, 768, {130, 9, 64}, n, 3, lazy)) ++failed;
     }
   }
   std::printf("matvec_emu (%s bulk copies): %d of %d cases passed\n", lazy ? "lazy" : "eager", ran - failed, ran);
