@@ -142,6 +142,37 @@ __host__ __device__ inline RowMap row_map(int n_head, int n_head_kv, int rows) {
   return m;
 }
 
+// Writes query row (token tk, head) of either kernel: its output row normalised by l (one
+// split), or its partial (m, l, then the unnormalised o) for attn_combine_kernel. This lane
+// holds the row's outputs d0 + 8 i + 2 t and + 1 in o[i][2 rr] and o[i][2 rr + 1]; the `lead`
+// lane of the row writes m and l.
+template <int D, int NTO>
+__device__ __forceinline__ void store_row(const AttnParams& p, float* __restrict__ partial, int n_splits, int split,
+                                          int tk, int head, const float (&o)[NTO][4], int rr, float m, float l, int d0,
+                                          int t, bool lead) {
+  if (n_splits == 1) {
+    const float inv = l > 0.f ? 1.0f / l : 0.f;
+    float* orow = p.out.data + static_cast<int64_t>(tk) * p.out.stride + static_cast<int64_t>(head) * D + d0;
+#pragma unroll
+    for (int i = 0; i < NTO; ++i) {
+      orow[i * 8 + 2 * t] = o[i][2 * rr] * inv;
+      orow[i * 8 + 2 * t + 1] = o[i][2 * rr + 1] * inv;
+    }
+    return;
+  }
+  const int64_t row = static_cast<int64_t>(tk) * p.n_head + head;
+  float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
+  if (lead) {
+    P[0] = m;
+    P[1] = l;
+  }
+#pragma unroll
+  for (int i = 0; i < NTO; ++i) {
+    P[2 + d0 + i * 8 + 2 * t] = o[i][2 * rr];
+    P[2 + d0 + i * 8 + 2 * t + 1] = o[i][2 * rr + 1];
+  }
+}
+
 template <int D>
 __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
   GS_PDL_ENTRY();
@@ -352,32 +383,9 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
     const int r = g + 8 * rr;
-    const int tk = r_tok[r];
-    if (tk < 0) continue;
-    const int head = r_head[r];
-    if (n_splits == 1) {
-      const float inv = l_r[rr] > 0.f ? 1.0f / l_r[rr] : 0.f;
-      float* orow = p.out.data + static_cast<int64_t>(tk) * p.out.stride + static_cast<int64_t>(head) * D;
-#pragma unroll
-      for (int i = 0; i < NTO; ++i) {
-        const int d = warp * DS + i * 8 + 2 * t;
-        orow[d] = o[i][2 * rr] * inv;
-        orow[d + 1] = o[i][2 * rr + 1] * inv;
-      }
-    } else {
-      const int64_t row = static_cast<int64_t>(tk) * p.n_head + head;
-      float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
-      if (warp == 0 && t == 0) {
-        P[0] = m_r[rr];
-        P[1] = l_r[rr];
-      }
-#pragma unroll
-      for (int i = 0; i < NTO; ++i) {
-        const int d = warp * DS + i * 8 + 2 * t;
-        P[2 + d] = o[i][2 * rr];
-        P[2 + d + 1] = o[i][2 * rr + 1];
-      }
-    }
+    if (r_tok[r] >= 0)
+      store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], warp * DS, t,
+                   warp == 0 && t == 0);
   }
 }
 
@@ -765,30 +773,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
     const int r = rr ? row_b : row_a;
-    const int tk = r_tok[r];
-    if (tk < 0) continue;
-    const int head = r_head[r];
-    if (n_splits == 1) {
-      const float inv = l_r[rr] > 0.f ? 1.0f / l_r[rr] : 0.f;
-      float* orow = p.out.data + static_cast<int64_t>(tk) * p.out.stride + static_cast<int64_t>(head) * D + c * Dc;
-#pragma unroll
-      for (int i = 0; i < NTO; ++i) {
-        orow[i * 8 + 2 * t] = o[i][2 * rr] * inv;
-        orow[i * 8 + 2 * t + 1] = o[i][2 * rr + 1] * inv;
-      }
-    } else {
-      const int64_t row = static_cast<int64_t>(tk) * p.n_head + head;
-      float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
-      if (c == 0 && t == 0) {
-        P[0] = m_r[rr];
-        P[1] = l_r[rr];
-      }
-#pragma unroll
-      for (int i = 0; i < NTO; ++i) {
-        P[2 + c * Dc + i * 8 + 2 * t] = o[i][2 * rr];
-        P[2 + c * Dc + i * 8 + 2 * t + 1] = o[i][2 * rr + 1];
-      }
-    }
+    if (r_tok[r] >= 0)
+      store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], c * Dc, t,
+                   c == 0 && t == 0);
   }
 }
 
