@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/k_pages.cuh"
 
 namespace gs::cuda {
 
@@ -210,16 +211,6 @@ __device__ __forceinline__ void act_pow2_scale(float amax, float& factor, float&
   if (ex < -100) ex = -100;  // keeps both factors finite; such rows round to zero in f16
   factor = ldexpf(1.0f, 11 - ex);
   undo = ldexpf(1.0f, ex - 11);
-}
-
-// Slot of position `pos` of page-table row `seq` (backend.h PageTableView); -1 when the
-// table points outside the pool.
-__device__ __forceinline__ int64_t kv_slot(const PagesView& pg, int seq, int pos, int64_t n_slots) {
-  const int wrap = pg.wrap_pages > 0 ? pg.wrap_pages : pg.max_pages;
-  const int pi = (pos / pg.page_size) % wrap;
-  const int64_t page = pg.pages[static_cast<int64_t>(seq) * pg.max_pages + pi];
-  const int64_t slot = page * pg.page_size + pos % pg.page_size;
-  return (page < 0 || slot >= n_slots) ? -1 : slot;
 }
 
 }  // namespace gs::cuda

@@ -253,12 +253,7 @@ inline void cp_async_wait() {
   ::emu::cp_wait(N);
 }
 
-inline int64_t kv_slot(const PagesView& pg, int seq, int pos, int64_t n_slots) {
-  const int wrap = pg.wrap_pages > 0 ? pg.wrap_pages : pg.max_pages;
-  const int pi = (pos / pg.page_size) % wrap;
-  const int64_t page = pg.pages[static_cast<int64_t>(seq) * pg.max_pages + pi];
-  const int64_t slot = page * pg.page_size + pos % pg.page_size;
-  return (page < 0 || slot >= n_slots) ? -1 : slot;
-}
-
 }  // namespace gs::cuda
+
+// The real page-table arithmetic (src/backend/cuda/k_pages.cuh; the qualifiers are defined away above).
+#include "backend/cuda/k_pages.cuh"
