@@ -108,19 +108,16 @@ __device__ __forceinline__ int part_of(const StreamParts& P, int64_t rg, int64_t
   return p;
 }
 
-template <int NT, int RB = kRedBufs>
+template <int NT>
 struct StreamShared {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
-  int arrived[RB];  // warps that left their sums in red[b] for its current segment
-  int done[RB];     // segments of red[b] reduced so far
-  float red[RB][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
+  int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
+  int done[kRedBufs];     // segments of red[b] reduced so far
+  float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
 };
 
-// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default); 3 caps them
-// at 72 so that three do (27 warps), and then a consumer releases its stage only after its
-// tile's compute (kLate), so that the tile's shared loads can sit next to their use instead of
-// holding ~24 registers across it. kXS: the
+// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
 // activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
 // consumers read them with shared loads instead of through L1 (one activation row).
 template <WFormat F, int NT, int kMinBlocks, bool kXS>
@@ -141,17 +138,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   extern __shared__ __align__(128) uint8_t ring_raw[];
   // Tensor-map boxes land 128-byte aligned (the launch asks for kRingAlign bytes more).
   uint8_t* const ring = ring_raw + ((kRingAlign - (smem_addr(ring_raw) & (kRingAlign - 1))) & (kRingAlign - 1));
-  // Three CTAs per SM keep one segment buffer (4 KB less each, so that a ring of three Q4_K
-  // stages and a 5376-element activation row fit a third of the SM).
-  constexpr int kRB = kMinBlocks >= 3 ? 1 : kRedBufs;
-  __shared__ StreamShared<NT, kRB> sh;
+  __shared__ StreamShared<NT> sh;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {
     for (int i = 0; i < G.ns; ++i) {
       mbar_init(&sh.full[i], 1);
       mbar_init(&sh.empty[i], kConsumerWarps);
     }
-    for (int b = 0; b < kRB; ++b) sh.arrived[b] = sh.done[b] = 0;
+    for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
     mbar_init_fence();
   }
   __syncthreads();
@@ -209,7 +203,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
   // ---- consumers ---------------------------------------------------------------------------
   GS_PDL_WAIT();  // activations and y are the predecessors'
-  constexpr bool kLate = kMinBlocks >= 3;
   const int g = lane >> 2, t = lane & 3;
   const int n = static_cast<int>(P.y[0].rows);
   using XL = typename std::conditional<kXS, SharedX, GlobalX>::type;
@@ -253,11 +246,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const bool have = j < nt;
     typename Tile<F>::Raw cur;
     if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
-    uint64_t* const empty = &sh.empty[slot];
-    if constexpr (!kLate) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(empty);  // the stage is in registers: refill it
-    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
     if (++slot == G.ns) {
       slot = 0;
       phase ^= 1u;
@@ -268,20 +258,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       x_operands<NT>(xsrc, L, t0 + j, g, n, xb, xok);
       compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
-    if constexpr (kLate) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(empty);  // the tile has been computed: refill its stage
-    }
     if (s != G.spr - 1 && u != u1 - 1) continue;
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
     // (fixed, so the result does not depend on timing) and writes the row group out.
     add_acc<NT>(acc, acc2);
-    const int b = seg % kRB, use = seg / kRB;
+    const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
     if (lane == 0) {  // red[b] is free once its previous segment has been reduced
-      while (*reinterpret_cast<volatile int*>(&sh.done[b]) != use) __nanosleep(32);
+      while (*reinterpret_cast<volatile int*>(&sh.done[b]) != use) {
+      }
     }
     __syncwarp();
 #pragma unroll
@@ -350,12 +337,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>)) - 1024;
 constexpr int kXsMaxBytes = 48 * 1024;  // activations kept in shared memory (kXS kernels)
-// Dynamic shared memory of a CTA when per_sm of them (at least two) share an SM's 228 KB (1 KB
-// reserved per CTA, the static StreamShared<1>, the ring's alignment slack).
-constexpr int cta_smem_budget(int per_sm) {
-  return per_sm > 2 ? 228 * 1024 / per_sm - 1024 - static_cast<int>(sizeof(StreamShared<1, 1>)) - 256
-                    : 228 * 1024 / 2 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
-}
+// Dynamic shared memory of a kXS CTA when two share an SM (228 KB, 1 KB reserved per CTA,
+// the static StreamShared<1>).
+constexpr int kXsCtaBytes = 228 * 1024 / 2 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
 
 int env_int(const char* name, int dflt) {
   const char* e = std::getenv(name);
@@ -371,18 +355,16 @@ cudaError_t prepare_one() {
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
-  // Three CTAs per SM need all of it for their rings.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
   return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              XS || MB >= 3 ? 100 : carve);
+                              XS ? 100 : carve);
 }
 
 template <WFormat F>
 cudaError_t prepare_f() {
   cudaError_t e = cudaSuccess;
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
-                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>(), prepare_one<F, 1, 3, false>(),
-                        prepare_one<F, 1, 3, true>()})
+                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
   return e;
 }
@@ -407,34 +389,23 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   G.rs = (kStageTiles * G.blk + 127) / 128 * 128 + 64;
   G.ms = G.mpt ? (kStageTiles * G.mpt * 2 + 15) / 16 * 16 : 0;
   G.stage_bytes = kRowGroup * (G.rs + G.ms);
-  // CTAs per SM (GS_MVS_CTAS_PER_SM, default 2): two (16 consumer warps; registers capped at
-  // 112) measured faster than one on the H200 for Q4_K and Q8_0 and equal for Q6_K
-  // (docs/perf-notes.md). Three (registers capped at 72, late stage release) only for up to 8
-  // activation rows and where three stages fit a third of the shared memory; else two.
-  static const int per_sm_env = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 3);
-  int per_sm = n_rows > 8 || n_rg <= 2 * n_sm ? std::min(per_sm_env, 2) : per_sm_env;
   // The ring: GS_MVS_RING_KB of shared memory (default 64: tg128 83.6 tok/s at 96 KB with all
   // shared memory carved out, 85.1 at 64 KB with 72% and a larger L1), 2..kMaxStages stages.
   static const int ring_kb = std::max(16, env_int("GS_MVS_RING_KB", 64));
-  // One activation row of up to kXsMaxBytes goes to shared memory (GS_MVS_XS=0: never); the
-  // CTAs of an SM then share all 228 KB, so ring + activations stay within cta_smem_budget.
+  // One activation row of up to kXsMaxBytes goes to shared memory (GS_MVS_XS=0: never); two
+  // CTAs per SM then share all 228 KB, so ring + activations stay within kXsCtaBytes.
   static const bool xs_on = env_int("GS_MVS_XS", 1) != 0;
   const int64_t xs = n_rows * L.n_in_pad * 2;
-  for (;;) {
-    const int budget = cta_smem_budget(per_sm);
-    const int min_stages = per_sm >= 3 ? 3 : 2;  // a late-release ring computes one and streams two
-    G.xs_bytes = xs_on && n_rows <= 8 && xs <= kXsMaxBytes ? static_cast<int>((xs + 127) / 128 * 128) : 0;
-    if (G.xs_bytes && min_stages * G.stage_bytes + G.xs_bytes > budget) G.xs_bytes = 0;
-    const int ring_cap = G.xs_bytes ? budget - G.xs_bytes : per_sm >= 3 ? std::min(ring_kb * 1024, budget) : ring_kb * 1024;
-    G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
-    if (per_sm >= 3 && G.ns < min_stages) {
-      per_sm = 2;
-      continue;
-    }
-    break;
-  }
+  G.xs_bytes = xs_on && n_rows <= 8 && xs <= kXsMaxBytes ? static_cast<int>((xs + 127) / 128 * 128) : 0;
+  if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
+  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
+  G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
+  // Two CTAs per SM (16 consumer warps; registers capped at 112) measured faster than one on
+  // the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md); GS_MVS_CTAS_PER_SM=1
+  // takes one.
+  static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
 }
@@ -571,12 +542,9 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
     for (int p = 0; p < n; ++p)
       if (!stage_maps(P.w[p], *L[p], G, &tm.main[p], &tm.meta[p])) return false;  // the older kernels serve it
   }
-  // More than one CTA per SM: the register-capped instantiations (every CTA of the grid must be
-  // resident at once, so the cap follows the grid).
-  const bool two = ctas > n_sm;
+  const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
   if (rows <= 8) {
-    if (ctas > 2 * n_sm) launch_nt<1, 3>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
-    else if (two) launch_nt<1, 2>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
+    if (two) launch_nt<1, 2>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
     else launch_nt<1, 1>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
   } else {
     if (two) launch_nt<2, 2>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
