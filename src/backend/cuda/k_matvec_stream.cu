@@ -112,6 +112,7 @@ template <int NT>
 struct StreamShared {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
+  uint64_t xbar;  // the activations' bulk copy (kXS)
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
@@ -120,7 +121,12 @@ struct StreamShared {
 // kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
 // activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
 // consumers read them with shared loads instead of through L1 (one activation row).
-template <WFormat F, int NT, int kMinBlocks, bool kXS>
+// kDiag (a measurement, GS_MVS_DIAG, never a result): 1 streams the weights through the ring
+// without computing (the copy side alone), 2 computes on whatever the ring holds without
+// copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
+// contiguous copy of the same size (what a stage-major weight layout would stream); all write
+// meaningless sums.
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -145,6 +151,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       mbar_init(&sh.full[i], 1);
       mbar_init(&sh.empty[i], kConsumerWarps);
     }
+    mbar_init(&sh.xbar, 1);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
     mbar_init_fence();
   }
@@ -154,6 +161,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
   if (warp == kConsumerWarps) {
     // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
+    if constexpr (kDiag == 2) return;
     int slot = 0;
     uint32_t phase = 0;
     int64_t rg = u0 / G.spr;
@@ -165,7 +173,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const int p = part_of(P, rg, rg_base);
       const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
       uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
-      if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
+      if constexpr (kDiag == 3) {
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        const int64_t total = P.n_out[p] * L.main_row_bytes;
+        const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
+        int64_t off = r0 * L.main_row_bytes + static_cast<int64_t>(kRowGroup) * t0 * G.blk;
+        if (off + bytes > total) off = total - bytes;
+        if (lane == 0) {
+          mbar_arrive_expect_tx(&sh.full[slot], bytes);
+          bulk_g2s(st, P.w[p] + off, bytes, &sh.full[slot]);
+        }
+      } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
         if (lane == 0) {
           mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
           bulk_tensor_2d_g2s(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
@@ -208,11 +226,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   using XL = typename std::conditional<kXS, SharedX, GlobalX>::type;
   const uint16_t* xsrc = xh;
   if constexpr (kXS) {
-    uint4* xs = reinterpret_cast<uint4*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes);
-    const uint4* src = reinterpret_cast<const uint4*>(xh);
-    const int total = n * static_cast<int>(L.n_in_pad / 8);
-    for (int i = threadIdx.x; i < total; i += kConsumerWarps * 32) xs[i] = __ldg(src + i);
-    named_sync(1, kConsumerWarps * 32);
+    // One bulk copy of the activation rows (after the wait: the predecessor wrote them); a
+    // thread-by-thread copy would chain one L2 round trip per 4 KB on the start of every CTA.
+    uint8_t* xs = ring + static_cast<size_t>(G.ns) * G.stage_bytes;
+    if (threadIdx.x == 0) {
+      const uint32_t bytes = static_cast<uint32_t>(n * L.n_in_pad * 2);
+      mbar_arrive_expect_tx(&sh.xbar, bytes);
+      bulk_g2s(xs, xh, bytes, &sh.xbar);
+    }
+    mbar_wait(&sh.xbar, 0);
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
   float acc[NT][4], acc2[NT][4];
@@ -242,12 +264,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     R.main1 = st + (g + 8) * G.rs;
     R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
     R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
-    mbar_wait(&sh.full[slot], phase);
-    const bool have = j < nt;
+    if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
+    const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
     if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
     __syncwarp();
-    if (lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
+    if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
     if (++slot == G.ns) {
       slot = 0;
       phase ^= 1u;
@@ -347,16 +369,16 @@ int env_int(const char* name, int dflt) {
   return std::atoi(e);
 }
 
-template <WFormat F, int NT, int MB, bool XS>
+template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS>, cudaFuncAttributePreferredSharedMemoryCarveout,
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
                               XS ? 100 : carve);
 }
 
@@ -364,7 +386,10 @@ template <WFormat F>
 cudaError_t prepare_f() {
   cudaError_t e = cudaSuccess;
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
-                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
+                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>(),
+                        prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
+                        prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
+                        prepare_one<F, 1, 2, false, 3>(), prepare_one<F, 1, 2, true, 3>()})
     if (r != cudaSuccess) e = r;
   return e;
 }
@@ -474,6 +499,19 @@ template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
+  if constexpr (NT == 1 && MB == 2) {
+    static const int diag = env_int("GS_MVS_DIAG", 0);  // a measurement (see the kernel's kDiag)
+    if (diag >= 1 && diag <= 3) {
+      auto k = G.xs_bytes ? (diag == 1 ? matvec_stream_kernel<F, NT, MB, true, 1>
+                                       : diag == 2 ? matvec_stream_kernel<F, NT, MB, true, 2>
+                                                   : matvec_stream_kernel<F, NT, MB, true, 3>)
+                          : (diag == 1 ? matvec_stream_kernel<F, NT, MB, false, 1>
+                                       : diag == 2 ? matvec_stream_kernel<F, NT, MB, false, 2>
+                                                   : matvec_stream_kernel<F, NT, MB, false, 3>);
+      launch_k(k, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
+      return;
+    }
+  }
   if constexpr (NT == 1) {
     if (G.xs_bytes) {
       launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
