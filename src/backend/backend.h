@@ -85,6 +85,7 @@ struct AttentionArgs {
   const int32_t* kv_lo = nullptr;    // [n_tokens]
   const int32_t* kv_hi = nullptr;    // [n_tokens]
   int max_kv_len = 0;                // an upper bound of kv_hi - kv_lo + 1 (a sizing hint)
+  int n_seqs = 0;                    // distinct sequences among the rows, 0 if unknown (a kernel-choice hint)
 };
 
 // NEOX-ordered rotary embedding (spec §3.1.3, YaRN per §6.2). Pairs (i, i + n_dims/2) of

@@ -67,6 +67,7 @@ class Gemma4Forward {
   int max_tokens_ = 0;
   int max_outputs_ = 0;
   int n_outputs_ = 0;
+  bool one_seq_ = false;  // the current batch is of one sequence (AttentionInputs::n_seqs = 1)
   DeviceBuffer act_;     // every activation buffer
   DeviceBuffer inputs_;  // per-step int32 inputs
   std::vector<int32_t> staging_;

@@ -63,6 +63,7 @@ AttentionArgs layer_attention_args(const Gemma4Config& c, const Gemma4LayerConfi
   aa.kv_lo = l.sliding ? in.lo_swa : in.lo_full;
   aa.kv_hi = l.sliding ? in.hi_swa : in.hi_full;
   aa.max_kv_len = l.sliding ? c.sliding_window : kv.n_ctx;
+  aa.n_seqs = in.n_seqs;
   return aa;
 }
 

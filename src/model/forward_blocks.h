@@ -46,6 +46,7 @@ struct AttentionInputs {
   const int32_t* hi_swa = nullptr;
   const int32_t* lo_full = nullptr;
   const int32_t* hi_full = nullptr;
+  int n_seqs = 0;  // distinct sequences in the batch (AttentionArgs::n_seqs), 0 if unknown
 };
 
 // Attention of layer `l` (spec §3.2: scale 1, no 1/sqrt(d), no softcap) of q [n, q_width]
