@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Assembles .dev/cuda for a lent GPU machine (docs/perf-notes.md, "Running on the device
-# machine"): the CUDA-enabled binaries of a build here, the Debian libraries they link that
-# the device image (Ubuntu 24.04, CUDA 13.0, no -dev packages) lacks, and the shared data
-# the device tests read. Then a device call carries `.dev` and runs scripts/device_*.sh.
+# machine"): the CUDA-enabled binaries of a build here (gzipped; scripts/device_env.sh unpacks
+# them there), the Debian libraries they link that the device image (Ubuntu 24.04, CUDA 13.0,
+# no -dev packages) lacks, and the shared data the device tests read. Then a device call carries `.dev` and runs scripts/device_*.sh.
 #   scripts/device_pack.sh [build dir, default build] [name of the previous gemmaserve to keep]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +27,6 @@ for f in tiny1234-target.gguf tiny1234-assistant.gguf tiny1234-goldens.gguf; do
   [ -f "../shared/golden/$f" ] && cp -f "../shared/golden/$f" "$DEV/shared/golden/$f"
 done
 ln -sfn ../../../models "$DEV/shared/models"
+# Gzipped (device_env.sh unpacks them there): the carried tree must stay under 64 MiB.
+gzip -f "$DEV/bin/gemmaserve" "$DEV/bin/gs_test_cuda"
 du -sh "$DEV" "$DEV"/* | sed 's/^/device_pack: /'
