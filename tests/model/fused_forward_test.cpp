@@ -2,13 +2,16 @@
 // qkv_norm_rope_store) give bit for bit the results of the op-by-op sequence they run while
 // dumping, on the golden models and random models of other shapes (K = V and separate V,
 // partial rotary, several kv heads); and they really call the fused ops: each layer one
-// attention-input op and two residual updates, one plain rms_norm per pass.
+// attention-input op and two residual updates, one plain rms_norm per pass; and attention
+// learns which batches are of one sequence.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "golden_util.h"
 #include "model/drafter.h"
@@ -23,6 +26,8 @@ class CountingBackend final : public Backend {
  public:
   CountingBackend() : in_(create_cpu_backend(2)) {}
   std::map<std::string, int> calls;
+  std::vector<int> attention_seqs;  // AttentionArgs::n_seqs of each attention call
+  std::vector<uint64_t> step_keys;  // the key of each run_step
 
   BackendKind kind() const override { return in_->kind(); }
   std::string description() const override { return "counting " + in_->description(); }
@@ -82,7 +87,12 @@ class CountingBackend final : public Backend {
   }
   void attention(const AttentionArgs& a) override {
     count("attention");
+    attention_seqs.push_back(a.n_seqs);
     in_->attention(a);
+  }
+  void run_step(uint64_t key, const std::function<void()>& record) override {
+    step_keys.push_back(key);
+    record();
   }
   void kv_copy_slots(const KvLayerView& kv, const int32_t* s, const int32_t* d, int n) override {
     count("kv_copy_slots");
@@ -291,6 +301,30 @@ TEST(FusedForward, CallsTheFusedOps) {
   EXPECT_EQ(b.calls["qkv_norm_rope_store"], n_layer_a);
   EXPECT_EQ(b.calls["rope"], 0);
   EXPECT_EQ(b.calls["attention"], n_layer_a);
+}
+
+// The forward tells attention when a batch is of one sequence (a kernel-choice hint, decision
+// 0020), and a batch of one sequence and one of two with the same token and output counts are
+// different steps (a captured step holds the choice).
+TEST(FusedForward, AttentionKnowsOneSequenceBatches) {
+  CountingBackend b;
+  auto target = load_model(b, "golden/tiny1234-target.gguf");
+  ASSERT_NE(target, nullptr);
+  const int n_layer = target->config().n_layer;
+  auto runner = make_runner(target, 16, 16, GgmlType::F32, 2);
+  const int a = runner->add_sequence().value(), c = runner->add_sequence().value();
+  const std::vector<int32_t> t = random_tokens(4, 4, target->config().n_vocab);
+  const std::vector<ModelRunner::Token> one = {{a, t[0], true}, {a, t[1], true}};
+  const std::vector<ModelRunner::Token> two = {{a, t[2], true}, {c, t[3], true}};
+  ASSERT_TRUE(runner->decode(one).ok());
+  ASSERT_TRUE(runner->decode(two).ok());
+  ASSERT_EQ(b.attention_seqs.size(), static_cast<size_t>(2 * n_layer));
+  for (int i = 0; i < n_layer; ++i) {
+    EXPECT_EQ(b.attention_seqs[static_cast<size_t>(i)], 1) << "one-sequence batch, layer " << i;
+    EXPECT_EQ(b.attention_seqs[static_cast<size_t>(n_layer + i)], 0) << "two-sequence batch, layer " << i;
+  }
+  ASSERT_EQ(b.step_keys.size(), 2u);
+  EXPECT_NE(b.step_keys[0], b.step_keys[1]);
 }
 
 }  // namespace
