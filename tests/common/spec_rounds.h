@@ -50,18 +50,19 @@ inline std::vector<int32_t> continue_greedy(SpeculativeDecoder& dec, int seq, co
   return out;
 }
 
-// For each prompt, on a one-sequence runner of `target` (n_ctx 512) and a decoder with
-// `assistant`: prefills it greedily, then the greedy continuations of n tokens with
-// draft_max 1..8 from that snapshot must equal the one without drafts. Returns the drafted
-// rounds' counters.
+// For each prompt, on a one-sequence runner of `target` (n_ctx 512 unless given) and a
+// decoder with `assistant`: prefills it greedily, then the greedy continuations of n tokens
+// with draft_max 1..8 from that snapshot must equal the one without drafts. Returns the
+// drafted rounds' counters.
 inline SpecStats check_drafts_keep_greedy(std::shared_ptr<const Gemma4Model> target,
                                           std::shared_ptr<const Gemma4Model> assistant,
-                                          const std::vector<std::vector<int32_t>>& prompts, int n) {
+                                          const std::vector<std::vector<int32_t>>& prompts, int n,
+                                          int n_ctx = 512) {
   RunnerOptions o;
   o.max_tokens = 64;
   o.max_outputs = 16;
   o.kv.n_seq_max = 1;
-  o.kv.n_ctx = 512;
+  o.kv.n_ctx = n_ctx;
   o.kv.page_size = 16;
   auto r = ModelRunner::create(std::move(target), o);
   EXPECT_TRUE(r.ok()) << r.status().to_string();

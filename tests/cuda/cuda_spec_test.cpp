@@ -1,6 +1,7 @@
 // Speculative decoding on the CUDA backend: greedy output with the MTP drafter equals plain
 // greedy output token for token (draft_max 1..8, prompts on both sides of the sliding
-// window), for the tiny random pair and the trained shakes pair.
+// window), for the tiny random pair and the trained shakes pair (also with a context long
+// enough for the 64-row attention kernel to take decode and verify).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -13,7 +14,8 @@
 namespace gs::test {
 namespace {
 
-SpecStats check_pair(const std::string& target, const std::string& assistant, const std::vector<int>& lengths, int n) {
+SpecStats check_pair(const std::string& target, const std::string& assistant, const std::vector<int>& lengths, int n,
+                     int n_ctx = 512) {
   Backend& b = *Backends::get().fast;
   auto t = load_model(b, target);
   auto a = load_model(b, assistant);
@@ -26,7 +28,7 @@ SpecStats check_pair(const std::string& target, const std::string& assistant, co
     for (int i = 1; i < len; ++i) prompt.push_back(static_cast<int32_t>(5 + rng() % (t->config().n_vocab - 5)));
     prompts.push_back(prompt);
   }
-  const SpecStats all = check_drafts_keep_greedy(t, a, prompts, n);
+  const SpecStats all = check_drafts_keep_greedy(t, a, prompts, n, n_ctx);
   std::printf("%s on CUDA: drafted %llu, accepted %llu (%.3f)\n", target.c_str(),
               static_cast<unsigned long long>(all.drafted), static_cast<unsigned long long>(all.accepted),
               all.acceptance_rate());
@@ -42,6 +44,15 @@ TEST(CudaSpeculative, GreedyWithDrafterEqualsWithoutTinyPair) {
 TEST(CudaSpeculative, GreedyWithDrafterEqualsWithoutShakesPair) {
   GS_REQUIRE_BACKENDS();
   const SpecStats st = check_pair("models/shakes-target.gguf", "models/shakes-assistant.gguf", {20, 150}, 24);
+  EXPECT_GT(st.drafted, 0u);
+}
+
+// With a context of 8192 the one-sequence batches (decode and verify) take the 64-row attention
+// kernel on the full layers (decision 0020); verify rows must still reproduce decode rows.
+TEST(CudaSpeculative, GreedyWithDrafterEqualsWithoutShakesPairLongContext) {
+  GS_REQUIRE_BACKENDS();
+  const SpecStats st =
+      check_pair("models/shakes-target.gguf", "models/shakes-assistant.gguf", {20, 150}, 24, 8192);
   EXPECT_GT(st.drafted, 0u);
 }
 

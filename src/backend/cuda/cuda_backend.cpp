@@ -49,13 +49,15 @@ AttnKernel attn_kernel_choice() {
 // Query tokens from which a call takes the prefill kernel (its CTAs hold 64 query rows of one
 // KV head: at GQA 2 that is 32 tokens; decode and MTP verify batches stay below this).
 constexpr int kFaMinTokens = 64;
-// KV length bound (AttentionArgs::max_kv_len) from which a one-sequence batch that the
-// 16-row kernel would cover with several CTAs per KV head, each reading the whole KV range
-// (an MTP verify of 5 tokens at GQA 8: three), takes the 64-row kernel instead, which reads
-// it once. Measured on the H200 at depth 131072 (docs/perf-notes.md): verify 5 17.5 ms
-// against 22.7, verify 8 19.2 against 38.8; verify 2 (one 16-row CTA) and decode were even
-// or slower on the 64-row kernel, so they keep the 16-row one.
-constexpr int kFaMinKvForRereads = 4096;
+// KV length bound (AttentionArgs::max_kv_len) from which the batches of one sequence (decode
+// and MTP verify) take the 64-row kernel (decision 0020). A verify batch of up to 8 tokens at
+// GQA 8 is one 64-row CTA per KV head, so it reads the KV range once, where the 16-row kernel
+// read it once per 2 tokens; and decode takes the same kernel with the same KV splits (the
+// split count follows the CTA count, which is the same for 1..8 tokens), so verify rows
+// reproduce decode rows exactly and greedy output with the drafter equals greedy without.
+// Measured on the H200 at depth 131072: verify 5 17.5 ms against 22.7, verify 8 19.2 against
+// 38.8, decode 14.64 against 14.31 ms.
+constexpr int kFaMinKvOneSeq = 4096;
 
 std::optional<WFormat> native_format(GgmlType t) {
   switch (t) {
@@ -464,15 +466,14 @@ class CudaBackend final : public Backend {
     p.kv_lo = a.kv_lo;
     p.kv_hi = a.kv_hi;
     if (!opt_.simple_kernels && cuda::attention_mma_supported(p)) {
-      // The 64-row prefill kernel where a batch has enough query rows to fill its CTAs or the
-      // 16-row one would read a long KV range more than once, the 16-row one (decode, short
-      // verify batches) otherwise; GS_CUDA_ATTN=old / new forces
+      // The 64-row prefill kernel where a batch has enough query rows to fill its CTAs or is
+      // of one sequence over a long KV range, the 16-row one (batches of several sequences,
+      // short contexts) otherwise; GS_CUDA_ATTN=old / new forces
       // one of them (read on every call, so tests and benchmarks can switch it).
       const AttnKernel choice = attn_kernel_choice();
-      const bool rereads = a.n_seqs == 1 && cuda::attention_mma_cta_count(p) > p.kv.n_head_kv &&
-                           a.max_kv_len >= kFaMinKvForRereads;
+      const bool long_one_seq = a.n_seqs == 1 && a.max_kv_len >= kFaMinKvOneSeq;
       const bool fa = choice == AttnKernel::kNew ||
-                      (choice == AttnKernel::kAuto && (p.n_tokens >= kFaMinTokens || rereads));
+                      (choice == AttnKernel::kAuto && (p.n_tokens >= kFaMinTokens || long_one_seq));
       // Split the KV range until the grid is about one wave (one CTA per SM at head_dim 512,
       // two below), keeping at least 4 tiles (128 positions) per split.
       const int ctas = std::max(1, fa ? cuda::attention_fa_cta_count(p) : cuda::attention_mma_cta_count(p));
