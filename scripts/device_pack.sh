@@ -2,7 +2,8 @@
 # Assembles .dev/cuda for a lent GPU machine (docs/perf-notes.md, "Running on the device
 # machine"): the CUDA-enabled binaries of a build here (gzipped; scripts/device_env.sh unpacks
 # them there), the Debian libraries they link that the device image (Ubuntu 24.04, CUDA 13.0,
-# no -dev packages) lacks, and the shared data the device tests read. Then a device call carries `.dev` and runs scripts/device_*.sh.
+# no -dev packages) lacks, and the shared data the device tests read. Then a device call
+# carries `.dev` and runs scripts/device_*.sh.
 #   scripts/device_pack.sh [build dir, default build] [name of the previous gemmaserve to keep]
 set -euo pipefail
 cd "$(dirname "$0")/.."
