@@ -180,6 +180,61 @@ void run_case(const Case& c) {
   }
 }
 
+// An MTP verify pass against decode (decision 0020): k tokens of one sequence at positions
+// ctx .. ctx + k - 1 in one batch, then each token alone with its own KV range, both with
+// `splits` and `splits_one` KV splits; with the same split count every row must come out bit
+// for bit the same (`exact`); other counts (what the 16-row kernel's host code picks for
+// decode and verify at a large n_ctx) are only reported, and show that the check can fail.
+void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, int k, int splits, int splits_one,
+                     bool exact) {
+  const int width_kv = n_kv * D, width_q = n_head * D, page = 16;
+  const int max_pages = (ctx + k + page - 1) / page;
+  const int64_t n_slots = static_cast<int64_t>(max_pages) * page;
+  std::vector<int32_t> pages(static_cast<size_t>(max_pages));
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<uint16_t> kh(static_cast<size_t>(n_slots * width_kv)), vh(kh.size());
+  for (size_t i = 0; i < kh.size(); ++i) {
+    kh[i] = to_f16(nd(rng) * 0.3f);
+    vh[i] = to_f16(nd(rng));
+  }
+  std::vector<float> q(static_cast<size_t>(k * width_q));
+  for (float& x : q) x = nd(rng);
+  std::vector<int32_t> seq(static_cast<size_t>(k), 0), lo(static_cast<size_t>(k), 0), hi(static_cast<size_t>(k));
+  for (int t = 0; t < k; ++t) hi[static_cast<size_t>(t)] = ctx + t;
+  auto run = [&](int first, int n, int n_splits, std::vector<float>& out) {
+    AttnParams p{};
+    p.n_tokens = n;
+    p.n_head = n_head;
+    p.head_dim = D;
+    p.scale = 1.0f;
+    p.kv = KvView{kh.data(), vh.data(), true, n_kv, D, n_slots};
+    p.pages = PagesView{pages.data(), max_pages, page, 0};
+    p.tok_seq = seq.data() + first;
+    p.kv_lo = lo.data() + first;
+    p.kv_hi = hi.data() + first;
+    p.q = MatF{q.data() + static_cast<size_t>(first) * width_q, n, width_q, width_q};
+    out.assign(static_cast<size_t>(n * width_q), NAN);
+    p.out = MatF{out.data(), n, width_q, width_q};
+    std::vector<float> partial(static_cast<size_t>(n_splits) * n * n_head * (D + 2), NAN);
+    if (std::strcmp(kernel, "old") == 0) launch_attention_mma(nullptr, p, n_splits, partial.data());
+    else launch_attention_fa(nullptr, p, n_splits, partial.data());
+  };
+  std::vector<float> batch, one;
+  run(0, k, splits, batch);
+  int differing = 0;
+  for (int t = 0; t < k; ++t) {
+    run(t, 1, splits_one, one);
+    if (std::memcmp(one.data(), batch.data() + static_cast<size_t>(t) * width_q, one.size() * sizeof(float)) != 0) ++differing;
+  }
+  const bool ok = !exact || differing == 0;
+  if (!ok) ++failures;
+  std::printf("%-4s verify %d vs decode D%d G%d ctx %d %-3s splits %d / %d: %d of %d rows differ%s\n", ok ? "ok" : "FAIL",
+              k, D, n_head / n_kv, ctx, kernel, splits, splits_one, differing, k, exact ? "" : " (not required)");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,6 +292,15 @@ int main(int argc, char** argv) {
   }
   for (const Case& c : cases)
     if (filter.empty() || c.name.find(filter) != std::string::npos) run_case(c);
+  // Decode and a verify of 5 with the same split count (the 64-row kernel's host choice for
+  // one sequence: one CTA per KV head either way) must agree bit for bit, with either kernel.
+  if (filter.empty() || std::string("verify").find(filter) != std::string::npos) {
+    for (int D : {128, 512})
+      for (const char* kernel : {"new", "old"}) {
+        run_verify_case(kernel, D, 8, 1, 300, 5, 3, 3, true);
+        run_verify_case(kernel, D, 8, 1, 300, 5, 3, 7, false);
+      }
+  }
   std::printf("%d failed\n", failures);
   return failures ? 1 : 0;
 }
