@@ -92,10 +92,10 @@ Status Gemma4Forward::run(const ForwardBatch& batch, const KvCacheBinding& kv) {
   const int32_t w = c.sliding_window;
   bool one_seq = true;  // every token of one sequence (an attention kernel choice, hence in the step key)
   for (size_t i = 0; i < n; ++i) {
-    one_seq = one_seq && batch.seq_rows[i] == batch.seq_rows[0];
     const int32_t tok = batch.tokens[i];
     const int32_t pos = batch.positions[i];
     const int32_t row = batch.seq_rows[i];
+    one_seq = one_seq && row == batch.seq_rows[0];
     if (tok < 0 || tok >= c.n_vocab) {
       return make_status(StatusCode::kInvalidArgument, "token id {} is outside the vocabulary [0, {})", tok, c.n_vocab);
     }
@@ -133,24 +133,23 @@ Status Gemma4Forward::run(const ForwardBatch& batch, const KvCacheBinding& kv) {
   n_outputs_ = static_cast<int>(n_out);
   const int nn = static_cast<int>(n);
   const int no = static_cast<int>(n_out);
-  one_seq_ = one_seq;
   if (dump_) {
-    record(nn, no, kv);
+    record(nn, no, one_seq, kv);
   } else {
     b.run_step((static_cast<uint64_t>(nn) << 32) | static_cast<uint32_t>(no) | (one_seq ? 1ull << 31 : 0ull),
-               [&] { record(nn, no, kv); });
+               [&] { record(nn, no, one_seq, kv); });
   }
   return {};
 }
 
-void Gemma4Forward::record(int n, int n_out, const KvCacheBinding& kv) {
+void Gemma4Forward::record(int n, int n_out, bool one_seq, const KvCacheBinding& kv) {
   const Gemma4Config& c = model_->config();
   const Gemma4Weights& w = model_->weights();
   Backend& b = model_->backend();
   OpTrace t(b, &dump_);
   const int64_t stride = std::max(max_tokens_, max_outputs_);
   auto dev = [&](Input i) { return inputs_.as<int32_t>() + static_cast<int64_t>(i) * stride; };
-  const AttentionInputs attn_in{dev(kSeq), dev(kLoSwa), dev(kHiSwa), dev(kLoFull), dev(kHiFull), one_seq_ ? 1 : 0};
+  const AttentionInputs attn_in{dev(kSeq), dev(kLoSwa), dev(kHiSwa), dev(kLoFull), dev(kHiFull), one_seq ? 1 : 0};
   const int64_t e = c.n_embd;
   const Mat x = x_.slice_rows(0, n);
 

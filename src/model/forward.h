@@ -58,7 +58,9 @@ class Gemma4Forward {
 
  private:
   Gemma4Forward() = default;
-  void record(int n, int n_out, const KvCacheBinding& kv);
+  // Records the step's ops for n tokens and n_out output rows; one_seq: all tokens are of one
+  // sequence (AttentionInputs::n_seqs).
+  void record(int n, int n_out, bool one_seq, const KvCacheBinding& kv);
 
   // Sections of the int32 input buffer, each max(max_tokens, max_outputs) long.
   enum Input { kTokens, kPos, kSeq, kSlotSwa, kSlotFull, kLoSwa, kHiSwa, kLoFull, kHiFull, kOutRows, kNumInputs };
@@ -67,7 +69,6 @@ class Gemma4Forward {
   int max_tokens_ = 0;
   int max_outputs_ = 0;
   int n_outputs_ = 0;
-  bool one_seq_ = false;  // the current batch is of one sequence (AttentionInputs::n_seqs = 1)
   DeviceBuffer act_;     // every activation buffer
   DeviceBuffer inputs_;  // per-step int32 inputs
   std::vector<int32_t> staging_;
