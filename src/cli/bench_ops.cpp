@@ -57,6 +57,12 @@ struct Ctx {
   std::vector<std::vector<uint8_t>> keep{};
 };
 
+// Copies of a weight (or a set of weights) of `bytes` to cycle through so that one pass over
+// them is several times the 50 MB L2 (one when quick).
+int pass_copies(const Ctx& c, size_t bytes) {
+  return c.opt.quick ? 1 : static_cast<int>(std::clamp<size_t>((300ull << 20) / bytes, 1, 8));
+}
+
 Result<DeviceBuffer> filled(Backend& b, const std::vector<float>& host) {
   GS_ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::make(b, host.size() * 4));
   GS_RETURN_IF_ERROR(b.upload(d.data(), host.data(), host.size() * 4));
@@ -95,8 +101,7 @@ Status bench_matvec(Ctx& c) {
     for (const Shape& sh : shapes) {
       if (c.opt.quick && sh.n_out != 4096) continue;  // quick (CPU): the small projection only
       const size_t wbytes = ggml_row_size(type, sh.n_in).value() * static_cast<size_t>(sh.n_out);
-      // Enough copies that one pass over them is several times the 50 MB L2.
-      const int copies = c.opt.quick ? 1 : static_cast<int>(std::clamp<size_t>((300ull << 20) / wbytes, 1, 8));
+      const int copies = pass_copies(c, wbytes);
       std::vector<Weight> ws;
       for (int i = 0; i < copies; ++i) {
         c.keep.push_back(random_weight_bytes(type, sh.n_in, sh.n_out, 100 + i));
@@ -131,7 +136,7 @@ Status bench_matvec_multi(Ctx& c) {
   const GgmlType type = GgmlType::Q4_K;
   size_t set_bytes = 0;
   for (int64_t o : n_outs) set_bytes += ggml_row_size(type, n_in).value() * static_cast<size_t>(o);
-  const int sets = c.opt.quick ? 1 : static_cast<int>(std::clamp<size_t>((300ull << 20) / set_bytes, 1, 8));
+  const int sets = pass_copies(c, set_bytes);
   std::vector<std::vector<Weight>> ws(static_cast<size_t>(sets));
   for (int k = 0; k < sets; ++k) {
     for (size_t i = 0; i < n_outs.size(); ++i) {
