@@ -56,9 +56,6 @@ struct State {
   std::vector<std::vector<Copy>> open;
   bool lazy = false;
   uint64_t spins = 0;
-  // Named barriers (bar.sync id, count): arrivals and generation per id.
-  int named_count[16] = {};
-  int named_gen[16] = {};
   // Bulk copies not yet landed (lazy mode), with the mbarrier each completes on.
   struct BulkCopy {
     void* dst;
@@ -106,18 +103,6 @@ inline void block_sync() {
     return;
   }
   while (s.bar_gen == gen) yield();
-}
-
-// bar.sync id, count: the first `count` threads' barrier (the caller is one of them).
-inline void named_sync(int id, int count) {
-  State& s = st();
-  const int gen = s.named_gen[id];
-  if (++s.named_count[id] == count) {
-    s.named_count[id] = 0;
-    ++s.named_gen[id];
-    return;
-  }
-  while (s.named_gen[id] == gen) yield();
 }
 
 inline void warp_sync() {
@@ -207,7 +192,6 @@ inline void run_block(Dim b, int threads, const std::function<void()>& body) {
   s.bar_count = 0;
   s.warps.assign(static_cast<size_t>((threads + 31) / 32), State::Warp{});
   s.groups.assign(static_cast<size_t>(threads), {});
-  for (int i = 0; i < 16; ++i) s.named_count[i] = 0;
   s.bulk.clear();
   s.open.assign(static_cast<size_t>(threads), {});
   s.fibers.resize(static_cast<size_t>(threads));

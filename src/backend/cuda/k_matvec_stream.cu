@@ -369,6 +369,15 @@ int env_int(const char* name, int dflt) {
   return std::atoi(e);
 }
 
+// GS_MVS_DIAG: 1..3 select the measurement kernels (the kernel's kDiag), anything else 0.
+int diag_mode() {
+  static const int d = [] {
+    const int v = env_int("GS_MVS_DIAG", 0);
+    return v >= 1 && v <= 3 ? v : 0;
+  }();
+  return d;
+}
+
 template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
   cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
@@ -386,8 +395,10 @@ template <WFormat F>
 cudaError_t prepare_f() {
   cudaError_t e = cudaSuccess;
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
-                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>(),
-                        prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
+                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
+    if (r != cudaSuccess) e = r;
+  if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
+  for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
                         prepare_one<F, 1, 2, false, 3>(), prepare_one<F, 1, 2, true, 3>()})
     if (r != cudaSuccess) e = r;
@@ -499,26 +510,20 @@ template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
-  if constexpr (NT == 1 && MB == 2) {
-    static const int diag = env_int("GS_MVS_DIAG", 0);  // a measurement (see the kernel's kDiag)
-    if (diag >= 1 && diag <= 3) {
-      auto k = G.xs_bytes ? (diag == 1 ? matvec_stream_kernel<F, NT, MB, true, 1>
-                                       : diag == 2 ? matvec_stream_kernel<F, NT, MB, true, 2>
-                                                   : matvec_stream_kernel<F, NT, MB, true, 3>)
-                          : (diag == 1 ? matvec_stream_kernel<F, NT, MB, false, 1>
-                                       : diag == 2 ? matvec_stream_kernel<F, NT, MB, false, 2>
-                                                   : matvec_stream_kernel<F, NT, MB, false, 3>);
-      launch_k(k, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
-      return;
-    }
-  }
+  auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
   if constexpr (NT == 1) {
-    if (G.xs_bytes) {
-      launch_k(matvec_stream_kernel<F, NT, MB, true>, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
-      return;
+    const bool xs = G.xs_bytes != 0;
+    if constexpr (MB == 2) {
+      switch (diag_mode()) {  // the measurement kernels (see the kernel's kDiag)
+        case 1: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 1> : matvec_stream_kernel<F, 1, 2, false, 1>);
+        case 2: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 2> : matvec_stream_kernel<F, 1, 2, false, 2>);
+        case 3: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 3> : matvec_stream_kernel<F, 1, 2, false, 3>);
+        default: break;
+      }
     }
+    if (xs) return go(matvec_stream_kernel<F, NT, MB, true>);
   }
-  launch_k(matvec_stream_kernel<F, NT, MB, false>, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
+  go(matvec_stream_kernel<F, NT, MB, false>);
 }
 
 template <int NT, int MB>

@@ -1,5 +1,5 @@
 // Emulator stand-in for src/backend/cuda/k_bulk.cuh (tools/cuda_emu/README.md): mbarriers
-// with arrival and transaction counts, the bulk copy engine, named barriers and the gpu-scope
+// with arrival and transaction counts, the bulk copy engine and the gpu-scope
 // loads and stores, with the PTX ISA's semantics on emu.h's fibers.
 //
 // An mbarrier's 64 bits hold its state: bit 63 the current phase's parity, bits 48..62 the
@@ -120,7 +120,6 @@ inline void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint
 
 inline void tmap_prefetch(const void*) {}
 
-inline void named_sync(int id, int threads) { ::emu::named_sync(id, threads); }
 inline int ld_acquire_gpu(const int* p) { return *reinterpret_cast<const volatile int*>(p); }
 inline void st_release_gpu(int* p, int v) { *reinterpret_cast<volatile int*>(p) = v; }
 inline uint64_t global_timer_ns() {
