@@ -3,9 +3,12 @@
 // 1M), GELU-gated product, add, scale, softcap, gather, copy, embedding lookup of every
 // type, KV stores (f16, f32) and slot copies, the fused ops (add_rms_norm with the next
 // matmul's f16 operand; qkv_norm_rope_store: per-head norms, RoPE, KV store, K = V, Q only,
-// out-of-range slots), and a captured run_step replayed on new inputs.
+// out-of-range slots), the decode-size f16 operand written by several CTAs per row against
+// one, and a captured run_step replayed on new inputs.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <tuple>
@@ -514,6 +517,75 @@ TEST(CudaOps, QkvNormRopeStore) {
     }
   std::printf("qkv_norm_rope_store: fused = op sequence bit for bit in %d of %d cases\n", tally.bitwise,
               tally.cases);
+}
+
+// The f16 matvec operand of decode-size rows, written by several CTAs per row
+// (k_row_f16.cu) or by one (GS_CUDA_ROWCOOP=0): gelu_mul then the matmul that reads the
+// operand gelu_mul left, and a matmul converting its own input, on rows of up to 16 with
+// lengths of one chunk or many (the 31B's 21504, 16384, 8192, 5376), a length that is no
+// multiple of the chunk, one that is no multiple of 4 (the one-CTA kernel), and rows that
+// are zero, tiny, huge, or hold a NaN. Both paths give the same bits; both match the CPU.
+std::vector<float> gelu_matmul_on(Backend& be, const HostMat& hg, const HostMat& hu, const std::vector<uint8_t>& w16,
+                                  int64_t n_out, bool gelu) {
+  auto u = be.upload_weight(w16.data(), GgmlType::F16, hg.cols, n_out);
+  EXPECT_TRUE(u.ok());
+  if (!u.ok()) return {};
+  DevMat g(be, hg), up(be, hu), out(be, hg.rows, hg.cols, hg.cols), y(be, hg.rows, n_out, n_out);
+  if (gelu) be.gelu_mul(g.m, up.m, out.m);
+  be.matmul(u.value(), gelu ? out.m : g.m, y.m);
+  const Status st = be.synchronize();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  std::vector<float> r = y.dense();
+  if (gelu) {
+    const auto o = out.dense();
+    r.insert(r.end(), o.begin(), o.end());
+  }
+  return r;
+}
+
+TEST(CudaOps, RowOperandKernelsAgree) {
+  GS_REQUIRE_BACKENDS();
+  auto& B = Backends::get();
+  const int64_t n_out = 40;
+  for (int64_t cols : {21504, 16384, 8192, 5376, 2048, 4100, 777})
+    for (int64_t rows : {1, 3, 8, 16})
+      for (int special = 0; special < 5; ++special) {
+        if (special > 0 && rows != 3) continue;
+        HostMat hg(rows, cols, cols, 2.0f), hu(rows, cols, cols, 1.0f);
+        if (special == 1)  // row 1 all zeros
+          for (int64_t j = 0; j < cols; ++j) hg.v[static_cast<size_t>(cols + j)] = 0.f;
+        if (special == 2)  // row 1 tiny, row 2 huge (in f32 range after GELU)
+          for (int64_t j = 0; j < cols; ++j) {
+            hg.v[static_cast<size_t>(cols + j)] *= 1e-30f;
+            hg.v[static_cast<size_t>(2 * cols + j)] = std::fabs(hg.v[static_cast<size_t>(2 * cols + j)]) * 1e18f;
+          }
+        if (special == 3) hg.v[static_cast<size_t>(cols + cols - 1)] = NAN;  // row 1: a NaN in its last chunk
+        if (special == 4) hg.v[static_cast<size_t>(2 * cols + cols / 2)] = INFINITY;
+        const auto w16 = random_weight(GgmlType::F16, cols, n_out);
+        for (bool gelu : {true, false}) {
+          SCOPED_TRACE(std::string(gelu ? "gelu_mul + matmul" : "matmul") + " rows " + std::to_string(rows) +
+                       " cols " + std::to_string(cols) + " special " + std::to_string(special));
+          const auto ref = gelu_matmul_on(*B.cpu, hg, hu, w16, n_out, gelu);
+          setenv("GS_CUDA_ROWCOOP", "0", 1);
+          const auto one = gelu_matmul_on(*B.fast, hg, hu, w16, n_out, gelu);
+          unsetenv("GS_CUDA_ROWCOOP");
+          const auto coop = gelu_matmul_on(*B.fast, hg, hu, w16, n_out, gelu);
+          ASSERT_EQ(coop.size(), one.size());
+          for (size_t i = 0; i < coop.size(); ++i) {
+            const bool same = std::memcmp(&coop[i], &one[i], sizeof(float)) == 0 || (std::isnan(coop[i]) && std::isnan(one[i]));
+            ASSERT_TRUE(same) << "element " << i << ": " << coop[i] << " vs " << one[i];
+          }
+          if (special == 0) {
+            const ErrStats e = compare(coop, ref);
+            EXPECT_LE(e.rel_l2, 3e-3);
+          } else {  // NaN and inf rows propagate; the others still match the CPU
+            for (size_t i = 0; i < coop.size(); ++i)
+              if (std::isfinite(ref[i])) {
+                EXPECT_TRUE(std::isfinite(coop[i])) << "element " << i;
+              }
+          }
+        }
+      }
 }
 
 TEST(CudaOps, RunStepReplaysOnNewInputs) {

@@ -59,6 +59,13 @@ constexpr int kFaMinTokens = 64;
 // 38.8, decode 14.64 against 14.31 ms.
 constexpr int kFaMinKvOneSeq = 4096;
 
+// The decode-size f16 operand kernels with several CTAs per row (k_row_f16.cu); GS_CUDA_ROWCOOP=0
+// takes the one-CTA-per-row ones (read on every call, so tests and benchmarks can switch).
+bool row_coop() {
+  const char* e = std::getenv("GS_CUDA_ROWCOOP");
+  return !(e && std::string(e) == "0");
+}
+
 std::optional<WFormat> native_format(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return WFormat::kF32;
@@ -135,6 +142,9 @@ class CudaBackend final : public Backend {
     GS_ASSIGN_OR_RETURN(void* mvs, internal_alloc(cuda::matvec_sync_bytes(mv_ctas)));
     GS_RETURN_IF_ERROR(check(cudaMemset(mvs, 0, cuda::matvec_sync_bytes(mv_ctas)), "memset"));
     mv_sync_ = cuda::matvec_sync_at(mvs, mv_ctas);
+    GS_ASSIGN_OR_RETURN(void* rs, internal_alloc(cuda::kRowSyncBytes));
+    GS_RETURN_IF_ERROR(check(cudaMemset(rs, 0, cuda::kRowSyncBytes), "memset"));
+    row_sync_ = cuda::row_sync_at(rs);
     return {};
   }
 
@@ -379,7 +389,9 @@ class CudaBackend final : public Backend {
     if (!opt_.simple_kernels && out.rows <= kMaxMatvecRows) {  // feeds the down projection
       const int64_t pad = cuda::round_up(out.cols, cuda::kTileElems);
       if (static_cast<size_t>(out.rows * pad) * 2 <= xh_bytes_ &&
-          cuda::launch_gelu_mul_rows(stream_, mf(gate), mf(up), mf(out), xh_, xscale_, pad)) {
+          ((row_coop() && cuda::launch_gelu_mul_rows_coop(stream_, mf(gate), mf(up), mf(out), xh_, xscale_, pad,
+                                                          row_sync_)) ||
+           cuda::launch_gelu_mul_rows(stream_, mf(gate), mf(up), mf(out), xh_, xscale_, pad))) {
         conv_ = {true, out.data, out.rows, out.cols, out.stride, pad};
         launched("gelu_mul");
         return;
@@ -751,7 +763,8 @@ class CudaBackend final : public Backend {
         conv_.stride == x.stride && conv_.n_in_pad == n_in_pad)
       return true;
     if (!ensure_xh(static_cast<size_t>(x.rows * n_in_pad) * 2).ok()) return false;
-    cuda::launch_act_to_f16_rows(stream_, mf(x), n_in_pad, xh_, xscale_, true);
+    if (!row_coop() || !cuda::launch_act_to_f16_rows_coop(stream_, mf(x), n_in_pad, xh_, xscale_, row_sync_))
+      cuda::launch_act_to_f16_rows(stream_, mf(x), n_in_pad, xh_, xscale_, true);
     conv_ = {true, x.data, x.rows, x.cols, x.stride, n_in_pad};
     return true;
   }
@@ -863,6 +876,7 @@ class CudaBackend final : public Backend {
   float* xscale_ = nullptr;
   float* partial_ = nullptr;
   cuda::MatvecSync mv_sync_;
+  cuda::RowSync row_sync_;  // the several-CTAs-per-row operand kernels' (k_row_f16.cu)
   ConvCache conv_;
   Status error_;
   bool capturing_ = false;

@@ -95,6 +95,34 @@ void launch_kv_copy_slots(cudaStream_t s, const KvView& kv, const int32_t* src, 
 // that max |x| lands near 2^11; xscale[r] undoes it. permute: every group of 4 elements is
 // stored as (0, 2, 1, 3), the order the mma matvec reads.
 void launch_act_to_f16_rows(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale, bool permute);
+
+// Scratch of the several-CTAs-per-row operand kernels (k_row_f16.cu): per activation row the
+// max |v| of each chunk and two counters. Zeroed once at allocation; every launch leaves the
+// counters zero again. One set serves every launch on a stream.
+constexpr int kRowSyncRows = 16;    // rows they serve (the matvec's decode and verify sizes)
+constexpr int kRowSyncChunks = 64;  // chunks per row at most
+constexpr int kRowChunk = 2048;     // elements per chunk (one CTA)
+struct RowSync {
+  float* partial = nullptr;  // [kRowSyncRows][kRowSyncChunks]
+  int* arrive = nullptr;     // [kRowSyncRows]
+  int* depart = nullptr;     // [kRowSyncRows]
+};
+constexpr size_t kRowSyncBytes = sizeof(float) * kRowSyncRows * kRowSyncChunks + 2 * sizeof(int) * kRowSyncRows;
+inline RowSync row_sync_at(void* base) {
+  RowSync r;
+  r.partial = static_cast<float*>(base);
+  r.arrive = reinterpret_cast<int*>(r.partial + kRowSyncRows * kRowSyncChunks);
+  r.depart = r.arrive + kRowSyncRows;
+  return r;
+}
+// launch_act_to_f16_rows(permute = true) and launch_gelu_mul_rows with kRowChunk elements of a
+// row per CTA instead of one CTA per row; the same outputs. Rows <= kRowSyncRows, 16-byte
+// aligned rows of whole float4, n_in_pad <= kRowSyncChunks * kRowChunk; false (nothing
+// launched) otherwise.
+bool launch_act_to_f16_rows_coop(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale,
+                                 const RowSync& sync);
+bool launch_gelu_mul_rows_coop(cudaStream_t s, MatF gate, MatF up, MatF out, uint16_t* xh, float* xscale,
+                               int64_t n_in_pad, const RowSync& sync);
 // Scratch of the bulk-copy matvec (k_matvec_stream.cu): per CTA slot a flag and the partial
 // sums of a row group it shares with the CTA before it. Zeroed once at allocation; every
 // launch leaves the flags zero again. One set serves every launch on a stream.

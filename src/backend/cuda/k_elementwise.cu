@@ -89,8 +89,6 @@ __global__ void __launch_bounds__(kRowThreads) rms_row_kernel(MatF x, const floa
   if (xh != nullptr) row_write_f16(v, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh);
 }
 
-__device__ __forceinline__ float gelu_tanh_fwd(float x);
-
 // GELU-gated product of whole rows, one block per row, also writing the f16 matvec operand
 // of the result (the down projection's input) like rms_row_kernel.
 __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF out, uint16_t* __restrict__ xh,
@@ -106,8 +104,8 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
   bool nan = false;
   for (int c = threadIdx.x; c < n4; c += 256) {
     const float4 g = g4[c], u = u4[c];
-    const float4 o = make_float4(gelu_tanh_fwd(g.x) * u.x, gelu_tanh_fwd(g.y) * u.y, gelu_tanh_fwd(g.z) * u.z,
-                                 gelu_tanh_fwd(g.w) * u.w);
+    const float4 o = make_float4(gelu_tanh(g.x) * u.x, gelu_tanh(g.y) * u.y, gelu_tanh(g.z) * u.z,
+                                 gelu_tanh(g.w) * u.w);
     o4[c] = o;
     amax = fmaxf(amax, fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w))));
     nan |= isnan(o.x) || isnan(o.y) || isnan(o.z) || isnan(o.w);
@@ -173,10 +171,6 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(MatF x, const int32_t* _
 }
 
 // ---- element-wise -------------------------------------------------------------------------
-__device__ __forceinline__ float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float gelu_tanh_fwd(float x) { return gelu_tanh(x); }
 
 enum class Ew { kGeluMul, kAdd, kCopy, kScale, kSoftcap };
 

@@ -14,20 +14,25 @@ namespace gs::cuda {
 namespace {
 
 // ---- x = (x + rms_norm(o, wo)) * s; out = rms_norm(x, wx) --------------------------------
-// One CTA per row; both rows are loaded at once (one memory latency), the normed o stays in
+// One CTA per row; the two gains are loaded before waiting for the previous kernel (they are
+// weights), both rows at once after it (one memory latency), the normed o stays in
 // registers, x is written back once and out (and its f16 operand) once.
 template <int NV>
 __global__ void __launch_bounds__(kRowThreads)
     add_rms_row_kernel(MatF x, MatF o, const float* __restrict__ wo, float s, const float* __restrict__ wx, float eps,
                        MatF out, uint16_t* __restrict__ xh, float* __restrict__ xscale, int64_t n_in_pad) {
-  GS_PDL_ENTRY();
+  GS_PDL_TRIGGER();
   __shared__ float sh[kRowThreads / 32];
   const int64_t r = blockIdx.x;
   const int n4 = static_cast<int>(x.cols / 4);
+  float4 go[NV], gx[NV];
+  row_gain_load(wo, n4, go);
+  row_gain_load(wx, n4, gx);
+  GS_PDL_WAIT();  // x and o are the predecessors'
   float4 v[NV], xv[NV];
   row_load(o.data + r * o.stride, n4, v);
   row_load(x.data + r * x.stride, n4, xv);
-  row_norm_gain(v, n4, wo, rms_inv(row_block_sum(row_sumsq(v), sh), o.cols, eps));  // rms_norm(o, wo)
+  row_norm_gain_g(v, n4, go, rms_inv(row_block_sum(row_sumsq(v), sh), o.cols, eps));  // rms_norm(o, wo)
 #pragma unroll
   for (int i = 0; i < NV; ++i) {
     const int c = threadIdx.x + i * kRowThreads;
@@ -36,7 +41,7 @@ __global__ void __launch_bounds__(kRowThreads)
                           __fmul_rn(__fadd_rn(xv[i].z, v[i].z), s), __fmul_rn(__fadd_rn(xv[i].w, v[i].w), s));
   }
   row_store(x.data + r * x.stride, n4, xv);
-  row_norm_gain(xv, n4, wx, rms_inv(row_block_sum(row_sumsq(xv), sh), x.cols, eps));  // rms_norm(x, wx)
+  row_norm_gain_g(xv, n4, gx, rms_inv(row_block_sum(row_sumsq(xv), sh), x.cols, eps));  // rms_norm(x, wx)
   row_store(out.data + r * out.stride, n4, xv);
   if (xh != nullptr) row_write_f16(xv, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh);
 }
@@ -61,7 +66,7 @@ __device__ __forceinline__ void pool_put(void* pool, bool f16, int64_t idx, floa
 // Shared memory: cos, sin [n_dims / 2] each, then kQkvWarps staging rows of head_dim.
 template <int NE>
 __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_q, int n_kv, int ctas_per_row) {
-  GS_PDL_ENTRY();
+  GS_PDL_TRIGGER();
   extern __shared__ float qkv_sh[];
   const int D = p.rope.head_dim;
   const int half = p.rope.n_dims / 2;
@@ -76,7 +81,26 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
   const int h = is_q ? unit : unit - n_q;
   const bool sep_v = !is_q && !p.v_from_k;
 
-  // Loads first, so that their latency overlaps the angles below.
+  // Before waiting for the previous kernel, what does not depend on it: the RoPE angles of
+  // the row's position and its KV slot (inputs of the step, written before it starts, never
+  // by a kernel) and the norm gains (weights).
+  const double pr = static_cast<double>(p.pos[row]);
+  for (int i = static_cast<int>(threadIdx.x); i < half; i += static_cast<int>(blockDim.x))
+    rope_cos_sin(p.rope, i, pr, &cs_sh[i], &sn_sh[i]);
+  const float* w = is_q ? p.q_weight : p.k_weight;
+  float gain[NE];
+#pragma unroll
+  for (int j = 0; j < NE; ++j) {
+    const int i = lane + 32 * j;
+    gain[j] = w && active && i < D ? w[i] : 1.0f;
+  }
+  int64_t slot = -1;
+  if (active && !is_q) {
+    slot = p.slots[row];
+    if (slot < 0 || slot >= p.kv.n_slots) slot = -1;  // as kv_store_kernel: not stored
+  }
+  GS_PDL_WAIT();  // q, k and v are the predecessors'
+
   float* dst = nullptr;        // the q or k head, normed and rotated in place
   const float* vsrc = nullptr;  // the separate raw v head
   float a[NE], b[NE];
@@ -91,9 +115,6 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
     a[j] = active && i < D ? dst[i] : 0.f;
     b[j] = sep_v && active && i < D ? vsrc[i] : 0.f;
   }
-  const double pr = static_cast<double>(p.pos[row]);
-  for (int i = static_cast<int>(threadIdx.x); i < half; i += static_cast<int>(blockDim.x))
-    rope_cos_sin(p.rope, i, pr, &cs_sh[i], &sn_sh[i]);
   __syncthreads();
   if (!active) return;
 
@@ -104,11 +125,6 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
   const float inv = rms_inv(warp_sum(ss), D, p.eps);
 
   const int64_t width = static_cast<int64_t>(n_kv) * D;
-  int64_t slot = -1;
-  if (!is_q) {
-    slot = p.slots[row];
-    if (slot < 0 || slot >= p.kv.n_slots) slot = -1;  // as kv_store_kernel: not stored
-  }
   const int64_t pool_base = slot * width + static_cast<int64_t>(h) * D;
 
   if (!is_q) {  // v: weightless norm of the raw v (or the raw k), stored
@@ -131,14 +147,10 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
     }
   }
 
-  const float* w = is_q ? p.q_weight : p.k_weight;
 #pragma unroll
   for (int j = 0; j < NE; ++j) {
     const int i = lane + 32 * j;
-    if (i < D) {
-      const float g = w ? w[i] : 1.0f;
-      st[i] = __fmul_rn(g, __fmul_rn(a[j], inv));
-    }
+    if (i < D) st[i] = __fmul_rn(gain[j], __fmul_rn(a[j], inv));
   }
   __syncwarp();
   for (int i = lane; i < half; i += 32) {

@@ -94,6 +94,30 @@ __device__ __forceinline__ void row_norm_gain(float4 (&v)[NV], int n4, const flo
   }
 }
 
+// The gains g = w[col] (w: [cols], 16-byte aligned) or 1 when w is null, for row_norm_gain_g:
+// the weights are constant, so a kernel may load them before griddepcontrol.wait.
+template <int NV>
+__device__ __forceinline__ void row_gain_load(const float* __restrict__ w, int n4, float4 (&g)[NV]) {
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int c = threadIdx.x + i * kRowThreads;
+    g[i] = w && c < n4 ? w4[c] : make_float4(1.f, 1.f, 1.f, 1.f);
+  }
+}
+
+// row_norm_gain with the gains already in registers (row_gain_load): the same arithmetic.
+template <int NV>
+__device__ __forceinline__ void row_norm_gain_g(float4 (&v)[NV], int n4, const float4 (&g)[NV], float inv) {
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int c = threadIdx.x + i * kRowThreads;
+    if (c < n4)
+      v[i] = make_float4(__fmul_rn(g[i].x, __fmul_rn(v[i].x, inv)), __fmul_rn(g[i].y, __fmul_rn(v[i].y, inv)),
+                         __fmul_rn(g[i].z, __fmul_rn(v[i].z, inv)), __fmul_rn(g[i].w, __fmul_rn(v[i].w, inv)));
+  }
+}
+
 // Writes the row v (n4 float4) as the f16 matvec operand, as launch_act_to_f16_rows
 // (permute = true) does: every element times the power of two that puts max |v| near 2^11,
 // each group of 4 stored as (0, 2, 1, 3), zeros up to n_in_pad; *xscale = the factor that
@@ -130,6 +154,11 @@ __device__ __forceinline__ void row_write_f16(const float4 (&v)[NV], int n4, uin
                            pack_f32x2(__fmul_rn(v[i].y, factor), __fmul_rn(v[i].w, factor)));
   }
   for (int c = n4 + threadIdx.x; c < n_in_pad / 4; c += kRowThreads) hrow[c] = make_uint2(0u, 0u);
+}
+
+// GELU with the tanh approximation (spec §3.1.2): 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+__device__ __forceinline__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
 // The cosine and sine (times the YaRN magnitude scale) of RoPE pair i at position pos,
