@@ -3,9 +3,11 @@
 // sequences of different lengths in one batch (also interleaved), empty and random ranges,
 // and long KV (split-KV decode and prefill). The fast backend runs every case three times:
 // with its own choice of tensor-core kernel and with each one forced (GS_CUDA_ATTN=old: the
-// 16-row decode kernel, new: the 64-row prefill kernel), so both see every shape.
+// 16-row decode kernel, new: the 64-row prefill kernel), so both see every shape; split
+// decode also with the next matmul reading the operand the combine wrote.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <optional>
 
@@ -36,6 +38,7 @@ struct AttnCase {
   int q_pad = -1;              // q row stride - width (-1: 8 for an odd token count, else 0)
   int out_pad = 4;             // out row stride - width
   bool naive = true;           // also check the CPU oracle against the double reference
+  int then_matmul = 0;         // > 0: also an F16 matmul of out [width_q -> then_matmul] right after
 };
 
 std::string describe(const AttnCase& c) {
@@ -193,8 +196,12 @@ void check_attention(const AttnCase& c) {
     }
   }
 
-  // One attention call in `be` on fresh buffers; the output starts as NaN.
-  auto run = [&](Backend& be) -> std::vector<float> {
+  std::vector<uint8_t> w16;
+  if (c.then_matmul > 0) w16 = random_weight(GgmlType::F16, width_q, c.then_matmul);
+  // One attention call in `be` on fresh buffers; the output starts as NaN. With mm, the
+  // result of the matmul of the output that follows it instead (which reads the output's f16
+  // operand: on CUDA the split combine may have written it).
+  auto run = [&](Backend& be, bool mm = false) -> std::vector<float> {
     const size_t elem = f16 ? 2 : 4;
     Buf kb(be, static_cast<size_t>(n_slots * width_kv) * elem), vb(be, static_cast<size_t>(n_slots * width_kv) * elem);
     if (f16) {
@@ -223,9 +230,17 @@ void check_attention(const AttnCase& c) {
     a.kv_hi = hb.i();
     a.max_kv_len = max_len;
     be.attention(a);
+    std::optional<DevMat> y;
+    if (mm) {
+      auto u = be.upload_weight(w16.data(), GgmlType::F16, width_q, c.then_matmul);
+      EXPECT_TRUE(u.ok());
+      if (!u.ok()) return {};
+      y.emplace(be, n_tok, c.then_matmul, c.then_matmul);
+      be.matmul(u.value(), o.m, y->m);
+    }
     Status s = be.synchronize();
     EXPECT_TRUE(s.ok()) << s.to_string();
-    return o.dense();
+    return mm ? y->dense() : o.dense();
   };
   const std::vector<float> out_cpu = run(*B.cpu), out_simple = run(*B.simple);
   if (c.naive) {
@@ -242,6 +257,24 @@ void check_attention(const AttnCase& c) {
     const std::string which = std::string("fast path, GS_CUDA_ATTN=") + (mode ? mode : "(unset)");
     EXPECT_LT(e_fast.rel_l2, tol) << which;
     EXPECT_LT(e_fast.rel_max, 6 * tol) << which;
+  }
+  if (c.then_matmul > 0) {
+    // The operand the split combine writes (k_row_sync.cuh) against the separate conversion
+    // (GS_CUDA_ROWCOOP=0): the same bits; both match the CPU.
+    const std::vector<float> y_cpu = run(*B.cpu, true);
+    for (const char* mode : {"old", "new"}) {  // either kernel's combine
+      AttnKernelEnv env(mode);
+      setenv("GS_CUDA_ROWCOOP", "0", 1);
+      const std::vector<float> y_sep = run(*B.fast, true);
+      unsetenv("GS_CUDA_ROWCOOP");
+      const std::vector<float> y_fused = run(*B.fast, true);
+      ASSERT_EQ(y_fused.size(), y_sep.size());
+      for (size_t i = 0; i < y_fused.size(); ++i)
+        ASSERT_EQ(std::memcmp(&y_fused[i], &y_sep[i], sizeof(float)), 0)
+            << "matmul after attention (GS_CUDA_ATTN=" << mode << "), element " << i << ": " << y_fused[i] << " vs "
+            << y_sep[i];
+      EXPECT_LT(compare(y_fused, y_cpu).rel_l2, tol) << "matmul after attention (GS_CUDA_ATTN=" << mode << ")";
+    }
   }
 }
 
@@ -319,6 +352,30 @@ TEST(CudaAttention, LongKvSplitDecode) {
   c.tokens_per_seq = 2;
   c.q_scale = 4.0f;  // sharp softmax
   check_attention(c);
+}
+
+// Split decode and verify whose combine also writes the output projection's f16 operand:
+// the 31B's two layer kinds (sliding D 256 over a window of 1024, full D 512 over 20000),
+// 1 and 5 tokens, and a head count whose width needs padding to the matmul's 256.
+TEST(CudaAttention, SplitDecodeOperandOfTheNextMatmul) {
+  GS_REQUIRE_BACKENDS();
+  struct K {
+    int D, n_head, n_head_kv, ctx, window;
+  };
+  for (const K k : {K{256, 32, 16, 3000, 1024}, K{512, 32, 4, 20000, 0}, K{128, 5, 1, 3000, 0}})
+    for (int tokens : {1, 5}) {
+      AttnCase c;
+      c.head_dim = k.D;
+      c.n_head = k.n_head;
+      c.n_head_kv = k.n_head_kv;
+      c.page_size = 64;
+      c.ctx = k.ctx;
+      c.window = k.window;
+      c.tokens_per_seq = tokens;
+      c.then_matmul = 48;
+      c.naive = k.D < 512;
+      check_attention(c);
+    }
 }
 
 TEST(CudaAttention, PrefillBlock) {
