@@ -4,7 +4,7 @@
 // and long KV (split-KV decode and prefill). The fast backend runs every case three times:
 // with its own choice of tensor-core kernel and with each one forced (GS_CUDA_ATTN=old: the
 // 16-row decode kernel, new: the 64-row prefill kernel), so both see every shape; split
-// decode also with the next matmul reading the operand the combine wrote.
+// decode also with the next matmul converting the output to its f16 operand.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -199,8 +199,8 @@ void check_attention(const AttnCase& c) {
   std::vector<uint8_t> w16;
   if (c.then_matmul > 0) w16 = random_weight(GgmlType::F16, width_q, c.then_matmul);
   // One attention call in `be` on fresh buffers; the output starts as NaN. With mm, the
-  // result of the matmul of the output that follows it instead (which reads the output's f16
-  // operand: on CUDA the split combine may have written it).
+  // result of the matmul of the output that follows it instead (on CUDA through the output's
+  // f16 operand, converted by several CTAs per row or by one).
   auto run = [&](Backend& be, bool mm = false) -> std::vector<float> {
     const size_t elem = f16 ? 2 : 4;
     Buf kb(be, static_cast<size_t>(n_slots * width_kv) * elem), vb(be, static_cast<size_t>(n_slots * width_kv) * elem);
@@ -259,10 +259,10 @@ void check_attention(const AttnCase& c) {
     EXPECT_LT(e_fast.rel_max, 6 * tol) << which;
   }
   if (c.then_matmul > 0) {
-    // The operand the split combine writes (k_row_sync.cuh) against the separate conversion
+    // The operand converted by several CTAs per row (k_row_f16.cu) against one
     // (GS_CUDA_ROWCOOP=0): the same bits; both match the CPU.
     const std::vector<float> y_cpu = run(*B.cpu, true);
-    for (const char* mode : {"old", "new"}) {  // either kernel's combine
+    for (const char* mode : {"old", "new"}) {  // either kernel's output
       AttnKernelEnv env(mode);
       setenv("GS_CUDA_ROWCOOP", "0", 1);
       const std::vector<float> y_sep = run(*B.fast, true);
@@ -354,8 +354,8 @@ TEST(CudaAttention, LongKvSplitDecode) {
   check_attention(c);
 }
 
-// Split decode and verify whose combine also writes the output projection's f16 operand:
-// the 31B's two layer kinds (sliding D 256 over a window of 1024, full D 512 over 20000),
+// Split decode and verify outputs as the output projection's f16 operand (the attention
+// output of a decode step is the largest row converted by several CTAs): the 31B's two layer kinds (sliding D 256 over a window of 1024, full D 512 over 20000),
 // 1 and 5 tokens, and a head count whose width needs padding to the matmul's 256.
 TEST(CudaAttention, SplitDecodeOperandOfTheNextMatmul) {
   GS_REQUIRE_BACKENDS();

@@ -496,21 +496,11 @@ class CudaBackend final : public Backend {
       const size_t per_split = static_cast<size_t>(p.n_tokens) * p.n_head * (p.head_dim + 2) * sizeof(float);
       n_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_splits), kAttnPartialBytes / per_split));
       n_splits = std::max(1, std::min(n_splits, 4096));
-      // Decode and verify sizes: the combine of a split launch also writes the output's f16
-      // operand for the matmul that follows (the output projection), saving its conversion.
-      cuda::F16Operand op;
-      const int64_t pad = cuda::round_up(a.out.cols, cuda::kTileElems);
-      const bool fuse = n_splits > 1 && row_coop() && p.n_tokens <= kMaxMatvecRows &&
-                        p.n_tokens <= cuda::kRowSyncRows && p.n_head <= cuda::kRowSyncChunks && p.head_dim <= 512 &&
-                        a.out.cols == static_cast<int64_t>(p.n_head) * p.head_dim &&
-                        static_cast<size_t>(p.n_tokens * pad) * 2 <= xh_bytes_;
-      if (fuse) op = {xh_, xscale_, pad, row_sync_};
       if (fa) {
-        cuda::launch_attention_fa(stream_, p, n_splits, partial_, fuse ? &op : nullptr);
+        cuda::launch_attention_fa(stream_, p, n_splits, partial_);
       } else {
-        cuda::launch_attention_mma(stream_, p, n_splits, partial_, fuse ? &op : nullptr);
+        cuda::launch_attention_mma(stream_, p, n_splits, partial_);
       }
-      if (fuse) conv_ = {true, a.out.data, a.out.rows, a.out.cols, a.out.stride, pad};
     } else {
       cuda::launch_attention_simple(stream_, p);
     }

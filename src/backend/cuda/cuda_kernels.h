@@ -177,23 +177,12 @@ bool attention_mma_supported(const AttnParams& p);
 // Raises the kernels' shared-memory limits; call once per device before any launch.
 cudaError_t attention_prepare();
 int attention_mma_cta_count(const AttnParams& p);  // CTAs per split
-// Where the combine of a split launch (n_splits > 1) also writes the f16 matvec operand of
-// `out`, as launch_act_to_f16_rows(permute = true) would: xh [n_tokens, n_in_pad], xscale
-// [n_tokens]. Needs head_dim <= 512, n_head <= kRowSyncChunks, n_tokens <= kRowSyncRows.
-struct F16Operand {
-  uint16_t* xh = nullptr;
-  float* xscale = nullptr;
-  int64_t n_in_pad = 0;
-  RowSync sync;
-};
-void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial,
-                          const F16Operand* op = nullptr);
+void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
 // The prefill kernel: same shapes, pools and `partial` layout as launch_attention_mma
 // (attention_mma_supported decides both), 64 query rows of one KV head per CTA, so it suits
 // many query rows per KV head (prefill chunks); decode keeps launch_attention_mma.
 int attention_fa_cta_count(const AttnParams& p);  // CTAs per split
 int attention_fa_ctas_per_sm(int head_dim);       // resident CTAs per SM it is sized for
-void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial,
-                         const F16Operand* op = nullptr);
+void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
 
 }  // namespace gs::cuda

@@ -12,7 +12,6 @@
 
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
-#include "backend/cuda/k_row_sync.cuh"
 
 namespace gs::cuda {
 namespace {
@@ -392,13 +391,8 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
 
 // Merges the n_splits partial results of one (token, head) row: weights exp(m_s - M) once per
 // split in shared memory, then every thread sums its float4 of the output over the splits.
-// With op.xh it also writes the token's f16 matvec operand, as launch_act_to_f16_rows
-// (permute = true) would from out: the n_head CTAs of a token exchange their max |o|
-// (k_row_sync.cuh; D <= 512, n_head <= kRowSyncChunks, n_tokens <= kRowSyncRows).
-constexpr int kCombineThreads = 128;
-__global__ void __launch_bounds__(kCombineThreads)
-    attn_combine_kernel(const float* __restrict__ partial, int n_splits, int n_tokens, int n_head, int D, MatF out,
-                        F16Operand op) {
+__global__ void __launch_bounds__(128) attn_combine_kernel(const float* __restrict__ partial, int n_splits,
+                                                           int n_tokens, int n_head, int D, MatF out) {
   GS_PDL_ENTRY();
   extern __shared__ float wsh[];  // [n_splits] weights, then [1] total
   const int64_t row = blockIdx.x;
@@ -428,10 +422,7 @@ __global__ void __launch_bounds__(kCombineThreads)
   const float L = wsh[n_splits];
   const float inv = L > 0.f ? 1.0f / L : 0.f;
   float* orow = out.data + static_cast<int64_t>(tok) * out.stride + static_cast<int64_t>(head) * D;
-  constexpr int kKeep = 2;  // pairs a thread keeps for the operand: D <= 2 * 2 * kCombineThreads
-  float keep[kKeep][2];
-  int it = 0;
-  for (int d = threadIdx.x * 2; d < D; d += blockDim.x * 2, ++it) {
+  for (int d = threadIdx.x * 2; d < D; d += blockDim.x * 2) {
     float o0 = 0.f, o1 = 0.f;
 #pragma unroll 8
     for (int s = 0; s < n_splits; ++s) {
@@ -442,35 +433,7 @@ __global__ void __launch_bounds__(kCombineThreads)
     }
     orow[d] = o0 * inv;
     orow[d + 1] = o1 * inv;
-    if (it < kKeep) {
-      keep[it][0] = o0 * inv;
-      keep[it][1] = o1 * inv;
-    }
   }
-  if (op.xh == nullptr) return;
-  float m = 0.f;
-  bool nan = false;
-  for (int i = 0; i < kKeep && i < it; ++i) {
-    m = fmaxf(m, fmaxf(fabsf(keep[i][0]), fabsf(keep[i][1])));
-    nan |= isnan(keep[i][0]) || isnan(keep[i][1]);
-  }
-  __shared__ float amax_sh[kCombineThreads / 32 + 2];
-  const float amax = row_amax_across_ctas<kCombineThreads>(m, nan, amax_sh, op.sync, tok, head, n_head);
-  float factor, undo;
-  act_pow2_scale(amax, factor, undo);
-  if (head == 0 && threadIdx.x == 0) op.xscale[tok] = undo;
-  uint16_t* hrow = op.xh + static_cast<int64_t>(tok) * op.n_in_pad;
-  for (int i = 0; i < kKeep && i < it; ++i) {
-    // Element e of each group of 4 goes to slot (0, 2, 1, 3)[e]: a pair (0, 1) to slots 0
-    // and 2, a pair (2, 3) to slots 1 and 3.
-    const int64_t e = static_cast<int64_t>(head) * D + threadIdx.x * 2 + i * blockDim.x * 2;
-    const int64_t g = e & ~int64_t{3};
-    const int w = static_cast<int>(e & 3);
-    hrow[g + (w == 0 ? 0 : 1)] = f32_to_f16_bits(__fmul_rn(keep[i][0], factor));
-    hrow[g + (w == 0 ? 2 : 3)] = f32_to_f16_bits(__fmul_rn(keep[i][1], factor));
-  }
-  if (head == n_head - 1)
-    for (int64_t c = static_cast<int64_t>(n_head) * D + threadIdx.x; c < op.n_in_pad; c += blockDim.x) hrow[c] = 0;
 }
 
 // ---- prefill tensor-core kernel (many query rows per KV head) -------------------------------
@@ -817,16 +780,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
 }
 
 template <class Cfg>
-void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, const F16Operand* op) {
+void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   launch_k(attn_fa_kernel<Cfg>, grid, Cfg::kThreads, Cfg::kTotal, s, p, n_splits, partial);
   if (n_splits > 1) {
-    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), kCombineThreads,
-             (n_splits + 1) * sizeof(float), s, partial, n_splits, p.n_tokens, p.n_head, Cfg::D, p.out,
-             op ? *op : F16Operand{});
+    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (n_splits + 1) * sizeof(float), s,
+             partial, n_splits, p.n_tokens, p.n_head, Cfg::D, p.out);
   }
 }
 
@@ -841,16 +803,15 @@ cudaError_t prepare_fa() {
 }
 
 template <int D>
-void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, const F16Operand* op) {
+void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   launch_k(attn_mma_kernel<D>, grid, kNW * 32, FaSmem<D>::kTotal, s, p, n_splits, partial);
   if (n_splits > 1) {
-    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), kCombineThreads,
-             (n_splits + 1) * sizeof(float), s, partial, n_splits, p.n_tokens, p.n_head, D, p.out,
-             op ? *op : F16Operand{});
+    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (n_splits + 1) * sizeof(float), s, 
+        partial, n_splits, p.n_tokens, p.n_head, D, p.out);
   }
 }
 
@@ -898,13 +859,13 @@ cudaError_t attention_prepare() {
   return e;
 }
 
-void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, const F16Operand* op) {
+void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
   switch (p.head_dim) {
-    case 64: launch_mma_d<64>(s, p, n_splits, partial, op); break;
-    case 128: launch_mma_d<128>(s, p, n_splits, partial, op); break;
-    case 256: launch_mma_d<256>(s, p, n_splits, partial, op); break;
-    case 512: launch_mma_d<512>(s, p, n_splits, partial, op); break;
+    case 64: launch_mma_d<64>(s, p, n_splits, partial); break;
+    case 128: launch_mma_d<128>(s, p, n_splits, partial); break;
+    case 256: launch_mma_d<256>(s, p, n_splits, partial); break;
+    case 512: launch_mma_d<512>(s, p, n_splits, partial); break;
     default: break;
   }
 }
@@ -927,13 +888,13 @@ int attention_fa_ctas_per_sm(int head_dim) {
   }
 }
 
-void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, const F16Operand* op) {
+void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
   switch (p.head_dim) {
-    case 64: launch_fa_cfg<FaCfg64>(s, p, n_splits, partial, op); break;
-    case 128: launch_fa_cfg<FaCfg128>(s, p, n_splits, partial, op); break;
-    case 256: launch_fa_cfg<FaCfg256>(s, p, n_splits, partial, op); break;
-    case 512: launch_fa_cfg<FaCfg512>(s, p, n_splits, partial, op); break;
+    case 64: launch_fa_cfg<FaCfg64>(s, p, n_splits, partial); break;
+    case 128: launch_fa_cfg<FaCfg128>(s, p, n_splits, partial); break;
+    case 256: launch_fa_cfg<FaCfg256>(s, p, n_splits, partial); break;
+    case 512: launch_fa_cfg<FaCfg512>(s, p, n_splits, partial); break;
     default: break;
   }
 }

@@ -10,19 +10,22 @@
 // all in flight at once).
 //
 // The power-of-two scale of the operand needs the row's max |v| before any element is
-// written: the row's CTAs exchange their maxima (k_row_sync.cuh). Every CTA of the grid is
-// resident before the next kernel can start (each triggers the dependent launch at its
+// written. Each CTA leaves its chunk's max in RowSync::partial and counts itself in
+// RowSync::arrive[row]; once all the row's CTAs have arrived, each reads the partials (max is
+// order-free, so the result does not depend on timing) and counts itself out in depart[row];
+// the last one out sets both counters back to zero for the next launch. Every CTA of the grid
+// is resident before the next kernel can start (each triggers the dependent launch at its
 // start), and the grid is small (rows x chunks <= 16 x 64 CTAs of 256 threads), so the wait
-// cannot deadlock.
+// cannot deadlock; a lost partner traps after 10 s instead of hanging.
 //
 // Outputs are element for element those of the one-CTA kernels: the same expressions for
 // each value, the same max, the same scale.
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
-#include "backend/cuda/k_row_sync.cuh"
 #include "backend/cuda/k_rows.cuh"
 
 namespace gs::cuda {
@@ -30,6 +33,49 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kPerThread = 2;  // float4 per thread
+constexpr uint64_t kWaitTimeoutNs = 10000000000ull;
+
+// The row's max |v| (NaN when any element of the row is NaN) from this CTA's m (valid in
+// every thread after the block reduction below); every thread of the CTA calls it.
+__device__ float row_amax_across_ctas(float m, bool nan, const RowSync& sync, int row, int chunk, int n_chunks) {
+  __shared__ float sh[kThreads / 32];
+  __shared__ float row_max;
+  m = warp_max(m);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = m;
+  const bool any_nan = __syncthreads_or(nan);
+  if (threadIdx.x == 0) {
+    float cta = 0.f;
+    for (int i = 0; i < kThreads / 32; ++i) cta = fmaxf(cta, sh[i]);
+    if (any_nan) cta = __int_as_float(0x7fc00000);
+    float r = cta;
+    if (n_chunks > 1) {
+      float* part = sync.partial + static_cast<int64_t>(row) * kRowSyncChunks;
+      __stcg(part + chunk, cta);
+      __threadfence();
+      atomicAdd(sync.arrive + row, 1);
+      const uint64_t t0 = global_timer_ns();
+      while (ld_acquire_gpu(sync.arrive + row) < n_chunks) {
+        __nanosleep(32);
+        if (global_timer_ns() - t0 > kWaitTimeoutNs) __trap();
+      }
+      bool n = false;
+      r = 0.f;
+      for (int i = 0; i < n_chunks; ++i) {
+        const float v = __ldcg(part + i);
+        n |= isnan(v);
+        r = fmaxf(r, v);
+      }
+      if (n) r = __int_as_float(0x7fc00000);
+      if (atomicAdd(sync.depart + row, 1) == n_chunks - 1) {  // every CTA of the row has read
+        sync.arrive[row] = 0;
+        sync.depart[row] = 0;
+      }
+    }
+    row_max = r;
+  }
+  __syncthreads();
+  return row_max;
+}
 
 // kGelu: v = GELU(gate) * up, also stored to out (f32); else v = x (= gate). Grid: rows x
 // n_chunks CTAs, CTA b = row b / n_chunks, chunk b % n_chunks of kRowChunk elements.
@@ -76,8 +122,7 @@ __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF
       nan |= isnan(v[i].x) || isnan(v[i].y) || isnan(v[i].z) || isnan(v[i].w);
     }
   }
-  __shared__ float red[kThreads / 32 + 2];
-  const float amax = row_amax_across_ctas<kThreads>(m, nan, red, sync, row, chunk, n_chunks);
+  const float amax = row_amax_across_ctas(m, nan, sync, row, chunk, n_chunks);
   float factor, undo;
   act_pow2_scale(amax, factor, undo);
   if (chunk == 0 && threadIdx.x == 0) xscale[row] = undo;

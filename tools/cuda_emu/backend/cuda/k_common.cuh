@@ -110,28 +110,6 @@ inline float __uint_as_float(uint32_t u) {
   return f;
 }
 inline float __ldcg(const float* p) { return *p; }
-inline float __int_as_float(int i) {
-  float f;
-  std::memcpy(&f, &i, 4);
-  return f;
-}
-inline float __fmul_rn(float a, float b) { return a * b; }
-using std::isnan;
-// As the real k_common.cuh: the power of two that puts amax near 2^11, and its inverse (NaN
-// for a NaN or infinite amax).
-inline void act_pow2_scale(float amax, float& factor, float& undo) {
-  if (!(amax <= 3.0e38f)) {
-    factor = 1.0f;
-    undo = __int_as_float(0x7fc00000);
-    return;
-  }
-  int ex = 0;
-  std::frexp(amax, &ex);
-  if (amax == 0.0f) ex = 0;
-  if (ex < -100) ex = -100;
-  factor = std::ldexp(1.0f, 11 - ex);
-  undo = std::ldexp(1.0f, ex - 11);
-}
 // PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {y, x} (x bytes 0..3).
 inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
   const uint64_t b = (static_cast<uint64_t>(y) << 32) | x;
