@@ -145,6 +145,7 @@ class CudaBackend final : public Backend {
     GS_ASSIGN_OR_RETURN(void* rs, internal_alloc(cuda::kRowSyncBytes));
     GS_RETURN_IF_ERROR(check(cudaMemset(rs, 0, cuda::kRowSyncBytes), "memset"));
     row_sync_ = cuda::row_sync_at(rs);
+    row_sync_.max_ctas = cuda::row_f16_resident_ctas(n_sm_);
     return {};
   }
 

@@ -106,6 +106,7 @@ struct RowSync {
   float* partial = nullptr;  // [kRowSyncRows][kRowSyncChunks]
   int* arrive = nullptr;     // [kRowSyncRows]
   int* depart = nullptr;     // [kRowSyncRows]
+  int64_t max_ctas = 0;      // CTAs of these kernels the GPU holds at once (row_f16_resident_ctas)
 };
 constexpr size_t kRowSyncBytes = sizeof(float) * kRowSyncRows * kRowSyncChunks + 2 * sizeof(int) * kRowSyncRows;
 inline RowSync row_sync_at(void* base) {
@@ -115,10 +116,12 @@ inline RowSync row_sync_at(void* base) {
   r.depart = r.arrive + kRowSyncRows;
   return r;
 }
+// CTAs of the kernels below that n_sm SMs hold at once (0 when the runtime cannot say).
+int row_f16_resident_ctas(int n_sm);
 // launch_act_to_f16_rows(permute = true) and launch_gelu_mul_rows with kRowChunk elements of a
 // row per CTA instead of one CTA per row; the same outputs. Rows <= kRowSyncRows, 16-byte
-// aligned rows of whole float4, n_in_pad <= kRowSyncChunks * kRowChunk; false (nothing
-// launched) otherwise.
+// aligned rows of whole float4, n_in_pad <= kRowSyncChunks * kRowChunk, rows x chunks <=
+// sync.max_ctas; false (nothing launched) otherwise.
 bool launch_act_to_f16_rows_coop(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale,
                                  const RowSync& sync);
 bool launch_gelu_mul_rows_coop(cudaStream_t s, MatF gate, MatF up, MatF out, uint16_t* xh, float* xscale,

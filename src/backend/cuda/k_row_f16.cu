@@ -15,11 +15,12 @@
 // order-free, so the result does not depend on timing) and counts itself out in depart[row];
 // the last one out sets both counters back to zero for the next launch. Every CTA of the grid
 // is resident before the next kernel can start (each triggers the dependent launch at its
-// start), and the grid is small (rows x chunks <= 16 x 64 CTAs of 256 threads), so the wait
-// cannot deadlock; a lost partner traps after 10 s instead of hanging.
+// start), and the launchers take this path only for grids the GPU can hold at once
+// (RowSync::max_ctas, from the occupancy calculator), so the wait cannot deadlock; a lost partner traps after 10 s instead of hanging.
 //
 // Outputs are element for element those of the one-CTA kernels: the same expressions for
 // each value, the same max, the same scale.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -140,16 +141,28 @@ __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF
 
 static_assert(kRowChunk == kThreads * kPerThread * 4, "a chunk is one float4 per thread and step");
 
-// Chunks per row, or 0 when the shapes are not the kernel's.
+// Chunks per row, or 0 when the shapes are not the kernel's or the grid could not be resident
+// as a whole (its CTAs wait for each other).
 int chunks_for(const MatF& x, int64_t n_in_pad, const RowSync& sync) {
   if (!sync.partial || x.rows < 1 || x.rows > kRowSyncRows || !rows_vec4(x) || n_in_pad < x.cols ||
       n_in_pad % 4 != 0)
     return 0;
   const int64_t n = (n_in_pad + kRowChunk - 1) / kRowChunk;
-  return n <= kRowSyncChunks ? static_cast<int>(n) : 0;
+  if (n > kRowSyncChunks || x.rows * n > sync.max_ctas) return 0;
+  return static_cast<int>(n);
 }
 
 }  // namespace
+
+int row_f16_resident_ctas(int n_sm) {
+  int a = 0, b = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, row_f16_kernel<false>, kThreads, 0) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, row_f16_kernel<true>, kThreads, 0) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return std::min(a, b) * n_sm;
+}
 
 bool launch_act_to_f16_rows_coop(cudaStream_t s, MatF x, int64_t n_in_pad, uint16_t* xh, float* xscale,
                                  const RowSync& sync) {
