@@ -188,6 +188,7 @@ class Backend {
   //   x = (x + rms_norm(o, o_weight)) * s;   out = rms_norm(x, out_weight)
   // x, o, out: [n, cols], cols > 0; o_weight, out_weight: [cols] or null (gain 1); eps of
   // both norms. o is scratch (unspecified afterwards); out may alias o; x overlaps neither.
+  // The gains must not be written by an op of the same step (a backend may read them early).
   // Default: rms_norm(o, o_weight, cols, eps, o); add(x, o, x); scale(x, s) unless s == 1;
   // rms_norm(x, out_weight, cols, eps, out).
   virtual void add_rms_norm(Mat x, Mat o, const float* o_weight, float s, const float* out_weight, float eps,
@@ -196,7 +197,9 @@ class Backend {
   // rope.head_dim elements, RoPE of every row at pos[r]):
   //   q = rope(rms_norm(q, q_weight));   v = rms_norm(v_from_k ? k : v)  (no gain; raw k)
   //   k = rope(rms_norm(k, k_weight));   kv_store(k, v, kv, slots)
-  // q, k and v do not overlap. With k.cols == 0 only q is done.
+  // q, k and v do not overlap. With k.cols == 0 only q is done. pos, slots and the gains
+  // must not be written by an op of the same step (they are step inputs from upload(), and
+  // weights): a backend may read them before the ops queued ahead of this one have finished.
   // Default: rms_norm and rope of q; then (k.cols > 0) copy(k, v) when v_from_k, rms_norm
   // and rope of k, rms_norm of v, kv_store.
   virtual void qkv_norm_rope_store(const QkvNormRopeArgs& args);

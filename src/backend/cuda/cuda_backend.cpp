@@ -146,7 +146,9 @@ class CudaBackend final : public Backend {
     GS_RETURN_IF_ERROR(check(cudaMemset(rs, 0, cuda::kRowSyncBytes), "memset"));
     row_sync_ = cuda::row_sync_at(rs);
     row_sync_.max_ctas = cuda::row_f16_resident_ctas(n_sm_);
-    return {};
+    // The memsets above ran on the legacy stream, which does not order with the non-blocking
+    // stream_ the kernels run on: they must be done before the first kernel reads the zeros.
+    return check(cudaDeviceSynchronize(), "init");
   }
 
   BackendKind kind() const override { return BackendKind::kCuda; }

@@ -67,6 +67,7 @@ __device__ float row_amax_across_ctas(float m, bool nan, const RowSync& sync, in
         r = fmaxf(r, v);
       }
       if (n) r = __int_as_float(0x7fc00000);
+      __threadfence();  // the partials are read before this CTA counts itself out
       if (atomicAdd(sync.depart + row, 1) == n_chunks - 1) {  // every CTA of the row has read
         sync.arrive[row] = 0;
         sync.depart[row] = 0;
