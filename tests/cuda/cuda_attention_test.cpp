@@ -265,15 +265,15 @@ void check_attention(const AttnCase& c) {
     for (const char* mode : {"old", "new"}) {  // either kernel's output
       AttnKernelEnv env(mode);
       setenv("GS_CUDA_ROWCOOP", "0", 1);
-      const std::vector<float> y_sep = run(*B.fast, true);
+      const std::vector<float> y_one = run(*B.fast, true);
       unsetenv("GS_CUDA_ROWCOOP");
-      const std::vector<float> y_fused = run(*B.fast, true);
-      ASSERT_EQ(y_fused.size(), y_sep.size());
-      for (size_t i = 0; i < y_fused.size(); ++i)
-        ASSERT_EQ(std::memcmp(&y_fused[i], &y_sep[i], sizeof(float)), 0)
-            << "matmul after attention (GS_CUDA_ATTN=" << mode << "), element " << i << ": " << y_fused[i] << " vs "
-            << y_sep[i];
-      EXPECT_LT(compare(y_fused, y_cpu).rel_l2, tol) << "matmul after attention (GS_CUDA_ATTN=" << mode << ")";
+      const std::vector<float> y_coop = run(*B.fast, true);
+      ASSERT_EQ(y_coop.size(), y_one.size());
+      for (size_t i = 0; i < y_coop.size(); ++i)
+        ASSERT_EQ(std::memcmp(&y_coop[i], &y_one[i], sizeof(float)), 0)
+            << "matmul after attention (GS_CUDA_ATTN=" << mode << "), element " << i << ": " << y_coop[i] << " vs "
+            << y_one[i];
+      EXPECT_LT(compare(y_coop, y_cpu).rel_l2, tol) << "matmul after attention (GS_CUDA_ATTN=" << mode << ")";
     }
   }
 }
@@ -355,8 +355,9 @@ TEST(CudaAttention, LongKvSplitDecode) {
 }
 
 // Split decode and verify outputs as the output projection's f16 operand (the attention
-// output of a decode step is the largest row converted by several CTAs): the 31B's two layer kinds (sliding D 256 over a window of 1024, full D 512 over 20000),
-// 1 and 5 tokens, and a head count whose width needs padding to the matmul's 256.
+// output of a decode step is the largest row converted by several CTAs): the 31B's two
+// layer kinds (sliding D 256 over a window of 1024, full D 512 over 20000), 1 and 5 tokens,
+// and a head count whose width needs padding to the matmul's 256.
 TEST(CudaAttention, SplitDecodeOperandOfTheNextMatmul) {
   GS_REQUIRE_BACKENDS();
   struct K {

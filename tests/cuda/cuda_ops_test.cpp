@@ -524,8 +524,9 @@ TEST(CudaOps, QkvNormRopeStore) {
 // operand gelu_mul left, and a matmul converting its own input, on rows of up to 16 with
 // lengths of one chunk or many (the 31B's 21504, 16384, 8192, 5376), a length that is no
 // multiple of the chunk, one that is no multiple of 4 (the one-CTA kernel), a grid at the
-// edge of what the GPU holds at once, and rows that are zero, tiny, huge, hold a NaN or an infinity, or
-// have their max in the last chunk. Both paths give the same bits; both match the CPU.
+// edge of what the GPU holds at once, and rows that are zero, tiny, huge, hold a NaN or an
+// infinity, or have their max in the last chunk. Both paths give the same bits; both match
+// the CPU.
 std::vector<float> gelu_matmul_on(Backend& be, const HostMat& hg, const HostMat& hu, const std::vector<uint8_t>& w16,
                                   int64_t n_out, bool gelu) {
   auto u = be.upload_weight(w16.data(), GgmlType::F16, hg.cols, n_out);
@@ -578,7 +579,8 @@ TEST(CudaOps, RowOperandKernelsAgree) {
           const auto coop = gelu_matmul_on(*B.fast, hg, hu, w16, n_out, gelu);
           ASSERT_EQ(coop.size(), one.size());
           for (size_t i = 0; i < coop.size(); ++i) {
-            const bool same = std::memcmp(&coop[i], &one[i], sizeof(float)) == 0 || (std::isnan(coop[i]) && std::isnan(one[i]));
+            const bool same =
+                std::memcmp(&coop[i], &one[i], sizeof(float)) == 0 || (std::isnan(coop[i]) && std::isnan(one[i]));
             ASSERT_TRUE(same) << "element " << i << ": " << coop[i] << " vs " << one[i];
           }
           if (special == 0 || special == 5) {

@@ -16,7 +16,8 @@
 // the last one out sets both counters back to zero for the next launch. Every CTA of the grid
 // is resident before the next kernel can start (each triggers the dependent launch at its
 // start), and the launchers take this path only for grids the GPU can hold at once
-// (RowSync::max_ctas, from the occupancy calculator), so the wait cannot deadlock; a lost partner traps after 10 s instead of hanging.
+// (RowSync::max_ctas, from the occupancy calculator), so the wait cannot deadlock; a lost
+// partner traps after 10 s instead of hanging. Decision 0021.
 //
 // Outputs are element for element those of the one-CTA kernels: the same expressions for
 // each value, the same max, the same scale.
@@ -140,7 +141,7 @@ __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF
   }
 }
 
-static_assert(kRowChunk == kThreads * kPerThread * 4, "a chunk is one float4 per thread and step");
+static_assert(kRowChunk == kThreads * kPerThread * 4, "a chunk is kPerThread float4 per thread");
 
 // Chunks per row, or 0 when the shapes are not the kernel's or the grid could not be resident
 // as a whole (its CTAs wait for each other).
