@@ -190,7 +190,10 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
           GS_RETURN_IF_ERROR(rollback());
         }
         const double s = median(t);
-        const double bytes = tot.weight_bytes + k * kv_bytes_at(c, depth + k / 2);
+        // The least a pass must move: the weights, and the KV range of its last token once
+        // (the k tokens of one sequence read the same pool; the 64-row attention kernel reads
+        // it once for all of them at depth, decision 0020).
+        const double bytes = tot.weight_bytes + kv_bytes_at(c, depth + k - 1);
         BenchRow row{"verify", "verify" + std::to_string(k) + at,
                      std::to_string(s / one).substr(0, 5) + " decode steps", s, bytes / s, 0,
                      100.0 * (bytes / copy_bw) / s, "bytes / copy bandwidth"};
