@@ -84,7 +84,9 @@ __global__ void __launch_bounds__(kRowThreads) rms_row_kernel(MatF x, const floa
   float4 v[NV];
   row_load(x.data + r * x.stride, n4, v);
   const float inv = rms_inv(row_block_sum(row_sumsq(v), sh), x.cols, eps);
-  row_norm_gain(v, n4, w, inv);
+  float4 g[NV];
+  row_gain_load(w, n4, g);
+  row_norm_gain(v, n4, g, inv);
   row_store(out.data + r * out.stride, n4, v);
   if (xh != nullptr) row_write_f16(v, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh);
 }
@@ -110,14 +112,8 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
     amax = fmaxf(amax, fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w))));
     nan |= isnan(o.x) || isnan(o.y) || isnan(o.z) || isnan(o.w);
   }
-  amax = warp_max(amax);
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = amax;
-  const bool any_nan = __syncthreads_or(nan);
-  float m = 0.f;
-  for (int i = 0; i < 8; ++i) m = fmaxf(m, sh[i]);
-  if (any_nan) m = __int_as_float(0x7fc00000);
   float factor, undo;
-  act_pow2_scale(m, factor, undo);
+  act_pow2_scale(row_block_amax(amax, nan, sh), factor, undo);
   if (threadIdx.x == 0) xscale[r] = undo;
   uint2* hrow = reinterpret_cast<uint2*>(xh + r * n_in_pad);
   for (int c = threadIdx.x; c < n4; c += 256) {

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kRowThreads)
   float4 v[NV], xv[NV];
   row_load(o.data + r * o.stride, n4, v);
   row_load(x.data + r * x.stride, n4, xv);
-  row_norm_gain_g(v, n4, go, rms_inv(row_block_sum(row_sumsq(v), sh), o.cols, eps));  // rms_norm(o, wo)
+  row_norm_gain(v, n4, go, rms_inv(row_block_sum(row_sumsq(v), sh), o.cols, eps));  // rms_norm(o, wo)
 #pragma unroll
   for (int i = 0; i < NV; ++i) {
     const int c = threadIdx.x + i * kRowThreads;
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kRowThreads)
                           __fmul_rn(__fadd_rn(xv[i].z, v[i].z), s), __fmul_rn(__fadd_rn(xv[i].w, v[i].w), s));
   }
   row_store(x.data + r * x.stride, n4, xv);
-  row_norm_gain_g(xv, n4, gx, rms_inv(row_block_sum(row_sumsq(xv), sh), x.cols, eps));  // rms_norm(x, wx)
+  row_norm_gain(xv, n4, gx, rms_inv(row_block_sum(row_sumsq(xv), sh), x.cols, eps));  // rms_norm(x, wx)
   row_store(out.data + r * out.stride, n4, xv);
   if (xh != nullptr) row_write_f16(xv, n4, xh + r * n_in_pad, xscale + r, n_in_pad, sh);
 }

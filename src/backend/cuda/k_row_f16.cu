@@ -33,22 +33,17 @@
 namespace gs::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kRowThreads;
 constexpr int kPerThread = 2;  // float4 per thread
 constexpr uint64_t kWaitTimeoutNs = 10000000000ull;
 
-// The row's max |v| (NaN when any element of the row is NaN) from this CTA's m (valid in
-// every thread after the block reduction below); every thread of the CTA calls it.
+// The row's max |v| (NaN when any element of the row is NaN) from this thread's m and nan;
+// every thread of the CTA calls it.
 __device__ float row_amax_across_ctas(float m, bool nan, const RowSync& sync, int row, int chunk, int n_chunks) {
   __shared__ float sh[kThreads / 32];
   __shared__ float row_max;
-  m = warp_max(m);
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = m;
-  const bool any_nan = __syncthreads_or(nan);
+  const float cta = row_block_amax(m, nan, sh);
   if (threadIdx.x == 0) {
-    float cta = 0.f;
-    for (int i = 0; i < kThreads / 32; ++i) cta = fmaxf(cta, sh[i]);
-    if (any_nan) cta = __int_as_float(0x7fc00000);
     float r = cta;
     if (n_chunks > 1) {
       float* part = sync.partial + static_cast<int64_t>(row) * kRowSyncChunks;

@@ -79,22 +79,7 @@ __device__ __forceinline__ float row_sumsq(const float4 (&v)[NV]) {
   return ss;
 }
 
-// v = g * (v * inv) with g = w[col] (w: [cols], 16-byte aligned) or 1 when w is null.
-template <int NV>
-__device__ __forceinline__ void row_norm_gain(float4 (&v)[NV], int n4, const float* __restrict__ w, float inv) {
-  const float4* w4 = reinterpret_cast<const float4*>(w);
-#pragma unroll
-  for (int i = 0; i < NV; ++i) {
-    const int c = threadIdx.x + i * kRowThreads;
-    if (c < n4) {
-      const float4 g = w ? w4[c] : make_float4(1.f, 1.f, 1.f, 1.f);
-      v[i] = make_float4(__fmul_rn(g.x, __fmul_rn(v[i].x, inv)), __fmul_rn(g.y, __fmul_rn(v[i].y, inv)),
-                         __fmul_rn(g.z, __fmul_rn(v[i].z, inv)), __fmul_rn(g.w, __fmul_rn(v[i].w, inv)));
-    }
-  }
-}
-
-// The gains g = w[col] (w: [cols], 16-byte aligned) or 1 when w is null, for row_norm_gain_g:
+// The gains g = w[col] (w: [cols], 16-byte aligned) or 1 when w is null, for row_norm_gain:
 // the weights are constant, so a kernel may load them before griddepcontrol.wait.
 template <int NV>
 __device__ __forceinline__ void row_gain_load(const float* __restrict__ w, int n4, float4 (&g)[NV]) {
@@ -106,9 +91,9 @@ __device__ __forceinline__ void row_gain_load(const float* __restrict__ w, int n
   }
 }
 
-// row_norm_gain with the gains already in registers (row_gain_load): the same arithmetic.
+// v = g * (v * inv), the gains g from row_gain_load.
 template <int NV>
-__device__ __forceinline__ void row_norm_gain_g(float4 (&v)[NV], int n4, const float4 (&g)[NV], float inv) {
+__device__ __forceinline__ void row_norm_gain(float4 (&v)[NV], int n4, const float4 (&g)[NV], float inv) {
 #pragma unroll
   for (int i = 0; i < NV; ++i) {
     const int c = threadIdx.x + i * kRowThreads;
@@ -116,6 +101,18 @@ __device__ __forceinline__ void row_norm_gain_g(float4 (&v)[NV], int n4, const f
       v[i] = make_float4(__fmul_rn(g[i].x, __fmul_rn(v[i].x, inv)), __fmul_rn(g[i].y, __fmul_rn(v[i].y, inv)),
                          __fmul_rn(g[i].z, __fmul_rn(v[i].z, inv)), __fmul_rn(g[i].w, __fmul_rn(v[i].w, inv)));
   }
+}
+
+// The max of m over the CTA's threads (kRowThreads), NaN when any thread's nan is set (fmaxf
+// drops NaN). Every thread calls it and gets the result; sh (kRowThreads / 32 floats) is
+// still in use when it returns.
+__device__ __forceinline__ float row_block_amax(float m, bool nan, float* sh) {
+  m = warp_max(m);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = m;
+  const bool any_nan = __syncthreads_or(nan);
+  float r = 0.f;
+  for (int i = 0; i < kRowThreads / 32; ++i) r = fmaxf(r, sh[i]);
+  return any_nan ? __int_as_float(0x7fc00000) : r;
 }
 
 // Writes the row v (n4 float4) as the f16 matvec operand, as launch_act_to_f16_rows
@@ -136,14 +133,8 @@ __device__ __forceinline__ void row_write_f16(const float4 (&v)[NV], int n4, uin
       nan |= isnan(v[i].x) || isnan(v[i].y) || isnan(v[i].z) || isnan(v[i].w);
     }
   }
-  amax = warp_max(amax);
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = amax;
-  const bool any_nan = __syncthreads_or(nan);
-  float m = 0.f;
-  for (int i = 0; i < kRowThreads / 32; ++i) m = fmaxf(m, sh[i]);
-  if (any_nan) m = __int_as_float(0x7fc00000);
   float factor, undo;
-  act_pow2_scale(m, factor, undo);
+  act_pow2_scale(row_block_amax(amax, nan, sh), factor, undo);
   if (threadIdx.x == 0) *xscale = undo;
   uint2* hrow = reinterpret_cast<uint2*>(xh_row);
 #pragma unroll
