@@ -87,8 +87,8 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
     L[p] = make_weight_layout(format_of(type), n_in, n_outs[p]);
     dev[p].assign(L[p].total_bytes + 256, 0);
     for (int64_t o = 0; o < n_outs[p]; ++o)
-      repack_row(type, L[p], wq[p].data() + rb * static_cast<size_t>(o), dev[p].data() + o * L[p].main_row_bytes,
-                 reinterpret_cast<uint16_t*>(dev[p].data() + L[p].meta_offset) + o * L[p].meta_per_row, tmp);
+      repack_row(type, L[p], wq[p].data() + rb * static_cast<size_t>(o), o, dev[p].data(),
+                 reinterpret_cast<uint16_t*>(dev[p].data() + L[p].meta_offset), tmp);
   }
   std::vector<float> x(static_cast<size_t>(n * n_in));
   for (float& v : x) v = nd(rng);

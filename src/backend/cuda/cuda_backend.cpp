@@ -237,7 +237,7 @@ class CudaBackend final : public Backend {
     GS_ASSIGN_OR_RETURN(void* dev, alloc(L.total_bytes));
     auto* base = static_cast<uint8_t*>(dev);
     const auto* src = static_cast<const uint8_t*>(host);
-    const bool direct = L.meta_per_row == 0 && L.n_in == L.n_in_pad && native_format(type).has_value() &&
+    const bool direct = L.meta_per_row == 0 && !L.tile_major && L.n_in == L.n_in_pad && native_format(type).has_value() &&
                         static_cast<int64_t>(row_bytes) == L.main_row_bytes;
     Status st;
     if (direct) {
@@ -787,18 +787,23 @@ class CudaBackend final : public Backend {
       }
     }
     const size_t per_row = static_cast<size_t>(L.main_row_bytes + L.meta_per_row * 2);
-    const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kStagingBytes / per_row));
+    // Tile-major layouts take whole row groups a chunk (the last one padded with zero rows).
+    const int64_t unit = L.tile_major ? cuda::kRowGroupRows : 1;
+    if (static_cast<size_t>(unit) * per_row > kStagingBytes)
+      return make_status(StatusCode::kInvalidArgument, "weight rows of {} bytes exceed the upload staging", per_row);
+    const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kStagingBytes / per_row) / unit) * unit;
     std::vector<float> tmp;
     auto* stage = static_cast<uint8_t*>(staging_);
     for (int64_t r0 = 0; r0 < L.n_out; r0 += chunk) {
       const int64_t nr = std::min(chunk, L.n_out - r0);
+      const int64_t nr_img = cuda::round_up(nr, unit);  // rows of the device image this chunk fills
       uint8_t* main = stage;
-      auto* meta = reinterpret_cast<uint16_t*>(stage + nr * L.main_row_bytes);
+      auto* meta = reinterpret_cast<uint16_t*>(stage + nr_img * L.main_row_bytes);
+      if (L.tile_major) std::memset(main, 0, static_cast<size_t>(nr_img * L.main_row_bytes));
       for (int64_t r = 0; r < nr; ++r)
-        cuda::repack_row(type, L, src + static_cast<size_t>(r0 + r) * src_row_bytes, main + r * L.main_row_bytes,
-                   meta + r * L.meta_per_row, tmp);
-      GS_RETURN_IF_ERROR(check(cudaMemcpy(base + r0 * L.main_row_bytes, main, static_cast<size_t>(nr * L.main_row_bytes),
-                                          cudaMemcpyHostToDevice),
+        cuda::repack_row(type, L, src + static_cast<size_t>(r0 + r) * src_row_bytes, r, main, meta, tmp);
+      GS_RETURN_IF_ERROR(check(cudaMemcpy(base + r0 * L.main_row_bytes, main,
+                                          static_cast<size_t>(nr_img * L.main_row_bytes), cudaMemcpyHostToDevice),
                                "weight upload"));
       if (L.meta_per_row) {
         GS_RETURN_IF_ERROR(check(cudaMemcpy(base + L.meta_offset + r0 * L.meta_per_row * 2, meta,

@@ -8,8 +8,20 @@
 
 namespace gs::cuda {
 
-void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, uint8_t* main, uint16_t* meta,
+void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, int64_t row, uint8_t* main, uint16_t* meta,
                 std::vector<float>& tmp) {
+  if (L.tile_major) {  // kQ4_K: header and the two 64-byte qs runs of each tile (cuda_weight_layout.h)
+    uint8_t* group = main + (row / kRowGroupRows) * kRowGroupRows * L.main_row_bytes;
+    for (int64_t b = 0; b < L.n_in / 256; ++b) {
+      const uint8_t* blk = src + b * 144;
+      std::memcpy(group + q4k_tm_header(row, b), blk, 16);
+      std::memcpy(group + q4k_tm_qs(row, b, 0), blk + 16, 64);
+      std::memcpy(group + q4k_tm_qs(row, b, 64), blk + 80, 64);
+    }
+    return;
+  }
+  main += row * L.main_row_bytes;
+  if (meta) meta += row * L.meta_per_row;
   std::memset(main, 0, static_cast<size_t>(L.main_row_bytes));
   if (L.meta_per_row) std::memset(meta, 0, static_cast<size_t>(L.meta_per_row) * 2);
   const int64_t n = L.n_in;

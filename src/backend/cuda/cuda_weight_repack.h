@@ -11,11 +11,15 @@
 
 namespace gs::cuda {
 
-// One row of the GGUF weight `src` (type `type`, L.n_in elements) into the device layout:
-// main (L.main_row_bytes) and, for formats with a meta region, meta (L.meta_per_row f16
-// block scales). Padding elements and entries are zero. `tmp` is scratch for types that are
-// converted to f16 (any type the CPU code can dequantize).
-void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, uint8_t* main, uint16_t* meta,
+// Row `row` of the GGUF weight `src` (type `type`, L.n_in elements) into a device image of the
+// layout: `main` is the image of the main region from a row-group boundary on (row counted
+// from there), `meta` that of the meta region from the same row (L.meta_per_row f16 block
+// scales a row). Row-major layouts: the row's main_row_bytes at main + row main_row_bytes,
+// padding zeroed. Tile-major ones (L.tile_major): the row's bytes are spread over its row
+// group (cuda_weight_layout.h); the caller zeroes the image first (the padding tiles and
+// rows are never written). `tmp` is scratch for types that are converted to f16 (any type
+// the CPU code can dequantize).
+void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, int64_t row, uint8_t* main, uint16_t* meta,
                 std::vector<float>& tmp);
 
 }  // namespace gs::cuda

@@ -158,7 +158,9 @@ __device__ inline void load8(const uint8_t* __restrict__ base, const WeightLayou
       const bool q5 = L.format == WFormat::kQ5_K;
       const int64_t b = e / 256;
       const int i = static_cast<int>(e % 256);
-      const uint8_t* blk = mrow + b * (q5 ? 176 : 144);
+      // Tile-major Q4_K: the header and the 8 qs bytes below sit in the row group's tile.
+      const uint8_t* group = base + (row / kRowGroupRows) * kRowGroupRows * L.main_row_bytes;
+      const uint8_t* blk = L.tile_major ? group + q4k_tm_header(row, b) : mrow + b * (q5 ? 176 : 144);
       const float d = f16_bits_to_f32(blk[0] | (blk[1] << 8));
       const float dmin = f16_bits_to_f32(blk[2] | (blk[3] << 8));
       const int c = i / 64, r = i % 64;
@@ -168,7 +170,7 @@ __device__ inline void load8(const uint8_t* __restrict__ base, const WeightLayou
       k_scale_min(k, blk + 4, sc, mn);
       const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
       const int l0 = r & 31;
-      const uint8_t* qs = blk + (q5 ? 48 : 16) + 32 * c + l0;
+      const uint8_t* qs = L.tile_major ? group + q4k_tm_qs(row, b, 32 * c + l0) : blk + (q5 ? 48 : 16) + 32 * c + l0;
       const uint8_t* qh = blk + 16 + l0;
       for (int u = 0; u < 8; ++u) {
         int q = hi ? (qs[u] >> 4) : (qs[u] & 15);

@@ -1,4 +1,5 @@
-// The pipelined decode matvec for Q4_K and Q5_K weights: the tiles and arithmetic of the
+// The pipelined decode matvec for Q5_K weights (it served Q4_K too before Q4_K went
+// tile-major, decision 0022; its per-lane row copies assume row-major blocks): the tiles and arithmetic of the
 // register-prefetch kernel in k_matvec.cu (k_matvec_tiles.cuh), but a tile's blocks travel
 // through a ring of shared-memory slots per warp with cp.async, so the next tiles are in
 // flight while one is computed without holding them in registers. Each lane copies and later
@@ -63,8 +64,6 @@ struct AsyncQK45 {
     }
   }
 };
-template <>
-struct AsyncTile<WFormat::kQ4_K> : AsyncQK45<false> {};
 template <>
 struct AsyncTile<WFormat::kQ5_K> : AsyncQK45<true> {};
 
@@ -140,8 +139,7 @@ cudaError_t pipe_prepare_one() {
 template <int kStages>
 cudaError_t pipe_prepare_stages() {
   cudaError_t e = cudaSuccess;
-  for (cudaError_t r : {pipe_prepare_one<WFormat::kQ4_K, 1, kStages>(), pipe_prepare_one<WFormat::kQ4_K, 2, kStages>(),
-                        pipe_prepare_one<WFormat::kQ5_K, 1, kStages>(), pipe_prepare_one<WFormat::kQ5_K, 2, kStages>()})
+  for (cudaError_t r : {pipe_prepare_one<WFormat::kQ5_K, 1, kStages>(), pipe_prepare_one<WFormat::kQ5_K, 2, kStages>()})
     if (r != cudaSuccess) e = r;
   return e;
 }
@@ -159,7 +157,8 @@ void launch_pipe_f(cudaStream_t s, const uint8_t* w, const WeightLayout& L, cons
 // per stage make it slower there, so Q6_K stays on the register-prefetch kernel.
 constexpr int kPipeStages = 2;
 
-// Whether a matvec takes the pipelined kernel: Q4_K and Q5_K matrices of 32 MB or more. On
+// Whether a matvec takes the pipelined kernel: Q5_K matrices of 32 MB or more (the Q4_K
+// numbers below are from when it served Q4_K). On
 // the H200 it moves the 5376 x 21504 and 21504 x 5376 Q4_K matvecs (65 MB) from 38-41 /
 // 51-57 us to 35 / 45-47 us; the 12 MB attn_k measured 10.6 to 12.8 us with it against
 // 10.3-10.9 without, and Q6_K slows throughout (its 11 slots a stage cap the warps per SM by
@@ -172,7 +171,7 @@ bool use_pipe(const WeightLayout& L, int warps) {
     return e && std::string(e) == "pipe" ? 2 : 0;
   }();
   if (mode == 1 || warps > kPipeMaxWarps) return false;
-  if (L.format != WFormat::kQ4_K && L.format != WFormat::kQ5_K) return false;
+  if (L.format != WFormat::kQ5_K || L.tile_major) return false;
   return mode == 2 || L.main_row_bytes * L.n_out >= (int64_t{32} << 20);
 }
 
@@ -184,8 +183,7 @@ bool launch_matvec_pipe(cudaStream_t s, const void* w, const WeightLayout& L, co
                         MatF y, dim3 grid, int threads, const mv::MvGrid& G) {
   if (!use_pipe(L, threads / 32)) return false;
   const auto* wb = static_cast<const uint8_t*>(w);
-  if (L.format == WFormat::kQ4_K) launch_pipe_f<WFormat::kQ4_K, kPipeStages>(s, wb, L, xh, xscale, y, grid, threads, G);
-  else launch_pipe_f<WFormat::kQ5_K, kPipeStages>(s, wb, L, xh, xscale, y, grid, threads, G);
+  launch_pipe_f<WFormat::kQ5_K, kPipeStages>(s, wb, L, xh, xscale, y, grid, threads, G);
   return true;
 }
 

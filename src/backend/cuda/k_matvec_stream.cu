@@ -13,7 +13,8 @@
 // Work split. Rows come in row groups of 16 (one mma tile of output rows); a row group's
 // n_in is cut into stages of kStageTiles (8) tiles of 256 elements. A stage holds, for each
 // of the 16 rows, its 8 consecutive ggml blocks (one bulk copy per row, plus one for the f16
-// block scales of formats that keep them apart; for Q6_K two TMA boxes, decision 0019); a
+// block scales of formats that keep them apart; for Q6_K two TMA boxes, decision 0019; for
+// the tile-major Q4_K one bulk copy of the whole stage, decision 0022); a
 // launch may hold up to kMatvecMaxParts weights of the same activations, whose row groups
 // follow each other (StreamParts); each consumer warp computes at most one of
 // its tiles (the CTA's tiles go to the warps round-robin across stages). The units (row
@@ -62,6 +63,9 @@ constexpr uint64_t kFlagTimeoutNs = 10000000000ull;  // a lost partner traps ins
 // Q4_K (16 copies a stage, no scales apart) gained nothing on large matrices and lost
 // 0.5-0.8 us on 12 MB ones, so the other formats keep the per-row bulk copies.
 constexpr bool uses_tma(WFormat f) { return f == WFormat::kQ6_K; }
+// Q4_K weights are tile-major (cuda_weight_layout.h, decision 0022): a stage of a row group
+// is one contiguous run of kQ4KTileBytes a tile, copied with one bulk copy.
+constexpr bool tile_major(WFormat f) { return f == WFormat::kQ4_K; }
 
 // Host-computed geometry of one launch.
 struct StreamGeom {
@@ -173,7 +177,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const int p = part_of(P, rg, rg_base);
       const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
       uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
-      if constexpr (kDiag == 3) {
+      if constexpr (tile_major(F)) {  // the stage's tiles are contiguous
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        if (lane == 0) {
+          const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
+          mbar_arrive_expect_tx(&sh.full[slot], bytes);
+          bulk_g2s(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
+        }
+      } else if constexpr (kDiag == 3) {
         const int nt = min(kStageTiles, G.n_tiles - t0);
         const int64_t total = P.n_out[p] * L.main_row_bytes;
         const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
@@ -260,10 +271,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past a part's last are never stored)
     R.pf = false;
     const uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
-    R.main0 = st + g * G.rs;
-    R.main1 = st + (g + 8) * G.rs;
-    R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
-    R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
+    if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
+      R.main0 = st + 16 * lane;
+      R.main1 = st + 2048 + 16 * g;
+    } else {
+      R.main0 = st + g * G.rs;
+      R.main1 = st + (g + 8) * G.rs;
+      R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
+      R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
+    }
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
@@ -422,9 +438,15 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   G.spr = (G.n_tiles + kStageTiles - 1) / kStageTiles;
   G.n_rg = n_rg;
   G.units = G.n_rg * G.spr;
-  G.rs = (kStageTiles * G.blk + 127) / 128 * 128 + 64;
-  G.ms = G.mpt ? (kStageTiles * G.mpt * 2 + 15) / 16 * 16 : 0;
-  G.stage_bytes = kRowGroup * (G.rs + G.ms);
+  if (tile_major(L.format) != L.tile_major) return false;
+  if (L.tile_major) {  // one contiguous run of tiles a stage
+    G.rs = G.ms = 0;
+    G.stage_bytes = static_cast<int>(kStageTiles * kQ4KTileBytes);
+  } else {
+    G.rs = (kStageTiles * G.blk + 127) / 128 * 128 + 64;
+    G.ms = G.mpt ? (kStageTiles * G.mpt * 2 + 15) / 16 * 16 : 0;
+    G.stage_bytes = kRowGroup * (G.rs + G.ms);
+  }
   // The ring: GS_MVS_RING_KB of shared memory (default 64: tg128 83.6 tok/s at 96 KB with all
   // shared memory carved out, 85.1 at 64 KB with 72% and a larger L1), 2..kMaxStages stages.
   static const int ring_kb = std::max(16, env_int("GS_MVS_RING_KB", 64));

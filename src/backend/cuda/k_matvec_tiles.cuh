@@ -136,8 +136,23 @@ struct TileQK45 {
     }
   }
 };
+// Q4_K is tile-major (cuda_weight_layout.h): for it RowPtrs holds main0 = the lane's qs
+// fragment run of tile 0 (group + 16 lane) and main1 = row g's header of tile 0 (group +
+// 2048 + 16 g); a tile is kQ4KTileBytes further on. The registers hold what TileQK45's do.
 template <>
-struct Tile<WFormat::kQ4_K> : TileQK45<false> {};
+struct Tile<WFormat::kQ4_K> : TileQK45<false> {
+  template <class Ld = GlobalLd>
+  static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int) {
+    const uint8_t* f = R.main0 + tile * kQ4KTileBytes;
+    const uint8_t* h = R.main1 + tile * kQ4KTileBytes;
+    r.qa0 = Ld::ld(f, true, R.pf);
+    r.qb0 = Ld::ld(f + 512, true, R.pf);
+    r.qa1 = Ld::ld(f + 1024, true, R.pf);
+    r.qb1 = Ld::ld(f + 1536, true, R.pf);
+    r.h0 = Ld::ld(h, true, R.pf);
+    r.h1 = Ld::ld(h + 128, true, R.pf);
+  }
+};
 template <>
 struct Tile<WFormat::kQ5_K> : TileQK45<true> {};
 
@@ -447,7 +462,8 @@ struct MvGrid {
 };
 
 // The rows a lane owns: row0 (g of the warp's 16) and row0 + 8, clamped to row 0 past n_out
-// (their loads then read zeros, ld16's ok flag), with their main and meta pointers.
+// (their loads then read zeros, ld16's ok flag), with their main and meta pointers; for a
+// tile-major layout the pointers Tile<kQ4_K> takes (lane = threadIdx.x % 32).
 __device__ __forceinline__ RowPtrs row_ptrs(const uint8_t* w, const WeightLayout& L, int64_t row0,
                                             const MvGrid& G) {
   const int64_t row1 = row0 + 8;
@@ -455,6 +471,13 @@ __device__ __forceinline__ RowPtrs row_ptrs(const uint8_t* w, const WeightLayout
   R.ok0 = row0 < L.n_out;
   R.ok1 = row1 < L.n_out;
   R.pf = G.l2pf != 0;
+  if (L.tile_major) {  // Tile<kQ4_K>'s pointers (the padding rows of the group read zeros)
+    const uint8_t* group = w + (row0 / kRowGroupRows) * kRowGroupRows * L.main_row_bytes;
+    R.main0 = group + 16 * (threadIdx.x & 31);
+    R.main1 = group + 2048 + 16 * (row0 % kRowGroupRows);
+    R.meta0 = R.meta1 = nullptr;
+    return R;
+  }
   R.main0 = w + (R.ok0 ? row0 : 0) * L.main_row_bytes;
   R.main1 = w + (R.ok1 ? row1 : 0) * L.main_row_bytes;
   const uint16_t* meta = reinterpret_cast<const uint16_t*>(w + L.meta_offset);
