@@ -124,7 +124,8 @@ struct StreamShared {
 
 // kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
 // activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
-// consumers read them with shared loads instead of through L1 (one activation row).
+// consumers read them with shared loads instead of through L1 (as many rows as fit
+// GS_MVS_XS_KB, see stream_geometry).
 // kDiag (a measurement, GS_MVS_DIAG, never a result): 1 streams the weights through the ring
 // without computing (the copy side alone), 2 computes on whatever the ring holds without
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
@@ -374,7 +375,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 }
 
 constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>)) - 1024;
-constexpr int kXsMaxBytes = 48 * 1024;  // activations kept in shared memory (kXS kernels)
 // Dynamic shared memory of a kXS CTA when two share an SM (228 KB, 1 KB reserved per CTA,
 // the static StreamShared<1>).
 constexpr int kXsCtaBytes = 228 * 1024 / 2 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
@@ -450,11 +450,13 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   // The ring: GS_MVS_RING_KB of shared memory (default 64: tg128 83.6 tok/s at 96 KB with all
   // shared memory carved out, 85.1 at 64 KB with 72% and a larger L1), 2..kMaxStages stages.
   static const int ring_kb = std::max(16, env_int("GS_MVS_RING_KB", 64));
-  // One activation row of up to kXsMaxBytes goes to shared memory (GS_MVS_XS=0: never); two
-  // CTAs per SM then share all 228 KB, so ring + activations stay within kXsCtaBytes.
+  // Activation rows of up to GS_MVS_XS_KB (default 64) go to shared memory (GS_MVS_XS=0:
+  // never): 5 rows of 5376 (verify 5 on the 31B's 5376-wide inputs) fit, one of 21504 too.
+  // Two CTAs per SM then share all 228 KB, so ring + activations stay within kXsCtaBytes.
   static const bool xs_on = env_int("GS_MVS_XS", 1) != 0;
+  static const int64_t xs_max = int64_t{1024} * std::clamp(env_int("GS_MVS_XS_KB", 64), 0, 96);
   const int64_t xs = n_rows * L.n_in_pad * 2;
-  G.xs_bytes = xs_on && n_rows <= 8 && xs <= kXsMaxBytes ? static_cast<int>((xs + 127) / 128 * 128) : 0;
+  G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
   const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
