@@ -490,11 +490,19 @@ class CudaBackend final : public Backend {
       const bool fa = choice == AttnKernel::kNew ||
                       (choice == AttnKernel::kAuto && (p.n_tokens >= kFaMinTokens || long_one_seq));
       // Split the KV range until the grid is about one wave (one CTA per SM at head_dim 512,
-      // two below), keeping at least 4 tiles (128 positions) per split.
+      // two below), keeping at least GS_ATTN_SPLIT_POS positions (default 64, 2 tiles) per
+      // split. On the H200 (31B, same call) 64 against 128 took a decode step at depth 32768
+      // from 9.71-9.80 to 9.60-9.61 ms (the sliding layers' window of 1024 in 16 splits, not
+      // 8), verify 5 there 11.50-11.62 to 11.41-11.45 ms; 32 was slower than both.
+      static const int split_pos = [] {
+        const char* e = std::getenv("GS_ATTN_SPLIT_POS");
+        const int v = e && *e ? std::atoi(e) : 64;
+        return std::clamp(v, 32, 4096);
+      }();
       const int ctas = std::max(1, fa ? cuda::attention_fa_cta_count(p) : cuda::attention_mma_cta_count(p));
       const int target = (fa ? cuda::attention_fa_ctas_per_sm(a.head_dim) : (a.head_dim >= 512 ? 1 : 2)) * n_sm_;
       int n_splits = ctas < target ? (target + ctas - 1) / ctas : 1;
-      const int by_len = std::max(1, (std::max(a.max_kv_len, 1) + 127) / 128);
+      const int by_len = std::max(1, (std::max(a.max_kv_len, 1) + split_pos - 1) / split_pos);
       n_splits = std::min(n_splits, by_len);
       const size_t per_split = static_cast<size_t>(p.n_tokens) * p.n_head * (p.head_dim + 2) * sizeof(float);
       n_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_splits), kAttnPartialBytes / per_split));
