@@ -167,8 +167,9 @@ int main(int argc, char** argv) {
     int n_sm;
   };
   // 2560 = 10 tiles (two stages, the second of 2 tiles); 83 rows = 6 row groups, the last of 3;
-  // 1 or 2 SMs give 2-4 CTAs, so row groups are cut between CTAs; 256 x 16: one CTA.
-  const Shape shapes[] = {{256, 16, 1}, {2560, 83, 2}, {4352, 41, 1}, {768, 130, 3}};
+  // 1 or 2 SMs give 2-4 CTAs, so row groups are cut between CTAs; 256 x 16: one CTA; 5376 x
+  // 15: one partial row group, and 5 rows of 5376 activations (53.8 KB) in shared memory.
+  const Shape shapes[] = {{256, 16, 1}, {2560, 83, 2}, {4352, 41, 1}, {768, 130, 3}, {5376, 15, 2}};
   const int64_t row_counts[] = {1, 2, 5, 9, 16};
   for (GgmlType type : types) {
     if (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos) continue;
@@ -180,13 +181,14 @@ int main(int argc, char** argv) {
     }
   }
   // One launch for several weights: parts whose row groups are cut between CTAs, a part of
-  // one partial row group, three parts.
+  // one partial row group, three parts, parts of fewer than 16 rows.
   for (GgmlType type : types) {
     if (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos) continue;
     for (int64_t n : {1, 5, 16}) {
-      ran += 2;
+      ran += 3;
       if (!run_case(type, 2560, {83, 41}, n, 2, lazy)) ++failed;
       if (!run_case(type, 768, {130, 9, 64}, n, 3, lazy)) ++failed;
+      if (!run_case(type, 768, {17, 1, 15}, n, 2, lazy)) ++failed;
     }
   }
   std::printf("matvec_emu (%s bulk copies): %d of %d cases passed\n", lazy ? "lazy" : "eager", ran - failed, ran);

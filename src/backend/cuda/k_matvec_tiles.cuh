@@ -145,12 +145,12 @@ struct Tile<WFormat::kQ4_K> : TileQK45<false> {
   static __device__ __forceinline__ void load(Raw& r, const RowPtrs& R, int64_t tile, int) {
     const uint8_t* f = R.main0 + tile * kQ4KTileBytes;
     const uint8_t* h = R.main1 + tile * kQ4KTileBytes;
-    r.qa0 = Ld::ld(f, true, R.pf);
-    r.qb0 = Ld::ld(f + 512, true, R.pf);
-    r.qa1 = Ld::ld(f + 1024, true, R.pf);
-    r.qb1 = Ld::ld(f + 1536, true, R.pf);
-    r.h0 = Ld::ld(h, true, R.pf);
-    r.h1 = Ld::ld(h + 128, true, R.pf);
+    r.qa0 = Ld::ld(f, R.ok0, R.pf);  // past n_out: zeros, no load (the row group may not exist)
+    r.qb0 = Ld::ld(f + 512, R.ok0, R.pf);
+    r.qa1 = Ld::ld(f + 1024, R.ok1, R.pf);
+    r.qb1 = Ld::ld(f + 1536, R.ok1, R.pf);
+    r.h0 = Ld::ld(h, R.ok0, R.pf);
+    r.h1 = Ld::ld(h + 128, R.ok1, R.pf);
   }
 };
 template <>
@@ -471,7 +471,7 @@ __device__ __forceinline__ RowPtrs row_ptrs(const uint8_t* w, const WeightLayout
   R.ok0 = row0 < L.n_out;
   R.ok1 = row1 < L.n_out;
   R.pf = G.l2pf != 0;
-  if (L.tile_major) {  // Tile<kQ4_K>'s pointers (the padding rows of the group read zeros)
+  if (L.tile_major) {  // Tile<kQ4_K>'s pointers; rows past n_out are not loaded (ok flags)
     const uint8_t* group = w + (row0 / kRowGroupRows) * kRowGroupRows * L.main_row_bytes;
     R.main0 = group + 16 * (threadIdx.x & 31);
     R.main1 = group + 2048 + 16 * (row0 % kRowGroupRows);
