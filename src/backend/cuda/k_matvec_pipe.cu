@@ -1,8 +1,8 @@
-// The pipelined decode matvec for Q5_K weights (it served Q4_K too before Q4_K went
-// tile-major, decision 0022; its per-lane row copies assume row-major blocks): the tiles and arithmetic of the
-// register-prefetch kernel in k_matvec.cu (k_matvec_tiles.cuh), but a tile's blocks travel
-// through a ring of shared-memory slots per warp with cp.async, so the next tiles are in
-// flight while one is computed without holding them in registers. Each lane copies and later
+// The pipelined decode matvec for Q5_K weights (it served Q4_K too until Q4_K went
+// tile-major, decision 0022: its per-lane row copies assume row-major blocks): the tiles and
+// arithmetic of the register-prefetch kernel in k_matvec.cu (k_matvec_tiles.cuh), but a
+// tile's blocks travel through a ring of shared-memory slots per warp with cp.async, so the
+// next tiles are in flight while one is computed without holding them in registers. Each lane copies and later
 // reads back only its own 16-byte pieces (slot layout [stage][field][lane], conflict-free), so
 // a per-thread cp.async.wait_group is the only synchronisation.
 #include <cstdlib>
