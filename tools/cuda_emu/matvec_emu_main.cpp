@@ -4,10 +4,16 @@
 // between CTAs (a small SM count makes few row groups enough). Usage: matvec_emu
 // [lazy|eager] [filter] (tools/cuda_emu/README.md; scripts/cuda_emu_matvec.sh builds and runs
 // it). Weights go through the CUDA backend's own repacking (cuda_weight_repack.cpp) and the
-// activations through the same f16 scaling as its conversion kernels.
+// activations through the same f16 scaling as its conversion kernels. Each weight's image ends
+// at an inaccessible page, so a read past its last byte faults.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +31,33 @@ using namespace gs::cuda;
 namespace {
 
 std::mt19937 rng(1234);
+
+// `bytes` of zeroed memory whose end touches a PROT_NONE page (bytes a multiple of 256, so the
+// start stays 256-byte aligned); unmapped on destruction.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t bytes) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    span_ = (bytes + page - 1) / page * page + page;
+    void* m = mmap(nullptr, span_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      std::perror("mmap");
+      std::abort();
+    }
+    map_ = static_cast<uint8_t*>(m);
+    mprotect(map_ + span_ - page, page, PROT_NONE);
+    data_ = map_ + span_ - page - bytes;
+  }
+  ~GuardedBuffer() { munmap(map_, span_); }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* map_ = nullptr;
+  uint8_t* data_ = nullptr;
+  size_t span_ = 0;
+};
 
 WFormat format_of(GgmlType t) {
   switch (t) {
@@ -75,7 +108,8 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
   const size_t rb = ggml_row_size(type, n_in).value();
   std::normal_distribution<float> nd(0.f, 1.f);
   const int parts = static_cast<int>(n_outs.size());
-  std::vector<std::vector<uint8_t>> wq(parts), dev(parts);
+  std::vector<std::vector<uint8_t>> wq(parts);
+  std::vector<std::unique_ptr<GuardedBuffer>> dev(parts);
   std::vector<WeightLayout> L(parts);
   std::vector<float> wf(static_cast<size_t>(n_in)), tmp;
   for (int p = 0; p < parts; ++p) {
@@ -85,10 +119,10 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
       quantize_row_fn(type)(wf.data(), wq[p].data() + rb * static_cast<size_t>(o), n_in);
     }
     L[p] = make_weight_layout(format_of(type), n_in, n_outs[p]);
-    dev[p].assign(L[p].total_bytes + 256, 0);
+    dev[p] = std::make_unique<GuardedBuffer>(L[p].total_bytes);
     for (int64_t o = 0; o < n_outs[p]; ++o)
-      repack_row(type, L[p], wq[p].data() + rb * static_cast<size_t>(o), o, dev[p].data(),
-                 reinterpret_cast<uint16_t*>(dev[p].data() + L[p].meta_offset), tmp);
+      repack_row(type, L[p], wq[p].data() + rb * static_cast<size_t>(o), o, dev[p]->data(),
+                 reinterpret_cast<uint16_t*>(dev[p]->data() + L[p].meta_offset), tmp);
   }
   std::vector<float> x(static_cast<size_t>(n * n_in));
   for (float& v : x) v = nd(rng);
@@ -103,7 +137,7 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
     const int64_t ys = n_outs[p] + 3 + p;  // strided outputs
     y[p].assign(static_cast<size_t>(n * ys), std::nanf(""));
     ym[p] = MatF{y[p].data(), n, n_outs[p], ys};
-    wp[p] = dev[p].data();
+    wp[p] = dev[p]->data();
     lp[p] = &L[p];
   }
   const int max_ctas = kMatvecCtasPerSm * n_sm;
