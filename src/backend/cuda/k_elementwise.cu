@@ -106,8 +106,7 @@ __global__ void __launch_bounds__(256) gelu_rows_kernel(MatF gate, MatF up, MatF
   bool nan = false;
   for (int c = threadIdx.x; c < n4; c += 256) {
     const float4 g = g4[c], u = u4[c];
-    const float4 o = make_float4(gelu_tanh(g.x) * u.x, gelu_tanh(g.y) * u.y, gelu_tanh(g.z) * u.z,
-                                 gelu_tanh(g.w) * u.w);
+    const float4 o = gelu_mul4(g, u);
     o4[c] = o;
     amax = fmaxf(amax, fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w))));
     nan |= isnan(o.x) || isnan(o.y) || isnan(o.z) || isnan(o.w);

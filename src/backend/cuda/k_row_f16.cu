@@ -99,8 +99,7 @@ __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF
     float4* o4 = reinterpret_cast<float4*>(out.data + row * out.stride);
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
-      v[i] = make_float4(gelu_tanh(g[i].x) * u[i].x, gelu_tanh(g[i].y) * u[i].y, gelu_tanh(g[i].z) * u[i].z,
-                         gelu_tanh(g[i].w) * u[i].w);
+      v[i] = gelu_mul4(g[i], u[i]);
       const int c = c0 + i * kThreads;
       if (c < n4) o4[c] = v[i];
     }
@@ -113,26 +112,18 @@ __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF
   }
   float m = 0.f;
   bool nan = false;
-#pragma unroll
-  for (int i = 0; i < kPerThread; ++i) {
-    if (c0 + i * kThreads < n4) {
-      m = fmaxf(m, fmaxf(fmaxf(fabsf(v[i].x), fabsf(v[i].y)), fmaxf(fabsf(v[i].z), fabsf(v[i].w))));
-      nan |= isnan(v[i].x) || isnan(v[i].y) || isnan(v[i].z) || isnan(v[i].w);
-    }
-  }
+  row_amax_nan(v, c0, n4, m, nan);
   const float amax = row_amax_across_ctas(m, nan, sync, row, chunk, n_chunks);
   float factor, undo;
   act_pow2_scale(amax, factor, undo);
   if (chunk == 0 && threadIdx.x == 0) xscale[row] = undo;
   uint2* hrow = reinterpret_cast<uint2*>(xh + row * n_in_pad);
+  row_put_f16(v, c0, n4, hrow, factor);
   const int pad4 = static_cast<int>(n_in_pad / 4);
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int c = c0 + i * kThreads;
-    if (c < n4)
-      hrow[c] = make_uint2(pack_f32x2(v[i].x * factor, v[i].z * factor), pack_f32x2(v[i].y * factor, v[i].w * factor));
-    else if (c < pad4)
-      hrow[c] = make_uint2(0u, 0u);
+    if (c >= n4 && c < pad4) hrow[c] = make_uint2(0u, 0u);
   }
 }
 

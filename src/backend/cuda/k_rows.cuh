@@ -115,6 +115,32 @@ __device__ __forceinline__ float row_block_amax(float m, bool nan, float* sh) {
   return any_nan ? __int_as_float(0x7fc00000) : r;
 }
 
+// This thread's max |v| and NaN flag over its float4 v[i] at columns c0 + i kRowThreads < n4.
+template <int NV>
+__device__ __forceinline__ void row_amax_nan(const float4 (&v)[NV], int c0, int n4, float& amax, bool& nan) {
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    if (c0 + i * kRowThreads < n4) {
+      amax = fmaxf(amax, fmaxf(fmaxf(fabsf(v[i].x), fabsf(v[i].y)), fmaxf(fabsf(v[i].z), fabsf(v[i].w))));
+      nan |= isnan(v[i].x) || isnan(v[i].y) || isnan(v[i].z) || isnan(v[i].w);
+    }
+  }
+}
+
+// This thread's float4 v[i] at columns c0 + i kRowThreads < n4 into the f16 operand row hrow:
+// each element times factor, each group of 4 stored as (0, 2, 1, 3).
+template <int NV>
+__device__ __forceinline__ void row_put_f16(const float4 (&v)[NV], int c0, int n4, uint2* __restrict__ hrow,
+                                            float factor) {
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int c = c0 + i * kRowThreads;
+    if (c < n4)
+      hrow[c] = make_uint2(pack_f32x2(__fmul_rn(v[i].x, factor), __fmul_rn(v[i].z, factor)),
+                           pack_f32x2(__fmul_rn(v[i].y, factor), __fmul_rn(v[i].w, factor)));
+  }
+}
+
 // Writes the row v (n4 float4) as the f16 matvec operand, as launch_act_to_f16_rows
 // (permute = true) does: every element times the power of two that puts max |v| near 2^11,
 // each group of 4 stored as (0, 2, 1, 3), zeros up to n_in_pad; *xscale = the factor that
@@ -125,31 +151,22 @@ __device__ __forceinline__ void row_write_f16(const float4 (&v)[NV], int n4, uin
                                               float* __restrict__ xscale, int64_t n_in_pad, float* sh) {
   float amax = 0.f;
   bool nan = false;
-#pragma unroll
-  for (int i = 0; i < NV; ++i) {
-    const int c = threadIdx.x + i * kRowThreads;
-    if (c < n4) {
-      amax = fmaxf(amax, fmaxf(fmaxf(fabsf(v[i].x), fabsf(v[i].y)), fmaxf(fabsf(v[i].z), fabsf(v[i].w))));
-      nan |= isnan(v[i].x) || isnan(v[i].y) || isnan(v[i].z) || isnan(v[i].w);
-    }
-  }
+  row_amax_nan(v, static_cast<int>(threadIdx.x), n4, amax, nan);
   float factor, undo;
   act_pow2_scale(row_block_amax(amax, nan, sh), factor, undo);
   if (threadIdx.x == 0) *xscale = undo;
   uint2* hrow = reinterpret_cast<uint2*>(xh_row);
-#pragma unroll
-  for (int i = 0; i < NV; ++i) {
-    const int c = threadIdx.x + i * kRowThreads;
-    if (c < n4)
-      hrow[c] = make_uint2(pack_f32x2(__fmul_rn(v[i].x, factor), __fmul_rn(v[i].z, factor)),
-                           pack_f32x2(__fmul_rn(v[i].y, factor), __fmul_rn(v[i].w, factor)));
-  }
+  row_put_f16(v, static_cast<int>(threadIdx.x), n4, hrow, factor);
   for (int c = n4 + threadIdx.x; c < n_in_pad / 4; c += kRowThreads) hrow[c] = make_uint2(0u, 0u);
 }
 
 // GELU with the tanh approximation (spec §3.1.2): 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
 __device__ __forceinline__ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+// GELU(g) * u, element by element.
+__device__ __forceinline__ float4 gelu_mul4(float4 g, float4 u) {
+  return make_float4(gelu_tanh(g.x) * u.x, gelu_tanh(g.y) * u.y, gelu_tanh(g.z) * u.z, gelu_tanh(g.w) * u.w);
 }
 
 // The cosine and sine (times the YaRN magnitude scale) of RoPE pair i at position pos,
