@@ -47,7 +47,9 @@ echo "env settings: ${GS_AB_ENVS:-none}"
 python3 - "$OUT" <<'PY'
 import json, os, sys, glob
 out = sys.argv[1]
-for f in sorted(glob.glob(os.path.join(out, "tg_*.json"))) + sorted(glob.glob(os.path.join(out, "mv_*.json"))):
+# The matmul lines first, the tg / verify lines last (the end of the output is what a device
+# call returns), then the JSON files go (a call brings back only a few files).
+for f in sorted(glob.glob(os.path.join(out, "mv_*.json"))) + sorted(glob.glob(os.path.join(out, "tg_*.json"))):
     try:
         res = json.load(open(f)).get("results", [])
     except Exception as e:
@@ -61,3 +63,4 @@ for f in sorted(glob.glob(os.path.join(out, "tg_*.json"))) + sorted(glob.glob(os
             continue
         print(f"  {r['group']:8} {r['test'][:40]:40} {r['seconds'] * 1e6:10.1f} us {r.get('gb_per_s', 0):6.0f} GB/s {extra}")
 PY
+rm -f "$OUT"/tg_*.json "$OUT"/mv_*.json

@@ -50,6 +50,23 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t by
                : "memory");
 }
 
+// An L2 cache policy under which the lines a load brings in are the first to be evicted
+// (createpolicy.fractional, PTX ISA 8.x "createpolicy"): for data read once, such as the
+// weights a decode step streams, so that they do not push the activations out of L2.
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+// bulk_g2s under the L2 cache policy `policy` (.L2::cache_hint).
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+
 // A 2-D box of a tensor map (TMA, cp.async.bulk.tensor): box element (i, j) of the map at
 // coordinates (c0 + i, c1 + j) into dst (the box dense, dimension 0 innermost; dst 128-byte
 // aligned); elements outside the tensor read as zeros. The barrier counts the whole box's bytes.
@@ -59,6 +76,16 @@ __device__ __forceinline__ void bulk_tensor_2d_g2s(void* dst, const void* tmap, 
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
           smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// bulk_tensor_2d_g2s under the L2 cache policy `policy`.
+__device__ __forceinline__ void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint64_t* bar,
+                                                   uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], "
+      "[%4], %5;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
 }
 

@@ -80,6 +80,7 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
+  int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -171,6 +172,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     uint32_t phase = 0;
     int64_t rg = u0 / G.spr;
     int s = static_cast<int>(u0 - rg * G.spr);
+    const uint64_t policy = G.evict_first ? l2_evict_first_policy() : 0;
+    auto copy = [&](void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+      if (G.evict_first) bulk_g2s(dst, src, bytes, bar, policy);
+      else bulk_g2s(dst, src, bytes, bar);
+    };
+    auto box = [&](void* dst, const CUtensorMap* m, int c0, int c1, uint64_t* bar) {
+      if (G.evict_first) bulk_tensor_2d_g2s(dst, m, c0, c1, bar, policy);
+      else bulk_tensor_2d_g2s(dst, m, c0, c1, bar);
+    };
     for (int64_t u = u0; u < u1; ++u) {
       mbar_wait(&sh.empty[slot], phase ^ 1u);
       const int t0 = s * kStageTiles;
@@ -183,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         if (lane == 0) {
           const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
           mbar_arrive_expect_tx(&sh.full[slot], bytes);
-          bulk_g2s(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
+          copy(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
         }
       } else if constexpr (kDiag == 3) {
         const int nt = min(kStageTiles, G.n_tiles - t0);
@@ -198,8 +208,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
         if (lane == 0) {
           mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
-          bulk_tensor_2d_g2s(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
-          bulk_tensor_2d_g2s(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
+          box(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
+          box(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
         }
       } else {  // one bulk copy per row (and one of its scales)
         const int nt = min(kStageTiles, G.n_tiles - t0);
@@ -210,13 +220,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
         __syncwarp();
         if (lane < rows) {
-          bulk_g2s(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
-                   &sh.full[slot]);
+          copy(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
+               &sh.full[slot]);
         } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
           const int r = lane - kRowGroup;
-          bulk_g2s(st + kRowGroup * G.rs + r * G.ms,
-                   w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
-                   &sh.full[slot]);
+          copy(st + kRowGroup * G.rs + r * G.ms,
+               w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
+               &sh.full[slot]);
         }
       }
       if (++slot == G.ns) {
@@ -253,12 +263,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
     for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
-  int slot = 0, seg = 0, rot = 0;
+  // The loop state in 32 bits (the launch checks G.units < 2^31) and the lane's parts of the
+  // stage and activation addresses computed once, not every stage.
+  const int iu1 = static_cast<int>(u1), spr = G.spr;
+  int slot = 0, seg = 0, rot = 0, slot_off = 0;
   uint32_t phase = 0;
-  int64_t rg = u0 / G.spr;
-  int s = static_cast<int>(u0 - rg * G.spr) - 1;
-  for (int64_t u = u0; u < u1; ++u) {
-    if (++s == G.spr) {
+  int rg = static_cast<int>(u0 / spr);
+  int s = static_cast<int>(u0) - rg * spr - 1;
+  int off0, off1, moff0 = 0, moff1 = 0;
+  if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
+    off0 = 16 * lane;
+    off1 = 2048 + 16 * g;
+  } else {
+    off0 = g * G.rs;
+    off1 = (g + 8) * G.rs;
+    moff0 = kRowGroup * G.rs + g * G.ms;
+    moff1 = kRowGroup * G.rs + (g + 8) * G.ms;
+  }
+  // Column tile ct reads activation row ct * 8 + g (row 0 past the last: computed, never stored).
+  const uint16_t* xrow[NT];
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) xrow[ct] = xsrc + static_cast<int64_t>(ct * 8 + g < n ? ct * 8 + g : 0) * L.n_in_pad;
+  for (int u = static_cast<int>(u0); u < iu1; ++u) {
+    if (++s == spr) {
       s = 0;
       ++rg;
     }
@@ -271,33 +298,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     RowPtrs R;
     R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past a part's last are never stored)
     R.pf = false;
-    const uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
-    if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
-      R.main0 = st + 16 * lane;
-      R.main1 = st + 2048 + 16 * g;
-    } else {
-      R.main0 = st + g * G.rs;
-      R.main1 = st + (g + 8) * G.rs;
-      R.meta0 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + g * G.ms);
-      R.meta1 = reinterpret_cast<const uint16_t*>(st + kRowGroup * G.rs + (g + 8) * G.ms);
-    }
+    const uint8_t* st = ring + slot_off;
+    R.main0 = st + off0;
+    R.main1 = st + off1;
+    R.meta0 = reinterpret_cast<const uint16_t*>(st + moff0);
+    R.meta1 = reinterpret_cast<const uint16_t*>(st + moff1);
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
     if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
+    slot_off += G.stage_bytes;
     if (++slot == G.ns) {
-      slot = 0;
+      slot = slot_off = 0;
       phase ^= 1u;
     }
     if (have) {
       const uint16_t* xb[NT];
-      bool xok[NT];
-      x_operands<NT>(xsrc, L, t0 + j, g, n, xb, xok);
+#pragma unroll
+      for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
       compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
-    if (s != G.spr - 1 && u != u1 - 1) continue;
+    if (s != spr - 1 && u != iu1 - 1) continue;
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
@@ -333,8 +356,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         __threadfence_block();
         *reinterpret_cast<volatile int*>(&sh.done[b]) = use + 1;
       }
-      const bool starts_mid = rg * G.spr < u0;  // the tail of a row group that CTA c - 1 finishes
-      const bool ends_mid = s != G.spr - 1;     // the head of one that CTA c + 1 has a part of
+      const bool starts_mid = static_cast<int64_t>(rg) * spr < u0;  // the tail of a row group that CTA c - 1 finishes
+      const bool ends_mid = s != spr - 1;     // the head of one that CTA c + 1 has a part of
       if (starts_mid) {
         float* part = sync.partial + c * kMatvecPartialFloats;
 #pragma unroll
@@ -459,6 +482,10 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
   const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
+  // The weight copies mark their L2 lines evict-first (read once a step; GS_MVS_EVICT=0: the
+  // default policy).
+  static const int evict = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
+  G.evict_first = evict;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;

@@ -118,6 +118,13 @@ inline void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint
   }
 }
 
+// L2 cache policies change nothing on the emulator.
+inline uint64_t l2_evict_first_policy() { return 0; }
+inline void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar, uint64_t) { bulk_g2s(dst, src, bytes, bar); }
+inline void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint64_t* bar, uint64_t) {
+  bulk_tensor_2d_g2s(dst, tmap, c0, c1, bar);
+}
+
 inline void tmap_prefetch(const void*) {}
 
 inline int ld_acquire_gpu(const int* p) { return *reinterpret_cast<const volatile int*>(p); }
