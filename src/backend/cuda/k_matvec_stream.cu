@@ -303,6 +303,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     R.main1 = st + off1;
     R.meta0 = reinterpret_cast<const uint16_t*>(st + moff0);
     R.meta1 = reinterpret_cast<const uint16_t*>(st + moff1);
+    // Every warp waits on every stage, with a tile or not: a parity wait is sound only for a
+    // warp that saw the slot's previous phase complete (a warp skipping stages could find the
+    // slot still in that phase, and the wait would return at once; docs/perf-notes.md,
+    // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
