@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs src/backend/cuda/k_matvec_stream.cu's bulk-copy matvec on the CPU emulator of
 # tools/cuda_emu (no GPU needed): every format it serves, 1..16 rows, row groups cut between
-# CTAs, bulk copies landing at issue or only when waited for. Needs a build of the project
+# CTAs, bulk copies landing at issue or only when waited for, or the block's fibers run in a
+# random order (random: one warp can run ahead of another). Needs a build of the project
 # (libgs_core.a in build/, ./scripts/build.sh). Usage: scripts/cuda_emu_matvec.sh
-# [lazy|eager|both] [format filter, e.g. q6_K]
+# [eager|lazy|random|both|all] [format filter, e.g. q6_K] (both = eager and lazy, the default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${GS_EMU_DIR:-build/cuda_emu}"
@@ -22,9 +23,9 @@ FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused
   "$OUT/k_matvec_stream_emu.o" "$CORE" -lspdlog -lfmt -o "$OUT/matvec_emu"
 mode="${1:-both}"
 rc=0
-for m in eager lazy; do
-  if [ "$mode" = both ] || [ "$mode" = "$m" ]; then
-    echo "== bulk copies $m"
+for m in eager lazy random; do
+  if [ "$mode" = all ] || { [ "$mode" = both ] && [ "$m" != random ]; } || [ "$mode" = "$m" ]; then
+    echo "== $m"
     "$OUT/matvec_emu" "$m" "${2:-}" || rc=1
   fi
 done

@@ -65,6 +65,10 @@ struct State {
   };
   std::vector<BulkCopy> bulk;
   bool reverse_blocks = false;  // run the grid's blocks from the last to the first
+  // Random fiber order: yield() switches to a fiber drawn at random (xorshift64) instead of
+  // the next one, so one warp can run far ahead of another, e.g. of the producer warp.
+  bool random_order = false;
+  uint64_t rng = 0x2545F4914F6CDD1Dull;
 };
 
 inline State& st() {
@@ -81,9 +85,16 @@ inline void yield() {
   }
   const int cur = s.tid;
   int next = cur;
-  for (int k = 1; k <= s.n; ++k) {
-    const int c = (cur + k) % s.n;
-    if (!s.fibers[static_cast<size_t>(c)].done) {
+  int start = cur + 1;
+  if (s.random_order) {
+    s.rng ^= s.rng << 13;
+    s.rng ^= s.rng >> 7;
+    s.rng ^= s.rng << 17;
+    start = static_cast<int>(s.rng % static_cast<uint64_t>(s.n));
+  }
+  for (int k = 0; k < s.n; ++k) {
+    const int c = (start + k) % s.n;
+    if (c != cur && !s.fibers[static_cast<size_t>(c)].done) {
       next = c;
       break;
     }

@@ -2,9 +2,10 @@
 // double-precision reference, for every format it serves, 1..16 activation rows (both column
 // tile counts, activations in shared memory or not) and shapes whose row groups are cut
 // between CTAs (a small SM count makes few row groups enough). Usage: matvec_emu
-// [lazy|eager] [filter] (tools/cuda_emu/README.md; scripts/cuda_emu_matvec.sh builds and runs
-// it). Weights go through the CUDA backend's own repacking (cuda_weight_repack.cpp) and the
-// activations through the same f16 scaling as its conversion kernels. Each weight's image ends
+// [eager|lazy|random] [filter] (tools/cuda_emu/README.md; scripts/cuda_emu_matvec.sh builds
+// and runs it; random: eager copies, the fibers in a random order). Weights go through the
+// CUDA backend's own repacking (cuda_weight_repack.cpp) and the activations through the same
+// f16 scaling as its conversion kernels. Each weight's image ends
 // at an inaccessible page, so a read past its last byte faults.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -192,7 +193,9 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool lazy = argc > 1 && std::string(argv[1]) == "lazy";
+  const std::string mode = argc > 1 ? argv[1] : "eager";
+  const bool lazy = mode == "lazy";
+  ::emu::st().random_order = mode == "random";
   const std::string filter = argc > 2 ? argv[2] : "";
   int failed = 0, ran = 0;
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0};
@@ -202,8 +205,9 @@ int main(int argc, char** argv) {
   };
   // 2560 = 10 tiles (two stages, the second of 2 tiles); 83 rows = 6 row groups, the last of 3;
   // 1 or 2 SMs give 2-4 CTAs, so row groups are cut between CTAs; 256 x 16: one CTA; 5376 x
-  // 15: one partial row group, and 5 rows of 5376 activations (53.8 KB) in shared memory.
-  const Shape shapes[] = {{256, 16, 1}, {2560, 83, 2}, {4352, 41, 1}, {768, 130, 3}, {5376, 15, 2}};
+  // 15: one partial row group, and 5 rows of 5376 activations (53.8 KB) in shared memory;
+  // 512 x 390 on one SM: 12 stages of 2 tiles a CTA (many short stages in one ring).
+  const Shape shapes[] = {{256, 16, 1}, {2560, 83, 2}, {4352, 41, 1}, {768, 130, 3}, {5376, 15, 2}, {512, 390, 1}};
   const int64_t row_counts[] = {1, 2, 5, 9, 16};
   for (GgmlType type : types) {
     if (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos) continue;
@@ -225,6 +229,8 @@ int main(int argc, char** argv) {
       if (!run_case(type, 768, {17, 1, 15}, n, 2, lazy)) ++failed;
     }
   }
-  std::printf("matvec_emu (%s bulk copies): %d of %d cases passed\n", lazy ? "lazy" : "eager", ran - failed, ran);
+  std::printf("matvec_emu (%s): %d of %d cases passed\n",
+              lazy ? "lazy bulk copies" : mode == "random" ? "eager bulk copies, fibers in random order" : "eager bulk copies",
+              ran - failed, ran);
   return failed ? 1 : 0;
 }
