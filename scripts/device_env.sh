@@ -9,6 +9,7 @@ export LD_LIBRARY_PATH="$PWD/$DEV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GS_SHARED_DIR="$PWD/$DEV/shared"
 export GS_DEVICE_BIN="$PWD/$DEV/bin"
 MODEL_31B=/tmp/gemma4-31b-synth-q4_k_m.gguf
+[ -f "$DEV/BUILD_INFO" ] && echo "binaries: $(cat "$DEV/BUILD_INFO")"
 # The binaries travel gzipped (device_pack.sh) to keep the carried tree under 64 MiB.
 for gz in "$DEV"/bin/*.gz; do
   [ -e "$gz" ] && gunzip -kf "$gz" && chmod +x "${gz%.gz}"

@@ -28,6 +28,10 @@ for f in tiny1234-target.gguf tiny1234-assistant.gguf tiny1234-goldens.gguf; do
   [ -f "../shared/golden/$f" ] && cp -f "../shared/golden/$f" "$DEV/shared/golden/$f"
 done
 ln -sfn ../../../models "$DEV/shared/models"
+# What was packed (device_env.sh prints it on the device): a call that carries a stale pack
+# then says so in its first line.
+echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo '+changes') built $(date -u -r "$BUILD/src/cli/gemmaserve" +%FT%TZ) packed $(date -u +%FT%TZ)" \
+  >"$DEV/BUILD_INFO"
 # Gzipped (device_env.sh unpacks them there): the carried tree must stay under 64 MiB.
 gzip -f "$DEV/bin/gemmaserve" "$DEV/bin/gs_test_cuda"
 du -sh "$DEV" "$DEV"/* | sed 's/^/device_pack: /'
