@@ -333,8 +333,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
     if (lane == 0) {  // red[b] is free once its previous segment has been reduced
-      while (*reinterpret_cast<volatile int*>(&sh.done[b]) != use) {
-      }
+      // (the sleep lets the emulator's fibers run; a warp two segments ahead is rare here)
+      while (*reinterpret_cast<volatile int*>(&sh.done[b]) != use) __nanosleep(20);
     }
     __syncwarp();
 #pragma unroll
