@@ -5,8 +5,8 @@
 // [eager|lazy|random] [filter] (tools/cuda_emu/README.md; scripts/cuda_emu_matvec.sh builds
 // and runs it; random: eager copies, the fibers in a random order). Weights go through the
 // CUDA backend's own repacking (cuda_weight_repack.cpp) and the activations through the same
-// f16 scaling as its conversion kernels. Each weight's image ends
-// at an inaccessible page, so a read past its last byte faults.
+// f16 scaling as its conversion kernels. Each weight's image ends at an inaccessible page, so
+// a read past its last byte faults.
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -280,10 +280,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     moff0 = kRowGroup * G.rs + g * G.ms;
     moff1 = kRowGroup * G.rs + (g + 8) * G.ms;
   }
-  // Column tile ct reads activation row ct * 8 + g (row 0 past the last: computed, never stored).
+  // Each column tile's activation row at tile 0 (x_operands: row 0 past the last, computed and
+  // never stored); a tile's operands are kTileElems per tile further on.
   const uint16_t* xrow[NT];
-#pragma unroll
-  for (int ct = 0; ct < NT; ++ct) xrow[ct] = xsrc + static_cast<int64_t>(ct * 8 + g < n ? ct * 8 + g : 0) * L.n_in_pad;
+  bool xok[NT];
+  x_operands<NT>(xsrc, L, 0, g, n, xrow, xok);
   for (int u = static_cast<int>(u0); u < iu1; ++u) {
     if (++s == spr) {
       s = 0;
@@ -361,7 +362,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         *reinterpret_cast<volatile int*>(&sh.done[b]) = use + 1;
       }
       const bool starts_mid = static_cast<int64_t>(rg) * spr < u0;  // the tail of a row group that CTA c - 1 finishes
-      const bool ends_mid = s != spr - 1;     // the head of one that CTA c + 1 has a part of
+      const bool ends_mid = s != spr - 1;                           // the head of one that CTA c + 1 has a part of
       if (starts_mid) {
         float* part = sync.partial + c * kMatvecPartialFloats;
 #pragma unroll
