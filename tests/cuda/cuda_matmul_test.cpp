@@ -185,6 +185,44 @@ TEST(CudaMatmul, MultiSameInput) {
   check_multi({GgmlType::F16, GgmlType::Q4_K}, 512, {33, 48}, {2, 40});  // nothing to share; prefill rows
 }
 
+// A verify pass must reproduce decode exactly (greedy with MTP = without): each row of a
+// 2..16-row matmul equals, bit for bit, the same row alone (the decode matvec's contract,
+// k_matvec_stream.cu; for Q4_K the dp4a and integer-mma paths of k_matvec_x8.cuh).
+TEST(CudaMatmul, VerifyRowsReproduceDecode) {
+  GS_REQUIRE_BACKENDS();
+  auto& B = Backends::get();
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2560, 2247}, {5376, 520}, {21504, 272}}) {
+      const std::vector<uint8_t> w = random_weight(type, n_in, n_out);
+      auto wr = B.fast->upload_weight(w.data(), type, n_in, n_out);
+      ASSERT_TRUE(wr.ok()) << wr.status().to_string();
+      const Weight wt = wr.value();
+      for (int64_t rows : {2, 5, 8, 9, 16}) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " n_in " + std::to_string(n_in) + " rows " +
+                     std::to_string(rows));
+        HostMat hx(rows, n_in, n_in);
+        DevMat x(*B.fast, hx), y(*B.fast, rows, n_out, n_out);
+        B.fast->matmul(wt, x.m, y.m);
+        ASSERT_TRUE(B.fast->synchronize().ok());
+        const std::vector<float> all = y.dense();
+        for (int64_t r = 0; r < rows; r += (r < 2 ? 1 : 3)) {
+          HostMat h1(1, n_in, n_in);
+          std::copy(hx.v.begin() + r * n_in, hx.v.begin() + (r + 1) * n_in, h1.v.begin());
+          DevMat x1(*B.fast, h1), y1(*B.fast, 1, n_out, n_out);
+          B.fast->matmul(wt, x1.m, y1.m);
+          ASSERT_TRUE(B.fast->synchronize().ok());
+          const std::vector<float> one = y1.dense();
+          int bad = 0;
+          for (int64_t o = 0; o < n_out; ++o)
+            if (std::memcmp(&one[static_cast<size_t>(o)], &all[static_cast<size_t>(r * n_out + o)], 4) != 0 && bad++ < 3)
+              ADD_FAILURE() << "row " << r << " output " << o << ": " << all[static_cast<size_t>(r * n_out + o)]
+                            << " in the batch, " << one[static_cast<size_t>(o)] << " alone";
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaMatmul, ExtremeActivationScales) {
   GS_REQUIRE_BACKENDS();
   for (float s : {1e-6f, 1e-3f, 30.0f, 3e3f, 1e5f}) check_matmul(GgmlType::Q4_K, 512, 64, {1, 6, 33}, s);

@@ -6,7 +6,8 @@
 // and runs it; random: eager copies, the fibers in a random order). Weights go through the
 // CUDA backend's own repacking (cuda_weight_repack.cpp) and the activations through the same
 // f16 scaling as its conversion kernels. Each weight's image ends at an inaccessible page, so
-// a read past its last byte faults.
+// a read past its last byte faults. A case of several rows also runs row 0 alone and expects
+// the same bits (a verify pass reproduces decode).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -183,6 +184,22 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
                       static_cast<long>(o), got, ref, cond);
       }
     }
+  }
+  // A verify pass must reproduce decode: row 0 alone gives the same bits as row 0 of the batch.
+  if (n > 1) {
+    std::vector<std::vector<float>> y1(parts);
+    std::vector<MatF> ym1(parts);
+    for (int p = 0; p < parts; ++p) {
+      y1[p].assign(static_cast<size_t>(n_outs[p]), std::nanf(""));
+      ym1[p] = MatF{y1[p].data(), 1, n_outs[p], n_outs[p]};
+    }
+    if (parts == 1) launch_matvec_stream(nullptr, wp[0], L[0], xh.data(), xscale.data(), ym1[0], n_sm, sync);
+    else launch_matvec_stream_multi(nullptr, wp.data(), lp.data(), ym1.data(), parts, xh.data(), xscale.data(), n_sm, sync);
+    for (int p = 0; p < parts; ++p)
+      for (int64_t o = 0; o < n_outs[p]; ++o)
+        if (std::memcmp(&y1[p][static_cast<size_t>(o)], &y[p][static_cast<size_t>(o)], 4) != 0 && bad++ < 3)
+          std::printf("  part %d y[0][%ld] = %.9g in the batch, %.9g alone\n", p, static_cast<long>(o),
+                      y[p][static_cast<size_t>(o)], y1[p][static_cast<size_t>(o)]);
   }
   std::printf("  %-5s n_in %5ld n_out %4ld parts %d rows %2ld SMs %d: %s (worst %.2e of sum |w x|)\n", name.c_str(),
               static_cast<long>(n_in), static_cast<long>(n_outs[0]), parts, static_cast<long>(n), n_sm,
