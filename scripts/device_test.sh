@@ -8,11 +8,9 @@ cd "$(dirname "$0")/.."
 if [ -n "${GS_DEVICE_BIN:-}" ]; then
   # Prebuilt binaries (a lent GPU machine without the -dev packages): run the test binary.
   "$GS_DEVICE_BIN/gs_test_cuda" --gtest_color=no "$@" || exit $?
-  # The matmul tests again with the pipelined matvec on every size, with Q4_K's f16 path and
-  # with the register-prefetch one (see tests/CMakeLists.txt).
+  # The matmul tests again with the pipelined matvec on every size and with the
+  # register-prefetch one (see tests/CMakeLists.txt).
   env GS_CUDA_MV=pipe "$GS_DEVICE_BIN/gs_test_cuda" --gtest_color=no --gtest_filter='CudaMatmul.*' || exit $?
-  # Q4_K's f16 bulk-copy path (the integer path is the default, decision 0024).
-  env GS_MVS_X8=0 "$GS_DEVICE_BIN/gs_test_cuda" --gtest_color=no --gtest_filter='CudaMatmul.*' || exit $?
   exec env GS_CUDA_MV=mma "$GS_DEVICE_BIN/gs_test_cuda" --gtest_color=no --gtest_filter='CudaMatmul.*'
 fi
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then

@@ -131,29 +131,21 @@ bool launch_gelu_mul_rows_coop(cudaStream_t s, MatF gate, MatF up, MatF out, uin
 // launch leaves the flags zero again. One set serves every launch on a stream.
 constexpr int kMatvecMaxParts = 3;  // weights one bulk-copy matvec launch may take (launch_matvec_stream_multi)
 constexpr int kMatvecPartialFloats = 2 * 4 * 32;  // up to 2 column tiles x 4 accumulators x 32 lanes
-// The Q4_K integer path's activation operand when it does not fit in a CTA's shared memory
-// (k_matvec_x8.cuh's x8 layout, written by a quantization kernel before the matvec): up to
-// 16 rows of 65536 activations, 72 bytes per 32.
-constexpr size_t kMatvecX8Bytes = size_t{16} * 65536 / 32 * 72;
 struct MatvecSync {
   int* flags = nullptr;      // [max_ctas]
   float* partial = nullptr;  // [max_ctas][kMatvecPartialFloats]
-  uint8_t* x8 = nullptr;     // [kMatvecX8Bytes]
   int max_ctas = 0;
 };
-// Bytes of scratch (flags, partials, the x8 operand; 256-byte aligned parts) for max_ctas CTA slots.
+// Bytes of scratch (flags then partials, 256-byte aligned parts) for max_ctas CTA slots.
 inline size_t matvec_sync_bytes(int max_ctas) {
   const size_t f = (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256;
-  const size_t p = (static_cast<size_t>(max_ctas) * kMatvecPartialFloats * sizeof(float) + 255) / 256 * 256;
-  return f + p + kMatvecX8Bytes;
+  return f + static_cast<size_t>(max_ctas) * kMatvecPartialFloats * sizeof(float);
 }
 inline MatvecSync matvec_sync_at(void* base, int max_ctas) {
   MatvecSync m;
-  const size_t f = (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256;
-  const size_t p = (static_cast<size_t>(max_ctas) * kMatvecPartialFloats * sizeof(float) + 255) / 256 * 256;
   m.flags = static_cast<int*>(base);
-  m.partial = reinterpret_cast<float*>(static_cast<char*>(base) + f);
-  m.x8 = reinterpret_cast<uint8_t*>(static_cast<char*>(base) + f + p);
+  m.partial = reinterpret_cast<float*>(static_cast<char*>(base) +
+                                       (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256);
   m.max_ctas = max_ctas;
   return m;
 }

@@ -60,32 +60,6 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Integer dot product of 4 byte pairs (PTX dp4a.u32.s32): c + sum_i a_i b_i with the bytes
-// of a unsigned (0..255) and those of b signed (-128..127); exact in 32 bits.
-__device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {
-  int d;
-  asm("dp4a.u32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-// D += A B on tensor cores: m16n8k32 with A unsigned bytes, B signed bytes, s32 accumulators
-// (exact). PTX ISA fragment layout (g = lane / 4, t = lane % 4; 4 bytes a register, first
-// byte = lowest k): a0 row g, k 4t..4t+3; a1 row g+8, k 4t..; a2 row g, k 16+4t..; a3 row
-// g+8, k 16+4t..; b0 k 4t..4t+3, column g; b1 k 16+4t.., column g; c0 c1 row g, columns 2t,
-// 2t+1; c2 c3 row g+8.
-__device__ __forceinline__ void mma_16832_u8s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-// Float arithmetic rounded once each, never contracted or reordered (results that must not
-// depend on how the compiler schedules two kernels' copies of the same formula).
-__device__ __forceinline__ float fmul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
-__device__ __forceinline__ float fadd_rn(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ float fdiv_rn(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ int f2i_rn(float a) { return __float2int_rn(a); }
-
 // (a & mask) | c in one LOP3 (the compiler does not always merge the two).
 __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t c) {
   uint32_t d;

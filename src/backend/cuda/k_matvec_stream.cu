@@ -44,7 +44,6 @@
 #include "backend/cuda/k_launch.cuh"
 #include "backend/cuda/k_matvec_stream.h"
 #include "backend/cuda/k_matvec_tiles.cuh"
-#include "backend/cuda/k_matvec_x8.cuh"
 
 namespace gs::cuda {
 namespace {
@@ -82,9 +81,6 @@ struct StreamGeom {
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
-  int x8;           // Q4_K's integer path (k_matvec_x8.cuh; GS_MVS_X8=0 turns it off): the
-                    // activations as x8, quantized by each CTA into shared memory (xs_bytes
-                    // of them) or, when they do not fit, read from MatvecSync::x8
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -136,10 +132,7 @@ struct StreamShared {
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-// kX8 (Q4_K only, k_matvec_x8.cuh): 1 = one activation row with dp4a, 2 = 2..16 rows with the
-// integer mma; the activations are then the x8 operand (kXS: each CTA quantizes them into
-// shared memory at its start; else MatvecSync::x8, written before the launch).
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kX8 = 0>
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -164,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       mbar_init(&sh.full[i], 1);
       mbar_init(&sh.empty[i], kConsumerWarps);
     }
-    mbar_init(&sh.xbar, kX8 != 0 ? kConsumerWarps : 1);  // x8: every consumer warp's quantized blocks
+    mbar_init(&sh.xbar, 1);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
     mbar_init_fence();
   }
@@ -254,26 +247,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int n = static_cast<int>(P.y[0].rows);
   using XL = typename std::conditional<kXS, SharedX, GlobalX>::type;
   const uint16_t* xsrc = xh;
-  const uint8_t* x8q = nullptr;  // the x8 operand's codes and meta
-  const float2* x8m = nullptr;
-  if constexpr (kX8 != 0) {
-    const int64_t nblk = static_cast<int64_t>(n) * (L.n_in_pad / kX8Block);
-    if constexpr (kXS) {
-      // Every CTA quantizes the rows itself (the same bytes in all); the weights keep
-      // streaming into the ring meanwhile.
-      uint8_t* xs = ring + static_cast<size_t>(G.ns) * G.stage_bytes;
-      float2* xm = reinterpret_cast<float2*>(xs + nblk * kX8BlockBytes);
-      for (int64_t b = threadIdx.x; b < nblk; b += kConsumerWarps * 32) x8_quantize_block(xh, b, xs, xm);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&sh.xbar);  // release: the warp's blocks are written
-      mbar_wait(&sh.xbar, 0);
-      x8q = xs;
-      x8m = xm;
-    } else {
-      x8q = sync.x8;
-      x8m = reinterpret_cast<const float2*>(sync.x8 + nblk * kX8BlockBytes);
-    }
-  } else if constexpr (kXS) {
+  if constexpr (kXS) {
     // One bulk copy of the activation rows (after the wait: the predecessor wrote them); a
     // thread-by-thread copy would chain one L2 round trip per 4 KB on the start of every CTA.
     uint8_t* xs = ring + static_cast<size_t>(G.ns) * G.stage_bytes;
@@ -286,11 +260,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
   float acc[NT][4], acc2[NT][4];
-  float part[4][NT][4];  // kX8 == 2: the four chunk partials of each accumulator
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
-    for (int i = 0; i < 4; ++i)
-      acc[ct][i] = acc2[ct][i] = part[0][ct][i] = part[1][ct][i] = part[2][ct][i] = part[3][ct][i] = 0.f;
+    for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
   // The loop state in 32 bits (the launch checks G.units < 2^31) and the lane's parts of the
   // stage and activation addresses computed once, not every stage.
   const int iu1 = static_cast<int>(u1), spr = G.spr;
@@ -299,13 +271,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   int rg = static_cast<int>(u0 / spr);
   int s = static_cast<int>(u0) - rg * spr - 1;
   int off0, off1, moff0 = 0, moff1 = 0;
-  if constexpr (kX8 == 1) {
-    off0 = x8_dp_offset(g, t);
-    off1 = 0;
-  } else if constexpr (kX8 == 2) {
-    off0 = x8_mma_offset(g, t);
-    off1 = 0;
-  } else if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
+  if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
     off0 = 16 * lane;
     off1 = 2048 + 16 * g;
   } else {
@@ -319,25 +285,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const uint16_t* xrow[NT];
   bool xok[NT];
   x_operands<NT>(xsrc, L, 0, g, n, xrow, xok);
-  // The x8 operand's lane pointers at tile 0 (a tile is 8 blocks further on): kX8 == 1 blocks
-  // 2t and 2t + 1 of row 0; kX8 == 2 group t of column ct * 8 + g's codes (the B operand) and
-  // the meta of columns ct * 8 + 2t + jj, rows past the last at row 0 (computed, never stored).
-  const int64_t x8_row_blocks = L.n_in_pad / kX8Block;
-  const uint8_t* x8b[NT];
-  const float2* x8mc[NT][2];
-  if constexpr (kX8 != 0) {
-#pragma unroll
-    for (int ct = 0; ct < NT; ++ct) {
-      const int cb = kX8 == 1 ? 0 : (ct * 8 + g < n ? ct * 8 + g : 0);
-      x8b[ct] = x8q + cb * x8_row_blocks * kX8BlockBytes + (kX8 == 1 ? 2 * t * kX8BlockBytes : 16 * t);
-#pragma unroll
-      for (int jj = 0; jj < 2; ++jj) {
-        const int cm = kX8 == 1 ? 0 : (ct * 8 + 2 * t + jj < n ? ct * 8 + 2 * t + jj : 0);
-        x8mc[ct][jj] = x8m + cm * x8_row_blocks + (kX8 == 1 ? 2 * t : 0);
-      }
-    }
-  }
-  using Raw = std::conditional_t<kX8 == 1, X8DpRaw, std::conditional_t<kX8 == 2, X8MmaRaw, typename Tile<F>::Raw>>;
   for (int u = static_cast<int>(u0); u < iu1; ++u) {
     if (++s == spr) {
       s = 0;
@@ -363,12 +310,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
-    Raw cur;
-    if (have) {
-      if constexpr (kX8 == 1) x8_dp_load(cur, st + j * kQ4KTileBytes, off0, g);
-      else if constexpr (kX8 == 2) x8_mma_load(cur, st + j * kQ4KTileBytes, off0, g);
-      else Tile<F>::template load<SharedLd>(cur, R, j, t);
-    }
+    typename Tile<F>::Raw cur;
+    if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
     slot_off += G.stage_bytes;
@@ -377,37 +320,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       phase ^= 1u;
     }
     if (have) {
-      const int tile = t0 + j;
-      if constexpr (kX8 == 1) {
-        x8_dp_tile<XL>(cur, acc[0][0], acc[0][2], t, x8b[0] + tile * (8 * kX8BlockBytes), x8mc[0][0] + tile * 8);
-      } else if constexpr (kX8 == 2) {
-        const uint8_t* xb[NT];
-        const float2* xm[NT][2];
+      const uint16_t* xb[NT];
 #pragma unroll
-        for (int ct = 0; ct < NT; ++ct) {
-          xb[ct] = x8b[ct] + tile * (8 * kX8BlockBytes);
-          xm[ct][0] = x8mc[ct][0] + tile * 8;
-          xm[ct][1] = x8mc[ct][1] + tile * 8;
-        }
-        x8_mma_tile<NT, XL>(cur, part, xb, xm);
-      } else {
-        const uint16_t* xb[NT];
-#pragma unroll
-        for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + tile * kTileElems;
-        compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
-      }
+      for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
     if (s != spr - 1 && u != iu1 - 1) continue;
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
     // (fixed, so the result does not depend on timing) and writes the row group out.
-    if constexpr (kX8 == 1) {  // lane t holds chunk t's partial: (P_0 + P_1) + (P_2 + P_3)
-      acc[0][0] = x8_dp_reduce(acc[0][0]);
-      acc[0][2] = x8_dp_reduce(acc[0][2]);
-    } else if constexpr (kX8 == 2) {
-      x8_mma_reduce<NT>(part, acc);
-    }
     add_acc<NT>(acc, acc2);
     const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
@@ -500,16 +422,16 @@ int diag_mode() {
   return d;
 }
 
-template <WFormat F, int NT, int MB, bool XS, int D = 0, int X8 = 0>
+template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, X8>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, X8>, cudaFuncAttributePreferredSharedMemoryCarveout,
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
                               XS ? 100 : carve);
 }
 
@@ -519,14 +441,6 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
-  if constexpr (F == WFormat::kQ4_K) {  // the integer path's kernels (launch_f)
-    for (cudaError_t r : {prepare_one<F, 1, 1, true, 0, 1>(), prepare_one<F, 1, 1, false, 0, 1>(),
-                          prepare_one<F, 1, 2, true, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>(),
-                          prepare_one<F, 1, 1, true, 0, 2>(), prepare_one<F, 1, 1, false, 0, 2>(),
-                          prepare_one<F, 1, 2, true, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
-                          prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
-      if (r != cudaSuccess) e = r;
-  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -569,11 +483,7 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   // Two CTAs per SM then share all 228 KB, so ring + activations stay within kXsCtaBytes.
   static const bool xs_on = env_int("GS_MVS_XS", 1) != 0;
   static const int64_t xs_max = int64_t{1024} * std::clamp(env_int("GS_MVS_XS_KB", 64), 0, 96);
-  // Q4_K takes the integer path (GS_MVS_X8=0: the f16 one); its operand is x8, 2.25 bytes an
-  // activation instead of 2.
-  static const bool x8_on = env_int("GS_MVS_X8", 1) != 0;
-  G.x8 = x8_on && L.format == WFormat::kQ4_K && L.tile_major ? 1 : 0;
-  const int64_t xs = G.x8 ? x8_bytes(n_rows, L.n_in_pad) : n_rows * L.n_in_pad * 2;
+  const int64_t xs = n_rows * L.n_in_pad * 2;
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
   const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
@@ -657,18 +567,6 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
   auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
-  if constexpr (F == WFormat::kQ4_K) {
-    if (G.x8) {  // dp4a for one row, the integer mma for more; more than 8 rows never fit in shared memory
-      const bool xs = G.xs_bytes != 0;
-      if constexpr (NT == 1) {
-        if (P.y[0].rows == 1)
-          return go(xs ? matvec_stream_kernel<F, 1, MB, true, 0, 1> : matvec_stream_kernel<F, 1, MB, false, 0, 1>);
-        return go(xs ? matvec_stream_kernel<F, 1, MB, true, 0, 2> : matvec_stream_kernel<F, 1, MB, false, 0, 2>);
-      } else {
-        return go(matvec_stream_kernel<F, 2, MB, false, 0, 2>);
-      }
-    }
-  }
   if constexpr (NT == 1) {
     const bool xs = G.xs_bytes != 0;
     if constexpr (MB == 2) {
@@ -695,16 +593,6 @@ void launch_nt(cudaStream_t s, const StreamParts& P, const WeightLayout& L, cons
     case WFormat::kQ4_0: launch_f<WFormat::kQ4_0, NT, MB>(s, P, L, xh, xscale, G, ctas, sync, tm); break;
     default: break;
   }
-}
-
-// The x8 operand of the activation rows when a CTA cannot hold it (x8_quantize_block per
-// block of 32, into MatvecSync::x8).
-__global__ void __launch_bounds__(256) x8_quantize_kernel(const uint16_t* __restrict__ xh, int64_t nblk,
-                                                          uint8_t* codes) {
-  GS_PDL_ENTRY();
-  float2* meta = reinterpret_cast<float2*>(codes + nblk * kX8BlockBytes);
-  for (int64_t b = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x; b < nblk; b += static_cast<int64_t>(gridDim.x) * 256)
-    x8_quantize_block(xh, b, codes, meta);
 }
 
 }  // namespace
@@ -752,12 +640,6 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
   if (uses_tma(L[0]->format)) {
     for (int p = 0; p < n; ++p)
       if (!stage_maps(P.w[p], *L[p], G, &tm.main[p], &tm.meta[p])) return false;  // the older kernels serve it
-  }
-  if (G.x8 && !G.xs_bytes) {  // the x8 operand in global memory first
-    const int64_t nblk = rows * (L[0]->n_in_pad / kX8Block);
-    if (!sync.x8 || static_cast<size_t>(x8_bytes(rows, L[0]->n_in_pad)) > kMatvecX8Bytes) return false;
-    const int qctas = static_cast<int>(std::min<int64_t>((nblk + 255) / 256, 4 * static_cast<int64_t>(n_sm)));
-    launch_k(x8_quantize_kernel, qctas, 256, 0, s, xh, nblk, sync.x8);
   }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
   if (rows <= 8) {

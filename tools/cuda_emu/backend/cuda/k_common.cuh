@@ -219,63 +219,6 @@ inline void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint
   for (int e = 0; e < 4; ++e) c[e] = r.d[e];
 }
 
-// dp4a.u32.s32: c + sum of a's unsigned bytes times b's signed bytes.
-inline int dp4a_us(uint32_t a, uint32_t b, int c) {
-  int64_t s = c;
-  for (int i = 0; i < 4; ++i)
-    s += static_cast<int64_t>((a >> (8 * i)) & 0xffu) * static_cast<int8_t>(static_cast<uint8_t>((b >> (8 * i)) & 0xffu));
-  return static_cast<int>(static_cast<int32_t>(s));
-}
-// mma m16n8k32 u8 x s8 -> s32 with the PTX ISA fragment layout (see the real k_common.cuh).
-inline void mma_16832_u8s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
-  struct In {
-    uint32_t a[4], b[2];
-    int c[4];
-  };
-  const In in{{a0, a1, a2, a3}, {b0, b1}, {c[0], c[1], c[2], c[3]}};
-  struct Out {
-    int d[4];
-  };
-  const Out r = ::emu::warp_collective(in, [&](int lane, auto get) {
-    int A[16][32], Bm[32][8], Cm[16][8];
-    auto ub = [](uint32_t w, int i) { return static_cast<int>((w >> (8 * i)) & 0xffu); };
-    auto sb = [](uint32_t w, int i) { return static_cast<int>(static_cast<int8_t>(static_cast<uint8_t>((w >> (8 * i)) & 0xffu))); };
-    for (int l = 0; l < 32; ++l) {
-      const In v = get(l);
-      const int g = l / 4, t = l % 4;
-      for (int i = 0; i < 4; ++i) {
-        A[g][4 * t + i] = ub(v.a[0], i);
-        A[g + 8][4 * t + i] = ub(v.a[1], i);
-        A[g][16 + 4 * t + i] = ub(v.a[2], i);
-        A[g + 8][16 + 4 * t + i] = ub(v.a[3], i);
-        Bm[4 * t + i][g] = sb(v.b[0], i);
-        Bm[16 + 4 * t + i][g] = sb(v.b[1], i);
-      }
-      Cm[g][2 * t] = v.c[0];
-      Cm[g][2 * t + 1] = v.c[1];
-      Cm[g + 8][2 * t] = v.c[2];
-      Cm[g + 8][2 * t + 1] = v.c[3];
-    }
-    const int g = lane / 4, t = lane % 4;
-    Out o;
-    const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
-    for (int e = 0; e < 4; ++e) {
-      int64_t acc = Cm[rows[e]][cols[e]];
-      for (int k = 0; k < 32; ++k) acc += static_cast<int64_t>(A[rows[e]][k]) * Bm[k][cols[e]];
-      o.d[e] = static_cast<int>(static_cast<int32_t>(acc));
-    }
-    return o;
-  });
-  for (int e = 0; e < 4; ++e) c[e] = r.d[e];
-}
-// IEEE single operations rounded once (the host build does not contract: no -ffp-contract=fast
-// FMA on baseline x86-64).
-inline float fmul_rn(float a, float b) { return a * b; }
-inline float fma_rn(float a, float b, float c) { return std::fma(a, b, c); }
-inline float fadd_rn(float a, float b) { return a + b; }
-inline float fdiv_rn(float a, float b) { return a / b; }
-inline int f2i_rn(float a) { return static_cast<int>(std::nearbyint(a)); }
-
 inline void ldmatrix_x4_impl(uint32_t (&r)[4], const void* p, bool trans) {
   struct In {
     const uint16_t* row;
