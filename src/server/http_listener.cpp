@@ -64,15 +64,19 @@ std::string refusal(int status, std::string_view reason, std::string_view messag
 
 constexpr uint64_t kInvalidLength = ~uint64_t{0};
 constexpr uint64_t kBadCoding = kInvalidLength - 1;
+constexpr uint64_t kCompressed = kInvalidLength - 2;
 
 // The Content-Length of a request head: 0 when it has none or is chunked, kInvalidLength
 // when it is not a number or two disagree, kBadCoding for a transfer coding other than
-// chunked (httplib read such a body until the connection closed), and at least 10^18 when
-// it is absurdly long. `framed` says whether the head has either header at all, `chunked`
-// whether it has Transfer-Encoding.
+// chunked (httplib read such a body until the connection closed), kCompressed for a content
+// coding other than identity (httplib inflates gzip and brotli bodies after the body limit
+// counted their compressed bytes: a 1 MB gzip body became 1 GB in memory), and at least
+// 10^18 when it is absurdly long. `framed` says whether the head has a Content-Length or
+// Transfer-Encoding header at all, `chunked` whether it has Transfer-Encoding.
 uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
   *chunked = false;
+  bool bad_coding = false, compressed = false;
   std::optional<uint64_t> length;
   size_t pos = head.find('\n');
   while (pos != std::string_view::npos && pos + 1 < head.size()) {
@@ -86,12 +90,17 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == '\r' || value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (name == "transfer-encoding") {
-      *framed = true;
-      *chunked = true;
+    if (name == "transfer-encoding" || name == "content-encoding") {
       std::string coding(value);
       std::transform(coding.begin(), coding.end(), coding.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-      return coding == "chunked" ? 0 : kBadCoding;
+      if (name == "content-encoding") {
+        compressed = compressed || (!coding.empty() && coding != "identity");
+        continue;
+      }
+      *framed = true;
+      *chunked = true;
+      bad_coding = bad_coding || coding != "chunked";
+      continue;
     }
     if (name != "content-length") continue;
     *framed = true;
@@ -102,6 +111,9 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
     // Two that disagree: which one a proxy in front used is unknown (request smuggling).
     length = length && *length != v ? kInvalidLength : v;
   }
+  if (bad_coding) return kBadCoding;
+  if (compressed) return kCompressed;
+  if (*chunked) return 0;  // the chunks frame the body, whatever a Content-Length says
   return length.value_or(0);
 }
 
@@ -111,7 +123,7 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
 // long as the connection (bytes of the next request stay) and per-request deadlines.
 class Connection final : public httplib::Stream {
  public:
-  enum class State { kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding };
+  enum class State { kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
       : sock_(sock), limits_(limits), write_timeout_(write_timeout) {
@@ -134,6 +146,7 @@ class Connection final : public httplib::Stream {
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
       if (body_len_ == kInvalidLength) return State::kBadLength;
       if (body_len_ == kBadCoding) return State::kBadCoding;
+      if (body_len_ == kCompressed) return State::kCompressed;
       if (body_len_ > limits_.max_body_bytes) return State::kBodyTooLarge;
       const ssize_t n = ::recv(sock_, chunk, sizeof(chunk), MSG_DONTWAIT);
       if (n > 0) {
@@ -317,6 +330,9 @@ void refuse(Connection& c, Connection::State state) {
     c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
   } else if (state == Connection::State::kBadCoding) {
     c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
+  } else if (state == Connection::State::kCompressed) {
+    c.send_refusal(415, "Unsupported Media Type",
+                   "compressed request bodies (Content-Encoding) are not accepted: send the body uncompressed");
   } else {
     c.send_refusal(413, "Payload Too Large",
                    "the request body is larger than this server accepts (see --max-body-bytes)");
@@ -419,6 +435,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kBodyTooLarge:
             case Connection::State::kBadLength:
             case Connection::State::kBadCoding:
+            case Connection::State::kCompressed:
               refuse(*c, state);
               continue;
             case Connection::State::kWaiting:
@@ -485,6 +502,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kBodyTooLarge:
       case Connection::State::kBadLength:
       case Connection::State::kBadCoding:
+      case Connection::State::kCompressed:
         refuse(*c, state);
         return;
       case Connection::State::kWaiting:

@@ -139,6 +139,10 @@ TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
       {"Content-Length: 1\r\nContent-Length: 2\r\n", "400"},
       {"Transfer-Encoding: gzip\r\n", "501"},
       {"Transfer-Encoding: gzip, chunked\r\n", "501"},
+      // Compressed bodies: httplib would inflate them past the body limit (a gzip bomb).
+      {"Content-Encoding: gzip\r\nContent-Length: 1\r\n", "415"},
+      {"Content-Length: 1\r\ncontent-encoding: BR\r\n", "415"},
+      {"Content-Encoding: deflate\r\nTransfer-Encoding: chunked\r\n", "415"},
   };
   for (const auto& c : cases) {
     RawClient client(s.http->port());
