@@ -185,6 +185,15 @@ TEST(CudaMatmul, MultiSameInput) {
   check_multi({GgmlType::F16, GgmlType::Q4_K}, 512, {33, 48}, {2, 40});  // nothing to share; prefill rows
 }
 
+// Few row groups of long rows: one CTA per row group (the one-CTA-per-SM instantiations), 11
+// stages a row group, and 2..16 activation rows too many for shared memory (read from global
+// memory by every tile).
+TEST(CudaMatmul, FewRowGroupsLongRows) {
+  GS_REQUIRE_BACKENDS();
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0})
+    check_matmul(type, 21504, 272, {1, 2, 5, 9, 16});
+}
+
 // A verify pass must reproduce decode exactly (greedy with MTP = without): each row of a
 // 2..16-row matmul equals, bit for bit, the same row alone (the decode matvec's contract,
 // k_matvec_stream.cu; for Q4_K the dp4a and integer-mma paths of k_matvec_x8.cuh).

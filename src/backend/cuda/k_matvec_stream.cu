@@ -121,7 +121,26 @@ struct StreamShared {
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
+  uint32_t sink[kConsumerWarps][32];  // consume_raw's stores (never read)
 };
+
+// Makes a lane's shared loads of the stage complete before its warp releases the slot: a
+// store of a word that depends on every register they filled. Without it the one arrival a
+// warp makes after __syncwarp did not wait for the other lanes' loads, and on the H200 the
+// copy engine could refill a slot that a lane was still reading: CudaMatmul.FewRowGroupsLongRows
+// (Q4_K, 16 activation rows, one-copy stages refilled from L2) gave wrong sums in 2 of 4
+// runs, 0 of 5 with this store; compute-sanitizer's racecheck reports the read / refill pair
+// as a WAR hazard (perf-notes, ninth session).
+template <class Raw>
+__device__ __forceinline__ void consume_raw(const Raw& r, uint32_t* sink) {
+  static_assert(sizeof(Raw) % 4 == 0, "a tile's registers are 32-bit words");
+  uint32_t w[sizeof(Raw) / 4];
+  memcpy(w, &r, sizeof(Raw));
+  uint32_t x = 0;
+#pragma unroll
+  for (size_t i = 0; i < sizeof(Raw) / 4; ++i) x ^= w[i];
+  *reinterpret_cast<volatile uint32_t*>(sink) = x;
+}
 
 // kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
 // activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
@@ -311,7 +330,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
-    if (have) Tile<F>::template load<SharedLd>(cur, R, j, t);
+    if (have) {
+      Tile<F>::template load<SharedLd>(cur, R, j, t);
+      consume_raw(cur, &sh.sink[warp][lane]);
+    }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
     slot_off += G.stage_bytes;
