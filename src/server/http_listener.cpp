@@ -70,9 +70,10 @@ constexpr uint64_t kCompressed = kInvalidLength - 2;
 // when it is not a number or two disagree, kBadCoding for a transfer coding other than
 // chunked (httplib read such a body until the connection closed), kCompressed for a content
 // coding other than identity (httplib inflates gzip and brotli bodies after the body limit
-// counted their compressed bytes: a 1 MB gzip body became 1 GB in memory), and at least
-// 10^18 when it is absurdly long. `framed` says whether the head has a Content-Length or
-// Transfer-Encoding header at all, `chunked` whether it has Transfer-Encoding.
+// counted their compressed bytes: a 1 MB gzip body inflated to 1 GB, 4.4 GB of memory at the
+// peak), and at least 10^18 when it is absurdly long. `framed` says whether the head has a
+// Content-Length or Transfer-Encoding header at all, `chunked` whether it has
+// Transfer-Encoding.
 uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
   *chunked = false;

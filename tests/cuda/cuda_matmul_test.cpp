@@ -196,7 +196,7 @@ TEST(CudaMatmul, FewRowGroupsLongRows) {
 
 // A verify pass must reproduce decode exactly (greedy with MTP = without): each row of a
 // 2..16-row matmul equals, bit for bit, the same row alone (the decode matvec's contract,
-// k_matvec_stream.cu; for Q4_K the dp4a and integer-mma paths of k_matvec_x8.cuh).
+// k_matvec_stream.cu).
 TEST(CudaMatmul, VerifyRowsReproduceDecode) {
   GS_REQUIRE_BACKENDS();
   auto& B = Backends::get();
