@@ -226,6 +226,7 @@ TEST(CudaMatmul, VerifyRowsReproduceDecode) {
             if (std::memcmp(&one[static_cast<size_t>(o)], &all[static_cast<size_t>(r * n_out + o)], 4) != 0 && bad++ < 3)
               ADD_FAILURE() << "row " << r << " output " << o << ": " << all[static_cast<size_t>(r * n_out + o)]
                             << " in the batch, " << one[static_cast<size_t>(o)] << " alone";
+          EXPECT_EQ(bad, 0) << "outputs of row " << r << " that differ from the row alone";
         }
       }
     }
