@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace gs {
 
@@ -12,6 +13,42 @@ const char* backend_kind_name(BackendKind kind) {
     case BackendKind::kCuda: return "cuda";
   }
   return "unknown";
+}
+
+Result<void*> Backend::alloc_host(size_t bytes) {
+  void* p = std::malloc(bytes == 0 ? 1 : bytes);
+  if (!p) return make_status(StatusCode::kResourceExhausted, "cannot allocate {} bytes of host memory", bytes);
+  return p;
+}
+
+void Backend::free_host(void* p) { std::free(p); }
+
+Result<HostBuffer> HostBuffer::make(Backend& backend, size_t bytes) {
+  HostBuffer b;
+  GS_ASSIGN_OR_RETURN(b.p_, backend.alloc_host(bytes == 0 ? 1 : bytes));
+  b.backend_ = &backend;
+  b.bytes_ = bytes;
+  return b;
+}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    backend_ = o.backend_;
+    p_ = o.p_;
+    bytes_ = o.bytes_;
+    o.backend_ = nullptr;
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void HostBuffer::reset() {
+  if (backend_ && p_) backend_->free_host(p_);
+  backend_ = nullptr;
+  p_ = nullptr;
+  bytes_ = 0;
 }
 
 Result<DeviceBuffer> DeviceBuffer::make(Backend& backend, size_t bytes) {

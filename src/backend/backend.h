@@ -132,6 +132,11 @@ class Backend {
   virtual Status upload(void* dst, const void* src_host, size_t bytes) = 0;
   virtual Status download(void* dst_host, const void* src, size_t bytes) = 0;
   virtual Status memset_zero(void* dst, size_t bytes) = 0;
+  // Host memory for download() results that are fetched often (the logits): page-locked on
+  // a GPU, so the copy runs by DMA at the link's rate instead of through the driver's
+  // staging buffer (plain heap memory here). Freed with free_host. Errors: kResourceExhausted.
+  virtual Result<void*> alloc_host(size_t bytes);
+  virtual void free_host(void* p);
   // Waits for every enqueued op; reports an asynchronous failure.
   virtual Status synchronize() = 0;
   // Bytes of device memory in use by this backend (weights + buffers).
@@ -224,6 +229,28 @@ class DeviceBuffer {
   void reset();
 
   void* data() const { return p_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(p_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  Backend* backend_ = nullptr;
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Host memory from Backend::alloc_host, owned (the backend must outlive it).
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  static Result<HostBuffer> make(Backend& backend, size_t bytes);
+  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer() { reset(); }
+  void reset();
+
   template <typename T>
   T* as() const { return static_cast<T*>(p_); }
   size_t bytes() const { return bytes_; }

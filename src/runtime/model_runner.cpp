@@ -22,7 +22,10 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const G
   const Gemma4Config& c = r->model_->config();
   GS_ASSIGN_OR_RETURN(r->kv_, KvCache::create(c, r->model_->backend(), kvo));
   GS_ASSIGN_OR_RETURN(r->forward_, Gemma4Forward::create(r->model_, o.max_tokens, std::min(o.max_tokens, o.max_outputs)));
-  r->logits_.assign(static_cast<size_t>(o.max_outputs) * c.n_vocab, 0.0f);
+  const size_t n_logits = static_cast<size_t>(o.max_outputs) * c.n_vocab;
+  GS_ASSIGN_OR_RETURN(r->logits_buf_, HostBuffer::make(r->model_->backend(), n_logits * sizeof(float)));
+  r->logits_ = r->logits_buf_.as<float>();
+  std::fill(r->logits_, r->logits_ + n_logits, 0.0f);
   GS_ASSIGN_OR_RETURN(r->hidden_buf_,
                       DeviceBuffer::make(r->model_->backend(), static_cast<size_t>(o.max_outputs) * c.n_embd * sizeof(float)));
   r->hidden_ = Mat::of(r->hidden_buf_.as<float>(), o.max_outputs, c.n_embd);
@@ -37,7 +40,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const G
 
 std::span<const float> ModelRunner::logits(int i) const {
   const size_t v = static_cast<size_t>(model_->config().n_vocab);
-  return {logits_.data() + static_cast<size_t>(i) * v, v};
+  return {logits_ + static_cast<size_t>(i) * v, v};
 }
 
 Status ModelRunner::decode(std::span<const Token> tokens) {
@@ -102,7 +105,7 @@ Status ModelRunner::run_pass(std::span<const Token> pass) {
   if (k > 0) {
     Backend& b = model_->backend();
     const size_t v = static_cast<size_t>(model_->config().n_vocab);
-    GS_RETURN_IF_ERROR(b.download(logits_.data() + static_cast<size_t>(n_outputs_) * v, forward_->logits().data,
+    GS_RETURN_IF_ERROR(b.download(logits_ + static_cast<size_t>(n_outputs_) * v, forward_->logits().data,
                                   static_cast<size_t>(k) * v * sizeof(float)));
     b.copy(forward_->hidden(), hidden_.slice_rows(n_outputs_, k));
     n_outputs_ += k;

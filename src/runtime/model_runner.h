@@ -69,7 +69,8 @@ class ModelRunner {
   int max_tokens_ = 0;
   int max_outputs_ = 0;
   int n_outputs_ = 0;
-  std::vector<float> logits_;  // [max_outputs, n_vocab]
+  HostBuffer logits_buf_;      // [max_outputs, n_vocab] floats (page-locked on a GPU)
+  float* logits_ = nullptr;
   DeviceBuffer hidden_buf_;
   Mat hidden_;                 // [max_outputs, n_embd]
   // Per-pass staging (sized once).

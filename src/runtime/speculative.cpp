@@ -93,13 +93,16 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
     const auto t0 = std::chrono::steady_clock::now();
     GS_RETURN_IF_ERROR(drafter_->run({toks, pos, rows}, runner_.kv().binding()));
     const size_t n = active.size();
-    host_logits_.resize(n * static_cast<size_t>(n_vocab));
-    GS_RETURN_IF_ERROR(b.download(host_logits_.data(), drafter_->logits().data, host_logits_.size() * sizeof(float)));
+    const size_t bytes = n * static_cast<size_t>(n_vocab) * sizeof(float);
+    if (host_logits_.bytes() < bytes) {
+      GS_ASSIGN_OR_RETURN(host_logits_, HostBuffer::make(b, bytes));
+    }
+    GS_RETURN_IF_ERROR(b.download(host_logits_.as<float>(), drafter_->logits().data, bytes));
     if (options_.adaptive) policy_.observe_drafter(static_cast<int>(n), ms_since(t0));
     std::vector<int> next;
     std::vector<int32_t> next_toks, next_pos, next_rows;
     for (size_t j = 0; j < n; ++j) {
-      const float* l = host_logits_.data() + j * n_vocab;
+      const float* l = host_logits_.as<float>() + j * n_vocab;
       const int32_t d = static_cast<int32_t>(std::max_element(l, l + n_vocab) - l);  // argmax draft
       if (options_.draft_p_min > 0.0f) {
         double sum = 0;

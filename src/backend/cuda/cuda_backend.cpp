@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/cuda/cuda_kernels.h"
@@ -104,6 +105,7 @@ class CudaBackend final : public Backend {
     for (void* p : internal_) cudaFree(p);
     if (stream_) cudaStreamDestroy(stream_);
     if (staging_) cudaFreeHost(staging_);
+    for (void* p : pinned_) cudaFreeHost(p);  // HostBuffers that outlived the backend (they must not be used)
   }
 
   Status init() {
@@ -192,6 +194,25 @@ class CudaBackend final : public Backend {
     written_raw(dst, bytes);
     GS_RETURN_IF_ERROR(check(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, stream_), "upload"));
     return sticky();
+  }
+
+  Result<void*> alloc_host(size_t bytes) override {
+    cudaSetDevice(device_);
+    void* p = nullptr;
+    if (cudaMallocHost(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return Backend::alloc_host(bytes);  // no page-locked memory left: the slower copies still work
+    }
+    pinned_.insert(p);
+    return p;
+  }
+
+  void free_host(void* p) override {
+    if (!p) return;
+    if (pinned_.erase(p) == 0) return Backend::free_host(p);
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);  // a copy into it may still be queued
+    cudaFreeHost(p);
   }
 
   Status download(void* dst_host, const void* src, size_t bytes) override {
@@ -890,6 +911,7 @@ class CudaBackend final : public Backend {
   float* zero_ = nullptr;
   float* one_ = nullptr;
   float* xscale_ = nullptr;
+  std::unordered_set<void*> pinned_;  // alloc_host's page-locked blocks
   float* partial_ = nullptr;
   cuda::MatvecSync mv_sync_;
   cuda::RowSync row_sync_;  // the several-CTAs-per-row operand kernels' (k_row_f16.cu)
