@@ -194,6 +194,16 @@ TEST(CudaMatmul, FewRowGroupsLongRows) {
     check_matmul(type, 21504, 272, {1, 2, 5, 9, 16});
 }
 
+// Output o of x W^T for one activation row x (n_in floats), in double precision.
+double cpu_dot(GgmlType type, const std::vector<uint8_t>& w, int64_t n_in, int64_t o, const float* x) {
+  std::vector<float> row(static_cast<size_t>(n_in));
+  const size_t rb = ggml_row_size(type, n_in).value();
+  dequantize_row_fn(type)(w.data() + static_cast<size_t>(o) * rb, row.data(), n_in);
+  double s = 0;
+  for (int64_t i = 0; i < n_in; ++i) s += static_cast<double>(row[static_cast<size_t>(i)]) * x[i];
+  return s;
+}
+
 // A verify pass must reproduce decode exactly (greedy with MTP = without): each row of a
 // 2..16-row matmul equals, bit for bit, the same row alone (the decode matvec's contract,
 // k_matvec_stream.cu).
@@ -225,7 +235,8 @@ TEST(CudaMatmul, VerifyRowsReproduceDecode) {
           for (int64_t o = 0; o < n_out; ++o)
             if (std::memcmp(&one[static_cast<size_t>(o)], &all[static_cast<size_t>(r * n_out + o)], 4) != 0 && bad++ < 3)
               ADD_FAILURE() << "row " << r << " output " << o << ": " << all[static_cast<size_t>(r * n_out + o)]
-                            << " in the batch, " << one[static_cast<size_t>(o)] << " alone";
+                            << " in the batch, " << one[static_cast<size_t>(o)] << " alone, "
+                            << cpu_dot(type, w, n_in, o, h1.v.data()) << " on the CPU (f64)";
           EXPECT_EQ(bad, 0) << "outputs of row " << r << " that differ from the row alone";
         }
       }

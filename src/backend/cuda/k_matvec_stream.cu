@@ -329,7 +329,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
-    typename Tile<F>::Raw cur;
+    // Value-initialised: consume_raw XORs every word of Raw, and a word the format never
+    // loads (Q4_K's e0 / e1) would otherwise be undefined, which lets the compiler fold the
+    // whole XOR away and with it the wait for the loads (it did: no store in the SASS, and
+    // VerifyRowsReproduceDecode failed 7 of 25 runs on Q4_K, tenth session).
+    typename Tile<F>::Raw cur{};
     if (have) {
       Tile<F>::template load<SharedLd>(cur, R, j, t);
       consume_raw(cur, &sh.sink[warp][lane]);
