@@ -124,22 +124,60 @@ struct StreamShared {
   uint32_t sink[kConsumerWarps][32];  // consume_raw's stores (never read)
 };
 
+// One word of every shared load that Tile<F>::load issues, XORed (the 16-byte loads fill
+// their four registers together, so reading one of them waits for the whole load). Only
+// words the format loads: a word left undefined would let the compiler fold the XOR away
+// (Q4_K's unused e0 / e1 did, tenth session: the store below became a store of zero).
+template <WFormat F>
+struct LoadedWords;
+template <>
+struct LoadedWords<WFormat::kQ4_K> {
+  static __device__ __forceinline__ uint32_t of(const Tile<WFormat::kQ4_K>::Raw& r) {
+    return (r.h0.x ^ r.h1.x ^ r.qa0.x) ^ (r.qb0.x ^ r.qa1.x ^ r.qb1.x);
+  }
+};
+template <>
+struct LoadedWords<WFormat::kQ5_K> {
+  static __device__ __forceinline__ uint32_t of(const Tile<WFormat::kQ5_K>::Raw& r) {
+    return (r.h0.x ^ r.h1.x ^ r.qa0.x) ^ (r.qb0.x ^ r.qa1.x ^ r.qb1.x) ^ (r.e0.x ^ r.e1.x);
+  }
+};
+template <>
+struct LoadedWords<WFormat::kQ6_K> {
+  static __device__ __forceinline__ uint32_t of(const Tile<WFormat::kQ6_K>::Raw& r) {
+    return (r.la0.x ^ r.lb0.x ^ r.la1.x) ^ (r.lb1.x ^ r.ha0.x ^ r.hb0.x) ^ (r.ha1.x ^ r.hb1.x ^ r.sc0.x) ^
+           (r.sc1.x ^ __float_as_uint(r.d0) ^ __float_as_uint(r.d1));
+  }
+};
+template <>
+struct LoadedWords<WFormat::kQ8_0> {
+  static __device__ __forceinline__ uint32_t of(const Tile<WFormat::kQ8_0>::Raw& r) {
+    uint32_t x = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x ^= r.q0[i].x ^ r.q1[i].x ^ (static_cast<uint32_t>(r.d0[i]) | static_cast<uint32_t>(r.d1[i]) << 16);
+    return x;
+  }
+};
+template <>
+struct LoadedWords<WFormat::kQ4_0> {
+  static __device__ __forceinline__ uint32_t of(const Tile<WFormat::kQ4_0>::Raw& r) {
+    return (r.qa0.x ^ r.qb0.x ^ r.qa1.x) ^ r.qb1.x ^
+           ((static_cast<uint32_t>(r.d0[0]) | static_cast<uint32_t>(r.d0[1]) << 16) ^
+            (static_cast<uint32_t>(r.d1[0]) | static_cast<uint32_t>(r.d1[1]) << 16));
+  }
+};
+
 // Makes a lane's shared loads of the stage complete before its warp releases the slot: a
-// store of a word that depends on every register they filled. Without it the one arrival a
+// store of a word that depends on every load (LoadedWords). Without it the one arrival a
 // warp makes after __syncwarp did not wait for the other lanes' loads, and on the H200 the
 // copy engine could refill a slot that a lane was still reading: CudaMatmul.FewRowGroupsLongRows
 // (Q4_K, 16 activation rows, one-copy stages refilled from L2) gave wrong sums in 2 of 4
-// runs, 0 of 5 with this store; compute-sanitizer's racecheck reports the read / refill pair
-// as a WAR hazard (perf-notes, ninth session).
-template <class Raw>
-__device__ __forceinline__ void consume_raw(const Raw& r, uint32_t* sink) {
-  static_assert(sizeof(Raw) % 4 == 0, "a tile's registers are 32-bit words");
-  uint32_t w[sizeof(Raw) / 4];
-  memcpy(w, &r, sizeof(Raw));
-  uint32_t x = 0;
-#pragma unroll
-  for (size_t i = 0; i < sizeof(Raw) / 4; ++i) x ^= w[i];
-  *reinterpret_cast<volatile uint32_t*>(sink) = x;
+// runs; compute-sanitizer's racecheck reports the read / refill pair as a WAR hazard. Every
+// thread arriving on its own (empty barriers counting 256) did not help: 1 of 4 runs still
+// failed (perf-notes, ninth and tenth sessions).
+template <WFormat F>
+__device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint32_t* sink) {
+  *reinterpret_cast<volatile uint32_t*>(sink) = LoadedWords<F>::of(r);
 }
 
 // kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
@@ -329,14 +367,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
-    // Value-initialised: consume_raw XORs every word of Raw, and a word the format never
-    // loads (Q4_K's e0 / e1) would otherwise be undefined, which lets the compiler fold the
-    // whole XOR away and with it the wait for the loads (it did: no store in the SASS, and
-    // VerifyRowsReproduceDecode failed 7 of 25 runs on Q4_K, tenth session).
-    typename Tile<F>::Raw cur{};
+    typename Tile<F>::Raw cur;
     if (have) {
       Tile<F>::template load<SharedLd>(cur, R, j, t);
-      consume_raw(cur, &sh.sink[warp][lane]);
+      consume_raw<F>(cur, &sh.sink[warp][lane]);
     }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
