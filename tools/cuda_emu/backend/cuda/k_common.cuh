@@ -109,6 +109,11 @@ inline float __uint_as_float(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+inline uint32_t __float_as_uint(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 inline float __ldcg(const float* p) { return *p; }
 // PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {y, x} (x bytes 0..3).
 inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
