@@ -1,6 +1,8 @@
 // HTTP routes of the OpenAI-compatible API on cpp-httplib.
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -345,6 +347,13 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
     counters_.responses_by_status[status]++;
   };
   svr_ = std::make_unique<HttpListener>(std::move(limits));
+  // SO_REUSEADDR only (a restart can bind over connections in TIME_WAIT). httplib's default
+  // adds SO_REUSEPORT, with which a second server on the same port bound too and the kernel
+  // split the connections between the two.
+  svr_->set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   started_unix_ = unix_now();
   install_routes();
 }

@@ -80,6 +80,15 @@ struct SegmentCache {
 };
 thread_local SegmentCache t_cache;
 
+// The per-thread scratch buffers keep their storage between calls, up to this many bytes;
+// past it they give it back after the call (an 8 MB run of spaces grew them to ~250 MB on
+// each of the server's worker threads, for good).
+constexpr size_t kScratchKeepBytes = size_t{4} << 20;
+template <class V>
+void trim_scratch(V& v) {
+  if (v.capacity() * sizeof(typename V::value_type) > kScratchKeepBytes) V().swap(v);
+}
+
 }  // namespace
 
 // A run splits wherever two adjacent code points cannot be joined by any merge.
@@ -205,6 +214,8 @@ void Tokenizer::Impl::bpe(std::string_view run, std::vector<int32_t>* out) const
       emit_byte_fallback(run.substr(s.start, s.len), out);
     }
   }
+  trim_scratch(symbols);
+  trim_scratch(heap);
 }
 
 // A fragment between special tokens: spaces -> U+2581, then runs of '\n' and of other bytes.
@@ -246,6 +257,7 @@ void Tokenizer::Impl::encode_raw_fragment(std::string_view fragment, std::vector
     }
     i = j;
   }
+  trim_scratch(escaped);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {

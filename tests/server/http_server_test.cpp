@@ -541,6 +541,23 @@ TEST(HttpServer, StopBeforeTheListenerRunsEndsIt) {
   }
 }
 
+// A second server on a port another one listens on must fail to bind (not share the port).
+TEST(HttpServer, PortInUseIsAnError) {
+  server::ServerOptions so;
+  so.host = "127.0.0.1";
+  so.port = 0;
+  server::HttpServer first(so);
+  ASSERT_TRUE(first.bind().ok());
+  std::thread listener([&] { first.run(); });
+  so.port = first.port();
+  server::HttpServer second(so);
+  const Status st = second.bind();
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("in use"), std::string::npos) << st.to_string();
+  first.stop();
+  listener.join();
+}
+
 TEST(HttpServer, MetricsPageIsValidPrometheusText) {
   ServerFixtureOptions o;
   o.has_drafter = true;

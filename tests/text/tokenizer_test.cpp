@@ -1,12 +1,14 @@
 // Tokenizer unit tests: BPE semantics on small vocabularies, byte fallback, special tokens,
 // decoding, GGUF errors, the shipped cut-down vocabulary, and growth on huge lines.
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <fstream>
 #include <functional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/test_paths.h"
@@ -275,6 +277,22 @@ TEST(Tokenizer, HugeLinesGrowLinearly) {
   const auto ids = t.encode(ten, false, false);
   EXPECT_GT(ids.size(), 1000000u);
   EXPECT_EQ(*t.decode(ids), ten);
+}
+
+// The per-thread scratch of one huge run does not stay allocated after the call (a run of
+// 8 MB of spaces kept ~250 MB on each server worker thread).
+TEST(Tokenizer, HugeRunLeavesNoScratchBehind) {
+  const Tokenizer& t = full();
+  std::thread worker([&] {
+    Tokenizer::clear_thread_cache();
+    (void)t.encode("warm up the thread's small buffers", false, false);
+    const size_t before = mallinfo2().uordblks;
+    const auto ids = t.encode(std::string(size_t{2} << 20, ' '), false, false);
+    const size_t after = mallinfo2().uordblks;
+    EXPECT_GT(ids.size(), 0u);
+    EXPECT_LT(after, before + (size_t{16} << 20)) << "bytes still allocated after the call: " << (after - before);
+  });
+  worker.join();
 }
 
 // A GGUF with the given tokenizer keys, written to a temporary file and opened.
