@@ -1,6 +1,7 @@
 // gemmaserve run: one prompt from the terminal through the same engine the server uses
 // (scheduler, sampler chain, optional MTP drafter), streamed to stdout or as one JSON object.
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <limits>
@@ -203,6 +204,21 @@ int run(const RunArgs& a) {
   return 0;
 }
 
+// A number in [lo, hi] (NaN refused: CLI::Range lets it through), or `sentinel` (the
+// option's "use the file's value" marker) when one is given.
+CLI::Validator in_range(double lo, double hi, std::optional<double> sentinel = std::nullopt) {
+  return CLI::Validator(
+      [lo, hi, sentinel](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (end == s.c_str() || *end != '\0') return "not a number: " + s;
+        if (sentinel && v == *sentinel) return {};
+        if (!(v >= lo && v <= hi)) return fmt::format("{} is outside [{}, {}]", s, lo, hi);
+        return {};
+      },
+      fmt::format("[{} - {}]", lo, hi));
+}
+
 }  // namespace
 
 CommandEntry register_run(CLI::App& app) {
@@ -213,17 +229,23 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("--prompt-tokens", a->prompt_tokens, "prompt as comma-separated token ids (used as given)");
   sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str()
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  sub->add_option("--temperature", a->temperature, "0 = greedy (default: the file's general.sampling.temp, else 0)");
-  sub->add_option("--top-k", a->top_k, "0 = off (default: the file's general.sampling.top_k)");
-  sub->add_option("--top-p", a->top_p, "1 = off (default: the file's general.sampling.top_p)");
-  sub->add_option("--min-p", a->min_p, "0 = off")->capture_default_str();
-  sub->add_option("--repeat-penalty", a->repetition_penalty, "1 = off")->capture_default_str();
-  sub->add_option("--frequency-penalty", a->frequency_penalty)->capture_default_str();
-  sub->add_option("--presence-penalty", a->presence_penalty)->capture_default_str();
+  sub->add_option("--temperature", a->temperature, "0 = greedy (default: the file's general.sampling.temp, else 0)")
+      ->check(in_range(0.0, 2.0, -1.0));
+  sub->add_option("--top-k", a->top_k, "0 = off (default: the file's general.sampling.top_k)")
+      ->check(in_range(0.0, 1e9, -1.0));
+  sub->add_option("--top-p", a->top_p, "1 = off (default: the file's general.sampling.top_p)")
+      ->check(in_range(0.0, 1.0, -1.0));
+  sub->add_option("--min-p", a->min_p, "0 = off")->capture_default_str()->check(in_range(0.0, 1.0));
+  sub->add_option("--repeat-penalty", a->repetition_penalty, "1 = off")->capture_default_str()
+      ->check(in_range(0.01, 10.0));
+  sub->add_option("--frequency-penalty", a->frequency_penalty)->capture_default_str()->check(in_range(-2.0, 2.0));
+  sub->add_option("--presence-penalty", a->presence_penalty)->capture_default_str()->check(in_range(-2.0, 2.0));
   sub->add_option("--seed", a->seed, "RNG seed (default: random)");
-  sub->add_option("-t,--threads", a->threads, "CPU threads (0 = all cores)")->capture_default_str();
+  sub->add_option("-t,--threads", a->threads, "CPU threads (0 = all cores)")->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   sub->add_option("-c,--ctx-size", a->ctx, "context (positions) of the sequence")->capture_default_str();
-  sub->add_option("--ubatch", a->ubatch, "most prompt tokens per forward pass")->capture_default_str();
+  sub->add_option("--ubatch", a->ubatch, "most prompt tokens per forward pass")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   sub->add_option("--device", a->device, "auto (CUDA when a GPU is present), cpu or cuda")->capture_default_str();
   sub->add_option("--dump", a->dump_dir, "write every named intermediate of every pass to this directory");
@@ -232,7 +254,8 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (gemma4-assistant) for speculative decoding");
   sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str();
+  sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str()
+      ->check(in_range(0.0, 1.0));
   sub->add_flag("--draft-adaptive,!--no-draft-adaptive", a->draft_adaptive,
                "choose each round's draft count from measured costs (default on; off: always --draft-max)");
   sub->add_option("--draft-window", a->draft_window,

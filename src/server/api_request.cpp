@@ -335,8 +335,10 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
   }
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   if (!req.gen.max_tokens) {
-    // The legacy endpoint's documented default.
-    if (body.find("max_tokens") == body.end()) req.gen.max_tokens = 16;
+    // The legacy endpoint's documented default, for a missing or null max_tokens (OpenAI's
+    // and vLLM's reading of null) when max_completion_tokens did not set it either.
+    const auto it = body.find("max_tokens");
+    if (it == body.end() || it->is_null()) req.gen.max_tokens = 16;
   }
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "echo", &b));

@@ -322,9 +322,12 @@ struct OutputParser::State {
     e.tool_name = name;
     static constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     e.tool_id = "call_";
-    uint64_t x = splitmix64(id_seed ^ (static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ULL));
+    // 24 base-62 digits, 10 from each fresh 64-bit draw (62^10 < 2^64: every digit is random;
+    // taking 12 from one draw left its last ones near zero, the same in every id).
+    uint64_t state = id_seed ^ (static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ULL);
+    uint64_t x = 0;
     for (int k = 0; k < 24; ++k) {
-      if (k == 12) x = splitmix64(x);
+      if (k % 10 == 0) x = splitmix64(state += 0x632be59bd9b4e019ULL);
       e.tool_id.push_back(kAlphabet[x % 62]);
       x /= 62;
     }

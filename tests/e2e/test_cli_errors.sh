@@ -36,6 +36,11 @@ for f in empty dir text head cut missing; do
   refused "serve $f" serve -m "$file" --port 0
   refused "serve drafter $f" serve -m "$TARGET" --mtp "$file" --port 0
 done
+# Sampling and batch values the server refuses with a 400 are refused by run too (NaN included).
+for bad in "--temperature nan" "--temperature 3" "--top-k -5" "--top-p 7" "--min-p 2" "--repeat-penalty 0" \
+           "--ubatch 0" "-t -3" "--draft-p-min 1.5" "--presence-penalty 9"; do
+  refused "run $bad" run -m "$TARGET" -p hi -n 2 $bad
+done
 refused "run: target as drafter" run -m "$TARGET" --mtp "$TARGET" -p hi -n 2
 refused "run: drafter as target" run -m "$DRAFTER" -p hi -n 2
 refused "serve: swapped" serve -m "$DRAFTER" --mtp "$TARGET" --port 0

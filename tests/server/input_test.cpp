@@ -227,6 +227,12 @@ TEST(CompletionRequest, PromptForms) {
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(text->prompt_text, "hello");
   EXPECT_EQ(*text->gen.max_tokens, 16);  // the legacy default
+  auto null_max = parse(R"({"prompt":"hello","max_tokens":null})");
+  ASSERT_TRUE(null_max.ok());
+  EXPECT_EQ(*null_max->gen.max_tokens, 16);  // null reads as missing
+  auto mct = parse(R"({"prompt":"hello","max_tokens":null,"max_completion_tokens":9})");
+  ASSERT_TRUE(mct.ok());
+  EXPECT_EQ(*mct->gen.max_tokens, 9);
   auto ids = parse(R"({"prompt":[2,5,7],"max_tokens":4,"logprobs":3})");
   ASSERT_TRUE(ids.ok());
   EXPECT_TRUE(ids->prompt_is_tokens);

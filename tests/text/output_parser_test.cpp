@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "parser_test_util.h"
@@ -385,6 +387,25 @@ TEST(OutputParser, IdsDependOnSeedAndIndexOnly) {
   o.tool_call_id_seed = 0;
   const auto r = parse(out, o);
   EXPECT_NE(r.tool_calls[0].id, r.tool_calls[1].id);
+}
+
+// Every character of an id is random: ids of different seeds share no tail (one 64-bit draw
+// for 12 digits once left the last ones equal in every id).
+TEST(OutputParser, IdsAreRandomToTheLastCharacter) {
+  const std::string out = "<|tool_call>call:a{}<tool_call|>";
+  std::set<std::string> tails, heads;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    auto o = opts();
+    o.tool_call_id_seed = seed * 7919;
+    const auto m = parse(out, o);
+    ASSERT_EQ(m.tool_calls.size(), 1u);
+    const std::string& id = m.tool_calls[0].id;
+    ASSERT_EQ(id.size(), 29u) << id;  // "call_" and 24 characters
+    heads.insert(id.substr(5, 6));
+    tails.insert(id.substr(id.size() - 6));
+  }
+  EXPECT_EQ(heads.size(), 40u);
+  EXPECT_EQ(tails.size(), 40u);
 }
 
 // Bug-case 9: odd sampler output (XTC, drafts) deviating from the format degrades to
