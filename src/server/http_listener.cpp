@@ -124,7 +124,9 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
 // long as the connection (bytes of the next request stay) and per-request deadlines.
 class Connection final : public httplib::Stream {
  public:
-  enum class State { kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed };
+  enum class State {
+    kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine
+  };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
       : sock_(sock), limits_(limits), write_timeout_(write_timeout) {
@@ -139,12 +141,14 @@ class Connection final : public httplib::Stream {
   Connection& operator=(const Connection&) = delete;
 
   // Reads what the socket holds without waiting; kReady once the next request's head and
-  // the start of its body (up to limits.room_body_bytes) are buffered.
+  // its whole body are buffered (a request holds a worker only once it can run at once).
   State fill() {
     char chunk[16384];
     for (;;) {
       if (ready()) return State::kReady;
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
+      if (bad_request_line_) return State::kBadRequestLine;
+      if (chunked_too_large_) return State::kBodyTooLarge;
       if (body_len_ == kInvalidLength) return State::kBadLength;
       if (body_len_ == kBadCoding) return State::kBadCoding;
       if (body_len_ == kCompressed) return State::kCompressed;
@@ -173,13 +177,35 @@ class Connection final : public httplib::Stream {
 
   // The buffered request goes to httplib: its body must be in by the deadline.
   void begin_request() {
+    if (head_len_ > 0) {
+      // Bare LF line ends (RFC 9112 2.2 lets a server read them): httplib wants CRLF on the
+      // request line, answered 400 and went on to read each header line as a request.
+      std::string head;
+      head.reserve(head_len_ + 16);
+      for (size_t i = off_; i < off_ + head_len_; ++i) {
+        if (buf_[i] == '\n' && (i == off_ || buf_[i - 1] != '\r')) head.push_back('\r');
+        head.push_back(buf_[i]);
+      }
+      if (head.size() != head_len_) {
+        buf_.replace(off_, head_len_, head);
+        head_len_ = head.size();
+      }
+    }
     if (head_len_ > 0 && !framed_) {
       // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
       // 6.3); httplib would read a POST's body until the connection closes, so the client
       // waited for the body deadline. Say so in the head before httplib reads it.
       const size_t line_end = buf_.find('\n', off_);
-      if (line_end != std::string::npos && line_end < off_ + head_len_) buf_.insert(line_end + 1, "Content-Length: 0\r\n");
+      if (line_end != std::string::npos && line_end < off_ + head_len_) {
+        static constexpr std::string_view kNoBody = "Content-Length: 0\r\n";
+        buf_.insert(line_end + 1, kNoBody);
+        head_len_ += kNoBody.size();
+      }
     }
+    // The request's bytes in the buffer, head and body: what httplib leaves unread of them
+    // (a handler that answers before reading the body, as the API key check does) is dropped
+    // at the end, not read as the next request.
+    request_total_ = head_len_ + (chunked_ ? chunk_scan_ : body_len_);
     deadline_ = (head_len_ > 0 ? head_at_ : Clock::now()) + limits_.body_timeout;
     // httplib enforces the body limit only on a Content-Length: a chunked body was read
     // whole, however large (300 MB took 300 MB). Its bytes are counted as httplib reads
@@ -193,6 +219,15 @@ class Connection final : public httplib::Stream {
 
   // httplib is done with a request; what is left in the buffer starts the next one.
   void end_request() {
+    if (request_read_ < request_total_) {
+      const size_t skip = static_cast<size_t>(std::min<uint64_t>(request_total_ - request_read_, buffered()));
+      off_ += skip;
+      if (off_ == buf_.size()) {
+        buf_.clear();
+        off_ = 0;
+      }
+    }
+    request_total_ = 0;
     if (buffered() > 0) first_byte_ = Clock::now();
   }
 
@@ -293,13 +328,107 @@ class Connection final : public httplib::Stream {
         const size_t at = s.find(mark);
         if (at != std::string_view::npos) end = std::min(end, at + mark.size());
       }
-      if (end == std::string_view::npos) return false;
+      if (end == std::string_view::npos) {
+        // A method that already holds a byte no method has (a TLS hello, binary): no need to
+        // wait for a head that will never end.
+        for (size_t i = 0; i < s.size() && s[i] != ' '; ++i) {
+          const unsigned char ch = static_cast<unsigned char>(s[i]);
+          if (!(std::isalnum(ch) || std::strchr("!#$%&'*+-.^_`|~", ch))) {
+            bad_request_line_ = true;
+            break;
+          }
+        }
+        return false;
+      }
+      if (!valid_request_line(s.substr(0, end))) {
+        bad_request_line_ = true;
+        return false;
+      }
       head_len_ = end;
       head_at_ = Clock::now();
       body_len_ = content_length(s.substr(0, end), &framed_, &chunked_);
+      chunk_scan_ = 0;
+      chunk_data_ = 0;
+      chunk_trailer_ = false;
+      chunks_done_ = false;
     }
-    return body_len_ <= limits_.max_body_bytes &&
-           buffered() >= head_len_ + std::min<uint64_t>(body_len_, limits_.room_body_bytes);
+    if (chunked_) return chunks_complete();
+    return body_len_ <= limits_.max_body_bytes && buffered() >= head_len_ + body_len_;
+  }
+
+  // METHOD SP request-target SP HTTP/1.x (RFC 9112 3): anything else (a TLS hello, a line of
+  // garbage, no version) is answered 400 once and the connection closes.
+  static bool valid_request_line(std::string_view head) {
+    const size_t eol = head.find('\n');
+    std::string_view line = head.substr(0, eol);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const size_t sp1 = line.find(' ');
+    const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp1 == 0 || sp1 == std::string_view::npos || sp2 == std::string_view::npos || sp2 == sp1 + 1) return false;
+    for (size_t i = 0; i < sp1; ++i) {
+      const unsigned char ch = static_cast<unsigned char>(line[i]);
+      if (!(std::isalnum(ch) || std::strchr("!#$%&'*+-.^_`|~", ch))) return false;
+    }
+    for (size_t i = sp1 + 1; i < sp2; ++i) {
+      if (static_cast<unsigned char>(line[i]) <= ' ' || line[i] == 0x7f) return false;
+    }
+    const std::string_view version = line.substr(sp2 + 1);
+    return version == "HTTP/1.1" || version == "HTTP/1.0";
+  }
+
+  // Whether the whole chunked body is buffered, scanning on from where the last call stopped
+  // (chunk_scan_, from the body's start). Sets chunked_too_large_ past the body limit; a
+  // malformed size line counts as complete (httplib then answers it with a 400).
+  bool chunks_complete() {
+    if (chunks_done_) return true;  // ready() asks again when the worker takes the connection
+    chunks_done_ = scan_chunks();
+    return chunks_done_;
+  }
+  bool scan_chunks() {
+    const std::string_view body(buf_.data() + off_ + head_len_, buffered() - head_len_);
+    for (;;) {
+      const size_t eol = body.find('\n', chunk_scan_);
+      if (eol == std::string_view::npos) return body.size() - chunk_scan_ > 4096;  // no line end in sight
+      std::string_view line = body.substr(chunk_scan_, eol - chunk_scan_);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (chunk_trailer_) {  // trailer fields, then an empty line
+        chunk_scan_ = eol + 1;
+        if (line.empty()) return true;
+        continue;
+      }
+      uint64_t size = 0;
+      size_t digits = 0;
+      for (; digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits])); ++digits) {
+        if (digits >= 15) return true;  // absurd: httplib refuses it
+        const char ch = static_cast<char>(std::tolower(static_cast<unsigned char>(line[digits])));
+        size = size * 16 + static_cast<uint64_t>(ch <= '9' ? ch - '0' : ch - 'a' + 10);
+      }
+      if (digits == 0) return true;
+      if (size == 0) {
+        chunk_trailer_ = true;
+        chunk_scan_ = eol + 1;
+        continue;
+      }
+      chunk_data_ += size;
+      if (chunk_data_ > limits_.max_body_bytes) {
+        chunked_too_large_ = true;
+        return false;
+      }
+      const size_t data_end = eol + 1 + static_cast<size_t>(size);
+      if (body.size() < data_end + 1) {
+        chunk_data_ -= size;  // counted again when the line is scanned again
+        return false;
+      }
+      size_t next = data_end;
+      if (body[next] == '\r') {
+        if (body.size() < next + 2) {
+          chunk_data_ -= size;
+          return false;
+        }
+        ++next;
+      }
+      chunk_scan_ = next + 1;
+    }
   }
 
   milliseconds remaining() const {
@@ -315,8 +444,15 @@ class Connection final : public httplib::Stream {
   uint64_t body_len_ = 0;  // its Content-Length
   bool framed_ = false;    // its head has a Content-Length or Transfer-Encoding header
   bool chunked_ = false;   // its head has a Transfer-Encoding header
+  size_t chunk_scan_ = 0;       // chunked body: where the next unscanned line starts (from the body)
+  uint64_t chunk_data_ = 0;     // chunked body: data bytes of the chunks scanned so far
+  bool chunk_trailer_ = false;  // chunked body: the last chunk was seen, the trailer is next
+  bool chunks_done_ = false;    // chunked body: all of it is buffered
+  bool chunked_too_large_ = false;
+  bool bad_request_line_ = false;
   uint64_t request_read_ = 0;   // bytes httplib read of the request under way
   uint64_t request_limit_ = 0;  // most it may read (chunked bodies; else unbounded)
+  uint64_t request_total_ = 0;  // bytes of the request under way (head and body)
   bool refused_ = false;        // a refusal was sent mid-request
   Clock::time_point first_byte_{};
   Clock::time_point head_at_{};
@@ -331,6 +467,8 @@ void refuse(Connection& c, Connection::State state) {
     c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
   } else if (state == Connection::State::kBadCoding) {
     c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
+  } else if (state == Connection::State::kBadRequestLine) {
+    c.send_refusal(400, "Bad Request", "malformed HTTP request line");
   } else if (state == Connection::State::kCompressed) {
     c.send_refusal(415, "Unsupported Media Type",
                    "compressed request bodies (Content-Encoding) are not accepted: send the body uncompressed");
@@ -437,6 +575,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kBadLength:
             case Connection::State::kBadCoding:
             case Connection::State::kCompressed:
+            case Connection::State::kBadRequestLine:
               refuse(*c, state);
               continue;
             case Connection::State::kWaiting:
@@ -504,6 +643,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kBadLength:
       case Connection::State::kBadCoding:
       case Connection::State::kCompressed:
+      case Connection::State::kBadRequestLine:
         refuse(*c, state);
         return;
       case Connection::State::kWaiting:

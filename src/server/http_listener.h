@@ -19,7 +19,8 @@ struct ConnectionLimits {
   size_t n_workers = 96;
   // A request's head (request line and headers) must arrive within this, from its first byte.
   std::chrono::milliseconds head_timeout{10000};
-  // A request's body must arrive within this, from the end of its head.
+  // A request's body must arrive within this, from the end of its head. It is waited for
+  // whole (up to max_body_bytes) without a worker.
   std::chrono::milliseconds body_timeout{30000};
   // A connection with no request under way is closed after this.
   std::chrono::milliseconds idle_timeout{5000};
@@ -27,9 +28,6 @@ struct ConnectionLimits {
   size_t max_head_bytes = 64u << 10;
   // Larger request bodies are refused (413) before they are read.
   size_t max_body_bytes = 8u << 20;
-  // A body is waited for without a worker up to this many bytes (the rest, if any, is read
-  // by the worker within body_timeout).
-  size_t room_body_bytes = 256u << 10;
   // Told the status of every request refused here (431, 413, 408), for the metrics.
   std::function<void(int)> on_refusal;
 };

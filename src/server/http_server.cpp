@@ -387,8 +387,14 @@ void HttpServer::install_routes() {
   svr.set_write_timeout(10, 0);
   svr.set_tcp_nodelay(true);
 
+  // Browsers may call the API from a page of another origin (CORS, as llama-server allows):
+  // every response says any origin may read it, and preflights are answered below. The API
+  // key, when there is one, still guards every request but the preflight itself (a browser
+  // sends none with it).
+  svr.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!options_.keys.enabled() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (!options_.keys.enabled() || req.path == "/health" || req.method == "OPTIONS")
+      return httplib::Server::HandlerResponse::Unhandled;
     const std::string authorization = req.get_header_value("Authorization");
     const std::string x_api_key = req.get_header_value("x-api-key");
     if (options_.keys.matches(ApiKeys::presented_key(authorization, x_api_key))) {
@@ -397,8 +403,7 @@ void HttpServer::install_routes() {
     const bool presented = !authorization.empty() || !x_api_key.empty();
     send_error(res, unauthorized(presented ? "invalid API key" :
                                              "an API key is required: send 'Authorization: Bearer <key>'"));
-    res.set_header("WWW-Authenticate", "Bearer");
-    res.set_header("Connection", "close");
+    res.set_header("WWW-Authenticate", "Bearer");  // the unread body is dropped by the listener
     return httplib::Server::HandlerResponse::Handled;
   });
   svr.set_error_handler(httplib::Server::HandlerWithResponse(
@@ -453,6 +458,26 @@ void HttpServer::install_routes() {
       res.set_header("Allow", allow);
     };
   };
+  // A CORS preflight (OPTIONS with Access-Control-Request-Method) of a known route: 204 with
+  // what the route allows; any other OPTIONS: the same, without the CORS fields.
+  auto preflight = [](const char* allow) {
+    return [allow](const httplib::Request& req, httplib::Response& res) {
+      res.status = 204;
+      res.set_header("Allow", std::string(allow) + ", OPTIONS");
+      if (req.has_header("Access-Control-Request-Method")) {
+        res.set_header("Access-Control-Allow-Methods", std::string(allow) + ", OPTIONS");
+        const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers", asked.empty() ? "Authorization, Content-Type" : asked);
+        res.set_header("Access-Control-Max-Age", "86400");
+      }
+    };
+  };
+  for (const char* path : {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"}) {
+    svr.Options(path, preflight("GET"));
+  }
+  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
+    svr.Options(path, preflight("POST"));
+  }
   for (const char* path : {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"}) {
     svr.Post(path, wrong_method("GET"));
     svr.Put(path, wrong_method("GET"));

@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server_fixture.h"
@@ -101,6 +103,84 @@ TEST(Connections, IdleAndHalfSentRequestsDoNotStarveOtherClients) {
   // A half-sent head gets a 408 once its time is up, and the connection closes.
   const std::string late = hostile[1]->read_until("\r\n\r\n", 1, 3s);
   EXPECT_NE(late.find("408"), std::string::npos) << late;
+}
+
+// Bodies that stall (a Content-Length body sent in part, a chunked body without its last
+// chunk) wait without a worker: with 2 workers, 12 such clients left /health unanswered for
+// the 30 s body deadline. Complete ones still run.
+TEST(Connections, StalledBodiesDoNotHoldWorkers) {
+  ServerFixtureOptions o;
+  o.http_threads = 2;
+  LiveServer s(o);
+  s.answer("fine");
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 12; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(s.http->port()));
+    ASSERT_TRUE(stalled.back()->connected());
+    if (i % 2 == 0) {
+      stalled.back()->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 600000\r\n\r\n" +
+                           std::string(300000, ' '));
+    } else {
+      stalled.back()->send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           "4\r\n{\"pr\r\n");
+    }
+  }
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  test::expect_healthy(s);
+  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":3})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  // A chunked body that completes later is answered.
+  const std::string rest = R"(ompt":"x","max_tokens":2})";
+  char size_line[32];
+  std::snprintf(size_line, sizeof size_line, "%zx\r\n", rest.size());
+  stalled[1]->send(size_line + rest + "\r\n0\r\n\r\n");
+  const std::string got = stalled[1]->read_until("text_completion", 1, 5s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << "[" << got.substr(0, 300) << "]";
+}
+
+// A request line that is not HTTP/1.x gets one 400 and the connection closes (the rest of the
+// head was read as more requests: 100 answers to 3 bytes); bare LF line ends are read.
+TEST(Connections, MalformedRequestLinesGetOneAnswer) {
+  LiveServer s;
+  s.answer("fine");
+  for (const std::string bad : {std::string("X\n\n"), std::string("FOO / HTTP/1.1 extra\r\nHost: x\r\n\r\n"),
+                                std::string("GET /health\r\nHost: x\r\n\r\n"),
+                                std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)}) {  // a TLS hello
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(bad);
+    const std::string got = c.read_until("HTTP/1.1", 2, 2s);
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1 400"), 1) << got.substr(0, 300);
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 1) << got.substr(0, 300);
+  }
+  RawClient lf(s.http->port());
+  ASSERT_TRUE(lf.connected());
+  lf.send("GET /health HTTP/1.1\nHost: x\nConnection: close\n\n");
+  const std::string got = lf.read_until("\r\n\r\n", 1, 2s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
+  test::expect_healthy(s);
+}
+
+// A request answered before its body was read (a wrong API key) leaves no bytes behind: the
+// body was read as the next request (a 400 after the 401, "data after Connection: close").
+TEST(Connections, UnreadBodiesAreDroppedNotParsed) {
+  ServerFixtureOptions o;
+  o.keys = {"sk-test-1"};
+  LiveServer s(o);
+  s.answer("fine");
+  RawClient c(s.http->port());
+  ASSERT_TRUE(c.connected());
+  c.send(post_request("/v1/completions", R"({"prompt":"x","max_tokens":2})", "Authorization: Bearer sk-wrong\r\n") +
+         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "5\r\nhello\r\n0\r\n\r\n" +
+         "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string got = c.read_until("HTTP/1.1", 4, 3s);
+  EXPECT_EQ(RawClient::count(got, "HTTP/1.1 401"), 2) << got;
+  EXPECT_EQ(RawClient::count(got, "HTTP/1.1 200"), 1) << got;
+  EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 3) << got;
 }
 
 // Requests sent back to back in one write: every one is answered, in order (the bytes read

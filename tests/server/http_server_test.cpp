@@ -541,6 +541,31 @@ TEST(HttpServer, StopBeforeTheListenerRunsEndsIt) {
   }
 }
 
+// A browser's CORS preflight is answered (204, no API key needed) and responses let any
+// origin read them.
+TEST(HttpServer, CorsPreflightAndOrigin) {
+  ServerFixtureOptions o;
+  o.keys = {"sk-test-1"};
+  LiveServer s(o);
+  s.answer("fine");
+  httplib::Client c("127.0.0.1", s.http->port());
+  httplib::Headers h{{"Origin", "http://example.com"}, {"Access-Control-Request-Method", "POST"},
+                     {"Access-Control-Request-Headers", "authorization, content-type"}};
+  auto r = c.Options("/v1/chat/completions", h);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "*");
+  EXPECT_NE(r->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Headers"), "authorization, content-type");
+  auto m = c.Get("/v1/models", httplib::Headers{{"Authorization", "Bearer sk-test-1"}});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_EQ(m->get_header_value("Access-Control-Allow-Origin"), "*");
+  auto denied = c.Get("/v1/models");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 401);
+}
+
 // A second server on a port another one listens on must fail to bind (not share the port).
 TEST(HttpServer, PortInUseIsAnError) {
   server::ServerOptions so;
