@@ -100,7 +100,7 @@ class Routes {
     state->include_usage = parsed->gen.include_usage;
     state->logprobs = parsed->gen.n_logprobs >= 0;
     state->meta = {make_response_id("chatcmpl-"), unix_now(), m->model_id};
-    start(m, std::move(*plan), parsed->gen.stream, state, res);
+    start(m, std::move(*plan), parsed->gen.stream, state, req, res);
   }
 
   void completions(const httplib::Request& req, httplib::Response& res) {
@@ -126,7 +126,7 @@ class Routes {
         state->echo_text = parsed->prompt_text;
       }
     }
-    start(m, std::move(*plan), parsed->gen.stream, state, res);
+    start(m, std::move(*plan), parsed->gen.stream, state, req, res);
   }
 
  private:
@@ -153,7 +153,7 @@ class Routes {
 
   // Submits the plan and installs the streamed or whole response.
   void start(const std::shared_ptr<ModelContext>& m, GenerationPlan plan, bool stream,
-             const std::shared_ptr<ResponseState>& state, httplib::Response& res) {
+             const std::shared_ptr<ResponseState>& state, const httplib::Request& req, httplib::Response& res) {
     const size_t n_prompt = plan.request.prompt.size();
     state->tokenizer = m->tokenizer;
     state->gen = std::make_unique<Generation>(m->tokenizer, std::move(plan));
@@ -178,14 +178,26 @@ class Routes {
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
       HttpServer* server = s_;
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [server, state](size_t, httplib::DataSink& sink) { return Routes(server).stream_body(*state, sink); });
+      set_body(req, res, "text/event-stream",
+               [server, state](size_t, httplib::DataSink& sink) { return Routes(server).stream_body(*state, sink); });
     } else {
       HttpServer* server = s_;
-      res.set_chunked_content_provider(
-          "application/json",
-          [server, state](size_t, httplib::DataSink& sink) { return Routes(server).whole_body(*state, sink); });
+      set_body(req, res, "application/json",
+               [server, state](size_t, httplib::DataSink& sink) { return Routes(server).whole_body(*state, sink); });
+    }
+  }
+
+  // A body written as it is made: chunked for HTTP/1.1; an HTTP/1.0 client knows no chunked
+  // coding (RFC 9112 7.1), so it gets the bytes as they are, ended by closing the connection.
+  static void set_body(const httplib::Request& req, httplib::Response& res, const char* type,
+                       std::function<bool(size_t, httplib::DataSink&)> provider) {
+    if (req.version == "HTTP/1.0") {
+      res.set_header("Connection", "close");
+      res.set_content_provider(type, [provider = std::move(provider)](size_t offset, httplib::DataSink& sink) {
+        return provider(offset, sink);
+      });
+    } else {
+      res.set_chunked_content_provider(type, std::move(provider));
     }
   }
 

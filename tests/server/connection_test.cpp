@@ -1,6 +1,7 @@
 // Connections as hostile or unusual clients drive them: idle and half-sent requests
 // (slowloris), trickled bodies, pipelined requests, bad Content-Length, oversized heads.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -181,6 +182,33 @@ TEST(Connections, UnreadBodiesAreDroppedNotParsed) {
   EXPECT_EQ(RawClient::count(got, "HTTP/1.1 401"), 2) << got;
   EXPECT_EQ(RawClient::count(got, "HTTP/1.1 200"), 1) << got;
   EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 3) << got;
+}
+
+// An HTTP/1.0 client gets no chunked coding (it cannot read it): the body as it is, ended by
+// the connection's close, streamed or not.
+TEST(Connections, Http10ResponsesAreNotChunked) {
+  LiveServer s;
+  s.answer("fine");
+  for (const char* stream : {"false", "true"}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    const std::string body = std::string(R"({"prompt":"x","max_tokens":3,"stream":)") + stream + "}";
+    c.send("POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
+    const std::string got = c.read_until("never", 1, 3s);  // to the close
+    const size_t head_end = got.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << got;
+    const std::string head = got.substr(0, head_end);
+    EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos) << head;
+    EXPECT_NE(head.find(" 200 "), std::string::npos) << head;
+    const std::string rest = got.substr(head_end + 4);
+    if (std::string(stream) == "false") {
+      EXPECT_TRUE(nlohmann::json::parse(rest, nullptr, false).is_object()) << rest.substr(0, 200);
+    } else {
+      EXPECT_EQ(rest.rfind("data: ", 0), 0u) << rest.substr(0, 200);
+      EXPECT_NE(rest.find("data: [DONE]"), std::string::npos) << rest.substr(0, 300);
+    }
+  }
 }
 
 // Requests sent back to back in one write: every one is answered, in order (the bytes read
