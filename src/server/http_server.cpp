@@ -45,7 +45,7 @@ struct ResponseState {
   std::shared_ptr<const text::Tokenizer> tokenizer;
   std::vector<GeneratedToken> all_tokens;
   std::vector<GeneratedToken> pending_logprobs;  // consumed but not yet sent (streaming)
-  size_t text_offset = 0;                        // completions logprobs
+  TextOffsets text_offsets;                      // completions logprobs
 };
 
 }  // namespace
@@ -228,7 +228,7 @@ class Routes {
   json take_logprobs(ResponseState& st) {
     if (!st.logprobs || st.pending_logprobs.empty()) return nullptr;
     json j = st.chat ? chat_logprobs_json(*st.tokenizer, st.pending_logprobs)
-                     : completion_logprobs_json(*st.tokenizer, st.pending_logprobs, st.text_offset);
+                     : completion_logprobs_json(*st.tokenizer, st.pending_logprobs, st.text_offsets);
     st.pending_logprobs.clear();
     return j;
   }
@@ -246,7 +246,7 @@ class Routes {
         client_gone(st);
         return false;
       }
-      st.text_offset = st.echo_text.size();
+      st.text_offsets.skip_text(st.echo_text);
     }
     auto last_write = Clock::now();
     for (;;) {
@@ -259,7 +259,6 @@ class Routes {
         } else {
           json lp = take_logprobs(st);
           event = sse_event(completion_chunk_json(st.meta, d.text, "", lp));
-          st.text_offset += d.text.size();
         }
         if (!write(event)) {
           client_gone(st);
@@ -327,7 +326,11 @@ class Routes {
       json lp = st.logprobs ? chat_logprobs_json(*st.tokenizer, st.all_tokens) : json(nullptr);
       body = dump_json(chat_completion_json(st.meta, result, lp));
     } else {
-      json lp = st.logprobs ? completion_logprobs_json(*st.tokenizer, st.all_tokens, st.echo_text.size()) : json(nullptr);
+      json lp = json(nullptr);
+      if (st.logprobs) {
+        st.text_offsets.skip_text(st.echo_text);
+        lp = completion_logprobs_json(*st.tokenizer, st.all_tokens, st.text_offsets);
+      }
       body = dump_json(completion_json(st.meta, st.echo_text + result.content, result, lp));
     }
     if (!sink.write(body.data(), body.size())) return false;

@@ -75,8 +75,24 @@ json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedT
   return json{{"content", std::move(content)}, {"refusal", nullptr}};
 }
 
+namespace {
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
+
+void TextOffsets::skip_text(std::string_view text) { chars += code_points(text); }
+
+size_t TextOffsets::next(std::string_view piece) {
+  const size_t at = chars;
+  chars += code_points(assembler.push(piece));
+  return at;
+}
+
 json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
-                              size_t text_offset) {
+                              TextOffsets& text_offsets) {
   json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
   for (const auto& t : tokens) {
     const std::string s = token_string(tok, t.id);
@@ -85,8 +101,7 @@ json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<Gene
     json top = json::object();
     for (const auto& alt : t.top) top[token_string(tok, alt.token)] = alt.logprob;
     tops.push_back(std::move(top));
-    offsets.push_back(text_offset);
-    text_offset += tok.token_to_piece(t.id, false).size();
+    offsets.push_back(text_offsets.next(tok.token_to_piece(t.id, false)));
   }
   return json{{"tokens", std::move(toks)},
               {"token_logprobs", std::move(lps)},

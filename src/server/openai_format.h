@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/engine.h"
 #include "server/generation.h"
 #include "text/tokenizer.h"
+#include "text/utf8.h"
 
 namespace gs::server {
 
@@ -33,9 +35,22 @@ nlohmann::json timings_json(const Usage& u);
 
 // logprobs.content entries of a chat response for `tokens`.
 nlohmann::json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens);
+// Where the next token's text starts in a completion's text, in characters (code points, as
+// OpenAI and vLLM count text_offset): the token pieces' bytes go through the same assembly as
+// the text shown (an incomplete character is counted once it is complete, an invalid byte
+// as its U+FFFD), so streamed and whole responses agree.
+struct TextOffsets {
+  size_t chars = 0;
+  text::Utf8Assembler assembler;
+  // Counts `text` (valid UTF-8, e.g. the echoed prompt) as shown before the first token.
+  void skip_text(std::string_view text);
+  // This token's offset, then moves past its piece.
+  size_t next(std::string_view piece);
+};
+
 // The legacy completions logprobs object {tokens, token_logprobs, top_logprobs, text_offset}.
 nlohmann::json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
-                                        size_t text_offset);
+                                        TextOffsets& offsets);
 
 nlohmann::json chat_completion_json(const ResponseMeta& meta, const GenerationResult& r,
                                     const nlohmann::json& logprobs);

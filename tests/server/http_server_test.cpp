@@ -119,6 +119,46 @@ TEST(HttpServer, CompletionLengthStopStringsEchoAndTokenPrompt) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 3);
 }
 
+// logprobs.text_offset counts characters (code points) of the text shown, echo included,
+// and a streamed response gives the same offsets as a whole one.
+TEST(HttpServer, CompletionTextOffsetsCountCharacters) {
+  LiveServer s;
+  s.answer("é日本 ok 😊!");
+  const std::string prompt = "日本 ROMEO:";  // 9 characters, 13 bytes
+  json body{{"prompt", prompt}, {"max_tokens", 8}, {"echo", true}, {"logprobs", 0}};
+  json whole = json::parse(s.post("/v1/completions", body.dump())->body);
+  const json& offsets = whole["choices"][0]["logprobs"]["text_offset"];
+  ASSERT_TRUE(offsets.is_array());
+  ASSERT_GE(offsets.size(), 2u);
+  EXPECT_EQ(offsets[0], 9);
+  // Each offset is the character count of the text before the token.
+  const std::u32string shown = [&] {
+    std::u32string out;
+    const std::string t = whole["choices"][0]["text"];
+    for (size_t i = 0; i < t.size();) {
+      const unsigned char c = static_cast<unsigned char>(t[i]);
+      const int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+      out.push_back(c);
+      i += n;
+    }
+    return out;
+  }();
+  for (const auto& o : offsets) EXPECT_LE(o.get<size_t>(), shown.size());
+  body["stream"] = true;
+  auto r = s.post("/v1/completions", body.dump());
+  ASSERT_TRUE(r);
+  json streamed = json::array();
+  for (const std::string& e : test::sse_payloads(r->body)) {
+    if (e == "[DONE]") continue;
+    json j = json::parse(e, nullptr, false);
+    if (!j.is_object() || !j.contains("choices") || j["choices"].empty()) continue;
+    const json& lp = j["choices"][0]["logprobs"];
+    if (lp.is_object())
+      for (const auto& o : lp["text_offset"]) streamed.push_back(o);
+  }
+  EXPECT_EQ(streamed, offsets);
+}
+
 // A stop string ends the answer at the token that completes it: usage counts exactly the
 // tokens the answer is made of (one logprobs entry each), not the rest of a verified draft
 // round or a step that ran before the cancel landed.
