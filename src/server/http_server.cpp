@@ -365,9 +365,10 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   // SO_REUSEADDR only (a restart can bind over connections in TIME_WAIT). httplib's default
   // adds SO_REUSEPORT, with which a second server on the same port bound too and the kernel
   // split the connections between the two.
-  svr_->set_socket_options([](int sock) {
+  svr_->set_socket_options([this](int sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = sock;  // the last one offered is the one that bound
   });
   started_unix_ = unix_now();
   install_routes();
@@ -512,6 +513,7 @@ Status HttpServer::bind() {
     const int p = svr_->bind_to_any_port(options_.host);
     if (p <= 0) return make_status(StatusCode::kUnavailable, "cannot listen on {} (any port)", options_.host);
     port_ = p;
+    deepen_backlog();
     return {};
   }
   if (!svr_->bind_to_port(options_.host, options_.port)) {
@@ -519,7 +521,14 @@ Status HttpServer::bind() {
                        options_.host, options_.port);
   }
   port_ = options_.port;
+  deepen_backlog();
   return {};
+}
+
+// httplib listens with a backlog of 5, so a burst of connects had SYNs dropped and retried
+// after a second; listen() again on the bound socket sets the kernel's maximum instead.
+void HttpServer::deepen_backlog() {
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
 }
 
 bool HttpServer::run() {

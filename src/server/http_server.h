@@ -78,12 +78,14 @@ class HttpServer {
   HttpCounters counters() const;
 
  private:
+  void deepen_backlog();
   std::shared_ptr<ModelContext> model() const;
   void install_routes();
 
   ServerOptions options_;
   std::unique_ptr<httplib::Server> svr_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the listening socket, seen by the socket-options callback
   std::thread thread_;
   std::mutex run_mu_;                       // orders run() against stop()
   bool stop_requested_ = false;             // under run_mu_
