@@ -332,8 +332,7 @@ class Connection final : public httplib::Stream {
         // A method that already holds a byte no method has (a TLS hello, binary): no need to
         // wait for a head that will never end.
         for (size_t i = 0; i < s.size() && s[i] != ' '; ++i) {
-          const unsigned char ch = static_cast<unsigned char>(s[i]);
-          if (!(std::isalnum(ch) || std::strchr("!#$%&'*+-.^_`|~", ch))) {
+          if (!is_tchar(static_cast<unsigned char>(s[i]))) {
             bad_request_line_ = true;
             break;
           }
@@ -356,6 +355,11 @@ class Connection final : public httplib::Stream {
     return body_len_ <= limits_.max_body_bytes && buffered() >= head_len_ + body_len_;
   }
 
+  // A byte of a method token (RFC 9110 5.6.2 tchar).
+  static bool is_tchar(unsigned char ch) {
+    return std::isalnum(ch) || (ch != 0 && std::strchr("!#$%&'*+-.^_`|~", ch) != nullptr);
+  }
+
   // METHOD SP request-target SP HTTP/1.x (RFC 9112 3): anything else (a TLS hello, a line of
   // garbage, no version) is answered 400 once and the connection closes.
   static bool valid_request_line(std::string_view head) {
@@ -366,8 +370,7 @@ class Connection final : public httplib::Stream {
     const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
     if (sp1 == 0 || sp1 == std::string_view::npos || sp2 == std::string_view::npos || sp2 == sp1 + 1) return false;
     for (size_t i = 0; i < sp1; ++i) {
-      const unsigned char ch = static_cast<unsigned char>(line[i]);
-      if (!(std::isalnum(ch) || std::strchr("!#$%&'*+-.^_`|~", ch))) return false;
+      if (!is_tchar(static_cast<unsigned char>(line[i]))) return false;
     }
     for (size_t i = sp1 + 1; i < sp2; ++i) {
       if (static_cast<unsigned char>(line[i]) <= ' ' || line[i] == 0x7f) return false;

@@ -149,6 +149,7 @@ TEST(Connections, MalformedRequestLinesGetOneAnswer) {
   s.answer("fine");
   for (const std::string bad : {std::string("X\n\n"), std::string("FOO / HTTP/1.1 extra\r\nHost: x\r\n\r\n"),
                                 std::string("GET /health\r\nHost: x\r\n\r\n"),
+                                std::string("G\0T /health HTTP/1.1\r\nHost: x\r\n\r\n", 33),
                                 std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)}) {  // a TLS hello
     RawClient c(s.http->port());
     ASSERT_TRUE(c.connected());
