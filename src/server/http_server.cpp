@@ -193,9 +193,7 @@ class Routes {
                        std::function<bool(size_t, httplib::DataSink&)> provider) {
     if (req.version == "HTTP/1.0") {
       res.set_header("Connection", "close");
-      res.set_content_provider(type, [provider = std::move(provider)](size_t offset, httplib::DataSink& sink) {
-        return provider(offset, sink);
-      });
+      res.set_content_provider(type, std::move(provider));  // no length: the close ends it
     } else {
       res.set_chunked_content_provider(type, std::move(provider));
     }
