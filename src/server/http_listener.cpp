@@ -58,13 +58,14 @@ std::string refusal(int status, std::string_view reason, std::string_view messag
   const std::string body = std::string(R"({"error":{"message":")") + std::string(message) +
                            R"(","type":"invalid_request_error","param":null,"code":null}})";
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
-         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+         "\r\nContent-Type: application/json\r\nAccess-Control-Allow-Origin: *\r\nConnection: close\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 constexpr uint64_t kInvalidLength = ~uint64_t{0};
 constexpr uint64_t kBadCoding = kInvalidLength - 1;
 constexpr uint64_t kCompressed = kInvalidLength - 2;
+constexpr uint64_t kMalformedHead = kInvalidLength - 3;
 
 // The Content-Length of a request head: 0 when it has none or is chunked, kInvalidLength
 // when it is not a number or two disagree, kBadCoding for a transfer coding other than
@@ -73,19 +74,25 @@ constexpr uint64_t kCompressed = kInvalidLength - 2;
 // counted their compressed bytes: a 1 MB gzip body inflated to 1 GB, 4.4 GB of memory at the
 // peak), and at least 10^18 when it is absurdly long. `framed` says whether the head has a
 // Content-Length or Transfer-Encoding header at all, `chunked` whether it has
-// Transfer-Encoding.
+// Transfer-Encoding. kMalformedHead for a head a proxy in front may frame differently than
+// httplib (request smuggling, RFC 9112 5.1, 5.2 and 6.1): a header line without a colon,
+// whitespace before the colon, a folded line, or both Content-Length and Transfer-Encoding.
 uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
   *chunked = false;
-  bool bad_coding = false, compressed = false;
+  bool bad_coding = false, compressed = false, has_length = false;
   std::optional<uint64_t> length;
   size_t pos = head.find('\n');
   while (pos != std::string_view::npos && pos + 1 < head.size()) {
     const size_t next = head.find('\n', pos + 1);
     std::string_view line = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
     pos = next;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;  // the end of the head
+    if (line.front() == ' ' || line.front() == '\t') return kMalformedHead;  // obs-fold
     const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
+    if (colon == std::string_view::npos || colon == 0) return kMalformedHead;
+    if (line[colon - 1] == ' ' || line[colon - 1] == '\t') return kMalformedHead;
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     std::string_view value = line.substr(colon + 1);
@@ -105,6 +112,7 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
     }
     if (name != "content-length") continue;
     *framed = true;
+    has_length = true;
     uint64_t v = kInvalidLength;
     if (!value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos) {
       v = value.size() > 18 ? uint64_t{1000000000000000000} : std::stoull(std::string(value));
@@ -112,6 +120,7 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
     // Two that disagree: which one a proxy in front used is unknown (request smuggling).
     length = length && *length != v ? kInvalidLength : v;
   }
+  if (has_length && *chunked) return kMalformedHead;
   if (bad_coding) return kBadCoding;
   if (compressed) return kCompressed;
   if (*chunked) return 0;  // the chunks frame the body, whatever a Content-Length says
@@ -125,7 +134,8 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
 class Connection final : public httplib::Stream {
  public:
   enum class State {
-    kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine
+    kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
+    kMalformedHead, kBadChunk, kEarlyAnswer
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -148,11 +158,21 @@ class Connection final : public httplib::Stream {
       if (ready()) return State::kReady;
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
       if (bad_request_line_) return State::kBadRequestLine;
+      if (!early_answer_.empty()) return State::kEarlyAnswer;
+      if (bad_chunk_) return State::kBadChunk;
       if (chunked_too_large_) return State::kBodyTooLarge;
+      if (body_len_ == kMalformedHead) return State::kMalformedHead;
       if (body_len_ == kInvalidLength) return State::kBadLength;
       if (body_len_ == kBadCoding) return State::kBadCoding;
       if (body_len_ == kCompressed) return State::kCompressed;
       if (body_len_ > limits_.max_body_bytes) return State::kBodyTooLarge;
+      if (head_len_ > 0 && expect_continue_ && !continue_sent_) {
+        // The client waits for this before it sends the body (curl does for 1 s, for every
+        // upload over 1 MB); httplib sent it only once the body had arrived.
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        ::send(sock_, kContinue.data(), kContinue.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        continue_sent_ = true;
+      }
       const ssize_t n = ::recv(sock_, chunk, sizeof(chunk), MSG_DONTWAIT);
       if (n > 0) {
         if (buffered() == 0) first_byte_ = Clock::now();
@@ -179,14 +199,31 @@ class Connection final : public httplib::Stream {
   void begin_request() {
     if (head_len_ > 0) {
       // Bare LF line ends (RFC 9112 2.2 lets a server read them): httplib wants CRLF on the
-      // request line, answered 400 and went on to read each header line as a request.
+      // request line, answered 400 and went on to read each header line as a request. And
+      // an Expect line goes once its 100 Continue is sent (httplib would send another).
       std::string head;
       head.reserve(head_len_ + 16);
-      for (size_t i = off_; i < off_ + head_len_; ++i) {
-        if (buf_[i] == '\n' && (i == off_ || buf_[i - 1] != '\r')) head.push_back('\r');
-        head.push_back(buf_[i]);
+      const std::string_view old_head(buf_.data() + off_, head_len_);
+      for (size_t i = 0; i < old_head.size();) {
+        size_t e = old_head.find('\n', i);
+        e = e == std::string_view::npos ? old_head.size() : e + 1;
+        std::string_view line = old_head.substr(i, e - i);
+        i = e;
+        if (continue_sent_ && line.size() >= 7) {
+          std::string name(line.substr(0, 7));
+          std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+          if (name == "expect:") continue;
+        }
+        if (!line.empty() && line.back() == '\n') {
+          line.remove_suffix(1);
+          if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+          head.append(line);
+          head.append("\r\n");
+        } else {
+          head.append(line);
+        }
       }
-      if (head.size() != head_len_) {
+      if (head != old_head) {
         buf_.replace(off_, head_len_, head);
         head_len_ = head.size();
       }
@@ -229,6 +266,12 @@ class Connection final : public httplib::Stream {
     }
     request_total_ = 0;
     if (buffered() > 0) first_byte_ = Clock::now();
+  }
+
+  // The early answer (limits.early_answer) for this request; the connection then closes.
+  void send_early_answer() {
+    ::send(sock_, early_answer_.data(), early_answer_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (limits_.on_refusal) limits_.on_refusal(early_status_);
   }
 
   void send_refusal(int status, std::string_view reason, std::string_view message) {
@@ -346,13 +389,29 @@ class Connection final : public httplib::Stream {
       head_len_ = end;
       head_at_ = Clock::now();
       body_len_ = content_length(s.substr(0, end), &framed_, &chunked_);
+      expect_continue_ = has_expect_continue(s.substr(0, end));
+      continue_sent_ = false;
+      if (limits_.early_answer) {
+        early_answer_ = limits_.early_answer(s.substr(0, end), &early_status_);
+        if (!early_answer_.empty()) return false;
+      }
       chunk_scan_ = 0;
       chunk_data_ = 0;
       chunk_trailer_ = false;
       chunks_done_ = false;
+      trailer_at_ = 0;
     }
+    if (body_len_ > limits_.max_body_bytes) return false;  // refused by fill(), whatever follows
     if (chunked_) return chunks_complete();
-    return body_len_ <= limits_.max_body_bytes && buffered() >= head_len_ + body_len_;
+    return buffered() >= head_len_ + body_len_;
+  }
+
+  // Whether the head asks for "Expect: 100-continue".
+  static bool has_expect_continue(std::string_view head) {
+    std::string lower(head);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const size_t at = lower.find("\nexpect:");
+    return at != std::string::npos && lower.find("100-continue", at) < lower.find('\n', at + 1);
   }
 
   // A byte of a method token (RFC 9110 5.6.2 tchar).
@@ -380,56 +439,76 @@ class Connection final : public httplib::Stream {
   }
 
   // Whether the whole chunked body is buffered, scanning on from where the last call stopped
-  // (chunk_scan_, from the body's start). Sets chunked_too_large_ past the body limit; a
-  // malformed size line counts as complete (httplib then answers it with a 400).
+  // (chunk_scan_, from the body's start). A malformed size line or chunk end sets bad_chunk_
+  // (httplib answered it 400 and kept the connection, whose next bytes were then read as a
+  // request), the body limit chunked_too_large_. The trailer fields, which httplib refuses,
+  // are cut from the buffer once the body is complete (RFC 9112 7.1.2 lets a recipient drop
+  // them).
   bool chunks_complete() {
     if (chunks_done_) return true;  // ready() asks again when the worker takes the connection
     chunks_done_ = scan_chunks();
     return chunks_done_;
   }
   bool scan_chunks() {
-    const std::string_view body(buf_.data() + off_ + head_len_, buffered() - head_len_);
+    const size_t body_at = off_ + head_len_;
     for (;;) {
+      const std::string_view body(buf_.data() + body_at, buf_.size() - body_at);
       const size_t eol = body.find('\n', chunk_scan_);
-      if (eol == std::string_view::npos) return body.size() - chunk_scan_ > 4096;  // no line end in sight
+      if (eol == std::string_view::npos) {
+        if (body.size() - chunk_scan_ > 4096) bad_chunk_ = true;  // no size line is that long
+        return false;
+      }
       std::string_view line = body.substr(chunk_scan_, eol - chunk_scan_);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (chunk_trailer_) {  // trailer fields, then an empty line
-        chunk_scan_ = eol + 1;
-        if (line.empty()) return true;
-        continue;
+        if (!line.empty()) {
+          chunk_scan_ = eol + 1;
+          continue;
+        }
+        // Cut the trailer fields: the body then ends "0\r\n\r\n" right after the last chunk.
+        buf_.replace(body_at + trailer_at_, eol + 1 - trailer_at_, "\r\n");
+        chunk_scan_ = trailer_at_ + 2;
+        return true;
       }
       uint64_t size = 0;
       size_t digits = 0;
       for (; digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits])); ++digits) {
-        if (digits >= 15) return true;  // absurd: httplib refuses it
+        if (digits >= 15) {
+          chunked_too_large_ = true;
+          return false;
+        }
         const char ch = static_cast<char>(std::tolower(static_cast<unsigned char>(line[digits])));
         size = size * 16 + static_cast<uint64_t>(ch <= '9' ? ch - '0' : ch - 'a' + 10);
       }
-      if (digits == 0) return true;
+      // After the size only whitespace before a chunk extension (";name=value") may follow.
+      size_t k = digits;
+      while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+      if (digits == 0 || (k < line.size() && line[k] != ';')) {
+        bad_chunk_ = true;
+        return false;
+      }
       if (size == 0) {
         chunk_trailer_ = true;
         chunk_scan_ = eol + 1;
+        trailer_at_ = chunk_scan_;
         continue;
       }
-      chunk_data_ += size;
-      if (chunk_data_ > limits_.max_body_bytes) {
+      if (chunk_data_ + size > limits_.max_body_bytes) {
         chunked_too_large_ = true;
         return false;
       }
       const size_t data_end = eol + 1 + static_cast<size_t>(size);
-      if (body.size() < data_end + 1) {
-        chunk_data_ -= size;  // counted again when the line is scanned again
-        return false;
-      }
+      if (body.size() < data_end + 1) return false;
       size_t next = data_end;
       if (body[next] == '\r') {
-        if (body.size() < next + 2) {
-          chunk_data_ -= size;
-          return false;
-        }
+        if (body.size() < next + 2) return false;
         ++next;
       }
+      if (body[next] != '\n') {  // the data must end with its line end
+        bad_chunk_ = true;
+        return false;
+      }
+      chunk_data_ += size;
       chunk_scan_ = next + 1;
     }
   }
@@ -451,6 +530,12 @@ class Connection final : public httplib::Stream {
   uint64_t chunk_data_ = 0;     // chunked body: data bytes of the chunks scanned so far
   bool chunk_trailer_ = false;  // chunked body: the last chunk was seen, the trailer is next
   bool chunks_done_ = false;    // chunked body: all of it is buffered
+  size_t trailer_at_ = 0;       // chunked body: where the trailer section starts (from the body)
+  bool bad_chunk_ = false;      // chunked body: a malformed size line or chunk end
+  bool expect_continue_ = false;  // the head has "Expect: 100-continue"
+  bool continue_sent_ = false;    // and its 100 Continue was sent
+  std::string early_answer_;      // limits.early_answer's response for this head, if any
+  int early_status_ = 0;
   bool chunked_too_large_ = false;
   bool bad_request_line_ = false;
   uint64_t request_read_ = 0;   // bytes httplib read of the request under way
@@ -464,7 +549,9 @@ class Connection final : public httplib::Stream {
 
 // The answer to a request refused before httplib saw it; the connection then closes.
 void refuse(Connection& c, Connection::State state) {
-  if (state == Connection::State::kHeadTooLarge) {
+  if (state == Connection::State::kEarlyAnswer) {
+    c.send_early_answer();
+  } else if (state == Connection::State::kHeadTooLarge) {
     c.send_refusal(431, "Request Header Fields Too Large", "the request head is too large");
   } else if (state == Connection::State::kBadLength) {
     c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
@@ -472,6 +559,12 @@ void refuse(Connection& c, Connection::State state) {
     c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
   } else if (state == Connection::State::kBadRequestLine) {
     c.send_refusal(400, "Bad Request", "malformed HTTP request line");
+  } else if (state == Connection::State::kMalformedHead) {
+    c.send_refusal(400, "Bad Request",
+                   "malformed request head (a header line without a colon or with space before it, a folded line, "
+                   "or both Content-Length and Transfer-Encoding)");
+  } else if (state == Connection::State::kBadChunk) {
+    c.send_refusal(400, "Bad Request", "malformed chunked request body");
   } else if (state == Connection::State::kCompressed) {
     c.send_refusal(415, "Unsupported Media Type",
                    "compressed request bodies (Content-Encoding) are not accepted: send the body uncompressed");
@@ -579,6 +672,9 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kBadCoding:
             case Connection::State::kCompressed:
             case Connection::State::kBadRequestLine:
+            case Connection::State::kMalformedHead:
+            case Connection::State::kBadChunk:
+            case Connection::State::kEarlyAnswer:
               refuse(*c, state);
               continue;
             case Connection::State::kWaiting:
@@ -647,6 +743,9 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kBadCoding:
       case Connection::State::kCompressed:
       case Connection::State::kBadRequestLine:
+      case Connection::State::kMalformedHead:
+      case Connection::State::kBadChunk:
+      case Connection::State::kEarlyAnswer:
         refuse(*c, state);
         return;
       case Connection::State::kWaiting:

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
 namespace gs::server {
 
@@ -30,6 +32,10 @@ struct ConnectionLimits {
   size_t max_body_bytes = 8u << 20;
   // Told the status of every request refused here (431, 413, 408), for the metrics.
   std::function<void(int)> on_refusal;
+  // Asked once a request head is complete, before its body is waited for: a whole response
+  // (status line to body) to send at once and close the connection, or "" to go on. The API
+  // key check: a client without the key is answered 401 before its body is buffered.
+  std::function<std::string(std::string_view head, int* status)> early_answer;
 };
 
 // httplib serves each connection on a pool thread from accept to close, so a handful of

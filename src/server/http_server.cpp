@@ -353,8 +353,54 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// The 401 for a request head without a valid API key, whole, or "" when the key is valid or
+// not needed (no keys, GET /health, a CORS preflight): the same answer as the pre-routing
+// check below gives, but before the body is waited for, so a client without the key cannot
+// make the server buffer bodies (8 MB a connection).
+std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* status) {
+  if (!keys.enabled()) return {};
+  const size_t eol = head.find('\n');
+  std::string_view line = head.substr(0, eol);
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos) return {};  // the listener refuses it anyway
+  const std::string_view method = line.substr(0, sp1);
+  std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  path = path.substr(0, path.find('?'));
+  if (method == "OPTIONS" || path == "/health") return {};
+  std::string_view authorization, x_api_key;
+  for (size_t pos = eol; pos != std::string_view::npos && pos + 1 < head.size();) {
+    const size_t next = head.find('\n', pos + 1);
+    std::string_view h = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
+    pos = next;
+    if (!h.empty() && h.back() == '\r') h.remove_suffix(1);
+    const size_t colon = h.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(h.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string_view value = h.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    if (name == "authorization") authorization = value;
+    if (name == "x-api-key") x_api_key = value;
+  }
+  if (keys.matches(ApiKeys::presented_key(authorization, x_api_key))) return {};
+  const bool presented = !authorization.empty() || !x_api_key.empty();
+  const std::string body =
+      unauthorized(presented ? "invalid API key" : "an API key is required: send 'Authorization: Bearer <key>'").body();
+  *status = 401;
+  return "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nWWW-Authenticate: Bearer\r\n"
+         "Access-Control-Allow-Origin: *\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   ConnectionLimits limits = connection_limits(options_);
+  limits.early_answer = [this](std::string_view head, int* status) { return early_auth_answer(options_.keys, head, status); };
   limits.on_refusal = [this](int status) {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.responses_by_status[status]++;

@@ -166,23 +166,93 @@ TEST(Connections, MalformedRequestLinesGetOneAnswer) {
   test::expect_healthy(s);
 }
 
-// A request answered before its body was read (a wrong API key) leaves no bytes behind: the
-// body was read as the next request (a 400 after the 401, "data after Connection: close").
-TEST(Connections, UnreadBodiesAreDroppedNotParsed) {
+// A request without the API key is answered 401 from its head, before its body is waited
+// for (a client without the key could make the server buffer 8 MB a connection), and the
+// connection closes. A request answered without its body being read (an unknown route)
+// leaves no bytes behind: such a body was read as the next request ("data after
+// Connection: close" in the OpenAI npm client).
+TEST(Connections, UnauthorisedHeadsAndUnreadBodies) {
   ServerFixtureOptions o;
   o.keys = {"sk-test-1"};
   LiveServer s(o);
   s.answer("fine");
+  {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\n"
+           "Content-Length: 5000000\r\n\r\n{\"prompt\"");  // most of the body never comes
+    const std::string got = c.read_until("}}", 1, 2s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 401", 0), 0u) << got.substr(0, 300);
+    EXPECT_NE(got.find("invalid_api_key"), std::string::npos) << got;
+    EXPECT_NE(got.find("WWW-Authenticate: Bearer"), std::string::npos) << got;
+  }
   RawClient c(s.http->port());
   ASSERT_TRUE(c.connected());
-  c.send(post_request("/v1/completions", R"({"prompt":"x","max_tokens":2})", "Authorization: Bearer sk-wrong\r\n") +
-         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\nTransfer-Encoding: chunked\r\n\r\n"
-         "5\r\nhello\r\n0\r\n\r\n" +
+  const std::string auth = "Authorization: Bearer sk-test-1\r\n";
+  c.send(post_request("/v1/nowhere", R"({"prompt":"x","max_tokens":2})", auth) +
+         "POST /v1/nowhere HTTP/1.1\r\nHost: x\r\n" + auth + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" +
          "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   const std::string got = c.read_until("HTTP/1.1", 4, 3s);
-  EXPECT_EQ(RawClient::count(got, "HTTP/1.1 401"), 2) << got;
+  EXPECT_EQ(RawClient::count(got, "HTTP/1.1 404"), 2) << got;
   EXPECT_EQ(RawClient::count(got, "HTTP/1.1 200"), 1) << got;
   EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 3) << got;
+}
+
+// Framing a proxy may read differently (request smuggling) is refused with one 400 and a
+// close: a malformed chunk size, a chunk without its line end, both Content-Length and
+// Transfer-Encoding, space before a colon, a line without a colon, a folded line; an
+// unknown transfer coding is 501 at once even with body bytes after the head. Trailer
+// fields are read (and dropped), and Expect: 100-continue is answered before the body.
+TEST(Connections, AmbiguousFramingIsRefused) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string post = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  const std::string next = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (const std::string& bad :
+       {post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + next, post + "Transfer-Encoding: chunked\r\n\r\n1 2\r\nx\r\n" + next,
+        post + "Transfer-Encoding: chunked\r\n\r\n-1\r\n" + next, post + "Transfer-Encoding: chunked\r\n\r\n2\r\nxyz0\r\n\r\n" + next,
+        post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next,
+        post + "Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n" + next, post + "Host x\r\nContent-Length: 2\r\n\r\n{}" + next,
+        post + "Content-Length: 2\r\n folded\r\n\r\n{}" + next}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(bad);
+    const std::string got = c.read_until("HTTP/1.1", 2, 2s);
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1 400"), 1) << bad << "\n--\n" << got.substr(0, 300);
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 1) << bad << "\n--\n" << got.substr(0, 300);
+  }
+  {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    const auto t0 = std::chrono::steady_clock::now();
+    c.send(post + "Transfer-Encoding: gzip\r\n\r\nX\r\n");
+    const std::string got = c.read_until("}}", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 501", 0), 0u) << got.substr(0, 300);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  }
+  {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    const std::string body = R"({"prompt":"x","max_tokens":2})";
+    char size_line[32];
+    std::snprintf(size_line, sizeof size_line, "%zx\r\n", body.size());
+    c.send(post + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + size_line + body +
+           "\r\n0\r\nX-Checksum: abc\r\nX-Other: 1\r\n\r\n");
+    const std::string got = c.read_until("text_completion", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
+  }
+  {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    const std::string body = R"({"prompt":"x","max_tokens":2})";
+    c.send(post + "Expect: 100-continue\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+    const std::string cont = c.read_until("\r\n\r\n", 1, 500ms);
+    EXPECT_EQ(cont, "HTTP/1.1 100 Continue\r\n\r\n");
+    c.send(body);
+    const std::string got = c.read_until("text_completion", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
+    EXPECT_EQ(RawClient::count(got, "100 Continue"), 0) << got.substr(0, 300);
+  }
 }
 
 // An HTTP/1.0 client gets no chunked coding (it cannot read it): the body as it is, ended by
