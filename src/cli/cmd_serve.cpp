@@ -106,7 +106,9 @@ int serve(const ServeArgs& a) {
     std::fprintf(stderr, "gemmaserve serve: %s\n", bound.message().c_str());
     return 1;
   }
-  GS_LOG_INFO("listening on http://{}:{} (model loading)", a.host, http->port());
+  // An IPv6 literal goes in brackets in a URL (RFC 3986 3.2.2): http://[::1]:8080.
+  const std::string url_host = a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host;
+  GS_LOG_INFO("listening on http://{}:{} (model loading)", url_host, http->port());
   std::thread http_thread([&] { http->run(); });
 
   std::atomic<bool> quit{false};
@@ -201,15 +203,15 @@ int serve(const ServeArgs& a) {
     std::printf("  drafter   none\n");
   }
   std::printf("  auth      %s\n", so.keys.enabled() ? "API key required" : "none (anyone who can reach the port)");
-  std::printf("  listening http://%s:%d  (OpenAI API under /v1, GET /health, GET /metrics)\n", a.host.c_str(),
+  std::printf("  listening http://%s:%d  (OpenAI API under /v1, GET /health, GET /metrics)\n", url_host.c_str(),
               http->port());
   const std::string auth_header = so.keys.enabled() ? " -H 'Authorization: Bearer YOUR_KEY'" : "";
   std::printf("  try: curl http://%s:%d/v1/completions -H 'Content-Type: application/json'%s -d "
               "'{\"prompt\":\"ROMEO:\",\"max_tokens\":64}'\n",
-              a.host.c_str(), http->port(), auth_header.c_str());
+              url_host.c_str(), http->port(), auth_header.c_str());
   std::printf("       curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s -d "
               "'{\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":64}'\n",
-              a.host.c_str(), http->port(), auth_header.c_str());
+              url_host.c_str(), http->port(), auth_header.c_str());
   if (!so.keys.enabled() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1") {
     GS_LOG_WARN("listening on {} without an API key: anyone who can reach the port can use the model", a.host);
   }
