@@ -23,62 +23,6 @@ Result<void*> Backend::alloc_host(size_t bytes) {
 
 void Backend::free_host(void* p) { std::free(p); }
 
-Result<HostBuffer> HostBuffer::make(Backend& backend, size_t bytes) {
-  HostBuffer b;
-  GS_ASSIGN_OR_RETURN(b.p_, backend.alloc_host(bytes == 0 ? 1 : bytes));
-  b.backend_ = &backend;
-  b.bytes_ = bytes;
-  return b;
-}
-
-HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
-  if (this != &o) {
-    reset();
-    backend_ = o.backend_;
-    p_ = o.p_;
-    bytes_ = o.bytes_;
-    o.backend_ = nullptr;
-    o.p_ = nullptr;
-    o.bytes_ = 0;
-  }
-  return *this;
-}
-
-void HostBuffer::reset() {
-  if (backend_ && p_) backend_->free_host(p_);
-  backend_ = nullptr;
-  p_ = nullptr;
-  bytes_ = 0;
-}
-
-Result<DeviceBuffer> DeviceBuffer::make(Backend& backend, size_t bytes) {
-  DeviceBuffer b;
-  GS_ASSIGN_OR_RETURN(b.p_, backend.alloc(bytes == 0 ? 1 : bytes));
-  b.backend_ = &backend;
-  b.bytes_ = bytes;
-  return b;
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    reset();
-    backend_ = o.backend_;
-    p_ = o.p_;
-    bytes_ = o.bytes_;
-    o.backend_ = nullptr;
-    o.p_ = nullptr;
-    o.bytes_ = 0;
-  }
-  return *this;
-}
-
-void DeviceBuffer::reset() {
-  if (backend_ && p_) backend_->free(p_);
-  backend_ = nullptr;
-  p_ = nullptr;
-  bytes_ = 0;
-}
-
 void Backend::matmul_multi(const Weight* const* w, const Mat* y, int n, Mat x) {
   for (int i = 0; i < n; ++i) matmul(*w[i], x, y[i]);
 }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/ggml_type.h"
 #include "core/status.h"
@@ -216,17 +217,50 @@ class Backend {
   virtual void invalidate_steps() {}
 };
 
-// Owns one allocation of a backend.
-class DeviceBuffer {
+// Owns one allocation of a backend: device memory (Backend::alloc / free) or host memory
+// for downloads (Backend::alloc_host / free_host). The backend must outlive it.
+enum class MemoryKind { kDevice, kHost };
+template <MemoryKind K>
+class BackendMemory {
  public:
-  DeviceBuffer() = default;
-  static Result<DeviceBuffer> make(Backend& backend, size_t bytes);
-  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { reset(); }
-  void reset();
+  BackendMemory() = default;
+  static Result<BackendMemory> make(Backend& backend, size_t bytes) {
+    BackendMemory b;
+    const size_t n = bytes == 0 ? 1 : bytes;
+    if constexpr (K == MemoryKind::kDevice) {
+      GS_ASSIGN_OR_RETURN(b.p_, backend.alloc(n));
+    } else {
+      GS_ASSIGN_OR_RETURN(b.p_, backend.alloc_host(n));
+    }
+    b.backend_ = &backend;
+    b.bytes_ = bytes;
+    return b;
+  }
+  BackendMemory(BackendMemory&& o) noexcept { *this = std::move(o); }
+  BackendMemory& operator=(BackendMemory&& o) noexcept {
+    if (this != &o) {
+      reset();
+      backend_ = std::exchange(o.backend_, nullptr);
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  BackendMemory(const BackendMemory&) = delete;
+  BackendMemory& operator=(const BackendMemory&) = delete;
+  ~BackendMemory() { reset(); }
+  void reset() {
+    if (backend_ && p_) {
+      if constexpr (K == MemoryKind::kDevice) {
+        backend_->free(p_);
+      } else {
+        backend_->free_host(p_);
+      }
+    }
+    backend_ = nullptr;
+    p_ = nullptr;
+    bytes_ = 0;
+  }
 
   void* data() const { return p_; }
   template <typename T>
@@ -238,28 +272,8 @@ class DeviceBuffer {
   void* p_ = nullptr;
   size_t bytes_ = 0;
 };
-
-// Host memory from Backend::alloc_host, owned (the backend must outlive it).
-class HostBuffer {
- public:
-  HostBuffer() = default;
-  static Result<HostBuffer> make(Backend& backend, size_t bytes);
-  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
-  HostBuffer& operator=(HostBuffer&& o) noexcept;
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  ~HostBuffer() { reset(); }
-  void reset();
-
-  template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  Backend* backend_ = nullptr;
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = BackendMemory<MemoryKind::kDevice>;
+using HostBuffer = BackendMemory<MemoryKind::kHost>;  // page-locked on CUDA
 
 // YaRN correction dims (ggml_rope_yarn_corr_dims; spec §6.2) for RopeArgs::corr_lo/hi.
 void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float theta, float beta_fast, float beta_slow,

@@ -129,6 +129,25 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
 
 }  // namespace
 
+std::string_view request_header(std::string_view head, std::string_view name) {
+  for (size_t pos = head.find('\n'); pos != std::string_view::npos && pos + 1 < head.size();) {
+    const size_t next = head.find('\n', pos + 1);
+    std::string_view line = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
+    pos = next;
+    const size_t colon = line.find(':');
+    if (colon != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < colon && same; ++i)
+      same = std::tolower(static_cast<unsigned char>(line[i])) == static_cast<unsigned char>(name[i]);
+    if (!same) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    return value;
+  }
+  return {};
+}
+
 // One client connection: an httplib Stream over the socket with a read buffer that lives as
 // long as the connection (bytes of the next request stay) and per-request deadlines.
 class Connection final : public httplib::Stream {
@@ -408,10 +427,9 @@ class Connection final : public httplib::Stream {
 
   // Whether the head asks for "Expect: 100-continue".
   static bool has_expect_continue(std::string_view head) {
-    std::string lower(head);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    const size_t at = lower.find("\nexpect:");
-    return at != std::string::npos && lower.find("100-continue", at) < lower.find('\n', at + 1);
+    std::string value(request_header(head, "expect"));
+    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return value == "100-continue";
   }
 
   // A byte of a method token (RFC 9110 5.6.2 tchar).

@@ -38,6 +38,11 @@ struct ConnectionLimits {
   std::function<std::string(std::string_view head, int* status)> early_answer;
 };
 
+// The value of the first header `name` (lower case) of a raw request head, without the
+// surrounding whitespace, or "" when the head has none. For checks made on the head before
+// httplib parses it (ConnectionLimits::early_answer).
+std::string_view request_header(std::string_view head, std::string_view name);
+
 // httplib serves each connection on a pool thread from accept to close, so a handful of
 // clients that open connections and send nothing, or a byte now and then (slowloris), hold
 // every thread and the server answers nobody, /health included. Here a connection holds a

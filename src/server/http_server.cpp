@@ -356,9 +356,9 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
 namespace {
 
 // The 401 for a request head without a valid API key, whole, or "" when the key is valid or
-// not needed (no keys, GET /health, a CORS preflight): the same answer as the pre-routing
-// check below gives, but before the body is waited for, so a client without the key cannot
-// make the server buffer bodies (8 MB a connection).
+// not needed (no keys, GET /health, a CORS preflight). The server's only key check: it runs
+// on the head, before the body is waited for, so a client without the key cannot make the
+// server buffer bodies (8 MB a connection); the connection then closes.
 std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* status) {
   if (!keys.enabled()) return {};
   const size_t eol = head.find('\n');
@@ -370,22 +370,8 @@ std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* s
   std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));
   if (method == "OPTIONS" || path == "/health") return {};
-  std::string_view authorization, x_api_key;
-  for (size_t pos = eol; pos != std::string_view::npos && pos + 1 < head.size();) {
-    const size_t next = head.find('\n', pos + 1);
-    std::string_view h = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
-    pos = next;
-    if (!h.empty() && h.back() == '\r') h.remove_suffix(1);
-    const size_t colon = h.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string name(h.substr(0, colon));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    std::string_view value = h.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (name == "authorization") authorization = value;
-    if (name == "x-api-key") x_api_key = value;
-  }
+  const std::string_view authorization = request_header(head, "authorization");
+  const std::string_view x_api_key = request_header(head, "x-api-key");
   if (keys.matches(ApiKeys::presented_key(authorization, x_api_key))) return {};
   const bool presented = !authorization.empty() || !x_api_key.empty();
   const std::string body =
@@ -449,23 +435,9 @@ void HttpServer::install_routes() {
 
   // Browsers may call the API from a page of another origin (CORS, as llama-server allows):
   // every response says any origin may read it, and preflights are answered below. The API
-  // key, when there is one, still guards every request but the preflight itself (a browser
-  // sends none with it).
+  // key, when there is one, is checked on the request head (early_auth_answer) for every
+  // request but GET /health and the preflight itself (a browser sends no key with it).
   svr.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
-  svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!options_.keys.enabled() || req.path == "/health" || req.method == "OPTIONS")
-      return httplib::Server::HandlerResponse::Unhandled;
-    const std::string authorization = req.get_header_value("Authorization");
-    const std::string x_api_key = req.get_header_value("x-api-key");
-    if (options_.keys.matches(ApiKeys::presented_key(authorization, x_api_key))) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    const bool presented = !authorization.empty() || !x_api_key.empty();
-    send_error(res, unauthorized(presented ? "invalid API key" :
-                                             "an API key is required: send 'Authorization: Bearer <key>'"));
-    res.set_header("WWW-Authenticate", "Bearer");  // the unread body is dropped by the listener
-    return httplib::Server::HandlerResponse::Handled;
-  });
   svr.set_error_handler(httplib::Server::HandlerWithResponse(
       [](const httplib::Request&, httplib::Response& res) {
         if (res.body.empty()) send_error(res, api_error_for_http_status(res.status));

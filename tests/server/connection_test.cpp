@@ -71,6 +71,23 @@ class RawClient {
   bool connected_ = false;
 };
 
+// One chunk of a chunked body: its size line, the data, its line end.
+std::string chunk_of(const std::string& data) {
+  char size_line[32];
+  std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+  return size_line + data + "\r\n";
+}
+
+// /health answers and a completion runs, within 3 s, while hostile clients hold connections.
+void expect_serving_quickly(LiveServer& s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  test::expect_healthy(s);
+  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":3})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
 std::string post_request(const std::string& path, const std::string& body, const std::string& extra = "") {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -95,12 +112,7 @@ TEST(Connections, IdleAndHalfSentRequestsDoNotStarveOtherClients) {
     }
   }
   std::this_thread::sleep_for(100ms);
-  const auto t0 = std::chrono::steady_clock::now();
-  test::expect_healthy(s);
-  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  expect_serving_quickly(s);
   // A half-sent head gets a 408 once its time is up, and the connection closes.
   const std::string late = hostile[1]->read_until("\r\n\r\n", 1, 3s);
   EXPECT_NE(late.find("408"), std::string::npos) << late;
@@ -127,17 +139,9 @@ TEST(Connections, StalledBodiesDoNotHoldWorkers) {
     }
   }
   std::this_thread::sleep_for(200ms);
-  const auto t0 = std::chrono::steady_clock::now();
-  test::expect_healthy(s);
-  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":3})");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  expect_serving_quickly(s);
   // A chunked body that completes later is answered.
-  const std::string rest = R"(ompt":"x","max_tokens":2})";
-  char size_line[32];
-  std::snprintf(size_line, sizeof size_line, "%zx\r\n", rest.size());
-  stalled[1]->send(size_line + rest + "\r\n0\r\n\r\n");
+  stalled[1]->send(chunk_of(R"(ompt":"x","max_tokens":2})") + "0\r\n\r\n");
   const std::string got = stalled[1]->read_until("text_completion", 1, 5s);
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << "[" << got.substr(0, 300) << "]";
   // Stopping does not wait for the stalled bodies (it waited for their 30 s deadline).
@@ -151,7 +155,7 @@ TEST(Connections, StalledBodiesDoNotHoldWorkers) {
 TEST(Connections, MalformedRequestLinesGetOneAnswer) {
   LiveServer s;
   s.answer("fine");
-  for (const std::string bad : {std::string("X\n\n"), std::string("FOO / HTTP/1.1 extra\r\nHost: x\r\n\r\n"),
+  for (const std::string& bad : {std::string("X\n\n"), std::string("FOO / HTTP/1.1 extra\r\nHost: x\r\n\r\n"),
                                 std::string("GET /health\r\nHost: x\r\n\r\n"),
                                 std::string("G\0T /health HTTP/1.1\r\nHost: x\r\n\r\n", 33),
                                 std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)}) {  // a TLS hello
@@ -237,11 +241,8 @@ TEST(Connections, AmbiguousFramingIsRefused) {
   {
     RawClient c(s.http->port());
     ASSERT_TRUE(c.connected());
-    const std::string body = R"({"prompt":"x","max_tokens":2})";
-    char size_line[32];
-    std::snprintf(size_line, sizeof size_line, "%zx\r\n", body.size());
-    c.send(post + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + size_line + body +
-           "\r\n0\r\nX-Checksum: abc\r\nX-Other: 1\r\n\r\n");
+    c.send(post + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+           chunk_of(R"({"prompt":"x","max_tokens":2})") + "0\r\nX-Checksum: abc\r\nX-Other: 1\r\n\r\n");
     const std::string got = c.read_until("text_completion", 1, 3s);
     EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
   }
@@ -383,21 +384,17 @@ TEST(Connections, ChunkedBodiesObeyTheBodyLimit) {
     ASSERT_TRUE(c.connected());
     c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
            "Transfer-Encoding: chunked\r\n\r\n");
-    const std::string chunk(64u << 10, ' ');
-    char size_line[32];
-    std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
-    for (int i = 0; i < 48; ++i) c.send(size_line + chunk + "\r\n");  // 3 MiB of body
+    const std::string chunk = chunk_of(std::string(64u << 10, ' '));
+    for (int i = 0; i < 48; ++i) c.send(chunk);  // 3 MiB of body
     c.send("0\r\n\r\n");
     const std::string got = c.read_until("}}", 1, 5s);
     EXPECT_EQ(got.rfind("HTTP/1.1 413", 0), 0u) << got.substr(0, 300);
   }
   RawClient c(s.http->port());
   ASSERT_TRUE(c.connected());
-  const std::string body = R"({"prompt":"x","max_tokens":2})";
-  char size_line[32];
-  std::snprintf(size_line, sizeof size_line, "%zx\r\n", body.size());
   c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-         "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + std::string(size_line) + body + "\r\n0\r\n\r\n");
+         "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunk_of(R"({"prompt":"x","max_tokens":2})") +
+         "0\r\n\r\n");
   const std::string got = c.read_until("text_completion", 1, 5s);
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
   test::expect_healthy(s);
