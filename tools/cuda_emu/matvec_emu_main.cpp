@@ -6,8 +6,8 @@
 // and runs it; random: eager copies, the fibers in a random order). Weights go through the
 // CUDA backend's own repacking (cuda_weight_repack.cpp) and the activations through the same
 // f16 scaling as its conversion kernels. Each weight's image ends at an inaccessible page, so
-// a read past its last byte faults. A case of several rows also runs row 0 alone and expects
-// the same bits (a verify pass reproduces decode). GS_EMU_PROBE=1 runs only the shape of
+// a read past its last byte faults. A case of several rows also runs its first and last rows
+// alone and expects the same bits (a verify pass reproduces decode). GS_EMU_PROBE=1 runs only the shape of
 // CudaMatmul.FewRowGroupsLongRows (21504 x 272 on 132 SMs: one CTA per row group, 11 stages,
 // 9 and 16 rows from global memory; ~10 minutes a format).
 #include <sys/mman.h>
@@ -151,10 +151,11 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
   ::emu::st().reverse_blocks = true;
   const std::string name(ggml_type_name(type));
   // One weight through launch_matvec_stream, several through launch_matvec_stream_multi.
-  auto launch = [&](std::vector<MatF>& out) {
-    return parts == 1 ? launch_matvec_stream(nullptr, wp[0], L[0], xh.data(), xscale.data(), out[0], n_sm, sync)
-                      : launch_matvec_stream_multi(nullptr, wp.data(), lp.data(), out.data(), parts, xh.data(),
-                                                   xscale.data(), n_sm, sync);
+  auto launch = [&](std::vector<MatF>& out, int64_t row0 = 0) {
+    const uint16_t* xr = xh.data() + row0 * L[0].n_in_pad;
+    const float* sr = xscale.data() + row0;
+    return parts == 1 ? launch_matvec_stream(nullptr, wp[0], L[0], xr, sr, out[0], n_sm, sync)
+                      : launch_matvec_stream_multi(nullptr, wp.data(), lp.data(), out.data(), parts, xr, sr, n_sm, sync);
   };
   if (!launch(ym)) {
     std::printf("  %s n_in %ld parts %d rows %ld: not served by the kernel\n", name.c_str(), static_cast<long>(n_in),
@@ -190,20 +191,24 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
       }
     }
   }
-  // A verify pass must reproduce decode: row 0 alone gives the same bits as row 0 of the batch.
-  if (n > 1) {
+  // A verify pass must reproduce decode: the first and the last row alone give the same bits as
+  // those rows of the batch.
+  for (int64_t r : {int64_t{0}, n - 1}) {
+    if (n == 1) continue;
     std::vector<std::vector<float>> y1(parts);
     std::vector<MatF> ym1(parts);
     for (int p = 0; p < parts; ++p) {
       y1[p].assign(static_cast<size_t>(n_outs[p]), std::nanf(""));
       ym1[p] = MatF{y1[p].data(), 1, n_outs[p], n_outs[p]};
     }
-    launch(ym1);
+    launch(ym1, r);
     for (int p = 0; p < parts; ++p)
-      for (int64_t o = 0; o < n_outs[p]; ++o)
-        if (std::memcmp(&y1[p][static_cast<size_t>(o)], &y[p][static_cast<size_t>(o)], 4) != 0 && bad++ < 3)
-          std::printf("  part %d y[0][%ld] = %.9g in the batch, %.9g alone\n", p, static_cast<long>(o),
-                      y[p][static_cast<size_t>(o)], y1[p][static_cast<size_t>(o)]);
+      for (int64_t o = 0; o < n_outs[p]; ++o) {
+        const float batch = y[p][static_cast<size_t>(r * ym[p].stride + o)];
+        if (std::memcmp(&y1[p][static_cast<size_t>(o)], &batch, 4) != 0 && bad++ < 3)
+          std::printf("  part %d y[%ld][%ld] = %.9g in the batch, %.9g alone\n", p, static_cast<long>(r),
+                      static_cast<long>(o), batch, y1[p][static_cast<size_t>(o)]);
+      }
   }
   std::printf("  %-5s n_in %5ld n_out %4ld parts %d rows %2ld SMs %d: %s (worst %.2e of sum |w x|)\n", name.c_str(),
               static_cast<long>(n_in), static_cast<long>(n_outs[0]), parts, static_cast<long>(n), n_sm,
