@@ -42,7 +42,6 @@
 
 #include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_launch.cuh"
-#include "backend/cuda/k_matvec_q4k_sb.cuh"
 #include "backend/cuda/k_matvec_stream.h"
 #include "backend/cuda/k_matvec_tiles.cuh"
 
@@ -81,7 +80,6 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
-  int sb_bytes;     // kSB 2's pair-term exchange after them, else 0
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
@@ -124,10 +122,7 @@ struct StreamShared {
   int done[kRedBufs];     // segments of red[b] reduced so far
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
   uint32_t sink[kConsumerWarps][32];  // consume_raw's stores (never read)
-  uint4 zx[32];                       // 512 zero bytes: the masked activation runs (kSB, kXS)
 };
-// The same for kernels that read the activations from global memory.
-__device__ uint4 g_zero_x[32];
 
 // One word of every shared load that Tile<F>::load issues, XORed (the 16-byte loads fill
 // their four registers together, so reading one of them waits for the whole load). Only
@@ -194,10 +189,7 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-// kSB (Q4_K only, decision 0024): 0 the f16 dequantization of compute_qk45; 1 the sub-block
-// scales after the mma for one activation row (q4k_sb_decode_tile), 2 the same for 2..8 NT
-// rows (q4k_sb_verify_tile, equal bit for bit to 1 row by row).
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kSB = 0>
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -225,9 +217,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     mbar_init(&sh.xbar, 1);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
     mbar_init_fence();
-  }
-  if constexpr (kSB != 0) {
-    if (threadIdx.x < 32) sh.zx[threadIdx.x] = make_uint4(0u, 0u, 0u, 0u);
   }
   __syncthreads();
   const int64_t C = gridDim.x, c = blockIdx.x;
@@ -353,33 +342,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const uint16_t* xrow[NT];
   bool xok[NT];
   x_operands<NT>(xsrc, L, 0, g, n, xrow, xok);
-  // kSB: where the lane's activation runs come from (k_matvec_q4k_sb.cuh), at tile 0.
-  static_assert(kSB == 0 || F == WFormat::kQ4_K, "sub-block scales after the mma are a Q4_K path");
-  static_assert(kSB != 1 || NT == 1, "kSB 1 is one activation row");
-  constexpr int kNP = kSB == 2 ? 2 * NT : 1;  // verify passes of 4 rows
-  const uint16_t* const xzero =
-      std::is_same<XL, SharedX>::value ? reinterpret_cast<const uint16_t*>(sh.zx) : reinterpret_cast<const uint16_t*>(g_zero_x);
-  const uint16_t* sbx[kNP];  // kSB 1: the lane's own run of row 0; 2: pass p's run of row 4p + g / 2
-  bool sbown[kSB == 1 ? 4 : kNP];
-  if constexpr (kSB == 1) {
-    sbx[0] = xsrc + 32 * g + 16 * (t & 1);
-#pragma unroll
-    for (int c = 0; c < 4; ++c) sbown[c] = 2 * (t >> 1) + 4 * (c >> 1) + (c & 1) == g;  // run (h, hi) is sub-block g
-  } else if constexpr (kSB == 2) {
-#pragma unroll
-    for (int p = 0; p < kNP; ++p) {
-      const int a = 4 * p + (g >> 1);
-      sbown[p] = (g & 1) == (t >> 1) && a < n;
-      sbx[p] = xsrc + static_cast<int64_t>(a < n ? a : 0) * L.n_in_pad + 64 * (g & 1) + 16 * (t & 1);
-    }
-  }
-  // kSB 2: the warp's pair-term exchange, after the ring and the activations (G.sb_bytes).
-  uint8_t* const sbxchg = ring + static_cast<size_t>(G.ns) * G.stage_bytes + G.xs_bytes + warp * kSbWarpBytes;
-  float sbd[2] = {0.f, 0.f};          // kSB 1: pair t of rows g, g + 8
-  float sbv[kNP][4][2];               // kSB 2: [pass][pair][row]
-#pragma unroll
-  for (int p = 0; p < kNP; ++p)
-    for (int q = 0; q < 4; ++q) sbv[p][q][0] = sbv[p][q][1] = 0.f;
   for (int u = static_cast<int>(u0); u < iu1; ++u) {
     if (++s == spr) {
       s = 0;
@@ -418,49 +380,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       phase ^= 1u;
     }
     if (have) {
-      const int tile = t0 + j;
-      if constexpr (kSB == 1) {
-        const uint16_t* xp[4];
+      const uint16_t* xb[NT];
 #pragma unroll
-        for (int c = 0; c < 4; ++c) xp[c] = sbown[c] ? sbx[0] + tile * kTileElems : xzero;
-        q4k_sb_decode_tile<XL>(cur, sbd, t, xp);
-      } else if constexpr (kSB == 2) {
-        const uint16_t* xp[kNP];
-#pragma unroll
-        for (int p = 0; p < kNP; ++p) xp[p] = sbown[p] ? sbx[p] + tile * kTileElems : xzero;
-        q4k_sb_verify_tile<kNP, XL>(cur, sbv, t, lane, n, xp, sbxchg);
-      } else {
-        const uint16_t* xb[NT];
-#pragma unroll
-        for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + tile * kTileElems;
-        compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
-      }
+      for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
     if (s != spr - 1 && u != iu1 - 1) continue;
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
     // (fixed, so the result does not depend on timing) and writes the row group out.
-    if constexpr (kSB == 1) {  // the four pairs of a row: (q0 + q1) + (q2 + q3), as kSB 2 adds them
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        float v = sbd[rr];
-        v += __shfl_xor_sync(0xffffffffu, v, 1);
-        v += __shfl_xor_sync(0xffffffffu, v, 2);
-        acc[0][rr] = v;
-        acc[0][2 + rr] = 0.f;
-        sbd[rr] = 0.f;
-      }
-    } else if constexpr (kSB == 2) {
-#pragma unroll
-      for (int p = 0; p < kNP; ++p)
-        for (int rr = 0; rr < 2; ++rr) {
-          acc[p >> 1][2 * (p & 1) + rr] = (sbv[p][0][rr] + sbv[p][1][rr]) + (sbv[p][2][rr] + sbv[p][3][rr]);
-          for (int q = 0; q < 4; ++q) sbv[p][q][rr] = 0.f;
-        }
-    } else {
-      add_acc<NT>(acc, acc2);
-    }
+    add_acc<NT>(acc, acc2);
     const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
     if (lane == 0) {  // red[b] is free once its previous segment has been reduced
@@ -523,8 +453,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         const int64_t row0 = (rg - rg_base) * kRowGroup + g;
         R.ok0 = row0 < P.n_out[p];
         R.ok1 = row0 + 8 < P.n_out[p];
-        if constexpr (kSB != 0) store_rows_passes<NT>(acc, R, row0, t, xscale, P.y[p]);
-        else store_rows<NT>(acc, R, row0, t, xscale, P.y[p]);
+        store_rows<NT>(acc, R, row0, t, xscale, P.y[p]);
       }
     }
 #pragma unroll
@@ -553,25 +482,17 @@ int diag_mode() {
   return d;
 }
 
-// GS_MVS_SB=0: Q4_K takes the f16 dequantization (kSB 0) instead of the sub-block scales
-// after the mma (an A/B switch; decode and verify change together).
-bool sb_on() {
-  static const bool on = env_int("GS_MVS_SB", 1) != 0;
-  return on;
-}
-
-template <WFormat F, int NT, int MB, bool XS, int D = 0, int SB = 0>
+template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, SB>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  // (kSB 2's exchange does not fit two CTAs in the default carveout.)
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, SB>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              XS || SB == 2 ? 100 : carve);
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                              XS ? 100 : carve);
 }
 
 template <WFormat F>
@@ -580,14 +501,6 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
-  if constexpr (F == WFormat::kQ4_K) {
-    for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>(),
-                          prepare_one<F, 1, 1, true, 0, 1>(), prepare_one<F, 1, 2, true, 0, 1>(),
-                          prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
-                          prepare_one<F, 1, 1, true, 0, 2>(), prepare_one<F, 1, 2, true, 0, 2>(),
-                          prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
-      if (r != cudaSuccess) e = r;
-  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -631,17 +544,16 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   static const bool xs_on = env_int("GS_MVS_XS", 1) != 0;
   static const int64_t xs_max = int64_t{1024} * std::clamp(env_int("GS_MVS_XS_KB", 64), 0, 96);
   const int64_t xs = n_rows * L.n_in_pad * 2;
-  G.sb_bytes = L.format == WFormat::kQ4_K && sb_on() && n_rows >= 2 ? kConsumerWarps * kSbWarpBytes : 0;
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
-  if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes + G.sb_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
-  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes - G.sb_bytes : ring_kb * 1024;
+  if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
+  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
   // The weight copies mark their L2 lines evict-first (read once a step; GS_MVS_EVICT=0: the
   // default policy).
   static const int evict = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
   G.evict_first = evict;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
-  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes + G.sb_bytes > kMaxDynSmem) --G.ns;
-  if (G.ns * G.stage_bytes + G.xs_bytes + G.sb_bytes > kMaxDynSmem) return false;
+  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
+  if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
   // Two CTAs per SM (16 consumer warps; registers capped at 112) measured faster than one on
   // the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md); GS_MVS_CTAS_PER_SM=1
   // takes one.
@@ -713,22 +625,8 @@ bool stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G, CU
 template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
-  const size_t smem =
-      static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + static_cast<size_t>(G.sb_bytes) + kRingAlign;
+  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
   auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
-  if constexpr (F == WFormat::kQ4_K) {
-    if (sb_on() && diag_mode() == 0) {  // decision 0024
-      const bool xs = G.xs_bytes != 0;
-      if constexpr (NT == 1) {
-        if (P.y[0].rows == 1) {
-          if (xs) return go(matvec_stream_kernel<F, 1, MB, true, 0, 1>);
-          return go(matvec_stream_kernel<F, 1, MB, false, 0, 1>);
-        }
-        if (xs) return go(matvec_stream_kernel<F, 1, MB, true, 0, 2>);
-      }
-      return go(matvec_stream_kernel<F, NT, MB, false, 0, 2>);
-    }
-  }
   if constexpr (NT == 1) {
     const bool xs = G.xs_bytes != 0;
     if constexpr (MB == 2) {
