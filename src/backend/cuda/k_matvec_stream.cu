@@ -554,9 +554,9 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
-  // Two CTAs per SM (16 consumer warps; registers capped at 112) measured faster than one on
-  // the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md); GS_MVS_CTAS_PER_SM=1
-  // takes one.
+  // Two CTAs per SM (16 consumer warps; ptxas caps the registers at 96) measured faster than
+  // one on the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md);
+  // GS_MVS_CTAS_PER_SM=1 takes one.
   static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
