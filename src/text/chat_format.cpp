@@ -2,6 +2,8 @@
 #include "text/chat_format.h"
 
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "text/chat_render_parts.h"
 #include "text/chat_values.h"
@@ -57,14 +59,16 @@ Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std:
     if (loop[i].role == ChatRole::kUser) last_user = i;
   }
 
+  // The last message before `i` that is not a tool result: what a tool message answers, and
+  // whether an assistant message continues the model turn. Kept as the loop goes, so a long
+  // run of results costs no scan back over it.
+  const ChatMessage* prev_non_tool = nullptr;
   for (size_t i = 0; i < loop.size(); ++i) {
     const ChatMessage& m = loop[i];
     if (m.role == ChatRole::kTool) {
       // Tool results are rendered by the forward scan of the assistant message they answer;
       // one that answers none would vanish silently in the template.
-      size_t j = i;
-      while (j > 0 && loop[j - 1].role == ChatRole::kTool) --j;
-      if (j == 0 || loop[j - 1].role != ChatRole::kAssistant || loop[j - 1].tool_calls.empty()) {
+      if (!prev_non_tool || prev_non_tool->role != ChatRole::kAssistant || prev_non_tool->tool_calls.empty()) {
         return make_status(StatusCode::kInvalidArgument,
                            "messages[{}]: a tool message must follow an assistant message with tool_calls",
                            index_of(i));
@@ -75,14 +79,8 @@ Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std:
     const bool model = m.role == ChatRole::kAssistant;
     // Developer messages after the first are system turns: Gemma has no developer role.
     const char* role = model ? "model" : (chat::is_system_like(m.role) ? "system" : "user");
-    std::optional<ChatRole> prev_non_tool;
-    for (size_t j = i; j-- > 0;) {
-      if (loop[j].role != ChatRole::kTool) {
-        prev_non_tool = loop[j].role;
-        break;
-      }
-    }
-    const bool continue_model_turn = model && prev_non_tool == ChatRole::kAssistant;
+    const bool continue_model_turn = model && prev_non_tool && prev_non_tool->role == ChatRole::kAssistant;
+    prev_non_tool = &m;
     if (!continue_model_turn) {
       out.mark(markup::kTurnOpen);
       out += role;
@@ -105,13 +103,15 @@ Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std:
 
     bool responses_rendered = false;
     if (!m.tool_calls.empty()) {
+      // Call id -> function name; a repeated id names its last call.
+      std::unordered_map<std::string_view, std::string_view> name_of_id;
+      for (const ChatToolCall& call : m.tool_calls) name_of_id[call.id] = call.name;
       for (size_t k = i + 1; k < loop.size() && loop[k].role == ChatRole::kTool; ++k) {
         const ChatMessage& follow = loop[k];
         std::string name;
         if (!follow.tool_call_id.empty()) {
-          for (const ChatToolCall& call : m.tool_calls) {
-            if (call.id == follow.tool_call_id) name = call.name;
-          }
+          const auto found = name_of_id.find(follow.tool_call_id);
+          if (found != name_of_id.end()) name = found->second;
           if (name.empty()) {
             return make_status(StatusCode::kInvalidArgument,
                                "messages[{}]: tool_call_id \"{}\" matches no tool call of messages[{}]", index_of(k),

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -130,6 +131,33 @@ TEST(ChatFormat, Case53ResultsMappedByToolCallId) {
   // A legacy result with a function name and no id uses the name.
   missing[2].name = "get_time";
   EXPECT_NE(render(missing).find("response:get_time{value:<|\"|>12:00"), std::string::npos);
+}
+
+// Rendering time grows with the conversation, not its square: one assistant message with n
+// calls and n results (a few MB of request body) took seconds of an HTTP thread before the
+// context check could refuse it (every result scanned back over the results before it and
+// compared its id with every call).
+TEST(ChatFormat, ManyToolResultsRenderInLinearTime) {
+  const auto conversation = [](size_t n) {
+    std::vector<ChatToolCall> calls;
+    std::vector<ChatMessage> m = {msg(ChatRole::kUser, "go")};
+    for (size_t i = 0; i < n; ++i) calls.push_back({"c" + std::to_string(i), "f", "{}"});
+    m.push_back(assistant_calls(std::move(calls)));
+    for (size_t i = 0; i < n; ++i) m.push_back(tool_result("c" + std::to_string(n - 1 - i), "r"));
+    return m;
+  };
+  const auto seconds = [](const std::vector<ChatMessage>& m) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(render_chat(m, {}, {}).ok());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const auto small = conversation(4000);
+  const auto big = conversation(32000);
+  seconds(small);  // warm up the allocator
+  const double t_small = seconds(small);
+  const double t_big = seconds(big);
+  // Linear: ~8x; quadratic: ~64x. The floor keeps a tiny t_small from deciding alone.
+  EXPECT_LT(t_big, std::max(24.0 * t_small, 0.25)) << "4000 results " << t_small << " s, 32000 results " << t_big << " s";
 }
 
 TEST(ChatFormat, InputsTheTemplateWouldMangleAreErrors) {
