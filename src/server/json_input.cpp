@@ -103,7 +103,9 @@ Status read_int(const nlohmann::json& obj, std::string_view path, const char* ke
       return make_status(StatusCode::kInvalidArgument, "{} must be an integer, got {}", field_name(path, key),
                          it->dump());
     }
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+    // d is integral, so d <= hi is d < hi + 1; that bound stays right where (double)hi rounds
+    // up (INT64_MAX becomes 2^63, which must not be converted).
+    if (d < static_cast<double>(lo) || d >= static_cast<double>(hi) + 1.0) {
       return make_status(StatusCode::kInvalidArgument, "{} must be in [{}, {}], got {}", field_name(path, key), lo, hi,
                          it->dump());
     }

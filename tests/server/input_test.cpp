@@ -2,6 +2,7 @@
 // bodies and friends), API keys and stop strings.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "server/api_request.h"
@@ -65,6 +66,15 @@ TEST(JsonInput, IntegerFieldRangesAndTypes) {
   EXPECT_FALSE(v.has_value());
   Status s = read_int(o, "x", "b", 1, 10, &v);
   EXPECT_NE(s.message().find("x.b"), std::string::npos);
+  // A float at the edge of int64: 2^63 is above INT64_MAX although (double)INT64_MAX equals
+  // it, so it is out of range, not converted (undefined behaviour; on x86 it became INT64_MIN).
+  json edge = json::parse(R"({"big": 9223372036854775808.0, "low": -9223372036854775808.0, "ok": 9.2e18})");
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(read_int(edge, "", "big", lo, hi, &v).ok());
+  ASSERT_TRUE(read_int(edge, "", "low", lo, hi, &v).ok());
+  EXPECT_EQ(*v, lo);
+  ASSERT_TRUE(read_int(edge, "", "ok", lo, hi, &v).ok());
+  EXPECT_EQ(*v, 9200000000000000000);
 }
 
 // Bug-case 56: every one of these is a 400 with a message, never a crash.
