@@ -351,6 +351,13 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
   if (i && *i != 1) return invalid(fmt::format("best_of must be 1, got {}", *i));
   GS_RETURN_IF_ERROR(read_int(body, "", "logprobs", 0, 20, &i));
   if (i) req.gen.n_logprobs = static_cast<int32_t>(*i);
+  // OpenAI's echo with logprobs scores the prompt's own tokens (what lm-eval-harness reads);
+  // the engine computes logits for the last prompt position only, so an answer would hold the
+  // generated tokens' logprobs where such a client expects the prompt's. Refused instead.
+  if (req.echo && i) {
+    return Status(StatusCode::kUnimplemented,
+                  "logprobs with echo (the prompt tokens' logprobs) are not supported; send echo or logprobs alone");
+  }
   return req;
 }
 
