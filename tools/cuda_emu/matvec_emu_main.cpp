@@ -7,9 +7,9 @@
 // CUDA backend's own repacking (cuda_weight_repack.cpp) and the activations through the same
 // f16 scaling as its conversion kernels. Each weight's image ends at an inaccessible page, so
 // a read past its last byte faults. A case of several rows also runs its first and last rows
-// alone and expects the same bits (a verify pass reproduces decode). GS_EMU_PROBE=1 runs only the shape of
-// CudaMatmul.FewRowGroupsLongRows (21504 x 272 on 132 SMs: one CTA per row group, 11 stages,
-// 9 and 16 rows from global memory; ~10 minutes a format).
+// alone and expects the same bits (a verify pass reproduces decode). GS_EMU_PROBE=1 runs only
+// the shape of CudaMatmul.FewRowGroupsLongRows (21504 x 272 on 132 SMs: one CTA per row group,
+// 11 stages, 9 and 16 rows from global memory; ~10 minutes a format).
 #include <sys/mman.h>
 #include <unistd.h>
 
