@@ -4,6 +4,8 @@
 #include <chrono>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "text/utf8.h"
 
 namespace gs::server {
@@ -56,6 +58,18 @@ std::string token_string(const text::Tokenizer& tok, int32_t id) {
   return text::sanitize_utf8(tok.token_to_piece(id, true));
 }
 
+// The legacy completions' spelling of a token: its text, or for a piece that is not valid
+// UTF-8 by itself (a byte-fallback token, part of a character) "bytes:" and its bytes as
+// \xNN, as OpenAI writes them. Distinct pieces stay distinct keys of top_logprobs (as U+FFFD
+// they collided).
+std::string completion_token_string(const text::Tokenizer& tok, int32_t id) {
+  const std::string_view piece = tok.token_to_piece(id, true);
+  if (text::is_valid_utf8(piece)) return std::string(piece);
+  std::string out = "bytes:";
+  for (const char c : piece) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+  return out;
+}
+
 }  // namespace
 
 json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens) {
@@ -95,11 +109,11 @@ json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<Gene
                               TextOffsets& text_offsets) {
   json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
   for (const auto& t : tokens) {
-    const std::string s = token_string(tok, t.id);
-    toks.push_back(s);
+    toks.push_back(completion_token_string(tok, t.id));
     lps.push_back(t.logprob);
     json top = json::object();
-    for (const auto& alt : t.top) top[token_string(tok, alt.token)] = alt.logprob;
+    // Most probable first; a later alternative never replaces an earlier one's entry.
+    for (const auto& alt : t.top) top.emplace(completion_token_string(tok, alt.token), alt.logprob);
     tops.push_back(std::move(top));
     offsets.push_back(text_offsets.next(tok.token_to_piece(t.id, false)));
   }
