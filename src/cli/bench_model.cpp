@@ -100,6 +100,10 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   GS_RETURN_IF_ERROR(b.synchronize());
   const double t_load = now_s() - t_load0;
   const Gemma4Config& c = model->config();
+  if (c.is_assistant()) {
+    return make_status(StatusCode::kInvalidArgument, "{} is an MTP drafter (gemma4-assistant), not a target model; "
+                       "bench -m takes a target", o.model);
+  }
   const Totals tot = totals(*model);
   std::fprintf(stderr, "model: %s, %d layers, n_embd %d, %.2f GB of matrices, loaded in %.1f s\n", o.model.c_str(),
                c.n_layer, c.n_embd, tot.weight_bytes / 1e9, t_load);

@@ -1,6 +1,7 @@
 // gemmaserve bench: llama-bench-style speed tests on a model file (prompt processing, token
 // generation, MTP verify passes, at context depths) and, with --ops, the backend's ops alone.
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,9 @@ struct BenchArgs {
 Result<BackendKind> pick_device(const std::string& d) {
   if (d == "cpu") return BackendKind::kCpu;
   if (d == "cuda") {
-    if (!cuda_available()) return make_status(StatusCode::kUnavailable, "--device cuda: no CUDA device is available");
-    return BackendKind::kCuda;
+    if (cuda_available()) return BackendKind::kCuda;
+    std::fprintf(stderr, "gemmaserve bench: --device cuda: %s: running on the CPU\n", cuda_unavailable_reason().c_str());
+    return BackendKind::kCpu;
   }
   if (d == "auto") return cuda_available() ? BackendKind::kCuda : BackendKind::kCpu;
   return make_status(StatusCode::kInvalidArgument, "--device must be cuda, cpu or auto, not '{}'", d);
@@ -105,14 +107,18 @@ CommandEntry register_bench(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("bench", "speed tests: prompt processing, generation, MTP verify, at depths");
   sub->add_option("-m,--model", a->model, "GGUF model file");
   sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant) for speculative generation");
-  sub->add_option("-p,--n-prompt", a->prompt, "prompt lengths to process (pp N)")->delimiter(',');
-  sub->add_option("-n,--n-gen", a->gen, "tokens to generate one by one (tg N)")->delimiter(',');
-  sub->add_option("-d,--depth", a->depth, "context depths the tests start from")->delimiter(',');
-  sub->add_option("--verify", a->verify, "verify passes of k tokens (MTP verification cost)")->delimiter(',');
+  // Negative sizes, repetitions or threads were taken silently (skipped or clamped), a
+  // negative depth failed after the baselines as a "negative truncation point".
+  const auto count = CLI::Range(0, std::numeric_limits<int32_t>::max());
+  sub->add_option("-p,--n-prompt", a->prompt, "prompt lengths to process (pp N; 0: none)")->delimiter(',')->check(count);
+  sub->add_option("-n,--n-gen", a->gen, "tokens to generate one by one (tg N; 0: none)")->delimiter(',')->check(count);
+  sub->add_option("-d,--depth", a->depth, "context depths the tests start from")->delimiter(',')->check(count);
+  sub->add_option("--verify", a->verify, "verify passes of k tokens (MTP verification cost)")->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--device", a->device, "cuda, cpu or auto (default: cuda when a GPU is present)");
-  sub->add_option("-r,--repetitions", a->reps, "repetitions of each test (median reported)");
-  sub->add_option("-b,--ubatch", a->ubatch, "most tokens in one forward pass");
-  sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)");
+  sub->add_option("-r,--repetitions", a->reps, "repetitions of each test (median reported)")->check(CLI::Range(1, 100000));
+  sub->add_option("-b,--ubatch", a->ubatch, "most tokens in one forward pass")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 4096));
   sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
   sub->add_flag("--quick", a->quick, "fewer shapes and repetitions");
   sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul, attention or small)");

@@ -253,7 +253,7 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
   sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (gemma4-assistant) for speculative decoding");
   sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 16));  // serve's bound (a million planned 103 GB of drafter outputs)
   sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str()
       ->check(in_range(0.0, 1.0));
   sub->add_flag("--draft-adaptive,!--no-draft-adaptive", a->draft_adaptive,

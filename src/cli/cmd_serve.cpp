@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -245,11 +246,11 @@ CommandEntry register_serve(CLI::App& app) {
                        ->check(CLI::ExistingFile);
   sub->add_option("--api-key", args->api_keys, "An API key clients must send (repeatable)")->excludes(key_file);
   sub->add_option("-c,--ctx-size", args->ctx_size, "Context tokens per sequence (0: min(model, 8192))")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
   sub->add_option("-P,--parallel", args->parallel, "Sequences run at once (slots)")->capture_default_str()
       ->check(CLI::Range(1, 256));
   sub->add_option("-t,--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   sub->add_option("--alias", args->alias, "Model name shown to clients (default: the file's name)");
   sub->add_option("--device", args->device, "cpu, cuda or auto")->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));

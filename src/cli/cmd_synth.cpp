@@ -6,6 +6,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -26,10 +27,9 @@ struct SynthOptions {
   int threads = 0;
   bool quiet = false;
   bool no_k_eq_v = false;
-  // Dimension overrides; -1 keeps the preset's value.
-  int64_t n_embd = -1, n_embd_out = -1, n_layer = -1, n_ff = -1, n_head = -1, n_head_kv = -1,
-          n_head_kv_swa = -1, head_dim = -1, head_dim_swa = -1, sliding_window = -1, n_vocab = -1,
-          ctx = -1, swa_period = -1;
+  // Dimension overrides; unset keeps the preset's value (a -1 sentinel did so for --n-layer -1).
+  std::optional<int64_t> n_embd, n_embd_out, n_layer, n_ff, n_head, n_head_kv, n_head_kv_swa, head_dim, head_dim_swa,
+      sliding_window, n_vocab, ctx, swa_period;
 };
 
 int run_synth(const SynthOptions& o) {
@@ -51,14 +51,14 @@ int run_synth(const SynthOptions& o) {
       }
       c.types = *t;
     }
-    const std::pair<int64_t, int64_t*> overrides[] = {
+    const std::pair<const std::optional<int64_t>&, int64_t*> overrides[] = {
         {o.n_embd, &c.n_embd},         {o.n_embd_out, &c.n_embd_out},       {o.n_layer, &c.n_layer},
         {o.n_ff, &c.n_ff},             {o.n_head, &c.n_head},               {o.n_head_kv, &c.n_head_kv},
         {o.n_head_kv_swa, &c.n_head_kv_swa}, {o.head_dim, &c.head_dim},     {o.head_dim_swa, &c.head_dim_swa},
         {o.sliding_window, &c.sliding_window}, {o.n_vocab, &c.n_vocab},     {o.ctx, &c.n_ctx_train},
         {o.swa_period, &c.swa_period}};
     for (const auto& [value, field] : overrides) {
-      if (value != -1) *field = value;
+      if (value) *field = *value;
     }
     if (o.no_k_eq_v) c.k_eq_v = false;
     if (!o.chat_template_path.empty()) {
@@ -120,7 +120,7 @@ CommandEntry register_synth(CLI::App& app) {
   sub->add_option("--type", o->type, "matrix type: q4_k_m (mix, default) or a ggml type (q8_0, q4_K, f16, ...)");
   sub->add_option("--name", o->name, "general.name");
   sub->add_option("--chat-template", o->chat_template_path, "file whose text becomes tokenizer.chat_template");
-  sub->add_option("--threads", o->threads, "generator threads (default: all cores)");
+  sub->add_option("--threads", o->threads, "generator threads (default: all cores)")->check(CLI::Range(0, 4096));
   sub->add_flag("--quiet", o->quiet, "print only the final line");
   sub->add_flag("--no-k-eq-v", o->no_k_eq_v, "give full-attention layers their own attn_v");
   sub->add_option("--n-embd", o->n_embd, "embedding width");

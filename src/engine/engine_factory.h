@@ -51,7 +51,8 @@ struct LoadedEngine {
 
 // Errors: those of loading the files (kNotFound, kDataLoss, kInvalidArgument naming the
 // key or tensor), a drafter that does not fit the target (kInvalidArgument naming both
-// files), kUnavailable for a device this build or machine lacks.
+// files). DeviceChoice::kCuda where this build or machine has no CUDA device logs a warning
+// and runs on the CPU.
 Result<LoadedEngine> create_engine(const EngineOptions& options);
 
 }  // namespace gs

@@ -291,7 +291,12 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
       kind = BackendKind::kCpu;
       break;
     case DeviceChoice::kCuda:
-      kind = BackendKind::kCuda;
+      // Asked for CUDA where there is none: say so and serve on the CPU rather than not at all.
+      if (cuda_available()) {
+        kind = BackendKind::kCuda;
+      } else {
+        GS_LOG_WARN("--device cuda: {}: running on the CPU", cuda_unavailable_reason());
+      }
       break;
   }
   BackendOptions bo;

@@ -62,4 +62,17 @@ refused "serve --port" serve -m "$TARGET" --port 70000
 refused "serve empty key" serve -m "$TARGET" --port 0 --api-key ""
 refused "serve empty key file" serve -m "$TARGET" --port 0 --api-key-file "$WORK/empty.gguf"
 refused "synth preset" synth --preset huge -o "$WORK/x.gguf"
+# -1 was the "keep the preset" sentinel: --n-layer -1 wrote the preset's 6 layers.
+refused "synth --n-layer -1" synth --preset tiny -o "$WORK/x.gguf" --n-layer -1
+refused "synth --threads -3" synth --preset tiny -o "$WORK/x.gguf" --threads -3
+# A million drafts planned 103 GB of drafter outputs before failing.
+refused "run --draft-max huge" run -m "$TARGET" --mtp "$DRAFTER" -p hi --draft-max 1000000
+# bench took negative sizes, repetitions, ubatch and threads silently (skipped or clamped);
+# a negative depth failed after the baselines as a "negative truncation point".
+for bad in "-p -5" "-n -1" "-d -4" "--verify 0" "-r 0" "-r -1" "-b 0" "-t -1" "-t 100000"; do
+  refused "bench $bad" bench -m "$TARGET" --device cpu $bad
+done
+# A drafter given to bench as the model said only "a KV cache belongs to a target model".
+refused "bench: drafter as target" bench -m "$DRAFTER" --device cpu -p 4 -n 0 -r 1
+grep -q "MTP drafter" "$WORK/err" || fail "bench -m DRAFTER does not say it is a drafter: $(cat "$WORK/err")"
 echo "cli errors: ok"

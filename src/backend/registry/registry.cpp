@@ -16,6 +16,14 @@ bool cuda_available() {
 #endif
 }
 
+std::string cuda_unavailable_reason() {
+#ifdef GS_HAVE_CUDA
+  return cuda_available() ? "" : "no CUDA device is available";
+#else
+  return "this build of gemmaserve has no CUDA backend";
+#endif
+}
+
 Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendOptions& options) {
   switch (kind) {
     case BackendKind::kCpu: return create_cpu_backend(options.n_threads);

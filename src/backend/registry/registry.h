@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 
@@ -14,6 +15,9 @@ struct BackendOptions {
 
 // True when this build has the CUDA backend and a CUDA device is present.
 bool cuda_available();
+// Why cuda_available() is false ("no CUDA device is available" or "this build of gemmaserve
+// has no CUDA backend"); "" when it is true.
+std::string cuda_unavailable_reason();
 // Errors: kUnavailable for CUDA without a device or in a CPU-only build.
 Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendOptions& options);
 
