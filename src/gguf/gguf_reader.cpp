@@ -198,7 +198,9 @@ GgufFile::~GgufFile() {
 }
 
 Result<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO waits for a writer otherwise (`run -m fifo` hung before the
+  // regular-file check below); it changes nothing for the regular files that get past it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return make_status(StatusCode::kIo, "{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
   if (fstat(fd, &st) != 0) {

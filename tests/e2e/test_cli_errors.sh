@@ -12,6 +12,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 : > "$WORK/empty.gguf"
 mkdir "$WORK/dir.gguf"
+mkfifo "$WORK/fifo.gguf"  # opening it waited for a writer forever
 printf 'hello world\n' > "$WORK/text.gguf"
 head -c 100 "$TARGET" > "$WORK/head.gguf"
 size="$(stat -c %s "$TARGET")"
@@ -28,7 +29,7 @@ refused() {
   [[ -s "$WORK/err" ]] || fail "$name: no message on stderr"
 }
 
-for f in empty dir text head cut missing; do
+for f in empty dir fifo text head cut missing; do
   file="$WORK/$f.gguf"
   refused "inspect $f" inspect "$file"
   refused "run $f" run -m "$file" -p hi -n 2

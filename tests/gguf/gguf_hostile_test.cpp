@@ -1,10 +1,15 @@
 // Hostile GGUF inputs: every kind of malformed file gives an error that names the field and
 // its byte offset, never a crash, hang or large allocation (issue 2's list, case by case).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <random>
 #include <string>
@@ -372,6 +377,25 @@ TEST(GgufHostile, OpenErrors) {
   std::filesystem::remove_all(tmp, ec);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("magic"), std::string::npos);
+}
+
+// A FIFO is refused at once: open() without O_NONBLOCK waited for a writer forever.
+TEST(GgufHostile, FifoIsRefusedWithoutWaiting) {
+  const auto tmp = test::temp_dir("fifo");
+  const std::string fifo = (tmp / "model.gguf").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto opened = std::async(std::launch::async, [&] { return GgufFile::open(fifo); });
+  if (opened.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "opening a FIFO waits for a writer";
+    const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the blocked open return
+    opened.wait();
+    if (writer >= 0) ::close(writer);
+  }
+  auto f = opened.get();
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("not a regular file"), std::string::npos) << f.status().to_string();
 }
 
 TEST(GgufHostile, RandomMutationsNeverCrash) {
