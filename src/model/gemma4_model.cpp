@@ -15,7 +15,11 @@ Result<std::shared_ptr<Gemma4Model>> Gemma4Model::from_file(std::shared_ptr<gguf
   m->backend_ = &backend;
   auto config = load_gemma4_config(*m->file_);
   if (!config.ok()) {
-    return Status(config.status().code(), fmt::format("{}: {}", m->file_->path(), config.status().message()));
+    // The reader's own errors (a key of the wrong type) already start with the path.
+    const std::string& path = m->file_->path();
+    const std::string& msg = config.status().message();
+    if (msg.rfind(path + ": ", 0) == 0) return config.status();
+    return Status(config.status().code(), fmt::format("{}: {}", path, msg));
   }
   m->config_ = std::move(config).value();
   GS_ASSIGN_OR_RETURN(m->weights_, bind_gemma4_weights(*m->file_, m->config_, backend));

@@ -81,6 +81,19 @@ TEST_F(Load, MissingKeyIsNamed) {
   EXPECT_NE(m.status().message().find("gemma4.attention.key_length_swa"), std::string::npos) << m.status().message();
 }
 
+// A key of the wrong type is named with the file once ("m.gguf: m.gguf: metadata ..." before).
+TEST_F(Load, WrongKeyTypeNamesTheFileOnce) {
+  EditableGguf e = random_model({});
+  e.set_kv("gemma4.attention.sliding_window", f32_value(512.0f));
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  const std::string& msg = m.status().message();
+  EXPECT_NE(msg.find("gemma4.attention.sliding_window"), std::string::npos) << msg;
+  const std::string path = (dir_ / "m.gguf").string();
+  EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << msg;
+  EXPECT_EQ(msg.find(path, path.size()), std::string::npos) << msg;
+}
+
 TEST_F(Load, BadPerLayerArrayIsNamed) {
   EditableGguf e = random_model({});
   e.set_kv("gemma4.attention.head_count_kv", u32_array({2, 2, 1}));
