@@ -33,14 +33,11 @@ struct BenchArgs {
 };
 
 Result<BackendKind> pick_device(const std::string& d) {
-  if (d == "cpu") return BackendKind::kCpu;
-  if (d == "cuda") {
-    if (cuda_available()) return BackendKind::kCuda;
-    std::fprintf(stderr, "gemmaserve bench: --device cuda: %s: running on the CPU\n", cuda_unavailable_reason().c_str());
-    return BackendKind::kCpu;
-  }
-  if (d == "auto") return cuda_available() ? BackendKind::kCuda : BackendKind::kCpu;
-  return make_status(StatusCode::kInvalidArgument, "--device must be cuda, cpu or auto, not '{}'", d);
+  GS_ASSIGN_OR_RETURN(const DeviceChoice choice, parse_device_choice(d));
+  std::string fallback;
+  const BackendKind kind = backend_for(choice, &fallback);
+  if (!fallback.empty()) std::fprintf(stderr, "gemmaserve bench: --device cuda: %s: running on the CPU\n", fallback.c_str());
+  return kind;
 }
 
 int run_bench(const BenchArgs& a) {

@@ -96,13 +96,7 @@ Result<EngineOptions> engine_options(const RunArgs& a) {
   eo.max_batch_tokens = std::max(1, a.ubatch);
   eo.queue_size = 1;
   eo.dump_dir = a.dump_dir;
-  if (a.device == "cpu") {
-    eo.device = DeviceChoice::kCpu;
-  } else if (a.device == "cuda") {
-    eo.device = DeviceChoice::kCuda;
-  } else if (a.device != "auto") {
-    return make_status(StatusCode::kInvalidArgument, "--device must be auto, cpu or cuda");
-  }
+  GS_ASSIGN_OR_RETURN(eo.device, parse_device_choice(a.device));
   if (a.kv_type == "f32") {
     eo.kv_type = GgmlType::F32;
   } else if (a.kv_type != "f16") {

@@ -160,7 +160,8 @@ int serve(const ServeArgs& a) {
   eo.n_slots = a.parallel;
   eo.n_threads = a.threads;
   eo.queue_size = a.queue_size;
-  eo.device = a.device == "cpu" ? DeviceChoice::kCpu : a.device == "cuda" ? DeviceChoice::kCuda : DeviceChoice::kAuto;
+  const Result<DeviceChoice> device = parse_device_choice(a.device);  // the option admits only its three names
+  eo.device = device.ok() ? *device : DeviceChoice::kAuto;
   Result<LoadedEngine> loaded = create_engine(eo);
   if (!loaded.ok()) {
     std::fprintf(stderr, "gemmaserve serve: cannot start: %s\n", loaded.status().to_string().c_str());

@@ -7,13 +7,12 @@
 #include <string>
 
 #include "core/ggml_type.h"
+#include "backend/registry/registry.h"
 #include "core/status.h"
 #include "engine/engine.h"
 #include "text/tokenizer.h"
 
 namespace gs {
-
-enum class DeviceChoice { kAuto, kCpu, kCuda };
 
 struct EngineOptions {
   std::string model_path;

@@ -282,23 +282,10 @@ class RuntimeSlotRunner final : public SlotRunner {
 Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptions& options,
                                                                std::shared_ptr<gguf::GgufFile> target_file,
                                                                const text::Tokenizer& tokenizer) {
-  BackendKind kind = BackendKind::kCpu;
-  switch (options.device) {
-    case DeviceChoice::kAuto:
-      kind = cuda_available() ? BackendKind::kCuda : BackendKind::kCpu;
-      break;
-    case DeviceChoice::kCpu:
-      kind = BackendKind::kCpu;
-      break;
-    case DeviceChoice::kCuda:
-      // Asked for CUDA where there is none: say so and serve on the CPU rather than not at all.
-      if (cuda_available()) {
-        kind = BackendKind::kCuda;
-      } else {
-        GS_LOG_WARN("--device cuda: {}: running on the CPU", cuda_unavailable_reason());
-      }
-      break;
-  }
+  // Asked for CUDA where there is none: say so and serve on the CPU rather than not at all.
+  std::string fallback;
+  const BackendKind kind = backend_for(options.device, &fallback);
+  if (!fallback.empty()) GS_LOG_WARN("--device cuda: {}: running on the CPU", fallback);
   BackendOptions bo;
   bo.n_threads = options.n_threads;
   if (options.device == DeviceChoice::kAuto && kind == BackendKind::kCpu) {

@@ -16,12 +16,28 @@ bool cuda_available() {
 #endif
 }
 
-std::string cuda_unavailable_reason() {
+Result<DeviceChoice> parse_device_choice(std::string_view name) {
+  if (name == "auto") return DeviceChoice::kAuto;
+  if (name == "cpu") return DeviceChoice::kCpu;
+  if (name == "cuda") return DeviceChoice::kCuda;
+  return make_status(StatusCode::kInvalidArgument, "--device must be auto, cpu or cuda, not '{}'", name);
+}
+
+BackendKind backend_for(DeviceChoice choice, std::string* fallback) {
+  if (fallback) fallback->clear();
+  switch (choice) {
+    case DeviceChoice::kCpu: return BackendKind::kCpu;
+    case DeviceChoice::kAuto: return cuda_available() ? BackendKind::kCuda : BackendKind::kCpu;
+    case DeviceChoice::kCuda:
+      if (cuda_available()) return BackendKind::kCuda;
 #ifdef GS_HAVE_CUDA
-  return cuda_available() ? "" : "no CUDA device is available";
+      if (fallback) *fallback = "no CUDA device is available";
 #else
-  return "this build of gemmaserve has no CUDA backend";
+      if (fallback) *fallback = "this build of gemmaserve has no CUDA backend";
 #endif
+      return BackendKind::kCpu;
+  }
+  return BackendKind::kCpu;
 }
 
 Result<std::unique_ptr<Backend>> create_backend(BackendKind kind, const BackendOptions& options) {
