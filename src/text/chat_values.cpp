@@ -242,10 +242,12 @@ bool truthy(const nlohmann::json* v) {
       return v->get<uint64_t>() != 0;
     case nlohmann::json::value_t::number_float:
       return v->get<double>() != 0.0;
-    case nlohmann::json::value_t::string:
+    case nlohmann::json::value_t::string:  // json::empty() is false for every string
+      return !v->get_ref<const std::string&>().empty();
+    case nlohmann::json::value_t::binary:
+      return !v->get_binary().empty();
     case nlohmann::json::value_t::array:
     case nlohmann::json::value_t::object:
-    case nlohmann::json::value_t::binary:
       return !v->empty();
   }
   return false;
