@@ -242,7 +242,7 @@ ToolArgsConverter::Step ToolArgsConverter::on_string_char(std::string_view s, bo
       if (s.size() < 6 && !final) return Step::kNeedMore;
       const int u = parse_u_escape(s);
       if (u < 0) {
-        decoded = "u";  // not an escape after all: keep the letter
+        decoded = "\\u";  // not an escape after all: the backslash and the letter
         break;
       }
       n = 6;
@@ -258,8 +258,17 @@ ToolArgsConverter::Step ToolArgsConverter::on_string_char(std::string_view s, bo
       append_utf8(cp, &decoded);  // a lone surrogate becomes U+FFFD
       break;
     }
+    case '"':
+    case '\\':
+    case '/':
+    case '\'':
+      decoded = std::string(1, e);
+      break;
     default:
-      decoded = std::string(1, e);  // \" \\ \/ \' and unknown escapes: the character itself
+      // Not an escape in JSON or Python ("\d" in a regex, "\U" in a Windows path): the
+      // model meant the backslash itself.
+      decoded = std::string(1, '\\');
+      decoded.push_back(e);
   }
   put(decoded);
   *consumed = n;
