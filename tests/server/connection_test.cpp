@@ -413,5 +413,41 @@ TEST(Connections, RangeHeadersDoNotMakeGeneratedResponsesPartial) {
   }
 }
 
+// The same for every other answer: httplib cut any body set whole to the asked range, so an
+// error said 400 with the body '{"error":{' (and a Content-Range), /v1/models said 200 with
+// part of its JSON, a range past the end of /health turned it into an empty 416, and two
+// ranges made /metrics a multipart/byteranges document. The server serves no partial
+// content: Range is ignored (RFC 9110 14.2 lets a server ignore it).
+TEST(Connections, RangeHeadersAreIgnoredOnEveryAnswer) {
+  LiveServer s;
+  s.answer("fine words");
+  const httplib::Headers range = {{"Range", "bytes=0-9"}};
+  auto bad = s.post("/v1/completions", R"({"prompt":)", range);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_FALSE(bad->has_header("Content-Range"));
+  EXPECT_TRUE(nlohmann::json::accept(bad->body)) << bad->body;
+  auto models = s.get("/v1/models", range);
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 200);
+  EXPECT_FALSE(models->has_header("Content-Range"));
+  EXPECT_TRUE(nlohmann::json::accept(models->body)) << models->body;
+  auto health = s.get("/health", {{"Range", "bytes=100-200"}});
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, R"({"status":"ok"})");
+  auto metrics = s.get("/metrics", {{"Range", "bytes=0-9,20-30"}});
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_EQ(metrics->get_header_value("Content-Type").rfind("text/plain", 0), 0u) << metrics->get_header_value("Content-Type");
+  EXPECT_NE(metrics->body.find("gemmaserve_ready 1"), std::string::npos);
+  // A generated answer keeps its whole body too.
+  auto gen = s.post("/v1/completions", R"({"prompt":"x","max_tokens":3})", range);
+  ASSERT_TRUE(gen);
+  EXPECT_EQ(gen->status, 200);
+  EXPECT_FALSE(gen->has_header("Content-Range"));
+  EXPECT_TRUE(nlohmann::json::accept(gen->body)) << gen->body;
+}
+
 }  // namespace
 }  // namespace gs
