@@ -356,9 +356,9 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
 namespace {
 
 // The 401 for a request head without a valid API key, whole, or "" when the key is valid or
-// not needed (no keys, GET /health, a CORS preflight). The server's only key check: it runs
-// on the head, before the body is waited for, so a client without the key cannot make the
-// server buffer bodies (8 MB a connection); the connection then closes.
+// not needed (no keys, GET /health or its alias /v1/health, a CORS preflight). The server's
+// only key check: it runs on the head, before the body is waited for, so a client without
+// the key cannot make the server buffer bodies (8 MB a connection); the connection then closes.
 std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* status) {
   if (!keys.enabled()) return {};
   const size_t eol = head.find('\n');
@@ -369,7 +369,7 @@ std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* s
   const std::string_view method = line.substr(0, sp1);
   std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));
-  if (method == "OPTIONS" || path == "/health") return {};
+  if (method == "OPTIONS" || path == "/health" || path == "/v1/health") return {};
   const std::string_view authorization = request_header(head, "authorization");
   const std::string_view x_api_key = request_header(head, "x-api-key");
   if (keys.matches(ApiKeys::presented_key(authorization, x_api_key))) return {};

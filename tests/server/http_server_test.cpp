@@ -293,6 +293,19 @@ TEST(HttpServer, ApiKeysGuardEveryRouteButHealth) {
   EXPECT_EQ(ok2->status, 200);
 }
 
+// /v1/health is /health under the API's prefix: a probe pointed at it got 401 while the
+// same probe at /health got 200.
+TEST(HttpServer, HealthAliasNeedsNoKeyEither) {
+  ServerFixtureOptions o;
+  o.keys = {"sk-test-1"};
+  LiveServer s(o);
+  for (const char* path : {"/health", "/v1/health"}) {
+    auto h = s.get(path);
+    ASSERT_TRUE(h) << path;
+    EXPECT_EQ(h->status, 200) << path << ": " << h->body;
+  }
+}
+
 // Bug-case 56 and friends over HTTP: 4xx with an OpenAI error body, and the server goes on.
 TEST(HttpServer, BadInputGetsAClearErrorAndTheServerKeepsServing) {
   ServerFixtureOptions o;
