@@ -223,6 +223,10 @@ class Connection final : public httplib::Stream {
       // Range lines go too: this server serves no partial content (RFC 9110 14.2 lets it
       // ignore them), and httplib cut every body set whole to the range asked, error bodies
       // included ('{"error":{' under a 400), or made it a multipart/byteranges document.
+      // And Accept-Encoding lines: answers go uncompressed (identity is always acceptable,
+      // RFC 9110 12.5.3). httplib gzipped a whole response as it was written, so the spaces
+      // that keep a waiting connection checked stayed in the compressor, a client gone was
+      // never noticed and its request generated on to max_tokens; it also ignored q=0.
       std::string head;
       head.reserve(head_len_ + 16);
       const std::string_view old_head(buf_.data() + off_, head_len_);
@@ -239,7 +243,7 @@ class Connection final : public httplib::Stream {
         std::string_view line = old_head.substr(i, e - i);
         i = e;
         if (continue_sent_ && named(line, "expect:")) continue;
-        if (named(line, "range:")) continue;
+        if (named(line, "range:") || named(line, "accept-encoding:")) continue;
         if (!line.empty() && line.back() == '\n') {
           line.remove_suffix(1);
           if (!line.empty() && line.back() == '\r') line.remove_suffix(1);

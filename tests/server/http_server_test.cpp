@@ -487,7 +487,8 @@ TEST(HttpServer, QueueFullIs429) {
 }
 
 // A raw socket that sends a request, reads until `marker` shows up, then closes.
-std::string read_until_then_close(int port, const std::string& body, const std::string& marker) {
+std::string read_until_then_close(int port, const std::string& body, const std::string& marker,
+                                  const std::string& extra_headers = "") {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -498,7 +499,7 @@ std::string read_until_then_close(int port, const std::string& body, const std::
     return "";
   }
   const std::string req = "POST " + std::string("/v1/completions") +
-                          " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                          " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers + "Content-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body;
   ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string got;
@@ -543,6 +544,41 @@ TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
     s.answer("", true);
   }
   EXPECT_GE(s.http->counters().client_disconnects, 2u);
+}
+
+// The same for a client that accepts compressed answers, as the openai Python client (httpx)
+// says by default: httplib gzipped the whole response, the keep-alive spaces went into the
+// compressor and never reached the socket, so a client gone was never noticed and its slot
+// generated on to max_tokens. Answers are sent uncompressed (httplib also ignored q=0).
+TEST(HttpServer, ClientDisconnectCancelsACompressibleRequest) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.queue_size = 0;
+  o.n_ctx = 1 << 20;
+  o.step_delay = 2ms;
+  LiveServer s(o);
+  s.answer("", /*endless=*/true);
+  for (const char* encoding : {"gzip, deflate", "br", "gzip;q=0"}) {
+    const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+    json body{{"prompt", "x"}, {"max_tokens", 100000}};
+    const std::string got = read_until_then_close(s.http->port(), body.dump(), "\r\n \r\n",
+                                                  std::string("Accept-Encoding: ") + encoding + "\r\n");
+    EXPECT_EQ(got.find("Content-Encoding"), std::string::npos) << encoding << ": " << got.substr(0, 300);
+    EXPECT_NE(got.find("\r\n \r\n"), std::string::npos) << encoding << ": no keep-alive space arrived";
+    bool freed = false;
+    for (int i = 0; i < 400 && !freed; ++i) {
+      EngineMetrics m = s.engine->metrics();
+      freed = m.requests_cancelled_total > cancelled_before && m.busy_slots == 0;
+      if (!freed) std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(freed) << encoding << ": the slot was not freed";
+  }
+  s.answer("fine");
+  auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})", {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Content-Encoding"));
+  EXPECT_TRUE(json::accept(r->body)) << r->body;
 }
 
 // `serve` with a file that fails at once stopped the listener before its thread had started
