@@ -7,11 +7,17 @@ namespace gs::server {
 
 namespace {
 
-// Deepest array/object nesting of `body`, counting brackets outside strings; stops early
-// once `limit` is passed. Malformed text is left for the real parser to report.
-int nesting_depth(std::string_view body, int limit) {
+// What a body would cost nlohmann, counted outside strings: the deepest array/object
+// nesting and the objects, arrays and strings (keys too) it would allocate. Stops early once
+// a limit is passed. Malformed text is left for the real parser to report.
+struct JsonShape {
   int depth = 0;
-  int max_depth = 0;
+  size_t heap_values = 0;
+};
+
+JsonShape shape_of(std::string_view body, int depth_limit, size_t heap_limit) {
+  JsonShape shape;
+  int depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < body.size(); ++i) {
     const char c = body[i];
@@ -24,18 +30,22 @@ int nesting_depth(std::string_view body, int limit) {
       continue;
     }
     switch (c) {
-      case '"': in_string = true; break;
+      case '"':
+        in_string = true;
+        if (++shape.heap_values > heap_limit) return shape;
+        break;
       case '[':
       case '{':
-        if (++depth > max_depth) max_depth = depth;
-        if (max_depth > limit) return max_depth;
+        if (++depth > shape.depth) shape.depth = depth;
+        if (shape.depth > depth_limit) return shape;
+        if (++shape.heap_values > heap_limit) return shape;
         break;
       case ']':
       case '}': --depth; break;
       default: break;
     }
   }
-  return max_depth;
+  return shape;
 }
 
 }  // namespace
@@ -68,8 +78,13 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, s
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return make_status(StatusCode::kInvalidArgument, "{} is empty; expected a JSON object", what);
   }
-  if (nesting_depth(body, max_depth) > max_depth) {
+  const JsonShape shape = shape_of(body, max_depth, kMaxJsonHeapValues);
+  if (shape.depth > max_depth) {
     return make_status(StatusCode::kInvalidArgument, "{} is JSON nested deeper than {} levels", what, max_depth);
+  }
+  if (shape.heap_values > kMaxJsonHeapValues) {
+    return make_status(StatusCode::kInvalidArgument, "{} holds more than {} JSON objects, arrays and strings", what,
+                       kMaxJsonHeapValues);
   }
   nlohmann::json value;
   try {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,11 +15,15 @@
 namespace gs::server {
 
 inline constexpr int kMaxJsonDepth = 64;
+// Objects, arrays and strings (keys included) in one body: nlohmann allocates each on the
+// heap (some 100 bytes for "{}"), so 8 MB of them took 290 MB to parse. Numbers, true,
+// false and null are held inline and not counted.
+inline constexpr size_t kMaxJsonHeapValues = size_t{1} << 18;
 
 // Parses a request body (or a JSON object nested in one as a string: `what` names it in
 // the errors). Errors (kInvalidArgument): empty text, nesting deeper than `max_depth`
-// arrays/objects, malformed JSON, invalid UTF-8 in a string, a top level that is not an
-// object.
+// arrays/objects, more than kMaxJsonHeapValues objects, arrays and strings, malformed JSON,
+// invalid UTF-8 in a string, a top level that is not an object.
 Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = kMaxJsonDepth,
                                          std::string_view what = "the request body");
 
