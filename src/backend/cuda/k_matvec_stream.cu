@@ -51,14 +51,7 @@ using namespace mv;
 
 constexpr int kConsumerWarps = 8;
 constexpr int kStageTiles = kConsumerWarps;  // one tile per consumer warp per stage
-constexpr int kThreads = (kConsumerWarps + 1) * 32;  // eight consumer warps and the producer
-// The self-fed kernel (kSelf, GS_MVS_SELF): no producer warp; the last consumer warp to
-// release a slot refills it. 256 threads lift ptxas's cap for two CTAs an SM from 96
-// registers (it counts the 9-warp CTA as 10) to 128, which pays for holding the next tile's
-// registers while this one is computed.
-constexpr int kSelfThreads = kConsumerWarps * 32;
-template <bool kSelf>
-constexpr int cta_threads() { return kSelf ? kSelfThreads : kThreads; }
+constexpr int kThreads = (kConsumerWarps + 1) * 32;
 constexpr int kMaxStages = 8;
 constexpr int kRowGroup = 16;
 constexpr uint64_t kFlagTimeoutNs = 10000000000ull;  // a lost partner traps instead of hanging
@@ -125,7 +118,6 @@ struct StreamShared {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
   uint64_t xbar;  // the activations' bulk copy (kXS)
-  int released[kMaxStages];  // kSelf: warps that released each slot, ever (the 8th of a lap refills it)
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
@@ -188,70 +180,6 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
   *reinterpret_cast<volatile uint32_t*>(sink) = LoadedWords<F>::of(r);
 }
 
-// The copies that fill ring slot `slot` with unit (rg, s) of the launch, counted on the slot's
-// full barrier. One whole warp issues them (the per-row formats copy one row a lane): the
-// producer, or in the self-fed kernel the consumer warp that released the slot last (and
-// warp 0 for the first lap).
-template <WFormat F, int NT, int kDiag>
-__device__ __forceinline__ void fill_stage(const StreamParts& P, const WeightLayout& L, const StreamGeom& G,
-                                           const StageMaps& tm, uint8_t* ring, StreamShared<NT>& sh, int slot,
-                                           int64_t rg, int s, int lane, uint64_t policy) {
-  auto copy = [&](void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-    if (G.evict_first) bulk_g2s(dst, src, bytes, bar, policy);
-    else bulk_g2s(dst, src, bytes, bar);
-  };
-  auto box = [&](void* dst, const CUtensorMap* m, int c0, int c1, uint64_t* bar) {
-    if (G.evict_first) bulk_tensor_2d_g2s(dst, m, c0, c1, bar, policy);
-    else bulk_tensor_2d_g2s(dst, m, c0, c1, bar);
-  };
-  const int t0 = s * kStageTiles;
-  int64_t rg_base;
-  const int p = part_of(P, rg, rg_base);
-  const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
-  uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
-  if constexpr (tile_major(F)) {  // the stage's tiles are contiguous
-    const int nt = min(kStageTiles, G.n_tiles - t0);
-    if (lane == 0) {
-      const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
-      mbar_arrive_expect_tx(&sh.full[slot], bytes);
-      copy(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
-    }
-  } else if constexpr (kDiag == 3) {
-    const int nt = min(kStageTiles, G.n_tiles - t0);
-    const int64_t total = P.n_out[p] * L.main_row_bytes;
-    const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
-    int64_t off = r0 * L.main_row_bytes + static_cast<int64_t>(kRowGroup) * t0 * G.blk;
-    if (off + bytes > total) off = total - bytes;
-    if (lane == 0) {
-      mbar_arrive_expect_tx(&sh.full[slot], bytes);
-      bulk_g2s(st, P.w[p] + off, bytes, &sh.full[slot]);
-    }
-  } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
-    if (lane == 0) {
-      mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
-      box(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
-      box(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
-    }
-  } else {  // one bulk copy per row (and one of its scales)
-    const int nt = min(kStageTiles, G.n_tiles - t0);
-    const int rows = P.n_out[p] - r0 < kRowGroup ? static_cast<int>(P.n_out[p] - r0) : kRowGroup;
-    const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
-    const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
-    const uint8_t* w = P.w[p];
-    if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
-    __syncwarp();
-    if (lane < rows) {
-      copy(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
-           &sh.full[slot]);
-    } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
-      const int r = lane - kRowGroup;
-      copy(st + kRowGroup * G.rs + r * G.ms,
-           w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
-           &sh.full[slot]);
-    }
-  }
-}
-
 // kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
 // activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
 // consumers read them with shared loads instead of through L1 (as many rows as fit
@@ -261,22 +189,15 @@ __device__ __forceinline__ void fill_stage(const StreamParts& P, const WeightLay
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-// kSelf (GS_MVS_SELF): no producer warp. Warp 0 issues the ring's first lap; afterwards the
-// eighth warp to release a slot (a shared-memory count) refills it with the unit ns further
-// on. Each warp loads the next unit's tile, and releases its slot, before it computes the
-// current one, so a tile's shared loads are in flight during the previous tile's arithmetic.
-// The same tiles, in the same order, with the same arithmetic: the sums equal the producer
-// kernel's bit for bit.
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, bool kSelf = false>
-__global__ void __launch_bounds__(cta_threads<kSelf>(), kMinBlocks)
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
                          const __grid_constant__ StageMaps tm) {
   // Let the next kernel launch now; its weights can stream while this one computes.
   GS_PDL_TRIGGER();
-  constexpr int kFiller = kSelf ? 0 : kConsumerWarps * 32;  // the first thread to issue copies
   if constexpr (uses_tma(F)) {  // the maps' descriptors while the barriers are set up
-    if (threadIdx.x == kFiller) {
+    if (threadIdx.x == kConsumerWarps * 32) {
       for (int p = 0; p < P.n; ++p) {
         tmap_prefetch(&tm.main[p]);
         tmap_prefetch(&tm.meta[p]);
@@ -291,8 +212,7 @@ __global__ void __launch_bounds__(cta_threads<kSelf>(), kMinBlocks)
   if (threadIdx.x == 0) {
     for (int i = 0; i < G.ns; ++i) {
       mbar_init(&sh.full[i], 1);
-      if constexpr (!kSelf) mbar_init(&sh.empty[i], kConsumerWarps);
-      sh.released[i] = 0;
+      mbar_init(&sh.empty[i], kConsumerWarps);
     }
     mbar_init(&sh.xbar, 1);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
@@ -302,42 +222,80 @@ __global__ void __launch_bounds__(cta_threads<kSelf>(), kMinBlocks)
   const int64_t C = gridDim.x, c = blockIdx.x;
   const int64_t u0 = c * G.units / C, u1 = (c + 1) * G.units / C;
 
-  if constexpr (!kSelf) {
-    if (warp == kConsumerWarps) {
-      // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights --------
-      if constexpr (kDiag == 2) return;
-      const uint64_t policy = G.evict_first ? l2_evict_first_policy() : 0;
-      int slot = 0;
-      uint32_t phase = 0;
-      int64_t rg = u0 / G.spr;
-      int s = static_cast<int>(u0 - rg * G.spr);
-      for (int64_t u = u0; u < u1; ++u) {
-        mbar_wait(&sh.empty[slot], phase ^ 1u);
-        fill_stage<F, NT, kDiag>(P, L, G, tm, ring, sh, slot, rg, s, lane, policy);
-        if (++slot == G.ns) {
-          slot = 0;
-          phase ^= 1u;
+  if (warp == kConsumerWarps) {
+    // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
+    if constexpr (kDiag == 2) return;
+    int slot = 0;
+    uint32_t phase = 0;
+    int64_t rg = u0 / G.spr;
+    int s = static_cast<int>(u0 - rg * G.spr);
+    const uint64_t policy = G.evict_first ? l2_evict_first_policy() : 0;
+    auto copy = [&](void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+      if (G.evict_first) bulk_g2s(dst, src, bytes, bar, policy);
+      else bulk_g2s(dst, src, bytes, bar);
+    };
+    auto box = [&](void* dst, const CUtensorMap* m, int c0, int c1, uint64_t* bar) {
+      if (G.evict_first) bulk_tensor_2d_g2s(dst, m, c0, c1, bar, policy);
+      else bulk_tensor_2d_g2s(dst, m, c0, c1, bar);
+    };
+    for (int64_t u = u0; u < u1; ++u) {
+      mbar_wait(&sh.empty[slot], phase ^ 1u);
+      const int t0 = s * kStageTiles;
+      int64_t rg_base;
+      const int p = part_of(P, rg, rg_base);
+      const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
+      uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
+      if constexpr (tile_major(F)) {  // the stage's tiles are contiguous
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        if (lane == 0) {
+          const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
+          mbar_arrive_expect_tx(&sh.full[slot], bytes);
+          copy(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
         }
-        if (++s == G.spr) {
-          s = 0;
-          ++rg;
+      } else if constexpr (kDiag == 3) {
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        const int64_t total = P.n_out[p] * L.main_row_bytes;
+        const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
+        int64_t off = r0 * L.main_row_bytes + static_cast<int64_t>(kRowGroup) * t0 * G.blk;
+        if (off + bytes > total) off = total - bytes;
+        if (lane == 0) {
+          mbar_arrive_expect_tx(&sh.full[slot], bytes);
+          bulk_g2s(st, P.w[p] + off, bytes, &sh.full[slot]);
+        }
+      } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
+        if (lane == 0) {
+          mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
+          box(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
+          box(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
+        }
+      } else {  // one bulk copy per row (and one of its scales)
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        const int rows = P.n_out[p] - r0 < kRowGroup ? static_cast<int>(P.n_out[p] - r0) : kRowGroup;
+        const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
+        const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
+        const uint8_t* w = P.w[p];
+        if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
+        __syncwarp();
+        if (lane < rows) {
+          copy(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
+               &sh.full[slot]);
+        } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
+          const int r = lane - kRowGroup;
+          copy(st + kRowGroup * G.rs + r * G.ms,
+               w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
+               &sh.full[slot]);
         }
       }
-      return;
-    }
-  } else if constexpr (kDiag != 2) {
-    if (warp == 0) {  // the ring's first lap, before the wait (the weights are constant)
-      const uint64_t policy = G.evict_first ? l2_evict_first_policy() : 0;
-      int64_t rg = u0 / G.spr;
-      int s = static_cast<int>(u0 - rg * G.spr);
-      for (int64_t u = u0; u < u1 && u < u0 + G.ns; ++u) {
-        fill_stage<F, NT, kDiag>(P, L, G, tm, ring, sh, static_cast<int>(u - u0), rg, s, lane, policy);
-        if (++s == G.spr) {
-          s = 0;
-          ++rg;
-        }
+      if (++slot == G.ns) {
+        slot = 0;
+        phase ^= 1u;
+      }
+      if (++s == G.spr) {
+        s = 0;
+        ++rg;
       }
     }
+    return;
   }
 
   // ---- consumers ---------------------------------------------------------------------------
@@ -384,12 +342,54 @@ __global__ void __launch_bounds__(cta_threads<kSelf>(), kMinBlocks)
   const uint16_t* xrow[NT];
   bool xok[NT];
   x_operands<NT>(xsrc, L, 0, g, n, xrow, xok);
+  for (int u = static_cast<int>(u0); u < iu1; ++u) {
+    if (++s == spr) {
+      s = 0;
+      ++rg;
+    }
+    const int t0 = s * kStageTiles;
+    const int nt = min(kStageTiles, G.n_tiles - t0);
+    // The CTA's tiles go to the warps round-robin across stages (tile T of the CTA to warp
+    // T mod 8), so a row group of 21 tiles does not leave the same 3 warps idle every time.
+    const int j = (warp - rot) & (kConsumerWarps - 1);
+    rot = (rot + nt) & (kConsumerWarps - 1);
+    RowPtrs R;
+    R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past a part's last are never stored)
+    R.pf = false;
+    const uint8_t* st = ring + slot_off;
+    R.main0 = st + off0;
+    R.main1 = st + off1;
+    R.meta0 = reinterpret_cast<const uint16_t*>(st + moff0);
+    R.meta1 = reinterpret_cast<const uint16_t*>(st + moff1);
+    // Every warp waits on every stage, with a tile or not: a parity wait is sound only for a
+    // warp that saw the slot's previous phase complete (a warp skipping stages could find the
+    // slot still in that phase, and the wait would return at once; docs/perf-notes.md,
+    // eighth session).
+    if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
+    const bool have = kDiag != 1 && kDiag != 3 && j < nt;
+    typename Tile<F>::Raw cur;
+    if (have) {
+      Tile<F>::template load<SharedLd>(cur, R, j, t);
+      consume_raw<F>(cur, &sh.sink[warp][lane]);
+    }
+    __syncwarp();
+    if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
+    slot_off += G.stage_bytes;
+    if (++slot == G.ns) {
+      slot = slot_off = 0;
+      phase ^= 1u;
+    }
+    if (have) {
+      const uint16_t* xb[NT];
+#pragma unroll
+      for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
+    }
+    if (s != spr - 1 && u != iu1 - 1) continue;
 
-  // End of this CTA's part of row group rg (its last unit was u, stage s). No barrier: each
-  // warp leaves its sums in red[b] and counts itself in; the last warp to arrive adds all
-  // eight in warp order (fixed, so the result does not depend on timing) and writes the row
-  // group out.
-  auto segment_end = [&](int rg, int s) {
+    // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
+    // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
+    // (fixed, so the result does not depend on timing) and writes the row group out.
     add_acc<NT>(acc, acc2);
     const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
@@ -451,10 +451,6 @@ __global__ void __launch_bounds__(cta_threads<kSelf>(), kMinBlocks)
         int64_t rg_base;
         const int p = part_of(P, rg, rg_base);
         const int64_t row0 = (rg - rg_base) * kRowGroup + g;
-        RowPtrs R;
-        R.main0 = R.main1 = nullptr;
-        R.meta0 = R.meta1 = nullptr;
-        R.pf = false;
         R.ok0 = row0 < P.n_out[p];
         R.ok1 = row0 + 8 < P.n_out[p];
         store_rows<NT>(acc, R, row0, t, xscale, P.y[p]);
@@ -463,115 +459,6 @@ __global__ void __launch_bounds__(cta_threads<kSelf>(), kMinBlocks)
 #pragma unroll
     for (int ct = 0; ct < NT; ++ct)
       for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
-  };
-
-  // Advances (rg, s) to the next unit, the one in ring slot `slot`, and sets up this warp's
-  // tile of it: j is the warp's tile in the stage (>= nt: none), R its pointers.
-  // The CTA's tiles go to the warps round-robin across stages (tile T of the CTA to warp T
-  // mod 8), so a row group of 21 tiles does not leave the same 3 warps idle every time.
-  auto next_unit = [&](int& t0, int& j, RowPtrs& R) {
-    if (++s == spr) {
-      s = 0;
-      ++rg;
-    }
-    t0 = s * kStageTiles;
-    const int nt = min(kStageTiles, G.n_tiles - t0);
-    j = (warp - rot) & (kConsumerWarps - 1);
-    rot = (rot + nt) & (kConsumerWarps - 1);
-    R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past a part's last are never stored)
-    R.pf = false;
-    const uint8_t* st = ring + slot_off;
-    R.main0 = st + off0;
-    R.main1 = st + off1;
-    R.meta0 = reinterpret_cast<const uint16_t*>(st + moff0);
-    R.meta1 = reinterpret_cast<const uint16_t*>(st + moff1);
-    return j < nt;
-  };
-  auto next_slot = [&] {
-    slot_off += G.stage_bytes;
-    if (++slot == G.ns) {
-      slot = slot_off = 0;
-      phase ^= 1u;
-    }
-  };
-  auto compute = [&](const typename Tile<F>::Raw& r, int t0, int j) {
-    const uint16_t* xb[NT];
-#pragma unroll
-    for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
-    compute_tile<F, NT, XL>(r, acc, acc2, t, xb);
-  };
-
-  if constexpr (!kSelf) {
-    for (int u = static_cast<int>(u0); u < iu1; ++u) {
-      int t0, j;
-      RowPtrs R;
-      const bool mine = next_unit(t0, j, R);
-      // Every warp waits on every stage, with a tile or not: a parity wait is sound only for a
-      // warp that saw the slot's previous phase complete (a warp skipping stages could find the
-      // slot still in that phase, and the wait would return at once; docs/perf-notes.md,
-      // eighth session).
-      if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
-      const bool have = kDiag != 1 && kDiag != 3 && mine;
-      typename Tile<F>::Raw cur;
-      if (have) {
-        Tile<F>::template load<SharedLd>(cur, R, j, t);
-        consume_raw<F>(cur, &sh.sink[warp][lane]);
-      }
-      __syncwarp();
-      if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
-      next_slot();
-      if (have) compute(cur, t0, j);
-      if (s != spr - 1 && u != iu1 - 1) continue;
-      segment_end(rg, s);
-    }
-  } else {
-    const uint64_t policy = G.evict_first ? l2_evict_first_policy() : 0;
-    // Unit u's stage: wait for it, load this warp's tile, release the slot; the eighth warp to
-    // release it refills it with unit u + ns (every warp waits on every stage, see above).
-    auto acquire = [&](int u, typename Tile<F>::Raw& r, int& t0, int& j) {
-      RowPtrs R;
-      const bool mine = next_unit(t0, j, R);
-      if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
-      const bool have = kDiag != 1 && kDiag != 3 && mine;
-      if (have) {
-        Tile<F>::template load<SharedLd>(r, R, j, t);
-        consume_raw<F>(r, &sh.sink[warp][lane]);
-      }
-      __syncwarp();
-      if constexpr (kDiag != 2) {
-        int last = 0;
-        if (lane == 0) last = (atomicAdd(&sh.released[slot], 1) & (kConsumerWarps - 1)) == kConsumerWarps - 1;
-        last = __shfl_sync(0xffffffffu, last, 0);
-        const int v = u + G.ns;
-        if (last && v < iu1) {
-          const int vrg = v / spr;
-          fill_stage<F, NT, kDiag>(P, L, G, tm, ring, sh, slot, vrg, v - vrg * spr, lane, policy);
-        }
-      }
-      next_slot();
-      return have;
-    };
-    if (static_cast<int>(u0) >= iu1) return;  // (the launch gives every CTA a unit)
-    // Two register sets in turn (a copy of one into the other would cost ~24 moves a tile).
-    typename Tile<F>::Raw ra, rb;
-    int t0a, ja, t0b = 0, jb = 0;
-    bool ha = acquire(static_cast<int>(u0), ra, t0a, ja), hb = false;
-    for (int u = static_cast<int>(u0);;) {
-      {
-        const int rgc = rg, sc = s;  // unit u's (the next acquire moves them on)
-        hb = u + 1 < iu1 && acquire(u + 1, rb, t0b, jb);
-        if (ha) compute(ra, t0a, ja);
-        if (sc == spr - 1 || u == iu1 - 1) segment_end(rgc, sc);
-        if (++u == iu1) break;
-      }
-      {
-        const int rgc = rg, sc = s;
-        ha = u + 1 < iu1 && acquire(u + 1, ra, t0a, ja);
-        if (hb) compute(rb, t0b, jb);
-        if (sc == spr - 1 || u == iu1 - 1) segment_end(rgc, sc);
-        if (++u == iu1) break;
-      }
-    }
   }
 }
 
@@ -595,43 +482,31 @@ int diag_mode() {
   return d;
 }
 
-// GS_MVS_SELF=1: the self-fed kernels (the kernel's kSelf).
-bool self_fed() {
-  static const bool on = env_int("GS_MVS_SELF", 0) != 0;
-  return on;
-}
-
-template <WFormat F, int NT, int MB, bool XS, int D = 0, bool S = false>
+template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, S>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, S>,
-                              cudaFuncAttributePreferredSharedMemoryCarveout, XS ? 100 : carve);
-}
-
-template <WFormat F, bool S>
-cudaError_t prepare_fs() {
-  cudaError_t e = cudaSuccess;
-  for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, S>(), prepare_one<F, 2, 1, false, 0, S>(),
-                        prepare_one<F, 1, 2, false, 0, S>(), prepare_one<F, 2, 2, false, 0, S>(),
-                        prepare_one<F, 1, 1, true, 0, S>(), prepare_one<F, 1, 2, true, 0, S>()})
-    if (r != cudaSuccess) e = r;
-  if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
-  for (cudaError_t r : {prepare_one<F, 1, 2, false, 1, S>(), prepare_one<F, 1, 2, true, 1, S>(),
-                        prepare_one<F, 1, 2, false, 2, S>(), prepare_one<F, 1, 2, true, 2, S>(),
-                        prepare_one<F, 1, 2, false, 3, S>(), prepare_one<F, 1, 2, true, 3, S>()})
-    if (r != cudaSuccess) e = r;
-  return e;
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                              XS ? 100 : carve);
 }
 
 template <WFormat F>
 cudaError_t prepare_f() {
-  return self_fed() ? prepare_fs<F, true>() : prepare_fs<F, false>();
+  cudaError_t e = cudaSuccess;
+  for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
+                        prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
+    if (r != cudaSuccess) e = r;
+  if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
+  for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
+                        prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
+                        prepare_one<F, 1, 2, false, 3>(), prepare_one<F, 1, 2, true, 3>()})
+    if (r != cudaSuccess) e = r;
+  return e;
 }
 
 // Main bytes per row tile and meta entries per tile of each format the kernel serves; the
@@ -747,31 +622,24 @@ bool stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G, CU
   return e.ok;
 }
 
-template <WFormat F, int NT, int MB, bool S>
-void launch_fs(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
-               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
+template <WFormat F, int NT, int MB>
+void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
+              const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
-  auto go = [&](auto kernel) { launch_k(kernel, ctas, cta_threads<S>(), smem, s, P, L, xh, xscale, G, sync, tm); };
+  auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
   if constexpr (NT == 1) {
     const bool xs = G.xs_bytes != 0;
     if constexpr (MB == 2) {
       switch (diag_mode()) {  // the measurement kernels (see the kernel's kDiag)
-        case 1: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 1, S> : matvec_stream_kernel<F, 1, 2, false, 1, S>);
-        case 2: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 2, S> : matvec_stream_kernel<F, 1, 2, false, 2, S>);
-        case 3: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 3, S> : matvec_stream_kernel<F, 1, 2, false, 3, S>);
+        case 1: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 1> : matvec_stream_kernel<F, 1, 2, false, 1>);
+        case 2: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 2> : matvec_stream_kernel<F, 1, 2, false, 2>);
+        case 3: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 3> : matvec_stream_kernel<F, 1, 2, false, 3>);
         default: break;
       }
     }
-    if (xs) return go(matvec_stream_kernel<F, NT, MB, true, 0, S>);
+    if (xs) return go(matvec_stream_kernel<F, NT, MB, true>);
   }
-  go(matvec_stream_kernel<F, NT, MB, false, 0, S>);
-}
-
-template <WFormat F, int NT, int MB>
-void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
-              const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
-  if (self_fed()) launch_fs<F, NT, MB, true>(s, P, L, xh, xscale, G, ctas, sync, tm);
-  else launch_fs<F, NT, MB, false>(s, P, L, xh, xscale, G, ctas, sync, tm);
+  go(matvec_stream_kernel<F, NT, MB, false>);
 }
 
 template <int NT, int MB>
