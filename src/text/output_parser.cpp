@@ -100,26 +100,42 @@ Header scan_header(std::string_view s, bool explicit_opener, bool final) {
     h.length = at;
     return h;
   };
-  while (i < s.size() && is_ws(s[i])) ++i;
+  // Whitespace (newlines too) is allowed around every part of the header: models write
+  // "call: name {" and "call:name\n{" for "call:name{", and the call is meant all the same.
+  const auto skip_ws = [&] {
+    const size_t from = i;
+    while (i < s.size() && is_ws(s[i])) ++i;
+    return i > from;
+  };
+  skip_ws();
   if (i == s.size()) return partial_or_fail(i);
   const MarkupMatch kw = match_markup(s.substr(i), kCallKeyword);
   if (kw == MarkupMatch::kPartial) return partial_or_fail(i);
   if (kw == MarkupMatch::kFull) {
+    const size_t keyword_at = i;
     i += kCallKeyword.size();
+    const bool gap = skip_ws();
+    if (i == s.size()) return partial_or_fail(i);
+    if (s[i] == ':') {
+      ++i;
+      if (gap) h.repaired = true;
+    } else if (!gap && is_name_char(s[i])) {
+      i = keyword_at;  // "<|tool_call>callback{": the word begins the name, `call:` is missing
+      h.repaired = true;
+    } else {
+      h.repaired = true;  // "call name{"
+    }
   } else {
     h.repaired = true;  // bug-case 6: "<|tool_call>:name{" or "<|tool_call>name{"
+    if (s[i] == ':') ++i;
   }
+  if (skip_ws()) h.repaired = true;
   if (i == s.size()) return partial_or_fail(i);
-  if (s[i] == ':') {
-    ++i;
-  } else {
-    h.repaired = true;
-  }
   const size_t name_start = i;
   while (i < s.size() && is_name_char(s[i]) && i - name_start < kMaxHeaderBytes) ++i;
   if (i == s.size()) return partial_or_fail(i);
   h.name = std::string(s.substr(name_start, i - name_start));
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  if (skip_ws()) h.repaired = true;
   if (i == s.size()) return partial_or_fail(i);
   if (h.name.empty() || s[i] != '{') {
     h.kind = Header::Kind::kFail;
@@ -160,6 +176,7 @@ struct OutputParser::State {
   int n_calls = 0;
   ToolArgsConverter args;
   bool header_repaired = false;
+  bool call_counted_repaired = false;  // the last call is in stats.tool_calls_repaired
 
   // ---- emission ---------------------------------------------------------------------
   void push_text(ParserEventKind kind, std::string_view text) {
@@ -352,7 +369,8 @@ struct OutputParser::State {
   }
 
   void end_call() {
-    if (args.repaired() || header_repaired) ++stats.tool_calls_repaired;
+    call_counted_repaired = args.repaired() || header_repaired;
+    if (call_counted_repaired) ++stats.tool_calls_repaired;
     ParserEvent e;
     e.kind = ParserEventKind::kToolCallEnd;
     e.tool_index = n_calls - 1;
@@ -619,7 +637,19 @@ struct OutputParser::State {
 
   size_t step_after_call(std::string_view s, bool final, bool* progress) {
     size_t i = 0;
-    while (i < s.size() && is_ws(s[i])) ++i;
+    // Closers after the complete arguments ("{city:<|"|>Paris<|"|>}}") are the call's own
+    // miscounted brackets, never content: they are dropped, with the whitespace around them.
+    while (i < s.size() && (is_ws(s[i]) || s[i] == '}' || s[i] == ']')) {
+      if (s[i] != '}' && s[i] != ']') {
+        ++i;
+        continue;
+      }
+      if (!call_counted_repaired) {
+        ++stats.tool_calls_repaired;
+        call_counted_repaired = true;
+      }
+      ++i;
+    }
     if (i == s.size()) {
       if (!final) return 0;
       mode = Mode::kContent;

@@ -1,0 +1,128 @@
+// Output parser tolerance: near-miss tool-call markup a model writes for the well-formed
+// form (whitespace inside the header, miscounted closing brackets, a missing <tool_call|>)
+// still gives the call the model meant, with nothing of its markup in content, and every
+// split of the output into two chunks (and 1-byte chunks) gives the same events.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "parser_test_util.h"
+#include "text/output_parser.h"
+
+namespace gs::text {
+namespace {
+
+using nlohmann::json;
+using test_util::assemble;
+using test_util::describe;
+using test_util::opts;
+
+// Parses `text` whole, cut at every byte offset, and byte by byte; all must agree.
+ParsedMessage parse_every_split(const std::string& text, const ParserOptions& o = opts()) {
+  const auto whole = test_util::feed_split(text, {}, o);
+  const std::string want = describe(merge_events(whole));
+  for (size_t cut = 1; cut < text.size(); ++cut) {
+    EXPECT_EQ(describe(merge_events(test_util::feed_split(text, {cut}, o))), want) << "cut at " << cut << ": " << text;
+  }
+  EXPECT_EQ(describe(merge_events(test_util::feed_chunks(text, 1, o))), want) << "1-byte chunks: " << text;
+  const ParsedMessage m = assemble(whole);
+  EXPECT_FALSE(test_util::has_markup(m.content)) << text;
+  test_util::expect_valid_calls(m, text);
+  return m;
+}
+
+void expect_one_call(const std::string& text, const std::string& name, const json& args,
+                     const std::string& content = "") {
+  const ParsedMessage m = parse_every_split(text);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << text << " gave content [" << m.content << "]";
+  EXPECT_EQ(m.tool_calls[0].name, name) << text;
+  EXPECT_EQ(json::parse(m.tool_calls[0].arguments_json), args) << text;
+  EXPECT_EQ(m.content, content) << text;
+}
+
+const json kParis = {{"city", "Paris"}};
+
+TEST(OutputParserTolerance, WhitespaceInsideTheCallHeader) {
+  for (const char* header : {
+           "call: get_weather{", "call:get_weather {", "call:get_weather\n{", "call :get_weather{",
+           "call : get_weather {", "call:\n  get_weather\n{", "\ncall:get_weather{", "call get_weather{",
+           "call:\tget_weather\t{",
+       }) {
+    expect_one_call(std::string("<|tool_call>") + header + "city:<|\"|>Paris<|\"|>}<tool_call|>", "get_weather",
+                    kParis);
+  }
+  // The same without the <|tool_call> opener, right after a thought (bug-case 7).
+  const ParsedMessage m =
+      parse_every_split("<|channel>thought\nRun it.<channel|>call: bash {command:<|\"|>ls<|\"|>}");
+  EXPECT_EQ(m.reasoning_content, "Run it.");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "bash");
+  EXPECT_EQ(json::parse(m.tool_calls[0].arguments_json), json({{"command", "ls"}}));
+  EXPECT_EQ(m.content, "");
+}
+
+TEST(OutputParserTolerance, WhitespaceInsideTheArgumentsAndBeforeTheClose) {
+  expect_one_call("<|tool_call>call:get_weather{\n  city : <|\"|>Paris<|\"|> ,\n  unit:<|\"|>c<|\"|>\n}\n<tool_call|>",
+                  "get_weather", json({{"city", "Paris"}, {"unit", "c"}}));
+}
+
+// A name that begins with the word "call" is the name, whether or not `call:` precedes it.
+TEST(OutputParserTolerance, NamesThatBeginWithCall) {
+  expect_one_call("<|tool_call>callback{x:1}<tool_call|>", "callback", json({{"x", 1}}));
+  expect_one_call("<|tool_call>call_user{id:7}<tool_call|>", "call_user", json({{"id", 7}}));
+  expect_one_call("<|tool_call>call:call_user{id:7}<tool_call|>", "call_user", json({{"id", 7}}));
+}
+
+TEST(OutputParserTolerance, ClosersAfterCompleteArgumentsAreDropped) {
+  const std::string call = "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}";
+  for (const char* tail : {"}<tool_call|>", "}", "}}<tool_call|>", " } }\n<tool_call|>", "}]<tool_call|>", "]"}) {
+    expect_one_call(call + tail, "get_weather", kParis);
+  }
+  expect_one_call(call + "}<tool_call|>It is sunny.", "get_weather", kParis, "It is sunny.");
+  // Then a second call: both are whole, nothing between them reaches content.
+  const ParsedMessage two = parse_every_split(call + "}}<tool_call|><|tool_call>call:get_time{tz:<|\"|>CET<|\"|>}}");
+  ASSERT_EQ(two.tool_calls.size(), 2u);
+  EXPECT_EQ(two.tool_calls[0].arguments_json, R"({"city":"Paris"})");
+  EXPECT_EQ(two.tool_calls[1].name, "get_time");
+  EXPECT_EQ(two.tool_calls[1].arguments_json, R"({"tz":"CET"})");
+  EXPECT_EQ(two.content, "");
+  // A nested object's extra closer ends the arguments; the one left over is dropped too.
+  expect_one_call("<|tool_call>call:f{a:{b:1}}}<tool_call|>", "f", json::parse(R"({"a":{"b":1}})"));
+}
+
+// Generation may end (or a new call or text begin) without the <tool_call|> close.
+TEST(OutputParserTolerance, MissingCallClose) {
+  const std::string call = "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}";
+  expect_one_call(call, "get_weather", kParis);
+  expect_one_call(call + "\n", "get_weather", kParis);
+  expect_one_call(call + "\nIt is sunny.", "get_weather", kParis, "It is sunny.");
+  const ParsedMessage two = parse_every_split(call + "<|tool_call>call:get_time{}");
+  ASSERT_EQ(two.tool_calls.size(), 2u);
+  EXPECT_EQ(two.tool_calls[1].arguments_json, "{}");
+}
+
+TEST(OutputParserTolerance, ProseAfterTheOpenerIsStillContent) {
+  EXPECT_EQ(parse_every_split("<|tool_call>call: me maybe<tool_call|>").content, "call: me maybe");
+  EXPECT_EQ(parse_every_split("<|tool_call>call : the office\n{ later }").content, "call : the office\n{ later }");
+  EXPECT_TRUE(parse_every_split("<|tool_call>call: me maybe<tool_call|>").tool_calls.empty());
+  EXPECT_EQ(parse_every_split("<|channel>thought\nx<channel|>call: me\nmaybe").content, "call: me\nmaybe");
+}
+
+TEST(OutputParserTolerance, RepairsAreCountedOncePerCall) {
+  OutputParser p(opts());
+  p.feed("<|tool_call>call: f{a:1}}}<tool_call|><|tool_call>call:g{b:2}<tool_call|>");
+  p.finish();
+  EXPECT_EQ(p.stats().tool_calls, 2);
+  EXPECT_EQ(p.stats().tool_calls_repaired, 1);
+  OutputParser q(opts());
+  q.feed("<|tool_call>call:f{a:1}");
+  q.feed("}");
+  q.feed("}<tool_call|>");
+  q.finish();
+  EXPECT_EQ(q.stats().tool_calls_repaired, 1);
+}
+
+}  // namespace
+}  // namespace gs::text
