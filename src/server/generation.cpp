@@ -8,7 +8,9 @@ namespace gs::server {
 Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, GenerationPlan plan)
     : tokenizer_(std::move(tokenizer)),
       plan_(std::move(plan)),
-      decoder_(*tokenizer_),
+      // Chat output goes to the parser, which must see <|turn> (a CONTROL token) to keep
+      // the role line after it out of content.
+      decoder_(*tokenizer_, text::DecodeOptions{.render_special = false, .render_markup = plan_.chat}),
       stop_matcher_(plan_.chat ? std::vector<std::string>{} : plan_.stop) {
   if (plan_.chat) parser_ = std::make_unique<text::OutputParser>(plan_.parser);
 }
@@ -81,6 +83,7 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
         }
         break;
       case text::ParserEventKind::kStop:
+      case text::ParserEventKind::kEndOfTurn:  // the model began another turn: its answer is over
         stopped_early_ = true;
         // OpenAI: a reply that called a tool finishes with "tool_calls", even when a stop
         // string then ends it.

@@ -7,7 +7,7 @@ IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, DecodeOptions
     : tokenizer_(&tokenizer), options_(options) {}
 
 std::string IncrementalDecoder::push(int32_t id) {
-  return utf8_.push(tokenizer_->token_to_piece(id, options_.render_special));
+  return utf8_.push(tokenizer_->token_to_piece(id, options_));
 }
 
 std::string IncrementalDecoder::push(std::span<const int32_t> ids) {

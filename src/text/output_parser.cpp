@@ -73,7 +73,10 @@ bool is_name_char(char c) {
 constexpr size_t kMaxHeaderBytes = 256;
 constexpr size_t kMaxPreambleBytes = 256;
 constexpr std::string_view kCallKeyword = "call";
-constexpr std::array<std::string_view, 5> kRoleWords = {"model", "user", "system", "tool", "assistant"};
+// The roles a turn header may name that are the model's own turn.
+constexpr std::array<std::string_view, 2> kModelRoleWords = {"model", "assistant"};
+constexpr size_t kMaxRoleBytes = 16;
+bool is_role_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -158,6 +161,7 @@ struct OutputParser::State {
   Mode mode = Mode::kContent;
   uint64_t id_seed = 0;
   bool stop_matched = false;
+  bool turn_ended = false;
   bool finished = false;
 
   // Content.
@@ -501,18 +505,29 @@ struct OutputParser::State {
     return len;
   }
 
-  // After <|turn>: drop a role word and its newline ("model\n").
+  // After <|turn>: the model's own header ("model\n", where the prompt left it out or the
+  // model repeats it) is dropped and the output goes on. Any other role, or no role, is a
+  // turn that is not the model's (it has begun to write the user's next message): the
+  // model's turn is over, and what follows is not part of its answer.
   size_t step_turn_header(std::string_view s, bool final, bool* progress) {
-    for (const auto word : kRoleWords) {
-      const std::string with_nl = std::string(word) + "\n";
-      const MarkupMatch m = match_markup(s, with_nl);
-      if (m == MarkupMatch::kFull) {
-        mode = Mode::kContent;
-        return with_nl.size();
-      }
-      if (m == MarkupMatch::kPartial && !final) return 0;
+    size_t i = 0;
+    while (i < s.size() && i < kMaxRoleBytes && is_role_char(s[i])) ++i;
+    if (i == s.size() && i < kMaxRoleBytes && !final) return 0;
+    const std::string_view word = s.substr(0, i);
+    if (std::find(kModelRoleWords.begin(), kModelRoleWords.end(), word) != kModelRoleWords.end()) {
+      if (i < s.size() && s[i] == '\n') ++i;
+      mode = Mode::kContent;
+      segment_start = true;
+      return i;
     }
-    mode = Mode::kContent;
+    conclude();
+    if (mode != Mode::kStopped) {  // releasing held text may itself have matched a stop string
+      ParserEvent e;
+      e.kind = ParserEventKind::kEndOfTurn;
+      out.push_back(std::move(e));
+      mode = Mode::kStopped;
+      turn_ended = true;
+    }
     *progress = true;
     return 0;
   }
@@ -563,8 +578,12 @@ struct OutputParser::State {
           case Mark::kQuote:
             reasoning_text("\"");
             return len;
+          case Mark::kTurnOpen:  // a turn boundary closes the thought, then as in content
+            end_reasoning();
+            ++stats.markup_dropped;
+            mode = Mode::kTurnHeader;
+            return len;
           case Mark::kToolCallClose:
-          case Mark::kTurnOpen:
           case Mark::kTurnClose:
           case Mark::kToolResponseOpen:
           case Mark::kToolResponseClose:
@@ -682,6 +701,12 @@ struct OutputParser::State {
 
   void finish() {
     run(/*final=*/true);
+    conclude();
+    finished = true;
+  }
+
+  // The output ends here: open blocks and calls are closed, held text is decided.
+  void conclude() {
     switch (mode) {
       case Mode::kContent:
       case Mode::kTurnHeader:
@@ -715,7 +740,6 @@ struct OutputParser::State {
       start_content();
     }
     flush_stop_hold();
-    finished = true;
   }
 };
 
@@ -751,6 +775,7 @@ bool OutputParser::in_reasoning() const {
   return state_->mode == Mode::kReasoning || state_->mode == Mode::kChannelLabel;
 }
 bool OutputParser::stopped() const { return state_->stop_matched; }
+bool OutputParser::turn_ended() const { return state_->turn_ended; }
 const ParserStats& OutputParser::stats() const { return state_->stats; }
 
 }  // namespace gs::text

@@ -5,7 +5,8 @@
 //
 // Guarantees (tested over arbitrary chunkings, see tests/text/output_parser_*):
 // - any split of the same text into chunks gives the same merged events;
-// - content never contains channel, turn or tool-call markup;
+// - content never contains channel, turn or tool-call markup: "<|turn>model\n" is dropped,
+//   any other "<|turn>" ends the output (kEndOfTurn);
 // - nothing is lost: text that cannot be parsed as a tool call comes out as content;
 // - tool-call arguments always form one valid JSON object per call once it has ended.
 // Never throws; any input is accepted.
@@ -44,6 +45,8 @@ enum class ParserEventKind {
   kToolCallArgs,   // tool_index, text: a delta of the arguments' JSON text
   kToolCallEnd,    // tool_index: the arguments are complete
   kStop,           // text: the stop string that matched; nothing follows
+  kEndOfTurn,      // the model opened another turn (<|turn>user ...): its own turn is over;
+                   // nothing follows (the caller should stop generating)
 };
 
 struct ParserEvent {
@@ -84,6 +87,9 @@ class OutputParser {
   bool in_reasoning() const;
   // True once a stop string matched; later input is ignored.
   bool stopped() const;
+  // True once the model opened a turn that is not its own (kEndOfTurn); later input is
+  // ignored.
+  bool turn_ended() const;
   const ParserStats& stats() const;
 
   struct State;

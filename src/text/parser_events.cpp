@@ -24,6 +24,8 @@ void MessageAccumulator::add(const ParserEvent& e) {
     case ParserEventKind::kStop:
       message_.stop = e.text;
       break;
+    case ParserEventKind::kEndOfTurn:
+      break;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gguf/gguf_reader.h"
+#include "text/chat_format.h"
 #include "text/tokenizer_impl.h"
 #include "gguf/tokenizer_keys.h"
 #include "text/utf8.h"
@@ -469,6 +470,17 @@ std::string_view Tokenizer::token_to_piece(int32_t id, bool render_special) cons
   return impl_->pieces[i];
 }
 
+std::string_view Tokenizer::token_to_piece(int32_t id, const DecodeOptions& options) const {
+  if (options.render_markup && !options.render_special && token_type(id) == TokenType::kControl) {
+    const std::string_view text = token_text(id);
+    for (const std::string_view m : {markup::kTurnOpen, markup::kTurnClose, markup::kThink, markup::kToolOpen,
+                                     markup::kToolClose}) {
+      if (text == m) return text;
+    }
+  }
+  return token_to_piece(id, options.render_special);
+}
+
 Result<std::string> Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
   std::string raw;
   for (size_t k = 0; k < ids.size(); ++k) {
@@ -476,7 +488,7 @@ Result<std::string> Tokenizer::decode(std::span<const int32_t> ids, const Decode
       return make_status(StatusCode::kOutOfRange, "decode: token {} (at index {}) is outside [0, {})", ids[k], k,
                          n_vocab());
     }
-    raw.append(token_to_piece(ids[k], options.render_special));
+    raw.append(token_to_piece(ids[k], options));
   }
   if (is_valid_utf8(raw)) return raw;
   return sanitize_utf8(raw);

@@ -46,6 +46,10 @@ struct DecodeOptions {
   // tokens (<|channel>, <|tool_call>, <|"|>, ...) are always rendered: the output parser
   // needs to see them.
   bool render_special = false;
+  // Render the CONTROL tokens that are Gemma 4 markup (<|turn>, <turn|>, <|think|>, <|tool>,
+  // <tool|>) as their text, other CONTROL tokens as "": the output parser must see a turn
+  // opener, or the role word after it ("model\n") would read as content.
+  bool render_markup = false;
 };
 
 class Tokenizer {
@@ -103,6 +107,8 @@ class Tokenizer {
   // USER_DEFINED as its text, CONTROL/UNKNOWN as "" unless render_special. "" for an
   // invalid id.
   std::string_view token_to_piece(int32_t id, bool render_special = false) const;
+  // The piece under `options` (render_special, then render_markup).
+  std::string_view token_to_piece(int32_t id, const DecodeOptions& options) const;
   // The vocabulary entry itself ("▁Hello", "<0x0A>", "<|turn>"); "" for an invalid id.
   std::string_view token_text(int32_t id) const;
   TokenType token_type(int32_t id) const;  // kUndefined for an invalid id

@@ -238,6 +238,36 @@ TEST(ChatHttp, EarlyEndUsageCountsOnlyTheTokensShown) {
   EXPECT_EQ(st.usage["completion_tokens"], n_stop);
 }
 
+// <|turn> is a CONTROL token, hidden when decoded: the parser has to see it, or the role
+// line after it reached content ("model\nHello."), and a turn the model began for the user
+// ran on into the answer until max_tokens.
+TEST(ChatHttp, TurnOpenerInTheOutputNeverLeaksTheRoleLine) {
+  LiveServer s;
+  s.answer("<|turn>model\nHello there.");
+  json body = chat_body("hi");
+  json whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello there.");
+  EXPECT_EQ(stream_chat(s, body).content, "Hello there.");
+
+  s.answer("Hello there.<|turn>user\nAnd now tell me a joke.", /*endless=*/true);
+  whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello there.");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  const int n_shown = static_cast<int>(s.tok->encode("Hello there.<|turn>user", false, true).size());
+  EXPECT_LE(whole["usage"]["completion_tokens"].get<int>(), n_shown + 1);
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.content, "Hello there.");
+  EXPECT_EQ(st.finish, "stop");
+
+  // After a tool call the reply still finishes with "tool_calls".
+  s.answer("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|><|turn>user\nthanks", true);
+  body = chat_body("Weather in Oslo?", {{"tools", json::array({kWeatherTool})}});
+  whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(whole["choices"][0]["message"]["tool_calls"].size(), 1u);
+  EXPECT_TRUE(whole["choices"][0]["message"]["content"].is_null());
+}
+
 // tool_choice naming a function: the prompt already opens its call up to '{', so the
 // model's text is the argument dict.
 TEST(ChatHttp, NamedToolChoiceForcesTheCall) {

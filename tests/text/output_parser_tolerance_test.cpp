@@ -124,5 +124,60 @@ TEST(OutputParserTolerance, RepairsAreCountedOncePerCall) {
   EXPECT_EQ(q.stats().tool_calls_repaired, 1);
 }
 
+// ---- a turn opener inside the output ------------------------------------------------------
+
+bool ends_turn(const std::string& text, const ParserOptions& o = opts()) {
+  const auto ev = test_util::feed_split(text, {}, o);
+  return !ev.empty() && ev.back().kind == ParserEventKind::kEndOfTurn;
+}
+
+// The model's own header ("<|turn>model\n", at the start or repeated later) is dropped.
+TEST(OutputParserTurn, ModelHeaderIsDroppedAnywhere) {
+  EXPECT_EQ(parse_every_split("<|turn>model\nHello.").content, "Hello.");
+  EXPECT_EQ(parse_every_split("Hello.<|turn>model\n More.").content, "Hello. More.");
+  EXPECT_EQ(parse_every_split("<|turn>assistant\nHello.").content, "Hello.");
+  EXPECT_FALSE(ends_turn("Hello.<|turn>model\nMore."));
+  // Inside a thought it closes the thought; what follows is the answer.
+  const ParsedMessage m = parse_every_split("<|channel>thought\nPlan.<|turn>model\nAnswer.");
+  EXPECT_EQ(m.reasoning_content, "Plan.");
+  EXPECT_EQ(m.content, "Answer.");
+  // And a call may follow it.
+  const ParsedMessage c = parse_every_split("<|turn>model\n<|tool_call>call:f{a:1}<tool_call|>");
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  EXPECT_EQ(c.content, "");
+}
+
+// Any other turn (the model starts writing the user's next message) ends the output: none
+// of it, role line included, is the model's answer.
+TEST(OutputParserTurn, AnotherRolesTurnEndsTheOutput) {
+  for (const char* role : {"user", "system", "tool", "developer", "", "User"}) {
+    const std::string text = std::string("Paris.<|turn>") + role + "\nAnd Rome?<|channel>thought\nx<channel|>y";
+    const ParsedMessage m = parse_every_split(text);
+    EXPECT_EQ(m.content, "Paris.") << role;
+    EXPECT_EQ(m.reasoning_content, "") << role;
+    EXPECT_TRUE(ends_turn(text)) << role;
+  }
+  // Inside a thought, after a call, and with a held stop-string prefix before it.
+  const ParsedMessage r = parse_every_split("<|channel>thought\nPlan.<|turn>user\nhi");
+  EXPECT_EQ(r.reasoning_content, "Plan.");
+  EXPECT_EQ(r.content, "");
+  const ParsedMessage c = parse_every_split("<|tool_call>call:f{a:1}<tool_call|><|turn>user\nok");
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  EXPECT_EQ(c.content, "");
+  const ParsedMessage open_call = parse_every_split("<|tool_call>call:f{a:<|\"|>x<|turn>user\nok");
+  ASSERT_EQ(open_call.tool_calls.size(), 1u);
+  EXPECT_EQ(json::parse(open_call.tool_calls[0].arguments_json), json({{"a", "x"}}));
+  EXPECT_EQ(parse_every_split("Hi STO<|turn>user\nSTOP", opts(true, true, {"STOP"})).content, "Hi STO");
+  // Later input is ignored.
+  OutputParser p(opts());
+  MessageAccumulator acc;
+  acc.add(p.feed("Done.<|turn>user\n"));
+  EXPECT_TRUE(p.turn_ended());
+  EXPECT_FALSE(p.stopped());
+  EXPECT_TRUE(p.feed("more text").empty());
+  EXPECT_TRUE(p.finish().empty());
+  EXPECT_EQ(acc.message().content, "Done.");
+}
+
 }  // namespace
 }  // namespace gs::text

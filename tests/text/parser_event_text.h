@@ -21,6 +21,7 @@ inline std::string describe(const std::vector<ParserEvent>& events) {
       case ParserEventKind::kToolCallArgs: s += "args#" + std::to_string(e.tool_index) + "[" + e.text + "] "; break;
       case ParserEventKind::kToolCallEnd: s += "end#" + std::to_string(e.tool_index) + " "; break;
       case ParserEventKind::kStop: s += "stop[" + e.text + "] "; break;
+      case ParserEventKind::kEndOfTurn: s += "end-of-turn "; break;
     }
   }
   return s;

@@ -152,6 +152,21 @@ TEST(Tokenizer, DecodeOptionsAndPieces) {
   EXPECT_EQ(t.decode(bad).status().code(), StatusCode::kOutOfRange);
 }
 
+// render_markup: the CONTROL tokens that are Gemma markup as text (for the output parser),
+// other CONTROL tokens still hidden; the incremental decoder follows the same options.
+TEST(Tokenizer, RenderMarkupShowsOnlyMarkupControlTokens) {
+  for (const Tokenizer* t : {&full(), &shakes()}) {
+    const auto ids = t->encode("<bos><|turn>model\nHi<|think|><|tool><tool|><|channel><turn|>", false, true);
+    const DecodeOptions o{.render_markup = true};
+    EXPECT_EQ(*t->decode(ids, o), "<|turn>model\nHi<|think|><|tool><tool|><|channel><turn|>");
+    IncrementalDecoder dec(*t, o);
+    std::string streamed;
+    for (const int32_t id : ids) streamed += dec.push(id);
+    EXPECT_EQ(streamed, *t->decode(ids, o));
+    EXPECT_EQ(*t->decode(ids), "model\nHi<|channel>");
+  }
+}
+
 TEST(Tokenizer, SpecialIdsAreFoundByText) {
   for (const Tokenizer* t : {&full(), &shakes()}) {
     ASSERT_TRUE(t->find_token("<|turn>").has_value());

@@ -316,6 +316,8 @@ void check_parser(const std::string& text, const std::vector<std::string>& piece
         open = false;
         break;
       case ParserEventKind::kStop:
+      case ParserEventKind::kEndOfTurn:
+        check(!open, "parser: output ended inside a call", describe(whole));
         stopped = true;
         break;
     }
