@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "server/json_input.h"
@@ -359,6 +361,53 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
                   "logprobs with echo (the prompt tokens' logprobs) are not supported; send echo or logprobs alone");
   }
   return req;
+}
+
+namespace {
+
+// Every top-level field the two parsers read: the roots an error's path may start from.
+constexpr std::string_view kRequestFields[] = {
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens", "max_tokens",
+    "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
+    "n", "stop", "logit_bias", "speculative", "draft_max", "stream", "stream_options", "response_format",
+    "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
+    "top_logprobs", "prompt", "echo", "suffix", "best_of",
+};
+
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Length of the identifier at s[i], 0 when none starts there.
+size_t ident_length(std::string_view s, size_t i) {
+  if (i >= s.size() || !is_ident_start(s[i])) return 0;
+  size_t n = 1;
+  while (i + n < s.size() && is_ident_char(s[i + n])) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::string error_param(std::string_view message) {
+  // path := ident ( "[" digits "]" | "." ident )*, then the end, a blank, ':' or ','.
+  size_t i = ident_length(message, 0);
+  if (i == 0) return {};
+  const std::string_view root = message.substr(0, i);
+  if (std::find(std::begin(kRequestFields), std::end(kRequestFields), root) == std::end(kRequestFields)) return {};
+  while (i < message.size()) {
+    if (message[i] == '[') {
+      size_t k = i + 1;
+      while (k < message.size() && is_digit(message[k])) ++k;
+      if (k == i + 1 || k >= message.size() || message[k] != ']') break;
+      i = k + 1;
+    } else if (message[i] == '.' && ident_length(message, i + 1) > 0) {
+      i += 1 + ident_length(message, i + 1);
+    } else {
+      break;
+    }
+  }
+  if (i < message.size() && message[i] != ' ' && message[i] != ':' && message[i] != ',') return {};
+  return std::string(message.substr(0, i));
 }
 
 }  // namespace gs::server

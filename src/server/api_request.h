@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -62,5 +63,12 @@ struct CompletionRequest {
 
 Result<ChatCompletionRequest> parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults);
 Result<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestDefaults& defaults);
+
+// The request field that a validation error is about, spelled as OpenAI's error.param
+// ("max_tokens", "messages[2].content", "tools[0].function.name"): every error of the
+// parsers above, of the chat conversion and of the prompt renderer begins with the path of
+// the field at fault ("messages[2].content must be ...", "tools[0].function.name: ...").
+// "" when the message begins with no field of a request ("the request body is not JSON").
+std::string error_param(std::string_view message);
 
 }  // namespace gs::server

@@ -92,9 +92,9 @@ class Routes {
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
     Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
-    if (!parsed.ok()) return send_error(res, api_error_from_status(parsed.status()));
+    if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
-    if (!plan.ok()) return send_error(res, api_error_from_status(plan.status()));
+    if (!plan.ok()) return send_error(res, request_error(plan.status()));
     auto state = std::make_shared<ResponseState>();
     state->chat = true;
     state->include_usage = parsed->gen.include_usage;
@@ -110,9 +110,9 @@ class Routes {
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
     Result<CompletionRequest> parsed = parse_completion_request(*body, m->defaults);
-    if (!parsed.ok()) return send_error(res, api_error_from_status(parsed.status()));
+    if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_completion(*parsed, *m->tokenizer, s_->options_.limits);
-    if (!plan.ok()) return send_error(res, api_error_from_status(plan.status()));
+    if (!plan.ok()) return send_error(res, request_error(plan.status()));
     auto state = std::make_shared<ResponseState>();
     state->chat = false;
     state->include_usage = parsed->gen.include_usage;
@@ -130,6 +130,12 @@ class Routes {
   }
 
  private:
+  // A request refused by validation: error.param names the field at fault (OpenAI's form).
+  static ApiError request_error(const Status& status) {
+    ApiError e = api_error_from_status(status);
+    if (e.http_status == 400 && e.param.empty()) e.param = error_param(status.message());
+    return e;
+  }
   static ApiError loading_error() {
     return api_error_from_status(Status(StatusCode::kUnavailable, "the model is still loading; try again shortly"));
   }

@@ -114,13 +114,13 @@ Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std:
           if (found != name_of_id.end()) name = found->second;
           if (name.empty()) {
             return make_status(StatusCode::kInvalidArgument,
-                               "messages[{}]: tool_call_id \"{}\" matches no tool call of messages[{}]", index_of(k),
+                               "messages[{}].tool_call_id \"{}\" matches no tool call of messages[{}]", index_of(k),
                                follow.tool_call_id, index_of(i));
           }
         } else if (!follow.name.empty()) {
           name = follow.name;
         } else {
-          return make_status(StatusCode::kInvalidArgument, "messages[{}]: a tool message needs a tool_call_id",
+          return make_status(StatusCode::kInvalidArgument, "messages[{}].tool_call_id is required for a tool message",
                              index_of(k));
         }
         chat::append_tool_response(name, chat::content_text(follow), &out);

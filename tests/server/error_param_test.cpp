@@ -1,0 +1,139 @@
+// error.param: a request refused because of one field names that field, spelled as OpenAI
+// does ("max_tokens", "messages[2].content", "tools[0].function.name"); type and code stay
+// what they were; an error about no field (a body that is not JSON) has param null.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "server/api_request.h"
+#include "server_fixture.h"
+
+namespace gs {
+namespace {
+
+using nlohmann::json;
+using test::LiveServer;
+
+TEST(ErrorParam, TheLeadingFieldPathOfAMessage) {
+  using server::error_param;
+  EXPECT_EQ(error_param("max_tokens must be at most 2147483647, got 1e30"), "max_tokens");
+  EXPECT_EQ(error_param("messages[2].content: must be a string, null or an array of content parts"),
+            "messages[2].content");
+  EXPECT_EQ(error_param("tools[0].function.name 'a b' must be 1-128 characters"), "tools[0].function.name");
+  EXPECT_EQ(error_param("messages[0].content[1]: image, audio and video parts are not supported"),
+            "messages[0].content[1]");
+  EXPECT_EQ(error_param("messages"), "messages");
+  EXPECT_EQ(error_param("stop[1], the second"), "stop[1]");
+  // No field of a request: prose, unknown roots, a path that runs into other text.
+  EXPECT_EQ(error_param("the request body is not valid JSON: ..."), "");
+  EXPECT_EQ(error_param("unknown chat role \"x\""), "");
+  EXPECT_EQ(error_param("temperature5 is odd"), "");
+  EXPECT_EQ(error_param("tools[x] is odd"), "");
+  EXPECT_EQ(error_param("prompt-ish"), "");
+  EXPECT_EQ(error_param(""), "");
+}
+
+struct Case {
+  std::string endpoint;  // "chat" or "completions"
+  std::string body;
+  std::string param;     // "" for null
+  std::string code = "invalid_value";
+};
+
+const std::string kUser = R"({"role":"user","content":"hi"})";
+std::string chat_with(const std::string& extra) { return R"({"messages":[)" + kUser + "]," + extra + "}"; }
+std::string messages(const std::string& list) { return R"({"messages":[)" + list + "]}"; }
+const std::string kToolA = R"({"type":"function","function":{"name":"a"}})";
+
+TEST(ErrorParam, EveryRejectedFieldIsNamed) {
+  LiveServer s;
+  s.answer("fine");
+  const std::vector<Case> cases = {
+      // Sampling and limits.
+      {"chat", chat_with(R"("max_tokens":"ten")"), "max_tokens"},
+      {"chat", chat_with(R"("max_tokens":-1)"), "max_tokens"},
+      {"chat", chat_with(R"("max_completion_tokens":0)"), "max_completion_tokens"},
+      {"chat", chat_with(R"("temperature":5)"), "temperature"},
+      {"chat", chat_with(R"("top_p":"x")"), "top_p"},
+      {"chat", chat_with(R"("seed":1.5)"), "seed"},
+      {"chat", chat_with(R"("n":2)"), "n"},
+      {"chat", chat_with(R"("model":7)"), "model"},
+      {"chat", chat_with(R"("stop":{"a":1})"), "stop"},
+      {"chat", chat_with(R"("stop":["a",5])"), "stop[1]"},
+      {"chat", chat_with(R"("stream":"yes")"), "stream"},
+      {"chat", chat_with(R"("stream_options":{"include_usage":"y"})"), "stream_options.include_usage"},
+      {"chat", chat_with(R"("logit_bias":{"1":5})"), "logit_bias", "unsupported"},
+      {"chat", chat_with(R"("top_logprobs":3)"), "top_logprobs"},
+      {"chat", chat_with(R"("reasoning_effort":"max")"), "reasoning_effort"},
+      {"chat", chat_with(R"("chat_template_kwargs":{"enable_thinking":"yes"})"), "chat_template_kwargs.enable_thinking"},
+      {"chat", chat_with(R"("response_format":{"type":"json_object"})"), "response_format", "unsupported"},
+      {"chat", chat_with(R"("response_format":{"type":"xml"})"), "response_format.type"},
+      // Messages.
+      {"chat", "{}", "messages"},
+      {"chat", R"({"messages":"hi"})", "messages"},
+      {"chat", R"({"messages":[]})", "messages"},
+      {"chat", messages("5"), "messages[0]"},
+      {"chat", messages(R"({"role":"user"})"), "messages[0].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant","content":"x"},{"role":"user","content":42})"),
+       "messages[2].content"},
+      {"chat", messages(R"({"role":"alien","content":"hi"})"), "messages[0].role"},
+      {"chat", messages(R"({"content":"hi"})"), "messages[0].role"},
+      {"chat", messages(R"({"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]})"),
+       "messages[0].content[0]"},
+      {"chat", messages(R"({"role":"user","content":[{"type":"text"}]})"), "messages[0].content[0].text"},
+      {"chat", messages(kUser + R"(,{"role":"tool","content":"r"})"), "messages[1].tool_call_id"},
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+                        R"("function":{"name":"a","arguments":"{bad"}}]})"),
+       "messages[1].tool_calls[0].function.arguments"},
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+                        R"("function":{"name":"a","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c9","content":"r"})"),
+       "messages[2].tool_call_id"},
+      // Tools.
+      {"chat", chat_with(R"("tools":"x")"), "tools"},
+      {"chat", chat_with(R"("tools":[{"type":"function","function":{"name":"bad name"}}])"), "tools[0].function.name"},
+      {"chat", chat_with(R"("tools":[{"type":"function","function":{}}])"), "tools[0].function.name"},
+      {"chat", chat_with(R"("tools":[)" + kToolA + "," + kToolA + "]"), "tools[1].function.name"},
+      {"chat", chat_with(R"("tools":[{"type":"retrieval"}])"), "tools[0].type"},
+      {"chat", chat_with(R"("tool_choice":"sometimes","tools":[)" + kToolA + "]"), "tool_choice"},
+      {"chat", chat_with(R"("tool_choice":"required")"), "tool_choice"},
+      {"chat", chat_with(R"("tool_choice":{"type":"function","function":{"name":"nope"}},"tools":[)" + kToolA + "]"),
+       "tool_choice"},
+      {"chat", chat_with(R"("tool_choice":{"type":"function","function":{}},"tools":[)" + kToolA + "]"),
+       "tool_choice.function.name"},
+      {"chat", chat_with(R"("parallel_tool_calls":"no")"), "parallel_tool_calls"},
+      // Text completions.
+      {"completions", "{}", "prompt"},
+      {"completions", R"({"prompt":42})", "prompt"},
+      {"completions", R"({"prompt":""})", "prompt"},
+      {"completions", R"({"prompt":[1,-2]})", "prompt[1]"},
+      {"completions", R"({"prompt":"x","max_tokens":0})", "max_tokens"},
+      {"completions", R"({"prompt":"x","best_of":3})", "best_of"},
+      {"completions", R"({"prompt":"x","logprobs":50})", "logprobs"},
+      {"completions", R"({"prompt":"x","echo":true,"logprobs":1})", "logprobs", "unsupported"},
+      {"completions", R"({"prompt":"x","suffix":"y"})", "suffix", "unsupported"},
+      // Not about one field: param null.
+      {"chat", "{:", ""},
+      {"chat", "[]", ""},
+      {"completions", "", ""},
+  };
+  for (const Case& c : cases) {
+    const std::string path = c.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions";
+    auto r = s.post(path, c.body);
+    ASSERT_TRUE(r) << c.body;
+    EXPECT_EQ(r->status, 400) << c.body << ": " << r->body;
+    const json e = json::parse(r->body)["error"];
+    if (c.param.empty()) {
+      EXPECT_TRUE(e["param"].is_null()) << c.body << ": " << r->body;
+    } else {
+      EXPECT_EQ(e["param"], c.param) << c.body << ": " << r->body;
+    }
+    EXPECT_EQ(e["type"], "invalid_request_error") << c.body;
+    EXPECT_EQ(e["code"], c.code) << c.body << ": " << r->body;
+  }
+}
+
+}  // namespace
+}  // namespace gs
