@@ -514,6 +514,17 @@ std::string read_until_then_close(int port, const std::string& body, const std::
   return got;
 }
 
+// Waits up to 4 s for the engine to count a cancellation past `cancelled_before` and to have
+// no busy slot; true when it did.
+bool wait_cancelled_and_idle(LiveServer& s, uint64_t cancelled_before) {
+  for (int i = 0; i < 400; ++i) {
+    const EngineMetrics m = s.engine->metrics();
+    if (m.requests_cancelled_total > cancelled_before && m.busy_slots == 0) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
 // Bug-cases 37/38: a client that goes away frees its slot; the next request is served.
 TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
   ServerFixtureOptions o;
@@ -530,12 +541,7 @@ TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
     // Streamed: wait for content; whole: wait for the first keep-alive space.
     const std::string got = read_until_then_close(s.http->port(), body.dump(), stream ? "\"text\"" : "\r\n \r\n");
     ASSERT_FALSE(got.empty());
-    bool freed = false;
-    for (int i = 0; i < 400 && !freed; ++i) {
-      EngineMetrics m = s.engine->metrics();
-      freed = m.requests_cancelled_total > cancelled_before && m.busy_slots == 0;
-      if (!freed) std::this_thread::sleep_for(10ms);
-    }
+    const bool freed = wait_cancelled_and_idle(s, cancelled_before);
     EXPECT_TRUE(freed) << (stream ? "stream" : "whole") << ": the slot was not freed";
     s.answer("next");
     auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
@@ -565,12 +571,7 @@ TEST(HttpServer, ClientDisconnectCancelsACompressibleRequest) {
                                                   std::string("Accept-Encoding: ") + encoding + "\r\n");
     EXPECT_EQ(got.find("Content-Encoding"), std::string::npos) << encoding << ": " << got.substr(0, 300);
     EXPECT_NE(got.find("\r\n \r\n"), std::string::npos) << encoding << ": no keep-alive space arrived";
-    bool freed = false;
-    for (int i = 0; i < 400 && !freed; ++i) {
-      EngineMetrics m = s.engine->metrics();
-      freed = m.requests_cancelled_total > cancelled_before && m.busy_slots == 0;
-      if (!freed) std::this_thread::sleep_for(10ms);
-    }
+    const bool freed = wait_cancelled_and_idle(s, cancelled_before);
     ASSERT_TRUE(freed) << encoding << ": the slot was not freed";
   }
   s.answer("fine");
