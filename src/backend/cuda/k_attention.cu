@@ -811,6 +811,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   }
 }
 
+// Merges the n_splits > 1 partial results of either attention kernel into p.out (shared
+// memory: each split's weight and l, and the total).
+void launch_combine(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, int D) {
+  launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (2 * n_splits + 1) * sizeof(float), s,
+           partial, n_splits, p.n_tokens, p.n_head, D, p.out);
+}
+
 template <class Cfg>
 void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
@@ -818,10 +825,7 @@ void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* par
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   launch_k(attn_fa_kernel<Cfg>, grid, Cfg::kThreads, Cfg::kTotal, s, p, n_splits, partial);
-  if (n_splits > 1) {
-    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (2 * n_splits + 1) * sizeof(float), s,
-             partial, n_splits, p.n_tokens, p.n_head, Cfg::D, p.out);
-  }
+  if (n_splits > 1) launch_combine(s, p, n_splits, partial, Cfg::D);
 }
 
 template <class Cfg>
@@ -841,10 +845,7 @@ void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* part
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   launch_k(attn_mma_kernel<D>, grid, kNW * 32, FaSmem<D>::kTotal, s, p, n_splits, partial);
-  if (n_splits > 1) {
-    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (2 * n_splits + 1) * sizeof(float), s, 
-        partial, n_splits, p.n_tokens, p.n_head, D, p.out);
-  }
+  if (n_splits > 1) launch_combine(s, p, n_splits, partial, D);
 }
 
 template <int D>
