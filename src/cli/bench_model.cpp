@@ -10,6 +10,8 @@
 #include "bench_ops.h"
 #include "model/gemma4_model.h"
 #include "runtime/model_runner.h"
+#include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace gs::cli {
 namespace {
@@ -53,6 +55,8 @@ double attn_flops(const Gemma4Config& c, int64_t p0, int64_t n) {
   return f;
 }
 
+constexpr int kMtpPrompt = 16;  // tokens prefilled before each tg N mtp run
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -62,26 +66,37 @@ class Bench {
  public:
   Bench(ModelRunner& r, const ModelBenchOptions& o) : r_(r), o_(o) {}
 
-  // A fresh sequence filled to `depth` positions (not timed).
+  // A fresh sequence filled to `depth` positions (not timed): prefilled, or zeros.
   Result<int> fresh(int depth) {
     GS_ASSIGN_OR_RETURN(int seq, r_.add_sequence());
-    if (depth > 0) GS_RETURN_IF_ERROR(feed(seq, depth, false));
+    if (depth > 0 && o_.fill_zeros) {
+      GS_RETURN_IF_ERROR(r_.kv().append_zeros(seq, depth));
+      GS_RETURN_IF_ERROR(r_.backend().synchronize());
+    } else if (depth > 0) {
+      GS_RETURN_IF_ERROR(feed(seq, depth, false));
+    }
     return seq;
+  }
+  // n token ids from the fixed stream.
+  std::vector<int32_t> ids(int n) {
+    std::vector<int32_t> v;
+    for (int i = 0; i < n; ++i) v.push_back(next_id());
+    return v;
   }
   const ModelBenchOptions& options() const { return o_; }
   // Appends n tokens (ids from a fixed stream) in one decode(); outputs: last row only, or all.
   Status feed(int seq, int n, bool all_outputs) {
     toks_.clear();
-    for (int i = 0; i < n; ++i) {
-      next_ = (next_ * 1103515245u + 12345u) & 0x7fffffffu;
-      const int32_t id = 2 + static_cast<int32_t>(next_ % static_cast<uint32_t>(r_.config().n_vocab - 2));
-      toks_.push_back({seq, id, all_outputs || i == n - 1});
-    }
+    for (int i = 0; i < n; ++i) toks_.push_back({seq, next_id(), all_outputs || i == n - 1});
     GS_RETURN_IF_ERROR(r_.decode(toks_));
     return r_.backend().synchronize();
   }
 
  private:
+  int32_t next_id() {
+    next_ = (next_ * 1103515245u + 12345u) & 0x7fffffffu;
+    return 2 + static_cast<int32_t>(next_ % static_cast<uint32_t>(r_.config().n_vocab - 2));
+  }
   ModelRunner& r_;
   const ModelBenchOptions& o_;
   std::vector<ModelRunner::Token> toks_;
@@ -125,6 +140,19 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   ro.kv.max_ubatch = ro.max_tokens;
   ro.kv.type = GgmlType::F16;
   GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
+  std::unique_ptr<SpeculativeDecoder> spec;
+  if (!o.mtp.empty()) {
+    Result<std::shared_ptr<Gemma4Model>> drafter = Gemma4Model::load(o.mtp, b);
+    if (!drafter.ok()) return make_status(drafter.status().code(), "--mtp {}: {}", o.mtp, drafter.status().message());
+    if (!(*drafter)->config().is_assistant())
+      return make_status(StatusCode::kInvalidArgument, "--mtp {} is not a gemma4-assistant (MTP drafter) file", o.mtp);
+    SpecOptions so;
+    so.draft_max = o.draft_max;
+    Result<std::unique_ptr<SpeculativeDecoder>> made = SpeculativeDecoder::create(*runner, *drafter, so);
+    if (!made.ok())
+      return make_status(made.status().code(), "--mtp {} cannot draft for {}: {}", o.mtp, o.model, made.status().message());
+    spec = std::move(*made);
+  }
   Bench bench(*runner, o);
   const int reps = std::max(1, o.reps);
 
@@ -154,7 +182,9 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
     }
     // tg N: N single-token steps, each with its logits.
     double one = 0;
-    for (int n : o.gen) {
+    std::vector<double> tg_s(o.gen.size(), 0.0);  // seconds a token of each tg N, for tg N mtp
+    for (size_t gi = 0; gi < o.gen.size(); ++gi) {
+      const int n = o.gen[gi];
       if (n <= 0) continue;
       std::vector<double> t;
       for (int r = 0; r < reps; ++r) {
@@ -166,10 +196,70 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
       }
       const double s = median(t);
       one = s;
+      tg_s[gi] = s;
       const double bytes = tot.weight_bytes + kv_bytes_at(c, depth + n / 2);
       BenchRow row{"tg", "tg" + std::to_string(n) + at, std::to_string(1.0 / s).substr(0, 8) + " tok/s", s, bytes / s,
                    0, 100.0 * (bytes / copy_bw) / s, "bytes / copy bandwidth"};
       row.extra = {{"n_gen", n}, {"depth", depth}, {"tokens_per_s", 1.0 / s}, {"limit_tokens_per_s", copy_bw / bytes}};
+      rows.push_back(row);
+    }
+    // tg N with MTP: N tokens from greedy speculative rounds of draft_max drafts each, timed
+    // after a prompt of kMtpPrompt tokens (prefilled through the decoder, not timed). The
+    // first run warms up (graph captures); drafted / accepted count the timed runs.
+    for (size_t gi = 0; spec && gi < o.gen.size(); ++gi) {
+      const int n = o.gen[gi];
+      if (n <= 0) continue;
+      std::vector<double> t;
+      int64_t drafted = 0, accepted = 0;
+      for (int r = 0; r < reps + 1; ++r) {
+        Sampler sampler{SamplerConfig{}};
+        GS_RETURN_IF_ERROR(spec->start(seq));
+        const std::vector<int32_t> prompt = bench.ids(kMtpPrompt);
+        SeqWork w;
+        w.seq = seq;
+        w.sampler = &sampler;
+        w.prefill = prompt;
+        GS_RETURN_IF_ERROR(spec->step(std::span<SeqWork>(&w, 1)));
+        GS_RETURN_IF_ERROR(runner->backend().synchronize());
+        const double t0 = now_s();
+        int made = 0;
+        int64_t d = 0, a = 0;
+        while (made < n) {
+          SeqWork g;
+          g.seq = seq;
+          g.sampler = &sampler;
+          g.draft_max = o.draft_max;
+          g.max_tokens = n - made;
+          GS_RETURN_IF_ERROR(spec->step(std::span<SeqWork>(&g, 1)));
+          made += static_cast<int>(g.tokens.size());
+          d += g.n_drafted;
+          a += g.n_accepted;
+        }
+        if (r > 0) {
+          t.push_back((now_s() - t0) / n);
+          drafted += d;
+          accepted += a;
+        }
+        GS_RETURN_IF_ERROR(rollback());
+      }
+      const double s = median(t);
+      const double plain = gi < tg_s.size() ? tg_s[gi] : 0;
+      BenchRow row{"tg-mtp", "tg" + std::to_string(n) + " mtp" + std::to_string(o.draft_max) + at,
+                   std::to_string(1.0 / s).substr(0, 8) + " tok/s", s, 0, 0, 0, ""};
+      row.extra = {{"n_gen", n},
+                   {"depth", depth},
+                   {"draft_max", o.draft_max},
+                   {"tokens_per_s", 1.0 / s},
+                   {"drafted", drafted},
+                   {"accepted", accepted},
+                   {"acceptance", drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0},
+                   {"vs_plain", plain > 0 ? plain / s : 0.0}};
+      if (plain > 0) {
+        row.pct = 100.0 * plain / s;
+        row.limit = "of plain tg (" + std::to_string(accepted) + "/" + std::to_string(drafted) + " drafts accepted)";
+      } else {
+        row.limit = std::to_string(accepted) + "/" + std::to_string(drafted) + " drafts accepted";
+      }
       rows.push_back(row);
     }
     // verify-k: one pass of k tokens (all with logits), rolled back after each repetition.

@@ -30,6 +30,8 @@ struct BenchArgs {
   int reps = 3;
   int ubatch = 4096;
   int threads = 0;
+  int draft_max = 4;
+  std::string depth_fill = "prefill";
 };
 
 Result<BackendKind> pick_device(const std::string& d) {
@@ -70,8 +72,6 @@ int run_bench(const BenchArgs& a) {
     st = run_ops_bench(b, o, rows);
   } else if (a.model.empty()) {
     st = make_status(StatusCode::kInvalidArgument, "bench needs -m FILE (or --ops)");
-  } else if (!a.mtp.empty()) {
-    st = make_status(StatusCode::kUnimplemented, "--mtp: speculative generation is not benchmarked yet");
   } else {
     ModelBenchOptions o;
     o.model = a.model;
@@ -81,6 +81,9 @@ int run_bench(const BenchArgs& a) {
     o.verify = a.verify;
     o.reps = a.reps;
     o.ubatch = a.ubatch;
+    o.mtp = a.mtp;
+    o.draft_max = a.draft_max;
+    o.fill_zeros = a.depth_fill == "zeros";
     st = run_model_bench(b, o, rows);
   }
   if (a.json) {
@@ -103,7 +106,12 @@ CommandEntry register_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "speed tests: prompt processing, generation, MTP verify, at depths");
   sub->add_option("-m,--model", a->model, "GGUF model file");
-  sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant) for speculative generation");
+  sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant): tg N also runs as speculative generation");
+  sub->add_option("--draft-max", a->draft_max, "with --mtp: drafts per speculative round")->check(CLI::Range(1, 15));
+  sub->add_option("--depth-fill", a->depth_fill,
+                  "how the depth's positions are filled: prefill (a forward pass over them) or zeros (zero K and V, "
+                  "no pass: decode at a 1M context without its prefill)")
+      ->check(CLI::IsMember({"prefill", "zeros"}));
   // Negative sizes, repetitions or threads were taken silently (skipped or clamped), a
   // negative depth failed after the baselines as a "negative truncation point".
   const auto count = CLI::Range(0, std::numeric_limits<int32_t>::max());

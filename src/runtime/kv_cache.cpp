@@ -151,6 +151,17 @@ Result<int32_t> KvCache::append(int seq, int32_t n) {
   return first;
 }
 
+Status KvCache::append_zeros(int seq, int32_t n) {
+  GS_RETURN_IF_ERROR(check_seq(seq));
+  for (const DeviceBuffer& pool : pools_) GS_RETURN_IF_ERROR(backend_->memset_zero(pool.data(), pool.bytes()));
+  while (n > 0) {
+    const int32_t chunk = std::min(n, static_cast<int32_t>(max_ubatch_));
+    GS_RETURN_IF_ERROR(append(seq, chunk).status());
+    n -= chunk;
+  }
+  return {};
+}
+
 Status KvCache::truncate(int seq, int32_t n_keep) {
   GS_RETURN_IF_ERROR(check_seq(seq));
   Seq& s = seqs_[seq];

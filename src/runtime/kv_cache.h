@@ -46,6 +46,14 @@ class KvCache {
   // kOutOfRange past n_ctx, kResourceExhausted when the page pool is empty.
   Result<int32_t> append(int seq, int32_t n);
 
+  // Benchmarks only: appends n positions (any count) to `seq` without a forward pass, their
+  // K and V zero in every layer, so that a pass at a long context can be timed without the
+  // prefill that would fill it (attention reads each position the same way whatever it
+  // holds). Zeroes every pool whole, other sequences' K and V included. Errors: those of
+  // append (kOutOfRange past n_ctx, kResourceExhausted when the pool runs out); positions
+  // appended before an error stay.
+  Status append_zeros(int seq, int32_t n);
+
   // Keeps positions [0, n_keep) and drops the rest, in both layer kinds (rollback).
   // Errors: kFailedPrecondition when the sliding ring no longer holds the window before
   // n_keep (positions older than the ring were overwritten; re-process instead).

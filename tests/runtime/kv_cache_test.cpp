@@ -107,6 +107,42 @@ TEST(KvCache, RingSizeAndRollbackLimit) {
   EXPECT_EQ(kv_slot(b.swa_pages_host, s, 1), kv_slot(b.swa_pages_host, s, 9));
 }
 
+// append_zeros (bench --depth-fill zeros): any count, in chunks of max_ubatch; every pool
+// reads zero afterwards, whatever it held; past the context it stops with kOutOfRange.
+TEST(KvCache, AppendZerosReachesADepthWithoutAPass) {
+  auto backend = create_cpu_backend(1);
+  KvCacheOptions o;
+  o.n_seq_max = 1;
+  o.n_ctx = 40;
+  o.page_size = 4;
+  o.max_ubatch = 3;
+  o.type = GgmlType::F32;
+  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  const KvCacheBinding& b = kv->binding();
+  for (const KvLayerView& l : b.layers) {  // garbage in every pool first
+    const size_t n = static_cast<size_t>(l.n_slots) * l.n_head_kv * l.head_dim;
+    for (size_t i = 0; i < n; ++i) static_cast<float*>(l.k)[i] = static_cast<float*>(l.v)[i] = 7.5f;
+  }
+  const int s = kv->add_sequence().value();
+  ASSERT_TRUE(kv->append_zeros(s, 10).ok());  // more than max_ubatch at once
+  EXPECT_EQ(kv->length(s), 10);
+  EXPECT_EQ(kv->pages_free(), kv->pages_total() - 3);
+  EXPECT_EQ(kv->swa_oldest(s), 10 > kv->swa_ring() ? 10 - kv->swa_ring() : 0);
+  for (const KvLayerView& l : b.layers) {
+    const size_t n = static_cast<size_t>(l.n_slots) * l.n_head_kv * l.head_dim;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(static_cast<float*>(l.k)[i], 0.0f);
+      ASSERT_EQ(static_cast<float*>(l.v)[i], 0.0f);
+    }
+  }
+  ASSERT_TRUE(kv->append(s, 2).ok());  // a normal pass continues from there
+  EXPECT_EQ(kv->length(s), 12);
+  EXPECT_EQ(kv->append_zeros(s, 30).code(), StatusCode::kOutOfRange);
+  EXPECT_LE(kv->length(s), 40);
+  ASSERT_TRUE(kv->truncate(s, 0).ok());
+  EXPECT_EQ(kv->pages_free(), kv->pages_total());
+}
+
 TEST(KvCache, RejectsBadOptions) {
   auto backend = create_cpu_backend(1);
   KvCacheOptions o;

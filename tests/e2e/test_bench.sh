@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# gemmaserve bench on the shakes pair (CPU or GPU, whichever the build picks): --mtp adds a
+# "tg N mtpD" row per tg N with what was drafted and accepted (it was refused as "not
+# benchmarked yet"), and --depth-fill zeros reaches a depth without prefilling it.
+set -uo pipefail
+BIN="$1"
+SHARED="${GS_SHARED_DIR:?}"
+TARGET="$SHARED/models/shakes-target.gguf"
+DRAFTER="$SHARED/models/shakes-assistant.gguf"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+run() {
+  timeout -k 5 300 "$BIN" bench "$@" > "$WORK/out" 2> "$WORK/err" < /dev/null
+  local rc=$?
+  [[ $rc -eq 0 ]] || fail "bench $*: exit status $rc: $(head -c 400 "$WORK/err")"
+}
+# field NAME KEY: the value of KEY in the JSON row named NAME.
+field() {
+  python3 - "$WORK/out" "$1" "$2" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+hit = [r for r in rows if r.get("test") == sys.argv[2]]
+if not hit:
+    print("missing: " + ", ".join(r.get("test", "?") for r in rows)); sys.exit(1)
+v = hit[0][sys.argv[3]]
+print(v)
+PY
+}
+
+run -m "$TARGET" --mtp "$DRAFTER" --draft-max 3 -p 0 -n 24 -r 1 --json
+drafted="$(field "tg24 mtp3" drafted)" || fail "no tg24 mtp3 row: $drafted"
+accepted="$(field "tg24 mtp3" accepted)" || fail "no accepted count"
+tps="$(field "tg24 mtp3" tokens_per_s)" || fail "no tokens_per_s"
+[[ "$drafted" -gt 0 ]] || fail "tg24 mtp3 drafted nothing ($drafted)"
+[[ "$accepted" -ge 0 && "$accepted" -le "$drafted" ]] || fail "accepted $accepted of $drafted"
+python3 -c "import sys; sys.exit(0 if float('$tps') > 0 else 1)" || fail "tokens_per_s $tps"
+field "tg24" tokens_per_s > /dev/null || fail "the plain tg24 row is missing"
+
+# A depth of zero K/V: the depth is reached at once (no "filled depth" prefill pass needed),
+# and tg / verify / tg mtp run from it.
+run -m "$TARGET" --mtp "$DRAFTER" -p 0 -n 4 -d 3000 --verify 3 --depth-fill zeros -r 1 --json
+field "tg4 @ d3000" tokens_per_s > /dev/null || fail "no tg4 @ d3000 row: $(cat "$WORK/out" | head -c 400)"
+field "verify3 @ d3000" decode_steps > /dev/null || fail "no verify3 @ d3000 row"
+field "tg4 mtp4 @ d3000" drafted > /dev/null || fail "no tg4 mtp4 @ d3000 row"
+
+# Bad values are refused before anything loads.
+for bad in "--depth-fill random" "--draft-max 0" "--draft-max 16"; do
+  timeout -k 5 60 "$BIN" bench -m "$TARGET" -p 4 -n 0 $bad > "$WORK/out" 2> "$WORK/err" < /dev/null
+  [[ $? -ne 0 ]] || fail "bench $bad was accepted"
+done
+# A target given as the drafter is refused, naming the flag.
+timeout -k 5 60 "$BIN" bench -m "$TARGET" --mtp "$TARGET" -p 0 -n 2 -r 1 > "$WORK/out" 2> "$WORK/err" < /dev/null
+[[ $? -ne 0 ]] || fail "bench --mtp TARGET was accepted"
+grep -q -- "--mtp" "$WORK/err" || fail "bench --mtp TARGET does not name --mtp: $(cat "$WORK/err")"
+echo "bench: ok"
