@@ -85,7 +85,12 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-enum class Mode { kContent, kTurnHeader, kChannelLabel, kReasoning, kToolHeader, kToolArgs, kAfterToolCall, kStopped };
+enum class Mode {
+  kContent, kTurnHeader, kChannelLabel, kReasoning, kToolHeader, kToolArgs,
+  kJsonArgsString,  // a JSON-form call's "arguments" given as a JSON string holding the object
+  kJsonEnvelope,    // a JSON-form call's object after its arguments (normally just its '}')
+  kAfterToolCall, kStopped,
+};
 
 // Result of scanning a tool-call header "call:NAME{".
 struct Header {
@@ -93,7 +98,83 @@ struct Header {
   size_t length = 0;  // kOk: bytes through '{'; kFail: bytes that were scanned (become content)
   std::string name;
   bool repaired = false;
+  // The JSON form {"name": "NAME", "arguments": ...}: the arguments are an object (kOk
+  // ends after its '{') or a JSON string holding one (kOk ends after its opening quote).
+  bool json_form = false;
+  char args_string_quote = 0;  // the string's quote character; 0: the arguments are an object
 };
+
+// The JSON form of a call, which models trained on other tool formats write inside the
+// Gemma markup: '{' "name" ':' "NAME" ',' ("arguments" | "parameters") ':' then '{' or a
+// string. Keys and the name may use " or '; whitespace may come between any two parts.
+// Any other object (other keys, another order) is not a call. `s` starts at the '{'.
+Header scan_json_header(std::string_view s, bool final) {
+  Header h;
+  h.json_form = true;
+  h.repaired = true;
+  size_t i = 1;
+  const auto partial_or_fail = [&](size_t at) {
+    h.kind = (!final && at < kMaxHeaderBytes) ? Header::Kind::kPartial : Header::Kind::kFail;
+    h.length = at;
+    return h;
+  };
+  const auto fail = [&](size_t at) {
+    h.kind = Header::Kind::kFail;
+    h.length = at;
+    return h;
+  };
+  const auto skip_ws = [&] {
+    while (i < s.size() && is_ws(s[i])) ++i;
+  };
+  // A quoted word of name characters; false (i at the mismatch) when it is not one, or when
+  // `s` ends inside it (*cut set).
+  const auto quoted = [&](std::string* out, bool* cut) {
+    *cut = false;
+    if (s[i] != '"' && s[i] != '\'') return false;
+    const char q = s[i];
+    size_t j = i + 1;
+    while (j < s.size() && j < kMaxHeaderBytes && is_name_char(s[j])) ++j;
+    if (j == s.size() || j >= kMaxHeaderBytes) {
+      *cut = true;
+      i = j;
+      return false;
+    }
+    if (s[j] != q) return false;
+    out->assign(s.substr(i + 1, j - i - 1));
+    i = j + 1;
+    return true;
+  };
+  const auto punct = [&](char c) {  // skips whitespace, then expects `c`
+    skip_ws();
+    if (i == s.size()) return 0;
+    if (s[i] != c) return -1;
+    ++i;
+    skip_ws();
+    return i == s.size() ? 0 : 1;
+  };
+  bool cut = false;
+  std::string key;
+  int r = 0;
+  skip_ws();
+  if (i == s.size()) return partial_or_fail(i);
+  if (!quoted(&key, &cut)) return cut ? partial_or_fail(i) : fail(i);
+  if (key != "name") return fail(i);
+  if ((r = punct(':')) <= 0) return r == 0 ? partial_or_fail(i) : fail(i);
+  if (!quoted(&h.name, &cut)) return cut ? partial_or_fail(i) : fail(i);
+  if (h.name.empty()) return fail(i);
+  if ((r = punct(',')) <= 0) return r == 0 ? partial_or_fail(i) : fail(i);
+  if (!quoted(&key, &cut)) return cut ? partial_or_fail(i) : fail(i);
+  if (key != "arguments" && key != "parameters") return fail(i);
+  if ((r = punct(':')) <= 0) return r == 0 ? partial_or_fail(i) : fail(i);
+  if (s[i] == '"' || s[i] == '\'') {
+    h.args_string_quote = s[i];
+  } else if (s[i] != '{') {
+    return fail(i);
+  }
+  h.kind = Header::Kind::kOk;
+  h.length = i + 1;
+  return h;
+}
 
 Header scan_header(std::string_view s, bool explicit_opener, bool final) {
   Header h;
@@ -112,6 +193,11 @@ Header scan_header(std::string_view s, bool explicit_opener, bool final) {
   };
   skip_ws();
   if (i == s.size()) return partial_or_fail(i);
+  if (explicit_opener && s[i] == '{') {
+    Header j = scan_json_header(s.substr(i), final);
+    j.length += i;
+    return j;
+  }
   const MarkupMatch kw = match_markup(s.substr(i), kCallKeyword);
   if (kw == MarkupMatch::kPartial) return partial_or_fail(i);
   if (kw == MarkupMatch::kFull) {
@@ -177,10 +263,18 @@ struct OutputParser::State {
   bool label_continues_block = false;
   // Tool calls.
   bool header_explicit = false;
+  bool json_call = false;  // the call being read is in the JSON form
   int n_calls = 0;
   ToolArgsConverter args;
   bool header_repaired = false;
   bool call_counted_repaired = false;  // the last call is in stats.tool_calls_repaired
+  // A JSON-form call whose arguments are a JSON string: the string's quote, its decoded text
+  // not yet given to the converter, whether the object's '{' is still to come, and whether
+  // the converter has seen the object's end (what follows in the string is dropped).
+  char json_quote = 0;
+  std::string json_decoded;
+  bool json_before_object = false;
+  bool json_args_done = false;
 
   // ---- emission ---------------------------------------------------------------------
   void push_text(ParserEventKind kind, std::string_view text) {
@@ -402,6 +496,10 @@ struct OutputParser::State {
         return step_tool_header(s, final, progress);
       case Mode::kToolArgs:
         return step_tool_args(s, final, progress);
+      case Mode::kJsonArgsString:
+        return step_json_args_string(s, final, progress);
+      case Mode::kJsonEnvelope:
+        return step_json_envelope(s, final, progress);
       case Mode::kAfterToolCall:
         return step_after_call(s, final, progress);
     }
@@ -610,7 +708,15 @@ struct OutputParser::State {
         return 0;
       case Header::Kind::kOk:
         header_repaired = h.repaired;
+        json_call = h.json_form;
         begin_call(h.name);
+        if (h.args_string_quote != 0) {
+          mode = Mode::kJsonArgsString;
+          json_quote = h.args_string_quote;
+          json_decoded.clear();
+          json_before_object = true;
+          json_args_done = false;
+        }
         return h.length;
       case Header::Kind::kFail:
         break;
@@ -641,6 +747,7 @@ struct OutputParser::State {
         return 0;
       case ToolArgsConverter::Step::kDone:
         end_call();
+        if (json_call) mode = Mode::kJsonEnvelope;
         return consumed;
       case ToolArgsConverter::Step::kTerminated: {
         std::string tail;
@@ -652,6 +759,118 @@ struct OutputParser::State {
       }
     }
     return consumed;
+  }
+
+  // The decoded text of a JSON-string argument goes to the converter (after the object's
+  // opening '{'); `final` once the string has ended.
+  void pump_json_args(bool final) {
+    size_t pos = 0;
+    if (json_before_object) {
+      while (pos < json_decoded.size() && is_ws(json_decoded[pos])) ++pos;
+      if (pos == json_decoded.size() && !final) {
+        json_decoded.clear();
+        return;
+      }
+      if (pos < json_decoded.size() && json_decoded[pos] == '{') ++pos;
+      json_before_object = false;
+    }
+    while (!json_args_done && pos < json_decoded.size()) {
+      size_t consumed = 0;
+      std::string json;
+      const ToolArgsConverter::Step st = args.step(std::string_view(json_decoded).substr(pos), final, &consumed, &json);
+      args_json(json);
+      pos += consumed;
+      if (st == ToolArgsConverter::Step::kNeedMore) break;
+      if (st == ToolArgsConverter::Step::kDone || st == ToolArgsConverter::Step::kTerminated) json_args_done = true;
+    }
+    json_decoded.erase(0, json_args_done ? json_decoded.size() : pos);
+  }
+
+  void end_json_args_string() {
+    pump_json_args(/*final=*/true);
+    std::string tail;
+    args.close(&tail);
+    args_json(tail);
+    end_call();
+  }
+
+  // Inside the JSON string that holds a JSON-form call's arguments: its escapes are decoded
+  // and the text is converted as it arrives. Markup that ends a call ends the string too.
+  size_t step_json_args_string(std::string_view s, bool final, bool* progress) {
+    size_t i = 0;
+    while (i < s.size()) {
+      const char c = s[i];
+      if (c == json_quote) {
+        end_json_args_string();
+        mode = Mode::kJsonEnvelope;
+        *progress = true;
+        return i + 1;
+      }
+      if (c == '\\') {
+        size_t n = 0;
+        if (decode_escape(s.substr(i), final, &n, &json_decoded) == EscapeStep::kNeedMore) break;
+        i += n;
+        continue;
+      }
+      if (c == '<') {
+        const MarkupMatch m = match_call_terminator(s.substr(i));
+        if (m == MarkupMatch::kPartial && !final) break;
+        if (m == MarkupMatch::kFull) {
+          end_json_args_string();
+          *progress = true;
+          return i;
+        }
+      }
+      json_decoded.push_back(c);
+      ++i;
+    }
+    pump_json_args(/*final=*/false);
+    if (i > 0) *progress = true;
+    return i;
+  }
+
+  // A JSON-form call's object after its arguments: its closing '}' is dropped, and so are
+  // further members ("id": ...) when the object closes within kMaxHeaderBytes; anything else
+  // is left to what follows a call.
+  size_t step_json_envelope(std::string_view s, bool final, bool* progress) {
+    size_t i = 0;
+    while (i < s.size() && is_ws(s[i])) ++i;
+    if (i == s.size() && !final) return 0;
+    mode = Mode::kAfterToolCall;
+    *progress = true;
+    if (i == s.size()) return i;
+    if (s[i] == '}') return i + 1;
+    if (s[i] != ',') return i;
+    int depth = 1;
+    char quote = 0;
+    for (size_t j = i; j < s.size() && j < kMaxHeaderBytes; ++j) {
+      const char c = s[j];
+      if (quote != 0) {
+        if (c == '\\') {
+          ++j;
+        } else if (c == quote) {
+          quote = 0;
+        }
+        continue;
+      }
+      if (c == '<') {
+        const MarkupMatch m = match_call_terminator(s.substr(j));
+        if (m == MarkupMatch::kPartial && !final) break;
+        if (m == MarkupMatch::kFull) return j;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return j + 1;
+      }
+    }
+    if (!final && s.size() < kMaxHeaderBytes) {  // the object may still close
+      mode = Mode::kJsonEnvelope;
+      *progress = false;
+      return 0;
+    }
+    return i;  // not the object's members: what follows a call
   }
 
   size_t step_after_call(std::string_view s, bool final, bool* progress) {
@@ -727,6 +946,11 @@ struct OutputParser::State {
         end_call();
         break;
       }
+      case Mode::kJsonArgsString:
+        end_json_args_string();
+        break;
+      case Mode::kJsonEnvelope:
+        break;
       case Mode::kStopped:
         return;
     }

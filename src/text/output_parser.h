@@ -1,6 +1,7 @@
 // Incremental parser of Gemma 4 model output: splits the generated text, as it arrives,
 // into visible content, reasoning (<|channel>thought ... <channel|>) and tool calls
-// (<|tool_call>call:NAME{...}<tool_call|>, arguments converted to JSON), and holds back
+// (<|tool_call>call:NAME{...}<tool_call|>, arguments converted to JSON; also the JSON form
+// <|tool_call>{"name": NAME, "arguments": {...}}<tool_call|>, decision 0024), and holds back
 // stop strings until they can no longer match.
 //
 // Guarantees (tested over arbitrary chunkings, see tests/text/output_parser_*):

@@ -121,6 +121,67 @@ void append_json_escaped(std::string_view s, std::string* out) {
   }
 }
 
+EscapeStep decode_escape(std::string_view s, bool final, size_t* consumed, std::string* out) {
+  if (s.size() < 2) {
+    if (!final) return EscapeStep::kNeedMore;
+    out->push_back('\\');
+    *consumed = 1;
+    return EscapeStep::kDecoded;
+  }
+  const char e = s[1];
+  size_t n = 2;
+  switch (e) {
+    case 'n': out->push_back('\n'); break;
+    case 't': out->push_back('\t'); break;
+    case 'r': out->push_back('\r'); break;
+    case 'b': out->push_back('\b'); break;
+    case 'f': out->push_back('\f'); break;
+    case 'u': {
+      if (s.size() < 6 && !final) return EscapeStep::kNeedMore;
+      const int u = parse_u_escape(s);
+      if (u < 0) {
+        out->append("\\u");  // not an escape after all: the backslash and the letter
+        break;
+      }
+      n = 6;
+      uint32_t cp = static_cast<uint32_t>(u);
+      if (u >= 0xD800 && u <= 0xDBFF) {
+        if (s.size() < 12 && !final) return EscapeStep::kNeedMore;
+        const int lo = parse_u_escape(s.substr(6));
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+          cp = 0x10000 + ((static_cast<uint32_t>(u) - 0xD800) << 10) + (static_cast<uint32_t>(lo) - 0xDC00);
+          n = 12;
+        }
+      }
+      append_utf8(cp, out);  // a lone surrogate becomes U+FFFD
+      break;
+    }
+    case '"':
+    case '\\':
+    case '/':
+    case '\'':
+      out->push_back(e);
+      break;
+    default:
+      // Not an escape in JSON or Python ("\d" in a regex, "\U" in a Windows path): the
+      // model meant the backslash itself.
+      out->push_back('\\');
+      out->push_back(e);
+  }
+  *consumed = n;
+  return EscapeStep::kDecoded;
+}
+
+MarkupMatch match_call_terminator(std::string_view s) {
+  MarkupMatch best = MarkupMatch::kNone;
+  for (const auto m : kHardTerminators) {
+    const MarkupMatch r = match_markup(s, m);
+    if (r == MarkupMatch::kFull) return r;
+    if (r == MarkupMatch::kPartial) best = r;
+  }
+  return best;
+}
+
 ToolArgsConverter::ToolArgsConverter() { stack_.push_back(Frame{true, true}); }
 
 void ToolArgsConverter::begin_element(std::string* json) {
@@ -223,53 +284,9 @@ ToolArgsConverter::Step ToolArgsConverter::on_string_char(std::string_view s, bo
   }
   if (c == close_char) return close_string(1);
   // Backslash escape in a "..." or '...' string.
-  if (s.size() < 2) {
-    if (!final) return Step::kNeedMore;
-    put("\\");
-    *consumed = 1;
-    return Step::kConsumed;
-  }
-  const char e = s[1];
-  size_t n = 2;
+  size_t n = 0;
   std::string decoded;
-  switch (e) {
-    case 'n': decoded = "\n"; break;
-    case 't': decoded = "\t"; break;
-    case 'r': decoded = "\r"; break;
-    case 'b': decoded = "\b"; break;
-    case 'f': decoded = "\f"; break;
-    case 'u': {
-      if (s.size() < 6 && !final) return Step::kNeedMore;
-      const int u = parse_u_escape(s);
-      if (u < 0) {
-        decoded = "\\u";  // not an escape after all: the backslash and the letter
-        break;
-      }
-      n = 6;
-      uint32_t cp = static_cast<uint32_t>(u);
-      if (u >= 0xD800 && u <= 0xDBFF) {
-        if (s.size() < 12 && !final) return Step::kNeedMore;
-        const int lo = parse_u_escape(s.substr(6));
-        if (lo >= 0xDC00 && lo <= 0xDFFF) {
-          cp = 0x10000 + ((static_cast<uint32_t>(u) - 0xD800) << 10) + (static_cast<uint32_t>(lo) - 0xDC00);
-          n = 12;
-        }
-      }
-      append_utf8(cp, &decoded);  // a lone surrogate becomes U+FFFD
-      break;
-    }
-    case '"':
-    case '\\':
-    case '/':
-    case '\'':
-      decoded = std::string(1, e);
-      break;
-    default:
-      // Not an escape in JSON or Python ("\d" in a regex, "\U" in a Windows path): the
-      // model meant the backslash itself.
-      decoded = std::string(1, '\\');
-      decoded.push_back(e);
-  }
+  if (decode_escape(s, final, &n, &decoded) == EscapeStep::kNeedMore) return Step::kNeedMore;
   put(decoded);
   *consumed = n;
   return Step::kConsumed;

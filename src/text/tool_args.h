@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text/markup_match.h"
+
 namespace gs::text {
 
 // Fed the text after the opening '{' of call:NAME{...}; writes the JSON of the arguments
@@ -57,6 +59,17 @@ class ToolArgsConverter {
   std::string buf_;  // key text or bare value being read
   bool repaired_ = false;
 };
+
+// Decodes the backslash escape that starts `s` (s[0] == '\\') as JSON and Python read it:
+// \n \t \r \b \f \uXXXX (with surrogate pairs) \" \' \\ \/; any other is the backslash
+// and the character. kNeedMore when `s` may be cut inside the escape (and !final).
+enum class EscapeStep { kDecoded, kNeedMore };
+EscapeStep decode_escape(std::string_view s, bool final, size_t* consumed, std::string* out);
+
+// kFull when markup that ends a tool call wherever it appears (<tool_call|>, a new
+// <|tool_call>, a tool response or turn marker) starts `s`; kPartial when `s` may be cut
+// inside one.
+MarkupMatch match_call_terminator(std::string_view s);
 
 // JSON string-body escaping of raw bytes (quotes, backslash, control characters).
 void append_json_escaped(std::string_view s, std::string* out);

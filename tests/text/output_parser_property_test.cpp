@@ -46,6 +46,8 @@ const std::vector<std::string>& fixed_outputs() {
       "<|tool_call>call:f{a:1 b:2,c:ls -la /tmp,d:<|\"|>unterminated",
       "text with STOP inside and ST at the end ST",
       "line1\n\nline2 <|channel>thought\nhidden\n\n<channel|>after\n\nend",
+      "<|tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}<tool_call|>",
+      "<|tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": [1, {\\\"b\\\": \\\"}x\\\"}]}\", \"id\": 3}<tool_call|>Done",
   };
   return outputs;
 }
@@ -165,7 +167,7 @@ std::string random_output(std::mt19937& rng) {
   std::string out;
   const int n_pieces = 1 + static_cast<int>(rng() % 10);
   for (int p = 0; p < n_pieces; ++p) {
-    switch (rng() % 7) {
+    switch (rng() % 8) {
       case 0:
       case 1: {
         const int n = 1 + static_cast<int>(rng() % 6);
@@ -187,6 +189,23 @@ std::string random_output(std::mt19937& rng) {
       case 5: {
         const std::string m = pick(marks);
         out += m.substr(0, 1 + rng() % m.size());  // a cut marker
+        break;
+      }
+      case 6: {  // the JSON form, its arguments an object or a JSON string holding one
+        out.append("<|tool_call>{\"name\": \"fn_name\", \"arguments\": ");
+        const std::string a = args();
+        if (rng() % 3 == 0) {
+          out.push_back('"');
+          for (const char c : a) {
+            if (c == '"' || c == '\\') out.push_back('\\');
+            out.push_back(c);
+          }
+          if (rng() % 4 != 0) out.push_back('"');
+        } else {
+          out.append(a);
+        }
+        out.append(rng() % 4 ? "}" : "");
+        out.append(rng() % 3 ? "<tool_call|>" : "");
         break;
       }
       default:

@@ -18,20 +18,7 @@ using nlohmann::json;
 using test_util::assemble;
 using test_util::describe;
 using test_util::opts;
-
-// Parses `text` whole, cut at every byte offset, and byte by byte; all must agree.
-ParsedMessage parse_every_split(const std::string& text, const ParserOptions& o = opts()) {
-  const auto whole = test_util::feed_split(text, {}, o);
-  const std::string want = describe(merge_events(whole));
-  for (size_t cut = 1; cut < text.size(); ++cut) {
-    EXPECT_EQ(describe(merge_events(test_util::feed_split(text, {cut}, o))), want) << "cut at " << cut << ": " << text;
-  }
-  EXPECT_EQ(describe(merge_events(test_util::feed_chunks(text, 1, o))), want) << "1-byte chunks: " << text;
-  const ParsedMessage m = assemble(whole);
-  EXPECT_FALSE(test_util::has_markup(m.content)) << text;
-  test_util::expect_valid_calls(m, text);
-  return m;
-}
+using test_util::parse_every_split;
 
 void expect_one_call(const std::string& text, const std::string& name, const json& args,
                      const std::string& content = "") {

@@ -96,4 +96,19 @@ inline void expect_valid_calls(const ParsedMessage& m, const std::string& contex
   }
 }
 
+// Parses `text` whole, cut at every byte offset, and byte by byte; all must agree. Checks
+// that content holds no markup and every call's arguments are one JSON object.
+inline ParsedMessage parse_every_split(const std::string& text, const ParserOptions& o = opts()) {
+  const auto whole = feed_split(text, {}, o);
+  const std::string want = describe(merge_events(whole));
+  for (size_t cut = 1; cut < text.size(); ++cut) {
+    EXPECT_EQ(describe(merge_events(feed_split(text, {cut}, o))), want) << "cut at " << cut << ": " << text;
+  }
+  EXPECT_EQ(describe(merge_events(feed_chunks(text, 1, o))), want) << "1-byte chunks: " << text;
+  const ParsedMessage m = assemble(whole);
+  EXPECT_FALSE(has_markup(m.content)) << text;
+  expect_valid_calls(m, text);
+  return m;
+}
+
 }  // namespace gs::text::test_util

@@ -1,0 +1,101 @@
+// Output parser robustness: tool-call forms a model writes besides the Gemma one (a JSON
+// object, a namespaced name), braces that are not the call's own, and what surrounds a
+// dropped turn header; each checked over every split into two chunks and 1-byte chunks.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "parser_test_util.h"
+#include "text/output_parser.h"
+
+namespace gs::text {
+namespace {
+
+using nlohmann::json;
+using test_util::opts;
+using test_util::parse_every_split;
+
+void expect_one_call(const std::string& text, const std::string& name, const json& args,
+                     const std::string& content = "", const ParserOptions& o = opts()) {
+  const ParsedMessage m = parse_every_split(text, o);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << text << " gave content [" << m.content << "]";
+  EXPECT_EQ(m.tool_calls[0].name, name) << text;
+  EXPECT_EQ(json::parse(m.tool_calls[0].arguments_json), args) << text;
+  EXPECT_EQ(m.content, content) << text;
+}
+
+const json kParis = {{"city", "Paris"}};
+
+// ---- a call written as a JSON object -------------------------------------------------------
+
+// Models trained on other tool formats sometimes put an OpenAI-style object inside the
+// Gemma markup: {"name": ..., "arguments": {...}}. It is the call it names.
+TEST(OutputParserJsonCall, NameAndArgumentsObject) {
+  expect_one_call(R"(<|tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}<tool_call|>)", "get_weather",
+                  kParis);
+  expect_one_call("<|tool_call>\n{\n  \"name\" : \"get_weather\",\n  \"arguments\" : {\"city\": \"Paris\"}\n}\n<tool_call|>",
+                  "get_weather", kParis);
+  expect_one_call(R"(<|tool_call>{"name":"get_weather","parameters":{"city":"Paris"}}<tool_call|>)", "get_weather",
+                  kParis);
+  expect_one_call(R"(<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|>)", "get_time", json::object());
+  // Nested values keep their JSON types.
+  expect_one_call(R"(<|tool_call>{"name": "f", "arguments": {"a": [1, 2.5, true, null], "o": {"k": "v"}}}<tool_call|>)",
+                  "f", json::parse(R"({"a":[1,2.5,true,null],"o":{"k":"v"}})"));
+  // No close, text after it, then a second call in the Gemma form.
+  expect_one_call(R"(<|tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}})", "get_weather", kParis);
+  expect_one_call(R"(<|tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}<tool_call|>Done.)",
+                  "get_weather", kParis, "Done.");
+  const ParsedMessage two = parse_every_split(
+      R"(<|tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}<tool_call|>)"
+      R"(<|tool_call>call:get_time{tz:<|"|>CET<|"|>}<tool_call|>)");
+  ASSERT_EQ(two.tool_calls.size(), 2u);
+  EXPECT_EQ(two.tool_calls[0].arguments_json, R"({"city":"Paris"})");
+  EXPECT_EQ(two.tool_calls[1].arguments_json, R"({"tz":"CET"})");
+  EXPECT_EQ(two.content, "");
+}
+
+// OpenAI's own wire form: the arguments as a JSON string holding the object.
+TEST(OutputParserJsonCall, ArgumentsAsAJsonString) {
+  expect_one_call(R"(<|tool_call>{"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}<tool_call|>)",
+                  "get_weather", kParis);
+  expect_one_call(R"(<|tool_call>{"name": "f", "arguments": "{\"s\": \"a \\\"b\\\" {c}\"}"}<tool_call|>)", "f",
+                  json({{"s", "a \"b\" {c}"}}));
+  expect_one_call(R"(<|tool_call>{"name": "f", "arguments": ""}<tool_call|>)", "f", json::object());
+  // Members after the arguments belong to the object, not to the content.
+  expect_one_call(R"(<|tool_call>{"name": "f", "arguments": "{\"a\": 1}", "id": "c{1}"}<tool_call|>)", "f",
+                  json({{"a", 1}}));
+  expect_one_call(R"(<|tool_call>{"name": "f", "arguments": {"a": 1}, "type": "function"}<tool_call|>)", "f",
+                  json({{"a", 1}}));
+}
+
+// Cut off at max_tokens anywhere inside: still one call with valid JSON once the name is
+// known, the text as content before that.
+TEST(OutputParserJsonCall, TruncatedAnywhere) {
+  const std::string call = R"(<|tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}<tool_call|>)";
+  const size_t args_at = call.find("\"arguments\"");
+  // Every cut up to the close (a markup token is one token: it is never cut).
+  for (size_t n = std::string("<|tool_call>").size() + 1; n <= call.find("<tool_call|>"); ++n) {
+    const ParsedMessage m = parse_every_split(call.substr(0, n));
+    if (n >= args_at + std::string("\"arguments\": {").size()) {
+      ASSERT_EQ(m.tool_calls.size(), 1u) << call.substr(0, n);
+      EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+      EXPECT_EQ(m.content, "") << call.substr(0, n);
+    }
+    EXPECT_FALSE(m.content.empty() && m.tool_calls.empty()) << call.substr(0, n);
+  }
+}
+
+// An object that does not name a call is not one: its text is content, nothing lost.
+TEST(OutputParserJsonCall, OtherObjectsAreContent) {
+  for (const char* body : {R"({"foo": 1})", R"({"name": 42, "arguments": {}})", R"({"name": "f", "x": 1})",
+                           R"({"arguments": {"a": 1}, "name": "f"})", "{name: f}"}) {
+    const ParsedMessage m = parse_every_split(std::string("<|tool_call>") + body + "<tool_call|>");
+    EXPECT_TRUE(m.tool_calls.empty()) << body;
+    EXPECT_EQ(m.content, body);
+  }
+}
+
+}  // namespace
+}  // namespace gs::text
