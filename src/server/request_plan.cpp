@@ -64,6 +64,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   plan.parser.parse_reasoning = true;
   plan.parser.parse_tool_calls = tools_on;
+  for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
   plan.parser.stop = req.gen.stop;
   plan.single_tool_call = tools_on && !req.parallel_tool_calls;
   return plan;

@@ -133,7 +133,7 @@ Header scan_json_header(std::string_view s, bool final) {
     if (s[i] != '"' && s[i] != '\'') return false;
     const char q = s[i];
     size_t j = i + 1;
-    while (j < s.size() && j < kMaxHeaderBytes && is_name_char(s[j])) ++j;
+    while (j < s.size() && j < kMaxHeaderBytes && (is_name_char(s[j]) || s[j] == ':')) ++j;
     if (j == s.size() || j >= kMaxHeaderBytes) {
       *cut = true;
       i = j;
@@ -221,8 +221,16 @@ Header scan_header(std::string_view s, bool explicit_opener, bool final) {
   if (skip_ws()) h.repaired = true;
   if (i == s.size()) return partial_or_fail(i);
   const size_t name_start = i;
-  while (i < s.size() && is_name_char(s[i]) && i - name_start < kMaxHeaderBytes) ++i;
-  if (i == s.size()) return partial_or_fail(i);
+  while (true) {
+    while (i < s.size() && is_name_char(s[i]) && i - name_start < kMaxHeaderBytes) ++i;
+    if (i == s.size()) return partial_or_fail(i);
+    // A namespace ("default_api:get_weather"): a colon between two name parts, nothing
+    // around it (bug-case 8's "run_terminal_command:\nBEGIN_ARG:" is no name).
+    if (s[i] != ':' || i == name_start || i - name_start >= kMaxHeaderBytes) break;
+    if (i + 1 == s.size()) return partial_or_fail(i + 1);
+    if (!is_name_char(s[i + 1])) break;
+    ++i;
+  }
   h.name = std::string(s.substr(name_start, i - name_start));
   if (skip_ws()) h.repaired = true;
   if (i == s.size()) return partial_or_fail(i);
@@ -701,15 +709,31 @@ struct OutputParser::State {
     return n;
   }
 
+  // A namespaced name ("default_api:get_weather", "functions.api:get_weather") is the
+  // declared tool that the part after one of its colons names, the longest such part first.
+  // Declared names never hold a colon (OpenAI names are [a-zA-Z0-9_-]); without a declared
+  // match, or without a list, the name stays as the model wrote it.
+  std::string declared_name(const std::string& name) const {
+    const auto& names = options.tool_names;
+    const auto declared = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+    if (names.empty() || declared(name)) return name;
+    for (size_t p = name.find(':'); p != std::string::npos; p = name.find(':', p + 1)) {
+      if (declared(std::string_view(name).substr(p + 1))) return name.substr(p + 1);
+    }
+    return name;
+  }
+
   size_t step_tool_header(std::string_view s, bool final, bool* progress) {
     const Header h = scan_header(s, header_explicit, final);
     switch (h.kind) {
       case Header::Kind::kPartial:
         return 0;
-      case Header::Kind::kOk:
+      case Header::Kind::kOk: {
         header_repaired = h.repaired;
         json_call = h.json_form;
-        begin_call(h.name);
+        const std::string name = declared_name(h.name);
+        if (name != h.name) header_repaired = true;
+        begin_call(name);
         if (h.args_string_quote != 0) {
           mode = Mode::kJsonArgsString;
           json_quote = h.args_string_quote;
@@ -718,6 +742,7 @@ struct OutputParser::State {
           json_args_done = false;
         }
         return h.length;
+      }
       case Header::Kind::kFail:
         break;
     }

@@ -34,6 +34,9 @@ struct ParserOptions {
   std::vector<std::string> stop;
   // The output starts inside a reasoning block (the prompt already opened one).
   bool starts_in_reasoning = false;
+  // The declared tools' names. A namespaced call name ("default_api:get_weather") is the
+  // declared tool its last part names (decision 0024); empty: names are taken as written.
+  std::vector<std::string> tool_names;
   // Seed for tool-call ids ("call_" + 24 base-62 characters, a function of the seed and the
   // call's index). 0: random per parser.
   uint64_t tool_call_id_seed = 0;

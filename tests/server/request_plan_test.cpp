@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "server/request_plan.h"
+#include "text/output_parser.h"
 #include "server_fixture.h"
 
 namespace gs::server {
@@ -65,6 +66,23 @@ TEST(RequestPlan, ForcedToolCallOpeners) {
   EXPECT_FALSE(none->parser.parse_tool_calls);
   auto single = plan_chat(chat(base + R"(],"parallel_tool_calls":false})"), *tok, {});
   EXPECT_TRUE(single->single_tool_call);
+}
+
+// The parser knows the declared names, so a namespaced call ("default_api:get_weather") is
+// the declared tool (decision 0024); with tools off it knows none.
+TEST(RequestPlan, ParserKnowsTheDeclaredToolNames) {
+  auto tok = test::shakes_tokenizer();
+  std::string base = std::string(R"({"messages":[{"role":"user","content":"weather?"}],"tools":[)") + kTool +
+                     R"(,{"type":"function","function":{"name":"get_time"}}])";
+  auto two = plan_chat(chat(base + "}"), *tok, {});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->parser.tool_names, (std::vector<std::string>{"get_weather", "get_time"}));
+  const text::ParsedMessage m =
+      text::parse_output("<|tool_call>call:default_api:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>", two->parser);
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  auto none = plan_chat(chat(base + R"(,"tool_choice":"none"})"), *tok, {});
+  EXPECT_TRUE(none->parser.tool_names.empty());
 }
 
 TEST(RequestPlan, LimitsAndBudgets) {

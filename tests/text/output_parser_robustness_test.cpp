@@ -17,6 +17,12 @@ using nlohmann::json;
 using test_util::opts;
 using test_util::parse_every_split;
 
+ParserOptions with_tools(std::vector<std::string> names) {
+  ParserOptions o = opts();
+  o.tool_names = std::move(names);
+  return o;
+}
+
 void expect_one_call(const std::string& text, const std::string& name, const json& args,
                      const std::string& content = "", const ParserOptions& o = opts()) {
   const ParsedMessage m = parse_every_split(text, o);
@@ -95,6 +101,38 @@ TEST(OutputParserJsonCall, OtherObjectsAreContent) {
     EXPECT_TRUE(m.tool_calls.empty()) << body;
     EXPECT_EQ(m.content, body);
   }
+}
+
+// ---- a namespaced name ------------------------------------------------------------------
+
+// "call:default_api:get_weather{" (the namespace some Gemini-style prompts show) is a call of
+// the declared tool the last part names. A declared name never holds ':' (OpenAI names are
+// [a-zA-Z0-9_-]), so nothing declared is lost by the rule.
+TEST(OutputParserNamespace, PrefixIsDroppedWhenTheRestIsDeclared) {
+  const ParserOptions o = with_tools({"get_weather", "get_time"});
+  expect_one_call(R"(<|tool_call>call:default_api:get_weather{city:<|"|>Paris<|"|>}<tool_call|>)", "get_weather",
+                  kParis, "", o);
+  expect_one_call(R"(<|tool_call>call:functions.api:tools:get_time{})", "get_time", json::object(), "", o);
+  expect_one_call(R"(<|tool_call>{"name": "default_api:get_weather", "arguments": {"city": "Paris"}}<tool_call|>)",
+                  "get_weather", kParis, "", o);
+  // Without the opener, right after a thought (bug-case 7).
+  const ParsedMessage m =
+      parse_every_split(R"(<|channel>thought\nx<channel|>call:default_api:get_weather{city:<|"|>Paris<|"|>})", o);
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+}
+
+// When the last part names no declared tool (or no list is given) the name stays as the model
+// wrote it: the client sees what was called.
+TEST(OutputParserNamespace, UndeclaredNamesStayWhole) {
+  expect_one_call(R"(<|tool_call>call:default_api:get_weather{city:<|"|>Paris<|"|>}<tool_call|>)",
+                  "default_api:get_weather", kParis, "", with_tools({"get_time"}));
+  expect_one_call(R"(<|tool_call>call:default_api:get_weather{city:<|"|>Paris<|"|>}<tool_call|>)",
+                  "default_api:get_weather", kParis);
+  // A colon followed by anything but a name is no namespace (bug-case 8's pseudo-syntax).
+  const ParsedMessage m = parse_every_split("<|tool_call>call:run:\nBEGIN_ARG:\nls\nEND_ARG\n", with_tools({"run"}));
+  EXPECT_TRUE(m.tool_calls.empty());
+  EXPECT_EQ(m.content, "call:run:\nBEGIN_ARG:\nls\nEND_ARG\n");
 }
 
 }  // namespace
