@@ -72,6 +72,7 @@ bool is_name_char(char c) {
 
 constexpr size_t kMaxHeaderBytes = 256;
 constexpr size_t kMaxPreambleBytes = 256;
+constexpr size_t kMaxKeyLookahead = 64;  // a bare key after a miscounted '}' (member_follows)
 constexpr std::string_view kCallKeyword = "call";
 // The roles a turn header may name that are the model's own turn.
 constexpr std::array<std::string_view, 2> kModelRoleWords = {"model", "assistant"};
@@ -276,6 +277,7 @@ struct OutputParser::State {
   ToolArgsConverter args;
   bool header_repaired = false;
   bool call_counted_repaired = false;  // the last call is in stats.tool_calls_repaired
+  bool call_pending = false;  // the arguments' '}' came; its end event waits for what follows
   // A JSON-form call whose arguments are a JSON string: the string's quote, its decoded text
   // not yet given to the converter, whether the object's '{' is still to come, and whether
   // the converter has seen the object's end (what follows in the string is dropped).
@@ -771,8 +773,16 @@ struct OutputParser::State {
       case ToolArgsConverter::Step::kNeedMore:
         return 0;
       case ToolArgsConverter::Step::kDone:
-        end_call();
-        if (json_call) mode = Mode::kJsonEnvelope;
+        if (json_call) {
+          std::string tail;
+          args.close(&tail);
+          args_json(tail);
+          end_call();
+          mode = Mode::kJsonEnvelope;
+        } else {
+          call_pending = true;  // step_after_call decides whether the '}' was the last
+          mode = Mode::kAfterToolCall;
+        }
         return consumed;
       case ToolArgsConverter::Step::kTerminated: {
         std::string tail;
@@ -898,6 +908,37 @@ struct OutputParser::State {
     return i;  // not the object's members: what follows a call
   }
 
+  // Whether `s` begins (after whitespace) like an argument member: a quoted key or a bare
+  // one followed by ':' or '='.
+  enum class Lookahead { kYes, kNo, kNeedMore };
+  static Lookahead member_follows(std::string_view s, bool final) {
+    const Lookahead cut = final ? Lookahead::kNo : Lookahead::kNeedMore;
+    size_t i = 0;
+    while (i < s.size() && is_ws(s[i])) ++i;
+    if (i == s.size()) return cut;
+    if (s[i] == '"' || s[i] == '\'') return Lookahead::kYes;
+    if (s[i] == '<') {
+      const MarkupMatch m = match_markup(s.substr(i), markup::kQuote);
+      return m == MarkupMatch::kFull ? Lookahead::kYes : m == MarkupMatch::kPartial ? cut : Lookahead::kNo;
+    }
+    const size_t key_start = i;
+    while (i < s.size() && (is_name_char(s[i]) || s[i] == '$') && i - key_start < kMaxKeyLookahead) ++i;
+    if (i == key_start) return Lookahead::kNo;
+    while (i < s.size() && is_ws(s[i])) ++i;
+    if (i == s.size()) return cut;
+    return s[i] == ':' || s[i] == '=' ? Lookahead::kYes : Lookahead::kNo;
+  }
+
+  // The arguments closed; the call ends once what follows shows that '}' was its last.
+  void end_pending_call() {
+    if (!call_pending) return;
+    call_pending = false;
+    std::string tail;
+    args.close(&tail);
+    args_json(tail);
+    end_call();
+  }
+
   size_t step_after_call(std::string_view s, bool final, bool* progress) {
     size_t i = 0;
     // Closers after the complete arguments ("{city:<|"|>Paris<|"|>}}") are the call's own
@@ -907,7 +948,9 @@ struct OutputParser::State {
         ++i;
         continue;
       }
-      if (!call_counted_repaired) {
+      if (call_pending) {
+        header_repaired = true;  // counted when the call ends
+      } else if (!call_counted_repaired) {
         ++stats.tool_calls_repaired;
         call_counted_repaired = true;
       }
@@ -915,10 +958,25 @@ struct OutputParser::State {
     }
     if (i == s.size()) {
       if (!final) return 0;
+      end_pending_call();
       mode = Mode::kContent;
       segment_start = true;
       return i;
     }
+    // A ',' and another member after the arguments' close: that '}' was a miscount (a
+    // nested object closed twice) and the call goes on. Only after <|tool_call>, where
+    // <tool_call|> is still to come; a call without the opener may be followed by prose.
+    if (call_pending && header_explicit && s[i] == ',') {
+      const Lookahead r = member_follows(s.substr(i + 1), final);
+      if (r == Lookahead::kNeedMore) return 0;
+      if (r == Lookahead::kYes) {
+        args.reopen();
+        call_pending = false;
+        mode = Mode::kToolArgs;
+        return i + 1;
+      }
+    }
+    end_pending_call();
     const MarkupMatch m = match_markup(s.substr(i), markup::kToolCallClose);
     if (m == MarkupMatch::kPartial && !final) return 0;
     mode = Mode::kContent;
@@ -952,9 +1010,11 @@ struct OutputParser::State {
   // The output ends here: open blocks and calls are closed, held text is decided.
   void conclude() {
     switch (mode) {
+      case Mode::kAfterToolCall:
+        end_pending_call();
+        break;
       case Mode::kContent:
       case Mode::kTurnHeader:
-      case Mode::kAfterToolCall:
       case Mode::kToolHeader:
         break;
       case Mode::kChannelLabel:  // the output ended right after <|channel>

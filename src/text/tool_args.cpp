@@ -227,12 +227,25 @@ void ToolArgsConverter::finish_bare(std::string* json) {
     repaired_ = true;
   }
   buf_.clear();
+  bare_closers_.clear();
 }
 
 void ToolArgsConverter::close_top(std::string* json) {
-  json->push_back(stack_.back().is_object ? '}' : ']');
+  if (stack_.size() == 1) {
+    top_close_held_ = true;  // written by close(), unless reopen() takes it back
+  } else {
+    json->push_back(stack_.back().is_object ? '}' : ']');
+  }
   stack_.pop_back();
   state_ = stack_.empty() ? State::kDone : State::kAfterValue;
+}
+
+void ToolArgsConverter::reopen() {
+  if (state_ != State::kDone || !top_close_held_) return;
+  top_close_held_ = false;
+  stack_.push_back(Frame{true, false});
+  state_ = State::kExpectKey;
+  repaired_ = true;
 }
 
 ToolArgsConverter::Step ToolArgsConverter::on_string_char(std::string_view s, bool final, size_t* consumed,
@@ -480,8 +493,21 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
         state_ = State::kAfterValue;
         return Step::kConsumed;
       }
+      // Brackets opened inside the value balance within it: their closers and the commas
+      // between them are the value's ("echo ${HOME}", "g(1, 2)"). A closer of another kind
+      // ends the value as before.
       size_t i = 0;
-      while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != '<' && !is_ws(s[i])) ++i;
+      while (i < s.size() && s[i] != '<' && !is_ws(s[i])) {
+        const char d = s[i];
+        if (d == '{' || d == '[' || d == '(') {
+          bare_closers_.push_back(d == '{' ? '}' : d == '[' ? ']' : ')');
+        } else if (!bare_closers_.empty() && d == bare_closers_.back()) {
+          bare_closers_.pop_back();
+        } else if (d == '}' || d == ']' || (d == ',' && bare_closers_.empty())) {
+          break;
+        }
+        ++i;
+      }
       if (i == 0 && is_ws(c)) i = 1;
       if (i > 0) {
         buf_.append(s.substr(0, i));
@@ -545,6 +571,10 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
 }
 
 void ToolArgsConverter::close(std::string* json) {
+  if (top_close_held_) {
+    json->push_back('}');
+    top_close_held_ = false;
+  }
   switch (state_) {
     case State::kKeyBare:
       buf_ = std::string(trim_ws(buf_));

@@ -18,6 +18,7 @@ namespace gs::text {
 // strings, JSON strings ("..." with escapes), Python strings ('...'), JSON numbers (and a
 // leading '+'), true/false/null, True/False/None, bare words (taken as strings), nested
 // objects and arrays; missing commas, trailing commas, missing values (null), '=' for ':'.
+// Brackets opened inside a bare value balance within it ("echo ${HOME}", "g(1, 2)").
 // The output is always a prefix of one valid JSON object; close() completes it.
 class ToolArgsConverter {
  public:
@@ -32,8 +33,13 @@ class ToolArgsConverter {
   // Processes a prefix of `s`. `final`: no more input will come (partial markers are text).
   // Sets *consumed to the bytes used; appends JSON to *json.
   Step step(std::string_view s, bool final, size_t* consumed, std::string* json);
-  // Completes the JSON (open string, pending key or value, open containers).
+  // Completes the JSON (open string, pending key or value, open containers). After kDone
+  // it writes the top-level object's '}', which step() holds back so that reopen() can
+  // still take it back.
   void close(std::string* json);
+  // After kDone: the '}' was a miscount (more members follow it); the top-level object goes
+  // on, the next member expected. Counts as a repair.
+  void reopen();
   // A tolerance rule was needed (non-Gemma quoting, bare words, repairs).
   bool repaired() const { return repaired_; }
 
@@ -57,6 +63,8 @@ class ToolArgsConverter {
   State state_ = State::kExpectKey;
   Quote quote_ = Quote::kGemma;
   std::string buf_;  // key text or bare value being read
+  std::string bare_closers_;  // brackets opened inside the bare value: the closers expected
+  bool top_close_held_ = false;  // kDone: the top-level '}' is not yet written
   bool repaired_ = false;
 };
 

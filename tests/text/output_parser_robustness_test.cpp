@@ -135,5 +135,34 @@ TEST(OutputParserNamespace, UndeclaredNamesStayWhole) {
   EXPECT_EQ(m.content, "call:run:\nBEGIN_ARG:\nls\nEND_ARG\n");
 }
 
+// ---- braces that are not the call's own ---------------------------------------------------
+
+// A <|"|> string is taken verbatim, whatever brackets, quotes or commas it holds.
+TEST(OutputParserBraces, GemmaStringsAreVerbatim) {
+  expect_one_call(R"(<|tool_call>call:write{code:<|"|>int f() { return g({1, 2}); } }}]] "x", 'y'<|"|>,n:1}<tool_call|>)",
+                  "write", json({{"code", "int f() { return g({1, 2}); } }}]] \"x\", 'y'"}, {"n", 1}}));
+  expect_one_call(R"(<|tool_call>call:f{<|"|>a}b<|"|>:<|"|>}<|"|>}<tool_call|>)", "f", json({{"a}b", "}"}}));
+}
+
+// A '}' that closes the arguments early, with more members after it (the model closed a
+// nested object twice), is a miscount: the members that follow belong to the same call.
+TEST(OutputParserBraces, EarlyCloseFollowedByMoreMembers) {
+  expect_one_call(R"(<|tool_call>call:f{a:{b:1}},c:2}<tool_call|>)", "f", json::parse(R"({"a":{"b":1},"c":2})"));
+  expect_one_call(R"(<|tool_call>call:f{a:<|"|>x<|"|>}, b:<|"|>y<|"|>}<tool_call|>)", "f",
+                  json({{"a", "x"}, {"b", "y"}}));
+  expect_one_call(R"(<|tool_call>call:f{a:[1]}]}, b:2})", "f", json::parse(R"({"a":[1],"b":2})"));
+}
+
+// Brackets inside a bare (unquoted) value balance within it: "echo ${HOME}" is one value.
+TEST(OutputParserBraces, BracketsBalanceInsideABareValue) {
+  expect_one_call("<|tool_call>call:bash{command: echo ${HOME}}<tool_call|>", "bash",
+                  json({{"command", "echo ${HOME}"}}));
+  expect_one_call("<|tool_call>call:bash{command: awk '{print $1, $2}' f.txt,n:2}<tool_call|>", "bash",
+                  json({{"command", "awk '{print $1, $2}' f.txt"}, {"n", 2}}));
+  expect_one_call("<|tool_call>call:f{x: a[0], y: g(1, 2)}<tool_call|>", "f", json({{"x", "a[0]"}, {"y", "g(1, 2)"}}));
+  // Unbalanced to the end: the call's close still ends it, the value keeps what was written.
+  expect_one_call("<|tool_call>call:f{x: a{b<tool_call|>", "f", json({{"x", "a{b"}}));
+}
+
 }  // namespace
 }  // namespace gs::text
