@@ -265,6 +265,8 @@ struct OutputParser::State {
   std::string hold;              // whitespace (and preamble junk) held at a segment start
   std::string stop_hold;         // content tail that may still become a stop string
   std::string reasoning_prefix;  // preamble moved into the next reasoning block
+  bool content_ends_ws = false;  // the last content emitted ends in whitespace
+  bool turn_separator = false;   // a model header was dropped after content (decision 0024)
   // Reasoning.
   bool reasoning_has_text = false;
   bool reasoning_at_start = false;  // leading whitespace of the block is still skipped
@@ -289,6 +291,7 @@ struct OutputParser::State {
   // ---- emission ---------------------------------------------------------------------
   void push_text(ParserEventKind kind, std::string_view text) {
     if (text.empty()) return;
+    if (kind == ParserEventKind::kContent) content_ends_ws = is_ws(text.back());
     if (!out.empty() && out.back().kind == kind &&
         (kind == ParserEventKind::kContent || kind == ParserEventKind::kReasoning)) {
       out.back().text.append(text);
@@ -375,7 +378,11 @@ struct OutputParser::State {
     if (!content_started) {
       while (!h.empty() && is_ws(h.front())) h.remove_prefix(1);
     }
-    const std::string released(h);
+    std::string released(h);
+    // The text on either side of a dropped "<|turn>model\n" is two paragraphs, unless
+    // whitespace already separates them.
+    if (turn_separator && content_started && released.empty() && !content_ends_ws) released = "\n\n";
+    turn_separator = false;
     hold.clear();
     content_started = true;
     segment_start = false;
@@ -387,6 +394,7 @@ struct OutputParser::State {
   // content is kept for the next reasoning block or the end).
   void interrupt_content() {
     flush_stop_hold();
+    turn_separator = false;
     if (content_started) hold.clear();
   }
 
@@ -626,6 +634,7 @@ struct OutputParser::State {
       if (i < s.size() && s[i] == '\n') ++i;
       mode = Mode::kContent;
       segment_start = true;
+      turn_separator = content_started;
       return i;
     }
     conclude();

@@ -164,5 +164,23 @@ TEST(OutputParserBraces, BracketsBalanceInsideABareValue) {
   expect_one_call("<|tool_call>call:f{x: a{b<tool_call|>", "f", json({{"x", "a{b"}}));
 }
 
+// ---- a dropped turn header between two pieces of content -------------------------------------
+
+// "<|turn>model\n" in the middle of the output starts a new message of the model's: the text
+// on either side is two paragraphs, never run together into one word.
+TEST(OutputParserTurn, DroppedHeaderSeparatesTheTextAroundIt) {
+  EXPECT_EQ(parse_every_split("Hello.<|turn>model\nMore.").content, "Hello.\n\nMore.");
+  // Whitespace already there is kept as written.
+  EXPECT_EQ(parse_every_split("Hello.<|turn>model\n More.").content, "Hello. More.");
+  EXPECT_EQ(parse_every_split("Hello.\n<|turn>model\nMore.").content, "Hello.\nMore.");
+  // Nothing after it, or a call after it: no separator.
+  EXPECT_EQ(parse_every_split("Hello.<|turn>model\n").content, "Hello.");
+  const ParsedMessage c = parse_every_split("Hello.<|turn>model\n<|tool_call>call:f{a:1}<tool_call|>");
+  EXPECT_EQ(c.content, "Hello.");
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  // At the start of the output there is nothing to separate.
+  EXPECT_EQ(parse_every_split("<|turn>model\nHello.").content, "Hello.");
+}
+
 }  // namespace
 }  // namespace gs::text
