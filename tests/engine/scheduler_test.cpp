@@ -251,6 +251,53 @@ TEST(Scheduler, ALongStreamDoesNotTakeTheWholeBatchBudget) {
   }
 }
 
+// A short prompt that arrives while a long one is being prefilled is prefilled in the next
+// step beside it and answers at once: the long prompt's chunk took every row of every
+// step, so the short one waited for the whole long prefill (75 s on the CPU for a
+// 6000-token prompt before a 4-token request's first token).
+TEST(Scheduler, AShortPromptIsNotQueuedBehindALongPrefill) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 2;
+  o.n_ctx = 4096;
+  o.max_batch_tokens = 16;
+  o.step_delay = 1ms;
+  Fixture f(o);
+  auto long_prompt = prompt_of(2000, 1);  // 125 steps of prefill
+  auto a = f.engine->submit(make_request(long_prompt, 2));  // first admitted: slot 0
+  ASSERT_TRUE(a.ok());
+  while (f.runner->n_steps() < 2) std::this_thread::sleep_for(1ms);
+  auto short_prompt = prompt_of(5, 2);
+  auto b = f.engine->submit(make_request(short_prompt, 3));  // slot 1
+  ASSERT_TRUE(b.ok());
+  Collected cb = collect(**b);
+  ASSERT_TRUE(cb.done);
+  EXPECT_EQ(cb.tokens, f.runner->expected(short_prompt, 3));
+  StreamEvent ev;
+  const bool long_answered = (*a)->next(&ev, 0ms);
+  EXPECT_FALSE(long_answered) << "the short request ended only after the long prompt's prefill";
+  std::vector<int32_t> long_tokens;
+  if (long_answered && ev.kind == StreamEvent::Kind::kTokens) {
+    for (const auto& t : ev.tokens) long_tokens.push_back(t.id);
+  }
+  Collected ca = collect(**a);
+  ASSERT_TRUE(ca.done);
+  long_tokens.insert(long_tokens.end(), ca.tokens.begin(), ca.tokens.end());
+  EXPECT_EQ(long_tokens, f.runner->expected(long_prompt, 2));
+  const auto steps = f.runner->steps();
+  int64_t short_first = -1, long_last_prefill = -1;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& s = steps[i];
+    EXPECT_LE(s.prefill_rows + s.decode_seqs * s.max_decode_tokens, 16);
+    for (int32_t slot : s.slots) {
+      const bool decoded = std::find(s.decode_slots.begin(), s.decode_slots.end(), slot) != s.decode_slots.end();
+      if (slot == 1 && short_first < 0) short_first = static_cast<int64_t>(i);
+      if (slot == 0 && !decoded) long_last_prefill = static_cast<int64_t>(i);
+    }
+  }
+  ASSERT_GE(short_first, 0);
+  EXPECT_LT(short_first, long_last_prefill - 100) << "the short prompt waited for the long prefill";
+}
+
 TEST(Scheduler, QueueFullIsResourceExhausted) {
   FakeSlotRunner::Options o;
   o.n_slots = 1;
