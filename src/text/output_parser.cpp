@@ -194,6 +194,16 @@ Header scan_header(std::string_view s, bool explicit_opener, bool final) {
   };
   skip_ws();
   if (i == s.size()) return partial_or_fail(i);
+  if (explicit_opener && s[i] == '[') {  // a list of JSON-form calls: [{...}, {...}]
+    ++i;
+    skip_ws();
+    if (i == s.size()) return partial_or_fail(i);
+    if (s[i] != '{') {
+      h.kind = Header::Kind::kFail;
+      h.length = i;
+      return h;
+    }
+  }
   if (explicit_opener && s[i] == '{') {
     Header j = scan_json_header(s.substr(i), final);
     j.length += i;
@@ -280,6 +290,7 @@ struct OutputParser::State {
   bool header_repaired = false;
   bool call_counted_repaired = false;  // the last call is in stats.tool_calls_repaired
   bool call_pending = false;  // the arguments' '}' came; its end event waits for what follows
+  bool call_closed = false;   // kAfterToolCall right after the call's <tool_call|>
   // A JSON-form call whose arguments are a JSON string: the string's quote, its decoded text
   // not yet given to the converter, whether the object's '{' is still to come, and whether
   // the converter has seen the object's end (what follows in the string is dropped).
@@ -948,7 +959,36 @@ struct OutputParser::State {
     end_call();
   }
 
+  // Whether `s` begins (after whitespace) with another call: <|tool_call>, "call:", or with
+  // `json` (inside a block of JSON-form calls) another object. *skip: the whitespace.
+  static Lookahead call_follows(std::string_view s, bool final, bool json, size_t* skip) {
+    const Lookahead cut = final ? Lookahead::kNo : Lookahead::kNeedMore;
+    size_t i = 0;
+    while (i < s.size() && is_ws(s[i])) ++i;
+    *skip = i;
+    if (i == s.size()) return cut;
+    if (json && s[i] == '{') return Lookahead::kYes;
+    for (const std::string_view opener : {markup::kToolCallOpen, std::string_view("call:")}) {
+      const MarkupMatch m = match_markup(s.substr(i), opener);
+      if (m == MarkupMatch::kFull) return Lookahead::kYes;
+      if (m == MarkupMatch::kPartial) return cut;
+    }
+    return Lookahead::kNo;
+  }
+
   size_t step_after_call(std::string_view s, bool final, bool* progress) {
+    if (call_closed) {
+      // Right after <tool_call|>: a ',' before the next call is a list separator.
+      size_t skip = 0;
+      const Lookahead r = s[0] == ',' ? call_follows(s.substr(1), final, false, &skip) : Lookahead::kNo;
+      if (r == Lookahead::kNeedMore) return 0;
+      call_closed = false;
+      mode = Mode::kContent;
+      segment_start = true;
+      if (r == Lookahead::kYes) return 1 + skip;
+      *progress = true;
+      return 0;
+    }
     size_t i = 0;
     // Closers after the complete arguments ("{city:<|"|>Paris<|"|>}}") are the call's own
     // miscounted brackets, never content: they are dropped, with the whitespace around them.
@@ -986,11 +1026,27 @@ struct OutputParser::State {
       }
     }
     end_pending_call();
+    if (s[i] == ',') {  // a list separator before the next call
+      size_t skip = 0;
+      const Lookahead r = call_follows(s.substr(i + 1), final, json_call, &skip);
+      if (r == Lookahead::kNeedMore) return 0;
+      if (r == Lookahead::kYes) {
+        const bool json_next = json_call && s[i + 1 + skip] == '{';
+        mode = json_next ? Mode::kToolHeader : Mode::kContent;
+        header_explicit = json_next;  // the block's <|tool_call> opens this one too
+        segment_start = true;
+        *progress = true;
+        return i + 1 + skip;
+      }
+    }
     const MarkupMatch m = match_markup(s.substr(i), markup::kToolCallClose);
     if (m == MarkupMatch::kPartial && !final) return 0;
+    if (m == MarkupMatch::kFull) {
+      call_closed = true;
+      return i + markup::kToolCallClose.size();
+    }
     mode = Mode::kContent;
     segment_start = true;
-    if (m == MarkupMatch::kFull) return i + markup::kToolCallClose.size();
     *progress = true;
     return i;
   }

@@ -182,5 +182,31 @@ TEST(OutputParserTurn, DroppedHeaderSeparatesTheTextAroundIt) {
   EXPECT_EQ(parse_every_split("<|turn>model\nHello.").content, "Hello.");
 }
 
+// ---- what stands between two calls ---------------------------------------------------------
+
+// A comma between two calls (models list parallel calls) is not content; nor are the list
+// brackets and commas of several JSON-form calls in one <|tool_call> block.
+TEST(OutputParserSeparators, CommaBetweenCallsIsNotContent) {
+  for (const char* text : {
+           R"(<|tool_call>call:f{a:1},<|tool_call>call:g{b:2}<tool_call|>)",
+           R"(<|tool_call>call:f{a:1}<tool_call|>, <|tool_call>call:g{b:2}<tool_call|>)",
+           "<|tool_call>call:f{a:1}<tool_call|>,\n<|tool_call>call:g{b:2}<tool_call|>",
+           R"(<|tool_call>[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": 2}}]<tool_call|>)",
+           R"(<|tool_call>{"name": "f", "arguments": {"a": 1}},{"name": "g", "arguments": {"b": 2}}<tool_call|>)",
+       }) {
+    const ParsedMessage m = parse_every_split(text);
+    ASSERT_EQ(m.tool_calls.size(), 2u) << text << " gave content [" << m.content << "]";
+    EXPECT_EQ(m.tool_calls[0].name, "f");
+    EXPECT_EQ(m.tool_calls[0].arguments_json, R"({"a":1})");
+    EXPECT_EQ(m.tool_calls[1].name, "g");
+    EXPECT_EQ(m.tool_calls[1].arguments_json, R"({"b":2})");
+    EXPECT_EQ(m.content, "") << text;
+  }
+  expect_one_call(R"(<|tool_call>[{"name": "f", "arguments": {"a": 1}}]<tool_call|>)", "f", json({{"a", 1}}));
+  // A comma before prose is the prose's.
+  expect_one_call("<|tool_call>call:f{a:1}<tool_call|>, and that is all.", "f", json({{"a", 1}}), ", and that is all.");
+  expect_one_call("<|tool_call>call:f{a:1}, and that is all.", "f", json({{"a", 1}}), ", and that is all.");
+}
+
 }  // namespace
 }  // namespace gs::text
