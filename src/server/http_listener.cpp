@@ -62,6 +62,10 @@ std::string refusal(int status, std::string_view reason, std::string_view messag
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
+// The longest header line httplib reads, its line end included; it answered a longer one
+// 400 "malformed HTTP request".
+constexpr size_t kMaxHeaderLineBytes = CPPHTTPLIB_HEADER_MAX_LENGTH;
+
 constexpr uint64_t kInvalidLength = ~uint64_t{0};
 constexpr uint64_t kBadCoding = kInvalidLength - 1;
 constexpr uint64_t kCompressed = kInvalidLength - 2;
@@ -154,7 +158,7 @@ class Connection final : public httplib::Stream {
  public:
   enum class State {
     kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
-    kMalformedHead, kBadChunk, kEarlyAnswer
+    kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -177,6 +181,7 @@ class Connection final : public httplib::Stream {
       if (ready()) return State::kReady;
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
       if (bad_request_line_) return State::kBadRequestLine;
+      if (header_line_too_long_) return State::kHeaderLineTooLong;
       if (!early_answer_.empty()) return State::kEarlyAnswer;
       if (bad_chunk_) return State::kBadChunk;
       if (chunked_too_large_) return State::kBodyTooLarge;
@@ -416,6 +421,10 @@ class Connection final : public httplib::Stream {
         bad_request_line_ = true;
         return false;
       }
+      if (has_header_line_longer_than(s.substr(0, end), kMaxHeaderLineBytes)) {
+        header_line_too_long_ = true;
+        return false;
+      }
       head_len_ = end;
       head_at_ = Clock::now();
       body_len_ = content_length(s.substr(0, end), &framed_, &chunked_);
@@ -434,6 +443,20 @@ class Connection final : public httplib::Stream {
     if (body_len_ > limits_.max_body_bytes) return false;  // refused by fill(), whatever follows
     if (chunked_) return chunks_complete();
     return buffered() >= head_len_ + body_len_;
+  }
+
+  // Whether a header line of `head` (the request line aside) is longer than `max_bytes` with
+  // a CRLF line end, as httplib counts it once begin_request() made every line end CRLF.
+  static bool has_header_line_longer_than(std::string_view head, size_t max_bytes) {
+    size_t pos = head.find('\n');
+    while (pos != std::string_view::npos && pos + 1 < head.size()) {
+      const size_t next = head.find('\n', pos + 1);
+      std::string_view line = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.size() + 2 > max_bytes) return true;
+      pos = next;
+    }
+    return false;
   }
 
   // Whether the head asks for "Expect: 100-continue".
@@ -567,6 +590,7 @@ class Connection final : public httplib::Stream {
   int early_status_ = 0;
   bool chunked_too_large_ = false;
   bool bad_request_line_ = false;
+  bool header_line_too_long_ = false;
   uint64_t request_read_ = 0;   // bytes httplib read of the request under way
   uint64_t request_limit_ = 0;  // most it may read (chunked bodies; else unbounded)
   uint64_t request_total_ = 0;  // bytes of the request under way (head and body)
@@ -586,6 +610,9 @@ void refuse(Connection& c, Connection::State state) {
     c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
   } else if (state == Connection::State::kBadCoding) {
     c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
+  } else if (state == Connection::State::kHeaderLineTooLong) {
+    c.send_refusal(431, "Request Header Fields Too Large",
+                   "a request header line is longer than " + std::to_string(kMaxHeaderLineBytes) + " bytes");
   } else if (state == Connection::State::kBadRequestLine) {
     c.send_refusal(400, "Bad Request", "malformed HTTP request line");
   } else if (state == Connection::State::kMalformedHead) {
@@ -701,6 +728,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kBadCoding:
             case Connection::State::kCompressed:
             case Connection::State::kBadRequestLine:
+            case Connection::State::kHeaderLineTooLong:
             case Connection::State::kMalformedHead:
             case Connection::State::kBadChunk:
             case Connection::State::kEarlyAnswer:
@@ -772,6 +800,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kBadCoding:
       case Connection::State::kCompressed:
       case Connection::State::kBadRequestLine:
+      case Connection::State::kHeaderLineTooLong:
       case Connection::State::kMalformedHead:
       case Connection::State::kBadChunk:
       case Connection::State::kEarlyAnswer:
