@@ -176,6 +176,13 @@ class Backend {
   virtual void attention(const AttentionArgs& args) = 0;
   // Copies slots src_slots[i] -> dst_slots[i] (n entries) of one layer's K and V pools.
   virtual void kv_copy_slots(const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots, int n) = 0;
+  // The greedy pick of each row of logits x [n, n_vocab] (backend memory, int32 / float [n]):
+  //   ids[r]   = the column of row r's largest value (NaN counts as -inf; ties: the lowest
+  //              column; a row without a value above -inf: 0)
+  //   p_top[r] = 1 / sum_c exp(x[r][c] - x[r][ids[r]]), that column's softmax probability
+  //              (NaN columns count 0; 0 when the largest value is not finite); p_top may be null.
+  // Drafting keeps its drafts on the device with it (no download of the logits per step).
+  virtual void argmax_rows(Mat x, int32_t* ids, float* p_top) = 0;
 
   // ---- fused ops ------------------------------------------------------------------------
   // Each stands for a fixed sequence of the ops above, and its default implementation is

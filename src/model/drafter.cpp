@@ -8,9 +8,12 @@ namespace gs {
 
 Result<std::unique_ptr<Gemma4DrafterForward>> Gemma4DrafterForward::create(std::shared_ptr<const Gemma4Model> assistant,
                                                                            std::shared_ptr<const Gemma4Model> target,
-                                                                           int max_rows, DraftSlidingWindow sliding) {
+                                                                           int max_rows, DraftSlidingWindow sliding,
+                                                                           int max_steps) {
   if (!assistant || !target) return make_status(StatusCode::kInvalidArgument, "no model");
   if (max_rows <= 0) return make_status(StatusCode::kInvalidArgument, "max_rows {} must be positive", max_rows);
+  if (max_steps <= 0 || max_steps > 4096)
+    return make_status(StatusCode::kInvalidArgument, "max_steps {} must be in [1, 4096]", max_steps);
   if (&assistant->backend() != &target->backend()) {
     return make_status(StatusCode::kInvalidArgument, "the drafter and the target must be on the same backend");
   }
@@ -20,6 +23,7 @@ Result<std::unique_ptr<Gemma4DrafterForward>> Gemma4DrafterForward::create(std::
   f->assistant_ = std::move(assistant);
   f->target_ = std::move(target);
   f->max_rows_ = max_rows;
+  f->max_steps_ = max_steps;
   f->sliding_ = sliding;
   const Gemma4Config& c = f->config_;
   const int64_t r = max_rows;
@@ -49,10 +53,51 @@ Result<std::unique_ptr<Gemma4DrafterForward>> Gemma4DrafterForward::create(std::
   f->staging_.assign(static_cast<size_t>(kNumInputs) * max_rows, 0);
   GS_ASSIGN_OR_RETURN(f->inputs_, DeviceBuffer::make(b, f->staging_.size() * sizeof(int32_t)));
   GS_RETURN_IF_ERROR(b.memset_zero(f->act_.data(), f->act_.bytes()));
+  const size_t picks = static_cast<size_t>(max_steps) * max_rows;
+  GS_ASSIGN_OR_RETURN(f->drafts_, DeviceBuffer::make(b, picks * (sizeof(int32_t) + sizeof(float))));
+  f->draft_p_ = reinterpret_cast<float*>(f->drafts_.as<int32_t>() + picks);
   return f;
 }
 
 Status Gemma4DrafterForward::run(const DraftBatch& batch, const KvCacheBinding& kv) {
+  GS_RETURN_IF_ERROR(upload_batch(batch, kv));
+  Backend& b = assistant_->backend();
+  const int32_t* tokens = inputs_.as<int32_t>() + static_cast<int64_t>(kTokens) * max_rows_;
+  if (dump_) {
+    record(n_rows_, kv, tokens);
+  } else {
+    // Keys distinct from the target forward's: the top bit marks the drafter.
+    b.run_step((uint64_t{1} << 63) | static_cast<uint64_t>(n_rows_), [&] { record(n_rows_, kv, tokens); });
+  }
+  return {};
+}
+
+Status Gemma4DrafterForward::run_chain(const DraftBatch& batch, const KvCacheBinding& kv, int steps) {
+  if (steps < 1 || steps > max_steps_)
+    return make_status(StatusCode::kInvalidArgument, "{} draft steps (planned 1..{})", steps, max_steps_);
+  GS_RETURN_IF_ERROR(upload_batch(batch, kv));
+  Backend& b = assistant_->backend();
+  const int n = n_rows_;
+  for (int i = 0; i < steps; ++i) {
+    int32_t* ids = drafts_.as<int32_t>() + static_cast<int64_t>(i) * max_rows_;
+    float* p = draft_p_ + static_cast<int64_t>(i) * max_rows_;
+    const int32_t* tokens = i == 0 ? inputs_.as<int32_t>() + static_cast<int64_t>(kTokens) * max_rows_
+                                   : drafts_.as<int32_t>() + static_cast<int64_t>(i - 1) * max_rows_;
+    auto body = [&, i] {
+      if (i > 0) b.copy(h_next_.slice_rows(0, n), h_in_.slice_rows(0, n));
+      record(n, kv, tokens);
+      b.argmax_rows(logits_.slice_rows(0, n), ids, p);
+    };
+    if (dump_) {
+      body();
+    } else {  // step i of a chain: bits 63 and 62, the step in bits 32.., the rows below
+      b.run_step((uint64_t{3} << 62) | (static_cast<uint64_t>(i) << 32) | static_cast<uint64_t>(n), body);
+    }
+  }
+  return {};
+}
+
+Status Gemma4DrafterForward::upload_batch(const DraftBatch& batch, const KvCacheBinding& kv) {
   const Gemma4Config& c = config_;
   const size_t n = batch.tokens.size();
   if (n == 0 || n > static_cast<size_t>(max_rows_)) {
@@ -90,16 +135,10 @@ Status Gemma4DrafterForward::run(const DraftBatch& batch, const KvCacheBinding& 
   Backend& b = assistant_->backend();
   GS_RETURN_IF_ERROR(upload_step_inputs(b, inputs_, staging_, kv, &bound_kv_));
   n_rows_ = static_cast<int>(n);
-  if (dump_) {
-    record(n_rows_, kv);
-  } else {
-    // Keys distinct from the target forward's: the top bit marks the drafter.
-    b.run_step((uint64_t{1} << 63) | static_cast<uint64_t>(n), [&] { record(n_rows_, kv); });
-  }
   return {};
 }
 
-void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv) {
+void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv, const int32_t* tokens) {
   const Gemma4Config& c = config_;
   const Gemma4Weights& w = assistant_->weights();
   const Gemma4Weights& tw = target_->weights();
@@ -113,7 +152,7 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv) {
   const Mat u = u_.slice_rows(0, n);
 
   // [e, h]: the target's scaled embedding of the token, then the recurrent h (spec §4.2).
-  b.embed(tw.token_embd, dev(kTokens), std::sqrt(static_cast<float>(et)), cat.slice_cols(0, et));
+  b.embed(tw.token_embd, tokens, std::sqrt(static_cast<float>(et)), cat.slice_cols(0, et));
   b.copy(h_in_.slice_rows(0, n), cat.slice_cols(et, et));
   t.mark("draft_inp", -1, cat);
   b.matmul(w.nextn_pre_projection, cat, u);  // [n, 2 * n_embd_out] -> [n, n_embd]

@@ -38,9 +38,10 @@ class Gemma4DrafterForward {
   // Pairs `assistant` with `target` (pair_assistant_with_target) and plans buffers for up
   // to max_rows rows. Errors: kInvalidArgument for a mismatched pair (bug-case 35: a clear
   // error, never a crash), kResourceExhausted for the buffers.
+  // max_steps bounds run_chain's steps.
   static Result<std::unique_ptr<Gemma4DrafterForward>> create(
       std::shared_ptr<const Gemma4Model> assistant, std::shared_ptr<const Gemma4Model> target, int max_rows,
-      DraftSlidingWindow sliding = DraftSlidingWindow::kWindow);
+      DraftSlidingWindow sliding = DraftSlidingWindow::kWindow, int max_steps = 16);
 
   // The h input rows: fill rows [0, n) before run() (backend memory, [max_rows, n_embd_out]).
   Mat h_in() const { return h_in_; }
@@ -52,6 +53,18 @@ class Gemma4DrafterForward {
   // the vocabulary, P <= 0 or past the context, or a bad row.
   Status run(const DraftBatch& batch, const KvCacheBinding& target_kv);
 
+  // `steps` draft steps in a row without the host (1 <= steps <= max_steps()): step 0 as
+  // run(); each later step feeds every row its own previous draft and h_next. The drafts
+  // stay on the device: step i's greedy pick of row j (Backend::argmax_rows of its logits)
+  // is draft_ids()[i * max_rows() + j], its softmax probability draft_p()[same]. A row's
+  // drafts are those of `steps` run() calls that feed it its drafts one by one (the rows of
+  // a batch are computed independently), so a caller may stop reading a row's drafts at
+  // any step. Errors: those of run(), kInvalidArgument for a bad step count.
+  Status run_chain(const DraftBatch& batch, const KvCacheBinding& target_kv, int steps);
+  const int32_t* draft_ids() const { return drafts_.as<int32_t>(); }  // backend [max_steps, max_rows]
+  const float* draft_p() const { return draft_p_; }                    // backend [max_steps, max_rows]
+  int max_steps() const { return max_steps_; }
+
   Mat logits() const { return logits_.slice_rows(0, n_rows_); }  // [n, n_vocab]
   Mat h_next() const { return h_next_.slice_rows(0, n_rows_); }  // [n, n_embd_out]
 
@@ -61,17 +74,23 @@ class Gemma4DrafterForward {
 
  private:
   Gemma4DrafterForward() = default;
-  void record(int n, const KvCacheBinding& kv);
+  // The validated inputs of `batch` uploaded for the step(s) that follow; sets n_rows_.
+  Status upload_batch(const DraftBatch& batch, const KvCacheBinding& kv);
+  // One step's ops for rows [0, n), the embedding of `tokens` (backend int32 [n]).
+  void record(int n, const KvCacheBinding& kv, const int32_t* tokens);
   enum Input { kTokens, kPos, kSeq, kLoSwa, kHiSwa, kLoFull, kHiFull, kNumInputs };
 
   std::shared_ptr<const Gemma4Model> assistant_;
   std::shared_ptr<const Gemma4Model> target_;
   Gemma4Config config_;  // the assistant's, paired (kv_layer set)
   int max_rows_ = 0;
+  int max_steps_ = 0;
   int n_rows_ = 0;
   DraftSlidingWindow sliding_ = DraftSlidingWindow::kWindow;
   DeviceBuffer act_;
   DeviceBuffer inputs_;
+  DeviceBuffer drafts_;  // run_chain's picks: int32 [max_steps, max_rows], then float p [max_steps, max_rows]
+  float* draft_p_ = nullptr;
   std::vector<int32_t> staging_;
   Mat h_in_, cat_, u_, logits_, h_next_;
   LayerScratch s_;

@@ -29,7 +29,8 @@ Result<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::create(ModelRunn
                          options.draft_max + 1, runner.kv().max_ubatch());
     }
     std::shared_ptr<const Gemma4Model> target(&runner.model(), [](const Gemma4Model*) {});
-    GS_ASSIGN_OR_RETURN(d->drafter_, Gemma4DrafterForward::create(std::move(assistant), target, n_seq, options.sliding));
+    GS_ASSIGN_OR_RETURN(d->drafter_, Gemma4DrafterForward::create(std::move(assistant), target, n_seq, options.sliding,
+                                                                     options.draft_max));
   }
   d->seqs_.resize(static_cast<size_t>(n_seq));
   GS_ASSIGN_OR_RETURN(d->pending_h_buf_,
@@ -80,51 +81,36 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
   if (active.empty()) return {};
   GS_RETURN_IF_ERROR(runner_.kv().sync());
   Backend& b = runner_.backend();
-  const int n_vocab = runner_.config().n_vocab;
   std::vector<int32_t> toks, pos, rows;
+  int steps = 0;
   for (size_t j = 0; j < active.size(); ++j) {
     const SeqWork& x = work[active[j]];
     b.copy(pending_h_.slice_rows(x.seq, 1), drafter_->h_in().slice_rows(static_cast<int64_t>(j), 1));
     toks.push_back(seqs_[x.seq].pending);
     pos.push_back(runner_.length(x.seq));
     rows.push_back(x.seq);
+    steps = std::max(steps, limit[active[j]]);
   }
-  while (!active.empty()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    GS_RETURN_IF_ERROR(drafter_->run({toks, pos, rows}, runner_.kv().binding()));
-    const size_t n = active.size();
-    const size_t bytes = n * static_cast<size_t>(n_vocab) * sizeof(float);
-    if (host_logits_.bytes() < bytes) {
-      GS_ASSIGN_OR_RETURN(host_logits_, HostBuffer::make(b, bytes));
+  // Every row drafts the round's largest count on the device (a row's drafts do not depend
+  // on the others'), and only the picks are downloaded: no logits cross to the host and no
+  // step waits for one, so the steps run back to back.
+  const auto t0 = std::chrono::steady_clock::now();
+  GS_RETURN_IF_ERROR(drafter_->run_chain({toks, pos, rows}, runner_.kv().binding(), steps));
+  const size_t stride = static_cast<size_t>(drafter_->max_rows());
+  const size_t picks = static_cast<size_t>(steps) * stride;
+  std::vector<int32_t> ids(picks);
+  std::vector<float> p(picks);
+  GS_RETURN_IF_ERROR(b.download(ids.data(), drafter_->draft_ids(), picks * sizeof(int32_t)));
+  GS_RETURN_IF_ERROR(b.download(p.data(), drafter_->draft_p(), picks * sizeof(float)));
+  if (options_.adaptive) policy_.observe_drafter(static_cast<int>(active.size()), ms_since(t0) / steps);
+  for (size_t j = 0; j < active.size(); ++j) {
+    const int w = active[j];
+    for (int i = 0; i < limit[w]; ++i) {
+      const size_t at = static_cast<size_t>(i) * stride + j;
+      // The draft's drafter probability below draft_p_min ends the row's drafts.
+      if (options_.draft_p_min > 0.0f && !(p[at] >= options_.draft_p_min)) break;
+      (*drafts)[w].push_back(ids[at]);
     }
-    GS_RETURN_IF_ERROR(b.download(host_logits_.as<float>(), drafter_->logits().data, bytes));
-    if (options_.adaptive) policy_.observe_drafter(static_cast<int>(n), ms_since(t0));
-    std::vector<int> next;
-    std::vector<int32_t> next_toks, next_pos, next_rows;
-    for (size_t j = 0; j < n; ++j) {
-      const float* l = host_logits_.as<float>() + j * n_vocab;
-      const int32_t d = static_cast<int32_t>(std::max_element(l, l + n_vocab) - l);  // argmax draft
-      if (options_.draft_p_min > 0.0f) {
-        double sum = 0;
-        for (int v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(l[v]) - l[d]);
-        if (1.0 / sum < options_.draft_p_min) continue;
-      }
-      const int w = active[j];
-      (*drafts)[w].push_back(d);
-      if (static_cast<int>((*drafts)[w].size()) < limit[w]) {
-        // Carry h through post_projection into the next step (row order may compact).
-        b.copy(drafter_->h_next().slice_rows(static_cast<int64_t>(j), 1),
-               drafter_->h_in().slice_rows(static_cast<int64_t>(next.size()), 1));
-        next.push_back(w);
-        next_toks.push_back(d);
-        next_pos.push_back(pos[j]);
-        next_rows.push_back(rows[j]);
-      }
-    }
-    active.swap(next);
-    toks.swap(next_toks);
-    pos.swap(next_pos);
-    rows.swap(next_rows);
   }
   return {};
 }

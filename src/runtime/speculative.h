@@ -117,7 +117,6 @@ class SpeculativeDecoder {
   Mat pending_h_;  // [n_seq_max, n_embd]: target's final normed hidden of each pending token's row
   SpecStats stats_;
   DraftPolicy policy_;  // adaptive drafting: cost fits shared by every sequence
-  HostBuffer host_logits_;  // the drafter's logits (page-locked on a GPU), grown as needed
   std::vector<float> masked_logits_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -120,6 +121,37 @@ TEST_F(CpuOps, EmbedScales) {
     ASSERT_TRUE(dequantize_row(GgmlType::Q8_0, tbytes.data() + ids[r] * table.row_bytes, row.data(), n_embd).ok());
     for (int i = 0; i < n_embd; ++i) EXPECT_FLOAT_EQ(out[r * n_embd + i], row[i] * 2.5f);
   }
+}
+
+// argmax_rows: the largest column (ties: the lowest; NaN never wins; a row of -inf and NaN
+// gives 0) and its softmax probability (0 where the largest value is not finite).
+TEST_F(CpuOps, ArgmaxRowsTiesNanAndProbability) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const int64_t cols = 6;
+  const std::vector<float> x = {
+      0.5f, 2.0f, -1.0f, 2.0f, 0.0f, 1.0f,   // tie at 1 and 3: 1
+      nan, -3.0f, nan, -2.5f, -7.0f, -2.5f,  // NaN skipped, tie: 3
+      -inf, -inf, nan, -inf, -inf, -inf,     // nothing above -inf: 0, p 0
+      1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f,    // uniform: 0, p 1/6
+      -inf, 3.0f, inf, 0.0f, inf, 2.0f,      // +inf: the first one, p 0
+  };
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  std::vector<float> xs(static_cast<size_t>(rows * (cols + 2)), 99.0f);  // strided rows
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) xs[static_cast<size_t>(r * (cols + 2) + c)] = x[static_cast<size_t>(r * cols + c)];
+  std::vector<int32_t> ids(static_cast<size_t>(rows), -1);
+  std::vector<float> p(static_cast<size_t>(rows), -1.0f);
+  backend_->argmax_rows(Mat{xs.data(), rows, cols, cols + 2}, ids.data(), p.data());
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 3, 0, 0, 2}));
+  const double p0 = 1.0 / (2.0 + std::exp(-1.5) + std::exp(-3.0) + std::exp(-2.0) + std::exp(-1.0));
+  EXPECT_NEAR(p[0], p0, 1e-6);
+  EXPECT_NEAR(p[1], 1.0 / (2.0 + std::exp(-4.5) + std::exp(-0.5)), 1e-6);
+  EXPECT_EQ(p[2], 0.0f);
+  EXPECT_NEAR(p[3], 1.0 / 6.0, 1e-7);
+  EXPECT_EQ(p[4], 0.0f);
+  std::fill(ids.begin(), ids.end(), -1);
+  backend_->argmax_rows(Mat{xs.data(), rows, cols, cols + 2}, ids.data(), nullptr);  // no probabilities
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 3, 0, 0, 2}));
 }
 
 TEST_F(CpuOps, RmsNormGroupsWeightAndAlias) {

@@ -165,6 +165,40 @@ TEST(CudaOps, ElementWise) {
   }
 }
 
+// argmax_rows against the CPU: random rows (the drafter's 262144-wide logits among them),
+// rows with ties, NaN, -inf and +inf; the picks exactly, the probabilities within 1e-5.
+TEST(CudaOps, ArgmaxRows) {
+  GS_REQUIRE_BACKENDS();
+  auto& B = Backends::get();
+  for (auto [rows, cols] : std::vector<std::pair<int, int>>{{1, 262144}, {5, 262144}, {3, 777}, {16, 4096}}) {
+    HostMat h(rows, cols, cols + 4, 6.0f);
+    if (rows >= 3) {  // a tie between two columns, NaN columns, a row of -inf
+      h.v[static_cast<size_t>(1 * h.stride + 7)] = 1e4f;
+      h.v[static_cast<size_t>(1 * h.stride + cols - 3)] = 1e4f;
+      for (int64_t c = 0; c < cols; c += 5) h.v[static_cast<size_t>(2 * h.stride + c)] = NAN;
+      if (rows >= 5) {
+        for (int64_t c = 0; c < cols; ++c) h.v[static_cast<size_t>(3 * h.stride + c)] = -INFINITY;
+        h.v[static_cast<size_t>(4 * h.stride + cols / 2)] = INFINITY;
+      }
+    }
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::vector<float>> ps;
+    for (Backend* be : {B.cpu.get(), B.fast.get()}) {
+      DevMat x(*be, h);
+      Buf bi(*be, static_cast<size_t>(rows) * 4), bp(*be, static_cast<size_t>(rows) * 4);
+      be->argmax_rows(x.m, bi.i(), bp.f());
+      ASSERT_TRUE(be->synchronize().ok());
+      ids.push_back(bi.get<int32_t>(static_cast<size_t>(rows)));
+      ps.push_back(bp.get<float>(static_cast<size_t>(rows)));
+    }
+    EXPECT_EQ(ids[1], ids[0]) << rows << " x " << cols;
+    for (int r = 0; r < rows; ++r)
+      EXPECT_NEAR(ps[1][static_cast<size_t>(r)], ps[0][static_cast<size_t>(r)], 1e-5 * ps[0][static_cast<size_t>(r)] + 1e-9)
+          << rows << " x " << cols << " row " << r;
+    if (rows >= 3) EXPECT_EQ(ids[0][1], 7);
+  }
+}
+
 TEST(CudaOps, EmbedEveryType) {
   GS_REQUIRE_BACKENDS();
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,

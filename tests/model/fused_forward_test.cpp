@@ -73,6 +73,10 @@ class CountingBackend final : public Backend {
     count("softcap");
     in_->softcap(x, cap);
   }
+  void argmax_rows(Mat x, int32_t* ids, float* p_top) override {
+    count("argmax_rows");
+    in_->argmax_rows(x, ids, p_top);
+  }
   void gather_rows(Mat src, const int32_t* rows, Mat dst) override {
     count("gather_rows");
     in_->gather_rows(src, rows, dst);

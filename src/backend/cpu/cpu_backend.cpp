@@ -95,6 +95,7 @@ class CpuBackend final : public Backend {
   void add(Mat a, Mat b, Mat out) override { cpu::add(pool_, a, b, out); }
   void scale(Mat x, float s) override { cpu::scale(pool_, x, s); }
   void softcap(Mat x, float cap) override { cpu::softcap(pool_, x, cap); }
+  void argmax_rows(Mat x, int32_t* ids, float* p_top) override { cpu::argmax_rows(pool_, x, ids, p_top); }
   void gather_rows(Mat src, const int32_t* rows, Mat dst) override { cpu::gather_rows(pool_, src, rows, dst); }
   void copy(Mat src, Mat dst) override { cpu::copy(pool_, src, dst); }
   void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) override {

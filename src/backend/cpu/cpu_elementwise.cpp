@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
@@ -137,6 +138,33 @@ void softcap(ThreadPool& pool, Mat x, float cap) {
       }
     }
   }, min_chunk_for(8 * x.cols));
+}
+
+void argmax_rows(ThreadPool& pool, Mat x, int32_t* ids, float* p_top) {
+  pool.parallel_for(x.rows, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x.row(r);
+      int64_t best = 0;
+      float top = -std::numeric_limits<float>::infinity();
+      for (int64_t c = 0; c < x.cols; ++c) {
+        if (xr[c] > top) {  // false for NaN; strict: ties keep the lower column
+          top = xr[c];
+          best = c;
+        }
+      }
+      ids[r] = static_cast<int32_t>(best);
+      if (!p_top) continue;
+      if (!std::isfinite(top)) {
+        p_top[r] = 0.0f;
+        continue;
+      }
+      double sum = 0;
+      for (int64_t c = 0; c < x.cols; ++c) {
+        if (!std::isnan(xr[c])) sum += std::exp(static_cast<double>(xr[c]) - top);
+      }
+      p_top[r] = static_cast<float>(1.0 / sum);
+    }
+  }, min_chunk_for(4 * x.cols));
 }
 
 void gather_rows(ThreadPool& pool, Mat src, const int32_t* rows, Mat dst) {

@@ -43,6 +43,7 @@ void gelu_mul(ThreadPool& pool, Mat gate, Mat up, Mat out);
 void add(ThreadPool& pool, Mat a, Mat b, Mat out);
 void scale(ThreadPool& pool, Mat x, float s);
 void softcap(ThreadPool& pool, Mat x, float cap);
+void argmax_rows(ThreadPool& pool, Mat x, int32_t* ids, float* p_top);
 void gather_rows(ThreadPool& pool, Mat src, const int32_t* rows, Mat dst);
 void copy(ThreadPool& pool, Mat src, Mat dst);
 

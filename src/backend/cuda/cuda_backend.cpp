@@ -442,6 +442,16 @@ class CudaBackend final : public Backend {
     launched("scale");
   }
 
+  void argmax_rows(Mat x, int32_t* ids, float* p_top) override {
+    if (!enter()) return;
+    if (!mat_ok(x) || x.cols <= 0 || x.cols > (int64_t{1} << 31) - 1 || (x.rows > 0 && !ids))
+      return fail_shape("argmax_rows: x [{}, {}]", x.rows, x.cols);
+    written_raw(ids, static_cast<size_t>(x.rows) * sizeof(int32_t));
+    if (p_top) written_raw(p_top, static_cast<size_t>(x.rows) * sizeof(float));
+    cuda::launch_argmax_rows(stream_, mf(x), ids, p_top);
+    launched("argmax_rows");
+  }
+
   void softcap(Mat x, float cap) override {
     if (!enter()) return;
     if (!mat_ok(x) || !(cap > 0.0f)) return fail_shape("softcap: x [{}, {}], cap {}", x.rows, x.cols, cap);

@@ -82,6 +82,8 @@ bool launch_gelu_mul_rows(cudaStream_t s, MatF gate, MatF up, MatF out, uint16_t
 void launch_add(cudaStream_t s, MatF a, MatF b, MatF out);
 void launch_scale(cudaStream_t s, MatF x, float factor);
 void launch_softcap(cudaStream_t s, MatF x, float cap);
+// Backend::argmax_rows: one CTA per row (p_top may be null).
+void launch_argmax_rows(cudaStream_t s, MatF x, int32_t* ids, float* p_top);
 void launch_gather_rows(cudaStream_t s, MatF src, const int32_t* rows, MatF dst);
 void launch_copy(cudaStream_t s, MatF src, MatF dst);
 // out[r] = dequant(W row ids[r]) * scale; out.cols == L.n_in. Out-of-range ids give zeros.

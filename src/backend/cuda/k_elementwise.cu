@@ -22,6 +22,68 @@ inline unsigned grid_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > (1 << 30) ? (1 << 30) : b));
 }
 
+// ---- argmax of each row, and its softmax probability (Backend::argmax_rows) ----------------
+constexpr int kArgmaxThreads = 1024;
+
+// (v, i) pairs: the larger value wins, the lower column on ties; columns past the row (the
+// start value) lose to every column.
+__device__ __forceinline__ void argmax_pick(float& v, int64_t& i, float v2, int64_t i2) {
+  if (v2 > v || (v2 == v && i2 < i)) {
+    v = v2;
+    i = i2;
+  }
+}
+
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(MatF x, int32_t* ids, float* p_top) {
+  GS_PDL_ENTRY();
+  __shared__ float sv[kArgmaxThreads / 32];
+  __shared__ int64_t si[kArgmaxThreads / 32];
+  __shared__ double ss[kArgmaxThreads / 32];
+  const float* xr = x.data + static_cast<int64_t>(blockIdx.x) * x.stride;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float v = -INFINITY;
+  int64_t i = x.cols;  // no column yet
+  for (int64_t c = threadIdx.x; c < x.cols; c += kArgmaxThreads) {
+    const float e = xr[c];
+    if (e > v) {  // false for NaN and for -inf; ascending c keeps the lowest on ties
+      v = e;
+      i = c;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float v2 = __shfl_xor_sync(0xffffffffu, v, o);
+    const int64_t i2 = __shfl_xor_sync(0xffffffffu, i, o);
+    argmax_pick(v, i, v2, i2);
+  }
+  if (lane == 0) {
+    sv[warp] = v;
+    si[warp] = i;
+  }
+  __syncthreads();
+  v = sv[0];
+  i = si[0];
+  for (int w = 1; w < kArgmaxThreads / 32; ++w) argmax_pick(v, i, sv[w], si[w]);
+  if (threadIdx.x == 0) ids[blockIdx.x] = static_cast<int32_t>(i < x.cols ? i : 0);
+  if (!p_top) return;
+  if (!isfinite(v)) {
+    if (threadIdx.x == 0) p_top[blockIdx.x] = 0.f;
+    return;
+  }
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < x.cols; c += kArgmaxThreads) {
+    const float e = xr[c];
+    if (!isnan(e)) s += __expf(e - v);
+  }
+  s = warp_sum(s);
+  if (lane == 0) ss[warp] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double t = 0;
+    for (int w = 0; w < kArgmaxThreads / 32; ++w) t += ss[w];
+    p_top[blockIdx.x] = static_cast<float>(1.0 / t);
+  }
+}
+
 // ---- RMS norm: one warp per group (small groups) or one block per group -----------------
 __global__ void rms_norm_warp_kernel(MatF x, const float* __restrict__ w, int64_t group, float eps, MatF out,
                                      int64_t n_groups_total, int64_t groups_per_row) {
@@ -377,6 +439,11 @@ void launch_scale(cudaStream_t s, MatF x, float factor) {
 
 void launch_softcap(cudaStream_t s, MatF x, float cap) {
   launch_ew<Ew::kSoftcap>(s, x, x, x, cap);
+}
+
+void launch_argmax_rows(cudaStream_t s, MatF x, int32_t* ids, float* p_top) {
+  if (x.rows == 0) return;
+  launch_k(argmax_rows_kernel, static_cast<unsigned>(x.rows), kArgmaxThreads, 0, s, x, ids, p_top);
 }
 
 void launch_gather_rows(cudaStream_t s, MatF src, const int32_t* rows, MatF dst) {
