@@ -158,7 +158,7 @@ class Connection final : public httplib::Stream {
  public:
   enum class State {
     kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
-    kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong
+    kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong, kUnknownMethod
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -182,6 +182,7 @@ class Connection final : public httplib::Stream {
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
       if (bad_request_line_) return State::kBadRequestLine;
       if (header_line_too_long_) return State::kHeaderLineTooLong;
+      if (!unknown_method_.empty()) return State::kUnknownMethod;
       if (!early_answer_.empty()) return State::kEarlyAnswer;
       if (bad_chunk_) return State::kBadChunk;
       if (chunked_too_large_) return State::kBodyTooLarge;
@@ -211,6 +212,7 @@ class Connection final : public httplib::Stream {
   }
 
   size_t buffered() const { return buf_.size() - off_; }
+  const std::string& unknown_method() const { return unknown_method_; }
 
   // When a waiting connection gives up: idle, head or body too slow.
   Clock::time_point deadline_while_waiting() const {
@@ -421,6 +423,10 @@ class Connection final : public httplib::Stream {
         bad_request_line_ = true;
         return false;
       }
+      if (const std::string_view method = s.substr(0, s.find(' ')); !is_routed_method(method)) {
+        unknown_method_ = std::string(method.substr(0, 32));
+        return false;
+      }
       if (has_header_line_longer_than(s.substr(0, end), kMaxHeaderLineBytes)) {
         header_line_too_long_ = true;
         return false;
@@ -443,6 +449,15 @@ class Connection final : public httplib::Stream {
     if (body_len_ > limits_.max_body_bytes) return false;  // refused by fill(), whatever follows
     if (chunked_) return chunks_complete();
     return buffered() >= head_len_ + body_len_;
+  }
+
+  // Whether the routes answer `method` (with 405 where a route does not allow it). httplib
+  // answered any other (TRACE, CONNECT, an extension method) 400 "malformed HTTP request".
+  static bool is_routed_method(std::string_view method) {
+    for (std::string_view m : {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}) {
+      if (method == m) return true;
+    }
+    return false;
   }
 
   // Whether a header line of `head` (the request line aside) is longer than `max_bytes` with
@@ -591,6 +606,7 @@ class Connection final : public httplib::Stream {
   bool chunked_too_large_ = false;
   bool bad_request_line_ = false;
   bool header_line_too_long_ = false;
+  std::string unknown_method_;  // the request line's method when no route answers it
   uint64_t request_read_ = 0;   // bytes httplib read of the request under way
   uint64_t request_limit_ = 0;  // most it may read (chunked bodies; else unbounded)
   uint64_t request_total_ = 0;  // bytes of the request under way (head and body)
@@ -610,6 +626,8 @@ void refuse(Connection& c, Connection::State state) {
     c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
   } else if (state == Connection::State::kBadCoding) {
     c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
+  } else if (state == Connection::State::kUnknownMethod) {
+    c.send_refusal(501, "Not Implemented", "the method " + c.unknown_method() + " is not implemented by this server");
   } else if (state == Connection::State::kHeaderLineTooLong) {
     c.send_refusal(431, "Request Header Fields Too Large",
                    "a request header line is longer than " + std::to_string(kMaxHeaderLineBytes) + " bytes");
@@ -729,6 +747,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kCompressed:
             case Connection::State::kBadRequestLine:
             case Connection::State::kHeaderLineTooLong:
+            case Connection::State::kUnknownMethod:
             case Connection::State::kMalformedHead:
             case Connection::State::kBadChunk:
             case Connection::State::kEarlyAnswer:
@@ -801,6 +820,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kCompressed:
       case Connection::State::kBadRequestLine:
       case Connection::State::kHeaderLineTooLong:
+      case Connection::State::kUnknownMethod:
       case Connection::State::kMalformedHead:
       case Connection::State::kBadChunk:
       case Connection::State::kEarlyAnswer:

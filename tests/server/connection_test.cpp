@@ -174,6 +174,37 @@ TEST(Connections, MalformedRequestLinesGetOneAnswer) {
   test::expect_healthy(s);
 }
 
+// A well-formed request with a method no route has (TRACE, CONNECT, an extension method)
+// is 501 Not Implemented naming the method (RFC 9110 15.6.2), as JSON, once; it was 400
+// "malformed HTTP request". The methods the routes use still reach them.
+TEST(Connections, UnknownMethodsAre501) {
+  LiveServer s;
+  for (const std::string method : {"TRACE", "CONNECT", "BREW", "PROPFIND"}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(method + " /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string got = c.read_until("}}", 2, 2s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 501", 0), 0u) << method << ": " << got.substr(0, 300);
+    const size_t body = got.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos) << got;
+    const auto j = nlohmann::json::parse(got.substr(body + 4, got.find("}}", body) + 2 - body - 4), nullptr, false);
+    ASSERT_TRUE(j.is_object()) << got;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(method), std::string::npos) << got;
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 1) << got.substr(0, 300);
+  }
+  for (const std::string method : {"GET", "HEAD", "OPTIONS", "DELETE", "PUT", "PATCH", "POST"}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(method + " /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    const std::string got = c.read_until("\r\n\r\n", 1, 2s);
+    const std::string want = method == "GET" || method == "HEAD" ? "HTTP/1.1 200"
+                             : method == "OPTIONS"                 ? "HTTP/1.1 204"
+                                                                   : "HTTP/1.1 405";
+    EXPECT_EQ(got.rfind(want, 0), 0u) << method << ": " << got.substr(0, 300);
+  }
+  test::expect_healthy(s);
+}
+
 // A request without the API key is answered 401 from its head, before its body is waited
 // for (a client without the key could make the server buffer 8 MB a connection), and the
 // connection closes. A request answered without its body being read (an unknown route)
