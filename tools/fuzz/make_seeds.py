@@ -56,6 +56,9 @@ TEXTS = {
     "tool-call": "<|channel>thought\nlook<channel|><|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,n:[1,{k:[]}]}<tool_call|>",
     "stray": "A<turn|>B<|tool_response>C<|think|>D<|tool>F<tool|>G<tool_call|>H<channel|>I<|chan",
     "invalid-utf8": b"ok \xff\xfe \xe2\x96 \xf0\x9f\x98 \xc0\xaf \xed\xa0\x80 end\xe2",
+    # The other call forms of decision 0024.
+    "json-call": "<|tool_call>[{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}, {\"name\": \"g\", \"arguments\": {}}]<tool_call|>",
+    "call-forms": "<|tool_call>call:default_api:f{a:{b:1}},c:echo ${HOME}}<tool_call|>, <|tool_call>call:g{}A<|turn>model\nB",
 }
 
 
