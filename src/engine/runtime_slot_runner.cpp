@@ -24,6 +24,17 @@ namespace {
 
 constexpr int32_t kDefaultMaxContext = 8192;
 
+// Bytes of the K and V pools KvCache::create asks for (full layers: every position of every
+// slot; sliding layers: a ring of sliding_window + ubatch positions), elements of eb bytes.
+double kv_pool_bytes(const Gemma4Config& c, int n_slots, int32_t n_ctx, int max_ubatch, int eb) {
+  double b = 0;
+  for (const Gemma4LayerConfig& l : c.layers) {
+    const double cells = l.sliding ? std::min<double>(n_ctx, static_cast<double>(c.sliding_window) + max_ubatch) : n_ctx;
+    b += cells * static_cast<double>(l.kv_width()) * 2.0 * eb;
+  }
+  return b * n_slots;
+}
+
 // log-softmax of `logits` for the chosen token and the n most likely (raw model logits:
 // OpenAI reports the model's distribution, not the sampler's truncated one).
 GeneratedToken with_logprobs(int32_t id, std::span<const float> logits, int32_t n_top) {
@@ -315,7 +326,20 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   ro.kv.n_ctx = n_ctx;
   ro.kv.max_ubatch = ro.max_tokens;
   ro.kv.type = options.kv_type;
-  GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
+  Result<std::unique_ptr<ModelRunner>> made = ModelRunner::create(model, ro);
+  if (!made.ok() && made.status().code() == StatusCode::kResourceExhausted) {
+    // Each slot holds a whole context: say so, and what it needs (bug: "cannot allocate N
+    // bytes" alone did not say why or what to lower).
+    return make_status(StatusCode::kResourceExhausted,
+                       "the KV cache of {} slots x {} positions each ({:.1f} GB) does not fit: {}; lower --ctx-size "
+                       "(positions per slot) or --parallel",
+                       options.n_slots, n_ctx,
+                       kv_pool_bytes(model->config(), options.n_slots, n_ctx, ro.kv.max_ubatch,
+                                     options.kv_type == GgmlType::F32 ? 4 : 2) / 1e9,
+                       made.status().message());
+  }
+  GS_RETURN_IF_ERROR(made.status());
+  std::unique_ptr<ModelRunner> runner = std::move(*made);
   if (!options.dump_dir.empty()) {
     GS_ASSIGN_OR_RETURN(DumpFn dump, make_dir_dump(options.dump_dir));
     runner->forward().set_dump(std::move(dump));

@@ -76,4 +76,9 @@ done
 # A drafter given to bench as the model said only "a KV cache belongs to a target model".
 refused "bench: drafter as target" bench -m "$DRAFTER" --device cpu -p 4 -n 0 -r 1
 grep -q "MTP drafter" "$WORK/err" || fail "bench -m DRAFTER does not say it is a drafter: $(cat "$WORK/err")"
+# A KV cache that cannot be allocated said only "cannot allocate N bytes": it now says how
+# many slots of how many positions, and what to lower.
+refused "serve: KV too large" serve -m "$TARGET" --port 0 --ctx-size 2000000000 --parallel 4
+grep -q "4 slots x 2000000000 positions" "$WORK/err" && grep -q "lower --ctx-size" "$WORK/err" \
+  || fail "serve with a KV cache too large does not say why: $(cat "$WORK/err")"
 echo "cli errors: ok"
