@@ -158,7 +158,8 @@ class Connection final : public httplib::Stream {
  public:
   enum class State {
     kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
-    kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong, kUnknownMethod
+    kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong, kUnknownMethod,
+    kMultipart
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -183,6 +184,7 @@ class Connection final : public httplib::Stream {
       if (bad_request_line_) return State::kBadRequestLine;
       if (header_line_too_long_) return State::kHeaderLineTooLong;
       if (!unknown_method_.empty()) return State::kUnknownMethod;
+      if (multipart_) return State::kMultipart;
       if (!early_answer_.empty()) return State::kEarlyAnswer;
       if (bad_chunk_) return State::kBadChunk;
       if (chunked_too_large_) return State::kBodyTooLarge;
@@ -427,6 +429,10 @@ class Connection final : public httplib::Stream {
         unknown_method_ = std::string(method.substr(0, 32));
         return false;
       }
+      if (is_multipart(s.substr(0, end))) {
+        multipart_ = true;
+        return false;
+      }
       if (has_header_line_longer_than(s.substr(0, end), kMaxHeaderLineBytes)) {
         header_line_too_long_ = true;
         return false;
@@ -458,6 +464,19 @@ class Connection final : public httplib::Stream {
       if (method == m) return true;
     }
     return false;
+  }
+
+  // Whether the head's Content-Type is multipart/form-data: no route reads it, and httplib
+  // parsed it as form data, so a valid one reached the routes as an empty body ("the
+  // request body is empty") and any other was 400 "malformed HTTP request".
+  static bool is_multipart(std::string_view head) {
+    constexpr std::string_view kMultipart = "multipart/form-data";
+    const std::string_view type = request_header(head, "content-type");
+    if (type.size() < kMultipart.size()) return false;
+    for (size_t i = 0; i < kMultipart.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(type[i])) != kMultipart[i]) return false;
+    }
+    return true;
   }
 
   // Whether a header line of `head` (the request line aside) is longer than `max_bytes` with
@@ -607,6 +626,7 @@ class Connection final : public httplib::Stream {
   bool bad_request_line_ = false;
   bool header_line_too_long_ = false;
   std::string unknown_method_;  // the request line's method when no route answers it
+  bool multipart_ = false;      // the head's Content-Type is multipart/form-data
   uint64_t request_read_ = 0;   // bytes httplib read of the request under way
   uint64_t request_limit_ = 0;  // most it may read (chunked bodies; else unbounded)
   uint64_t request_total_ = 0;  // bytes of the request under way (head and body)
@@ -626,6 +646,9 @@ void refuse(Connection& c, Connection::State state) {
     c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
   } else if (state == Connection::State::kBadCoding) {
     c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
+  } else if (state == Connection::State::kMultipart) {
+    c.send_refusal(415, "Unsupported Media Type",
+                   "multipart request bodies are not accepted: send the body as application/json");
   } else if (state == Connection::State::kUnknownMethod) {
     c.send_refusal(501, "Not Implemented", "the method " + c.unknown_method() + " is not implemented by this server");
   } else if (state == Connection::State::kHeaderLineTooLong) {
@@ -748,6 +771,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kBadRequestLine:
             case Connection::State::kHeaderLineTooLong:
             case Connection::State::kUnknownMethod:
+            case Connection::State::kMultipart:
             case Connection::State::kMalformedHead:
             case Connection::State::kBadChunk:
             case Connection::State::kEarlyAnswer:
@@ -821,6 +845,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kBadRequestLine:
       case Connection::State::kHeaderLineTooLong:
       case Connection::State::kUnknownMethod:
+      case Connection::State::kMultipart:
       case Connection::State::kMalformedHead:
       case Connection::State::kBadChunk:
       case Connection::State::kEarlyAnswer:

@@ -205,6 +205,30 @@ TEST(Connections, UnknownMethodsAre501) {
   test::expect_healthy(s);
 }
 
+// A multipart/form-data body (a form upload sent to the JSON API) is 415 that says what to send; a
+// valid one came to the route as an empty body ("the request body is empty"), another as
+// 400 "malformed HTTP request". Other content types are read as JSON as before.
+TEST(Connections, MultipartBodiesAre415) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string form = "--xx\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nhi\r\n--xx--\r\n";
+  for (const std::string& body : {form, std::string(R"({"prompt":"hi","max_tokens":2})")}) {
+    for (const char* type : {"multipart/form-data; boundary=xx", "Multipart/Form-Data;boundary=xx"}) {
+      RawClient c(s.http->port());
+      ASSERT_TRUE(c.connected());
+      c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: " + std::string(type) +
+             "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+      const std::string got = c.read_until("}}", 1, 2s);
+      EXPECT_EQ(got.rfind("HTTP/1.1 415", 0), 0u) << type << ": " << got.substr(0, 300);
+      EXPECT_NE(got.find("application/json"), std::string::npos) << got;
+    }
+  }
+  auto r = s.client().Post("/v1/completions", R"({"prompt":"hi","max_tokens":2})", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  test::expect_healthy(s);
+}
+
 // A request without the API key is answered 401 from its head, before its body is waited
 // for (a client without the key could make the server buffer 8 MB a connection), and the
 // connection closes. A request answered without its body being read (an unknown route)
