@@ -137,6 +137,12 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   ro.max_outputs = std::max(16, max_verify);
   ro.kv.n_seq_max = 1;
   ro.kv.n_ctx = max_depth + std::max(max_batch, max_gen) + 64;
+  // Every test rolls back a whole pass (to the depth it started from): the sliding ring then
+  // needs one position more than a pass and the window (KvCache sizes it for a rollback that
+  // keeps a pass's first token), or pp N at a depth failed where window + N filled the ring's
+  // pages exactly (pp4096 of the 31B: "the sliding-window ring only holds positions from ...").
+  // So passes may hold one row more than any test feeds at once.
+  ro.max_tokens += 1;
   ro.kv.max_ubatch = ro.max_tokens;
   ro.kv.type = GgmlType::F16;
   GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));

@@ -45,6 +45,11 @@ field "tg4 @ d3000" tokens_per_s > /dev/null || fail "no tg4 @ d3000 row: $(cat 
 field "verify3 @ d3000" decode_steps > /dev/null || fail "no verify3 @ d3000 row"
 field "tg4 mtp4 @ d3000" drafted > /dev/null || fail "no tg4 mtp4 @ d3000 row"
 
+# pp N at a depth where the sliding window (128) + N fill the ring's pages exactly: rolling
+# the pass back failed ("the sliding-window ring only holds positions from 1872").
+run -m "$TARGET" -p 128 -b 128 -n 0 -d 2000 --depth-fill zeros -r 1 --json
+field "pp128 @ d2000" tokens_per_s > /dev/null || fail "no pp128 @ d2000 row"
+
 # Bad values are refused before anything loads.
 for bad in "--depth-fill random" "--draft-max 0" "--draft-max 16"; do
   timeout -k 5 60 "$BIN" bench -m "$TARGET" -p 4 -n 0 $bad > "$WORK/out" 2> "$WORK/err" < /dev/null
