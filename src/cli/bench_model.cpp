@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 
 #include "bench_ops.h"
@@ -106,6 +107,22 @@ class Bench {
 }  // namespace
 
 Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<BenchRow>& rows) {
+  // The sequence's context (the deepest depth, the longest pass or generation, 64 spare) is
+  // an int32: sizes near 2^31 overflowed it (-d 2147483647 then prefilled 2^31 tokens into
+  // the model's own context and aborted with std::bad_alloc).
+  {
+    int64_t deepest = 0, longest = 0;
+    for (int d : o.depth) deepest = std::max<int64_t>(deepest, d);
+    for (const std::vector<int>* v : {&o.prompt, &o.gen, &o.verify}) {
+      for (int n : *v) longest = std::max<int64_t>(longest, n);
+    }
+    if (deepest + longest + 64 > std::numeric_limits<int32_t>::max()) {
+      return make_status(StatusCode::kInvalidArgument,
+                         "-d {} and a pass or generation of {} tokens need {} positions, more than a sequence holds "
+                         "({}): lower -d, -p, -n or --verify",
+                         deepest, longest, deepest + longest + 64, std::numeric_limits<int32_t>::max());
+    }
+  }
   const bool quick = b.kind() == BackendKind::kCpu;  // the CPU oracle is slow: small ceilings
   GS_ASSIGN_OR_RETURN(const double copy_bw, measure_copy_bandwidth(b, quick, rows));
   GS_ASSIGN_OR_RETURN(const double gemm_flops, measure_gemm_flops(b, quick, rows));

@@ -55,6 +55,18 @@ for bad in "--depth-fill random" "--draft-max 0" "--draft-max 16"; do
   timeout -k 5 60 "$BIN" bench -m "$TARGET" -p 4 -n 0 $bad > "$WORK/out" 2> "$WORK/err" < /dev/null
   [[ $? -ne 0 ]] || fail "bench $bad was accepted"
 done
+# Sizes whose positions do not fit a sequence (int32) are refused, naming the flags: a depth
+# or a pp / tg near 2^31 overflowed the context's size (-d 2147483647 and -p 2147483647
+# aborted with std::bad_alloc building a pass of 2^31 tokens; -d 2147483600 --depth-fill
+# zeros said "sequence of 8192 positions + 512 exceeds the context of 8192"; -n 2147483647
+# ran on into the model's 8192 positions).
+for big in "-d 2147483647 -p 0 -n 4" "-d 2147483600 -p 0 -n 4 --depth-fill zeros" "-p 2147483647 -n 0" \
+           "-p 0 -n 2147483647" "-d 2147483000 -p 0 -n 0 --verify 1048576"; do
+  ( ulimit -v 4000000; timeout -k 5 60 "$BIN" bench -m "$TARGET" -r 1 $big > "$WORK/out" 2> "$WORK/err" < /dev/null )
+  rc=$?
+  [[ $rc -eq 1 ]] || fail "bench $big: exit status $rc, not a clear error: $(tail -c 300 "$WORK/err")"
+  grep -q "more than a sequence holds" "$WORK/err" || fail "bench $big does not say why: $(tail -c 300 "$WORK/err")"
+done
 # A target given as the drafter is refused, naming the flag.
 timeout -k 5 60 "$BIN" bench -m "$TARGET" --mtp "$TARGET" -p 0 -n 2 -r 1 > "$WORK/out" 2> "$WORK/err" < /dev/null
 [[ $? -ne 0 ]] || fail "bench --mtp TARGET was accepted"
