@@ -50,6 +50,16 @@ field "tg4 mtp4 @ d3000" drafted > /dev/null || fail "no tg4 mtp4 @ d3000 row"
 run -m "$TARGET" -p 128 -b 128 -n 0 -d 2000 --depth-fill zeros -r 1 --json
 field "pp128 @ d2000" tokens_per_s > /dev/null || fail "no pp128 @ d2000 row"
 
+# tg N (and tg N mtp, 16 prompt tokens and the drafts more) writing more positions past the
+# depth than the sliding ring keeps (-b 8: a ring of 256, 127 past the depth) could not be
+# rolled back to the depth: "cannot roll back to position 300: the sliding-window ring only
+# holds positions from 180" (tg120 mtp4, where plain tg120 passed; plain tg130 too). The depth
+# is filled again instead.
+run -m "$TARGET" --mtp "$DRAFTER" --draft-max 4 -b 8 -p 0 -n 120 -d 300 --depth-fill zeros -r 1 --json
+field "tg120 mtp4 @ d300" drafted > /dev/null || fail "no tg120 mtp4 @ d300 row"
+run -m "$TARGET" -b 8 -p 0 -n 130 -d 300 -r 1 --json
+field "tg130 @ d300" tokens_per_s > /dev/null || fail "no tg130 @ d300 row"
+
 # Bad values are refused before anything loads.
 for bad in "--depth-fill random" "--draft-max 0" "--draft-max 16"; do
   timeout -k 5 60 "$BIN" bench -m "$TARGET" -p 4 -n 0 $bad > "$WORK/out" 2> "$WORK/err" < /dev/null
