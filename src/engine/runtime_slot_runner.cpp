@@ -330,13 +330,18 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   if (!made.ok() && made.status().code() == StatusCode::kResourceExhausted) {
     // Each slot holds a whole context: say so, and what it needs (bug: "cannot allocate N
     // bytes" alone did not say why or what to lower).
+    // One slot (run, serve --parallel 1): no --parallel to lower (run has no such flag).
+    const double gb = kv_pool_bytes(model->config(), options.n_slots, n_ctx, ro.kv.max_ubatch,
+                                    options.kv_type == GgmlType::F32 ? 4 : 2) / 1e9;
+    if (options.n_slots <= 1) {
+      return make_status(StatusCode::kResourceExhausted,
+                         "the KV cache of 1 slot x {} positions ({:.1f} GB) does not fit: {}; lower --ctx-size", n_ctx,
+                         gb, made.status().message());
+    }
     return make_status(StatusCode::kResourceExhausted,
                        "the KV cache of {} slots x {} positions each ({:.1f} GB) does not fit: {}; lower --ctx-size "
                        "(positions per slot) or --parallel",
-                       options.n_slots, n_ctx,
-                       kv_pool_bytes(model->config(), options.n_slots, n_ctx, ro.kv.max_ubatch,
-                                     options.kv_type == GgmlType::F32 ? 4 : 2) / 1e9,
-                       made.status().message());
+                       options.n_slots, n_ctx, gb, made.status().message());
   }
   GS_RETURN_IF_ERROR(made.status());
   std::unique_ptr<ModelRunner> runner = std::move(*made);

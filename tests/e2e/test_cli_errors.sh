@@ -81,4 +81,11 @@ grep -q "MTP drafter" "$WORK/err" || fail "bench -m DRAFTER does not say it is a
 refused "serve: KV too large" serve -m "$TARGET" --port 0 --ctx-size 2000000000 --parallel 4
 grep -q "4 slots x 2000000000 positions" "$WORK/err" && grep -q "lower --ctx-size" "$WORK/err" \
   || fail "serve with a KV cache too large does not say why: $(cat "$WORK/err")"
+# With one slot (run, or serve --parallel 1) there is no --parallel to lower: run has no such
+# flag, and serve's cannot go below 1 (both said "lower --ctx-size ... or --parallel").
+for cmd in "run -p hi -n 1 -c 2000000000" "serve --port 0 --ctx-size 2000000000 --parallel 1"; do
+  refused "${cmd%% *}: KV too large, one slot" $cmd -m "$TARGET"
+  grep -q "1 slot x 2000000000 positions" "$WORK/err" && grep -q "lower --ctx-size" "$WORK/err" \
+    && ! grep -q -- "--parallel" "$WORK/err" || fail "$cmd: a KV cache too large: $(cat "$WORK/err")"
+done
 echo "cli errors: ok"
