@@ -347,5 +347,103 @@ TEST(Speculative, MismatchedDrafterIsAClearErrorNotACrash) {
   std::filesystem::remove_all(dir);
 }
 
+
+// draft_p_min: a row keeps its drafts up to the first whose drafter probability is below the
+// threshold (that one and every later one dropped), and at most its own limit, in a batch of
+// rows with different limits; the kept drafts are the chain's picks in order (what the
+// target accepts of them is the greedy continuation's matching prefix).
+TEST(Speculative, DraftPMinEndsARowsDraftsAtTheFirstUnlikelyOne) {
+  Pair p;
+  p.backend = create_cpu_backend(2);
+  p.target = load_model(*p.backend, "models/shakes-target.gguf");
+  p.assistant = load_model(*p.backend, "models/shakes-assistant.gguf");
+  auto tok = text::Tokenizer::from_gguf(p.target->file());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const std::vector<std::vector<int32_t>> prompts = {(*tok)->encode("ROMEO:\nBut soft", true, false),
+                                                     (*tok)->encode("KING HENRY:", true, false)};
+  const std::vector<int> limit = {8, 3};
+  constexpr int kSteps = 8;
+  // The greedy continuation of each prompt: token 0 is the pending one, drafts guess 1, 2, ...
+  auto plain_runner = runner_for(p, 2, 32, 16);
+  auto plain = SpeculativeDecoder::create(*plain_runner, nullptr, {}).value();
+  const auto greedy = generate(*plain, prompts, {0, 0}, kSteps + 2, {});
+
+  // One decoder after the prompts: its state before the first round, and its drafter's chain
+  // of picks and probabilities from there (the drafts the round would propose).
+  struct Start {
+    std::unique_ptr<ModelRunner> runner;
+    std::unique_ptr<SpeculativeDecoder> dec;
+    std::vector<int> seqs;
+    std::vector<Sampler> samplers;
+  };
+  auto start = [&](float p_min) {
+    Start st;
+    st.runner = runner_for(p, 2, 32, 16);
+    SpecOptions o;
+    o.draft_max = kSteps;
+    o.draft_p_min = p_min;
+    st.dec = SpeculativeDecoder::create(*st.runner, p.assistant, o).value();
+    st.samplers.assign(2, Sampler(SamplerConfig{}));
+    std::vector<SeqWork> work(2);
+    for (int i = 0; i < 2; ++i) {
+      st.seqs.push_back(st.runner->add_sequence().value());
+      EXPECT_TRUE(st.dec->start(st.seqs[i]).ok());
+      work[i].seq = st.seqs[i];
+      work[i].sampler = &st.samplers[i];
+      work[i].prefill = prompts[i];
+    }
+    EXPECT_TRUE(st.dec->step(work).ok());
+    return st;
+  };
+  Start ref = start(0.0f);
+  auto chain = Gemma4DrafterForward::create(p.assistant, p.target, 2, DraftSlidingWindow::kWindow, kSteps).value();
+  std::vector<int32_t> toks, pos, rows;
+  for (int i = 0; i < 2; ++i) {
+    const SpeculativeDecoder::Snapshot snap = ref.dec->save(ref.seqs[i]).value();
+    ASSERT_EQ(snap.pending, greedy[i][0]);
+    ASSERT_TRUE(p.backend->upload(chain->h_in().row(i), snap.hidden.data(), snap.hidden.size() * sizeof(float)).ok());
+    toks.push_back(snap.pending);
+    pos.push_back(snap.length);
+    rows.push_back(ref.seqs[i]);
+  }
+  ASSERT_TRUE(chain->run_chain({toks, pos, rows}, ref.runner->kv().binding(), kSteps).ok());
+  std::vector<int32_t> ids(static_cast<size_t>(kSteps) * 2);
+  std::vector<float> pr(ids.size());
+  ASSERT_TRUE(p.backend->download(ids.data(), chain->draft_ids(), ids.size() * sizeof(int32_t)).ok());
+  ASSERT_TRUE(p.backend->download(pr.data(), chain->draft_p(), pr.size() * sizeof(float)).ok());
+
+  // Thresholds at and just above every probability of the chain, and 0 (no threshold).
+  std::vector<float> thresholds = {0.0f};
+  for (float v : pr) {
+    if (v > 0.0f && v < 1.0f) {
+      thresholds.push_back(v);
+      thresholds.push_back(std::nextafter(v, 1.0f));
+    }
+  }
+  int cut_short = 0;
+  for (float t : thresholds) {
+    Start st = start(t);
+    std::vector<SeqWork> work(2);
+    for (int i = 0; i < 2; ++i) {
+      work[i].seq = st.seqs[i];
+      work[i].sampler = &st.samplers[i];
+      work[i].draft_max = limit[i];
+    }
+    ASSERT_TRUE(st.dec->step(work).ok());
+    for (int i = 0; i < 2; ++i) {
+      int kept = 0;
+      while (kept < limit[i] && (t <= 0.0f || pr[static_cast<size_t>(kept) * 2 + i] >= t)) ++kept;
+      int accepted = 0;
+      while (accepted < kept && ids[static_cast<size_t>(accepted) * 2 + i] == greedy[i][accepted + 1]) ++accepted;
+      EXPECT_EQ(work[i].n_drafted, kept) << "row " << i << ", draft_p_min " << t;
+      EXPECT_EQ(work[i].n_accepted, accepted) << "row " << i << ", draft_p_min " << t;
+      ASSERT_GE(work[i].tokens.size(), 1u);
+      for (size_t m = 0; m < work[i].tokens.size(); ++m) EXPECT_EQ(work[i].tokens[m], greedy[i][m + 1]);
+      cut_short += kept < limit[i] ? 1 : 0;
+    }
+  }
+  EXPECT_GT(cut_short, 0);  // some thresholds end a row's drafts early
+}
+
 }  // namespace
 }  // namespace gs::test
