@@ -630,6 +630,40 @@ TEST(CudaOps, RowOperandKernelsAgree) {
       }
 }
 
+// At most max_graphs captured steps are kept (the least recently replayed one goes): with a
+// cap of 2, four keys replayed in turn are captured again and again, and every replay
+// computes its own step on the current inputs. A server meets a new step shape for many
+// prompt lengths; the graphs grew without bound before.
+TEST(CudaOps, RunStepEvictsTheLeastRecentGraphs) {
+  GS_REQUIRE_BACKENDS();
+  if (const char* e = std::getenv("GS_CUDA_TEST_ON_CPU"); e && std::string(e) == "1")
+    GTEST_SKIP() << "needs the CUDA backend's graphs";
+  CudaBackendOptions o;
+  o.max_graphs = 2;
+  auto made = create_cuda_backend(0, o);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  Backend& be = **made;
+  const int64_t rows = 2, cols = 1000;
+  DevMat x(be, rows, cols, cols), y(be, rows, cols, cols);
+  for (int round = 0; round < 3; ++round) {
+    for (int key : {1, 2, 3, 1, 4, 2}) {
+      HostMat hx(rows, cols, cols, 1.0f + round);
+      x.buf.put(hx.v);
+      const float f = 0.5f * static_cast<float>(key);
+      be.run_step(static_cast<uint64_t>(key), [&] {
+        be.copy(x.m, y.m);
+        be.scale(y.m, f);
+      });
+      ASSERT_TRUE(be.synchronize().ok()) << "round " << round << " key " << key;
+      const auto got = y.dense();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          ASSERT_EQ(got[static_cast<size_t>(r * cols + c)], hx.v[static_cast<size_t>(r * cols + c)] * f)
+              << "round " << round << " key " << key;
+    }
+  }
+}
+
 TEST(CudaOps, RunStepReplaysOnNewInputs) {
   GS_REQUIRE_BACKENDS();
   auto& B = Backends::get();

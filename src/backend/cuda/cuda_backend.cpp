@@ -614,7 +614,8 @@ class CudaBackend final : public Backend {
     conv_.valid = false;
     auto it = graphs_.find(key);
     if (it != graphs_.end()) {
-      if (cudaGraphLaunch(it->second, stream_) != cudaSuccess) set_cuda_error("graph launch");
+      it->second.used = ++graph_tick_;
+      if (cudaGraphLaunch(it->second.exec, stream_) != cudaSuccess) set_cuda_error("graph launch");
       return;
     }
     if (!error_.ok()) return;
@@ -658,7 +659,8 @@ class CudaBackend final : public Backend {
         set_cuda_error("graph instantiate", inst);
         return;
       }
-      graphs_[key] = exec;
+      evict_graphs(std::max(1, opt_.max_graphs) - 1);
+      graphs_[key] = StepGraph{exec, ++graph_tick_};
       if (cudaGraphLaunch(exec, stream_) != cudaSuccess) set_cuda_error("graph launch");
       return;
     }
@@ -893,8 +895,19 @@ class CudaBackend final : public Backend {
   }
 
   void destroy_graphs() {
-    for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+    for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g.exec);
     graphs_.clear();
+  }
+  // Destroys the least recently replayed graphs until at most `keep` are left (an in-flight
+  // launch of a destroyed graph still completes: CUDA frees it when it is done).
+  void evict_graphs(size_t keep) {
+    while (graphs_.size() > keep) {
+      auto oldest = graphs_.begin();
+      for (auto g = graphs_.begin(); g != graphs_.end(); ++g)
+        if (g->second.used < oldest->second.used) oldest = g;
+      cudaGraphExecDestroy(oldest->second.exec);
+      graphs_.erase(oldest);
+    }
   }
 
   int device_;
@@ -928,7 +941,12 @@ class CudaBackend final : public Backend {
   ConvCache conv_;
   Status error_;
   bool capturing_ = false;
-  std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
+  struct StepGraph {
+    cudaGraphExec_t exec = nullptr;
+    uint64_t used = 0;  // graph_tick_ of its last launch
+  };
+  std::unordered_map<uint64_t, StepGraph> graphs_;
+  uint64_t graph_tick_ = 0;
   std::map<std::pair<void**, size_t*>, size_t> grow_wanted_;  // sizes asked for during a capture
 };
 

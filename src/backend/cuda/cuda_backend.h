@@ -15,6 +15,10 @@ struct CudaBackendOptions {
   bool simple_kernels = false;
   // Capture run_step() as CUDA graphs (GS_CUDA_GRAPHS=0 turns it off).
   bool graphs = true;
+  // Captured steps kept at most (>= 1): past it the least recently replayed one is destroyed.
+  // A server meets a new (tokens, outputs) step shape for many prompt lengths, so without a
+  // bound the graphs (~700 nodes each for a 31B step) grew for as long as it ran.
+  int max_graphs = 256;
 };
 
 // Number of CUDA devices visible (0 when the driver or device is missing).
