@@ -151,7 +151,7 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   ro.max_tokens = std::max(ro.max_tokens, std::min(o.ubatch, 512));  // depth fills in big passes
   int max_verify = 1;
   for (int k : o.verify) max_verify = std::max(max_verify, k);
-  ro.max_outputs = std::max(16, max_verify);
+  ro.max_outputs = std::max({16, max_verify, o.mtp.empty() ? 0 : o.draft_max + 1});  // a verify pass's rows
   ro.kv.n_seq_max = 1;
   ro.kv.n_ctx = max_depth + std::max(max_batch, max_gen) + 64;
   // Every test rolls back a whole pass (to the depth it started from): the sliding ring then

@@ -38,6 +38,10 @@ tps="$(field "tg24 mtp3" tokens_per_s)" || fail "no tokens_per_s"
 python3 -c "import sys; sys.exit(0 if float('$tps') > 0 else 1)" || fail "tokens_per_s $tps"
 field "tg24" tokens_per_s > /dev/null || fail "the plain tg24 row is missing"
 
+# --draft-max 16, the most run and serve take (bench refused it: it planned 16 output rows).
+run -m "$TARGET" --mtp "$DRAFTER" --draft-max 16 -p 0 -n 20 -r 1 --json
+field "tg20 mtp16" drafted > /dev/null || fail "no tg20 mtp16 row"
+
 # A depth of zero K/V: the depth is reached at once (no "filled depth" prefill pass needed),
 # and tg / verify / tg mtp run from it.
 run -m "$TARGET" --mtp "$DRAFTER" -p 0 -n 4 -d 3000 --verify 3 --depth-fill zeros -r 1 --json
@@ -61,7 +65,7 @@ run -m "$TARGET" -b 8 -p 0 -n 130 -d 300 -r 1 --json
 field "tg130 @ d300" tokens_per_s > /dev/null || fail "no tg130 @ d300 row"
 
 # Bad values are refused before anything loads.
-for bad in "--depth-fill random" "--draft-max 0" "--draft-max 16"; do
+for bad in "--depth-fill random" "--draft-max 0" "--draft-max 17"; do
   timeout -k 5 60 "$BIN" bench -m "$TARGET" -p 4 -n 0 $bad > "$WORK/out" 2> "$WORK/err" < /dev/null
   [[ $? -ne 0 ]] || fail "bench $bad was accepted"
 done
