@@ -24,17 +24,6 @@ namespace {
 
 constexpr int32_t kDefaultMaxContext = 8192;
 
-// Bytes of the K and V pools KvCache::create asks for (full layers: every position of every
-// slot; sliding layers: a ring of sliding_window + ubatch positions), elements of eb bytes.
-double kv_pool_bytes(const Gemma4Config& c, int n_slots, int32_t n_ctx, int max_ubatch, int eb) {
-  double b = 0;
-  for (const Gemma4LayerConfig& l : c.layers) {
-    const double cells = l.sliding ? std::min<double>(n_ctx, static_cast<double>(c.sliding_window) + max_ubatch) : n_ctx;
-    b += cells * static_cast<double>(l.kv_width()) * 2.0 * eb;
-  }
-  return b * n_slots;
-}
-
 // log-softmax of `logits` for the chosen token and the n most likely (raw model logits:
 // OpenAI reports the model's distribution, not the sampler's truncated one).
 GeneratedToken with_logprobs(int32_t id, std::span<const float> logits, int32_t n_top) {
@@ -331,17 +320,11 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
     // Each slot holds a whole context: say so, and what it needs (bug: "cannot allocate N
     // bytes" alone did not say why or what to lower).
     // One slot (run, serve --parallel 1): no --parallel to lower (run has no such flag).
-    const double gb = kv_pool_bytes(model->config(), options.n_slots, n_ctx, ro.kv.max_ubatch,
-                                    options.kv_type == GgmlType::F32 ? 4 : 2) / 1e9;
-    if (options.n_slots <= 1) {
-      return make_status(StatusCode::kResourceExhausted,
-                         "the KV cache of 1 slot x {} positions ({:.1f} GB) does not fit: {}; lower --ctx-size", n_ctx,
-                         gb, made.status().message());
-    }
-    return make_status(StatusCode::kResourceExhausted,
-                       "the KV cache of {} slots x {} positions each ({:.1f} GB) does not fit: {}; lower --ctx-size "
-                       "(positions per slot) or --parallel",
-                       options.n_slots, n_ctx, gb, made.status().message());
+    const bool one = options.n_slots <= 1;
+    return make_status(StatusCode::kResourceExhausted, "the KV cache of {} x {} positions{} ({:.1f} GB) does not fit: {}; {}",
+                       one ? std::string("1 slot") : fmt::format("{} slots", options.n_slots), n_ctx, one ? "" : " each",
+                       KvCache::pool_bytes(model->config(), ro.kv) / 1e9, made.status().message(),
+                       one ? "lower --ctx-size" : "lower --ctx-size (positions per slot) or --parallel");
   }
   GS_RETURN_IF_ERROR(made.status());
   std::unique_ptr<ModelRunner> runner = std::move(*made);

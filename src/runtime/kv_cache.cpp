@@ -7,6 +7,51 @@
 
 namespace gs {
 
+namespace {
+
+// The pools KvCache::create allocates for options `o` (n_ctx resolved, all positive).
+struct PoolPlan {
+  int max_pages = 0;         // pages per sequence
+  int64_t n_pages_full = 0;  // full-layer pool
+  int64_t ring_pages = 0;    // sliding-layer ring per sequence
+  int64_t full_slots = 0, swa_slots = 0;
+  size_t eb = 0;             // bytes per K or V element
+};
+
+PoolPlan plan_pools(const Gemma4Config& c, const KvCacheOptions& o, int32_t n_ctx) {
+  PoolPlan p;
+  const int64_t ps = o.page_size;
+  p.max_pages = static_cast<int>((n_ctx + ps - 1) / ps);
+  p.n_pages_full = o.n_pages_full > 0 ? o.n_pages_full : static_cast<int64_t>(o.n_seq_max) * p.max_pages;
+  if (!c.has_full()) p.n_pages_full = 0;
+  // Ring of R positions: a batch of n tokens from p0 overwrites positions up to
+  // p0 + n - 1 - R. Its first query needs p0 - W + 1 onwards, and after a rollback to
+  // P >= p0 + 1 the drafter needs P - W onwards (P - W - 1 with transformers' inclusive
+  // window): all hold when R >= W + n.
+  if (c.has_sliding()) {
+    const int64_t need = static_cast<int64_t>(c.sliding_window) + o.max_ubatch;
+    p.ring_pages = std::min<int64_t>((need + ps - 1) / ps, p.max_pages);
+  }
+  p.swa_slots = static_cast<int64_t>(o.n_seq_max) * p.ring_pages * ps;
+  p.full_slots = p.n_pages_full * ps;
+  p.eb = o.type == GgmlType::F16 ? 2 : 4;
+  return p;
+}
+
+}  // namespace
+
+double KvCache::pool_bytes(const Gemma4Config& c, const KvCacheOptions& o) {
+  const int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train;
+  if (o.n_seq_max <= 0 || o.max_ubatch <= 0 || o.page_size <= 0 || n_ctx <= 0) return 0;
+  const PoolPlan p = plan_pools(c, o, n_ctx);
+  double b = 0;
+  for (const Gemma4LayerConfig& l : c.layers) {
+    b += 2.0 * static_cast<double>(l.sliding ? p.swa_slots : p.full_slots) * static_cast<double>(l.kv_width()) *
+         static_cast<double>(p.eb);
+  }
+  return b;
+}
+
 Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend& backend, const KvCacheOptions& o) {
   if (c.is_assistant()) return make_status(StatusCode::kInvalidArgument, "a KV cache belongs to a target model");
   if (o.type != GgmlType::F16 && o.type != GgmlType::F32) {
@@ -23,26 +68,18 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
   kv->max_ubatch_ = o.max_ubatch;
   kv->page_size_ = o.page_size;
   const int64_t ps = o.page_size;
-  kv->max_pages_ = static_cast<int>((n_ctx + ps - 1) / ps);
-  kv->n_pages_full_ = o.n_pages_full > 0 ? o.n_pages_full : static_cast<int64_t>(o.n_seq_max) * kv->max_pages_;
-  if (!c.has_full()) kv->n_pages_full_ = 0;
-  // Ring of R positions: a batch of n tokens from p0 overwrites positions up to
-  // p0 + n - 1 - R. Its first query needs p0 - W + 1 onwards, and after a rollback to
-  // P >= p0 + 1 the drafter needs P - W onwards (P - W - 1 with transformers' inclusive
-  // window): all hold when R >= W + n.
-  int64_t ring_pages = 0;
-  if (c.has_sliding()) {
-    const int64_t need = static_cast<int64_t>(c.sliding_window) + o.max_ubatch;
-    ring_pages = std::min<int64_t>((need + ps - 1) / ps, kv->max_pages_);
-  }
-  const int64_t swa_slots = static_cast<int64_t>(o.n_seq_max) * ring_pages * ps;
-  const int64_t full_slots = kv->n_pages_full_ * ps;
+  const PoolPlan plan = plan_pools(c, o, n_ctx);
+  kv->max_pages_ = plan.max_pages;
+  kv->n_pages_full_ = plan.n_pages_full;
+  const int64_t ring_pages = plan.ring_pages;
+  const int64_t swa_slots = plan.swa_slots;
+  const int64_t full_slots = plan.full_slots;
 
   if (kv->n_pages_full_ > std::numeric_limits<int32_t>::max()) {
     return make_status(StatusCode::kInvalidArgument, "a KV cache of {} pages is more than int32 page ids address (lower n_ctx or n_seq_max)",
                        kv->n_pages_full_);
   }
-  const size_t eb = o.type == GgmlType::F16 ? 2 : 4;
+  const size_t eb = plan.eb;
   KvCacheBinding& b = kv->binding_;
   b.n_rows = o.n_seq_max;
   b.n_ctx = n_ctx;

@@ -31,6 +31,8 @@ class KvCache {
   // when the backend cannot hold the pools.
   static Result<std::unique_ptr<KvCache>> create(const Gemma4Config& target, Backend& backend,
                                                  const KvCacheOptions& options);
+  // Bytes of the K and V pools create() allocates for these options (0 for invalid ones).
+  static double pool_bytes(const Gemma4Config& target, const KvCacheOptions& options);
 
   // A free page-table row for a new, empty sequence. Errors: kResourceExhausted.
   Result<int> add_sequence();
