@@ -62,7 +62,7 @@ Result<std::unique_ptr<Gemma4DrafterForward>> Gemma4DrafterForward::create(std::
 Status Gemma4DrafterForward::run(const DraftBatch& batch, const KvCacheBinding& kv) {
   GS_RETURN_IF_ERROR(upload_batch(batch, kv));
   Backend& b = assistant_->backend();
-  const int32_t* tokens = inputs_.as<int32_t>() + static_cast<int64_t>(kTokens) * max_rows_;
+  const int32_t* tokens = input(kTokens);
   if (dump_) {
     record(n_rows_, kv, tokens);
   } else {
@@ -79,10 +79,9 @@ Status Gemma4DrafterForward::run_chain(const DraftBatch& batch, const KvCacheBin
   Backend& b = assistant_->backend();
   const int n = n_rows_;
   for (int i = 0; i < steps; ++i) {
-    int32_t* ids = drafts_.as<int32_t>() + static_cast<int64_t>(i) * max_rows_;
+    int32_t* ids = picks(i);
     float* p = draft_p_ + static_cast<int64_t>(i) * max_rows_;
-    const int32_t* tokens = i == 0 ? inputs_.as<int32_t>() + static_cast<int64_t>(kTokens) * max_rows_
-                                   : drafts_.as<int32_t>() + static_cast<int64_t>(i - 1) * max_rows_;
+    const int32_t* tokens = i == 0 ? input(kTokens) : picks(i - 1);
     auto body = [&, i] {
       if (i > 0) b.copy(h_next_.slice_rows(0, n), h_in_.slice_rows(0, n));
       record(n, kv, tokens);
@@ -144,8 +143,7 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv, const int32_t
   const Gemma4Weights& tw = target_->weights();
   Backend& b = assistant_->backend();
   OpTrace t(b, &dump_);
-  auto dev = [&](Input i) { return inputs_.as<int32_t>() + static_cast<int64_t>(i) * max_rows_; };
-  const AttentionInputs attn_in{dev(kSeq), dev(kLoSwa), dev(kHiSwa), dev(kLoFull), dev(kHiFull)};
+  const AttentionInputs attn_in{input(kSeq), input(kLoSwa), input(kHiSwa), input(kLoFull), input(kHiFull)};
   const int64_t e = c.n_embd;
   const int64_t et = c.n_embd_out;
   const Mat cat = cat_.slice_rows(0, n);
@@ -173,7 +171,7 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv, const int32_t
     qa.q = q;
     qa.q_weight = lw.attn_q_norm;
     qa.eps = c.rms_eps;
-    qa.pos = dev(kPos);
+    qa.pos = input(kPos);
     qa.rope = layer_rope_args(c, l, w.rope_freqs);
     attention_inputs(t, il, qa);
 

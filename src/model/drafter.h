@@ -79,6 +79,9 @@ class Gemma4DrafterForward {
   // One step's ops for rows [0, n), the embedding of `tokens` (backend int32 [n]).
   void record(int n, const KvCacheBinding& kv, const int32_t* tokens);
   enum Input { kTokens, kPos, kSeq, kLoSwa, kHiSwa, kLoFull, kHiFull, kNumInputs };
+  // Section i of the uploaded step inputs, and run_chain's picks of step `step` (backend [max_rows]).
+  int32_t* input(Input i) const { return inputs_.as<int32_t>() + static_cast<int64_t>(i) * max_rows_; }
+  int32_t* picks(int step) const { return drafts_.as<int32_t>() + static_cast<int64_t>(step) * max_rows_; }
 
   std::shared_ptr<const Gemma4Model> assistant_;
   std::shared_ptr<const Gemma4Model> target_;
