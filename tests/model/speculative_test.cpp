@@ -34,6 +34,15 @@ Pair tiny_pair() {
   return p;
 }
 
+// The trained shakes target and drafter (shared/models).
+Pair shakes_pair() {
+  Pair p;
+  p.backend = create_cpu_backend(2);
+  p.target = load_model(*p.backend, "models/shakes-target.gguf");
+  p.assistant = load_model(*p.backend, "models/shakes-assistant.gguf");
+  return p;
+}
+
 std::unique_ptr<ModelRunner> runner_for(const Pair& p, int n_seq, int max_tokens = 32, int page_size = 4) {
   RunnerOptions o;
   o.max_tokens = max_tokens;
@@ -111,10 +120,7 @@ TEST(Speculative, GreedyWithDrafterEqualsWithoutTinyPair) {
 }
 
 TEST(Speculative, GreedyWithDrafterEqualsWithoutTrainedPair) {
-  Pair p;
-  p.backend = create_cpu_backend(2);
-  p.target = load_model(*p.backend, "models/shakes-target.gguf");
-  p.assistant = load_model(*p.backend, "models/shakes-assistant.gguf");
+  Pair p = shakes_pair();
   // tinyshakespeare in the pair's own vocabulary: prompts shorter and longer than the
   // window (W = 128).
   std::ifstream in(shared_path("test-assets/corpora/tinyshakespeare.txt"));
@@ -136,10 +142,7 @@ TEST(Speculative, GreedyWithDrafterEqualsWithoutTrainedPair) {
 
 // Adaptive drafting changes how many drafts each round proposes, never the output.
 TEST(Speculative, AdaptiveDraftingKeepsGreedyOutput) {
-  Pair p;
-  p.backend = create_cpu_backend(2);
-  p.target = load_model(*p.backend, "models/shakes-target.gguf");
-  p.assistant = load_model(*p.backend, "models/shakes-assistant.gguf");
+  Pair p = shakes_pair();
   auto tok = text::Tokenizer::from_gguf(p.target->file());
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   const std::vector<std::vector<int32_t>> prompts = {(*tok)->encode("ROMEO:", true, false),
@@ -353,10 +356,7 @@ TEST(Speculative, MismatchedDrafterIsAClearErrorNotACrash) {
 // rows with different limits; the kept drafts are the chain's picks in order (what the
 // target accepts of them is the greedy continuation's matching prefix).
 TEST(Speculative, DraftPMinEndsARowsDraftsAtTheFirstUnlikelyOne) {
-  Pair p;
-  p.backend = create_cpu_backend(2);
-  p.target = load_model(*p.backend, "models/shakes-target.gguf");
-  p.assistant = load_model(*p.backend, "models/shakes-assistant.gguf");
+  Pair p = shakes_pair();
   auto tok = text::Tokenizer::from_gguf(p.target->file());
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   const std::vector<std::vector<int32_t>> prompts = {(*tok)->encode("ROMEO:\nBut soft", true, false),
