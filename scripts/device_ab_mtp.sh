@@ -12,14 +12,14 @@ NEW="$DEV/bin/gemmaserve"
 PREV="$DEV/bin/gemmaserve.prev"
 [ -f "$PREV.gz" ] && gunzip -kf "$PREV.gz" && chmod +x "$PREV"
 M="$MODEL_31B"
-D=/tmp/gemma4-31b-synth-assistant.gguf
-("$NEW" synth --preset 31b -o "$M" --quiet && "$NEW" synth --preset 31b-assistant -o "$D" --quiet) >"$OUT/synth.log" 2>&1 &
+D="$DRAFTER_31B"
+synth_31b_pair &
 synth_pid=$!
 timeout 240 "$GS_DEVICE_BIN/gs_test_cuda" --gtest_filter="${GS_ABM_TESTS:-CudaOps.*:CudaSpeculative.*:CudaSynth.*:CudaModel.*}" \
   >"$OUT/tests.log" 2>&1
 echo "device tests exit $?: $(grep -cE '^\[       OK' "$OUT/tests.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed"
 grep -E "^\[  FAILED  \] [A-Z]" "$OUT/tests.log" | head -8
-wait "$synth_pid" || { echo "synth failed"; tail -3 "$OUT/synth.log"; }
+wait "$synth_pid"
 row() {  # $1 label, $2 binary, then bench args
   local label="$1" bin="$2"; shift 2
   timeout 300 "$bin" bench -m "$M" --mtp "$D" --device cuda --json -p 0 -n 64 --verify 5 "$@" >"$OUT/ab.json" 2>>"$OUT/bench.log"

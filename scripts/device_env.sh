@@ -9,6 +9,14 @@ export LD_LIBRARY_PATH="$PWD/$DEV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GS_SHARED_DIR="$PWD/$DEV/shared"
 export GS_DEVICE_BIN="$PWD/$DEV/bin"
 MODEL_31B=/tmp/gemma4-31b-synth-q4_k_m.gguf
+DRAFTER_31B=/tmp/gemma4-31b-synth-assistant.gguf  # `synth --preset 31b-assistant` (random weights)
+# synth_31b_pair: writes MODEL_31B and DRAFTER_31B unless they are there (log: $OUT/synth.log).
+synth_31b_pair() {
+  local bin="$PWD/$DEV/bin/gemmaserve"
+  { [ -f "$MODEL_31B" ] || "$bin" synth --preset 31b -o "$MODEL_31B" --quiet; } >>"$OUT/synth.log" 2>&1 &&
+    { [ -f "$DRAFTER_31B" ] || "$bin" synth --preset 31b-assistant -o "$DRAFTER_31B" --quiet; } >>"$OUT/synth.log" 2>&1 ||
+    { echo "synth failed: $(tail -3 "$OUT/synth.log")"; return 1; }
+}
 [ -f "$DEV/BUILD_INFO" ] && echo "binaries: $(cat "$DEV/BUILD_INFO")"
 # The binaries travel gzipped (device_pack.sh) to keep the carried tree under 64 MiB.
 for gz in "$DEV"/bin/*.gz; do

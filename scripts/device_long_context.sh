@@ -10,10 +10,9 @@ cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 BIN="$DEV/bin/gemmaserve"
 M="$MODEL_31B"
-D=/tmp/gemma4-31b-synth-assistant.gguf
+D="$DRAFTER_31B"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv,noheader
-"$BIN" synth --preset 31b -o "$M" --quiet >"$OUT/synth.log" 2>&1 || { echo "synth failed"; tail -3 "$OUT/synth.log"; exit 1; }
-"$BIN" synth --preset 31b-assistant -o "$D" --quiet >>"$OUT/synth.log" 2>&1 || { echo "synth drafter failed"; tail -3 "$OUT/synth.log"; exit 1; }
+synth_31b_pair || exit 1
 b() {  # $1 = json name, then bench args
   local out="$1"; shift
   local t0=$SECONDS

@@ -10,11 +10,10 @@ cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 BIN="$DEV/bin/gemmaserve"
 M="$MODEL_31B"
-D=/tmp/gemma4-31b-synth-assistant.gguf
+D="$DRAFTER_31B"
 NSYS="$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys 2>/dev/null | head -1)"
 echo "nsys: ${NSYS:-none}"
-[ -f "$M" ] || "$BIN" synth --preset 31b -o "$M" --quiet >"$OUT/synth.log" 2>&1
-[ -f "$D" ] || "$BIN" synth --preset 31b-assistant -o "$D" --quiet >>"$OUT/synth.log" 2>&1
+synth_31b_pair || exit 1
 args=(bench -m "$M" --mtp "$D" --device cuda -p 0 -n "${GS_MTP_N:-16}" -d "${GS_MTP_DEPTH:-0}" --depth-fill zeros -r 1 --verify 5)
 timeout 200 "$BIN" "${args[@]}" 2>/dev/null | grep -E "tg|verify"
 [ -n "$NSYS" ] || exit 0

@@ -9,9 +9,8 @@ cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 BIN="$DEV/bin/gemmaserve"
 M="$MODEL_31B"
-D=/tmp/gemma4-31b-synth-assistant.gguf
-[ -f "$M" ] || "$BIN" synth --preset 31b -o "$M" --quiet >"$OUT/synth.log" 2>&1
-[ -f "$D" ] || "$BIN" synth --preset 31b-assistant -o "$D" --quiet >>"$OUT/synth.log" 2>&1
+D="$DRAFTER_31B"
+synth_31b_pair || exit 1
 PORT=18777
 t0=$SECONDS
 "$BIN" serve -m "$M" --mtp "$D" --device cuda -c 1048576 --parallel 1 --host 127.0.0.1 --port $PORT \
