@@ -234,6 +234,91 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
   }
 }
 
+// The Q4_K tile of one activation row with the scales applied after the mma ("raw" path,
+// decision 0026). The nibbles go into the mma as stored, as the f16 integers 1024 + q (low)
+// and 64 + q (high), one LOP3 each, with no f16 arithmetic; the 8 columns of the mma are the
+// tile's 8 sub-blocks: lane (g, t) feeds its activations to column g only in the one
+// (half, nibble) step where its data belongs to sub-block g, and zeros (a shared zero area)
+// everywhere else. Column k of row r then holds c = sum_j x_j (off_k + q_j) over sub-block k,
+// and the tile adds d sc_k (c - off_k sx_k) - dmin mn_k sx_k in f32 (sx_k = sum_j x_j, from
+// the CTA's table; spec §5.2: w = d sc q - dmin mn). The 6-bit scales are exact in f32 and no
+// weight is rounded to f16: only the activations are f16, as on the other path.
+//
+// Lane (g, t) ends a tile with columns 2t (low nibbles of chunk t, in acc) and 2t + 1 (high
+// nibbles, in acc2) of rows g and g + 8, and adds their terms to yp0 (row g) and yp1 (row
+// g + 8); the caller sums the four lanes of a row at the end. `xq` is the lane's operand
+// pointer of the tile (x_lane's), `zero` 32 zero bytes, `mine` the step (2 half + nibble) the
+// lane feeds (-1: none), `sx` the tile's 8 sub-block sums.
+struct Q4KRawLane {
+  uint32_t sel;   // byte_perm selector of bytes 2 (t % 2), 2 (t % 2) + 1 into the two halves
+  uint32_t m_a;   // 6-bit field mask (t < 2) or the low 4 bits (t >= 2)
+  uint32_t m_b;   // the high 2 bits from bytes 0..7 (t >= 2), else none
+  bool hi;        // sub-blocks 4..7 (t >= 2): the split 4 + 2 bit encoding
+  int mine;
+};
+__device__ __forceinline__ Q4KRawLane q4k_raw_lane(int g, int t) {
+  Q4KRawLane l;
+  l.sel = 0x4140u + 0x0202u * static_cast<uint32_t>(t & 1);
+  l.hi = t >= 2;
+  l.m_a = l.hi ? 0x000F000Fu : 0x003F003Fu;
+  l.m_b = l.hi ? 0x00300030u : 0u;
+  l.mine = ((g >> 1) & 1) == (t >> 1) ? 2 * (g >> 2) + (g & 1) : -1;
+  return l;
+}
+// Adds the terms of sub-blocks 2t (column value c_lo, offset 1024) and 2t + 1 (c_hi, offset
+// 64) of the row whose header is h to y: the sc and mn fields of spec §3 (get_scale_min_k4)
+// for both sub-blocks at once in two 16-bit halves, then d sc as fma(d, 2^23 + sc, -2^23 d),
+// which is exact (both factors fit 24 bits), and likewise dmin mn.
+__device__ __forceinline__ float q4k_raw_row(float y, const uint4& h, const Q4KRawLane& l, float c_lo, float c_hi,
+                                             float sx_lo, float sx_hi) {
+  const uint32_t Y = __byte_perm(h.y, 0u, l.sel), Z = __byte_perm(h.z, 0u, l.sel), W = __byte_perm(h.w, 0u, l.sel);
+  const uint32_t sc = ((l.hi ? W : Y) & l.m_a) | ((Y >> 2) & l.m_b);
+  const uint32_t mn = ((l.hi ? (W >> 4) : Z) & l.m_a) | ((Z >> 2) & l.m_b);
+  const float2 dd = __half22float2(bits_h2(h.x));  // (d, dmin)
+  const float nd = -8388608.f * dd.x, ndm = -8388608.f * dd.y;
+  const float dsc_lo = fmaf(dd.x, __uint_as_float((sc & 0xFFFFu) | 0x4B000000u), nd);
+  const float dsc_hi = fmaf(dd.x, __uint_as_float(__byte_perm(sc, 0x4B000000u, 0x7632)), nd);
+  const float dmn_lo = fmaf(dd.y, __uint_as_float((mn & 0xFFFFu) | 0x4B000000u), ndm);
+  const float dmn_hi = fmaf(dd.y, __uint_as_float(__byte_perm(mn, 0x4B000000u, 0x7632)), ndm);
+  y = fmaf(dsc_lo, fmaf(-1024.f, sx_lo, c_lo), y);
+  y = fmaf(-dmn_lo, sx_lo, y);
+  y = fmaf(dsc_hi, fmaf(-64.f, sx_hi, c_hi), y);
+  y = fmaf(-dmn_hi, sx_hi, y);
+  return y;
+}
+template <class XL = SharedX>
+__device__ __forceinline__ void compute_q4k_raw(const TileQK45<false>::Raw& r, float& yp0, float& yp1, int t,
+                                                const Q4KRawLane& l, const uint16_t* xb, const uint4* zero,
+                                                const float* sx) {
+  const uint4* xq = reinterpret_cast<const uint4*>(xb + 64 * (t >> 1) + 16 * (t & 1));
+  float acc[4] = {0.f, 0.f, 0.f, 0.f}, acc2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const uint4* plo = l.mine == 2 * half ? xq + 16 * half : zero;
+    const uint4* phi = l.mine == 2 * half + 1 ? xq + 16 * half + 4 : zero;
+    const uint4 xlo[2] = {XL::ld(plo), XL::ld(plo + 1)};
+    const uint4 xhi[2] = {XL::ld(phi), XL::ld(phi + 1)};
+    const uint4& q0v = half == 0 ? r.qa0 : r.qb0;
+    const uint4& q1v = half == 0 ? r.qa1 : r.qb1;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t q0 = u4_get(q0v, w), q1 = u4_get(q1v, w);
+      const uint32_t q80 = q0 >> 8, q81 = q1 >> 8;
+      const uint4& ul = xlo[w >> 1];
+      const uint4& uh = xhi[w >> 1];
+      mma_16816(acc, and_or(q0, 0x000F000Fu, kMagic), and_or(q1, 0x000F000Fu, kMagic),
+                and_or(q80, 0x000F000Fu, kMagic), and_or(q81, 0x000F000Fu, kMagic), (w & 1) ? ul.z : ul.x,
+                (w & 1) ? ul.w : ul.y);
+      mma_16816(acc2, and_or(q0, 0x00F000F0u, kMagic64), and_or(q1, 0x00F000F0u, kMagic64),
+                and_or(q80, 0x00F000F0u, kMagic64), and_or(q81, 0x00F000F0u, kMagic64), (w & 1) ? uh.z : uh.x,
+                (w & 1) ? uh.w : uh.y);
+    }
+  }
+  const float2 s = *reinterpret_cast<const float2*>(sx + 2 * t);
+  yp0 = q4k_raw_row(yp0, r.h0, l, acc[0], acc2[1], s.x, s.y);
+  yp1 = q4k_raw_row(yp1, r.h1, l, acc[2], acc2[3], s.x, s.y);
+}
+
 // Q6_K (device layout ql[128] qh[64] scales[16], d in meta): lane t holds ql bytes
 // [16t, 16t + 16) (half 0) and [64 + 16t, 80 + 16t) (half 1); byte l (0..63) of half h has
 // element 128h + l in its low nibble and 128h + 64 + l in its high one; their two high bits
