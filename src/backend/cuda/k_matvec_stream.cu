@@ -80,7 +80,6 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
-  int sx_bytes;     // the raw Q4_K path's sub-block sums and zero area after them, else 0
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
@@ -119,7 +118,6 @@ struct StreamShared {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
   uint64_t xbar;  // the activations' bulk copy (kXS)
-  uint64_t sxbar;  // the raw path's sub-block sums are written (kRaw)
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
@@ -191,9 +189,7 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-// kRaw (Q4_K, one activation row in shared memory): the tiles of compute_q4k_raw, with the
-// sums of the activations' sub-blocks computed once per CTA into a table after them.
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, bool kRaw = false>
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -219,7 +215,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       mbar_init(&sh.empty[i], kConsumerWarps);
     }
     mbar_init(&sh.xbar, 1);
-    mbar_init(&sh.sxbar, kConsumerWarps);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
     mbar_init_fence();
   }
@@ -321,40 +316,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     mbar_wait(&sh.xbar, 0);
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
-  float* sxt = nullptr;
-  const uint4* zero = nullptr;
-  Q4KRawLane rl{};
-  float yp0 = 0.f, yp1 = 0.f;
-  if constexpr (kRaw) {
-    // The table: sx[i] = sum of activations [32 i, 32 i + 32) (in element order, four
-    // partial sums), then 32 zero bytes for the steps a lane feeds no activations to.
-    sxt = reinterpret_cast<float*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes + G.xs_bytes);
-    const int nsb = static_cast<int>(L.n_in_pad / 32);
-    uint4* z = reinterpret_cast<uint4*>(sxt + ((nsb + 3) & ~3));
-    zero = z;
-    for (int i = threadIdx.x; i < nsb; i += kConsumerWarps * 32) {
-      const uint4* p = reinterpret_cast<const uint4*>(xsrc + 32 * i);
-      float part[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const uint4 v = p[k];
-        const uint32_t wd[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float2 f = __half22float2(bits_h2(wd[e]));
-          part[e] += f.x;
-          part[e] += f.y;
-        }
-      }
-      sxt[i] = (part[0] + part[1]) + (part[2] + part[3]);
-    }
-    if (threadIdx.x < 2) z[threadIdx.x] = make_uint4(0u, 0u, 0u, 0u);
-    __threadfence_block();
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&sh.sxbar);
-    mbar_wait(&sh.sxbar, 0);
-    rl = q4k_raw_lane(lane >> 2, lane & 3);
-  }
   float acc[NT][4], acc2[NT][4];
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
@@ -422,22 +383,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const uint16_t* xb[NT];
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
-      if constexpr (kRaw) {
-        compute_q4k_raw<XL>(cur, yp0, yp1, t, rl, xb[0], zero, sxt + 8 * (t0 + j));
-      } else {
-        compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
-      }
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
     if (s != spr - 1 && u != iu1 - 1) continue;
-    if constexpr (kRaw) {  // the row's four lanes' sums, in lane t = 0's row-g and row-g+8 places
-      yp0 += __shfl_xor_sync(0xffffffffu, yp0, 1);
-      yp1 += __shfl_xor_sync(0xffffffffu, yp1, 1);
-      yp0 += __shfl_xor_sync(0xffffffffu, yp0, 2);
-      yp1 += __shfl_xor_sync(0xffffffffu, yp1, 2);
-      acc[0][0] = yp0;
-      acc[0][2] = yp1;
-      yp0 = yp1 = 0.f;
-    }
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
@@ -534,16 +482,16 @@ int diag_mode() {
   return d;
 }
 
-template <WFormat F, int NT, int MB, bool XS, int D = 0, bool R = false>
+template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, R>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, R>, cudaFuncAttributePreferredSharedMemoryCarveout,
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
                               XS ? 100 : carve);
 }
 
@@ -553,23 +501,12 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
-  if constexpr (F == WFormat::kQ4_K)
-    for (cudaError_t r : {prepare_one<F, 1, 1, true, 0, true>(), prepare_one<F, 1, 2, true, 0, true>()})
-      if (r != cudaSuccess) e = r;
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
-  if constexpr (F == WFormat::kQ4_K)
-    if (cudaError_t r = prepare_one<F, 1, 2, true, 2, true>(); r != cudaSuccess) e = r;
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
                         prepare_one<F, 1, 2, false, 3>(), prepare_one<F, 1, 2, true, 3>()})
     if (r != cudaSuccess) e = r;
   return e;
-}
-
-// GS_MVS_RAW=1: one-row Q4_K matvecs take the raw path (decision 0026).
-bool raw_mode() {
-  static const bool on = env_int("GS_MVS_RAW", 0) != 0;
-  return on;
 }
 
 // Main bytes per row tile and meta entries per tile of each format the kernel serves; the
@@ -609,21 +546,14 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   const int64_t xs = n_rows * L.n_in_pad * 2;
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
-  // The raw Q4_K path (decision 0026) for one activation row in shared memory: its table of
-  // sub-block sums (n_in_pad / 32 floats) and 32 zero bytes follow the activations.
-  G.sx_bytes = 0;
-  if (raw_mode() && L.format == WFormat::kQ4_K && n_rows == 1 && G.xs_bytes) {
-    const int sx = static_cast<int>(((L.n_in_pad / 32 + 3) / 4 * 4 * 4 + 32 + 127) / 128 * 128);
-    if (2 * G.stage_bytes + G.xs_bytes + sx <= kXsCtaBytes) G.sx_bytes = sx;
-  }
-  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes - G.sx_bytes : ring_kb * 1024;
+  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
   // The weight copies mark their L2 lines evict-first (read once a step; GS_MVS_EVICT=0: the
   // default policy).
   static const int evict = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
   G.evict_first = evict;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
-  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes + G.sx_bytes > kMaxDynSmem) --G.ns;
-  if (G.ns * G.stage_bytes + G.xs_bytes + G.sx_bytes > kMaxDynSmem) return false;
+  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
+  if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
   // Two CTAs per SM (16 consumer warps; ptxas caps the registers at 96) measured faster than
   // one on the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md);
   // GS_MVS_CTAS_PER_SM=1 takes one.
@@ -695,18 +625,10 @@ bool stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G, CU
 template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
-  const size_t smem =
-      static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes + G.sx_bytes) + kRingAlign;
+  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
   auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
   if constexpr (NT == 1) {
     const bool xs = G.xs_bytes != 0;
-    if constexpr (F == WFormat::kQ4_K) {
-      if (G.sx_bytes) {
-        if constexpr (MB == 2)
-          if (diag_mode() == 2) return go(matvec_stream_kernel<F, 1, 2, true, 2, true>);
-        return go(matvec_stream_kernel<F, 1, MB, true, 0, true>);
-      }
-    }
     if constexpr (MB == 2) {
       switch (diag_mode()) {  // the measurement kernels (see the kernel's kDiag)
         case 1: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 1> : matvec_stream_kernel<F, 1, 2, false, 1>);
