@@ -37,7 +37,7 @@ K = sorted((s, e, names.get(n, "?"), gx) for s, e, n, gx in
            db.execute(f"select start, end, {nm}, gridX from CUPTI_ACTIVITY_KIND_KERNEL"))
 D2H = sorted((s, e) for s, e in db.execute("select start, end from CUPTI_ACTIVITY_KIND_MEMCPY where copyKind = 2"))
 def kind(n, gx):
-    m = re.search(r"matvec_stream_kernel<\(gs::cuda::WFormat\)(\d+), (\d+), (\d+), (true|false)", n)
+    m = re.search(r"matvec_stream_kernel<\((?:gs::cuda::)?WFormat\)(\d+)", n)
     if m:
         f = {"3": "Q8_0", "4": "Q4_0", "5": "Q4_K", "6": "Q5_K", "7": "Q6_K"}.get(m.group(1), m.group(1))
         return f"matvec {f} grid {gx}", True
@@ -58,6 +58,9 @@ mode = cnts.most_common(1)[0][0]
 steps = [c for c in steps if len(c) == mode]
 steps = steps[len(steps) // 4:]  # skip warm-up
 print(f"{len(steps)} steps of {mode} kernels")
+mv_names = sorted({n for c in steps[:1] for _, _, n, _ in c if "matvec_stream_kernel" in n})
+for n in mv_names[:4]:
+    print("  matvec kernel:", n[:160])
 def union(iv):
     t, end = 0, None
     for s, e in sorted(iv):
@@ -104,5 +107,18 @@ gaps.sort()
 if gaps:
     q = lambda f: gaps[int(f * (len(gaps) - 1))] / 1e3
     print(f"start of a matvec minus the end of the kernel before it (us): p10 {q(.1):.2f} median {q(.5):.2f} p90 {q(.9):.2f}")
+# Where the idle time is: the gaps with no kernel running, by the kinds on either side.
+idle = collections.defaultdict(lambda: [0, 0])
+for c in steps:
+    end, prev = None, None
+    for s, e, n, g in c:
+        if end is not None and s > end:
+            k = (prev, kind(n, g)[0])
+            idle[k][0] += s - end; idle[k][1] += 1
+        if end is None or e > end:
+            end, prev = e, kind(n, g)[0]
+print("idle gaps by the kernel that ended last -> the kernel that starts (us a step, gaps a step):")
+for k, v in sorted(idle.items(), key=lambda kv: -kv[1][0])[:10]:
+    print(f"  {v[0] / len(steps) / 1e3:8.1f} us {v[1] / len(steps):6.1f}x  {k[0]} -> {k[1]}")
 PY
 rm -f "$OUT/tl.sqlite"
