@@ -28,7 +28,7 @@ done
 # the device image lacks (scripts/device_step_timeline.sh puts .dev/tools on its library path).
 mkdir -p .dev/tools
 for lib in libdw.so.1 libelf.so.1 liblzma.so.5 libbz2.so.1.0; do
-  [ -e "/lib/x86_64-linux-gnu/$lib" ] && cp -fL "/lib/x86_64-linux-gnu/$lib" .dev/tools/
+  if [ -e "/lib/x86_64-linux-gnu/$lib" ]; then cp -fL "/lib/x86_64-linux-gnu/$lib" .dev/tools/; fi
 done
 for f in tiny1234-target.gguf tiny1234-assistant.gguf tiny1234-goldens.gguf; do
   [ -f "../shared/golden/$f" ] && cp -f "../shared/golden/$f" "$DEV/shared/golden/$f"
