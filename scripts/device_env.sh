@@ -17,6 +17,25 @@ synth_31b_pair() {
     { [ -f "$DRAFTER_31B" ] || "$bin" synth --preset 31b-assistant -o "$DRAFTER_31B" --quiet; } >>"$OUT/synth.log" 2>&1 ||
     { echo "synth failed: $(tail -3 "$OUT/synth.log")"; return 1; }
 }
+# NSYS: the Nsight Systems CLI, a standalone install or else the one inside Nsight Compute
+# (the device image has only the latter); empty if there is none.
+NSYS="$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys \
+  /usr/local/cuda/nsight-systems*/bin/nsys /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -1)"
+# nsys_sqlite NAME: $OUT/NAME.sqlite from the trace `$NSYS profile -o $OUT/NAME` left (log:
+# $OUT/nsys.log), removing the trace. The nsys inside Nsight Compute leaves a .qdstrm, which
+# its QdstrmImporter turns into the report; the importer needs libdw.so.1, which the device
+# image lacks (device_pack.sh carries Debian's in .dev/tools).
+nsys_sqlite() {
+  local r="$OUT/$1"
+  if [ ! -f "$r.nsys-rep" ] && [ -f "$r.qdstrm" ]; then
+    local imp
+    imp="$(ls /opt/nvidia/nsight-compute/*/host/*/QdstrmImporter 2>/dev/null | head -1)"
+    [ -n "$imp" ] && LD_LIBRARY_PATH="$PWD/.dev/tools:$LD_LIBRARY_PATH" timeout 200 "$imp" -i "$r.qdstrm" >>"$OUT/nsys.log" 2>&1
+    rm -f "$r.qdstrm"
+  fi
+  timeout 200 "$NSYS" export --type sqlite -o "$r.sqlite" --force-overwrite true "$r.nsys-rep" >>"$OUT/nsys.log" 2>&1
+  rm -f "$r.nsys-rep"
+}
 [ -f "$DEV/BUILD_INFO" ] && echo "binaries: $(cat "$DEV/BUILD_INFO")"
 # The binaries travel gzipped (device_pack.sh) to keep the carried tree under 64 MiB.
 for gz in "$DEV"/bin/*.gz; do

@@ -11,7 +11,6 @@ cd "$(dirname "$0")/.."
 BIN="$DEV/bin/gemmaserve"
 M="$MODEL_31B"
 D="$DRAFTER_31B"
-NSYS="$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys 2>/dev/null | head -1)"
 echo "nsys: ${NSYS:-none}"
 synth_31b_pair || exit 1
 args=(bench -m "$M" --mtp "$D" --device cuda -p 0 -n "${GS_MTP_N:-16}" -d "${GS_MTP_DEPTH:-0}" --depth-fill zeros -r 1 --verify 5)
@@ -20,8 +19,7 @@ timeout 200 "$BIN" "${args[@]}" 2>/dev/null | grep -E "tg|verify"
 timeout 300 "$NSYS" profile --trace=cuda --cuda-graph-trace=node --sample=none --cpuctxsw=none -o "$OUT/mtp" \
   --force-overwrite true "$BIN" "${args[@]}" >"$OUT/nsys.log" 2>&1
 echo "nsys exit $?"
-timeout 200 "$NSYS" export --type sqlite -o "$OUT/mtp.sqlite" --force-overwrite true "$OUT/mtp.nsys-rep" >>"$OUT/nsys.log" 2>&1
-rm -f "$OUT/mtp.nsys-rep"
+nsys_sqlite mtp
 python3 - "$OUT/mtp.sqlite" <<'PY'
 import sqlite3, sys, collections
 db = sqlite3.connect(sys.argv[1])

@@ -25,7 +25,7 @@ for bin in "$DEV/bin/gemmaserve" "$DEV/bin/gs_test_cuda"; do
   done
 done
 # The Nsight Systems importer that ships inside the device's Nsight Compute needs libdw, which
-# the device image lacks (scripts/device_step_timeline.sh puts .dev/tools on its library path).
+# the device image lacks (nsys_sqlite in device_env.sh puts .dev/tools on its library path).
 mkdir -p .dev/tools
 for lib in libdw.so.1 libelf.so.1 liblzma.so.5 libbz2.so.1.0; do
   if [ -e "/lib/x86_64-linux-gnu/$lib" ]; then cp -fL "/lib/x86_64-linux-gnu/$lib" .dev/tools/; fi

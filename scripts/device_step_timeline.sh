@@ -11,22 +11,13 @@ cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 BIN="$DEV/bin/gemmaserve"
 M="$MODEL_31B"
-NSYS="$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -1)"
 [ -n "$NSYS" ] || { echo "no nsys"; exit 1; }
 [ -f "$M" ] || "$BIN" synth --preset 31b -o "$M" --quiet >>"$OUT/synth.log" 2>&1 || { echo "synth failed"; exit 1; }
 args=(bench -m "$M" --device cuda -p 0 -n "${GS_TL_N:-32}" -d "${GS_TL_DEPTH:-0}" --depth-fill zeros -r 1)
 timeout 200 "$NSYS" profile --trace=cuda --cuda-graph-trace=node --sample=none --cpuctxsw=none -o "$OUT/tl" \
   --force-overwrite true "$BIN" "${args[@]}" >"$OUT/nsys.log" 2>&1
 echo "nsys exit $?: $(grep -E '^\| *tg' "$OUT/nsys.log" | head -1)"
-# The nsys that ships inside Nsight Compute leaves a .qdstrm; its importer makes the report
-# (it needs libdw.so.1, which the device image lacks: carry Debian's in .dev/tools).
-if [ ! -f "$OUT/tl.nsys-rep" ] && [ -f "$OUT/tl.qdstrm" ]; then
-  imp="$(ls /opt/nvidia/nsight-compute/*/host/*/QdstrmImporter 2>/dev/null | head -1)"
-  [ -n "$imp" ] && LD_LIBRARY_PATH="$PWD/.dev/tools:$LD_LIBRARY_PATH" timeout 200 "$imp" -i "$OUT/tl.qdstrm" >>"$OUT/nsys.log" 2>&1
-  rm -f "$OUT/tl.qdstrm"
-fi
-timeout 200 "$NSYS" export --type sqlite -o "$OUT/tl.sqlite" --force-overwrite true "$OUT/tl.nsys-rep" >>"$OUT/nsys.log" 2>&1
-rm -f "$OUT/tl.nsys-rep"
+nsys_sqlite tl
 python3 - "$OUT/tl.sqlite" <<'PY'
 import sqlite3, sys, collections, re
 db = sqlite3.connect(sys.argv[1])
