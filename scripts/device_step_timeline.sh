@@ -111,5 +111,30 @@ for c in steps:
 print("idle gaps by the kernel that ended last -> the kernel that starts (us a step, gaps a step):")
 for k, v in sorted(idle.items(), key=lambda kv: -kv[1][0])[:10]:
     print(f"  {v[0] / len(steps) / 1e3:8.1f} us {v[1] / len(steps):6.1f}x  {k[0]} -> {k[1]}")
+# The dependent chain between consecutive matvecs: a matvec's consumers wait for the small
+# kernels after the previous matvec, so each step splits into, per matvec, "chain" (the
+# previous matvec's end to the last small kernel's end before this matvec starts) and
+# "effective" (from then to this matvec's end), grouped by the small kernels in between.
+grp = collections.defaultdict(lambda: [[], [], 0])
+tot_chain, tot_eff = [], []
+for c in steps:
+    mv = [i for i, k in enumerate(c) if kind(k[2], k[3])[1]]
+    tc = te = 0
+    for a, b in zip(mv, mv[1:]):
+        P, M = c[a], c[b]
+        small = c[a + 1:b]
+        ready = max([P[1]] + [k[1] for k in small])
+        chain, eff = ready - P[1], M[1] - ready
+        key = ",".join(re.sub(r"<.*", "", kind(k[2], k[3])[0])[:28] for k in small) or "(none)"
+        key = kind(P[2], P[3])[0].replace("matvec ", "") + " -> " + key + " -> " + kind(M[2], M[3])[0].replace("matvec ", "")
+        grp[key][0].append(chain); grp[key][1].append(eff); grp[key][2] += 1
+        tc += chain; te += eff
+    tot_chain.append(tc); tot_eff.append(te)
+md = lambda v: sorted(v)[len(v) // 2] / 1e3
+print(f"a step: small-kernel chains {md(tot_chain):.1f} us, matvecs from ready to end {md(tot_eff):.1f} us")
+print("by boundary (median chain us, median effective matvec us, count a step, chain us a step):")
+for k, v in sorted(grp.items(), key=lambda kv: -md(kv[1][0]) * kv[1][2]):
+    n = v[2] / len(steps)
+    print(f"  chain {md(v[0]):6.2f}  eff {md(v[1]):6.2f}  {n:5.1f}x  {md(v[0]) * n:7.1f}  {k[:150]}")
 PY
 rm -f "$OUT/tl.sqlite"

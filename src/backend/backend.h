@@ -87,6 +87,11 @@ struct AttentionArgs {
   const int32_t* kv_hi = nullptr;    // [n_tokens]
   int max_kv_len = 0;                // an upper bound of kv_hi - kv_lo + 1 (a sizing hint)
   int n_seqs = 0;                    // distinct sequences among the rows, 0 if unknown (a kernel-choice hint)
+  // > 0: no element of out exceeds this in magnitude (a promise of the caller; Gemma 4's V
+  // rows are RMS-normed without gain, so |V| <= sqrt(head_dim) and so is every output, a
+  // convex combination of them). A backend may use it to scale an f16 copy of out without a
+  // max over the row; 0: unknown.
+  float out_abs_bound = 0.0f;
 };
 
 // NEOX-ordered rotary embedding (spec §3.1.3, YaRN per §6.2). Pairs (i, i + n_dims/2) of

@@ -1,6 +1,8 @@
 // Shared forward pieces: op tracing, step input upload, per-layer RoPE/attention arguments, layer tail.
 #include "model/forward_blocks.h"
 
+#include <cmath>
+
 #include "core/check.h"
 
 namespace gs {
@@ -64,6 +66,9 @@ AttentionArgs layer_attention_args(const Gemma4Config& c, const Gemma4LayerConfi
   aa.kv_hi = l.sliding ? in.hi_swa : in.hi_full;
   aa.max_kv_len = l.sliding ? c.sliding_window : kv.n_ctx;
   aa.n_seqs = in.n_seqs;
+  // V is RMS-normed without gain before it is cached (attention_inputs; spec §3.1.1 v_norm),
+  // so |V| <= sqrt(head_dim) elementwise, and each output is a convex combination of V rows.
+  aa.out_abs_bound = std::sqrt(static_cast<float>(l.head_dim));
   return aa;
 }
 

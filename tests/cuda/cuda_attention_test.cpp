@@ -39,6 +39,7 @@ struct AttnCase {
   int out_pad = 4;             // out row stride - width
   bool naive = true;           // also check the CPU oracle against the double reference
   int then_matmul = 0;         // > 0: also an F16 matmul of out [width_q -> then_matmul] right after
+  bool bounded = false;        // pass AttentionArgs::out_abs_bound (max |V|); with then_matmul, the merge checks
 };
 
 std::string describe(const AttnCase& c) {
@@ -196,6 +197,12 @@ void check_attention(const AttnCase& c) {
     }
   }
 
+  // With c.bounded the calls promise |out| <= max |V| (AttentionArgs::out_abs_bound, true of
+  // any attention), which lets the CUDA backend write the f16 operand of out with a fixed factor.
+  float out_bound = 0.0f;
+  if (c.bounded)
+    for (float v : vq) out_bound = std::max(out_bound, std::fabs(v));
+
   std::vector<uint8_t> w16;
   if (c.then_matmul > 0) w16 = random_weight(GgmlType::F16, width_q, c.then_matmul);
   // One attention call in `be` on fresh buffers; the output starts as NaN. With mm, the
@@ -229,6 +236,7 @@ void check_attention(const AttnCase& c) {
     a.kv_lo = lb.i();
     a.kv_hi = hb.i();
     a.max_kv_len = max_len;
+    a.out_abs_bound = out_bound;
     be.attention(a);
     std::optional<DevMat> y;
     if (mm) {
@@ -274,6 +282,26 @@ void check_attention(const AttnCase& c) {
             << "matmul after attention (GS_CUDA_ATTN=" << mode << "), element " << i << ": " << y_coop[i] << " vs "
             << y_one[i];
       EXPECT_LT(compare(y_coop, y_cpu).rel_l2, tol) << "matmul after attention (GS_CUDA_ATTN=" << mode << ")";
+    }
+    if (c.bounded) {
+      // The 16-row kernel merging its own splits against the combine kernel: the same bits,
+      // for the output and for the matmul of it (through the operand that either writes).
+      AttnKernelEnv env("old");
+      const std::vector<float> y_self = run(*B.fast, true), o_self = run(*B.fast);
+      setenv("GS_ATTN_SELF_COMBINE", "0", 1);
+      const std::vector<float> y_sep = run(*B.fast, true), o_sep = run(*B.fast);
+      setenv("GS_ATTN_OPERAND", "0", 1);
+      const std::vector<float> y_conv = run(*B.fast, true);  // the operand converted after the attention
+      unsetenv("GS_ATTN_SELF_COMBINE");
+      unsetenv("GS_ATTN_OPERAND");
+      ASSERT_EQ(y_self.size(), y_sep.size());
+      ASSERT_EQ(o_self.size(), o_sep.size());
+      for (size_t i = 0; i < o_self.size(); ++i)
+        ASSERT_EQ(std::memcmp(&o_self[i], &o_sep[i], sizeof(float)), 0) << "attention output, element " << i;
+      for (size_t i = 0; i < y_self.size(); ++i)
+        ASSERT_EQ(std::memcmp(&y_self[i], &y_sep[i], sizeof(float)), 0) << "matmul after attention, element " << i;
+      EXPECT_LT(compare(y_self, y_cpu).rel_l2, tol) << "matmul after attention, fixed-factor operand";
+      EXPECT_LT(compare(y_self, y_conv).rel_l2, 1e-5) << "fixed-factor operand against the row's own";
     }
   }
 }
@@ -375,6 +403,9 @@ TEST(CudaAttention, SplitDecodeOperandOfTheNextMatmul) {
       c.tokens_per_seq = tokens;
       c.then_matmul = 48;
       c.naive = k.D < 512;
+      check_attention(c);
+      c.bounded = true;
+      c.ctx = std::min(k.ctx, 900);  // <= 16 splits of 64: the 16-row kernel merges them itself
       check_attention(c);
     }
 }

@@ -49,9 +49,29 @@ struct RopeParams {
   float corr_hi;
 };
 
+// Where an attention launch also writes the f16 matvec operand of its output (the output
+// projection's input), as launch_act_to_f16_rows(permute = true) lays it out, but with one
+// fixed power-of-two factor for every row instead of each row's own: the caller knows a bound
+// of |out| (Gemma 4's V rows are RMS-normed, so |out| <= sqrt(head_dim)), so no CTA needs the
+// row's max. xh null: no operand.
+struct AttnOperand {
+  uint16_t* xh = nullptr;    // [n_tokens, n_in_pad]
+  float* xscale = nullptr;   // [n_tokens]: undo for every row
+  float factor = 1.0f;       // a power of two
+  float undo = 1.0f;         // 1 / factor
+  int64_t n_in_pad = 0;      // >= n_head * head_dim, a multiple of 4
+};
+// The factor that act_pow2_scale would pick for a row whose max |v| is `bound` (> 0, finite).
+AttnOperand attn_operand_for_bound(float bound, uint16_t* xh, float* xscale, int64_t n_in_pad);
+
 struct AttnParams {
   MatF q;
   MatF out;
+  AttnOperand op;  // the output's f16 operand as well (op.xh non-null)
+  // Non-null: the 16-row kernel merges its own KV splits (the last CTA of each query group to
+  // finish does what attn_combine_kernel would, bit for bit); one zeroed counter per group
+  // (attention_mma_group_count), left zeroed. Null: a separate combine kernel.
+  int* combine_count = nullptr;
   int n_tokens;
   int n_head;
   int head_dim;
@@ -181,7 +201,7 @@ void launch_attention_simple(cudaStream_t s, const AttnParams& p);
 bool attention_mma_supported(const AttnParams& p);
 // Raises the kernels' shared-memory limits; call once per device before any launch.
 cudaError_t attention_prepare();
-int attention_mma_cta_count(const AttnParams& p);  // CTAs per split
+int attention_mma_cta_count(const AttnParams& p);  // CTAs per split (= query groups)
 void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
 // The prefill kernel: same shapes, pools and `partial` layout as launch_attention_mma
 // (attention_mma_supported decides both), 64 query rows of one KV head per CTA, so it suits

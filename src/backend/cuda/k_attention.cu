@@ -1,14 +1,17 @@
 // Attention over the paged KV pools: a plain CUDA-core kernel (any KV type and head_dim; the
 // fallback and cross-check) and a tensor-core kernel for f16 KV in the flash-attention style
 // (online softmax over tiles of 32 positions, split over the KV length for decode, partial
-// results merged by a combine kernel).
+// results merged by a combine kernel, or for short KV ranges of the 16-row kernel by the last
+// CTA of each query group to finish).
 //
 // Tensor-core kernel layout: one CTA takes 16 query rows that share a KV head (the query heads
 // of a GQA group for one or more consecutive tokens) and 4 warps; S = Q K^T is summed over
 // the 4 warps' quarters of head_dim, and each warp keeps the output for its quarter. Rows of
 // tokens from different sequences in one CTA are handled one sequence (segment) at a time.
+#include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <cmath>
 
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
@@ -171,6 +174,71 @@ __device__ __forceinline__ void store_row(const AttnParams& p, float* __restrict
     P[2 + d0 + i * 8 + 2 * t] = o[i][2 * rr];
     P[2 + d0 + i * 8 + 2 * t + 1] = o[i][2 * rr + 1];
   }
+}
+
+// Merges the n_splits partial results of one (token, head) row: weights exp(m_s - M) once per
+// split in shared memory, then every thread sums its two outputs over the splits, in split
+// order; with op.xh also the row's part of the f16 operand (AttnOperand). Called by every
+// thread of a CTA of kCombineThreads, by attn_combine_kernel and by the 16-row kernel's last
+// CTA of a query group (the same arithmetic, so either gives the same bits). wsh: 2 n_splits
+// + 1 floats of shared memory, red: 4; both free again when it returns. The partials were
+// written by other CTAs of this or the previous kernel: L2 loads (__ldcg).
+constexpr int kCombineThreads = 128;
+__device__ void combine_row(const float* __restrict__ partial, int n_splits, int n_tokens, int n_head, int D,
+                            const MatF& out, const AttnOperand& op, int tok, int head, float* wsh, float* red) {
+  const int64_t row = static_cast<int64_t>(tok) * n_head + head;
+  const int64_t pstride = static_cast<int64_t>(n_tokens) * n_head * (D + 2);
+  const float* P0 = partial + row * (D + 2);
+  float M = -INFINITY;
+  for (int s = threadIdx.x; s < n_splits; s += kCombineThreads)
+    if (__ldcg(P0 + s * pstride + 1) > 0.f) M = fmaxf(M, __ldcg(P0 + s * pstride));
+  M = warp_max(M);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = M;
+  __syncthreads();
+  M = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+  float* lsh = wsh + n_splits + 1;  // each split's l, so that the sum below reads no global memory
+  for (int s = threadIdx.x; s < n_splits; s += kCombineThreads) {
+    const float l = __ldcg(P0 + s * pstride + 1);
+    wsh[s] = l > 0.f ? exp2f((__ldcg(P0 + s * pstride) - M) * kLog2e) : 0.f;
+    lsh[s] = l;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float L = 0.f;
+    for (int s = 0; s < n_splits; ++s) L += wsh[s] * lsh[s];
+    wsh[n_splits] = L;
+  }
+  __syncthreads();
+  const float L = wsh[n_splits];
+  const float inv = L > 0.f ? 1.0f / L : 0.f;
+  float* orow = out.data + static_cast<int64_t>(tok) * out.stride + static_cast<int64_t>(head) * D;
+  uint16_t* hrow = op.xh ? op.xh + static_cast<int64_t>(tok) * op.n_in_pad : nullptr;
+  for (int d = threadIdx.x * 2; d < D; d += kCombineThreads * 2) {
+    float o0 = 0.f, o1 = 0.f;
+#pragma unroll 8
+    for (int s = 0; s < n_splits; ++s) {
+      const float wgt = wsh[s];
+      // A split of weight 0 (no key position, or one far below the max) adds exactly nothing:
+      // its loads are skipped (at a short context most of the decode splits are empty).
+      if (wgt == 0.f) continue;
+      const float2 v = __ldcg(reinterpret_cast<const float2*>(P0 + s * pstride + 2 + d));
+      o0 += wgt * v.x;
+      o1 += wgt * v.y;
+    }
+    o0 *= inv;
+    o1 *= inv;
+    orow[d] = o0;
+    orow[d + 1] = o1;
+    if (hrow) {  // columns c, c + 1 (c even) of a group of 4 stored as (0, 2, 1, 3)
+      const int c = head * D + d, at = (c & ~3) + ((c & 3) >> 1);
+      hrow[at] = f32_to_f16_bits(__fmul_rn(o0, op.factor));
+      hrow[at + 2] = f32_to_f16_bits(__fmul_rn(o1, op.factor));
+    }
+  }
+  if (hrow && head == n_head - 1)
+    for (int64_t c = static_cast<int64_t>(n_head) * D + threadIdx.x; c < op.n_in_pad; c += kCombineThreads) hrow[c] = 0;
+  if (hrow && head == 0 && threadIdx.x == 0) op.xscale[tok] = op.undo;
+  __syncthreads();
 }
 
 template <int D>
@@ -414,58 +482,52 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
       store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], warp * DS, t,
                    warp == 0 && t == 0);
   }
+  if (n_splits == 1 || p.combine_count == nullptr) return;
+
+  // The merge of the splits (p.combine_count): the CTA that counts itself in last for this
+  // query group (the same rows in every split) merges them, as attn_combine_kernel would.
+  // Saves a dependent launch in the decode step's chain (docs/perf-notes.md, fifteenth session).
+  __shared__ int last;
+  __shared__ float red[4];
+  __threadfence();  // this CTA's partials before its count
+  __syncthreads();  // ... and every thread done with the shared buffers reused below
+  int* const count = p.combine_count + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+  if (tid == 0) last = atomicAdd(count, 1) == n_splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // the other splits' partials after their counts
+  float* wsh = reinterpret_cast<float*>(smem);
+  for (int r = 0; r < kRows; ++r)
+    if (r_tok[r] >= 0) combine_row(partial, n_splits, p.n_tokens, p.n_head, D, p.out, p.op, r_tok[r], r_head[r], wsh, red);
+  if (tid == 0) *count = 0;  // for the next launch
 }
 
-// Merges the n_splits partial results of one (token, head) row: weights exp(m_s - M) once per
-// split in shared memory, then every thread sums its float4 of the output over the splits.
-__global__ void __launch_bounds__(128) attn_combine_kernel(const float* __restrict__ partial, int n_splits,
-                                                           int n_tokens, int n_head, int D, MatF out) {
+__global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const float* __restrict__ partial, int n_splits,
+                                                                       int n_tokens, int n_head, int D, MatF out,
+                                                                       AttnOperand op) {
   GS_PDL_ENTRY();
   extern __shared__ float wsh[];  // [n_splits] weights, [1] total, [n_splits] the splits' l
-  const int64_t row = blockIdx.x;
-  const int tok = static_cast<int>(row / n_head), head = static_cast<int>(row % n_head);
-  const int64_t rows_total = static_cast<int64_t>(n_tokens) * n_head;
-  const int64_t pstride = rows_total * (D + 2);
-  const float* P0 = partial + row * (D + 2);
-  float M = -INFINITY;
-  for (int s = threadIdx.x; s < n_splits; s += blockDim.x)
-    if (P0[s * pstride + 1] > 0.f) M = fmaxf(M, P0[s * pstride]);
-  M = warp_max(M);
   __shared__ float red[4];
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = M;
-  __syncthreads();
-  M = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
-  float* lsh = wsh + n_splits + 1;  // each split's l, so that the sum below reads no global memory
-  for (int s = threadIdx.x; s < n_splits; s += blockDim.x) {
-    const float l = P0[s * pstride + 1];
-    wsh[s] = l > 0.f ? exp2f((P0[s * pstride] - M) * kLog2e) : 0.f;
-    lsh[s] = l;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float L = 0.f;
-    for (int s = 0; s < n_splits; ++s) L += wsh[s] * lsh[s];
-    wsh[n_splits] = L;
-  }
-  __syncthreads();
-  const float L = wsh[n_splits];
-  const float inv = L > 0.f ? 1.0f / L : 0.f;
-  float* orow = out.data + static_cast<int64_t>(tok) * out.stride + static_cast<int64_t>(head) * D;
-  for (int d = threadIdx.x * 2; d < D; d += blockDim.x * 2) {
-    float o0 = 0.f, o1 = 0.f;
-#pragma unroll 8
-    for (int s = 0; s < n_splits; ++s) {
-      const float wgt = wsh[s];
-      // A split of weight 0 (no key position, or one far below the max) adds exactly nothing:
-      // its loads are skipped (at a short context most of the decode splits are empty).
-      if (wgt == 0.f) continue;
-      const float2 v = *reinterpret_cast<const float2*>(P0 + s * pstride + 2 + d);
-      o0 += wgt * v.x;
-      o1 += wgt * v.y;
-    }
-    orow[d] = o0 * inv;
-    orow[d + 1] = o1 * inv;
-  }
+  const int64_t row = blockIdx.x;
+  combine_row(partial, n_splits, n_tokens, n_head, D, out, op, static_cast<int>(row / n_head),
+              static_cast<int>(row % n_head), wsh, red);
+}
+
+// The f16 operand of out with op's fixed factor (AttnOperand), where no combine writes it
+// (one split). Grid: (ceil(n_in_pad / 4 / 256), rows).
+__global__ void __launch_bounds__(256) attn_operand_kernel(MatF out, AttnOperand op) {
+  GS_PDL_ENTRY();
+  const int64_t r = blockIdx.y;
+  const int64_t c4 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c4 == 0) op.xscale[r] = op.undo;
+  if (c4 >= op.n_in_pad / 4) return;
+  const float* x = out.data + r * out.stride + 4 * c4;
+  float v[4] = {0.f, 0.f, 0.f, 0.f};
+  if (4 * c4 < out.cols)
+    for (int e = 0; e < 4; ++e) v[e] = x[e];  // out.cols is a multiple of 4 (whole heads of 64..512)
+  reinterpret_cast<uint2*>(op.xh + r * op.n_in_pad)[c4] =
+      make_uint2(pack_f32x2(__fmul_rn(v[0], op.factor), __fmul_rn(v[2], op.factor)),
+                 pack_f32x2(__fmul_rn(v[1], op.factor), __fmul_rn(v[3], op.factor)));
 }
 
 // ---- prefill tensor-core kernel (many query rows per KV head) -------------------------------
@@ -813,9 +875,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
 
 // Merges the n_splits > 1 partial results of either attention kernel into p.out (shared
 // memory: each split's weight and l, and the total).
+// (or, with one split, the operand alone when p.op asks for it).
 void launch_combine(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, int D) {
-  launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), 128, (2 * n_splits + 1) * sizeof(float), s,
-           partial, n_splits, p.n_tokens, p.n_head, D, p.out);
+  if (n_splits > 1) {
+    launch_k(attn_combine_kernel, static_cast<unsigned>(p.n_tokens * p.n_head), kCombineThreads,
+             (2 * n_splits + 1) * sizeof(float), s, partial, n_splits, p.n_tokens, p.n_head, D, p.out, p.op);
+  } else if (p.op.xh) {
+    const dim3 grid(static_cast<unsigned>((p.op.n_in_pad / 4 + 255) / 256), static_cast<unsigned>(p.n_tokens));
+    launch_k(attn_operand_kernel, grid, 256, 0, s, p.out, p.op);
+  }
 }
 
 template <class Cfg>
@@ -825,7 +893,7 @@ void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* par
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   launch_k(attn_fa_kernel<Cfg>, grid, Cfg::kThreads, Cfg::kTotal, s, p, n_splits, partial);
-  if (n_splits > 1) launch_combine(s, p, n_splits, partial, Cfg::D);
+  launch_combine(s, p, n_splits, partial, Cfg::D);
 }
 
 template <class Cfg>
@@ -845,7 +913,7 @@ void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* part
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   launch_k(attn_mma_kernel<D>, grid, kNW * 32, FaSmem<D>::kTotal, s, p, n_splits, partial);
-  if (n_splits > 1) launch_combine(s, p, n_splits, partial, D);
+  if (n_splits == 1 || p.combine_count == nullptr) launch_combine(s, p, n_splits, partial, D);
 }
 
 template <int D>
@@ -855,6 +923,19 @@ cudaError_t prepare_d() {
 }
 
 }  // namespace
+
+AttnOperand attn_operand_for_bound(float bound, uint16_t* xh, float* xscale, int64_t n_in_pad) {
+  int ex = 0;
+  std::frexp(bound, &ex);  // bound < 2^ex: as act_pow2_scale (k_common.cuh)
+  ex = std::max(ex, -100);
+  AttnOperand op;
+  op.xh = xh;
+  op.xscale = xscale;
+  op.factor = std::ldexp(1.0f, 11 - ex);
+  op.undo = std::ldexp(1.0f, ex - 11);
+  op.n_in_pad = n_in_pad;
+  return op;
+}
 
 void launch_attention_simple(cudaStream_t s, const AttnParams& p) {
   if (p.n_tokens == 0) return;
