@@ -34,8 +34,6 @@ using cuda::WFormat;
 constexpr int kMaxMatvecRows = 16;                      // rows served by the tensor-core matvec
 constexpr size_t kWeightScratchCap = 512ull << 20;      // f16 slab for the GEMM path
 constexpr size_t kAttnPartialBytes = 64ull << 20;       // split-KV partial results
-constexpr int kCombineCounters = 4096;                   // AttnParams::combine_count entries
-constexpr int kSelfCombineMaxSplits = 16;                // splits the 16-row kernel merges itself
 constexpr size_t kCublasWorkspaceBytes = 32ull << 20;
 constexpr size_t kStagingBytes = 64ull << 20;           // host staging for weight repacking
 
@@ -150,9 +148,6 @@ class CudaBackend final : public Backend {
     cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
     GS_ASSIGN_OR_RETURN(void* part, internal_alloc(kAttnPartialBytes));
     partial_ = static_cast<float*>(part);
-    GS_ASSIGN_OR_RETURN(void* cc, internal_alloc(kCombineCounters * sizeof(int)));
-    GS_RETURN_IF_ERROR(check(cudaMemset(cc, 0, kCombineCounters * sizeof(int)), "memset"));
-    combine_count_ = static_cast<int*>(cc);
     GS_RETURN_IF_ERROR(ensure_xh(static_cast<size_t>(kMaxMatvecRows) * 65536 * 2));
     const int mv_ctas = cuda::kMatvecCtasPerSm * n_sm_;
     GS_ASSIGN_OR_RETURN(void* mvs, internal_alloc(cuda::matvec_sync_bytes(mv_ctas)));
@@ -552,20 +547,14 @@ class CudaBackend final : public Backend {
       const size_t per_split = static_cast<size_t>(p.n_tokens) * p.n_head * (p.head_dim + 2) * sizeof(float);
       n_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_splits), kAttnPartialBytes / per_split));
       n_splits = std::max(1, std::min(n_splits, 4096));
-      // The output's f16 operand written here with a fixed factor where the caller bounds
-      // |out| (AttnOperand), and the 16-row kernel's splits merged by its own last CTA of
-      // each query group where they are few (a sliding window's): two dependent launches fewer
-      // in the decode step's chain (docs/perf-notes.md, fifteenth session). GS_ATTN_OPERAND=0,
-      // GS_ATTN_SELF_COMBINE=0 turn them off.
-      const bool operand_on = env_flag("GS_ATTN_OPERAND", true);
-      const bool self_combine_on = env_flag("GS_ATTN_SELF_COMBINE", true);
+      // The output's f16 operand written by the combine with a fixed factor where the caller
+      // bounds |out| (AttnOperand): one dependent launch fewer in each layer's decode chain
+      // (docs/perf-notes.md, fifteenth session). GS_ATTN_OPERAND=0 turns it off.
       const int64_t pad = cuda::round_up(width, cuda::kTileElems);
-      const bool with_op = operand_on && a.out_abs_bound > 0.0f && std::isfinite(a.out_abs_bound) &&
-                           p.n_tokens <= kMaxMatvecRows && static_cast<size_t>(p.n_tokens * pad) * 2 <= xh_bytes_;
+      const bool with_op = env_flag("GS_ATTN_OPERAND", true) && a.out_abs_bound > 0.0f &&
+                           std::isfinite(a.out_abs_bound) && p.n_tokens <= kMaxMatvecRows &&
+                           static_cast<size_t>(p.n_tokens * pad) * 2 <= xh_bytes_;
       if (with_op) p.op = cuda::attn_operand_for_bound(a.out_abs_bound, xh_, xscale_, pad);
-      if (self_combine_on && !fa && n_splits > 1 && n_splits <= kSelfCombineMaxSplits &&
-          cuda::attention_mma_cta_count(p) <= kCombineCounters)
-        p.combine_count = combine_count_;
       if (fa) {
         cuda::launch_attention_fa(stream_, p, n_splits, partial_);
       } else {
@@ -965,7 +954,6 @@ class CudaBackend final : public Backend {
   float* xscale_ = nullptr;
   std::unordered_set<void*> pinned_;  // alloc_host's page-locked blocks
   float* partial_ = nullptr;
-  int* combine_count_ = nullptr;  // AttnParams::combine_count (zeroed; every launch leaves it so)
   cuda::MatvecSync mv_sync_;
   cuda::RowSync row_sync_;  // the several-CTAs-per-row operand kernels' (k_row_f16.cu)
   ConvCache conv_;

@@ -68,10 +68,6 @@ struct AttnParams {
   MatF q;
   MatF out;
   AttnOperand op;  // the output's f16 operand as well (op.xh non-null)
-  // Non-null: the 16-row kernel merges its own KV splits (the last CTA of each query group to
-  // finish does what attn_combine_kernel would, bit for bit); one zeroed counter per group
-  // (attention_mma_group_count), left zeroed. Null: a separate combine kernel.
-  int* combine_count = nullptr;
   int n_tokens;
   int n_head;
   int head_dim;
@@ -201,7 +197,7 @@ void launch_attention_simple(cudaStream_t s, const AttnParams& p);
 bool attention_mma_supported(const AttnParams& p);
 // Raises the kernels' shared-memory limits; call once per device before any launch.
 cudaError_t attention_prepare();
-int attention_mma_cta_count(const AttnParams& p);  // CTAs per split (= query groups)
+int attention_mma_cta_count(const AttnParams& p);  // CTAs per split
 void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
 // The prefill kernel: same shapes, pools and `partial` layout as launch_attention_mma
 // (attention_mma_supported decides both), 64 query rows of one KV head per CTA, so it suits

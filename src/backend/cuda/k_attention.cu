@@ -1,8 +1,7 @@
 // Attention over the paged KV pools: a plain CUDA-core kernel (any KV type and head_dim; the
 // fallback and cross-check) and a tensor-core kernel for f16 KV in the flash-attention style
 // (online softmax over tiles of 32 positions, split over the KV length for decode, partial
-// results merged by a combine kernel, or for short KV ranges of the 16-row kernel by the last
-// CTA of each query group to finish).
+// results merged by a combine kernel).
 //
 // Tensor-core kernel layout: one CTA takes 16 query rows that share a KV head (the query heads
 // of a GQA group for one or more consecutive tokens) and 4 warps; S = Q K^T is summed over
@@ -179,10 +178,8 @@ __device__ __forceinline__ void store_row(const AttnParams& p, float* __restrict
 // Merges the n_splits partial results of one (token, head) row: weights exp(m_s - M) once per
 // split in shared memory, then every thread sums its two outputs over the splits, in split
 // order; with op.xh also the row's part of the f16 operand (AttnOperand). Called by every
-// thread of a CTA of kCombineThreads, by attn_combine_kernel and by the 16-row kernel's last
-// CTA of a query group (the same arithmetic, so either gives the same bits). wsh: 2 n_splits
-// + 1 floats of shared memory, red: 4; both free again when it returns. The partials were
-// written by other CTAs of this or the previous kernel: L2 loads (__ldcg).
+// thread of a CTA of kCombineThreads. wsh: 2 n_splits + 1 floats of shared memory, red: 4.
+// The partials were written by the previous kernel: L2 loads (__ldcg).
 constexpr int kCombineThreads = 128;
 __device__ void combine_row(const float* __restrict__ partial, int n_splits, int n_tokens, int n_head, int D,
                             const MatF& out, const AttnOperand& op, int tok, int head, float* wsh, float* red) {
@@ -482,24 +479,6 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
       store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], warp * DS, t,
                    warp == 0 && t == 0);
   }
-  if (n_splits == 1 || p.combine_count == nullptr) return;
-
-  // The merge of the splits (p.combine_count): the CTA that counts itself in last for this
-  // query group (the same rows in every split) merges them, as attn_combine_kernel would.
-  // Saves a dependent launch in the decode step's chain (docs/perf-notes.md, fifteenth session).
-  __shared__ int last;
-  __shared__ float red[4];
-  __threadfence();  // this CTA's partials before its count
-  __syncthreads();  // ... and every thread done with the shared buffers reused below
-  int* const count = p.combine_count + static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
-  if (tid == 0) last = atomicAdd(count, 1) == n_splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();  // the other splits' partials after their counts
-  float* wsh = reinterpret_cast<float*>(smem);
-  for (int r = 0; r < kRows; ++r)
-    if (r_tok[r] >= 0) combine_row(partial, n_splits, p.n_tokens, p.n_head, D, p.out, p.op, r_tok[r], r_head[r], wsh, red);
-  if (tid == 0) *count = 0;  // for the next launch
 }
 
 __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const float* __restrict__ partial, int n_splits,
@@ -913,7 +892,7 @@ void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* part
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   launch_k(attn_mma_kernel<D>, grid, kNW * 32, FaSmem<D>::kTotal, s, p, n_splits, partial);
-  if (n_splits == 1 || p.combine_count == nullptr) launch_combine(s, p, n_splits, partial, D);
+  launch_combine(s, p, n_splits, partial, D);
 }
 
 template <int D>
