@@ -82,6 +82,8 @@ struct AttentionArgs {
   float scale = 1.0f;
   KvLayerView kv;
   PageTableView pages;
+  // tok_seq, kv_lo, kv_hi and the page table are the step's inputs: no earlier op of the step
+  // may write them (a backend may read them before the previous op has finished).
   const int32_t* tok_seq = nullptr;  // [n_tokens] page-table row of each query
   const int32_t* kv_lo = nullptr;    // [n_tokens]
   const int32_t* kv_hi = nullptr;    // [n_tokens]

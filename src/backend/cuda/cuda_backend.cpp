@@ -555,6 +555,9 @@ class CudaBackend final : public Backend {
                            std::isfinite(a.out_abs_bound) && p.n_tokens <= kMaxMatvecRows &&
                            static_cast<size_t>(p.n_tokens * pad) * 2 <= xh_bytes_;
       if (with_op) p.op = cuda::attn_operand_for_bound(a.out_abs_bound, xh_, xscale_, pad);
+      // The 16-row kernel's step-input loads before its PDL wait (AttnParams::early;
+      // GS_ATTN_EARLY=0 turns it off).
+      p.early = env_flag("GS_ATTN_EARLY", true);
       if (fa) {
         cuda::launch_attention_fa(stream_, p, n_splits, partial_);
       } else {

@@ -68,6 +68,10 @@ struct AttnParams {
   MatF q;
   MatF out;
   AttnOperand op;  // the output's f16 operand as well (op.xh non-null)
+  // The 16-row kernel reads tok_seq, kv_lo, kv_hi and the page table before it waits for the
+  // previous kernel: the caller promises that no kernel it waits on writes them (they are a
+  // step's inputs). False: everything after the wait.
+  bool early = false;
   int n_tokens;
   int n_head;
   int head_dim;

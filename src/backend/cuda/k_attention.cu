@@ -240,7 +240,8 @@ __device__ void combine_row(const float* __restrict__ partial, int n_splits, int
 
 template <int D>
 __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
-  GS_PDL_ENTRY();
+  GS_PDL_TRIGGER();
+  if (!p.early) GS_PDL_WAIT();
   using S = FaSmem<D>;
   constexpr int kStride = S::kStride;
   constexpr int DS = D / kNW;  // dims per warp
@@ -272,6 +273,62 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
     r_hi[r] = valid ? p.kv_hi[tk] : 0;
   }
   __syncthreads();
+  const __half* kpool = static_cast<const __half*>(p.kv.k);
+  const __half* vpool = static_cast<const __half*>(p.kv.v);
+  const int64_t kv_width = static_cast<int64_t>(n_kv) * D;
+  // The KV slots of tile ti of a segment's split range [p_begin, p_end) into slots[buf], and
+  // the copies of that tile's K and V rows.
+  auto tile_slots = [&](int seq, int p_begin, int p_end, int ti, int buf) {
+    const int pb = p_begin + ti * kTP;
+    if (tid < kTP) {
+      const int pos = pb + tid;
+      slots[buf * kTP + tid] = pos < p_end ? kv_slot(p.pages, seq, pos, p.kv.n_slots) : -1;
+    }
+  };
+  auto tile_copies = [&](int buf) {
+    constexpr int CH = D / 8;
+    for (int idx = tid; idx < kTP * CH; idx += blockDim.x) {
+      const int pi = idx / CH, c = idx % CH;
+      const int64_t sl = slots[buf * kTP + pi];
+      const int64_t off = sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D + c * 8 : 0;
+      const int nb = sl >= 0 ? 16 : 0;
+      cp_async16(Ks + (buf * kTP + pi) * kStride + c * 8, kpool + off, nb);
+      cp_async16(Vs + (buf * kTP + pi) * kStride + c * 8, vpool + off, nb);
+    }
+    cp_async_commit();
+  };
+  // The first segment's split range from the step's inputs, which no kernel of the step writes
+  // (p.early: before griddepcontrol.wait, so that these loads overlap the previous kernel),
+  // and its first tile's K / V copies issued right after the wait, before the Q loads (K and V
+  // of this step's tokens are the previous kernel's).
+  auto seg_range = [&](int seg_t, int& seq, int& seg_end, int& p_begin, int& p_end) {
+    seq = p.tok_seq[seg_t];
+    seg_end = seg_t + 1;
+    while (seg_end < tok_end && p.tok_seq[seg_end] == seq) ++seg_end;
+    int lo_seg = INT_MAX, hi_seg = INT_MIN;
+    for (int r = 0; r < kRows; ++r) {
+      if (r_tok[r] >= seg_t && r_tok[r] < seg_end && r_lo[r] <= r_hi[r]) {
+        lo_seg = min(lo_seg, r_lo[r]);
+        hi_seg = max(hi_seg, r_hi[r]);
+      }
+    }
+    p_begin = p_end = 0;
+    split_range(lo_seg, hi_seg, n_splits, split, kTP, p_begin, p_end);
+  };
+  bool first_issued = false;
+  if (p.early && tok0 < tok_end) {
+    int seq, seg_end, pb, pe;
+    seg_range(tok0, seq, seg_end, pb, pe);
+    if (pe > pb) {
+      tile_slots(seq, pb, pe, 0, 0);
+      first_issued = true;
+    }
+  }
+  if (p.early) GS_PDL_WAIT();
+  if (first_issued) {
+    __syncthreads();  // the slots
+    tile_copies(0);
+  }
   {
     // Q = hi + lo in f16: scores keep ~22 bits of Q (Gemma's scores are unscaled and large).
     // Every thread issues all its loads (float4s) before the first conversion: one L2 round
@@ -314,49 +371,22 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
 #pragma unroll
   for (int i = 0; i < NTO; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
   float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
-  const __half* kpool = static_cast<const __half*>(p.kv.k);
-  const __half* vpool = static_cast<const __half*>(p.kv.v);
-  const int64_t kv_width = static_cast<int64_t>(n_kv) * D;
-
   int seg_t = tok0;
   while (seg_t < tok_end) {
-    const int seq = p.tok_seq[seg_t];
-    int seg_end = seg_t + 1;
-    while (seg_end < tok_end && p.tok_seq[seg_end] == seq) ++seg_end;
-    int lo_seg = INT_MAX, hi_seg = INT_MIN;
-    for (int r = 0; r < kRows; ++r) {
-      if (r_tok[r] >= seg_t && r_tok[r] < seg_end && r_lo[r] <= r_hi[r]) {
-        lo_seg = min(lo_seg, r_lo[r]);
-        hi_seg = max(hi_seg, r_hi[r]);
-      }
-    }
+    int seq, seg_end, p_begin, p_end;
+    seg_range(seg_t, seq, seg_end, p_begin, p_end);
     const bool in0 = r_tok[g] >= seg_t && r_tok[g] < seg_end;
     const bool in1 = r_tok[g + 8] >= seg_t && r_tok[g + 8] < seg_end;
     const int lo0 = r_lo[g], hi0 = r_hi[g], lo1 = r_lo[g + 8], hi1 = r_hi[g + 8];
-    int p_begin = 0, p_end = 0;
-    split_range(lo_seg, hi_seg, n_splits, split, kTP, p_begin, p_end);
     const int n_tiles = (p_end - p_begin + kTP - 1) / kTP;
-
     auto load_tile = [&](int ti, int buf) {
-      const int pb = p_begin + ti * kTP;
-      if (tid < kTP) {
-        const int pos = pb + tid;
-        slots[buf * kTP + tid] = pos < p_end ? kv_slot(p.pages, seq, pos, p.kv.n_slots) : -1;
-      }
+      tile_slots(seq, p_begin, p_end, ti, buf);
       __syncthreads();
-      constexpr int CH = D / 8;
-      for (int idx = tid; idx < kTP * CH; idx += blockDim.x) {
-        const int pi = idx / CH, c = idx % CH;
-        const int64_t sl = slots[buf * kTP + pi];
-        const int64_t off = sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D + c * 8 : 0;
-        const int nb = sl >= 0 ? 16 : 0;
-        cp_async16(Ks + (buf * kTP + pi) * kStride + c * 8, kpool + off, nb);
-        cp_async16(Vs + (buf * kTP + pi) * kStride + c * 8, vpool + off, nb);
-      }
-      cp_async_commit();
+      tile_copies(buf);
     };
 
-    if (n_tiles > 0) load_tile(0, 0);
+    if (n_tiles > 0 && !first_issued) load_tile(0, 0);
+    first_issued = false;  // only the first segment's first tile was issued ahead
     for (int ti = 0; ti < n_tiles; ++ti) {
       const int buf = ti & 1;
       if (ti + 1 < n_tiles) {
