@@ -179,7 +179,9 @@ __device__ __forceinline__ void store_row(const AttnParams& p, float* __restrict
 // split in shared memory, then every thread sums its two outputs over the splits, in split
 // order; with op.xh also the row's part of the f16 operand (AttnOperand). Called by every
 // thread of a CTA of kCombineThreads. wsh: 2 n_splits + 1 floats of shared memory, red: 4.
-// The partials were written by the previous kernel: L2 loads (__ldcg).
+// The partials were written by the previous kernel; they are read with L2 loads (__ldcg),
+// so the second pass over m and l goes to L2 again (plain loads, as before the fifteenth
+// session, could hit L1 there; the difference was not measured).
 constexpr int kCombineThreads = 128;
 __device__ void combine_row(const float* __restrict__ partial, int n_splits, int n_tokens, int n_head, int D,
                             const MatF& out, const AttnOperand& op, int tok, int head, float* wsh, float* red) {
