@@ -181,7 +181,8 @@ void run_case(const Case& c) {
   }
   // The f16 operand (AttnParams::op), written by the combine or, with one split, by its own
   // kernel: out times the fixed factor, laid out as launch_act_to_f16_rows(permute = true)
-  // does, zeros to the padding, and out itself the bits of a call without it.
+  // does, zeros to the padding, and out itself the bits of a call without it (that call with
+  // the other AttnParams::early setting).
   const int64_t pad = (width_q + 255) / 256 * 256;
   for (int splits : {1, 3}) {
     std::vector<float> plain(static_cast<size_t>(std::max<int64_t>(1, n_tok * o_stride)), NAN), with_op = plain;
