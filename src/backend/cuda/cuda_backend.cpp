@@ -61,13 +61,6 @@ constexpr int kFaMinTokens = 64;
 // 38.8, decode 14.64 against 14.31 ms.
 constexpr int kFaMinKvOneSeq = 4096;
 
-// The decode-size f16 operand kernels with several CTAs per row (k_row_f16.cu); GS_CUDA_ROWCOOP=0
-// takes the one-CTA-per-row ones (read on every call, so tests and benchmarks can switch).
-bool row_coop() {
-  const char* e = std::getenv("GS_CUDA_ROWCOOP");
-  return !(e && std::string(e) == "0");
-}
-
 // A switch read from the environment on every call (so tests and benchmarks can flip it):
 // unset or empty gives `dflt`, "0" false, anything else true.
 bool env_flag(const char* name, bool dflt) {
@@ -75,6 +68,10 @@ bool env_flag(const char* name, bool dflt) {
   if (!e || !*e) return dflt;
   return std::string(e) != "0";
 }
+
+// The decode-size f16 operand kernels with several CTAs per row (k_row_f16.cu); GS_CUDA_ROWCOOP=0
+// takes the one-CTA-per-row ones (read on every call, so tests and benchmarks can switch).
+bool row_coop() { return env_flag("GS_CUDA_ROWCOOP", true); }
 
 std::optional<WFormat> native_format(GgmlType t) {
   switch (t) {
@@ -345,10 +342,8 @@ class CudaBackend final : public Backend {
   // The weights of one format and n_in in one bulk-copy matvec launch (decode and verify
   // sizes); the others, and any the kernel does not serve, one matmul each.
   void matmul_multi(const Weight* const* ws, const Mat* ys, int n, Mat x) override {
-    static const bool multi_off = [] {  // GS_CUDA_MULTI=0: one launch per weight (A/B runs)
-      const char* e = std::getenv("GS_CUDA_MULTI");
-      return e && std::string(e) == "0";
-    }();
+    // GS_CUDA_MULTI=0: one launch per weight (A/B runs)
+    static const bool multi_off = !env_flag("GS_CUDA_MULTI", true);
     if (n < 2 || n > kMaxMatmulMulti || multi_off) return Backend::matmul_multi(ws, ys, n, x);
     bool done[kMaxMatmulMulti] = {};
     if (!opt_.simple_kernels && x.rows >= 1 && x.rows <= kMaxMatvecRows) {
@@ -983,7 +978,7 @@ int cuda_device_count() {
 }
 
 Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id, const CudaBackendOptions& options) {
-  if (const char* e = std::getenv("GS_CUDA_PDL"); e && std::string(e) == "0") cuda::set_pdl(false);
+  if (!env_flag("GS_CUDA_PDL", true)) cuda::set_pdl(false);
   const int n = cuda_device_count();
   if (n == 0) return make_status(StatusCode::kUnavailable, "no CUDA device is available");
   if (device_id < 0 || device_id >= n)
@@ -996,7 +991,7 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id, const CudaBa
 Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id) {
   CudaBackendOptions o;
   if (const char* e = std::getenv("GS_CUDA_SIMPLE"); e && std::string(e) == "1") o.simple_kernels = true;
-  if (const char* e = std::getenv("GS_CUDA_GRAPHS"); e && std::string(e) == "0") o.graphs = false;
+  if (!env_flag("GS_CUDA_GRAPHS", true)) o.graphs = false;
   return create_cuda_backend(device_id, o);
 }
 
