@@ -2,7 +2,8 @@
 # A/B of run-time settings at depth on a lent GPU machine, in one call: tg64 and verify 5 on
 # `synth --preset 31b` at the depths of GS_AB_DEPTHS (default 0,32768) under each setting of
 # GS_AB (environment assignments separated by ';', empty = defaults), GS_AB_ROUNDS rounds
-# (default 2) in alternating order. Binaries as in device_run.sh (.dev/cuda); a summary line
+# (default 2) in alternating order; GS_AB_FILL=zeros reaches the depths without their prefill
+# (bench --depth-fill). Binaries as in device_run.sh (.dev/cuda); a summary line
 # per run, JSON removed (a device call returns only a few files).
 #   GS_AB=";GS_ATTN_SPLIT_POS=64" scripts/device_ab_depth.sh
 set -uo pipefail
@@ -18,7 +19,7 @@ for round in $(seq 1 "${GS_AB_ROUNDS:-2}"); do
   for s in "${settings[@]}"; do
     j="$OUT/depth.json"
     env $s timeout 300 "$BIN" bench -m "$M" --device cuda -p 0 -n 64 -d "${GS_AB_DEPTHS:-0,32768}" --verify 5 -r 1 \
-      --json >"$j" 2>>"$OUT/bench.log"
+      ${GS_AB_FILL:+--depth-fill "$GS_AB_FILL"} --json >"$j" 2>>"$OUT/bench.log"
     python3 - "$j" "$round" "$s" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1])).get("results", [])
