@@ -12,12 +12,8 @@ CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
 sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' src/backend/cuda/k_attention.cu >"$OUT/k_attention_emu.cpp"
 CXX="${CXX:-g++}"
 FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function -Wno-psabi)
-# The fused kernels (launch_qkv_norm_rope_store) too: the reference of the attention that
-# computes its own inputs.
-sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' src/backend/cuda/k_fused.cu >"$OUT/k_fused_emu.cpp"
 "$CXX" "${FLAGS[@]}" -c "$OUT/k_attention_emu.cpp" -o "$OUT/k_attention_emu.o"
-"$CXX" "${FLAGS[@]}" -c "$OUT/k_fused_emu.cpp" -o "$OUT/k_fused_emu.o"
-"$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" "$OUT/k_fused_emu.o" -o "$OUT/attn_emu"
+"$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" -o "$OUT/attn_emu"
 mode="${1:-both}"
 rc=0
 for m in lazy eager; do

@@ -47,11 +47,6 @@ void Backend::qkv_norm_rope_store(const QkvNormRopeArgs& a) {
   kv_store(a.k, a.v, a.kv, a.slots);
 }
 
-void Backend::qkv_attention(const QkvNormRopeArgs& args, const AttentionArgs& attn) {
-  qkv_norm_rope_store(args);
-  attention(attn);
-}
-
 void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float theta, float beta_fast, float beta_slow,
                          float* lo, float* hi) {
   auto corr_dim = [&](float n_rot) {

@@ -223,12 +223,6 @@ class Backend {
   // Default: rms_norm and rope of q; then (k.cols > 0) copy(k, v) when v_from_k, rms_norm
   // and rope of k, rms_norm of v, kv_store.
   virtual void qkv_norm_rope_store(const QkvNormRopeArgs& args);
-  // The attention inputs of one layer, then its attention (attn.q is args.q, the same rows):
-  //   qkv_norm_rope_store(args); attention(attn)
-  // with the same results in attn.out and the KV pools, but q, k and v are scratch afterwards
-  // (a backend may norm and rotate them where the attention reads them and leave the buffers
-  // raw). Default: exactly those two calls.
-  virtual void qkv_attention(const QkvNormRopeArgs& args, const AttentionArgs& attn);
 
   // Runs `record` (op calls on fixed buffers). A backend that supports it may capture the
   // sequence once per `key` and replay it afterwards; the caller guarantees that every

@@ -173,7 +173,9 @@ void Gemma4DrafterForward::record(int n, const KvCacheBinding& kv, const int32_t
     qa.eps = c.rms_eps;
     qa.pos = input(kPos);
     qa.rope = layer_rope_args(c, l, w.rope_freqs);
-    attention_block(t, il, qa, layer_attention_args(c, l, kv, kv.layers[l.kv_layer], q, att, attn_in));
+    attention_inputs(t, il, qa);
+
+    b.attention(layer_attention_args(c, l, kv, kv.layers[l.kv_layer], q, att, attn_in));
     t.mark("attn", il, att);
 
     layer_tail(t, c, il, lw, u_, s_, n, il + 1 < c.n_layer ? w.layers[il + 1].attn_norm : w.output_norm);

@@ -191,8 +191,9 @@ void Gemma4Forward::record(int n, int n_out, bool one_seq, const KvCacheBinding&
     qa.rope = layer_rope_args(c, l, w.rope_freqs);
     qa.kv = kvl;
     qa.slots = dev(l.sliding ? kSlotSwa : kSlotFull);
-    // per-head norms (V without gain), RoPE, KV store, then the attention
-    attention_block(t, il, qa, layer_attention_args(c, l, kv, kvl, q, att, attn_in));
+    attention_inputs(t, il, qa);  // per-head norms (V without gain), RoPE, KV store
+
+    b.attention(layer_attention_args(c, l, kv, kvl, q, att, attn_in));
     t.mark("attn", il, att);
 
     layer_tail(t, c, il, lw, x_, s_, n, il + 1 < c.n_layer ? w.layers[il + 1].attn_norm : w.output_norm);

@@ -96,15 +96,6 @@ void attention_inputs(OpTrace& t, int il, const QkvNormRopeArgs& a) {
   b.kv_store(a.k, a.v, a.kv, a.slots);
 }
 
-void attention_block(OpTrace& t, int il, const QkvNormRopeArgs& args, const AttentionArgs& attn) {
-  if (!t.dumping()) {
-    t.b().qkv_attention(args, attn);
-    return;
-  }
-  attention_inputs(t, il, args);
-  t.b().attention(attn);
-}
-
 void layer_tail(OpTrace& t, const Gemma4Config& c, int il, const Gemma4LayerWeights& w, Mat x, const LayerScratch& s,
                 int64_t n, const float* next_norm) {
   Backend& b = t.b();

@@ -60,11 +60,6 @@ AttentionArgs layer_attention_args(const Gemma4Config& c, const Gemma4LayerConfi
 // k_norm, k_rope, v_norm; the K/V names only when args.k has columns).
 void attention_inputs(OpTrace& t, int il, const QkvNormRopeArgs& args);
 
-// The attention inputs and the attention of layer `il` (Backend::qkv_attention; attn.q is
-// args.q): one op, or while dumping attention_inputs' marked sequence then the attention. q, k
-// and v are scratch afterwards; the KV pools and attn.out hold the results.
-void attention_block(OpTrace& t, int il, const QkvNormRopeArgs& args, const AttentionArgs& attn);
-
 // Activation buffers of one layer, each with at least `rows` rows of the widest layer.
 struct LayerScratch {
   Mat a;     // [rows, n_embd] normed input

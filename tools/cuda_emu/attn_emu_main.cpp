@@ -14,7 +14,6 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_kernels.h"
-#include "backend/cuda/k_fused.h"
 #include "emu.h"
 
 using namespace gs::cuda;
@@ -275,117 +274,6 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
   std::fflush(stdout);
 }
 
-// The attention computing its own inputs (AttnFuse, Backend::qkv_attention) against
-// launch_qkv_norm_rope_store followed by the same attention: the outputs and the whole pools
-// bit for bit, with 1 and 3 KV splits. `seqs` sequences of `tok` new tokens each after `ctx`
-// cached positions (a window when win > 0); n_dims < D is the proportional RoPE; q_only is
-// the drafter's kind (the pools only read).
-void run_fuse_case(const std::string& name, int D, int n_head, int n_kv, int seqs, int tok, int ctx, int win, int n_dims,
-                   bool v_from_k, bool q_only, bool gains, bool freq_factors) {
-  const int width_kv = n_kv * D, width_q = n_head * D, page = 16;
-  const int n_tok = seqs * tok;
-  const int max_pages = (ctx + tok + page - 1) / page + 1, n_pages = seqs * max_pages + 2;
-  const int64_t n_slots = static_cast<int64_t>(n_pages) * page;
-  std::vector<int> perm(static_cast<size_t>(n_pages));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<int32_t> pages(static_cast<size_t>(seqs * max_pages));
-  for (size_t i = 0; i < pages.size(); ++i) pages[i] = perm[i];
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<uint16_t> kh(static_cast<size_t>(n_slots * width_kv)), vh(kh.size());
-  for (size_t i = 0; i < kh.size(); ++i) {
-    kh[i] = to_f16(nd(rng) * 0.5f);
-    vh[i] = to_f16(nd(rng));
-  }
-  std::vector<int32_t> tok_seq(static_cast<size_t>(n_tok)), lo(tok_seq.size()), hi(tok_seq.size()), pos(tok_seq.size()),
-      slot(tok_seq.size());
-  for (int t = 0; t < n_tok; ++t) {  // the sequences' tokens interleaved, as a server's batch may hold them
-    const int s = t % seqs, k = t / seqs, ps = ctx + k;
-    tok_seq[static_cast<size_t>(t)] = s;
-    pos[static_cast<size_t>(t)] = ps;
-    hi[static_cast<size_t>(t)] = ps;
-    lo[static_cast<size_t>(t)] = win > 0 ? std::max(0, ps - win + 1) : 0;
-    slot[static_cast<size_t>(t)] = pages[static_cast<size_t>(s * max_pages + ps / page)] * page + ps % page;
-  }
-  const int64_t q_stride = width_q + 4, kv_stride = width_kv + 8;
-  std::vector<float> q(static_cast<size_t>(n_tok * q_stride)), k(static_cast<size_t>(n_tok * kv_stride)), v(k.size());
-  for (float& x : q) x = nd(rng) * 3.0f;
-  for (float& x : k) x = nd(rng) * 2.0f;
-  for (float& x : v) x = nd(rng);
-  std::vector<float> gq(static_cast<size_t>(D)), gk(gq.size()), ff(static_cast<size_t>(n_dims / 2));
-  for (float& x : gq) x = 1.0f + 0.5f * nd(rng);
-  for (float& x : gk) x = 1.0f + 0.5f * nd(rng);
-  for (float& x : ff) x = 1.0f + std::fabs(nd(rng));
-  RopeParams rope{D, n_dims, 10000.0f, freq_factors ? ff.data() : nullptr, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f};
-  auto base = [&](std::vector<float>& qq, std::vector<uint16_t>& kk, std::vector<uint16_t>& vv, std::vector<float>& out) {
-    AttnParams p{};
-    p.n_tokens = n_tok;
-    p.n_head = n_head;
-    p.head_dim = D;
-    p.scale = 1.0f;
-    p.kv = KvView{kk.data(), vv.data(), true, n_kv, D, n_slots};
-    p.pages = PagesView{pages.data(), max_pages, page, 0};
-    p.tok_seq = tok_seq.data();
-    p.kv_lo = lo.data();
-    p.kv_hi = hi.data();
-    p.q = MatF{qq.data(), n_tok, width_q, q_stride};
-    p.out = MatF{out.data(), n_tok, width_q, width_q};
-    p.early = true;
-    return p;
-  };
-  for (int splits : {1, 3}) {
-    // The two ops.
-    std::vector<float> q1 = q, k1 = k, v1 = v, out1(static_cast<size_t>(n_tok * width_q), NAN);
-    std::vector<uint16_t> kh1 = kh, vh1 = vh;
-    QkvParams qp{MatF{q1.data(), n_tok, width_q, q_stride},
-                 q_only ? MatF{k1.data(), n_tok, 0, kv_stride} : MatF{k1.data(), n_tok, width_kv, kv_stride},
-                 MatF{v1.data(), n_tok, q_only ? 0 : width_kv, kv_stride},
-                 v_from_k,
-                 gains ? gq.data() : nullptr,
-                 gains ? gk.data() : nullptr,
-                 1e-6f,
-                 pos.data(),
-                 rope,
-                 KvView{kh1.data(), vh1.data(), true, n_kv, D, n_slots},
-                 slot.data()};
-    const bool qkv_ok = launch_qkv_norm_rope_store(nullptr, qp);
-    std::vector<float> partial(static_cast<size_t>(splits) * n_tok * n_head * (D + 2), NAN);
-    AttnParams p1 = base(q1, kh1, vh1, out1);
-    launch_attention_mma(nullptr, p1, splits, partial.data());
-    // The fused kernel on the raw projections.
-    std::vector<float> q2 = q, k2 = k, v2 = v, out2(out1.size(), NAN);
-    std::vector<uint16_t> kh2 = kh, vh2 = vh;
-    AttnParams p2 = base(q2, kh2, vh2, out2);
-    p2.fz.on = true;
-    if (!q_only) {
-      p2.fz.k = MatF{k2.data(), n_tok, width_kv, kv_stride};
-      p2.fz.v = MatF{v2.data(), n_tok, width_kv, kv_stride};
-    }
-    p2.fz.v_from_k = v_from_k;
-    p2.fz.q_weight = gains ? gq.data() : nullptr;
-    p2.fz.k_weight = gains ? gk.data() : nullptr;
-    p2.fz.eps = 1e-6f;
-    p2.fz.pos = pos.data();
-    p2.fz.rope = rope;
-    p2.fz.slots = slot.data();
-    const bool sup = attention_fuse_supported(p2);
-    std::fill(partial.begin(), partial.end(), NAN);
-    if (sup) launch_attention_mma(nullptr, p2, splits, partial.data());
-    int bad_out = 0, bad_pool = 0, bad_raw = 0;
-    for (size_t i = 0; i < out1.size(); ++i)
-      if (std::memcmp(&out1[i], &out2[i], 4) != 0) ++bad_out;
-    for (size_t i = 0; i < kh1.size(); ++i) bad_pool += (kh1[i] != kh2[i]) + (vh1[i] != vh2[i]);
-    bad_raw += std::memcmp(q2.data(), q.data(), q.size() * 4) != 0;
-    bad_raw += std::memcmp(k2.data(), k.data(), k.size() * 4) != 0;
-    const bool ok = qkv_ok && sup && bad_out == 0 && bad_pool == 0 && bad_raw == 0;
-    if (!ok) ++failures;
-    std::printf("%-4s fused inputs %-38s splits %d: %d outputs, %d pool values differ%s%s\n", ok ? "ok" : "FAIL",
-                name.c_str(), splits, bad_out, bad_pool, bad_raw ? ", raw inputs written" : "",
-                sup ? "" : ", not supported");
-    std::fflush(stdout);
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -451,18 +339,6 @@ int main(int argc, char** argv) {
         run_verify_case(kernel, D, 8, 1, 300, 5, 3, 3, true);
         run_verify_case(kernel, D, 8, 1, 300, 5, 3, 7, false);
       }
-  }
-  if (filter.empty() || std::string("fused").find(filter) != std::string::npos) {
-    // name, D, n_head, n_kv, seqs, tokens, ctx, window, n_dims, v_from_k, q_only, gains, freq_factors
-    run_fuse_case("D64 G2 decode", 64, 4, 2, 1, 1, 45, 0, 64, false, false, true, false);
-    run_fuse_case("D128 G4 verify 5", 128, 8, 2, 1, 5, 70, 0, 128, false, false, true, false);
-    run_fuse_case("D256 G2 decode window", 256, 4, 2, 1, 1, 90, 40, 256, false, false, true, false);
-    run_fuse_case("D256 G2 verify 8 window", 256, 4, 2, 1, 8, 33, 24, 256, false, false, false, false);
-    run_fuse_case("D512 G8 decode k=v partial rope", 512, 8, 1, 1, 1, 40, 0, 128, true, false, true, true);
-    run_fuse_case("D512 G8 verify 3 k=v partial rope", 512, 8, 1, 1, 3, 100, 0, 128, true, false, true, true);
-    run_fuse_case("D128 G2 3 seqs x 2 interleaved", 128, 4, 2, 3, 2, 20, 0, 96, false, false, true, false);
-    run_fuse_case("D256 G2 q only (drafter)", 256, 4, 2, 1, 2, 60, 0, 256, false, true, true, false);
-    run_fuse_case("D64 G16 4 seqs x 2", 64, 16, 1, 4, 2, 5, 0, 64, false, false, true, false);
   }
   std::printf("%d failed\n", failures);
   return failures ? 1 : 0;

@@ -494,38 +494,15 @@ class CudaBackend final : public Backend {
 
   void attention(const AttentionArgs& a) override {
     if (!enter()) return;
-    attention_impl(a, nullptr);
-  }
-
-  // The 16-row attention kernel computes the inputs itself where it serves the step (decode and
-  // verify sizes over short KV ranges or several sequences; decision 0027), so the layer's
-  // chain from the q/k/v projections to the attention is one kernel; otherwise the two ops.
-  // GS_ATTN_FUSE=0 always takes the two ops (A/B runs).
-  void qkv_attention(const QkvNormRopeArgs& qa, const AttentionArgs& aa) override {
-    if (!enter()) return;
-    if (!opt_.simple_kernels && env_flag("GS_ATTN_FUSE", true) && qkv_fusable(qa) && qa.q.data == aa.q.data &&
-        same_shape(qa.q, aa.q) && qa.q.stride == aa.q.stride && qa.rope.head_dim == aa.head_dim &&
-        (qa.k.cols == 0 || (qa.kv.k == aa.kv.k && qa.kv.v == aa.kv.v && qa.kv.type == aa.kv.type)) &&
-        attention_impl(aa, &qa))
-      return;
-    Backend::qkv_attention(qa, aa);
-  }
-
-  // Launches the attention of a; with fuse, only where the 16-row kernel can compute fuse's
-  // inputs itself (AttnFuse), returning false and launching nothing otherwise (true always
-  // without fuse: an error is reported through fail_shape).
-  bool attention_impl(const AttentionArgs& a, const QkvNormRopeArgs* fuse) {
     const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
     if (!kv_ok(a.kv) || a.n_head <= 0 || a.head_dim != a.kv.head_dim || a.n_head % a.kv.n_head_kv != 0 ||
         !mat_ok(a.q) || !mat_ok(a.out) || a.q.cols != width || a.out.cols != width || a.q.rows != a.out.rows ||
-        a.head_dim > 1024 || a.pages.page_size <= 0 || a.pages.max_pages <= 0) {
-      if (fuse) return false;
-      fail_shape("attention: q [{}, {}], out [{}, {}], n_head {}, head_dim {}, pool {} x {}, page_size {}", a.q.rows,
-                 a.q.cols, a.out.rows, a.out.cols, a.n_head, a.head_dim, a.kv.n_head_kv, a.kv.head_dim,
-                 a.pages.page_size);
-      return true;
-    }
-    if (a.q.rows == 0) return !fuse;
+        a.head_dim > 1024 || a.pages.page_size <= 0 || a.pages.max_pages <= 0)
+      return fail_shape("attention: q [{}, {}], out [{}, {}], n_head {}, head_dim {}, pool {} x {}, page_size {}",
+                        a.q.rows, a.q.cols, a.out.rows, a.out.cols, a.n_head, a.head_dim, a.kv.n_head_kv,
+                        a.kv.head_dim, a.pages.page_size);
+    if (a.q.rows == 0) return;
+    written(a.out);
     cuda::AttnParams p;
     p.q = mf(a.q);
     p.out = mf(a.out);
@@ -547,26 +524,6 @@ class CudaBackend final : public Backend {
       const bool long_one_seq = a.n_seqs == 1 && a.max_kv_len >= kFaMinKvOneSeq;
       const bool fa = choice == AttnKernel::kNew ||
                       (choice == AttnKernel::kAuto && (p.n_tokens >= kFaMinTokens || long_one_seq));
-      if (fuse) {
-        if (fa) return false;
-        const QkvNormRopeArgs& f = *fuse;
-        const RopeArgs& r = f.rope;
-        p.fz.on = true;
-        if (f.k.cols > 0) {
-          p.fz.k = mf(f.k);
-          p.fz.v = mf(f.v);
-        }
-        p.fz.v_from_k = f.v_from_k;
-        p.fz.q_weight = f.q_weight;
-        p.fz.k_weight = f.k_weight;
-        p.fz.eps = f.eps;
-        p.fz.pos = f.pos;
-        p.fz.rope = cuda::RopeParams{r.head_dim,   r.n_dims,     r.theta,   r.freq_factors, r.freq_scale,
-                                     r.ext_factor, r.attn_factor, r.corr_lo, r.corr_hi};
-        p.fz.slots = f.slots;
-        if (!cuda::attention_fuse_supported(p)) return false;
-      }
-      written(a.out);
       // Split the KV range until the grid is about one wave (one CTA per SM at head_dim 512,
       // two below), keeping at least GS_ATTN_SPLIT_POS positions (default 64, 2 tiles) per
       // split. On the H200 (31B, same call) 64 against 128 took a decode step at depth 32768
@@ -603,12 +560,9 @@ class CudaBackend final : public Backend {
       }
       if (with_op) conv_ = {true, a.out.data, a.out.rows, a.out.cols, a.out.stride, pad};
     } else {
-      if (fuse) return false;
-      written(a.out);
       cuda::launch_attention_simple(stream_, p);
     }
-    launched(fuse ? "qkv_attention" : "attention");
-    return true;
+    launched("attention");
   }
 
   void kv_copy_slots(const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots, int n) override {

@@ -64,28 +64,6 @@ struct AttnOperand {
 // The factor that act_pow2_scale would pick for a row whose max |v| is `bound` (> 0, finite).
 AttnOperand attn_operand_for_bound(float bound, uint16_t* xh, float* xscale, int64_t n_in_pad);
 
-// Where the 16-row attention kernel computes its own inputs (Backend::qkv_attention, decision
-// 0027): q then holds the raw projections of the rows, and each CTA norms and rotates its query
-// heads as it loads them; k and v hold the raw K / V projections of the step's tokens, which
-// every CTA norms, rotates and rounds to f16 itself and puts in place of the pool's rows of
-// those tokens' slots, while one CTA per KV head stores them to the pool for later steps. The
-// arithmetic is qkv_kernel's (k_rows.cuh head_rms_inv, head_rope_put), so the attention sees the
-// same bits as after launch_qkv_norm_rope_store; q, k and v are left raw. At most
-// kAttnFuseMaxTokens tokens; every row of q, k and v 16-byte aligned.
-constexpr int kAttnFuseMaxTokens = 8;
-struct AttnFuse {
-  bool on = false;
-  MatF k{};                 // [n_tokens, n_head_kv * head_dim]; cols 0: q only (the pools are only read)
-  MatF v{};                 // [n_tokens, n_head_kv * head_dim] (unused with v_from_k)
-  bool v_from_k = false;    // V is the raw K projection
-  const float* q_weight = nullptr;  // [head_dim] per-head gains, or null (1)
-  const float* k_weight = nullptr;
-  float eps = 1e-6f;
-  const int32_t* pos = nullptr;    // [n_tokens] RoPE positions (a step input)
-  RopeParams rope{};
-  const int32_t* slots = nullptr;  // [n_tokens] pool slots (a step input); outside [0, n_slots): not stored
-};
-
 struct AttnParams {
   MatF q;
   MatF out;
@@ -103,7 +81,6 @@ struct AttnParams {
   const int32_t* tok_seq;
   const int32_t* kv_lo;
   const int32_t* kv_hi;
-  AttnFuse fz;  // the attention inputs computed here (16-row kernel only; fz.on)
 };
 
 // Programmatic dependent launch for every kernel (default on; process-wide).
@@ -222,9 +199,6 @@ void launch_attention_simple(cudaStream_t s, const AttnParams& p);
 // through `partial` (n_splits * n_tokens * n_head * (head_dim + 2) floats) when n_splits > 1.
 // Returns false when the shape is not supported (the caller falls back).
 bool attention_mma_supported(const AttnParams& p);
-// Whether launch_attention_mma can compute p.fz's inputs itself (AttnFuse's limits, p
-// otherwise supported): false means the caller runs launch_qkv_norm_rope_store first.
-bool attention_fuse_supported(const AttnParams& p);
 // Raises the kernels' shared-memory limits; call once per device before any launch.
 cudaError_t attention_prepare();
 int attention_mma_cta_count(const AttnParams& p);  // CTAs per split

@@ -14,7 +14,6 @@
 
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
-#include "backend/cuda/k_rows.cuh"
 
 namespace gs::cuda {
 namespace {
@@ -132,25 +131,6 @@ struct FaSmem {
   static constexpr size_t kTotal = kSlots + 2ull * kTP * 8;
 };
 
-// The 16-row kernel's extra shared memory when it computes its own inputs (AttnFuse), after
-// FaSmem<D>::kTotal: each token's RoPE angles, the two gains, the step's K / V rows of the CTA's
-// KV head as the pool would hold them, and each token's slot, position and page-table row.
-// The raw rows go through the second K and V tile buffers, free until the second tile.
-template <int D>
-struct FuseSmem {
-  static constexpr int kT = kAttnFuseMaxTokens;
-  static constexpr size_t kCs = 0;                          // float [kT][D / 2]
-  static constexpr size_t kSn = kCs + 4ull * kT * (D / 2);  // float [kT][D / 2]
-  static constexpr size_t kGq = kSn + 4ull * kT * (D / 2);  // float [D]
-  static constexpr size_t kGk = kGq + 4ull * D;             // float [D]
-  static constexpr size_t kKst = kGk + 4ull * D;            // f16 [kT][D]
-  static constexpr size_t kVst = kKst + 2ull * kT * D;      // f16 [kT][D]
-  static constexpr size_t kSlot = kVst + 2ull * kT * D;     // int64 [kT]
-  static constexpr size_t kPos = kSlot + 8ull * kT;         // int [kT]
-  static constexpr size_t kSeq = kPos + 4ull * kT;          // int [kT]
-  static constexpr size_t kBytes = kSeq + 4ull * kT;
-};
-
 struct RowMap {
   int hc, hb, rt;  // heads per CTA, head blocks per KV head, tokens per CTA
 };
@@ -263,11 +243,8 @@ __device__ void combine_row(const float* __restrict__ partial, int n_splits, int
 template <int D>
 __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
   GS_PDL_TRIGGER();
-  const bool fz = p.fz.on;  // the inputs computed here (AttnFuse); implies the early step-input loads
-  const bool early = p.early || fz;
-  if (!early) GS_PDL_WAIT();
+  if (!p.early) GS_PDL_WAIT();
   using S = FaSmem<D>;
-  using F = FuseSmem<D>;
   constexpr int kStride = S::kStride;
   constexpr int DS = D / kNW;  // dims per warp
   constexpr int NTO = DS / 8;  // output n-tiles per warp
@@ -280,16 +257,6 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
   float* Sred = reinterpret_cast<float*>(smem + S::kS);
   int64_t* slots = reinterpret_cast<int64_t*>(smem + S::kSlots);
   __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows];
-  uint8_t* const fsm = smem + S::kTotal;  // FuseSmem<D>, with fz only
-  float* f_cs = reinterpret_cast<float*>(fsm + F::kCs);
-  float* f_sn = reinterpret_cast<float*>(fsm + F::kSn);
-  float* f_gq = reinterpret_cast<float*>(fsm + F::kGq);
-  float* f_gk = reinterpret_cast<float*>(fsm + F::kGk);
-  uint16_t* f_kst = reinterpret_cast<uint16_t*>(fsm + F::kKst);
-  uint16_t* f_vst = reinterpret_cast<uint16_t*>(fsm + F::kVst);
-  int64_t* f_slot = reinterpret_cast<int64_t*>(fsm + F::kSlot);
-  int* f_pos = reinterpret_cast<int*>(fsm + F::kPos);
-  int* f_seq = reinterpret_cast<int*>(fsm + F::kSeq);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int n_kv = p.kv.n_head_kv, G = p.n_head / n_kv;
@@ -351,7 +318,7 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
     split_range(lo_seg, hi_seg, n_splits, split, kTP, p_begin, p_end);
   };
   bool first_issued = false;
-  if (early && tok0 < tok_end) {
+  if (p.early && tok0 < tok_end) {
     int seq, seg_end, pb, pe;
     seg_range(tok0, seq, seg_end, pb, pe);
     if (pe > pb) {
@@ -359,109 +326,10 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
       first_issued = true;
     }
   }
-  const int half = p.fz.rope.n_dims / 2;
-  const int n_kvt = fz && p.fz.k.cols > 0 ? p.n_tokens : 0;  // tokens whose K / V this CTA computes
-  if (fz) {
-    // Before the wait, what does not depend on the projections: each token's RoPE angles (as
-    // qkv_kernel computes them), the gains, and the tokens' slots, positions and rows.
-    for (int idx = tid; idx < p.n_tokens * half; idx += blockDim.x) {
-      const int tk = idx / half, i = idx % half;
-      rope_cos_sin(p.fz.rope, i, static_cast<double>(p.fz.pos[tk]), &f_cs[tk * (D / 2) + i], &f_sn[tk * (D / 2) + i]);
-    }
-    for (int i = tid; i < D; i += blockDim.x) {
-      f_gq[i] = p.fz.q_weight ? p.fz.q_weight[i] : 1.0f;
-      f_gk[i] = p.fz.k_weight ? p.fz.k_weight[i] : 1.0f;
-    }
-    if (tid < n_kvt) {
-      int64_t sl = p.fz.slots[tid];
-      if (sl < 0 || sl >= p.kv.n_slots) sl = -1;  // as qkv_kernel: not stored (and not used below)
-      f_slot[tid] = sl;
-      f_pos[tid] = p.fz.pos[tid];
-      f_seq[tid] = p.tok_seq[tid];
-    }
-    // The first tile's copies too: rows of this step's tokens get the values computed below.
-    if (first_issued) {
-      __syncthreads();  // the slots
-      tile_copies(0);
-    }
-  }
-  if (early) GS_PDL_WAIT();
-  if (!fz && first_issued) {
+  if (p.early) GS_PDL_WAIT();
+  if (first_issued) {
     __syncthreads();  // the slots
     tile_copies(0);
-  }
-  // With fz: the raw q rows of the CTA and the raw K / V rows of its KV head for every token
-  // through the second K / V tile buffers (one round trip), each head normed and rotated by a
-  // warp as qkv_kernel does; the q rows back in place (read below as q is otherwise), the K / V
-  // rows rounded to f16 into f_kst / f_vst and, by one CTA per KV head, stored to the pool.
-  float* const rq = reinterpret_cast<float*>(Ks + kTP * kStride);   // [kRows][D]
-  float* const rkv = reinterpret_cast<float*>(Vs + kTP * kStride);  // [n_kvt][2][D]: k, v
-  if (fz) {
-    constexpr int C4 = D / 4;
-    for (int idx = tid; idx < kRows * C4; idx += blockDim.x) {
-      const int r = idx / C4, c = idx % C4;
-      if (r_tok[r] >= 0)
-        cp_async16(rq + r * D + 4 * c,
-                   p.q.data + static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * D + 4 * c,
-                   16);
-    }
-    for (int idx = tid; idx < n_kvt * 2 * C4; idx += blockDim.x) {
-      const int tk = idx / (2 * C4), which = (idx / C4) % 2, c = idx % C4;
-      const MatF& m = which == 0 || p.fz.v_from_k ? p.fz.k : p.fz.v;
-      cp_async16(rkv + (tk * 2 + which) * D + 4 * c, m.data + static_cast<int64_t>(tk) * m.stride + static_cast<int64_t>(j) * D + 4 * c,
-                 16);
-    }
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
-    constexpr int NE = D / 32;
-    float* const st = Sred + warp * D;  // the warp's staging row (the S area is unused until the first tile)
-    for (int r = warp; r < kRows; r += kNW) {
-      if (r_tok[r] < 0) continue;
-      float a[NE];
-#pragma unroll
-      for (int jj = 0; jj < NE; ++jj) a[jj] = rq[r * D + lane + 32 * jj];
-      const float inv = head_rms_inv(a, D, p.fz.eps);
-#pragma unroll
-      for (int jj = 0; jj < NE; ++jj) st[lane + 32 * jj] = __fmul_rn(f_gq[lane + 32 * jj], __fmul_rn(a[jj], inv));
-      __syncwarp();
-      const int tk = r_tok[r];
-      head_rope_put(st, f_cs + tk * (D / 2), f_sn + tk * (D / 2), half, D, lane, [&](int i, float y) { rq[r * D + i] = y; });
-      __syncwarp();
-    }
-    const bool writer = blockIdx.x == 0 && blockIdx.z == 0;  // one CTA per KV head stores to the pool
-    const int64_t pool_head = static_cast<int64_t>(j) * D;
-    uint16_t* const kp = static_cast<uint16_t*>(p.kv.k);
-    uint16_t* const vp = static_cast<uint16_t*>(p.kv.v);
-    for (int tk = warp; tk < n_kvt; tk += kNW) {
-      const float* rk = rkv + tk * 2 * D;
-      float a[NE], b[NE];
-#pragma unroll
-      for (int jj = 0; jj < NE; ++jj) {
-        a[jj] = rk[lane + 32 * jj];
-        b[jj] = rk[D + lane + 32 * jj];
-      }
-      const float inv = head_rms_inv(a, D, p.fz.eps);
-      const float inv_v = head_rms_inv(b, D, p.fz.eps);  // v_from_k: b == a, the same factor
-      const int64_t sl = f_slot[tk];
-      const int64_t base = sl * kv_width + pool_head;
-#pragma unroll
-      for (int jj = 0; jj < NE; ++jj) {
-        const int i = lane + 32 * jj;
-        const uint16_t h = f32_to_f16_bits(__fmul_rn(b[jj], inv_v));  // gain 1 (qkv_kernel: g * y == y)
-        f_vst[tk * D + i] = h;
-        if (writer && sl >= 0) vp[base + i] = h;
-        st[i] = __fmul_rn(f_gk[i], __fmul_rn(a[jj], inv));
-      }
-      __syncwarp();
-      head_rope_put(st, f_cs + tk * (D / 2), f_sn + tk * (D / 2), half, D, lane, [&](int i, float y) {
-        const uint16_t h = f32_to_f16_bits(y);
-        f_kst[tk * D + i] = h;
-        if (writer && sl >= 0) kp[base + i] = h;
-      });
-      __syncwarp();
-    }
-    __syncthreads();
   }
   {
     // Q = hi + lo in f16: scores keep ~22 bits of Q (Gemma's scores are unscaled and large).
@@ -478,9 +346,8 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
       qv[i] = make_float4(0.f, 0.f, 0.f, 0.f);
       const int r = idx / D4, d = (idx % D4) * 4;
       if (idx < kRows * D4 && r_tok[r] >= 0) {
-        const float* src = fz ? rq + r * D + d
-                              : p.q.data + static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * D + d;
-        qv[i] = fz || qvec ? *reinterpret_cast<const float4*>(src) : make_float4(src[0], src[1], src[2], src[3]);
+        const float* src = p.q.data + static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * D + d;
+        qv[i] = qvec ? *reinterpret_cast<const float4*>(src) : make_float4(src[0], src[1], src[2], src[3]);
       }
     }
 #pragma unroll
@@ -519,30 +386,6 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
       __syncthreads();
       tile_copies(buf);
     };
-    // With fz: the positions of this sequence's step tokens (K / V computed above), whose tile
-    // rows take f_kst / f_vst instead of what the pool held (where the tile reads the token's slot).
-    int b_lo = INT_MAX, b_hi = INT_MIN;
-    for (int tk = 0; tk < n_kvt; ++tk)
-      if (f_seq[tk] == seq && f_slot[tk] >= 0) {
-        b_lo = min(b_lo, f_pos[tk]);
-        b_hi = max(b_hi, f_pos[tk]);
-      }
-    auto patch_tile = [&](int ti, int buf) {
-      constexpr int CH = D / 8;
-      const int pb = p_begin + ti * kTP;
-      for (int idx = tid; idx < kTP * CH; idx += blockDim.x) {
-        const int pi = idx / CH, c = idx % CH, pos = pb + pi;
-        if (pos < b_lo || pos > b_hi) continue;
-        const int64_t sl = slots[buf * kTP + pi];
-        for (int tk = 0; tk < n_kvt; ++tk) {
-          if (f_seq[tk] != seq || f_pos[tk] != pos || f_slot[tk] != sl || sl < 0) continue;
-          *reinterpret_cast<uint4*>(Ks + (buf * kTP + pi) * kStride + c * 8) =
-              *reinterpret_cast<const uint4*>(f_kst + tk * D + c * 8);
-          *reinterpret_cast<uint4*>(Vs + (buf * kTP + pi) * kStride + c * 8) =
-              *reinterpret_cast<const uint4*>(f_vst + tk * D + c * 8);
-        }
-      }
-    };
 
     if (n_tiles > 0 && !first_issued) load_tile(0, 0);
     first_issued = false;  // only the first segment's first tile was issued ahead
@@ -555,10 +398,6 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
         cp_async_wait<0>();
       }
       __syncthreads();
-      if (b_lo <= b_hi && p_begin + ti * kTP <= b_hi && p_begin + (ti + 1) * kTP > b_lo) {  // uniform
-        patch_tile(ti, buf);
-        __syncthreads();
-      }
       // S (partial over this warp's quarter of head_dim) = Q K^T
       float sc[NTS][4];
 #pragma unroll
@@ -1084,19 +923,14 @@ void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* part
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  const size_t smem = FaSmem<D>::kTotal + (p.fz.on ? FuseSmem<D>::kBytes : 0);
-  launch_k(attn_mma_kernel<D>, grid, kNW * 32, smem, s, p, n_splits, partial);
+  launch_k(attn_mma_kernel<D>, grid, kNW * 32, FaSmem<D>::kTotal, s, p, n_splits, partial);
   launch_combine(s, p, n_splits, partial, D);
 }
 
 template <int D>
 cudaError_t prepare_d() {
-  static_assert(FaSmem<D>::kTotal + FuseSmem<D>::kBytes <= 227 * 1024, "the fused inputs fit the SM");
-  static_assert(kNW * D <= kNW * kRows * FaSmem<D>::kSStride, "a staging row per warp in the S area");
-  static_assert(4ull * kRows * D <= 2ull * kTP * FaSmem<D>::kStride, "the raw q rows in a K tile buffer");
-  static_assert(4ull * 2 * kAttnFuseMaxTokens * D <= 2ull * kTP * FaSmem<D>::kStride, "the raw K / V in a V tile buffer");
   return cudaFuncSetAttribute(attn_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(FaSmem<D>::kTotal + FuseSmem<D>::kBytes));
+                              static_cast<int>(FaSmem<D>::kTotal));
 }
 
 }  // namespace
@@ -1130,19 +964,6 @@ bool attention_mma_supported(const AttnParams& p) {
   const int d = p.head_dim;
   return p.kv.f16 && (d == 64 || d == 128 || d == 256 || d == 512) && p.kv.n_head_kv > 0 &&
          p.n_head % p.kv.n_head_kv == 0;
-}
-
-bool attention_fuse_supported(const AttnParams& p) {
-  const AttnFuse& f = p.fz;
-  const int d = p.head_dim, nd = f.rope.n_dims;
-  auto rows16 = [](const MatF& m) { return (reinterpret_cast<uintptr_t>(m.data) & 15) == 0 && m.stride % 4 == 0; };
-  if (!attention_mma_supported(p) || p.n_tokens < 1 || p.n_tokens > kAttnFuseMaxTokens || !f.pos ||
-      f.rope.head_dim != d || nd < 2 || nd % 2 != 0 || nd > d || !rows16(p.q))
-    return false;
-  if (f.k.cols == 0) return true;
-  const int64_t width = static_cast<int64_t>(p.kv.n_head_kv) * d;
-  return f.slots && f.k.rows == p.n_tokens && f.k.cols == width && rows16(f.k) &&
-         (f.v_from_k || (f.v.rows == p.n_tokens && f.v.cols == width && rows16(f.v)));
 }
 
 int attention_mma_cta_count(const AttnParams& p) {

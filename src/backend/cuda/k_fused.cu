@@ -119,14 +119,22 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
   if (!active) return;
 
   // The head's norm factor, as rms_norm_warp_kernel: lane-strided FMA sums, then the warp's.
-  const float inv = head_rms_inv(a, D, p.eps);
+  float ss = 0.f;
+#pragma unroll
+  for (int j = 0; j < NE; ++j) ss = __fmaf_rn(a[j], a[j], ss);
+  const float inv = rms_inv(warp_sum(ss), D, p.eps);
 
   const int64_t width = static_cast<int64_t>(n_kv) * D;
   const int64_t pool_base = slot * width + static_cast<int64_t>(h) * D;
 
   if (!is_q) {  // v: weightless norm of the raw v (or the raw k), stored
-    // v_from_k: the same elements as k, the same factor
-    const float inv_v = sep_v ? head_rms_inv(b, D, p.eps) : inv;
+    float inv_v = inv;  // v_from_k: the same elements as k, the same factor
+    if (sep_v) {
+      float sv = 0.f;
+#pragma unroll
+      for (int j = 0; j < NE; ++j) sv = __fmaf_rn(b[j], b[j], sv);
+      inv_v = rms_inv(warp_sum(sv), D, p.eps);
+    }
     float* vdst = p.v.data + row * p.v.stride + static_cast<int64_t>(h) * D;
 #pragma unroll
     for (int j = 0; j < NE; ++j) {
@@ -145,10 +153,21 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
     if (i < D) st[i] = __fmul_rn(gain[j], __fmul_rn(a[j], inv));
   }
   __syncwarp();
-  head_rope_put(st, cs_sh, sn_sh, half, D, lane, [&](int i, float y) {  // past n_dims: normed, not rotated
+  for (int i = lane; i < half; i += 32) {
+    float y0, y1;
+    rope_rotate(st[i], st[i + half], cs_sh[i], sn_sh[i], &y0, &y1);
+    dst[i] = y0;
+    dst[i + half] = y1;
+    if (slot >= 0) {
+      pool_put(p.kv.k, p.kv.f16, pool_base + i, y0);
+      pool_put(p.kv.k, p.kv.f16, pool_base + i + half, y1);
+    }
+  }
+  for (int i = 2 * half + lane; i < D; i += 32) {  // past n_dims: normed, not rotated
+    const float y = st[i];
     dst[i] = y;
     if (slot >= 0) pool_put(p.kv.k, p.kv.f16, pool_base + i, y);
-  });
+  }
 }
 
 }  // namespace

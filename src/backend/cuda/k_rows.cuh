@@ -200,34 +200,4 @@ __device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, 
   *out_b = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
 }
 
-// ---- one attention head in one warp (the attention inputs, spec §3.3) -----------------------
-// qkv_kernel (k_fused.cu) and the attention kernel that computes its own inputs
-// (k_attention.cu, Backend::qkv_attention) both go through these, so they give the same bits.
-// A head of D elements is held lane-strided: element lane + 32 j in a[j] (j < NE, zeros past D).
-
-// 1 / rms of the head, summed as rms_norm_warp_kernel sums a head: FMAs in j order, then the
-// warp's sum. Every lane of the warp calls it and gets the factor.
-template <int NE>
-__device__ __forceinline__ float head_rms_inv(const float (&a)[NE], int D, float eps) {
-  float ss = 0.f;
-#pragma unroll
-  for (int j = 0; j < NE; ++j) ss = __fmaf_rn(a[j], a[j], ss);
-  return rms_inv(warp_sum(ss), D, eps);
-}
-
-// The RoPE of one normed head from the warp's staging row st (D floats in shared memory,
-// written by the warp before a __syncwarp): pairs (i, i + half) rotated by (cs[i], sn[i]),
-// elements past 2 half as they are; put(i, y) receives each output element once.
-template <class Put>
-__device__ __forceinline__ void head_rope_put(const float* st, const float* cs, const float* sn, int half, int D,
-                                              int lane, Put put) {
-  for (int i = lane; i < half; i += 32) {
-    float y0, y1;
-    rope_rotate(st[i], st[i + half], cs[i], sn[i], &y0, &y1);
-    put(i, y0);
-    put(i + half, y1);
-  }
-  for (int i = 2 * half + lane; i < D; i += 32) put(i, st[i]);
-}
-
 }  // namespace gs::cuda

@@ -78,7 +78,6 @@ namespace {
 // k_matvec_stream.cu).
 alignas(16) uint8_t smem[256 * 1024];
 float wsh[65536];
-float qkv_sh[65536];
 alignas(128) uint8_t ring_raw[256 * 1024 + 128];
 }  // namespace
 
@@ -118,29 +117,6 @@ inline uint32_t __float_as_uint(float f) {
 inline float __ldcg(const float* p) { return *p; }
 inline float2 __ldcg(const float2* p) { return *p; }
 inline float __fmul_rn(float a, float b) { return a * b; }
-using std::isnan;
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
-inline float __int_as_float(int i) {
-  float f;
-  std::memcpy(&f, &i, 4);
-  return f;
-}
-// __syncthreads_or: the block barrier, then whether any thread's predicate was set.
-inline bool __syncthreads_or(bool pred) {
-  static int any = 0, gen_seen = -1;
-  ::emu::State& s = ::emu::st();
-  if (gen_seen != s.bar_gen) {  // the first thread of this barrier's round resets the flag
-    gen_seen = s.bar_gen;
-    any = 0;
-  }
-  any |= pred ? 1 : 0;
-  ::emu::block_sync();
-  const bool r = any != 0;
-  ::emu::block_sync();  // every thread has read it before the next round resets it
-  return r;
-}
 // PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {y, x} (x bytes 0..3).
 inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
   const uint64_t b = (static_cast<uint64_t>(y) << 32) | x;
@@ -202,20 +178,6 @@ inline float warp_max(float v) {
   return v;
 }
 
-// As k_common.cuh's: the power of two that puts amax near 2^11, and its inverse.
-inline void act_pow2_scale(float amax, float& factor, float& undo) {
-  if (!(amax <= 3.0e38f)) {
-    factor = 1.0f;
-    undo = __int_as_float(0x7fc00000);
-    return;
-  }
-  int ex = 0;
-  std::frexp(amax, &ex);
-  if (amax == 0.0f) ex = 0;
-  if (ex < -100) ex = -100;
-  factor = std::ldexp(1.0f, 11 - ex);
-  undo = std::ldexp(1.0f, ex - 11);
-}
 inline float h_lo(uint32_t r) { return __half2float(__ushort_as_half(static_cast<uint16_t>(r & 0xffffu))); }
 inline float h_hi(uint32_t r) { return __half2float(__ushort_as_half(static_cast<uint16_t>(r >> 16))); }
 inline uint32_t h_pack(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }
