@@ -27,7 +27,9 @@ b() {  # $1 = json name, then env assignments, then bench args
 }
 b d0 -p 512,4096 -n 128 --verify 2,5,8 -r 3
 b multi_off GS_CUDA_MULTI=0 -p 0 -n 128 --verify 5 -r 2
-b depth -p 0 -n 64 -d "${GS_DEPTHS:-32768,131072}" --verify 5 -r 1
+# GS_NUMBERS_FILL=zeros reaches the depths without their prefill (bench --depth-fill; the same
+# step times within 1%, thirteenth session)
+b depth -p 0 -n 64 -d "${GS_DEPTHS:-32768,131072}" --verify 5 -r 1 ${GS_NUMBERS_FILL:+--depth-fill "$GS_NUMBERS_FILL"}
 timeout 120 "$BIN" bench --ops --ops-only matmul --device cuda --json >"$OUT/mv.json" 2>>"$OUT/bench.log"
 python3 - "$OUT" <<'PY'
 import json, os, sys
