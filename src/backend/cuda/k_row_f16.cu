@@ -12,8 +12,7 @@
 // The power-of-two scale of the operand needs the row's max |v| before any element is
 // written. Each CTA leaves its chunk's max in RowSync::partial and counts itself in
 // RowSync::arrive[row]; once all the row's CTAs have arrived, each reads the partials (max is
-// order-free, so the result does not depend on timing), writes its chunk and counts itself
-// out in depart[row];
+// order-free, so the result does not depend on timing) and counts itself out in depart[row];
 // the last one out sets both counters back to zero for the next launch. Every CTA of the grid
 // is resident before the next kernel can start (each triggers the dependent launch at its
 // start), and the launchers take this path only for grids the GPU can hold at once
@@ -25,7 +24,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 
 #include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_common.cuh"
@@ -39,22 +37,9 @@ constexpr int kThreads = kRowThreads;
 constexpr int kPerThread = 2;  // float4 per thread
 constexpr uint64_t kWaitTimeoutNs = 10000000000ull;
 
-// Thread 0 of a CTA that has read the row's partials counts itself out; the last one out sets
-// both counters back to zero for the next launch.
-__device__ __forceinline__ void row_sync_depart(const RowSync& sync, int row, int n_chunks) {
-  __threadfence();  // the partials are read before this CTA counts itself out
-  if (atomicAdd(sync.depart + row, 1) == n_chunks - 1) {  // every CTA of the row has read
-    sync.arrive[row] = 0;
-    sync.depart[row] = 0;
-  }
-}
-
 // The row's max |v| (NaN when any element of the row is NaN) from this thread's m and nan;
-// every thread of the CTA calls it. With depart_late, the caller's thread 0 calls
-// row_sync_depart after its stores instead (the atomic's round trip then leaves the
-// critical path: every CTA waited for it before writing its chunk).
-__device__ float row_amax_across_ctas(float m, bool nan, const RowSync& sync, int row, int chunk, int n_chunks,
-                                      bool depart_late) {
+// every thread of the CTA calls it.
+__device__ float row_amax_across_ctas(float m, bool nan, const RowSync& sync, int row, int chunk, int n_chunks) {
   __shared__ float sh[kThreads / 32];
   __shared__ float row_max;
   const float cta = row_block_amax(m, nan, sh);
@@ -78,7 +63,11 @@ __device__ float row_amax_across_ctas(float m, bool nan, const RowSync& sync, in
         r = fmaxf(r, v);
       }
       if (n) r = __int_as_float(0x7fc00000);
-      if (!depart_late) row_sync_depart(sync, row, n_chunks);
+      __threadfence();  // the partials are read before this CTA counts itself out
+      if (atomicAdd(sync.depart + row, 1) == n_chunks - 1) {  // every CTA of the row has read
+        sync.arrive[row] = 0;
+        sync.depart[row] = 0;
+      }
     }
     row_max = r;
   }
@@ -91,7 +80,7 @@ __device__ float row_amax_across_ctas(float m, bool nan, const RowSync& sync, in
 template <bool kGelu>
 __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF out, uint16_t* __restrict__ xh,
                                                            float* __restrict__ xscale, int64_t n_in_pad, int n_chunks,
-                                                           RowSync sync, bool depart_late) {
+                                                           RowSync sync) {
   GS_PDL_ENTRY();
   const int row = static_cast<int>(blockIdx.x / n_chunks), chunk = static_cast<int>(blockIdx.x % n_chunks);
   const int n4 = static_cast<int>(x.cols / 4);
@@ -124,7 +113,7 @@ __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF
   float m = 0.f;
   bool nan = false;
   row_amax_nan(v, c0, n4, m, nan);
-  const float amax = row_amax_across_ctas(m, nan, sync, row, chunk, n_chunks, depart_late);
+  const float amax = row_amax_across_ctas(m, nan, sync, row, chunk, n_chunks);
   float factor, undo;
   act_pow2_scale(amax, factor, undo);
   if (chunk == 0 && threadIdx.x == 0) xscale[row] = undo;
@@ -136,17 +125,9 @@ __global__ void __launch_bounds__(kThreads) row_f16_kernel(MatF x, MatF up, MatF
     const int c = c0 + i * kThreads;
     if (c >= n4 && c < pad4) hrow[c] = make_uint2(0u, 0u);
   }
-  if (depart_late && n_chunks > 1 && threadIdx.x == 0) row_sync_depart(sync, row, n_chunks);
 }
 
 static_assert(kRowChunk == kThreads * kPerThread * 4, "a chunk is kPerThread float4 per thread");
-
-// GS_ROWSYNC_LATE=0: each CTA counts itself out before writing its chunk, as before the
-// fifteenth session (read on every launch, for A/B runs).
-bool depart_late() {
-  const char* e = std::getenv("GS_ROWSYNC_LATE");
-  return !(e && e[0] == '0' && e[1] == 0);
-}
 
 // Chunks per row, or 0 when the shapes are not the kernel's or the grid could not be resident
 // as a whole (its CTAs wait for each other).
@@ -176,7 +157,7 @@ bool launch_act_to_f16_rows_coop(cudaStream_t s, MatF x, int64_t n_in_pad, uint1
   const int n = chunks_for(x, n_in_pad, sync);
   if (n == 0) return false;
   launch_k(row_f16_kernel<false>, static_cast<unsigned>(x.rows * n), kThreads, 0, s, x, x, x, xh, xscale, n_in_pad,
-           n, sync, depart_late());
+           n, sync);
   return true;
 }
 
@@ -187,7 +168,7 @@ bool launch_gelu_mul_rows_coop(cudaStream_t s, MatF gate, MatF up, MatF out, uin
       gate.rows != out.rows || up.rows != out.rows)
     return false;
   launch_k(row_f16_kernel<true>, static_cast<unsigned>(out.rows * n), kThreads, 0, s, gate, up, out, xh, xscale,
-           n_in_pad, n, sync, depart_late());
+           n_in_pad, n, sync);
   return true;
 }
 
