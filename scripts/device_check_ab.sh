@@ -4,7 +4,7 @@
 # tests), then tg64 / verify 5 at GS_AB_DEPTHS under each setting of GS_AB, alternating
 # (scripts/device_ab_depth.sh, depths reached without prefill unless GS_AB_FILL is set).
 # Binaries as in device_run.sh (.dev/cuda).
-#   GS_AB=";GS_ATTN_FUSE=0" scripts/device_check_ab.sh
+#   GS_AB=";GS_ATTN_EARLY=0" scripts/device_check_ab.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
