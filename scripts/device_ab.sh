@@ -12,8 +12,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 synth_pid=$!
 if [ "${GS_AB_TESTS:-1}" != 0 ]; then
   timeout "${GS_TEST_TIMEOUT:-280}" scripts/device_test.sh >"$OUT/tests.log" 2>&1
-  echo "device tests exit $?: $(grep -cE '^\[       OK' "$OUT/tests.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed"
-  grep -E "^\[  FAILED  \] [A-Z]" "$OUT/tests.log" | head -8
+  tests_summary $?
   grep -B2 -A6 "Failure" "$OUT/tests.log" | head -40
 fi
 wait "$synth_pid"

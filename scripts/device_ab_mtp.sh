@@ -17,8 +17,7 @@ synth_31b_pair &
 synth_pid=$!
 timeout 240 "$GS_DEVICE_BIN/gs_test_cuda" --gtest_filter="${GS_ABM_TESTS:-CudaOps.*:CudaSpeculative.*:CudaSynth.*:CudaModel.*}" \
   >"$OUT/tests.log" 2>&1
-echo "device tests exit $?: $(grep -cE '^\[       OK' "$OUT/tests.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed"
-grep -E "^\[  FAILED  \] [A-Z]" "$OUT/tests.log" | head -8
+tests_summary $?
 wait "$synth_pid"
 row() {  # $1 label, $2 binary, then bench args
   local label="$1" bin="$2"; shift 2

@@ -12,8 +12,7 @@ cd "$(dirname "$0")/.."
 synth_pid=$!
 filter="${GS_CHECK_FILTER:-CudaAttention.*:CudaOps.*:CudaSynth.*:CudaModel.*:CudaGolden.*:CudaSpeculative.*}"
 timeout "${GS_TEST_TIMEOUT:-280}" "$DEV/bin/gs_test_cuda" --gtest_color=no --gtest_filter="$filter" >"$OUT/tests.log" 2>&1
-echo "device tests ($filter) exit $?: $(grep -cE '^\[       OK' "$OUT/tests.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed"
-grep -E "^\[  FAILED  \] [A-Z]" "$OUT/tests.log" | head -8
+tests_summary $? "$filter"
 grep -B2 -A8 "Failure" "$OUT/tests.log" | head -60
 grep -E "bit for bit" "$OUT/tests.log" | head
 wait "$synth_pid"

@@ -36,6 +36,13 @@ nsys_sqlite() {
   timeout 200 "$NSYS" export --type sqlite -o "$r.sqlite" --force-overwrite true "$r.nsys-rep" >>"$OUT/nsys.log" 2>&1
   rm -f "$r.nsys-rep"
 }
+# tests_summary EXIT [LABEL]: the counts of $OUT/tests.log (a gtest run that exited EXIT) and
+# the names of the failed tests.
+tests_summary() {
+  local log="$OUT/tests.log"
+  echo "device tests${2:+ ($2)} exit $1: $(grep -cE '^\[       OK' "$log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$log") failed"
+  grep -E "^\[  FAILED  \] [A-Z]" "$log" | head -8
+}
 [ -f "$DEV/BUILD_INFO" ] && echo "binaries: $(cat "$DEV/BUILD_INFO")"
 # The binaries travel gzipped (device_pack.sh) to keep the carried tree under 64 MiB.
 for gz in "$DEV"/bin/*.gz; do

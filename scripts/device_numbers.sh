@@ -14,8 +14,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv,noh
 synth_pid=$!
 if [ "${GS_NUMBERS_TESTS:-1}" != 0 ]; then  # GS_NUMBERS_TESTS=0: the suite already ran on this build
   timeout "${GS_TEST_TIMEOUT:-280}" scripts/device_test.sh >"$OUT/tests.log" 2>&1
-  echo "device tests exit $?: $(grep -cE '^\[       OK' "$OUT/tests.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed"
-  grep -E "^\[  FAILED  \] [A-Z]" "$OUT/tests.log" | head -8
+  tests_summary $?
 fi
 wait "$synth_pid"
 tail -1 "$OUT/synth.log"
