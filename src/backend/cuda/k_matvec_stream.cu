@@ -51,7 +51,7 @@ using namespace mv;
 
 constexpr int kConsumerWarps = 8;
 constexpr int kStageTiles = kConsumerWarps;  // one tile per consumer warp per stage
-constexpr int kThreads = (kConsumerWarps + 1) * 32;
+constexpr int kThreads = kConsumerWarps * 32;  // no producer warp: the consumers refill the ring
 constexpr int kMaxStages = 8;
 constexpr int kRowGroup = 16;
 constexpr uint64_t kFlagTimeoutNs = 10000000000ull;  // a lost partner traps instead of hanging
@@ -81,6 +81,7 @@ struct StreamGeom {
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
+  int x2;           // two units' tiles computed at once where the format has the form (GS_MVS_X2)
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -116,7 +117,7 @@ __device__ __forceinline__ int part_of(const StreamParts& P, int64_t rg, int64_t
 template <int NT>
 struct StreamShared {
   uint64_t full[kMaxStages];
-  uint64_t empty[kMaxStages];
+  int released[kMaxStages];  // warps that have read the slot, over all its phases
   uint64_t xbar;  // the activations' bulk copy (kXS)
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
@@ -180,10 +181,10 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
   *reinterpret_cast<volatile uint32_t*>(sink) = LoadedWords<F>::of(r);
 }
 
-// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
-// activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
-// consumers read them with shared loads instead of through L1 (as many rows as fit
-// GS_MVS_XS_KB, see stream_geometry).
+// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default; 128 registers
+// with 8 warps a CTA). kXS: the activations are first copied into shared memory after the
+// ring (G.xs_bytes of them), so the consumers read them with shared loads instead of through
+// L1 (as many rows as fit GS_MVS_XS_KB, see stream_geometry).
 // kDiag (a measurement, GS_MVS_DIAG, never a result): 1 streams the weights through the ring
 // without computing (the copy side alone), 2 computes on whatever the ring holds without
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
@@ -197,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // Let the next kernel launch now; its weights can stream while this one computes.
   GS_PDL_TRIGGER();
   if constexpr (uses_tma(F)) {  // the maps' descriptors while the barriers are set up
-    if (threadIdx.x == kConsumerWarps * 32) {
+    if (threadIdx.x == 32) {
       for (int p = 0; p < P.n; ++p) {
         tmap_prefetch(&tm.main[p]);
         tmap_prefetch(&tm.meta[p]);
@@ -212,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if (threadIdx.x == 0) {
     for (int i = 0; i < G.ns; ++i) {
       mbar_init(&sh.full[i], 1);
-      mbar_init(&sh.empty[i], kConsumerWarps);
+      sh.released[i] = 0;
     }
     mbar_init(&sh.xbar, 1);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
@@ -222,13 +223,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t C = gridDim.x, c = blockIdx.x;
   const int64_t u0 = c * G.units / C, u1 = (c + 1) * G.units / C;
 
-  if (warp == kConsumerWarps) {
-    // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
-    if constexpr (kDiag == 2) return;
-    int slot = 0;
-    uint32_t phase = 0;
-    int64_t rg = u0 / G.spr;
-    int s = static_cast<int>(u0 - rg * G.spr);
+  // Issues the copies of unit u (row group u / spr, stage u % spr) into ring slot `slot`,
+  // completing on full[slot]. Called by a whole warp (the per-row copies use 16 or 32 lanes).
+  auto issue = [&](int64_t u, int slot) {
+    const int64_t rg = u / G.spr;
+    const int t0 = static_cast<int>(u - rg * G.spr) * kStageTiles;
+    int64_t rg_base;
+    const int p = part_of(P, rg, rg_base);
+    const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
+    uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
     const uint64_t policy = G.evict_first ? l2_evict_first_policy() : 0;
     auto copy = [&](void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
       if (G.evict_first) bulk_g2s(dst, src, bytes, bar, policy);
@@ -238,67 +241,56 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       if (G.evict_first) bulk_tensor_2d_g2s(dst, m, c0, c1, bar, policy);
       else bulk_tensor_2d_g2s(dst, m, c0, c1, bar);
     };
-    for (int64_t u = u0; u < u1; ++u) {
-      mbar_wait(&sh.empty[slot], phase ^ 1u);
-      const int t0 = s * kStageTiles;
-      int64_t rg_base;
-      const int p = part_of(P, rg, rg_base);
-      const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
-      uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
-      if constexpr (tile_major(F)) {  // the stage's tiles are contiguous
-        const int nt = min(kStageTiles, G.n_tiles - t0);
-        if (lane == 0) {
-          const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
-          mbar_arrive_expect_tx(&sh.full[slot], bytes);
-          copy(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
-        }
-      } else if constexpr (kDiag == 3) {
-        const int nt = min(kStageTiles, G.n_tiles - t0);
-        const int64_t total = P.n_out[p] * L.main_row_bytes;
-        const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
-        int64_t off = r0 * L.main_row_bytes + static_cast<int64_t>(kRowGroup) * t0 * G.blk;
-        if (off + bytes > total) off = total - bytes;
-        if (lane == 0) {
-          mbar_arrive_expect_tx(&sh.full[slot], bytes);
-          bulk_g2s(st, P.w[p] + off, bytes, &sh.full[slot]);
-        }
-      } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
-        if (lane == 0) {
-          mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
-          box(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
-          box(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
-        }
-      } else {  // one bulk copy per row (and one of its scales)
-        const int nt = min(kStageTiles, G.n_tiles - t0);
-        const int rows = P.n_out[p] - r0 < kRowGroup ? static_cast<int>(P.n_out[p] - r0) : kRowGroup;
-        const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
-        const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
-        const uint8_t* w = P.w[p];
-        if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
-        __syncwarp();
-        if (lane < rows) {
-          copy(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
-               &sh.full[slot]);
-        } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
-          const int r = lane - kRowGroup;
-          copy(st + kRowGroup * G.rs + r * G.ms,
-               w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
-               &sh.full[slot]);
-        }
+    if constexpr (tile_major(F)) {  // the stage's tiles are contiguous
+      const int nt = min(kStageTiles, G.n_tiles - t0);
+      if (lane == 0) {
+        const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
+        mbar_arrive_expect_tx(&sh.full[slot], bytes);
+        copy(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
       }
-      if (++slot == G.ns) {
-        slot = 0;
-        phase ^= 1u;
+    } else if constexpr (kDiag == 3) {
+      const int nt = min(kStageTiles, G.n_tiles - t0);
+      const int64_t total = P.n_out[p] * L.main_row_bytes;
+      const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
+      int64_t off = r0 * L.main_row_bytes + static_cast<int64_t>(kRowGroup) * t0 * G.blk;
+      if (off + bytes > total) off = total - bytes;
+      if (lane == 0) {
+        mbar_arrive_expect_tx(&sh.full[slot], bytes);
+        bulk_g2s(st, P.w[p] + off, bytes, &sh.full[slot]);
       }
-      if (++s == G.spr) {
-        s = 0;
-        ++rg;
+    } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
+      if (lane == 0) {
+        mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
+        box(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
+        box(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
+      }
+    } else {  // one bulk copy per row (and one of its scales)
+      const int nt = min(kStageTiles, G.n_tiles - t0);
+      const int rows = P.n_out[p] - r0 < kRowGroup ? static_cast<int>(P.n_out[p] - r0) : kRowGroup;
+      const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
+      const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
+      const uint8_t* w = P.w[p];
+      if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
+      __syncwarp();
+      if (lane < rows) {
+        copy(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
+             &sh.full[slot]);
+      } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
+        const int r = lane - kRowGroup;
+        copy(st + kRowGroup * G.rs + r * G.ms,
+             w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
+             &sh.full[slot]);
       }
     }
-    return;
+  };
+  // The ring's first stages, before the wait: they read only the (constant) weights.
+  if constexpr (kDiag != 2) {
+    if (warp == 0) {
+      const int n0 = static_cast<int>(u1 - u0 < G.ns ? u1 - u0 : G.ns);
+      for (int i = 0; i < n0; ++i) issue(u0 + i, i);
+    }
   }
 
-  // ---- consumers ---------------------------------------------------------------------------
   GS_PDL_WAIT();  // activations and y are the predecessors'
   const int g = lane >> 2, t = lane & 3;
   const int n = static_cast<int>(P.y[0].rows);
@@ -316,17 +308,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     mbar_wait(&sh.xbar, 0);
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
-  float acc[NT][4], acc2[NT][4];
+  // Accumulator sets: the k-th unit of a segment (this CTA's part of a row group) goes to set
+  // k % kSets, so that two units' tiles can be computed at once (compute_tile_x2) with the
+  // same sums as one at a time; the sets are added in a fixed order at the segment's end.
+  constexpr int kSets = has_tile_x2(F) ? 2 : 1;
+  constexpr bool kX2 = has_tile_x2(F) && NT == 1;  // the two-tile form's registers fit
+  float acc[kSets][NT][4], acc2[kSets][NT][4];
 #pragma unroll
-  for (int ct = 0; ct < NT; ++ct)
-    for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
+  for (int k = 0; k < kSets; ++k)
+    for (int ct = 0; ct < NT; ++ct)
+      for (int i = 0; i < 4; ++i) acc[k][ct][i] = acc2[k][ct][i] = 0.f;
   // The loop state in 32 bits (the launch checks G.units < 2^31) and the lane's parts of the
   // stage and activation addresses computed once, not every stage.
   const int iu1 = static_cast<int>(u1), spr = G.spr;
   int slot = 0, seg = 0, rot = 0, slot_off = 0;
   uint32_t phase = 0;
   int rg = static_cast<int>(u0 / spr);
-  int s = static_cast<int>(u0) - rg * spr - 1;
+  int s = static_cast<int>(u0) - rg * spr;  // the stage of unit u in its row group
   int off0, off1, moff0 = 0, moff1 = 0;
   if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
     off0 = 16 * lane;
@@ -342,17 +340,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const uint16_t* xrow[NT];
   bool xok[NT];
   x_operands<NT>(xsrc, L, 0, g, n, xrow, xok);
-  for (int u = static_cast<int>(u0); u < iu1; ++u) {
-    if (++s == spr) {
-      s = 0;
-      ++rg;
-    }
-    const int t0 = s * kStageTiles;
+
+  // Takes this warp's tile of unit u (stage su of its row group) out of the ring: waits for
+  // the stage, loads the tile into registers and releases the slot; the last warp to release
+  // it refills it with unit u + ns. False when the warp has no tile in this stage; `tile` is
+  // the tile's index in the row.
+  using Raw = typename Tile<F>::Raw;
+  auto take = [&](int u, int su, Raw& r, int& tile) -> bool {
+    const int t0 = su * kStageTiles;
     const int nt = min(kStageTiles, G.n_tiles - t0);
     // The CTA's tiles go to the warps round-robin across stages (tile T of the CTA to warp
     // T mod 8), so a row group of 21 tiles does not leave the same 3 warps idle every time.
     const int j = (warp - rot) & (kConsumerWarps - 1);
     rot = (rot + nt) & (kConsumerWarps - 1);
+    tile = t0 + j;
     RowPtrs R;
     R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past a part's last are never stored)
     R.pf = false;
@@ -367,30 +368,81 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
-    typename Tile<F>::Raw cur;
     if (have) {
-      Tile<F>::template load<SharedLd>(cur, R, j, t);
-      consume_raw<F>(cur, &sh.sink[warp][lane]);
+      Tile<F>::template load<SharedLd>(r, R, j, t);
+      consume_raw<F>(r, &sh.sink[warp][lane]);
     }
     __syncwarp();
-    if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
+    if constexpr (kDiag != 2) {
+      // The stage is in registers. The counter is never reset: the warp that brings it to a
+      // multiple of 8 is the slot's last reader of this phase and issues its refill.
+      int last = 0;
+      if (lane == 0) {
+        __threadfence_block();
+        last = (atomicAdd(&sh.released[slot], 1) & (kConsumerWarps - 1)) == kConsumerWarps - 1;
+      }
+      last = __shfl_sync(0xffffffffu, last, 0);
+      if (last && u + G.ns < iu1) {
+        fence_proxy_async_shared();  // the slot's shared-memory reads before the copy engine's writes
+        issue(u + G.ns, slot);
+      }
+    }
     slot_off += G.stage_bytes;
     if (++slot == G.ns) {
       slot = slot_off = 0;
       phase ^= 1u;
     }
-    if (have) {
-      const uint16_t* xb[NT];
+    return have;
+  };
+  auto x_at = [&](int tile, const uint16_t* (&xb)[NT]) {
 #pragma unroll
-      for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
-      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
+    for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + tile * kTileElems;
+  };
+
+  int k = 0;  // units of the current segment taken so far
+  for (int u = static_cast<int>(u0); u < iu1;) {
+    // Two units at once where both belong to the segment (the two-tile form, GS_MVS_X2).
+    const bool two = kX2 && G.x2 && s + 1 < spr && u + 1 < iu1;
+    Raw ra, rb;
+    int ta, tb;
+    const bool ha = take(u, s, ra, ta);
+    const bool hb = two && take(u + 1, s + 1, rb, tb);
+    const int sa = k % kSets;
+    if constexpr (kX2) {
+      if (ha && hb) {
+        const uint16_t *xa[NT], *xbb[NT];
+        x_at(ta, xa);
+        x_at(tb, xbb);
+        compute_tile_x2<F, NT, XL>(ra, acc[0], acc2[0], xa, rb, acc[1], acc2[1], xbb, t);
+      } else {
+        const uint16_t* xb[NT];
+        if (ha) {
+          x_at(ta, xb);
+          compute_tile<F, NT, XL>(ra, acc[sa], acc2[sa], t, xb);
+        }
+        if (hb) {
+          x_at(tb, xb);
+          compute_tile<F, NT, XL>(rb, acc[1], acc2[1], t, xb);
+        }
+      }
+    } else if (ha) {
+      const uint16_t* xb[NT];
+      x_at(ta, xb);
+      compute_tile<F, NT, XL>(ra, acc[sa], acc2[sa], t, xb);
     }
-    if (s != spr - 1 && u != iu1 - 1) continue;
+    const int step = two ? 2 : 1;
+    u += step;
+    s += step;
+    k += step;
+    if (s != spr && u != iu1) continue;
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
     // (fixed, so the result does not depend on timing) and writes the row group out.
-    add_acc<NT>(acc, acc2);
+#pragma unroll
+    for (int k2 = 0; k2 < kSets; ++k2) add_acc<NT>(acc[k2], acc2[k2]);
+#pragma unroll
+    for (int k2 = 1; k2 < kSets; ++k2) add_acc<NT>(acc[0], acc[k2]);
     const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
     if (lane == 0) {  // red[b] is free once its previous segment has been reduced
@@ -400,20 +452,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     __syncwarp();
 #pragma unroll
     for (int ct = 0; ct < NT; ++ct)
-      for (int i = 0; i < 4; ++i) sh.red[b][warp][ct * 4 + i][lane] = acc[ct][i];
+      for (int i = 0; i < 4; ++i) sh.red[b][warp][ct * 4 + i][lane] = acc[0][ct][i];
     __threadfence_block();
     __syncwarp();
     int last = 0;
     if (lane == 0) last = atomicAdd(&sh.arrived[b], 1) == kConsumerWarps - 1;
     last = __shfl_sync(0xffffffffu, last, 0);
     if (last) {
+      float sum[NT][4];
       __threadfence_block();
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct)
         for (int i = 0; i < 4; ++i) {
           float v = 0.f;
-          for (int k = 0; k < kConsumerWarps; ++k) v += *reinterpret_cast<volatile float*>(&sh.red[b][k][ct * 4 + i][lane]);
-          acc[ct][i] = v;
+          for (int w = 0; w < kConsumerWarps; ++w) v += *reinterpret_cast<volatile float*>(&sh.red[b][w][ct * 4 + i][lane]);
+          sum[ct][i] = v;
         }
       __syncwarp();
       if (lane == 0) {
@@ -422,12 +475,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         *reinterpret_cast<volatile int*>(&sh.done[b]) = use + 1;
       }
       const bool starts_mid = static_cast<int64_t>(rg) * spr < u0;  // the tail of a row group that CTA c - 1 finishes
-      const bool ends_mid = s != spr - 1;                           // the head of one that CTA c + 1 has a part of
+      const bool ends_mid = s != spr;                               // the head of one that CTA c + 1 has a part of
       if (starts_mid) {
         float* part = sync.partial + c * kMatvecPartialFloats;
 #pragma unroll
         for (int ct = 0; ct < NT; ++ct)
-          for (int i = 0; i < 4; ++i) part[(ct * 4 + i) * 32 + lane] = acc[ct][i];
+          for (int i = 0; i < 4; ++i) part[(ct * 4 + i) * 32 + lane] = sum[ct][i];
         __threadfence();
         __syncwarp();
         if (lane == 0) st_release_gpu(&sync.flags[c], 1);
@@ -444,21 +497,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           const float* part = sync.partial + (c + 1) * kMatvecPartialFloats;
 #pragma unroll
           for (int ct = 0; ct < NT; ++ct)
-            for (int i = 0; i < 4; ++i) acc[ct][i] += __ldcg(part + (ct * 4 + i) * 32 + lane);
+            for (int i = 0; i < 4; ++i) sum[ct][i] += __ldcg(part + (ct * 4 + i) * 32 + lane);
           __syncwarp();
           if (lane == 0) sync.flags[c + 1] = 0;
         }
         int64_t rg_base;
         const int p = part_of(P, rg, rg_base);
         const int64_t row0 = (rg - rg_base) * kRowGroup + g;
+        RowPtrs R;
         R.ok0 = row0 < P.n_out[p];
         R.ok1 = row0 + 8 < P.n_out[p];
-        store_rows<NT>(acc, R, row0, t, xscale, P.y[p]);
+        store_rows<NT>(sum, R, row0, t, xscale, P.y[p]);
       }
     }
 #pragma unroll
-    for (int ct = 0; ct < NT; ++ct)
-      for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
+    for (int k2 = 0; k2 < kSets; ++k2)
+      for (int ct = 0; ct < NT; ++ct)
+        for (int i = 0; i < 4; ++i) acc[k2][ct][i] = acc2[k2][ct][i] = 0.f;
+    k = 0;
+    if (s == spr) {
+      s = 0;
+      ++rg;
+    }
   }
 }
 
@@ -551,6 +611,9 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   // default policy).
   static const int evict = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
   G.evict_first = evict;
+  // Two units' tiles a warp at once (compute_tile_x2; GS_MVS_X2=0: one at a time, same sums).
+  static const int x2 = env_int("GS_MVS_X2", 1) != 0 ? 1 : 0;
+  G.x2 = x2;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
