@@ -4,11 +4,13 @@
 // copy engine instead of by the computing threads.
 //
 // Why: the register- and cp.async-fed kernels plateau at 35-46% of the copy bandwidth with
-// ~16 warps per SM, each waiting on its own loads (docs/perf-notes.md). Here one producer warp
-// per CTA keeps a ring of stages in flight with cp.async.bulk (tens of KB per SM, no
-// registers held), eight consumer warps compute from shared memory, and the producer may
-// start streaming before the previous kernel has finished (programmatic dependent launch:
-// the weights do not depend on it) wherever the SM has room for its CTA. Decision 0018.
+// ~16 warps per SM, each waiting on its own loads (docs/perf-notes.md). Here a ring of stages
+// stays in flight with cp.async.bulk (tens of KB per SM, no registers held) while eight warps
+// compute from shared memory. Warp 0 issues the first stages before the PDL wait (the weights
+// do not depend on the previous kernel, so they stream while it finishes); after that, the
+// last warp to read a stage into registers refills its slot (a counter per slot, no producer
+// warp: 8 warps a CTA keep 128 registers each with two CTAs an SM, which the two-tile form
+// below needs). Decision 0018; the producer-less ring and the two-tile form, decision 0027.
 //
 // Work split. Rows come in row groups of 16 (one mma tile of output rows); a row group's
 // n_in is cut into stages of kStageTiles (8) tiles of 256 elements. A stage holds, for each
@@ -16,8 +18,11 @@
 // block scales of formats that keep them apart; for Q6_K two TMA boxes, decision 0019; for
 // the tile-major Q4_K one bulk copy of the whole stage, decision 0022); a
 // launch may hold up to kMatvecMaxParts weights of the same activations, whose row groups
-// follow each other (StreamParts); each consumer warp computes at most one of
-// its tiles (the CTA's tiles go to the warps round-robin across stages). The units (row
+// follow each other (StreamParts); each warp computes at most one of a stage's tiles (the
+// CTA's tiles go to the warps round-robin across stages). Q4_K warps take two stages at a
+// time where both belong to the same row group and CTA, and compute their two tiles
+// interleaved (compute_tile_x2: four independent mma chains); the k-th stage of a segment
+// accumulates into set k % 2 either way, so the sums do not depend on the pairing. The units (row
 // group, stage) are split evenly over a grid of at most one CTA per row group (two per SM
 // by default): CTA c takes units [c U / C, (c + 1) U / C). At a row group's
 // end (or the end of the CTA's range) the warps leave their partial sums in shared memory
