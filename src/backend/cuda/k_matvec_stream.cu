@@ -38,6 +38,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -87,6 +88,7 @@ struct StreamGeom {
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
   int x2;           // two units' tiles computed at once where the format has the form (GS_MVS_X2)
+  int fence;        // GS_MVS_FENCE (measurement): 1 a CTA fence before a release, 2 a proxy fence before a refill
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -383,12 +385,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       // multiple of 8 is the slot's last reader of this phase and issues its refill.
       int last = 0;
       if (lane == 0) {
-        __threadfence_block();
+        if (G.fence & 1) __threadfence_block();
         last = (atomicAdd(&sh.released[slot], 1) & (kConsumerWarps - 1)) == kConsumerWarps - 1;
       }
       last = __shfl_sync(0xffffffffu, last, 0);
       if (last && u + G.ns < iu1) {
-        fence_proxy_async_shared();  // the slot's shared-memory reads before the copy engine's writes
+        if (G.fence & 2) fence_proxy_async_shared();  // the slot's reads before the copy engine's writes
         issue(u + G.ns, slot);
       }
     }
@@ -619,6 +621,8 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   // Two units' tiles a warp at once (compute_tile_x2; GS_MVS_X2=0: one at a time, same sums).
   static const int x2 = env_int("GS_MVS_X2", 1) != 0 ? 1 : 0;
   G.x2 = x2;
+  static const int fence = env_int("GS_MVS_FENCE", 0) & 3;
+  G.fence = fence;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
@@ -730,6 +734,20 @@ cudaError_t matvec_stream_prepare() {
   for (cudaError_t r : {prepare_f<WFormat::kQ4_K>(), prepare_f<WFormat::kQ5_K>(), prepare_f<WFormat::kQ6_K>(),
                         prepare_f<WFormat::kQ8_0>(), prepare_f<WFormat::kQ4_0>()})
     if (r != cudaSuccess) e = r;
+  if (env_int("GS_MVS_OCC", 0)) {  // measurement: resident CTAs per SM of the default kernels
+    auto occ = [](const char* name, auto kernel) {
+      int n = -1;
+      cudaFuncAttributes a{};
+      cudaFuncGetAttributes(&a, kernel);
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, kMaxDynSmem / 2 - 16 * 1024);
+      std::fprintf(stderr, "matvec_stream %s: %d regs, %zu static smem, %d CTAs/SM at %d B dynamic\n", name, a.numRegs,
+                   a.sharedSizeBytes, n, kMaxDynSmem / 2 - 16 * 1024);
+    };
+    occ("q4_K xs", matvec_stream_kernel<WFormat::kQ4_K, 1, 2, true>);
+    occ("q4_K", matvec_stream_kernel<WFormat::kQ4_K, 1, 2, false>);
+    occ("q8_0", matvec_stream_kernel<WFormat::kQ8_0, 1, 2, false>);
+    occ("q6_K", matvec_stream_kernel<WFormat::kQ6_K, 1, 2, false>);
+  }
   return e;
 }
 
