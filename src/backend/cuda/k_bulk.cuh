@@ -94,13 +94,6 @@ __device__ __forceinline__ void tmap_prefetch(const void* tmap) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(tmap)) : "memory");
 }
 
-// Orders this thread's (and, through the barriers or atomics it has observed, other threads')
-// generic-proxy accesses of shared memory before its later async-proxy operations (a bulk
-// copy into a buffer that was just read). PTX ISA 8.x, "membar / fence": fence.proxy.async.
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");

@@ -38,7 +38,6 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -88,7 +87,6 @@ struct StreamGeom {
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
   int x2;           // two units' tiles computed at once where the format has the form (GS_MVS_X2)
-  int fence;        // GS_MVS_FENCE (measurement): 1 a CTA fence before a release, 2 a proxy fence before a refill
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -230,11 +228,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t C = gridDim.x, c = blockIdx.x;
   const int64_t u0 = c * G.units / C, u1 = (c + 1) * G.units / C;
 
-  // Issues the copies of unit u (row group u / spr, stage u % spr) into ring slot `slot`,
-  // completing on full[slot]. Called by a whole warp (the per-row copies use 16 or 32 lanes).
-  auto issue = [&](int64_t u, int slot) {
-    const int64_t rg = u / G.spr;
-    const int t0 = static_cast<int>(u - rg * G.spr) * kStageTiles;
+  // Issues the copies of stage su of row group rg into ring slot `slot`, completing on
+  // full[slot]. Called by a whole warp (the per-row copies use 16 or 32 lanes). A refill is
+  // on the ring's critical path, so its coordinates come from the released unit's without a
+  // division (next_unit).
+  auto issue = [&](int64_t rg, int su, int slot) {
+    const int t0 = su * kStageTiles;
     int64_t rg_base;
     const int p = part_of(P, rg, rg_base);
     const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
@@ -290,11 +289,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
     }
   };
-  // The ring's first stages, before the wait: they read only the (constant) weights.
+  // Row group and stage of the unit `ahead` units after (rg, su) (ahead <= kMaxStages).
+  auto next_unit = [&](int& rg_n, int& su_n, int rg, int su, int ahead) {
+    su_n = su + ahead;
+    rg_n = rg;
+    while (su_n >= G.spr) {
+      su_n -= G.spr;
+      ++rg_n;
+    }
+  };
+  const int rg0 = static_cast<int>(u0 / G.spr), s0 = static_cast<int>(u0) - rg0 * G.spr;
+  // The ring's first stages, one warp each, before the wait: they read only the (constant)
+  // weights.
   if constexpr (kDiag != 2) {
-    if (warp == 0) {
-      const int n0 = static_cast<int>(u1 - u0 < G.ns ? u1 - u0 : G.ns);
-      for (int i = 0; i < n0; ++i) issue(u0 + i, i);
+    if (warp < G.ns && u0 + warp < u1) {
+      int rg_n, su_n;
+      next_unit(rg_n, su_n, rg0, s0, warp);
+      issue(rg_n, su_n, warp);
     }
   }
 
@@ -330,8 +341,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int iu1 = static_cast<int>(u1), spr = G.spr;
   int slot = 0, seg = 0, rot = 0, slot_off = 0;
   uint32_t phase = 0;
-  int rg = static_cast<int>(u0 / spr);
-  int s = static_cast<int>(u0) - rg * spr;  // the stage of unit u in its row group
+  int rg = rg0;
+  int s = s0;  // the stage of unit u in its row group
   int off0, off1, moff0 = 0, moff1 = 0;
   if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
     off0 = 16 * lane;
@@ -353,7 +364,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // it refills it with unit u + ns. False when the warp has no tile in this stage; `tile` is
   // the tile's index in the row.
   using Raw = typename Tile<F>::Raw;
-  auto take = [&](int u, int su, Raw& r, int& tile) -> bool {
+  auto take = [&](int u, int su, Raw& r, int& tile) -> bool {  // (row group rg)
     const int t0 = su * kStageTiles;
     const int nt = min(kStageTiles, G.n_tiles - t0);
     // The CTA's tiles go to the warps round-robin across stages (tile T of the CTA to warp
@@ -384,14 +395,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       // The stage is in registers. The counter is never reset: the warp that brings it to a
       // multiple of 8 is the slot's last reader of this phase and issues its refill.
       int last = 0;
-      if (lane == 0) {
-        if (G.fence & 1) __threadfence_block();
-        last = (atomicAdd(&sh.released[slot], 1) & (kConsumerWarps - 1)) == kConsumerWarps - 1;
-      }
+      if (lane == 0) last = (atomicAdd(&sh.released[slot], 1) & (kConsumerWarps - 1)) == kConsumerWarps - 1;
       last = __shfl_sync(0xffffffffu, last, 0);
       if (last && u + G.ns < iu1) {
-        if (G.fence & 2) fence_proxy_async_shared();  // the slot's reads before the copy engine's writes
-        issue(u + G.ns, slot);
+        int rg_n, su_n;
+        next_unit(rg_n, su_n, rg, su, G.ns);
+        issue(rg_n, su_n, slot);
       }
     }
     slot_off += G.stage_bytes;
@@ -621,8 +630,6 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   // Two units' tiles a warp at once (compute_tile_x2; GS_MVS_X2=0: one at a time, same sums).
   static const int x2 = env_int("GS_MVS_X2", 1) != 0 ? 1 : 0;
   G.x2 = x2;
-  static const int fence = env_int("GS_MVS_FENCE", 0) & 3;
-  G.fence = fence;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
@@ -734,20 +741,6 @@ cudaError_t matvec_stream_prepare() {
   for (cudaError_t r : {prepare_f<WFormat::kQ4_K>(), prepare_f<WFormat::kQ5_K>(), prepare_f<WFormat::kQ6_K>(),
                         prepare_f<WFormat::kQ8_0>(), prepare_f<WFormat::kQ4_0>()})
     if (r != cudaSuccess) e = r;
-  if (env_int("GS_MVS_OCC", 0)) {  // measurement: resident CTAs per SM of the default kernels
-    auto occ = [](const char* name, auto kernel) {
-      int n = -1;
-      cudaFuncAttributes a{};
-      cudaFuncGetAttributes(&a, kernel);
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, kMaxDynSmem / 2 - 16 * 1024);
-      std::fprintf(stderr, "matvec_stream %s: %d regs, %zu static smem, %d CTAs/SM at %d B dynamic\n", name, a.numRegs,
-                   a.sharedSizeBytes, n, kMaxDynSmem / 2 - 16 * 1024);
-    };
-    occ("q4_K xs", matvec_stream_kernel<WFormat::kQ4_K, 1, 2, true>);
-    occ("q4_K", matvec_stream_kernel<WFormat::kQ4_K, 1, 2, false>);
-    occ("q8_0", matvec_stream_kernel<WFormat::kQ8_0, 1, 2, false>);
-    occ("q6_K", matvec_stream_kernel<WFormat::kQ6_K, 1, 2, false>);
-  }
   return e;
 }
 

@@ -127,9 +127,6 @@ inline void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint
 
 inline void tmap_prefetch(const void*) {}
 
-// Proxy fences order nothing on the emulator (its copies are plain memcpy).
-inline void fence_proxy_async_shared() {}
-
 inline int ld_acquire_gpu(const int* p) { return *reinterpret_cast<const volatile int*>(p); }
 inline void st_release_gpu(int* p, int v) { *reinterpret_cast<volatile int*>(p) = v; }
 inline uint64_t global_timer_ns() {
