@@ -56,7 +56,7 @@ using namespace mv;
 
 constexpr int kConsumerWarps = 8;
 constexpr int kStageTiles = kConsumerWarps;  // one tile per consumer warp per stage
-constexpr int kThreads = kConsumerWarps * 32;  // no producer warp: the consumers refill the ring
+constexpr int kThreads = (kConsumerWarps + 1) * 32;  // eight consumer warps, then the producer
 constexpr int kMaxStages = 8;
 constexpr int kRowGroup = 16;
 constexpr uint64_t kFlagTimeoutNs = 10000000000ull;  // a lost partner traps instead of hanging
@@ -122,7 +122,7 @@ __device__ __forceinline__ int part_of(const StreamParts& P, int64_t rg, int64_t
 template <int NT>
 struct StreamShared {
   uint64_t full[kMaxStages];
-  int released[kMaxStages];  // warps that have read the slot, over all its phases
+  uint64_t empty[kMaxStages];
   uint64_t xbar;  // the activations' bulk copy (kXS)
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // Let the next kernel launch now; its weights can stream while this one computes.
   GS_PDL_TRIGGER();
   if constexpr (uses_tma(F)) {  // the maps' descriptors while the barriers are set up
-    if (threadIdx.x == 32) {
+    if (threadIdx.x == kConsumerWarps * 32) {
       for (int p = 0; p < P.n; ++p) {
         tmap_prefetch(&tm.main[p]);
         tmap_prefetch(&tm.meta[p]);
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if (threadIdx.x == 0) {
     for (int i = 0; i < G.ns; ++i) {
       mbar_init(&sh.full[i], 1);
-      sh.released[i] = 0;
+      mbar_init(&sh.empty[i], kConsumerWarps);
     }
     mbar_init(&sh.xbar, 1);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
@@ -229,9 +229,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t u0 = c * G.units / C, u1 = (c + 1) * G.units / C;
 
   // Issues the copies of stage su of row group rg into ring slot `slot`, completing on
-  // full[slot]. Called by a whole warp (the per-row copies use 16 or 32 lanes). A refill is
-  // on the ring's critical path, so its coordinates come from the released unit's without a
-  // division (next_unit).
+  // full[slot]. Called by the whole producer warp (the per-row copies use 16 or 32 lanes).
   auto issue = [&](int64_t rg, int su, int slot) {
     const int t0 = su * kStageTiles;
     int64_t rg_base;
@@ -289,26 +287,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
     }
   };
-  // Row group and stage of the unit `ahead` units after (rg, su) (ahead <= kMaxStages).
-  auto next_unit = [&](int& rg_n, int& su_n, int rg, int su, int ahead) {
-    su_n = su + ahead;
-    rg_n = rg;
-    while (su_n >= G.spr) {
-      su_n -= G.spr;
-      ++rg_n;
-    }
-  };
   const int rg0 = static_cast<int>(u0 / G.spr), s0 = static_cast<int>(u0) - rg0 * G.spr;
-  // The ring's first stages, one warp each, before the wait: they read only the (constant)
-  // weights.
-  if constexpr (kDiag != 2) {
-    if (warp < G.ns && u0 + warp < u1) {
-      int rg_n, su_n;
-      next_unit(rg_n, su_n, rg0, s0, warp);
-      issue(rg_n, su_n, warp);
+  if (warp == kConsumerWarps) {
+    // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
+    if constexpr (kDiag == 2) return;
+    int slot = 0, rg_p = rg0, s_p = s0;
+    uint32_t phase = 0;
+    for (int64_t u = u0; u < u1; ++u) {
+      mbar_wait(&sh.empty[slot], phase ^ 1u);
+      issue(rg_p, s_p, slot);
+      if (++slot == G.ns) {
+        slot = 0;
+        phase ^= 1u;
+      }
+      if (++s_p == G.spr) {
+        s_p = 0;
+        ++rg_p;
+      }
     }
+    return;
   }
 
+  // ---- consumers ---------------------------------------------------------------------------
   GS_PDL_WAIT();  // activations and y are the predecessors'
   const int g = lane >> 2, t = lane & 3;
   const int n = static_cast<int>(P.y[0].rows);
@@ -360,8 +360,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   x_operands<NT>(xsrc, L, 0, g, n, xrow, xok);
 
   // Takes this warp's tile of unit u (stage su of its row group) out of the ring: waits for
-  // the stage, loads the tile into registers and releases the slot; the last warp to release
-  // it refills it with unit u + ns. False when the warp has no tile in this stage; `tile` is
+  // the stage, loads the tile into registers and releases the slot to the producer. False when the warp has no tile in this stage; `tile` is
   // the tile's index in the row.
   using Raw = typename Tile<F>::Raw;
   auto take = [&](int u, int su, Raw& r, int& tile) -> bool {  // (row group rg)
@@ -391,18 +390,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       consume_raw<F>(r, &sh.sink[warp][lane]);
     }
     __syncwarp();
-    if constexpr (kDiag != 2) {
-      // The stage is in registers. The counter is never reset: the warp that brings it to a
-      // multiple of 8 is the slot's last reader of this phase and issues its refill.
-      int last = 0;
-      if (lane == 0) last = (atomicAdd(&sh.released[slot], 1) & (kConsumerWarps - 1)) == kConsumerWarps - 1;
-      last = __shfl_sync(0xffffffffu, last, 0);
-      if (last && u + G.ns < iu1) {
-        int rg_n, su_n;
-        next_unit(rg_n, su_n, rg, su, G.ns);
-        issue(rg_n, su_n, slot);
-      }
-    }
+    if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
     slot_off += G.stage_bytes;
     if (++slot == G.ns) {
       slot = slot_off = 0;
