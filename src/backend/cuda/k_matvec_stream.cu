@@ -4,13 +4,11 @@
 // copy engine instead of by the computing threads.
 //
 // Why: the register- and cp.async-fed kernels plateau at 35-46% of the copy bandwidth with
-// ~16 warps per SM, each waiting on its own loads (docs/perf-notes.md). Here a ring of stages
-// stays in flight with cp.async.bulk (tens of KB per SM, no registers held) while eight warps
-// compute from shared memory. Warp 0 issues the first stages before the PDL wait (the weights
-// do not depend on the previous kernel, so they stream while it finishes); after that, the
-// last warp to read a stage into registers refills its slot (a counter per slot, no producer
-// warp: 8 warps a CTA keep 128 registers each with two CTAs an SM, which the two-tile form
-// below needs). Decision 0018; the producer-less ring and the two-tile form, decision 0027.
+// ~16 warps per SM, each waiting on its own loads (docs/perf-notes.md). Here one producer warp
+// per CTA keeps a ring of stages in flight with cp.async.bulk (tens of KB per SM, no
+// registers held), eight consumer warps compute from shared memory, and the producer may
+// start streaming before the previous kernel has finished (programmatic dependent launch:
+// the weights do not depend on it) wherever the SM has room for its CTA. Decision 0018.
 //
 // Work split. Rows come in row groups of 16 (one mma tile of output rows); a row group's
 // n_in is cut into stages of kStageTiles (8) tiles of 256 elements. A stage holds, for each
@@ -18,11 +16,8 @@
 // block scales of formats that keep them apart; for Q6_K two TMA boxes, decision 0019; for
 // the tile-major Q4_K one bulk copy of the whole stage, decision 0022); a
 // launch may hold up to kMatvecMaxParts weights of the same activations, whose row groups
-// follow each other (StreamParts); each warp computes at most one of a stage's tiles (the
-// CTA's tiles go to the warps round-robin across stages). Q4_K warps take two stages at a
-// time where both belong to the same row group and CTA, and compute their two tiles
-// interleaved (compute_tile_x2: four independent mma chains); the k-th stage of a segment
-// accumulates into set k % 2 either way, so the sums do not depend on the pairing. The units (row
+// follow each other (StreamParts); each consumer warp computes at most one of
+// its tiles (the CTA's tiles go to the warps round-robin across stages). The units (row
 // group, stage) are split evenly over a grid of at most one CTA per row group (two per SM
 // by default): CTA c takes units [c U / C, (c + 1) U / C). At a row group's
 // end (or the end of the CTA's range) the warps leave their partial sums in shared memory
@@ -56,7 +51,7 @@ using namespace mv;
 
 constexpr int kConsumerWarps = 8;
 constexpr int kStageTiles = kConsumerWarps;  // one tile per consumer warp per stage
-constexpr int kThreads = (kConsumerWarps + 1) * 32;  // eight consumer warps, then the producer
+constexpr int kThreads = (kConsumerWarps + 1) * 32;
 constexpr int kMaxStages = 8;
 constexpr int kRowGroup = 16;
 constexpr uint64_t kFlagTimeoutNs = 10000000000ull;  // a lost partner traps instead of hanging
@@ -86,7 +81,6 @@ struct StreamGeom {
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
-  int x2;           // two units' tiles computed at once where the format has the form (GS_MVS_X2)
 };
 
 constexpr int kRedBufs = 2;  // segment sums in flight (a warp this far ahead of the last reducer waits)
@@ -186,10 +180,11 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
   *reinterpret_cast<volatile uint32_t*>(sink) = LoadedWords<F>::of(r);
 }
 
-// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default; 128 registers
-// with 8 warps a CTA). kXS: the activations are first copied into shared memory after the
-// ring (G.xs_bytes of them), so the consumers read them with shared loads instead of through
-// L1 (as many rows as fit GS_MVS_XS_KB, see stream_geometry).
+// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default; 96), 3 so that
+// three do (72; Q4_K with one activation row in shared memory, GS_MVS_CTAS_PER_SM=3). kXS: the
+// activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
+// consumers read them with shared loads instead of through L1 (as many rows as fit
+// GS_MVS_XS_KB, see stream_geometry).
 // kDiag (a measurement, GS_MVS_DIAG, never a result): 1 streams the weights through the ring
 // without computing (the copy side alone), 2 computes on whatever the ring holds without
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
@@ -228,14 +223,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t C = gridDim.x, c = blockIdx.x;
   const int64_t u0 = c * G.units / C, u1 = (c + 1) * G.units / C;
 
-  // Issues the copies of stage su of row group rg into ring slot `slot`, completing on
-  // full[slot]. Called by the whole producer warp (the per-row copies use 16 or 32 lanes).
-  auto issue = [&](int64_t rg, int su, int slot) {
-    const int t0 = su * kStageTiles;
-    int64_t rg_base;
-    const int p = part_of(P, rg, rg_base);
-    const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
-    uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
+  if (warp == kConsumerWarps) {
+    // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
+    if constexpr (kDiag == 2) return;
+    int slot = 0;
+    uint32_t phase = 0;
+    int64_t rg = u0 / G.spr;
+    int s = static_cast<int>(u0 - rg * G.spr);
     const uint64_t policy = G.evict_first ? l2_evict_first_policy() : 0;
     auto copy = [&](void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
       if (G.evict_first) bulk_g2s(dst, src, bytes, bar, policy);
@@ -245,64 +239,61 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       if (G.evict_first) bulk_tensor_2d_g2s(dst, m, c0, c1, bar, policy);
       else bulk_tensor_2d_g2s(dst, m, c0, c1, bar);
     };
-    if constexpr (tile_major(F)) {  // the stage's tiles are contiguous
-      const int nt = min(kStageTiles, G.n_tiles - t0);
-      if (lane == 0) {
-        const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
-        mbar_arrive_expect_tx(&sh.full[slot], bytes);
-        copy(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
-      }
-    } else if constexpr (kDiag == 3) {
-      const int nt = min(kStageTiles, G.n_tiles - t0);
-      const int64_t total = P.n_out[p] * L.main_row_bytes;
-      const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
-      int64_t off = r0 * L.main_row_bytes + static_cast<int64_t>(kRowGroup) * t0 * G.blk;
-      if (off + bytes > total) off = total - bytes;
-      if (lane == 0) {
-        mbar_arrive_expect_tx(&sh.full[slot], bytes);
-        bulk_g2s(st, P.w[p] + off, bytes, &sh.full[slot]);
-      }
-    } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
-      if (lane == 0) {
-        mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
-        box(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
-        box(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
-      }
-    } else {  // one bulk copy per row (and one of its scales)
-      const int nt = min(kStageTiles, G.n_tiles - t0);
-      const int rows = P.n_out[p] - r0 < kRowGroup ? static_cast<int>(P.n_out[p] - r0) : kRowGroup;
-      const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
-      const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
-      const uint8_t* w = P.w[p];
-      if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
-      __syncwarp();
-      if (lane < rows) {
-        copy(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
-             &sh.full[slot]);
-      } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
-        const int r = lane - kRowGroup;
-        copy(st + kRowGroup * G.rs + r * G.ms,
-             w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
-             &sh.full[slot]);
-      }
-    }
-  };
-  const int rg0 = static_cast<int>(u0 / G.spr), s0 = static_cast<int>(u0) - rg0 * G.spr;
-  if (warp == kConsumerWarps) {
-    // ---- producer: no griddepcontrol.wait, it reads only the (constant) weights ----------
-    if constexpr (kDiag == 2) return;
-    int slot = 0, rg_p = rg0, s_p = s0;
-    uint32_t phase = 0;
     for (int64_t u = u0; u < u1; ++u) {
       mbar_wait(&sh.empty[slot], phase ^ 1u);
-      issue(rg_p, s_p, slot);
+      const int t0 = s * kStageTiles;
+      int64_t rg_base;
+      const int p = part_of(P, rg, rg_base);
+      const int64_t r0 = (rg - rg_base) * kRowGroup;  // the part's first row of the row group
+      uint8_t* st = ring + static_cast<size_t>(slot) * G.stage_bytes;
+      if constexpr (tile_major(F)) {  // the stage's tiles are contiguous
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        if (lane == 0) {
+          const uint32_t bytes = static_cast<uint32_t>(nt * kQ4KTileBytes);
+          mbar_arrive_expect_tx(&sh.full[slot], bytes);
+          copy(st, P.w[p] + r0 * L.main_row_bytes + static_cast<int64_t>(t0) * kQ4KTileBytes, bytes, &sh.full[slot]);
+        }
+      } else if constexpr (kDiag == 3) {
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        const int64_t total = P.n_out[p] * L.main_row_bytes;
+        const uint32_t bytes = static_cast<uint32_t>(kRowGroup * nt * G.blk);
+        int64_t off = r0 * L.main_row_bytes + static_cast<int64_t>(kRowGroup) * t0 * G.blk;
+        if (off + bytes > total) off = total - bytes;
+        if (lane == 0) {
+          mbar_arrive_expect_tx(&sh.full[slot], bytes);
+          bulk_g2s(st, P.w[p] + off, bytes, &sh.full[slot]);
+        }
+      } else if constexpr (uses_tma(F)) {  // the stage as two boxes (rows past the last read as zeros)
+        if (lane == 0) {
+          mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(G.stage_bytes));
+          box(st, &tm.main[p], t0 * G.blk / 8, static_cast<int>(r0), &sh.full[slot]);
+          box(st + kRowGroup * G.rs, &tm.meta[p], t0 * G.mpt, static_cast<int>(r0), &sh.full[slot]);
+        }
+      } else {  // one bulk copy per row (and one of its scales)
+        const int nt = min(kStageTiles, G.n_tiles - t0);
+        const int rows = P.n_out[p] - r0 < kRowGroup ? static_cast<int>(P.n_out[p] - r0) : kRowGroup;
+        const uint32_t main_bytes = static_cast<uint32_t>(nt * G.blk);
+        const uint32_t meta_bytes = G.mpt ? static_cast<uint32_t>((nt * G.mpt * 2 + 15) & ~15) : 0u;
+        const uint8_t* w = P.w[p];
+        if (lane == 0) mbar_arrive_expect_tx(&sh.full[slot], static_cast<uint32_t>(rows) * (main_bytes + meta_bytes));
+        __syncwarp();
+        if (lane < rows) {
+          copy(st + lane * G.rs, w + (r0 + lane) * L.main_row_bytes + static_cast<int64_t>(t0) * G.blk, main_bytes,
+               &sh.full[slot]);
+        } else if (G.mpt && lane >= kRowGroup && lane - kRowGroup < rows) {
+          const int r = lane - kRowGroup;
+          copy(st + kRowGroup * G.rs + r * G.ms,
+               w + P.meta_offset[p] + ((r0 + r) * L.meta_per_row + static_cast<int64_t>(t0) * G.mpt) * 2, meta_bytes,
+               &sh.full[slot]);
+        }
+      }
       if (++slot == G.ns) {
         slot = 0;
         phase ^= 1u;
       }
-      if (++s_p == G.spr) {
-        s_p = 0;
-        ++rg_p;
+      if (++s == G.spr) {
+        s = 0;
+        ++rg;
       }
     }
     return;
@@ -326,23 +317,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     mbar_wait(&sh.xbar, 0);
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
-  // Accumulator sets: the k-th unit of a segment (this CTA's part of a row group) goes to set
-  // k % kSets, so that two units' tiles can be computed at once (compute_tile_x2) with the
-  // same sums as one at a time; the sets are added in a fixed order at the segment's end.
-  constexpr int kSets = has_tile_x2(F) ? 2 : 1;
-  constexpr bool kX2 = has_tile_x2(F) && NT == 1;  // the two-tile form's registers fit
-  float acc[kSets][NT][4], acc2[kSets][NT][4];
+  float acc[NT][4], acc2[NT][4];
 #pragma unroll
-  for (int k = 0; k < kSets; ++k)
-    for (int ct = 0; ct < NT; ++ct)
-      for (int i = 0; i < 4; ++i) acc[k][ct][i] = acc2[k][ct][i] = 0.f;
+  for (int ct = 0; ct < NT; ++ct)
+    for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
   // The loop state in 32 bits (the launch checks G.units < 2^31) and the lane's parts of the
   // stage and activation addresses computed once, not every stage.
   const int iu1 = static_cast<int>(u1), spr = G.spr;
   int slot = 0, seg = 0, rot = 0, slot_off = 0;
   uint32_t phase = 0;
-  int rg = rg0;
-  int s = s0;  // the stage of unit u in its row group
+  int rg = static_cast<int>(u0 / spr);
+  int s = static_cast<int>(u0) - rg * spr - 1;
   int off0, off1, moff0 = 0, moff1 = 0;
   if constexpr (tile_major(F)) {  // Tile<kQ4_K>'s pointers into the stage (k_matvec_tiles.cuh)
     off0 = 16 * lane;
@@ -358,19 +343,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const uint16_t* xrow[NT];
   bool xok[NT];
   x_operands<NT>(xsrc, L, 0, g, n, xrow, xok);
-
-  // Takes this warp's tile of unit u (stage su of its row group) out of the ring: waits for
-  // the stage, loads the tile into registers and releases the slot to the producer. False when the warp has no tile in this stage; `tile` is
-  // the tile's index in the row.
-  using Raw = typename Tile<F>::Raw;
-  auto take = [&](int u, int su, Raw& r, int& tile) -> bool {  // (row group rg)
-    const int t0 = su * kStageTiles;
+  for (int u = static_cast<int>(u0); u < iu1; ++u) {
+    if (++s == spr) {
+      s = 0;
+      ++rg;
+    }
+    const int t0 = s * kStageTiles;
     const int nt = min(kStageTiles, G.n_tiles - t0);
     // The CTA's tiles go to the warps round-robin across stages (tile T of the CTA to warp
     // T mod 8), so a row group of 21 tiles does not leave the same 3 warps idle every time.
     const int j = (warp - rot) & (kConsumerWarps - 1);
     rot = (rot + nt) & (kConsumerWarps - 1);
-    tile = t0 + j;
     RowPtrs R;
     R.ok0 = R.ok1 = true;  // SharedLd reads every row (rows past a part's last are never stored)
     R.pf = false;
@@ -385,9 +368,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
+    typename Tile<F>::Raw cur;
     if (have) {
-      Tile<F>::template load<SharedLd>(r, R, j, t);
-      consume_raw<F>(r, &sh.sink[warp][lane]);
+      Tile<F>::template load<SharedLd>(cur, R, j, t);
+      consume_raw<F>(cur, &sh.sink[warp][lane]);
     }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
@@ -396,57 +380,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       slot = slot_off = 0;
       phase ^= 1u;
     }
-    return have;
-  };
-  auto x_at = [&](int tile, const uint16_t* (&xb)[NT]) {
-#pragma unroll
-    for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + tile * kTileElems;
-  };
-
-  int k = 0;  // units of the current segment taken so far
-  for (int u = static_cast<int>(u0); u < iu1;) {
-    // Two units at once where both belong to the segment (the two-tile form, GS_MVS_X2).
-    const bool two = kX2 && G.x2 && s + 1 < spr && u + 1 < iu1;
-    Raw ra, rb;
-    int ta, tb;
-    const bool ha = take(u, s, ra, ta);
-    const bool hb = two && take(u + 1, s + 1, rb, tb);
-    const int sa = k % kSets;
-    if constexpr (kX2) {
-      if (ha && hb) {
-        const uint16_t *xa[NT], *xbb[NT];
-        x_at(ta, xa);
-        x_at(tb, xbb);
-        compute_tile_x2<F, NT, XL>(ra, acc[0], acc2[0], xa, rb, acc[1], acc2[1], xbb, t);
-      } else {
-        const uint16_t* xb[NT];
-        if (ha) {
-          x_at(ta, xb);
-          compute_tile<F, NT, XL>(ra, acc[sa], acc2[sa], t, xb);
-        }
-        if (hb) {
-          x_at(tb, xb);
-          compute_tile<F, NT, XL>(rb, acc[1], acc2[1], t, xb);
-        }
-      }
-    } else if (ha) {
+    if (have) {
       const uint16_t* xb[NT];
-      x_at(ta, xb);
-      compute_tile<F, NT, XL>(ra, acc[sa], acc2[sa], t, xb);
+#pragma unroll
+      for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
-    const int step = two ? 2 : 1;
-    u += step;
-    s += step;
-    k += step;
-    if (s != spr && u != iu1) continue;
+    if (s != spr - 1 && u != iu1 - 1) continue;
 
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
     // (fixed, so the result does not depend on timing) and writes the row group out.
-#pragma unroll
-    for (int k2 = 0; k2 < kSets; ++k2) add_acc<NT>(acc[k2], acc2[k2]);
-#pragma unroll
-    for (int k2 = 1; k2 < kSets; ++k2) add_acc<NT>(acc[0], acc[k2]);
+    add_acc<NT>(acc, acc2);
     const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
     if (lane == 0) {  // red[b] is free once its previous segment has been reduced
@@ -456,21 +401,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     __syncwarp();
 #pragma unroll
     for (int ct = 0; ct < NT; ++ct)
-      for (int i = 0; i < 4; ++i) sh.red[b][warp][ct * 4 + i][lane] = acc[0][ct][i];
+      for (int i = 0; i < 4; ++i) sh.red[b][warp][ct * 4 + i][lane] = acc[ct][i];
     __threadfence_block();
     __syncwarp();
     int last = 0;
     if (lane == 0) last = atomicAdd(&sh.arrived[b], 1) == kConsumerWarps - 1;
     last = __shfl_sync(0xffffffffu, last, 0);
     if (last) {
-      float sum[NT][4];
       __threadfence_block();
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct)
         for (int i = 0; i < 4; ++i) {
           float v = 0.f;
-          for (int w = 0; w < kConsumerWarps; ++w) v += *reinterpret_cast<volatile float*>(&sh.red[b][w][ct * 4 + i][lane]);
-          sum[ct][i] = v;
+          for (int k = 0; k < kConsumerWarps; ++k) v += *reinterpret_cast<volatile float*>(&sh.red[b][k][ct * 4 + i][lane]);
+          acc[ct][i] = v;
         }
       __syncwarp();
       if (lane == 0) {
@@ -479,12 +423,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         *reinterpret_cast<volatile int*>(&sh.done[b]) = use + 1;
       }
       const bool starts_mid = static_cast<int64_t>(rg) * spr < u0;  // the tail of a row group that CTA c - 1 finishes
-      const bool ends_mid = s != spr;                               // the head of one that CTA c + 1 has a part of
+      const bool ends_mid = s != spr - 1;                           // the head of one that CTA c + 1 has a part of
       if (starts_mid) {
         float* part = sync.partial + c * kMatvecPartialFloats;
 #pragma unroll
         for (int ct = 0; ct < NT; ++ct)
-          for (int i = 0; i < 4; ++i) part[(ct * 4 + i) * 32 + lane] = sum[ct][i];
+          for (int i = 0; i < 4; ++i) part[(ct * 4 + i) * 32 + lane] = acc[ct][i];
         __threadfence();
         __syncwarp();
         if (lane == 0) st_release_gpu(&sync.flags[c], 1);
@@ -501,28 +445,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           const float* part = sync.partial + (c + 1) * kMatvecPartialFloats;
 #pragma unroll
           for (int ct = 0; ct < NT; ++ct)
-            for (int i = 0; i < 4; ++i) sum[ct][i] += __ldcg(part + (ct * 4 + i) * 32 + lane);
+            for (int i = 0; i < 4; ++i) acc[ct][i] += __ldcg(part + (ct * 4 + i) * 32 + lane);
           __syncwarp();
           if (lane == 0) sync.flags[c + 1] = 0;
         }
         int64_t rg_base;
         const int p = part_of(P, rg, rg_base);
         const int64_t row0 = (rg - rg_base) * kRowGroup + g;
-        RowPtrs R;
         R.ok0 = row0 < P.n_out[p];
         R.ok1 = row0 + 8 < P.n_out[p];
-        store_rows<NT>(sum, R, row0, t, xscale, P.y[p]);
+        store_rows<NT>(acc, R, row0, t, xscale, P.y[p]);
       }
     }
 #pragma unroll
-    for (int k2 = 0; k2 < kSets; ++k2)
-      for (int ct = 0; ct < NT; ++ct)
-        for (int i = 0; i < 4; ++i) acc[k2][ct][i] = acc2[k2][ct][i] = 0.f;
-    k = 0;
-    if (s == spr) {
-      s = 0;
-      ++rg;
-    }
+    for (int ct = 0; ct < NT; ++ct)
+      for (int i = 0; i < 4; ++i) acc[ct][i] = acc2[ct][i] = 0.f;
   }
 }
 
@@ -530,6 +467,8 @@ constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>
 // Dynamic shared memory of a kXS CTA when two share an SM (228 KB, 1 KB reserved per CTA,
 // the static StreamShared<1>).
 constexpr int kXsCtaBytes = 228 * 1024 / 2 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
+// The same when three share an SM (all 228 KB carved out; ring and activations both).
+constexpr int kCta3Bytes = 228 * 1024 / 3 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
 
 int env_int(const char* name, int dflt) {
   const char* e = std::getenv(name);
@@ -554,9 +493,10 @@ cudaError_t prepare_one() {
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
+  // Three CTAs an SM need all of it too.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
   return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              XS ? 100 : carve);
+                              XS || MB == 3 ? 100 : carve);
 }
 
 template <WFormat F>
@@ -565,6 +505,10 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
+  if constexpr (F == WFormat::kQ4_K) {  // three CTAs an SM (stream_geometry)
+    const cudaError_t r = prepare_one<F, 1, 3, true>();
+    if (r != cudaSuccess) e = r;
+  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -609,22 +553,31 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   static const int64_t xs_max = int64_t{1024} * std::clamp(env_int("GS_MVS_XS_KB", 64), 0, 96);
   const int64_t xs = n_rows * L.n_in_pad * 2;
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
+  // Three CTAs an SM (GS_MVS_CTAS_PER_SM=3): Q4_K with one activation row in shared memory,
+  // two stages and the activations within a third of the SM's shared memory; otherwise two.
+  static const int per_sm_env = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 3);
+  int per_sm = per_sm_env;
+  if (per_sm == 3 && (L.format != WFormat::kQ4_K || n_rows > 1 || !G.xs_bytes ||
+                      2 * G.stage_bytes + G.xs_bytes > kCta3Bytes))
+    per_sm = 2;
+  if (per_sm == 3) {
+    G.ns = std::clamp((kCta3Bytes - G.xs_bytes) / G.stage_bytes, 2, kMaxStages);
+    G.evict_first = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
+    ctas = static_cast<int>(std::min<int64_t>(G.n_rg, int64_t{3} * n_sm));
+    return true;
+  }
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
   const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
   // The weight copies mark their L2 lines evict-first (read once a step; GS_MVS_EVICT=0: the
   // default policy).
   static const int evict = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
   G.evict_first = evict;
-  // Two units' tiles a warp at once (compute_tile_x2; GS_MVS_X2=0: one at a time, same sums).
-  static const int x2 = env_int("GS_MVS_X2", 1) != 0 ? 1 : 0;
-  G.x2 = x2;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
   while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
   if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
   // Two CTAs per SM (16 consumer warps; ptxas caps the registers at 96) measured faster than
   // one on the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md);
   // GS_MVS_CTAS_PER_SM=1 takes one.
-  static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
 }
@@ -769,7 +722,11 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
       if (!stage_maps(P.w[p], *L[p], G, &tm.main[p], &tm.meta[p])) return false;  // the older kernels serve it
   }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
-  if (rows <= 8) {
+  if (ctas > 2 * n_sm) {  // three (Q4_K, one activation row in shared memory: stream_geometry)
+    launch_k(matvec_stream_kernel<WFormat::kQ4_K, 1, 3, true>, ctas, kThreads,
+             static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign, s, P, *L[0], xh,
+             xscale, G, sync, tm);
+  } else if (rows <= 8) {
     if (two) launch_nt<1, 2>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
     else launch_nt<1, 1>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
   } else {

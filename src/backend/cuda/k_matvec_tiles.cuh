@@ -187,52 +187,6 @@ __device__ __forceinline__ void k_scales2(const uint4& h, int half, uint32_t sel
 // under the 64 exponent), so one LOP3 each; the subtraction is exact and the one rounding is
 // that of s q - m. Low-nibble steps accumulate into acc, high-nibble ones into acc2 (two
 // independent mma chains).
-//
-// One half (qa or qb) of a tile, ready for its four word steps: the two rows' scales and
-// negated mins of the half's sub-blocks and the 16 + 16 activations the steps read.
-template <int NT>
-struct QkHalf {
-  __half2 s0l, s0h, m0l, m0h, s1l, s1h, m1l, m1h;
-  uint4 xlo[NT][2], xhi[NT][2];
-};
-template <int NT, class XL>
-__device__ __forceinline__ void qk45_half(QkHalf<NT>& h, const uint4& h0, const uint4& h1, int half, uint32_t sel,
-                                          const uint4* const (&xq)[NT]) {
-  __half2 s0, m0, s1, m1;
-  k_scales2(h0, half, sel, s0, m0);
-  k_scales2(h1, half, sel, s1, m1);
-  h.s0l = __low2half2(s0), h.s0h = __high2half2(s0), h.m0l = __low2half2(m0), h.m0h = __high2half2(m0);
-  h.s1l = __low2half2(s1), h.s1h = __high2half2(s1), h.m1l = __low2half2(m1), h.m1h = __high2half2(m1);
-  x_load16<NT, XL>(h.xlo, xq, 16 * half);
-  x_load16<NT, XL>(h.xhi, xq, 16 * half + 4);
-}
-// Word w of a half: its low-nibble mma step into acc, its high-nibble one into acc2.
-template <int NT, bool kQ5>
-__device__ __forceinline__ void qk45_word(const typename TileQK45<kQ5>::Raw& r, const QkHalf<NT>& h, int half,
-                                          int klo, int w, float (&acc)[NT][4], float (&acc2)[NT][4]) {
-  const int khi = klo + 1;
-  const uint32_t q0 = u4_get(half == 0 ? r.qa0 : r.qb0, w), q1 = u4_get(half == 0 ? r.qa1 : r.qb1, w);
-  const uint32_t q80 = q0 >> 8, q81 = q1 >> 8;
-  uint32_t lo02_0 = and_or(q0, 0x000F000Fu, kMagic), lo13_0 = and_or(q80, 0x000F000Fu, kMagic);
-  uint32_t hi02_0 = and_or(q0, 0x00F000F0u, kMagic64), hi13_0 = and_or(q80, 0x00F000F0u, kMagic64);
-  uint32_t lo02_1 = and_or(q1, 0x000F000Fu, kMagic), lo13_1 = and_or(q81, 0x000F000Fu, kMagic);
-  uint32_t hi02_1 = and_or(q1, 0x00F000F0u, kMagic64), hi13_1 = and_or(q81, 0x00F000F0u, kMagic64);
-  if constexpr (kQ5) {  // the fifth bit: 16 in either representation (bit 4 / bit 8)
-    const uint32_t e0 = u4_get(r.e0, w), e1 = u4_get(r.e1, w);
-    lo02_0 |= ((e0 >> klo) & 0x00010001u) << 4;
-    lo13_0 |= ((e0 >> (klo + 8)) & 0x00010001u) << 4;
-    hi02_0 |= ((e0 >> khi) & 0x00010001u) << 8;
-    hi13_0 |= ((e0 >> (khi + 8)) & 0x00010001u) << 8;
-    lo02_1 |= ((e1 >> klo) & 0x00010001u) << 4;
-    lo13_1 |= ((e1 >> (klo + 8)) & 0x00010001u) << 4;
-    hi02_1 |= ((e1 >> khi) & 0x00010001u) << 8;
-    hi13_1 |= ((e1 >> (khi + 8)) & 0x00010001u) << 8;
-  }
-  step_x<NT>(acc, h2_fma(h2_sub(lo02_0, 1024.f), h.s0l, h.m0l), h2_fma(h2_sub(lo02_1, 1024.f), h.s1l, h.m1l),
-             h2_fma(h2_sub(lo13_0, 1024.f), h.s0l, h.m0l), h2_fma(h2_sub(lo13_1, 1024.f), h.s1l, h.m1l), h.xlo, w);
-  step_x<NT>(acc2, h2_fma(h2_sub(hi02_0, 64.f), h.s0h, h.m0h), h2_fma(h2_sub(hi02_1, 64.f), h.s1h, h.m1h),
-             h2_fma(h2_sub(hi13_0, 64.f), h.s0h, h.m0h), h2_fma(h2_sub(hi13_1, 64.f), h.s1h, h.m1h), h.xhi, w);
-}
 template <int NT, bool kQ5, class XL = GlobalX>
 __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4],
                                              float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT]) {
@@ -242,34 +196,40 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
   x_lane<NT>(xq, xb, 64 * (t >> 1) + 16 * (t & 1));
 #pragma unroll
   for (int half = 0; half < 2; ++half) {  // qa (chunk t/2), then qb (chunk 2 + t/2)
-    QkHalf<NT> h;
-    qk45_half<NT, XL>(h, r.h0, r.h1, half, sel, xq);
-#pragma unroll
-    for (int w = 0; w < 4; ++w) qk45_word<NT, kQ5>(r, h, half, ka + 4 * half, w, acc, acc2);
-  }
-}
-// Two tiles of the same 16 rows at once (ra into acc_a / acc2_a, rb into acc_b / acc2_b), their
-// steps interleaved word by word: four independent mma chains and two tiles' dequantization in
-// flight per warp. Each accumulator gets exactly the steps compute_qk45 would give it.
-template <int NT, bool kQ5, class XL = GlobalX>
-__device__ __forceinline__ void compute_qk45_x2(const typename TileQK45<kQ5>::Raw& ra, float (&acc_a)[NT][4],
-                                                float (&acc2_a)[NT][4], const uint16_t* const (&xa)[NT],
-                                                const typename TileQK45<kQ5>::Raw& rb, float (&acc_b)[NT][4],
-                                                float (&acc2_b)[NT][4], const uint16_t* const (&xbb)[NT], int t) {
-  const int ka = 2 * (t >> 1);
-  const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
-  const uint4 *xqa[NT], *xqb[NT];
-  x_lane<NT>(xqa, xa, 64 * (t >> 1) + 16 * (t & 1));
-  x_lane<NT>(xqb, xbb, 64 * (t >> 1) + 16 * (t & 1));
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    QkHalf<NT> ha, hb;
-    qk45_half<NT, XL>(ha, ra.h0, ra.h1, half, sel, xqa);
-    qk45_half<NT, XL>(hb, rb.h0, rb.h1, half, sel, xqb);
+    const int klo = ka + 4 * half, khi = klo + 1;
+    __half2 s0, m0, s1, m1;
+    k_scales2(r.h0, half, sel, s0, m0);
+    k_scales2(r.h1, half, sel, s1, m1);
+    const __half2 s0l = __low2half2(s0), s0h = __high2half2(s0), m0l = __low2half2(m0), m0h = __high2half2(m0);
+    const __half2 s1l = __low2half2(s1), s1h = __high2half2(s1), m1l = __low2half2(m1), m1h = __high2half2(m1);
+    const uint4& q0v = half == 0 ? r.qa0 : r.qb0;
+    const uint4& q1v = half == 0 ? r.qa1 : r.qb1;
+    uint4 xlo[NT][2], xhi[NT][2];
+    x_load16<NT, XL>(xlo, xq, 16 * half);
+    x_load16<NT, XL>(xhi, xq, 16 * half + 4);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      qk45_word<NT, kQ5>(ra, ha, half, ka + 4 * half, w, acc_a, acc2_a);
-      qk45_word<NT, kQ5>(rb, hb, half, ka + 4 * half, w, acc_b, acc2_b);
+      const uint32_t q0 = u4_get(q0v, w), q1 = u4_get(q1v, w);
+      const uint32_t q80 = q0 >> 8, q81 = q1 >> 8;
+      uint32_t lo02_0 = and_or(q0, 0x000F000Fu, kMagic), lo13_0 = and_or(q80, 0x000F000Fu, kMagic);
+      uint32_t hi02_0 = and_or(q0, 0x00F000F0u, kMagic64), hi13_0 = and_or(q80, 0x00F000F0u, kMagic64);
+      uint32_t lo02_1 = and_or(q1, 0x000F000Fu, kMagic), lo13_1 = and_or(q81, 0x000F000Fu, kMagic);
+      uint32_t hi02_1 = and_or(q1, 0x00F000F0u, kMagic64), hi13_1 = and_or(q81, 0x00F000F0u, kMagic64);
+      if constexpr (kQ5) {  // the fifth bit: 16 in either representation (bit 4 / bit 8)
+        const uint32_t e0 = u4_get(r.e0, w), e1 = u4_get(r.e1, w);
+        lo02_0 |= ((e0 >> klo) & 0x00010001u) << 4;
+        lo13_0 |= ((e0 >> (klo + 8)) & 0x00010001u) << 4;
+        hi02_0 |= ((e0 >> khi) & 0x00010001u) << 8;
+        hi13_0 |= ((e0 >> (khi + 8)) & 0x00010001u) << 8;
+        lo02_1 |= ((e1 >> klo) & 0x00010001u) << 4;
+        lo13_1 |= ((e1 >> (klo + 8)) & 0x00010001u) << 4;
+        hi02_1 |= ((e1 >> khi) & 0x00010001u) << 8;
+        hi13_1 |= ((e1 >> (khi + 8)) & 0x00010001u) << 8;
+      }
+      step_x<NT>(acc, h2_fma(h2_sub(lo02_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo02_1, 1024.f), s1l, m1l),
+                 h2_fma(h2_sub(lo13_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo13_1, 1024.f), s1l, m1l), xlo, w);
+      step_x<NT>(acc2, h2_fma(h2_sub(hi02_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi02_1, 64.f), s1h, m1h),
+                 h2_fma(h2_sub(hi13_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi13_1, 64.f), s1h, m1h), xhi, w);
     }
   }
 }
@@ -572,20 +532,6 @@ __device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, f
   } else {
     Tile<F>::template compute<NT, XL>(cur, acc, acc2, t, xb);
   }
-}
-
-// Formats with a two-tile form (compute_tile_x2). Q4_K only: Q5_K's spills at 128 registers.
-constexpr bool has_tile_x2(WFormat f) { return f == WFormat::kQ4_K; }
-
-// Two tiles of the same rows, interleaved (compute_qk45_x2): the same sums as compute_tile on
-// ra into (acc_a, acc2_a) and on rb into (acc_b, acc2_b). Only the has_tile_x2 formats.
-template <WFormat F, int NT, class XL = GlobalX>
-__device__ __forceinline__ void compute_tile_x2(const typename Tile<F>::Raw& ra, float (&acc_a)[NT][4],
-                                                float (&acc2_a)[NT][4], const uint16_t* const (&xa)[NT],
-                                                const typename Tile<F>::Raw& rb, float (&acc_b)[NT][4],
-                                                float (&acc2_b)[NT][4], const uint16_t* const (&xbb)[NT], int t) {
-  static_assert(has_tile_x2(F), "no two-tile form for this format");
-  compute_qk45_x2<NT, F == WFormat::kQ5_K, XL>(ra, acc_a, acc2_a, xa, rb, acc_b, acc2_b, xbb, t);
 }
 
 // acc += acc2.
