@@ -13,8 +13,7 @@ BIN="$DEV/bin/gemmaserve"
 M="$MODEL_31B"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 [ -f "$M" ] || "$BIN" synth --preset 31b -o "$M" --quiet >"$OUT/synth.log" 2>&1
-IFS=';' read -r -a settings <<<"${GS_AB:-}"
-[ ${#settings[@]} -eq 0 ] && settings=("")
+split_settings "${GS_AB:-}"
 for round in $(seq 1 "${GS_AB_ROUNDS:-2}"); do
   for s in "${settings[@]}"; do
     j="$OUT/depth.json"

@@ -12,8 +12,7 @@ MODEL="$MODEL_31B"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 [ -f "$MODEL" ] || ("$BIN" synth --preset 31b -o "$MODEL" --quiet >"$OUT/synth.log" 2>&1) &
 synth_pid=$!
-IFS=';' read -r -a settings <<<"${GS_AB:-}"
-[ ${#settings[@]} -eq 0 ] && settings=("")
+split_settings "${GS_AB:-}"
 i=0
 for s in "${settings[@]}"; do
   echo "== setting $i: '${s}'"

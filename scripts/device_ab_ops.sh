@@ -9,8 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 M="$MODEL_31B"
-IFS=';' read -r -a settings <<<"${GS_AB:-}"
-[ ${#settings[@]} -eq 0 ] && settings=("")
+split_settings "${GS_AB:-}"
 runs=()
 for s in "${settings[@]}"; do runs+=("gemmaserve|$s"); done
 [ -x "$DEV/bin/gemmaserve.prev" ] && runs+=("gemmaserve.prev|")

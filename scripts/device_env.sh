@@ -43,6 +43,13 @@ tests_summary() {
   echo "device tests${2:+ ($2)} exit $1: $(grep -cE '^\[       OK' "$log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$log") failed"
   grep -E "^\[  FAILED  \] [A-Z]" "$log" | head -8
 }
+# split_settings LIST: the array `settings` from a ';'-separated list of environment settings
+# (each empty, or one or more space-separated assignments); one empty setting if LIST is empty.
+split_settings() {
+  IFS=';' read -r -a settings <<<"$1"
+  [ ${#settings[@]} -eq 0 ] && settings=("")
+  return 0
+}
 [ -f "$DEV/BUILD_INFO" ] && echo "binaries: $(cat "$DEV/BUILD_INFO")"
 # The binaries travel gzipped (device_pack.sh) to keep the carried tree under 64 MiB.
 for gz in "$DEV"/bin/*.gz; do

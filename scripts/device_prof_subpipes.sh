@@ -11,8 +11,7 @@ cd "$(dirname "$0")/.."
 . scripts/device_env.sh >/dev/null
 SKIP="${GS_PROF_SKIP:-24}"
 TILES="${GS_PROF_TILES:-28224}"  # 16 x 256 tiles of a 5376 x 21504 matrix
-IFS=';' read -r -a settings <<<"${GS_AB:-}"
-[ ${#settings[@]} -eq 0 ] && settings=("")
+split_settings "${GS_AB:-}"
 metrics='gpu__time_duration.sum,sm__inst_issued.avg.pct_of_peak_sustained_active,'
 metrics+='smsp__warps_active.avg.per_cycle_active,smsp__warps_eligible.avg.per_cycle_active,'
 metrics+='regex:^sm__pipe_.*cycles_active\.avg\.pct_of_peak_sustained_active$,'

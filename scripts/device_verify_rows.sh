@@ -8,8 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 T="$DEV/bin/gs_test_cuda"
-IFS=';' read -r -a settings <<<"${GS_VR:-}"
-[ ${#settings[@]} -eq 0 ] && settings=("")
+split_settings "${GS_VR:-}"
 filter="${GS_VR_FILTER:-CudaMatmul.VerifyRowsReproduceDecode:CudaMatmul.FewRowGroupsLongRows}"
 i=0
 for s in "${settings[@]}"; do
