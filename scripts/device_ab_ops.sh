@@ -4,7 +4,7 @@
 # separated; a setting may hold several space-separated assignments; empty = defaults), then
 # the same for $DEV/bin/gemmaserve.prev if it is there. One line per matmul. Binaries as in
 # device_run.sh (.dev/cuda).
-#   GS_AB=";GS_MVS_X2=0;GS_MVS_CTAS_PER_SM=1 GS_MVS_X2=0" scripts/device_ab_ops.sh
+#   GS_AB=";GS_MVS_CTAS_PER_SM=1;GS_MVS_CTAS_PER_SM=1 GS_MVS_RING_KB=96" scripts/device_ab_ops.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh

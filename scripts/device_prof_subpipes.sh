@@ -5,7 +5,8 @@
 # tensor, shared, ...) for the Q4_K 5376 x 21504 matvec of the microbenchmarks, under each
 # setting of GS_AB (';'-separated, e.g. ";GS_MVS_DIAG=2"), as % of peak and as instructions
 # per 16 x 256 tile. Binaries as in device_run.sh (.dev/cuda); ~30 s a setting.
-#   GS_PROF_SKIP  matching launches to skip first (default 24: that matvec)
+#   GS_PROF_SKIP   matching launches to skip first (default 24: that matvec)
+#   GS_PROF_TILES  its 16 x 256 tiles (default 28224), for the per-tile counts
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh >/dev/null
