@@ -171,8 +171,8 @@ inline MatvecSync matvec_sync_at(void* base, int max_ctas) {
   m.max_ctas = max_ctas;
   return m;
 }
-// CTA slots the backend allocates per SM (the bulk-copy matvec runs at most 3 CTAs per SM).
-constexpr int kMatvecCtasPerSm = 3;
+// CTA slots the backend allocates per SM (the bulk-copy matvec runs at most 2 CTAs per SM).
+constexpr int kMatvecCtasPerSm = 2;
 
 // y = x W^T for n = x.rows <= 16 rows on tensor cores, reading the weight once: the bulk-copy
 // kernel for the block formats it serves (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0), the register-prefetch

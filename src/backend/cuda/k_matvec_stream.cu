@@ -33,7 +33,6 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -181,8 +180,7 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
   *reinterpret_cast<volatile uint32_t*>(sink) = LoadedWords<F>::of(r);
 }
 
-// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default; 96), 3 so that
-// three do (72; Q4_K with one activation row in shared memory, GS_MVS_CTAS_PER_SM=3). kXS: the
+// kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
 // activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
 // consumers read them with shared loads instead of through L1 (as many rows as fit
 // GS_MVS_XS_KB, see stream_geometry).
@@ -468,8 +466,6 @@ constexpr int kMaxDynSmem = 227 * 1024 - static_cast<int>(sizeof(StreamShared<2>
 // Dynamic shared memory of a kXS CTA when two share an SM (228 KB, 1 KB reserved per CTA,
 // the static StreamShared<1>).
 constexpr int kXsCtaBytes = 228 * 1024 / 2 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
-// The same when three share an SM (all 228 KB carved out; ring and activations both).
-constexpr int kCta3Bytes = 228 * 1024 / 3 - 1024 - static_cast<int>(sizeof(StreamShared<1>)) - 512;
 
 int env_int(const char* name, int dflt) {
   const char* e = std::getenv(name);
@@ -494,10 +490,9 @@ cudaError_t prepare_one() {
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
-  // Three CTAs an SM need all of it too.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
   return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              XS || MB == 3 ? 100 : carve);
+                              XS ? 100 : carve);
 }
 
 template <WFormat F>
@@ -506,11 +501,6 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
-  if constexpr (F == WFormat::kQ4_K) {  // three CTAs an SM (stream_geometry)
-    for (cudaError_t r : {prepare_one<F, 1, 3, true>(), diag_mode() ? prepare_one<F, 1, 3, true, 1>() : cudaSuccess,
-                          diag_mode() ? prepare_one<F, 1, 3, true, 2>() : cudaSuccess})
-      if (r != cudaSuccess) e = r;
-  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -555,19 +545,6 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   static const int64_t xs_max = int64_t{1024} * std::clamp(env_int("GS_MVS_XS_KB", 64), 0, 96);
   const int64_t xs = n_rows * L.n_in_pad * 2;
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
-  // Three CTAs an SM (GS_MVS_CTAS_PER_SM=3): Q4_K with one activation row in shared memory,
-  // two stages and the activations within a third of the SM's shared memory; otherwise two.
-  static const int per_sm_env = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 3);
-  int per_sm = per_sm_env;
-  if (per_sm == 3 && (L.format != WFormat::kQ4_K || n_rows > 1 || !G.xs_bytes ||
-                      2 * G.stage_bytes + G.xs_bytes > kCta3Bytes))
-    per_sm = 2;
-  if (per_sm == 3) {
-    G.ns = std::clamp((kCta3Bytes - G.xs_bytes) / G.stage_bytes, 2, kMaxStages);
-    G.evict_first = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
-    ctas = static_cast<int>(std::min<int64_t>(G.n_rg, int64_t{3} * n_sm));
-    return true;
-  }
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
   const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
   // The weight copies mark their L2 lines evict-first (read once a step; GS_MVS_EVICT=0: the
@@ -580,6 +557,7 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   // Two CTAs per SM (16 consumer warps; ptxas caps the registers at 96) measured faster than
   // one on the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md);
   // GS_MVS_CTAS_PER_SM=1 takes one.
+  static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
 }
@@ -644,32 +622,11 @@ bool stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G, CU
   return e.ok;
 }
 
-// GS_MVS_OCC=1 (measurement): the first launch of each kernel prints how many of its CTAs
-// fit an SM with the launch's shared memory (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
-template <class K>
-void report_occupancy(const char* what, K kernel, size_t smem, int ctas) {
-  static const bool on = env_int("GS_MVS_OCC", 0) != 0;
-  if (!on) return;
-  static std::mutex mu;
-  static std::unordered_map<const void*, bool> seen;
-  std::lock_guard<std::mutex> lock(mu);
-  const void* key = reinterpret_cast<const void*>(kernel);
-  if (seen[key]) return;
-  seen[key] = true;
-  int n = -1;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smem);
-  std::fprintf(stderr, "matvec_stream %s: %zu B dynamic shared memory, %d CTAs in the grid, %d fit an SM\n", what, smem,
-               ctas, n);
-}
-
 template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
   const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
-  auto go = [&](auto kernel) {
-    report_occupancy(MB == 2 ? "2 CTAs an SM" : "1 CTA an SM", kernel, smem, ctas);
-    launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm);
-  };
+  auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
   if constexpr (NT == 1) {
     const bool xs = G.xs_bytes != 0;
     if constexpr (MB == 2) {
@@ -745,14 +702,7 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
       if (!stage_maps(P.w[p], *L[p], G, &tm.main[p], &tm.meta[p])) return false;  // the older kernels serve it
   }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
-  if (ctas > 2 * n_sm) {  // three (Q4_K, one activation row in shared memory: stream_geometry)
-    const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
-    auto kernel = diag_mode() == 1   ? matvec_stream_kernel<WFormat::kQ4_K, 1, 3, true, 1>
-                  : diag_mode() == 2 ? matvec_stream_kernel<WFormat::kQ4_K, 1, 3, true, 2>
-                                     : matvec_stream_kernel<WFormat::kQ4_K, 1, 3, true>;
-    report_occupancy("q4_K, 3 CTAs an SM", kernel, smem, ctas);
-    launch_k(kernel, ctas, kThreads, smem, s, P, *L[0], xh, xscale, G, sync, tm);
-  } else if (rows <= 8) {
+  if (rows <= 8) {
     if (two) launch_nt<1, 2>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
     else launch_nt<1, 1>(s, P, *L[0], xh, xscale, G, ctas, sync, tm);
   } else {

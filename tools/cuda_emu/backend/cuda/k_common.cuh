@@ -38,7 +38,6 @@
 #define blockDim (::emu::st().block_dim)
 #define gridDim (::emu::st().grid_dim)
 #define cudaFuncSetAttribute(...) cudaSuccess
-#define cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, ...) (*(n) = -1, cudaSuccess)
 
 // Tensor maps (TMA): the emulator's driver entry point hands out its own cuTensorMapEncodeTiled,
 // which keeps the parameters the 2-D box copy of k_bulk.cuh needs in the map's 128 bytes.
