@@ -24,6 +24,7 @@ for s in "${settings[@]}"; do
   env $s timeout 200 ncu --clock-control none --csv --metrics "$metrics" -k regex:matvec_stream_kernel -s "$SKIP" -c 1 \
     "$DEV/bin/gemmaserve" bench --ops --ops-only matmul --device cuda >"$OUT/subpipes.csv" 2>"$OUT/subpipes.log"
   echo "ncu exit $?"
+  grep -E "^matvec_stream " "$OUT/subpipes.log" | head -4  # GS_MVS_OCC=1's lines, where the build has it
   python3 - "$OUT/subpipes.csv" "$TILES" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if r]
