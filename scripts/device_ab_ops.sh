@@ -21,14 +21,14 @@ for r in "${runs[@]}"; do
   echo "== $bin '${s}'"
   # shellcheck disable=SC2086
   env $s timeout 120 "$DEV/bin/$bin" bench --ops --ops-only matmul --device cuda --json >"$OUT/mv.json" 2>>"$OUT/bench.log"
+  results=("$OUT/mv.json")
   if [ "${GS_AB_TG:-0}" = 1 ]; then
     # shellcheck disable=SC2086
     env $s timeout 200 "$DEV/bin/$bin" bench -m "$M" --device cuda -p 0 -n 128 --verify 5 -r 2 --json >"$OUT/tg.json" \
       2>>"$OUT/bench.log"
-  else
-    echo '{}' >"$OUT/tg.json"
+    results+=("$OUT/tg.json")
   fi
-  python3 - "$OUT/mv.json" "$OUT/tg.json" <<'PY'
+  python3 - "${results[@]}" <<'PY'
 import json, sys
 for f in sys.argv[1:]:
     try:
