@@ -48,10 +48,10 @@ void expect_near_cpu(GgmlType type, const std::vector<uint8_t>& w, int64_t n_in,
 
 // Runs y = x W^T on the three backends for every row count in `rows` (one weight upload);
 // expects the CUDA results near the CPU's.
-void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, const std::vector<int64_t>& rows_list,
-                  float x_scale = 1.0f) {
+// The weight's bytes given (`w`, GGUF rows of `type`).
+void check_matmul_of(GgmlType type, const std::vector<uint8_t>& w, int64_t n_in, int64_t n_out,
+                     const std::vector<int64_t>& rows_list, float x_scale = 1.0f) {
   auto& B = Backends::get();
-  const std::vector<uint8_t> w = random_weight(type, n_in, n_out);
   Backend* bes[3] = {B.cpu.get(), B.fast.get(), B.simple.get()};
   Weight wt[3];
   for (int k = 0; k < 3; ++k) {
@@ -78,6 +78,11 @@ void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, const std::vector<
     expect_near_cpu(type, w, n_in, n_out, x, rows, out[0],
                     {{&out[1], 2e-3, "fast path"}, {&out[2], cuda_native_type(type) ? 1e-5 : 1e-3, "simple path"}});
   }
+}
+
+void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, const std::vector<int64_t>& rows_list,
+                  float x_scale = 1.0f) {
+  check_matmul_of(type, random_weight(type, n_in, n_out), n_in, n_out, rows_list, x_scale);
 }
 
 std::vector<GgmlType> all_types() {
@@ -247,6 +252,22 @@ TEST(CudaMatmul, VerifyRowsReproduceDecode) {
 TEST(CudaMatmul, ExtremeActivationScales) {
   GS_REQUIRE_BACKENDS();
   for (float s : {1e-6f, 1e-3f, 30.0f, 3e3f, 1e5f}) check_matmul(GgmlType::Q4_K, 512, 64, {1, 6, 33}, s);
+}
+
+// Q4_K super-block scales |d| > 1: the bulk-copy matvec's one-fma dequantization would
+// overflow f16 (its addend -1024 d sc, decision 0027), so those weights go to the older
+// matvecs. A few blocks of d = 2, -40 and 1.0009765625 (just past 1) among ordinary ones; the
+// results must stay finite and near the CPU's at every row count of the tensor-core path.
+TEST(CudaMatmul, Q4KLargeSuperBlockScales) {
+  GS_REQUIRE_BACKENDS();
+  const int64_t n_in = 2048, n_out = 70;
+  for (uint16_t d : {uint16_t{0x4000}, uint16_t{0xD100}, uint16_t{0x3C01}}) {
+    std::vector<uint8_t> w = random_weight(GgmlType::Q4_K, n_in, n_out);
+    const int64_t n_blocks = n_out * n_in / 256;
+    for (int64_t b = 3; b < n_blocks; b += 37) std::memcpy(w.data() + b * 144, &d, 2);
+    SCOPED_TRACE("d bits " + std::to_string(d));
+    check_matmul_of(GgmlType::Q4_K, w, n_in, n_out, {1, 2, 5, 16});
+  }
 }
 
 }  // namespace

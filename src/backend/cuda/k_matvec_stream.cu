@@ -383,7 +383,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const uint16_t* xb[NT];
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
-      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
+      compute_tile<F, NT, XL, F == WFormat::kQ4_K>(cur, acc, acc2, t, xb);  // Q4_K: the one-fma form
     }
     if (s != spr - 1 && u != iu1 - 1) continue;
 
@@ -682,6 +682,9 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
     if (Lp.format != L[0]->format || Lp.n_in_pad != L[0]->n_in_pad || Lp.main_row_bytes != L[0]->main_row_bytes ||
         Lp.meta_per_row != L[0]->meta_per_row || y[p].rows != rows || Lp.n_out <= 0)
       return false;
+    // Q4_K's one-fma dequantization needs |d| <= 1 (compute_qk45's kLight); the older kernels
+    // serve other weights, for decode and verify alike.
+    if (Lp.format == WFormat::kQ4_K && !Lp.small_scales) return false;
     P.w[p] = static_cast<const uint8_t*>(w[p]);
     P.n_out[p] = Lp.n_out;
     P.meta_offset[p] = Lp.meta_offset;
