@@ -189,7 +189,9 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
+// kQ4 (Q4_K only): compute_qk45's kLight (1, the shipped form; 0 and 2 are measurements,
+// GS_MVS_Q4K, for one activation row in shared memory).
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kQ4 = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -383,7 +385,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const uint16_t* xb[NT];
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
-      compute_tile<F, NT, XL, F == WFormat::kQ4_K>(cur, acc, acc2, t, xb);  // Q4_K: the one-fma form
+      compute_tile<F, NT, XL, F == WFormat::kQ4_K ? kQ4 : 0>(cur, acc, acc2, t, xb);  // Q4_K: the one-fma form
     }
     if (s != spr - 1 && u != iu1 - 1) continue;
 
@@ -482,16 +484,23 @@ int diag_mode() {
   return d;
 }
 
-template <WFormat F, int NT, int MB, bool XS, int D = 0>
+// GS_MVS_Q4K: the Q4_K dequantization form of the one-row kernels (compute_qk45's kLight;
+// a measurement, default 1).
+int q4k_mode() {
+  static const int m = std::clamp(env_int("GS_MVS_Q4K", 1), 0, 2);
+  return m;
+}
+
+template <WFormat F, int NT, int MB, bool XS, int D = 0, int Q = 1>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, Q>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, Q>, cudaFuncAttributePreferredSharedMemoryCarveout,
                               XS ? 100 : carve);
 }
 
@@ -501,6 +510,10 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
+  if constexpr (F == WFormat::kQ4_K) {
+    for (cudaError_t r : {prepare_one<F, 1, 2, true, 0, 0>(), prepare_one<F, 1, 2, true, 0, 2>()})
+      if (r != cudaSuccess) e = r;
+  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -636,6 +649,10 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
         case 3: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 3> : matvec_stream_kernel<F, 1, 2, false, 3>);
         default: break;
       }
+    }
+    if constexpr (F == WFormat::kQ4_K && MB == 2) {
+      if (xs && q4k_mode() == 0) return go(matvec_stream_kernel<F, 1, 2, true, 0, 0>);
+      if (xs && q4k_mode() == 2) return go(matvec_stream_kernel<F, 1, 2, true, 0, 2>);
     }
     if (xs) return go(matvec_stream_kernel<F, NT, MB, true>);
   }

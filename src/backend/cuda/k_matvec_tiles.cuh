@@ -60,6 +60,20 @@ __device__ __forceinline__ void step_x(float (&acc)[NT][4], uint32_t r0_02, uint
   }
 }
 
+// One mma step whose B operand is the sum, in f16, of x_load16's four words (each k slot's
+// four activations), and whose A operand is a0 for row g and a1 for row g + 8 in every k slot.
+template <int NT>
+__device__ __forceinline__ void step_xsum(float (&acc)[NT][4], uint32_t a0, uint32_t a1, const uint4 (&v)[NT][2]) {
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) {
+    const uint32_t b0 = h2_bits(__hadd2(__hadd2(bits_h2(v[ct][0].x), bits_h2(v[ct][0].z)),
+                                        __hadd2(bits_h2(v[ct][1].x), bits_h2(v[ct][1].z))));
+    const uint32_t b1 = h2_bits(__hadd2(__hadd2(bits_h2(v[ct][0].y), bits_h2(v[ct][0].w)),
+                                        __hadd2(bits_h2(v[ct][1].y), bits_h2(v[ct][1].w))));
+    mma_16816(acc[ct], a0, a1, a0, a1, b0, b1);
+  }
+}
+
 // One mma step for NT column tiles: A = (rows g, g+8) x (the 4 elements at tile offset xo).
 template <int NT>
 __device__ __forceinline__ void step(float (&acc)[NT][4], uint32_t r0_02, uint32_t r1_02, uint32_t r0_13,
@@ -197,10 +211,12 @@ __device__ __forceinline__ void k_scales2(const uint4& h, int half, uint32_t sel
 // f32), one per weight mma, into the other accumulator set (so each chain keeps as many
 // steps as the other). Differs from the two-instruction form by the rounding of s q - m
 // against that of s q alone; the same for every row count, so verify rows equal decode.
-template <int NT, bool kQ5, class XL = GlobalX, bool kLight = false>
+template <int NT, bool kQ5, class XL = GlobalX, int kLight = 0>
 __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4],
                                              float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT]) {
   static_assert(!(kLight && kQ5), "the one-fma form is Q4_K's");
+  // kLight == 2 (measurement, GS_MVS_Q4K=2): the min's mma once a half and nibble kind, on the
+  // four words' activations added in f16 first (4 HMMA and 24 HADD2 a tile instead of 16 HMMA).
   const int ka = 2 * (t >> 1);
   const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
   const uint4* xq[NT];
@@ -245,10 +261,16 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
       if constexpr (kLight) {
         step_x<NT>(acc, h2_fma(lo02_0, s0l, c0l), h2_fma(lo02_1, s1l, c1l), h2_fma(lo13_0, s0l, c0l),
                    h2_fma(lo13_1, s1l, c1l), xlo, w);
-        step_x<NT>(acc2, mb0l, mb1l, mb0l, mb1l, xlo, w);
+        if constexpr (kLight == 1) step_x<NT>(acc2, mb0l, mb1l, mb0l, mb1l, xlo, w);
         step_x<NT>(acc2, h2_fma(hi02_0, s0h, c0h), h2_fma(hi02_1, s1h, c1h), h2_fma(hi13_0, s0h, c0h),
                    h2_fma(hi13_1, s1h, c1h), xhi, w);
-        step_x<NT>(acc, mb0h, mb1h, mb0h, mb1h, xhi, w);
+        if constexpr (kLight == 1) step_x<NT>(acc, mb0h, mb1h, mb0h, mb1h, xhi, w);
+        if constexpr (kLight == 2) {
+          if (w == 3) {
+            step_xsum<NT>(acc2, mb0l, mb1l, xlo);
+            step_xsum<NT>(acc, mb0h, mb1h, xhi);
+          }
+        }
       } else {
         step_x<NT>(acc, h2_fma(h2_sub(lo02_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo02_1, 1024.f), s1l, m1l),
                    h2_fma(h2_sub(lo13_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo13_1, 1024.f), s1l, m1l), xlo, w);
@@ -548,7 +570,7 @@ __device__ __forceinline__ void x_operands(const uint16_t* xh, const WeightLayou
 // Dequantize-and-mma of one loaded tile of a block format (the Tile<F> formats), into two
 // accumulator sets (two independent mma chains; the caller adds acc2 into acc at the end).
 // kLight: Q4_K's one-fma dequantization (compute_qk45), for weights with small_scales.
-template <WFormat F, int NT, class XL = GlobalX, bool kLight = false>
+template <WFormat F, int NT, class XL = GlobalX, int kLight = 0>
 __device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, float (&acc)[NT][4],
                                              float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT]) {
   if constexpr (F == WFormat::kQ4_K) {
