@@ -254,9 +254,10 @@ TEST(CudaMatmul, ExtremeActivationScales) {
   for (float s : {1e-6f, 1e-3f, 30.0f, 3e3f, 1e5f}) check_matmul(GgmlType::Q4_K, 512, 64, {1, 6, 33}, s);
 }
 
-// Q4_K super-block scales |d| > 1: the bulk-copy matvec's one-fma dequantization would
-// overflow f16 (its addend -1024 d sc, decision 0027), so those weights go to the older
-// matvecs. A few blocks of d = 2, -40 and 1.0009765625 (just past 1) among ordinary ones; the
+// Q4_K super-block scales far from real models' (~1e-4..1e-2): the f16 dequantization must
+// neither overflow nor lose the ordinary blocks beside them (d sc q reaches 37800 at d = -40;
+// a form with an f16 addend of -1024 d sc, tried in the eighteenth session, overflows from
+// |d| > 1). A few blocks of d = 2, -40 and 1.0009765625 (just past 1) among ordinary ones; the
 // results must stay finite and near the CPU's at every row count of the tensor-core path.
 TEST(CudaMatmul, Q4KLargeSuperBlockScales) {
   GS_REQUIRE_BACKENDS();

@@ -123,7 +123,6 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
       quantize_row_fn(type)(wf.data(), wq[p].data() + rb * static_cast<size_t>(o), n_in);
     }
     L[p] = make_weight_layout(format_of(type), n_in, n_outs[p]);
-    L[p].small_scales = type == GgmlType::Q4_K && q4k_small_scales(wq[p].data(), n_outs[p], n_in / 256);
     dev[p] = std::make_unique<GuardedBuffer>(L[p].total_bytes);
     for (int64_t o = 0; o < n_outs[p]; ++o)
       repack_row(type, L[p], wq[p].data() + rb * static_cast<size_t>(o), o, dev[p]->data(),

@@ -260,8 +260,6 @@ class CudaBackend final : public Backend {
     }
     auto cw = std::make_unique<CudaWeight>();
     cw->layout = cuda::make_weight_layout(*fmt_opt, n_in, n_out);
-    if (cw->layout.format == WFormat::kQ4_K)
-      cw->layout.small_scales = cuda::q4k_small_scales(static_cast<const uint8_t*>(host), n_out, n_in / 256);
     const WeightLayout& L = cw->layout;
     GS_ASSIGN_OR_RETURN(void* dev, alloc(L.total_bytes));
     auto* base = static_cast<uint8_t*>(dev);

@@ -42,10 +42,6 @@ struct WeightLayout {
   int64_t meta_offset = 0;   // bytes from the base to the meta region (0: none)
   int64_t meta_per_row = 0;  // f16 scales per row in the meta region
   bool tile_major = false;   // kQ4_K: the row groups' tiles as described above
-  // kQ4_K: every block's |d| <= 1 (so |d sc| < 64 and -1024 d sc is finite in f16), set at
-  // upload (q4k_small_scales): the bulk-copy matvec's one-fma dequantization needs it
-  // (decision 0027); without it the older matvecs serve the weight.
-  bool small_scales = false;
   size_t total_bytes = 0;
 };
 

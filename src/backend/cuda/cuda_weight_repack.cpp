@@ -69,13 +69,4 @@ void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, int64_
   }
 }
 
-bool q4k_small_scales(const uint8_t* src, int64_t n_rows, int64_t n_blocks) {
-  for (int64_t i = 0; i < n_rows * n_blocks; ++i) {
-    uint16_t d;
-    std::memcpy(&d, src + i * 144, 2);
-    if ((d & 0x7FFFu) > 0x3C00u) return false;  // |d| > 1.0 (f16 1.0 is 0x3C00), inf or NaN
-  }
-  return true;
-}
-
 }  // namespace gs::cuda

@@ -22,9 +22,4 @@ namespace gs::cuda {
 void repack_row(GgmlType type, const WeightLayout& L, const uint8_t* src, int64_t row, uint8_t* main, uint16_t* meta,
                 std::vector<float>& tmp);
 
-// Whether every Q4_K block of `n_rows` rows of `n_blocks` blocks each (the GGUF bytes, 144 a
-// block) has |d| <= 1, NaN and infinities not (WeightLayout::small_scales). Real models'
-// super-block scales are ~1e-4..1e-2.
-bool q4k_small_scales(const uint8_t* src, int64_t n_rows, int64_t n_blocks);
-
 }  // namespace gs::cuda

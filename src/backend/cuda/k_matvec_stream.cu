@@ -189,9 +189,7 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-// kQ4 (Q4_K only): compute_qk45's kLight (1, the shipped form; 0 and 2 are measurements,
-// GS_MVS_Q4K, for one activation row in shared memory).
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kQ4 = 1>
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -385,7 +383,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const uint16_t* xb[NT];
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
-      compute_tile<F, NT, XL, F == WFormat::kQ4_K ? kQ4 : 0>(cur, acc, acc2, t, xb);  // Q4_K: the one-fma form
+      compute_tile<F, NT, XL>(cur, acc, acc2, t, xb);
     }
     if (s != spr - 1 && u != iu1 - 1) continue;
 
@@ -484,23 +482,16 @@ int diag_mode() {
   return d;
 }
 
-// GS_MVS_Q4K: the Q4_K dequantization form of the one-row kernels (compute_qk45's kLight;
-// a measurement, default 1).
-int q4k_mode() {
-  static const int m = std::clamp(env_int("GS_MVS_Q4K", 1), 0, 2);
-  return m;
-}
-
-template <WFormat F, int NT, int MB, bool XS, int D = 0, int Q = 1>
+template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, Q>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, Q>, cudaFuncAttributePreferredSharedMemoryCarveout,
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
                               XS ? 100 : carve);
 }
 
@@ -510,10 +501,6 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
-  if constexpr (F == WFormat::kQ4_K) {
-    for (cudaError_t r : {prepare_one<F, 1, 2, true, 0, 0>(), prepare_one<F, 1, 2, true, 0, 2>()})
-      if (r != cudaSuccess) e = r;
-  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -650,10 +637,6 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
         default: break;
       }
     }
-    if constexpr (F == WFormat::kQ4_K && MB == 2) {
-      if (xs && q4k_mode() == 0) return go(matvec_stream_kernel<F, 1, 2, true, 0, 0>);
-      if (xs && q4k_mode() == 2) return go(matvec_stream_kernel<F, 1, 2, true, 0, 2>);
-    }
     if (xs) return go(matvec_stream_kernel<F, NT, MB, true>);
   }
   go(matvec_stream_kernel<F, NT, MB, false>);
@@ -699,9 +682,6 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
     if (Lp.format != L[0]->format || Lp.n_in_pad != L[0]->n_in_pad || Lp.main_row_bytes != L[0]->main_row_bytes ||
         Lp.meta_per_row != L[0]->meta_per_row || y[p].rows != rows || Lp.n_out <= 0)
       return false;
-    // Q4_K's one-fma dequantization needs |d| <= 1 (compute_qk45's kLight); the older kernels
-    // serve other weights, for decode and verify alike.
-    if (Lp.format == WFormat::kQ4_K && !Lp.small_scales) return false;
     P.w[p] = static_cast<const uint8_t*>(w[p]);
     P.n_out[p] = Lp.n_out;
     P.meta_offset[p] = Lp.meta_offset;

@@ -60,20 +60,6 @@ __device__ __forceinline__ void step_x(float (&acc)[NT][4], uint32_t r0_02, uint
   }
 }
 
-// One mma step whose B operand is the sum, in f16, of x_load16's four words (each k slot's
-// four activations), and whose A operand is a0 for row g and a1 for row g + 8 in every k slot.
-template <int NT>
-__device__ __forceinline__ void step_xsum(float (&acc)[NT][4], uint32_t a0, uint32_t a1, const uint4 (&v)[NT][2]) {
-#pragma unroll
-  for (int ct = 0; ct < NT; ++ct) {
-    const uint32_t b0 = h2_bits(__hadd2(__hadd2(bits_h2(v[ct][0].x), bits_h2(v[ct][0].z)),
-                                        __hadd2(bits_h2(v[ct][1].x), bits_h2(v[ct][1].z))));
-    const uint32_t b1 = h2_bits(__hadd2(__hadd2(bits_h2(v[ct][0].y), bits_h2(v[ct][0].w)),
-                                        __hadd2(bits_h2(v[ct][1].y), bits_h2(v[ct][1].w))));
-    mma_16816(acc[ct], a0, a1, a0, a1, b0, b1);
-  }
-}
-
 // One mma step for NT column tiles: A = (rows g, g+8) x (the 4 elements at tile offset xo).
 template <int NT>
 __device__ __forceinline__ void step(float (&acc)[NT][4], uint32_t r0_02, uint32_t r1_02, uint32_t r0_13,
@@ -201,22 +187,9 @@ __device__ __forceinline__ void k_scales2(const uint4& h, int half, uint32_t sel
 // under the 64 exponent), so one LOP3 each; the subtraction is exact and the one rounding is
 // that of s q - m. Low-nibble steps accumulate into acc, high-nibble ones into acc2 (two
 // independent mma chains).
-//
-// kLight (Q4_K in the bulk-copy matvec, decision 0027): one f16 instruction a weight pair
-// instead of two. The magic number's subtraction folds into the scale, w = fma(1024 + q, s,
-// -1024 s) (and fma(64 + q, s, -64 s) for the high nibbles): the fma is exact before its one
-// rounding, so w = round(s q), and -1024 s is exact while |s| < 64 (the caller guarantees
-// it: WeightLayout::small_scales). The min leaves the weights: -m times the activations is a
-// second mma whose A operand is the sub-block's -m in every element (f16 products, summed in
-// f32), one per weight mma, into the other accumulator set (so each chain keeps as many
-// steps as the other). Differs from the two-instruction form by the rounding of s q - m
-// against that of s q alone; the same for every row count, so verify rows equal decode.
-template <int NT, bool kQ5, class XL = GlobalX, int kLight = 0>
+template <int NT, bool kQ5, class XL = GlobalX>
 __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& r, float (&acc)[NT][4],
                                              float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT]) {
-  static_assert(!(kLight && kQ5), "the one-fma form is Q4_K's");
-  // kLight == 2 (measurement, GS_MVS_Q4K=2): the min's mma once a half and nibble kind, on the
-  // four words' activations added in f16 first (4 HMMA and 24 HADD2 a tile instead of 16 HMMA).
   const int ka = 2 * (t >> 1);
   const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
   const uint4* xq[NT];
@@ -229,11 +202,6 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
     k_scales2(r.h1, half, sel, s1, m1);
     const __half2 s0l = __low2half2(s0), s0h = __high2half2(s0), m0l = __low2half2(m0), m0h = __high2half2(m0);
     const __half2 s1l = __low2half2(s1), s1h = __high2half2(s1), m1l = __low2half2(m1), m1h = __high2half2(m1);
-    // kLight's fma addends (-1024 s_lo, -64 s_hi: exact) and its min operands (as mma bits).
-    const __half2 kc = __halves2half2(__float2half_rn(-1024.f), __float2half_rn(-64.f));
-    const __half2 c0 = __hmul2(s0, kc), c1 = __hmul2(s1, kc);
-    const __half2 c0l = __low2half2(c0), c0h = __high2half2(c0), c1l = __low2half2(c1), c1h = __high2half2(c1);
-    const uint32_t mb0l = h2_bits(m0l), mb0h = h2_bits(m0h), mb1l = h2_bits(m1l), mb1h = h2_bits(m1h);
     const uint4& q0v = half == 0 ? r.qa0 : r.qb0;
     const uint4& q1v = half == 0 ? r.qa1 : r.qb1;
     uint4 xlo[NT][2], xhi[NT][2];
@@ -258,25 +226,10 @@ __device__ __forceinline__ void compute_qk45(const typename TileQK45<kQ5>::Raw& 
         hi02_1 |= ((e1 >> khi) & 0x00010001u) << 8;
         hi13_1 |= ((e1 >> (khi + 8)) & 0x00010001u) << 8;
       }
-      if constexpr (kLight) {
-        step_x<NT>(acc, h2_fma(lo02_0, s0l, c0l), h2_fma(lo02_1, s1l, c1l), h2_fma(lo13_0, s0l, c0l),
-                   h2_fma(lo13_1, s1l, c1l), xlo, w);
-        if constexpr (kLight == 1) step_x<NT>(acc2, mb0l, mb1l, mb0l, mb1l, xlo, w);
-        step_x<NT>(acc2, h2_fma(hi02_0, s0h, c0h), h2_fma(hi02_1, s1h, c1h), h2_fma(hi13_0, s0h, c0h),
-                   h2_fma(hi13_1, s1h, c1h), xhi, w);
-        if constexpr (kLight == 1) step_x<NT>(acc, mb0h, mb1h, mb0h, mb1h, xhi, w);
-        if constexpr (kLight == 2) {
-          if (w == 3) {
-            step_xsum<NT>(acc2, mb0l, mb1l, xlo);
-            step_xsum<NT>(acc, mb0h, mb1h, xhi);
-          }
-        }
-      } else {
-        step_x<NT>(acc, h2_fma(h2_sub(lo02_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo02_1, 1024.f), s1l, m1l),
-                   h2_fma(h2_sub(lo13_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo13_1, 1024.f), s1l, m1l), xlo, w);
-        step_x<NT>(acc2, h2_fma(h2_sub(hi02_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi02_1, 64.f), s1h, m1h),
-                   h2_fma(h2_sub(hi13_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi13_1, 64.f), s1h, m1h), xhi, w);
-      }
+      step_x<NT>(acc, h2_fma(h2_sub(lo02_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo02_1, 1024.f), s1l, m1l),
+                 h2_fma(h2_sub(lo13_0, 1024.f), s0l, m0l), h2_fma(h2_sub(lo13_1, 1024.f), s1l, m1l), xlo, w);
+      step_x<NT>(acc2, h2_fma(h2_sub(hi02_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi02_1, 64.f), s1h, m1h),
+                 h2_fma(h2_sub(hi13_0, 64.f), s0h, m0h), h2_fma(h2_sub(hi13_1, 64.f), s1h, m1h), xhi, w);
     }
   }
 }
@@ -569,12 +522,11 @@ __device__ __forceinline__ void x_operands(const uint16_t* xh, const WeightLayou
 
 // Dequantize-and-mma of one loaded tile of a block format (the Tile<F> formats), into two
 // accumulator sets (two independent mma chains; the caller adds acc2 into acc at the end).
-// kLight: Q4_K's one-fma dequantization (compute_qk45), for weights with small_scales.
-template <WFormat F, int NT, class XL = GlobalX, int kLight = 0>
+template <WFormat F, int NT, class XL = GlobalX>
 __device__ __forceinline__ void compute_tile(const typename Tile<F>::Raw& cur, float (&acc)[NT][4],
                                              float (&acc2)[NT][4], int t, const uint16_t* const (&xb)[NT]) {
   if constexpr (F == WFormat::kQ4_K) {
-    compute_qk45<NT, false, XL, kLight>(cur, acc, acc2, t, xb);
+    compute_qk45<NT, false, XL>(cur, acc, acc2, t, xb);
   } else if constexpr (F == WFormat::kQ5_K) {
     compute_qk45<NT, true, XL>(cur, acc, acc2, t, xb);
   } else {
