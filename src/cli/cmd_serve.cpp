@@ -18,6 +18,7 @@
 #include "engine/engine_factory.h"
 #include "server/auth.h"
 #include "server/http_server.h"
+#include "server/openai_format.h"
 
 namespace gs::cli {
 
@@ -179,6 +180,7 @@ int serve(const ServeArgs& a) {
   ctx->engine = loaded->engine;
   ctx->tokenizer = loaded->tokenizer;
   ctx->model_id = a.alias.empty() ? loaded->model_name : a.alias;
+  ctx->created = server::unix_now();
   ctx->info = loaded->engine->info();
   ctx->defaults.n_vocab = ctx->info.n_vocab;
   ctx->defaults.enable_thinking = a.reasoning == "on" && a.reasoning_budget != 0;

@@ -146,7 +146,7 @@ class Routes {
   static json model_entry(const ModelContext& m) {
     return json{{"id", m.model_id},
                 {"object", "model"},
-                {"created", 0},
+                {"created", m.created},
                 {"owned_by", "gemmaserve"},
                 {"meta",
                  {{"n_ctx", m.info.n_ctx},

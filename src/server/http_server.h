@@ -47,6 +47,7 @@ struct ModelContext {
   std::shared_ptr<Engine> engine;
   std::shared_ptr<const text::Tokenizer> tokenizer;
   std::string model_id;  // the name clients see (--alias, else the file name)
+  int64_t created = 0;   // when the model was loaded (Unix seconds): /v1/models' `created`
   EngineInfo info;
   RequestDefaults defaults;  // what requests leave out (sampling, thinking, vocabulary bound)
 };

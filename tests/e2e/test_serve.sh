@@ -73,6 +73,9 @@ if [ "$code" = 401 ] && python3 -c 'import json,sys; e=json.load(open(sys.argv[1
   ok "no key -> 401 with an error body"; else bad "no key -> $code $(cat "$WORK/r")"; fi
 code="$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' "$URL/v1/models")"
 [ "$code" = 401 ] && ok "wrong key -> 401" || bad "wrong key -> $code"
+code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "$URL/v1/models")"
+if [ "$code" = 200 ] && python3 -c 'import json,sys,time; m=json.load(open(sys.argv[1]))["data"][0]; assert abs(m["created"] - time.time()) < 3600, m' "$WORK/r"; then
+  ok "models: created is the load time"; else bad "models -> $code $(cat "$WORK/r")"; fi
 
 code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" \
   -d '{"prompt":"ROMEO:","max_tokens":40,"temperature":0}')"

@@ -61,6 +61,7 @@ TEST(HttpServer, ModelsListsTheModel) {
   ASSERT_EQ(j["data"].size(), 1u);
   EXPECT_EQ(j["data"][0]["id"], "shakes-test");
   EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_EQ(j["data"][0]["created"], 1764720000);  // the load time, not 0
   auto one = s.get("/v1/models/shakes-test");
   ASSERT_TRUE(one);
   EXPECT_EQ(one->status, 200);

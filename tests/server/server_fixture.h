@@ -110,6 +110,7 @@ class LiveServer {
     ctx->engine = engine;
     ctx->tokenizer = tok;
     ctx->model_id = "shakes-test";
+    ctx->created = 1764720000;  // what cmd_serve sets to the load time
     ctx->info = engine->info();
     ctx->defaults.n_vocab = tok->n_vocab();
     ctx->defaults.enable_thinking = o_.enable_thinking;
