@@ -80,7 +80,6 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
-  int x8_bytes;     // measurement (GS_MVS_Q4K=8): int8 activations, per-32 scales and sums after them
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
@@ -119,7 +118,6 @@ struct StreamShared {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
   uint64_t xbar;  // the activations' bulk copy (kXS)
-  uint64_t x8bar;  // the int8 activations written (GS_MVS_Q4K=8)
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
@@ -182,130 +180,6 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
   *reinterpret_cast<volatile uint32_t*>(sink) = LoadedWords<F>::of(r);
 }
 
-// ---- measurement (GS_MVS_Q4K=8): Q4_K on int8 tensor cores, one activation row -------------
-// The activations (the f16 operand in shared memory, K elements) quantized per 32 by the
-// consumer threads: x8[K] int8 (round(x 127 / amax), element order), xf[K/32] = amax / 127,
-// xm[K/32] = xf sum q.
-__device__ __forceinline__ void quantize_x8(const uint16_t* xs, int K, int8_t* x8, float* xf, float* xm, int warp,
-                                            int lane) {
-  const int nblk = K / 32;
-  for (int b0 = warp * 8; b0 < nblk; b0 += kConsumerWarps * 8) {
-    const int b = b0 + (lane >> 2), p = lane & 3;
-    const bool ok = b < nblk;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (ok) v = *reinterpret_cast<const uint4*>(xs + b * 32 + p * 8);
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    float f[8];
-    float amax = 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 h = __half22float2(bits_h2(w[i]));
-      f[2 * i] = h.x;
-      f[2 * i + 1] = h.y;
-      amax = fmaxf(amax, fmaxf(fabsf(h.x), fabsf(h.y)));
-    }
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    const float inv = amax > 0.f ? 127.f / amax : 0.f;
-    uint32_t pk[2] = {0u, 0u};
-    int sum = 0;
-    // The f16 operand holds each group of 4 as (0, 2, 1, 3) (the f16 mma's B layout); the int8
-    // one is in element order (the int8 mma's).
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int src = (i & 4) | ((i & 1) << 1) | ((i >> 1) & 1);  // 0 2 1 3 within a group
-      const int q = max(-127, min(127, __float2int_rn(f[src] * inv)));
-      sum += q;
-      pk[i >> 2] |= (static_cast<uint32_t>(q) & 0xffu) << (8 * (i & 3));
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    if (ok) {
-      *reinterpret_cast<uint2*>(x8 + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
-      if (p == 0) {
-        xf[b] = amax / 127.f;
-        xm[b] = amax / 127.f * static_cast<float>(sum);
-      }
-    }
-  }
-}
-
-// One Q4_K tile's words for the int8 form: w[c] = qs bytes 4t..4t+3 and 16+4t..19+4t of chunk c
-// (32 bytes) of rows g and g + 8, read from the tile-major stage (cuda_weight_layout.h: row r's
-// qs byte b at fragment 2 (r / 8) + b / 64, offset 64 (r % 8) + b % 64), and the two headers.
-struct RawI8 {
-  uint32_t w[4][4];  // [chunk][row g lo, row g hi, row g+8 lo, row g+8 hi]
-  uint4 h0, h1;
-};
-__device__ __forceinline__ void load_i8(RawI8& r, const uint8_t* T, int g, int t) {
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const uint8_t* p0 = T + (c >> 1) * 512 + 64 * g + 32 * (c & 1) + 4 * t;
-    const uint8_t* p1 = p0 + 1024;
-    r.w[c][0] = *reinterpret_cast<const uint32_t*>(p0);
-    r.w[c][1] = *reinterpret_cast<const uint32_t*>(p0 + 16);
-    r.w[c][2] = *reinterpret_cast<const uint32_t*>(p1);
-    r.w[c][3] = *reinterpret_cast<const uint32_t*>(p1 + 16);
-  }
-  r.h0 = *reinterpret_cast<const uint4*>(T + 2048 + 16 * g);
-  r.h1 = *reinterpret_cast<const uint4*>(T + 2048 + 16 * (g + 8));
-}
-__device__ __forceinline__ uint32_t loaded_i8(const RawI8& r) {
-  uint32_t x = r.h0.x ^ r.h1.x;
-#pragma unroll
-  for (int c = 0; c < 4; ++c) x ^= r.w[c][0] ^ r.w[c][1] ^ r.w[c][2] ^ r.w[c][3];
-  return x;
-}
-// int -> float for |v| < 2^22 without I2F: the integer rides in the mantissa of 1.5 * 2^23.
-__device__ __forceinline__ float small_int_to_float(int v) {
-  return __int_as_float(v + 0x4B400000) - 12582912.f;
-}
-// Adds the tile's dot products of rows g (acc[0]) and g + 8 (acc[2]) with activation row 0:
-// one int8 mma per 32-element sub-block k (A: its nibbles, B: x8 of its elements), then
-// d sc_k xf_k times the integer sum, less dmin mn_k xm_k (spec §3: w = d sc q - dmin mn).
-// x8, xf, xm point at the tile's first element / sub-block.
-__device__ __forceinline__ void compute_i8(const RawI8& r, const int8_t* x8, const float* xf, const float* xm,
-                                           float (&acc)[4], int t) {
-  const uint4 hs[2] = {r.h0, r.h1};
-  uint32_t sc[2][2], mn[2][2];
-  float d[2], dm[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const uint4& h = hs[i];
-    sc[i][0] = h.y & 0x3F3F3F3Fu;
-    mn[i][0] = h.z & 0x3F3F3F3Fu;
-    sc[i][1] = (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
-    mn[i][1] = ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
-    const float2 dd = __half22float2(bits_h2(h.x));
-    d[i] = dd.x;
-    dm[i] = dd.y;
-  }
-  float s[2] = {0.f, 0.f}, m[2] = {0.f, 0.f};
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const int c = k >> 1;
-    const bool hi = k & 1;
-    const uint32_t a0 = hi ? (r.w[c][0] >> 4) & 0x0F0F0F0Fu : r.w[c][0] & 0x0F0F0F0Fu;
-    const uint32_t a2 = hi ? (r.w[c][1] >> 4) & 0x0F0F0F0Fu : r.w[c][1] & 0x0F0F0F0Fu;
-    const uint32_t a1 = hi ? (r.w[c][2] >> 4) & 0x0F0F0F0Fu : r.w[c][2] & 0x0F0F0F0Fu;
-    const uint32_t a3 = hi ? (r.w[c][3] >> 4) & 0x0F0F0F0Fu : r.w[c][3] & 0x0F0F0F0Fu;
-    const uint32_t b0 = *reinterpret_cast<const uint32_t*>(x8 + 32 * k + 4 * t);
-    const uint32_t b1 = *reinterpret_cast<const uint32_t*>(x8 + 32 * k + 16 + 4 * t);
-    int isum[4];
-    mma_16832_u8s8(isum, a0, a1, a2, a3, b0, b1);
-    const float xfk = xf[k], xmk = xm[k];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int sck = static_cast<int>((sc[i][k >> 2] >> (8 * (k & 3))) & 0xffu);
-      const int mnk = static_cast<int>((mn[i][k >> 2] >> (8 * (k & 3))) & 0xffu);
-      s[i] = fmaf(small_int_to_float(isum[2 * i] * sck), xfk, s[i]);
-      m[i] = fmaf(small_int_to_float(mnk), xmk, m[i]);
-    }
-  }
-  acc[0] += d[0] * s[0] - dm[0] * m[0];
-  acc[2] += d[1] * s[1] - dm[1] * m[1];
-}
-
 // kMinBlocks = 2 caps the registers so that two CTAs share an SM (the default). kXS: the
 // activations are first copied into shared memory after the ring (G.xs_bytes of them), so the
 // consumers read them with shared loads instead of through L1 (as many rows as fit
@@ -315,8 +189,7 @@ __device__ __forceinline__ void compute_i8(const RawI8& r, const int8_t* x8, con
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-// kQ4 = 8 (measurement, GS_MVS_Q4K=8; Q4_K, NT 1, kXS, one activation row): the int8 form.
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kQ4 = 0>
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -342,7 +215,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       mbar_init(&sh.empty[i], kConsumerWarps);
     }
     mbar_init(&sh.xbar, 1);
-    mbar_init(&sh.x8bar, kConsumerWarps * 32);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
     mbar_init_fence();
   }
@@ -444,18 +316,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     mbar_wait(&sh.xbar, 0);
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
-  constexpr bool kI8 = kQ4 == 8 && F == WFormat::kQ4_K && NT == 1 && kXS;
-  int8_t* x8 = nullptr;
-  float *x8f = nullptr, *x8m = nullptr;
-  if constexpr (kI8) {
-    const int K = static_cast<int>(L.n_in_pad);
-    x8 = reinterpret_cast<int8_t*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes + G.xs_bytes);
-    x8f = reinterpret_cast<float*>(x8 + K);
-    x8m = x8f + K / 32;
-    quantize_x8(xsrc, K, x8, x8f, x8m, warp, lane);
-    mbar_arrive(&sh.x8bar);
-    mbar_wait(&sh.x8bar, 0);
-  }
   float acc[NT][4], acc2[NT][4];
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
@@ -508,15 +368,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
-    RawI8 cur8;
     if (have) {
-      if constexpr (kI8) {
-        load_i8(cur8, st + j * kQ4KTileBytes, g, t);
-        *reinterpret_cast<volatile uint32_t*>(&sh.sink[warp][lane]) = loaded_i8(cur8);
-      } else {
-        Tile<F>::template load<SharedLd>(cur, R, j, t);
-        consume_raw<F>(cur, &sh.sink[warp][lane]);
-      }
+      Tile<F>::template load<SharedLd>(cur, R, j, t);
+      consume_raw<F>(cur, &sh.sink[warp][lane]);
     }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
@@ -525,12 +379,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       slot = slot_off = 0;
       phase ^= 1u;
     }
-    if constexpr (kI8) {
-      if (have) {
-        const int e0 = (t0 + j) * static_cast<int>(kTileElems);
-        compute_i8(cur8, x8 + e0, x8f + e0 / 32, x8m + e0 / 32, acc[0], t);
-      }
-    } else if (have) {
+    if (have) {
       const uint16_t* xb[NT];
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
@@ -633,22 +482,16 @@ int diag_mode() {
   return d;
 }
 
-// GS_MVS_Q4K=8 (a measurement): Q4_K's one-row kernel on int8 tensor cores.
-int q4k_mode() {
-  static const int m = env_int("GS_MVS_Q4K", 0) == 8 ? 8 : 0;
-  return m;
-}
-
-template <WFormat F, int NT, int MB, bool XS, int D = 0, int Q = 0>
+template <WFormat F, int NT, int MB, bool XS, int D = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, Q>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, Q>, cudaFuncAttributePreferredSharedMemoryCarveout,
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
                               XS ? 100 : carve);
 }
 
@@ -658,12 +501,6 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
-  if constexpr (F == WFormat::kQ4_K) {
-    if (q4k_mode() == 8) {
-      const cudaError_t r = prepare_one<F, 1, 2, true, 0, 8>();
-      if (r != cudaSuccess) e = r;
-    }
-  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -709,19 +546,14 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   const int64_t xs = n_rows * L.n_in_pad * 2;
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
-  G.x8_bytes = 0;
-  if (q4k_mode() == 8 && L.format == WFormat::kQ4_K && n_rows == 1 && G.xs_bytes) {
-    const int x8 = static_cast<int>((L.n_in_pad + L.n_in_pad / 32 * 8 + 127) / 128 * 128);
-    if (2 * G.stage_bytes + G.xs_bytes + x8 <= kXsCtaBytes) G.x8_bytes = x8;
-  }
-  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes - G.x8_bytes : ring_kb * 1024;
+  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
   // The weight copies mark their L2 lines evict-first (read once a step; GS_MVS_EVICT=0: the
   // default policy).
   static const int evict = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
   G.evict_first = evict;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
-  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes + G.x8_bytes > kMaxDynSmem) --G.ns;
-  if (G.ns * G.stage_bytes + G.xs_bytes + G.x8_bytes > kMaxDynSmem) return false;
+  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
+  if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
   // Two CTAs per SM (16 consumer warps; ptxas caps the registers at 96) measured faster than
   // one on the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md);
   // GS_MVS_CTAS_PER_SM=1 takes one.
@@ -793,8 +625,7 @@ bool stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G, CU
 template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
-  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) +
-                      static_cast<size_t>(G.x8_bytes) + kRingAlign;
+  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
   auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
   if constexpr (NT == 1) {
     const bool xs = G.xs_bytes != 0;
@@ -805,9 +636,6 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
         case 3: return go(xs ? matvec_stream_kernel<F, 1, 2, true, 3> : matvec_stream_kernel<F, 1, 2, false, 3>);
         default: break;
       }
-    }
-    if constexpr (F == WFormat::kQ4_K && MB == 2) {
-      if (xs && G.x8_bytes) return go(matvec_stream_kernel<F, 1, 2, true, 0, 8>);
     }
     if (xs) return go(matvec_stream_kernel<F, NT, MB, true>);
   }
