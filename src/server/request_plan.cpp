@@ -15,6 +15,28 @@ void fill_common(const GenerationOptions& gen, const PlanLimits& limits, Generat
   r->draft_max = gen.draft_max ? *gen.draft_max : limits.draft_max;
 }
 
+// How a forced call's arguments may begin (decision 0016, extended): `key:` for each
+// property the tool's schema declares, and `}` when it requires none. Empty (no constraint)
+// when the schema declares no properties or admits others (`additionalProperties` other than
+// false or absent). Only the first key is constrained; what follows it is the model's.
+std::vector<std::string> first_key_completions(const text::ChatTool& tool) {
+  const nlohmann::json& p = tool.parameters;
+  if (!p.is_object()) return {};
+  const auto props = p.find("properties");
+  if (props == p.end() || !props->is_object() || props->empty()) return {};
+  const auto extra = p.find("additionalProperties");
+  if (extra != p.end() && !(extra->is_boolean() && !extra->get<bool>())) return {};
+  std::vector<std::string> out;
+  for (const auto& [key, schema] : props->items()) {
+    (void)schema;
+    if (key.empty()) return {};  // a key the bare form cannot spell: leave the arguments free
+    out.push_back(key + ":");
+  }
+  const auto req = p.find("required");
+  if (req == p.end() || !req->is_array() || req->empty()) out.push_back("}");
+  return out;
+}
+
 }  // namespace
 
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
@@ -38,14 +60,24 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       break;
     case ToolChoice::kRequired:
       plan.output_prefix = req.tools.size() == 1 ? opener + req.tools[0].name + "{" : opener;
-      // Several tools: the name is the model's to choose, but only among the declared
-      // ones; the engine masks every token that would leave "NAME{" (decision 0016).
-      if (req.tools.size() > 1) {
-        for (const auto& t : req.tools) plan.request.allowed_completions.push_back(t.name + "{");
+      if (req.tools.size() == 1) {
+        plan.request.allowed_completions = first_key_completions(req.tools[0]);
+      } else {
+        // Several tools: the name is the model's to choose, but only among the declared
+        // ones; the engine masks every token that would leave "NAME{" (decision 0016), and
+        // then the first argument key's (a free key where the schema leaves it free).
+        for (const auto& t : req.tools) {
+          const std::vector<std::string> keys = first_key_completions(t);
+          if (keys.empty()) plan.request.allowed_completions.push_back(t.name + "{");
+          for (const auto& k : keys) plan.request.allowed_completions.push_back(t.name + "{" + k);
+        }
       }
       break;
     case ToolChoice::kNamed:
       plan.output_prefix = opener + req.tool_choice_name + "{";
+      for (const auto& t : req.tools) {
+        if (t.name == req.tool_choice_name) plan.request.allowed_completions = first_key_completions(t);
+      }
       break;
   }
   // Control tokens only where the renderer wrote markup: message text cannot open or close

@@ -68,6 +68,39 @@ TEST(RequestPlan, ForcedToolCallOpeners) {
   EXPECT_TRUE(single->single_tool_call);
 }
 
+// A forced call's first argument key is constrained to the declared properties (and `}`
+// when none is required); schemas that declare none or admit others leave it free.
+TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
+  auto tok = test::shakes_tokenizer();
+  const std::string weather =
+      R"({"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
+      R"("properties":{"unit":{"type":"string"},"city":{"type":"string"}},"required":["city"]}}})";
+  const std::string time =
+      R"({"type":"function","function":{"name":"get_time","parameters":{"type":"object",)"
+      R"("properties":{"zone":{"type":"string"}}}}})";
+  const std::string open = R"({"type":"function","function":{"name":"anything","parameters":{"type":"object",)"
+                           R"("properties":{"a":{}},"additionalProperties":true}}})";
+  const std::string msgs = R"({"messages":[{"role":"user","content":"weather?"}],"tools":[)";
+  auto named = plan_chat(
+      chat(msgs + weather + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}}})"), *tok, {});
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->request.allowed_completions, (std::vector<std::string>{"city:", "unit:"}));
+  auto one = plan_chat(chat(msgs + time + R"(],"tool_choice":"required"})"), *tok, {});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->request.allowed_completions, (std::vector<std::string>{"zone:", "}"}));  // nothing required
+  auto three = plan_chat(chat(msgs + weather + "," + time + "," + open + R"(],"tool_choice":"required"})"), *tok, {});
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(three->request.allowed_completions,
+            (std::vector<std::string>{"get_weather{city:", "get_weather{unit:", "get_time{zone:", "get_time{}",
+                                      "anything{"}));
+  auto free = plan_chat(chat(msgs + open + R"(],"tool_choice":"required"})"), *tok, {});
+  ASSERT_TRUE(free.ok());
+  EXPECT_TRUE(free->request.allowed_completions.empty());
+  auto automatic = plan_chat(chat(msgs + weather + "]}"), *tok, {});
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_TRUE(automatic->request.allowed_completions.empty());
+}
+
 // The parser knows the declared names, so a namespaced call ("default_api:get_weather") is
 // the declared tool (decision 0024); with tools off it knows none.
 TEST(RequestPlan, ParserKnowsTheDeclaredToolNames) {

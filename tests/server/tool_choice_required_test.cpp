@@ -126,6 +126,39 @@ TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {
   }
 }
 
+// A forced call's first argument key is one the schema declares (decision 0016: the key
+// constraint after NAME{). At temperature 2 the shakes model wrote junk keys there
+// ({"NSleethoppingthuatientpos": null}); now the arguments always hold the required "city".
+TEST_P(RequiredToolChoice, ForcedArgumentsBeginWithADeclaredKey) {
+  json tools = json::array();
+  tools.push_back({{"type", "function"},
+                   {"function",
+                    {{"name", "get_weather"},
+                     {"parameters",
+                      {{"type", "object"},
+                       {"properties", {{"city", {{"type", "string"}}}, {"unit", {{"type", "string"}}}}},
+                       {"required", json::array({"city"})}}}}}});
+  for (int seed : {1, 116, 233, 7}) {
+    for (const json& choice : {json("required"), json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
+      json b = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                {"tools", tools},
+                {"tool_choice", choice},
+                {"max_tokens", 20},
+                {"temperature", 2.0},
+                {"top_k", 0},
+                {"seed", seed}};
+      auto r = post(b);
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      const json msg = json::parse(r->body)["choices"][0]["message"];
+      ASSERT_TRUE(msg.contains("tool_calls") && !msg["tool_calls"].empty()) << "seed " << seed << ": " << r->body;
+      const json args = json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>());
+      ASSERT_TRUE(args.is_object()) << r->body;
+      EXPECT_TRUE(args.contains("city") || args.contains("unit")) << "seed " << seed << ": " << r->body;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafter, RequiredToolChoice, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
 
