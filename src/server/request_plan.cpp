@@ -29,7 +29,8 @@ std::vector<std::string> first_key_completions(const text::ChatTool& tool) {
   std::vector<std::string> out;
   for (const auto& [key, schema] : props->items()) {
     (void)schema;
-    if (key.empty()) return {};  // a key the bare form cannot spell: leave the arguments free
+    // A key the bare form cannot spell unambiguously leaves the arguments free.
+    if (key.empty() || key.find_first_of(" \t\r\n:,{}[]\"'<>=") != std::string::npos) return {};
     out.push_back(key + ":");
   }
   const auto req = p.find("required");

@@ -96,6 +96,11 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
   auto free = plan_chat(chat(msgs + open + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(free.ok());
   EXPECT_TRUE(free->request.allowed_completions.empty());
+  const std::string spaced = R"({"type":"function","function":{"name":"odd","parameters":{"type":"object",)"
+                             R"("properties":{"the city":{},"x":{}}}}})";
+  auto odd = plan_chat(chat(msgs + spaced + R"(],"tool_choice":"required"})"), *tok, {});
+  ASSERT_TRUE(odd.ok());
+  EXPECT_TRUE(odd->request.allowed_completions.empty());  // a key the bare form cannot spell
   auto automatic = plan_chat(chat(msgs + weather + "]}"), *tok, {});
   ASSERT_TRUE(automatic.ok());
   EXPECT_TRUE(automatic->request.allowed_completions.empty());

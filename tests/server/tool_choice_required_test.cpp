@@ -128,7 +128,7 @@ TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {
 
 // A forced call's first argument key is one the schema declares (decision 0016: the key
 // constraint after NAME{). At temperature 2 the shakes model wrote junk keys there
-// ({"NSleethoppingthuatientpos": null}); now the arguments always hold the required "city".
+// ({"NSleethoppingthuatientpos": null}); now the arguments always hold a declared key.
 TEST_P(RequiredToolChoice, ForcedArgumentsBeginWithADeclaredKey) {
   json tools = json::array();
   tools.push_back({{"type", "function"},
