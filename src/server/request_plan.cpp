@@ -27,8 +27,8 @@ std::vector<std::string> first_key_completions(const text::ChatTool& tool) {
   const auto extra = p.find("additionalProperties");
   if (extra != p.end() && !(extra->is_boolean() && !extra->get<bool>())) return {};
   std::vector<std::string> out;
-  for (const auto& [key, schema] : props->items()) {
-    (void)schema;
+  for (const auto& item : props->items()) {
+    const std::string& key = item.key();
     // A key the bare form cannot spell unambiguously leaves the arguments free.
     if (key.empty() || key.find_first_of(" \t\r\n:,{}[]\"'<>=") != std::string::npos) return {};
     out.push_back(key + ":");
