@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "text/json_grammar.h"
+
 namespace gs {
 
 TokenPieces::TokenPieces(const text::Tokenizer& tokenizer) {
@@ -12,7 +14,9 @@ TokenPieces::TokenPieces(const text::Tokenizer& tokenizer) {
   for (int32_t id = 0; id < n; ++id) {
     pieces_[static_cast<size_t>(id)] = std::string(tokenizer.token_to_piece(id, /*render_special=*/false));
     const std::string& p = pieces_[static_cast<size_t>(id)];
-    if (!p.empty()) by_first_byte_[static_cast<unsigned char>(p[0])].push_back(id);
+    if (p.empty()) continue;
+    by_first_byte_[static_cast<unsigned char>(p[0])].push_back(id);
+    (text::json_string_safe(p) ? json_safe_ : json_unsafe_).push_back(id);
   }
 }
 

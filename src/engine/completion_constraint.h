@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/output_constraint.h"
 #include "text/tokenizer.h"
 
 namespace gs {
@@ -21,10 +22,16 @@ class TokenPieces {
   int32_t n_vocab() const { return static_cast<int32_t>(pieces_.size()); }
   // Ids whose piece starts with byte `b` (tokens with an empty piece are in no list).
   const std::vector<int32_t>& starting_with(unsigned char b) const { return by_first_byte_[b]; }
+  // Ids, ascending, whose piece a free JSON string may take as it is (text::json_string_safe),
+  // and the other ids with a non-empty piece.
+  const std::vector<int32_t>& json_string_safe() const { return json_safe_; }
+  const std::vector<int32_t>& json_string_unsafe() const { return json_unsafe_; }
 
  private:
   std::vector<std::string> pieces_;
   std::array<std::vector<int32_t>, 256> by_first_byte_;
+  std::vector<int32_t> json_safe_;
+  std::vector<int32_t> json_unsafe_;
 };
 
 // The state of one sequence's constraint. While active, a token is allowed when the text
@@ -33,19 +40,20 @@ class TokenPieces {
 // allows everything) once the text starts with a whole completion. Cost per step: one pass
 // over the tokens whose first byte can come next (a small part of the vocabulary), only
 // while active.
-class CompletionConstraint {
+class CompletionConstraint final : public OutputConstraint {
  public:
   // `completions`: non-empty strings. An empty list gives an inactive constraint.
   CompletionConstraint(std::shared_ptr<const TokenPieces> pieces, std::vector<std::string> completions);
 
-  bool active() const { return active_; }
+  bool active() const override { return active_; }
   // The allowed token ids, ascending, into `out` (cleared first). Empty when inactive, or
   // when no token can continue (the vocabulary cannot spell a completion): the caller then
   // samples unconstrained.
-  void allowed(std::vector<int32_t>* out) const;
+  void allowed(std::vector<int32_t>* out) const override;
   // Records a generated token; ends the constraint once a completion is complete (or the
   // token left every completion, which only an unconstrained step can do).
-  void advance(int32_t token);
+  void advance(int32_t token) override;
+  std::string describe() const override { return text_; }
   const std::string& text() const { return text_; }
 
  private:

@@ -14,6 +14,10 @@
 
 namespace gs {
 
+namespace text {
+class JsonGrammar;
+}
+
 struct SamplingParams {
   float temperature = 1.0f;  // 0 = greedy
   float top_p = 1.0f;        // 1 = off
@@ -49,6 +53,16 @@ struct GenerationRequest {
   // only tokens that keep the text on one of them may be sampled, and the sequence drafts
   // nothing. Text, not ids: the engine maps it to tokens (engine/completion_constraint.h).
   std::vector<std::string> allowed_completions;
+  // Structured output (response_format, decision 0027): when set, the generated content must
+  // be one JSON value this grammar accepts. Until it is whole, the engine masks every token
+  // that would leave the grammar (and drafts nothing); then only end of generation may come.
+  // json_think_open as the first token opens a free thought span up to json_think_close
+  // (drafting runs there); one of json_escape_tokens as the first token (a tool call's
+  // opener) ends the constraint. Takes precedence over allowed_completions.
+  std::shared_ptr<const text::JsonGrammar> json_grammar;
+  int32_t json_think_open = -1;
+  int32_t json_think_close = -1;
+  std::vector<int32_t> json_escape_tokens;
 };
 
 struct TokenLogprob {

@@ -12,6 +12,7 @@
 #include "backend/registry/registry.h"
 #include "core/log.h"
 #include "engine/completion_constraint.h"
+#include "engine/json_constraint.h"
 #include "model/dump.h"
 #include "model/gemma4_model.h"
 #include "runtime/model_runner.h"
@@ -110,7 +111,14 @@ class RuntimeSlotRunner final : public SlotRunner {
     s.n_logprobs = setup.n_logprobs;
     s.draft_max = setup.speculative && spec_->has_drafter() ? setup.draft_max : 0;
     s.constraint.reset();
-    if (!setup.allowed_completions.empty()) {
+    if (setup.json_grammar) {
+      JsonConstraintOptions json;
+      json.think_open = setup.json_think_open;
+      json.think_close = setup.json_think_close;
+      json.escape_tokens = setup.json_escape_tokens;
+      json.end_tokens = info_.eog_tokens;
+      s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json_grammar, std::move(json));
+    } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
     }
     s.active = true;
@@ -143,7 +151,7 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.sampler = s.sampler.get();
       w.max_tokens = d.max_tokens;
       w.draft_max = std::min(s.draft_max, d.max_tokens - 1);
-      w.stop_tokens = info_.eog_tokens;
+      w.stop_tokens = round_stops(s);
       // A constrained step samples one token from a masked row; the runtime drafts nothing
       // for it (SpeculativeDecoder::draft), so verify never judges a masked distribution.
       w.allowed_tokens = constraint_mask(s);
@@ -200,6 +208,10 @@ class RuntimeSlotRunner final : public SlotRunner {
     // The sampler's penalty history keeps the dropped tokens: it cannot forget one, and a
     // few extra entries in its window barely move the penalties.
     s.sampler->accept(token);
+    if (s.constraint) {
+      s.constraint->advance(token);
+      if (!s.constraint->active()) s.constraint.reset();
+    }
     return {};
   }
 
@@ -228,19 +240,29 @@ class RuntimeSlotRunner final : public SlotRunner {
     std::unique_ptr<Sampler> sampler;
     int32_t n_logprobs = -1;
     int32_t draft_max = 0;
-    std::unique_ptr<CompletionConstraint> constraint;  // null: unconstrained
-    std::vector<int32_t> mask;                         // this step's allowed ids
+    std::unique_ptr<OutputConstraint> constraint;  // null: unconstrained
+    std::vector<int32_t> mask;                     // this step's allowed ids
+    std::vector<int32_t> stops;                    // this round's stop tokens, when not the model's own
   };
+
+  // The tokens that end a round of drafts: the model's end of generation, and where a free
+  // stretch of the slot's constraint ends (so that no unmasked draft follows it).
+  std::span<const int32_t> round_stops(Slot& s) {
+    if (!s.constraint || s.constraint->resume_token() < 0) return info_.eog_tokens;
+    s.stops = info_.eog_tokens;
+    s.stops.push_back(s.constraint->resume_token());
+    return s.stops;
+  }
 
   // The slot's allowed tokens for its next sample (empty: unconstrained). Computed only
   // while a constraint is active.
   std::span<const int32_t> constraint_mask(Slot& s) {
     s.mask.clear();
-    if (!s.constraint) return {};
+    if (!s.constraint || !s.constraint->constrains_next()) return {};
     s.constraint->allowed(&s.mask);
     if (s.mask.empty()) {
-      GS_LOG_WARN("the vocabulary cannot continue '{}' toward any allowed completion: sampling unconstrained",
-                  s.constraint->text());
+      GS_LOG_WARN("the vocabulary cannot continue '{}' under the output constraint: sampling unconstrained",
+                  s.constraint->describe());
       s.constraint.reset();
     }
     return s.mask;

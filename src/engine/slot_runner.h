@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ struct SequenceSetup {
   // GenerationRequest::allowed_completions: the runner masks sampling (and drafts nothing)
   // until the generated text starts with one of them.
   std::vector<std::string> allowed_completions;
+  // GenerationRequest::json_grammar and its tokens: structured output (decision 0027).
+  std::shared_ptr<const text::JsonGrammar> json_grammar;
+  int32_t json_think_open = -1;
+  int32_t json_think_close = -1;
+  std::vector<int32_t> json_escape_tokens;
 };
 
 // A prompt chunk that continues slot `slot`'s cache at its next position. When `last` is

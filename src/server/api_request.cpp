@@ -229,16 +229,38 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   return {};
 }
 
-Status read_response_format(const json& body) {
+// response_format: {"type": "text"}, {"type": "json_object"} (any object; llama-server's
+// "schema" beside it is honoured), or {"type": "json_schema", "json_schema": {"name": ...,
+// "schema": {...}, "strict": ...}} (decision 0027).
+Status read_response_format(const json& body, GenerationOptions* gen) {
   auto it = body.find("response_format");
   if (it == body.end() || it->is_null()) return {};
   if (!it->is_object()) return invalid(fmt::format("response_format must be an object, got {}", json_type_name(*it)));
   std::optional<std::string> type;
   GS_RETURN_IF_ERROR(read_string(*it, "response_format", "type", &type));
   if (!type || *type == "text") return {};
-  if (*type == "json_object" || *type == "json_schema") {
-    return Status(StatusCode::kUnimplemented,
-                  fmt::format("response_format '{}' is not supported by this server yet", *type));
+  if (*type == "json_object") {
+    auto schema = it->find("schema");
+    if (schema == it->end() || schema->is_null()) {
+      gen->json_grammar = text::JsonGrammar::any_object();
+      return {};
+    }
+    GS_ASSIGN_OR_RETURN(gen->json_grammar, text::JsonGrammar::from_schema(*schema, "response_format.schema"));
+    return {};
+  }
+  if (*type == "json_schema") {
+    auto js = it->find("json_schema");
+    if (js == it->end() || !js->is_object()) {
+      return invalid("response_format.json_schema must be an object with the schema (type json_schema)");
+    }
+    auto schema = js->find("schema");
+    if (schema == js->end() || schema->is_null()) {
+      gen->json_grammar = text::JsonGrammar::any_object();
+      return {};
+    }
+    GS_ASSIGN_OR_RETURN(gen->json_grammar,
+                        text::JsonGrammar::from_schema(*schema, "response_format.json_schema.schema"));
+    return {};
   }
   return invalid(fmt::format("response_format.type must be 'text', 'json_object' or 'json_schema', got '{}'", *type));
 }
@@ -290,7 +312,7 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(read_bool(body, "", "parallel_tool_calls", &b));
   req.parallel_tool_calls = b.value_or(true);
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
-  GS_RETURN_IF_ERROR(read_response_format(body));
+  GS_RETURN_IF_ERROR(read_response_format(body, &req.gen));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
 
   GS_RETURN_IF_ERROR(read_bool(body, "", "logprobs", &b));
@@ -336,11 +358,12 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
     return invalid(fmt::format("prompt must be a string or an array of token ids, got {}", json_type_name(*prompt)));
   }
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
+  GS_RETURN_IF_ERROR(read_response_format(body, &req.gen));
   if (!req.gen.max_tokens) {
     // The legacy endpoint's documented default, for a missing or null max_tokens (OpenAI's
     // and vLLM's reading of null) when max_completion_tokens did not set it either.
-    const auto it = body.find("max_tokens");
-    if (it == body.end() || it->is_null()) req.gen.max_tokens = 16;
+    const auto mt = body.find("max_tokens");
+    if (mt == body.end() || mt->is_null()) req.gen.max_tokens = 16;
   }
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "echo", &b));

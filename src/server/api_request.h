@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "text/chat_format.h"
+#include "text/json_grammar.h"
 
 namespace gs::server {
 
@@ -38,6 +40,9 @@ struct GenerationOptions {
   // lowers the drafts per round (0 also turns drafting off).
   bool speculative = true;
   std::optional<int32_t> draft_max;
+  // response_format json_object / json_schema (decision 0027): the grammar the output must
+  // follow; null for free text.
+  std::shared_ptr<const text::JsonGrammar> json_grammar;
 };
 
 struct ChatCompletionRequest {

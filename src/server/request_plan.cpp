@@ -8,6 +8,7 @@ namespace gs::server {
 namespace {
 
 void fill_common(const GenerationOptions& gen, const PlanLimits& limits, GenerationRequest* r) {
+  r->json_grammar = gen.json_grammar;
   r->max_tokens = gen.max_tokens ? *gen.max_tokens : limits.default_max_tokens;
   r->sampling = gen.sampling;
   r->n_logprobs = gen.n_logprobs;
@@ -86,6 +87,26 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   prompt.text += plan.output_prefix;
   plan.request.prompt = tok.encode_prompt(prompt.text, prompt.markup, /*add_special=*/true);
   fill_common(req.gen, limits, &plan.request);
+  if (plan.request.json_grammar) {
+    // Structured output (decision 0027): a forced call is the output, the format is moot;
+    // otherwise a thought may come first, and a tool call instead of the value when tools
+    // are offered.
+    if (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed) {
+      plan.request.json_grammar.reset();
+    } else {
+      if (req.enable_thinking) {
+        const auto open = tok.find_token(text::markup::kChannelOpen);
+        const auto close = tok.find_token(text::markup::kChannelClose);
+        if (open && close) {
+          plan.request.json_think_open = *open;
+          plan.request.json_think_close = *close;
+        }
+      }
+      if (tools_on) {
+        if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json_escape_tokens.push_back(*call);
+      }
+    }
+  }
   if (req.enable_thinking && req.reasoning_budget > 0) {
     const auto open = tok.find_token(text::markup::kChannelOpen);
     const auto close = tok.find_token(text::markup::kChannelClose);

@@ -67,7 +67,11 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
       {"chat", chat_with(R"("top_logprobs":3)"), "top_logprobs"},
       {"chat", chat_with(R"("reasoning_effort":"max")"), "reasoning_effort"},
       {"chat", chat_with(R"("chat_template_kwargs":{"enable_thinking":"yes"})"), "chat_template_kwargs.enable_thinking"},
-      {"chat", chat_with(R"("response_format":{"type":"json_object"})"), "response_format", "unsupported"},
+      {"chat", chat_with(R"("response_format":{"type":"json_schema"})"), "response_format.json_schema"},
+      {"chat", chat_with(R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"objekt"}}})"),
+       "response_format.json_schema.schema.type"},
+      {"chat", chat_with(R"("response_format":{"type":"json_schema","json_schema":{"schema":{"properties":{"a":{"items":[]}}}}})"),
+       "response_format.json_schema.schema.properties.a.items"},
       {"chat", chat_with(R"("response_format":{"type":"xml"})"), "response_format.type"},
       // Messages.
       {"chat", "{}", "messages"},

@@ -152,9 +152,16 @@ TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << body << " -> " << s.to_string();
     EXPECT_FALSE(s.message().empty()) << body;
   }
-  // response_format json_schema is refused as unsupported, not silently ignored.
-  EXPECT_EQ(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})").code(),
-            StatusCode::kUnimplemented);
+  // response_format: JSON mode and schemas are read (decision 0027); a schema the grammar
+  // cannot hold is refused by name, not silently ignored.
+  EXPECT_TRUE(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})").ok());
+  EXPECT_TRUE(chat_status(
+      R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}})")
+                  .ok());
+  EXPECT_EQ(chat_status(
+                R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"array","prefixItems":[{"type":"string"}]}}}})")
+                .code(),
+            StatusCode::kInvalidArgument);
   // So is a logit_bias that asks for something (it used to be dropped without a word).
   EXPECT_EQ(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"50256":-100}})").code(),
             StatusCode::kUnimplemented);

@@ -1,0 +1,34 @@
+// The interface of a token-level output constraint: which tokens a sequence may sample
+// next. Two kinds: a few allowed completions (a forced tool call's name and first key,
+// engine/completion_constraint.h) and a JSON grammar (structured output,
+// engine/json_constraint.h). The slot runner asks before each sample and reports every
+// token the sequence emits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gs {
+
+class OutputConstraint {
+ public:
+  virtual ~OutputConstraint() = default;
+  // False once the constraint is over (met, or left for good): the runner drops it.
+  virtual bool active() const = 0;
+  // False while the constraint lets the next token be anything (and drafting run) but is
+  // not over, e.g. inside a thought span before a JSON answer.
+  virtual bool constrains_next() const { return active(); }
+  // The token at which a free stretch ends and the constraint applies again (-1: none). A
+  // round of drafts stops there, so that no unmasked draft follows it.
+  virtual int32_t resume_token() const { return -1; }
+  // The allowed token ids, ascending, into `out` (cleared first). Empty when the
+  // vocabulary cannot continue (the caller then samples unconstrained and drops it).
+  virtual void allowed(std::vector<int32_t>* out) const = 0;
+  // Records an emitted token.
+  virtual void advance(int32_t token) = 0;
+  // What has been generated under the constraint, for logs.
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace gs

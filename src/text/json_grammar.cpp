@@ -1,0 +1,945 @@
+// JSON Schema to value nodes, and the byte-level JSON matcher (decision 0027). The JSON
+// syntax is RFC 8259's; the schema keywords are JSON Schema 2020-12's as OpenAI's
+// structured outputs use them.
+#include "text/json_grammar.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace gs::text {
+
+namespace {
+
+using json = nlohmann::json;
+using Node = JsonGrammar::Node;
+
+Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+
+// The literal spellings a node's values may take besides numbers and strings.
+void fill_literals(Node* n) {
+  n->literals.clear();
+  if (n->has_number_enum && (n->kinds & JsonGrammar::kNumber)) n->literals = n->number_enum;
+  if (n->kinds & JsonGrammar::kTrue) n->literals.push_back("true");
+  if (n->kinds & JsonGrammar::kFalse) n->literals.push_back("false");
+  if (n->kinds & JsonGrammar::kNull) n->literals.push_back("null");
+}
+
+const Node& any_node() {
+  static const Node n = [] {
+    Node a;
+    fill_literals(&a);
+    return a;
+  }();
+  return n;
+}
+
+// A string's JSON text without its quotes, as nlohmann::json writes it.
+std::string escaped(const std::string& s) {
+  const std::string d = json(s).dump();
+  return d.substr(1, d.size() - 2);
+}
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+bool is_hex(unsigned char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+int hex_value(unsigned char c) {
+  if (c <= '9') return c - '0';
+  return (c | 0x20) - 'a' + 10;
+}
+bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+// UTF-8 lead byte: the continuation bytes it needs and the range of the first of them
+// (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). False: not a lead.
+bool utf8_lead(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
+  *lo = 0x80;
+  *hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    *need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    *need = 2;
+    if (c == 0xE0) *lo = 0xA0;
+    if (c == 0xED) *hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    *need = 3;
+    if (c == 0xF0) *lo = 0x90;
+    if (c == 0xF4) *hi = 0x8F;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Number states (RFC 8259 section 6).
+enum NumberState : uint8_t { kNStart, kNMinus, kNZero, kNInt, kNDot, kNFrac, kNE, kNESign, kNExp };
+bool number_can_end(uint8_t s) { return s == kNZero || s == kNInt || s == kNFrac || s == kNExp; }
+
+// Object and array phases.
+enum Phase : uint8_t {
+  kObjOpen,   // after '{': whitespace, a key or '}'
+  kObjKey,    // a key string is on top
+  kObjColon,  // after a key: whitespace or ':'
+  kObjValue,  // a value is on top
+  kObjNext,   // after a value: whitespace, ',' or '}'
+  kObjComma,  // after ',': whitespace or a key
+  kArrOpen,   // after '[': whitespace, a value or ']'
+  kArrValue,  // a value is on top
+  kArrNext,   // after a value: whitespace, ',' or ']'
+  kArrComma,  // after ',': whitespace or a value
+};
+
+std::bitset<kJsonMaxKeys> first_n(size_t n) {
+  std::bitset<kJsonMaxKeys> b;
+  for (size_t i = 0; i < n; ++i) b.set(i);
+  return b;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Schema compiler
+
+class JsonSchemaCompiler {
+ public:
+  explicit JsonSchemaCompiler(const json& root) : root_(root) {}
+
+  // The node index of schema `s` (kAny for a schema that constrains nothing).
+  Result<int32_t> compile(const json& s, const std::string& path, int depth) {
+    if (depth > kJsonMaxDepth) return invalid(path + ": the schema nests deeper than " + std::to_string(kJsonMaxDepth));
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return JsonGrammar::kAny;
+      return invalid(path + ": the schema false allows no value");
+    }
+    if (!s.is_object()) return invalid(path + ": a schema must be an object or a boolean, got " + type_name(s));
+    if (s.contains("$ref")) return compile_ref(s["$ref"], path + ".$ref", depth);
+    GS_ASSIGN_OR_RETURN(Node n, build(s, path, depth));
+    nodes.push_back(std::move(n));
+    return static_cast<int32_t>(nodes.size() - 1);
+  }
+
+  std::vector<Node> nodes;
+
+ private:
+  Result<int32_t> compile_ref(const json& ref, const std::string& path, int depth) {
+    if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
+    const std::string r = ref.get<std::string>();
+    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
+    if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
+    const json* target = nullptr;
+    try {
+      const json::json_pointer ptr(r.substr(1));
+      if (root_.contains(ptr)) target = &root_.at(ptr);
+    } catch (const json::exception&) {
+      return invalid(path + ": '" + r + "' is not a JSON pointer");
+    }
+    if (target == nullptr) return invalid(path + ": '" + r + "' names nothing in the schema");
+    // Reserve the index first: a schema may refer to itself (trees, linked lists).
+    const auto index = static_cast<int32_t>(nodes.size());
+    nodes.emplace_back();
+    refs_[r] = index;
+    if (target->is_object() && target->contains("$ref")) {
+      GS_ASSIGN_OR_RETURN(int32_t other, compile_ref((*target)["$ref"], path, depth + 1));
+      nodes[static_cast<size_t>(index)] = other == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(other)];
+      return index;
+    }
+    if (target->is_boolean() || !target->is_object()) {
+      GS_ASSIGN_OR_RETURN(int32_t i, compile(*target, path, depth + 1));
+      nodes[static_cast<size_t>(index)] = i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
+      return index;
+    }
+    GS_ASSIGN_OR_RETURN(Node n, build(*target, path, depth + 1));
+    nodes[static_cast<size_t>(index)] = std::move(n);
+    return index;
+  }
+
+  // The node of `s` as a value (alternatives of anyOf are merged by value).
+  Result<Node> node_of(const json& s, const std::string& path, int depth) {
+    GS_ASSIGN_OR_RETURN(int32_t i, compile(s, path, depth));
+    return i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
+  }
+
+  Result<Node> build(const json& s, const std::string& path, int depth) {
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      const json& alts = s[key];
+      const std::string p = path + "." + key;
+      if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
+      Node merged;
+      for (size_t i = 0; i < alts.size(); ++i) {
+        GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], p + "[" + std::to_string(i) + "]", depth + 1));
+        merged = i == 0 ? std::move(alt) : merge_union(merged, alt);
+      }
+      fill_literals(&merged);
+      return merged;
+    }
+    if (s.contains("allOf")) {
+      const json& all = s["allOf"];
+      const std::string p = path + ".allOf";
+      if (!all.is_array() || all.empty()) return invalid(p + " must be a non-empty array");
+      GS_ASSIGN_OR_RETURN(Node merged, node_of(all[0], p + "[0]", depth + 1));
+      for (size_t i = 1; i < all.size(); ++i) {
+        GS_ASSIGN_OR_RETURN(Node more, node_of(all[i], p + "[" + std::to_string(i) + "]", depth + 1));
+        GS_RETURN_IF_ERROR(merge_all(&merged, more, p));
+      }
+      fill_literals(&merged);
+      return merged;
+    }
+    if (s.contains("enum") || s.contains("const")) return literal_node(s, path);
+
+    Node n;
+    GS_RETURN_IF_ERROR(read_types(s, path, &n));
+    if (n.kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(read_object(s, path, depth, &n));
+    if (n.kinds & JsonGrammar::kArray) GS_RETURN_IF_ERROR(read_array(s, path, depth, &n));
+    if (n.kinds & JsonGrammar::kString) {
+      GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &n.min_length));
+      GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &n.max_length));
+      if (n.max_length >= 0 && n.min_length > n.max_length) return invalid(path + ": minLength is above maxLength");
+    }
+    fill_literals(&n);
+    return n;
+  }
+
+  Status read_types(const json& s, const std::string& path, Node* n) {
+    auto it = s.find("type");
+    if (it == s.end()) {
+      // No type: what the keywords present imply, or any value.
+      uint8_t kinds = 0;
+      for (const char* k : {"properties", "required", "additionalProperties"}) {
+        if (s.contains(k)) kinds |= JsonGrammar::kObject;
+      }
+      for (const char* k : {"items", "minItems", "maxItems"}) {
+        if (s.contains(k)) kinds |= JsonGrammar::kArray;
+      }
+      for (const char* k : {"minLength", "maxLength"}) {
+        if (s.contains(k)) kinds |= JsonGrammar::kString;
+      }
+      n->kinds = kinds != 0 ? kinds : static_cast<uint8_t>(JsonGrammar::kAnyKind);
+      return {};
+    }
+    std::vector<json> types;
+    if (it->is_string()) {
+      types.push_back(*it);
+    } else if (it->is_array() && !it->empty()) {
+      types = it->get<std::vector<json>>();
+    } else {
+      return invalid(path + ".type must be a type name or a non-empty array of them");
+    }
+    n->kinds = 0;
+    bool number = false;
+    bool integer = false;
+    for (const json& t : types) {
+      const std::string name = t.is_string() ? t.get<std::string>() : std::string();
+      if (name == "object") {
+        n->kinds |= JsonGrammar::kObject;
+      } else if (name == "array") {
+        n->kinds |= JsonGrammar::kArray;
+      } else if (name == "string") {
+        n->kinds |= JsonGrammar::kString;
+      } else if (name == "number") {
+        number = true;
+      } else if (name == "integer") {
+        integer = true;
+      } else if (name == "boolean") {
+        n->kinds |= JsonGrammar::kTrue | JsonGrammar::kFalse;
+      } else if (name == "null") {
+        n->kinds |= JsonGrammar::kNull;
+      } else {
+        return invalid(path + ".type: unknown type " + t.dump());
+      }
+    }
+    if (number || integer) n->kinds |= JsonGrammar::kNumber;
+    n->integer = integer && !number;
+    return {};
+  }
+
+  Status read_object(const json& s, const std::string& path, int depth, Node* n) {
+    n->keys.clear();
+    n->key_nodes.clear();
+    if (auto it = s.find("properties"); it != s.end()) {
+      if (!it->is_object()) return invalid(path + ".properties must be an object, got " + type_name(*it));
+      if (it->size() > static_cast<size_t>(kJsonMaxKeys)) {
+        return invalid(path + ".properties: more than " + std::to_string(kJsonMaxKeys) + " properties");
+      }
+      for (const auto& item : it->items()) {
+        GS_ASSIGN_OR_RETURN(int32_t child, compile(item.value(), path + ".properties." + item.key(), depth + 1));
+        n->keys.push_back(escaped(item.key()));
+        n->key_nodes.push_back(child);
+      }
+    }
+    // Without properties an object is free; with them, only they are written unless
+    // additionalProperties (or patternProperties) says otherwise (decision 0027).
+    n->extra_keys = n->keys.empty();
+    n->extra_node = JsonGrammar::kAny;
+    if (auto it = s.find("additionalProperties"); it != s.end()) {
+      if (it->is_boolean()) {
+        n->extra_keys = it->get<bool>();
+      } else {
+        GS_ASSIGN_OR_RETURN(n->extra_node, compile(*it, path + ".additionalProperties", depth + 1));
+        n->extra_keys = true;
+      }
+    }
+    if (s.contains("patternProperties")) n->extra_keys = true;
+    if (auto it = s.find("required"); it != s.end()) {
+      if (!it->is_array()) return invalid(path + ".required must be an array of property names");
+      for (const json& r : *it) {
+        if (!r.is_string()) return invalid(path + ".required must be an array of property names");
+        const std::string key = escaped(r.get<std::string>());
+        size_t i = 0;
+        while (i < n->keys.size() && n->keys[i] != key) ++i;
+        if (i == n->keys.size()) {
+          // A required key the properties do not declare: its value is an extra one.
+          if (!n->extra_keys) {
+            return invalid(path + ".required: '" + r.get<std::string>() +
+                           "' is not a declared property and additionalProperties is false");
+          }
+          if (n->keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
+            return invalid(path + ".required: more than " + std::to_string(kJsonMaxKeys) + " properties");
+          }
+          n->keys.push_back(key);
+          n->key_nodes.push_back(n->extra_node);
+        }
+        n->required.set(i);
+      }
+    }
+    return {};
+  }
+
+  Status read_array(const json& s, const std::string& path, int depth, Node* n) {
+    if (s.contains("prefixItems")) return invalid(path + ".prefixItems: tuple schemas are not supported");
+    if (auto it = s.find("items"); it != s.end()) {
+      if (it->is_array()) return invalid(path + ".items: tuple schemas (an array of schemas) are not supported");
+      GS_ASSIGN_OR_RETURN(n->items, compile(*it, path + ".items", depth + 1));
+    }
+    GS_RETURN_IF_ERROR(read_count(s, path, "minItems", &n->min_items));
+    GS_RETURN_IF_ERROR(read_count(s, path, "maxItems", &n->max_items));
+    if (n->max_items >= 0 && n->min_items > n->max_items) return invalid(path + ": minItems is above maxItems");
+    return {};
+  }
+
+  static Status read_count(const json& s, const std::string& path, const char* key, int64_t* out) {
+    auto it = s.find(key);
+    if (it == s.end()) return {};
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      return invalid(path + "." + key + " must be a non-negative integer");
+    }
+    *out = it->get<int64_t>();
+    return {};
+  }
+
+  static Result<Node> literal_node(const json& s, const std::string& path) {
+    std::vector<json> values;
+    if (s.contains("const")) {
+      values.push_back(s["const"]);
+    } else {
+      const json& e = s["enum"];
+      if (!e.is_array() || e.empty()) return invalid(path + ".enum must be a non-empty array");
+      values = e.get<std::vector<json>>();
+    }
+    const std::string p = path + (s.contains("const") ? ".const" : ".enum");
+    if (values.size() > static_cast<size_t>(kJsonMaxKeys)) {
+      return invalid(p + ": more than " + std::to_string(kJsonMaxKeys) + " values");
+    }
+    Node n;
+    n.kinds = 0;
+    for (const json& v : values) {
+      if (v.is_string()) {
+        n.kinds |= JsonGrammar::kString;
+        n.has_string_enum = true;
+        n.string_enum.push_back(escaped(v.get<std::string>()));
+      } else if (v.is_number()) {
+        n.kinds |= JsonGrammar::kNumber;
+        n.has_number_enum = true;
+        n.number_enum.push_back(v.dump());
+      } else if (v.is_boolean()) {
+        n.kinds |= v.get<bool>() ? JsonGrammar::kTrue : JsonGrammar::kFalse;
+      } else if (v.is_null()) {
+        n.kinds |= JsonGrammar::kNull;
+      } else {
+        return invalid(p + ": values that are objects or arrays are not supported");
+      }
+    }
+    fill_literals(&n);
+    return n;
+  }
+
+  // anyOf: the values either allows; two alternatives of one kind merge loosely.
+  static Node merge_union(const Node& a, const Node& b) {
+    Node m = a;
+    m.kinds = a.kinds | b.kinds;
+    const auto has = [](const Node& n, uint8_t k) { return (n.kinds & k) != 0; };
+    if (has(b, JsonGrammar::kObject)) {
+      if (!has(a, JsonGrammar::kObject)) {
+        m.keys = b.keys;
+        m.key_nodes = b.key_nodes;
+        m.required = b.required;
+        m.extra_keys = b.extra_keys;
+        m.extra_node = b.extra_node;
+      } else if (a.keys != b.keys || a.key_nodes != b.key_nodes || a.extra_keys != b.extra_keys ||
+                 a.extra_node != b.extra_node || a.required != b.required) {
+        m.keys.clear();
+        m.key_nodes.clear();
+        m.required.reset();
+        m.extra_keys = true;
+        m.extra_node = JsonGrammar::kAny;
+      }
+    }
+    if (has(b, JsonGrammar::kArray)) {
+      if (!has(a, JsonGrammar::kArray)) {
+        m.items = b.items;
+        m.min_items = b.min_items;
+        m.max_items = b.max_items;
+      } else {
+        if (a.items != b.items) m.items = JsonGrammar::kAny;
+        m.min_items = std::min(a.min_items, b.min_items);
+        m.max_items = a.max_items < 0 || b.max_items < 0 ? -1 : std::max(a.max_items, b.max_items);
+      }
+    }
+    if (has(b, JsonGrammar::kString)) {
+      if (!has(a, JsonGrammar::kString)) {
+        m.has_string_enum = b.has_string_enum;
+        m.string_enum = b.string_enum;
+        m.min_length = b.min_length;
+        m.max_length = b.max_length;
+      } else {
+        m.has_string_enum = a.has_string_enum && b.has_string_enum;
+        m.string_enum.clear();
+        if (m.has_string_enum) {
+          m.string_enum = a.string_enum;
+          for (const auto& v : b.string_enum) {
+            if (std::find(m.string_enum.begin(), m.string_enum.end(), v) == m.string_enum.end()) m.string_enum.push_back(v);
+          }
+          if (m.string_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
+            m.has_string_enum = false;
+            m.string_enum.clear();
+          }
+        }
+        m.min_length = std::min(a.min_length, b.min_length);
+        m.max_length = a.max_length < 0 || b.max_length < 0 ? -1 : std::max(a.max_length, b.max_length);
+      }
+    }
+    if (has(b, JsonGrammar::kNumber)) {
+      if (!has(a, JsonGrammar::kNumber)) {
+        m.integer = b.integer;
+        m.has_number_enum = b.has_number_enum;
+        m.number_enum = b.number_enum;
+      } else {
+        m.integer = a.integer && b.integer;
+        m.has_number_enum = a.has_number_enum && b.has_number_enum;
+        m.number_enum.clear();
+        if (m.has_number_enum) {
+          m.number_enum = a.number_enum;
+          for (const auto& v : b.number_enum) {
+            if (std::find(m.number_enum.begin(), m.number_enum.end(), v) == m.number_enum.end()) m.number_enum.push_back(v);
+          }
+          if (m.number_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
+            m.has_number_enum = false;
+            m.number_enum.clear();
+          }
+        }
+      }
+    }
+    return m;
+  }
+
+  // allOf: the kinds both allow; objects take both's properties and requirements.
+  static Status merge_all(Node* a, const Node& b, const std::string& path) {
+    a->kinds &= b.kinds;
+    if (a->kinds == 0) return invalid(path + ": the schemas allow no common kind of value");
+    if (a->kinds & JsonGrammar::kObject) {
+      for (size_t i = 0; i < b.keys.size(); ++i) {
+        size_t j = 0;
+        while (j < a->keys.size() && a->keys[j] != b.keys[i]) ++j;
+        if (j == a->keys.size()) {
+          if (a->keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
+            return invalid(path + ": more than " + std::to_string(kJsonMaxKeys) + " properties");
+          }
+          a->keys.push_back(b.keys[i]);
+          a->key_nodes.push_back(b.key_nodes[i]);
+        }
+        if (b.required.test(i)) a->required.set(j);
+      }
+      a->extra_keys = a->extra_keys && b.extra_keys;
+    }
+    if (b.has_string_enum && !a->has_string_enum) {
+      a->has_string_enum = true;
+      a->string_enum = b.string_enum;
+    }
+    if (b.integer) a->integer = true;
+    if (b.max_items >= 0 && (a->max_items < 0 || b.max_items < a->max_items)) a->max_items = b.max_items;
+    a->min_items = std::max(a->min_items, b.min_items);
+    if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
+    a->min_length = std::max(a->min_length, b.min_length);
+    return {};
+  }
+
+  const json& root_;
+  std::map<std::string, int32_t> refs_;
+};
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {
+  static const std::shared_ptr<const JsonGrammar> g = [] {
+    auto grammar = std::make_shared<JsonGrammar>();
+    Node n;
+    n.kinds = kObject;
+    fill_literals(&n);
+    grammar->nodes_.push_back(std::move(n));
+    return grammar;
+  }();
+  return g;
+}
+
+Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& schema, const std::string& path) {
+  JsonSchemaCompiler compiler(schema);
+  // The root first, so that it is node 0 (a reference to "#" finds it there).
+  compiler.nodes.emplace_back();
+  GS_ASSIGN_OR_RETURN(int32_t root, compiler.compile(schema, path, 0));
+  if (root == kAny) {
+    compiler.nodes[0] = any_node();
+  } else {
+    compiler.nodes[0] = compiler.nodes[static_cast<size_t>(root)];
+  }
+  auto grammar = std::make_shared<JsonGrammar>();
+  grammar->nodes_ = std::move(compiler.nodes);
+  return std::shared_ptr<const JsonGrammar>(std::move(grammar));
+}
+
+const JsonGrammar::Node& JsonGrammar::node(int32_t index) const {
+  if (index < 0 || index >= size()) return any_node();
+  return nodes_[static_cast<size_t>(index)];
+}
+
+// ---------------------------------------------------------------------------------------
+// Matcher
+
+JsonMatcher::JsonMatcher(std::shared_ptr<const JsonGrammar> grammar) : grammar_(std::move(grammar)) {
+  Frame f;
+  f.node = grammar_ && grammar_->size() > 0 ? 0 : JsonGrammar::kAny;
+  stack_.push_back(f);
+}
+
+bool JsonMatcher::feed(std::string_view bytes) {
+  for (char ch : bytes) {
+    if (!feed(static_cast<unsigned char>(ch))) return false;
+  }
+  return true;
+}
+
+bool JsonMatcher::feed(unsigned char c) {
+  if (done_ || stack_.empty()) return false;
+  const bool ws = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  switch (stack_.back().type) {
+    case Frame::kValue:
+      return feed_value(c, ws);
+    case Frame::kObject:
+      return feed_object(c, ws);
+    case Frame::kArray:
+      return feed_array(c, ws);
+    case Frame::kString:
+      return feed_string(c);
+    case Frame::kNumber:
+      return feed_number(c, ws);
+    case Frame::kLiteral:
+      return feed_literal(c, ws);
+  }
+  return false;
+}
+
+bool JsonMatcher::can_end() const {
+  if (done_) return true;
+  if (stack_.size() != 1) return false;
+  const Frame& f = stack_.back();
+  if (f.type == Frame::kNumber) return number_can_end(f.phase);
+  if (f.type == Frame::kLiteral) {
+    const auto& lits = grammar_->node(f.node).literals;
+    for (size_t i = 0; i < lits.size(); ++i) {
+      if (f.cand.test(i) && lits[i].size() == static_cast<size_t>(f.pos)) return true;
+    }
+  }
+  return false;
+}
+
+bool JsonMatcher::in_free_string() const {
+  if (done_ || stack_.empty()) return false;
+  const Frame& f = stack_.back();
+  return f.type == Frame::kString && f.free && f.esc == 0 && f.utf8_need == 0 && !f.low_surrogate_next &&
+         (f.is_key || grammar_->node(f.node).max_length < 0);
+}
+
+bool JsonMatcher::take_ws() {
+  if (ws_run_ >= kJsonMaxWhitespace) return false;
+  ++ws_run_;
+  return true;
+}
+
+int JsonMatcher::depth() const {
+  int d = 0;
+  for (const Frame& f : stack_) d += f.type == Frame::kObject || f.type == Frame::kArray;
+  return d;
+}
+
+void JsonMatcher::pop_finished() {
+  stack_.pop_back();
+  if (stack_.empty()) {
+    done_ = true;
+    return;
+  }
+  Frame& p = stack_.back();
+  if (p.type == Frame::kObject) {
+    p.phase = kObjNext;
+  } else if (p.type == Frame::kArray) {
+    ++p.count;
+    p.phase = kArrNext;
+  }
+}
+
+bool JsonMatcher::end_and_feed(unsigned char c) {
+  if (stack_.size() < 2) return false;  // a top-level value: nothing may follow it
+  const Frame child = stack_.back();
+  const Frame parent = stack_[stack_.size() - 2];
+  const int32_t ws_run = ws_run_;
+  pop_finished();
+  if (feed(c)) return true;
+  stack_.back() = parent;
+  stack_.push_back(child);
+  ws_run_ = ws_run;
+  return false;
+}
+
+bool JsonMatcher::feed_value(unsigned char c, bool ws) {
+  if (ws) return take_ws();
+  return start_value(c);
+}
+
+bool JsonMatcher::start_value(unsigned char c) {
+  Frame& top = stack_.back();
+  const Node& n = grammar_->node(top.node);
+  Frame f;
+  f.node = top.node;
+  if (c == '{' || c == '[') {
+    const bool object = c == '{';
+    if (!(n.kinds & (object ? JsonGrammar::kObject : JsonGrammar::kArray))) return false;
+    if (depth() >= kJsonMaxDepth) return false;
+    f.type = object ? Frame::kObject : Frame::kArray;
+    f.phase = object ? kObjOpen : kArrOpen;
+  } else if (c == '"') {
+    if (!(n.kinds & JsonGrammar::kString)) return false;
+    f.type = Frame::kString;
+    f.free = !n.has_string_enum;
+    f.cand = first_n(n.string_enum.size());
+  } else if ((c == '-' || is_digit(c)) && (n.kinds & JsonGrammar::kNumber) && !n.has_number_enum) {
+    f.type = Frame::kNumber;
+    f.phase = c == '-' ? kNMinus : c == '0' ? kNZero : kNInt;
+    f.digits = is_digit(c) ? 1 : 0;
+  } else {
+    // Literals: true, false, null, and the numbers of an enum.
+    f.type = Frame::kLiteral;
+    for (size_t i = 0; i < n.literals.size(); ++i) {
+      if (!n.literals[i].empty() && static_cast<unsigned char>(n.literals[i][0]) == c) f.cand.set(i);
+    }
+    if (f.cand.none()) return false;
+    f.pos = 1;
+  }
+  top = f;
+  ws_run_ = 0;
+  return true;
+}
+
+bool JsonMatcher::feed_object(unsigned char c, bool ws) {
+  Frame& f = stack_.back();
+  const Node& n = grammar_->node(f.node);
+  const std::bitset<kJsonMaxKeys> declared = first_n(n.keys.size());
+  const bool unseen_key = (declared & ~f.seen).any();
+  const bool closable = (n.required & ~f.seen).none();
+  switch (f.phase) {
+    case kObjOpen:
+    case kObjComma:
+    case kObjNext:
+      if (ws) return take_ws();
+      if (c == '}' && f.phase != kObjComma && closable) {
+        ws_run_ = 0;
+        pop_finished();
+        return true;
+      }
+      if (c == ',' && f.phase == kObjNext && (n.extra_keys || unseen_key)) {
+        f.phase = kObjComma;
+        ws_run_ = 0;
+        return true;
+      }
+      if (c == '"' && f.phase != kObjNext && (n.extra_keys || unseen_key)) {
+        f.phase = kObjKey;
+        Frame k;
+        k.type = Frame::kString;
+        k.node = f.node;
+        k.is_key = true;
+        k.free = n.extra_keys;
+        k.cand = n.extra_keys ? declared : declared & ~f.seen;
+        ws_run_ = 0;
+        stack_.push_back(k);
+        return true;
+      }
+      return false;
+    case kObjColon:
+      if (ws) return take_ws();
+      if (c != ':') return false;
+      f.phase = kObjValue;
+      {
+        Frame v;
+        v.node = f.value_node;
+        ws_run_ = 0;
+        stack_.push_back(v);
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool JsonMatcher::feed_array(unsigned char c, bool ws) {
+  Frame& f = stack_.back();
+  const Node& n = grammar_->node(f.node);
+  switch (f.phase) {
+    case kArrOpen:
+    case kArrComma:
+    case kArrNext:
+      if (ws) return take_ws();
+      if (c == ']' && f.phase != kArrComma && f.count >= n.min_items) {
+        ws_run_ = 0;
+        pop_finished();
+        return true;
+      }
+      if (c == ',' && f.phase == kArrNext && (n.max_items < 0 || f.count < n.max_items)) {
+        f.phase = kArrComma;
+        ws_run_ = 0;
+        return true;
+      }
+      if (f.phase != kArrNext && (n.max_items < 0 || f.count < n.max_items)) {
+        const uint8_t phase = f.phase;
+        f.phase = kArrValue;
+        Frame v;
+        v.node = n.items;
+        stack_.push_back(v);
+        if (start_value(c)) return true;
+        stack_.pop_back();
+        stack_.back().phase = phase;
+        return false;
+      }
+      return false;
+    default:
+      return false;
+  }
+}
+
+bool JsonMatcher::feed_string(unsigned char c) {
+  Frame s = stack_.back();  // changed on a copy, stored back when c is taken
+  const Node& n = grammar_->node(s.node);
+  const std::vector<std::string>& list = s.is_key ? n.keys : n.string_enum;
+  const bool bounded = !s.is_key && n.max_length >= 0;
+  bool closes = false;
+  bool new_char = false;  // c begins a character (counts toward the length)
+  if (s.esc == 1) {
+    if (s.low_surrogate_next) {
+      if (c != 'u') return false;
+    } else if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' && c != 't' &&
+               c != 'u') {
+      return false;
+    }
+    s.esc = c == 'u' ? 2 : 0;
+    s.hex = 0;
+  } else if (s.esc >= 2) {
+    if (!is_hex(c)) return false;
+    const int k = s.esc - 2;  // which digit
+    const int v = hex_value(c);
+    if (s.low_surrogate_next) {
+      if ((k == 0 && v != 0xD) || (k == 1 && v < 0xC)) return false;  // DC00..DFFF
+    } else if (k == 1 && s.hex == 0xD && v >= 0xC) {
+      return false;  // a low surrogate with no high one before it
+    }
+    s.hex = static_cast<uint16_t>(s.hex * 16 + v);
+    s.esc = static_cast<uint8_t>(k == 3 ? 0 : s.esc + 1);
+    if (k == 3) {
+      if (s.low_surrogate_next) {
+        s.low_surrogate_next = false;
+      } else if (s.hex >= 0xD800 && s.hex <= 0xDBFF) {
+        s.low_surrogate_next = true;
+      }
+    }
+  } else if (s.utf8_need > 0) {
+    if (c < s.utf8_lo || c > s.utf8_hi) return false;
+    --s.utf8_need;
+    s.utf8_lo = 0x80;
+    s.utf8_hi = 0xBF;
+  } else if (s.low_surrogate_next) {
+    if (c != '\\') return false;
+    s.esc = 1;
+  } else if (c == '"') {
+    closes = true;
+  } else if (c == '\\') {
+    s.esc = 1;
+    new_char = true;
+  } else if (c < 0x20) {
+    return false;
+  } else if (c >= 0x80) {
+    if (!utf8_lead(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
+    new_char = true;
+  } else {
+    new_char = true;
+  }
+
+  if (closes) {
+    int exact = -1;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (s.cand.test(i) && list[i].size() == static_cast<size_t>(s.pos)) exact = static_cast<int>(i);
+    }
+    if (!s.free && exact < 0) return false;
+    if (!s.is_key && s.length < n.min_length) return false;
+    if (s.is_key) {
+      Frame& obj = stack_[stack_.size() - 2];
+      if (exact >= 0 && obj.seen.test(static_cast<size_t>(exact))) return false;  // a key written twice
+      obj.value_node = exact >= 0 ? n.key_nodes[static_cast<size_t>(exact)] : n.extra_node;
+      if (exact >= 0) obj.seen.set(static_cast<size_t>(exact));
+      obj.phase = kObjColon;
+      stack_.pop_back();
+    } else {
+      pop_finished();
+    }
+    ws_run_ = 0;
+    return true;
+  }
+  if (new_char) {
+    if (bounded && s.length >= n.max_length) return false;
+    ++s.length;
+  }
+  // Every byte between the quotes narrows the candidates.
+  if (!list.empty()) {
+    std::bitset<kJsonMaxKeys> next;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (s.cand.test(i) && static_cast<size_t>(s.pos) < list[i].size() &&
+          static_cast<unsigned char>(list[i][static_cast<size_t>(s.pos)]) == c) {
+        next.set(i);
+      }
+    }
+    if (!s.free && next.none()) return false;
+    s.cand = next;
+  } else if (!s.free) {
+    return false;
+  }
+  ++s.pos;
+  stack_.back() = s;
+  ws_run_ = 0;
+  return true;
+}
+
+bool JsonMatcher::feed_number(unsigned char c, bool ws) {
+  Frame& f = stack_.back();
+  const bool integer = grammar_->node(f.node).integer;
+  const bool digit = is_digit(c);
+  uint8_t next = 0xFF;
+  uint8_t digits = f.digits;
+  switch (f.phase) {
+    case kNMinus:
+      if (digit) {
+        next = c == '0' ? kNZero : kNInt;
+        digits = 1;
+      }
+      break;
+    case kNZero:
+      if (c == '.' && !integer) next = kNDot;
+      if ((c == 'e' || c == 'E') && !integer) next = kNE;
+      break;
+    case kNInt:
+      if (digit && f.digits < kJsonMaxDigits) {
+        next = kNInt;
+        digits = static_cast<uint8_t>(f.digits + 1);
+      }
+      if (c == '.' && !integer) next = kNDot;
+      if ((c == 'e' || c == 'E') && !integer) next = kNE;
+      break;
+    case kNDot:
+      if (digit) {
+        next = kNFrac;
+        digits = 1;
+      }
+      break;
+    case kNFrac:
+      if (digit && f.digits < kJsonMaxDigits) {
+        next = kNFrac;
+        digits = static_cast<uint8_t>(f.digits + 1);
+      }
+      if (c == 'e' || c == 'E') next = kNE;
+      break;
+    case kNE:
+      if (c == '+' || c == '-') next = kNESign;
+      if (digit) {
+        next = kNExp;
+        digits = 1;
+      }
+      break;
+    case kNESign:
+      if (digit) {
+        next = kNExp;
+        digits = 1;
+      }
+      break;
+    case kNExp:
+      if (digit && f.digits < 2) {
+        next = kNExp;
+        digits = static_cast<uint8_t>(f.digits + 1);
+      }
+      break;
+    default:
+      break;
+  }
+  if (next != 0xFF) {
+    f.phase = next;
+    f.digits = digits;
+    ws_run_ = 0;
+    return true;
+  }
+  if (!number_can_end(f.phase)) return false;
+  (void)ws;
+  return end_and_feed(c);
+}
+
+bool JsonMatcher::feed_literal(unsigned char c, bool ws) {
+  Frame& f = stack_.back();
+  const auto& lits = grammar_->node(f.node).literals;
+  std::bitset<kJsonMaxKeys> next;
+  bool exact = false;
+  for (size_t i = 0; i < lits.size(); ++i) {
+    if (!f.cand.test(i)) continue;
+    if (lits[i].size() == static_cast<size_t>(f.pos)) exact = true;
+    if (static_cast<size_t>(f.pos) < lits[i].size() && static_cast<unsigned char>(lits[i][static_cast<size_t>(f.pos)]) == c) {
+      next.set(i);
+    }
+  }
+  if (next.any()) {
+    f.cand = next;
+    ++f.pos;
+    ws_run_ = 0;
+    return true;
+  }
+  (void)ws;
+  return exact && end_and_feed(c);
+}
+
+bool json_string_safe(std::string_view bytes) {
+  if (bytes.empty()) return false;
+  uint8_t need = 0;
+  uint8_t lo = 0x80;
+  uint8_t hi = 0xBF;
+  for (char ch : bytes) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (need > 0) {
+      if (c < lo || c > hi) return false;
+      --need;
+      lo = 0x80;
+      hi = 0xBF;
+    } else if (c == '"' || c == '\\' || c < 0x20) {
+      return false;
+    } else if (c >= 0x80 && !utf8_lead(c, &need, &lo, &hi)) {
+      return false;
+    }
+  }
+  return need == 0;
+}
+
+}  // namespace gs::text

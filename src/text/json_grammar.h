@@ -1,0 +1,169 @@
+// Structured output (response_format json_object / json_schema, decision 0027): a JSON
+// Schema compiled into a tree of value nodes, and a byte-level matcher that accepts exactly
+// the prefixes of JSON texts the schema allows. The engine asks it, token by token, which
+// tokens may come next (engine/json_constraint.h).
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+
+namespace gs::text {
+
+// Most declared properties of one object, and most values of one enum.
+inline constexpr int kJsonMaxKeys = 128;
+// Deepest nesting of objects and arrays the matcher accepts.
+inline constexpr int kJsonMaxDepth = 64;
+// Most whitespace bytes in a row: enough for pretty-printed JSON, not for a runaway model.
+inline constexpr int kJsonMaxWhitespace = 64;
+// Most digits of a number's integer part and of its fraction (exponent: 2, so that every
+// number is a finite double).
+inline constexpr int kJsonMaxDigits = 20;
+
+class JsonGrammar {
+ public:
+  enum Kind : uint8_t {
+    kObject = 1,
+    kArray = 2,
+    kString = 4,
+    kNumber = 8,
+    kTrue = 16,
+    kFalse = 32,
+    kNull = 64,
+    kAnyKind = 127,
+  };
+  static constexpr int32_t kAny = -1;  // node index of "any JSON value"
+
+  // One schema node: the values it allows, per JSON kind.
+  struct Node {
+    uint8_t kinds = kAnyKind;
+    // Objects: the declared properties (names as JSON-escaped text, without the quotes) and
+    // their nodes; keys outside them only when extra_keys (their values: extra_node).
+    std::vector<std::string> keys;
+    std::vector<int32_t> key_nodes;
+    std::bitset<kJsonMaxKeys> required;
+    bool extra_keys = true;
+    int32_t extra_node = kAny;
+    // Arrays.
+    int32_t items = kAny;
+    int64_t min_items = 0;
+    int64_t max_items = -1;  // -1: unbounded
+    // Strings: when has_string_enum, one of string_enum (JSON-escaped, without the quotes).
+    bool has_string_enum = false;
+    std::vector<std::string> string_enum;
+    int64_t min_length = 0;   // code points
+    int64_t max_length = -1;  // -1: unbounded
+    // Numbers: integers only (no fraction or exponent); when has_number_enum, one of
+    // number_enum as written by nlohmann::json::dump.
+    bool integer = false;
+    bool has_number_enum = false;
+    std::vector<std::string> number_enum;
+    // The literal spellings a value of this node may take ("true", "false", "null" as the
+    // kinds allow, and number_enum when set), filled by the compiler.
+    std::vector<std::string> literals;
+  };
+
+  // Any JSON object (response_format json_object).
+  static std::shared_ptr<const JsonGrammar> any_object();
+  // The values `schema` (a JSON Schema, draft 2020-12 / OpenAI structured outputs subset)
+  // allows. Read: type (and lists of types), properties, required, additionalProperties,
+  // items, minItems, maxItems, enum, const, minLength, maxLength, anyOf, oneOf, allOf, $ref
+  // to "#" and "#/..." ($defs, definitions). Annotations and value checks the matcher
+  // cannot express (description, title, default, format, pattern, minimum, ...) are
+  // ignored. anyOf alternatives of the same kind are merged loosely (decision 0027).
+  // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
+  // properties.a.items: ...").
+  static Result<std::shared_ptr<const JsonGrammar>> from_schema(const nlohmann::json& schema,
+                                                                 const std::string& path = "schema");
+
+  // Node 0 is the root; kAny gives the node that allows every value.
+  const Node& node(int32_t index) const;
+  int32_t size() const { return static_cast<int32_t>(nodes_.size()); }
+
+ private:
+  friend class JsonSchemaCompiler;
+  std::vector<Node> nodes_;
+};
+
+// The state of reading one JSON text under a grammar, byte by byte. Copyable and cheap to
+// copy (a stack of small frames), so a caller tests a continuation on a copy.
+class JsonMatcher {
+ public:
+  explicit JsonMatcher(std::shared_ptr<const JsonGrammar> grammar);
+
+  // Reads one byte; false when the grammar allows no text that continues with it (the
+  // matcher is then unchanged).
+  bool feed(unsigned char c);
+  // Reads bytes until one is refused; false when one was (the matcher is then left after the
+  // bytes before it: test on a copy).
+  bool feed(std::string_view bytes);
+  // A whole value has been read and nothing may follow it.
+  bool done() const { return done_; }
+  // The text read so far is a whole value (done, or a top-level number that may go on).
+  bool can_end() const;
+  // Inside a string whose content is free (no enum, no length bound), at a character
+  // boundary: any bytes without '"', '\\' or control characters that are whole UTF-8
+  // characters may follow.
+  bool in_free_string() const;
+
+ private:
+  // One open value. kValue: a value not begun (its first byte picks the kind).
+  struct Frame {
+    enum Type : uint8_t { kValue, kObject, kArray, kString, kNumber, kLiteral };
+    Type type = kValue;
+    uint8_t phase = 0;                 // object / array / number state
+    int32_t node = JsonGrammar::kAny;  // the schema node of this value
+    // Objects: the declared keys already written, and the node of the key just read.
+    std::bitset<kJsonMaxKeys> seen;
+    int32_t value_node = JsonGrammar::kAny;
+    int64_t count = 0;                 // arrays: items written
+    // Strings (values and keys) and literals: the candidates (string enum, declared keys,
+    // literal spellings) still equal to the bytes read, and how many bytes were read.
+    std::bitset<kJsonMaxKeys> cand;
+    int32_t pos = 0;
+    bool is_key = false;
+    bool free = true;                  // strings: content not limited to the candidates
+    uint8_t esc = 0;                   // 0: none; 1: after '\'; 2..5: reading \u digit esc-2
+    uint16_t hex = 0;
+    bool low_surrogate_next = false;   // a high-surrogate escape must be followed by a low one
+    uint8_t utf8_need = 0;             // continuation bytes still due
+    uint8_t utf8_lo = 0x80;
+    uint8_t utf8_hi = 0xBF;
+    int64_t length = 0;                // strings: code points so far
+    uint8_t digits = 0;                // numbers: digits of the current part
+  };
+
+  bool feed_value(unsigned char c, bool ws);
+  bool feed_object(unsigned char c, bool ws);
+  bool feed_array(unsigned char c, bool ws);
+  bool feed_string(unsigned char c);
+  bool feed_number(unsigned char c, bool ws);
+  bool feed_literal(unsigned char c, bool ws);
+  // Replaces the top kValue frame by the value that byte c begins; false when `node` allows none.
+  bool start_value(unsigned char c);
+  // The top frame's value is whole: pops it, then feeds c to what is below (a number or a
+  // literal ends at the first byte that cannot continue it). Restores both on failure.
+  bool end_and_feed(unsigned char c);
+  // Pops the finished top frame and moves its parent past the value.
+  void pop_finished();
+  bool take_ws();
+  int depth() const;
+
+  std::shared_ptr<const JsonGrammar> grammar_;
+  std::vector<Frame> stack_;
+  int32_t ws_run_ = 0;
+  bool done_ = false;
+};
+
+// Whether `bytes` is a non-empty run of whole, valid UTF-8 characters with no '"', '\\' or
+// control character (< 0x20): text that a free JSON string may take as it is.
+bool json_string_safe(std::string_view bytes);
+
+}  // namespace gs::text

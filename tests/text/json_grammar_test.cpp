@@ -1,0 +1,338 @@
+// The structured-output grammar (decision 0027): the matcher against nlohmann::json's own
+// parser on random and hand-written texts, and the schema keywords one by one.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "text/json_grammar.h"
+
+namespace gs::text {
+namespace {
+
+using json = nlohmann::json;
+
+std::shared_ptr<const JsonGrammar> schema(const char* text) {
+  auto g = JsonGrammar::from_schema(json::parse(text));
+  EXPECT_TRUE(g.ok()) << text << ": " << g.status().to_string();
+  return g.ok() ? *g : JsonGrammar::any_object();
+}
+
+// Fed whole and done (a whole value, nothing may follow).
+bool accepts(const std::shared_ptr<const JsonGrammar>& g, std::string_view text) {
+  JsonMatcher m(g);
+  return m.feed(text) && m.can_end();
+}
+
+// How many bytes of `text` the matcher takes before refusing one (text.size(): all).
+size_t taken(const std::shared_ptr<const JsonGrammar>& g, std::string_view text) {
+  JsonMatcher m(g);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!m.feed(static_cast<unsigned char>(text[i]))) return i;
+  }
+  return text.size();
+}
+
+json random_value(std::mt19937& rng, int depth) {
+  const int kind = static_cast<int>(rng() % (depth > 3 ? 5 : 7));
+  switch (kind) {
+    case 0:
+      return nullptr;
+    case 1:
+      return rng() % 2 == 0;
+    case 2:
+      return static_cast<int64_t>(rng() % 200000) - 100000;
+    case 3:
+      return std::ldexp(static_cast<double>(static_cast<int32_t>(rng())), -static_cast<int>(rng() % 60));
+    case 4: {
+      static const char* kParts[] = {"a", "Z", " ", "\"", "\\", "\n", "\t", "/", "\x01", "\xc3\xa9", "\xe2\x82\xac",
+                                     "\xf0\x9f\x98\x80", "{}", "[", ":", ","};
+      std::string s;
+      const int n = static_cast<int>(rng() % 8);
+      for (int i = 0; i < n; ++i) s += kParts[rng() % std::size(kParts)];
+      return s;
+    }
+    case 5: {
+      json a = json::array();
+      const int n = static_cast<int>(rng() % 4);
+      for (int i = 0; i < n; ++i) a.push_back(random_value(rng, depth + 1));
+      return a;
+    }
+    default: {
+      json o = json::object();
+      const int n = static_cast<int>(rng() % 4);
+      for (int i = 0; i < n; ++i) {
+        std::string key = "k";
+        key += std::to_string(rng() % 10);
+        o[key] = random_value(rng, depth + 1);
+      }
+      return o;
+    }
+  }
+}
+
+TEST(JsonGrammar, AnyValueAcceptsWhatNlohmannWrites) {
+  auto any = schema("{}");
+  auto object = JsonGrammar::any_object();
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const json v = random_value(rng, 0);
+    for (int indent : {-1, 2}) {
+      const std::string text = v.dump(indent);
+      EXPECT_TRUE(accepts(any, text)) << text;
+      EXPECT_EQ(accepts(object, text), v.is_object()) << text;
+    }
+  }
+}
+
+TEST(JsonGrammar, WhatItAcceptsNlohmannParses) {
+  // Random mutations of valid texts: whenever the matcher takes a whole text, it is JSON.
+  auto any = schema("true");
+  std::mt19937 rng(11);
+  const std::string alphabet = "{}[]\",:\\ /0123456789.-+eEtrufalsn\x01\x80\xc3\xa9\xed\xa0u";
+  int accepted = 0;
+  int rejected = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = random_value(rng, 0).dump(rng() % 2 == 0 ? -1 : 1);
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const size_t at = rng() % text.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0:
+          text[at] = c;
+          break;
+        case 1:
+          text.insert(text.begin() + static_cast<std::ptrdiff_t>(at), c);
+          break;
+        default:
+          text.erase(at, 1);
+          break;
+      }
+    }
+    const bool ours = accepts(any, text);
+    if (ours) {
+      EXPECT_TRUE(json::accept(text)) << "accepted invalid JSON: " << json(text).dump();
+      ++accepted;
+    } else {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(rejected, 1000);
+}
+
+TEST(JsonGrammar, NumbersFollowRfc8259) {
+  auto num = schema(R"({"type":"number"})");
+  for (const char* ok : {"0", "-0", "12", "0.5", "-1.25e10", "1E+2", "3e-07"}) EXPECT_TRUE(accepts(num, ok)) << ok;
+  for (const char* bad : {"01", "1.", ".5", "-", "1e", "+1", "1e+", "--1", "0x1"}) EXPECT_FALSE(accepts(num, bad)) << bad;
+  auto integer = schema(R"({"type":"integer"})");
+  EXPECT_TRUE(accepts(integer, "-42"));
+  EXPECT_FALSE(accepts(integer, "1.0"));
+  EXPECT_FALSE(accepts(integer, "1e3"));
+  // A runaway number is cut off.
+  EXPECT_TRUE(accepts(num, std::string(kJsonMaxDigits, '9')));
+  EXPECT_FALSE(accepts(num, std::string(kJsonMaxDigits + 1, '9')));
+}
+
+TEST(JsonGrammar, StringsAreValidUtf8WithValidEscapes) {
+  auto str = schema(R"({"type":"string"})");
+  for (const char* ok : {R"("")", R"("a\"b\\c\/d\n")", R"("\u00e9")", R"("\ud83d\ude00")", "\"\xc3\xa9\"",
+                         "\"\xf0\x9f\x98\x80\"", "\"\x7f\""}) {
+    EXPECT_TRUE(accepts(str, ok)) << ok;
+  }
+  for (const char* bad : {R"("\x")", R"("\u12g4")", R"("\ud83d")", R"("\ud83dx")", R"("\ude00")", "\"\n\"",
+                          "\"\x80\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xc3\""}) {
+    EXPECT_FALSE(accepts(str, bad)) << json(std::string(bad)).dump();
+  }
+  EXPECT_TRUE(json_string_safe("hello w\xc3\xb6rld"));
+  EXPECT_FALSE(json_string_safe(""));
+  EXPECT_FALSE(json_string_safe("a\"b"));
+  EXPECT_FALSE(json_string_safe("a\\b"));
+  EXPECT_FALSE(json_string_safe("a\nb"));
+  EXPECT_FALSE(json_string_safe("\xc3"));
+}
+
+TEST(JsonGrammar, StringLengthCountsCharacters) {
+  auto s = schema(R"({"type":"string","minLength":2,"maxLength":3})");
+  EXPECT_FALSE(accepts(s, R"("a")"));
+  EXPECT_TRUE(accepts(s, R"("ab")"));
+  EXPECT_TRUE(accepts(s, "\"\xc3\xa9\\n\xe2\x82\xac\""));  // three characters
+  EXPECT_EQ(taken(s, R"("abcd")"), 4u);                  // the 'd' is refused
+}
+
+TEST(JsonGrammar, ObjectsWriteDeclaredKeysOnceAndTheRequiredOnes) {
+  auto g = schema(R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},
+      "tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":2}},"required":["name"]})");
+  EXPECT_TRUE(accepts(g, R"({"name":"x","age":3,"tags":["a","b"]})"));
+  EXPECT_TRUE(accepts(g, "{\n  \"age\": 3,\n  \"name\": \"x\"\n}"));
+  EXPECT_EQ(taken(g, R"({"age":3})"), 8u);          // '}' before the required "name"
+  EXPECT_EQ(taken(g, R"({"x":1})"), 2u);            // an undeclared key
+  EXPECT_EQ(taken(g, R"({"name":"a","name":"b"})"), 13u);  // a key twice
+  EXPECT_EQ(taken(g, R"({"name":"a","age":3.5})"), 19u);
+  EXPECT_EQ(taken(g, R"({"name":"a","tags":["a","c"]})"), 25u);
+  EXPECT_EQ(taken(g, R"({"name":"a","tags":["a","b",)"), 27u);  // maxItems
+  EXPECT_EQ(taken(g, R"({"name":"a","age":3,"tags":[],)"), 29u);  // no key is left
+  EXPECT_FALSE(accepts(g, R"([])"));
+}
+
+TEST(JsonGrammar, AdditionalPropertiesAndFreeObjects) {
+  auto extra = schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}})");
+  EXPECT_TRUE(accepts(extra, R"({"a":1,"b":"x"})"));
+  EXPECT_FALSE(accepts(extra, R"({"a":1,"b":2})"));
+  EXPECT_FALSE(accepts(extra, R"({"a":1,"a":2})"));
+  auto free = schema(R"({"type":"object"})");
+  EXPECT_TRUE(accepts(free, R"({"anything":[1,{"b":null}]})"));
+  auto closed = schema(R"({"type":"object","properties":{},"additionalProperties":false})");
+  EXPECT_TRUE(accepts(closed, "{}"));
+  EXPECT_EQ(taken(closed, R"({"a")"), 1u);
+}
+
+TEST(JsonGrammar, EnumsConstsAndUnions) {
+  auto e = schema(R"({"enum":["red","green",1,true,null]})");
+  for (const char* ok : {R"("red")", R"("green")", "1", "true", "null"}) EXPECT_TRUE(accepts(e, ok)) << ok;
+  for (const char* bad : {R"("blue")", R"("re")", "2", "false", "10"}) EXPECT_FALSE(accepts(e, bad)) << bad;
+  auto c = schema(R"({"const":"a\"b"})");
+  EXPECT_TRUE(accepts(c, R"("a\"b")"));
+  auto opt = schema(R"({"anyOf":[{"type":"string"},{"type":"null"}]})");
+  EXPECT_TRUE(accepts(opt, R"("x")"));
+  EXPECT_TRUE(accepts(opt, "null"));
+  EXPECT_FALSE(accepts(opt, "1"));
+  auto types = schema(R"({"type":["integer","boolean"]})");
+  EXPECT_TRUE(accepts(types, "false"));
+  EXPECT_FALSE(accepts(types, "1.5"));
+  auto all = schema(R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
+                                 {"properties":{"b":{"type":"string"}}}]})");
+  EXPECT_TRUE(accepts(all, R"({"b":"x","a":1})"));
+  EXPECT_FALSE(accepts(all, R"({"b":"x"})"));
+}
+
+TEST(JsonGrammar, ReferencesMayRecurse) {
+  auto tree = schema(R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
+      "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},"$ref":"#/$defs/node"})");
+  EXPECT_TRUE(accepts(tree, R"({"v":1,"kids":[{"v":2,"kids":[{"v":3}]},{"v":4}]})"));
+  EXPECT_FALSE(accepts(tree, R"({"v":1,"kids":[{"kids":[]}]})"));
+  auto self = schema(R"({"type":"object","properties":{"next":{"$ref":"#"}}})");
+  EXPECT_TRUE(accepts(self, R"({"next":{"next":{}}})"));
+  EXPECT_FALSE(accepts(self, R"({"next":1})"));
+}
+
+TEST(JsonGrammar, ArraysHonourMinAndMaxItems) {
+  auto g = schema(R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":2})");
+  EXPECT_FALSE(accepts(g, "[]"));
+  EXPECT_TRUE(accepts(g, "[1]"));
+  EXPECT_TRUE(accepts(g, "[1, 2]"));
+  EXPECT_EQ(taken(g, "[1,2,"), 4u);
+  auto none = schema(R"({"type":"array","maxItems":0})");
+  EXPECT_TRUE(accepts(none, "[]"));
+  EXPECT_EQ(taken(none, "[1"), 1u);
+}
+
+TEST(JsonGrammar, WhitespaceAndNestingAreBounded) {
+  auto any = schema("{}");
+  const auto spaced = [](int n) {
+    std::string t = "{";
+    t.append(static_cast<size_t>(n), ' ');
+    t += '}';
+    return t;
+  };
+  EXPECT_TRUE(accepts(any, spaced(kJsonMaxWhitespace)));
+  EXPECT_FALSE(accepts(any, spaced(kJsonMaxWhitespace + 1)));
+  EXPECT_TRUE(accepts(any, std::string(kJsonMaxDepth, '[') + std::string(kJsonMaxDepth, ']')));
+  EXPECT_FALSE(accepts(any, std::string(kJsonMaxDepth + 1, '[') + std::string(kJsonMaxDepth + 1, ']')));
+  // Nothing after the value, not even whitespace.
+  EXPECT_EQ(taken(any, "{} "), 2u);
+  JsonMatcher m(any);
+  EXPECT_TRUE(m.feed(std::string_view("{}")));
+  EXPECT_TRUE(m.done());
+}
+
+TEST(JsonGrammar, FreeStringStateIsReported) {
+  auto g = schema(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"enum":["x"]}}})");
+  JsonMatcher m(g);
+  EXPECT_FALSE(m.in_free_string());
+  ASSERT_TRUE(m.feed(std::string_view(R"({"a":"hel)")));
+  EXPECT_TRUE(m.in_free_string());
+  ASSERT_TRUE(m.feed(std::string_view(R"(\)")));
+  EXPECT_FALSE(m.in_free_string());  // inside an escape
+  ASSERT_TRUE(m.feed(std::string_view(R"(n","b":")")));
+  EXPECT_FALSE(m.in_free_string());  // an enum's string
+}
+
+TEST(JsonGrammar, BadSchemasNameTheKeyword) {
+  const std::pair<const char*, const char*> kBad[] = {
+      {R"({"type":"objekt"})", "schema.type"},
+      {R"({"type":"object","properties":{"a":{"type":1}}})", "schema.properties.a.type"},
+      {R"({"properties":{"a":{}},"required":["b"],"additionalProperties":false})", "schema.required"},
+      {R"({"enum":[{"a":1}]})", "schema.enum"},
+      {R"({"enum":[]})", "schema.enum"},
+      {R"({"type":"array","minItems":3,"maxItems":2})", "schema"},
+      {R"({"type":"array","prefixItems":[{}]})", "schema.prefixItems"},
+      {R"({"$ref":"#/$defs/missing"})", "schema.$ref"},
+      {R"({"$ref":"http://example.com/s.json"})", "schema.$ref"},
+      {R"({"anyOf":[]})", "schema.anyOf"},
+      {R"(false)", "schema"},
+      {R"(7)", "schema"},
+      {R"({"type":"string","maxLength":-1})", "schema.maxLength"},
+  };
+  for (const auto& [text, path] : kBad) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(g.status().message().rfind(path, 0), 0u) << text << " -> " << g.status().message();
+  }
+  // Deeply nested schemas are refused, not recursed into without bound.
+  std::string deep = "{}";
+  for (int i = 0; i < 200; ++i) deep = R"({"items":)" + deep + "}";
+  EXPECT_FALSE(JsonGrammar::from_schema(json::parse(deep)).ok());
+}
+
+TEST(JsonGrammar, RandomWalksStayInsideTheSchema) {
+  // Pick random allowed bytes until the value is whole: every finished text parses and has
+  // the schema's shape.
+  auto g = schema(R"({"type":"object","properties":{"id":{"type":"integer"},"kind":{"enum":["a","bc"]},
+      "tags":{"type":"array","items":{"type":"string","maxLength":3},"maxItems":2},"ok":{"type":"boolean"}},
+      "required":["id","kind"],"additionalProperties":false})");
+  std::mt19937 rng(3);
+  int finished = 0;
+  for (int walk = 0; walk < 300; ++walk) {
+    JsonMatcher m(g);
+    std::string text;
+    while (!m.can_end() && text.size() < 400) {
+      std::vector<unsigned char> next;
+      for (int b = 0; b < 256; ++b) {
+        JsonMatcher c = m;
+        if (c.feed(static_cast<unsigned char>(b))) next.push_back(static_cast<unsigned char>(b));
+      }
+      ASSERT_FALSE(next.empty()) << "stuck after " << json(text).dump();
+      // Prefer structure to string content, so that walks finish.
+      unsigned char b = next[rng() % next.size()];
+      for (unsigned char s : {'"', '}', ']', ','}) {
+        if (rng() % 3 == 0 && std::find(next.begin(), next.end(), s) != next.end()) b = s;
+      }
+      ASSERT_TRUE(m.feed(b));
+      text += static_cast<char>(b);
+    }
+    if (!m.can_end()) continue;
+    ++finished;
+    const json v = json::parse(text);
+    ASSERT_TRUE(v.is_object()) << text;
+    EXPECT_TRUE(v.contains("id") && v["id"].is_number_integer()) << text;
+    EXPECT_TRUE(v.contains("kind") && (v["kind"] == "a" || v["kind"] == "bc")) << text;
+    for (const auto& item : v.items()) {
+      EXPECT_TRUE(item.key() == "id" || item.key() == "kind" || item.key() == "tags" || item.key() == "ok") << text;
+    }
+    if (v.contains("tags")) {
+      EXPECT_LE(v["tags"].size(), 2u) << text;
+      for (const auto& t : v["tags"]) EXPECT_LE(t.get<std::string>().size(), 12u) << text;
+    }
+    if (v.contains("ok")) {
+      EXPECT_TRUE(v["ok"].is_boolean()) << text;
+    }
+  }
+  EXPECT_GT(finished, 100);
+}
+
+}  // namespace
+}  // namespace gs::text
