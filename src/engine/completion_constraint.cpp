@@ -2,6 +2,7 @@
 #include "engine/completion_constraint.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 #include "text/json_grammar.h"
@@ -16,7 +17,12 @@ TokenPieces::TokenPieces(const text::Tokenizer& tokenizer) {
     const std::string& p = pieces_[static_cast<size_t>(id)];
     if (p.empty()) continue;
     by_first_byte_[static_cast<unsigned char>(p[0])].push_back(id);
-    (text::json_string_safe(p) ? json_safe_ : json_unsafe_).push_back(id);
+    if (text::json_string_safe(p)) {
+      json_safe_.push_back(id);
+      json_safe_chars_.push_back(static_cast<uint16_t>(std::min<int64_t>(text::utf8_chars(p), UINT16_MAX)));
+    } else {
+      json_unsafe_.push_back(id);
+    }
   }
 }
 

@@ -26,11 +26,14 @@ class TokenPieces {
   // and the other ids with a non-empty piece.
   const std::vector<int32_t>& json_string_safe() const { return json_safe_; }
   const std::vector<int32_t>& json_string_unsafe() const { return json_unsafe_; }
+  // The characters of each json_string_safe() piece, in the same order.
+  const std::vector<uint16_t>& json_string_safe_chars() const { return json_safe_chars_; }
 
  private:
   std::vector<std::string> pieces_;
   std::array<std::vector<int32_t>, 256> by_first_byte_;
   std::vector<int32_t> json_safe_;
+  std::vector<uint16_t> json_safe_chars_;
   std::vector<int32_t> json_unsafe_;
 };
 

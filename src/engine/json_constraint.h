@@ -47,7 +47,8 @@ class JsonConstraint final : public OutputConstraint {
   mutable text::JsonMatcher scratch_;
   Phase phase_ = Phase::kStart;
   bool thought_done_ = false;
-  std::string text_;  // the JSON text so far
+  std::vector<int32_t> reserved_;  // the options' tokens, sorted: never part of the JSON text
+  std::string text_;               // the JSON text so far
 };
 
 }  // namespace gs

@@ -3,6 +3,7 @@
 // structured outputs use them.
 #include "text/json_grammar.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -557,11 +558,12 @@ bool JsonMatcher::can_end() const {
   return false;
 }
 
-bool JsonMatcher::in_free_string() const {
-  if (done_ || stack_.empty()) return false;
+int64_t JsonMatcher::free_string_room() const {
+  if (done_ || stack_.empty()) return -1;
   const Frame& f = stack_.back();
-  return f.type == Frame::kString && f.free && f.esc == 0 && f.utf8_need == 0 && !f.low_surrogate_next &&
-         (f.is_key || grammar_->node(f.node).max_length < 0);
+  if (f.type != Frame::kString || !f.free || f.esc != 0 || f.utf8_need != 0 || f.low_surrogate_next) return -1;
+  const int64_t max = f.is_key ? -1 : grammar_->node(f.node).max_length;
+  return max < 0 ? INT64_MAX : std::max<int64_t>(max - f.length, 0);
 }
 
 bool JsonMatcher::take_ws() {
@@ -919,6 +921,12 @@ bool JsonMatcher::feed_literal(unsigned char c, bool ws) {
   }
   (void)ws;
   return exact && end_and_feed(c);
+}
+
+int64_t utf8_chars(std::string_view bytes) {
+  int64_t n = 0;
+  for (char c : bytes) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
 }
 
 bool json_string_safe(std::string_view bytes) {

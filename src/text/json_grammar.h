@@ -5,6 +5,7 @@
 #pragma once
 
 #include <bitset>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -98,6 +99,12 @@ class JsonMatcher {
  public:
   explicit JsonMatcher(std::shared_ptr<const JsonGrammar> grammar);
 
+  // Takes `other`'s reading state (same grammar): a cheap copy for testing continuations.
+  void assign_state(const JsonMatcher& other) {
+    stack_ = other.stack_;
+    ws_run_ = other.ws_run_;
+    done_ = other.done_;
+  }
   // Reads one byte; false when the grammar allows no text that continues with it (the
   // matcher is then unchanged).
   bool feed(unsigned char c);
@@ -108,10 +115,12 @@ class JsonMatcher {
   bool done() const { return done_; }
   // The text read so far is a whole value (done, or a top-level number that may go on).
   bool can_end() const;
-  // Inside a string whose content is free (no enum, no length bound), at a character
-  // boundary: any bytes without '"', '\\' or control characters that are whole UTF-8
-  // characters may follow.
-  bool in_free_string() const;
+  // Inside a string whose content is free (no enum), at a character boundary: how many
+  // more characters it may take (INT64_MAX: no bound), -1 when not in such a string. Any
+  // bytes without '"', '\\' or control characters that are whole UTF-8 characters, up to
+  // that many, may follow.
+  int64_t free_string_room() const;
+  bool in_free_string() const { return free_string_room() == INT64_MAX; }
 
  private:
   // One open value. kValue: a value not begun (its first byte picks the kind).
@@ -165,5 +174,7 @@ class JsonMatcher {
 // Whether `bytes` is a non-empty run of whole, valid UTF-8 characters with no '"', '\\' or
 // control character (< 0x20): text that a free JSON string may take as it is.
 bool json_string_safe(std::string_view bytes);
+// The number of UTF-8 characters in `bytes` (the bytes that are not continuation bytes).
+int64_t utf8_chars(std::string_view bytes);
 
 }  // namespace gs::text

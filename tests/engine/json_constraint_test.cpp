@@ -1,0 +1,315 @@
+// Structured output on the token level (decision 0027): the masks equal a brute-force check
+// of every token, the thought span and the tool-call escape, and the real engine (the shakes
+// model on the CPU, drafter on and off) whose output always follows the schema.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/test_paths.h"
+#include "core/log.h"
+#include "engine/engine_factory.h"
+#include "engine/json_constraint.h"
+#include "gguf/gguf_reader.h"
+#include "text/chat_format.h"
+#include "text/json_grammar.h"
+#include "text/tokenizer.h"
+
+namespace gs {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+std::shared_ptr<const text::Tokenizer> shakes_tokenizer() {
+  static std::shared_ptr<const text::Tokenizer> tok = [] {
+    auto file = gguf::GgufFile::open(test::shared_path("models/shakes-target.gguf"));
+    EXPECT_TRUE(file.ok()) << file.status().to_string();
+    auto t = text::Tokenizer::from_gguf(**file);
+    EXPECT_TRUE(t.ok()) << t.status().to_string();
+    return *t;
+  }();
+  return tok;
+}
+
+std::shared_ptr<const TokenPieces> shakes_pieces() {
+  static auto pieces = std::make_shared<const TokenPieces>(*shakes_tokenizer());
+  return pieces;
+}
+
+std::shared_ptr<const text::JsonGrammar> person_schema() {
+  auto g = text::JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
+      "name":{"type":"string","maxLength":12},"age":{"type":"integer"},"mood":{"enum":["glad","sad"]},
+      "tags":{"type":"array","items":{"type":"string","maxLength":8},"maxItems":2}},"required":["name","mood"],
+      "additionalProperties":false})"));
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  return *g;
+}
+
+int32_t token(const std::string& text) {
+  auto id = shakes_tokenizer()->find_token(text);
+  EXPECT_TRUE(id.has_value()) << text;
+  return id.value_or(-1);
+}
+
+JsonConstraintOptions chat_options() {
+  JsonConstraintOptions o;
+  o.think_open = token(std::string(text::markup::kChannelOpen));
+  o.think_close = token(std::string(text::markup::kChannelClose));
+  o.escape_tokens = {token(std::string(text::markup::kToolCallOpen))};
+  o.end_tokens = shakes_tokenizer()->eog_ids();
+  return o;
+}
+
+// Every id whose piece continues `m` (the mask's JSON part, by brute force), except the
+// options' special tokens, which stand for themselves.
+std::vector<int32_t> brute_force(const text::JsonMatcher& m, const JsonConstraintOptions& o) {
+  const auto& pieces = *shakes_pieces();
+  std::vector<int32_t> out;
+  for (int32_t id = 0; id < pieces.n_vocab(); ++id) {
+    const std::string& p = pieces.piece(id);
+    const bool special = id == o.think_open || id == o.think_close || o.escape_tokens[0] == id ||
+                         std::find(o.end_tokens.begin(), o.end_tokens.end(), id) != o.end_tokens.end();
+    if (p.empty() || special) {
+      continue;
+    }
+    text::JsonMatcher c = m;
+    if (c.feed(p)) out.push_back(id);
+  }
+  return out;
+}
+
+TEST(JsonConstraint, MasksEqualABruteForceCheckOfEveryToken) {
+  for (const auto& [grammar, value] :
+       std::vector<std::pair<std::shared_ptr<const text::JsonGrammar>, std::string>>{
+           {person_schema(), "{\"name\": \"H\xc3\xa9lo \\\"w\\\" \\n x\", \"age\": -42, \"mood\": \"sad\", \"tags\": [\"a b\"]}"},
+           {text::JsonGrammar::any_object(), "{\"a\": [1.5e3, true, null, {\"b\": \"\\u00e9\"}]}"}}) {
+    const JsonConstraintOptions options = chat_options();
+    JsonConstraint c(shakes_pieces(), grammar, options);
+    text::JsonMatcher m(grammar);
+    const std::vector<int32_t> ids = shakes_tokenizer()->encode(value, /*add_special=*/false, /*parse_special=*/false);
+    ASSERT_FALSE(ids.empty());
+    for (size_t i = 0; i <= ids.size(); ++i) {
+      std::vector<int32_t> expected = brute_force(m, options);
+      if (i == 0) expected.insert(expected.end(), {options.think_open, options.escape_tokens[0]});
+      if (m.can_end()) expected.insert(expected.end(), options.end_tokens.begin(), options.end_tokens.end());
+      std::sort(expected.begin(), expected.end());
+      std::vector<int32_t> allowed;
+      c.allowed(&allowed);
+      ASSERT_EQ(allowed, expected) << "after " << i << " tokens of " << value;
+      if (i == ids.size()) break;
+      ASSERT_TRUE(std::binary_search(allowed.begin(), allowed.end(), ids[i])) << i;
+      c.advance(ids[i]);
+      ASSERT_TRUE(m.feed(shakes_pieces()->piece(ids[i])));
+    }
+    // A whole value: only the end may come, and it ends the constraint.
+    std::vector<int32_t> allowed;
+    c.allowed(&allowed);
+    EXPECT_EQ(allowed, options.end_tokens);
+    EXPECT_EQ(c.describe(), value);
+    c.advance(options.end_tokens[0]);
+    EXPECT_FALSE(c.active());
+  }
+}
+
+TEST(JsonConstraint, MasksOnTheFullGemmaVocabulary) {
+  // The real 262k-token vocabulary has many more multi-byte and byte-fallback pieces.
+  auto file = gguf::GgufFile::open(test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto tok = text::Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  auto pieces = std::make_shared<const TokenPieces>(**tok);
+  auto grammar = person_schema();
+  JsonConstraintOptions o;
+  o.end_tokens = (*tok)->eog_ids();
+  JsonConstraint c(pieces, grammar, o);
+  text::JsonMatcher m(grammar);
+  const std::string value = "{\"name\": \"Caf\xc3\xa9 \xe6\x97\xa5\", \"mood\": \"glad\", \"age\": 7}";
+  const std::vector<int32_t> ids = (*tok)->encode(value, false, false);
+  double mask_ms = 0;
+  int64_t masked = 0;
+  for (size_t i = 0; i <= ids.size(); ++i) {
+    std::vector<int32_t> allowed;
+    const auto t0 = std::chrono::steady_clock::now();
+    c.allowed(&allowed);
+    mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    masked += static_cast<int64_t>(allowed.size());
+    if (i % 3 == 0 || i == ids.size()) {
+      std::vector<int32_t> expected;
+      for (int32_t id = 0; id < pieces->n_vocab(); ++id) {
+        const std::string& p = pieces->piece(id);
+        const bool end = std::find(o.end_tokens.begin(), o.end_tokens.end(), id) != o.end_tokens.end();
+        text::JsonMatcher x = m;
+        if (end ? m.can_end() : !p.empty() && x.feed(p)) expected.push_back(id);
+      }
+      ASSERT_EQ(allowed, expected) << "after " << i << " tokens";
+    }
+    if (i == ids.size()) break;
+    ASSERT_TRUE(std::binary_search(allowed.begin(), allowed.end(), ids[i])) << i;
+    c.advance(ids[i]);
+    ASSERT_TRUE(m.feed(pieces->piece(ids[i])));
+  }
+  EXPECT_GT(masked, 0);
+  std::printf("[ info ] %zu masks over %d tokens: %.2f ms a mask\n", ids.size() + 1, pieces->n_vocab(),
+              mask_ms / static_cast<double>(ids.size() + 1));
+}
+
+TEST(JsonConstraint, AThoughtMayComeFirstAndAToolCallEndsIt) {
+  const JsonConstraintOptions o = chat_options();
+  JsonConstraint c(shakes_pieces(), person_schema(), o);
+  c.advance(o.think_open);
+  EXPECT_TRUE(c.active());
+  EXPECT_FALSE(c.constrains_next());  // the thought is free, and drafting runs in it
+  EXPECT_EQ(c.resume_token(), o.think_close);
+  std::vector<int32_t> allowed;
+  c.allowed(&allowed);
+  EXPECT_TRUE(allowed.empty());
+  for (int32_t id : shakes_tokenizer()->encode("I think { ] \"", false, false)) c.advance(id);
+  c.advance(o.think_close);
+  EXPECT_TRUE(c.constrains_next());
+  EXPECT_EQ(c.resume_token(), -1);
+  c.allowed(&allowed);
+  EXPECT_FALSE(std::binary_search(allowed.begin(), allowed.end(), o.think_open));  // one thought only
+  const auto first_id = [](const char* t) { return shakes_tokenizer()->encode(t, false, false).at(0); };
+  EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), first_id("{")));
+  EXPECT_FALSE(std::binary_search(allowed.begin(), allowed.end(), first_id("[")));
+  // No junk before the value (bug-case 18): text is not allowed, nor a second opener.
+  for (int32_t id : shakes_tokenizer()->encode("---", false, false)) {
+    EXPECT_FALSE(std::binary_search(allowed.begin(), allowed.end(), id));
+  }
+
+  JsonConstraint tool(shakes_pieces(), person_schema(), o);
+  tool.advance(o.escape_tokens[0]);
+  EXPECT_FALSE(tool.active());
+}
+
+// The real engine: a chat prompt, a schema, sampling at temperature 1.
+class JsonEngine : public ::testing::TestWithParam<bool> {
+ protected:
+  static std::vector<int32_t> prompt(bool thinking) {
+    std::vector<text::ChatMessage> messages(1);
+    messages[0].content = "Describe a person of the play as JSON.";
+    text::ChatRenderOptions options;
+    options.enable_thinking = thinking;
+    options.add_generation_prompt = true;
+    auto rendered = text::render_chat_prompt(messages, {}, options);
+    EXPECT_TRUE(rendered.ok()) << rendered.status().to_string();
+    return shakes_tokenizer()->encode_prompt(rendered->text, rendered->markup, true);
+  }
+
+  struct Output {
+    std::vector<int32_t> ids;
+    FinishReason finish = FinishReason::kError;
+    Usage usage;
+  };
+
+  static Output generate(Engine& engine, const GenerationRequest& req) {
+    Output out;
+    auto stream = engine.submit(req);
+    EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+    if (!stream.ok()) return out;
+    StreamEvent ev;
+    for (;;) {
+      if (!(*stream)->next(&ev, 120s)) {
+        ADD_FAILURE() << "timeout";
+        return out;
+      }
+      if (ev.kind == StreamEvent::Kind::kTokens) {
+        for (const auto& t : ev.tokens) out.ids.push_back(t.id);
+      } else {
+        EXPECT_EQ(ev.kind, StreamEvent::Kind::kDone) << ev.error.to_string();
+        out.finish = ev.finish;
+        out.usage = ev.usage;
+        return out;
+      }
+    }
+  }
+
+  // The text of the ids after the thought span (if any), without the end token.
+  static std::string content(const std::vector<int32_t>& ids, int32_t close) {
+    auto it = std::find(ids.begin(), ids.end(), close);
+    std::vector<int32_t> rest(it == ids.end() ? ids.begin() : it + 1, ids.end());
+    text::DecodeOptions o;
+    auto text = shakes_tokenizer()->decode(rest, o);
+    EXPECT_TRUE(text.ok());
+    return text.ok() ? *text : "";
+  }
+};
+
+TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
+  const bool drafter = GetParam();
+  set_log_level("warn");
+  EngineOptions o;
+  o.model_path = test::shared_path("models/shakes-target.gguf");
+  if (drafter) o.drafter_path = test::shared_path("models/shakes-assistant.gguf");
+  o.device = DeviceChoice::kCpu;
+  o.n_threads = 2;
+  o.n_slots = 2;
+  o.n_ctx = 1024;
+  o.draft_max = 3;
+  o.draft_adaptive = false;
+  auto loaded = create_engine(o);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  Engine& engine = *loaded->engine;
+  const JsonConstraintOptions tokens = chat_options();
+
+  int whole = 0;
+  std::string greedy;
+  for (uint64_t seed = 0; seed <= 8; ++seed) {
+    GenerationRequest req;
+    req.prompt = prompt(seed % 2 == 1);
+    req.max_tokens = 160;
+    req.speculative = drafter;
+    req.json_grammar = person_schema();
+    req.json_think_open = tokens.think_open;
+    req.json_think_close = tokens.think_close;
+    if (seed == 0) {
+      req.sampling.temperature = 0.0f;
+    } else {
+      req.sampling.temperature = 1.0f;
+      req.sampling.top_p = seed % 3 == 0 ? 0.9f : 1.0f;
+      req.sampling.has_seed = true;
+      req.sampling.seed = seed;
+    }
+    const Output out = generate(engine, req);
+    const std::string text = content(out.ids, tokens.think_close);
+    if (seed == 0) greedy = text;
+    text::JsonMatcher m(person_schema());
+    EXPECT_TRUE(m.feed(text)) << "seed " << seed << ": " << json(text).dump();
+    if (out.finish == FinishReason::kStop) {
+      ++whole;
+      ASSERT_TRUE(json::accept(text)) << "seed " << seed << ": " << json(text).dump();
+      const json v = json::parse(text);
+      EXPECT_TRUE(v.contains("name") && v["name"].is_string()) << text;
+      EXPECT_TRUE(v.contains("mood") && (v["mood"] == "glad" || v["mood"] == "sad")) << text;
+      if (v.contains("age")) {
+        EXPECT_TRUE(v["age"].is_number_integer()) << text;
+      }
+      if (v.contains("tags")) {
+        EXPECT_LE(v["tags"].size(), 2u) << text;
+      }
+    } else {
+      EXPECT_EQ(out.finish, FinishReason::kLength) << "seed " << seed;
+    }
+  }
+  EXPECT_GT(whole, 0) << "no seed finished its value";
+
+  // Greedy is the same with and without the drafter (the constrained steps draft nothing).
+  GenerationRequest req;
+  req.prompt = prompt(false);
+  req.max_tokens = 160;
+  req.speculative = !drafter;
+  req.json_grammar = person_schema();
+  req.sampling.temperature = 0.0f;
+  EXPECT_EQ(content(generate(engine, req).ids, tokens.think_close), greedy);
+  loaded->engine->shutdown();
+}
+
+INSTANTIATE_TEST_SUITE_P(Drafter, JsonEngine, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
+
+}  // namespace
+}  // namespace gs
