@@ -10,10 +10,7 @@
 #include <set>
 #include <string>
 
-#include "common/test_paths.h"
-#include "core/log.h"
-#include "engine/engine_factory.h"
-#include "server/http_server.h"
+#include "server/shakes_http.h"
 
 namespace gs {
 namespace {
@@ -34,37 +31,8 @@ json tools_json() {
 
 class RequiredToolChoice : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override {
-    set_log_level("warn");
-    EngineOptions o;
-    o.model_path = test::shared_path("models/shakes-target.gguf");
-    if (GetParam()) o.drafter_path = test::shared_path("models/shakes-assistant.gguf");
-    o.device = DeviceChoice::kCpu;
-    o.n_threads = 2;
-    o.n_slots = 2;
-    o.n_ctx = 1024;
-    o.draft_max = 3;
-    o.draft_adaptive = false;
-    auto loaded = create_engine(o);
-    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-    engine_ = loaded->engine;
-    server::ServerOptions so;
-    so.host = "127.0.0.1";
-    so.port = 0;
-    http_ = std::make_unique<server::HttpServer>(so);
-    ASSERT_TRUE(http_->start_background().ok());
-    auto ctx = std::make_shared<server::ModelContext>();
-    ctx->engine = engine_;
-    ctx->tokenizer = loaded->tokenizer;
-    ctx->model_id = "shakes";
-    ctx->info = engine_->info();
-    ctx->defaults.n_vocab = loaded->tokenizer->n_vocab();
-    http_->set_model(ctx);
-  }
-  void TearDown() override {
-    if (http_) http_->stop();
-    if (engine_) engine_->shutdown();
-  }
+  void SetUp() override { server_.start(GetParam()); }
+  void TearDown() override { server_.stop(); }
 
   json body(double temperature, int seed) const {
     return {{"messages", json::array({{{"role", "user"}, {"content", "Weather, time and a stock price for Oslo?"}}})},
@@ -75,14 +43,9 @@ class RequiredToolChoice : public ::testing::TestWithParam<bool> {
             {"seed", seed}};
   }
 
-  httplib::Result post(const json& b) const {
-    httplib::Client c("127.0.0.1", http_->port());
-    c.set_read_timeout(60, 0);
-    return c.Post("/v1/chat/completions", b.dump(), "application/json");
-  }
+  httplib::Result post(const json& b) const { return server_.post(b); }
 
-  std::shared_ptr<Engine> engine_;
-  std::unique_ptr<server::HttpServer> http_;
+  test::ShakesHttp server_;
 };
 
 TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {

@@ -1,0 +1,142 @@
+// response_format over HTTP on the real engine (the shakes model on the CPU, drafter on and
+// off; decision 0027): the content of every answer, streamed or not, thinking on or off, is
+// JSON that follows the schema (or, cut by max_tokens, the start of such JSON), and nothing
+// comes before it (bug-case 18).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "server/shakes_http.h"
+#include "text/json_grammar.h"
+
+namespace gs {
+namespace {
+
+using json = nlohmann::json;
+
+// Bug-case 18's schema, with a length bound so that the tiny model finishes its value.
+const json kSchema = json::parse(R"({"type":"object","properties":{"name":{"type":"string","maxLength":10},
+    "lines":{"type":"integer"}},"required":["name"],"additionalProperties":false})");
+
+class ResponseFormat : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { server_.start(GetParam()); }
+  void TearDown() override { server_.stop(); }
+
+  static json chat(const json& response_format, int seed, bool thinking) {
+    return {{"messages", json::array({{{"role", "user"}, {"content", "Name a character of the play, as JSON."}}})},
+            {"response_format", response_format},
+            {"max_tokens", 120},
+            {"temperature", seed == 0 ? 0.0 : 1.0},
+            {"seed", seed},
+            {"chat_template_kwargs", {{"enable_thinking", thinking}}}};
+  }
+
+  // The streamed content and finish reason of an SSE body.
+  static std::pair<std::string, std::string> streamed(const std::string& body) {
+    std::string content, finish;
+    size_t pos = 0;
+    while (pos < body.size()) {
+      size_t end = body.find('\n', pos);
+      if (end == std::string::npos) end = body.size();
+      const std::string line = body.substr(pos, end - pos);
+      pos = end + 1;
+      if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
+      const json c = json::parse(line.substr(6));
+      if (c["choices"].empty()) continue;
+      const json& d = c["choices"][0]["delta"];
+      if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+      if (c["choices"][0]["finish_reason"].is_string()) finish = c["choices"][0]["finish_reason"].get<std::string>();
+    }
+    return {content, finish};
+  }
+
+  // Whole JSON with the schema's shape when the model stopped; the start of it when cut.
+  static void check(const std::string& content, const std::string& finish,
+                    const std::shared_ptr<const text::JsonGrammar>& grammar, const std::string& what) {
+    text::JsonMatcher m(grammar);
+    EXPECT_TRUE(m.feed(content)) << what << ": " << json(content).dump();
+    if (finish == "stop") {
+      ASSERT_TRUE(json::accept(content)) << what << ": " << json(content).dump();
+      EXPECT_TRUE(m.can_end()) << what;
+    } else {
+      EXPECT_EQ(finish, "length") << what;
+    }
+  }
+
+  test::ShakesHttp server_;
+};
+
+TEST_P(ResponseFormat, JsonSchemaContentFollowsTheSchema) {
+  auto grammar = text::JsonGrammar::from_schema(kSchema);
+  ASSERT_TRUE(grammar.ok());
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}, {"strict", true}}}};
+  int stopped = 0;
+  for (int seed = 0; seed <= 3; ++seed) {
+    const bool thinking = seed % 2 == 1;
+    const std::string what = "seed " + std::to_string(seed) + (thinking ? " thinking" : "");
+    auto r = server_.post(chat(rf, seed, thinking));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const std::string content = choice["message"]["content"].is_string() ? choice["message"]["content"].get<std::string>() : "";
+    const std::string finish = choice["finish_reason"].get<std::string>();
+    check(content, finish, *grammar, what);
+    if (finish == "stop") {
+      ++stopped;
+      const json v = json::parse(content);
+      EXPECT_TRUE(v["name"].is_string()) << content;
+      EXPECT_LE(v.size(), 2u) << content;
+    }
+    // Streamed, the same request gives the same content.
+    json sb = chat(rf, seed, thinking);
+    sb["stream"] = true;
+    auto s = server_.post(sb);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 200) << s->body;
+    const auto [streamed_content, streamed_finish] = streamed(s->body);
+    EXPECT_EQ(streamed_content, content) << what;
+    EXPECT_EQ(streamed_finish, finish) << what;
+  }
+  EXPECT_GT(stopped, 0) << "no answer finished its value";
+}
+
+TEST_P(ResponseFormat, JsonObjectOnBothEndpoints) {
+  auto object = text::JsonGrammar::any_object();
+  for (int seed = 1; seed <= 2; ++seed) {
+    auto r = server_.post(chat({{"type", "json_object"}}, seed, false));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    check(choice["message"]["content"].get<std::string>(), choice["finish_reason"].get<std::string>(), object,
+          "chat seed " + std::to_string(seed));
+    // /v1/completions takes it too (as llama-server does).
+    const json cb = {{"prompt", "The cast, as JSON: "}, {"response_format", {{"type", "json_object"}}},
+                     {"max_tokens", 60}, {"temperature", 1.0}, {"seed", seed}};
+    auto c = server_.post(cb, "/v1/completions");
+    ASSERT_TRUE(c);
+    ASSERT_EQ(c->status, 200) << c->body;
+    const json cc = json::parse(c->body)["choices"][0];
+    check(cc["text"].get<std::string>(), cc["finish_reason"].get<std::string>(), object,
+          "completions seed " + std::to_string(seed));
+  }
+}
+
+TEST_P(ResponseFormat, ABadSchemaIsA400NamingTheKeyword) {
+  const json rf = {{"type", "json_schema"},
+                   {"json_schema", {{"name", "p"}, {"schema", {{"type", "object"}, {"properties", {{"a", {{"type", "strin"}}}}}}}}}};
+  auto r = server_.post(chat(rf, 0, false));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["type"], "invalid_request_error") << r->body;
+  EXPECT_EQ(e["param"], "response_format.json_schema.schema.properties.a.type") << r->body;
+}
+
+INSTANTIATE_TEST_SUITE_P(Drafter, ResponseFormat, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
+
+}  // namespace
+}  // namespace gs
