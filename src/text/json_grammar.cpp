@@ -566,8 +566,13 @@ int64_t JsonMatcher::free_string_room() const {
   return max < 0 ? INT64_MAX : std::max<int64_t>(max - f.length, 0);
 }
 
-bool JsonMatcher::take_ws() {
-  if (ws_run_ >= kJsonMaxWhitespace) return false;
+bool JsonMatcher::take_ws(unsigned char c) {
+  if (ws_run_ == 0) {
+    if (c != ' ' && c != '\n') return false;
+    ws_newline_ = c == '\n';
+  } else if (!ws_newline_ || (c != ' ' && c != '\t') || ws_run_ > kJsonMaxIndent) {
+    return false;
+  }
   ++ws_run_;
   return true;
 }
@@ -598,16 +603,18 @@ bool JsonMatcher::end_and_feed(unsigned char c) {
   const Frame child = stack_.back();
   const Frame parent = stack_[stack_.size() - 2];
   const int32_t ws_run = ws_run_;
+  const bool ws_newline = ws_newline_;
   pop_finished();
   if (feed(c)) return true;
   stack_.back() = parent;
   stack_.push_back(child);
   ws_run_ = ws_run;
+  ws_newline_ = ws_newline;
   return false;
 }
 
 bool JsonMatcher::feed_value(unsigned char c, bool ws) {
-  if (ws) return take_ws();
+  if (ws) return take_ws(c);
   return start_value(c);
 }
 
@@ -655,7 +662,7 @@ bool JsonMatcher::feed_object(unsigned char c, bool ws) {
     case kObjOpen:
     case kObjComma:
     case kObjNext:
-      if (ws) return take_ws();
+      if (ws) return take_ws(c);
       if (c == '}' && f.phase != kObjComma && closable) {
         ws_run_ = 0;
         pop_finished();
@@ -680,7 +687,7 @@ bool JsonMatcher::feed_object(unsigned char c, bool ws) {
       }
       return false;
     case kObjColon:
-      if (ws) return take_ws();
+      if (ws) return take_ws(c);
       if (c != ':') return false;
       f.phase = kObjValue;
       {
@@ -702,7 +709,7 @@ bool JsonMatcher::feed_array(unsigned char c, bool ws) {
     case kArrOpen:
     case kArrComma:
     case kArrNext:
-      if (ws) return take_ws();
+      if (ws) return take_ws(c);
       if (c == ']' && f.phase != kArrComma && f.count >= n.min_items) {
         ws_run_ = 0;
         pop_finished();
@@ -838,7 +845,7 @@ bool JsonMatcher::feed_number(unsigned char c, bool ws) {
   uint8_t digits = f.digits;
   switch (f.phase) {
     case kNMinus:
-      if (digit) {
+      if (digit && !(integer && c == '0')) {  // no "-0" integer (parsers read it as a float)
         next = c == '0' ? kNZero : kNInt;
         digits = 1;
       }
@@ -848,7 +855,7 @@ bool JsonMatcher::feed_number(unsigned char c, bool ws) {
       if ((c == 'e' || c == 'E') && !integer) next = kNE;
       break;
     case kNInt:
-      if (digit && f.digits < kJsonMaxDigits) {
+      if (digit && f.digits < (integer ? kJsonMaxIntegerDigits : kJsonMaxDigits)) {
         next = kNInt;
         digits = static_cast<uint8_t>(f.digits + 1);
       }

@@ -22,11 +22,15 @@ namespace gs::text {
 inline constexpr int kJsonMaxKeys = 128;
 // Deepest nesting of objects and arrays the matcher accepts.
 inline constexpr int kJsonMaxDepth = 64;
-// Most whitespace bytes in a row: enough for pretty-printed JSON, not for a runaway model.
-inline constexpr int kJsonMaxWhitespace = 64;
+// Whitespace between tokens is one space, or a newline and at most this many spaces or tabs
+// of indentation: what compact and pretty-printed JSON use, and no room for a model to run
+// on in blank lines (decision 0027).
+inline constexpr int kJsonMaxIndent = 40;
 // Most digits of a number's integer part and of its fraction (exponent: 2, so that every
 // number is a finite double).
 inline constexpr int kJsonMaxDigits = 20;
+// Most digits of an integer's value: every one fits an int64 (and "-0" is not written).
+inline constexpr int kJsonMaxIntegerDigits = 18;
 
 class JsonGrammar {
  public:
@@ -103,6 +107,7 @@ class JsonMatcher {
   void assign_state(const JsonMatcher& other) {
     stack_ = other.stack_;
     ws_run_ = other.ws_run_;
+    ws_newline_ = other.ws_newline_;
     done_ = other.done_;
   }
   // Reads one byte; false when the grammar allows no text that continues with it (the
@@ -162,12 +167,13 @@ class JsonMatcher {
   bool end_and_feed(unsigned char c);
   // Pops the finished top frame and moves its parent past the value.
   void pop_finished();
-  bool take_ws();
+  bool take_ws(unsigned char c);
   int depth() const;
 
   std::shared_ptr<const JsonGrammar> grammar_;
   std::vector<Frame> stack_;
-  int32_t ws_run_ = 0;
+  int32_t ws_run_ = 0;       // whitespace bytes since the last token
+  bool ws_newline_ = false;  // that whitespace began with a newline
   bool done_ = false;
 };
 

@@ -228,9 +228,12 @@ class JsonEngine : public ::testing::TestWithParam<bool> {
     }
   }
 
-  // The text of the ids after the thought span (if any), without the end token.
+  // The text of the ids after the thought span (if any; empty when it never closed), without
+  // the end token.
   static std::string content(const std::vector<int32_t>& ids, int32_t close) {
     auto it = std::find(ids.begin(), ids.end(), close);
+    const bool thought = !ids.empty() && ids[0] == token(std::string(text::markup::kChannelOpen));
+    if (thought && it == ids.end()) return "";
     std::vector<int32_t> rest(it == ids.end() ? ids.begin() : it + 1, ids.end());
     text::DecodeOptions o;
     auto text = shakes_tokenizer()->decode(rest, o);

@@ -131,6 +131,9 @@ TEST(JsonGrammar, NumbersFollowRfc8259) {
   EXPECT_TRUE(accepts(integer, "-42"));
   EXPECT_FALSE(accepts(integer, "1.0"));
   EXPECT_FALSE(accepts(integer, "1e3"));
+  EXPECT_FALSE(accepts(integer, "-0"));
+  EXPECT_TRUE(accepts(integer, std::string(kJsonMaxIntegerDigits, '9')));
+  EXPECT_FALSE(accepts(integer, std::string(kJsonMaxIntegerDigits + 1, '9')));
   // A runaway number is cut off.
   EXPECT_TRUE(accepts(num, std::string(kJsonMaxDigits, '9')));
   EXPECT_FALSE(accepts(num, std::string(kJsonMaxDigits + 1, '9')));
@@ -231,14 +234,20 @@ TEST(JsonGrammar, ArraysHonourMinAndMaxItems) {
 
 TEST(JsonGrammar, WhitespaceAndNestingAreBounded) {
   auto any = schema("{}");
-  const auto spaced = [](int n) {
-    std::string t = "{";
+  const auto indented = [](int n) {
+    std::string t = "{\n";
     t.append(static_cast<size_t>(n), ' ');
     t += '}';
     return t;
   };
-  EXPECT_TRUE(accepts(any, spaced(kJsonMaxWhitespace)));
-  EXPECT_FALSE(accepts(any, spaced(kJsonMaxWhitespace + 1)));
+  EXPECT_TRUE(accepts(any, indented(kJsonMaxIndent)));
+  EXPECT_FALSE(accepts(any, indented(kJsonMaxIndent + 1)));
+  // One space, or a newline and indentation; nothing else runs on.
+  EXPECT_TRUE(accepts(any, "{ \"a\" : [ 1,\n\t\t2 ] }"));
+  EXPECT_FALSE(accepts(any, "{  }"));
+  EXPECT_FALSE(accepts(any, "{\n\n}"));
+  EXPECT_FALSE(accepts(any, "{\t}"));
+  EXPECT_FALSE(accepts(any, "{\r\n}"));
   EXPECT_TRUE(accepts(any, std::string(kJsonMaxDepth, '[') + std::string(kJsonMaxDepth, ']')));
   EXPECT_FALSE(accepts(any, std::string(kJsonMaxDepth + 1, '[') + std::string(kJsonMaxDepth + 1, ']')));
   // Nothing after the value, not even whitespace.
