@@ -126,6 +126,7 @@ void JsonConstraint::advance(int32_t token) {
         return;
       }
       text_ += pieces_->piece(token);
+      if (text_.size() > 256) text_.erase(0, text_.size() - 256);
       return;
   }
 }

@@ -29,7 +29,8 @@ class JsonConstraint final : public OutputConstraint {
 
   bool active() const override { return phase_ != Phase::kOver; }
   bool constrains_next() const override { return phase_ == Phase::kStart || phase_ == Phase::kValue; }
-  int32_t resume_token() const override { return phase_ == Phase::kThought ? options_.think_close : -1; }
+  bool drafts_allowed() const override { return true; }
+  std::unique_ptr<OutputConstraint> clone() const override { return std::make_unique<JsonConstraint>(*this); }
   // Cost per step: one pass over the tokens whose first byte can come next; inside a free
   // string, a merge of the precomputed string-safe ids with the few other ids that fit.
   void allowed(std::vector<int32_t>* out) const override;
@@ -48,7 +49,7 @@ class JsonConstraint final : public OutputConstraint {
   Phase phase_ = Phase::kStart;
   bool thought_done_ = false;
   std::vector<int32_t> reserved_;  // the options' tokens, sorted: never part of the JSON text
-  std::string text_;               // the JSON text so far
+  std::string text_;               // the end of the JSON text so far (for logs)
 };
 
 }  // namespace gs

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,11 @@ class OutputConstraint {
   // False while the constraint lets the next token be anything (and drafting run) but is
   // not over, e.g. inside a thought span before a JSON answer.
   virtual bool constrains_next() const { return active(); }
-  // The token at which a free stretch ends and the constraint applies again (-1: none). A
-  // round of drafts stops there, so that no unmasked draft follows it.
-  virtual int32_t resume_token() const { return -1; }
+  // Whether the sequence may draft while constrained; then clone() gives a copy that the
+  // runner advances through a round's drafts to give each verify position its mask.
+  // Otherwise it drafts nothing while constrained.
+  virtual bool drafts_allowed() const { return false; }
+  virtual std::unique_ptr<OutputConstraint> clone() const { return nullptr; }
   // The allowed token ids, ascending, into `out` (cleared first). Empty when the
   // vocabulary cannot continue (the caller then samples unconstrained and drops it).
   virtual void allowed(std::vector<int32_t>* out) const = 0;

@@ -151,10 +151,19 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.sampler = s.sampler.get();
       w.max_tokens = d.max_tokens;
       w.draft_max = std::min(s.draft_max, d.max_tokens - 1);
-      w.stop_tokens = round_stops(s);
-      // A constrained step samples one token from a masked row; the runtime drafts nothing
-      // for it (SpeculativeDecoder::draft), so verify never judges a masked distribution.
-      w.allowed_tokens = constraint_mask(s);
+      w.stop_tokens = info_.eog_tokens;
+      if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed()) {
+        // Drafting goes on under the constraint: each verify position gets the mask of a
+        // copy advanced through the drafts before it (SeqWork::allowed_after).
+        s.cursor.reset();
+        s.cursor_prefix.clear();
+        s.step_masks.clear();
+        w.allowed_after = [this, &s](std::span<const int32_t> before) { return mask_after(s, before); };
+      } else {
+        // A constrained step samples one token from a masked row; the runtime drafts nothing
+        // for it (SpeculativeDecoder::draft), so verify never judges a masked distribution.
+        w.allowed_tokens = constraint_mask(s);
+      }
       work_.push_back(std::move(w));
       work_slots_.push_back(d.slot);
     }
@@ -242,16 +251,37 @@ class RuntimeSlotRunner final : public SlotRunner {
     int32_t draft_max = 0;
     std::unique_ptr<OutputConstraint> constraint;  // null: unconstrained
     std::vector<int32_t> mask;                     // this step's allowed ids
-    std::vector<int32_t> stops;                    // this round's stop tokens, when not the model's own
+    std::unique_ptr<OutputConstraint> cursor;  // the constraint advanced through cursor_prefix
+    std::vector<int32_t> cursor_prefix;        // drafts of this round the cursor has taken
+    // This step's masks by the drafts before their position (drafting and verify ask for
+    // the same ones); entries stay put for the step, so their spans do.
+    std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> step_masks;
   };
 
-  // The tokens that end a round of drafts: the model's end of generation, and where a free
-  // stretch of the slot's constraint ends (so that no unmasked draft follows it).
-  std::span<const int32_t> round_stops(Slot& s) {
-    if (!s.constraint || s.constraint->resume_token() < 0) return info_.eog_tokens;
-    s.stops = info_.eog_tokens;
-    s.stops.push_back(s.constraint->resume_token());
-    return s.stops;
+  // The slot's allowed tokens at the position after `before` (this round's drafts before
+  // it); empty: free. With no drafts, the constraint's own mask.
+  std::span<const int32_t> mask_after(Slot& s, std::span<const int32_t> before) {
+    for (const auto& [prefix, mask] : s.step_masks) {
+      if (std::equal(prefix.begin(), prefix.end(), before.begin(), before.end())) return mask;
+    }
+    std::vector<int32_t> mask;
+    if (before.empty()) {
+      const std::span<const int32_t> m = constraint_mask(s);
+      mask.assign(m.begin(), m.end());
+    } else if (s.constraint) {
+      const bool extends = s.cursor && s.cursor_prefix.size() + 1 == before.size() &&
+                           std::equal(s.cursor_prefix.begin(), s.cursor_prefix.end(), before.begin());
+      if (!extends) {
+        s.cursor = s.constraint->clone();
+        s.cursor_prefix.clear();
+        for (size_t i = 0; i + 1 < before.size(); ++i) s.cursor->advance(before[i]);
+      }
+      s.cursor->advance(before.back());
+      s.cursor_prefix.assign(before.begin(), before.end());
+      if (s.cursor->active() && s.cursor->constrains_next()) s.cursor->allowed(&mask);
+    }
+    s.step_masks.emplace_back(std::vector<int32_t>(before.begin(), before.end()), std::move(mask));
+    return s.step_masks.back().second;
   }
 
   // The slot's allowed tokens for its next sample (empty: unconstrained). Computed only

@@ -91,10 +91,15 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
     rows.push_back(x.seq);
     steps = std::max(steps, limit[active[j]]);
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (std::any_of(active.begin(), active.end(), [&](int w) { return static_cast<bool>(work[w].allowed_after); })) {
+    GS_RETURN_IF_ERROR(draft_stepwise(work, active, limit, toks, pos, rows, steps, drafts));
+    if (options_.adaptive) policy_.observe_drafter(static_cast<int>(active.size()), ms_since(t0) / steps);
+    return {};
+  }
   // Every row drafts the round's largest count on the device (a row's drafts do not depend
   // on the others'), and only the picks are downloaded: no logits cross to the host and no
   // step waits for one, so the steps run back to back.
-  const auto t0 = std::chrono::steady_clock::now();
   GS_RETURN_IF_ERROR(drafter_->run_chain({toks, pos, rows}, runner_.kv().binding(), steps));
   const size_t stride = static_cast<size_t>(drafter_->max_rows());
   const size_t picks = static_cast<size_t>(steps) * stride;
@@ -111,6 +116,79 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
       if (options_.draft_p_min > 0.0f && !(p[at] >= options_.draft_p_min)) break;
       (*drafts)[w].push_back(ids[at]);
     }
+  }
+  return {};
+}
+
+Status SpeculativeDecoder::draft_stepwise(std::span<SeqWork> work, const std::vector<int>& active,
+                                          const std::vector<int>& limit, std::vector<int32_t> toks,
+                                          std::vector<int32_t> pos, const std::vector<int32_t>& rows, int steps,
+                                          std::vector<std::vector<int32_t>>* drafts) {
+  Backend& b = runner_.backend();
+  const size_t n = active.size();
+  std::vector<bool> open(n, true);
+  for (int step = 0; step < steps; ++step) {
+    if (step > 0) {
+      // Each row goes on from its own pick and hidden state, one position further (a row
+      // that is done stays where it was: its steps are ignored, and must stay in the context).
+      b.copy(drafter_->h_next(), drafter_->h_in().slice_rows(0, static_cast<int64_t>(n)));
+      for (size_t j = 0; j < n; ++j) pos[j] += open[j] ? 1 : 0;
+    }
+    GS_RETURN_IF_ERROR(drafter_->run({toks, pos, rows}, runner_.kv().binding()));
+    const Mat logits = drafter_->logits();
+    const auto n_vocab = static_cast<size_t>(logits.cols);
+    draft_logits_.resize(n * n_vocab);
+    for (size_t j = 0; j < n; ++j) {
+      GS_RETURN_IF_ERROR(b.download(draft_logits_.data() + j * n_vocab, logits.row(static_cast<int64_t>(j)),
+                                    n_vocab * sizeof(float)));
+    }
+    bool any_open = false;
+    for (size_t j = 0; j < n; ++j) {
+      const int w = active[j];
+      std::vector<int32_t>& d = (*drafts)[static_cast<size_t>(w)];
+      if (!open[j] || static_cast<int>(d.size()) >= limit[static_cast<size_t>(w)]) {
+        open[j] = false;
+        continue;
+      }
+      const std::span<const float> row(draft_logits_.data() + j * n_vocab, n_vocab);
+      const std::span<const int32_t> allowed =
+          work[static_cast<size_t>(w)].allowed_after ? work[static_cast<size_t>(w)].allowed_after(d) : std::span<const int32_t>();
+      // Greedy pick, among the allowed ids where the row has a mask.
+      int32_t pick = -1;
+      float best = -INFINITY;
+      const auto consider = [&](int32_t id) {
+        const float v = row[static_cast<size_t>(id)];
+        if (pick < 0 || v > best) {
+          pick = id;
+          best = v;
+        }
+      };
+      if (allowed.empty()) {
+        for (size_t id = 0; id < n_vocab; ++id) consider(static_cast<int32_t>(id));
+      } else {
+        for (int32_t id : allowed) {
+          if (id >= 0 && static_cast<size_t>(id) < n_vocab) consider(id);
+        }
+      }
+      if (pick < 0) {
+        open[j] = false;
+        continue;
+      }
+      if (options_.draft_p_min > 0.0f) {
+        // The drafter's own probability of the pick, as run_chain's draft_p.
+        double z = 0;
+        for (float v : row) z += std::exp(static_cast<double>(v - best));
+        const double p = 1.0 / z;  // exp(best - best) / z
+        if (!(p >= options_.draft_p_min)) {
+          open[j] = false;
+          continue;
+        }
+      }
+      d.push_back(pick);
+      toks[j] = pick;
+      any_open = any_open || static_cast<int>(d.size()) < limit[static_cast<size_t>(w)];
+    }
+    if (!any_open) break;
   }
   return {};
 }
@@ -202,7 +280,11 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
     const std::vector<int32_t>& d = drafts[w];
     const int k = static_cast<int>(d.size());
     const int base = out_base[w];
-    AcceptResult acc = accept_drafts(d, [&](int i) { return masked(runner_.logits(base + i), x.allowed_tokens); },
+    const auto row_mask = [&](int i) {
+      if (x.allowed_after) return x.allowed_after(std::span<const int32_t>(d).first(static_cast<size_t>(i)));
+      return x.allowed_tokens;
+    };
+    AcceptResult acc = accept_drafts(d, [&](int i) { return masked(runner_.logits(base + i), row_mask(i)); },
                                      *x.sampler, x.max_tokens, x.stop_tokens);
     x.tokens = std::move(acc.tokens);
     x.n_accepted = acc.n_accepted;

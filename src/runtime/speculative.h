@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -50,6 +51,12 @@ struct SeqWork {
   // distribution); a decode then drafts nothing, so verify never judges a masked row.
   // Used by grammar-style output constraints (engine/completion_constraint.h).
   std::span<const int32_t> allowed_tokens;
+  // Grammar-style constraints that allow drafting (allowed_tokens empty): the allowed ids
+  // at verify position i, given the drafts before it (`drafts_before` has i entries; the
+  // calls come in order i = 0, 1, ...). An empty result leaves that position free. Drafts
+  // are proposed unmasked; one the mask excludes is rejected by the acceptance rule, which
+  // samples the masked distribution, so the output is exactly that of masked plain decoding.
+  std::function<std::span<const int32_t>(std::span<const int32_t> drafts_before)> allowed_after;
 
   // Results of the step:
   std::vector<int32_t> tokens;   // emitted tokens, in order (the last is the new pending token)
@@ -105,6 +112,13 @@ class SpeculativeDecoder {
     int rounds_since_draft = 0;     // adaptive drafting: plain rounds in a row
   };
   Status draft(std::span<SeqWork> work, std::vector<std::vector<int32_t>>* drafts);
+  // The draft steps one at a time with the picks made on the host, each constrained row's
+  // among its allowed_after ids (the drafts then follow the constraint, so verify can
+  // accept them). `active`: work indices in drafter row order; `limit`: drafts per work
+  // index; h_in rows and `toks` / `pos` / `rows` as for run_chain.
+  Status draft_stepwise(std::span<SeqWork> work, const std::vector<int>& active, const std::vector<int>& limit,
+                        std::vector<int32_t> toks, std::vector<int32_t> pos, const std::vector<int32_t>& rows,
+                        int steps, std::vector<std::vector<int32_t>>* drafts);
   // `logits` with every token outside `allowed` at -inf (a view of masked_logits_, valid
   // until the next call); `logits` itself when `allowed` is empty.
   std::span<const float> masked(std::span<const float> logits, std::span<const int32_t> allowed);
@@ -118,6 +132,7 @@ class SpeculativeDecoder {
   SpecStats stats_;
   DraftPolicy policy_;  // adaptive drafting: cost fits shared by every sequence
   std::vector<float> masked_logits_;
+  std::vector<float> draft_logits_;  // draft_stepwise's downloaded drafter logits
 };
 
 }  // namespace gs

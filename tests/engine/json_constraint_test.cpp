@@ -109,7 +109,7 @@ TEST(JsonConstraint, MasksEqualABruteForceCheckOfEveryToken) {
     std::vector<int32_t> allowed;
     c.allowed(&allowed);
     EXPECT_EQ(allowed, options.end_tokens);
-    EXPECT_EQ(c.describe(), value);
+    EXPECT_EQ(c.describe(), value.substr(value.size() > 256 ? value.size() - 256 : 0));
     c.advance(options.end_tokens[0]);
     EXPECT_FALSE(c.active());
   }
@@ -162,15 +162,13 @@ TEST(JsonConstraint, AThoughtMayComeFirstAndAToolCallEndsIt) {
   JsonConstraint c(shakes_pieces(), person_schema(), o);
   c.advance(o.think_open);
   EXPECT_TRUE(c.active());
-  EXPECT_FALSE(c.constrains_next());  // the thought is free, and drafting runs in it
-  EXPECT_EQ(c.resume_token(), o.think_close);
+  EXPECT_FALSE(c.constrains_next());  // the thought is free
   std::vector<int32_t> allowed;
   c.allowed(&allowed);
   EXPECT_TRUE(allowed.empty());
   for (int32_t id : shakes_tokenizer()->encode("I think { ] \"", false, false)) c.advance(id);
   c.advance(o.think_close);
   EXPECT_TRUE(c.constrains_next());
-  EXPECT_EQ(c.resume_token(), -1);
   c.allowed(&allowed);
   EXPECT_FALSE(std::binary_search(allowed.begin(), allowed.end(), o.think_open));  // one thought only
   const auto first_id = [](const char* t) { return shakes_tokenizer()->encode(t, false, false).at(0); };
@@ -253,13 +251,15 @@ TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
   o.n_slots = 2;
   o.n_ctx = 1024;
   o.draft_max = 3;
-  o.draft_adaptive = false;
+  o.draft_adaptive = true;  // as served: drafting backs off where the drafts do not fit
   auto loaded = create_engine(o);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   Engine& engine = *loaded->engine;
   const JsonConstraintOptions tokens = chat_options();
 
   int whole = 0;
+  int64_t drafted = 0;
+  int64_t accepted = 0;
   std::string greedy;
   for (uint64_t seed = 0; seed <= 8; ++seed) {
     GenerationRequest req;
@@ -278,6 +278,8 @@ TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
       req.sampling.seed = seed;
     }
     const Output out = generate(engine, req);
+    drafted += out.usage.drafted_tokens;
+    accepted += out.usage.accepted_tokens;
     const std::string text = content(out.ids, tokens.think_close);
     if (seed == 0) greedy = text;
     text::JsonMatcher m(person_schema());
@@ -299,6 +301,12 @@ TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
     }
   }
   EXPECT_GT(whole, 0) << "no seed finished its value";
+  // Drafting goes on under the constraint (each verify position masked after its drafts).
+  if (drafter) {
+    EXPECT_GT(drafted, 0);
+    std::printf("[ info ] drafted %lld, accepted %lld under the JSON constraint\n", static_cast<long long>(drafted),
+                static_cast<long long>(accepted));
+  }
 
   // Greedy is the same with and without the drafter (the constrained steps draft nothing).
   GenerationRequest req;
