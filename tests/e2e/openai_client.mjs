@@ -1,5 +1,6 @@
 // Drives a running gemmaserve with the official `openai` npm client: chat (whole and
-// streamed), a tool call forced by tool_choice, thinking on and off, a wrong key, a stream
+// streamed), a tool call forced by tool_choice, structured output (response_format),
+// thinking on and off, a wrong key, a stream
 // cancelled midway, 8 concurrent streaming clients, and health afterwards.
 // Usage: node openai_client.mjs PORT API_KEY
 import OpenAI from "openai";
@@ -147,6 +148,48 @@ await check("tool_choice required with three tools names a declared one", async 
       assert.ok(!content.includes("call:"), `seed ${seed} stream=${stream}: forced markup in content`);
     }
   }
+});
+
+// Decision 0027: response_format json_schema constrains the content to the schema.
+await check("response_format json_schema gives JSON that follows the schema", async () => {
+  const schema = {
+    type: "object",
+    properties: { mood: { enum: ["glad", "sad"] }, name: { type: "string", maxLength: 8 } },
+    required: ["mood", "name"],
+    additionalProperties: false,
+  };
+  let whole = 0;
+  for (const seed of [1, 2, 3]) {
+    for (const stream of [false, true]) {
+      const req = {
+        model: "shakes", messages: [{ role: "user", content: "A character and their mood, as JSON." }],
+        max_tokens: 80, temperature: 1, seed,
+        response_format: { type: "json_schema", json_schema: { name: "character", schema, strict: true } },
+      };
+      let content;
+      let finish;
+      if (stream) {
+        const s = await collectStream(await client.chat.completions.create({ ...req, stream: true }));
+        content = s.content;
+        finish = s.finish;
+      } else {
+        const r = await client.chat.completions.create(req);
+        content = r.choices[0].message.content || "";
+        finish = r.choices[0].finish_reason;
+      }
+      assert.ok(content.startsWith("{"), `seed ${seed} stream=${stream}: ${JSON.stringify(content)}`);
+      if (finish === "stop") {
+        const v = JSON.parse(content);
+        assert.ok(["glad", "sad"].includes(v.mood), `seed ${seed}: ${content}`);
+        assert.equal(typeof v.name, "string");
+        assert.deepEqual(Object.keys(v).sort(), ["mood", "name"]);
+        whole++;
+      } else {
+        assert.equal(finish, "length");
+      }
+    }
+  }
+  assert.ok(whole > 0, "no answer finished its JSON");
 });
 
 await check("thinking on and off reach the prompt", async () => {
