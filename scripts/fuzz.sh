@@ -3,7 +3,8 @@
 # bounded time: gguf_fuzz (the GGUF reader; seeds: the shared golden files plus small hostile
 # files) for 1/2 of it, quant_fuzz (quantizers and dequantizers on arbitrary bytes) for 1/4,
 # text_fuzz (tokenizer round trips, incremental detokenizer, output parser over any chunking, on
-# the shared Gemma 4 vocabulary) for the rest.
+# the shared Gemma 4 vocabulary) for 1/4 less json_fuzz's 1/8 (the structured-output grammar on
+# hostile schemas and bytes), which takes its time from gguf_fuzz's half.
 #   GS_FUZZ_SECONDS   total run time in seconds (default 60; 0 builds only)
 #   GS_FUZZ_BUILD_DIR build directory (default build-fuzz)
 #   GS_SHARED_DIR     the shared/ folder (default ../shared)
@@ -23,7 +24,7 @@ sanitize="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=unde
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$sanitize" \
   -DGS_WITH_FUZZ=ON -DGS_WITH_CUDA=OFF -DBUILD_TESTING=OFF >/dev/null
-if ! cmake --build "$build" --target gguf_fuzz quant_fuzz text_fuzz -j"$(nproc)" >"$build/build.log" 2>&1; then
+if ! cmake --build "$build" --target gguf_fuzz quant_fuzz text_fuzz json_fuzz -j"$(nproc)" >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log" >&2
   echo "fuzz: build failed" >&2
   exit 1
@@ -33,7 +34,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 findings="$build/findings"
-mkdir -p "$findings" "$work/gguf" "$work/quant" "$work/text"
+mkdir -p "$findings" "$work/gguf" "$work/quant" "$work/text" "$work/json"
 rm -f "$findings"/*
 if compgen -G "$shared/golden/*.gguf" >/dev/null; then
   cp "$shared"/golden/*.gguf "$work/gguf"/
@@ -42,9 +43,15 @@ else
 fi
 python3 tools/fuzz/make_seeds.py "$work/gguf"
 python3 tools/fuzz/make_seeds.py --text "$work/text"
+# Structured output: a schema, NUL, then output bytes.
+printf '%s\0%s' '{"type":"object","properties":{"a":{"type":"string","maxLength":3},"b":{"enum":[1,"x",null]}},"required":["a"]}' \
+  '{"a": "\u00e9", "b": 1}' >"$work/json/schema"
+printf '%s\0%s' '{"$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":2}},"$ref":"#/$defs/n"}' '[[],[[]]]' \
+  >"$work/json/recursive"
+printf '%s\0%s' 'x' '{"k": [1.5e3, true, "\ud83d\ude00"]}' >"$work/json/any"
 vocab="$shared/test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"
 # Inputs of past findings stay in the corpus so a regression shows at once.
-for t in gguf quant text; do
+for t in gguf quant text json; do
   if compgen -G "tools/fuzz/regressions/${t}_fuzz/*" >/dev/null; then cp tools/fuzz/regressions/${t}_fuzz/* "$work/$t"/; fi
 done
 
@@ -81,8 +88,10 @@ if [ ! -f "$vocab" ]; then
   echo "fuzz: $vocab not found; text_fuzz not run, its time goes to gguf_fuzz" >&2
   text_secs=0
 fi
-run gguf_fuzz $((seconds - quant_secs - text_secs)) 262144 "$work/gguf"
+json_secs=$((seconds / 8))
+run gguf_fuzz $((seconds - quant_secs - text_secs - json_secs)) 262144 "$work/gguf"
 [ "$quant_secs" -gt 0 ] && run quant_fuzz "$quant_secs" 4096 "$work/quant"
 # Texts of a few KB: each input is encoded, decoded and parsed several times.
 [ "$text_secs" -gt 0 ] && run text_fuzz "$text_secs" 4096 "$work/text"
+[ "$json_secs" -gt 0 ] && run json_fuzz "$json_secs" 4096 "$work/json"
 exit "$failed"
