@@ -106,14 +106,86 @@ void Sampler::distribution(std::span<const float> logits, std::vector<TokenProb>
 }
 
 int32_t Sampler::sample_with(std::span<const float> logits, double u) {
-  std::vector<TokenProb> dist;
-  distribution(logits, &dist);
-  double cum = 0;
-  for (const TokenProb& t : dist) {
-    cum += t.p;
-    if (u < cum) return t.id;
+  if (greedy()) {
+    std::vector<TokenProb> dist;
+    distribution(logits, &dist);
+    return dist.empty() ? 0 : dist[0].id;
   }
-  return dist.back().id;
+  // The token at which the cumulative probability of distribution()'s list (most likely
+  // first) passes u, without building or sorting that list over the whole vocabulary: the
+  // candidates are sorted only as far as the walks reach (a prefix of a few dozen tokens for
+  // a peaked distribution), and the softmax normalizers take one pass over the candidates.
+  penalized(logits);
+  const auto n = static_cast<int32_t>(work_.size());
+  if (n == 0) return 0;
+  auto by_logit = [](const TokenProb& a, const TokenProb& b) { return a.p > b.p || (a.p == b.p && a.id < b.id); };
+  cand_.clear();
+  if (config_.top_k > 0 && config_.top_k < n) {
+    // The k-th largest logit, then the k best (ties to the lower ids).
+    tmp_.assign(work_.begin(), work_.end());
+    std::nth_element(tmp_.begin(), tmp_.begin() + (config_.top_k - 1), tmp_.end(), std::greater<float>());
+    const float kth = tmp_[static_cast<size_t>(config_.top_k - 1)];
+    for (int32_t i = 0; i < n; ++i)
+      if (work_[i] > kth) cand_.push_back({i, work_[i]});
+    for (int32_t i = 0; i < n && static_cast<int32_t>(cand_.size()) < config_.top_k; ++i)
+      if (work_[i] == kth) cand_.push_back({i, work_[i]});
+  } else {
+    cand_.resize(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) cand_[i] = {i, work_[i]};
+  }
+  float mx = -std::numeric_limits<float>::infinity();
+  for (const TokenProb& c : cand_) mx = std::max(mx, c.p);
+  if (!(mx > -std::numeric_limits<float>::infinity())) return cand_.empty() ? 0 : cand_[0].id;
+
+  size_t sorted = 0;  // cand_[0, sorted) is in distribution() order
+  auto sort_to = [&](size_t want) {
+    want = std::min(want, cand_.size());
+    if (want <= sorted) return;
+    want = std::max(want, std::min(cand_.size(), sorted * 4 + 64));
+    std::partial_sort(cand_.begin() + static_cast<std::ptrdiff_t>(sorted), cand_.begin() + static_cast<std::ptrdiff_t>(want),
+                      cand_.end(), by_logit);
+    sorted = want;
+  };
+  size_t keep = cand_.size();
+  if (config_.top_p < 1.0f || config_.min_p > 0.0f) {
+    // Top-p and min-p on the temperature-1 distribution, walking the sorted prefix.
+    double z = 0;
+    for (const TokenProb& c : cand_) z += static_cast<double>(std::exp(c.p - mx));
+    // min-p keeps p >= min_p * p_first; the first's exp(logit - mx) is 1.
+    const double floor = config_.min_p > 0.0f ? static_cast<double>(config_.min_p) : 0.0;
+    double cum = 0;
+    size_t i = 0;
+    for (;; ++i) {
+      if (i == cand_.size()) break;
+      sort_to(i + 1);
+      const auto e = static_cast<double>(std::exp(cand_[i].p - mx));
+      if (i > 0 && e < floor) break;
+      const double p = e / z;
+      cum += p;
+      if (config_.top_p < 1.0f && cum >= config_.top_p) {
+        ++i;
+        break;
+      }
+    }
+    keep = std::max<size_t>(i, 1);
+  }
+  // The draw at the temperature over the kept candidates (a sorted prefix, or all of them).
+  const double inv_t = 1.0 / config_.temperature;
+  // float exponentials (the sums in double): one pass over up to the whole vocabulary.
+  const auto inv_tf = static_cast<float>(inv_t);
+  double z = 0;
+  for (size_t i = 0; i < keep; ++i) z += static_cast<double>(std::exp((cand_[i].p - mx) * inv_tf));
+  const double target = u * z;
+  double cum = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    sort_to(i + 1);
+    const auto e = static_cast<double>(std::exp((cand_[i].p - mx) * inv_tf));
+    if (e <= 0) return cand_[i > 0 ? i - 1 : 0].id;
+    cum += e;
+    if (target < cum) return cand_[i].id;
+  }
+  sort_to(keep);
+  return cand_[keep - 1].id;
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {

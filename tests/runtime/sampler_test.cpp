@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "runtime/sampler.h"
 
@@ -119,6 +120,60 @@ TEST(Sampler, SeededDrawsRepeatAndMatchTheDistribution) {
   double chi2 = 0;
   for (size_t i = 0; i < p.size(); ++i) chi2 += std::pow(counts[i] - n * p[i], 2) / (n * p[i]);
   EXPECT_LT(chi2, 18.47);  // 4 degrees of freedom, p = 0.001
+}
+
+}  // namespace
+}  // namespace gs
+
+namespace gs {
+namespace {
+
+// sample_with sorts only as far as its walk reaches; it must pick what a walk over
+// distribution()'s full sorted list picks, for every chain setting.
+TEST(Sampler, DrawEqualsTheWalkOverTheFullDistribution) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 3000);
+    const float scale = 0.2f + static_cast<float>(rng() % 50) * 0.2f;
+    std::vector<float> l(static_cast<size_t>(n));
+    for (float& x : l) x = std::round(normal(rng) * scale * 4.0f) / 4.0f;  // quarter steps: many ties
+    if (n > 3 && trial % 5 == 0) {
+      l[1] = NAN;
+      l[2] = -INFINITY;
+    }
+    SamplerConfig c;
+    c.temperature = 0.3f + static_cast<float>(rng() % 20) * 0.1f;
+    c.top_k = trial % 3 == 0 ? static_cast<int32_t>(rng() % 80) : 0;
+    c.top_p = trial % 2 == 0 ? 0.5f + static_cast<float>(rng() % 50) * 0.01f : 1.0f;
+    c.min_p = trial % 4 == 1 ? static_cast<float>(rng() % 20) * 0.01f : 0.0f;
+    Sampler s(c);
+    std::vector<TokenProb> d;
+    s.distribution(l, &d);
+    ASSERT_FALSE(d.empty());
+    for (int k = 0; k < 20; ++k) {
+      const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+      double cum = 0;
+      int32_t want = d.back().id;
+      for (const TokenProb& t : d) {
+        cum += t.p;
+        if (u < cum) {
+          want = t.id;
+          break;
+        }
+      }
+      // Away from a boundary (float against double exponentials), the same token.
+      bool near_boundary = false;
+      cum = 0;
+      for (const TokenProb& t : d) {
+        cum += t.p;
+        near_boundary = near_boundary || std::abs(cum - u) < 1e-5;
+      }
+      if (near_boundary) continue;
+      EXPECT_EQ(s.sample_with(l, u), want) << "trial " << trial << " n " << n << " u " << u << " top_k " << c.top_k
+                                           << " top_p " << c.top_p << " min_p " << c.min_p << " T " << c.temperature;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Structured output on the GPU (decision 0027), with the binaries carried in .dev/cuda:
+#  1. the device suite (scripts/device_test.sh), unless GS_JSON_TESTS=0;
+#  2. the shakes pair served on CUDA with MTP: response_format json_schema requests (whole and
+#     streamed), their content checked against the schema, drafting under the mask counted;
+#  3. the 31B-shaped file served on CUDA: decode speed of a json_object request against a free
+#     one of the same length (the masks' host cost on the 262k vocabulary beside a GPU step).
+# Summary last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/device_env.sh
+BIN="$DEV/bin/gemmaserve"
+summary=()
+note() { summary+=("$1"); echo "$1"; }
+
+if [ "${GS_JSON_TESTS:-1}" = 1 ]; then
+  (synth_31b_pair) &
+  synth_pid=$!
+  timeout 300 scripts/device_test.sh >"$OUT/tests.log" 2>&1
+  note "$(tests_summary $?)"
+  wait "$synth_pid"
+else
+  synth_31b_pair
+fi
+
+# serve FILE DRAFTER PORT: starts a server in the background, waits until it is healthy.
+serve() {
+  local extra=()
+  [ -n "$2" ] && extra=(--mtp "$2")
+  "$BIN" serve -m "$1" "${extra[@]}" --port "$3" --parallel 1 --ctx-size 4096 --device cuda >"$OUT/serve_$3.log" 2>&1 &
+  spid=$!
+  for _ in $(seq 1 240); do curl -sf "localhost:$3/health" >/dev/null && return 0; sleep 0.5; done
+  echo "server on $3 did not start: $(tail -3 "$OUT/serve_$3.log")"
+  return 1
+}
+
+# 2. Shakes on CUDA with MTP.
+PORT=8094
+if serve models/shakes-target.gguf models/shakes-assistant.gguf $PORT; then
+  note "$(python3 - $PORT <<'PY'
+import json, sys, urllib.request
+port = sys.argv[1]
+schema = {"type": "object", "properties": {"mood": {"enum": ["glad", "sad"]}, "name": {"type": "string", "maxLength": 8}},
+          "required": ["mood", "name"], "additionalProperties": False}
+def post(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    return urllib.request.urlopen(req, timeout=120).read().decode()
+ok = whole = bad = 0
+for seed in range(8):
+    body = {"messages": [{"role": "user", "content": "A character and mood, as JSON."}], "max_tokens": 80,
+            "temperature": 0 if seed == 0 else 1, "seed": seed,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}}
+    r = json.loads(post(body))
+    c = r["choices"][0]
+    content = c["message"].get("content") or ""
+    if c["finish_reason"] == "stop":
+        try:
+            v = json.loads(content)
+            good = v.get("mood") in ("glad", "sad") and isinstance(v.get("name"), str) and set(v) == {"mood", "name"}
+        except Exception:
+            good = False
+        whole += 1
+        ok += good
+        bad += not good
+    elif not content.startswith("{"):
+        bad += 1
+m = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+drafts = [l for l in m.splitlines() if l.startswith("gemmaserve_draft")][:2]
+print(f"shakes cuda json_schema: {whole}/8 whole, {ok} follow the schema, {bad} bad; {' '.join(drafts)}")
+PY
+)"
+  kill $spid; wait $spid 2>/dev/null
+fi
+
+# 3. The 31B-shaped file: json_object against free text, 128 tokens each (ignore_eos-like:
+# the random model rarely ends; max_tokens bounds both).
+PORT=8095
+if serve "$MODEL_31B" "" $PORT; then
+  note "$(python3 - $PORT <<'PY'
+import json, sys, time, urllib.request
+port = sys.argv[1]
+def post(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=300).read().decode())
+out = []
+for rf in (None, {"type": "json_object"}, None, {"type": "json_object"}):
+    body = {"messages": [{"role": "user", "content": "Write JSON."}], "max_tokens": 128, "temperature": 1, "seed": 3}
+    if rf: body["response_format"] = rf
+    r = post(body)
+    t = r.get("timings", {})
+    out.append(f"{'json' if rf else 'free'} {r['usage']['completion_tokens']} tok {t.get('predicted_per_second', 0):.1f} tok/s")
+print("31b cuda: " + "; ".join(out))
+PY
+)"
+  kill $spid; wait $spid 2>/dev/null
+fi
+echo "== summary"
+printf '%s\n' "${summary[@]}"
