@@ -3,8 +3,9 @@
 #  1. the device suite (scripts/device_test.sh), unless GS_JSON_TESTS=0;
 #  2. the shakes pair served on CUDA with MTP: response_format json_schema requests (whole and
 #     streamed), their content checked against the schema, drafting under the mask counted;
-#  3. the 31B-shaped file served on CUDA: decode speed of a json_object request against a free
-#     one of the same length (the masks' host cost on the 262k vocabulary beside a GPU step).
+#  3. the 31B-shaped file served on CUDA: server decode speed, greedy and sampled, free and
+#     under response_format (the sampler's and the masks' host cost on the 262k vocabulary
+#     beside a GPU step).
 # Summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,25 +74,32 @@ PY
   kill $spid; wait $spid 2>/dev/null
 fi
 
-# 3. The 31B-shaped file: json_object against free text, 128 tokens each (ignore_eos-like:
-# the random model rarely ends; max_tokens bounds both).
+# 3. The 31B-shaped file: server decode speed, 128 tokens a request, greedy and sampled, free
+# and under response_format (a long string, a long array of integers, any object).
 PORT=8095
 if serve "$MODEL_31B" "" $PORT; then
   note "$(python3 - $PORT <<'PY'
-import json, sys, time, urllib.request
+import json, sys, urllib.request
 port = sys.argv[1]
 def post(body):
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     return json.loads(urllib.request.urlopen(req, timeout=300).read().decode())
+text = {"type": "object", "properties": {"text": {"type": "string", "minLength": 4000}}, "required": ["text"]}
+ints = {"type": "array", "items": {"type": "integer"}, "minItems": 400}
+modes = [("greedy", {"temperature": 0}), ("T1", {"temperature": 1}), ("T1 k64 p.95", {"temperature": 1, "top_k": 64, "top_p": 0.95}),
+         ("json string", {"temperature": 1, "response_format": {"type": "json_schema", "json_schema": {"name": "t", "schema": text}}}),
+         ("json ints", {"temperature": 1, "response_format": {"type": "json_schema", "json_schema": {"name": "i", "schema": ints}}}),
+         ("json object", {"temperature": 1, "response_format": {"type": "json_object"}})]
 out = []
-for rf in (None, {"type": "json_object"}, None, {"type": "json_object"}):
-    body = {"messages": [{"role": "user", "content": "Write JSON."}], "max_tokens": 128, "temperature": 1, "seed": 3}
-    if rf: body["response_format"] = rf
-    r = post(body)
-    t = r.get("timings", {})
-    out.append(f"{'json' if rf else 'free'} {r['usage']['completion_tokens']} tok {t.get('predicted_per_second', 0):.1f} tok/s")
-print("31b cuda: " + "; ".join(out))
+for rnd in range(2):
+    for name, extra in modes:
+        body = {"messages": [{"role": "user", "content": "Write JSON."}], "max_tokens": 128, "seed": 3 + rnd}
+        body.update(extra)
+        r = post(body)
+        t = r.get("timings", {})
+        out.append(f"{name}: {r['usage']['completion_tokens']} tok {t.get('predicted_per_second', 0):.1f} tok/s")
+print("31b cuda server decode: " + "; ".join(out))
 PY
 )"
   kill $spid; wait $spid 2>/dev/null
