@@ -105,6 +105,33 @@ void Sampler::distribution(std::span<const float> logits, std::vector<TokenProb>
   if (out->empty()) out->push_back({cand_.empty() ? 0 : cand_[0].id, 1.0f});
 }
 
+namespace {
+
+// distribution()'s order: higher logit first, then the lower id.
+bool before(const TokenProb& a, const TokenProb& b) { return a.p > b.p || (a.p == b.p && a.id < b.id); }
+
+// The k best of `x` in that order, into `out` (sorted), in one pass with a heap of k: after the
+// first few thousand elements a new one rarely enters, so this is about one compare each.
+void select_top(const std::vector<float>& x, size_t k, std::vector<TokenProb>* out) {
+  out->clear();
+  k = std::min(k, x.size());
+  if (k == 0) return;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const TokenProb t{static_cast<int32_t>(i), x[i]};
+    if (out->size() < k) {
+      out->push_back(t);
+      std::push_heap(out->begin(), out->end(), before);  // front: the worst kept
+    } else if (before(t, out->front())) {
+      std::pop_heap(out->begin(), out->end(), before);
+      out->back() = t;
+      std::push_heap(out->begin(), out->end(), before);
+    }
+  }
+  std::sort_heap(out->begin(), out->end(), before);
+}
+
+}  // namespace
+
 int32_t Sampler::sample_with(std::span<const float> logits, double u) {
   if (greedy()) {
     std::vector<TokenProb> dist;
@@ -113,55 +140,66 @@ int32_t Sampler::sample_with(std::span<const float> logits, double u) {
   }
   // The token at which the cumulative probability of distribution()'s list (most likely
   // first) passes u, without building or sorting that list over the whole vocabulary: the
-  // candidates are sorted only as far as the walks reach (a prefix of a few dozen tokens for
-  // a peaked distribution), and the softmax normalizers take one pass over the candidates.
+  // best candidates come from one pass with a small heap, more are sorted only when a walk
+  // goes past them, and the softmax normalizers take one pass over the logits.
   penalized(logits);
   const auto n = static_cast<int32_t>(work_.size());
   if (n == 0) return 0;
-  auto by_logit = [](const TokenProb& a, const TokenProb& b) { return a.p > b.p || (a.p == b.p && a.id < b.id); };
-  cand_.clear();
-  if (config_.top_k > 0 && config_.top_k < n) {
-    // The k-th largest logit, then the k best (ties to the lower ids).
-    tmp_.assign(work_.begin(), work_.end());
-    std::nth_element(tmp_.begin(), tmp_.begin() + (config_.top_k - 1), tmp_.end(), std::greater<float>());
-    const float kth = tmp_[static_cast<size_t>(config_.top_k - 1)];
-    for (int32_t i = 0; i < n; ++i)
-      if (work_[i] > kth) cand_.push_back({i, work_[i]});
-    for (int32_t i = 0; i < n && static_cast<int32_t>(cand_.size()) < config_.top_k; ++i)
-      if (work_[i] == kth) cand_.push_back({i, work_[i]});
+  constexpr size_t kFirst = 64;  // candidates sorted up front (a peaked row's walk ends there)
+  const bool top_k = config_.top_k > 0 && config_.top_k < n;
+  // cand_[0, sorted) are the best candidates in order; when !all, cand_ holds only those.
+  size_t sorted = 0;
+  bool all = false;
+  size_t n_cand = static_cast<size_t>(n);
+  if (top_k) {
+    select_top(work_, static_cast<size_t>(config_.top_k), &cand_);
+    sorted = n_cand = cand_.size();
+    all = true;
   } else {
-    cand_.resize(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) cand_[i] = {i, work_[i]};
+    select_top(work_, kFirst, &cand_);
+    sorted = cand_.size();
+    all = sorted == n_cand;
   }
-  float mx = -std::numeric_limits<float>::infinity();
-  for (const TokenProb& c : cand_) mx = std::max(mx, c.p);
-  if (!(mx > -std::numeric_limits<float>::infinity())) return cand_.empty() ? 0 : cand_[0].id;
-
-  size_t sorted = 0;  // cand_[0, sorted) is in distribution() order
+  // Makes cand_[0, want) sorted (want <= n_cand).
   auto sort_to = [&](size_t want) {
-    want = std::min(want, cand_.size());
     if (want <= sorted) return;
-    want = std::max(want, std::min(cand_.size(), sorted * 4 + 64));
+    if (!all) {
+      cand_.resize(n_cand);
+      for (int32_t i = 0; i < n; ++i) cand_[static_cast<size_t>(i)] = {i, work_[static_cast<size_t>(i)]};
+      sorted = 0;
+      all = true;
+    }
+    want = std::min(n_cand, std::max(want, sorted * 4 + kFirst));
     std::partial_sort(cand_.begin() + static_cast<std::ptrdiff_t>(sorted), cand_.begin() + static_cast<std::ptrdiff_t>(want),
-                      cand_.end(), by_logit);
+                      cand_.end(), before);
     sorted = want;
   };
-  size_t keep = cand_.size();
-  if (config_.top_p < 1.0f || config_.min_p > 0.0f) {
-    // Top-p and min-p on the temperature-1 distribution, walking the sorted prefix.
+  const float mx = cand_[0].p;
+  if (!(mx > -std::numeric_limits<float>::infinity())) return cand_[0].id;
+  // sum over every candidate of exp((logit - mx) * inv_t) (float exponentials, double sums).
+  auto normalizer = [&](float inv_t) {
     double z = 0;
-    for (const TokenProb& c : cand_) z += static_cast<double>(std::exp(c.p - mx));
-    // min-p keeps p >= min_p * p_first; the first's exp(logit - mx) is 1.
+    if (top_k) {
+      for (const TokenProb& c : cand_) z += static_cast<double>(std::exp((c.p - mx) * inv_t));
+    } else {
+      for (float x : work_) z += static_cast<double>(std::exp((x - mx) * inv_t));
+    }
+    return z;
+  };
+
+  size_t keep = n_cand;
+  if (config_.top_p < 1.0f || config_.min_p > 0.0f) {
+    // Top-p and min-p on the temperature-1 distribution, walking the sorted prefix. min-p
+    // keeps p >= min_p * p_first; the first's exp(logit - mx) is 1.
+    const double z1 = normalizer(1.0f);
     const double floor = config_.min_p > 0.0f ? static_cast<double>(config_.min_p) : 0.0;
     double cum = 0;
     size_t i = 0;
-    for (;; ++i) {
-      if (i == cand_.size()) break;
+    for (; i < n_cand; ++i) {
       sort_to(i + 1);
       const auto e = static_cast<double>(std::exp(cand_[i].p - mx));
       if (i > 0 && e < floor) break;
-      const double p = e / z;
-      cum += p;
+      cum += e / z1;
       if (config_.top_p < 1.0f && cum >= config_.top_p) {
         ++i;
         break;
@@ -170,16 +208,18 @@ int32_t Sampler::sample_with(std::span<const float> logits, double u) {
     keep = std::max<size_t>(i, 1);
   }
   // The draw at the temperature over the kept candidates (a sorted prefix, or all of them).
-  const double inv_t = 1.0 / config_.temperature;
-  // float exponentials (the sums in double): one pass over up to the whole vocabulary.
-  const auto inv_tf = static_cast<float>(inv_t);
+  const auto inv_t = static_cast<float>(1.0 / config_.temperature);
   double z = 0;
-  for (size_t i = 0; i < keep; ++i) z += static_cast<double>(std::exp((cand_[i].p - mx) * inv_tf));
+  if (keep == n_cand) {
+    z = normalizer(inv_t);
+  } else {
+    for (size_t i = 0; i < keep; ++i) z += static_cast<double>(std::exp((cand_[i].p - mx) * inv_t));
+  }
   const double target = u * z;
   double cum = 0;
   for (size_t i = 0; i < keep; ++i) {
     sort_to(i + 1);
-    const auto e = static_cast<double>(std::exp((cand_[i].p - mx) * inv_tf));
+    const auto e = static_cast<double>(std::exp((cand_[i].p - mx) * inv_t));
     if (e <= 0) return cand_[i > 0 ? i - 1 : 0].id;
     cum += e;
     if (target < cum) return cand_[i].id;

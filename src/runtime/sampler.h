@@ -62,7 +62,6 @@ class Sampler {
   size_t history_next_ = 0;
   std::vector<float> work_;       // penalized logits
   std::vector<TokenProb> cand_;
-  std::vector<float> tmp_;        // top-k's selection
   std::vector<int32_t> counts_;   // per token, rebuilt per call from history_
 };
 
