@@ -108,6 +108,43 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
 
 // The parser knows the declared names, so a namespaced call ("default_api:get_weather") is
 // the declared tool (decision 0024); with tools off it knows none.
+// response_format (decision 0027): the grammar goes to the engine with the tokens that may
+// come before the value: the thought opener when thinking is on, the tool-call opener when
+// tools are offered; a forced call drops it (the call is the output).
+TEST(RequestPlan, ResponseFormatCarriesTheGrammarAndItsPrelude) {
+  auto tok = test::shakes_tokenizer();
+  const int32_t think_open = *tok->find_token("<|channel>");
+  const int32_t think_close = *tok->find_token("<channel|>");
+  const int32_t call_open = *tok->find_token("<|tool_call>");
+  const std::string rf = R"("response_format":{"type":"json_object"})";
+  auto thinking = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}],)" + rf + "}"), *tok, {});
+  ASSERT_TRUE(thinking.ok());
+  ASSERT_TRUE(thinking->request.json_grammar);
+  EXPECT_EQ(thinking->request.json_think_open, think_open);
+  EXPECT_EQ(thinking->request.json_think_close, think_close);
+  EXPECT_TRUE(thinking->request.json_escape_tokens.empty());
+  auto quiet = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none",)" + rf + "}"),
+                         *tok, {});
+  ASSERT_TRUE(quiet->request.json_grammar);
+  EXPECT_EQ(quiet->request.json_think_open, -1);
+  const std::string tools = std::string(R"({"messages":[{"role":"user","content":"hi"}],"tools":[)") + kTool + "]," + rf;
+  auto with_tools = plan_chat(chat(tools + "}"), *tok, {});
+  ASSERT_TRUE(with_tools->request.json_grammar);
+  EXPECT_EQ(with_tools->request.json_escape_tokens, std::vector<int32_t>{call_open});
+  auto forced = plan_chat(chat(tools + R"(,"tool_choice":"required"})"), *tok, {});
+  EXPECT_FALSE(forced->request.json_grammar);
+  auto plain = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}]})"), *tok, {});
+  EXPECT_FALSE(plain->request.json_grammar);
+  // /v1/completions takes it too, with no prelude.
+  RequestDefaults d;
+  auto creq = parse_completion_request(json::parse(R"({"prompt":"x",)" + rf + "}"), d);
+  ASSERT_TRUE(creq.ok());
+  auto cplan = plan_completion(*creq, *tok, {});
+  ASSERT_TRUE(cplan.ok());
+  EXPECT_TRUE(cplan->request.json_grammar);
+  EXPECT_EQ(cplan->request.json_think_open, -1);
+}
+
 TEST(RequestPlan, ParserKnowsTheDeclaredToolNames) {
   auto tok = test::shakes_tokenizer();
   std::string base = std::string(R"({"messages":[{"role":"user","content":"weather?"}],"tools":[)") + kTool +
