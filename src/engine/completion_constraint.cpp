@@ -17,11 +17,18 @@ TokenPieces::TokenPieces(const text::Tokenizer& tokenizer) {
     const std::string& p = pieces_[static_cast<size_t>(id)];
     if (p.empty()) continue;
     by_first_byte_[static_cast<unsigned char>(p[0])].push_back(id);
+    const auto chars = static_cast<uint16_t>(std::min<int64_t>(text::utf8_chars(p), UINT16_MAX));
     if (text::json_string_safe(p)) {
       json_safe_.push_back(id);
-      json_safe_chars_.push_back(static_cast<uint16_t>(std::min<int64_t>(text::utf8_chars(p), UINT16_MAX)));
+      json_safe_chars_.push_back(chars);
     } else {
       json_unsafe_.push_back(id);
+    }
+    if (text::gemma_string_safe(p)) {
+      gemma_safe_.push_back(id);
+      gemma_safe_chars_.push_back(chars);
+    } else {
+      gemma_unsafe_.push_back(id);
     }
   }
 }

@@ -28,12 +28,19 @@ class TokenPieces {
   const std::vector<int32_t>& json_string_unsafe() const { return json_unsafe_; }
   // The characters of each json_string_safe() piece, in the same order.
   const std::vector<uint16_t>& json_string_safe_chars() const { return json_safe_chars_; }
+  // The same three lists for the string text of a Gemma 4 tool call (text::gemma_string_safe).
+  const std::vector<int32_t>& gemma_string_safe() const { return gemma_safe_; }
+  const std::vector<int32_t>& gemma_string_unsafe() const { return gemma_unsafe_; }
+  const std::vector<uint16_t>& gemma_string_safe_chars() const { return gemma_safe_chars_; }
 
  private:
   std::vector<std::string> pieces_;
   std::array<std::vector<int32_t>, 256> by_first_byte_;
   std::vector<int32_t> json_safe_;
   std::vector<uint16_t> json_safe_chars_;
+  std::vector<int32_t> gemma_safe_;
+  std::vector<int32_t> gemma_unsafe_;
+  std::vector<uint16_t> gemma_safe_chars_;
   std::vector<int32_t> json_unsafe_;
 };
 

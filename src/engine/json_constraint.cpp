@@ -12,7 +12,16 @@ namespace gs {
 JsonConstraint::JsonConstraint(std::shared_ptr<const TokenPieces> pieces,
                                std::shared_ptr<const text::JsonGrammar> grammar, JsonConstraintOptions options)
     : pieces_(std::move(pieces)), options_(std::move(options)), matcher_(grammar), scratch_(grammar) {
-  if (pieces_ == nullptr || grammar == nullptr) phase_ = Phase::kOver;
+  if (pieces_ == nullptr || grammar == nullptr) {
+    phase_ = Phase::kOver;
+    return;
+  }
+  gemma_ = grammar->syntax() == text::JsonSyntax::kGemmaCall;
+  if (!options_.prefix.empty()) {
+    // The value began in the prompt (a forced call's "{"): no prelude, the value goes on.
+    if (!matcher_.feed(options_.prefix)) phase_ = Phase::kOver;
+    if (phase_ != Phase::kOver) phase_ = Phase::kValue;
+  }
   reserved_ = options_.end_tokens;
   reserved_.insert(reserved_.end(), options_.escape_tokens.begin(), options_.escape_tokens.end());
   for (int32_t id : {options_.think_open, options_.think_close}) {
@@ -37,15 +46,15 @@ void JsonConstraint::allowed(std::vector<int32_t>* out) const {
   const int64_t room = matcher_.free_string_room();
   if (room >= 0) {
     std::vector<int32_t> others;
-    for (int32_t id : pieces_->json_string_unsafe()) {
+    for (int32_t id : gemma_ ? pieces_->gemma_string_unsafe() : pieces_->json_string_unsafe()) {
       if (fits(id)) others.push_back(id);
     }
-    const std::vector<int32_t>& safe = pieces_->json_string_safe();
+    const std::vector<int32_t>& safe = gemma_ ? pieces_->gemma_string_safe() : pieces_->json_string_safe();
     out->reserve(safe.size() + others.size() + 8);
     if (room == INT64_MAX) {
       std::merge(safe.begin(), safe.end(), others.begin(), others.end(), std::back_inserter(*out));
     } else {
-      const std::vector<uint16_t>& chars = pieces_->json_string_safe_chars();
+      const std::vector<uint16_t>& chars = gemma_ ? pieces_->gemma_string_safe_chars() : pieces_->json_string_safe_chars();
       for (size_t i = 0; i < safe.size(); ++i) {
         if (chars[i] <= room) out->push_back(safe[i]);
       }

@@ -20,6 +20,7 @@ struct JsonConstraintOptions {
   int32_t think_close = -1;             // the token that closes it
   std::vector<int32_t> escape_tokens;   // a first token that ends the constraint (a tool call's opener)
   std::vector<int32_t> end_tokens;      // end of generation: allowed once the value is whole
+  std::string prefix;                   // text of the value already written (in the prompt)
 };
 
 class JsonConstraint final : public OutputConstraint {
@@ -48,6 +49,7 @@ class JsonConstraint final : public OutputConstraint {
   mutable text::JsonMatcher scratch_;
   Phase phase_ = Phase::kStart;
   bool thought_done_ = false;
+  bool gemma_ = false;             // the grammar writes a Gemma 4 tool call's arguments
   std::vector<int32_t> reserved_;  // the options' tokens, sorted: never part of the JSON text
   std::string text_;               // the end of the JSON text so far (for logs)
 };

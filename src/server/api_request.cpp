@@ -238,7 +238,8 @@ Status read_response_format(const json& body, GenerationOptions* gen) {
   if (!it->is_object()) return invalid(fmt::format("response_format must be an object, got {}", json_type_name(*it)));
   std::optional<std::string> type;
   GS_RETURN_IF_ERROR(read_string(*it, "response_format", "type", &type));
-  if (!type || *type == "text") return {};
+  if (!type) return invalid("response_format.type is required ('text', 'json_object' or 'json_schema')");
+  if (*type == "text") return {};
   if (*type == "json_object") {
     auto schema = it->find("schema");
     if (schema == it->end() || schema->is_null()) {
@@ -253,6 +254,8 @@ Status read_response_format(const json& body, GenerationOptions* gen) {
     if (js == it->end() || !js->is_object()) {
       return invalid("response_format.json_schema must be an object with the schema (type json_schema)");
     }
+    std::optional<std::string> name;
+    GS_RETURN_IF_ERROR(read_string(*js, "response_format.json_schema", "name", &name));
     auto schema = js->find("schema");
     if (schema == js->end() || schema->is_null()) {
       gen->json_grammar = text::JsonGrammar::any_object();

@@ -4,6 +4,7 @@
 #include "text/json_grammar.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -101,7 +102,7 @@ std::bitset<kJsonMaxKeys> first_n(size_t n) {
 
 class JsonSchemaCompiler {
  public:
-  explicit JsonSchemaCompiler(const json& root) : root_(root) {}
+  JsonSchemaCompiler(const json& root, JsonSyntax syntax) : root_(root), syntax_(syntax) {}
 
   // The node index of schema `s` (kAny for a schema that constrains nothing).
   Result<int32_t> compile(const json& s, const std::string& path, int depth) {
@@ -111,7 +112,30 @@ class JsonSchemaCompiler {
       return invalid(path + ": the schema false allows no value");
     }
     if (!s.is_object()) return invalid(path + ": a schema must be an object or a boolean, got " + type_name(s));
-    if (s.contains("$ref")) return compile_ref(s["$ref"], path + ".$ref", depth);
+    // Keywords that change which values are valid but that the matcher cannot hold: refused,
+    // not ignored (the output could break them).
+    for (const char* k : {"not", "if", "then", "else", "contains", "minContains", "maxContains", "propertyNames",
+                          "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+                          "unevaluatedItems", "patternProperties", "prefixItems", "$dynamicRef", "$recursiveRef"}) {
+      if (s.contains(k)) return invalid(path + "." + k + ": this keyword is not supported in response_format schemas");
+    }
+    if (s.contains("$ref")) {
+      // Other constraining keywords beside $ref apply too (2020-12): the two as allOf.
+      json rest = s;
+      rest.erase("$ref");
+      for (const char* k : {"$defs", "definitions", "title", "description", "$comment", "default", "examples",
+                            "$schema", "$id", "$anchor", "deprecated", "readOnly", "writeOnly"}) {
+        rest.erase(k);
+      }
+      if (rest.empty()) return compile_ref(s["$ref"], path + ".$ref", depth);
+      GS_ASSIGN_OR_RETURN(int32_t r, compile_ref(s["$ref"], path + ".$ref", depth));
+      Node n = r == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(r)];
+      GS_ASSIGN_OR_RETURN(Node more, build(rest, path, depth));
+      GS_RETURN_IF_ERROR(merge_all(&n, more, path, depth));
+      fill_literals(&n);
+      nodes.push_back(std::move(n));
+      return static_cast<int32_t>(nodes.size() - 1);
+    }
     GS_ASSIGN_OR_RETURN(Node n, build(s, path, depth));
     nodes.push_back(std::move(n));
     return static_cast<int32_t>(nodes.size() - 1);
@@ -179,12 +203,23 @@ class JsonSchemaCompiler {
       GS_ASSIGN_OR_RETURN(Node merged, node_of(all[0], p + "[0]", depth + 1));
       for (size_t i = 1; i < all.size(); ++i) {
         GS_ASSIGN_OR_RETURN(Node more, node_of(all[i], p + "[" + std::to_string(i) + "]", depth + 1));
-        GS_RETURN_IF_ERROR(merge_all(&merged, more, p));
+        GS_RETURN_IF_ERROR(merge_all(&merged, more, p, depth));
       }
       fill_literals(&merged);
       return merged;
     }
-    if (s.contains("enum") || s.contains("const")) return literal_node(s, path);
+    if (s.contains("enum") || s.contains("const")) {
+      GS_ASSIGN_OR_RETURN(Node lit, literal_node(s, path));
+      if (s.contains("type") || s.contains("minLength") || s.contains("maxLength")) {
+        // The values the other keywords allow (type, string length) and nothing else.
+        Node shape;
+        GS_RETURN_IF_ERROR(read_types(s, path, &shape));
+        GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &shape.min_length));
+        GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &shape.max_length));
+        GS_RETURN_IF_ERROR(filter_literals(&lit, shape, s, path));
+      }
+      return lit;
+    }
 
     Node n;
     GS_RETURN_IF_ERROR(read_types(s, path, &n));
@@ -262,7 +297,8 @@ class JsonSchemaCompiler {
       }
       for (const auto& item : it->items()) {
         GS_ASSIGN_OR_RETURN(int32_t child, compile(item.value(), path + ".properties." + item.key(), depth + 1));
-        n->keys.push_back(escaped(item.key()));
+        GS_ASSIGN_OR_RETURN(std::string key, key_spelling(item.key(), path + ".properties"));
+        n->keys.push_back(std::move(key));
         n->key_nodes.push_back(child);
       }
     }
@@ -273,6 +309,7 @@ class JsonSchemaCompiler {
     if (auto it = s.find("additionalProperties"); it != s.end()) {
       if (it->is_boolean()) {
         n->extra_keys = it->get<bool>();
+        n->closed = !n->extra_keys;
       } else {
         GS_ASSIGN_OR_RETURN(n->extra_node, compile(*it, path + ".additionalProperties", depth + 1));
         n->extra_keys = true;
@@ -283,7 +320,7 @@ class JsonSchemaCompiler {
       if (!it->is_array()) return invalid(path + ".required must be an array of property names");
       for (const json& r : *it) {
         if (!r.is_string()) return invalid(path + ".required must be an array of property names");
-        const std::string key = escaped(r.get<std::string>());
+        GS_ASSIGN_OR_RETURN(const std::string key, key_spelling(r.get<std::string>(), path + ".required"));
         size_t i = 0;
         while (i < n->keys.size() && n->keys[i] != key) ++i;
         if (i == n->keys.size()) {
@@ -326,7 +363,17 @@ class JsonSchemaCompiler {
     return {};
   }
 
-  static Result<Node> literal_node(const json& s, const std::string& path) {
+  // A string as this syntax writes it between its delimiters.
+  std::string spelling(const std::string& s) const { return syntax_ == JsonSyntax::kJson ? escaped(s) : s; }
+  Result<std::string> key_spelling(const std::string& key, const std::string& path) const {
+    if (syntax_ == JsonSyntax::kGemmaCall &&
+        (key.empty() || key.find_first_of(" \t\r\n:,{}[]\"'<>=") != std::string::npos)) {
+      return invalid(path + ": the key '" + key + "' cannot be written bare in a tool call");
+    }
+    return spelling(key);
+  }
+
+  Result<Node> literal_node(const json& s, const std::string& path) {
     std::vector<json> values;
     if (s.contains("const")) {
       values.push_back(s["const"]);
@@ -345,7 +392,7 @@ class JsonSchemaCompiler {
       if (v.is_string()) {
         n.kinds |= JsonGrammar::kString;
         n.has_string_enum = true;
-        n.string_enum.push_back(escaped(v.get<std::string>()));
+        n.string_enum.push_back(spelling(v.get<std::string>()));
       } else if (v.is_number()) {
         n.kinds |= JsonGrammar::kNumber;
         n.has_number_enum = true;
@@ -360,6 +407,50 @@ class JsonSchemaCompiler {
     }
     fill_literals(&n);
     return n;
+  }
+
+  // Keeps the enum/const values of `lit` that `shape` (kinds, integer, string length) allows.
+  Status filter_literals(Node* lit, const Node& shape, const json& s, const std::string& path) const {
+    std::vector<json> values;
+    if (s.contains("const")) {
+      values.push_back(s["const"]);
+    } else {
+      values = s["enum"].get<std::vector<json>>();
+    }
+    Node kept;
+    kept.kinds = 0;
+    for (const json& v : values) {
+      bool ok = false;
+      if (v.is_string()) {
+        const auto len = utf8_chars(v.get<std::string>());
+        ok = (shape.kinds & JsonGrammar::kString) && len >= shape.min_length &&
+             (shape.max_length < 0 || len <= shape.max_length);
+        if (ok) {
+          kept.kinds |= JsonGrammar::kString;
+          kept.has_string_enum = true;
+          kept.string_enum.push_back(spelling(v.get<std::string>()));
+        }
+      } else if (v.is_number()) {
+        const bool integral = v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+        ok = (shape.kinds & JsonGrammar::kNumber) && (!shape.integer || integral);
+        if (ok) {
+          kept.kinds |= JsonGrammar::kNumber;
+          kept.has_number_enum = true;
+          kept.number_enum.push_back(v.dump());
+        }
+      } else if (v.is_boolean()) {
+        const uint8_t k = v.get<bool>() ? JsonGrammar::kTrue : JsonGrammar::kFalse;
+        ok = (shape.kinds & k) != 0;
+        if (ok) kept.kinds |= k;
+      } else if (v.is_null()) {
+        ok = (shape.kinds & JsonGrammar::kNull) != 0;
+        if (ok) kept.kinds |= JsonGrammar::kNull;
+      }
+    }
+    if (kept.kinds == 0) return invalid(path + ": no enum or const value has the schema's type and length");
+    fill_literals(&kept);
+    *lit = std::move(kept);
+    return {};
   }
 
   // anyOf: the values either allows; two alternatives of one kind merge loosely.
@@ -442,29 +533,102 @@ class JsonSchemaCompiler {
   }
 
   // allOf: the kinds both allow; objects take both's properties and requirements.
-  static Status merge_all(Node* a, const Node& b, const std::string& path) {
+  Status merge_all(Node* a, const Node& b, const std::string& path, int depth) {
+    if (depth > kJsonMaxDepth) return invalid(path + ": the schema nests deeper than " + std::to_string(kJsonMaxDepth));
     a->kinds &= b.kinds;
     if (a->kinds == 0) return invalid(path + ": the schemas allow no common kind of value");
     if (a->kinds & JsonGrammar::kObject) {
-      for (size_t i = 0; i < b.keys.size(); ++i) {
-        size_t j = 0;
-        while (j < a->keys.size() && a->keys[j] != b.keys[i]) ++j;
-        if (j == a->keys.size()) {
-          if (a->keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
-            return invalid(path + ": more than " + std::to_string(kJsonMaxKeys) + " properties");
-          }
-          a->keys.push_back(b.keys[i]);
-          a->key_nodes.push_back(b.key_nodes[i]);
+      // A key stays when each side declares it or does not close itself (additionalProperties
+      // false); a key both declare takes both schemas; the required keys of both must stay.
+      Node m = *a;
+      m.keys.clear();
+      m.key_nodes.clear();
+      m.required.reset();
+      const auto find = [](const Node& n, const std::string& k) {
+        for (size_t i = 0; i < n.keys.size(); ++i) {
+          if (n.keys[i] == k) return static_cast<int>(i);
         }
-        if (b.required.test(i)) a->required.set(j);
+        return -1;
+      };
+      std::vector<std::string> all = a->keys;
+      for (const auto& k : b.keys) {
+        if (find(*a, k) < 0) all.push_back(k);
       }
-      a->extra_keys = a->extra_keys && b.extra_keys;
+      for (const auto& k : all) {
+        const int ia = find(*a, k);
+        const int ib = find(b, k);
+        const bool in_a = ia >= 0 || !a->closed;
+        const bool in_b = ib >= 0 || !b.closed;
+        const bool req = (ia >= 0 && a->required.test(static_cast<size_t>(ia))) ||
+                         (ib >= 0 && b.required.test(static_cast<size_t>(ib)));
+        if (!in_a || !in_b) {
+          if (req) return invalid(path + ": the required key '" + k + "' is not allowed by every schema");
+          continue;
+        }
+        const int32_t na = ia >= 0 ? a->key_nodes[static_cast<size_t>(ia)] : a->extra_node;
+        const int32_t nb = ib >= 0 ? b.key_nodes[static_cast<size_t>(ib)] : b.extra_node;
+        int32_t node = na;
+        if (na == JsonGrammar::kAny) {
+          node = nb;
+        } else if (nb != JsonGrammar::kAny && nb != na) {
+          Node both = nodes[static_cast<size_t>(na)];
+          GS_RETURN_IF_ERROR(merge_all(&both, nodes[static_cast<size_t>(nb)], path + ".properties." + k, depth + 1));
+          fill_literals(&both);
+          nodes.push_back(std::move(both));
+          node = static_cast<int32_t>(nodes.size() - 1);
+        }
+        if (m.keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
+          return invalid(path + ": more than " + std::to_string(kJsonMaxKeys) + " properties");
+        }
+        if (req) m.required.set(m.keys.size());
+        m.keys.push_back(k);
+        m.key_nodes.push_back(node);
+      }
+      m.extra_keys = a->extra_keys && b.extra_keys;
+      m.closed = a->closed || b.closed;
+      if (m.extra_keys && m.extra_node == JsonGrammar::kAny) m.extra_node = b.extra_node;
+      a->keys = std::move(m.keys);
+      a->key_nodes = std::move(m.key_nodes);
+      a->required = m.required;
+      a->extra_keys = m.extra_keys;
+      a->closed = m.closed;
+      a->extra_node = m.extra_node;
     }
-    if (b.has_string_enum && !a->has_string_enum) {
+    if (b.has_string_enum) {
+      if (!a->has_string_enum) {
+        a->string_enum = b.string_enum;
+      } else {
+        std::erase_if(a->string_enum, [&](const std::string& v) {
+          return std::find(b.string_enum.begin(), b.string_enum.end(), v) == b.string_enum.end();
+        });
+      }
       a->has_string_enum = true;
-      a->string_enum = b.string_enum;
+      if (a->string_enum.empty()) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kString);
     }
+    if (b.has_number_enum) {
+      if (!a->has_number_enum) {
+        a->number_enum = b.number_enum;
+      } else {
+        std::erase_if(a->number_enum, [&](const std::string& v) {
+          return std::find(b.number_enum.begin(), b.number_enum.end(), v) == b.number_enum.end();
+        });
+      }
+      a->has_number_enum = true;
+      if (a->number_enum.empty()) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
+    }
+    if (a->kinds == 0) return invalid(path + ": the schemas allow no common value");
     if (b.integer) a->integer = true;
+    if (b.items != JsonGrammar::kAny) {
+      if (a->items == JsonGrammar::kAny) {
+        a->items = b.items;
+      } else if (a->items != b.items) {
+        Node both = nodes[static_cast<size_t>(a->items)];
+        GS_RETURN_IF_ERROR(merge_all(&both, nodes[static_cast<size_t>(b.items)], path + ".items", depth + 1));
+        fill_literals(&both);
+        nodes.push_back(std::move(both));
+        a->items = static_cast<int32_t>(nodes.size() - 1);
+      }
+    }
     if (b.max_items >= 0 && (a->max_items < 0 || b.max_items < a->max_items)) a->max_items = b.max_items;
     a->min_items = std::max(a->min_items, b.min_items);
     if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
@@ -473,6 +637,7 @@ class JsonSchemaCompiler {
   }
 
   const json& root_;
+  JsonSyntax syntax_;
   std::map<std::string, int32_t> refs_;
 };
 
@@ -488,8 +653,9 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {
   return g;
 }
 
-Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& schema, const std::string& path) {
-  JsonSchemaCompiler compiler(schema);
+Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& schema, const std::string& path,
+                                                                     JsonSyntax syntax) {
+  JsonSchemaCompiler compiler(schema, syntax);
   // The root first, so that it is node 0 (a reference to "#" finds it there).
   compiler.nodes.emplace_back();
   GS_ASSIGN_OR_RETURN(int32_t root, compiler.compile(schema, path, 0));
@@ -500,6 +666,7 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
   }
   auto grammar = std::make_shared<JsonGrammar>();
   grammar->nodes_ = std::move(compiler.nodes);
+  grammar->syntax_ = syntax;
   return std::shared_ptr<const JsonGrammar>(std::move(grammar));
 }
 
@@ -535,6 +702,7 @@ bool JsonMatcher::feed(unsigned char c) {
     case Frame::kArray:
       return feed_array(c, ws);
     case Frame::kString:
+      if (grammar_->syntax() == JsonSyntax::kGemmaCall) return stack_.back().is_key ? feed_bare_key(c) : feed_gemma_string(c);
       return feed_string(c);
     case Frame::kNumber:
       return feed_number(c, ws);
@@ -561,12 +729,16 @@ bool JsonMatcher::can_end() const {
 int64_t JsonMatcher::free_string_room() const {
   if (done_ || stack_.empty()) return -1;
   const Frame& f = stack_.back();
-  if (f.type != Frame::kString || !f.free || f.esc != 0 || f.utf8_need != 0 || f.low_surrogate_next) return -1;
+  if (f.type != Frame::kString || !f.free || f.esc != 0 || f.utf8_need != 0 || f.low_surrogate_next || f.delim != 0 ||
+      f.opening) {
+    return -1;
+  }
   const int64_t max = f.is_key ? -1 : grammar_->node(f.node).max_length;
   return max < 0 ? INT64_MAX : std::max<int64_t>(max - f.length, 0);
 }
 
 bool JsonMatcher::take_ws(unsigned char c) {
+  if (grammar_->syntax() == JsonSyntax::kGemmaCall) return false;  // the call form has no whitespace
   if (ws_run_ == 0) {
     if (c != ' ' && c != '\n') return false;
     ws_newline_ = c == '\n';
@@ -614,7 +786,7 @@ bool JsonMatcher::end_and_feed(unsigned char c) {
 }
 
 bool JsonMatcher::feed_value(unsigned char c, bool ws) {
-  if (ws) return take_ws(c);
+  if (ws) return stack_.size() > 1 && take_ws(c);  // the text begins with its value
   return start_value(c);
 }
 
@@ -629,11 +801,15 @@ bool JsonMatcher::start_value(unsigned char c) {
     if (depth() >= kJsonMaxDepth) return false;
     f.type = object ? Frame::kObject : Frame::kArray;
     f.phase = object ? kObjOpen : kArrOpen;
-  } else if (c == '"') {
+  } else if (c == (grammar_->syntax() == JsonSyntax::kGemmaCall ? '<' : '"')) {
     if (!(n.kinds & JsonGrammar::kString)) return false;
     f.type = Frame::kString;
     f.free = !n.has_string_enum;
     f.cand = first_n(n.string_enum.size());
+    if (grammar_->syntax() == JsonSyntax::kGemmaCall) {
+      f.opening = true;  // `<` of the opening `<|"|>` read
+      f.delim = 1;
+    }
   } else if ((c == '-' || is_digit(c)) && (n.kinds & JsonGrammar::kNumber) && !n.has_number_enum) {
     f.type = Frame::kNumber;
     f.phase = c == '-' ? kNMinus : c == '0' ? kNZero : kNInt;
@@ -673,16 +849,24 @@ bool JsonMatcher::feed_object(unsigned char c, bool ws) {
         ws_run_ = 0;
         return true;
       }
-      if (c == '"' && f.phase != kObjNext && (n.extra_keys || unseen_key)) {
-        f.phase = kObjKey;
+      if (f.phase != kObjNext && (n.extra_keys || unseen_key)) {
+        const bool bare = grammar_->syntax() == JsonSyntax::kGemmaCall;
+        if (!bare && c != '"') return false;
         Frame k;
         k.type = Frame::kString;
         k.node = f.node;
         k.is_key = true;
         k.free = n.extra_keys;
         k.cand = n.extra_keys ? declared : declared & ~f.seen;
-        ws_run_ = 0;
+        const uint8_t phase = f.phase;
+        f.phase = kObjKey;
         stack_.push_back(k);
+        if (bare && !feed_bare_key(c)) {  // a bare key's first byte is part of it
+          stack_.pop_back();
+          stack_.back().phase = phase;
+          return false;
+        }
+        ws_run_ = 0;
         return true;
       }
       return false;
@@ -739,9 +923,6 @@ bool JsonMatcher::feed_array(unsigned char c, bool ws) {
 
 bool JsonMatcher::feed_string(unsigned char c) {
   Frame s = stack_.back();  // changed on a copy, stored back when c is taken
-  const Node& n = grammar_->node(s.node);
-  const std::vector<std::string>& list = s.is_key ? n.keys : n.string_enum;
-  const bool bounded = !s.is_key && n.max_length >= 0;
   bool closes = false;
   bool new_char = false;  // c begins a character (counts toward the length)
   if (s.esc == 1) {
@@ -793,45 +974,128 @@ bool JsonMatcher::feed_string(unsigned char c) {
     new_char = true;
   }
 
-  if (closes) {
-    int exact = -1;
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (s.cand.test(i) && list[i].size() == static_cast<size_t>(s.pos)) exact = static_cast<int>(i);
-    }
-    if (!s.free && exact < 0) return false;
-    if (!s.is_key && s.length < n.min_length) return false;
-    if (s.is_key) {
-      Frame& obj = stack_[stack_.size() - 2];
-      if (exact >= 0 && obj.seen.test(static_cast<size_t>(exact))) return false;  // a key written twice
-      obj.value_node = exact >= 0 ? n.key_nodes[static_cast<size_t>(exact)] : n.extra_node;
-      if (exact >= 0) obj.seen.set(static_cast<size_t>(exact));
-      obj.phase = kObjColon;
-      stack_.pop_back();
-    } else {
-      pop_finished();
-    }
-    ws_run_ = 0;
-    return true;
-  }
+  if (closes) return close_string(s);
+  if (!content_byte(&s, c, new_char)) return false;
+  stack_.back() = s;
+  ws_run_ = 0;
+  return true;
+}
+
+bool JsonMatcher::content_byte(Frame* s, unsigned char c, bool new_char) const {
+  const Node& n = grammar_->node(s->node);
+  const std::vector<std::string>& list = s->is_key ? n.keys : n.string_enum;
   if (new_char) {
-    if (bounded && s.length >= n.max_length) return false;
-    ++s.length;
+    if (!s->is_key && n.max_length >= 0 && s->length >= n.max_length) return false;
+    ++s->length;
   }
-  // Every byte between the quotes narrows the candidates.
+  // Every byte between the delimiters narrows the candidates.
   if (!list.empty()) {
     std::bitset<kJsonMaxKeys> next;
     for (size_t i = 0; i < list.size(); ++i) {
-      if (s.cand.test(i) && static_cast<size_t>(s.pos) < list[i].size() &&
-          static_cast<unsigned char>(list[i][static_cast<size_t>(s.pos)]) == c) {
+      if (s->cand.test(i) && static_cast<size_t>(s->pos) < list[i].size() &&
+          static_cast<unsigned char>(list[i][static_cast<size_t>(s->pos)]) == c) {
         next.set(i);
       }
     }
-    if (!s.free && next.none()) return false;
-    s.cand = next;
-  } else if (!s.free) {
+    if (!s->free && next.none()) return false;
+    s->cand = next;
+  } else if (!s->free) {
     return false;
   }
-  ++s.pos;
+  ++s->pos;
+  return true;
+}
+
+bool JsonMatcher::close_string(const Frame& s) {
+  const Node& n = grammar_->node(s.node);
+  const std::vector<std::string>& list = s.is_key ? n.keys : n.string_enum;
+  int exact = -1;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (s.cand.test(i) && list[i].size() == static_cast<size_t>(s.pos)) exact = static_cast<int>(i);
+  }
+  if (!s.free && exact < 0) return false;
+  if (!s.is_key && s.length < n.min_length) return false;
+  if (s.is_key) {
+    Frame& obj = stack_[stack_.size() - 2];
+    if (exact >= 0 && obj.seen.test(static_cast<size_t>(exact))) return false;  // a key written twice
+    obj.value_node = exact >= 0 ? n.key_nodes[static_cast<size_t>(exact)] : n.extra_node;
+    if (exact >= 0) obj.seen.set(static_cast<size_t>(exact));
+    obj.phase = kObjColon;
+    stack_.pop_back();
+  } else {
+    pop_finished();
+  }
+  ws_run_ = 0;
+  return true;
+}
+
+namespace {
+constexpr std::string_view kGemmaQuote = "<|\"|>";  // a tool call's string delimiter (one token)
+}  // namespace
+
+bool JsonMatcher::feed_gemma_string(unsigned char c) {
+  Frame s = stack_.back();
+  const auto delim = [](uint8_t i) { return static_cast<unsigned char>(kGemmaQuote[i]); };
+  if (s.opening) {
+    if (c != delim(s.delim)) return false;
+    if (++s.delim == kGemmaQuote.size()) {
+      s.opening = false;
+      s.delim = 0;
+    }
+  } else if (s.utf8_need > 0) {
+    if (c < s.utf8_lo || c > s.utf8_hi) return false;
+    --s.utf8_need;
+    s.utf8_lo = 0x80;
+    s.utf8_hi = 0xBF;
+    if (!content_byte(&s, c, false)) return false;
+  } else if (c == delim(s.delim)) {
+    // A (further) byte of the closing delimiter; the whole one closes the string.
+    if (++s.delim == kGemmaQuote.size()) return close_string(s);
+  } else {
+    // Not the delimiter: the bytes of a partial one were text.
+    for (uint8_t i = 0; i < s.delim; ++i) {
+      if (!content_byte(&s, delim(i), true)) return false;
+    }
+    s.delim = 0;
+    if (c == delim(0)) {
+      s.delim = 1;
+    } else if (c == 0) {
+      return false;
+    } else if (c >= 0x80) {
+      if (!utf8_lead(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
+      if (!content_byte(&s, c, true)) return false;
+    } else if (!content_byte(&s, c, true)) {
+      return false;
+    }
+  }
+  stack_.back() = s;
+  ws_run_ = 0;
+  return true;
+}
+
+bool JsonMatcher::feed_bare_key(unsigned char c) {
+  Frame s = stack_.back();
+  if (c == ':' && s.utf8_need == 0) {
+    // The key ends, and its value follows at once.
+    if (s.pos == 0 || !close_string(s)) return false;
+    Frame& obj = stack_.back();
+    obj.phase = kObjValue;
+    Frame v;
+    v.node = obj.value_node;
+    stack_.push_back(v);
+    return true;
+  }
+  if (s.utf8_need > 0) {
+    if (c < s.utf8_lo || c > s.utf8_hi) return false;
+    --s.utf8_need;
+    s.utf8_lo = 0x80;
+    s.utf8_hi = 0xBF;
+    if (!content_byte(&s, c, false)) return false;
+  } else {
+    if (c <= ' ' || std::string_view(":,{}[]\"'<>=").find(static_cast<char>(c)) != std::string_view::npos) return false;
+    if (c >= 0x80 && !utf8_lead(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
+    if (!content_byte(&s, c, true)) return false;
+  }
   stack_.back() = s;
   ws_run_ = 0;
   return true;
@@ -934,6 +1198,27 @@ int64_t utf8_chars(std::string_view bytes) {
   int64_t n = 0;
   for (char c : bytes) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   return n;
+}
+
+bool gemma_string_safe(std::string_view bytes) {
+  if (bytes.empty()) return false;
+  uint8_t need = 0;
+  uint8_t lo = 0x80;
+  uint8_t hi = 0xBF;
+  for (char ch : bytes) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (need > 0) {
+      if (c < lo || c > hi) return false;
+      --need;
+      lo = 0x80;
+      hi = 0xBF;
+    } else if (c == '<' || c == 0) {
+      return false;
+    } else if (c >= 0x80 && !utf8_lead(c, &need, &lo, &hi)) {
+      return false;
+    }
+  }
+  return need == 0;
 }
 
 bool json_string_safe(std::string_view bytes) {

@@ -32,6 +32,12 @@ inline constexpr int kJsonMaxDigits = 20;
 // Most digits of an integer's value: every one fits an int64 (and "-0" is not written).
 inline constexpr int kJsonMaxIntegerDigits = 18;
 
+// How the value is written: JSON (RFC 8259), or the argument form of a Gemma 4 tool call
+// (spec "Value formatting inside tool declarations/calls"): bare keys (`{city:...}`),
+// strings between `<|"|>` delimiters with their text as it is (no escapes), numbers,
+// true / false / null and lists as in JSON, and no whitespace between tokens.
+enum class JsonSyntax { kJson, kGemmaCall };
+
 class JsonGrammar {
  public:
   enum Kind : uint8_t {
@@ -49,18 +55,20 @@ class JsonGrammar {
   // One schema node: the values it allows, per JSON kind.
   struct Node {
     uint8_t kinds = kAnyKind;
-    // Objects: the declared properties (names as JSON-escaped text, without the quotes) and
+    // Objects: the declared properties (names as the syntax writes them: JSON-escaped
+    // without the quotes, or as they are for kGemmaCall) and
     // their nodes; keys outside them only when extra_keys (their values: extra_node).
     std::vector<std::string> keys;
     std::vector<int32_t> key_nodes;
     std::bitset<kJsonMaxKeys> required;
     bool extra_keys = true;
+    bool closed = false;  // additionalProperties: false (not only "properties" given)
     int32_t extra_node = kAny;
     // Arrays.
     int32_t items = kAny;
     int64_t min_items = 0;
     int64_t max_items = -1;  // -1: unbounded
-    // Strings: when has_string_enum, one of string_enum (JSON-escaped, without the quotes).
+    // Strings: when has_string_enum, one of string_enum (spelled as the keys are).
     bool has_string_enum = false;
     std::vector<std::string> string_enum;
     int64_t min_length = 0;   // code points
@@ -85,8 +93,12 @@ class JsonGrammar {
   // ignored. anyOf alternatives of the same kind are merged loosely (decision 0027).
   // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
   // properties.a.items: ...").
+  // kGemmaCall: also kInvalidArgument for a property name the bare form cannot spell
+  // (empty, or with whitespace, quotes or delimiters).
   static Result<std::shared_ptr<const JsonGrammar>> from_schema(const nlohmann::json& schema,
-                                                                 const std::string& path = "schema");
+                                                                 const std::string& path = "schema",
+                                                                 JsonSyntax syntax = JsonSyntax::kJson);
+  JsonSyntax syntax() const { return syntax_; }
 
   // Node 0 is the root; kAny gives the node that allows every value.
   const Node& node(int32_t index) const;
@@ -95,6 +107,7 @@ class JsonGrammar {
  private:
   friend class JsonSchemaCompiler;
   std::vector<Node> nodes_;
+  JsonSyntax syntax_ = JsonSyntax::kJson;
 };
 
 // The state of reading one JSON text under a grammar, byte by byte. Copyable and cheap to
@@ -152,12 +165,20 @@ class JsonMatcher {
     uint8_t utf8_hi = 0xBF;
     int64_t length = 0;                // strings: code points so far
     uint8_t digits = 0;                // numbers: digits of the current part
+    uint8_t delim = 0;                 // kGemmaCall strings: bytes of a `<|"|>` read (open: 1..4)
+    bool opening = false;              // kGemmaCall strings: still reading the opening delimiter
   };
 
   bool feed_value(unsigned char c, bool ws);
   bool feed_object(unsigned char c, bool ws);
   bool feed_array(unsigned char c, bool ws);
   bool feed_string(unsigned char c);
+  bool feed_gemma_string(unsigned char c);
+  bool feed_bare_key(unsigned char c);
+  // A string's content byte: narrows the candidates, counts characters; false if refused.
+  bool content_byte(Frame* s, unsigned char c, bool new_char) const;
+  // The top string is whole: checks it against its candidates and bounds, pops it.
+  bool close_string(const Frame& s);
   bool feed_number(unsigned char c, bool ws);
   bool feed_literal(unsigned char c, bool ws);
   // Replaces the top kValue frame by the value that byte c begins; false when `node` allows none.
@@ -180,6 +201,9 @@ class JsonMatcher {
 // Whether `bytes` is a non-empty run of whole, valid UTF-8 characters with no '"', '\\' or
 // control character (< 0x20): text that a free JSON string may take as it is.
 bool json_string_safe(std::string_view bytes);
+// The same for the string text of a Gemma 4 tool call: whole, valid UTF-8 characters with no
+// '<' (which may begin the closing `<|"|>`) and no NUL.
+bool gemma_string_safe(std::string_view bytes);
 // The number of UTF-8 characters in `bytes` (the bytes that are not continuation bytes).
 int64_t utf8_chars(std::string_view bytes);
 

@@ -211,6 +211,33 @@ TEST(JsonGrammar, EnumsConstsAndUnions) {
   EXPECT_FALSE(accepts(all, R"({"b":"x"})"));
 }
 
+TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
+  // $ref with siblings is allOf (2020-12).
+  auto g = schema(R"({"$defs":{"a":{"type":"string"}},"$ref":"#/$defs/a","maxLength":2})");
+  EXPECT_TRUE(accepts(g, R"("ab")"));
+  EXPECT_FALSE(accepts(g, R"("abc")"));
+  auto t = schema(R"({"$defs":{"a":{"type":["string","integer"]}},"$ref":"#/$defs/a","type":"integer"})");
+  EXPECT_TRUE(accepts(t, "12"));
+  EXPECT_FALSE(accepts(t, R"("x")"));
+  // type and length filter an enum.
+  auto e = schema(R"({"type":"integer","enum":[1.5,"a",2]})");
+  EXPECT_TRUE(accepts(e, "2"));
+  EXPECT_FALSE(accepts(e, R"("a")"));
+  EXPECT_FALSE(accepts(e, "1.5"));
+  auto len = schema(R"({"enum":["a","abcd"],"minLength":3})");
+  EXPECT_TRUE(accepts(len, R"("abcd")"));
+  EXPECT_FALSE(accepts(len, R"("a")"));
+  // allOf: a key both declare takes both schemas; a closed side keeps out the other's keys.
+  auto both = schema(R"({"allOf":[{"type":"object","properties":{"a":{"type":"number"}},"required":["a"]},
+                                  {"properties":{"a":{"type":"integer"}}}]})");
+  EXPECT_TRUE(accepts(both, R"({"a":3})"));
+  EXPECT_FALSE(accepts(both, R"({"a":3.5})"));
+  auto closed = schema(R"({"allOf":[{"properties":{"a":{},"b":{}},"additionalProperties":false},
+                                    {"properties":{"b":{},"c":{}},"required":["b"]}]})");
+  EXPECT_TRUE(accepts(closed, R"({"b":1})"));
+  EXPECT_FALSE(accepts(closed, R"({"b":1,"c":2})"));
+}
+
 TEST(JsonGrammar, ReferencesMayRecurse) {
   auto tree = schema(R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
       "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},"$ref":"#/$defs/node"})");
@@ -250,8 +277,10 @@ TEST(JsonGrammar, WhitespaceAndNestingAreBounded) {
   EXPECT_FALSE(accepts(any, "{\r\n}"));
   EXPECT_TRUE(accepts(any, std::string(kJsonMaxDepth, '[') + std::string(kJsonMaxDepth, ']')));
   EXPECT_FALSE(accepts(any, std::string(kJsonMaxDepth + 1, '[') + std::string(kJsonMaxDepth + 1, ']')));
-  // Nothing after the value, not even whitespace.
+  // Nothing before or after the value, not even whitespace.
   EXPECT_EQ(taken(any, "{} "), 2u);
+  EXPECT_EQ(taken(any, " {}"), 0u);
+  EXPECT_EQ(taken(any, "\n{}"), 0u);
   JsonMatcher m(any);
   EXPECT_TRUE(m.feed(std::string_view("{}")));
   EXPECT_TRUE(m.done());
@@ -284,6 +313,19 @@ TEST(JsonGrammar, BadSchemasNameTheKeyword) {
       {R"(false)", "schema"},
       {R"(7)", "schema"},
       {R"({"type":"string","maxLength":-1})", "schema.maxLength"},
+      // Keywords that decide validity but that the matcher cannot hold are refused.
+      {R"({"type":"integer","if":{"type":"integer"},"then":{"const":7}})", "schema.if"},
+      {R"({"enum":[true,false],"not":{"const":true}})", "schema.not"},
+      {R"({"type":"array","contains":{"type":"null"}})", "schema.contains"},
+      {R"({"type":"object","patternProperties":{"^a":{}}})", "schema.patternProperties"},
+      {R"({"type":"object","properties":{"a":{"dependentRequired":{}}}})", "schema.properties.a.dependentRequired"},
+      // Enums filtered by their type and length: nothing left is an error.
+      {R"({"type":"string","enum":[1,2]})", "schema"},
+      {R"({"type":"string","const":5})", "schema"},
+      // allOf: closed objects whose required keys exclude each other.
+      {R"({"allOf":[{"properties":{"a":{}},"required":["a"],"additionalProperties":false},
+                    {"properties":{"b":{}},"required":["b"],"additionalProperties":false}]})", "schema.allOf"},
+      {R"({"allOf":[{"type":"integer"},{"type":"string"}]})", "schema.allOf"},
   };
   for (const auto& [text, path] : kBad) {
     auto g = JsonGrammar::from_schema(json::parse(text));
