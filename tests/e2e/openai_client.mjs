@@ -163,7 +163,7 @@ await check("response_format json_schema gives JSON that follows the schema", as
     for (const stream of [false, true]) {
       const req = {
         model: "shakes", messages: [{ role: "user", content: "A character and their mood, as JSON." }],
-        max_tokens: 80, temperature: 1, seed,
+        max_tokens: 80, temperature: 1, seed, reasoning_effort: "none",
         response_format: { type: "json_schema", json_schema: { name: "character", schema, strict: true } },
       };
       let content;
@@ -177,7 +177,9 @@ await check("response_format json_schema gives JSON that follows the schema", as
         content = r.choices[0].message.content || "";
         finish = r.choices[0].finish_reason;
       }
-      assert.ok(content.startsWith("{"), `seed ${seed} stream=${stream}: ${JSON.stringify(content)}`);
+      // The value comes first (nothing before it); a cut one may be empty only if cut at once.
+      assert.ok(content.startsWith("{") || (finish === "length" && content === ""),
+        `seed ${seed} stream=${stream}: ${finish} ${JSON.stringify(content)}`);
       if (finish === "stop") {
         const v = JSON.parse(content);
         assert.ok(["glad", "sad"].includes(v.mood), `seed ${seed}: ${content}`);
