@@ -63,6 +63,10 @@ struct GenerationRequest {
   int32_t json_think_open = -1;
   int32_t json_think_close = -1;
   std::vector<int32_t> json_escape_tokens;
+  // The text of the value already written in the prompt (a forced tool call's "{"), and end
+  // tokens besides the model's own (the call's closer).
+  std::string json_prefix;
+  std::vector<int32_t> json_end_tokens;
 };
 
 struct TokenLogprob {

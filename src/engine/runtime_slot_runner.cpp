@@ -117,6 +117,8 @@ class RuntimeSlotRunner final : public SlotRunner {
       json.think_close = setup.json_think_close;
       json.escape_tokens = setup.json_escape_tokens;
       json.end_tokens = info_.eog_tokens;
+      json.end_tokens.insert(json.end_tokens.end(), setup.json_end_tokens.begin(), setup.json_end_tokens.end());
+      json.prefix = setup.json_prefix;
       s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json_grammar, std::move(json));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);

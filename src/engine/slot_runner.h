@@ -45,6 +45,8 @@ struct SequenceSetup {
   int32_t json_think_open = -1;
   int32_t json_think_close = -1;
   std::vector<int32_t> json_escape_tokens;
+  std::string json_prefix;
+  std::vector<int32_t> json_end_tokens;
 };
 
 // A prompt chunk that continues slot `slot`'s cache at its next position. When `last` is

@@ -39,6 +39,16 @@ std::vector<std::string> first_key_completions(const text::ChatTool& tool) {
   return out;
 }
 
+// A forced call's arguments as a grammar in the call form (decision 0027): the tool's
+// schema, when the grammar can hold it and it describes an object; null otherwise (then the
+// first-key constraint of decision 0016 applies).
+std::shared_ptr<const text::JsonGrammar> call_grammar(const text::ChatTool& tool) {
+  if (!tool.parameters.is_object() || tool.parameters.empty()) return nullptr;
+  auto g = text::JsonGrammar::from_schema(tool.parameters, "parameters", text::JsonSyntax::kGemmaCall);
+  if (!g.ok() || ((*g)->node(0).kinds & text::JsonGrammar::kObject) == 0) return nullptr;
+  return *g;
+}
+
 }  // namespace
 
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
@@ -104,6 +114,21 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       }
       if (tools_on) {
         if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json_escape_tokens.push_back(*call);
+      }
+    }
+  }
+  // A forced call of one known function: its arguments follow the tool's schema, in the call
+  // form, from the "{" in the prompt to the call's closer.
+  if (req.tool_choice == ToolChoice::kNamed || (req.tool_choice == ToolChoice::kRequired && req.tools.size() == 1)) {
+    const std::string& name = req.tool_choice == ToolChoice::kNamed ? req.tool_choice_name : req.tools[0].name;
+    const auto close = tok.find_token(text::markup::kToolCallClose);
+    for (const auto& t : req.tools) {
+      if (t.name != name || !close) continue;
+      if (auto g = call_grammar(t)) {
+        plan.request.json_grammar = std::move(g);
+        plan.request.json_prefix = "{";
+        plan.request.json_end_tokens = {*close};
+        plan.request.allowed_completions.clear();
       }
     }
   }

@@ -1049,7 +1049,16 @@ bool JsonMatcher::feed_gemma_string(unsigned char c) {
     s.utf8_hi = 0xBF;
     if (!content_byte(&s, c, false)) return false;
   } else if (c == delim(s.delim)) {
-    // A (further) byte of the closing delimiter; the whole one closes the string.
+    // A (further) byte of the closing delimiter; the whole one closes the string. Taken only
+    // if the string may close here, or (a free string with room) the bytes may still turn
+    // out to be text: no byte may lead where nothing can follow.
+    const Node& n = grammar_->node(s.node);
+    const std::vector<std::string>& list = n.string_enum;
+    bool exact = s.free;
+    for (size_t i = 0; i < list.size() && !exact; ++i) exact = s.cand.test(i) && list[i].size() == static_cast<size_t>(s.pos);
+    const bool may_close = exact && s.length >= n.min_length;
+    const bool may_be_text = s.free && (n.max_length < 0 || s.length + s.delim + 2 <= n.max_length);
+    if (!may_close && !may_be_text) return false;
     if (++s.delim == kGemmaQuote.size()) return close_string(s);
   } else {
     // Not the delimiter: the bytes of a partial one were text.

@@ -84,10 +84,21 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
   auto named = plan_chat(
       chat(msgs + weather + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}}})"), *tok, {});
   ASSERT_TRUE(named.ok());
-  EXPECT_EQ(named->request.allowed_completions, (std::vector<std::string>{"city:", "unit:"}));
+  // One known function: its whole schema is the grammar of the arguments (decision 0027), in
+  // the call form, from the prompt's "{" to the call's closer; no first-key list is needed.
+  const int32_t call_close = *tok->find_token("<tool_call|>");
+  for (const auto* p : {&*named}) {
+    ASSERT_TRUE(p->request.json_grammar);
+    EXPECT_EQ(p->request.json_grammar->syntax(), text::JsonSyntax::kGemmaCall);
+    EXPECT_EQ(p->request.json_prefix, "{");
+    EXPECT_EQ(p->request.json_end_tokens, std::vector<int32_t>{call_close});
+    EXPECT_TRUE(p->request.allowed_completions.empty());
+  }
   auto one = plan_chat(chat(msgs + time + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(one.ok());
-  EXPECT_EQ(one->request.allowed_completions, (std::vector<std::string>{"zone:", "}"}));  // nothing required
+  ASSERT_TRUE(one->request.json_grammar);
+  EXPECT_EQ(one->request.json_grammar->syntax(), text::JsonSyntax::kGemmaCall);
+  EXPECT_TRUE(one->request.allowed_completions.empty());
   auto three = plan_chat(chat(msgs + weather + "," + time + "," + open + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(three.ok());
   EXPECT_EQ(three->request.allowed_completions,
@@ -101,6 +112,7 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
   auto odd = plan_chat(chat(msgs + spaced + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(odd.ok());
   EXPECT_TRUE(odd->request.allowed_completions.empty());  // a key the bare form cannot spell
+  EXPECT_FALSE(odd->request.json_grammar);
   auto automatic = plan_chat(chat(msgs + weather + "]}"), *tok, {});
   ASSERT_TRUE(automatic.ok());
   EXPECT_TRUE(automatic->request.allowed_completions.empty());
@@ -132,7 +144,9 @@ TEST(RequestPlan, ResponseFormatCarriesTheGrammarAndItsPrelude) {
   ASSERT_TRUE(with_tools->request.json_grammar);
   EXPECT_EQ(with_tools->request.json_escape_tokens, std::vector<int32_t>{call_open});
   auto forced = plan_chat(chat(tools + R"(,"tool_choice":"required"})"), *tok, {});
-  EXPECT_FALSE(forced->request.json_grammar);
+  ASSERT_TRUE(forced->request.json_grammar);  // the call's arguments, not the response format
+  EXPECT_EQ(forced->request.json_grammar->syntax(), text::JsonSyntax::kGemmaCall);
+  EXPECT_EQ(forced->request.json_think_open, -1);
   auto plain = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}]})"), *tok, {});
   EXPECT_FALSE(plain->request.json_grammar);
   // /v1/completions takes it too, with no prelude.

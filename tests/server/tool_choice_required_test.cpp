@@ -122,6 +122,49 @@ TEST_P(RequiredToolChoice, ForcedArgumentsBeginWithADeclaredKey) {
   }
 }
 
+// A forced call's arguments follow the tool's schema (decision 0027: the schema as a grammar
+// in the call form). At temperature 2 the shakes model wrote junk values before; now every
+// call's arguments are an object with the declared keys and values of the declared types.
+TEST_P(RequiredToolChoice, ForcedArgumentsFollowTheSchema) {
+  json tools = json::array();
+  tools.push_back({{"type", "function"},
+                   {"function",
+                    {{"name", "get_weather"},
+                     {"parameters",
+                      json::parse(R"({"type":"object","properties":{"city":{"type":"string","maxLength":12},
+                          "days":{"type":"integer"},"unit":{"enum":["C","F"]}},"required":["city","unit"],
+                          "additionalProperties":false})")}}}});
+  int whole = 0;
+  for (int seed : {1, 116, 233, 7, 42}) {
+    json b = {{"messages", json::array({{{"role", "user"}, {"content", "weather in Rome"}}})},
+              {"tools", tools},
+              {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+              {"max_tokens", 60},
+              {"temperature", seed == 1 ? 0.0 : 2.0},
+              {"top_k", 0},
+              {"seed", seed}};
+    auto r = post(b);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    if (choice["finish_reason"] != "tool_calls") continue;  // cut by max_tokens
+    ++whole;
+    const json msg = choice["message"];
+    ASSERT_TRUE(msg.contains("tool_calls") && !msg["tool_calls"].empty()) << r->body;
+    const json args = json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>());
+    ASSERT_TRUE(args.is_object()) << r->body;
+    EXPECT_TRUE(args["city"].is_string() && args["city"].get<std::string>().size() <= 12 * 4) << r->body;
+    EXPECT_TRUE(args["unit"] == "C" || args["unit"] == "F") << r->body;
+    if (args.contains("days")) {
+      EXPECT_TRUE(args["days"].is_number_integer()) << r->body;
+    }
+    for (const auto& item : args.items()) {
+      EXPECT_TRUE(item.key() == "city" || item.key() == "days" || item.key() == "unit") << r->body;
+    }
+  }
+  EXPECT_GT(whole, 0) << "no call finished";
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafter, RequiredToolChoice, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
 

@@ -298,6 +298,35 @@ TEST(JsonGrammar, FreeStringStateIsReported) {
   EXPECT_FALSE(m.in_free_string());  // an enum's string
 }
 
+TEST(JsonGrammar, TheGemmaToolCallForm) {
+  // Arguments of a Gemma 4 tool call: bare keys, <|"|> strings as they are, no whitespace.
+  auto g = JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{"city":{"type":"string"},
+      "days":{"type":"integer"},"unit":{"enum":["C","F"]},"tags":{"type":"array","items":{"type":"string"}},
+      "opts":{"type":"object","properties":{"x":{"type":"boolean"}}}},"required":["city"]})"),
+                                    "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const auto& call = *g;
+  EXPECT_EQ(call->syntax(), JsonSyntax::kGemmaCall);
+  EXPECT_TRUE(accepts(call, R"({city:<|"|>Paris<|"|>,days:3,unit:<|"|>C<|"|>,tags:[<|"|>a<|"|>],opts:{x:true}})"));
+  // Text as it is: quotes, backslashes, newlines and a '<' that is not the delimiter.
+  EXPECT_TRUE(accepts(call, "{city:<|\"|>a \"b\" \\ c\nd <e <|\"x<|\"|>}"));
+  EXPECT_FALSE(accepts(call, R"({"city":<|"|>Paris<|"|>})"));   // quoted key
+  EXPECT_FALSE(accepts(call, R"({city: <|"|>Paris<|"|>})"));    // whitespace
+  EXPECT_FALSE(accepts(call, R"({city:"Paris"})"));             // JSON string
+  EXPECT_FALSE(accepts(call, R"({town:<|"|>Paris<|"|>})"));     // undeclared key
+  EXPECT_FALSE(accepts(call, R"({days:3})"));                   // required key missing
+  EXPECT_FALSE(accepts(call, R"({city:<|"|>P<|"|>,unit:<|"|>K<|"|>})"));
+  EXPECT_FALSE(accepts(call, R"({city:<|"|>P<|"|>,days:<|"|>3<|"|>})"));
+  // No byte leads where nothing can follow: an enum's string takes the closing delimiter's
+  // first byte only where a value is whole.
+  EXPECT_EQ(taken(call, R"({city:<|"|>P<|"|>,unit:<|"|><|"|>)"), 28u);  // the second "<" is refused
+  // Keys the bare form cannot spell make the schema unusable for calls.
+  EXPECT_FALSE(JsonGrammar::from_schema(json::parse(R"({"properties":{"a b":{}}})"), "schema", JsonSyntax::kGemmaCall).ok());
+  // The string-safe pieces of this form: no '<'.
+  EXPECT_TRUE(gemma_string_safe("a \"b\"\n"));
+  EXPECT_FALSE(gemma_string_safe("a<b"));
+}
+
 TEST(JsonGrammar, BadSchemasNameTheKeyword) {
   const std::pair<const char*, const char*> kBad[] = {
       {R"({"type":"objekt"})", "schema.type"},
