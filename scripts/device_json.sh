@@ -69,6 +69,26 @@ for seed in range(8):
 m = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
 drafts = [l for l in m.splitlines() if l.startswith("gemmaserve_draft")][:2]
 print(f"shakes cuda json_schema: {whole}/8 whole, {ok} follow the schema, {bad} bad; {' '.join(drafts)}")
+# A forced call of one function: its arguments follow the tool's schema (decision 0027 §7).
+tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 12}, "days": {"type": "integer"}, "unit": {"enum": ["C", "F"]}},
+        "required": ["city", "unit"], "additionalProperties": False}}}
+calls = good = 0
+for seed in range(6):
+    body = {"messages": [{"role": "user", "content": "Weather in Rome?"}], "tools": [tool],
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "max_tokens": 60,
+            "temperature": 0 if seed == 0 else 1.5, "seed": seed}
+    c = json.loads(post(body))["choices"][0]
+    if c["finish_reason"] != "tool_calls":
+        continue
+    calls += 1
+    try:
+        a = json.loads(c["message"]["tool_calls"][0]["function"]["arguments"])
+        good += isinstance(a.get("city"), str) and a.get("unit") in ("C", "F") and set(a) <= {"city", "days", "unit"} and \
+            (not "days" in a or isinstance(a["days"], int))
+    except Exception:
+        pass
+print(f"shakes cuda forced call: {calls}/6 finished, {good} follow the schema")
 PY
 )"
   kill $spid; wait $spid 2>/dev/null
