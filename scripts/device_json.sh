@@ -47,7 +47,7 @@ def post(body):
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     return urllib.request.urlopen(req, timeout=120).read().decode()
-ok = whole = bad = 0
+ok = whole = bad = thought = 0
 for seed in range(8):
     body = {"messages": [{"role": "user", "content": "A character and mood, as JSON."}], "max_tokens": 80,
             "temperature": 0 if seed == 0 else 1, "seed": seed,
@@ -64,11 +64,14 @@ for seed in range(8):
         whole += 1
         ok += good
         bad += not good
+    elif content == "":
+        thought += 1  # cut by max_tokens before the value (inside a thought)
     elif not content.startswith("{"):
         bad += 1
 m = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
 drafts = [l for l in m.splitlines() if l.startswith("gemmaserve_draft")][:2]
-print(f"shakes cuda json_schema: {whole}/8 whole, {ok} follow the schema, {bad} bad; {' '.join(drafts)}")
+print(f"shakes cuda json_schema: {whole}/8 whole, {ok} follow the schema, {thought} cut inside a thought, {bad} bad; "
+      f"{' '.join(drafts)}")
 # A forced call of one function: its arguments follow the tool's schema (decision 0027 §7).
 tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
         "properties": {"city": {"type": "string", "maxLength": 12}, "days": {"type": "integer"}, "unit": {"enum": ["C", "F"]}},
