@@ -733,6 +733,7 @@ int64_t JsonMatcher::free_string_room() const {
       f.opening) {
     return -1;
   }
+  if (f.is_key && grammar_->syntax() == JsonSyntax::kGemmaCall) return -1;  // a bare key takes fewer bytes
   const int64_t max = f.is_key ? -1 : grammar_->node(f.node).max_length;
   return max < 0 ? INT64_MAX : std::max<int64_t>(max - f.length, 0);
 }

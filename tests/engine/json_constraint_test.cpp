@@ -115,6 +115,42 @@ TEST(JsonConstraint, MasksEqualABruteForceCheckOfEveryToken) {
   }
 }
 
+TEST(JsonConstraint, ToolCallMasksEqualABruteForceCheck) {
+  // A forced call's arguments in the Gemma call form, from the prompt's "{" (decision 0027 §7).
+  const int32_t close = token(std::string(text::markup::kToolCallClose));
+  for (const char* schema : {R"({"type":"object"})",
+                             R"({"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer"},
+                                 "unit":{"enum":["C","F"]}},"required":["city"]})"}) {
+    auto g = text::JsonGrammar::from_schema(json::parse(schema), "schema", text::JsonSyntax::kGemmaCall);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    JsonConstraintOptions o;
+    o.end_tokens = {close};
+    o.prefix = "{";
+    JsonConstraint c(shakes_pieces(), *g, o);
+    text::JsonMatcher m(*g);
+    ASSERT_TRUE(m.feed(std::string_view("{")));
+    const std::string args = "city:<|\"|>Verona, \"fair\" <3<|\"|>,n:12,unit:<|\"|>C<|\"|>}";
+    const std::vector<int32_t> ids = shakes_tokenizer()->encode(args, false, true);
+    for (size_t i = 0; i <= ids.size(); ++i) {
+      std::vector<int32_t> expected;
+      for (int32_t id = 0; id < shakes_pieces()->n_vocab(); ++id) {
+        const std::string& p = shakes_pieces()->piece(id);
+        text::JsonMatcher x = m;
+        if (id == close ? m.can_end() : !p.empty() && x.feed(p)) expected.push_back(id);
+      }
+      std::vector<int32_t> allowed;
+      c.allowed(&allowed);
+      ASSERT_EQ(allowed, expected) << schema << " after " << i << " tokens";
+      if (i == ids.size()) break;
+      ASSERT_TRUE(std::binary_search(allowed.begin(), allowed.end(), ids[i])) << i;
+      c.advance(ids[i]);
+      ASSERT_TRUE(m.feed(shakes_pieces()->piece(ids[i])));
+    }
+    c.advance(close);
+    EXPECT_FALSE(c.active());
+  }
+}
+
 TEST(JsonConstraint, MasksOnTheFullGemmaVocabulary) {
   // The real 262k-token vocabulary has many more multi-byte and byte-fallback pieces.
   auto file = gguf::GgufFile::open(test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));

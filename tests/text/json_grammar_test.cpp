@@ -320,6 +320,14 @@ TEST(JsonGrammar, TheGemmaToolCallForm) {
   // No byte leads where nothing can follow: an enum's string takes the closing delimiter's
   // first byte only where a value is whole.
   EXPECT_EQ(taken(call, R"({city:<|"|>P<|"|>,unit:<|"|><|"|>)"), 28u);  // the second "<" is refused
+  // A free bare key is not a free string: a blank or a ':' ends or breaks it.
+  auto free_call = JsonGrammar::from_schema(json::parse(R"({"type":"object"})"), "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(free_call.ok());
+  JsonMatcher k(*free_call);
+  ASSERT_TRUE(k.feed(std::string_view("{ab")));
+  EXPECT_EQ(k.free_string_room(), -1);
+  EXPECT_TRUE(accepts(*free_call, R"({ab:1,c:<|"|>x y<|"|>})"));
+  EXPECT_FALSE(accepts(*free_call, R"({a b:1})"));
   // Keys the bare form cannot spell make the schema unusable for calls.
   EXPECT_FALSE(JsonGrammar::from_schema(json::parse(R"({"properties":{"a b":{}}})"), "schema", JsonSyntax::kGemmaCall).ok());
   // The string-safe pieces of this form: no '<'.
