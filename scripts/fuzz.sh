@@ -49,6 +49,8 @@ printf '%s\0%s' '{"type":"object","properties":{"a":{"type":"string","maxLength"
 printf '%s\0%s' '{"$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":2}},"$ref":"#/$defs/n"}' '[[],[[]]]' \
   >"$work/json/recursive"
 printf '%s\0%s' 'x' '{"k": [1.5e3, true, "\ud83d\ude00"]}' >"$work/json/any"
+printf '%s\0%s' '!{"type":"object","properties":{"city":{"type":"string"},"n":{"enum":[1,2]}}}' \
+  '{city:<|"|>a <b<|"|>,n:2}' >"$work/json/call"
 vocab="$shared/test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"
 # Inputs of past findings stay in the corpus so a regression shows at once.
 for t in gguf quant text json; do

@@ -2,8 +2,9 @@
 // hostile output bytes.
 //
 // Input: a schema (JSON text) up to the first NUL byte, then the bytes to feed. A schema
-// that does not parse, or that the compiler refuses, gives any JSON object. Properties: no
-// crash, no sanitizer finding; a refused byte leaves the matcher as it was; whatever the
+// that begins with '!' is read (without it) in the Gemma tool-call form. A schema that does
+// not parse, or that the compiler refuses, gives any JSON object. Properties: no crash, no
+// sanitizer finding; a refused byte leaves the matcher as it was; whatever the JSON-form
 // matcher takes whole is JSON that nlohmann::json accepts.
 #include <cstddef>
 #include <cstdint>
@@ -26,12 +27,15 @@ namespace {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const size_t nul = in.find('\0');
-  const std::string_view schema_text = in.substr(0, nul);
+  std::string_view schema_text = in.substr(0, nul);
+  const bool gemma = !schema_text.empty() && schema_text[0] == '!';
+  if (gemma) schema_text.remove_prefix(1);
+  const auto syntax = gemma ? gs::text::JsonSyntax::kGemmaCall : gs::text::JsonSyntax::kJson;
   const std::string_view bytes = nul == std::string_view::npos ? std::string_view() : in.substr(nul + 1);
   std::shared_ptr<const gs::text::JsonGrammar> grammar = gs::text::JsonGrammar::any_object();
   const nlohmann::json schema = nlohmann::json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
   if (!schema.is_discarded()) {
-    auto compiled = gs::text::JsonGrammar::from_schema(schema);
+    auto compiled = gs::text::JsonGrammar::from_schema(schema, "schema", syntax);
     if (compiled.ok()) grammar = *compiled;
   }
   gs::text::JsonMatcher m(grammar);
@@ -52,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     ++taken;
   }
-  if (taken == bytes.size() && m.can_end() && !nlohmann::json::accept(bytes)) {
+  if (!gemma && grammar->syntax() == gs::text::JsonSyntax::kJson && taken == bytes.size() && m.can_end() &&
+      !nlohmann::json::accept(bytes)) {
     fail("took a text that is not JSON", bytes);
   }
   return 0;
