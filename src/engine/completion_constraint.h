@@ -1,5 +1,6 @@
 // A token-level output constraint: the generated text must spell one of a few given
-// completions (a tool name and its '{' after a forced "call:"), token by token.
+// completions (a tool name and its '{' after a forced "call:"), token by token. Also the
+// vocabulary's pieces (TokenPieces), shared with the JSON constraint.
 #pragma once
 
 #include <array>

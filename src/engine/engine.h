@@ -54,10 +54,11 @@ struct GenerationRequest {
   // nothing. Text, not ids: the engine maps it to tokens (engine/completion_constraint.h).
   std::vector<std::string> allowed_completions;
   // Structured output (response_format, decision 0027): when set, the generated content must
-  // be one JSON value this grammar accepts. Until it is whole, the engine masks every token
-  // that would leave the grammar (and drafts nothing); then only end of generation may come.
-  // json_think_open as the first token opens a free thought span up to json_think_close
-  // (drafting runs there); one of json_escape_tokens as the first token (a tool call's
+  // be one JSON value this grammar accepts (in its syntax: JSON, or a Gemma tool call's
+  // arguments). Until it is whole, the engine masks every token that would leave the grammar
+  // (drafts are picked and verified under the same masks); then only end of generation (or
+  // json_end_tokens) may come. json_think_open as the first token opens a free thought span
+  // up to json_think_close; one of json_escape_tokens as the first token (a tool call's
   // opener) ends the constraint. Takes precedence over allowed_completions.
   std::shared_ptr<const text::JsonGrammar> json_grammar;
   int32_t json_think_open = -1;

@@ -53,9 +53,9 @@ struct SeqWork {
   std::span<const int32_t> allowed_tokens;
   // Grammar-style constraints that allow drafting (allowed_tokens empty): the allowed ids
   // at verify position i, given the drafts before it (`drafts_before` has i entries; the
-  // calls come in order i = 0, 1, ...). An empty result leaves that position free. Drafts
-  // are proposed unmasked; one the mask excludes is rejected by the acceptance rule, which
-  // samples the masked distribution, so the output is exactly that of masked plain decoding.
+  // calls come in order i = 0, 1, ...). An empty result leaves that position free. The
+  // drafts are picked under the same masks (draft_stepwise), and verify samples the masked
+  // distributions, so the output is exactly that of masked plain decoding.
   std::function<std::span<const int32_t>(std::span<const int32_t> drafts_before)> allowed_after;
 
   // Results of the step:
