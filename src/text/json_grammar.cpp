@@ -8,6 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "text/utf8.h"
+
 namespace gs::text {
 
 namespace {
@@ -68,6 +70,16 @@ bool utf8_lead(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
   } else {
     return false;
   }
+  return true;
+}
+
+// The next continuation byte of a character begun by utf8_lead: false when `c` is not in the
+// range allowed there; otherwise one fewer is due, and the later ones take 0x80..0xBF.
+bool utf8_continue(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
+  if (c < *lo || c > *hi) return false;
+  --*need;
+  *lo = 0x80;
+  *hi = 0xBF;
   return true;
 }
 
@@ -954,10 +966,7 @@ bool JsonMatcher::feed_string(unsigned char c) {
       }
     }
   } else if (s.utf8_need > 0) {
-    if (c < s.utf8_lo || c > s.utf8_hi) return false;
-    --s.utf8_need;
-    s.utf8_lo = 0x80;
-    s.utf8_hi = 0xBF;
+    if (!utf8_continue(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
   } else if (s.low_surrogate_next) {
     if (c != '\\') return false;
     s.esc = 1;
@@ -1044,10 +1053,7 @@ bool JsonMatcher::feed_gemma_string(unsigned char c) {
       s.delim = 0;
     }
   } else if (s.utf8_need > 0) {
-    if (c < s.utf8_lo || c > s.utf8_hi) return false;
-    --s.utf8_need;
-    s.utf8_lo = 0x80;
-    s.utf8_hi = 0xBF;
+    if (!utf8_continue(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
     if (!content_byte(&s, c, false)) return false;
   } else if (c == delim(s.delim)) {
     // A (further) byte of the closing delimiter; the whole one closes the string. Taken only
@@ -1096,10 +1102,7 @@ bool JsonMatcher::feed_bare_key(unsigned char c) {
     return true;
   }
   if (s.utf8_need > 0) {
-    if (c < s.utf8_lo || c > s.utf8_hi) return false;
-    --s.utf8_need;
-    s.utf8_lo = 0x80;
-    s.utf8_hi = 0xBF;
+    if (!utf8_continue(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
     if (!content_byte(&s, c, false)) return false;
   } else {
     if (c <= ' ' || std::string_view(":,{}[]\"'<>=").find(static_cast<char>(c)) != std::string_view::npos) return false;
@@ -1211,45 +1214,18 @@ int64_t utf8_chars(std::string_view bytes) {
 }
 
 bool gemma_string_safe(std::string_view bytes) {
-  if (bytes.empty()) return false;
-  uint8_t need = 0;
-  uint8_t lo = 0x80;
-  uint8_t hi = 0xBF;
-  for (char ch : bytes) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (need > 0) {
-      if (c < lo || c > hi) return false;
-      --need;
-      lo = 0x80;
-      hi = 0xBF;
-    } else if (c == '<' || c == 0) {
-      return false;
-    } else if (c >= 0x80 && !utf8_lead(c, &need, &lo, &hi)) {
-      return false;
-    }
-  }
-  return need == 0;
+  return !bytes.empty() && bytes.find_first_of(std::string_view("<\0", 2)) == std::string_view::npos &&
+         is_valid_utf8(bytes);
 }
 
 bool json_string_safe(std::string_view bytes) {
-  if (bytes.empty()) return false;
-  uint8_t need = 0;
-  uint8_t lo = 0x80;
-  uint8_t hi = 0xBF;
-  for (char ch : bytes) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (need > 0) {
-      if (c < lo || c > hi) return false;
-      --need;
-      lo = 0x80;
-      hi = 0xBF;
-    } else if (c == '"' || c == '\\' || c < 0x20) {
-      return false;
-    } else if (c >= 0x80 && !utf8_lead(c, &need, &lo, &hi)) {
-      return false;
-    }
-  }
-  return need == 0;
+  return !bytes.empty() &&
+         std::none_of(bytes.begin(), bytes.end(),
+                      [](char ch) {
+                        const auto c = static_cast<unsigned char>(ch);
+                        return c == '"' || c == '\\' || c < 0x20;
+                      }) &&
+         is_valid_utf8(bytes);
 }
 
 }  // namespace gs::text
