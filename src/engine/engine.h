@@ -30,6 +30,19 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// Structured output (decision 0027): when `grammar` is set, the generated content must be one
+// value it accepts (in its syntax: JSON, or a Gemma tool call's arguments). Until the value
+// is whole, the engine masks every token that would leave the grammar (drafts are picked and
+// verified under the same masks); then only end of generation (or `end_tokens`) may come.
+struct JsonOutput {
+  std::shared_ptr<const text::JsonGrammar> grammar;  // null: no constraint
+  int32_t think_open = -1;              // as the first token, opens a free thought span ...
+  int32_t think_close = -1;             // ... up to this token
+  std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
+  std::string prefix;                   // text of the value already in the prompt (a forced call's "{")
+  std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included when the model wants it
   int32_t max_tokens = -1;      // -1: until end of generation or the context is full
@@ -53,21 +66,9 @@ struct GenerationRequest {
   // only tokens that keep the text on one of them may be sampled, and the sequence drafts
   // nothing. Text, not ids: the engine maps it to tokens (engine/completion_constraint.h).
   std::vector<std::string> allowed_completions;
-  // Structured output (response_format, decision 0027): when set, the generated content must
-  // be one JSON value this grammar accepts (in its syntax: JSON, or a Gemma tool call's
-  // arguments). Until it is whole, the engine masks every token that would leave the grammar
-  // (drafts are picked and verified under the same masks); then only end of generation (or
-  // json_end_tokens) may come. json_think_open as the first token opens a free thought span
-  // up to json_think_close; one of json_escape_tokens as the first token (a tool call's
-  // opener) ends the constraint. Takes precedence over allowed_completions.
-  std::shared_ptr<const text::JsonGrammar> json_grammar;
-  int32_t json_think_open = -1;
-  int32_t json_think_close = -1;
-  std::vector<int32_t> json_escape_tokens;
-  // The text of the value already written in the prompt (a forced tool call's "{"), and end
-  // tokens besides the model's own (the call's closer).
-  std::string json_prefix;
-  std::vector<int32_t> json_end_tokens;
+  // Structured output (response_format, a forced call's arguments; decision 0027). Takes
+  // precedence over allowed_completions.
+  JsonOutput json;
 };
 
 struct TokenLogprob {

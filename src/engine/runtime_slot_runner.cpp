@@ -111,15 +111,15 @@ class RuntimeSlotRunner final : public SlotRunner {
     s.n_logprobs = setup.n_logprobs;
     s.draft_max = setup.speculative && spec_->has_drafter() ? setup.draft_max : 0;
     s.constraint.reset();
-    if (setup.json_grammar) {
+    if (setup.json.grammar) {
       JsonConstraintOptions json;
-      json.think_open = setup.json_think_open;
-      json.think_close = setup.json_think_close;
-      json.escape_tokens = setup.json_escape_tokens;
+      json.think_open = setup.json.think_open;
+      json.think_close = setup.json.think_close;
+      json.escape_tokens = setup.json.escape_tokens;
       json.end_tokens = info_.eog_tokens;
-      json.end_tokens.insert(json.end_tokens.end(), setup.json_end_tokens.begin(), setup.json_end_tokens.end());
-      json.prefix = setup.json_prefix;
-      s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json_grammar, std::move(json));
+      json.end_tokens.insert(json.end_tokens.end(), setup.json.end_tokens.begin(), setup.json.end_tokens.end());
+      json.prefix = setup.json.prefix;
+      s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json.grammar, std::move(json));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
     }

@@ -243,12 +243,7 @@ void Scheduler::loop() {
       setup.draft_max = std::clamp(setup.draft_max, 0, std::max(runner_info_.draft_max, 0));
       if (setup.draft_max == 0) setup.speculative = false;
       setup.allowed_completions = seq.request.allowed_completions;
-      setup.json_grammar = seq.request.json_grammar;
-      setup.json_think_open = seq.request.json_think_open;
-      setup.json_think_close = seq.request.json_think_close;
-      setup.json_escape_tokens = seq.request.json_escape_tokens;
-      setup.json_prefix = seq.request.json_prefix;
-      setup.json_end_tokens = seq.request.json_end_tokens;
+      setup.json = seq.request.json;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
       slot_cached_[static_cast<size_t>(seq.slot)] = 0;  // set again when the sequence ends
       if (!started.ok()) {

@@ -40,13 +40,8 @@ struct SequenceSetup {
   // GenerationRequest::allowed_completions: the runner masks sampling (and drafts nothing)
   // until the generated text starts with one of them.
   std::vector<std::string> allowed_completions;
-  // GenerationRequest::json_grammar and its tokens: structured output (decision 0027).
-  std::shared_ptr<const text::JsonGrammar> json_grammar;
-  int32_t json_think_open = -1;
-  int32_t json_think_close = -1;
-  std::vector<int32_t> json_escape_tokens;
-  std::string json_prefix;
-  std::vector<int32_t> json_end_tokens;
+  // GenerationRequest::json: structured output (decision 0027).
+  JsonOutput json;
 };
 
 // A prompt chunk that continues slot `slot`'s cache at its next position. When `last` is

@@ -8,7 +8,7 @@ namespace gs::server {
 namespace {
 
 void fill_common(const GenerationOptions& gen, const PlanLimits& limits, GenerationRequest* r) {
-  r->json_grammar = gen.json_grammar;
+  r->json.grammar = gen.json_grammar;
   r->max_tokens = gen.max_tokens ? *gen.max_tokens : limits.default_max_tokens;
   r->sampling = gen.sampling;
   r->n_logprobs = gen.n_logprobs;
@@ -97,23 +97,23 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   prompt.text += plan.output_prefix;
   plan.request.prompt = tok.encode_prompt(prompt.text, prompt.markup, /*add_special=*/true);
   fill_common(req.gen, limits, &plan.request);
-  if (plan.request.json_grammar) {
+  if (plan.request.json.grammar) {
     // Structured output (decision 0027): a forced call is the output, the format is moot;
     // otherwise a thought may come first, and a tool call instead of the value when tools
     // are offered.
     if (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed) {
-      plan.request.json_grammar.reset();
+      plan.request.json.grammar.reset();
     } else {
       if (req.enable_thinking) {
         const auto open = tok.find_token(text::markup::kChannelOpen);
         const auto close = tok.find_token(text::markup::kChannelClose);
         if (open && close) {
-          plan.request.json_think_open = *open;
-          plan.request.json_think_close = *close;
+          plan.request.json.think_open = *open;
+          plan.request.json.think_close = *close;
         }
       }
       if (tools_on) {
-        if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json_escape_tokens.push_back(*call);
+        if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json.escape_tokens.push_back(*call);
       }
     }
   }
@@ -125,9 +125,9 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
     for (const auto& t : req.tools) {
       if (t.name != name || !close) continue;
       if (auto g = call_grammar(t)) {
-        plan.request.json_grammar = std::move(g);
-        plan.request.json_prefix = "{";
-        plan.request.json_end_tokens = {*close};
+        plan.request.json.grammar = std::move(g);
+        plan.request.json.prefix = "{";
+        plan.request.json.end_tokens = {*close};
         plan.request.allowed_completions.clear();
       }
     }

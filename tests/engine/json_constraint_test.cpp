@@ -302,9 +302,9 @@ TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
     req.prompt = prompt(seed % 2 == 1);
     req.max_tokens = 160;
     req.speculative = drafter;
-    req.json_grammar = person_schema();
-    req.json_think_open = tokens.think_open;
-    req.json_think_close = tokens.think_close;
+    req.json.grammar = person_schema();
+    req.json.think_open = tokens.think_open;
+    req.json.think_close = tokens.think_close;
     if (seed == 0) {
       req.sampling.temperature = 0.0f;
     } else {
@@ -349,7 +349,7 @@ TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
   req.prompt = prompt(false);
   req.max_tokens = 160;
   req.speculative = !drafter;
-  req.json_grammar = person_schema();
+  req.json.grammar = person_schema();
   req.sampling.temperature = 0.0f;
   EXPECT_EQ(content(generate(engine, req).ids, tokens.think_close), greedy);
   loaded->engine->shutdown();

@@ -88,16 +88,16 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
   // the call form, from the prompt's "{" to the call's closer; no first-key list is needed.
   const int32_t call_close = *tok->find_token("<tool_call|>");
   for (const auto* p : {&*named}) {
-    ASSERT_TRUE(p->request.json_grammar);
-    EXPECT_EQ(p->request.json_grammar->syntax(), text::JsonSyntax::kGemmaCall);
-    EXPECT_EQ(p->request.json_prefix, "{");
-    EXPECT_EQ(p->request.json_end_tokens, std::vector<int32_t>{call_close});
+    ASSERT_TRUE(p->request.json.grammar);
+    EXPECT_EQ(p->request.json.grammar->syntax(), text::JsonSyntax::kGemmaCall);
+    EXPECT_EQ(p->request.json.prefix, "{");
+    EXPECT_EQ(p->request.json.end_tokens, std::vector<int32_t>{call_close});
     EXPECT_TRUE(p->request.allowed_completions.empty());
   }
   auto one = plan_chat(chat(msgs + time + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(one.ok());
-  ASSERT_TRUE(one->request.json_grammar);
-  EXPECT_EQ(one->request.json_grammar->syntax(), text::JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(one->request.json.grammar);
+  EXPECT_EQ(one->request.json.grammar->syntax(), text::JsonSyntax::kGemmaCall);
   EXPECT_TRUE(one->request.allowed_completions.empty());
   auto three = plan_chat(chat(msgs + weather + "," + time + "," + open + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(three.ok());
@@ -112,7 +112,7 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
   auto odd = plan_chat(chat(msgs + spaced + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(odd.ok());
   EXPECT_TRUE(odd->request.allowed_completions.empty());  // a key the bare form cannot spell
-  EXPECT_FALSE(odd->request.json_grammar);
+  EXPECT_FALSE(odd->request.json.grammar);
   auto automatic = plan_chat(chat(msgs + weather + "]}"), *tok, {});
   ASSERT_TRUE(automatic.ok());
   EXPECT_TRUE(automatic->request.allowed_completions.empty());
@@ -131,32 +131,32 @@ TEST(RequestPlan, ResponseFormatCarriesTheGrammarAndItsPrelude) {
   const std::string rf = R"("response_format":{"type":"json_object"})";
   auto thinking = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}],)" + rf + "}"), *tok, {});
   ASSERT_TRUE(thinking.ok());
-  ASSERT_TRUE(thinking->request.json_grammar);
-  EXPECT_EQ(thinking->request.json_think_open, think_open);
-  EXPECT_EQ(thinking->request.json_think_close, think_close);
-  EXPECT_TRUE(thinking->request.json_escape_tokens.empty());
+  ASSERT_TRUE(thinking->request.json.grammar);
+  EXPECT_EQ(thinking->request.json.think_open, think_open);
+  EXPECT_EQ(thinking->request.json.think_close, think_close);
+  EXPECT_TRUE(thinking->request.json.escape_tokens.empty());
   auto quiet = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none",)" + rf + "}"),
                          *tok, {});
-  ASSERT_TRUE(quiet->request.json_grammar);
-  EXPECT_EQ(quiet->request.json_think_open, -1);
+  ASSERT_TRUE(quiet->request.json.grammar);
+  EXPECT_EQ(quiet->request.json.think_open, -1);
   const std::string tools = std::string(R"({"messages":[{"role":"user","content":"hi"}],"tools":[)") + kTool + "]," + rf;
   auto with_tools = plan_chat(chat(tools + "}"), *tok, {});
-  ASSERT_TRUE(with_tools->request.json_grammar);
-  EXPECT_EQ(with_tools->request.json_escape_tokens, std::vector<int32_t>{call_open});
+  ASSERT_TRUE(with_tools->request.json.grammar);
+  EXPECT_EQ(with_tools->request.json.escape_tokens, std::vector<int32_t>{call_open});
   auto forced = plan_chat(chat(tools + R"(,"tool_choice":"required"})"), *tok, {});
-  ASSERT_TRUE(forced->request.json_grammar);  // the call's arguments, not the response format
-  EXPECT_EQ(forced->request.json_grammar->syntax(), text::JsonSyntax::kGemmaCall);
-  EXPECT_EQ(forced->request.json_think_open, -1);
+  ASSERT_TRUE(forced->request.json.grammar);  // the call's arguments, not the response format
+  EXPECT_EQ(forced->request.json.grammar->syntax(), text::JsonSyntax::kGemmaCall);
+  EXPECT_EQ(forced->request.json.think_open, -1);
   auto plain = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}]})"), *tok, {});
-  EXPECT_FALSE(plain->request.json_grammar);
+  EXPECT_FALSE(plain->request.json.grammar);
   // /v1/completions takes it too, with no prelude.
   RequestDefaults d;
   auto creq = parse_completion_request(json::parse(R"({"prompt":"x",)" + rf + "}"), d);
   ASSERT_TRUE(creq.ok());
   auto cplan = plan_completion(*creq, *tok, {});
   ASSERT_TRUE(cplan.ok());
-  EXPECT_TRUE(cplan->request.json_grammar);
-  EXPECT_EQ(cplan->request.json_think_open, -1);
+  EXPECT_TRUE(cplan->request.json.grammar);
+  EXPECT_EQ(cplan->request.json.think_open, -1);
 }
 
 TEST(RequestPlan, ParserKnowsTheDeclaredToolNames) {
