@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/test_paths.h"
+#include "common/shakes.h"
 #include "core/log.h"
 #include "engine/completion_constraint.h"
 #include "engine/engine_factory.h"
@@ -25,21 +25,8 @@ using namespace std::chrono_literals;
 
 const std::vector<std::string> kCompletions = {"get_weather{", "get_time{", "lookup_stock{"};
 
-std::shared_ptr<const text::Tokenizer> shakes_tokenizer() {
-  static std::shared_ptr<const text::Tokenizer> tok = [] {
-    auto file = gguf::GgufFile::open(test::shared_path("models/shakes-target.gguf"));
-    EXPECT_TRUE(file.ok()) << file.status().to_string();
-    auto t = text::Tokenizer::from_gguf(**file);
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    return *t;
-  }();
-  return tok;
-}
-
-std::shared_ptr<const TokenPieces> shakes_pieces() {
-  static auto pieces = std::make_shared<const TokenPieces>(*shakes_tokenizer());
-  return pieces;
-}
+using test::shakes_pieces;
+using test::shakes_tokenizer;
 
 bool starts_with_a_completion(const std::string& text) {
   for (const auto& c : kCompletions) {
@@ -128,24 +115,9 @@ class ToolNameEngine : public ::testing::TestWithParam<bool> {
 
   // Generates up to 16 tokens; returns the text.
   static std::string generate(Engine& engine, const GenerationRequest& req, Usage* usage) {
-    auto stream = engine.submit(req);
-    EXPECT_TRUE(stream.ok()) << stream.status().to_string();
-    if (!stream.ok()) return "";
-    std::vector<int32_t> ids;
-    StreamEvent ev;
-    for (;;) {
-      if (!(*stream)->next(&ev, 60s)) {
-        ADD_FAILURE() << "timeout";
-        return "";
-      }
-      if (ev.kind == StreamEvent::Kind::kTokens) {
-        for (const auto& t : ev.tokens) ids.push_back(t.id);
-      } else {
-        EXPECT_EQ(ev.kind, StreamEvent::Kind::kDone) << ev.error.to_string();
-        *usage = ev.usage;
-        break;
-      }
-    }
+    const test::EngineOutput out = test::run_request(engine, req, 60s);
+    *usage = out.usage;
+    const std::vector<int32_t>& ids = out.ids;
     text::DecodeOptions o;
     auto text = shakes_tokenizer()->decode(ids, o);
     EXPECT_TRUE(text.ok());
@@ -156,15 +128,8 @@ class ToolNameEngine : public ::testing::TestWithParam<bool> {
 TEST_P(ToolNameEngine, RequiredToolChoiceAlwaysSpellsADeclaredName) {
   const bool drafter = GetParam();
   set_log_level("warn");
-  EngineOptions o;
-  o.model_path = test::shared_path("models/shakes-target.gguf");
-  if (drafter) o.drafter_path = test::shared_path("models/shakes-assistant.gguf");
-  o.device = DeviceChoice::kCpu;
-  o.n_threads = 2;
-  o.n_slots = 2;
-  o.n_ctx = 1024;
-  o.draft_max = 3;
-  o.draft_adaptive = false;  // draft every round: a drafted masked step would show
+  // Drafting every round (adaptive off): a drafted masked step would show.
+  const EngineOptions o = test::shakes_engine_options(drafter, /*adaptive=*/false);
   auto loaded = create_engine(o);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   Engine& engine = *loaded->engine;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/test_paths.h"
+#include "common/shakes.h"
 #include "core/log.h"
 #include "engine/engine_factory.h"
 #include "engine/json_constraint.h"
@@ -22,23 +22,9 @@ namespace gs {
 namespace {
 
 using json = nlohmann::json;
-using namespace std::chrono_literals;
 
-std::shared_ptr<const text::Tokenizer> shakes_tokenizer() {
-  static std::shared_ptr<const text::Tokenizer> tok = [] {
-    auto file = gguf::GgufFile::open(test::shared_path("models/shakes-target.gguf"));
-    EXPECT_TRUE(file.ok()) << file.status().to_string();
-    auto t = text::Tokenizer::from_gguf(**file);
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    return *t;
-  }();
-  return tok;
-}
-
-std::shared_ptr<const TokenPieces> shakes_pieces() {
-  static auto pieces = std::make_shared<const TokenPieces>(*shakes_tokenizer());
-  return pieces;
-}
+using test::shakes_pieces;
+using test::shakes_tokenizer;
 
 std::shared_ptr<const text::JsonGrammar> person_schema() {
   auto g = text::JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
@@ -234,34 +220,6 @@ class JsonEngine : public ::testing::TestWithParam<bool> {
     return shakes_tokenizer()->encode_prompt(rendered->text, rendered->markup, true);
   }
 
-  struct Output {
-    std::vector<int32_t> ids;
-    FinishReason finish = FinishReason::kError;
-    Usage usage;
-  };
-
-  static Output generate(Engine& engine, const GenerationRequest& req) {
-    Output out;
-    auto stream = engine.submit(req);
-    EXPECT_TRUE(stream.ok()) << stream.status().to_string();
-    if (!stream.ok()) return out;
-    StreamEvent ev;
-    for (;;) {
-      if (!(*stream)->next(&ev, 120s)) {
-        ADD_FAILURE() << "timeout";
-        return out;
-      }
-      if (ev.kind == StreamEvent::Kind::kTokens) {
-        for (const auto& t : ev.tokens) out.ids.push_back(t.id);
-      } else {
-        EXPECT_EQ(ev.kind, StreamEvent::Kind::kDone) << ev.error.to_string();
-        out.finish = ev.finish;
-        out.usage = ev.usage;
-        return out;
-      }
-    }
-  }
-
   // The text of the ids after the thought span (if any; empty when it never closed), without
   // the end token.
   static std::string content(const std::vector<int32_t>& ids, int32_t close) {
@@ -279,15 +237,8 @@ class JsonEngine : public ::testing::TestWithParam<bool> {
 TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
   const bool drafter = GetParam();
   set_log_level("warn");
-  EngineOptions o;
-  o.model_path = test::shared_path("models/shakes-target.gguf");
-  if (drafter) o.drafter_path = test::shared_path("models/shakes-assistant.gguf");
-  o.device = DeviceChoice::kCpu;
-  o.n_threads = 2;
-  o.n_slots = 2;
-  o.n_ctx = 1024;
-  o.draft_max = 3;
-  o.draft_adaptive = true;  // as served: drafting backs off where the drafts do not fit
+  // Adaptive drafting, as served: it backs off where the drafts do not fit.
+  const EngineOptions o = test::shakes_engine_options(drafter, /*adaptive=*/true);
   auto loaded = create_engine(o);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   Engine& engine = *loaded->engine;
@@ -313,7 +264,7 @@ TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
       req.sampling.has_seed = true;
       req.sampling.seed = seed;
     }
-    const Output out = generate(engine, req);
+    const test::EngineOutput out = test::run_request(engine, req);
     drafted += out.usage.drafted_tokens;
     accepted += out.usage.accepted_tokens;
     const std::string text = content(out.ids, tokens.think_close);
@@ -351,7 +302,7 @@ TEST_P(JsonEngine, OutputAlwaysFollowsTheSchema) {
   req.speculative = !drafter;
   req.json.grammar = person_schema();
   req.sampling.temperature = 0.0f;
-  EXPECT_EQ(content(generate(engine, req).ids, tokens.think_close), greedy);
+  EXPECT_EQ(content(test::run_request(engine, req).ids, tokens.think_close), greedy);
   loaded->engine->shutdown();
 }
 

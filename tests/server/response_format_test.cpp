@@ -37,15 +37,7 @@ class ResponseFormat : public ::testing::TestWithParam<bool> {
   // The streamed content and finish reason of an SSE body.
   static std::pair<std::string, std::string> streamed(const std::string& body) {
     std::string content, finish;
-    size_t pos = 0;
-    while (pos < body.size()) {
-      size_t end = body.find('\n', pos);
-      if (end == std::string::npos) end = body.size();
-      const std::string line = body.substr(pos, end - pos);
-      pos = end + 1;
-      if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
-      const json c = json::parse(line.substr(6));
-      if (c["choices"].empty()) continue;
+    for (const json& c : test::sse_choice_chunks(body)) {
       const json& d = c["choices"][0]["delta"];
       if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
       if (c["choices"][0]["finish_reason"].is_string()) finish = c["choices"][0]["finish_reason"].get<std::string>();

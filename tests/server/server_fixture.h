@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shakes.h"
 #include "common/test_paths.h"
 #include "core/log.h"
 #include "engine/fake_slot_runner.h"
@@ -37,17 +38,6 @@ struct Script {
     return endless ? filler : eog;
   }
 };
-
-inline std::shared_ptr<const text::Tokenizer> shakes_tokenizer() {
-  static std::shared_ptr<const text::Tokenizer> tok = [] {
-    auto file = gguf::GgufFile::open(shared_path("models/shakes-target.gguf"));
-    EXPECT_TRUE(file.ok()) << file.status().to_string();
-    auto t = text::Tokenizer::from_gguf(**file);
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    return *t;
-  }();
-  return tok;
-}
 
 struct ServerFixtureOptions {
   int32_t n_slots = 4;

@@ -8,28 +8,38 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "common/test_paths.h"
+#include "common/shakes.h"
 #include "core/log.h"
 #include "engine/engine_factory.h"
 #include "server/http_server.h"
 
 namespace gs::test {
 
+// The chunks of an SSE body ("data: {...}" lines, not "[DONE]") that carry a choice.
+inline std::vector<nlohmann::json> sse_choice_chunks(const std::string& body) {
+  std::vector<nlohmann::json> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string::npos) end = body.size();
+    const std::string line = body.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
+    nlohmann::json c = nlohmann::json::parse(line.substr(6));
+    if (!c["choices"].empty()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 class ShakesHttp {
  public:
   // Loads the model (and the drafter when `drafter`) and starts the server.
   void start(bool drafter) {
     set_log_level("warn");
-    EngineOptions o;
-    o.model_path = shared_path("models/shakes-target.gguf");
-    if (drafter) o.drafter_path = shared_path("models/shakes-assistant.gguf");
-    o.device = DeviceChoice::kCpu;
-    o.n_threads = 2;
-    o.n_slots = 2;
-    o.n_ctx = 1024;
-    o.draft_max = 3;
-    o.draft_adaptive = false;  // draft every round: a drafted masked step would show
+    // Drafting every round (adaptive off): a drafted masked step would show.
+    const EngineOptions o = shakes_engine_options(drafter, /*adaptive=*/false);
     auto loaded = create_engine(o);
     ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
     engine_ = loaded->engine;

@@ -68,15 +68,7 @@ TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {
     ASSERT_TRUE(s);
     ASSERT_EQ(s->status, 200) << s->body;
     std::string name, streamed_content;
-    size_t pos = 0;
-    while (pos < s->body.size()) {
-      size_t end = s->body.find('\n', pos);
-      if (end == std::string::npos) end = s->body.size();
-      const std::string line = s->body.substr(pos, end - pos);
-      pos = end + 1;
-      if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
-      const json c = json::parse(line.substr(6));
-      if (c["choices"].empty()) continue;
+    for (const json& c : test::sse_choice_chunks(s->body)) {
       const json& d = c["choices"][0]["delta"];
       if (d.contains("content") && d["content"].is_string()) streamed_content += d["content"].get<std::string>();
       if (d.contains("tool_calls") && name.empty()) name = d["tool_calls"][0]["function"].value("name", "");
