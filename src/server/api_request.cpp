@@ -391,13 +391,15 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
 
 namespace {
 
-// Every top-level field the two parsers read: the roots an error's path may start from.
+// Every top-level field the request parsers read (these two and /tokenize's and
+// /detokenize's in token_api.h): the roots an error's path may start from.
 constexpr std::string_view kRequestFields[] = {
     "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens", "max_tokens",
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
     "n", "stop", "logit_bias", "speculative", "draft_max", "stream", "stream_options", "response_format",
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
     "top_logprobs", "prompt", "echo", "suffix", "best_of",
+    "content", "add_special", "parse_special", "with_pieces", "tokens",
 };
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

@@ -14,6 +14,7 @@
 #include "server/json_input.h"
 #include "server/openai_format.h"
 #include "server/prometheus.h"
+#include "server/token_api.h"
 
 namespace gs::server {
 
@@ -127,6 +128,48 @@ class Routes {
       }
     }
     start(m, std::move(*plan), parsed->gen.stream, state, req, res);
+  }
+
+  // llama-server's utility routes: no generation, so they answer while the server drains.
+
+  // POST /tokenize: the content's ids (with BOS when add_special), control-token text parsed
+  // unless parse_special is false; with_pieces adds each id's piece.
+  void tokenize(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_error(res, loading_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    Result<TokenizeRequest> parsed = parse_tokenize_request(*body);
+    if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
+    const std::vector<int32_t> ids = m->tokenizer->encode(parsed->content, parsed->add_special, parsed->parse_special);
+    res.status = 200;
+    res.set_content(tokenize_response_json(*m->tokenizer, ids, parsed->with_pieces), "application/json");
+  }
+
+  // POST /detokenize: the text of token ids.
+  void detokenize(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_error(res, loading_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    Result<DetokenizeRequest> parsed = parse_detokenize_request(*body, m->tokenizer->n_vocab());
+    if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
+    res.status = 200;
+    res.set_content(detokenize_response_json(*m->tokenizer, parsed->tokens), "application/json");
+  }
+
+  // POST /apply-template: a chat completion body's prompt, rendered as the chat route renders
+  // it (render_chat_request), not generated from; the same 400s for a bad body.
+  void apply_template(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_error(res, loading_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
+    if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
+    Result<text::RenderedPrompt> prompt = render_chat_request(*parsed);
+    if (!prompt.ok()) return send_error(res, request_error(prompt.status()));
+    send_json(res, 200, {{"prompt", std::move(prompt->text)}});
   }
 
  private:
@@ -489,6 +532,9 @@ void HttpServer::install_routes() {
   svr.Post("/chat/completions", route(&Routes::chat));
   svr.Post("/v1/completions", route(&Routes::completions));
   svr.Post("/completions", route(&Routes::completions));
+  svr.Post("/tokenize", route(&Routes::tokenize));
+  svr.Post("/detokenize", route(&Routes::detokenize));
+  svr.Post("/apply-template", route(&Routes::apply_template));
   // A known route asked with another method: 405 with Allow (RFC 9110 §15.5.6), not 404.
   auto wrong_method = [](const char* allow) {
     return [allow](const httplib::Request&, httplib::Response& res) {
@@ -510,19 +556,18 @@ void HttpServer::install_routes() {
       }
     };
   };
-  for (const char* path : {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"}) {
+  const char* const get_paths[] = {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"};
+  const char* const post_paths[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions",
+                                    "/tokenize", "/detokenize", "/apply-template"};
+  for (const char* path : get_paths) {
     svr.Options(path, preflight("GET"));
-  }
-  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
-    svr.Options(path, preflight("POST"));
-  }
-  for (const char* path : {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"}) {
     svr.Post(path, wrong_method("GET"));
     svr.Put(path, wrong_method("GET"));
     svr.Patch(path, wrong_method("GET"));
     svr.Delete(path, wrong_method("GET"));
   }
-  for (const char* path : {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"}) {
+  for (const char* path : post_paths) {
+    svr.Options(path, preflight("POST"));
     svr.Get(path, wrong_method("POST"));
     svr.Put(path, wrong_method("POST"));
     svr.Patch(path, wrong_method("POST"));

@@ -49,29 +49,55 @@ std::shared_ptr<const text::JsonGrammar> call_grammar(const text::ChatTool& tool
   return *g;
 }
 
+// The forced call's opener (decision 0016): the prompt ends inside the call, so the model
+// can only continue it. With one function known (named, or "required" with a single tool)
+// the opener goes up to the argument dict's '{', which leaves the model no way out of the
+// call form. "" when no call is forced.
+std::string forced_call_prefix(const ChatCompletionRequest& req) {
+  const std::string opener = std::string(text::markup::kToolCallOpen) + "call:";
+  switch (req.tool_choice) {
+    case ToolChoice::kAuto:
+    case ToolChoice::kNone:
+      return {};
+    case ToolChoice::kRequired:
+      return req.tools.size() == 1 ? opener + req.tools[0].name + "{" : opener;
+    case ToolChoice::kNamed:
+      return opener + req.tool_choice_name + "{";
+  }
+  return {};
+}
+
+bool tools_offered(const ChatCompletionRequest& req) {
+  return req.tool_choice != ToolChoice::kNone && !req.tools.empty();
+}
+
 }  // namespace
+
+Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& req) {
+  text::ChatRenderOptions options;
+  options.enable_thinking = req.enable_thinking;
+  options.add_generation_prompt = true;
+  const std::span<const text::ChatTool> tools =
+      tools_offered(req) ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
+  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, text::render_chat_prompt(req.messages, tools, options));
+  prompt.text += forced_call_prefix(req);
+  return prompt;
+}
 
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
                                  const PlanLimits& limits) {
   GenerationPlan plan;
   plan.chat = true;
-  const bool tools_on = req.tool_choice != ToolChoice::kNone && !req.tools.empty();
-  text::ChatRenderOptions options;
-  options.enable_thinking = req.enable_thinking;
-  options.add_generation_prompt = true;
+  const bool tools_on = tools_offered(req);
   const std::span<const text::ChatTool> tools =
       tools_on ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
-  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, text::render_chat_prompt(req.messages, tools, options));
-  // Forcing: the prompt ends inside the call, so the model can only continue it. With one
-  // function known (named, or "required" with a single tool) the opener goes up to the
-  // argument dict's '{', which leaves the model no way out of the call form.
-  const std::string opener = std::string(text::markup::kToolCallOpen) + "call:";
+  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat_request(req));
+  plan.output_prefix = forced_call_prefix(req);
   switch (req.tool_choice) {
     case ToolChoice::kAuto:
     case ToolChoice::kNone:
       break;
     case ToolChoice::kRequired:
-      plan.output_prefix = req.tools.size() == 1 ? opener + req.tools[0].name + "{" : opener;
       if (req.tools.size() == 1) {
         plan.request.allowed_completions = first_key_completions(req.tools[0]);
       } else {
@@ -86,7 +112,6 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       }
       break;
     case ToolChoice::kNamed:
-      plan.output_prefix = opener + req.tool_choice_name + "{";
       for (const auto& t : req.tools) {
         if (t.name == req.tool_choice_name) plan.request.allowed_completions = first_key_completions(t);
       }
@@ -94,7 +119,6 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   // Control tokens only where the renderer wrote markup: message text cannot open or close
   // a turn. The forced opener holds only user-defined tokens, which match anywhere.
-  prompt.text += plan.output_prefix;
   plan.request.prompt = tok.encode_prompt(prompt.text, prompt.markup, /*add_special=*/true);
   fill_common(req.gen, limits, &plan.request);
   if (plan.request.json.grammar) {

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "server/api_request.h"
 #include "server/generation.h"
+#include "text/chat_format.h"
 #include "text/tokenizer.h"
 
 namespace gs::server {
@@ -18,10 +19,18 @@ struct PlanLimits {
   int32_t draft_max = -1;             // -1: the engine's default
 };
 
-// Chat: render the messages with the Gemma 4 format (tools declared unless tool_choice is
-// "none"), append the forced tool-call opener for tool_choice "required" (`<|tool_call>call:`,
-// or `<|tool_call>call:NAME{` when only one tool is declared) or a named function
-// (`<|tool_call>call:NAME{`), tokenize with BOS, control tokens only where the renderer wrote
+// The prompt text a chat request puts before the model's first token: the messages rendered
+// with the Gemma 4 format (tools declared unless tool_choice is "none"), then the forced
+// tool-call opener for tool_choice "required" (`<|tool_call>call:`, or `<|tool_call>call:NAME{`
+// when only one tool is declared) or a named function (`<|tool_call>call:NAME{`). Without BOS
+// (the tokenizer adds it). `markup` spans the renderer's markup tokens (the opener holds
+// only user-defined tokens). What plan_chat tokenizes and POST /apply-template returns; the
+// text tokenized with BOS and special-token text parsed gives plan_chat's ids unless a
+// message spells control-token text ("<|turn>"), which encode_prompt keeps as text.
+// Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).
+Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& req);
+
+// Chat: render_chat_request, tokenized with BOS, control tokens only where the renderer wrote
 // markup (message text cannot inject a turn). A reasoning budget
 // (> 0, thinking on) goes to the engine with the ids of `<|channel>` and `<channel|>`.
 // Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).

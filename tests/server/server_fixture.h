@@ -31,6 +31,12 @@ struct Script {
   int32_t eog = 1;
   int32_t filler = 0;
   bool endless = false;
+  std::vector<int32_t> last_prompt;  // the prompt of the latest request the model read
+
+  void saw_prompt(const std::vector<int32_t>& prompt) {
+    std::lock_guard<std::mutex> lock(mu);
+    last_prompt = prompt;
+  }
 
   int32_t next(size_t index) {
     std::lock_guard<std::mutex> lock(mu);
@@ -90,7 +96,10 @@ class LiveServer {
     ro.has_drafter = o_.has_drafter;
     ro.draft_max = o_.has_drafter ? 3 : 0;
     auto s = script;
-    ro.next = [s](const std::vector<int32_t>& h, size_t n_prompt) { return s->next(h.size() - n_prompt); };
+    ro.next = [s](const std::vector<int32_t>& h, size_t n_prompt) {
+      if (h.size() == n_prompt) s->saw_prompt(h);
+      return s->next(h.size() - n_prompt);
+    };
     auto r = std::make_unique<FakeSlotRunner>(ro);
     runner = r.get();
     SchedulerOptions sched;

@@ -1,0 +1,522 @@
+// llama-server's utility routes over a live server: POST /tokenize and /detokenize (round
+// trips on the shakes vocabulary and the full Gemma 4 one, pieces, bad bodies, a million ids)
+// and POST /apply-template (the prompt the chat route feeds the model, the chat route's 400s);
+// wrong methods, API keys, loading.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "gguf/gguf_reader.h"
+#include "server/api_request.h"
+#include "server/request_plan.h"
+#include "server_fixture.h"
+#include "text/chat_format.h"
+#include "text/utf8.h"
+
+namespace gs {
+namespace {
+
+using nlohmann::json;
+using test::LiveServer;
+using test::ServerFixtureOptions;
+
+// The body of a 200 response to POST `path`, parsed (a test failure otherwise).
+json post_ok(const LiveServer& s, const std::string& path, const json& body) {
+  auto r = s.post(path, body.dump());
+  EXPECT_TRUE(r) << path;
+  if (!r) return json();
+  EXPECT_EQ(r->status, 200) << path << " " << body.dump().substr(0, 200) << " -> " << r->body.substr(0, 300);
+  return json::parse(r->body, nullptr, false);
+}
+
+std::vector<int32_t> tokenize(const LiveServer& s, const std::string& content, bool add_special,
+                              std::optional<bool> parse_special = std::nullopt) {
+  json body{{"content", content}, {"add_special", add_special}};
+  if (parse_special) body["parse_special"] = *parse_special;
+  const json j = post_ok(s, "/tokenize", body);
+  std::vector<int32_t> ids;
+  if (!j.is_object() || !j["tokens"].is_array()) {
+    ADD_FAILURE() << "no tokens array: " << j.dump();
+    return ids;
+  }
+  for (const auto& v : j["tokens"]) ids.push_back(v.get<int32_t>());
+  return ids;
+}
+
+std::string detokenize(const LiveServer& s, const std::vector<int32_t>& ids) {
+  const json j = post_ok(s, "/detokenize", json{{"tokens", ids}});
+  if (!j.is_object() || !j["content"].is_string()) {
+    ADD_FAILURE() << "no content string: " << j.dump().substr(0, 300);
+    return {};
+  }
+  return j["content"].get<std::string>();
+}
+
+// A 400 invalid_request_error whose param is `param` (when given).
+void expect_400(const httplib::Result& r, const std::string& context, const std::string& param = "") {
+  ASSERT_TRUE(r) << context;
+  EXPECT_EQ(r->status, 400) << context << " -> " << r->body;
+  const json j = json::parse(r->body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << context << " -> " << r->body;
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error") << context;
+  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty()) << context;
+  if (!param.empty()) {
+    EXPECT_EQ(j["error"]["param"], param) << context << " -> " << r->body;
+  }
+}
+
+// Strings whose round trip must give them back: plain text, emoji (with a modifier and a
+// ZWJ sequence), CJK, runs of spaces, tabs and newlines, and Gemma 4 special-token text
+// (control tokens such as <|turn>, <turn|>, <bos>, and user-defined ones such as
+// <|channel>, <|tool_call>, <|"|>, spec §8 / chat_format.h markup).
+const std::vector<std::string> kRoundTrip = {
+    "Hello world",
+    "ROMEO:\nBut, soft! what light through yonder window breaks?",
+    "emoji \xF0\x9F\x98\x80 \xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD \xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB!",
+    "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE6\x96\x87\xE7\xAB\xA0 \xE4\xB8\xAD\xE6\x96\x87 "
+    "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
+    "   leading, inner    runs\t\t\tof tabs\n\n\n\nand newlines   \r\n  trailing   ",
+    " ",
+    "\n",
+    "<|turn>user\nHi there<turn|>\n<|turn>model\n<|channel>thought\nhmm<channel|>Hello<turn|>",
+    "<bos>text after a literal bos",
+    "<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>",
+    "<|think|><|tool>declaration<tool|><|tool_response>x<tool_response|>",
+    "almost <|turn or turn|> or <|unknown_marker|>",
+    "na\xC3\xAFve caf\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80 \ttabs  and  spaces",
+    "",
+};
+
+void expect_round_trips(const LiveServer& s, const text::Tokenizer& tok) {
+  for (const std::string& text : kRoundTrip) {
+    for (const bool add_special : {false, true}) {
+      for (const bool parse_special : {true, false}) {
+        SCOPED_TRACE("add_special " + std::to_string(add_special) + " parse_special " + std::to_string(parse_special) +
+                     ": " + text);
+        const std::vector<int32_t> ids = tokenize(s, text, add_special, parse_special);
+        // The model's own tokenizer, as a prompt would be tokenized.
+        EXPECT_EQ(ids, tok.encode(text, add_special, parse_special));
+        const std::string back = detokenize(s, ids);
+        if (add_special) {
+          ASSERT_FALSE(ids.empty());
+          EXPECT_EQ(ids.front(), tok.bos_id());
+          EXPECT_EQ(back, "<bos>" + text);  // llama-server renders control tokens as their text
+        } else {
+          EXPECT_EQ(back, text);
+        }
+      }
+    }
+  }
+}
+
+TEST(TokenRoutes, RoundTripOnTheShakesVocabulary) {
+  LiveServer s;
+  expect_round_trips(s, *s.tok);
+  // parse_special defaults to true (llama-server): the markup is one token each.
+  const auto ids = tokenize(s, "<|turn>user\nHi<turn|>", false);
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids.front(), *s.tok->find_token("<|turn>"));
+  EXPECT_EQ(ids.back(), *s.tok->find_token("<turn|>"));
+  const auto as_text = tokenize(s, "<|turn>user\nHi<turn|>", false, false);
+  EXPECT_EQ(std::count(as_text.begin(), as_text.end(), *s.tok->find_token("<|turn>")), 0);
+  EXPECT_GT(as_text.size(), ids.size());
+  EXPECT_EQ(tokenize(s, "x", true).front(), s.tok->bos_id());
+  EXPECT_EQ(tokenize(s, "", true), std::vector<int32_t>{s.tok->bos_id()});
+  EXPECT_TRUE(tokenize(s, "", false).empty());
+}
+
+// The full Gemma 4 vocabulary (ids as llama.cpp gives them, tests/e2e/test_tokenize.sh).
+TEST(TokenRoutes, RoundTripOnTheFullGemma4Vocabulary) {
+  ServerFixtureOptions o;
+  o.load_model = false;
+  LiveServer s(o);
+  auto file = gguf::GgufFile::open(test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto tok = text::Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  s.tok = *tok;
+  s.load();
+  EXPECT_EQ(tokenize(s, "Hello world", false), (std::vector<int32_t>{9259, 1902}));
+  EXPECT_EQ(tokenize(s, "Hello world", true), (std::vector<int32_t>{2, 9259, 1902}));
+  EXPECT_EQ(tokenize(s, "<|turn>user\nHi<turn|>", false), (std::vector<int32_t>{105, 2364, 107, 10979, 106}));
+  EXPECT_EQ(tokenize(s, "<turn|>", false, false), (std::vector<int32_t>{236820, 887, 111038}));
+  EXPECT_EQ(detokenize(s, {105, 2364}), "<|turn>user");
+  expect_round_trips(s, *s.tok);
+}
+
+TEST(TokenRoutes, WithPieces) {
+  LiveServer s;
+  const std::string text = "<|turn>user\nHi \xF0\x9F\x98\x80 \xE6\x97\xA5\xE6\x9C\xAC<turn|>";
+  for (const bool add_special : {false, true}) {
+    const json j = post_ok(s, "/tokenize", json{{"content", text}, {"add_special", add_special}, {"with_pieces", true}});
+    ASSERT_TRUE(j["tokens"].is_array()) << j.dump();
+    const std::vector<int32_t> ids = s.tok->encode(text, add_special, true);
+    ASSERT_EQ(j["tokens"].size(), ids.size());
+    std::string joined;
+    size_t n_byte_arrays = 0;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const json& e = j["tokens"][k];
+      ASSERT_TRUE(e.is_object()) << e.dump();
+      EXPECT_EQ(e.size(), 2u) << e.dump();
+      EXPECT_EQ(e["id"], ids[k]);
+      const std::string piece(s.tok->token_to_piece(ids[k], /*render_special=*/true));
+      if (e["piece"].is_string()) {
+        EXPECT_EQ(e["piece"].get<std::string>(), piece);
+        EXPECT_TRUE(text::is_valid_utf8(piece));
+        joined += piece;
+      } else {
+        // Not UTF-8 on its own: the byte values, as llama-server gives them.
+        ASSERT_TRUE(e["piece"].is_array()) << e.dump();
+        EXPECT_FALSE(text::is_valid_utf8(piece));
+        std::string bytes;
+        for (const auto& b : e["piece"]) {
+          ASSERT_TRUE(b.is_number_integer());
+          ASSERT_GE(b.get<int>(), 0);
+          ASSERT_LE(b.get<int>(), 255);
+          bytes += static_cast<char>(b.get<int>());
+        }
+        EXPECT_EQ(bytes, piece);
+        joined += bytes;
+        ++n_byte_arrays;
+      }
+    }
+    EXPECT_EQ(joined, add_special ? "<bos>" + text : text);
+    // The shakes vocabulary spells the emoji and the CJK characters in byte tokens.
+    EXPECT_GT(n_byte_arrays, 0u);
+    if (add_special) {
+      EXPECT_EQ(j["tokens"][0]["piece"], "<bos>");
+    }
+    // with_pieces false: plain ids.
+    const json plain = post_ok(s, "/tokenize", json{{"content", text}, {"add_special", add_special}});
+    EXPECT_EQ(plain, (json{{"tokens", ids}}));
+  }
+}
+
+// Byte tokens that end up invalid UTF-8 become U+FFFD: the body is always valid JSON.
+TEST(TokenRoutes, DetokenizeInvalidUtf8IsReplaced) {
+  LiveServer s;
+  const int32_t e6 = *s.tok->find_token("<0xE6>");
+  const int32_t x97 = *s.tok->find_token("<0x97>");
+  const int32_t xa5 = *s.tok->find_token("<0xA5>");
+  const int32_t ff = *s.tok->find_token("<0xFF>");
+  const int32_t hello = s.tok->encode("Hello", false, false).front();
+  EXPECT_EQ(detokenize(s, {e6, x97, xa5}), "\xE6\x97\xA5");  // assembled into one character
+  for (const std::vector<int32_t>& ids : std::vector<std::vector<int32_t>>{
+           {e6}, {e6, x97}, {ff}, {hello, ff, hello}, {x97, x97, x97}, {e6, hello, xa5}}) {
+    auto r = s.post("/detokenize", json{{"tokens", ids}}.dump());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_TRUE(text::is_valid_utf8(r->body));
+    const json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r->body;
+    const std::string content = j["content"].get<std::string>();
+    EXPECT_NE(content.find(text::kReplacementChar), std::string::npos) << content;
+  }
+  EXPECT_EQ(detokenize(s, {}), "");
+}
+
+TEST(TokenRoutes, MalformedBodiesAre400) {
+  LiveServer s;
+  const int32_t n_vocab = s.tok->n_vocab();
+  for (const std::string& body : {std::string(""), std::string("[]"), std::string("5"), std::string("{"),
+                                  std::string("{\"content\":\"\xC3\x28\"}")}) {
+    expect_400(s.post("/tokenize", body), "tokenize body: " + body);
+    expect_400(s.post("/detokenize", body), "detokenize body: " + body);
+  }
+  const std::vector<std::pair<std::string, std::string>> bad_tokenize = {
+      {"{}", "content"},
+      {R"({"content":null})", "content"},
+      {R"({"content":5})", "content"},
+      {R"({"content":["a",1]})", "content"},
+      {R"({"content":{"text":"a"}})", "content"},
+      {R"({"content":"x","add_special":"yes"})", "add_special"},
+      {R"({"content":"x","add_special":1})", "add_special"},
+      {R"({"content":"x","with_pieces":"true"})", "with_pieces"},
+      {R"({"content":"x","parse_special":0})", "parse_special"},
+  };
+  for (const auto& [body, param] : bad_tokenize) expect_400(s.post("/tokenize", body), "tokenize " + body, param);
+  const std::vector<std::pair<std::string, std::string>> bad_detokenize = {
+      {"{}", "tokens"},
+      {R"({"tokens":null})", "tokens"},
+      {R"({"tokens":"1 2"})", "tokens"},
+      {R"({"tokens":5})", "tokens"},
+      {R"({"tokens":{"0":1}})", "tokens"},
+      {R"({"tokens":[1,"2"]})", "tokens[1]"},
+      {R"({"tokens":[1.5]})", "tokens[0]"},
+      {R"({"tokens":[5.0]})", "tokens[0]"},
+      {R"({"tokens":[1e3]})", "tokens[0]"},
+      {R"({"tokens":[null]})", "tokens[0]"},
+      {R"({"tokens":[true]})", "tokens[0]"},
+      {R"({"tokens":[[1]]})", "tokens[0]"},
+      {R"({"tokens":[{"id":1}]})", "tokens[0]"},
+      {R"({"tokens":[0,-1]})", "tokens[1]"},
+      {R"({"tokens":[)" + std::to_string(n_vocab) + "]}", "tokens[0]"},
+      {R"({"tokens":[1,2,2147483648]})", "tokens[2]"},
+      {R"({"tokens":[18446744073709551615]})", "tokens[0]"},
+      {R"({"tokens":[-9223372036854775808]})", "tokens[0]"},
+      {R"({"tokens":[99999999999999999999999]})", "tokens[0]"},
+  };
+  for (const auto& [body, param] : bad_detokenize) expect_400(s.post("/detokenize", body), "detokenize " + body, param);
+  // The last valid id is fine.
+  auto last = s.post("/detokenize", json{{"tokens", {0, n_vocab - 1}}}.dump());
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->status, 200) << last->body;
+  test::expect_healthy(s);
+}
+
+// /apply-template refuses exactly what the chat route refuses, with the same error body.
+TEST(TokenRoutes, ApplyTemplateGivesTheChatRoutesErrors) {
+  LiveServer s;
+  s.answer("fine");
+  const std::vector<std::string> bad = {
+      "", "{}", "[]", "{:", R"({"messages":"hi"})", R"({"messages":[]})", R"({"messages":[{"role":"user"}]})",
+      R"({"messages":[{"role":"user","content":42}]})", R"({"messages":[{"role":"alien","content":"hi"}]})",
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+      R"({"messages":[{"role":"tool","content":"x"}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":"x"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a b"}}]})",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a"}}],)"
+      R"("tool_choice":{"type":"function","function":{"name":"nope"}}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":"x"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":"yes"}})",
+      R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"extreme"})",
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":-1})",
+      // The renderer's own refusals: a tool result that answers no call, arguments that are
+      // not an object.
+      R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+      R"("function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c9","content":"x"}]})",
+      R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+      R"("function":{"name":"f","arguments":"[1]"}}]}]})",
+  };
+  for (const auto& body : bad) {
+    auto chat = s.post("/v1/chat/completions", body);
+    auto tmpl = s.post("/apply-template", body);
+    expect_400(tmpl, "apply-template " + body);
+    ASSERT_TRUE(chat);
+    EXPECT_EQ(chat->status, 400) << body;
+    if (tmpl) {
+      EXPECT_EQ(json::parse(tmpl->body), json::parse(chat->body)) << body;
+    }
+  }
+  test::expect_healthy(s);
+}
+
+// The prompt /apply-template returns is the one the chat route renders and feeds the model:
+// equal to the renderer's output for the options the body asks for (thinking from
+// chat_template_kwargs, reasoning_effort or the server's default; tools; a forced call's
+// opener), and tokenized with BOS it is the token sequence the model read.
+TEST(TokenRoutes, ApplyTemplateIsWhatTheChatRouteFeedsTheModel) {
+  LiveServer s;  // the fixture's default: thinking off
+  s.answer("fine");
+  const json tool = json::parse(R"({"type":"function","function":{"name":"get_weather","description":"Weather",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}})");
+  const json messages = json::parse(R"([{"role":"system","content":"Be brief."},
+      {"role":"user","content":"Weather in Oslo? \u65e5\u672c"},
+      {"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"{\"temp\":3}"},
+      {"role":"user","content":"And tomorrow?"}])");
+  struct Case {
+    json extra;
+    bool thinking;      // what the renderer must be asked for
+    bool tools;         // tools declared in the prompt
+    std::string tail;   // a forced call's opener the prompt ends with
+  };
+  const std::vector<Case> cases = {
+      {json::object(), false, false, ""},
+      {{{"chat_template_kwargs", {{"enable_thinking", true}}}}, true, false, ""},
+      {{{"chat_template_kwargs", {{"enable_thinking", false}}}, {"reasoning_effort", "high"}}, false, false, ""},
+      {{{"reasoning_effort", "medium"}}, true, false, ""},
+      {{{"reasoning_effort", "medium"}, {"reasoning_budget_tokens", 0}}, false, false, ""},
+      {{{"tools", {tool}}}, false, true, ""},
+      {{{"tools", {tool}}, {"tool_choice", "none"}}, false, false, ""},
+      {{{"tools", {tool}}, {"tool_choice", "required"}, {"chat_template_kwargs", {{"enable_thinking", true}}}},
+       true, true, "<|tool_call>call:get_weather{"},
+      {{{"tools", {tool}}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}},
+       false, true, "<|tool_call>call:get_weather{"},
+  };
+  for (const Case& c : cases) {
+    json body{{"messages", messages}, {"max_tokens", 4}};
+    for (const auto& [k, v] : c.extra.items()) body[k] = v;
+    SCOPED_TRACE(body.dump());
+    const json j = post_ok(s, "/apply-template", body);
+    ASSERT_TRUE(j.is_object() && j["prompt"].is_string()) << j.dump();
+    ASSERT_EQ(j.size(), 1u);
+    const std::string prompt = j["prompt"].get<std::string>();
+
+    // The renderer, called directly with the options the case names.
+    server::RequestDefaults d;
+    d.enable_thinking = false;
+    auto parsed = server::parse_chat_request(body, d);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+    text::ChatRenderOptions options;
+    options.enable_thinking = c.thinking;
+    options.add_generation_prompt = true;
+    const std::vector<text::ChatTool> tools = c.tools ? parsed->tools : std::vector<text::ChatTool>{};
+    auto rendered = text::render_chat(parsed->messages, tools, options);
+    ASSERT_TRUE(rendered.ok()) << rendered.status().to_string();
+    EXPECT_EQ(prompt, *rendered + c.tail);
+    EXPECT_EQ(prompt.rfind("<|turn>system\n", 0), 0u) << prompt;  // no <bos>: tokenizing adds it
+    EXPECT_EQ(prompt.find("<|think|>") != std::string::npos, c.thinking) << prompt;
+    EXPECT_EQ(prompt.find("<|tool>") != std::string::npos, c.tools) << prompt;
+
+    // The chat route's model input is that prompt tokenized with BOS.
+    const std::vector<int32_t> with_bos = tokenize(s, prompt, true);
+    EXPECT_EQ(with_bos, s.tok->encode(prompt, true, true));
+    {
+      std::lock_guard<std::mutex> lock(s.script->mu);
+      s.script->last_prompt.clear();
+    }
+    post_ok(s, "/v1/chat/completions", body);
+    std::lock_guard<std::mutex> lock(s.script->mu);
+    EXPECT_EQ(s.script->last_prompt, with_bos);
+  }
+}
+
+TEST(TokenRoutes, MethodsAuthLoadingAndDraining) {
+  ServerFixtureOptions o;
+  o.keys = {"sk-test-1"};
+  o.load_model = false;
+  LiveServer s(o);
+  const httplib::Headers key = {{"Authorization", "Bearer sk-test-1"}};
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"/tokenize", R"({"content":"hi"})"},
+      {"/detokenize", R"({"tokens":[1,2]})"},
+      {"/apply-template", R"({"messages":[{"role":"user","content":"hi"}]})"},
+  };
+  for (const auto& [path, body] : routes) {
+    // Loading: 503 like the other model routes.
+    auto loading = s.post(path, body, key);
+    ASSERT_TRUE(loading) << path;
+    EXPECT_EQ(loading->status, 503) << path << " " << loading->body;
+  }
+  s.load();
+  for (const auto& [path, body] : routes) {
+    auto no_key = s.post(path, body);
+    ASSERT_TRUE(no_key) << path;
+    EXPECT_EQ(no_key->status, 401) << path << " " << no_key->body;
+    auto wrong = s.post(path, body, {{"Authorization", "Bearer sk-wrong"}});
+    ASSERT_TRUE(wrong) << path;
+    EXPECT_EQ(wrong->status, 401) << path;
+    auto ok = s.post(path, body, key);
+    ASSERT_TRUE(ok) << path;
+    EXPECT_EQ(ok->status, 200) << path << " " << ok->body;
+    auto ok_x = s.post(path, body, {{"x-api-key", "sk-test-1"}});
+    ASSERT_TRUE(ok_x) << path;
+    EXPECT_EQ(ok_x->status, 200) << path;
+    // The wrong method: 405 with Allow, the key checked first as on every route.
+    auto get = s.get(path, key);
+    ASSERT_TRUE(get) << path;
+    EXPECT_EQ(get->status, 405) << path << " " << get->body;
+    EXPECT_EQ(get->get_header_value("Allow"), "POST") << path;
+    EXPECT_EQ(json::parse(get->body)["error"]["type"], "invalid_request_error") << path;
+    auto del = s.client().Delete(path.c_str(), key);
+    ASSERT_TRUE(del) << path;
+    EXPECT_EQ(del->status, 405) << path;
+    auto get_no_key = s.get(path);
+    ASSERT_TRUE(get_no_key) << path;
+    EXPECT_EQ(get_no_key->status, 401) << path;
+    // A CORS preflight (no key) is answered.
+    auto pre = s.client().Options(path.c_str(), {{"Origin", "http://x"}, {"Access-Control-Request-Method", "POST"}});
+    ASSERT_TRUE(pre) << path;
+    EXPECT_EQ(pre->status, 204) << path;
+    EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Methods"), "POST, OPTIONS") << path;
+  }
+  // No /v1/ aliases: llama-server has none.
+  auto v1 = s.post("/v1/tokenize", R"({"content":"hi"})", key);
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->status, 404);
+  // Draining refuses new generations only: these routes generate nothing.
+  s.http->set_draining();
+  auto chat = s.post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}]})", key);
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 503);
+  for (const auto& [path, body] : routes) {
+    auto r = s.post(path, body, key);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path << " " << r->body;
+  }
+}
+
+// The body limit applies; within it a million ids detokenize in linear time, a whole body's
+// worth of text tokenizes with pieces, and other requests are answered meanwhile.
+TEST(TokenRoutes, LargeBodiesAreLinearAndLimited) {
+  ServerFixtureOptions o;
+  o.max_body_bytes = 8u << 20;  // the server's default
+  LiveServer s(o);
+  const int32_t n_vocab = s.tok->n_vocab();
+  std::vector<int32_t> ids(1000000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919) % static_cast<size_t>(n_vocab));
+  const std::string body = json{{"tokens", ids}}.dump();
+  ASSERT_LT(body.size(), o.max_body_bytes);
+
+  std::atomic<bool> done{false};
+  std::atomic<int> health_ok{0};
+  std::atomic<int> health_bad{0};
+  std::thread prober([&] {
+    while (!done) {
+      auto h = s.get("/health");
+      (h && h->status == 200 ? health_ok : health_bad)++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.post("/detokenize", body);
+  const double detok_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+  const json j = json::parse(r->body, nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  text::DecodeOptions render;
+  render.render_special = true;
+  EXPECT_EQ(j["content"].get<std::string>(), *s.tok->decode(ids, render));
+  // A quadratic pass over a million ids would take hours; linear takes well under a second
+  // (generous for a loaded 2-core machine).
+  EXPECT_LT(detok_s, 30.0);
+
+  // Text of about 1 MB, emoji and CJK included (byte tokens: pieces as byte arrays).
+  std::string text;
+  while (text.size() < (1u << 20)) text += "ROMEO: soft! \xF0\x9F\x98\x80 \xE6\x97\xA5\xE6\x9C\xAC   <|turn>\n";
+  const auto t1 = std::chrono::steady_clock::now();
+  auto t = s.post("/tokenize", json{{"content", text}, {"with_pieces", true}}.dump());
+  const double tok_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  done = true;
+  prober.join();
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->status, 200) << t->body.substr(0, 300);
+  const json tj = json::parse(t->body, nullptr, false);
+  ASSERT_TRUE(tj.is_object());
+  EXPECT_EQ(tj["tokens"].size(), s.tok->encode(text, false, true).size());
+  EXPECT_LT(tok_s, 30.0);
+  EXPECT_GT(health_ok.load(), 0);
+  EXPECT_EQ(health_bad.load(), 0);
+  test::expect_healthy(s);
+}
+
+// The server's body limit applies to these routes as to every other: 413.
+TEST(TokenRoutes, BodyLimitApplies) {
+  ServerFixtureOptions o;
+  o.max_body_bytes = 64 * 1024;
+  LiveServer s(o);
+  auto big = s.post("/detokenize", json{{"tokens", std::vector<int32_t>(30000, 1234)}}.dump());
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413) << big->body;
+  auto big_text = s.post("/tokenize", json{{"content", std::string(100 * 1024, 'a')}}.dump());
+  ASSERT_TRUE(big_text);
+  EXPECT_EQ(big_text->status, 413);
+  const json long_message = {{"role", "user"}, {"content", std::string(100 * 1024, 'a')}};
+  auto big_chat = s.post("/apply-template", json{{"messages", {long_message}}}.dump());
+  ASSERT_TRUE(big_chat);
+  EXPECT_EQ(big_chat->status, 413);
+  auto fits = s.post("/detokenize", json{{"tokens", std::vector<int32_t>(10000, 1)}}.dump());
+  ASSERT_TRUE(fits);
+  EXPECT_EQ(fits->status, 200);
+  test::expect_healthy(s);
+}
+
+}  // namespace
+}  // namespace gs
