@@ -149,25 +149,34 @@ bool launch_act_to_f16_rows_coop(cudaStream_t s, MatF x, int64_t n_in_pad, uint1
 bool launch_gelu_mul_rows_coop(cudaStream_t s, MatF gate, MatF up, MatF out, uint16_t* xh, float* xscale,
                                int64_t n_in_pad, const RowSync& sync);
 // Scratch of the bulk-copy matvec (k_matvec_stream.cu): per CTA slot a flag and the partial
-// sums of a row group it shares with the CTA before it. Zeroed once at allocation; every
-// launch leaves the flags zero again. One set serves every launch on a stream.
+// sums of a row group it shares with the CTA before it, and the int8 activations of its
+// several-row Q4_K form (decision 0028). Zeroed once at allocation; every launch leaves the
+// flags zero again. One set serves every launch on a stream.
 constexpr int kMatvecMaxParts = 3;  // weights one bulk-copy matvec launch may take (launch_matvec_stream_multi)
 constexpr int kMatvecPartialFloats = 2 * 4 * 32;  // up to 2 column tiles x 4 accumulators x 32 lanes
+// The widest input the int8 Q4_K forms take (wider ones keep the f16 form for every row count).
+constexpr int64_t kMatvecI8MaxIn = 32768;
+// Bytes of int8 activations: 16 rows of kMatvecI8MaxIn, q int8 and two f32 per 32 (k_matvec_i8.cuh).
+constexpr size_t kMatvecX8Bytes = 16 * (kMatvecI8MaxIn + kMatvecI8MaxIn / 32 * 8);
 struct MatvecSync {
   int* flags = nullptr;      // [max_ctas]
   float* partial = nullptr;  // [max_ctas][kMatvecPartialFloats]
+  uint8_t* x8 = nullptr;     // [kMatvecX8Bytes]
   int max_ctas = 0;
 };
-// Bytes of scratch (flags then partials, 256-byte aligned parts) for max_ctas CTA slots.
+// Bytes of scratch (flags, partials, x8; 256-byte aligned parts) for max_ctas CTA slots.
 inline size_t matvec_sync_bytes(int max_ctas) {
   const size_t f = (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256;
-  return f + static_cast<size_t>(max_ctas) * kMatvecPartialFloats * sizeof(float);
+  const size_t p = (static_cast<size_t>(max_ctas) * kMatvecPartialFloats * sizeof(float) + 255) / 256 * 256;
+  return f + p + kMatvecX8Bytes;
 }
 inline MatvecSync matvec_sync_at(void* base, int max_ctas) {
   MatvecSync m;
+  const size_t f = (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256;
+  const size_t p = (static_cast<size_t>(max_ctas) * kMatvecPartialFloats * sizeof(float) + 255) / 256 * 256;
   m.flags = static_cast<int*>(base);
-  m.partial = reinterpret_cast<float*>(static_cast<char*>(base) +
-                                       (static_cast<size_t>(max_ctas) * sizeof(int) + 255) / 256 * 256);
+  m.partial = reinterpret_cast<float*>(static_cast<char*>(base) + f);
+  m.x8 = reinterpret_cast<uint8_t*>(static_cast<char*>(base) + f + p);
   m.max_ctas = max_ctas;
   return m;
 }

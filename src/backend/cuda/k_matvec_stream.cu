@@ -42,6 +42,7 @@
 
 #include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_launch.cuh"
+#include "backend/cuda/k_matvec_i8.cuh"
 #include "backend/cuda/k_matvec_stream.h"
 #include "backend/cuda/k_matvec_tiles.cuh"
 
@@ -80,6 +81,7 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
+  int x8_bytes;     // kI8 = 1: the quantized activation row in shared memory after the ring
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
@@ -118,6 +120,7 @@ struct StreamShared {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
   uint64_t xbar;  // the activations' bulk copy (kXS)
+  uint64_t x8bar;  // kI8 = 1: the consumers' quantization of the activations is done
   int arrived[kRedBufs];  // warps that left their sums in red[b] for its current segment
   int done[kRedBufs];     // segments of red[b] reduced so far
   float red[kRedBufs][kConsumerWarps][NT * 4][32];  // each warp's k-split sums of a segment
@@ -189,7 +192,10 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // copying or waiting (the compute side alone), 3 streams like 1 but each stage as one
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
-template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0>
+// kI8 (Q4_K only; k_matvec_i8.cuh, decision 0028): 1 = the one-row dp4a form, the consumers
+// quantizing the activation row into shared memory first; 2 = the several-row int8 mma form
+// on activations that quantize_x8_kernel left in sync.x8.
+template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kI8 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
                          const float* __restrict__ xscale, StreamGeom G, MatvecSync sync,
@@ -215,6 +221,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       mbar_init(&sh.empty[i], kConsumerWarps);
     }
     mbar_init(&sh.xbar, 1);
+    mbar_init(&sh.x8bar, kConsumerWarps * 32);
     for (int b = 0; b < kRedBufs; ++b) sh.arrived[b] = sh.done[b] = 0;
     mbar_init_fence();
   }
@@ -316,6 +323,39 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     mbar_wait(&sh.xbar, 0);
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
+  static_assert(kI8 == 0 || (F == WFormat::kQ4_K && !kXS), "the int8 forms are Q4_K's, activations not copied");
+  static_assert(kI8 != 1 || NT == 1, "the dp4a form takes one activation row");
+  const int64_t K = L.n_in_pad;
+  X8Rows x8{};
+  if constexpr (kI8 == 1) {  // quantize the row into shared memory (all consumer warps), then wait for all
+    uint8_t* xq = ring + static_cast<size_t>(G.ns) * G.stage_bytes;
+    int8_t* q = reinterpret_cast<int8_t*>(xq);
+    float* xf = reinterpret_cast<float*>(xq + K);
+    quantize_x8_warp(xh, K, 1, q, xf, xf + K / 32, warp, kConsumerWarps, lane);
+    mbar_arrive(&sh.x8bar);
+    mbar_wait(&sh.x8bar, 0);
+    x8 = x8_rows(xq, 1, K);
+  } else if constexpr (kI8 == 2) {
+    x8 = x8_rows(sync.x8, n, K);
+  }
+  float dv = 0.f;  // kI8 = 1: this lane's sequence sum (compute_dp4a)
+  // kI8 = 2: each column tile's B row and output rows' scales at tile 0 (rows past the last: row 0)
+  const int8_t* q8[NT];
+  const float* f8[NT][2];
+  const float* m8[NT][2];
+  if constexpr (kI8 == 2) {
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct) {
+      const int col = ct * 8 + g < n ? ct * 8 + g : 0;
+      q8[ct] = x8.q + col * K;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int oc = ct * 8 + 2 * t + j < n ? ct * 8 + 2 * t + j : 0;
+        f8[ct][j] = x8.xf + oc * (K / 32);
+        m8[ct][j] = x8.xm + oc * (K / 32);
+      }
+    }
+  }
   float acc[NT][4], acc2[NT][4];
 #pragma unroll
   for (int ct = 0; ct < NT; ++ct)
@@ -368,9 +408,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
+    RawI8 cur8;
     if (have) {
-      Tile<F>::template load<SharedLd>(cur, R, j, t);
-      consume_raw<F>(cur, &sh.sink[warp][lane]);
+      if constexpr (kI8 == 2) {
+        load_i8(cur8, st + j * kQ4KTileBytes, g, t);
+        *reinterpret_cast<volatile uint32_t*>(&sh.sink[warp][lane]) = loaded_i8(cur8);
+      } else {
+        Tile<F>::template load<SharedLd>(cur, R, j, t);
+        consume_raw<F>(cur, &sh.sink[warp][lane]);
+      }
     }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
@@ -379,7 +425,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       slot = slot_off = 0;
       phase ^= 1u;
     }
-    if (have) {
+    if constexpr (kI8 == 1) {
+      if (have) {
+        const int64_t e0 = static_cast<int64_t>(t0 + j) * kTileElems;
+        compute_dp4a(cur, x8.q + e0, x8.xf + e0 / 32, x8.xm + e0 / 32, dv, t);
+      }
+    } else if constexpr (kI8 == 2) {
+      if (have) {
+        const int64_t e0 = static_cast<int64_t>(t0 + j) * kTileElems;
+        const int8_t* qt[NT];
+        const float* ft[NT][2];
+        const float* mt[NT][2];
+#pragma unroll
+        for (int ct = 0; ct < NT; ++ct) {
+          qt[ct] = q8[ct] + e0;
+#pragma unroll
+          for (int jj = 0; jj < 2; ++jj) {
+            ft[ct][jj] = f8[ct][jj] + e0 / 32;
+            mt[ct][jj] = m8[ct][jj] + e0 / 32;
+          }
+        }
+        compute_mma8<NT>(cur8, qt, ft, mt, acc, acc2, t);
+      }
+    } else if (have) {
       const uint16_t* xb[NT];
 #pragma unroll
       for (int ct = 0; ct < NT; ++ct) xb[ct] = xrow[ct] + (t0 + j) * kTileElems;
@@ -390,6 +458,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // End of this CTA's part of row group rg. No barrier: each warp leaves its sums in
     // red[b] and counts itself in; the last warp to arrive adds all eight in warp order
     // (fixed, so the result does not depend on timing) and writes the row group out.
+    if constexpr (kI8 == 1) {
+      dp4a_gather(dv, acc[0], acc2[0], lane);
+      dv = 0.f;
+    }
     add_acc<NT>(acc, acc2);
     const int b = seg % kRedBufs, use = seg / kRedBufs;
     ++seg;
@@ -482,17 +554,24 @@ int diag_mode() {
   return d;
 }
 
-template <WFormat F, int NT, int MB, bool XS, int D = 0>
+// The int8 Q4_K forms (decision 0028) serve Q4_K weights up to kMatvecI8MaxIn inputs, for
+// every row count alike (so that verify reproduces decode), unless GS_MVS_Q4K=0 (the f16 form).
+bool i8_serves(const WeightLayout& L) {
+  static const bool on = env_int("GS_MVS_Q4K", 1) != 0;
+  return on && L.format == WFormat::kQ4_K && L.tile_major && L.n_in_pad <= kMatvecI8MaxIn;
+}
+
+template <WFormat F, int NT, int MB, bool XS, int D = 0, int I8 = 0>
 cudaError_t prepare_one() {
-  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>,
+  cudaError_t e = cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, I8>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxDynSmem + kRingAlign);
   if (e != cudaSuccess) return e;
   // Shared-memory carveout in percent of the maximum (GS_MVS_CARVEOUT, default 72%: two CTAs'
   // 64 KB rings fit); what is not carved out stays L1, which holds the activations the
   // consumers read. The kernels that keep the activations in shared memory take all of it.
   static const int carve = std::clamp(env_int("GS_MVS_CARVEOUT", 72), 0, 100);
-  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              XS ? 100 : carve);
+  return cudaFuncSetAttribute(matvec_stream_kernel<F, NT, MB, XS, D, I8>,
+                              cudaFuncAttributePreferredSharedMemoryCarveout, XS || I8 == 1 ? 100 : carve);
 }
 
 template <WFormat F>
@@ -501,6 +580,16 @@ cudaError_t prepare_f() {
   for (cudaError_t r : {prepare_one<F, 1, 1, false>(), prepare_one<F, 2, 1, false>(), prepare_one<F, 1, 2, false>(),
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
+  if constexpr (F == WFormat::kQ4_K) {
+    for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>(),
+                          prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
+                          prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
+      if (r != cudaSuccess) e = r;
+    if (diag_mode() == 2) {
+      const cudaError_t r = prepare_one<F, 1, 2, false, 2, 1>();
+      if (r != cudaSuccess) e = r;
+    }
+  }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
   for (cudaError_t r : {prepare_one<F, 1, 2, false, 1>(), prepare_one<F, 1, 2, true, 1>(),
                         prepare_one<F, 1, 2, false, 2>(), prepare_one<F, 1, 2, true, 2>(),
@@ -546,14 +635,22 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   const int64_t xs = n_rows * L.n_in_pad * 2;
   G.xs_bytes = xs_on && n_rows <= 8 && xs <= xs_max ? static_cast<int>((xs + 127) / 128 * 128) : 0;
   if (G.xs_bytes && 2 * G.stage_bytes + G.xs_bytes > kXsCtaBytes) G.xs_bytes = 0;  // two stages must fit too
-  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes : ring_kb * 1024;
+  // The int8 forms: the one-row one quantizes into shared memory after the ring instead.
+  G.x8_bytes = 0;
+  if (i8_serves(L)) {
+    G.xs_bytes = 0;
+    if (n_rows == 1) G.x8_bytes = static_cast<int>((mv::x8_bytes(1, L.n_in_pad) + 127) / 128 * 128);
+  }
+  const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes
+                       : G.x8_bytes ? kXsCtaBytes - G.x8_bytes
+                                    : ring_kb * 1024;
   // The weight copies mark their L2 lines evict-first (read once a step; GS_MVS_EVICT=0: the
   // default policy).
   static const int evict = env_int("GS_MVS_EVICT", 1) != 0 ? 1 : 0;
   G.evict_first = evict;
   G.ns = std::clamp(std::min(ring_kb * 1024, ring_cap) / G.stage_bytes, 2, kMaxStages);
-  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) --G.ns;
-  if (G.ns * G.stage_bytes + G.xs_bytes > kMaxDynSmem) return false;
+  while (G.ns > 2 && G.ns * G.stage_bytes + G.xs_bytes + G.x8_bytes > kMaxDynSmem) --G.ns;
+  if (G.ns * G.stage_bytes + G.xs_bytes + G.x8_bytes > kMaxDynSmem) return false;
   // Two CTAs per SM (16 consumer warps; ptxas caps the registers at 96) measured faster than
   // one on the H200 for Q4_K and Q8_0 and equal for Q6_K (docs/perf-notes.md);
   // GS_MVS_CTAS_PER_SM=1 takes one.
@@ -625,8 +722,22 @@ bool stage_maps(const uint8_t* w, const WeightLayout& L, const StreamGeom& G, CU
 template <WFormat F, int NT, int MB>
 void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const uint16_t* xh, const float* xscale,
               const StreamGeom& G, int ctas, const MatvecSync& sync, const StageMaps& tm) {
-  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) + kRingAlign;
+  const size_t smem = static_cast<size_t>(G.ns) * G.stage_bytes + static_cast<size_t>(G.xs_bytes) +
+                      static_cast<size_t>(G.x8_bytes) + kRingAlign;
   auto go = [&](auto kernel) { launch_k(kernel, ctas, kThreads, smem, s, P, L, xh, xscale, G, sync, tm); };
+  if constexpr (F == WFormat::kQ4_K) {
+    if (i8_serves(L)) {
+      if constexpr (NT == 1) {
+        if (G.x8_bytes) {
+          if constexpr (MB == 2) {
+            if (diag_mode() == 2) return go(matvec_stream_kernel<F, 1, 2, false, 2, 1>);
+          }
+          return go(matvec_stream_kernel<F, 1, MB, false, 0, 1>);
+        }
+      }
+      return go(matvec_stream_kernel<F, NT, MB, false, 0, 2>);
+    }
+  }
   if constexpr (NT == 1) {
     const bool xs = G.xs_bytes != 0;
     if constexpr (MB == 2) {
@@ -671,7 +782,7 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
     const char* e = std::getenv("GS_CUDA_MV");
     return e && (std::string(e) == "mma" || std::string(e) == "pipe" || std::string(e) == "grid");
   }();
-  if (off || n < 1 || n > kMatvecMaxParts || !sync.flags || !sync.partial) return false;
+  if (off || n < 1 || n > kMatvecMaxParts || !sync.flags || !sync.partial || !sync.x8) return false;
   const int64_t rows = y[0].rows;
   if (rows < 1 || rows > 16) return false;
   StreamParts P{};
@@ -700,6 +811,12 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
   if (uses_tma(L[0]->format)) {
     for (int p = 0; p < n; ++p)
       if (!stage_maps(P.w[p], *L[p], G, &tm.main[p], &tm.meta[p])) return false;  // the older kernels serve it
+  }
+  if (i8_serves(*L[0]) && rows > 1) {  // the several-row int8 form's activations first
+    const int64_t K = L[0]->n_in_pad;
+    const int64_t warps = (rows * (K / 32) + 7) / 8;
+    const int grid = static_cast<int>(std::min<int64_t>((warps + 7) / 8, 4 * n_sm));
+    launch_k(mv::quantize_x8_kernel, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
   }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
   if (rows <= 8) {

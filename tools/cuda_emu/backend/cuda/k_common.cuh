@@ -109,6 +109,19 @@ inline float __uint_as_float(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+inline float __int_as_float(int v) {
+  float f;
+  std::memcpy(&f, &v, 4);
+  return f;
+}
+// Four signed byte products added to c (PTX dp4a.s32.s32).
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i)
+    c += static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i))) *
+         static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i)));
+  return c;
+}
+inline int __float2int_rn(float f) { return static_cast<int>(std::nearbyint(f)); }  // ties to even
 inline uint32_t __float_as_uint(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -117,6 +130,7 @@ inline uint32_t __float_as_uint(float f) {
 inline float __ldcg(const float* p) { return *p; }
 inline float2 __ldcg(const float2* p) { return *p; }
 inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 // PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {y, x} (x bytes 0..3).
 inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
   const uint64_t b = (static_cast<uint64_t>(y) << 32) | x;
@@ -181,6 +195,42 @@ inline float warp_max(float v) {
 inline float h_lo(uint32_t r) { return __half2float(__ushort_as_half(static_cast<uint16_t>(r & 0xffffu))); }
 inline float h_hi(uint32_t r) { return __half2float(__ushort_as_half(static_cast<uint16_t>(r >> 16))); }
 inline uint32_t h_pack(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }
+
+inline void mma_16832_u8s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                           uint32_t b1) {
+  struct In {
+    uint32_t a[4], b[2];
+  };
+  const In in{{a0, a1, a2, a3}, {b0, b1}};
+  struct Out {
+    int d[4];
+  };
+  const Out r = ::emu::warp_collective(in, [&](int lane, auto get) {
+    int A[16][32], Bm[32][8];
+    for (int l = 0; l < 32; ++l) {
+      const In v = get(l);
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 4; ++i) {
+        A[g][4 * t + i] = static_cast<int>((v.a[0] >> (8 * i)) & 0xffu);
+        A[g + 8][4 * t + i] = static_cast<int>((v.a[1] >> (8 * i)) & 0xffu);
+        A[g][16 + 4 * t + i] = static_cast<int>((v.a[2] >> (8 * i)) & 0xffu);
+        A[g + 8][16 + 4 * t + i] = static_cast<int>((v.a[3] >> (8 * i)) & 0xffu);
+        Bm[4 * t + i][g] = static_cast<int8_t>((v.b[0] >> (8 * i)) & 0xffu);
+        Bm[16 + 4 * t + i][g] = static_cast<int8_t>((v.b[1] >> (8 * i)) & 0xffu);
+      }
+    }
+    const int g = lane / 4, t = lane % 4;
+    Out o;
+    for (int q = 0; q < 4; ++q) {
+      const int row = g + (q >= 2 ? 8 : 0), col = 2 * t + (q & 1);
+      int acc = 0;
+      for (int k = 0; k < 32; ++k) acc += A[row][k] * Bm[k][col];
+      o.d[q] = acc;
+    }
+    return o;
+  });
+  for (int q = 0; q < 4; ++q) d[q] = r.d[q];
+}
 
 inline void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
   struct In {

@@ -1,0 +1,250 @@
+// The int8 forms of the Q4_K decode matvec (decision 0028), used by k_matvec_stream.cu.
+//
+// The activations are quantized per block of 32 elements to int8 (q = round(127 x / amax),
+// xf = amax / 127, xm = xf * sum q; the same per-32 form as ggml's q8_1 activations), and each
+// 32-element sub-block of a Q4_K row gives an exact integer dot product of its nibbles with q.
+// Per (row, sub-block k) the result then takes, in f32,
+//     + (d sc_k) * (isum_k * xf_k)  - (dmin mn_k) * xm_k            (spec §3: w = d sc q - dmin mn)
+// with d sc_k and dmin mn_k rounded to f16 exactly as the f16 form does (k_scales2).
+//
+// Two forms with the same bits (a verify pass reproduces decode; the emulator and
+// CudaMatmul.VerifyRowsReproduceDecode check it):
+// - one activation row (decode): no tensor cores. Each lane holds Tile<kQ4_K>'s registers
+//   (rows g and g + 8, 16 bytes of chunks t/2 and 2 + t/2) and takes dp4a dot products of its
+//   16 nibbles; the two lanes holding the two halves of a sub-block add their integer sums
+//   (one shuffle each way), and the lane with t % 2 == 0 goes on with row g, the other with
+//   row g + 8. The activations are quantized by the CTA into shared memory.
+// - 2..16 activation rows (verify): one m16n8k32 u8 x s8 mma a sub-block, the activations
+//   quantized into global memory by quantize_x8_kernel first.
+// Both add the terms of a row in two sequences, S_0 over sub-blocks (0, 1, 4, 5) and S_2 over
+// (2, 3, 6, 7), tile after tile, and S_0 + S_2 at the end of a warp's segment (acc / acc2 of
+// the f16 form), so that every f32 operation is the same in both.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_launch.cuh"
+#include "backend/cuda/k_matvec_tiles.cuh"
+
+namespace gs::cuda::mv {
+
+// Where the quantized activations of R rows of K elements lie (shared memory for the
+// one-row form, global memory for the others): q [R][K] int8, then xf [R][K / 32] f32,
+// then xm [R][K / 32] f32.
+struct X8Rows {
+  const int8_t* q;
+  const float* xf;
+  const float* xm;
+};
+__host__ __device__ inline int64_t x8_bytes(int64_t rows, int64_t k) { return rows * k + rows * (k / 32) * 8; }
+__device__ __forceinline__ X8Rows x8_rows(const void* base, int rows, int64_t k) {
+  const int8_t* q = static_cast<const int8_t*>(base);
+  const float* xf = reinterpret_cast<const float*>(q + rows * k);
+  return X8Rows{q, xf, xf + rows * (k / 32)};
+}
+
+// Quantizes 32-element blocks of the f16 operand (xh, rows of K elements with each group of 4
+// stored as (0, 2, 1, 3), see row_write_f16) into x8 (element order). Block b of the flat
+// [rows][K / 32] range goes to the 4 lanes 4 (b % 8).. of the warp whose turn it is: warp
+// `wi` of `nw` takes blocks 8 wi + 8 nw i. The whole warp must call it (shuffles).
+__device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, int rows, int8_t* q, float* xf,
+                                                 float* xm, int64_t wi, int64_t nw, int lane) {
+  const int64_t nblk = rows * (K / 32);
+  for (int64_t b0 = wi * 8; b0 < nblk; b0 += nw * 8) {
+    const int64_t b = b0 + (lane >> 2);
+    const int p = lane & 3;
+    const bool ok = b < nblk;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (ok) v = *reinterpret_cast<const uint4*>(xh + b * 32 + p * 8);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    float f[8];
+    float amax = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 h = __half22float2(bits_h2(w[i]));
+      f[2 * i] = h.x;
+      f[2 * i + 1] = h.y;
+      amax = fmaxf(amax, fmaxf(fabsf(h.x), fabsf(h.y)));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    const float inv = amax > 0.f ? 127.f / amax : 0.f;
+    uint32_t pk[2] = {0u, 0u};
+    int sum = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int src = (i & 4) | ((i & 1) << 1) | ((i >> 1) & 1);  // 0 2 1 3 within a group of 4
+      const int qi = max(-127, min(127, __float2int_rn(__fmul_rn(f[src], inv))));
+      sum += qi;
+      pk[i >> 2] |= (static_cast<uint32_t>(qi) & 0xffu) << (8 * (i & 3));
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (ok) {
+      *reinterpret_cast<uint2*>(q + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
+      if (p == 0) {
+        const float s = amax / 127.f;
+        xf[b] = s;
+        xm[b] = __fmul_rn(s, static_cast<float>(sum));
+      }
+    }
+  }
+}
+
+// The activations of `rows` rows quantized into global memory (x8_rows layout at out) before
+// a several-row int8 matvec. Any grid; 256 threads.
+__global__ void __launch_bounds__(256) quantize_x8_kernel(const uint16_t* __restrict__ xh, int64_t K, int rows,
+                                                          uint8_t* __restrict__ out) {
+  GS_PDL_TRIGGER();  // the matvec's weights may start streaming
+  GS_PDL_WAIT();     // xh is the predecessor's
+  int8_t* q = reinterpret_cast<int8_t*>(out);
+  float* xf = reinterpret_cast<float*>(out + rows * K);
+  float* xm = xf + rows * (K / 32);
+  const int64_t wi = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t nw = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  quantize_x8_warp(xh, K, rows, q, xf, xm, wi, nw, threadIdx.x & 31);
+}
+
+// int -> float for |v| < 2^22 without I2F (a quarter-rate conversion): the integer rides in
+// the mantissa of 1.5 * 2^23. |isum| <= 32 * 15 * 127 < 2^16.
+__device__ __forceinline__ float small_int_to_float(int v) {
+  return __fsub_rn(__int_as_float(v + 0x4B400000), 12582912.f);
+}
+
+// One chunk's step of a sequence: sub-blocks klo = 2c and khi = 2c + 1 of one row, with
+// s = (d sc_lo, d sc_hi), m = (-dmin mn_lo, -dmin mn_hi) (k_scales2), the integer sums
+// il / ih, and the activations' xf / xm of the two sub-blocks. Both forms call exactly this.
+__device__ __forceinline__ float i8_step(float v, float2 s, float2 m, int il, int ih, float2 f, float2 xm) {
+  v = fmaf(s.x, __fmul_rn(small_int_to_float(il), f.x), v);
+  v = fmaf(s.y, __fmul_rn(small_int_to_float(ih), f.y), v);
+  v = fmaf(m.x, xm.x, v);
+  v = fmaf(m.y, xm.y, v);
+  return v;
+}
+
+__device__ __forceinline__ void k_scales2_f(const uint4& h, int half, uint32_t sel, float2& s, float2& m) {
+  __half2 sh, mh;
+  k_scales2(h, half, sel, sh, mh);
+  s = __half22float2(sh);
+  m = __half22float2(mh);
+}
+
+// The one-row form on a tile that Tile<kQ4_K>::load left in r: adds lane t's sequence
+// S_{2 (t / 2)} terms of row g (t even) or g + 8 (t odd) to v. q / xf / xm: the activations
+// at the tile's first element / block. The whole warp must call it (shuffles).
+__device__ __forceinline__ void compute_dp4a(const Tile<WFormat::kQ4_K>::Raw& r, const int8_t* q, const float* xf,
+                                             const float* xm, float& v, int t) {
+  const int p = t & 1, ka = 2 * (t >> 1);
+  const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
+  const uint4 hd = p ? r.h1 : r.h0;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int c = (ka >> 1) + 2 * half;
+    const uint4 xl = *reinterpret_cast<const uint4*>(q + 64 * c + 16 * p);       // sub-block 2c, half p
+    const uint4 xu = *reinterpret_cast<const uint4*>(q + 64 * c + 32 + 16 * p);  // sub-block 2c + 1, half p
+    const uint4& q0 = half == 0 ? r.qa0 : r.qb0;  // row g
+    const uint4& q1 = half == 0 ? r.qa1 : r.qb1;  // row g + 8
+    int al0 = 0, ah0 = 0, al1 = 0, ah1 = 0;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const int xw = static_cast<int>(u4_get(xl, w)), xv = static_cast<int>(u4_get(xu, w));
+      const uint32_t w0 = u4_get(q0, w), w1 = u4_get(q1, w);
+      al0 = __dp4a(static_cast<int>(w0 & 0x0F0F0F0Fu), xw, al0);
+      ah0 = __dp4a(static_cast<int>((w0 >> 4) & 0x0F0F0F0Fu), xv, ah0);
+      al1 = __dp4a(static_cast<int>(w1 & 0x0F0F0F0Fu), xw, al1);
+      ah1 = __dp4a(static_cast<int>((w1 >> 4) & 0x0F0F0F0Fu), xv, ah1);
+    }
+    // Lane t ^ 1 holds the other half of the same sub-blocks: each lane sends the sums of the
+    // row its partner goes on with.
+    const int rl = __shfl_xor_sync(0xffffffffu, p ? al0 : al1, 1);
+    const int rh = __shfl_xor_sync(0xffffffffu, p ? ah0 : ah1, 1);
+    const int il = (p ? al1 : al0) + rl, ih = (p ? ah1 : ah0) + rh;
+    float2 s, m;
+    k_scales2_f(hd, half, sel, s, m);
+    v = i8_step(v, s, m, il, ih, *reinterpret_cast<const float2*>(xf + 2 * c),
+                *reinterpret_cast<const float2*>(xm + 2 * c));
+  }
+}
+
+// The one-row form's sums at a segment's end, in the f16 form's accumulator places (lane
+// t = 0 of each row pair: acc[0] row g, acc[2] row g + 8; S_0 in acc, S_2 in acc2).
+__device__ __forceinline__ void dp4a_gather(float v, float (&acc)[4], float (&acc2)[4], int lane) {
+  const int base = lane & ~3;
+  const float v1 = __shfl_sync(0xffffffffu, v, base + 1);
+  const float v2 = __shfl_sync(0xffffffffu, v, base + 2);
+  const float v3 = __shfl_sync(0xffffffffu, v, base + 3);
+  acc[0] = v;
+  acc[2] = v1;
+  acc2[0] = v2;
+  acc2[2] = v3;
+}
+
+// The several-row form's words of one tile: w[c] = qs bytes 4t..4t+3 and 16+4t..19+4t of chunk
+// c (32 bytes) of rows g and g + 8, read from the tile-major stage (cuda_weight_layout.h: row
+// r's qs byte b at fragment 2 (r / 8) + b / 64, offset 64 (r % 8) + b % 64), and both headers.
+struct RawI8 {
+  uint32_t w[4][4];  // [chunk][row g (4t), row g (16 + 4t), row g+8 (4t), row g+8 (16 + 4t)]
+  uint4 h0, h1;
+};
+__device__ __forceinline__ void load_i8(RawI8& r, const uint8_t* T, int g, int t) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const uint8_t* p0 = T + (c >> 1) * 512 + 64 * g + 32 * (c & 1) + 4 * t;
+    const uint8_t* p1 = p0 + 1024;
+    r.w[c][0] = *reinterpret_cast<const uint32_t*>(p0);
+    r.w[c][1] = *reinterpret_cast<const uint32_t*>(p0 + 16);
+    r.w[c][2] = *reinterpret_cast<const uint32_t*>(p1);
+    r.w[c][3] = *reinterpret_cast<const uint32_t*>(p1 + 16);
+  }
+  r.h0 = *reinterpret_cast<const uint4*>(T + 2048 + 16 * g);
+  r.h1 = *reinterpret_cast<const uint4*>(T + 2048 + 16 * (g + 8));
+}
+// One word of every load of load_i8 (see consume_raw in k_matvec_stream.cu).
+__device__ __forceinline__ uint32_t loaded_i8(const RawI8& r) {
+  uint32_t x = r.h0.x ^ r.h1.x;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) x ^= r.w[c][0] ^ r.w[c][1] ^ r.w[c][2] ^ r.w[c][3];
+  return x;
+}
+
+// The several-row form: for column tile ct, B column g is activation row 8 ct + g (q at the
+// tile's first element), and this lane's outputs are rows g / g + 8 of activation rows
+// 8 ct + 2t + j (xf / xm at the tile's first block: f[ct][j], m[ct][j]). Rows past the last
+// read row 0 (computed, never stored).
+template <int NT>
+__device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const (&q)[NT], const float* const (&f)[NT][2],
+                                             const float* const (&m)[NT][2], float (&acc)[NT][4],
+                                             float (&acc2)[NT][4], int t) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int half = c >> 1;
+    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(2 * (c & 1));
+    float2 s0, m0, s1, m1;
+    k_scales2_f(r.h0, half, sel, s0, m0);
+    k_scales2_f(r.h1, half, sel, s1, m1);
+    const uint32_t lo0 = r.w[c][0] & 0x0F0F0F0Fu, lo1 = r.w[c][2] & 0x0F0F0F0Fu;
+    const uint32_t lo2 = r.w[c][1] & 0x0F0F0F0Fu, lo3 = r.w[c][3] & 0x0F0F0F0Fu;
+    const uint32_t hi0 = (r.w[c][0] >> 4) & 0x0F0F0F0Fu, hi1 = (r.w[c][2] >> 4) & 0x0F0F0F0Fu;
+    const uint32_t hi2 = (r.w[c][1] >> 4) & 0x0F0F0F0Fu, hi3 = (r.w[c][3] >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct) {
+      const int8_t* x = q[ct] + 64 * c + 4 * t;
+      int il[4], ih[4];
+      mma_16832_u8s8(il, lo0, lo1, lo2, lo3, *reinterpret_cast<const uint32_t*>(x),
+                     *reinterpret_cast<const uint32_t*>(x + 16));
+      mma_16832_u8s8(ih, hi0, hi1, hi2, hi3, *reinterpret_cast<const uint32_t*>(x + 32),
+                     *reinterpret_cast<const uint32_t*>(x + 48));
+      float(&A)[4] = (c & 1) ? acc2[ct] : acc[ct];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float2 fj = *reinterpret_cast<const float2*>(f[ct][j] + 2 * c);
+        const float2 mj = *reinterpret_cast<const float2*>(m[ct][j] + 2 * c);
+        A[j] = i8_step(A[j], s0, m0, il[j], ih[j], fj, mj);
+        A[2 + j] = i8_step(A[2 + j], s1, m1, il[2 + j], ih[2 + j], fj, mj);
+      }
+    }
+  }
+}
+
+}  // namespace gs::cuda::mv
