@@ -27,6 +27,11 @@ for m in eager lazy random; do
   if [ "$mode" = all ] || { [ "$mode" = both ] && [ "$m" != random ]; } || [ "$mode" = "$m" ]; then
     echo "== $m"
     "$OUT/matvec_emu" "$m" "${2:-}" || rc=1
+    # The opt-in int8 forms of Q4_K (decision 0028): the same cases, verify rows against decode.
+    if [ -z "${2:-}" ] || [ "${2:-}" = q4_K ]; then
+      echo "== $m, int8 Q4_K forms (GS_MVS_Q4K=1)"
+      GS_MVS_Q4K=1 "$OUT/matvec_emu" "$m" q4_K | tail -1 || rc=1
+    fi
   fi
 done
 exit $rc

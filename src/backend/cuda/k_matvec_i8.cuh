@@ -1,4 +1,5 @@
-// The int8 forms of the Q4_K decode matvec (decision 0028), used by k_matvec_stream.cu.
+// The int8 forms of the Q4_K decode matvec (decision 0028), used by k_matvec_stream.cu when
+// GS_MVS_Q4K=1 (measured, not the default: see the decision).
 //
 // The activations are quantized per block of 32 elements to int8 (q = round(127 x / amax),
 // xf = amax / 127, xm = xf * sum q; the same per-32 form as ggml's q8_1 activations), and each
