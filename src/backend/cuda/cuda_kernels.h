@@ -155,9 +155,10 @@ bool launch_gelu_mul_rows_coop(cudaStream_t s, MatF gate, MatF up, MatF out, uin
 constexpr int kMatvecMaxParts = 3;  // weights one bulk-copy matvec launch may take (launch_matvec_stream_multi)
 constexpr int kMatvecPartialFloats = 2 * 4 * 32;  // up to 2 column tiles x 4 accumulators x 32 lanes
 // The widest input the int8 Q4_K forms take (wider ones keep the f16 form for every row count).
-constexpr int64_t kMatvecI8MaxIn = 32768;
-// Bytes of int8 activations: 16 rows of kMatvecI8MaxIn, q int8 and two f32 per 32 (k_matvec_i8.cuh).
-constexpr size_t kMatvecX8Bytes = 16 * (kMatvecI8MaxIn + kMatvecI8MaxIn / 32 * 8);
+constexpr int64_t kMatvecI8MaxIn = 24576;
+// Bytes of int8 activations: 16 rows of kMatvecI8MaxIn, two int8 planes and two f32 per 32
+// (k_matvec_i8.cuh).
+constexpr size_t kMatvecX8Bytes = 16 * (2 * kMatvecI8MaxIn + kMatvecI8MaxIn / 32 * 8);
 struct MatvecSync {
   int* flags = nullptr;      // [max_ctas]
   float* partial = nullptr;  // [max_ctas][kMatvecPartialFloats]

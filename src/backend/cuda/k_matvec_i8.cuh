@@ -1,10 +1,13 @@
 // The int8 forms of the Q4_K decode matvec (decision 0028), used by k_matvec_stream.cu when
 // GS_MVS_Q4K=1 (measured, not the default: see the decision).
 //
-// The activations are quantized per block of 32 elements to int8 (q = round(127 x / amax),
-// xf = amax / 127, xm = xf * sum q; the same per-32 form as ggml's q8_1 activations), and each
-// 32-element sub-block of a Q4_K row gives an exact integer dot product of its nibbles with q.
-// Per (row, sub-block k) the result then takes, in f32,
+// The activations are quantized per block of 32 elements to two int8 planes: with
+// s = amax / 127, q1 = round(x / s) and q2 = round(256 (x - s q1) / s), so that
+// x ~= xf (256 q1 + q2) with xf = s / 256, off by at most amax / 65024 (finer than the f16
+// operand's rounding for all but the smallest elements of a block); xm = xf * sum (256 q1 + q2).
+// Each 32-element sub-block of a Q4_K row gives an exact integer dot product of its nibbles
+// with 256 q1 + q2 (two int8 products; |isum| < 2^24). Per (row, sub-block k) the result then
+// takes, in f32,
 //     + (d sc_k) * (isum_k * xf_k)  - (dmin mn_k) * xm_k            (spec §3: w = d sc q - dmin mn)
 // with d sc_k and dmin mn_k rounded to f16 exactly as the f16 form does (k_scales2).
 //
@@ -31,26 +34,28 @@
 namespace gs::cuda::mv {
 
 // Where the quantized activations of R rows of K elements lie (shared memory for the
-// one-row form, global memory for the others): q [R][K] int8, then xf [R][K / 32] f32,
-// then xm [R][K / 32] f32.
+// one-row form, global memory for the others): q1 [R][K] int8, q2 [R][K] int8, then
+// xf [R][K / 32] f32, then xm [R][K / 32] f32.
 struct X8Rows {
-  const int8_t* q;
+  const int8_t* q;   // q1; q2 is plane elements further on
+  int64_t plane;     // R K
   const float* xf;
   const float* xm;
 };
-__host__ __device__ inline int64_t x8_bytes(int64_t rows, int64_t k) { return rows * k + rows * (k / 32) * 8; }
+__host__ __device__ inline int64_t x8_bytes(int64_t rows, int64_t k) { return 2 * rows * k + rows * (k / 32) * 8; }
 __device__ __forceinline__ X8Rows x8_rows(const void* base, int rows, int64_t k) {
   const int8_t* q = static_cast<const int8_t*>(base);
-  const float* xf = reinterpret_cast<const float*>(q + rows * k);
-  return X8Rows{q, xf, xf + rows * (k / 32)};
+  const float* xf = reinterpret_cast<const float*>(q + 2 * rows * k);
+  return X8Rows{q, rows * k, xf, xf + rows * (k / 32)};
 }
 
 // Quantizes 32-element blocks of the f16 operand (xh, rows of K elements with each group of 4
-// stored as (0, 2, 1, 3), see row_write_f16) into x8 (element order). Block b of the flat
-// [rows][K / 32] range goes to the 4 lanes 4 (b % 8).. of the warp whose turn it is: warp
-// `wi` of `nw` takes blocks 8 wi + 8 nw i. The whole warp must call it (shuffles).
-__device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, int rows, int8_t* q, float* xf,
-                                                 float* xm, int64_t wi, int64_t nw, int lane) {
+// stored as (0, 2, 1, 3), see row_write_f16) into the two planes q / q + plane (element
+// order). Block b of the flat [rows][K / 32] range goes to the 4 lanes 4 (b % 8).. of the warp
+// whose turn it is: warp `wi` of `nw` takes blocks 8 wi + 8 nw i. The whole warp must call it
+// (shuffles).
+__device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, int rows, int8_t* q, int64_t plane,
+                                                 float* xf, float* xm, int64_t wi, int64_t nw, int lane) {
   const int64_t nblk = rows * (K / 32);
   for (int64_t b0 = wi * 8; b0 < nblk; b0 += nw * 8) {
     const int64_t b = b0 + (lane >> 2);
@@ -70,24 +75,28 @@ __device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, 
     }
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    const float inv = amax > 0.f ? 127.f / amax : 0.f;
-    uint32_t pk[2] = {0u, 0u};
-    int sum = 0;
+    const float s = amax / 127.f, inv = amax > 0.f ? 127.f / amax : 0.f, inv256 = inv * 256.f;
+    uint32_t pk[2] = {0u, 0u}, pk2[2] = {0u, 0u};
+    int sum = 0;  // of 256 q1 + q2, |sum| < 2^21
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int src = (i & 4) | ((i & 1) << 1) | ((i >> 1) & 1);  // 0 2 1 3 within a group of 4
-      const int qi = max(-127, min(127, __float2int_rn(__fmul_rn(f[src], inv))));
-      sum += qi;
-      pk[i >> 2] |= (static_cast<uint32_t>(qi) & 0xffu) << (8 * (i & 3));
+      const int q1 = max(-127, min(127, __float2int_rn(__fmul_rn(f[src], inv))));
+      const float r = fmaf(-s, static_cast<float>(q1), f[src]);  // the remainder, |r| <~ s / 2
+      const int q2 = max(-127, min(127, __float2int_rn(__fmul_rn(r, inv256))));
+      sum += 256 * q1 + q2;
+      pk[i >> 2] |= (static_cast<uint32_t>(q1) & 0xffu) << (8 * (i & 3));
+      pk2[i >> 2] |= (static_cast<uint32_t>(q2) & 0xffu) << (8 * (i & 3));
     }
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (ok) {
       *reinterpret_cast<uint2*>(q + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
+      *reinterpret_cast<uint2*>(q + plane + b * 32 + p * 8) = make_uint2(pk2[0], pk2[1]);
       if (p == 0) {
-        const float s = amax / 127.f;
-        xf[b] = s;
-        xm[b] = __fmul_rn(s, static_cast<float>(sum));
+        const float unit = s * (1.f / 256.f);
+        xf[b] = unit;
+        xm[b] = __fmul_rn(unit, static_cast<float>(sum));
       }
     }
   }
@@ -100,25 +109,23 @@ __global__ void __launch_bounds__(256) quantize_x8_kernel(const uint16_t* __rest
   GS_PDL_TRIGGER();  // the matvec's weights may start streaming
   GS_PDL_WAIT();     // xh is the predecessor's
   int8_t* q = reinterpret_cast<int8_t*>(out);
-  float* xf = reinterpret_cast<float*>(out + rows * K);
+  float* xf = reinterpret_cast<float*>(out + 2 * rows * K);
   float* xm = xf + rows * (K / 32);
   const int64_t wi = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int64_t nw = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  quantize_x8_warp(xh, K, rows, q, xf, xm, wi, nw, threadIdx.x & 31);
+  quantize_x8_warp(xh, K, rows, q, rows * K, xf, xm, wi, nw, threadIdx.x & 31);
 }
 
-// int -> float for |v| < 2^22 without I2F (a quarter-rate conversion): the integer rides in
-// the mantissa of 1.5 * 2^23. |isum| <= 32 * 15 * 127 < 2^16.
-__device__ __forceinline__ float small_int_to_float(int v) {
-  return __fsub_rn(__int_as_float(v + 0x4B400000), 12582912.f);
-}
+// The two planes' integer sum of a sub-block: 256 i1 + i2, |.| <= 257 * 32 * 15 * 127 < 2^24,
+// so exact as an int and as a float.
+__device__ __forceinline__ int plane_sum(int i1, int i2) { return 256 * i1 + i2; }
 
 // One chunk's step of a sequence: sub-blocks klo = 2c and khi = 2c + 1 of one row, with
 // s = (d sc_lo, d sc_hi), m = (-dmin mn_lo, -dmin mn_hi) (k_scales2), the integer sums
 // il / ih, and the activations' xf / xm of the two sub-blocks. Both forms call exactly this.
 __device__ __forceinline__ float i8_step(float v, float2 s, float2 m, int il, int ih, float2 f, float2 xm) {
-  v = fmaf(s.x, __fmul_rn(small_int_to_float(il), f.x), v);
-  v = fmaf(s.y, __fmul_rn(small_int_to_float(ih), f.y), v);
+  v = fmaf(s.x, __fmul_rn(__int2float_rn(il), f.x), v);
+  v = fmaf(s.y, __fmul_rn(__int2float_rn(ih), f.y), v);
   v = fmaf(m.x, xm.x, v);
   v = fmaf(m.y, xm.y, v);
   return v;
@@ -133,29 +140,42 @@ __device__ __forceinline__ void k_scales2_f(const uint4& h, int half, uint32_t s
 
 // The one-row form on a tile that Tile<kQ4_K>::load left in r: adds lane t's sequence
 // S_{2 (t / 2)} terms of row g (t even) or g + 8 (t odd) to v. q / xf / xm: the activations
-// at the tile's first element / block. The whole warp must call it (shuffles).
-__device__ __forceinline__ void compute_dp4a(const Tile<WFormat::kQ4_K>::Raw& r, const int8_t* q, const float* xf,
-                                             const float* xm, float& v, int t) {
+// at the tile's first element / block (q2 `plane` bytes after q). The whole warp must call it
+// (shuffles).
+__device__ __forceinline__ void compute_dp4a(const Tile<WFormat::kQ4_K>::Raw& r, const int8_t* q, int64_t plane,
+                                             const float* xf, const float* xm, float& v, int t) {
   const int p = t & 1, ka = 2 * (t >> 1);
   const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
   const uint4 hd = p ? r.h1 : r.h0;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int c = (ka >> 1) + 2 * half;
-    const uint4 xl = *reinterpret_cast<const uint4*>(q + 64 * c + 16 * p);       // sub-block 2c, half p
-    const uint4 xu = *reinterpret_cast<const uint4*>(q + 64 * c + 32 + 16 * p);  // sub-block 2c + 1, half p
+    const int8_t* xa = q + 64 * c + 16 * p;  // sub-block 2c, half p (2c + 1: 32 further on)
+    const uint4 xl = *reinterpret_cast<const uint4*>(xa), xu = *reinterpret_cast<const uint4*>(xa + 32);
+    const uint4 xl2 = *reinterpret_cast<const uint4*>(xa + plane), xu2 = *reinterpret_cast<const uint4*>(xa + plane + 32);
     const uint4& q0 = half == 0 ? r.qa0 : r.qb0;  // row g
     const uint4& q1 = half == 0 ? r.qa1 : r.qb1;  // row g + 8
-    int al0 = 0, ah0 = 0, al1 = 0, ah1 = 0;
+    int al0 = 0, ah0 = 0, al1 = 0, ah1 = 0, bl0 = 0, bh0 = 0, bl1 = 0, bh1 = 0;
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       const int xw = static_cast<int>(u4_get(xl, w)), xv = static_cast<int>(u4_get(xu, w));
+      const int yw = static_cast<int>(u4_get(xl2, w)), yv = static_cast<int>(u4_get(xu2, w));
       const uint32_t w0 = u4_get(q0, w), w1 = u4_get(q1, w);
-      al0 = __dp4a(static_cast<int>(w0 & 0x0F0F0F0Fu), xw, al0);
-      ah0 = __dp4a(static_cast<int>((w0 >> 4) & 0x0F0F0F0Fu), xv, ah0);
-      al1 = __dp4a(static_cast<int>(w1 & 0x0F0F0F0Fu), xw, al1);
-      ah1 = __dp4a(static_cast<int>((w1 >> 4) & 0x0F0F0F0Fu), xv, ah1);
+      const int n0 = static_cast<int>(w0 & 0x0F0F0F0Fu), m0 = static_cast<int>((w0 >> 4) & 0x0F0F0F0Fu);
+      const int n1 = static_cast<int>(w1 & 0x0F0F0F0Fu), m1 = static_cast<int>((w1 >> 4) & 0x0F0F0F0Fu);
+      al0 = __dp4a(n0, xw, al0);
+      ah0 = __dp4a(m0, xv, ah0);
+      al1 = __dp4a(n1, xw, al1);
+      ah1 = __dp4a(m1, xv, ah1);
+      bl0 = __dp4a(n0, yw, bl0);
+      bh0 = __dp4a(m0, yv, bh0);
+      bl1 = __dp4a(n1, yw, bl1);
+      bh1 = __dp4a(m1, yv, bh1);
     }
+    al0 = plane_sum(al0, bl0);
+    ah0 = plane_sum(ah0, bh0);
+    al1 = plane_sum(al1, bl1);
+    ah1 = plane_sum(ah1, bh1);
     // Lane t ^ 1 holds the other half of the same sub-blocks: each lane sends the sums of the
     // row its partner goes on with.
     const int rl = __shfl_xor_sync(0xffffffffu, p ? al0 : al1, 1);
@@ -209,14 +229,14 @@ __device__ __forceinline__ uint32_t loaded_i8(const RawI8& r) {
   return x;
 }
 
-// The several-row form: for column tile ct, B column g is activation row 8 ct + g (q at the
-// tile's first element), and this lane's outputs are rows g / g + 8 of activation rows
-// 8 ct + 2t + j (xf / xm at the tile's first block: f[ct][j], m[ct][j]). Rows past the last
-// read row 0 (computed, never stored).
+// The several-row form: for column tile ct, B column g is activation row 8 ct + g (q1 at the
+// tile's first element, q2 `plane` bytes further), and this lane's outputs are rows g / g + 8
+// of activation rows 8 ct + 2t + j (xf / xm at the tile's first block: f[ct][j], m[ct][j]).
+// Rows past the last read row 0 (computed, never stored).
 template <int NT>
-__device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const (&q)[NT], const float* const (&f)[NT][2],
-                                             const float* const (&m)[NT][2], float (&acc)[NT][4],
-                                             float (&acc2)[NT][4], int t) {
+__device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const (&q)[NT], int64_t plane,
+                                             const float* const (&f)[NT][2], const float* const (&m)[NT][2],
+                                             float (&acc)[NT][4], float (&acc2)[NT][4], int t) {
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
     const int half = c >> 1;
@@ -231,11 +251,21 @@ __device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const
 #pragma unroll
     for (int ct = 0; ct < NT; ++ct) {
       const int8_t* x = q[ct] + 64 * c + 4 * t;
-      int il[4], ih[4];
+      const int8_t* y = x + plane;
+      int il[4], ih[4], jl[4], jh[4];
       mma_16832_u8s8(il, lo0, lo1, lo2, lo3, *reinterpret_cast<const uint32_t*>(x),
                      *reinterpret_cast<const uint32_t*>(x + 16));
       mma_16832_u8s8(ih, hi0, hi1, hi2, hi3, *reinterpret_cast<const uint32_t*>(x + 32),
                      *reinterpret_cast<const uint32_t*>(x + 48));
+      mma_16832_u8s8(jl, lo0, lo1, lo2, lo3, *reinterpret_cast<const uint32_t*>(y),
+                     *reinterpret_cast<const uint32_t*>(y + 16));
+      mma_16832_u8s8(jh, hi0, hi1, hi2, hi3, *reinterpret_cast<const uint32_t*>(y + 32),
+                     *reinterpret_cast<const uint32_t*>(y + 48));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        il[e] = plane_sum(il[e], jl[e]);
+        ih[e] = plane_sum(ih[e], jh[e]);
+      }
       float(&A)[4] = (c & 1) ? acc2[ct] : acc[ct];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {

@@ -330,8 +330,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if constexpr (kI8 == 1) {  // quantize the row into shared memory (all consumer warps), then wait for all
     uint8_t* xq = ring + static_cast<size_t>(G.ns) * G.stage_bytes;
     int8_t* q = reinterpret_cast<int8_t*>(xq);
-    float* xf = reinterpret_cast<float*>(xq + K);
-    quantize_x8_warp(xh, K, 1, q, xf, xf + K / 32, warp, kConsumerWarps, lane);
+    float* xf = reinterpret_cast<float*>(xq + 2 * K);
+    quantize_x8_warp(xh, K, 1, q, K, xf, xf + K / 32, warp, kConsumerWarps, lane);
     mbar_arrive(&sh.x8bar);
     mbar_wait(&sh.x8bar, 0);
     x8 = x8_rows(xq, 1, K);
@@ -428,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kI8 == 1) {
       if (have) {
         const int64_t e0 = static_cast<int64_t>(t0 + j) * kTileElems;
-        compute_dp4a(cur, x8.q + e0, x8.xf + e0 / 32, x8.xm + e0 / 32, dv, t);
+        compute_dp4a(cur, x8.q + e0, x8.plane, x8.xf + e0 / 32, x8.xm + e0 / 32, dv, t);
       }
     } else if constexpr (kI8 == 2) {
       if (have) {
@@ -445,7 +445,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
             mt[ct][jj] = m8[ct][jj] + e0 / 32;
           }
         }
-        compute_mma8<NT>(cur8, qt, ft, mt, acc, acc2, t);
+        compute_mma8<NT>(cur8, qt, x8.plane, ft, mt, acc, acc2, t);
       }
     } else if (have) {
       const uint16_t* xb[NT];
@@ -556,8 +556,9 @@ int diag_mode() {
 
 // The int8 Q4_K forms (decision 0028) serve Q4_K weights up to kMatvecI8MaxIn inputs, for
 // every row count alike (so that verify reproduces decode), when GS_MVS_Q4K=1. Not the
-// default: on the H200 decode gains 9% but verify 5 costs 1.6 decode steps instead of 1.14,
-// and one int8 plane is ~30 times coarser than the f16 operand (CudaSynth's bounds fail).
+// default: on the H200 the one-plane version gained 9% in decode but verify 5 cost 1.6 decode
+// steps instead of 1.14; the two planes that made it as accurate as the f16 form add work
+// (decision 0028).
 bool i8_serves(const WeightLayout& L) {
   static const bool on = env_int("GS_MVS_Q4K", 0) == 1;
   return on && L.format == WFormat::kQ4_K && L.tile_major && L.n_in_pad <= kMatvecI8MaxIn;

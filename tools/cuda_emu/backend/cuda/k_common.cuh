@@ -131,6 +131,7 @@ inline float __ldcg(const float* p) { return *p; }
 inline float2 __ldcg(const float2* p) { return *p; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __int2float_rn(int v) { return static_cast<float>(v); }
 // PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {y, x} (x bytes 0..3).
 inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
   const uint64_t b = (static_cast<uint64_t>(y) << 32) | x;
