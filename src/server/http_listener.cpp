@@ -433,6 +433,7 @@ class Connection final : public httplib::Stream {
         multipart_ = true;
         return false;
       }
+      read_form_as_body(s.substr(0, end));
       if (has_header_line_longer_than(s.substr(0, end), kMaxHeaderLineBytes)) {
         header_line_too_long_ = true;
         return false;
@@ -477,6 +478,25 @@ class Connection final : public httplib::Stream {
       if (std::tolower(static_cast<unsigned char>(type[i])) != kMultipart[i]) return false;
     }
     return true;
+  }
+
+  // A body sent as application/x-www-form-urlencoded (curl -d without -H, many HTTP clients'
+  // default) is read as the JSON it holds, as llama-server reads it: no route reads form
+  // fields, and httplib parsed such bodies as forms and refused those over 8 KB with 413 (the
+  // limit compiled into the library). The type's value in the buffered head becomes
+  // "application/json", padded with spaces to the same length so that no offset moves.
+  void read_form_as_body(std::string_view head) {
+    constexpr std::string_view kForm = "application/x-www-form-urlencoded";
+    const std::string_view type = request_header(head, "content-type");
+    std::string_view media = type.substr(0, type.find(';'));
+    while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
+    if (media.size() != kForm.size()) return;
+    for (size_t i = 0; i < kForm.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(media[i])) != kForm[i]) return;
+    }
+    std::string json = "application/json";
+    json.resize(type.size(), ' ');
+    buf_.replace(static_cast<size_t>(type.data() - buf_.data()), type.size(), json);
   }
 
   // Whether a header line of `head` (the request line aside) is longer than `max_bytes` with

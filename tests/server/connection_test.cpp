@@ -229,6 +229,29 @@ TEST(Connections, MultipartBodiesAre415) {
   test::expect_healthy(s);
 }
 
+// A JSON body sent as application/x-www-form-urlencoded (curl -d without -H) is read as JSON,
+// whatever its size: httplib parsed it as a form and answered 413 above 8 KB ("larger than
+// this server accepts"), so any real prompt sent that way failed.
+TEST(Connections, FormEncodedBodiesAreReadAsJson) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string body = R"({"prompt":"hi","max_tokens":2})" + std::string(200000, ' ');
+  for (const char* type : {"application/x-www-form-urlencoded", "Application/X-WWW-Form-Urlencoded; charset=utf-8"}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: " + std::string(type) +
+           "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    const std::string got = c.read_until("}", 1, 5s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << type << ": " << got.substr(0, 300);
+  }
+  auto r = s.client().Post("/v1/completions", R"({"prompt":"hi","max_tokens":2})" + std::string(20000, ' '),
+                           "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->body.find("fine"), std::string::npos) << r->body;
+  test::expect_healthy(s);
+}
+
 // A request without the API key is answered 401 from its head, before its body is waited
 // for (a client without the key could make the server buffer 8 MB a connection), and the
 // connection closes. A request answered without its body being read (an unknown route)
