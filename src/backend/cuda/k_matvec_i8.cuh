@@ -3,8 +3,9 @@
 //
 // The activations are quantized per block of 32 elements to two int8 planes: with
 // s = amax / 127, q1 = round(x / s) and q2 = round(256 (x - s q1) / s), so that
-// x ~= xf (256 q1 + q2) with xf = s / 256, off by at most amax / 65024 (finer than the f16
-// operand's rounding for all but the smallest elements of a block); xm = xf * sum (256 q1 + q2).
+// x ~= xf (256 q1 + q2) with xf = s / 256, off by at most amax / 32512 (s / 512 unless q2
+// clamps at 127; finer than the f16 operand's |x| / 2048 for |x| > amax / 16);
+// xm = xf * sum (256 q1 + q2).
 // Each 32-element sub-block of a Q4_K row gives an exact integer dot product of its nibbles
 // with 256 q1 + q2 (two int8 products; |isum| < 2^24). Per (row, sub-block k) the result then
 // takes, in f32,
