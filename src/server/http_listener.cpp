@@ -485,14 +485,15 @@ class Connection final : public httplib::Stream {
   // fields, and httplib parsed such bodies as forms and refused those over 8 KB with 413 (the
   // limit compiled into the library). The type's value in the buffered head becomes
   // "application/json", padded with spaces to the same length so that no offset moves.
+  // httplib takes any value that begins with the form type for a form (so did
+  // "application/x-www-form-urlencodedX" and "application/x-www-form-urlencoded, text/plain"),
+  // so every such value is rewritten, not only the exact type.
   void read_form_as_body(std::string_view head) {
     constexpr std::string_view kForm = "application/x-www-form-urlencoded";
     const std::string_view type = request_header(head, "content-type");
-    std::string_view media = type.substr(0, type.find(';'));
-    while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
-    if (media.size() != kForm.size()) return;
+    if (type.size() < kForm.size()) return;
     for (size_t i = 0; i < kForm.size(); ++i) {
-      if (std::tolower(static_cast<unsigned char>(media[i])) != kForm[i]) return;
+      if (std::tolower(static_cast<unsigned char>(type[i])) != kForm[i]) return;
     }
     std::string json = "application/json";
     json.resize(type.size(), ' ');
