@@ -141,9 +141,34 @@ class Routes {
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
     Result<TokenizeRequest> parsed = parse_tokenize_request(*body);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
-    const std::vector<int32_t> ids = m->tokenizer->encode(parsed->content, parsed->add_special, parsed->parse_special);
+    std::vector<int32_t> ids = m->tokenizer->encode(parsed->content, parsed->add_special, parsed->parse_special);
     res.status = 200;
-    res.set_content(tokenize_response_json(*m->tokenizer, ids, parsed->with_pieces), "application/json");
+    constexpr size_t kPartIds = 65536;
+    if (ids.size() <= kPartIds) {
+      res.set_content(tokenize_response_json(*m->tokenizer, ids, parsed->with_pieces), "application/json");
+      return;
+    }
+    // A large answer is written as it is made, kPartIds ids at a time: its JSON is 7-25 times
+    // the body (an 8 MB body gave 200 MB with pieces), and built whole, a few such requests
+    // at once held gigabytes until their clients read them.
+    struct Parts {
+      std::shared_ptr<ModelContext> model;  // keeps the tokenizer alive while writing
+      std::vector<int32_t> ids;
+      bool with_pieces;
+      size_t next = 0;
+    };
+    auto st = std::make_shared<Parts>(Parts{m, std::move(ids), parsed->with_pieces});
+    set_body(req, res, "application/json", [st](size_t, httplib::DataSink& sink) {
+      std::string part = st->next == 0 ? "{\"tokens\":[" : "";
+      const size_t end = std::min(st->ids.size(), st->next + kPartIds);
+      append_tokenize_entries(*st->model->tokenizer, st->ids, st->next, end, st->with_pieces, &part);
+      st->next = end;
+      const bool last = end == st->ids.size();
+      if (last) part += "]}";
+      if (!sink.write(part.data(), part.size())) return false;
+      if (last) sink.done();
+      return true;
+    });
   }
 
   // POST /detokenize: the text of token ids.

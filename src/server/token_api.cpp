@@ -65,31 +65,37 @@ Result<DetokenizeRequest> parse_detokenize_request(const json& body, int32_t n_v
   return req;
 }
 
-std::string tokenize_response_json(const text::Tokenizer& tok, std::span<const int32_t> ids, bool with_pieces) {
-  std::string out = "{\"tokens\":[";
-  out.reserve(out.size() + ids.size() * (with_pieces ? 32 : 7) + 2);
-  for (size_t k = 0; k < ids.size(); ++k) {
-    if (k > 0) out += ',';
+void append_tokenize_entries(const text::Tokenizer& tok, std::span<const int32_t> ids, size_t begin, size_t end,
+                             bool with_pieces, std::string* out) {
+  std::string& o = *out;
+  o.reserve(o.size() + (end - begin) * (with_pieces ? 32 : 7));
+  for (size_t k = begin; k < end; ++k) {
+    if (k > 0) o += ',';
     if (!with_pieces) {
-      append_int(ids[k], &out);
+      append_int(ids[k], &o);
       continue;
     }
-    out += "{\"id\":";
-    append_int(ids[k], &out);
-    out += ",\"piece\":";
+    o += "{\"id\":";
+    append_int(ids[k], &o);
+    o += ",\"piece\":";
     const std::string_view piece = tok.token_to_piece(ids[k], /*render_special=*/true);
     if (text::is_valid_utf8(piece)) {
-      out += dump_json(json(std::string(piece)));
+      o += dump_json(json(std::string(piece)));
     } else {
-      out += '[';
+      o += '[';
       for (size_t b = 0; b < piece.size(); ++b) {
-        if (b > 0) out += ',';
-        append_int(static_cast<unsigned char>(piece[b]), &out);
+        if (b > 0) o += ',';
+        append_int(static_cast<unsigned char>(piece[b]), &o);
       }
-      out += ']';
+      o += ']';
     }
-    out += '}';
+    o += '}';
   }
+}
+
+std::string tokenize_response_json(const text::Tokenizer& tok, std::span<const int32_t> ids, bool with_pieces) {
+  std::string out = "{\"tokens\":[";
+  append_tokenize_entries(tok, ids, 0, ids.size(), with_pieces, &out);
   out += "]}";
   return out;
 }

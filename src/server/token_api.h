@@ -42,6 +42,12 @@ Result<DetokenizeRequest> parse_detokenize_request(const nlohmann::json& body, i
 // valid ids of `tok`.
 std::string tokenize_response_json(const text::Tokenizer& tok, std::span<const int32_t> ids, bool with_pieces);
 
+// The entries of ids [begin, end) of that array appended to `out`, each after a ',' except
+// the array's first: a large answer is written in parts with these between "{\"tokens\":["
+// and "]}", the same bytes as tokenize_response_json.
+void append_tokenize_entries(const text::Tokenizer& tok, std::span<const int32_t> ids, size_t begin, size_t end,
+                             bool with_pieces, std::string* out);
+
 // {"content": text}: the pieces of `ids` joined (control tokens as their text, as
 // llama-server's detokenize), byte tokens assembled into UTF-8, a sequence that stays
 // invalid as U+FFFD, so the JSON is always valid. `ids` must be valid ids of `tok`.

@@ -14,6 +14,7 @@
 #include "gguf/gguf_reader.h"
 #include "server/api_request.h"
 #include "server/request_plan.h"
+#include "server/token_api.h"
 #include "server_fixture.h"
 #include "text/chat_format.h"
 #include "text/utf8.h"
@@ -490,7 +491,15 @@ TEST(TokenRoutes, LargeBodiesAreLinearAndLimited) {
   ASSERT_EQ(t->status, 200) << t->body.substr(0, 300);
   const json tj = json::parse(t->body, nullptr, false);
   ASSERT_TRUE(tj.is_object());
-  EXPECT_EQ(tj["tokens"].size(), s.tok->encode(text, false, true).size());
+  const std::vector<int32_t> text_ids = s.tok->encode(text, false, true);
+  EXPECT_EQ(tj["tokens"].size(), text_ids.size());
+  // Written in parts (over 65536 ids), the same bytes as the answer written whole.
+  ASSERT_GT(text_ids.size(), 65536u);
+  EXPECT_TRUE(t->body == server::tokenize_response_json(*s.tok, text_ids, true));
+  auto t2 = s.post("/tokenize", json{{"content", text}}.dump());
+  ASSERT_TRUE(t2);
+  ASSERT_EQ(t2->status, 200);
+  EXPECT_TRUE(t2->body == server::tokenize_response_json(*s.tok, text_ids, false));
   EXPECT_LT(tok_s, 30.0);
   EXPECT_GT(health_ok.load(), 0);
   EXPECT_EQ(health_bad.load(), 0);
