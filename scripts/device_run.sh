@@ -22,7 +22,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
        >"$OUT/synth.log" 2>&1; echo "synth exit $? after $SECONDS s" >>"$OUT/synth.log") &
     synth_pid=$!
   fi
-  timeout "${GS_TEST_TIMEOUT:-300}" scripts/device_test.sh --gtest_filter="$filter" >"$OUT/tests.log" 2>&1
+  timeout "${GS_TEST_TIMEOUT:-480}" scripts/device_test.sh --gtest_filter="$filter" >"$OUT/tests.log" 2>&1
   rc=$?
   test_status="exit $rc"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED|tests ran|Failure|error:|CUDA error" "$OUT/tests.log" | head -60

@@ -11,6 +11,9 @@ if [ -n "${GS_DEVICE_BIN:-}" ]; then
   # The matmul tests again with the pipelined matvec on every size and with the
   # register-prefetch one (see tests/CMakeLists.txt).
   env GS_CUDA_MV=pipe "$GS_DEVICE_BIN/gs_test_cuda" --gtest_color=no --gtest_filter='CudaMatmul.*' || exit $?
+  # The opt-in int8 Q4_K forms (decision 0028), as ctest's cuda_int8_q4k_forms.
+  env GS_MVS_Q4K=1 "$GS_DEVICE_BIN/gs_test_cuda" --gtest_color=no \
+    --gtest_filter='CudaMatmul.*:CudaSynth.EveryWeightTypeAgainstCpu:CudaSpeculative.*' || exit $?
   exec env GS_CUDA_MV=mma "$GS_DEVICE_BIN/gs_test_cuda" --gtest_color=no --gtest_filter='CudaMatmul.*'
 fi
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
