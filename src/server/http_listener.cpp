@@ -471,11 +471,14 @@ class Connection final : public httplib::Stream {
   // parsed it as form data, so a valid one reached the routes as an empty body ("the
   // request body is empty") and any other was 400 "malformed HTTP request".
   static bool is_multipart(std::string_view head) {
-    constexpr std::string_view kMultipart = "multipart/form-data";
-    const std::string_view type = request_header(head, "content-type");
-    if (type.size() < kMultipart.size()) return false;
-    for (size_t i = 0; i < kMultipart.size(); ++i) {
-      if (std::tolower(static_cast<unsigned char>(type[i])) != kMultipart[i]) return false;
+    return starts_with_lowercase(request_header(head, "content-type"), "multipart/form-data");
+  }
+
+  // Whether `value` begins with `prefix` (lowercase), ignoring the case of value's letters.
+  static bool starts_with_lowercase(std::string_view value, std::string_view prefix) {
+    if (value.size() < prefix.size()) return false;
+    for (size_t i = 0; i < prefix.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(value[i])) != prefix[i]) return false;
     }
     return true;
   }
@@ -489,12 +492,8 @@ class Connection final : public httplib::Stream {
   // "application/x-www-form-urlencodedX" and "application/x-www-form-urlencoded, text/plain"),
   // so every such value is rewritten, not only the exact type.
   void read_form_as_body(std::string_view head) {
-    constexpr std::string_view kForm = "application/x-www-form-urlencoded";
     const std::string_view type = request_header(head, "content-type");
-    if (type.size() < kForm.size()) return;
-    for (size_t i = 0; i < kForm.size(); ++i) {
-      if (std::tolower(static_cast<unsigned char>(type[i])) != kForm[i]) return;
-    }
+    if (!starts_with_lowercase(type, "application/x-www-form-urlencoded")) return;
     std::string json = "application/json";
     json.resize(type.size(), ' ');
     buf_.replace(static_cast<size_t>(type.data() - buf_.data()), type.size(), json);
