@@ -230,14 +230,16 @@ __device__ __forceinline__ uint32_t loaded_i8(const RawI8& r) {
   return x;
 }
 
-// The several-row form: for column tile ct, B column g is activation row 8 ct + g (q1 at the
-// tile's first element, q2 `plane` bytes further), and this lane's outputs are rows g / g + 8
-// of activation rows 8 ct + 2t + j (xf / xm at the tile's first block: f[ct][j], m[ct][j]).
-// Rows past the last read row 0 (computed, never stored).
+// The several-row form on the tile whose first element is e0: for column tile ct, B column g
+// is activation row 8 ct + g (q1 of that row at q[ct], q2 `plane` bytes further), and this
+// lane's outputs are rows g / g + 8 of activation rows 8 ct + 2t + j (their xf / xm rows at
+// f[ct][j], m[ct][j]). Rows past the last read row 0 (computed, never stored).
 template <int NT>
-__device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const (&q)[NT], int64_t plane,
+__device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const (&q)[NT],
                                              const float* const (&f)[NT][2], const float* const (&m)[NT][2],
-                                             float (&acc)[NT][4], float (&acc2)[NT][4], int t) {
+                                             int64_t e0, int64_t plane, float (&acc)[NT][4], float (&acc2)[NT][4],
+                                             int t) {
+  const int64_t b0 = e0 / 32;
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
     const int half = c >> 1;
@@ -251,7 +253,7 @@ __device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const
     const uint32_t hi2 = (r.w[c][1] >> 4) & 0x0F0F0F0Fu, hi3 = (r.w[c][3] >> 4) & 0x0F0F0F0Fu;
 #pragma unroll
     for (int ct = 0; ct < NT; ++ct) {
-      const int8_t* x = q[ct] + 64 * c + 4 * t;
+      const int8_t* x = q[ct] + e0 + 64 * c + 4 * t;
       const int8_t* y = x + plane;
       int il[4], ih[4], jl[4], jh[4];
       mma_16832_u8s8(il, lo0, lo1, lo2, lo3, *reinterpret_cast<const uint32_t*>(x),
@@ -270,8 +272,8 @@ __device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const
       float(&A)[4] = (c & 1) ? acc2[ct] : acc[ct];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const float2 fj = *reinterpret_cast<const float2*>(f[ct][j] + 2 * c);
-        const float2 mj = *reinterpret_cast<const float2*>(m[ct][j] + 2 * c);
+        const float2 fj = *reinterpret_cast<const float2*>(f[ct][j] + b0 + 2 * c);
+        const float2 mj = *reinterpret_cast<const float2*>(m[ct][j] + b0 + 2 * c);
         A[j] = i8_step(A[j], s0, m0, il[j], ih[j], fj, mj);
         A[2 + j] = i8_step(A[2 + j], s1, m1, il[2 + j], ih[2 + j], fj, mj);
       }

@@ -431,22 +431,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         compute_dp4a(cur, x8.q + e0, x8.plane, x8.xf + e0 / 32, x8.xm + e0 / 32, dv, t);
       }
     } else if constexpr (kI8 == 2) {
-      if (have) {
-        const int64_t e0 = static_cast<int64_t>(t0 + j) * kTileElems;
-        const int8_t* qt[NT];
-        const float* ft[NT][2];
-        const float* mt[NT][2];
-#pragma unroll
-        for (int ct = 0; ct < NT; ++ct) {
-          qt[ct] = q8[ct] + e0;
-#pragma unroll
-          for (int jj = 0; jj < 2; ++jj) {
-            ft[ct][jj] = f8[ct][jj] + e0 / 32;
-            mt[ct][jj] = m8[ct][jj] + e0 / 32;
-          }
-        }
-        compute_mma8<NT>(cur8, qt, x8.plane, ft, mt, acc, acc2, t);
-      }
+      if (have) compute_mma8<NT>(cur8, q8, f8, m8, static_cast<int64_t>(t0 + j) * kTileElems, x8.plane, acc, acc2, t);
     } else if (have) {
       const uint16_t* xb[NT];
 #pragma unroll
@@ -559,9 +544,12 @@ int diag_mode() {
 // default: on the H200 the one-plane version gained 9% in decode but verify 5 cost 1.6 decode
 // steps instead of 1.14; the two planes that made it as accurate as the f16 form add work
 // (decision 0028).
-bool i8_serves(const WeightLayout& L) {
+bool i8_on() {
   static const bool on = env_int("GS_MVS_Q4K", 0) == 1;
-  return on && L.format == WFormat::kQ4_K && L.tile_major && L.n_in_pad <= kMatvecI8MaxIn;
+  return on;
+}
+bool i8_serves(const WeightLayout& L) {
+  return i8_on() && L.format == WFormat::kQ4_K && L.tile_major && L.n_in_pad <= kMatvecI8MaxIn;
 }
 
 template <WFormat F, int NT, int MB, bool XS, int D = 0, int I8 = 0>
@@ -584,13 +572,15 @@ cudaError_t prepare_f() {
                         prepare_one<F, 2, 2, false>(), prepare_one<F, 1, 1, true>(), prepare_one<F, 1, 2, true>()})
     if (r != cudaSuccess) e = r;
   if constexpr (F == WFormat::kQ4_K) {
-    for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>(),
-                          prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
-                          prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
-      if (r != cudaSuccess) e = r;
-    if (diag_mode() == 2) {
-      const cudaError_t r = prepare_one<F, 1, 2, false, 2, 1>();
-      if (r != cudaSuccess) e = r;
+    if (i8_on()) {  // the int8 forms only when they may run
+      for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>(),
+                            prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
+                            prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
+        if (r != cudaSuccess) e = r;
+      if (diag_mode() == 2) {
+        const cudaError_t r = prepare_one<F, 1, 2, false, 2, 1>();
+        if (r != cudaSuccess) e = r;
+      }
     }
   }
   if (diag_mode() == 0) return e;  // the measurement kernels only when asked for
