@@ -19,8 +19,9 @@
 //   16 nibbles; the two lanes holding the two halves of a sub-block add their integer sums
 //   (one shuffle each way), and the lane with t % 2 == 0 goes on with row g, the other with
 //   row g + 8. The activations are quantized by the CTA into shared memory.
-// - 2..16 activation rows (verify): one m16n8k32 u8 x s8 mma a sub-block, the activations
-//   quantized into global memory by quantize_x8_kernel first.
+// - 2..16 activation rows (verify): m16n8k32 u8 x s8 mma on the same registers, each B
+//   column one activation row against one of the two chunks the lanes hold (compute_mma8),
+//   the activations quantized into global memory by quantize_x8_kernel first.
 // Both add the terms of a row in two sequences, S_0 over sub-blocks (0, 1, 4, 5) and S_2 over
 // (2, 3, 6, 7), tile after tile, and S_0 + S_2 at the end of a warp's segment (acc / acc2 of
 // the f16 form), so that every f32 operation is the same in both.
@@ -202,83 +203,101 @@ __device__ __forceinline__ void dp4a_gather(float v, float (&acc)[4], float (&ac
   acc2[2] = v3;
 }
 
-// The several-row form's words of one tile: w[c] = qs bytes 4t..4t+3 and 16+4t..19+4t of chunk
-// c (32 bytes) of rows g and g + 8, read from the tile-major stage (cuda_weight_layout.h: row
-// r's qs byte b at fragment 2 (r / 8) + b / 64, offset 64 (r % 8) + b % 64), and both headers.
-struct RawI8 {
-  uint32_t w[4][4];  // [chunk][row g (4t), row g (16 + 4t), row g+8 (4t), row g+8 (16 + 4t)]
-  uint4 h0, h1;
-};
-__device__ __forceinline__ void load_i8(RawI8& r, const uint8_t* T, int g, int t) {
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const uint8_t* p0 = T + (c >> 1) * 512 + 64 * g + 32 * (c & 1) + 4 * t;
-    const uint8_t* p1 = p0 + 1024;
-    r.w[c][0] = *reinterpret_cast<const uint32_t*>(p0);
-    r.w[c][1] = *reinterpret_cast<const uint32_t*>(p0 + 16);
-    r.w[c][2] = *reinterpret_cast<const uint32_t*>(p1);
-    r.w[c][3] = *reinterpret_cast<const uint32_t*>(p1 + 16);
-  }
-  r.h0 = *reinterpret_cast<const uint4*>(T + 2048 + 16 * g);
-  r.h1 = *reinterpret_cast<const uint4*>(T + 2048 + 16 * (g + 8));
-}
-// One word of every load of load_i8 (see consume_raw in k_matvec_stream.cu).
-__device__ __forceinline__ uint32_t loaded_i8(const RawI8& r) {
-  uint32_t x = r.h0.x ^ r.h1.x;
-#pragma unroll
-  for (int c = 0; c < 4; ++c) x ^= r.w[c][0] ^ r.w[c][1] ^ r.w[c][2] ^ r.w[c][3];
-  return x;
-}
-
-// The several-row form on the tile whose first element is e0: for column tile ct, B column g
-// is activation row 8 ct + g (q1 of that row at q[ct], q2 `plane` bytes further), and this
-// lane's outputs are rows g / g + 8 of activation rows 8 ct + 2t + j (their xf / xm rows at
-// f[ct][j], m[ct][j]). Rows past the last read row 0 (computed, never stored).
-template <int NT>
-__device__ __forceinline__ void compute_mma8(const RawI8& r, const int8_t* const (&q)[NT],
-                                             const float* const (&f)[NT][2], const float* const (&m)[NT][2],
-                                             int64_t e0, int64_t plane, float (&acc)[NT][4], float (&acc2)[NT][4],
-                                             int t) {
+// The several-row form on the same registers as the one-row form (Tile<kQ4_K>::load: lane t
+// holds 16 bytes of chunk t/2 + 2 half of rows g and g + 8). Lanes t = 0, 1 hold the chunk
+// 2 half, lanes 2, 3 the chunk 2 half + 1, so one m16n8k32 over the lanes' words mixes two
+// sub-blocks; the B columns keep them apart: column 2 j + s is activation row 4 ct + j
+// against the chunk of lanes t / 2 == s, its other lanes' B being zero. Two mma (words 0-1,
+// words 2-3) add a sub-block's 32 products per plane. Lane t then holds, for activation row
+// 4 ct + t, the integer sums of chunks 2 half (column 2t) and 2 half + 1 (column 2t + 1) of
+// rows g and g + 8, and takes them into the four sequences of that row:
+//     v[ct] = (S_0 row g, S_2 row g, S_0 row g + 8, S_2 row g + 8)
+// with i8_step, in the one-row form's order (chunk 0 then 2 for S_0, 1 then 3 for S_2).
+// NC column tiles of 4 activation rows; tiles at or past n are skipped (warp-uniform); rows
+// past n inside a tile get zero B and row 0's scales (computed, never stored).
+// xb[ct]: the B source of this lane for tile ct at element 0 (the row of column g, plus
+// 64 (g % 2) + 16 (t % 2)), null where the lane's B is zero; fx / mx: the xf / xm row of
+// activation row 4 ct + t (row 0 past n). e0: the tile's first element.
+template <int NC>
+__device__ __forceinline__ void compute_mma8(const Tile<WFormat::kQ4_K>::Raw& r, const int8_t* const (&xb)[NC],
+                                             int64_t plane, const float* const (&fx)[NC],
+                                             const float* const (&mx)[NC], int64_t e0, int n, float (&v)[NC][4]) {
   const int64_t b0 = e0 / 32;
 #pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int half = c >> 1;
-    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(2 * (c & 1));
-    float2 s0, m0, s1, m1;
-    k_scales2_f(r.h0, half, sel, s0, m0);
-    k_scales2_f(r.h1, half, sel, s1, m1);
-    const uint32_t lo0 = r.w[c][0] & 0x0F0F0F0Fu, lo1 = r.w[c][2] & 0x0F0F0F0Fu;
-    const uint32_t lo2 = r.w[c][1] & 0x0F0F0F0Fu, lo3 = r.w[c][3] & 0x0F0F0F0Fu;
-    const uint32_t hi0 = (r.w[c][0] >> 4) & 0x0F0F0F0Fu, hi1 = (r.w[c][2] >> 4) & 0x0F0F0F0Fu;
-    const uint32_t hi2 = (r.w[c][1] >> 4) & 0x0F0F0F0Fu, hi3 = (r.w[c][3] >> 4) & 0x0F0F0F0Fu;
+  for (int half = 0; half < 2; ++half) {
+    const uint4& q0 = half == 0 ? r.qa0 : r.qb0;  // row g
+    const uint4& q1 = half == 0 ? r.qa1 : r.qb1;  // row g + 8
+    uint32_t lo[4][2], hi[4][2];                   // [word][row g, row g + 8]
 #pragma unroll
-    for (int ct = 0; ct < NT; ++ct) {
-      const int8_t* x = q[ct] + e0 + 64 * c + 4 * t;
-      const int8_t* y = x + plane;
-      int il[4], ih[4], jl[4], jh[4];
-      mma_16832_u8s8(il, lo0, lo1, lo2, lo3, *reinterpret_cast<const uint32_t*>(x),
-                     *reinterpret_cast<const uint32_t*>(x + 16));
-      mma_16832_u8s8(ih, hi0, hi1, hi2, hi3, *reinterpret_cast<const uint32_t*>(x + 32),
-                     *reinterpret_cast<const uint32_t*>(x + 48));
-      mma_16832_u8s8(jl, lo0, lo1, lo2, lo3, *reinterpret_cast<const uint32_t*>(y),
-                     *reinterpret_cast<const uint32_t*>(y + 16));
-      mma_16832_u8s8(jh, hi0, hi1, hi2, hi3, *reinterpret_cast<const uint32_t*>(y + 32),
-                     *reinterpret_cast<const uint32_t*>(y + 48));
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t w0 = u4_get(q0, w), w1 = u4_get(q1, w);
+      lo[w][0] = w0 & 0x0F0F0F0Fu;
+      lo[w][1] = w1 & 0x0F0F0F0Fu;
+      hi[w][0] = (w0 >> 4) & 0x0F0F0F0Fu;
+      hi[w][1] = (w1 >> 4) & 0x0F0F0F0Fu;
+    }
+    // Scales of chunks 2 half (S_0) and 2 half + 1 (S_2), rows g and g + 8.
+    float2 s00, m00, s02, m02, s10, m10, s12, m12;
+    k_scales2_f(r.h0, half, 0x4140u, s00, m00);
+    k_scales2_f(r.h0, half, 0x4342u, s02, m02);
+    k_scales2_f(r.h1, half, 0x4140u, s10, m10);
+    k_scales2_f(r.h1, half, 0x4342u, s12, m12);
+#pragma unroll
+    for (int ct = 0; ct < NC; ++ct) {
+      if (4 * ct >= n) break;
+      uint4 bl = make_uint4(0u, 0u, 0u, 0u), bh = bl, bl2 = bl, bh2 = bl;
+      if (xb[ct]) {
+        const int8_t* x = xb[ct] + e0 + 128 * half;  // chunk 2 half + g % 2 of column g's row
+        bl = *reinterpret_cast<const uint4*>(x);
+        bh = *reinterpret_cast<const uint4*>(x + 32);
+        bl2 = *reinterpret_cast<const uint4*>(x + plane);
+        bh2 = *reinterpret_cast<const uint4*>(x + plane + 32);
+      }
+      int il[4] = {0, 0, 0, 0}, ih[4] = {0, 0, 0, 0}, jl[4] = {0, 0, 0, 0}, jh[4] = {0, 0, 0, 0};
+      mma_16832_u8s8_acc(il, lo[0][0], lo[0][1], lo[1][0], lo[1][1], bl.x, bl.y);
+      mma_16832_u8s8_acc(il, lo[2][0], lo[2][1], lo[3][0], lo[3][1], bl.z, bl.w);
+      mma_16832_u8s8_acc(ih, hi[0][0], hi[0][1], hi[1][0], hi[1][1], bh.x, bh.y);
+      mma_16832_u8s8_acc(ih, hi[2][0], hi[2][1], hi[3][0], hi[3][1], bh.z, bh.w);
+      mma_16832_u8s8_acc(jl, lo[0][0], lo[0][1], lo[1][0], lo[1][1], bl2.x, bl2.y);
+      mma_16832_u8s8_acc(jl, lo[2][0], lo[2][1], lo[3][0], lo[3][1], bl2.z, bl2.w);
+      mma_16832_u8s8_acc(jh, hi[0][0], hi[0][1], hi[1][0], hi[1][1], bh2.x, bh2.y);
+      mma_16832_u8s8_acc(jh, hi[2][0], hi[2][1], hi[3][0], hi[3][1], bh2.z, bh2.w);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         il[e] = plane_sum(il[e], jl[e]);
         ih[e] = plane_sum(ih[e], jh[e]);
       }
-      float(&A)[4] = (c & 1) ? acc2[ct] : acc[ct];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float2 fj = *reinterpret_cast<const float2*>(f[ct][j] + b0 + 2 * c);
-        const float2 mj = *reinterpret_cast<const float2*>(m[ct][j] + b0 + 2 * c);
-        A[j] = i8_step(A[j], s0, m0, il[j], ih[j], fj, mj);
-        A[2 + j] = i8_step(A[2 + j], s1, m1, il[2 + j], ih[2 + j], fj, mj);
-      }
+      const int64_t k0 = b0 + 4 * half;  // sub-block of chunk 2 half's low nibbles
+      const float2 f0 = *reinterpret_cast<const float2*>(fx[ct] + k0);
+      const float2 f2 = *reinterpret_cast<const float2*>(fx[ct] + k0 + 2);
+      const float2 x0 = *reinterpret_cast<const float2*>(mx[ct] + k0);
+      const float2 x2 = *reinterpret_cast<const float2*>(mx[ct] + k0 + 2);
+      v[ct][0] = i8_step(v[ct][0], s00, m00, il[0], ih[0], f0, x0);
+      v[ct][1] = i8_step(v[ct][1], s02, m02, il[1], ih[1], f2, x2);
+      v[ct][2] = i8_step(v[ct][2], s10, m10, il[2], ih[2], f0, x0);
+      v[ct][3] = i8_step(v[ct][3], s12, m12, il[3], ih[3], f2, x2);
     }
   }
+}
+
+// The several-row form's sums at a segment's end, in the f16 form's accumulator places: acc /
+// acc2 [ct][e] of lane (g, t) hold row g (e < 2) or g + 8 of activation row 8 ct + 2 t +
+// (e % 2), which compute_mma8 left in lane 2 (t % 2) + e % 2 of column tile 2 ct + t / 2.
+template <int NT>
+__device__ __forceinline__ void mma8_gather(const float (&v)[2 * NT][4], float (&acc)[NT][4], float (&acc2)[NT][4],
+                                            int lane) {
+  const int t = lane & 3, base = lane & ~3;
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int src = base + 2 * (t & 1) + (e & 1), r = e < 2 ? 0 : 2;
+      const float a0 = __shfl_sync(0xffffffffu, v[2 * ct][r], src), a1 = __shfl_sync(0xffffffffu, v[2 * ct + 1][r], src);
+      const float b0 = __shfl_sync(0xffffffffu, v[2 * ct][r + 1], src);
+      const float b1 = __shfl_sync(0xffffffffu, v[2 * ct + 1][r + 1], src);
+      acc[ct][e] = t < 2 ? a0 : a1;
+      acc2[ct][e] = t < 2 ? b0 : b1;
+    }
 }
 
 }  // namespace gs::cuda::mv

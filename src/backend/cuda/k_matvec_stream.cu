@@ -339,21 +339,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     x8 = x8_rows(sync.x8, n, K);
   }
   float dv = 0.f;  // kI8 = 1: this lane's sequence sum (compute_dp4a)
-  // kI8 = 2: each column tile's B row and output rows' scales at tile 0 (rows past the last: row 0)
-  const int8_t* q8[NT];
-  const float* f8[NT][2];
-  const float* m8[NT][2];
+  // kI8 = 2: each column tile's B source and scale rows (compute_mma8) and its four sums
+  constexpr int NC = kI8 == 2 ? 2 * NT : 1;
+  const int8_t* xb8[NC];
+  const float* fx8[NC];
+  const float* mx8[NC];
+  float v8[NC][4];
   if constexpr (kI8 == 2) {
 #pragma unroll
-    for (int ct = 0; ct < NT; ++ct) {
-      const int col = ct * 8 + g < n ? ct * 8 + g : 0;
-      q8[ct] = x8.q + col * K;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int oc = ct * 8 + 2 * t + j < n ? ct * 8 + 2 * t + j : 0;
-        f8[ct][j] = x8.xf + oc * (K / 32);
-        m8[ct][j] = x8.xm + oc * (K / 32);
-      }
+    for (int ct = 0; ct < NC; ++ct) {
+      const int col = 4 * ct + (g >> 1), s8 = g & 1;
+      xb8[ct] = (t >> 1) == s8 && col < n ? x8.q + col * K + 64 * s8 + 16 * (t & 1) : nullptr;
+      const int orow = 4 * ct + t < n ? 4 * ct + t : 0;
+      fx8[ct] = x8.xf + orow * (K / 32);
+      mx8[ct] = x8.xm + orow * (K / 32);
+      for (int i = 0; i < 4; ++i) v8[ct][i] = 0.f;
     }
   }
   float acc[NT][4], acc2[NT][4];
@@ -408,15 +408,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     typename Tile<F>::Raw cur;
-    RawI8 cur8;
     if (have) {
-      if constexpr (kI8 == 2) {
-        load_i8(cur8, st + j * kQ4KTileBytes, g, t);
-        *reinterpret_cast<volatile uint32_t*>(&sh.sink[warp][lane]) = loaded_i8(cur8);
-      } else {
-        Tile<F>::template load<SharedLd>(cur, R, j, t);
-        consume_raw<F>(cur, &sh.sink[warp][lane]);
-      }
+      Tile<F>::template load<SharedLd>(cur, R, j, t);
+      consume_raw<F>(cur, &sh.sink[warp][lane]);
     }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
@@ -431,7 +425,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         compute_dp4a(cur, x8.q + e0, x8.plane, x8.xf + e0 / 32, x8.xm + e0 / 32, dv, t);
       }
     } else if constexpr (kI8 == 2) {
-      if (have) compute_mma8<NT>(cur8, q8, f8, m8, static_cast<int64_t>(t0 + j) * kTileElems, x8.plane, acc, acc2, t);
+      if (have) compute_mma8<NC>(cur, xb8, x8.plane, fx8, mx8, static_cast<int64_t>(t0 + j) * kTileElems, n, v8);
     } else if (have) {
       const uint16_t* xb[NT];
 #pragma unroll
@@ -446,6 +440,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kI8 == 1) {
       dp4a_gather(dv, acc[0], acc2[0], lane);
       dv = 0.f;
+    } else if constexpr (kI8 == 2) {
+      mma8_gather<NT>(v8, acc, acc2, lane);
+#pragma unroll
+      for (int ct = 0; ct < NC; ++ct)
+        for (int i = 0; i < 4; ++i) v8[ct][i] = 0.f;
     }
     add_acc<NT>(acc, acc2);
     const int b = seg % kRedBufs, use = seg / kRedBufs;

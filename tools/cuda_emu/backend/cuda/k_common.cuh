@@ -232,6 +232,12 @@ inline void mma_16832_u8s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, u
   });
   for (int q = 0; q < 4; ++q) d[q] = r.d[q];
 }
+inline void mma_16832_u8s8_acc(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                               uint32_t b1) {
+  int p[4];
+  mma_16832_u8s8(p, a0, a1, a2, a3, b0, b1);
+  for (int q = 0; q < 4; ++q) d[q] += p[q];
+}
 
 inline void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
   struct In {
