@@ -213,71 +213,83 @@ __device__ __forceinline__ void dp4a_gather(float v, float (&acc)[4], float (&ac
 // rows g and g + 8, and takes them into the four sequences of that row:
 //     v[ct] = (S_0 row g, S_2 row g, S_0 row g + 8, S_2 row g + 8)
 // with i8_step, in the one-row form's order (chunk 0 then 2 for S_0, 1 then 3 for S_2).
-// NC column tiles of 4 activation rows; tiles at or past n are skipped (warp-uniform); rows
-// past n inside a tile get zero B and row 0's scales (computed, never stored).
-// xb[ct]: the B source of this lane for tile ct at element 0 (the row of column g, plus
-// 64 (g % 2) + 16 (t % 2)), null where the lane's B is zero; fx / mx: the xf / xm row of
-// activation row 4 ct + t (row 0 past n). e0: the tile's first element.
-template <int NC>
-__device__ __forceinline__ void compute_mma8(const Tile<WFormat::kQ4_K>::Raw& r, const int8_t* const (&xb)[NC],
-                                             int64_t plane, const float* const (&fx)[NC],
-                                             const float* const (&mx)[NC], int64_t e0, int n, float (&v)[NC][4]) {
-  const int64_t b0 = e0 / 32;
+// One column tile (4 activation rows) a call: the caller goes over the tiles of 4 rows in
+// turn (mma8_rotate). Rows past n inside a tile get zero B and row 0's scales (computed,
+// never stored).
+// x8: the activations; xo: the element offset of this lane's B at element 0 (the row of
+// column g, plus 64 (g % 2) + 16 (t % 2)), -1 where the lane's B is zero; fo: the block
+// offset of activation row 4 ct + t's xf / xm. e0: the tile's first element.
+__device__ __forceinline__ void compute_mma8(const Tile<WFormat::kQ4_K>::Raw& r, const X8Rows& x8, int xo, int fo,
+                                             int e0, float (&v)[4]) {
+  const int b0 = e0 / 32;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const uint4& q0 = half == 0 ? r.qa0 : r.qb0;  // row g
     const uint4& q1 = half == 0 ? r.qa1 : r.qb1;  // row g + 8
-    uint32_t lo[4][2], hi[4][2];                   // [word][row g, row g + 8]
+    // nib 0: the low nibbles (sub-block 2c of chunk c), 1: the high ones (2c + 1)
+    int is[2][4];
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const uint32_t w0 = u4_get(q0, w), w1 = u4_get(q1, w);
-      lo[w][0] = w0 & 0x0F0F0F0Fu;
-      lo[w][1] = w1 & 0x0F0F0F0Fu;
-      hi[w][0] = (w0 >> 4) & 0x0F0F0F0Fu;
-      hi[w][1] = (w1 >> 4) & 0x0F0F0F0Fu;
+    for (int nib = 0; nib < 2; ++nib) {
+      uint4 b = make_uint4(0u, 0u, 0u, 0u), b2 = b;
+      if (xo >= 0) {
+        const int8_t* x = x8.q + xo + e0 + 128 * half + 32 * nib;  // chunk 2 half + g % 2
+        b = *reinterpret_cast<const uint4*>(x);
+        b2 = *reinterpret_cast<const uint4*>(x + x8.plane);
+      }
+      const int sh = 4 * nib;
+      const uint32_t a00 = (q0.x >> sh) & 0x0F0F0F0Fu, a01 = (q1.x >> sh) & 0x0F0F0F0Fu;
+      const uint32_t a10 = (q0.y >> sh) & 0x0F0F0F0Fu, a11 = (q1.y >> sh) & 0x0F0F0F0Fu;
+      const uint32_t a20 = (q0.z >> sh) & 0x0F0F0F0Fu, a21 = (q1.z >> sh) & 0x0F0F0F0Fu;
+      const uint32_t a30 = (q0.w >> sh) & 0x0F0F0F0Fu, a31 = (q1.w >> sh) & 0x0F0F0F0Fu;
+      // 256 i1 + i2 (plane_sum) in one accumulator: the first plane's sums times 256, then
+      // the second plane's products added (exact integers either way).
+      int(&i)[4] = is[nib];
+      i[0] = i[1] = i[2] = i[3] = 0;
+      mma_16832_u8s8_acc(i, a00, a01, a10, a11, b.x, b.y);
+      mma_16832_u8s8_acc(i, a20, a21, a30, a31, b.z, b.w);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) i[e] = plane_sum(i[e], 0);
+      mma_16832_u8s8_acc(i, a00, a01, a10, a11, b2.x, b2.y);
+      mma_16832_u8s8_acc(i, a20, a21, a30, a31, b2.z, b2.w);
     }
-    // Scales of chunks 2 half (S_0) and 2 half + 1 (S_2), rows g and g + 8.
+    // Scales of chunks 2 half (S_0) and 2 half + 1 (S_2) of rows g and g + 8.
     float2 s00, m00, s02, m02, s10, m10, s12, m12;
     k_scales2_f(r.h0, half, 0x4140u, s00, m00);
     k_scales2_f(r.h0, half, 0x4342u, s02, m02);
     k_scales2_f(r.h1, half, 0x4140u, s10, m10);
     k_scales2_f(r.h1, half, 0x4342u, s12, m12);
-#pragma unroll
-    for (int ct = 0; ct < NC; ++ct) {
-      if (4 * ct >= n) break;
-      uint4 bl = make_uint4(0u, 0u, 0u, 0u), bh = bl, bl2 = bl, bh2 = bl;
-      if (xb[ct]) {
-        const int8_t* x = xb[ct] + e0 + 128 * half;  // chunk 2 half + g % 2 of column g's row
-        bl = *reinterpret_cast<const uint4*>(x);
-        bh = *reinterpret_cast<const uint4*>(x + 32);
-        bl2 = *reinterpret_cast<const uint4*>(x + plane);
-        bh2 = *reinterpret_cast<const uint4*>(x + plane + 32);
-      }
-      int il[4] = {0, 0, 0, 0}, ih[4] = {0, 0, 0, 0}, jl[4] = {0, 0, 0, 0}, jh[4] = {0, 0, 0, 0};
-      mma_16832_u8s8_acc(il, lo[0][0], lo[0][1], lo[1][0], lo[1][1], bl.x, bl.y);
-      mma_16832_u8s8_acc(il, lo[2][0], lo[2][1], lo[3][0], lo[3][1], bl.z, bl.w);
-      mma_16832_u8s8_acc(ih, hi[0][0], hi[0][1], hi[1][0], hi[1][1], bh.x, bh.y);
-      mma_16832_u8s8_acc(ih, hi[2][0], hi[2][1], hi[3][0], hi[3][1], bh.z, bh.w);
-      mma_16832_u8s8_acc(jl, lo[0][0], lo[0][1], lo[1][0], lo[1][1], bl2.x, bl2.y);
-      mma_16832_u8s8_acc(jl, lo[2][0], lo[2][1], lo[3][0], lo[3][1], bl2.z, bl2.w);
-      mma_16832_u8s8_acc(jh, hi[0][0], hi[0][1], hi[1][0], hi[1][1], bh2.x, bh2.y);
-      mma_16832_u8s8_acc(jh, hi[2][0], hi[2][1], hi[3][0], hi[3][1], bh2.z, bh2.w);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        il[e] = plane_sum(il[e], jl[e]);
-        ih[e] = plane_sum(ih[e], jh[e]);
-      }
-      const int64_t k0 = b0 + 4 * half;  // sub-block of chunk 2 half's low nibbles
-      const float2 f0 = *reinterpret_cast<const float2*>(fx[ct] + k0);
-      const float2 f2 = *reinterpret_cast<const float2*>(fx[ct] + k0 + 2);
-      const float2 x0 = *reinterpret_cast<const float2*>(mx[ct] + k0);
-      const float2 x2 = *reinterpret_cast<const float2*>(mx[ct] + k0 + 2);
-      v[ct][0] = i8_step(v[ct][0], s00, m00, il[0], ih[0], f0, x0);
-      v[ct][1] = i8_step(v[ct][1], s02, m02, il[1], ih[1], f2, x2);
-      v[ct][2] = i8_step(v[ct][2], s10, m10, il[2], ih[2], f0, x0);
-      v[ct][3] = i8_step(v[ct][3], s12, m12, il[3], ih[3], f2, x2);
-    }
+    const int k0 = fo + b0 + 4 * half;  // sub-block of chunk 2 half's low nibbles
+    const float2 f0 = *reinterpret_cast<const float2*>(x8.xf + k0);
+    const float2 f2 = *reinterpret_cast<const float2*>(x8.xf + k0 + 2);
+    const float2 x0 = *reinterpret_cast<const float2*>(x8.xm + k0);
+    const float2 x2 = *reinterpret_cast<const float2*>(x8.xm + k0 + 2);
+    v[0] = i8_step(v[0], s00, m00, is[0][0], is[1][0], f0, x0);
+    v[1] = i8_step(v[1], s02, m02, is[0][1], is[1][1], f2, x2);
+    v[2] = i8_step(v[2], s10, m10, is[0][2], is[1][2], f0, x0);
+    v[3] = i8_step(v[3], s12, m12, is[0][3], is[1][3], f2, x2);
   }
+}
+
+// The column tiles' state moved one place down (tile 0 goes last), so that a loop that is
+// not unrolled works on tile 0 each time and ends where it began: an unrolled loop over two
+// tiles lets the compiler hoist both tiles' loads and spill under the two-CTA register cap.
+template <int NC>
+__device__ __forceinline__ void mma8_rotate(int (&xo)[NC], int (&fo)[NC], float (&v)[NC][4]) {
+  const int x = xo[0], f = fo[0];
+  const float v0 = v[0][0], v1 = v[0][1], v2 = v[0][2], v3 = v[0][3];
+#pragma unroll
+  for (int c = 0; c + 1 < NC; ++c) {
+    xo[c] = xo[c + 1];
+    fo[c] = fo[c + 1];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[c][i] = v[c + 1][i];
+  }
+  xo[NC - 1] = x;
+  fo[NC - 1] = f;
+  v[NC - 1][0] = v0;
+  v[NC - 1][1] = v1;
+  v[NC - 1][2] = v2;
+  v[NC - 1][3] = v3;
 }
 
 // The several-row form's sums at a segment's end, in the f16 form's accumulator places: acc /

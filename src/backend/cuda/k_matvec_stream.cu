@@ -341,18 +341,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   float dv = 0.f;  // kI8 = 1: this lane's sequence sum (compute_dp4a)
   // kI8 = 2: each column tile's B source and scale rows (compute_mma8) and its four sums
   constexpr int NC = kI8 == 2 ? 2 * NT : 1;
-  const int8_t* xb8[NC];
-  const float* fx8[NC];
-  const float* mx8[NC];
+  int xo8[NC], fo8[NC];
   float v8[NC][4];
   if constexpr (kI8 == 2) {
 #pragma unroll
     for (int ct = 0; ct < NC; ++ct) {
       const int col = 4 * ct + (g >> 1), s8 = g & 1;
-      xb8[ct] = (t >> 1) == s8 && col < n ? x8.q + col * K + 64 * s8 + 16 * (t & 1) : nullptr;
-      const int orow = 4 * ct + t < n ? 4 * ct + t : 0;
-      fx8[ct] = x8.xf + orow * (K / 32);
-      mx8[ct] = x8.xm + orow * (K / 32);
+      xo8[ct] = (t >> 1) == s8 && col < n ? col * static_cast<int>(K) + 64 * s8 + 16 * (t & 1) : -1;
+      fo8[ct] = (4 * ct + t < n ? 4 * ct + t : 0) * static_cast<int>(K / 32);
       for (int i = 0; i < 4; ++i) v8[ct][i] = 0.f;
     }
   }
@@ -425,7 +421,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         compute_dp4a(cur, x8.q + e0, x8.plane, x8.xf + e0 / 32, x8.xm + e0 / 32, dv, t);
       }
     } else if constexpr (kI8 == 2) {
-      if (have) compute_mma8<NC>(cur, xb8, x8.plane, fx8, mx8, static_cast<int64_t>(t0 + j) * kTileElems, n, v8);
+      if (have) {
+#pragma unroll 1
+        for (int ct = 0; ct < NC; ++ct) {
+          if (4 * ct < n) compute_mma8(cur, x8, xo8[0], fo8[0], (t0 + j) * kTileElems, v8[0]);
+          mma8_rotate<NC>(xo8, fo8, v8);
+        }
+      }
     } else if (have) {
       const uint16_t* xb[NT];
 #pragma unroll
