@@ -6,6 +6,7 @@
 // 16-row decode kernel, new: the 64-row prefill kernel), so both see every shape; split
 // decode also with the next matmul converting the output to its f16 operand.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -267,6 +268,43 @@ void check_attention(const AttnCase& c) {
     EXPECT_LT(e_fast.rel_max, 6 * tol) << which;
   }
   if (c.then_matmul > 0) {
+    // GS_ATTN_STRESS=N (a diagnosis, not part of the suite): N more rounds of the fast path's
+    // attention output and of the matmul after it through either operand conversion, each
+    // on fresh buffers, against the first round bit for bit, counting which stage differs
+    // (an intermittent difference in the check below: fifteenth and twenty-first sessions).
+    if (const char* e = std::getenv("GS_ATTN_STRESS"); e && std::atoi(e) > 0) {
+      for (const char* mode : {"old", "new"}) {
+        AttnKernelEnv env(mode);
+        auto one_conv = [&] {
+          setenv("GS_CUDA_ROWCOOP", "0", 1);
+          auto y = run(*B.fast, true);
+          unsetenv("GS_CUDA_ROWCOOP");
+          return y;
+        };
+        const std::vector<float> o0 = run(*B.fast), y1 = one_conv(), yc = run(*B.fast, true);
+        int bad_o = 0, bad_one = 0, bad_coop = 0;
+        auto first_diff = [](const std::vector<float>& a, const std::vector<float>& b) -> long {
+          if (a.size() != b.size()) return -2;
+          for (size_t i = 0; i < a.size(); ++i)
+            if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return static_cast<long>(i);
+          return -1;
+        };
+        const long d0 = first_diff(yc, y1);
+        for (int it = 0; it < std::atoi(e); ++it) {
+          const long a = first_diff(run(*B.fast), o0), b = first_diff(one_conv(), y1),
+                     cc = first_diff(run(*B.fast, true), yc);
+          bad_o += a != -1;
+          bad_one += b != -1;
+          bad_coop += cc != -1;
+          if (a != -1 || b != -1 || cc != -1)
+            std::printf("stress %s round %d: output differs at %ld, one-CTA matmul at %ld, coop matmul at %ld\n", mode,
+                        it, a, b, cc);
+        }
+        std::printf("stress %s: %s rounds; first coop vs one-CTA %ld; rounds differing: output %d, one-CTA %d, coop %d\n",
+                    mode, e, d0, bad_o, bad_one, bad_coop);
+        EXPECT_EQ(bad_o + bad_one + bad_coop, 0) << "stress, GS_CUDA_ATTN=" << mode;
+      }
+    }
     // The operand converted by several CTAs per row (k_row_f16.cu) against one
     // (GS_CUDA_ROWCOOP=0): the same bits; both match the CPU.
     const std::vector<float> y_cpu = run(*B.cpu, true);
@@ -277,10 +315,21 @@ void check_attention(const AttnCase& c) {
       unsetenv("GS_CUDA_ROWCOOP");
       const std::vector<float> y_coop = run(*B.fast, true);
       ASSERT_EQ(y_coop.size(), y_one.size());
-      for (size_t i = 0; i < y_coop.size(); ++i)
-        ASSERT_EQ(std::memcmp(&y_coop[i], &y_one[i], sizeof(float)), 0)
-            << "matmul after attention (GS_CUDA_ATTN=" << mode << "), element " << i << ": " << y_coop[i] << " vs "
-            << y_one[i];
+      for (size_t i = 0; i < y_coop.size(); ++i) {
+        if (std::memcmp(&y_coop[i], &y_one[i], sizeof(float)) == 0) continue;
+        // An intermittent difference seen twice in whole-suite runs and never alone (1800
+        // rounds of GS_ATTN_STRESS): which side is off, and whether a second pair repeats it.
+        setenv("GS_CUDA_ROWCOOP", "0", 1);
+        const std::vector<float> y_one2 = run(*B.fast, true);
+        unsetenv("GS_CUDA_ROWCOOP");
+        const std::vector<float> y_coop2 = run(*B.fast, true), o_again = run(*B.fast);
+        ADD_FAILURE() << "matmul after attention (GS_CUDA_ATTN=" << mode << "), element " << i << ": coop "
+                      << y_coop[i] << ", one-CTA " << y_one[i] << ", CPU " << y_cpu[i] << "; rel L2 to the CPU: coop "
+                      << compare(y_coop, y_cpu).rel_l2 << ", one-CTA " << compare(y_one, y_cpu).rel_l2
+                      << "; again: coop " << y_coop2[i] << ", one-CTA " << y_one2[i]
+                      << "; attention output again against the CPU: rel L2 " << compare(o_again, out_cpu).rel_l2;
+        return;
+      }
       EXPECT_LT(compare(y_coop, y_cpu).rel_l2, tol) << "matmul after attention (GS_CUDA_ATTN=" << mode << ")";
     }
     if (c.bounded) {
