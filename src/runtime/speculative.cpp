@@ -122,17 +122,18 @@ Status SpeculativeDecoder::draft(std::span<SeqWork> work, std::vector<std::vecto
 
 Status SpeculativeDecoder::draft_stepwise(std::span<SeqWork> work, const std::vector<int>& active,
                                           const std::vector<int>& limit, std::vector<int32_t> toks,
-                                          std::vector<int32_t> pos, const std::vector<int32_t>& rows, int steps,
+                                          const std::vector<int32_t>& pos, const std::vector<int32_t>& rows, int steps,
                                           std::vector<std::vector<int32_t>>* drafts) {
   Backend& b = runner_.backend();
   const size_t n = active.size();
   std::vector<bool> open(n, true);
   for (int step = 0; step < steps; ++step) {
     if (step > 0) {
-      // Each row goes on from its own pick and hidden state, one position further (a row
-      // that is done stays where it was: its steps are ignored, and must stay in the context).
+      // Each row goes on from its own pick and hidden state at the same position P: every
+      // draft step of a round uses the round's position and sees the target's cache below
+      // it (spec §4.3, as run_chain). Positions past P hold no target keys yet, and their
+      // pages may not exist.
       b.copy(drafter_->h_next(), drafter_->h_in().slice_rows(0, static_cast<int64_t>(n)));
-      for (size_t j = 0; j < n; ++j) pos[j] += open[j] ? 1 : 0;
     }
     GS_RETURN_IF_ERROR(drafter_->run({toks, pos, rows}, runner_.kv().binding()));
     const Mat logits = drafter_->logits();

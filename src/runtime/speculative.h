@@ -117,7 +117,7 @@ class SpeculativeDecoder {
   // accept them). `active`: work indices in drafter row order; `limit`: drafts per work
   // index; h_in rows and `toks` / `pos` / `rows` as for run_chain.
   Status draft_stepwise(std::span<SeqWork> work, const std::vector<int>& active, const std::vector<int>& limit,
-                        std::vector<int32_t> toks, std::vector<int32_t> pos, const std::vector<int32_t>& rows,
+                        std::vector<int32_t> toks, const std::vector<int32_t>& pos, const std::vector<int32_t>& rows,
                         int steps, std::vector<std::vector<int32_t>>* drafts);
   // `logits` with every token outside `allowed` at -inf (a view of masked_logits_, valid
   // until the next call); `logits` itself when `allowed` is empty.

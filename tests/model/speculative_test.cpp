@@ -445,5 +445,70 @@ TEST(Speculative, DraftPMinEndsARowsDraftsAtTheFirstUnlikelyOne) {
   EXPECT_GT(cut_short, 0);  // some thresholds end a row's drafts early
 }
 
+// Drafting under an output constraint (SeqWork::allowed_after, one draft step at a time with
+// the picks made on the host) proposes the drafts of the device chain when the constraint
+// allows every token: every step of a round at the round's position P (spec §4.3), never
+// one further per step. A stepwise path that moved the position read key positions the
+// target had not written, and past the last allocated page it aborted the server (a
+// recursive json_schema with the drafter and a cached prefix, twenty-first session).
+// Small pages (4 positions) put a page boundary inside most rounds' draft range.
+TEST(Speculative, ConstrainedDraftingProposesTheChainsDrafts) {
+  Pair p = shakes_pair();
+  auto tok = text::Tokenizer::from_gguf(p.target->file());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const std::vector<std::vector<int32_t>> prompts = {(*tok)->encode("ROMEO:\nBut soft", true, false),
+                                                     (*tok)->encode("KING HENRY:", true, false)};
+  struct Run {
+    std::unique_ptr<ModelRunner> runner;
+    std::unique_ptr<SpeculativeDecoder> dec;
+    std::vector<int> seqs;
+    std::vector<Sampler> samplers;
+  };
+  auto start = [&] {
+    Run r;
+    r.runner = runner_for(p, 2, 32, 4);
+    SpecOptions o;
+    o.draft_max = 6;
+    r.dec = SpeculativeDecoder::create(*r.runner, p.assistant, o).value();
+    r.samplers.assign(2, Sampler(SamplerConfig{}));
+    std::vector<SeqWork> work(2);
+    for (int i = 0; i < 2; ++i) {
+      r.seqs.push_back(r.runner->add_sequence().value());
+      EXPECT_TRUE(r.dec->start(r.seqs[i]).ok());
+      work[i].seq = r.seqs[i];
+      work[i].sampler = &r.samplers[i];
+      work[i].prefill = prompts[i];
+    }
+    EXPECT_TRUE(r.dec->step(work).ok());
+    return r;
+  };
+  Run chain = start(), stepwise = start();
+  const auto free_all = [](std::span<const int32_t>) { return std::span<const int32_t>(); };
+  int drafted = 0, accepted = 0;
+  for (int round = 0; round < 12; ++round) {
+    std::vector<SeqWork> a(2), b(2);
+    for (int i = 0; i < 2; ++i) {
+      a[i].seq = chain.seqs[i];
+      a[i].sampler = &chain.samplers[i];
+      a[i].draft_max = 6;
+      b[i].seq = stepwise.seqs[i];
+      b[i].sampler = &stepwise.samplers[i];
+      b[i].draft_max = 6;
+      b[i].allowed_after = free_all;
+    }
+    ASSERT_TRUE(chain.dec->step(a).ok());
+    ASSERT_TRUE(stepwise.dec->step(b).ok());
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(b[i].tokens, a[i].tokens) << "round " << round << ", row " << i;
+      EXPECT_EQ(b[i].n_drafted, a[i].n_drafted) << "round " << round << ", row " << i;
+      EXPECT_EQ(b[i].n_accepted, a[i].n_accepted) << "round " << round << ", row " << i;
+      drafted += a[i].n_drafted;
+      accepted += a[i].n_accepted;
+    }
+  }
+  EXPECT_GT(drafted, 0);
+  EXPECT_GT(accepted, 0);  // the trained drafter's drafts are accepted, so they were compared
+}
+
 }  // namespace
 }  // namespace gs::test
