@@ -653,6 +653,41 @@ class JsonSchemaCompiler {
   std::map<std::string, int32_t> refs_;
 };
 
+// Node::object_depth / array_depth / min_depth of every node: the least fixed point of
+// their definitions, from "none" (kJsonMaxDepth + 1) down; each pass can only lower a value,
+// so it ends after at most one pass per node and level.
+void fill_depths(std::vector<JsonGrammar::Node>* nodes) {
+  constexpr int32_t kNone = kJsonMaxDepth + 1;
+  for (JsonGrammar::Node& n : *nodes) n.object_depth = n.array_depth = n.min_depth = kNone;
+  const auto md = [&](int32_t i) {
+    return i < 0 || i >= static_cast<int32_t>(nodes->size()) ? 0 : (*nodes)[static_cast<size_t>(i)].min_depth;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (JsonGrammar::Node& n : *nodes) {
+      int32_t obj = kNone, arr = kNone, scalar = kNone;
+      if (n.kinds & JsonGrammar::kObject) {
+        int32_t inner = 0;
+        for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k)
+          if (n.required[k]) inner = std::max(inner, md(n.key_nodes[k]));
+        obj = std::min(kNone, 1 + inner);
+      }
+      if (n.kinds & JsonGrammar::kArray) arr = std::min(kNone, n.min_items > 0 ? 1 + md(n.items) : 1);
+      const bool strings = (n.kinds & JsonGrammar::kString) && !(n.has_string_enum && n.string_enum.empty());
+      const bool numbers = (n.kinds & JsonGrammar::kNumber) && !(n.has_number_enum && n.number_enum.empty());
+      if (strings || numbers || (n.kinds & (JsonGrammar::kTrue | JsonGrammar::kFalse | JsonGrammar::kNull)))
+        scalar = 0;
+      const int32_t m = std::min({obj, arr, scalar});
+      if (obj != n.object_depth || arr != n.array_depth || m != n.min_depth) {
+        n.object_depth = obj;
+        n.array_depth = arr;
+        n.min_depth = m;
+        changed = true;
+      }
+    }
+  }
+}
+
 std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {
   static const std::shared_ptr<const JsonGrammar> g = [] {
     auto grammar = std::make_shared<JsonGrammar>();
@@ -675,6 +710,12 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
     compiler.nodes[0] = any_node();
   } else {
     compiler.nodes[0] = compiler.nodes[static_cast<size_t>(root)];
+  }
+  fill_depths(&compiler.nodes);
+  if (compiler.nodes[0].min_depth > kJsonMaxDepth) {
+    return invalid(path + ": no value satisfies it within " + std::to_string(kJsonMaxDepth) +
+                   " levels of nesting (a required property or item leads back into the schema with no way to "
+                   "stop)");
   }
   auto grammar = std::make_shared<JsonGrammar>();
   grammar->nodes_ = std::move(compiler.nodes);
@@ -811,7 +852,8 @@ bool JsonMatcher::start_value(unsigned char c) {
   if (c == '{' || c == '[') {
     const bool object = c == '{';
     if (!(n.kinds & (object ? JsonGrammar::kObject : JsonGrammar::kArray))) return false;
-    if (depth() >= kJsonMaxDepth) return false;
+    // Only a value that can be finished within the depth (its required parts included).
+    if (depth() + (object ? n.object_depth : n.array_depth) > kJsonMaxDepth) return false;
     f.type = object ? Frame::kObject : Frame::kArray;
     f.phase = object ? kObjOpen : kArrOpen;
   } else if (c == (grammar_->syntax() == JsonSyntax::kGemmaCall ? '<' : '"')) {
@@ -844,8 +886,16 @@ bool JsonMatcher::start_value(unsigned char c) {
 bool JsonMatcher::feed_object(unsigned char c, bool ws) {
   Frame& f = stack_.back();
   const Node& n = grammar_->node(f.node);
+  // Keys whose values can still be finished within the depth (this object's level
+  // counted): the only ones a new key may become, and extra keys only when theirs can.
+  // (A free key spelling a declared one that does not fit is refused when it closes.)
+  const int room = kJsonMaxDepth - depth();
   const std::bitset<kJsonMaxKeys> declared = first_n(n.keys.size());
-  const bool unseen_key = (declared & ~f.seen).any();
+  std::bitset<kJsonMaxKeys> fitting = declared;
+  for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k)
+    if (grammar_->node(n.key_nodes[k]).min_depth > room) fitting.reset(k);
+  const bool extra_keys = n.extra_keys && grammar_->node(n.extra_node).min_depth <= room;
+  const bool unseen_key = (fitting & ~f.seen).any();
   const bool closable = (n.required & ~f.seen).none();
   switch (f.phase) {
     case kObjOpen:
@@ -857,20 +907,20 @@ bool JsonMatcher::feed_object(unsigned char c, bool ws) {
         pop_finished();
         return true;
       }
-      if (c == ',' && f.phase == kObjNext && (n.extra_keys || unseen_key)) {
+      if (c == ',' && f.phase == kObjNext && (extra_keys || unseen_key)) {
         f.phase = kObjComma;
         ws_run_ = 0;
         return true;
       }
-      if (f.phase != kObjNext && (n.extra_keys || unseen_key)) {
+      if (f.phase != kObjNext && (extra_keys || unseen_key)) {
         const bool bare = grammar_->syntax() == JsonSyntax::kGemmaCall;
         if (!bare && c != '"') return false;
         Frame k;
         k.type = Frame::kString;
         k.node = f.node;
         k.is_key = true;
-        k.free = n.extra_keys;
-        k.cand = n.extra_keys ? declared : declared & ~f.seen;
+        k.free = extra_keys;
+        k.cand = extra_keys ? declared : fitting & ~f.seen;
         const uint8_t phase = f.phase;
         f.phase = kObjKey;
         stack_.push_back(k);
@@ -1028,7 +1078,9 @@ bool JsonMatcher::close_string(const Frame& s) {
   if (s.is_key) {
     Frame& obj = stack_[stack_.size() - 2];
     if (exact >= 0 && obj.seen.test(static_cast<size_t>(exact))) return false;  // a key written twice
-    obj.value_node = exact >= 0 ? n.key_nodes[static_cast<size_t>(exact)] : n.extra_node;
+    const int32_t value_node = exact >= 0 ? n.key_nodes[static_cast<size_t>(exact)] : n.extra_node;
+    if (grammar_->node(value_node).min_depth > kJsonMaxDepth - depth()) return false;  // no value would fit
+    obj.value_node = value_node;
     if (exact >= 0) obj.seen.set(static_cast<size_t>(exact));
     obj.phase = kObjColon;
     stack_.pop_back();

@@ -81,6 +81,15 @@ class JsonGrammar {
     // The literal spellings a value of this node may take ("true", "false", "null" as the
     // kinds allow, and number_enum when set), filled by the compiler.
     std::vector<std::string> literals;
+    // The fewest levels of object and array nesting that a value of this node needs, the
+    // value's own included: as an object (its required properties' values one level down),
+    // as an array (its first item one level down when min_items > 0), and of any kind the
+    // node allows (0 for a scalar). kJsonMaxDepth + 1 stands for "none within the
+    // matcher's depth" (a required property or item that leads back into the schema with
+    // no way to stop). Filled by the compiler; the defaults are those of any value.
+    int32_t object_depth = 1;
+    int32_t array_depth = 1;
+    int32_t min_depth = 0;
   };
 
   // Any JSON object (response_format json_object).
@@ -92,7 +101,8 @@ class JsonGrammar {
   // cannot express (description, title, default, format, pattern, minimum, ...) are
   // ignored. anyOf alternatives of the same kind are merged loosely (decision 0027).
   // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
-  // properties.a.items: ...").
+  // properties.a.items: ..."), or with `path` alone when no value of the schema nests
+  // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").
   // kGemmaCall: also kInvalidArgument for a property name the bare form cannot spell
   // (empty, or with whitespace, quotes or delimiters).
   static Result<std::shared_ptr<const JsonGrammar>> from_schema(const nlohmann::json& schema,

@@ -248,6 +248,38 @@ TEST(JsonGrammar, ReferencesMayRecurse) {
   EXPECT_FALSE(accepts(self, R"({"next":1})"));
 }
 
+// Recursion with a way out is fine, and the matcher never lets a value begin that it could
+// not finish within kJsonMaxDepth: at the bottom, only the way out remains.
+TEST(JsonGrammar, RecursionEndsWithinTheDepth) {
+  auto list = schema(R"({"anyOf":[{"type":"null"},{"type":"array","items":{"$ref":"#"},"minItems":1}]})");
+  EXPECT_TRUE(accepts(list, "[[null]]"));
+  auto opt = schema(R"({"type":"object","properties":{"a":{"$ref":"#"}},"additionalProperties":false})");
+  JsonMatcher m(opt);
+  for (int i = 0; i < kJsonMaxDepth - 1; ++i) ASSERT_TRUE(m.feed(std::string_view("{\"a\":"))) << i;
+  ASSERT_TRUE(m.feed('{'));  // the 64th level
+  {
+    JsonMatcher k = m;
+    EXPECT_FALSE(k.feed('"'));  // its only key's value would be a 65th
+  }
+  for (int i = 0; i < kJsonMaxDepth; ++i) ASSERT_TRUE(m.feed('}')) << i;
+  EXPECT_TRUE(m.done());
+  // A key whose value needs two more levels is not taken one level short of the limit; a
+  // key whose value needs one still is.
+  auto two = schema(R"({"type":"object","properties":{"next":{"$ref":"#"},
+      "deep":{"type":"array","items":{"type":"array"},"minItems":1}},"additionalProperties":false})");
+  JsonMatcher d(two);
+  for (int i = 0; i < kJsonMaxDepth - 3; ++i) ASSERT_TRUE(d.feed(std::string_view("{\"next\":"))) << i;
+  ASSERT_TRUE(d.feed(std::string_view("{\"deep\":[[]]}"))) << "levels 62 to 64";
+  JsonMatcher e(two);
+  for (int i = 0; i < kJsonMaxDepth - 2; ++i) ASSERT_TRUE(e.feed(std::string_view("{\"next\":"))) << i;
+  ASSERT_TRUE(e.feed('{'));  // depth 63: room for one more level
+  {
+    JsonMatcher k = e;
+    EXPECT_FALSE(k.feed(std::string_view("\"deep\"")));
+  }
+  EXPECT_TRUE(e.feed(std::string_view("\"next\":{}")));
+}
+
 TEST(JsonGrammar, ArraysHonourMinAndMaxItems) {
   auto g = schema(R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":2})");
   EXPECT_FALSE(accepts(g, "[]"));
@@ -363,6 +395,13 @@ TEST(JsonGrammar, BadSchemasNameTheKeyword) {
       {R"({"allOf":[{"properties":{"a":{}},"required":["a"],"additionalProperties":false},
                     {"properties":{"b":{}},"required":["b"],"additionalProperties":false}]})", "schema.allOf"},
       {R"({"allOf":[{"type":"integer"},{"type":"string"}]})", "schema.allOf"},
+      // No value of finite depth: a required part leads back into the schema with no way to
+      // stop (before, the matcher ran out of depth and the output went on unconstrained).
+      {R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"],"additionalProperties":false})", "schema"},
+      {R"({"type":"array","items":{"$ref":"#"},"minItems":1})", "schema"},
+      {R"({"$defs":{"x":{"type":"array","items":{"$ref":"#/$defs/y"},"minItems":2},
+                    "y":{"type":"object","properties":{"z":{"$ref":"#/$defs/x"}},"required":["z"]}},
+          "$ref":"#/$defs/x"})", "schema"},
   };
   for (const auto& [text, path] : kBad) {
     auto g = JsonGrammar::from_schema(json::parse(text));
