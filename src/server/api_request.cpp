@@ -417,7 +417,8 @@ size_t ident_length(std::string_view s, size_t i) {
 }  // namespace
 
 std::string error_param(std::string_view message) {
-  // path := ident ( "[" digits "]" | "." ident )*, then the end, a blank, ':' or ','.
+  // path := ident ( "[" digits "]" | "." ["$"] ident )*, then the end, a blank, ':' or ','
+  // (the "$" of a JSON Schema keyword: "response_format.json_schema.schema.$ref").
   size_t i = ident_length(message, 0);
   if (i == 0) return {};
   const std::string_view root = message.substr(0, i);
@@ -430,6 +431,9 @@ std::string error_param(std::string_view message) {
       i = k + 1;
     } else if (message[i] == '.' && ident_length(message, i + 1) > 0) {
       i += 1 + ident_length(message, i + 1);
+    } else if (message[i] == '.' && i + 1 < message.size() && message[i + 1] == '$' &&
+               ident_length(message, i + 2) > 0) {
+      i += 2 + ident_length(message, i + 2);
     } else {
       break;
     }

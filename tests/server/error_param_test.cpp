@@ -25,12 +25,17 @@ TEST(ErrorParam, TheLeadingFieldPathOfAMessage) {
             "messages[0].content[1]");
   EXPECT_EQ(error_param("messages"), "messages");
   EXPECT_EQ(error_param("stop[1], the second"), "stop[1]");
+  EXPECT_EQ(error_param("response_format.json_schema.schema.$ref: '#/nope' names nothing"),
+            "response_format.json_schema.schema.$ref");
+  EXPECT_EQ(error_param("response_format.json_schema.schema.$defs.a.type: bad"),
+            "response_format.json_schema.schema.$defs.a.type");
   // No field of a request: prose, unknown roots, a path that runs into other text.
   EXPECT_EQ(error_param("the request body is not valid JSON: ..."), "");
   EXPECT_EQ(error_param("unknown chat role \"x\""), "");
   EXPECT_EQ(error_param("temperature5 is odd"), "");
   EXPECT_EQ(error_param("tools[x] is odd"), "");
   EXPECT_EQ(error_param("prompt-ish"), "");
+  EXPECT_EQ(error_param("stop.$ nothing"), "");
   EXPECT_EQ(error_param(""), "");
 }
 
