@@ -686,6 +686,11 @@ void fill_depths(std::vector<JsonGrammar::Node>* nodes) {
       }
     }
   }
+  for (JsonGrammar::Node& n : *nodes) {
+    n.key_depth = n.extra_keys ? md(n.extra_node) : 0;
+    for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k)
+      n.key_depth = std::max(n.key_depth, md(n.key_nodes[k]));
+  }
 }
 
 std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {
@@ -892,9 +897,12 @@ bool JsonMatcher::feed_object(unsigned char c, bool ws) {
   const int room = kJsonMaxDepth - depth();
   const std::bitset<kJsonMaxKeys> declared = first_n(n.keys.size());
   std::bitset<kJsonMaxKeys> fitting = declared;
-  for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k)
-    if (grammar_->node(n.key_nodes[k]).min_depth > room) fitting.reset(k);
-  const bool extra_keys = n.extra_keys && grammar_->node(n.extra_node).min_depth <= room;
+  bool extra_keys = n.extra_keys;
+  if (n.key_depth > room) {  // near the limit: key by key
+    for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k)
+      if (grammar_->node(n.key_nodes[k]).min_depth > room) fitting.reset(k);
+    extra_keys = extra_keys && grammar_->node(n.extra_node).min_depth <= room;
+  }
   const bool unseen_key = (fitting & ~f.seen).any();
   const bool closable = (n.required & ~f.seen).none();
   switch (f.phase) {

@@ -90,6 +90,9 @@ class JsonGrammar {
     int32_t object_depth = 1;
     int32_t array_depth = 1;
     int32_t min_depth = 0;
+    // The largest min_depth among the values of the declared keys and of extra keys: where
+    // the room left is at least this, every key fits (the matcher skips checking each).
+    int32_t key_depth = 0;
   };
 
   // Any JSON object (response_format json_object).

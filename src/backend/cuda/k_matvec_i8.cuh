@@ -211,7 +211,7 @@ __device__ __forceinline__ void dp4a_gather(float v, float (&acc)[4], float (&ac
 // words 2-3) add a sub-block's 32 products per plane. Lane t then holds, for activation row
 // 4 ct + t, the integer sums of chunks 2 half (column 2t) and 2 half + 1 (column 2t + 1) of
 // rows g and g + 8, and takes them into the four sequences of that row:
-//     v[ct] = (S_0 row g, S_2 row g, S_0 row g + 8, S_2 row g + 8)
+//     v = (S_0 row g, S_2 row g, S_0 row g + 8, S_2 row g + 8)
 // with i8_step, in the one-row form's order (chunk 0 then 2 for S_0, 1 then 3 for S_2).
 // One column tile (4 activation rows) a call: the caller goes over the tiles of 4 rows in
 // turn (mma8_rotate). Rows past n inside a tile get zero B and row 0's scales (computed,
