@@ -77,6 +77,7 @@ Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& re
   text::ChatRenderOptions options;
   options.enable_thinking = req.enable_thinking;
   options.add_generation_prompt = true;
+  options.prefill_assistant = true;  // a trailing assistant message is continued (llama-server)
   const std::span<const text::ChatTool> tools =
       tools_offered(req) ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, text::render_chat_prompt(req.messages, tools, options));
@@ -166,6 +167,8 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
     }
   }
   plan.parser.parse_reasoning = true;
+  // A forced call's opener follows a prefill's text, so the output is the call, not content.
+  plan.parser.continues_content = prompt.prefill && plan.output_prefix.empty();
   plan.parser.parse_tool_calls = tools_on;
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
   plan.parser.stop = req.gen.stop;

@@ -156,6 +156,20 @@ Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages,
                          i, chat::kMaxJsonNesting);
     }
   }
+  if (options.prefill_assistant && messages.size() >= 2) {
+    const ChatMessage& last = messages.back();
+    const std::string text = last.role == ChatRole::kAssistant && last.tool_calls.empty() ? chat::content_text(last)
+                                                                                          : std::string();
+    if (!text.empty()) {
+      ChatRenderOptions before = options;
+      before.prefill_assistant = false;
+      before.add_generation_prompt = true;
+      GS_ASSIGN_OR_RETURN(RenderedPrompt p, render_chat_prompt(messages.first(messages.size() - 1), tools, before));
+      p.text += text;  // message text: never markup
+      p.prefill = true;
+      return p;
+    }
+  }
   switch (options.variant) {
     case ChatTemplate::kGemma4:
       return render_gemma4(messages, tools, options);

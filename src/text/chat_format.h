@@ -85,6 +85,11 @@ struct ChatRenderOptions {
   // by a blank line). The template honours only messages[0]; without merging the others
   // would become extra system turns (bug-case 50).
   bool merge_leading_system = true;
+  // A trailing assistant message with text and no tool calls becomes a prefill: the
+  // conversation before it with the generation prompt, then its text, which the model
+  // continues (llama-server's behaviour; vLLM's continue_final_message). Off, it is a
+  // closed turn as the template writes it.
+  bool prefill_assistant = false;
 };
 
 // The prompt text for `messages` (without the leading "<bos>": the tokenizer adds BOS).
@@ -103,6 +108,7 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages,
 struct RenderedPrompt {
   std::string text;
   std::vector<TextSpan> markup;  // sorted, non-overlapping
+  bool prefill = false;          // it ends with a trailing assistant message's open text
 };
 Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
                                           const ChatRenderOptions& options);

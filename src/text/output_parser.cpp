@@ -1125,6 +1125,7 @@ OutputParser::OutputParser(ParserOptions options) : state_(std::make_unique<Stat
     state_->id_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
   if (state_->options.starts_in_reasoning) state_->begin_reasoning();
+  else if (state_->options.continues_content) state_->content_started = true;
 }
 OutputParser::~OutputParser() = default;
 OutputParser::OutputParser(OutputParser&&) noexcept = default;

@@ -34,6 +34,9 @@ struct ParserOptions {
   std::vector<std::string> stop;
   // The output starts inside a reasoning block (the prompt already opened one).
   bool starts_in_reasoning = false;
+  // The output continues visible content that the prompt began (an assistant prefill):
+  // its leading whitespace is part of the text, not dropped.
+  bool continues_content = false;
   // The declared tools' names. A namespaced call name ("default_api:get_weather") is the
   // declared tool its last part names (decision 0024); empty: names are taken as written.
   std::vector<std::string> tool_names;

@@ -378,6 +378,21 @@ TEST(TokenRoutes, ApplyTemplateIsWhatTheChatRouteFeedsTheModel) {
   }
 }
 
+// A trailing assistant message is continued, as llama-server does: the prompt ends with its
+// text right after the generation prompt, and the chat route answers with the continuation.
+TEST(TokenRoutes, TrailingAssistantMessageIsContinued) {
+  LiveServer s;  // thinking off
+  s.answer(" fine day");
+  const json body = json::parse(R"({"messages":[{"role":"user","content":"Say something."},
+      {"role":"assistant","content":"It is a"}],"max_tokens":8})");
+  const json j = post_ok(s, "/apply-template", body);
+  const std::string prompt = j.value("prompt", std::string());
+  EXPECT_TRUE(prompt.ends_with("<|turn>model\n<|channel>thought\n<channel|>It is a")) << prompt;
+  const json c = post_ok(s, "/v1/chat/completions", body);
+  EXPECT_EQ(c["choices"][0]["message"]["content"], " fine day") << c.dump();
+  test::expect_healthy(s);
+}
+
 TEST(TokenRoutes, MethodsAuthLoadingAndDraining) {
   ServerFixtureOptions o;
   o.keys = {"sk-test-1"};

@@ -207,6 +207,38 @@ TEST(ChatFormat, Case44PriorReasoningIsNotRendered) {
   EXPECT_NE(p.find("<|turn>model\nCanberra.<turn|>\n"), std::string::npos) << p;
 }
 
+// A trailing assistant message as a prefill (ChatRenderOptions::prefill_assistant, what the
+// server asks for, as llama-server does): the conversation before it with the generation
+// prompt, then its text, open; its text is never markup. Off, or with tool calls, or alone,
+// it renders as the template writes it.
+TEST(ChatFormat, TrailingAssistantMessageIsAPrefill) {
+  const std::vector<ChatMessage> before = {msg(ChatRole::kUser, "Name a fruit.")};
+  std::vector<ChatMessage> with = before;
+  with.push_back(msg(ChatRole::kAssistant, "Sure: <turn|> the"));
+  ChatRenderOptions pre;
+  pre.prefill_assistant = true;
+  auto p = render_chat_prompt(with, {}, pre);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->text, render(before) + "Sure: <turn|> the");
+  for (const auto& span : p->markup) EXPECT_LE(span.offset + span.length, render(before).size());
+  ChatRenderOptions think = pre;
+  think.enable_thinking = true;
+  ChatRenderOptions think_plain;
+  think_plain.enable_thinking = true;
+  EXPECT_EQ(render(with, think), render(before, think_plain) + "Sure: <turn|> the");
+  // Off (the template's own rendering): a closed turn, then a new generation prompt.
+  EXPECT_NE(render(with).find("Sure: <turn|> the<turn|>\n<|turn>model\n"), std::string::npos) << render(with);
+  // Not a prefill: tool calls, no text, or nothing before it.
+  std::vector<ChatMessage> calls = before;
+  calls.push_back(assistant_calls({ChatToolCall{"c1", "f", "{}"}}));
+  EXPECT_EQ(render(calls, pre), render(calls));
+  std::vector<ChatMessage> empty = before;
+  empty.push_back(msg(ChatRole::kAssistant, ""));
+  EXPECT_EQ(render(empty, pre), render(empty));
+  const std::vector<ChatMessage> alone = {msg(ChatRole::kAssistant, "Hello")};
+  EXPECT_EQ(render(alone, pre), render(alone));
+}
+
 TEST(ChatFormat, AssistantContentDropsChannelSpans) {
   EXPECT_EQ(chat::strip_thinking("<|channel>thought\nx<channel|>Answer"), "Answer");
   EXPECT_EQ(chat::strip_thinking("A<|channel>x<channel|>B<|channel>open"), "AB");

@@ -51,6 +51,16 @@ TEST(OutputParser, PlainContentPassesThrough) {
   EXPECT_TRUE(m.tool_calls.empty());
 }
 
+// The continuation of an assistant prefill keeps its leading whitespace (" day" after "It is
+// a fine"); an answer of its own drops it.
+TEST(OutputParser, PrefillContinuationKeepsLeadingWhitespace) {
+  ParserOptions o = opts();
+  EXPECT_EQ(parse_all_ways("  fine day", o).content, "fine day");
+  o.continues_content = true;
+  EXPECT_EQ(parse_all_ways(" fine day", o).content, " fine day");
+  EXPECT_EQ(parse_all_ways("\n\nNext paragraph.", o).content, "\n\nNext paragraph.");
+}
+
 TEST(OutputParser, ReasoningThenAnswer) {
   const auto m = parse_all_ways("<|channel>thought\nThe user wants 6*7.\nIt is 42.\n<channel|>The answer is 42.");
   EXPECT_EQ(m.reasoning_content, "The user wants 6*7.\nIt is 42.");
