@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "text/utf8.h"
@@ -141,6 +142,7 @@ class JsonSchemaCompiler {
       }
       if (rest.empty()) return compile_ref(s["$ref"], path + ".$ref", depth);
       GS_ASSIGN_OR_RETURN(int32_t r, compile_ref(s["$ref"], path + ".$ref", depth));
+      if (in_progress(r)) return invalid(path + ".$ref: a reference back into itself beside other keywords is not supported");
       Node n = r == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(r)];
       GS_ASSIGN_OR_RETURN(Node more, build(rest, path, depth));
       GS_RETURN_IF_ERROR(merge_all(&n, more, path, depth));
@@ -173,26 +175,70 @@ class JsonSchemaCompiler {
     const auto index = static_cast<int32_t>(nodes.size());
     nodes.emplace_back();
     refs_[r] = index;
+    building_.insert(index);
     if (target->is_object() && target->contains("$ref")) {
       GS_ASSIGN_OR_RETURN(int32_t other, compile_ref((*target)["$ref"], path, depth + 1));
+      if (in_progress(other)) return invalid(path + ": '" + r + "' leads back to itself through references alone");
       nodes[static_cast<size_t>(index)] = other == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(other)];
+      building_.erase(index);
       return index;
     }
     if (target->is_boolean() || !target->is_object()) {
       GS_ASSIGN_OR_RETURN(int32_t i, compile(*target, path, depth + 1));
       nodes[static_cast<size_t>(index)] = i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
+      building_.erase(index);
       return index;
     }
     GS_ASSIGN_OR_RETURN(Node n, build(*target, path, depth + 1));
     nodes[static_cast<size_t>(index)] = std::move(n);
+    building_.erase(index);
     return index;
   }
 
-  // The node of `s` as a value (alternatives of anyOf are merged by value).
-  Result<Node> node_of(const json& s, const std::string& path, int depth) {
+  // A reference whose node is still being compiled (its content is not known yet).
+  bool in_progress(int32_t i) const { return building_.count(i) != 0; }
+
+  // The node of `s` as a value (alternatives of anyOf are merged by value). A reference
+  // still being compiled (recursion through the union) allows nothing yet and is listed in
+  // `deferred`, merged in by resolve_deferred once every node is compiled; elsewhere
+  // (allOf) it is refused.
+  Result<Node> node_of(const json& s, const std::string& path, int depth, bool in_union) {
     GS_ASSIGN_OR_RETURN(int32_t i, compile(s, path, depth));
+    if (in_progress(i)) {
+      if (!in_union) return invalid(path + ": a reference back into itself is not supported here");
+      Node pending;
+      pending.kinds = 0;
+      pending.deferred = {i};
+      return pending;
+    }
     return i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
   }
+
+ public:
+  // Merges each union's deferred alternatives into it (by value, as build merges the
+  // others), round after round until every deferred content has reached every union that
+  // depends on it (a chain of k deferred nodes needs k rounds), then clears the lists.
+  void resolve_deferred() {
+    std::vector<std::pair<size_t, Node>> own;  // each union with deferred parts, as compiled
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (!nodes[i].deferred.empty()) own.emplace_back(i, nodes[i]);
+    for (size_t round = 0; round <= own.size(); ++round) {
+      for (const auto& [i, base] : own) {
+        Node m = base;
+        for (int32_t a : base.deferred) {
+          Node alt = nodes[static_cast<size_t>(a)];
+          alt.deferred.clear();
+          m = merge_union(m, alt);
+        }
+        m.deferred = base.deferred;
+        fill_literals(&m);
+        nodes[i] = std::move(m);
+      }
+    }
+    for (Node& n : nodes) n.deferred.clear();
+  }
+
+ private:
 
   Result<Node> build(const json& s, const std::string& path, int depth) {
     for (const char* key : {"anyOf", "oneOf"}) {
@@ -201,10 +247,13 @@ class JsonSchemaCompiler {
       const std::string p = path + "." + key;
       if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
       Node merged;
+      std::vector<int32_t> deferred;
       for (size_t i = 0; i < alts.size(); ++i) {
-        GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], p + "[" + std::to_string(i) + "]", depth + 1));
+        GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], p + "[" + std::to_string(i) + "]", depth + 1, true));
+        deferred.insert(deferred.end(), alt.deferred.begin(), alt.deferred.end());
         merged = i == 0 ? std::move(alt) : merge_union(merged, alt);
       }
+      merged.deferred = std::move(deferred);
       fill_literals(&merged);
       return merged;
     }
@@ -212,9 +261,9 @@ class JsonSchemaCompiler {
       const json& all = s["allOf"];
       const std::string p = path + ".allOf";
       if (!all.is_array() || all.empty()) return invalid(p + " must be a non-empty array");
-      GS_ASSIGN_OR_RETURN(Node merged, node_of(all[0], p + "[0]", depth + 1));
+      GS_ASSIGN_OR_RETURN(Node merged, node_of(all[0], p + "[0]", depth + 1, false));
       for (size_t i = 1; i < all.size(); ++i) {
-        GS_ASSIGN_OR_RETURN(Node more, node_of(all[i], p + "[" + std::to_string(i) + "]", depth + 1));
+        GS_ASSIGN_OR_RETURN(Node more, node_of(all[i], p + "[" + std::to_string(i) + "]", depth + 1, false));
         GS_RETURN_IF_ERROR(merge_all(&merged, more, p, depth));
       }
       fill_literals(&merged);
@@ -651,6 +700,7 @@ class JsonSchemaCompiler {
   const json& root_;
   JsonSyntax syntax_;
   std::map<std::string, int32_t> refs_;
+  std::set<int32_t> building_;  // references reserved and not yet compiled
 };
 
 // Node::object_depth / array_depth / min_depth of every node: the least fixed point of
@@ -716,6 +766,7 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
   } else {
     compiler.nodes[0] = compiler.nodes[static_cast<size_t>(root)];
   }
+  compiler.resolve_deferred();
   fill_depths(&compiler.nodes);
   if (compiler.nodes[0].min_depth > kJsonMaxDepth) {
     return invalid(path + ": no value satisfies it within " + std::to_string(kJsonMaxDepth) +

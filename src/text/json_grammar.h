@@ -93,6 +93,9 @@ class JsonGrammar {
     // The largest min_depth among the values of the declared keys and of extra keys: where
     // the room left is at least this, every key fits (the matcher skips checking each).
     int32_t key_depth = 0;
+    // Compiler scratch, empty once compiled: nodes whose values this union also allows, met
+    // while they were still being compiled (a recursion through anyOf / oneOf).
+    std::vector<int32_t> deferred;
   };
 
   // Any JSON object (response_format json_object).

@@ -243,6 +243,17 @@ TEST(JsonGrammar, ReferencesMayRecurse) {
       "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},"$ref":"#/$defs/node"})");
   EXPECT_TRUE(accepts(tree, R"({"v":1,"kids":[{"v":2,"kids":[{"v":3}]},{"v":4}]})"));
   EXPECT_FALSE(accepts(tree, R"({"v":1,"kids":[{"kids":[]}]})"));
+  // Recursion through a union keeps the referenced schema (it was read as "any value").
+  auto node = schema(R"({"$defs":{"node":{"type":"object","properties":{"v":{"enum":[1,2,3]},
+      "child":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/node"}]}},"required":["v","child"],
+      "additionalProperties":false}},"$ref":"#/$defs/node"})");
+  EXPECT_TRUE(accepts(node, R"({"v":1,"child":null})"));
+  EXPECT_TRUE(accepts(node, R"({"v":2,"child":{"v":3,"child":null}})"));
+  EXPECT_FALSE(accepts(node, R"({"v":2,"child":7648})"));
+  EXPECT_FALSE(accepts(node, R"({"v":2,"child":{"v":9,"child":null}})"));
+  auto nested = schema(R"({"type":"array","items":{"anyOf":[{"type":"boolean"},{"$ref":"#"}]},"maxItems":3})");
+  EXPECT_TRUE(accepts(nested, "[[true],false,[]]"));
+  EXPECT_FALSE(accepts(nested, "[[9]]"));
   auto self = schema(R"({"type":"object","properties":{"next":{"$ref":"#"}}})");
   EXPECT_TRUE(accepts(self, R"({"next":{"next":{}}})"));
   EXPECT_FALSE(accepts(self, R"({"next":1})"));
@@ -399,6 +410,9 @@ TEST(JsonGrammar, BadSchemasNameTheKeyword) {
       // stop (before, the matcher ran out of depth and the output went on unconstrained).
       {R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"],"additionalProperties":false})", "schema"},
       {R"({"type":"array","items":{"$ref":"#"},"minItems":1})", "schema"},
+      {R"({"type":"array","items":{"anyOf":[{"$ref":"#"}]},"minItems":1})", "schema"},
+      {R"({"anyOf":[{"$ref":"#"}]})", "schema"},
+      {R"({"$defs":{"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}},"$ref":"#/$defs/x"})", "schema.$ref"},
       {R"({"$defs":{"x":{"type":"array","items":{"$ref":"#/$defs/y"},"minItems":2},
                     "y":{"type":"object","properties":{"z":{"$ref":"#/$defs/x"}},"required":["z"]}},
           "$ref":"#/$defs/x"})", "schema"},
