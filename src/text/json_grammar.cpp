@@ -157,64 +157,6 @@ class JsonSchemaCompiler {
 
   std::vector<Node> nodes;
 
- private:
-  Result<int32_t> compile_ref(const json& ref, const std::string& path, int depth) {
-    if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
-    const std::string r = ref.get<std::string>();
-    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
-    if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
-    const json* target = nullptr;
-    try {
-      const json::json_pointer ptr(r.substr(1));
-      if (root_.contains(ptr)) target = &root_.at(ptr);
-    } catch (const json::exception&) {
-      return invalid(path + ": '" + r + "' is not a JSON pointer");
-    }
-    if (target == nullptr) return invalid(path + ": '" + r + "' names nothing in the schema");
-    // Reserve the index first: a schema may refer to itself (trees, linked lists).
-    const auto index = static_cast<int32_t>(nodes.size());
-    nodes.emplace_back();
-    refs_[r] = index;
-    building_.insert(index);
-    if (target->is_object() && target->contains("$ref")) {
-      GS_ASSIGN_OR_RETURN(int32_t other, compile_ref((*target)["$ref"], path, depth + 1));
-      if (in_progress(other)) return invalid(path + ": '" + r + "' leads back to itself through references alone");
-      nodes[static_cast<size_t>(index)] = other == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(other)];
-      building_.erase(index);
-      return index;
-    }
-    if (target->is_boolean() || !target->is_object()) {
-      GS_ASSIGN_OR_RETURN(int32_t i, compile(*target, path, depth + 1));
-      nodes[static_cast<size_t>(index)] = i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
-      building_.erase(index);
-      return index;
-    }
-    GS_ASSIGN_OR_RETURN(Node n, build(*target, path, depth + 1));
-    nodes[static_cast<size_t>(index)] = std::move(n);
-    building_.erase(index);
-    return index;
-  }
-
-  // A reference whose node is still being compiled (its content is not known yet).
-  bool in_progress(int32_t i) const { return building_.count(i) != 0; }
-
-  // The node of `s` as a value (alternatives of anyOf are merged by value). A reference
-  // still being compiled (recursion through the union) allows nothing yet and is listed in
-  // `deferred`, merged in by resolve_deferred once every node is compiled; elsewhere
-  // (allOf) it is refused.
-  Result<Node> node_of(const json& s, const std::string& path, int depth, bool in_union) {
-    GS_ASSIGN_OR_RETURN(int32_t i, compile(s, path, depth));
-    if (in_progress(i)) {
-      if (!in_union) return invalid(path + ": a reference back into itself is not supported here");
-      Node pending;
-      pending.kinds = 0;
-      pending.deferred = {i};
-      return pending;
-    }
-    return i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
-  }
-
- public:
   // Merges each union's deferred alternatives into it (by value, as build merges the
   // others), round after round until every deferred content has reached every union that
   // depends on it (a chain of k deferred nodes needs k rounds), then clears the lists.
@@ -239,6 +181,58 @@ class JsonSchemaCompiler {
   }
 
  private:
+  Result<int32_t> compile_ref(const json& ref, const std::string& path, int depth) {
+    if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
+    const std::string r = ref.get<std::string>();
+    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
+    if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
+    const json* target = nullptr;
+    try {
+      const json::json_pointer ptr(r.substr(1));
+      if (root_.contains(ptr)) target = &root_.at(ptr);
+    } catch (const json::exception&) {
+      return invalid(path + ": '" + r + "' is not a JSON pointer");
+    }
+    if (target == nullptr) return invalid(path + ": '" + r + "' names nothing in the schema");
+    // Reserve the index first: a schema may refer to itself (trees, linked lists).
+    const auto index = static_cast<int32_t>(nodes.size());
+    nodes.emplace_back();
+    refs_[r] = index;
+    building_.insert(index);
+    Node n;
+    if (target->is_object() && target->contains("$ref")) {
+      GS_ASSIGN_OR_RETURN(int32_t other, compile_ref((*target)["$ref"], path, depth + 1));
+      if (in_progress(other)) return invalid(path + ": '" + r + "' leads back to itself through references alone");
+      n = other == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(other)];
+    } else if (target->is_boolean() || !target->is_object()) {
+      GS_ASSIGN_OR_RETURN(int32_t i, compile(*target, path, depth + 1));
+      n = i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
+    } else {
+      GS_ASSIGN_OR_RETURN(n, build(*target, path, depth + 1));
+    }
+    nodes[static_cast<size_t>(index)] = std::move(n);
+    building_.erase(index);
+    return index;
+  }
+
+  // A reference whose node is still being compiled (its content is not known yet).
+  bool in_progress(int32_t i) const { return building_.count(i) != 0; }
+
+  // The node of `s` as a value (alternatives of anyOf are merged by value). A reference
+  // still being compiled (recursion through the union) allows nothing yet and is listed in
+  // `deferred`, merged in by resolve_deferred once every node is compiled; elsewhere
+  // (allOf) it is refused.
+  Result<Node> node_of(const json& s, const std::string& path, int depth, bool in_union) {
+    GS_ASSIGN_OR_RETURN(int32_t i, compile(s, path, depth));
+    if (in_progress(i)) {
+      if (!in_union) return invalid(path + ": a reference back into itself is not supported here");
+      Node pending;
+      pending.kinds = 0;
+      pending.deferred = {i};
+      return pending;
+    }
+    return i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
+  }
 
   Result<Node> build(const json& s, const std::string& path, int depth) {
     for (const char* key : {"anyOf", "oneOf"}) {

@@ -268,6 +268,14 @@ void check_attention(const AttnCase& c) {
     EXPECT_LT(e_fast.rel_max, 6 * tol) << which;
   }
   if (c.then_matmul > 0) {
+    // The matmul after the attention with its operand converted by one CTA per row
+    // (GS_CUDA_ROWCOOP=0) instead of several.
+    auto run_one_cta = [&] {
+      setenv("GS_CUDA_ROWCOOP", "0", 1);
+      std::vector<float> y = run(*B.fast, true);
+      unsetenv("GS_CUDA_ROWCOOP");
+      return y;
+    };
     // GS_ATTN_STRESS=N (a diagnosis, not part of the suite): N more rounds of the fast path's
     // attention output and of the matmul after it through either operand conversion, each
     // on fresh buffers, against the first round bit for bit, counting which stage differs
@@ -275,13 +283,7 @@ void check_attention(const AttnCase& c) {
     if (const char* e = std::getenv("GS_ATTN_STRESS"); e && std::atoi(e) > 0) {
       for (const char* mode : {"old", "new"}) {
         AttnKernelEnv env(mode);
-        auto one_conv = [&] {
-          setenv("GS_CUDA_ROWCOOP", "0", 1);
-          auto y = run(*B.fast, true);
-          unsetenv("GS_CUDA_ROWCOOP");
-          return y;
-        };
-        const std::vector<float> o0 = run(*B.fast), y1 = one_conv(), yc = run(*B.fast, true);
+        const std::vector<float> o0 = run(*B.fast), y1 = run_one_cta(), yc = run(*B.fast, true);
         int bad_o = 0, bad_one = 0, bad_coop = 0;
         auto first_diff = [](const std::vector<float>& a, const std::vector<float>& b) -> long {
           if (a.size() != b.size()) return -2;
@@ -291,7 +293,7 @@ void check_attention(const AttnCase& c) {
         };
         const long d0 = first_diff(yc, y1);
         for (int it = 0; it < std::atoi(e); ++it) {
-          const long a = first_diff(run(*B.fast), o0), b = first_diff(one_conv(), y1),
+          const long a = first_diff(run(*B.fast), o0), b = first_diff(run_one_cta(), y1),
                      cc = first_diff(run(*B.fast, true), yc);
           bad_o += a != -1;
           bad_one += b != -1;
@@ -310,18 +312,14 @@ void check_attention(const AttnCase& c) {
     const std::vector<float> y_cpu = run(*B.cpu, true);
     for (const char* mode : {"old", "new"}) {  // either kernel's output
       AttnKernelEnv env(mode);
-      setenv("GS_CUDA_ROWCOOP", "0", 1);
-      const std::vector<float> y_one = run(*B.fast, true);
-      unsetenv("GS_CUDA_ROWCOOP");
+      const std::vector<float> y_one = run_one_cta();
       const std::vector<float> y_coop = run(*B.fast, true);
       ASSERT_EQ(y_coop.size(), y_one.size());
       for (size_t i = 0; i < y_coop.size(); ++i) {
         if (std::memcmp(&y_coop[i], &y_one[i], sizeof(float)) == 0) continue;
         // An intermittent difference seen twice in whole-suite runs and never alone (1800
         // rounds of GS_ATTN_STRESS): which side is off, and whether a second pair repeats it.
-        setenv("GS_CUDA_ROWCOOP", "0", 1);
-        const std::vector<float> y_one2 = run(*B.fast, true);
-        unsetenv("GS_CUDA_ROWCOOP");
+        const std::vector<float> y_one2 = run_one_cta();
         const std::vector<float> y_coop2 = run(*B.fast, true), o_again = run(*B.fast);
         ADD_FAILURE() << "matmul after attention (GS_CUDA_ATTN=" << mode << "), element " << i << ": coop "
                       << y_coop[i] << ", one-CTA " << y_one[i] << ", CPU " << y_cpu[i] << "; rel L2 to the CPU: coop "

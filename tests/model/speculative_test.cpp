@@ -351,6 +351,33 @@ TEST(Speculative, MismatchedDrafterIsAClearErrorNotACrash) {
 }
 
 
+// A decoder with the drafter after a prefill step of `prompts` (one sequence each, greedy
+// samplers): the state both tests below start their rounds from.
+struct Started {
+  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<SpeculativeDecoder> dec;
+  std::vector<int> seqs;
+  std::vector<Sampler> samplers;
+};
+Started start_after_prompts(const Pair& p, const std::vector<std::vector<int32_t>>& prompts, const SpecOptions& o,
+                            int page_size) {
+  Started st;
+  const int n = static_cast<int>(prompts.size());
+  st.runner = runner_for(p, n, 32, page_size);
+  st.dec = SpeculativeDecoder::create(*st.runner, p.assistant, o).value();
+  st.samplers.assign(prompts.size(), Sampler(SamplerConfig{}));
+  std::vector<SeqWork> work(prompts.size());
+  for (int i = 0; i < n; ++i) {
+    st.seqs.push_back(st.runner->add_sequence().value());
+    EXPECT_TRUE(st.dec->start(st.seqs[i]).ok());
+    work[i].seq = st.seqs[i];
+    work[i].sampler = &st.samplers[i];
+    work[i].prefill = prompts[i];
+  }
+  EXPECT_TRUE(st.dec->step(work).ok());
+  return st;
+}
+
 // draft_p_min: a row keeps its drafts up to the first whose drafter probability is below the
 // threshold (that one and every later one dropped), and at most its own limit, in a batch of
 // rows with different limits; the kept drafts are the chain's picks in order (what the
@@ -370,32 +397,13 @@ TEST(Speculative, DraftPMinEndsARowsDraftsAtTheFirstUnlikelyOne) {
 
   // One decoder after the prompts: its state before the first round, and its drafter's chain
   // of picks and probabilities from there (the drafts the round would propose).
-  struct Start {
-    std::unique_ptr<ModelRunner> runner;
-    std::unique_ptr<SpeculativeDecoder> dec;
-    std::vector<int> seqs;
-    std::vector<Sampler> samplers;
-  };
   auto start = [&](float p_min) {
-    Start st;
-    st.runner = runner_for(p, 2, 32, 16);
     SpecOptions o;
     o.draft_max = kSteps;
     o.draft_p_min = p_min;
-    st.dec = SpeculativeDecoder::create(*st.runner, p.assistant, o).value();
-    st.samplers.assign(2, Sampler(SamplerConfig{}));
-    std::vector<SeqWork> work(2);
-    for (int i = 0; i < 2; ++i) {
-      st.seqs.push_back(st.runner->add_sequence().value());
-      EXPECT_TRUE(st.dec->start(st.seqs[i]).ok());
-      work[i].seq = st.seqs[i];
-      work[i].sampler = &st.samplers[i];
-      work[i].prefill = prompts[i];
-    }
-    EXPECT_TRUE(st.dec->step(work).ok());
-    return st;
+    return start_after_prompts(p, prompts, o, 16);
   };
-  Start ref = start(0.0f);
+  Started ref = start(0.0f);
   auto chain = Gemma4DrafterForward::create(p.assistant, p.target, 2, DraftSlidingWindow::kWindow, kSteps).value();
   std::vector<int32_t> toks, pos, rows;
   for (int i = 0; i < 2; ++i) {
@@ -422,7 +430,7 @@ TEST(Speculative, DraftPMinEndsARowsDraftsAtTheFirstUnlikelyOne) {
   }
   int cut_short = 0;
   for (float t : thresholds) {
-    Start st = start(t);
+    Started st = start(t);
     std::vector<SeqWork> work(2);
     for (int i = 0; i < 2; ++i) {
       work[i].seq = st.seqs[i];
@@ -458,31 +466,9 @@ TEST(Speculative, ConstrainedDraftingProposesTheChainsDrafts) {
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   const std::vector<std::vector<int32_t>> prompts = {(*tok)->encode("ROMEO:\nBut soft", true, false),
                                                      (*tok)->encode("KING HENRY:", true, false)};
-  struct Run {
-    std::unique_ptr<ModelRunner> runner;
-    std::unique_ptr<SpeculativeDecoder> dec;
-    std::vector<int> seqs;
-    std::vector<Sampler> samplers;
-  };
-  auto start = [&] {
-    Run r;
-    r.runner = runner_for(p, 2, 32, 4);
-    SpecOptions o;
-    o.draft_max = 6;
-    r.dec = SpeculativeDecoder::create(*r.runner, p.assistant, o).value();
-    r.samplers.assign(2, Sampler(SamplerConfig{}));
-    std::vector<SeqWork> work(2);
-    for (int i = 0; i < 2; ++i) {
-      r.seqs.push_back(r.runner->add_sequence().value());
-      EXPECT_TRUE(r.dec->start(r.seqs[i]).ok());
-      work[i].seq = r.seqs[i];
-      work[i].sampler = &r.samplers[i];
-      work[i].prefill = prompts[i];
-    }
-    EXPECT_TRUE(r.dec->step(work).ok());
-    return r;
-  };
-  Run chain = start(), stepwise = start();
+  SpecOptions o;
+  o.draft_max = 6;
+  Started chain = start_after_prompts(p, prompts, o, 4), stepwise = start_after_prompts(p, prompts, o, 4);
   const auto free_all = [](std::span<const int32_t>) { return std::span<const int32_t>(); };
   int drafted = 0, accepted = 0;
   for (int round = 0; round < 12; ++round) {

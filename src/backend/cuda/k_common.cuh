@@ -59,19 +59,10 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-// D = A B on tensor cores: m16n8k32, A unsigned 8-bit, B signed 8-bit, int32 sums from zero
+// D += A B on tensor cores: m16n8k32, A unsigned 8-bit, B signed 8-bit, int32 sums
 // (PTX ISA fragment layout: a0/a2 rows g, a1/a3 rows g+8; a0/a1 k = 4t..4t+3, a2/a3 k =
 // 16+4t..; b0 k = 4t.., b1 k = 16+4t.. of column g; d0,d1 row g cols 2t..; d2,d3 row g+8).
-__device__ __forceinline__ void mma_16832_u8s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-  GS_MMA_ASM(
-      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%10,%10,%10};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
-}
-// D += A B, the same shapes and layout (the integer sums are exact, so the order of two
-// accumulating products never changes a result).
+// The sums are exact integers, so the order of two accumulating products never changes one.
 __device__ __forceinline__ void mma_16832_u8s8_acc(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                                    uint32_t b0, uint32_t b1) {
   GS_MMA_ASM(

@@ -197,8 +197,8 @@ inline float h_lo(uint32_t r) { return __half2float(__ushort_as_half(static_cast
 inline float h_hi(uint32_t r) { return __half2float(__ushort_as_half(static_cast<uint16_t>(r >> 16))); }
 inline uint32_t h_pack(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }
 
-inline void mma_16832_u8s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                           uint32_t b1) {
+inline void mma_16832_u8s8_acc(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                               uint32_t b1) {
   struct In {
     uint32_t a[4], b[2];
   };
@@ -230,13 +230,7 @@ inline void mma_16832_u8s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, u
     }
     return o;
   });
-  for (int q = 0; q < 4; ++q) d[q] = r.d[q];
-}
-inline void mma_16832_u8s8_acc(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                               uint32_t b1) {
-  int p[4];
-  mma_16832_u8s8(p, a0, a1, a2, a3, b0, b1);
-  for (int q = 0; q < 4; ++q) d[q] += p[q];
+  for (int q = 0; q < 4; ++q) d[q] += r.d[q];
 }
 
 inline void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
