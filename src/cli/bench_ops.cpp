@@ -265,6 +265,7 @@ AttentionArgs kv_attention_args(const KvSetup& s, int n_tok, int n_head, int D, 
   aa.kv_lo = s.lo.as<int32_t>();
   aa.kv_hi = s.hi.as<int32_t>();
   aa.max_kv_len = max_kv_len;
+  aa.n_seqs = 1;  // one sequence, as a decode step or verify pass of one stream (the kernel choice follows it)
   return aa;
 }
 

@@ -329,6 +329,17 @@ int main(int argc, char** argv) {
     c.tokens = {50}, c.ctx = {100}, c.window = 0, c.wrap = 0, c.q_scale = 4.0f;
     add(c);
   }
+  // Decode and short verify batches over a long range: fewer Q rows than a 64-row CTA holds,
+  // so the 64-row kernel keeps 2 K/V tiles in flight (fa_launch_layout); 4 tokens at D 512
+  // take 2 row groups, 1 and 2 tokens one.
+  for (int D : {256, 512})
+    for (int tok : {1, 2, 4}) {
+      Case c;
+      c.name = "deep D" + std::to_string(D) + " G8 tok" + std::to_string(tok);
+      c.D = D, c.n_head = 8, c.n_kv = 1, c.tokens = {tok}, c.ctx = {600};
+      c.window = tok == 2 ? 200 : 0;
+      add(c);
+    }
   for (const Case& c : cases)
     if (filter.empty() || c.name.find(filter) != std::string::npos) run_case(c);
   // Decode and a verify of 5 with the same split count (the 64-row kernel's host choice for

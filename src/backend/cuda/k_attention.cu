@@ -11,6 +11,7 @@
 #include <cfloat>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
@@ -550,7 +551,8 @@ __global__ void __launch_bounds__(256) attn_operand_kernel(MatF out, AttnOperand
 // (KT positions) is loaded once for all 64 rows: 4x less K/V traffic than the 16-row kernel,
 // and no S reduction over 4 warps.
 //
-// Pipeline (one buffer each for K and V, two barriers a tile):
+// Pipeline (one buffer each for K and V, two barriers a tile; a CTA with fewer Q rows keeps
+// 2 or 3 tiles of each in flight instead, FaLayout and the loop's comments):
 //   B1: K_i has landed (all threads), every warp is done with V_{i-1} -> issue V_i
 //       S_i = Q K_i^T (hi + lo parts of Q into separate accumulators), [C = 1: softmax]
 //   B2: V_i has landed, every warp is done with K_i -> issue K_{i+1}
@@ -573,20 +575,49 @@ struct FaCfg {
   static constexpr int NTO = Dc / 8;            // output n-tiles per warp
   static constexpr int KQ = Dc / 16;            // S k-steps per warp
   static constexpr int kChunks = KT * (D / 8);  // 16-byte chunks of a K or V tile
-  static constexpr size_t kQ = 0;               // Q hi and lo parts: [2][kRows][kStride] f16
-  static constexpr size_t kK = kQ + 2ull * kRows * kStride * 2;  // [KT][kStride] f16
-  static constexpr size_t kV = kK + 1ull * KT * kStride * 2;     // [KT][kStride] f16
-  static constexpr size_t kX = kV + 1ull * KT * kStride * 2;     // partial S: [kWarps][NTS][32] float4
-  static constexpr size_t kOff = kX + (C > 1 ? 16ull * kWarps * NTS * 32 : 0);  // [2][KT] int64
-  static constexpr size_t kTotal = kOff + 2ull * KT * 8;
+  static constexpr size_t kTileBytes = 2ull * KT * kStride;  // one K or V tile: [KT][kStride] f16
+  static constexpr int kMaxStages = 3;
   static_assert(D % (16 * C) == 0 && KT % 16 == 0 && NTO % 2 == 0, "tile shapes");
   static_assert(kChunks % kThreads == 0 && KT <= kThreads, "load split");
   static_assert(C == 1 || C == 2, "one or two warps per row group");
 };
 
-// Shared memory (dynamic + 1536 B of row tables): D 64/128 (64-position tiles) 39424 /
-// 72192 B; D 256: 4 warps, 103424 B, 2 CTAs per SM; D 512: 8 warps (two per row group),
-// 218112 B, 1 CTA per SM (the opt-in limit is 232448 B).
+// Dynamic shared memory of attn_fa_kernel for `nrg` resident row groups (1..4: the Q rows a
+// CTA can have, 16 each) and `stages` K/V tiles in flight (1..kMaxStages), in this order:
+//   Q hi and lo parts [2][16 nrg][kStride] f16, K ring [stages][KT][kStride] f16, V ring the
+//   same, partial S [kWarps][NTS][32] float4 (C = 2 only), KV row offsets [stages + 1][KT] int64.
+// A CTA of a decode or short verify batch holds fewer Q rows than 64, and the space they leave
+// holds more K/V tiles in flight (fa_launch_layout); the per-row arithmetic is the same.
+struct FaLayout {
+  int qrows, stages;
+  size_t k, v, x, off, total;
+};
+template <class Cfg>
+__host__ __device__ constexpr FaLayout fa_layout(int nrg, int stages) {
+  FaLayout l{};
+  l.qrows = 16 * nrg;
+  l.stages = stages;
+  l.k = 2ull * l.qrows * Cfg::kStride * 2;
+  l.v = l.k + static_cast<size_t>(stages) * Cfg::kTileBytes;
+  l.x = l.v + static_cast<size_t>(stages) * Cfg::kTileBytes;
+  l.off = l.x + (Cfg::C > 1 ? 16ull * Cfg::kWarps * Cfg::NTS * 32 : 0);
+  l.total = l.off + (static_cast<size_t>(stages) + 1) * Cfg::KT * 8;
+  return l;
+}
+// The dynamic shared memory a CTA may use. One CTA an SM: sm_90's opt-in limit of a block
+// (232448 B) less the 1536 B of row tables. More: that of 64 Q rows and one stage (what the
+// residency of MINB CTAs an SM was sized for).
+template <class Cfg>
+constexpr size_t fa_smem_budget() {
+  return Cfg::MINB == 1 ? 232448 - 1536 : fa_layout<Cfg>(Cfg::kRG, 1).total;
+}
+
+// Shared memory with 64 Q rows and one stage (dynamic + 1536 B of row tables): D 64/128
+// (64-position tiles) 39424 / 72192 B; D 256: 4 warps, 103424 B, 2 CTAs per SM; D 512: 8
+// warps (two per row group), 218112 B, 1 CTA per SM (the opt-in limit is 232448 B). A decode
+// step or 2-token verify (8 or 16 rows at GQA 8, 2 at GQA 2) takes 2 stages at D 256 and
+// 512, 3..4 tokens at D 512 too; measured on the H200 (31B shapes, D 512, one token): 118.7
+// against 122.1 us at depth 32768, 366.3 against 379.5 us at 131072 (docs/perf-notes.md).
 using FaCfg64 = FaCfg<64, 1, 64, 2>;
 using FaCfg128 = FaCfg<128, 1, 64, 2>;
 using FaCfg256 = FaCfg<256, 1, 32, 2>;
@@ -594,16 +625,18 @@ using FaCfg512 = FaCfg<512, 2, 32, 1>;
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
-    attn_fa_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
+    attn_fa_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int stages) {
   GS_PDL_ENTRY();
   constexpr int D = Cfg::D, C = Cfg::C, KT = Cfg::KT, kRows = Cfg::kRows, kThreads = Cfg::kThreads;
   constexpr int Dc = Cfg::Dc, kStride = Cfg::kStride, NTS = Cfg::NTS, NTO = Cfg::NTO, KQ = Cfg::KQ;
   extern __shared__ __align__(16) uint8_t smem[];
-  __half* Qs = reinterpret_cast<__half*>(smem + Cfg::kQ);
-  __half* Ks = reinterpret_cast<__half*>(smem + Cfg::kK);
-  __half* Vs = reinterpret_cast<__half*>(smem + Cfg::kV);
-  float4* Xs = reinterpret_cast<float4*>(smem + Cfg::kX);
-  int64_t* Offs = reinterpret_cast<int64_t*>(smem + Cfg::kOff);
+  const FaLayout L = fa_layout<Cfg>(nrg, stages);
+  __half* Qs = reinterpret_cast<__half*>(smem);
+  __half* Ks = reinterpret_cast<__half*>(smem + L.k);
+  __half* Vs = reinterpret_cast<__half*>(smem + L.v);
+  float4* Xs = reinterpret_cast<float4*>(smem + L.x);
+  int64_t* Offs = reinterpret_cast<int64_t*>(smem + L.off);
+  const int qrows = L.qrows;  // rows [qrows, kRows) have no token (fa_launch_layout)
   __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -636,7 +669,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     const bool qvec = (reinterpret_cast<uintptr_t>(p.q.data) & 15) == 0 && (p.q.stride & 3) == 0;
     constexpr int D4 = D / 4;
 #pragma unroll 4
-    for (int idx = tid; idx < kRows * D4; idx += kThreads) {
+    for (int idx = tid; idx < qrows * D4; idx += kThreads) {
       const int r = idx / D4, d = (idx % D4) * 4;
       float v[4] = {0.f, 0.f, 0.f, 0.f};
       if (r_tok[r] >= 0) {
@@ -657,7 +690,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       }
       *reinterpret_cast<uint2*>(Qs + r * kStride + d) =
           make_uint2(h2_bits(__halves2half2(hi[0], hi[1])), h2_bits(__halves2half2(hi[2], hi[3])));
-      *reinterpret_cast<uint2*>(Qs + (kRows + r) * kStride + d) =
+      *reinterpret_cast<uint2*>(Qs + (qrows + r) * kStride + d) =
           make_uint2(h2_bits(__halves2half2(lo[0], lo[1])), h2_bits(__halves2half2(lo[2], lo[3])));
     }
   }
@@ -727,29 +760,52 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
       return sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D : -1;
     };
-    auto issue = [&](const __half* pool, __half* dst, const int64_t* offs) {
-      constexpr int CH = D / 8;
+    // Tile t sits in stage t % S of the K and V rings (S = stages), and its KV row offsets in
+    // slot t % (S + 1) of Offs. One cp.async group per tile and tensor, committed in the order
+    // K_0 V_0 K_1 V_1 ...; a tile past the last commits an empty group, so that at each wait
+    // 2 S - 2 later groups may be pending (K_ti at B1, V_ti at B2).
+    const int S = stages;
+    auto issue = [&](const __half* pool, __half* ring, int tile) {
+      if (tile < n_tiles) {
+        constexpr int CH = D / 8;
+        const int64_t* offs = Offs + (tile % (S + 1)) * KT;
+        __half* dst = ring + (tile % S) * KT * kStride;
 #pragma unroll
-      for (int k = 0; k < Cfg::kChunks / kThreads; ++k) {
-        const int idx = tid + k * kThreads, pi = idx / CH, ch = idx % CH;
-        const int64_t off = offs[pi];
-        cp_async16(dst + pi * kStride + ch * 8, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
+        for (int k = 0; k < Cfg::kChunks / kThreads; ++k) {
+          const int idx = tid + k * kThreads, pi = idx / CH, ch = idx % CH;
+          const int64_t off = offs[pi];
+          cp_async16(dst + pi * kStride + ch * 8, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
+        }
       }
       cp_async_commit();
     };
+    auto wait_pending = [&]() {  // all but the 2 S - 2 most recent groups have landed
+      if (S == 1) cp_async_wait<0>();
+      else if (S == 2) cp_async_wait<2>();
+      else cp_async_wait<4>();
+    };
 
-    if (tid < KT) Offs[tid] = row_offset(0);
+    // Prologue: offsets of tiles 0..S-1, then K_0 V_0 .. K_{S-2} V_{S-2} K_{S-1}. In the loop,
+    // B1 of tile ti (every warp is done with V_{ti-1}) issues V_{ti+S-1}, and B2 (every warp
+    // is done with K_ti) issues K_{ti+S}; with S = 1 that is the two-buffer pipeline above.
+    if (tid < KT)
+      for (int ti = 0; ti < S; ++ti) Offs[ti * KT + tid] = row_offset(ti);
     __syncthreads();
-    issue(kpool, Ks, Offs);
+    for (int ti = 0; ti < S; ++ti) {
+      issue(kpool, Ks, ti);
+      if (ti + 1 < S) issue(vpool, Vs, ti);
+    }
     for (int ti = 0; ti < n_tiles; ++ti) {
       const int pb = p_begin + ti * KT;
-      const bool more = ti + 1 < n_tiles;
-      cp_async_wait<0>();
+      const int st = ti % S;
+      wait_pending();
       __syncthreads();  // B1
-      issue(vpool, Vs, Offs + (ti & 1) * KT);
+      issue(vpool, Vs, ti + S - 1);
       int64_t next_off = -1;
-      if (tid < KT && more) next_off = row_offset(ti + 1);
+      if (tid < KT && ti + S < n_tiles) next_off = row_offset(ti + S);
       const bool active = pb <= w_hi && pb + KT - 1 >= w_lo;  // warp-uniform
+      const __half* k_tile = k_frag + st * KT * kStride;
+      const __half* v_tile = v_frag + st * KT * kStride;
       float s[NTS][4];
       if (active) {
         float sl[NTS][4];
@@ -761,11 +817,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
         for (int kq = 0; kq < KQ; ++kq) {
           uint32_t a[4], al[4];
           ldmatrix_x4(a, q_frag + kq * 16);
-          ldmatrix_x4(al, q_frag + kRows * kStride + kq * 16);
+          ldmatrix_x4(al, q_frag + qrows * kStride + kq * 16);
 #pragma unroll
           for (int np = 0; np < NTS / 2; ++np) {
             uint32_t b[4];
-            ldmatrix_x4(b, k_frag + np * 16 * kStride + kq * 16);
+            ldmatrix_x4(b, k_tile + np * 16 * kStride + kq * 16);
             mma_16816(s[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
             mma_16816(s[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
             mma_16816(sl[2 * np], al[0], al[1], al[2], al[3], b[0], b[1]);
@@ -832,10 +888,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       if constexpr (C == 1) {
         if (active) softmax();
       }
-      if (tid < KT && more) Offs[((ti + 1) & 1) * KT + tid] = next_off;
-      cp_async_wait<0>();
+      if (tid < KT && ti + S < n_tiles) Offs[((ti + S) % (S + 1)) * KT + tid] = next_off;
+      wait_pending();
       __syncthreads();  // B2
-      if (more) issue(kpool, Ks, Offs + ((ti + 1) & 1) * KT);
+      issue(kpool, Ks, ti + S);
       if (active) {
         if constexpr (C > 1) {
           const float4* xp = Xs + (rg * C + (1 - c)) * NTS * 32 + lane;
@@ -861,7 +917,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
 #pragma unroll
           for (int np = 0; np < NTO / 2; ++np) {
             uint32_t b[4];
-            ldmatrix_x4_trans(b, v_frag + kk * 16 * kStride + np * 16);
+            ldmatrix_x4_trans(b, v_tile + kk * 16 * kStride + np * 16);
             mma_16816(o[2 * np], a0, a1, a2, a3, b[0], b[1]);
             mma_16816(o[2 * np + 1], a0, a1, a2, a3, b[2], b[3]);
           }
@@ -897,20 +953,38 @@ void launch_combine(cudaStream_t s, const AttnParams& p, int n_splits, float* pa
   }
 }
 
+// The Q row groups a CTA of attn_fa_kernel<Cfg> needs for p (all CTAs alike: with fewer
+// tokens than a CTA takes, one token block of min(n_tokens, rt) tokens of hc heads), and the
+// K/V stages that then fit in the CTA's shared-memory budget (at most Cfg::kMaxStages).
+// On the 31B shapes: a decode or 2-token verify (8 or 16 rows) at D 512 gets 2 stages, 3 or 4
+// tokens 2, 5..8 tokens 1; prefill (64 rows) 1.
+template <class Cfg>
+FaLayout fa_launch_layout(const AttnParams& p) {
+  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
+  const int rows = std::min(p.n_tokens, rm.rt) * rm.hc;
+  const int nrg = std::clamp((rows + 15) / 16, 1, Cfg::kRG);
+  int stages = 1;
+  while (stages < Cfg::kMaxStages && fa_layout<Cfg>(nrg, stages + 1).total <= fa_smem_budget<Cfg>()) ++stages;
+  if (const char* e = std::getenv("GS_ATTN_STAGES"); e && *e)  // measurement switch: at most this many
+    stages = std::clamp(std::min(stages, std::atoi(e)), 1, Cfg::kMaxStages);
+  return fa_layout<Cfg>(nrg, stages);
+}
+
 template <class Cfg>
 void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  launch_k(attn_fa_kernel<Cfg>, grid, Cfg::kThreads, Cfg::kTotal, s, p, n_splits, partial);
+  const FaLayout l = fa_launch_layout<Cfg>(p);
+  launch_k(attn_fa_kernel<Cfg>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16, l.stages);
   launch_combine(s, p, n_splits, partial, Cfg::D);
 }
 
 template <class Cfg>
 cudaError_t prepare_fa() {
   cudaError_t e = cudaFuncSetAttribute(attn_fa_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(Cfg::kTotal));
+                                       static_cast<int>(fa_smem_budget<Cfg>()));
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(attn_fa_kernel<Cfg>, cudaFuncAttributePreferredSharedMemoryCarveout,
                              cudaSharedmemCarveoutMaxShared);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Decode attention at depth on a lent GPU machine (binaries as in device_run.sh): the
+# attention rows of `bench --ops` (full and sliding layers, 1 and 5 tokens) under each KV
+# split size of GS_ATTN_SPLITS (default "64 256"), then Nsight Compute on the first full-layer
+# decode launch at depth GS_ATTN_PROF_DEPTH (default 32768; 0 skips it): duration, DRAM
+# throughput and warp stall reasons.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/device_env.sh
+B="$DEV/bin/gemmaserve"
+for sp in ${GS_ATTN_SPLITS:-64 256}; do
+  echo "== GS_ATTN_SPLIT_POS=$sp"
+  GS_ATTN_SPLIT_POS=$sp "$B" bench --ops --ops-only attention --device cuda -d 4096,32768,131072 2>&1 |
+    grep -E "decode|full|sliding" | grep -v -i prefill
+done
+D="${GS_ATTN_PROF_DEPTH:-32768}"
+if [ "$D" != 0 ] && command -v ncu >/dev/null; then
+  timeout 200 ncu --clock-control none --set full -k "regex:attn_(fa|mma)_kernel" -s 0 -c 1 -o "$OUT/attn" \
+    "$B" bench --ops --ops-only attention --device cuda -d "$D" >"$OUT/attn.log" 2>&1
+  echo "ncu exit $?"
+  ncu --import "$OUT/attn.ncu-rep" --page details >"$OUT/attn.txt" 2>&1
+  ncu --import "$OUT/attn.ncu-rep" --page raw --csv >"$OUT/attn.raw.csv" 2>&1
+  grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Eligible Warps|Achieved Occupancy|Registers Per|Grid Size|Block Size|Dynamic Shared" "$OUT/attn.txt" | head -20
+  python3 - "$OUT/attn.raw.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+if len(rows) >= 3:
+    head, vals = rows[0], rows[2]
+    st = []
+    for h, v in zip(head, vals):
+        try:
+            x = float(v.replace(",", ""))
+        except ValueError:
+            continue
+        if "issue_stalled" in h and h.endswith("per_issue_active.ratio"):
+            st.append((x, h))
+    print("stall reasons (warp cycles per issued instruction):")
+    for v, h in sorted(st, reverse=True)[:10]:
+        print(f"  {v:7.3f}  {h.replace('smsp__average_warps_issue_stalled_', '').replace('_per_issue_active.ratio', '')}")
+PY
+fi
