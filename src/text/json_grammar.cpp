@@ -84,6 +84,94 @@ bool utf8_continue(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
   return true;
 }
 
+// The schema that the "$ref" value `ref` at `path` names in `root`: "#" and "#/..." (JSON
+// pointers into the same document). Errors begin with `path`.
+Result<const json*> resolve_ref(const json& root, const json& ref, const std::string& path) {
+  if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
+  const std::string& r = ref.get_ref<const std::string&>();
+  if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
+  try {
+    const json::json_pointer ptr(r.substr(1));
+    if (root.contains(ptr)) return &root.at(ptr);
+  } catch (const json::exception&) {
+    return invalid(path + ": '" + r + "' is not a JSON pointer");
+  }
+  return invalid(path + ": '" + r + "' names nothing in the schema");
+}
+
+// The path of the schema that the resolved reference `ref` names, in the document whose root
+// is at `root_path`: "#/$defs/a~1b" is "root_path.$defs.a/b" ([i] for an array's items).
+std::string ref_target_path(const json& root, const std::string& root_path, const std::string& ref) {
+  std::string path = root_path;
+  const json* at = &root;
+  for (size_t i = 2; i <= ref.size();) {  // past "#/"; a "#" alone is the root
+    const size_t end = std::min(ref.find('/', i), ref.size());
+    std::string token;
+    for (size_t k = i; k < end; ++k) {
+      if (ref[k] == '~' && k + 1 < end) {
+        token += ref[k + 1] == '1' ? '/' : '~';
+        ++k;
+      } else {
+        token += ref[k];
+      }
+    }
+    if (at->is_array()) {
+      path += "[" + token + "]";
+      at = &(*at)[std::stoul(token)];
+    } else {
+      path += "." + token;
+      at = &(*at)[token];
+    }
+    i = end + 1;
+  }
+  return path;
+}
+
+// check_schema_refs' walk over `s` (a schema at `path`) and the schemas its references name.
+// `seen` holds the schemas walked (a reference back into one ends there).
+Status check_refs(const json& root, const std::string& root_path, const json& s, const std::string& path, int depth,
+                  std::set<const json*>* seen) {
+  // Deeper than the compiler reads (it refuses such a schema itself); and no stack to spare.
+  if (!s.is_object() || depth > kJsonMaxDepth || !seen->insert(&s).second) return {};
+  if (const auto ref = s.find("$ref"); ref != s.end()) {
+    GS_ASSIGN_OR_RETURN(const json* target, resolve_ref(root, *ref, path + ".$ref"));
+    const std::string target_path = ref_target_path(root, root_path, ref->get<std::string>());
+    GS_RETURN_IF_ERROR(check_refs(root, root_path, *target, target_path, depth + 1, seen));
+  }
+  // Keywords whose value is a schema, an array of schemas or an object of them; "$defs" and
+  // "definitions" only through the references that reach into them (as the compiler).
+  for (const char* k : {"items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+                        "propertyNames", "unevaluatedItems", "unevaluatedProperties"}) {
+    const auto it = s.find(k);
+    if (it == s.end()) continue;
+    if (it->is_array()) {
+      for (size_t i = 0; i < it->size(); ++i) {
+        const std::string p = path + "." + k + "[" + std::to_string(i) + "]";
+        GS_RETURN_IF_ERROR(check_refs(root, root_path, (*it)[i], p, depth + 1, seen));
+      }
+    } else {
+      GS_RETURN_IF_ERROR(check_refs(root, root_path, *it, path + "." + k, depth + 1, seen));
+    }
+  }
+  for (const char* k : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
+    const auto it = s.find(k);
+    if (it == s.end() || !it->is_array()) continue;
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string p = path + "." + k + "[" + std::to_string(i) + "]";
+      GS_RETURN_IF_ERROR(check_refs(root, root_path, (*it)[i], p, depth + 1, seen));
+    }
+  }
+  for (const char* k : {"properties", "patternProperties", "dependentSchemas"}) {
+    const auto it = s.find(k);
+    if (it == s.end() || !it->is_object()) continue;
+    for (const auto& item : it->items()) {
+      const std::string p = path + "." + k + "." + item.key();
+      GS_RETURN_IF_ERROR(check_refs(root, root_path, item.value(), p, depth + 1, seen));
+    }
+  }
+  return {};
+}
+
 // Number states (RFC 8259 section 6).
 enum NumberState : uint8_t { kNStart, kNMinus, kNZero, kNInt, kNDot, kNFrac, kNE, kNESign, kNExp };
 bool number_can_end(uint8_t s) { return s == kNZero || s == kNInt || s == kNFrac || s == kNExp; }
@@ -182,18 +270,11 @@ class JsonSchemaCompiler {
 
  private:
   Result<int32_t> compile_ref(const json& ref, const std::string& path, int depth) {
-    if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
-    const std::string r = ref.get<std::string>();
-    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
-    if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
-    const json* target = nullptr;
-    try {
-      const json::json_pointer ptr(r.substr(1));
-      if (root_.contains(ptr)) target = &root_.at(ptr);
-    } catch (const json::exception&) {
-      return invalid(path + ": '" + r + "' is not a JSON pointer");
+    if (ref.is_string()) {
+      if (auto it = refs_.find(ref.get_ref<const std::string&>()); it != refs_.end()) return it->second;
     }
-    if (target == nullptr) return invalid(path + ": '" + r + "' names nothing in the schema");
+    GS_ASSIGN_OR_RETURN(const json* target, resolve_ref(root_, ref, path));
+    const std::string r = ref.get<std::string>();
     // Reserve the index first: a schema may refer to itself (trees, linked lists).
     const auto index = static_cast<int32_t>(nodes.size());
     nodes.emplace_back();
@@ -771,6 +852,11 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
   grammar->nodes_ = std::move(compiler.nodes);
   grammar->syntax_ = syntax;
   return std::shared_ptr<const JsonGrammar>(std::move(grammar));
+}
+
+Status check_schema_refs(const json& schema, const std::string& path) {
+  std::set<const json*> seen;
+  return check_refs(schema, path, schema, path, 0, &seen);
 }
 
 const JsonGrammar::Node& JsonGrammar::node(int32_t index) const {

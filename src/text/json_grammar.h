@@ -126,6 +126,15 @@ class JsonGrammar {
   JsonSyntax syntax_ = JsonSyntax::kJson;
 };
 
+// Whether every "$ref" of `schema` that a reading of it reaches resolves within it: the
+// references in its keywords that hold schemas (properties, items, anyOf, not, ...), and in
+// the schemas those references name ("$defs" entries no reference reaches are not read),
+// resolved as from_schema resolves them ("#" and "#/..." JSON pointers). The first that does
+// not: kInvalidArgument beginning with its path ("parameters.properties.a.$ref: '#/$defs/x'
+// names nothing in the schema"), as from_schema's. Unlike from_schema, it refuses nothing
+// else, so it tells a broken schema from one the grammar merely cannot hold.
+Status check_schema_refs(const nlohmann::json& schema, const std::string& path = "schema");
+
 // The state of reading one JSON text under a grammar, byte by byte. Copyable and cheap to
 // copy (a stack of small frames), so a caller tests a continuation on a copy.
 class JsonMatcher {

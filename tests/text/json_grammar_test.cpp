@@ -429,6 +429,51 @@ TEST(JsonGrammar, BadSchemasNameTheKeyword) {
   EXPECT_FALSE(JsonGrammar::from_schema(json::parse(deep)).ok());
 }
 
+// check_schema_refs finds a reference that resolves to nothing wherever a reading of the
+// schema reaches (also beside keywords from_schema refuses first), names it by where it is
+// written, and refuses nothing else.
+TEST(JsonGrammar, DanglingReferencesAreFoundAndNamed) {
+  const std::pair<const char*, const char*> kDangling[] = {
+      {R"({"$ref":"#/$defs/missing"})", "p.$ref: '#/$defs/missing' names nothing"},
+      {R"({"$ref":"https://example.com/s.json"})", "p.$ref: only references into this schema"},
+      {R"({"$ref":"#/$defs/a~2"})", "p.$ref: '#/$defs/a~2' is not a JSON pointer"},
+      {R"({"$ref":5})", "p.$ref must be a string"},
+      {R"({"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}})", "p.properties.a.$ref:"},
+      {R"({"type":"array","items":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/x"}]}})",
+       "p.items.anyOf[1].$ref:"},
+      {R"({"not":{"$ref":"#/nope"},"properties":{}})", "p.not.$ref:"},
+      // Reached through a reference: named where it is written.
+      {R"({"$defs":{"x":{"properties":{"b":{"$ref":"#/$defs/missing"}}}},"properties":{"a":{"$ref":"#/$defs/x"}}})",
+       "p.$defs.x.properties.b.$ref:"},
+      {R"({"$defs":{"a/b":{"items":[{"$ref":"#/$defs/missing"}]}},"$ref":"#/$defs/a~1b"})",
+       "p.$defs.a/b.items[0].$ref:"},
+      {R"({"allOf":[{"$ref":"#/allOf/1"},{"properties":{"c":{"$ref":"#/x"}}}]})", "p.allOf[1].properties.c.$ref:"},
+  };
+  for (const auto& [text, prefix] : kDangling) {
+    const Status st = check_schema_refs(json::parse(text), "p");
+    ASSERT_FALSE(st.ok()) << text;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(st.message().rfind(prefix, 0), 0u) << text << " -> " << st.message();
+  }
+  const char* const kFine[] = {
+      R"({})",
+      R"({"type":"object","properties":{"next":{"$ref":"#"}}})",  // recursion
+      R"({"$defs":{"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}},"$ref":"#/$defs/x"})",  // a cycle: from_schema's
+      R"({"$defs":{"unused":{"$ref":"#/$defs/missing"}},"type":"string"})",  // not reached, as from_schema
+      R"({"properties":{"$ref":{"type":"string"}}})",                        // a property named $ref
+      R"({"enum":[{"$ref":"#/nope"}],"default":{"$ref":"#/nope"}})",         // values, not schemas
+      R"({"type":"string","pattern":"^a","format":"uri"})",
+      R"({"patternProperties":{"^a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"integer"}}})",
+  };
+  for (const char* text : kFine) {
+    const Status st = check_schema_refs(json::parse(text), "p");
+    EXPECT_TRUE(st.ok()) << text << " -> " << st.to_string();
+  }
+  std::string deep = "{}";
+  for (int i = 0; i < 2000; ++i) deep = R"({"items":)" + deep + "}";
+  EXPECT_TRUE(check_schema_refs(json::parse(deep)).ok());  // past the compiler's depth: not walked
+}
+
 TEST(JsonGrammar, RandomWalksStayInsideTheSchema) {
   // Pick random allowed bytes until the value is whole: every finished text parses and has
   // the schema's shape.
