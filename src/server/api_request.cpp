@@ -101,6 +101,25 @@ Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
   return {};
 }
 
+// A call forced to one known function (named, or "required" with one tool) follows that
+// tool's `parameters` (request_plan, decision 0027); a schema the grammar cannot hold keeps a
+// looser constraint, but one whose references resolve to nothing is broken, not merely
+// unsupported: a 400 naming the "$ref" ("tools[0].function.parameters.properties.a.$ref").
+Status check_forced_tool_schema(const json& body, const ChatCompletionRequest& req) {
+  size_t forced = req.tools.size();
+  if (req.tool_choice == ToolChoice::kNamed) {
+    for (size_t i = 0; i < req.tools.size(); ++i) {
+      if (req.tools[i].name == req.tool_choice_name) forced = i;
+    }
+  } else if (req.tool_choice == ToolChoice::kRequired && req.tools.size() == 1) {
+    forced = 0;
+  }
+  if (forced == req.tools.size() || !req.tools[forced].parameters.is_object()) return {};
+  const json& tool = body.at("tools").at(forced);  // read by read_tools: an object
+  const std::string path = fmt::format("tools[{}]{}.parameters", forced, tool.contains("function") ? ".function" : "");
+  return text::check_schema_refs(req.tools[forced].parameters, path);
+}
+
 Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
   auto it = body.find("tool_choice");
   if (it == body.end() || it->is_null()) {
@@ -145,7 +164,7 @@ Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
       return invalid(fmt::format("tool_choice names the function '{}', which is not in tools", req->tool_choice_name));
     }
   }
-  return {};
+  return check_forced_tool_schema(body, *req);
 }
 
 Status read_stop(const json& body, std::vector<std::string>* out) {

@@ -325,13 +325,16 @@ class Connection final : public httplib::Stream {
 
   bool is_writable() const override {
     if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return false;
-    // A peer that has closed reads as readable with nothing to read.
-    if (poll_one(sock_, POLLIN, milliseconds(0)) > 0) {
-      char c;
-      const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
-    }
-    return true;
+    return !peer_gone();
+  }
+
+  // The client closed (or reset) its side: a peer that has closed reads as readable with
+  // nothing to read. Bytes of a next request waiting in the socket keep it alive.
+  bool peer_gone() const {
+    if (poll_one(sock_, POLLIN, milliseconds(0)) <= 0) return false;
+    char c;
+    const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -830,6 +833,16 @@ class ConnectionQueue final : public httplib::TaskQueue {
   std::vector<std::shared_ptr<Connection>> incoming_;  // under mu_
 };
 
+namespace {
+
+// The connection whose request this thread runs (handlers run on the thread that called
+// process_request), for current_client_gone().
+thread_local const Connection* t_serving = nullptr;
+
+}  // namespace
+
+bool current_client_gone() { return t_serving != nullptr && t_serving->peer_gone(); }
+
 HttpListener::HttpListener(ConnectionLimits limits) : limits_(limits) {
   new_task_queue = [this] {
     auto* q = new ConnectionQueue(this, limits_);
@@ -878,7 +891,15 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
     c->begin_request();
     const bool last = ++c->n_requests >= keep_alive_max_count_ || (queue && queue->stopping());
     bool closed = false;
-    if (!process_request(*c, last, closed, nullptr) || closed || last) return;
+    bool processed = false;
+    {
+      struct Serving {
+        explicit Serving(const Connection* c) { t_serving = c; }
+        ~Serving() { t_serving = nullptr; }
+      } serving(c.get());
+      processed = process_request(*c, last, closed, nullptr);
+    }
+    if (!processed || closed || last) return;
     c->end_request();
   }
 }

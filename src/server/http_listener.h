@@ -43,6 +43,14 @@ struct ConnectionLimits {
 // httplib parses it (ConnectionLimits::early_answer).
 std::string_view request_header(std::string_view head, std::string_view name);
 
+// For a route handler, on the thread that runs its request: true once the request's client
+// has closed or reset its connection; false while it is open, and outside a request served
+// by an HttpListener. cpp-httplib 0.11.4 gives a handler no socket, and a handler that
+// answers only when its work is done (a whole completion, whose status follows the outcome)
+// writes nothing meanwhile, so it asks this while it waits. A client that half-closes after
+// its request (shutdown(SHUT_WR)) reads as gone, as it does to httplib's writes.
+bool current_client_gone();
+
 // httplib serves each connection on a pool thread from accept to close, so a handful of
 // clients that open connections and send nothing, or a byte now and then (slowloris), hold
 // every thread and the server answers nobody, /health included. Here a connection holds a

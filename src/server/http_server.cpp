@@ -255,9 +255,7 @@ class Routes {
       set_body(req, res, "text/event-stream",
                [server, state](size_t, httplib::DataSink& sink) { return Routes(server).stream_body(*state, sink); });
     } else {
-      HttpServer* server = s_;
-      set_body(req, res, "application/json",
-               [server, state](size_t, httplib::DataSink& sink) { return Routes(server).whole_body(*state, sink); });
+      whole_response(*state, res);
     }
   }
 
@@ -371,43 +369,42 @@ class Routes {
     return true;
   }
 
-  // A whole JSON response, sent once generation ends; spaces (valid leading JSON
-  // whitespace) keep the connection checked while the model works.
-  bool whole_body(ResponseState& st, httplib::DataSink& sink) {
-    auto last_write = Clock::now();
+  // A whole JSON response: the handler waits for the end of generation, so the status
+  // follows the outcome (an engine failure after admission is its 5xx error, not a 200 with
+  // an error body). Nothing is written meanwhile; a client that closes its connection is
+  // seen by current_client_gone() and its request is cancelled (decision 0010).
+  void whole_response(ResponseState& st, httplib::Response& res) {
     for (;;) {
       PollResult r = st.gen->poll(std::chrono::milliseconds(100));
       if (st.logprobs) st.all_tokens.insert(st.all_tokens.end(), r.tokens.begin(), r.tokens.end());
       if (r.finished) break;
-      if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
-        if (!sink.write(" ", 1)) {
-          client_gone(st);
-          return false;
-        }
-        last_write = Clock::now();
+      if (current_client_gone()) {
+        client_gone(st);
+        break;
       }
+    }
+    if (!st.gen->finished()) {
+      // Nobody reads the answer; 499 (client closed request) is what the metrics count.
+      res.set_header("Connection", "close");
+      return send_error(res, api_error_from_status(Status(StatusCode::kCancelled, "the client closed the connection")));
     }
     const GenerationResult& result = st.gen->result();
     count_result(st);
-    std::string body;
-    if (result.error) {
-      body = api_error_from_status(*result.error).body();
-    } else if (result.cancelled) {
-      return false;
-    } else if (st.chat) {
-      json lp = st.logprobs ? chat_logprobs_json(*st.tokenizer, st.all_tokens) : json(nullptr);
-      body = dump_json(chat_completion_json(st.meta, result, lp));
-    } else {
-      json lp = json(nullptr);
-      if (st.logprobs) {
-        st.text_offsets.skip_text(st.echo_text);
-        lp = completion_logprobs_json(*st.tokenizer, st.all_tokens, st.text_offsets);
-      }
-      body = dump_json(completion_json(st.meta, st.echo_text + result.content, result, lp));
+    if (result.error) return send_error(res, api_error_from_status(*result.error));
+    if (result.cancelled) {
+      res.set_header("Connection", "close");
+      return send_error(res, api_error_from_status(Status(StatusCode::kCancelled, "the request was cancelled")));
     }
-    if (!sink.write(body.data(), body.size())) return false;
-    sink.done();
-    return true;
+    if (st.chat) {
+      json lp = st.logprobs ? chat_logprobs_json(*st.tokenizer, st.all_tokens) : json(nullptr);
+      return send_json(res, 200, chat_completion_json(st.meta, result, lp));
+    }
+    json lp = json(nullptr);
+    if (st.logprobs) {
+      st.text_offsets.skip_text(st.echo_text);
+      lp = completion_logprobs_json(*st.tokenizer, st.all_tokens, st.text_offsets);
+    }
+    send_json(res, 200, completion_json(st.meta, st.echo_text + result.content, result, lp));
   }
 
   HttpServer* s_;

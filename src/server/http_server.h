@@ -36,9 +36,10 @@ struct ServerOptions {
   // would otherwise hold a worker); idle keep-alive connections close after 5 s.
   std::chrono::milliseconds head_timeout{10000};
   PlanLimits limits;
-  // Silence after which a stream gets an SSE comment (": keep-alive") and a non-streamed
-  // response a space: keeps proxies from timing out during a long prefill and notices a
-  // client that has gone.
+  // Silence after which a stream gets an SSE comment (": keep-alive"): keeps proxies from
+  // timing out during a long prefill and notices a client that has gone. A non-streamed
+  // response writes nothing before its outcome (its status follows it); it watches the
+  // socket instead (current_client_gone()).
   std::chrono::milliseconds keepalive_interval{1000};
 };
 

@@ -84,9 +84,149 @@ bool utf8_continue(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
   return true;
 }
 
+// The schema that the "$ref" value `ref` at `path` names in `root`: "#" and "#/..." (JSON
+// pointers into the same document). Errors begin with `path`.
+Result<const json*> resolve_ref(const json& root, const json& ref, const std::string& path) {
+  if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
+  const std::string& r = ref.get_ref<const std::string&>();
+  if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
+  try {
+    const json::json_pointer ptr(r.substr(1));
+    if (root.contains(ptr)) return &root.at(ptr);
+  } catch (const json::exception&) {
+    return invalid(path + ": '" + r + "' is not a JSON pointer");
+  }
+  return invalid(path + ": '" + r + "' names nothing in the schema");
+}
+
+// The path of the schema that the resolved reference `ref` names, in the document whose root
+// is at `root_path`: "#/$defs/a~1b" is "root_path.$defs.a/b" ([i] for an array's items).
+std::string ref_target_path(const json& root, const std::string& root_path, const std::string& ref) {
+  std::string path = root_path;
+  const json* at = &root;
+  for (size_t i = 2; i <= ref.size();) {  // past "#/"; a "#" alone is the root
+    const size_t end = std::min(ref.find('/', i), ref.size());
+    std::string token;
+    for (size_t k = i; k < end; ++k) {
+      if (ref[k] == '~' && k + 1 < end) {
+        token += ref[k + 1] == '1' ? '/' : '~';
+        ++k;
+      } else {
+        token += ref[k];
+      }
+    }
+    if (at->is_array()) {
+      path += "[" + token + "]";
+      at = &(*at)[std::stoul(token)];
+    } else {
+      path += "." + token;
+      at = &(*at)[token];
+    }
+    i = end + 1;
+  }
+  return path;
+}
+
+// check_schema_refs' walk over `s` (a schema at `path`) and the schemas its references name.
+// `seen` holds the schemas walked (a reference back into one ends there).
+Status check_refs(const json& root, const std::string& root_path, const json& s, const std::string& path, int depth,
+                  std::set<const json*>* seen) {
+  // Deeper than the compiler reads (it refuses such a schema itself); and no stack to spare.
+  if (!s.is_object() || depth > kJsonMaxDepth || !seen->insert(&s).second) return {};
+  if (const auto ref = s.find("$ref"); ref != s.end()) {
+    GS_ASSIGN_OR_RETURN(const json* target, resolve_ref(root, *ref, path + ".$ref"));
+    const std::string target_path = ref_target_path(root, root_path, ref->get<std::string>());
+    GS_RETURN_IF_ERROR(check_refs(root, root_path, *target, target_path, depth + 1, seen));
+  }
+  // Keywords whose value is a schema, an array of schemas or an object of them; "$defs" and
+  // "definitions" only through the references that reach into them (as the compiler).
+  for (const char* k : {"items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+                        "propertyNames", "unevaluatedItems", "unevaluatedProperties"}) {
+    const auto it = s.find(k);
+    if (it == s.end()) continue;
+    if (it->is_array()) {
+      for (size_t i = 0; i < it->size(); ++i) {
+        const std::string p = path + "." + k + "[" + std::to_string(i) + "]";
+        GS_RETURN_IF_ERROR(check_refs(root, root_path, (*it)[i], p, depth + 1, seen));
+      }
+    } else {
+      GS_RETURN_IF_ERROR(check_refs(root, root_path, *it, path + "." + k, depth + 1, seen));
+    }
+  }
+  for (const char* k : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
+    const auto it = s.find(k);
+    if (it == s.end() || !it->is_array()) continue;
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string p = path + "." + k + "[" + std::to_string(i) + "]";
+      GS_RETURN_IF_ERROR(check_refs(root, root_path, (*it)[i], p, depth + 1, seen));
+    }
+  }
+  for (const char* k : {"properties", "patternProperties", "dependentSchemas"}) {
+    const auto it = s.find(k);
+    if (it == s.end() || !it->is_object()) continue;
+    for (const auto& item : it->items()) {
+      const std::string p = path + "." + k + "." + item.key();
+      GS_RETURN_IF_ERROR(check_refs(root, root_path, item.value(), p, depth + 1, seen));
+    }
+  }
+  return {};
+}
+
 // Number states (RFC 8259 section 6).
 enum NumberState : uint8_t { kNStart, kNMinus, kNZero, kNInt, kNDot, kNFrac, kNE, kNESign, kNExp };
 bool number_can_end(uint8_t s) { return s == kNZero || s == kNInt || s == kNFrac || s == kNExp; }
+
+// Whether an integer of node `n` whose digits begin with those of `prefix` (n_digits of them,
+// the first not 0), negative or not, can still be finished within kJsonMaxIntegerDigits
+// digits inside [n.int_min, n.int_max]: the values it may become are, for each count k of
+// digits still to come, prefix * 10^k .. prefix * 10^k + 10^k - 1 (in magnitude).
+bool integer_reachable(const Node& n, bool negative, uint64_t prefix, int n_digits) {
+  const int64_t lo = negative ? std::max<int64_t>(-n.int_max, 1) : std::max<int64_t>(n.int_min, 1);
+  const int64_t hi = negative ? -n.int_min : n.int_max;
+  if (lo > hi) return false;
+  uint64_t span = 1;  // 10^k
+  for (int k = 0; n_digits + k <= kJsonMaxIntegerDigits; ++k, span *= 10) {
+    const uint64_t first = prefix * span;
+    if (first > static_cast<uint64_t>(hi)) return false;
+    if (first + span - 1 >= static_cast<uint64_t>(lo)) return true;
+  }
+  return false;
+}
+
+// Whether an integer of node `n` may begin with byte c ('-' or a digit).
+bool integer_may_begin(const Node& n, unsigned char c) {
+  if (c == '0') return n.int_min <= 0 && n.int_max >= 0;
+  if (c != '-') return integer_reachable(n, false, c - '0', 1);
+  for (uint64_t d = 1; d <= 9; ++d) {
+    if (integer_reachable(n, true, d, 1)) return true;
+  }
+  return false;
+}
+
+// Whether n's integers are bounded more narrowly than by their digits.
+bool has_integer_bounds(const Node& n) { return n.int_min > -kJsonMaxInteger || n.int_max < kJsonMaxInteger; }
+
+// Whether the JSON number `v` is an integer within n's int_min .. int_max.
+bool integer_within(const json& v, const Node& n) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(kJsonMaxInteger) &&
+                                     v.get<int64_t>() >= n.int_min && v.get<int64_t>() <= n.int_max;
+  if (v.is_number_integer()) return v.get<int64_t>() >= n.int_min && v.get<int64_t>() <= n.int_max;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::floor(d) == d && d >= static_cast<double>(n.int_min) && d <= static_cast<double>(n.int_max);
+}
+
+// A bound keyword's value as an integer bound: rounded up (`up`) or down, clamped to
+// +-(kJsonMaxInteger + 1) (beyond every integer the matcher writes).
+int64_t integer_bound(const json& v, bool up) {
+  constexpr int64_t kBeyond = kJsonMaxInteger + 1;
+  if (v.is_number_unsigned()) return v.get<uint64_t>() >= static_cast<uint64_t>(kBeyond) ? kBeyond : v.get<int64_t>();
+  if (v.is_number_integer()) return std::clamp<int64_t>(v.get<int64_t>(), -kBeyond, kBeyond);
+  const double d = up ? std::ceil(v.get<double>()) : std::floor(v.get<double>());
+  if (d >= static_cast<double>(kBeyond)) return kBeyond;
+  if (d <= -static_cast<double>(kBeyond)) return -kBeyond;
+  return static_cast<int64_t>(d);
+}
 
 // Object and array phases.
 enum Phase : uint8_t {
@@ -182,18 +322,11 @@ class JsonSchemaCompiler {
 
  private:
   Result<int32_t> compile_ref(const json& ref, const std::string& path, int depth) {
-    if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
-    const std::string r = ref.get<std::string>();
-    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
-    if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
-    const json* target = nullptr;
-    try {
-      const json::json_pointer ptr(r.substr(1));
-      if (root_.contains(ptr)) target = &root_.at(ptr);
-    } catch (const json::exception&) {
-      return invalid(path + ": '" + r + "' is not a JSON pointer");
+    if (ref.is_string()) {
+      if (auto it = refs_.find(ref.get_ref<const std::string&>()); it != refs_.end()) return it->second;
     }
-    if (target == nullptr) return invalid(path + ": '" + r + "' names nothing in the schema");
+    GS_ASSIGN_OR_RETURN(const json* target, resolve_ref(root_, ref, path));
+    const std::string r = ref.get<std::string>();
     // Reserve the index first: a schema may refer to itself (trees, linked lists).
     const auto index = static_cast<int32_t>(nodes.size());
     nodes.emplace_back();
@@ -266,11 +399,13 @@ class JsonSchemaCompiler {
     if (s.contains("enum") || s.contains("const")) {
       GS_ASSIGN_OR_RETURN(Node lit, literal_node(s, path));
       if (s.contains("type") || s.contains("minLength") || s.contains("maxLength")) {
-        // The values the other keywords allow (type, string length) and nothing else.
+        // The values the other keywords allow (type, string length, integer bounds) and
+        // nothing else.
         Node shape;
         GS_RETURN_IF_ERROR(read_types(s, path, &shape));
         GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &shape.min_length));
         GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &shape.max_length));
+        GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &shape));
         GS_RETURN_IF_ERROR(filter_literals(&lit, shape, s, path));
       }
       return lit;
@@ -278,6 +413,11 @@ class JsonSchemaCompiler {
 
     Node n;
     GS_RETURN_IF_ERROR(read_types(s, path, &n));
+    GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &n));
+    if (n.integer && n.int_min > n.int_max) {
+      return invalid(path + ": no integer of at most " + std::to_string(kJsonMaxIntegerDigits) +
+                     " digits lies within its minimum and maximum");
+    }
     if (n.kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(read_object(s, path, depth, &n));
     if (n.kinds & JsonGrammar::kArray) GS_RETURN_IF_ERROR(read_array(s, path, depth, &n));
     if (n.kinds & JsonGrammar::kString) {
@@ -408,6 +548,34 @@ class JsonSchemaCompiler {
     return {};
   }
 
+  // minimum, maximum, exclusiveMinimum, exclusiveMaximum as the integers they allow (n's
+  // int_min, int_max narrowed); draft 4's boolean exclusiveMinimum / exclusiveMaximum make
+  // the minimum / maximum beside them strict.
+  static Status read_integer_bounds(const json& s, const std::string& path, Node* n) {
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+      const auto it = s.find(k);
+      if (it == s.end() || it->is_number()) continue;
+      const bool draft4 = k[0] == 'e' && it->is_boolean();
+      if (!draft4) return invalid(path + "." + k + " must be a number, got " + type_name(*it));
+    }
+    auto flag = [&](const char* k) { return s.contains(k) && s[k].is_boolean() && s[k].get<bool>(); };
+    if (const auto it = s.find("minimum"); it != s.end()) {
+      const int64_t lo = flag("exclusiveMinimum") ? integer_bound(*it, false) + 1 : integer_bound(*it, true);
+      n->int_min = std::max(n->int_min, lo);
+    }
+    if (const auto it = s.find("maximum"); it != s.end()) {
+      const int64_t hi = flag("exclusiveMaximum") ? integer_bound(*it, true) - 1 : integer_bound(*it, false);
+      n->int_max = std::min(n->int_max, hi);
+    }
+    if (const auto it = s.find("exclusiveMinimum"); it != s.end() && it->is_number()) {
+      n->int_min = std::max(n->int_min, integer_bound(*it, false) + 1);
+    }
+    if (const auto it = s.find("exclusiveMaximum"); it != s.end() && it->is_number()) {
+      n->int_max = std::min(n->int_max, integer_bound(*it, true) - 1);
+    }
+    return {};
+  }
+
   static Status read_count(const json& s, const std::string& path, const char* key, int64_t* out) {
     auto it = s.find(key);
     if (it == s.end()) return {};
@@ -488,6 +656,7 @@ class JsonSchemaCompiler {
       } else if (v.is_number()) {
         const bool integral = v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
         ok = (shape.kinds & JsonGrammar::kNumber) && (!shape.integer || integral);
+        if (ok && shape.integer && has_integer_bounds(shape)) ok = integer_within(v, shape);
         if (ok) {
           kept.kinds |= JsonGrammar::kNumber;
           kept.has_number_enum = true;
@@ -566,10 +735,15 @@ class JsonSchemaCompiler {
     if (has(b, JsonGrammar::kNumber)) {
       if (!has(a, JsonGrammar::kNumber)) {
         m.integer = b.integer;
+        m.int_min = b.int_min;
+        m.int_max = b.int_max;
         m.has_number_enum = b.has_number_enum;
         m.number_enum = b.number_enum;
       } else {
         m.integer = a.integer && b.integer;
+        // Loosely, as the rest: the range that spans both.
+        m.int_min = std::min(a.integer ? a.int_min : -kJsonMaxInteger, b.integer ? b.int_min : -kJsonMaxInteger);
+        m.int_max = std::max(a.integer ? a.int_max : kJsonMaxInteger, b.integer ? b.int_max : kJsonMaxInteger);
         m.has_number_enum = a.has_number_enum && b.has_number_enum;
         m.number_enum.clear();
         if (m.has_number_enum) {
@@ -671,8 +845,19 @@ class JsonSchemaCompiler {
       a->has_number_enum = true;
       if (a->number_enum.empty()) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
     }
-    if (a->kinds == 0) return invalid(path + ": the schemas allow no common value");
     if (b.integer) a->integer = true;
+    a->int_min = std::max(a->int_min, b.int_min);
+    a->int_max = std::min(a->int_max, b.int_max);
+    if (a->integer && (a->kinds & JsonGrammar::kNumber)) {
+      // An enum's numbers: the integers within the bounds; no enum: some integer must be.
+      if (a->has_number_enum && has_integer_bounds(*a)) {
+        std::erase_if(a->number_enum, [&](const std::string& v) { return !integer_within(json::parse(v), *a); });
+      }
+      if (a->has_number_enum ? a->number_enum.empty() : a->int_min > a->int_max) {
+        a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
+      }
+    }
+    if (a->kinds == 0) return invalid(path + ": the schemas allow no common value");
     if (b.items != JsonGrammar::kAny) {
       if (a->items == JsonGrammar::kAny) {
         a->items = b.items;
@@ -773,6 +958,11 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
   return std::shared_ptr<const JsonGrammar>(std::move(grammar));
 }
 
+Status check_schema_refs(const json& schema, const std::string& path) {
+  std::set<const json*> seen;
+  return check_refs(schema, path, schema, path, 0, &seen);
+}
+
 const JsonGrammar::Node& JsonGrammar::node(int32_t index) const {
   if (index < 0 || index >= size()) return any_node();
   return nodes_[static_cast<size_t>(index)];
@@ -819,7 +1009,7 @@ bool JsonMatcher::can_end() const {
   if (done_) return true;
   if (stack_.size() != 1) return false;
   const Frame& f = stack_.back();
-  if (f.type == Frame::kNumber) return number_can_end(f.phase);
+  if (f.type == Frame::kNumber) return number_complete(f);
   if (f.type == Frame::kLiteral) {
     const auto& lits = grammar_->node(f.node).literals;
     for (size_t i = 0; i < lits.size(); ++i) {
@@ -915,10 +1105,12 @@ bool JsonMatcher::start_value(unsigned char c) {
       f.opening = true;  // `<` of the opening `<|"|>` read
       f.delim = 1;
     }
-  } else if ((c == '-' || is_digit(c)) && (n.kinds & JsonGrammar::kNumber) && !n.has_number_enum) {
+  } else if ((c == '-' || is_digit(c)) && (n.kinds & JsonGrammar::kNumber) && !n.has_number_enum &&
+             (!n.integer || !has_integer_bounds(n) || integer_may_begin(n, c))) {
     f.type = Frame::kNumber;
     f.phase = c == '-' ? kNMinus : c == '0' ? kNZero : kNInt;
     f.digits = is_digit(c) ? 1 : 0;
+    f.int_value = is_digit(c) ? c - '0' : 0;
   } else {
     // Literals: true, false, null, and the numbers of an enum.
     f.type = Frame::kLiteral;
@@ -1219,15 +1411,29 @@ bool JsonMatcher::feed_bare_key(unsigned char c) {
   return true;
 }
 
+bool JsonMatcher::number_complete(const Frame& f) const {
+  if (!number_can_end(f.phase)) return false;
+  const Node& n = grammar_->node(f.node);
+  return !n.integer || (f.int_value >= n.int_min && f.int_value <= n.int_max);
+}
+
 bool JsonMatcher::feed_number(unsigned char c, bool ws) {
   Frame& f = stack_.back();
-  const bool integer = grammar_->node(f.node).integer;
+  const Node& n = grammar_->node(f.node);
+  const bool integer = n.integer;
+  const bool bounded = integer && has_integer_bounds(n);
   const bool digit = is_digit(c);
   uint8_t next = 0xFF;
   uint8_t digits = f.digits;
+  // Integers: the digits read so far with c, when c is a digit (the magnitude; the sign is
+  // the frame's); within bounds, some value that they begin must lie in them.
+  const bool negative = f.phase == kNMinus || f.int_value < 0;
+  const uint64_t magnitude =
+      static_cast<uint64_t>(negative ? -f.int_value : f.int_value) * 10 + static_cast<uint64_t>(digit ? c - '0' : 0);
   switch (f.phase) {
     case kNMinus:
-      if (digit && !(integer && c == '0')) {  // no "-0" integer (parsers read it as a float)
+      // No "-0" integer (parsers read it as a float).
+      if (digit && !(integer && c == '0') && (!bounded || integer_reachable(n, true, magnitude, 1))) {
         next = c == '0' ? kNZero : kNInt;
         digits = 1;
       }
@@ -1237,7 +1443,8 @@ bool JsonMatcher::feed_number(unsigned char c, bool ws) {
       if ((c == 'e' || c == 'E') && !integer) next = kNE;
       break;
     case kNInt:
-      if (digit && f.digits < (integer ? kJsonMaxIntegerDigits : kJsonMaxDigits)) {
+      if (digit && f.digits < (integer ? kJsonMaxIntegerDigits : kJsonMaxDigits) &&
+          (!bounded || integer_reachable(n, negative, magnitude, f.digits + 1))) {
         next = kNInt;
         digits = static_cast<uint8_t>(f.digits + 1);
       }
@@ -1280,12 +1487,15 @@ bool JsonMatcher::feed_number(unsigned char c, bool ws) {
       break;
   }
   if (next != 0xFF) {
+    if (integer && (f.phase == kNMinus || f.phase == kNInt)) {
+      f.int_value = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    }
     f.phase = next;
     f.digits = digits;
     ws_run_ = 0;
     return true;
   }
-  if (!number_can_end(f.phase)) return false;
+  if (!number_complete(f)) return false;
   (void)ws;
   return end_and_feed(c);
 }

@@ -31,6 +31,8 @@ inline constexpr int kJsonMaxIndent = 40;
 inline constexpr int kJsonMaxDigits = 20;
 // Most digits of an integer's value: every one fits an int64 (and "-0" is not written).
 inline constexpr int kJsonMaxIntegerDigits = 18;
+// The largest magnitude of such an integer, 10^18 - 1.
+inline constexpr int64_t kJsonMaxInteger = 999'999'999'999'999'999;
 
 // How the value is written: JSON (RFC 8259), or the argument form of a Gemma 4 tool call
 // (spec "Value formatting inside tool declarations/calls"): bare keys (`{city:...}`),
@@ -76,6 +78,11 @@ class JsonGrammar {
     // Numbers: integers only (no fraction or exponent); when has_number_enum, one of
     // number_enum as written by nlohmann::json::dump.
     bool integer = false;
+    // Integers (integer set): the least and the greatest value allowed, from minimum,
+    // maximum, exclusiveMinimum and exclusiveMaximum (read on any node, applied where
+    // integer is set); beyond +-kJsonMaxInteger, +-(kJsonMaxInteger + 1).
+    int64_t int_min = -kJsonMaxInteger;
+    int64_t int_max = kJsonMaxInteger;
     bool has_number_enum = false;
     std::vector<std::string> number_enum;
     // The literal spellings a value of this node may take ("true", "false", "null" as the
@@ -103,9 +110,11 @@ class JsonGrammar {
   // The values `schema` (a JSON Schema, draft 2020-12 / OpenAI structured outputs subset)
   // allows. Read: type (and lists of types), properties, required, additionalProperties,
   // items, minItems, maxItems, enum, const, minLength, maxLength, anyOf, oneOf, allOf, $ref
-  // to "#" and "#/..." ($defs, definitions). Annotations and value checks the matcher
-  // cannot express (description, title, default, format, pattern, minimum, ...) are
-  // ignored. anyOf alternatives of the same kind are merged loosely (decision 0027).
+  // to "#" and "#/..." ($defs, definitions), and for "type": "integer" minimum, maximum,
+  // exclusiveMinimum and exclusiveMaximum (draft 4's boolean forms too). Annotations and
+  // value checks the matcher cannot express (description, title, default, format, pattern,
+  // multipleOf, the bounds of a "number", ...) are ignored. anyOf alternatives of the same
+  // kind are merged loosely (decision 0027; integer ranges: the range that spans both).
   // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
   // properties.a.items: ..."), or with `path` alone when no value of the schema nests
   // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").
@@ -125,6 +134,15 @@ class JsonGrammar {
   std::vector<Node> nodes_;
   JsonSyntax syntax_ = JsonSyntax::kJson;
 };
+
+// Whether every "$ref" of `schema` that a reading of it reaches resolves within it: the
+// references in its keywords that hold schemas (properties, items, anyOf, not, ...), and in
+// the schemas those references name ("$defs" entries no reference reaches are not read),
+// resolved as from_schema resolves them ("#" and "#/..." JSON pointers). The first that does
+// not: kInvalidArgument beginning with its path ("parameters.properties.a.$ref: '#/$defs/x'
+// names nothing in the schema"), as from_schema's. Unlike from_schema, it refuses nothing
+// else, so it tells a broken schema from one the grammar merely cannot hold.
+Status check_schema_refs(const nlohmann::json& schema, const std::string& path = "schema");
 
 // The state of reading one JSON text under a grammar, byte by byte. Copyable and cheap to
 // copy (a stack of small frames), so a caller tests a continuation on a copy.
@@ -181,6 +199,7 @@ class JsonMatcher {
     uint8_t utf8_hi = 0xBF;
     int64_t length = 0;                // strings: code points so far
     uint8_t digits = 0;                // numbers: digits of the current part
+    int64_t int_value = 0;             // integers: the value of the digits read, signed
     uint8_t delim = 0;                 // kGemmaCall strings: bytes of a `<|"|>` read (open: 1..4)
     bool opening = false;              // kGemmaCall strings: still reading the opening delimiter
   };
@@ -196,6 +215,8 @@ class JsonMatcher {
   // The top string is whole: checks it against its candidates and bounds, pops it.
   bool close_string(const Frame& s);
   bool feed_number(unsigned char c, bool ws);
+  // The top number frame `f` is a whole number its node allows (integers: within bounds).
+  bool number_complete(const Frame& f) const;
   bool feed_literal(unsigned char c, bool ws);
   // Replaces the top kValue frame by the value that byte c begins; false when `node` allows none.
   bool start_value(unsigned char c);

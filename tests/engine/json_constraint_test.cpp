@@ -72,7 +72,14 @@ TEST(JsonConstraint, MasksEqualABruteForceCheckOfEveryToken) {
   for (const auto& [grammar, value] :
        std::vector<std::pair<std::shared_ptr<const text::JsonGrammar>, std::string>>{
            {person_schema(), "{\"name\": \"H\xc3\xa9lo \\\"w\\\" \\n x\", \"age\": -42, \"mood\": \"sad\", \"tags\": [\"a b\"]}"},
-           {text::JsonGrammar::any_object(), "{\"a\": [1.5e3, true, null, {\"b\": \"\\u00e9\"}]}"}}) {
+           {text::JsonGrammar::any_object(), "{\"a\": [1.5e3, true, null, {\"b\": \"\\u00e9\"}]}"},
+           // Integer bounds: each digit only where some value it begins lies in range.
+           {*text::JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
+                "n":{"type":"integer","minimum":-40,"maximum":1234},
+                "m":{"type":"integer","exclusiveMinimum":999,"maximum":1234}}})")),
+            "{\"n\": -37, \"m\": 1234}"},
+           {*text::JsonGrammar::from_schema(json::parse(R"({"type":"integer","minimum":100,"maximum":1234})")),
+            "1234"}}) {
     const JsonConstraintOptions options = chat_options();
     JsonConstraint c(shakes_pieces(), grammar, options);
     text::JsonMatcher m(grammar);

@@ -147,5 +147,59 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
   }
 }
 
+// A call forced to one function follows that tool's parameters schema; a "$ref" in it that
+// resolves to nothing (a missing $defs entry, an external URL) is a 400 naming the keyword,
+// as a response_format schema's is. It was compiled, failed, and the call fell back to the
+// first-key constraint. A schema the grammar merely cannot hold (an unsupported keyword)
+// still falls back, and so do calls not forced to one function.
+TEST(ErrorParam, AForcedToolSchemaWithADanglingReferenceIsNamed) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string dangling = R"({"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}})";
+  const std::string external = R"({"$ref":"https://example.com/args.json"})";
+  const std::string nested = R"({"$defs":{"x":{"type":"object","properties":{"b":{"$ref":"#/$defs/gone"}}}},)"
+                             R"("type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"not":{"required":["a"]}})";
+  auto tool = [](const std::string& name, const std::string& params) {
+    return R"({"type":"function","function":{"name":")" + name + R"(","parameters":)" + params + "}}";
+  };
+  const std::string named_b = R"("tool_choice":{"type":"function","function":{"name":"b"}})";
+  const std::vector<Case> bad = {
+      {"chat", chat_with(named_b + R"(,"tools":[)" + kToolA + "," + tool("b", dangling) + "]"),
+       "tools[1].function.parameters.properties.a.$ref"},
+      {"chat", chat_with(R"("tool_choice":"required","tools":[)" + tool("a", external) + "]"),
+       "tools[0].function.parameters.$ref"},
+      {"chat", chat_with(R"("tool_choice":"required","tools":[)" + tool("a", nested) + "]"),
+       "tools[0].function.parameters.$defs.x.properties.b.$ref"},
+      // The flat form of a tool ({name, parameters}) is named as it is written.
+      {"chat", chat_with(R"("tool_choice":"required","tools":[{"name":"a","parameters":)" + dangling + "}]"),
+       "tools[0].parameters.properties.a.$ref"},
+  };
+  for (const Case& c : bad) {
+    auto r = s.post("/v1/chat/completions", c.body);
+    ASSERT_TRUE(r) << c.body;
+    EXPECT_EQ(r->status, 400) << c.body << ": " << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["param"], c.param) << c.body << ": " << r->body;
+    EXPECT_EQ(e["type"], "invalid_request_error") << c.body;
+    EXPECT_EQ(e["code"], "invalid_value") << c.body;
+  }
+  const std::vector<std::string> fine = {
+      // Not forced to that function: its schema constrains nothing, as before.
+      chat_with(R"("tools":[)" + tool("a", dangling) + "]"),
+      chat_with(named_b + R"(,"tools":[)" + tool("a", dangling) + "," + tool("b", "{}") + "]"),
+      chat_with(R"("tool_choice":"required","tools":[)" + tool("a", dangling) + "," + tool("c", "{}") + "]"),
+      // Forced, references whole, a keyword the grammar cannot hold: the looser constraint.
+      chat_with(R"("tool_choice":"required","tools":[)" +
+                tool("a", R"({"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{}},)"
+                          R"("not":{"required":["a"]}})") +
+                "]"),
+  };
+  for (const std::string& body : fine) {
+    auto r = s.post("/v1/chat/completions", body);
+    ASSERT_TRUE(r) << body;
+    EXPECT_EQ(r->status, 200) << body << ": " << r->body;
+  }
+}
+
 }  // namespace
 }  // namespace gs

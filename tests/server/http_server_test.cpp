@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -396,10 +397,11 @@ TEST(HttpServer, KeepAliveCommentsDuringASlowStep) {
   auto events = test::sse_payloads(r->body);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back(), "[DONE]");
-  // A whole response gets leading spaces instead, still valid JSON.
+  // A whole response writes nothing until its outcome is known (its status follows it).
   auto whole = s.post("/v1/completions", R"({"prompt":"x","max_tokens":2})");
   ASSERT_TRUE(whole);
-  EXPECT_EQ(whole->body.front(), ' ');
+  EXPECT_EQ(whole->status, 200);
+  EXPECT_EQ(whole->body.front(), '{');
   EXPECT_EQ(json::parse(whole->body)["usage"]["completion_tokens"], 2);
 }
 
@@ -487,9 +489,8 @@ TEST(HttpServer, QueueFullIs429) {
   expect_healthy(s);
 }
 
-// A raw socket that sends a request, reads until `marker` shows up, then closes.
-std::string read_until_then_close(int port, const std::string& body, const std::string& marker,
-                                  const std::string& extra_headers = "") {
+// A raw socket that has sent a completion request with `body`, or -1.
+int send_completion_request(int port, const std::string& body, const std::string& extra_headers) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -497,12 +498,20 @@ std::string read_until_then_close(int port, const std::string& body, const std::
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return "";
+    return -1;
   }
   const std::string req = "POST " + std::string("/v1/completions") +
                           " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers + "Content-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body;
   ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// A raw socket that sends a request, reads until `marker` shows up, then closes.
+std::string read_until_then_close(int port, const std::string& body, const std::string& marker,
+                                  const std::string& extra_headers = "") {
+  const int fd = send_completion_request(port, body, extra_headers);
+  if (fd < 0) return "";
   std::string got;
   char buf[4096];
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -513,6 +522,25 @@ std::string read_until_then_close(int port, const std::string& body, const std::
   }
   ::close(fd);
   return got;
+}
+
+// A raw socket that sends a request, waits until the engine has generated tokens for it
+// (past `generated_before`), then closes; returns what arrived meanwhile, or "-" when the
+// engine generated nothing within 10 s.
+std::string close_once_generating(LiveServer& s, const std::string& body, const std::string& extra_headers = "") {
+  const uint64_t generated_before = s.engine->metrics().generated_tokens_total;
+  const int fd = send_completion_request(s.http->port(), body, extra_headers);
+  if (fd < 0) return "-";
+  bool generating = false;
+  for (int i = 0; i < 1000 && !generating; ++i) {
+    generating = s.engine->metrics().generated_tokens_total > generated_before + 3;
+    if (!generating) std::this_thread::sleep_for(10ms);
+  }
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0;) got.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return generating ? got : "-";
 }
 
 // Waits up to 4 s for the engine to count a cancellation past `cancelled_before` and to have
@@ -539,9 +567,13 @@ TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
   for (bool stream : {true, false}) {
     const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
     json body{{"prompt", "x"}, {"max_tokens", 100000}, {"stream", stream}};
-    // Streamed: wait for content; whole: wait for the first keep-alive space.
-    const std::string got = read_until_then_close(s.http->port(), body.dump(), stream ? "\"text\"" : "\r\n \r\n");
-    ASSERT_FALSE(got.empty());
+    // Streamed: wait for content; whole: wait for generation (nothing is written before
+    // the outcome, whose status it is).
+    if (stream) {
+      ASSERT_FALSE(read_until_then_close(s.http->port(), body.dump(), "\"text\"").empty());
+    } else {
+      EXPECT_EQ(close_once_generating(s, body.dump()), "");
+    }
     const bool freed = wait_cancelled_and_idle(s, cancelled_before);
     EXPECT_TRUE(freed) << (stream ? "stream" : "whole") << ": the slot was not freed";
     s.answer("next");
@@ -554,9 +586,10 @@ TEST(HttpServer, ClientDisconnectCancelsTheRequest) {
 }
 
 // The same for a client that accepts compressed answers, as the openai Python client (httpx)
-// says by default: httplib gzipped the whole response, the keep-alive spaces went into the
-// compressor and never reached the socket, so a client gone was never noticed and its slot
-// generated on to max_tokens. Answers are sent uncompressed (httplib also ignored q=0).
+// says by default: httplib gzipped the whole response, the keep-alive spaces (written then
+// while a whole response waited) went into the compressor and never reached the socket, so
+// a client gone was never noticed and its slot generated on to max_tokens. Answers are sent
+// uncompressed (httplib also ignored q=0), and a waiting whole response watches the socket.
 TEST(HttpServer, ClientDisconnectCancelsACompressibleRequest) {
   ServerFixtureOptions o;
   o.n_slots = 1;
@@ -568,10 +601,8 @@ TEST(HttpServer, ClientDisconnectCancelsACompressibleRequest) {
   for (const char* encoding : {"gzip, deflate", "br", "gzip;q=0"}) {
     const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
     json body{{"prompt", "x"}, {"max_tokens", 100000}};
-    const std::string got = read_until_then_close(s.http->port(), body.dump(), "\r\n \r\n",
-                                                  std::string("Accept-Encoding: ") + encoding + "\r\n");
-    EXPECT_EQ(got.find("Content-Encoding"), std::string::npos) << encoding << ": " << got.substr(0, 300);
-    EXPECT_NE(got.find("\r\n \r\n"), std::string::npos) << encoding << ": no keep-alive space arrived";
+    const std::string got = close_once_generating(s, body.dump(), std::string("Accept-Encoding: ") + encoding + "\r\n");
+    EXPECT_EQ(got, "") << encoding << ": " << got.substr(0, 300);
     const bool freed = wait_cancelled_and_idle(s, cancelled_before);
     ASSERT_TRUE(freed) << encoding << ": the slot was not freed";
   }
@@ -594,13 +625,14 @@ TEST(HttpServer, EngineShutdownEndsRunningResponsesWithAnError) {
   LiveServer s(o);
   s.answer("la", /*endless=*/true);
   std::string streamed, whole;
+  int streamed_status = 0, whole_status = 0;
   std::thread t1([&] {
     auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":100000,"stream":true})");
-    if (r) streamed = r->body;
+    if (r) streamed = r->body, streamed_status = r->status;
   });
   std::thread t2([&] {
     auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":100000})");
-    if (r) whole = r->body;
+    if (r) whole = r->body, whole_status = r->status;
   });
   for (int i = 0; i < 200 && s.engine->metrics().busy_slots < 2; ++i) std::this_thread::sleep_for(10ms);
   std::this_thread::sleep_for(50ms);
@@ -612,9 +644,63 @@ TEST(HttpServer, EngineShutdownEndsRunningResponsesWithAnError) {
   EXPECT_EQ(events.back(), "[DONE]");
   json err = json::parse(events[events.size() - 2], nullptr, false);
   EXPECT_TRUE(err.contains("error")) << events[events.size() - 2];
+  EXPECT_EQ(streamed_status, 200);  // committed with the first event
   json w = json::parse(whole, nullptr, false);
   ASSERT_TRUE(w.is_object()) << whole.substr(0, 200);
   EXPECT_TRUE(w.contains("error")) << whole.substr(0, 200);
+  EXPECT_EQ(whole_status, 503) << whole.substr(0, 200);
+}
+
+// An engine failure after a request was admitted (here a model step that fails while it
+// generates): a whole response is the error with a 5xx status (it was a 200 with an error
+// body, the status sent before the outcome was known); a stream, already 200, ends with an
+// error event and [DONE].
+TEST(HttpServer, EngineFailureAfterAdmissionIsA5xxForAWholeResponse) {
+  ServerFixtureOptions o;
+  o.step_delay = 2ms;
+  LiveServer s(o);
+  s.answer("la", /*endless=*/true);
+  struct Case {
+    const char* path;
+    bool stream;
+  };
+  for (const Case c : {Case{"/v1/completions", false}, Case{"/v1/chat/completions", false},
+                       Case{"/v1/completions", true}, Case{"/v1/chat/completions", true}}) {
+    const std::string context = std::string(c.path) + (c.stream ? " streamed" : " whole");
+    json body{{"max_tokens", 100000}, {"stream", c.stream}};
+    if (std::string(c.path) == "/v1/completions") {
+      body["prompt"] = "x";
+    } else {
+      body["messages"] = json::array({{{"role", "user"}, {"content", "x"}}});
+    }
+    const uint64_t generated_before = s.engine->metrics().generated_tokens_total;
+    std::optional<httplib::Result> r;
+    std::thread client([&] { r.emplace(s.post(c.path, body.dump())); });
+    for (int i = 0; i < 1000 && s.engine->metrics().generated_tokens_total < generated_before + 3; ++i) {
+      std::this_thread::sleep_for(5ms);
+    }
+    s.runner->fail_next_steps(1);
+    client.join();
+    ASSERT_TRUE(r && *r) << context;
+    if (c.stream) {
+      const httplib::Response& res = **r;
+      EXPECT_EQ(res.status, 200) << context;
+      auto events = test::sse_payloads(res.body);
+      ASSERT_GE(events.size(), 2u) << context << ": " << res.body.substr(0, 200);
+      EXPECT_EQ(events.back(), "[DONE]") << context;
+      json err = json::parse(events[events.size() - 2], nullptr, false);
+      ASSERT_TRUE(err.contains("error")) << context << ": " << events[events.size() - 2];
+      EXPECT_EQ(err["error"]["type"], "server_error") << context;
+    } else {
+      expect_error_body(*r, 500, context);
+      json err = json::parse((*r)->body)["error"];
+      EXPECT_EQ(err["type"], "server_error") << context;
+      EXPECT_EQ(err["code"], "internal_error") << context;
+      EXPECT_TRUE(err.contains("param")) << context;
+      EXPECT_NE(err["message"].get<std::string>().find("fake step failure"), std::string::npos) << context;
+    }
+  }
+  expect_healthy(s);
 }
 
 TEST(HttpServer, StopBeforeTheListenerRunsEndsIt) {

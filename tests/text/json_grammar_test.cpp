@@ -139,6 +139,109 @@ TEST(JsonGrammar, NumbersFollowRfc8259) {
   EXPECT_FALSE(accepts(num, std::string(kJsonMaxDigits + 1, '9')));
 }
 
+// Whether some integer in lo..hi is written beginning with `prefix`.
+bool some_integer_begins(std::string_view prefix, int64_t lo, int64_t hi) {
+  for (int64_t v = lo; v <= hi; ++v) {
+    if (std::to_string(v).rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Integer bounds are kept as the digits are written: every whole value the matcher takes lies
+// within them, every integer within them is taken, and no prefix it takes is a dead end
+// (checked exhaustively over every text of up to 4 bytes of '-' and digits).
+TEST(JsonGrammar, IntegerBoundsHoldAsTheDigitsAreWritten) {
+  struct Case {
+    const char* schema;
+    int64_t lo, hi;
+  };
+  const Case kCases[] = {
+      {R"({"type":"integer","minimum":1,"maximum":12})", 1, 12},
+      {R"({"type":"integer","minimum":10,"maximum":20})", 10, 20},
+      {R"({"type":"integer","minimum":-5,"maximum":3})", -5, 3},
+      {R"({"type":"integer","minimum":-120,"maximum":-7})", -120, -7},
+      {R"({"type":"integer","minimum":0,"maximum":0})", 0, 0},
+      {R"({"type":"integer","minimum":95,"maximum":105})", 95, 105},
+      {R"({"type":"integer","exclusiveMinimum":-1,"exclusiveMaximum":100})", 0, 99},
+      {R"({"type":"integer","minimum":2.5,"maximum":7.9})", 3, 7},
+      {R"({"type":"integer","exclusiveMinimum":2.5,"exclusiveMaximum":7.9})", 3, 7},
+      {R"({"type":"integer","minimum":3,"exclusiveMinimum":true,"maximum":9,"exclusiveMaximum":true})", 4, 8},  // draft 4
+      {R"({"type":"integer","minimum":3,"exclusiveMinimum":false,"maximum":9})", 3, 9},
+      {R"({"type":"integer","minimum":0,"maximum":50,"exclusiveMaximum":40})", 0, 39},  // the tighter
+      {R"({"type":["integer","null"],"minimum":-1,"maximum":1})", -1, 1},
+  };
+  const std::string bytes = "-0123456789";
+  for (const Case& c : kCases) {
+    auto g = schema(c.schema);
+    for (int64_t v = -1000; v <= 1000; ++v) {
+      EXPECT_EQ(accepts(g, std::to_string(v)), v >= c.lo && v <= c.hi) << c.schema << " " << v;
+    }
+    // Every text of 1..4 of those bytes: taken whole exactly when some value in range begins
+    // with it (no dead end, nothing out of range begun).
+    std::vector<std::string> texts = {""};
+    for (int len = 1; len <= 4; ++len) {
+      std::vector<std::string> longer;
+      for (const std::string& t : texts) {
+        for (char b : bytes) longer.push_back(t + b);
+      }
+      for (const std::string& t : longer) {
+        EXPECT_EQ(taken(g, t) == t.size(), some_integer_begins(t, c.lo, c.hi)) << c.schema << " " << t;
+      }
+      texts = std::move(longer);
+    }
+    // Within an object, a value ends at the byte after it only when it is in range.
+    auto obj = schema((std::string(R"({"type":"object","properties":{"n":)") + c.schema + "}}").c_str());
+    EXPECT_TRUE(accepts(obj, "{\"n\":" + std::to_string(c.hi) + "}")) << c.schema;
+    EXPECT_TRUE(accepts(obj, "{\"n\":" + std::to_string(c.lo) + "}")) << c.schema;
+    EXPECT_FALSE(accepts(obj, "{\"n\":" + std::to_string(c.hi + 1) + "}")) << c.schema;
+    EXPECT_FALSE(accepts(obj, "{\"n\":" + std::to_string(c.lo - 1) + "}")) << c.schema;
+  }
+  // At the ends of the 18 digits an integer may have; bounds beyond them bound nothing more.
+  auto top = schema(R"({"type":"integer","minimum":999999999999999990})");
+  EXPECT_TRUE(accepts(top, "999999999999999999"));
+  EXPECT_TRUE(accepts(top, "999999999999999990"));
+  EXPECT_FALSE(accepts(top, "999999999999999989"));
+  EXPECT_EQ(taken(top, "8"), 0u);
+  auto bottom = schema(R"({"type":"integer","maximum":-999999999999999990})");
+  EXPECT_TRUE(accepts(bottom, "-999999999999999999"));
+  EXPECT_FALSE(accepts(bottom, "-99999999999999999"));
+  auto wide = schema(R"({"type":"integer","minimum":-1e30,"maximum":18446744073709551615})");
+  EXPECT_TRUE(accepts(wide, "-999999999999999999"));
+  EXPECT_TRUE(accepts(wide, "999999999999999999"));
+  // Where bounds meet other keywords: allOf and $ref siblings intersect, anyOf spans both
+  // (loosely, as anyOf merges), an enum keeps its values within them.
+  auto all = schema(R"({"allOf":[{"type":"integer","minimum":0},{"maximum":9}]})");
+  EXPECT_TRUE(accepts(all, "9"));
+  EXPECT_FALSE(accepts(all, "10"));
+  EXPECT_FALSE(accepts(all, "-1"));
+  auto ref = schema(R"({"$defs":{"small":{"type":"integer","maximum":5}},"$ref":"#/$defs/small","minimum":2})");
+  EXPECT_TRUE(accepts(ref, "2"));
+  EXPECT_FALSE(accepts(ref, "1"));
+  EXPECT_FALSE(accepts(ref, "6"));
+  auto any = schema(R"({"anyOf":[{"type":"integer","minimum":1,"maximum":3},{"type":"integer","minimum":7,"maximum":9}]})");
+  EXPECT_TRUE(accepts(any, "1"));
+  EXPECT_TRUE(accepts(any, "9"));
+  EXPECT_FALSE(accepts(any, "0"));
+  EXPECT_FALSE(accepts(any, "10"));
+  auto e = schema(R"({"type":"integer","enum":[1,5,10,20],"minimum":3,"exclusiveMaximum":20})");
+  EXPECT_FALSE(accepts(e, "1"));
+  EXPECT_TRUE(accepts(e, "5"));
+  EXPECT_TRUE(accepts(e, "10"));
+  EXPECT_FALSE(accepts(e, "20"));
+  auto all_enum = schema(R"({"allOf":[{"enum":[1,5,10]},{"type":"integer","maximum":5}]})");
+  EXPECT_FALSE(accepts(all_enum, "10"));
+  EXPECT_TRUE(accepts(all_enum, "5"));
+  // The call form writes integers as JSON does.
+  auto call = JsonGrammar::from_schema(
+      json::parse(R"({"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":12}}})"), "schema",
+      JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(call.ok());
+  EXPECT_TRUE(accepts(*call, "{n:12}"));
+  EXPECT_FALSE(accepts(*call, "{n:13}"));
+  // The bounds of a "number" are not held (documented): 0.5 is taken under minimum 10.
+  EXPECT_TRUE(accepts(schema(R"({"type":"number","minimum":10})"), "0.5"));
+}
+
 TEST(JsonGrammar, StringsAreValidUtf8WithValidEscapes) {
   auto str = schema(R"({"type":"string"})");
   for (const char* ok : {R"("")", R"("a\"b\\c\/d\n")", R"("\u00e9")", R"("\ud83d\ude00")", "\"\xc3\xa9\"",
@@ -393,6 +496,15 @@ TEST(JsonGrammar, BadSchemasNameTheKeyword) {
       {R"(false)", "schema"},
       {R"(7)", "schema"},
       {R"({"type":"string","maxLength":-1})", "schema.maxLength"},
+      // Integer bounds: malformed, or no integer (of at most 18 digits) between them.
+      {R"({"type":"integer","minimum":"5"})", "schema.minimum"},
+      {R"({"type":"integer","exclusiveMaximum":null})", "schema.exclusiveMaximum"},
+      {R"({"type":"integer","minimum":5,"maximum":4})", "schema"},
+      {R"({"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":5})", "schema"},
+      {R"({"type":"integer","minimum":1.2,"maximum":1.8})", "schema"},
+      {R"({"type":"integer","minimum":1e30})", "schema"},
+      {R"({"allOf":[{"type":"integer","minimum":5},{"maximum":4}]})", "schema.allOf"},
+      {R"({"type":"integer","enum":[1,2],"minimum":3})", "schema"},
       // Keywords that decide validity but that the matcher cannot hold are refused.
       {R"({"type":"integer","if":{"type":"integer"},"then":{"const":7}})", "schema.if"},
       {R"({"enum":[true,false],"not":{"const":true}})", "schema.not"},
@@ -429,11 +541,57 @@ TEST(JsonGrammar, BadSchemasNameTheKeyword) {
   EXPECT_FALSE(JsonGrammar::from_schema(json::parse(deep)).ok());
 }
 
+// check_schema_refs finds a reference that resolves to nothing wherever a reading of the
+// schema reaches (also beside keywords from_schema refuses first), names it by where it is
+// written, and refuses nothing else.
+TEST(JsonGrammar, DanglingReferencesAreFoundAndNamed) {
+  const std::pair<const char*, const char*> kDangling[] = {
+      {R"({"$ref":"#/$defs/missing"})", "p.$ref: '#/$defs/missing' names nothing"},
+      {R"({"$ref":"https://example.com/s.json"})", "p.$ref: only references into this schema"},
+      {R"({"$ref":"#/$defs/a~2"})", "p.$ref: '#/$defs/a~2' is not a JSON pointer"},
+      {R"({"$ref":5})", "p.$ref must be a string"},
+      {R"({"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}})", "p.properties.a.$ref:"},
+      {R"({"type":"array","items":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/x"}]}})",
+       "p.items.anyOf[1].$ref:"},
+      {R"({"not":{"$ref":"#/nope"},"properties":{}})", "p.not.$ref:"},
+      // Reached through a reference: named where it is written.
+      {R"({"$defs":{"x":{"properties":{"b":{"$ref":"#/$defs/missing"}}}},"properties":{"a":{"$ref":"#/$defs/x"}}})",
+       "p.$defs.x.properties.b.$ref:"},
+      {R"({"$defs":{"a/b":{"items":[{"$ref":"#/$defs/missing"}]}},"$ref":"#/$defs/a~1b"})",
+       "p.$defs.a/b.items[0].$ref:"},
+      {R"({"allOf":[{"$ref":"#/allOf/1"},{"properties":{"c":{"$ref":"#/x"}}}]})", "p.allOf[1].properties.c.$ref:"},
+  };
+  for (const auto& [text, prefix] : kDangling) {
+    const Status st = check_schema_refs(json::parse(text), "p");
+    ASSERT_FALSE(st.ok()) << text;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(st.message().rfind(prefix, 0), 0u) << text << " -> " << st.message();
+  }
+  const char* const kFine[] = {
+      R"({})",
+      R"({"type":"object","properties":{"next":{"$ref":"#"}}})",  // recursion
+      R"({"$defs":{"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}},"$ref":"#/$defs/x"})",  // a cycle: from_schema's
+      R"({"$defs":{"unused":{"$ref":"#/$defs/missing"}},"type":"string"})",  // not reached, as from_schema
+      R"({"properties":{"$ref":{"type":"string"}}})",                        // a property named $ref
+      R"({"enum":[{"$ref":"#/nope"}],"default":{"$ref":"#/nope"}})",         // values, not schemas
+      R"({"type":"string","pattern":"^a","format":"uri"})",
+      R"({"patternProperties":{"^a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"integer"}}})",
+  };
+  for (const char* text : kFine) {
+    const Status st = check_schema_refs(json::parse(text), "p");
+    EXPECT_TRUE(st.ok()) << text << " -> " << st.to_string();
+  }
+  std::string deep = "{}";
+  for (int i = 0; i < 2000; ++i) deep = R"({"items":)" + deep + "}";
+  EXPECT_TRUE(check_schema_refs(json::parse(deep)).ok());  // past the compiler's depth: not walked
+}
+
 TEST(JsonGrammar, RandomWalksStayInsideTheSchema) {
   // Pick random allowed bytes until the value is whole: every finished text parses and has
   // the schema's shape.
   auto g = schema(R"({"type":"object","properties":{"id":{"type":"integer"},"kind":{"enum":["a","bc"]},
-      "tags":{"type":"array","items":{"type":"string","maxLength":3},"maxItems":2},"ok":{"type":"boolean"}},
+      "tags":{"type":"array","items":{"type":"string","maxLength":3},"maxItems":2},"ok":{"type":"boolean"},
+      "n":{"type":"integer","minimum":-40,"exclusiveMaximum":1235}},
       "required":["id","kind"],"additionalProperties":false})");
   std::mt19937 rng(3);
   int finished = 0;
@@ -462,7 +620,12 @@ TEST(JsonGrammar, RandomWalksStayInsideTheSchema) {
     EXPECT_TRUE(v.contains("id") && v["id"].is_number_integer()) << text;
     EXPECT_TRUE(v.contains("kind") && (v["kind"] == "a" || v["kind"] == "bc")) << text;
     for (const auto& item : v.items()) {
-      EXPECT_TRUE(item.key() == "id" || item.key() == "kind" || item.key() == "tags" || item.key() == "ok") << text;
+      EXPECT_TRUE(item.key() == "id" || item.key() == "kind" || item.key() == "tags" || item.key() == "ok" ||
+                  item.key() == "n")
+          << text;
+    }
+    if (v.contains("n")) {
+      EXPECT_TRUE(v["n"].is_number_integer() && v["n"].get<int64_t>() >= -40 && v["n"].get<int64_t>() <= 1234) << text;
     }
     if (v.contains("tags")) {
       EXPECT_LE(v["tags"].size(), 2u) << text;
