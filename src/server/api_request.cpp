@@ -196,6 +196,34 @@ Status read_logit_bias(const json& body) {
   return Status(StatusCode::kUnimplemented, "logit_bias is not supported by this server");
 }
 
+// llama-server's n_predict: max_tokens by another name, where -1 (its "no limit") means the
+// server's default cap. Given beside max_tokens / max_completion_tokens, the two must agree.
+Status read_n_predict(const json& body, GenerationOptions* gen) {
+  std::optional<int64_t> n;
+  GS_RETURN_IF_ERROR(read_int(body, "", "n_predict", -1, kMaxTokensLimit, &n));
+  if (!n) return {};
+  if (*n == 0) return invalid("n_predict must be -1 (the server's limit) or at least 1, got 0");
+  const std::optional<int32_t> limit = *n < 0 ? std::nullopt : std::optional<int32_t>(static_cast<int32_t>(*n));
+  if (gen->max_tokens && gen->max_tokens != limit) {
+    return invalid(fmt::format("n_predict ({}) disagrees with max_tokens ({}); send one of them", *n, *gen->max_tokens));
+  }
+  gen->max_tokens = limit;
+  return {};
+}
+
+// min_tokens (vLLM) and ignore_eos (llama-server, vLLM) keep the model from ending: the
+// sampler would have to mask the end-of-generation tokens, and it has no per-token mask
+// beside the output constraints. Refused when they ask for something, not ignored.
+Status read_eog_options(const json& body) {
+  std::optional<int64_t> n;
+  GS_RETURN_IF_ERROR(read_int(body, "", "min_tokens", 0, kMaxTokensLimit, &n));
+  if (n && *n > 0) return Status(StatusCode::kUnimplemented, "min_tokens is not supported by this server");
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "ignore_eos", &b));
+  if (b && *b) return Status(StatusCode::kUnimplemented, "ignore_eos is not supported by this server");
+  return {};
+}
+
 // Sampling, limits, stop strings, streaming: the fields both endpoints share.
 Status read_generation_options(const json& body, const RequestDefaults& defaults, GenerationOptions* gen) {
   gen->sampling = defaults.sampling;
@@ -206,6 +234,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   GS_RETURN_IF_ERROR(read_int(body, "", "max_completion_tokens", 1, kMaxTokensLimit, &i));
   if (!i) GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &i));
   if (i) gen->max_tokens = static_cast<int32_t>(*i);
+  GS_RETURN_IF_ERROR(read_n_predict(body, gen));
 
   GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
   if (d) gen->sampling.temperature = static_cast<float>(*d);
@@ -232,6 +261,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (i && *i != 1) return invalid(fmt::format("n must be 1 (this server returns one choice), got {}", *i));
   GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
   GS_RETURN_IF_ERROR(read_logit_bias(body));
+  GS_RETURN_IF_ERROR(read_eog_options(body));
   GS_RETURN_IF_ERROR(read_bool(body, "", "speculative", &b));
   gen->speculative = b.value_or(true);
   GS_RETURN_IF_ERROR(read_int(body, "", "draft_max", 0, 64, &i));
@@ -287,6 +317,58 @@ Status read_response_format(const json& body, GenerationOptions* gen) {
   return invalid(fmt::format("response_format.type must be 'text', 'json_object' or 'json_schema', got '{}'", *type));
 }
 
+// Other servers' spellings of a JSON Schema for the output, read as response_format
+// json_schema with that schema (same compiler, errors naming the field they came from):
+// llama-server's top-level "json_schema" (the schema), vLLM's "guided_json" (the schema, or a
+// JSON string holding it). One request sets at most one of these and a non-text
+// response_format: two would be two constraints on one output.
+Status read_schema_aliases(const json& body, GenerationOptions* gen) {
+  const char* set_by = gen->json_grammar ? "response_format" : nullptr;
+  for (const char* key : {"json_schema", "guided_json"}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    if (set_by) {
+      return invalid(fmt::format("{} cannot be combined with {}: both constrain the output; send one", key, set_by));
+    }
+    set_by = key;
+    json parsed;
+    const json* schema = &*it;
+    if (it->is_string() && std::string_view(key) == "guided_json") {
+      GS_ASSIGN_OR_RETURN(parsed, parse_json_object(it->get_ref<const std::string&>(), kMaxJsonDepth, key));
+      schema = &parsed;
+    } else if (!it->is_object()) {
+      return invalid(fmt::format("{} must be {}, got {}", key,
+                                 std::string_view(key) == "guided_json" ? "an object or a JSON string (a JSON Schema)"
+                                                                         : "an object (a JSON Schema)",
+                                 json_type_name(*it)));
+    }
+    GS_ASSIGN_OR_RETURN(gen->json_grammar, text::JsonGrammar::from_schema(*schema, key));
+  }
+  return {};
+}
+
+// Constraints of other servers that this one cannot apply: refused by name rather than
+// ignored (the client would take free text for constrained output). vLLM's guided_choice
+// would need "exactly one of these strings"; the engine's allowed completions only fix how
+// the output begins. An empty grammar string (llama-server's default) asks for nothing.
+Status read_unsupported_constraints(const json& body) {
+  for (const char* key : {"grammar", "guided_regex", "guided_grammar", "guided_choice", "structural_tag"}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    if (it->is_string() && it->get_ref<const std::string&>().empty()) continue;
+    return Status(StatusCode::kUnimplemented,
+                  fmt::format("{} is not supported by this server (structured output: response_format json_object "
+                              "or json_schema, json_schema, guided_json)", key));
+  }
+  return {};
+}
+
+Status read_output_format(const json& body, GenerationOptions* gen) {
+  GS_RETURN_IF_ERROR(read_response_format(body, gen));
+  GS_RETURN_IF_ERROR(read_schema_aliases(body, gen));
+  return read_unsupported_constraints(body);
+}
+
 Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
   req->enable_thinking = defaults.enable_thinking;
   req->reasoning_budget = defaults.reasoning_budget;
@@ -334,7 +416,7 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(read_bool(body, "", "parallel_tool_calls", &b));
   req.parallel_tool_calls = b.value_or(true);
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
-  GS_RETURN_IF_ERROR(read_response_format(body, &req.gen));
+  GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
 
   GS_RETURN_IF_ERROR(read_bool(body, "", "logprobs", &b));
@@ -380,12 +462,13 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
     return invalid(fmt::format("prompt must be a string or an array of token ids, got {}", json_type_name(*prompt)));
   }
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
-  GS_RETURN_IF_ERROR(read_response_format(body, &req.gen));
+  GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   if (!req.gen.max_tokens) {
     // The legacy endpoint's documented default, for a missing or null max_tokens (OpenAI's
     // and vLLM's reading of null) when max_completion_tokens did not set it either.
     const auto mt = body.find("max_tokens");
-    if (mt == body.end() || mt->is_null()) req.gen.max_tokens = 16;
+    const auto np = body.find("n_predict");  // n_predict -1: the server's cap, not 16
+    if ((mt == body.end() || mt->is_null()) && (np == body.end() || np->is_null())) req.gen.max_tokens = 16;
   }
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "echo", &b));
@@ -417,7 +500,8 @@ constexpr std::string_view kRequestFields[] = {
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
     "n", "stop", "logit_bias", "speculative", "draft_max", "stream", "stream_options", "response_format",
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
-    "top_logprobs", "prompt", "echo", "suffix", "best_of",
+    "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
+    "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos",
     "content", "add_special", "parse_special", "with_pieces", "tokens",
 };
 

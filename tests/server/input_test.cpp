@@ -218,6 +218,72 @@ TEST(ChatRequest, ParsesTheOpenAIFields) {
   EXPECT_EQ(r->tool_choice_name, "get_weather");
 }
 
+// Other servers' fields for the same things: llama-server's n_predict is max_tokens (-1: the
+// server's cap), json_schema / guided_json set the output grammar; the fields that ask for
+// nothing (min_tokens 0, ignore_eos false, an empty grammar) are accepted. Before, all of
+// them were ignored whatever they asked.
+TEST(ChatRequest, OtherServersFields) {
+  RequestDefaults d;
+  auto chat = [&](const std::string& extra) {
+    return parse_chat_request(json::parse(R"({"messages":[{"role":"user","content":"hi"}],)" + extra + "}"), d);
+  };
+  auto completion = [&](const std::string& extra) {
+    return parse_completion_request(json::parse(R"({"prompt":"x",)" + extra + "}"), d);
+  };
+  Result<ChatCompletionRequest> r = chat(R"("n_predict":7)");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->gen.max_tokens, 7);
+  r = chat(R"("n_predict":7,"max_tokens":7)");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->gen.max_tokens, 7);
+  r = chat(R"("n_predict":-1)");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->gen.max_tokens);
+  Result<CompletionRequest> c = completion(R"("n_predict":9)");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->gen.max_tokens, 9);
+  c = completion(R"("n_predict":-1)");  // the server's cap, not the endpoint's 16
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_FALSE(c->gen.max_tokens);
+  EXPECT_EQ(completion(R"("n_predict":3,"max_tokens":4)").status().code(), StatusCode::kInvalidArgument);
+
+  for (const char* extra : {R"("min_tokens":0)", R"("ignore_eos":false)", R"("grammar":"")", R"("guided_json":null)",
+                            R"("json_schema":null,"response_format":{"type":"text"})"}) {
+    r = chat(extra);
+    ASSERT_TRUE(r.ok()) << extra << ": " << r.status().to_string();
+    EXPECT_FALSE(r->gen.json_grammar) << extra;
+  }
+  for (const char* extra : {R"("min_tokens":1)", R"("ignore_eos":true)", R"("grammar":"root ::= x")",
+                            R"("guided_regex":"a")", R"("guided_grammar":"g")", R"("guided_choice":["a","b"])",
+                            R"("structural_tag":{})"}) {
+    EXPECT_EQ(chat(extra).status().code(), StatusCode::kUnimplemented) << extra;
+    EXPECT_EQ(completion(extra).status().code(), StatusCode::kUnimplemented) << extra;
+  }
+
+  const std::string schema = R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
+  for (const std::string& extra : {R"("json_schema":)" + schema, R"("guided_json":)" + schema,
+                                   R"("guided_json":)" + json(schema).dump(),
+                                   R"("json_schema":)" + schema + R"(,"response_format":{"type":"text"})"}) {
+    r = chat(extra);
+    ASSERT_TRUE(r.ok()) << extra << ": " << r.status().to_string();
+    ASSERT_TRUE(r->gen.json_grammar) << extra;
+    text::JsonMatcher ok(r->gen.json_grammar);
+    EXPECT_TRUE(ok.feed(R"({"a":12})") && ok.can_end()) << extra;
+    text::JsonMatcher bad(r->gen.json_grammar);
+    EXPECT_FALSE(bad.feed(R"({"b")")) << extra;
+    c = completion(extra);
+    ASSERT_TRUE(c.ok()) << extra << ": " << c.status().to_string();
+    EXPECT_TRUE(c->gen.json_grammar) << extra;
+  }
+  for (const std::string& extra : {R"("json_schema":{},"guided_json":{})",
+                                   R"("response_format":{"type":"json_object"},"guided_json":{})",
+                                   R"("response_format":{"type":"json_schema","json_schema":{}},"json_schema":{})"}) {
+    Status st = chat(extra).status();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << extra;
+    EXPECT_NE(st.message().find("cannot be combined"), std::string::npos) << st.message();
+  }
+}
+
 TEST(ChatRequest, ThinkingSwitches) {
   RequestDefaults d;
   d.enable_thinking = true;

@@ -95,6 +95,41 @@ TEST_P(ResponseFormat, JsonSchemaContentFollowsTheSchema) {
   EXPECT_GT(stopped, 0) << "no answer finished its value";
 }
 
+// llama-server's top-level json_schema and vLLM's guided_json (an object or a JSON string)
+// are the schema of response_format json_schema: the same greedy answer, which follows it.
+// Before, both were ignored and the model wrote free text.
+TEST_P(ResponseFormat, OtherServersSchemaFieldsConstrainTheSame) {
+  auto grammar = text::JsonGrammar::from_schema(kSchema);
+  ASSERT_TRUE(grammar.ok());
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}}}};
+  auto base = server_.post(chat(rf, 0, false));
+  ASSERT_TRUE(base);
+  ASSERT_EQ(base->status, 200) << base->body;
+  const json want = json::parse(base->body)["choices"][0];
+  check(want["message"]["content"].get<std::string>(), want["finish_reason"].get<std::string>(), *grammar, "base");
+  for (const auto& [key, value] : {std::pair<std::string, json>{"json_schema", kSchema},
+                                   std::pair<std::string, json>{"guided_json", kSchema},
+                                   std::pair<std::string, json>{"guided_json", kSchema.dump()}}) {
+    json body = chat(rf, 0, false);
+    body.erase("response_format");
+    body[key] = value;
+    auto r = server_.post(body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << key << ": " << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    EXPECT_EQ(choice["message"]["content"], want["message"]["content"]) << key << " " << value.dump();
+    EXPECT_EQ(choice["finish_reason"], want["finish_reason"]) << key;
+  }
+  // On /v1/completions too.
+  const json cb = {{"prompt", "The cast, as JSON: "}, {"guided_json", kSchema}, {"max_tokens", 60},
+                   {"temperature", 1.0}, {"seed", 1}};
+  auto c = server_.post(cb, "/v1/completions");
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->status, 200) << c->body;
+  const json cc = json::parse(c->body)["choices"][0];
+  check(cc["text"].get<std::string>(), cc["finish_reason"].get<std::string>(), *grammar, "completions guided_json");
+}
+
 TEST_P(ResponseFormat, JsonObjectOnBothEndpoints) {
   auto object = text::JsonGrammar::any_object();
   for (int seed = 1; seed <= 2; ++seed) {
