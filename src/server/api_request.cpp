@@ -32,6 +32,14 @@ bool valid_function_name(const std::string& name) {
   return true;
 }
 
+// Whether a message has text: its content string, or a text part that is not empty.
+bool has_text(const text::ChatMessage& m) {
+  if (!m.content.empty()) return true;
+  return std::any_of(m.content_parts.begin(), m.content_parts.end(), [](const text::ContentPart& p) {
+    return p.type != text::ContentPartType::kText || !p.text.empty();
+  });
+}
+
 // Server policy on top of the text layer's structural conversion: the rules OpenAI states
 // and the limits of this server (text only), with errors that name the field.
 Status check_messages(const std::vector<text::ChatMessage>& messages) {
@@ -48,7 +56,21 @@ Status check_messages(const std::vector<text::ChatMessage>& messages) {
     if (m.role == text::ChatRole::kTool && m.tool_call_id.empty() && m.name.empty()) {
       return invalid(fmt::format("{}.tool_call_id is required for a tool message", path));
     }
+    if (m.role == text::ChatRole::kAssistant && m.tool_calls.empty() && !has_text(m)) {
+      // An empty turn says nothing (OpenAI refuses it). The last message may be the start
+      // of the answer to continue (render_chat_prompt's prefill), but only with some text.
+      return invalid(fmt::format("{}.content is required for an assistant message without tool_calls{}", path,
+                                 i + 1 == messages.size() ? " (a final assistant message is continued: give its text)"
+                                                          : ""));
+    }
     for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+      const std::string call = fmt::format("{}.tool_calls[{}]", path, k);
+      if (m.tool_calls[k].id.empty()) return invalid(fmt::format("{}.id is required", call));
+      for (size_t j = 0; j < k; ++j) {
+        if (m.tool_calls[j].id == m.tool_calls[k].id) {
+          return invalid(fmt::format("{}.id '{}' is also the id of tool_calls[{}]", call, m.tool_calls[k].id, j));
+        }
+      }
       const std::string& args = m.tool_calls[k].arguments_json;
       if (args.empty()) continue;
       // Bounded nesting here keeps the renderer's walk over the arguments shallow.
@@ -61,15 +83,32 @@ Status check_messages(const std::vector<text::ChatMessage>& messages) {
 }
 
 // Content that OpenAI requires: present and not null for system, developer, user and tool
-// messages (the converter treats a missing content as empty).
+// messages (the converter treats a missing content as empty), and not an empty array of
+// parts for system, developer and user. What the converter does not keep is checked here:
+// the "type" of an assistant's tool calls.
 Status check_required_content(const json& messages) {
   for (size_t i = 0; i < messages.size(); ++i) {
     const json& m = messages[i];
     const auto role = m.find("role");
-    if (role == m.end() || !role->is_string() || *role == "assistant") continue;
+    if (role == m.end() || !role->is_string()) continue;
+    if (*role == "assistant") {
+      const auto calls = m.find("tool_calls");
+      if (calls == m.end() || !calls->is_array()) continue;
+      for (size_t k = 0; k < calls->size(); ++k) {
+        const json& call = (*calls)[k];
+        const auto type = call.is_object() ? call.find("type") : call.end();
+        if (type != call.end() && !type->is_null() && *type != "function") {
+          return invalid(fmt::format("messages[{}].tool_calls[{}].type must be 'function', got {}", i, k, type->dump()));
+        }
+      }
+      continue;
+    }
     const auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
       return invalid(fmt::format("messages[{}].content is required", i));
+    }
+    if (content->is_array() && content->empty() && *role != "tool") {
+      return invalid(fmt::format("messages[{}].content must not be an empty array", i));
     }
   }
   return {};

@@ -131,6 +131,32 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
        messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
                         R"("function":{"name":"a","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c9","content":"r"})"),
        "messages[2].tool_call_id"},
+      // Empty turns and malformed calls in the history, which OpenAI refuses (they were
+      // accepted and rendered as empty turns or calls without ids).
+      {"chat", messages(R"({"role":"user","content":[]})"), "messages[0].content"},
+      {"chat", messages(R"({"role":"system","content":[]},)" + kUser), "messages[0].content"},
+      {"chat", messages(R"({"role":"developer","content":[]},)" + kUser), "messages[0].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant"},)" + kUser), "messages[1].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant","content":null},)" + kUser), "messages[1].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant","content":""},)" + kUser), "messages[1].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant","content":[]},)" + kUser), "messages[1].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant","content":[{"type":"text","text":""}]},)" + kUser),
+       "messages[1].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant","content":null})"), "messages[1].content"},
+      {"chat", messages(kUser + R"(,{"role":"assistant","content":"","tool_calls":[]})"), "messages[1].content"},
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"a"}}]})"),
+       "messages[1].tool_calls[0].id"},
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"a"}}]})"),
+       "messages[1].tool_calls[0].id"},
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"retrieval","function":{"name":"a"}}]})"),
+       "messages[1].tool_calls[0].type"},
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"a"}},)"
+                        R"({"id":"c1","type":"function","function":{"name":"b"}}]})"),
+       "messages[1].tool_calls[1].id"},
       // Tools.
       {"chat", chat_with(R"("tools":"x")"), "tools"},
       {"chat", chat_with(R"("tools":[{"type":"function","function":{"name":"bad name"}}])"), "tools[0].function.name"},

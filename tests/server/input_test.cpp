@@ -284,6 +284,24 @@ TEST(ChatRequest, OtherServersFields) {
   }
 }
 
+// The history forms that stay accepted beside the empty turns refused now (ErrorParam cases):
+// a final assistant message with text (continued, as llama-server does), calls without
+// content, a call without "type", an id reused by a later turn, a tool message's empty parts.
+TEST(ChatRequest, HistoryFormsThatStayAccepted) {
+  const std::string user = R"({"role":"user","content":"hi"})";
+  const std::string call = R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f"}}]})";
+  const std::string result = R"({"role":"tool","tool_call_id":"c1","content":"r"})";
+  for (const std::string& list :
+       {user + R"(,{"role":"assistant","content":"It is"})",
+        user + R"(,{"role":"assistant","content":[{"type":"text","text":"It is"}]})",
+        R"({"role":"assistant","content":"Hello"},)" + user,
+        user + "," + call + "," + result + "," + call + "," + result,
+        user + "," + call + R"(,{"role":"tool","tool_call_id":"c1","content":[]})"}) {
+    Status st = chat_status(R"({"messages":[)" + list + "]}");
+    EXPECT_TRUE(st.ok()) << list << ": " << st.to_string();
+  }
+}
+
 TEST(ChatRequest, ThinkingSwitches) {
   RequestDefaults d;
   d.enable_thinking = true;
