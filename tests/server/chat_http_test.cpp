@@ -228,11 +228,12 @@ TEST(ChatHttp, EarlyEndUsageCountsOnlyTheTokensShown) {
   EXPECT_EQ(whole["choices"][0]["logprobs"]["content"].size(), whole["usage"]["completion_tokens"].get<size_t>());
 
   s.answer("Good morrow to you, good sir, and farewell.");
-  body = chat_body("hi", {{"stop", json::array({"to you"})}, {"stream_options", {{"include_usage", true}}}});
+  body = chat_body("hi", {{"stop", json::array({"to you"})}});
   whole = whole_chat(s, body);
   EXPECT_EQ(whole["choices"][0]["message"]["content"], "Good morrow ");
   const int n_stop = static_cast<int>(s.tok->encode("Good morrow to you", false, true).size());
   EXPECT_EQ(whole["usage"]["completion_tokens"], n_stop);
+  body["stream_options"] = {{"include_usage", true}};  // a stream's option: a 400 without stream
   Streamed st = stream_chat(s, body);
   EXPECT_EQ(st.content, "Good morrow ");
   EXPECT_EQ(st.usage["completion_tokens"], n_stop);
