@@ -306,13 +306,19 @@ class Routes {
   // Server-sent events: role chunk, deltas, finish chunk, usage chunk, [DONE].
   bool stream_body(ResponseState& st, httplib::DataSink& sink) {
     auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+    // With include_usage, every chunk before the usage chunk says "usage": null (OpenAI's
+    // documented shape; typed clients read the field on each chunk).
+    auto chunk = [&](json j) {
+      if (st.include_usage) j["usage"] = nullptr;
+      return sse_event(j);
+    };
     if (st.chat) {
-      if (!write(sse_event(chat_chunk_json(st.meta, json{{"role", "assistant"}, {"content", ""}}, "", nullptr)))) {
+      if (!write(chunk(chat_chunk_json(st.meta, json{{"role", "assistant"}, {"content", ""}}, "", nullptr)))) {
         client_gone(st);
         return false;
       }
     } else if (!st.echo_text.empty()) {
-      if (!write(sse_event(completion_chunk_json(st.meta, st.echo_text, "", nullptr)))) {
+      if (!write(chunk(completion_chunk_json(st.meta, st.echo_text, "", nullptr)))) {
         client_gone(st);
         return false;
       }
@@ -325,10 +331,10 @@ class Routes {
       for (const auto& d : r.deltas) {
         std::string event;
         if (st.chat) {
-          event = sse_event(chat_chunk_json(st.meta, chat_delta_json(d), "", take_logprobs(st)));
+          event = chunk(chat_chunk_json(st.meta, chat_delta_json(d), "", take_logprobs(st)));
         } else {
           json lp = take_logprobs(st);
-          event = sse_event(completion_chunk_json(st.meta, d.text, "", lp));
+          event = chunk(completion_chunk_json(st.meta, d.text, "", lp));
         }
         if (!write(event)) {
           client_gone(st);
@@ -357,8 +363,8 @@ class Routes {
     if (result.cancelled) return false;
     json lp = take_logprobs(st);
     const std::string finish =
-        st.chat ? sse_event(chat_chunk_json(st.meta, json::object(), result.finish_reason, lp))
-                : sse_event(completion_chunk_json(st.meta, "", result.finish_reason, lp));
+        st.chat ? chunk(chat_chunk_json(st.meta, json::object(), result.finish_reason, lp))
+                : chunk(completion_chunk_json(st.meta, "", result.finish_reason, lp));
     if (!write(finish)) return false;
     if (st.include_usage) {
       const json usage = st.chat ? chat_usage_chunk_json(st.meta, result) : completion_usage_chunk_json(st.meta, result);

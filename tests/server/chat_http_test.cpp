@@ -320,7 +320,8 @@ TEST(ChatHttp, StopStringsAreNeverSentInPart) {
 }
 
 // Bug-case 29: finish chunk, then one usage chunk with choices [], then [DONE]; no usage
-// chunk unless asked.
+// chunk unless asked. Asked, every chunk before it carries "usage": null (OpenAI's shape;
+// the key was absent).
 TEST(ChatHttp, UsageChunkOrder) {
   LiveServer s;
   s.answer("Hi there.");
@@ -334,10 +335,14 @@ TEST(ChatHttp, UsageChunkOrder) {
   EXPECT_TRUE(with.chunks.back()["choices"].empty());
   const json& finish_chunk = with.chunks[with.chunks.size() - 2];
   EXPECT_EQ(finish_chunk["choices"][0]["finish_reason"], "stop");
-  EXPECT_FALSE(finish_chunk.contains("usage"));
+  for (size_t i = 0; i + 1 < with.chunks.size(); ++i) {
+    EXPECT_TRUE(with.chunks[i].contains("usage") && with.chunks[i]["usage"].is_null()) << with.chunks[i].dump();
+  }
+  EXPECT_EQ(finish_chunk["usage"], nullptr);
   Streamed without = stream_chat(s, chat_body("hi"));
   EXPECT_TRUE(without.usage.is_null());
   EXPECT_FALSE(without.chunks.back()["choices"].empty());
+  for (const json& c : without.chunks) EXPECT_FALSE(c.contains("usage")) << c.dump();
 }
 
 // Bug-case 40: running into the end of the context while thinking ends with "length", and

@@ -217,6 +217,8 @@ TEST(HttpServer, CompletionStreamEventsAndUsageChunk) {
   for (size_t i = 0; i + 2 < events.size(); ++i) {
     json c = json::parse(events[i]);
     EXPECT_EQ(c["object"], "text_completion");
+    // include_usage: "usage": null before the usage chunk (OpenAI's shape).
+    EXPECT_TRUE(c.contains("usage") && c["usage"].is_null()) << events[i];
     text += c["choices"][0]["text"].get<std::string>();
     if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
   }
