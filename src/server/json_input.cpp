@@ -86,6 +86,12 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, s
     return make_status(StatusCode::kInvalidArgument, "{} holds more than {} JSON objects, arrays and strings", what,
                        kMaxJsonHeapValues);
   }
+  // nlohmann's lexer reads a NUL byte as the end of the input (for C strings), so a body of
+  // one value, a NUL and anything else parsed as the value alone. No JSON text holds a raw
+  // NUL (inside a string it must be escaped), so any is malformed.
+  if (const size_t nul = body.find('\0'); nul != std::string_view::npos) {
+    return make_status(StatusCode::kInvalidArgument, "{} is not valid JSON: a NUL byte at offset {}", what, nul);
+  }
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(body.begin(), body.end());

@@ -22,7 +22,8 @@ inline constexpr size_t kMaxJsonHeapValues = size_t{1} << 18;
 
 // Parses a request body (or a JSON object nested in one as a string: `what` names it in
 // the errors). Errors (kInvalidArgument): empty text, nesting deeper than `max_depth`
-// arrays/objects, more than kMaxJsonHeapValues objects, arrays and strings, malformed JSON,
+// arrays/objects, more than kMaxJsonHeapValues objects, arrays and strings, malformed JSON
+// (anything but one JSON value and whitespace: a NUL byte or other text after it too),
 // invalid UTF-8 in a string, a top level that is not an object.
 Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = kMaxJsonDepth,
                                          std::string_view what = "the request body");

@@ -187,6 +187,10 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
       {"chat", "{:", ""},
       {"chat", "[]", ""},
       {"completions", "", ""},
+      // One JSON value and nothing else: a NUL after it ended the parse (it was a 200).
+      {"completions", std::string("{\"prompt\":\"ROMEO:\",\"max_tokens\":4}\0garbage", 42), ""},
+      {"chat", chat_with(R"("max_tokens":4)") + std::string(1, '\0'), ""},
+      {"completions", R"({"prompt":"x"} {"prompt":"y"})", ""},
   };
   for (const Case& c : cases) {
     const std::string path = c.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions";

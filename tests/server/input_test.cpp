@@ -32,6 +32,21 @@ TEST(JsonInput, RejectsNonObjectsAndMalformedText) {
   EXPECT_TRUE(parse_json_object("{}").ok());
 }
 
+// A body is exactly one JSON value: a NUL byte and text after it were dropped (nlohmann
+// reads NUL as the end of input), so '{"prompt":"x"}\0garbage' was a valid request.
+TEST(JsonInput, RejectsAnythingAfterTheValueNulIncluded) {
+  using namespace std::string_literals;
+  for (const std::string& body : {"{\"prompt\":\"x\"}\0garbage"s, "{\"prompt\":\"x\"}\0"s, "{}\0{}"s, "\0{}"s,
+                                  "{\"a\":\"b\0c\"}"s, "{} x"s, "{}{}"s, "{} \n {}"s}) {
+    Result<json> j = parse_json_object(body);
+    ASSERT_FALSE(j.ok()) << json(body).dump();
+    EXPECT_EQ(j.status().code(), StatusCode::kInvalidArgument) << json(body).dump();
+    EXPECT_NE(j.status().message().find("not valid JSON"), std::string::npos) << j.status().message();
+  }
+  EXPECT_TRUE(parse_json_object("{} \r\n\t ").ok());
+  EXPECT_TRUE(parse_json_object(R"({"a":"b\u0000c"})").ok());  // an escaped NUL is text
+}
+
 TEST(JsonInput, RejectsDeepNestingWithoutRecursing) {
   std::string deep(200000, '[');
   std::string body = "{\"a\":" + deep;
