@@ -1,6 +1,7 @@
 // Rendering, tokenizing and option mapping for chat and text completion requests.
 #include "server/request_plan.h"
 
+#include "core/log.h"
 #include "text/chat_format.h"
 
 namespace gs::server {
@@ -41,11 +42,20 @@ std::vector<std::string> first_key_completions(const text::ChatTool& tool) {
 
 // A forced call's arguments as a grammar in the call form (decision 0027): the tool's
 // schema, when the grammar can hold it and it describes an object; null otherwise (then the
-// first-key constraint of decision 0016 applies).
-std::shared_ptr<const text::JsonGrammar> call_grammar(const text::ChatTool& tool) {
+// first-key constraint of decision 0016 applies), with why in *why_not when there was a
+// schema to follow (empty for no parameters or an empty schema: nothing is lost).
+std::shared_ptr<const text::JsonGrammar> call_grammar(const text::ChatTool& tool, std::string* why_not) {
+  why_not->clear();
   if (!tool.parameters.is_object() || tool.parameters.empty()) return nullptr;
   auto g = text::JsonGrammar::from_schema(tool.parameters, "parameters", text::JsonSyntax::kGemmaCall);
-  if (!g.ok() || ((*g)->node(0).kinds & text::JsonGrammar::kObject) == 0) return nullptr;
+  if (!g.ok()) {
+    *why_not = g.status().message();
+    return nullptr;
+  }
+  if (((*g)->node(0).kinds & text::JsonGrammar::kObject) == 0) {
+    *why_not = "parameters does not describe an object";
+    return nullptr;
+  }
   return *g;
 }
 
@@ -149,11 +159,18 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
     const auto close = tok.find_token(text::markup::kToolCallClose);
     for (const auto& t : req.tools) {
       if (t.name != name || !close) continue;
-      if (auto g = call_grammar(t)) {
+      std::string why_not;
+      if (auto g = call_grammar(t, &why_not)) {
         plan.request.json.grammar = std::move(g);
         plan.request.json.prefix = "{";
         plan.request.json.end_tokens = {*close};
         plan.request.allowed_completions.clear();
+      } else if (!why_not.empty()) {
+        // Accepted (real tool schemas carry such keywords, and OpenAI takes them), but the
+        // arguments are then the model's: said once per request, where an operator looks.
+        GS_LOG_WARN("tool_choice forces '{}', whose parameters the schema compiler cannot follow ({}): only the "
+                    "call's form is constrained",
+                    name, why_not);
       }
     }
   }

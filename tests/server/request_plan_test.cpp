@@ -2,7 +2,13 @@
 // message text), forced tool-call openers, limits, reasoning budgets.
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "server/request_plan.h"
 #include "text/output_parser.h"
@@ -66,6 +72,51 @@ TEST(RequestPlan, ForcedToolCallOpeners) {
   EXPECT_FALSE(none->parser.parse_tool_calls);
   auto single = plan_chat(chat(base + R"(],"parallel_tool_calls":false})"), *tok, {});
   EXPECT_TRUE(single->single_tool_call);
+}
+
+// A forced call whose schema the compiler cannot follow keeps only the call's form (its
+// first key at most): accepted, as OpenAI accepts such schemas, but said once per request in
+// a warning with the reason (it was silent, so a call off its schema had no trace).
+TEST(RequestPlan, ForcedCallFallbackIsLoggedOnce) {
+  auto tok = test::shakes_tokenizer();
+  const auto previous = spdlog::default_logger();
+  auto warnings = [&](const std::string& params, const std::string& choice) {
+    auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("plan_test", sink));
+    const std::string tool = R"({"type":"function","function":{"name":"f")" +
+                             (params.empty() ? std::string() : R"(,"parameters":)" + params) + "}}";
+    const std::string other = R"({"type":"function","function":{"name":"g"}})";
+    auto plan = plan_chat(chat(R"({"messages":[{"role":"user","content":"go"}],"tools":[)" + tool + "," + other +
+                               R"(],"tool_choice":)" + choice + "}"),
+                          *tok, {});
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    std::vector<std::string> out;
+    for (const std::string& line : sink->last_formatted()) {
+      if (line.find("only the call's form is constrained") != std::string::npos) out.push_back(line);
+    }
+    return out;
+  };
+  const std::string named = R"({"type":"function","function":{"name":"f"}})";
+  const std::vector<std::pair<std::string, std::string>> beyond = {
+      {R"({"type":"object","properties":{"a":{"type":"string"}},"not":{"required":["a"]}})", "not"},
+      {R"({"type":"object","properties":{"a":{"enum":[{"x":1}]}}})", "properties.a.enum"},
+      {R"({"$ref":"#"})", "$ref"},
+      {R"({"type":"object","properties":{"a b":{"type":"string"}}})", "a b"},
+      {R"({"type":"string"})", "does not describe an object"},
+  };
+  for (const auto& [params, reason] : beyond) {
+    const std::vector<std::string> w = warnings(params, named);
+    ASSERT_EQ(w.size(), 1u) << params;
+    EXPECT_NE(w[0].find("'f'"), std::string::npos) << w[0];
+    EXPECT_NE(w[0].find(reason), std::string::npos) << w[0];
+  }
+  // Followed, or nothing to follow, or not forced to one function: nothing to say.
+  EXPECT_TRUE(warnings(R"({"type":"object","properties":{"a":{"type":"string"}}})", named).empty());
+  EXPECT_TRUE(warnings("", named).empty());
+  EXPECT_TRUE(warnings("{}", named).empty());
+  EXPECT_TRUE(warnings(beyond[0].first, R"("required")").empty());
+  EXPECT_TRUE(warnings(beyond[0].first, R"("auto")").empty());
+  spdlog::set_default_logger(previous);
 }
 
 // A forced call's first argument key is constrained to the declared properties (and `}`
