@@ -32,14 +32,6 @@ bool valid_function_name(const std::string& name) {
   return true;
 }
 
-// Whether a message has text: its content string, or a text part that is not empty.
-bool has_text(const text::ChatMessage& m) {
-  if (!m.content.empty()) return true;
-  return std::any_of(m.content_parts.begin(), m.content_parts.end(), [](const text::ContentPart& p) {
-    return p.type != text::ContentPartType::kText || !p.text.empty();
-  });
-}
-
 // Server policy on top of the text layer's structural conversion: the rules OpenAI states
 // and the limits of this server (text only), with errors that name the field.
 Status check_messages(const std::vector<text::ChatMessage>& messages) {
@@ -55,13 +47,6 @@ Status check_messages(const std::vector<text::ChatMessage>& messages) {
     }
     if (m.role == text::ChatRole::kTool && m.tool_call_id.empty() && m.name.empty()) {
       return invalid(fmt::format("{}.tool_call_id is required for a tool message", path));
-    }
-    if (m.role == text::ChatRole::kAssistant && m.tool_calls.empty() && !has_text(m)) {
-      // An empty turn says nothing (OpenAI refuses it). The last message may be the start
-      // of the answer to continue (render_chat_prompt's prefill), but only with some text.
-      return invalid(fmt::format("{}.content is required for an assistant message without tool_calls{}", path,
-                                 i + 1 == messages.size() ? " (a final assistant message is continued: give its text)"
-                                                          : ""));
     }
     for (size_t k = 0; k < m.tool_calls.size(); ++k) {
       const std::string call = fmt::format("{}.tool_calls[{}]", path, k);
@@ -93,6 +78,19 @@ Status check_required_content(const json& messages) {
     if (role == m.end() || !role->is_string()) continue;
     if (*role == "assistant") {
       const auto calls = m.find("tool_calls");
+      const bool has_calls = calls != m.end() && calls->is_array() && !calls->empty();
+      const auto content = m.find("content");
+      const auto reasoning = m.find("reasoning_content");
+      // OpenAI requires content unless there are tool calls. An empty string stays accepted
+      // (clients replay turns whose text was empty, e.g. reasoning-only ones), and so does a
+      // turn that carries only reasoning_content.
+      if (!has_calls && (content == m.end() || content->is_null()) &&
+          (reasoning == m.end() || !reasoning->is_string() || reasoning->get_ref<const std::string&>().empty())) {
+        return invalid(fmt::format("messages[{}].content is required for an assistant message without tool_calls", i));
+      }
+      if (content != m.end() && content->is_array() && content->empty()) {
+        return invalid(fmt::format("messages[{}].content must not be an empty array", i));
+      }
       if (calls == m.end() || !calls->is_array()) continue;
       for (size_t k = 0; k < calls->size(); ++k) {
         const json& call = (*calls)[k];

@@ -311,7 +311,11 @@ TEST(ChatRequest, HistoryFormsThatStayAccepted) {
         user + R"(,{"role":"assistant","content":[{"type":"text","text":"It is"}]})",
         R"({"role":"assistant","content":"Hello"},)" + user,
         user + "," + call + "," + result + "," + call + "," + result,
-        user + "," + call + R"(,{"role":"tool","tool_call_id":"c1","content":[]})"}) {
+        user + "," + call + R"(,{"role":"tool","tool_call_id":"c1","content":[]})",
+        // An empty text, or only reasoning, is an (empty) turn clients replay; not refused.
+        user + R"(,{"role":"assistant","content":""},)" + user,
+        user + R"(,{"role":"assistant","content":[{"type":"text","text":""}]},)" + user,
+        user + R"(,{"role":"assistant","content":null,"reasoning_content":"thought"},)" + user}) {
     Status st = chat_status(R"({"messages":[)" + list + "]}");
     EXPECT_TRUE(st.ok()) << list << ": " << st.to_string();
   }
