@@ -76,10 +76,13 @@ Status check_required_content(const json& messages) {
     const json& m = messages[i];
     const auto role = m.find("role");
     if (role == m.end() || !role->is_string()) continue;
+    const auto content = m.find("content");
+    if (content != m.end() && content->is_array() && content->empty() && *role != "tool") {
+      return invalid(fmt::format("messages[{}].content must not be an empty array", i));
+    }
     if (*role == "assistant") {
       const auto calls = m.find("tool_calls");
       const bool has_calls = calls != m.end() && calls->is_array() && !calls->empty();
-      const auto content = m.find("content");
       const auto reasoning = m.find("reasoning_content");
       // OpenAI requires content unless there are tool calls. An empty string stays accepted
       // (clients replay turns whose text was empty, e.g. reasoning-only ones), and so does a
@@ -87,9 +90,6 @@ Status check_required_content(const json& messages) {
       if (!has_calls && (content == m.end() || content->is_null()) &&
           (reasoning == m.end() || !reasoning->is_string() || reasoning->get_ref<const std::string&>().empty())) {
         return invalid(fmt::format("messages[{}].content is required for an assistant message without tool_calls", i));
-      }
-      if (content != m.end() && content->is_array() && content->empty()) {
-        return invalid(fmt::format("messages[{}].content must not be an empty array", i));
       }
       if (calls == m.end() || !calls->is_array()) continue;
       for (size_t k = 0; k < calls->size(); ++k) {
@@ -101,12 +101,8 @@ Status check_required_content(const json& messages) {
       }
       continue;
     }
-    const auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
       return invalid(fmt::format("messages[{}].content is required", i));
-    }
-    if (content->is_array() && content->empty() && *role != "tool") {
-      return invalid(fmt::format("messages[{}].content must not be an empty array", i));
     }
   }
   return {};
@@ -143,18 +139,11 @@ Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
 // looser constraint, but one whose references resolve to nothing is broken, not merely
 // unsupported: a 400 naming the "$ref" ("tools[0].function.parameters.properties.a.$ref").
 Status check_forced_tool_schema(const json& body, const ChatCompletionRequest& req) {
-  size_t forced = req.tools.size();
-  if (req.tool_choice == ToolChoice::kNamed) {
-    for (size_t i = 0; i < req.tools.size(); ++i) {
-      if (req.tools[i].name == req.tool_choice_name) forced = i;
-    }
-  } else if (req.tool_choice == ToolChoice::kRequired && req.tools.size() == 1) {
-    forced = 0;
-  }
-  if (forced == req.tools.size() || !req.tools[forced].parameters.is_object()) return {};
-  const json& tool = body.at("tools").at(forced);  // read by read_tools: an object
-  const std::string path = fmt::format("tools[{}]{}.parameters", forced, tool.contains("function") ? ".function" : "");
-  return text::check_schema_refs(req.tools[forced].parameters, path);
+  const std::optional<size_t> forced = forced_tool(req);
+  if (!forced || !req.tools[*forced].parameters.is_object()) return {};
+  const json& tool = body.at("tools").at(*forced);  // read by read_tools: an object
+  const std::string path = fmt::format("tools[{}]{}.parameters", *forced, tool.contains("function") ? ".function" : "");
+  return text::check_schema_refs(req.tools[*forced].parameters, path);
 }
 
 Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
@@ -442,6 +431,15 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
 }
 
 }  // namespace
+
+std::optional<size_t> forced_tool(const ChatCompletionRequest& req) {
+  if (req.tool_choice == ToolChoice::kRequired && req.tools.size() == 1) return 0;
+  if (req.tool_choice != ToolChoice::kNamed) return std::nullopt;
+  for (size_t i = 0; i < req.tools.size(); ++i) {
+    if (req.tools[i].name == req.tool_choice_name) return i;  // names are unique (read_tools)
+  }
+  return std::nullopt;
+}
 
 Result<ChatCompletionRequest> parse_chat_request(const json& body, const RequestDefaults& defaults) {
   ChatCompletionRequest req;

@@ -67,6 +67,10 @@ struct CompletionRequest {
 };
 
 Result<ChatCompletionRequest> parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults);
+
+// The tool a call is forced to: the one tool_choice names, or the only tool under
+// "required". Its index in req.tools; nullopt when no call is forced to one known function.
+std::optional<size_t> forced_tool(const ChatCompletionRequest& req);
 Result<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestDefaults& defaults);
 
 // The request field that a validation error is about, spelled as OpenAI's error.param

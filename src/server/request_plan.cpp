@@ -154,24 +154,22 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   // A forced call of one known function: its arguments follow the tool's schema, in the call
   // form, from the "{" in the prompt to the call's closer.
-  if (req.tool_choice == ToolChoice::kNamed || (req.tool_choice == ToolChoice::kRequired && req.tools.size() == 1)) {
-    const std::string& name = req.tool_choice == ToolChoice::kNamed ? req.tool_choice_name : req.tools[0].name;
-    const auto close = tok.find_token(text::markup::kToolCallClose);
-    for (const auto& t : req.tools) {
-      if (t.name != name || !close) continue;
-      std::string why_not;
-      if (auto g = call_grammar(t, &why_not)) {
-        plan.request.json.grammar = std::move(g);
-        plan.request.json.prefix = "{";
-        plan.request.json.end_tokens = {*close};
-        plan.request.allowed_completions.clear();
-      } else if (!why_not.empty()) {
-        // Accepted (real tool schemas carry such keywords, and OpenAI takes them), but the
-        // arguments are then the model's: said once per request, where an operator looks.
-        GS_LOG_WARN("tool_choice forces '{}', whose parameters the schema compiler cannot follow ({}): only the "
-                    "call's form is constrained",
-                    name, why_not);
-      }
+  const std::optional<size_t> forced = forced_tool(req);
+  const auto call_close = tok.find_token(text::markup::kToolCallClose);
+  if (forced && call_close) {
+    const text::ChatTool& t = req.tools[*forced];
+    std::string why_not;
+    if (auto g = call_grammar(t, &why_not)) {
+      plan.request.json.grammar = std::move(g);
+      plan.request.json.prefix = "{";
+      plan.request.json.end_tokens = {*call_close};
+      plan.request.allowed_completions.clear();
+    } else if (!why_not.empty()) {
+      // Accepted (real tool schemas carry such keywords, and OpenAI takes them), but the
+      // arguments are then the model's: said once per request, where an operator looks.
+      GS_LOG_WARN("tool_choice forces '{}', whose parameters the schema compiler cannot follow ({}): only the "
+                  "call's form is constrained",
+                  t.name, why_not);
     }
   }
   if (req.enable_thinking && req.reasoning_budget > 0) {

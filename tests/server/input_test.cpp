@@ -290,7 +290,7 @@ TEST(ChatRequest, OtherServersFields) {
     ASSERT_TRUE(c.ok()) << extra << ": " << c.status().to_string();
     EXPECT_TRUE(c->gen.json_grammar) << extra;
   }
-  for (const std::string& extra : {R"("json_schema":{},"guided_json":{})",
+  for (const char* extra : {R"("json_schema":{},"guided_json":{})",
                                    R"("response_format":{"type":"json_object"},"guided_json":{})",
                                    R"("response_format":{"type":"json_schema","json_schema":{}},"json_schema":{})"}) {
     Status st = chat(extra).status();
