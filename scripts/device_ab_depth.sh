@@ -4,7 +4,8 @@
 # GS_AB (environment assignments separated by ';', empty = defaults), GS_AB_ROUNDS rounds
 # (default 2) in alternating order; GS_AB_FILL=zeros reaches the depths without their prefill
 # (bench --depth-fill). Binaries as in device_run.sh (.dev/cuda); a summary line
-# per run, JSON removed (a device call returns only a few files).
+# per run, JSON removed (a device call returns only a few files). A setting with
+# GS_AB_BIN=NAME runs $DEV/bin/NAME instead of gemmaserve (another build carried beside it).
 #   GS_AB=";GS_ATTN_SPLIT_POS=64" scripts/device_ab_depth.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,10 @@ split_settings "${GS_AB:-}"
 for round in $(seq 1 "${GS_AB_ROUNDS:-2}"); do
   for s in "${settings[@]}"; do
     j="$OUT/depth.json"
-    env $s timeout 300 "$BIN" bench -m "$M" --device cuda -p 0 -n 64 -d "${GS_AB_DEPTHS:-0,32768}" --verify 5 -r 1 \
+    b="$(sed -n 's/.*GS_AB_BIN=\([^ ]*\).*/\1/p' <<<"$s")"
+    bin_s="$BIN"
+    [ -n "$b" ] && bin_s="$DEV/bin/$b"
+    env $s timeout 300 "$bin_s" bench -m "$M" --device cuda -p 0 -n 64 -d "${GS_AB_DEPTHS:-0,32768}" --verify 5 -r 1 \
       ${GS_AB_FILL:+--depth-fill "$GS_AB_FILL"} --json >"$j" 2>>"$OUT/bench.log"
     python3 - "$j" "$round" "$s" <<'PY'
 import json, sys

@@ -8,14 +8,15 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 B="$DEV/bin/gemmaserve"
-for sp in ${GS_ATTN_SPLITS:-64 256}; do
-  echo "== GS_ATTN_SPLIT_POS=$sp"
-  GS_ATTN_SPLIT_POS=$sp "$B" bench --ops --ops-only attention --device cuda -d 4096,32768,131072 2>&1 |
+split_settings "${GS_ATTN_SETTINGS:-GS_ATTN_SPLIT_POS=64;GS_ATTN_SPLIT_POS=256}"
+for s in "${settings[@]}"; do
+  echo "== '$s'"
+  env $s "$B" bench --ops --ops-only attention --device cuda -d "${GS_ATTN_DEPTHS:-4096,32768,131072}" 2>&1 |
     grep -E "decode|full|sliding" | grep -v -i prefill
 done
 D="${GS_ATTN_PROF_DEPTH:-32768}"
 if [ "$D" != 0 ] && command -v ncu >/dev/null; then
-  timeout 200 ncu --clock-control none --set full -k "regex:attn_(fa|mma)_kernel" -s 0 -c 1 -o "$OUT/attn" \
+  env ${GS_ATTN_PROF_ENV:-} timeout 200 ncu --clock-control none --set full -k "regex:attn_(fa|mma)_kernel" -s 0 -c 1 -o "$OUT/attn" \
     "$B" bench --ops --ops-only attention --device cuda -d "$D" >"$OUT/attn.log" 2>&1
   echo "ncu exit $?"
   ncu --import "$OUT/attn.ncu-rep" --page details >"$OUT/attn.txt" 2>&1

@@ -141,6 +141,9 @@ class CudaBackend final : public Backend {
     GS_RETURN_IF_ERROR(check(cudaMemset(small, 0, 4096), "memset"));
     const float one = 1.0f;
     GS_RETURN_IF_ERROR(check(cudaMemcpy(one_, &one, sizeof one, cudaMemcpyHostToDevice), "constant"));
+    // The legacy stream's memset and copy are not ordered with stream_ (non-blocking), and a
+    // copy from pageable memory may return before its DMA has landed.
+    GS_RETURN_IF_ERROR(check(cudaDeviceSynchronize(), "constant"));
     // f32 GEMMs stay f32 (no TF32): the f32 path is the exact one.
     cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
     GS_ASSIGN_OR_RETURN(void* part, internal_alloc(kAttnPartialBytes));
@@ -268,7 +271,7 @@ class CudaBackend final : public Backend {
                         static_cast<int64_t>(row_bytes) == L.main_row_bytes;
     Status st;
     if (direct) {
-      st = check(cudaMemcpy(base, src, row_bytes * static_cast<size_t>(n_out), cudaMemcpyHostToDevice), "weight upload");
+      st = weight_copy(base, src, row_bytes * static_cast<size_t>(n_out));
     } else {
       st = repack_upload(type, L, src, row_bytes, base);
     }
@@ -834,6 +837,16 @@ class CudaBackend final : public Backend {
     return s;
   }
 
+  // A weight's bytes onto the device, landed when it returns and ordered before every later
+  // kernel of stream_. (cudaMemcpy runs on the legacy stream, which a non-blocking stream_ does
+  // not wait for, and from pageable memory it may return before its DMA has landed: a matmul
+  // right after an upload could read part of the old memory; docs/perf-notes.md, twenty-third
+  // session.)
+  Status weight_copy(void* dst, const void* src, size_t bytes) {
+    GS_RETURN_IF_ERROR(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "weight upload"));
+    return check(cudaStreamSynchronize(stream_), "weight upload");
+  }
+
   Status repack_upload(GgmlType type, const WeightLayout& L, const uint8_t* src, size_t src_row_bytes,
                        uint8_t* base) {
     if (!staging_) {
@@ -859,13 +872,10 @@ class CudaBackend final : public Backend {
       if (L.tile_major) std::memset(main, 0, static_cast<size_t>(nr_img * L.main_row_bytes));
       for (int64_t r = 0; r < nr; ++r)
         cuda::repack_row(type, L, src + static_cast<size_t>(r0 + r) * src_row_bytes, r, main, meta, tmp);
-      GS_RETURN_IF_ERROR(check(cudaMemcpy(base + r0 * L.main_row_bytes, main,
-                                          static_cast<size_t>(nr_img * L.main_row_bytes), cudaMemcpyHostToDevice),
-                               "weight upload"));
+      GS_RETURN_IF_ERROR(weight_copy(base + r0 * L.main_row_bytes, main, static_cast<size_t>(nr_img * L.main_row_bytes)));
       if (L.meta_per_row) {
-        GS_RETURN_IF_ERROR(check(cudaMemcpy(base + L.meta_offset + r0 * L.meta_per_row * 2, meta,
-                                            static_cast<size_t>(nr * L.meta_per_row * 2), cudaMemcpyHostToDevice),
-                                 "weight upload"));
+        GS_RETURN_IF_ERROR(weight_copy(base + L.meta_offset + r0 * L.meta_per_row * 2, meta,
+                                       static_cast<size_t>(nr * L.meta_per_row * 2)));
       }
     }
     return {};
