@@ -41,6 +41,9 @@ struct AttnCase {
   bool naive = true;           // also check the CPU oracle against the double reference
   int then_matmul = 0;         // > 0: also an F16 matmul of out [width_q -> then_matmul] right after
   bool bounded = false;        // pass AttentionArgs::out_abs_bound (max |V|); with then_matmul, the operand checks
+  int n_seqs_hint = 0;         // AttentionArgs::n_seqs (0: unknown, as the other cases)
+  int max_kv_len = 0;          // AttentionArgs::max_kv_len (0: the batch's longest range)
+  bool verify_rows = false;    // also: each token alone gives its batch row bit for bit
 };
 
 std::string describe(const AttnCase& c) {
@@ -209,7 +212,10 @@ void check_attention(const AttnCase& c) {
   // One attention call in `be` on fresh buffers; the output starts as NaN. With mm, the
   // result of the matmul of the output that follows it instead (on CUDA through the output's
   // f16 operand, converted by several CTAs per row or by one).
-  auto run = [&](Backend& be, bool mm = false) -> std::vector<float> {
+  // t0 / n_rows: only the tokens [t0, t0 + n_rows) of the batch (default all), with the same
+  // max_kv_len and n_seqs hint, as a decode step is to the verify pass that holds its token.
+  auto run = [&](Backend& be, bool mm = false, int t0 = 0, int n_rows = -1) -> std::vector<float> {
+    if (n_rows < 0) n_rows = n_tok;
     const size_t elem = f16 ? 2 : 4;
     Buf kb(be, static_cast<size_t>(n_slots * width_kv) * elem), vb(be, static_cast<size_t>(n_slots * width_kv) * elem);
     if (f16) {
@@ -219,12 +225,20 @@ void check_attention(const AttnCase& c) {
       kb.put(kf);
       vb.put(vf);
     }
-    Buf pg(be, pages.size() * 4), ts(be, tok_seq.size() * 4), lb(be, lo.size() * 4), hb(be, hi.size() * 4);
+    auto rows_of = [&](const std::vector<int32_t>& v) {
+      return std::vector<int32_t>(v.begin() + t0, v.begin() + t0 + n_rows);
+    };
+    Buf pg(be, pages.size() * 4), ts(be, static_cast<size_t>(n_rows) * 4), lb(be, static_cast<size_t>(n_rows) * 4),
+        hb(be, static_cast<size_t>(n_rows) * 4);
     pg.put(pages);
-    ts.put(tok_seq);
-    lb.put(lo);
-    hb.put(hi);
-    DevMat q(be, hq), o(be, n_tok, width_q, width_q + c.out_pad);
+    ts.put(rows_of(tok_seq));
+    lb.put(rows_of(lo));
+    hb.put(rows_of(hi));
+    HostMat hq_rows = hq;
+    hq_rows.rows = n_rows;
+    hq_rows.v.assign(hq.v.begin() + static_cast<int64_t>(t0) * hq.stride,
+                     hq.v.begin() + static_cast<int64_t>(t0 + n_rows) * hq.stride);
+    DevMat q(be, hq_rows), o(be, n_rows, width_q, width_q + c.out_pad);
     AttentionArgs a;
     a.q = q.m;
     a.out = o.m;
@@ -236,7 +250,8 @@ void check_attention(const AttnCase& c) {
     a.tok_seq = ts.i();
     a.kv_lo = lb.i();
     a.kv_hi = hb.i();
-    a.max_kv_len = max_len;
+    a.max_kv_len = c.max_kv_len > 0 ? c.max_kv_len : max_len;
+    a.n_seqs = c.n_seqs_hint;
     a.out_abs_bound = out_bound;
     be.attention(a);
     std::optional<DevMat> y;
@@ -244,7 +259,7 @@ void check_attention(const AttnCase& c) {
       auto u = be.upload_weight(w16.data(), GgmlType::F16, width_q, c.then_matmul);
       EXPECT_TRUE(u.ok());
       if (!u.ok()) return {};
-      y.emplace(be, n_tok, c.then_matmul, c.then_matmul);
+      y.emplace(be, n_rows, c.then_matmul, c.then_matmul);
       be.matmul(u.value(), o.m, y->m);
     }
     Status s = be.synchronize();
@@ -266,6 +281,18 @@ void check_attention(const AttnCase& c) {
     const std::string which = std::string("fast path, GS_CUDA_ATTN=") + (mode ? mode : "(unset)");
     EXPECT_LT(e_fast.rel_l2, tol) << which;
     EXPECT_LT(e_fast.rel_max, 6 * tol) << which;
+    if (c.verify_rows && !mode) {
+      // Decision 0020: a verify pass's rows equal the decode steps of its tokens bit for bit
+      // (greedy decoding with the drafter equals decoding without), with the backend's own
+      // kernel choice (a forced 16-row kernel splits a verify batch differently).
+      const std::vector<float> batch = run(*B.fast);
+      for (int t = 0; t < n_tok; ++t) {
+        const std::vector<float> one = run(*B.fast, false, t, 1);
+        ASSERT_EQ(one.size(), static_cast<size_t>(width_q));
+        EXPECT_EQ(std::memcmp(one.data(), batch.data() + static_cast<size_t>(t) * width_q, one.size() * sizeof(float)), 0)
+            << which << ": token " << t << " alone differs from its row of the batch";
+      }
+    }
   }
   if (c.then_matmul > 0) {
     // The matmul after the attention with its operand converted by one CTA per row
@@ -425,6 +452,34 @@ TEST(CudaAttention, LongKvSplitDecode) {
   c.tokens_per_seq = 2;
   c.q_scale = 4.0f;  // sharp softmax
   check_attention(c);
+}
+
+// A verify pass's rows against its tokens decoded one by one, bit for bit, where the model's
+// calls take each kernel: one sequence over a long context (max_kv_len the context size, as
+// forward_blocks passes), the 31B's full layer (D 512, GQA 8, 64-row kernel with the n_seqs
+// hint) and sliding layer (D 256, GQA 2, window 1024: the 16-row kernel), 2, 5 and 8 tokens.
+TEST(CudaAttention, VerifyRowsEqualDecodeRows) {
+  GS_REQUIRE_BACKENDS();
+  struct K {
+    int D, n_head, n_head_kv, ctx, window, max_kv_len;
+  };
+  for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}, K{512, 16, 2, 300, 0, 8192}})
+    for (int tokens : {2, 5, 8}) {
+      AttnCase c;
+      c.head_dim = k.D;
+      c.n_head = k.n_head;
+      c.n_head_kv = k.n_head_kv;
+      c.page_size = 64;
+      c.ctx = k.ctx;
+      c.window = k.window;
+      c.tokens_per_seq = tokens;
+      c.n_seqs_hint = 1;
+      c.max_kv_len = k.max_kv_len;
+      c.naive = false;
+      c.bounded = true;
+      c.verify_rows = true;
+      check_attention(c);
+    }
 }
 
 // Split decode and verify outputs as the output projection's f16 operand (the attention

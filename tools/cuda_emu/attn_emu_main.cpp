@@ -219,12 +219,13 @@ void run_case(const Case& c) {
 }
 
 // An MTP verify pass against decode (decision 0020): k tokens of one sequence at positions
-// ctx .. ctx + k - 1 in one batch, then each token alone with its own KV range, both with
+// ctx .. ctx + k - 1 in one batch (causal, or a sliding window of `window` positions), then
+// each token alone with its own KV range, both with
 // `splits` and `splits_one` KV splits; with the same split count every row must come out bit
 // for bit the same (`exact`); other counts (what the 16-row kernel's host code picks for
 // decode and verify at a large n_ctx) are only reported, and show that the check can fail.
 void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, int k, int splits, int splits_one,
-                     bool exact) {
+                     bool exact, int window = 0) {
   const int width_kv = n_kv * D, width_q = n_head * D, page = 16;
   const int max_pages = (ctx + k + page - 1) / page;
   const int64_t n_slots = static_cast<int64_t>(max_pages) * page;
@@ -240,7 +241,10 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
   std::vector<float> q(static_cast<size_t>(k * width_q));
   for (float& x : q) x = nd(rng);
   std::vector<int32_t> seq(static_cast<size_t>(k), 0), lo(static_cast<size_t>(k), 0), hi(static_cast<size_t>(k));
-  for (int t = 0; t < k; ++t) hi[static_cast<size_t>(t)] = ctx + t;
+  for (int t = 0; t < k; ++t) {
+    hi[static_cast<size_t>(t)] = ctx + t;
+    if (window > 0) lo[static_cast<size_t>(t)] = std::max(0, ctx + t - window + 1);
+  }
   auto run = [&](int first, int n, int n_splits, std::vector<float>& out) {
     AttnParams p{};
     p.n_tokens = n;
@@ -269,8 +273,9 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
   }
   const bool ok = !exact || differing == 0;
   if (!ok) ++failures;
-  std::printf("%-4s verify %d vs decode D%d G%d ctx %d %-3s splits %d / %d: %d of %d rows differ%s\n", ok ? "ok" : "FAIL",
-              k, D, n_head / n_kv, ctx, kernel, splits, splits_one, differing, k, exact ? "" : " (not required)");
+  std::printf("%-4s verify %d vs decode D%d G%d ctx %d window %d %-3s splits %d / %d: %d of %d rows differ%s\n",
+              ok ? "ok" : "FAIL", k, D, n_head / n_kv, ctx, window, kernel, splits, splits_one, differing, k,
+              exact ? "" : " (not required)");
   std::fflush(stdout);
 }
 
@@ -349,6 +354,16 @@ int main(int argc, char** argv) {
       for (const char* kernel : {"new", "old"}) {
         run_verify_case(kernel, D, 8, 1, 300, 5, 3, 3, true);
         run_verify_case(kernel, D, 8, 1, 300, 5, 3, 7, false);
+        // Token 0's range (288 positions) and the batch's (292) round to different chunks
+        // under contiguous splits of the batch's range (96 against 128 positions).
+        run_verify_case(kernel, D, 8, 1, 287, 5, 3, 3, true);
+      }
+    // A sliding window (the 31B's sliding layers: D 256, GQA 2): every token's range starts
+    // elsewhere.
+    for (const char* kernel : {"new", "old"})
+      for (int k : {2, 5, 8}) {
+        run_verify_case(kernel, 256, 4, 2, 300, k, 4, 4, true, 100);
+        run_verify_case(kernel, 256, 4, 2, 300, k, 3, 3, true, 100);
       }
   }
   std::printf("%d failed\n", failures);

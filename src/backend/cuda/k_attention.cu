@@ -97,22 +97,24 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attn_simple_kernel(AttnPara
   }
 }
 
-// Split `split` of n_splits of the key positions [lo, hi] (empty when hi < lo): chunks of
-// whole tiles of `tile` positions, the last one shorter; [p_begin, p_end) stays empty when
-// the split has none.
-__device__ __forceinline__ void split_range(int lo, int hi, int n_splits, int split, int tile, int& p_begin,
-                                            int& p_end) {
+// The tiles of split `split` of n_splits over the key positions [lo, hi] (lo >= 0; none when
+// hi < lo). Tiles lie on the absolute grid of `tile` positions, tile i holding positions
+// [i tile, (i + 1) tile), and tile i belongs to split i % n_splits. So the tiles a query row
+// is computed over, and the split each one is merged in, follow from the row's own range and
+// n_splits alone, not from the other rows of its CTA: the rows of a verify pass are computed
+// exactly as the decode steps of their tokens (decision 0020). (Splits of contiguous chunks
+// of the CTA's union of ranges moved with the batch: a sliding layer's verify rows differed
+// from its decode rows.) The split's tiles are first, first + n_splits, ..., count of them.
+__device__ __forceinline__ void split_tiles(int lo, int hi, int n_splits, int split, int tile, int& first,
+                                            int& count) {
+  first = 0;
+  count = 0;
   if (lo > hi) return;
-  const int64_t len = static_cast<int64_t>(hi) - lo + 1;
-  int64_t chunk = (len + n_splits - 1) / n_splits;
-  chunk = (chunk + tile - 1) / tile * tile;
-  const int64_t b = lo + split * chunk;
-  const int64_t hi1p = static_cast<int64_t>(hi) + 1;
-  const int64_t e = hi1p < b + chunk ? hi1p : b + chunk;
-  if (b < e) {
-    p_begin = static_cast<int>(b);
-    p_end = static_cast<int>(e);
-  }
+  const int t_lo = lo / tile, t_hi = hi / tile;
+  const int f = t_lo + ((split - t_lo % n_splits) % n_splits + n_splits) % n_splits;
+  if (f > t_hi) return;
+  first = f;
+  count = (t_hi - f) / n_splits + 1;
 }
 
 // ---- tensor-core kernel ---------------------------------------------------------------------
@@ -279,13 +281,18 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
   const __half* kpool = static_cast<const __half*>(p.kv.k);
   const __half* vpool = static_cast<const __half*>(p.kv.v);
   const int64_t kv_width = static_cast<int64_t>(n_kv) * D;
-  // The KV slots of tile ti of a segment's split range [p_begin, p_end) into slots[buf], and
-  // the copies of that tile's K and V rows.
-  auto tile_slots = [&](int seq, int p_begin, int p_end, int ti, int buf) {
-    const int pb = p_begin + ti * kTP;
+  // A segment (the CTA's rows of one sequence): its key range [lo, hi] (the union of its
+  // rows') and this split's tiles of it (split_tiles).
+  struct Seg {
+    int seq, end, lo, hi, first, n_tiles;
+  };
+  auto tile_pos = [&](const Seg& sg, int ti) { return (sg.first + ti * n_splits) * kTP; };
+  // The KV slots of the segment's tile ti into slots[buf] (-1 outside [lo, hi]: zeros), and the
+  // copies of that tile's K and V rows.
+  auto tile_slots = [&](const Seg& sg, int ti, int buf) {
     if (tid < kTP) {
-      const int pos = pb + tid;
-      slots[buf * kTP + tid] = pos < p_end ? kv_slot(p.pages, seq, pos, p.kv.n_slots) : -1;
+      const int pos = tile_pos(sg, ti) + tid;
+      slots[buf * kTP + tid] = pos >= sg.lo && pos <= sg.hi ? kv_slot(p.pages, sg.seq, pos, p.kv.n_slots) : -1;
     }
   };
   auto tile_copies = [&](int buf) {
@@ -304,26 +311,27 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
   // (p.early: before griddepcontrol.wait, so that these loads overlap the previous kernel),
   // and its first tile's K / V copies issued right after the wait, before the Q loads (K and V
   // of this step's tokens are the previous kernel's).
-  auto seg_range = [&](int seg_t, int& seq, int& seg_end, int& p_begin, int& p_end) {
-    seq = p.tok_seq[seg_t];
-    seg_end = seg_t + 1;
-    while (seg_end < tok_end && p.tok_seq[seg_end] == seq) ++seg_end;
-    int lo_seg = INT_MAX, hi_seg = INT_MIN;
+  auto seg_range = [&](int seg_t) {
+    Seg sg;
+    sg.seq = p.tok_seq[seg_t];
+    sg.end = seg_t + 1;
+    while (sg.end < tok_end && p.tok_seq[sg.end] == sg.seq) ++sg.end;
+    sg.lo = INT_MAX;
+    sg.hi = INT_MIN;
     for (int r = 0; r < kRows; ++r) {
-      if (r_tok[r] >= seg_t && r_tok[r] < seg_end && r_lo[r] <= r_hi[r]) {
-        lo_seg = min(lo_seg, r_lo[r]);
-        hi_seg = max(hi_seg, r_hi[r]);
+      if (r_tok[r] >= seg_t && r_tok[r] < sg.end && r_lo[r] <= r_hi[r]) {
+        sg.lo = min(sg.lo, r_lo[r]);
+        sg.hi = max(sg.hi, r_hi[r]);
       }
     }
-    p_begin = p_end = 0;
-    split_range(lo_seg, hi_seg, n_splits, split, kTP, p_begin, p_end);
+    split_tiles(sg.lo, sg.hi, n_splits, split, kTP, sg.first, sg.n_tiles);
+    return sg;
   };
   bool first_issued = false;
   if (p.early && tok0 < tok_end) {
-    int seq, seg_end, pb, pe;
-    seg_range(tok0, seq, seg_end, pb, pe);
-    if (pe > pb) {
-      tile_slots(seq, pb, pe, 0, 0);
+    const Seg sg = seg_range(tok0);
+    if (sg.n_tiles > 0) {
+      tile_slots(sg, 0, 0);
       first_issued = true;
     }
   }
@@ -376,14 +384,14 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
   float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
   int seg_t = tok0;
   while (seg_t < tok_end) {
-    int seq, seg_end, p_begin, p_end;
-    seg_range(seg_t, seq, seg_end, p_begin, p_end);
+    const Seg sg = seg_range(seg_t);
+    const int seg_end = sg.end;
     const bool in0 = r_tok[g] >= seg_t && r_tok[g] < seg_end;
     const bool in1 = r_tok[g + 8] >= seg_t && r_tok[g + 8] < seg_end;
     const int lo0 = r_lo[g], hi0 = r_hi[g], lo1 = r_lo[g + 8], hi1 = r_hi[g + 8];
-    const int n_tiles = (p_end - p_begin + kTP - 1) / kTP;
+    const int n_tiles = sg.n_tiles;
     auto load_tile = [&](int ti, int buf) {
-      tile_slots(seq, p_begin, p_end, ti, buf);
+      tile_slots(sg, ti, buf);
       __syncthreads();
       tile_copies(buf);
     };
@@ -439,13 +447,12 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
           s4[2] += sr[(g + 8) * S::kSStride + nt * 8 + 2 * t];
           s4[3] += sr[(g + 8) * S::kSStride + nt * 8 + 2 * t + 1];
         }
-        const int pb = p_begin + ti * kTP + nt * 8 + 2 * t;
+        const int pb = tile_pos(sg, ti) + nt * 8 + 2 * t;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int pos = pb + e;
-          const bool okp = pos < p_end;
-          sc[nt][e] = (okp && in0 && pos >= lo0 && pos <= hi0) ? s4[e] : -INFINITY;
-          sc[nt][2 + e] = (okp && in1 && pos >= lo1 && pos <= hi1) ? s4[2 + e] : -INFINITY;
+          sc[nt][e] = (in0 && pos >= lo0 && pos <= hi0) ? s4[e] : -INFINITY;
+          sc[nt][2 + e] = (in1 && pos >= lo1 && pos <= hi1) ? s4[2 + e] : -INFINITY;
         }
       }
       // online softmax, rows g (rr = 0) and g + 8 (rr = 1)
@@ -728,21 +735,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       lo_seg = min(lo_seg, __shfl_xor_sync(0xffffffffu, lo_seg, ofs));
       hi_seg = max(hi_seg, __shfl_xor_sync(0xffffffffu, hi_seg, ofs));
     }
-    // This split's part of it, in whole tiles (as the 16-row kernel splits).
-    int p_begin = 0, p_end = 0;
-    split_range(lo_seg, hi_seg, n_splits, split, KT, p_begin, p_end);
-    const int n_tiles = (p_end - p_begin + KT - 1) / KT;
+    // This split's tiles of it (split_tiles: the absolute grid, as the 16-row kernel).
+    int t_first = 0, n_tiles = 0;
+    split_tiles(lo_seg, hi_seg, n_splits, split, KT, t_first, n_tiles);
     if (n_tiles == 0) continue;  // uniform
-    // This thread's rows in the segment and split: [lo, hi], empty as [INT_MAX, INT_MIN].
+    auto tile_pos = [&](int ti) { return (t_first + ti * n_splits) * KT; };
+    // This thread's rows in the segment: [lo, hi], empty as [INT_MAX, INT_MIN] (the split's
+    // tiles hold the part of it this split computes).
     int lo_rr[2], hi_rr[2];
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int r = rr ? row_b : row_a;
       int lo = INT_MAX, hi = INT_MIN;
-      if (r_tok[r] >= 0 && r_seq[r] == seq) {
-        lo = max(r_lo[r], p_begin);
-        hi = min(r_hi[r], p_end - 1);
-        if (lo > hi) lo = INT_MAX, hi = INT_MIN;
+      if (r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r]) {
+        lo = r_lo[r];
+        hi = r_hi[r];
       }
       lo_rr[rr] = lo;
       hi_rr[rr] = hi;
@@ -755,8 +762,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     }
 
     auto row_offset = [&](int ti) -> int64_t {  // element offset of tile ti's row tid, -1: zeros
-      const int pos = p_begin + ti * KT + tid;
-      if (pos >= p_end) return -1;
+      const int pos = tile_pos(ti) + tid;
+      if (pos < lo_seg || pos > hi_seg) return -1;
       const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
       return sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D : -1;
     };
@@ -796,7 +803,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       if (ti + 1 < S) issue(vpool, Vs, ti);
     }
     for (int ti = 0; ti < n_tiles; ++ti) {
-      const int pb = p_begin + ti * KT;
+      const int pb = tile_pos(ti);
       const int st = ti % S;
       wait_pending();
       __syncthreads();  // B1
