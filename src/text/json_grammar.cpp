@@ -284,7 +284,9 @@ class JsonSchemaCompiler {
       GS_ASSIGN_OR_RETURN(int32_t r, compile_ref(s["$ref"], path + ".$ref", depth));
       if (in_progress(r)) return invalid(path + ".$ref: a reference back into itself beside other keywords is not supported");
       Node n = r == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(r)];
-      GS_ASSIGN_OR_RETURN(Node more, build(rest, path, depth));
+      // Kinds only from "type": a keyword beside the reference limits the values of its kind
+      // (maxLength, strings), not which kinds the reference allows.
+      GS_ASSIGN_OR_RETURN(Node more, build(rest, path, depth, /*infer_kinds=*/false));
       GS_RETURN_IF_ERROR(merge_all(&n, more, path, depth));
       fill_literals(&n);
       nodes.push_back(std::move(n));
@@ -334,7 +336,9 @@ class JsonSchemaCompiler {
     building_.insert(index);
     Node n;
     if (target->is_object() && target->contains("$ref")) {
-      GS_ASSIGN_OR_RETURN(int32_t other, compile_ref((*target)["$ref"], path, depth + 1));
+      // Compiled as any schema with a reference: the keywords beside it apply as well (a
+      // reference back into itself beside them is refused there).
+      GS_ASSIGN_OR_RETURN(int32_t other, compile(*target, path, depth + 1));
       if (in_progress(other)) return invalid(path + ": '" + r + "' leads back to itself through references alone");
       n = other == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(other)];
     } else if (target->is_boolean() || !target->is_object()) {
@@ -367,7 +371,10 @@ class JsonSchemaCompiler {
     return i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
   }
 
-  Result<Node> build(const json& s, const std::string& path, int depth) {
+  // infer_kinds: without "type", the kinds the keywords imply ("properties": objects,
+  // "minLength": strings) rather than any (for a schema of its own; not for keywords that
+  // stand beside others, which limit only the values of their kind).
+  Result<Node> build(const json& s, const std::string& path, int depth, bool infer_kinds = true) {
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!s.contains(key)) continue;
       const json& alts = s[key];
@@ -412,7 +419,7 @@ class JsonSchemaCompiler {
     }
 
     Node n;
-    GS_RETURN_IF_ERROR(read_types(s, path, &n));
+    GS_RETURN_IF_ERROR(read_types(s, path, &n, infer_kinds));
     GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &n));
     if (n.integer && n.int_min > n.int_max) {
       return invalid(path + ": no integer of at most " + std::to_string(kJsonMaxIntegerDigits) +
@@ -429,8 +436,12 @@ class JsonSchemaCompiler {
     return n;
   }
 
-  Status read_types(const json& s, const std::string& path, Node* n) {
+  Status read_types(const json& s, const std::string& path, Node* n, bool infer_kinds = true) {
     auto it = s.find("type");
+    if (it == s.end() && !infer_kinds) {
+      n->kinds = JsonGrammar::kAnyKind;
+      return {};
+    }
     if (it == s.end()) {
       // No type: what the keywords present imply, or any value.
       uint8_t kinds = 0;
@@ -764,6 +775,12 @@ class JsonSchemaCompiler {
   // allOf: the kinds both allow; objects take both's properties and requirements.
   Status merge_all(Node* a, const Node& b, const std::string& path, int depth) {
     if (depth > kJsonMaxDepth) return invalid(path + ": the schema nests deeper than " + std::to_string(kJsonMaxDepth));
+    // A union with an alternative still to come (resolve_deferred merges it in later, by
+    // value, past this intersection): the keywords merged here would not hold for it.
+    if (!a->deferred.empty() || !b.deferred.empty()) {
+      return invalid(path + ": a schema that refers back into itself through anyOf / oneOf cannot be combined with "
+                            "other keywords (allOf, or keywords beside $ref)");
+    }
     a->kinds &= b.kinds;
     if (a->kinds == 0) return invalid(path + ": the schemas allow no common kind of value");
     if (a->kinds & JsonGrammar::kObject) {

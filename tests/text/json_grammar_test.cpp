@@ -341,6 +341,46 @@ TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
   EXPECT_FALSE(accepts(closed, R"({"b":1,"c":2})"));
 }
 
+// A reference that names a schema holding a reference and other keywords: those keywords
+// apply too (allOf, 2020-12), at every level of indirection (they were dropped below the
+// first reference).
+TEST(JsonGrammar, KeywordsBesideAReferenceApplyThroughOtherReferences) {
+  auto g = schema(R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b","maximum":5},
+      "b":{"type":"integer","minimum":0}}})");
+  for (int v = -3; v <= 9; ++v) EXPECT_EQ(accepts(g, std::to_string(v)), v >= 0 && v <= 5) << v;
+  EXPECT_FALSE(accepts(g, "1.5"));
+  // Two levels down, reached from a property, with keywords at each level.
+  auto deep = schema(R"({"type":"object","properties":{"s":{"$ref":"#/$defs/a"}},"required":["s"],
+      "$defs":{"a":{"$ref":"#/$defs/b","maxLength":3},"b":{"$ref":"#/$defs/c","minLength":2},
+      "c":{"type":["string","null"]}}})");
+  EXPECT_TRUE(accepts(deep, R"({"s":"ab"})"));
+  EXPECT_TRUE(accepts(deep, R"({"s":"abc"})"));
+  EXPECT_TRUE(accepts(deep, R"({"s":null})"));
+  EXPECT_FALSE(accepts(deep, R"({"s":"a"})"));
+  EXPECT_FALSE(accepts(deep, R"({"s":"abcd"})"));
+  // Beside an inner reference, as beside the outer one, an enum is filtered.
+  auto e = schema(R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b","type":"string"},"b":{"enum":["x",1]}}})");
+  EXPECT_TRUE(accepts(e, R"("x")"));
+  EXPECT_FALSE(accepts(e, "1"));
+  // Annotations beside an inner reference change nothing, and recursion through it still works.
+  auto tree = schema(R"({"$ref":"#/$defs/node","$defs":{"node":{"$ref":"#/$defs/inner","description":"a node"},
+      "inner":{"type":"object","properties":{"next":{"$ref":"#/$defs/node"}},"additionalProperties":false}}})");
+  EXPECT_TRUE(accepts(tree, R"({"next":{"next":{}}})"));
+  EXPECT_FALSE(accepts(tree, R"({"next":1})"));
+  // A union that refers back into itself takes its alternatives in after the rest is compiled,
+  // past the keywords beside the reference: refused, not read without them.
+  auto rec = JsonGrammar::from_schema(json::parse(
+      R"({"$defs":{"u":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/u"}]}},"$ref":"#/$defs/u","maxLength":2})"));
+  EXPECT_FALSE(rec.ok()) << (rec.ok() ? "accepted" : "");
+  // A cycle through such a reference is refused, as one through references alone.
+  for (const char* cycle : {R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b","maximum":5},"b":{"$ref":"#/$defs/a"}}})",
+                            R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/a","minimum":1}}})"}) {
+    auto bad = JsonGrammar::from_schema(json::parse(cycle));
+    ASSERT_FALSE(bad.ok()) << cycle;
+    EXPECT_EQ(bad.status().message().rfind("schema.$ref", 0), 0u) << bad.status().message();
+  }
+}
+
 TEST(JsonGrammar, ReferencesMayRecurse) {
   auto tree = schema(R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
       "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},"$ref":"#/$defs/node"})");
