@@ -302,7 +302,8 @@ class JsonSchemaCompiler {
   // Merges each union's deferred alternatives into it (by value, as build merges the
   // others), round after round until every deferred content has reached every union that
   // depends on it (a chain of k deferred nodes needs k rounds), then clears the lists.
-  void resolve_deferred() {
+  // Errors (a union merge_union cannot express) begin with `path`, the schema's.
+  Status resolve_deferred(const std::string& path) {
     std::vector<std::pair<size_t, Node>> own;  // each union with deferred parts, as compiled
     for (size_t i = 0; i < nodes.size(); ++i)
       if (!nodes[i].deferred.empty()) own.emplace_back(i, nodes[i]);
@@ -312,7 +313,7 @@ class JsonSchemaCompiler {
         for (int32_t a : base.deferred) {
           Node alt = nodes[static_cast<size_t>(a)];
           alt.deferred.clear();
-          m = merge_union(m, alt);
+          GS_ASSIGN_OR_RETURN(m, merge_union(m, alt, path));
         }
         m.deferred = base.deferred;
         fill_literals(&m);
@@ -320,6 +321,7 @@ class JsonSchemaCompiler {
       }
     }
     for (Node& n : nodes) n.deferred.clear();
+    return {};
   }
 
  private:
@@ -385,7 +387,11 @@ class JsonSchemaCompiler {
       for (size_t i = 0; i < alts.size(); ++i) {
         GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], p + "[" + std::to_string(i) + "]", depth + 1, true));
         deferred.insert(deferred.end(), alt.deferred.begin(), alt.deferred.end());
-        merged = i == 0 ? std::move(alt) : merge_union(merged, alt);
+        if (i == 0) {
+          merged = std::move(alt);
+        } else {
+          GS_ASSIGN_OR_RETURN(merged, merge_union(merged, alt, p));
+        }
       }
       merged.deferred = std::move(deferred);
       fill_literals(&merged);
@@ -688,8 +694,12 @@ class JsonSchemaCompiler {
     return {};
   }
 
-  // anyOf: the values either allows; two alternatives of one kind merge loosely.
-  static Node merge_union(const Node& a, const Node& b) {
+  // anyOf: the values either allows; two alternatives of one kind merge loosely (objects,
+  // arrays, strings that are not both enums, integer ranges: the range that spans both).
+  // Refused (`path` begins the error) where even that would let out values neither allows:
+  // more enum values than kJsonMaxKeys, or an enum's number that an integer range beside it
+  // cannot hold and that cannot be listed with the range's integers.
+  static Result<Node> merge_union(const Node& a, const Node& b, const std::string& path) {
     Node m = a;
     m.kinds = a.kinds | b.kinds;
     const auto has = [](const Node& n, uint8_t k) { return (n.kinds & k) != 0; };
@@ -735,8 +745,8 @@ class JsonSchemaCompiler {
             if (std::find(m.string_enum.begin(), m.string_enum.end(), v) == m.string_enum.end()) m.string_enum.push_back(v);
           }
           if (m.string_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
-            m.has_string_enum = false;
-            m.string_enum.clear();
+            return invalid(path + ": the alternatives' enums list more than " + std::to_string(kJsonMaxKeys) +
+                           " strings");
           }
         }
         m.min_length = std::min(a.min_length, b.min_length);
@@ -750,26 +760,76 @@ class JsonSchemaCompiler {
         m.int_max = b.int_max;
         m.has_number_enum = b.has_number_enum;
         m.number_enum = b.number_enum;
+      } else if (a.has_number_enum && b.has_number_enum) {
+        for (const auto& v : b.number_enum) {
+          if (std::find(m.number_enum.begin(), m.number_enum.end(), v) == m.number_enum.end()) m.number_enum.push_back(v);
+        }
+        if (m.number_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
+          return invalid(path + ": the alternatives' enums list more than " + std::to_string(kJsonMaxKeys) + " numbers");
+        }
+      } else if (a.has_number_enum || b.has_number_enum) {
+        GS_RETURN_IF_ERROR(union_enum_and_numbers(a.has_number_enum ? a : b, a.has_number_enum ? b : a, path, &m));
       } else {
         m.integer = a.integer && b.integer;
         // Loosely, as the rest: the range that spans both.
         m.int_min = std::min(a.integer ? a.int_min : -kJsonMaxInteger, b.integer ? b.int_min : -kJsonMaxInteger);
         m.int_max = std::max(a.integer ? a.int_max : kJsonMaxInteger, b.integer ? b.int_max : kJsonMaxInteger);
-        m.has_number_enum = a.has_number_enum && b.has_number_enum;
-        m.number_enum.clear();
-        if (m.has_number_enum) {
-          m.number_enum = a.number_enum;
-          for (const auto& v : b.number_enum) {
-            if (std::find(m.number_enum.begin(), m.number_enum.end(), v) == m.number_enum.end()) m.number_enum.push_back(v);
-          }
-          if (m.number_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
-            m.has_number_enum = false;
-            m.number_enum.clear();
-          }
-        }
       }
     }
     return m;
+  }
+
+  // The numbers of a union of `e`'s enum numbers and `g`'s numbers (no enum) into m's
+  // number fields. Any number beside: any number. Beside an integer range: the range when it
+  // holds every value; else the values and the range's integers listed, when they are at
+  // most kJsonMaxKeys; else the range that spans both when every value is an integer the
+  // matcher writes (loose, as two ranges are); else refused.
+  static Status union_enum_and_numbers(const Node& e, const Node& g, const std::string& path, Node* m) {
+    m->has_number_enum = false;
+    m->number_enum.clear();
+    m->integer = g.integer;
+    m->int_min = g.int_min;
+    m->int_max = g.int_max;
+    if (!g.integer) return {};
+    int64_t lo = g.int_min;
+    int64_t hi = g.int_max;
+    bool integral = true;
+    bool inside = true;
+    for (const std::string& text : e.number_enum) {
+      const json v = json::parse(text);
+      Node whole;  // every integer the matcher writes
+      if (!integer_within(v, whole)) {
+        integral = false;
+        continue;
+      }
+      const int64_t i = v.is_number_float() ? static_cast<int64_t>(v.get<double>()) : v.get<int64_t>();
+      if (i < g.int_min || i > g.int_max) inside = false;
+      lo = std::min(lo, i);
+      hi = std::max(hi, i);
+    }
+    if (integral && inside) return {};
+    const auto listed = static_cast<uint64_t>(g.int_max - g.int_min) + 1 + e.number_enum.size();
+    if (g.int_min <= g.int_max && listed <= static_cast<uint64_t>(kJsonMaxKeys)) {
+      m->integer = false;
+      m->int_min = -kJsonMaxInteger;
+      m->int_max = kJsonMaxInteger;
+      m->has_number_enum = true;
+      m->number_enum = e.number_enum;
+      for (int64_t i = g.int_min; i <= g.int_max; ++i) {
+        const std::string text = std::to_string(i);
+        if (std::find(m->number_enum.begin(), m->number_enum.end(), text) == m->number_enum.end()) {
+          m->number_enum.push_back(text);
+        }
+      }
+      return {};
+    }
+    if (integral) {
+      m->int_min = lo;
+      m->int_max = hi;
+      return {};
+    }
+    return invalid(path + ": an enum's number that is not an integer, beside an integer range too wide to list, is "
+                          "not supported");
   }
 
   // allOf: the kinds both allow; objects take both's properties and requirements.
@@ -962,7 +1022,7 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
   } else {
     compiler.nodes[0] = compiler.nodes[static_cast<size_t>(root)];
   }
-  compiler.resolve_deferred();
+  GS_RETURN_IF_ERROR(compiler.resolve_deferred(path));
   fill_depths(&compiler.nodes);
   if (compiler.nodes[0].min_depth > kJsonMaxDepth) {
     return invalid(path + ": no value satisfies it within " + std::to_string(kJsonMaxDepth) +

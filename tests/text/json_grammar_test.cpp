@@ -314,6 +314,55 @@ TEST(JsonGrammar, EnumsConstsAndUnions) {
   EXPECT_FALSE(accepts(all, R"({"b":"x"})"));
 }
 
+// anyOf of an enum's numbers and a bounded integer: the integer's bounds hold (its flag was
+// dropped, and any number was taken). The values are listed where they are few, the range
+// kept where it holds them; a fraction beside a range too wide to list is refused.
+TEST(JsonGrammar, UnionsOfEnumsAndIntegersKeepTheBounds) {
+  for (const char* text : {R"({"anyOf":[{"const":7},{"type":"integer","minimum":1,"maximum":3}]})",
+                           R"({"anyOf":[{"type":"integer","minimum":1,"maximum":3},{"enum":[7]}]})",
+                           R"({"oneOf":[{"enum":[7,2]},{"type":"integer","minimum":1,"maximum":3}]})"}) {
+    auto g = schema(text);
+    for (int v = -2; v <= 12; ++v) EXPECT_EQ(accepts(g, std::to_string(v)), (v >= 1 && v <= 3) || v == 7) << text << " " << v;
+    for (const char* bad : {"1.5", "7.5", "-0", "2.5", R"("x")"}) EXPECT_FALSE(accepts(g, bad)) << text << " " << bad;
+  }
+  // A string const beside the integer (the break test's form) keeps them too.
+  auto str = schema(R"({"anyOf":[{"const":"x"},{"type":"integer","minimum":1,"maximum":3}]})");
+  EXPECT_TRUE(accepts(str, R"("x")"));
+  EXPECT_TRUE(accepts(str, "3"));
+  EXPECT_FALSE(accepts(str, "4"));
+  EXPECT_FALSE(accepts(str, "2.5"));
+  // Values inside the range: the range; a fraction beside a narrow one: listed with it.
+  auto inside = schema(R"({"anyOf":[{"enum":[2,3]},{"type":"integer","minimum":0,"maximum":500}]})");
+  EXPECT_TRUE(accepts(inside, "417"));
+  EXPECT_FALSE(accepts(inside, "501"));
+  EXPECT_FALSE(accepts(inside, "2.5"));
+  auto frac = schema(R"({"anyOf":[{"const":2.5},{"type":"integer","minimum":1,"maximum":3}]})");
+  for (const char* ok : {"1", "2", "3", "2.5"}) EXPECT_TRUE(accepts(frac, ok)) << ok;
+  for (const char* bad : {"0", "4", "1.5", "2.55"}) EXPECT_FALSE(accepts(frac, bad)) << bad;
+  // Within an object, where a value ends at the byte after it.
+  auto obj = schema(R"({"type":"object","properties":{"n":{"anyOf":[{"const":10},{"type":"integer","minimum":1,"maximum":3}]}}})");
+  EXPECT_TRUE(accepts(obj, R"({"n":10})"));
+  EXPECT_TRUE(accepts(obj, R"({"n":1})"));
+  EXPECT_FALSE(accepts(obj, R"({"n":4})"));
+  EXPECT_FALSE(accepts(obj, R"({"n":100})"));
+  // Not expressible: refused (a fraction beside a wide range; a union of more values than an
+  // enum may list), not read as any number or any string.
+  json numbers = json::parse(R"({"anyOf":[{"enum":[]},{"enum":[]}]})");
+  json strings = numbers;
+  for (int i = 0; i < 100; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      numbers["anyOf"][k]["enum"].push_back(1000 * k + i);
+      strings["anyOf"][k]["enum"].push_back(std::to_string(1000 * k + i));
+    }
+  }
+  for (const std::string& text :
+       {std::string(R"({"anyOf":[{"const":2.5},{"type":"integer","minimum":0}]})"), numbers.dump(), strings.dump()}) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind("schema.anyOf", 0), 0u) << g.status().message();
+  }
+}
+
 TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
   // $ref with siblings is allOf (2020-12).
   auto g = schema(R"({"$defs":{"a":{"type":"string"}},"$ref":"#/$defs/a","maxLength":2})");
