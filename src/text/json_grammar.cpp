@@ -216,6 +216,34 @@ bool integer_within(const json& v, const Node& n) {
   return std::floor(d) == d && d >= static_cast<double>(n.int_min) && d <= static_cast<double>(n.int_max);
 }
 
+// Narrows n's exact number bounds to those of `more` (lower: `bound`, `exclusive`).
+void narrow_lower(Node* n, double bound, bool exclusive) {
+  if (bound > n->num_min || (bound == n->num_min && exclusive)) {
+    n->num_min = bound;
+    n->num_min_exclusive = exclusive;
+  }
+}
+void narrow_upper(Node* n, double bound, bool exclusive) {
+  if (bound < n->num_max || (bound == n->num_max && exclusive)) {
+    n->num_max = bound;
+    n->num_max_exclusive = exclusive;
+  }
+}
+
+// Whether the JSON number `v` lies within n's bounds: an integer the matcher could write by
+// int_min .. int_max (exact), any other by the bounds as written.
+bool number_within(const json& v, const Node& n) {
+  static const Node kWhole;  // every integer of at most kJsonMaxIntegerDigits digits
+  if (integer_within(v, kWhole)) return integer_within(v, n);
+  const double d = v.get<double>();
+  return (d > n.num_min || (d == n.num_min && !n.num_min_exclusive)) &&
+         (d < n.num_max || (d == n.num_max && !n.num_max_exclusive));
+}
+
+bool is_integral(const json& v) {
+  return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+}
+
 // A bound keyword's value as an integer bound: rounded up (`up`) or down, clamped to
 // +-(kJsonMaxInteger + 1) (beyond every integer the matcher writes).
 int64_t integer_bound(const json& v, bool up) {
@@ -411,16 +439,29 @@ class JsonSchemaCompiler {
     }
     if (s.contains("enum") || s.contains("const")) {
       GS_ASSIGN_OR_RETURN(Node lit, literal_node(s, path));
-      if (s.contains("type") || s.contains("minLength") || s.contains("maxLength")) {
-        // The values the other keywords allow (type, string length, integer bounds) and
-        // nothing else.
-        Node shape;
-        GS_RETURN_IF_ERROR(read_types(s, path, &shape));
-        GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &shape.min_length));
-        GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &shape.max_length));
-        GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &shape));
-        GS_RETURN_IF_ERROR(filter_literals(&lit, shape, s, path));
+      // The values the keywords beside it allow: its type, and without one each keyword
+      // limits the values of its kind (string lengths, number bounds). Keywords of objects
+      // and arrays concern no value an enum may list.
+      Node shape;
+      GS_RETURN_IF_ERROR(read_types(s, path, &shape, /*infer_kinds=*/false));
+      GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &shape.min_length));
+      GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &shape.max_length));
+      GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &shape));
+      lit.kinds &= shape.kinds;
+      lit.integer = shape.integer;
+      lit.min_length = shape.min_length;
+      lit.max_length = shape.max_length;
+      lit.int_min = shape.int_min;
+      lit.int_max = shape.int_max;
+      lit.num_min = shape.num_min;
+      lit.num_max = shape.num_max;
+      lit.num_min_exclusive = shape.num_min_exclusive;
+      lit.num_max_exclusive = shape.num_max_exclusive;
+      restrict_literals(&lit);
+      if (lit.kinds == 0) {
+        return invalid(path + ": no enum or const value satisfies the keywords beside it (type, length, bounds)");
       }
+      fill_literals(&lit);
       return lit;
     }
 
@@ -566,8 +607,8 @@ class JsonSchemaCompiler {
   }
 
   // minimum, maximum, exclusiveMinimum, exclusiveMaximum as the integers they allow (n's
-  // int_min, int_max narrowed); draft 4's boolean exclusiveMinimum / exclusiveMaximum make
-  // the minimum / maximum beside them strict.
+  // int_min, int_max narrowed) and as written (num_min, num_max); draft 4's boolean
+  // exclusiveMinimum / exclusiveMaximum make the minimum / maximum beside them strict.
   static Status read_integer_bounds(const json& s, const std::string& path, Node* n) {
     for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
       const auto it = s.find(k);
@@ -579,16 +620,20 @@ class JsonSchemaCompiler {
     if (const auto it = s.find("minimum"); it != s.end()) {
       const int64_t lo = flag("exclusiveMinimum") ? integer_bound(*it, false) + 1 : integer_bound(*it, true);
       n->int_min = std::max(n->int_min, lo);
+      narrow_lower(n, it->get<double>(), flag("exclusiveMinimum"));
     }
     if (const auto it = s.find("maximum"); it != s.end()) {
       const int64_t hi = flag("exclusiveMaximum") ? integer_bound(*it, true) - 1 : integer_bound(*it, false);
       n->int_max = std::min(n->int_max, hi);
+      narrow_upper(n, it->get<double>(), flag("exclusiveMaximum"));
     }
     if (const auto it = s.find("exclusiveMinimum"); it != s.end() && it->is_number()) {
       n->int_min = std::max(n->int_min, integer_bound(*it, false) + 1);
+      narrow_lower(n, it->get<double>(), true);
     }
     if (const auto it = s.find("exclusiveMaximum"); it != s.end() && it->is_number()) {
       n->int_max = std::min(n->int_max, integer_bound(*it, true) - 1);
+      narrow_upper(n, it->get<double>(), true);
     }
     return {};
   }
@@ -615,12 +660,17 @@ class JsonSchemaCompiler {
 
   Result<Node> literal_node(const json& s, const std::string& path) {
     std::vector<json> values;
-    if (s.contains("const")) {
-      values.push_back(s["const"]);
-    } else {
+    if (s.contains("enum")) {
       const json& e = s["enum"];
       if (!e.is_array() || e.empty()) return invalid(path + ".enum must be a non-empty array");
       values = e.get<std::vector<json>>();
+    }
+    if (s.contains("const")) {
+      // Beside an enum, the const only if the enum lists it (numbers compare by value).
+      if (s.contains("enum") && std::find(values.begin(), values.end(), s["const"]) == values.end()) {
+        return invalid(path + ".const: the value is not one of enum's");
+      }
+      values = {s["const"]};
     }
     const std::string p = path + (s.contains("const") ? ".const" : ".enum");
     if (values.size() > static_cast<size_t>(kJsonMaxKeys)) {
@@ -649,49 +699,27 @@ class JsonSchemaCompiler {
     return n;
   }
 
-  // Keeps the enum/const values of `lit` that `shape` (kinds, integer, string length) allows.
-  Status filter_literals(Node* lit, const Node& shape, const json& s, const std::string& path) const {
-    std::vector<json> values;
-    if (s.contains("const")) {
-      values.push_back(s["const"]);
-    } else {
-      values = s["enum"].get<std::vector<json>>();
+  // Keeps the enum values of `n` that its other parts allow: the strings within its lengths,
+  // the numbers within its bounds (integers only where `integer`); a kind whose values are
+  // all gone leaves n's kinds.
+  void restrict_literals(Node* n) const {
+    if (n->has_number_enum) {
+      std::erase_if(n->number_enum, [&](const std::string& text) {
+        const json v = json::parse(text);
+        return (n->integer && !is_integral(v)) || !number_within(v, *n);
+      });
+      if (n->number_enum.empty()) n->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
     }
-    Node kept;
-    kept.kinds = 0;
-    for (const json& v : values) {
-      bool ok = false;
-      if (v.is_string()) {
-        const auto len = utf8_chars(v.get<std::string>());
-        ok = (shape.kinds & JsonGrammar::kString) && len >= shape.min_length &&
-             (shape.max_length < 0 || len <= shape.max_length);
-        if (ok) {
-          kept.kinds |= JsonGrammar::kString;
-          kept.has_string_enum = true;
-          kept.string_enum.push_back(spelling(v.get<std::string>()));
-        }
-      } else if (v.is_number()) {
-        const bool integral = v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-        ok = (shape.kinds & JsonGrammar::kNumber) && (!shape.integer || integral);
-        if (ok && shape.integer && has_integer_bounds(shape)) ok = integer_within(v, shape);
-        if (ok) {
-          kept.kinds |= JsonGrammar::kNumber;
-          kept.has_number_enum = true;
-          kept.number_enum.push_back(v.dump());
-        }
-      } else if (v.is_boolean()) {
-        const uint8_t k = v.get<bool>() ? JsonGrammar::kTrue : JsonGrammar::kFalse;
-        ok = (shape.kinds & k) != 0;
-        if (ok) kept.kinds |= k;
-      } else if (v.is_null()) {
-        ok = (shape.kinds & JsonGrammar::kNull) != 0;
-        if (ok) kept.kinds |= JsonGrammar::kNull;
-      }
+    if (n->has_string_enum && (n->min_length > 0 || n->max_length >= 0)) {
+      std::erase_if(n->string_enum, [&](const std::string& spelled) {
+        // The string as it is: JSON text unescaped; the call form's spelling is the text.
+        const std::string text =
+            syntax_ == JsonSyntax::kJson ? json::parse("\"" + spelled + "\"").get<std::string>() : spelled;
+        const auto len = static_cast<int64_t>(utf8_chars(text));
+        return len < n->min_length || (n->max_length >= 0 && len > n->max_length);
+      });
+      if (n->string_enum.empty()) n->kinds &= static_cast<uint8_t>(~JsonGrammar::kString);
     }
-    if (kept.kinds == 0) return invalid(path + ": no enum or const value has the schema's type and length");
-    fill_literals(&kept);
-    *lit = std::move(kept);
-    return {};
   }
 
   // anyOf: the values either allows; two alternatives of one kind merge loosely (objects,
@@ -754,6 +782,23 @@ class JsonSchemaCompiler {
       }
     }
     if (has(b, JsonGrammar::kNumber)) {
+      // The bounds as written: those of the one, or the span of both (they only filter an
+      // enum this union meets in allOf, as loosely as the union holds).
+      if (!has(a, JsonGrammar::kNumber)) {
+        m.num_min = b.num_min;
+        m.num_min_exclusive = b.num_min_exclusive;
+        m.num_max = b.num_max;
+        m.num_max_exclusive = b.num_max_exclusive;
+      } else {
+        if (b.num_min < a.num_min || (b.num_min == a.num_min && !b.num_min_exclusive)) {
+          m.num_min = b.num_min;
+          m.num_min_exclusive = b.num_min_exclusive;
+        }
+        if (b.num_max > a.num_max || (b.num_max == a.num_max && !b.num_max_exclusive)) {
+          m.num_max = b.num_max;
+          m.num_max_exclusive = b.num_max_exclusive;
+        }
+      }
       if (!has(a, JsonGrammar::kNumber)) {
         m.integer = b.integer;
         m.int_min = b.int_min;
@@ -761,6 +806,7 @@ class JsonSchemaCompiler {
         m.has_number_enum = b.has_number_enum;
         m.number_enum = b.number_enum;
       } else if (a.has_number_enum && b.has_number_enum) {
+        m.integer = a.integer && b.integer;
         for (const auto& v : b.number_enum) {
           if (std::find(m.number_enum.begin(), m.number_enum.end(), v) == m.number_enum.end()) m.number_enum.push_back(v);
         }
@@ -925,15 +971,13 @@ class JsonSchemaCompiler {
     if (b.integer) a->integer = true;
     a->int_min = std::max(a->int_min, b.int_min);
     a->int_max = std::min(a->int_max, b.int_max);
-    if (a->integer && (a->kinds & JsonGrammar::kNumber)) {
-      // An enum's numbers: the integers within the bounds; no enum: some integer must be.
-      if (a->has_number_enum && has_integer_bounds(*a)) {
-        std::erase_if(a->number_enum, [&](const std::string& v) { return !integer_within(json::parse(v), *a); });
-      }
-      if (a->has_number_enum ? a->number_enum.empty() : a->int_min > a->int_max) {
-        a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
-      }
-    }
+    narrow_lower(a, b.num_min, b.num_min_exclusive);
+    narrow_upper(a, b.num_max, b.num_max_exclusive);
+    if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
+    a->min_length = std::max(a->min_length, b.min_length);
+    // An enum's values: those within both's bounds and lengths; no enum: some integer must be.
+    restrict_literals(a);
+    if (a->integer && !a->has_number_enum && a->int_min > a->int_max) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
     if (a->kinds == 0) return invalid(path + ": the schemas allow no common value");
     if (b.items != JsonGrammar::kAny) {
       if (a->items == JsonGrammar::kAny) {
@@ -948,8 +992,6 @@ class JsonSchemaCompiler {
     }
     if (b.max_items >= 0 && (a->max_items < 0 || b.max_items < a->max_items)) a->max_items = b.max_items;
     a->min_items = std::max(a->min_items, b.min_items);
-    if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
-    a->min_length = std::max(a->min_length, b.min_length);
     return {};
   }
 

@@ -7,6 +7,7 @@
 #include <bitset>
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -83,6 +84,13 @@ class JsonGrammar {
     // integer is set); beyond +-kJsonMaxInteger, +-(kJsonMaxInteger + 1).
     int64_t int_min = -kJsonMaxInteger;
     int64_t int_max = kJsonMaxInteger;
+    // The same bounds as written (exclusive: the value itself is out), for the numbers of an
+    // enum, which are kept only within them (a "number"'s bounds are not held as it is
+    // written, decision 0027).
+    double num_min = -std::numeric_limits<double>::infinity();
+    double num_max = std::numeric_limits<double>::infinity();
+    bool num_min_exclusive = false;
+    bool num_max_exclusive = false;
     bool has_number_enum = false;
     std::vector<std::string> number_enum;
     // The literal spellings a value of this node may take ("true", "false", "null" as the

@@ -390,6 +390,56 @@ TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
   EXPECT_FALSE(accepts(closed, R"({"b":1,"c":2})"));
 }
 
+// The keywords beside an enum or const keep the values they allow, with or without a type:
+// each limits the values of its kind (a bound numbers, a length strings), fractions held
+// exactly. Before, without a type they were ignored, and a length dropped every non-string.
+TEST(JsonGrammar, KeywordsBesideAnEnumFilterItWithoutAType) {
+  auto min = schema(R"({"enum":[1,5,10],"minimum":3})");
+  EXPECT_FALSE(accepts(min, "1"));
+  EXPECT_TRUE(accepts(min, "5"));
+  EXPECT_TRUE(accepts(min, "10"));
+  auto max = schema(R"({"enum":[1,5,10,"a",null],"maximum":3})");
+  for (const char* ok : {"1", R"("a")", "null"}) EXPECT_TRUE(accepts(max, ok)) << ok;
+  for (const char* bad : {"5", "10"}) EXPECT_FALSE(accepts(max, bad)) << bad;
+  auto frac = schema(R"({"enum":[0.5,1,1.5,2.5],"exclusiveMinimum":0,"maximum":1.5})");
+  for (const char* ok : {"0.5", "1", "1.5"}) EXPECT_TRUE(accepts(frac, ok)) << ok;
+  EXPECT_FALSE(accepts(frac, "2.5"));
+  auto excl = schema(R"({"enum":[0.5,1,1.5],"exclusiveMinimum":0.5})");
+  EXPECT_FALSE(accepts(excl, "0.5"));
+  EXPECT_TRUE(accepts(excl, "1"));
+  auto draft4 = schema(R"({"enum":[3,4],"minimum":3,"exclusiveMinimum":true})");
+  EXPECT_FALSE(accepts(draft4, "3"));
+  EXPECT_TRUE(accepts(draft4, "4"));
+  auto len = schema(R"({"enum":["ab","abcd",null,7],"maxLength":3})");
+  for (const char* ok : {R"("ab")", "null", "7"}) EXPECT_TRUE(accepts(len, ok)) << ok;
+  EXPECT_FALSE(accepts(len, R"("abcd")"));
+  // const and enum together: the const, if the enum has it.
+  auto both = schema(R"({"const":2,"enum":[1,2]})");
+  EXPECT_TRUE(accepts(both, "2"));
+  EXPECT_FALSE(accepts(both, "1"));
+  // Through allOf: the bounds and lengths of one member filter the other's enum, and no
+  // string of the enum is begun that the length would leave unfinished.
+  auto all = schema(R"({"allOf":[{"enum":[0.5,2]},{"exclusiveMinimum":0,"maximum":1}]})");
+  EXPECT_TRUE(accepts(all, "0.5"));
+  EXPECT_FALSE(accepts(all, "2"));
+  auto all_len = schema(R"({"allOf":[{"enum":["abc","a"]},{"maxLength":2}]})");
+  EXPECT_TRUE(accepts(all_len, R"("a")"));
+  EXPECT_EQ(taken(all_len, R"("ab")"), 2u);
+  // Nothing left, or a malformed bound: refused.
+  const std::pair<const char*, const char*> kBad[] = {
+      {R"({"const":4,"maximum":3})", "schema"},
+      {R"({"enum":["abcd",5],"maxLength":2,"minimum":6})", "schema"},
+      {R"({"const":"a","enum":["b"]})", "schema"},
+      {R"({"enum":[1,5],"minimum":"x"})", "schema.minimum"},
+      {R"({"allOf":[{"enum":[1,2]},{"minimum":3}]})", "schema.allOf"},
+  };
+  for (const auto& [text, path] : kBad) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind(path, 0), 0u) << text << " -> " << g.status().message();
+  }
+}
+
 // A reference that names a schema holding a reference and other keywords: those keywords
 // apply too (allOf, 2020-12), at every level of indirection (they were dropped below the
 // first reference).
