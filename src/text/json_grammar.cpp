@@ -256,6 +256,26 @@ int64_t integer_bound(const json& v, bool up) {
   return static_cast<int64_t>(d);
 }
 
+// `s` without the keywords that constrain no value (annotations, definitions).
+json without_annotations(const json& s) {
+  json rest = s;
+  for (const char* k : {"$defs", "definitions", "title", "description", "$comment", "default", "examples", "$schema",
+                        "$id", "$anchor", "deprecated", "readOnly", "writeOnly"}) {
+    rest.erase(k);
+  }
+  return rest;
+}
+
+// Whether n allows every JSON value (as any_node).
+bool allows_everything(const Node& n) {
+  const Node any;
+  return n.kinds == JsonGrammar::kAnyKind && n.keys.empty() && n.extra_keys && !n.closed &&
+         n.extra_node == JsonGrammar::kAny && n.items == JsonGrammar::kAny && n.min_items == 0 && n.max_items < 0 &&
+         !n.has_string_enum && n.min_length == 0 && n.max_length < 0 && !n.integer && !n.has_number_enum &&
+         n.int_min == any.int_min && n.int_max == any.int_max && n.num_min == any.num_min && n.num_max == any.num_max &&
+         n.deferred.empty();
+}
+
 // Object and array phases.
 enum Phase : uint8_t {
   kObjOpen,   // after '{': whitespace, a key or '}'
@@ -302,19 +322,16 @@ class JsonSchemaCompiler {
     }
     if (s.contains("$ref")) {
       // Other constraining keywords beside $ref apply too (2020-12): the two as allOf.
-      json rest = s;
+      json rest = without_annotations(s);
       rest.erase("$ref");
-      for (const char* k : {"$defs", "definitions", "title", "description", "$comment", "default", "examples",
-                            "$schema", "$id", "$anchor", "deprecated", "readOnly", "writeOnly"}) {
-        rest.erase(k);
-      }
       if (rest.empty()) return compile_ref(s["$ref"], path + ".$ref", depth);
       GS_ASSIGN_OR_RETURN(int32_t r, compile_ref(s["$ref"], path + ".$ref", depth));
-      if (in_progress(r)) return invalid(path + ".$ref: a reference back into itself beside other keywords is not supported");
-      Node n = r == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(r)];
       // Kinds only from "type": a keyword beside the reference limits the values of its kind
       // (maxLength, strings), not which kinds the reference allows.
       GS_ASSIGN_OR_RETURN(Node more, build(rest, path, depth, /*infer_kinds=*/false));
+      if (allows_everything(more)) return r;  // keywords that bind nothing (format, discriminator, ...)
+      if (in_progress(r)) return invalid(path + ".$ref: a reference back into itself beside other keywords is not supported");
+      Node n = r == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(r)];
       GS_RETURN_IF_ERROR(merge_all(&n, more, path, depth));
       fill_literals(&n);
       nodes.push_back(std::move(n));
@@ -405,38 +422,85 @@ class JsonSchemaCompiler {
   // "minLength": strings) rather than any (for a schema of its own; not for keywords that
   // stand beside others, which limit only the values of their kind).
   Result<Node> build(const json& s, const std::string& path, int depth, bool infer_kinds = true) {
-    for (const char* key : {"anyOf", "oneOf"}) {
-      if (!s.contains(key)) continue;
-      const json& alts = s[key];
-      const std::string p = path + "." + key;
-      if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
-      Node merged;
-      std::vector<int32_t> deferred;
-      for (size_t i = 0; i < alts.size(); ++i) {
-        GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], p + "[" + std::to_string(i) + "]", depth + 1, true));
-        deferred.insert(deferred.end(), alt.deferred.begin(), alt.deferred.end());
-        if (i == 0) {
-          merged = std::move(alt);
-        } else {
-          GS_ASSIGN_OR_RETURN(merged, merge_union(merged, alt, p));
-        }
-      }
-      merged.deferred = std::move(deferred);
-      fill_literals(&merged);
-      return merged;
+    if (!s.contains("anyOf") && !s.contains("oneOf") && !s.contains("allOf")) {
+      return build_plain(s, path, depth, infer_kinds);
+    }
+    // The keywords beside anyOf / oneOf / allOf hold for every value, as one more allOf
+    // member; they limit the values of their kind only (kinds from "type" alone).
+    json rest = without_annotations(s);
+    for (const char* k : {"anyOf", "oneOf", "allOf"}) rest.erase(k);
+    Node base = any_node();
+    bool base_free = true;  // base allows every value (no keyword beside the combinators binds)
+    if (!rest.empty()) {
+      GS_ASSIGN_OR_RETURN(base, build_plain(rest, path, depth, /*infer_kinds=*/false));
+      base_free = allows_everything(base);
     }
     if (s.contains("allOf")) {
       const json& all = s["allOf"];
       const std::string p = path + ".allOf";
       if (!all.is_array() || all.empty()) return invalid(p + " must be a non-empty array");
-      GS_ASSIGN_OR_RETURN(Node merged, node_of(all[0], p + "[0]", depth + 1, false));
-      for (size_t i = 1; i < all.size(); ++i) {
+      for (size_t i = 0; i < all.size(); ++i) {
         GS_ASSIGN_OR_RETURN(Node more, node_of(all[i], p + "[" + std::to_string(i) + "]", depth + 1, false));
-        GS_RETURN_IF_ERROR(merge_all(&merged, more, p, depth));
+        if (base_free) {
+          base = std::move(more);
+          base_free = false;
+        } else {
+          GS_RETURN_IF_ERROR(merge_all(&base, more, p, depth));
+        }
       }
-      fill_literals(&merged);
-      return merged;
+      fill_literals(&base);
     }
+    // anyOf, then oneOf (read as anyOf): each alternative with what holds so far; with both,
+    // each pair. An alternative that leaves no value drops out.
+    std::vector<Node> branches = {base};
+    bool branches_free = base_free;
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      const json& alts = s[key];
+      const std::string p = path + "." + key;
+      if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
+      std::vector<Node> next;
+      for (const Node& b : branches) {
+        for (size_t i = 0; i < alts.size(); ++i) {
+          const std::string pi = p + "[" + std::to_string(i) + "]";
+          GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], pi, depth + 1, true));
+          if (!branches_free) {
+            Node n = b;
+            std::string why;
+            GS_RETURN_IF_ERROR(intersect(&n, alt, pi, depth, &why));
+            if (n.kinds == 0) continue;
+            fill_literals(&n);
+            alt = std::move(n);
+          }
+          if (next.size() >= static_cast<size_t>(kJsonMaxKeys)) {
+            return invalid(p + ": more than " + std::to_string(kJsonMaxKeys) + " alternatives with those beside them");
+          }
+          next.push_back(std::move(alt));
+        }
+      }
+      if (next.empty()) return invalid(p + ": no alternative allows a value that the keywords beside it allow");
+      branches = std::move(next);
+      branches_free = false;
+    }
+    if (branches.size() == 1 && branches_free) return base;  // allOf alone
+    Node merged = branches[0];
+    std::vector<int32_t> deferred = merged.deferred;
+    for (size_t i = 1; i < branches.size(); ++i) {
+      deferred.insert(deferred.end(), branches[i].deferred.begin(), branches[i].deferred.end());
+      GS_ASSIGN_OR_RETURN(merged, merge_union(merged, branches[i], path + (s.contains("anyOf") ? ".anyOf" : ".oneOf")));
+    }
+    if (!base_free && branches.size() > 1) {
+      // The union merges alternatives of one kind loosely; what holds for all holds for it.
+      std::string why;
+      GS_RETURN_IF_ERROR(intersect(&merged, base, path, depth, &why));
+    }
+    merged.deferred = std::move(deferred);
+    fill_literals(&merged);
+    return merged;
+  }
+
+  // A schema without anyOf, oneOf or allOf.
+  Result<Node> build_plain(const json& s, const std::string& path, int depth, bool infer_kinds) {
     if (s.contains("enum") || s.contains("const")) {
       GS_ASSIGN_OR_RETURN(Node lit, literal_node(s, path));
       // The values the keywords beside it allow: its type, and without one each keyword
@@ -878,8 +942,20 @@ class JsonSchemaCompiler {
                           "not supported");
   }
 
-  // allOf: the kinds both allow; objects take both's properties and requirements.
+  // allOf: the values both allow, into *a (objects take both's properties and requirements).
+  // Errors: no value is left (`path` and the reason), or what cannot be intersected.
   Status merge_all(Node* a, const Node& b, const std::string& path, int depth) {
+    std::string why;
+    GS_RETURN_IF_ERROR(intersect(a, b, path, depth, &why));
+    if (a->kinds == 0) return invalid(path + ": " + (why.empty() ? "the schemas allow no common value" : why));
+    return {};
+  }
+
+  // The values both a and b allow, into *a. A kind of value that no longer has one leaves
+  // a's kinds (none left: a->kinds == 0, and *why says first why, if empty). Errors only for
+  // what cannot be intersected: nesting past kJsonMaxDepth, a union with an alternative still
+  // to come, a reference still being compiled.
+  Status intersect(Node* a, const Node& b, const std::string& path, int depth, std::string* why) {
     if (depth > kJsonMaxDepth) return invalid(path + ": the schema nests deeper than " + std::to_string(kJsonMaxDepth));
     // A union with an alternative still to come (resolve_deferred merges it in later, by
     // value, past this intersection): the keywords merged here would not hold for it.
@@ -887,65 +963,17 @@ class JsonSchemaCompiler {
       return invalid(path + ": a schema that refers back into itself through anyOf / oneOf cannot be combined with "
                             "other keywords (allOf, or keywords beside $ref)");
     }
-    a->kinds &= b.kinds;
-    if (a->kinds == 0) return invalid(path + ": the schemas allow no common kind of value");
-    if (a->kinds & JsonGrammar::kObject) {
-      // A key stays when each side declares it or does not close itself (additionalProperties
-      // false); a key both declare takes both schemas; the required keys of both must stay.
-      Node m = *a;
-      m.keys.clear();
-      m.key_nodes.clear();
-      m.required.reset();
-      const auto find = [](const Node& n, const std::string& k) {
-        for (size_t i = 0; i < n.keys.size(); ++i) {
-          if (n.keys[i] == k) return static_cast<int>(i);
-        }
-        return -1;
-      };
-      std::vector<std::string> all = a->keys;
-      for (const auto& k : b.keys) {
-        if (find(*a, k) < 0) all.push_back(k);
-      }
-      for (const auto& k : all) {
-        const int ia = find(*a, k);
-        const int ib = find(b, k);
-        const bool in_a = ia >= 0 || !a->closed;
-        const bool in_b = ib >= 0 || !b.closed;
-        const bool req = (ia >= 0 && a->required.test(static_cast<size_t>(ia))) ||
-                         (ib >= 0 && b.required.test(static_cast<size_t>(ib)));
-        if (!in_a || !in_b) {
-          if (req) return invalid(path + ": the required key '" + k + "' is not allowed by every schema");
-          continue;
-        }
-        const int32_t na = ia >= 0 ? a->key_nodes[static_cast<size_t>(ia)] : a->extra_node;
-        const int32_t nb = ib >= 0 ? b.key_nodes[static_cast<size_t>(ib)] : b.extra_node;
-        int32_t node = na;
-        if (na == JsonGrammar::kAny) {
-          node = nb;
-        } else if (nb != JsonGrammar::kAny && nb != na) {
-          Node both = nodes[static_cast<size_t>(na)];
-          GS_RETURN_IF_ERROR(merge_all(&both, nodes[static_cast<size_t>(nb)], path + ".properties." + k, depth + 1));
-          fill_literals(&both);
-          nodes.push_back(std::move(both));
-          node = static_cast<int32_t>(nodes.size() - 1);
-        }
-        if (m.keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
-          return invalid(path + ": more than " + std::to_string(kJsonMaxKeys) + " properties");
-        }
-        if (req) m.required.set(m.keys.size());
-        m.keys.push_back(k);
-        m.key_nodes.push_back(node);
-      }
-      m.extra_keys = a->extra_keys && b.extra_keys;
-      m.closed = a->closed || b.closed;
-      if (m.extra_keys && m.extra_node == JsonGrammar::kAny) m.extra_node = b.extra_node;
-      a->keys = std::move(m.keys);
-      a->key_nodes = std::move(m.key_nodes);
-      a->required = m.required;
-      a->extra_keys = m.extra_keys;
-      a->closed = m.closed;
-      a->extra_node = m.extra_node;
+    const auto drop = [&](uint8_t kind, const std::string& reason) {
+      a->kinds &= static_cast<uint8_t>(~kind);
+      if (why->empty()) *why = reason;
+    };
+    if ((a->kinds & b.kinds) == 0) {
+      a->kinds = 0;
+      if (why->empty()) *why = "the schemas allow no common kind of value";
+      return {};
     }
+    a->kinds &= b.kinds;
+    if (a->kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(intersect_objects(a, b, path, depth, why));
     if (b.has_string_enum) {
       if (!a->has_string_enum) {
         a->string_enum = b.string_enum;
@@ -955,18 +983,21 @@ class JsonSchemaCompiler {
         });
       }
       a->has_string_enum = true;
-      if (a->string_enum.empty()) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kString);
+      if (a->string_enum.empty()) drop(JsonGrammar::kString, "the enums have no common string");
     }
     if (b.has_number_enum) {
       if (!a->has_number_enum) {
         a->number_enum = b.number_enum;
       } else {
+        // By value: 7 and 7.0 are one number.
         std::erase_if(a->number_enum, [&](const std::string& v) {
-          return std::find(b.number_enum.begin(), b.number_enum.end(), v) == b.number_enum.end();
+          const json x = json::parse(v);
+          return std::none_of(b.number_enum.begin(), b.number_enum.end(),
+                              [&](const std::string& w) { return json::parse(w) == x; });
         });
       }
       a->has_number_enum = true;
-      if (a->number_enum.empty()) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
+      if (a->number_enum.empty()) drop(JsonGrammar::kNumber, "the enums have no common number");
     }
     if (b.integer) a->integer = true;
     a->int_min = std::max(a->int_min, b.int_min);
@@ -976,22 +1007,126 @@ class JsonSchemaCompiler {
     if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
     a->min_length = std::max(a->min_length, b.min_length);
     // An enum's values: those within both's bounds and lengths; no enum: some integer must be.
+    const uint8_t before = a->kinds;
     restrict_literals(a);
-    if (a->integer && !a->has_number_enum && a->int_min > a->int_max) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
-    if (a->kinds == 0) return invalid(path + ": the schemas allow no common value");
-    if (b.items != JsonGrammar::kAny) {
-      if (a->items == JsonGrammar::kAny) {
-        a->items = b.items;
-      } else if (a->items != b.items) {
-        Node both = nodes[static_cast<size_t>(a->items)];
-        GS_RETURN_IF_ERROR(merge_all(&both, nodes[static_cast<size_t>(b.items)], path + ".items", depth + 1));
-        fill_literals(&both);
-        nodes.push_back(std::move(both));
-        a->items = static_cast<int32_t>(nodes.size() - 1);
-      }
+    if (a->kinds != before && why->empty()) *why = "no enum value lies within the bounds and lengths of both";
+    if ((a->kinds & JsonGrammar::kNumber) && a->integer && !a->has_number_enum && a->int_min > a->int_max) {
+      drop(JsonGrammar::kNumber, "no integer lies within the bounds of both");
+    }
+    if ((a->kinds & JsonGrammar::kString) && a->max_length >= 0 && a->min_length > a->max_length) {
+      drop(JsonGrammar::kString, "no string length lies within the lengths of both");
     }
     if (b.max_items >= 0 && (a->max_items < 0 || b.max_items < a->max_items)) a->max_items = b.max_items;
     a->min_items = std::max(a->min_items, b.min_items);
+    if ((a->kinds & JsonGrammar::kArray) && a->max_items >= 0 && a->min_items > a->max_items) {
+      drop(JsonGrammar::kArray, "no item count lies within minItems and maxItems of both");
+    }
+    if (a->kinds & JsonGrammar::kArray) {
+      GS_ASSIGN_OR_RETURN(const int32_t items, intersect_nodes(a->items, b.items, path + ".items", depth));
+      if (items != kNoValue) {
+        a->items = items;
+      } else if (a->min_items > 0) {
+        drop(JsonGrammar::kArray, "the items allow no common value and an item is required");
+      } else {
+        a->max_items = 0;  // only the empty array
+      }
+    }
+    if (a->kinds == 0 && why->empty()) *why = "the schemas allow no common value";
+    return {};
+  }
+
+  // The node of the values both node a and node b allow (one of them when the other allows
+  // any value or they are one), or kNoValue when there is none.
+  static constexpr int32_t kNoValue = -2;
+  Result<int32_t> intersect_nodes(int32_t a, int32_t b, const std::string& path, int depth) {
+    if (b == JsonGrammar::kAny || b == a) return a;
+    if (a == JsonGrammar::kAny) return b;
+    if (in_progress(a) || in_progress(b)) {
+      return invalid(path + ": a reference back into itself cannot be combined with other keywords here (allOf)");
+    }
+    Node both = nodes[static_cast<size_t>(a)];
+    std::string why;
+    GS_RETURN_IF_ERROR(intersect(&both, nodes[static_cast<size_t>(b)], path, depth + 1, &why));
+    if (both.kinds == 0) return kNoValue;
+    fill_literals(&both);
+    nodes.push_back(std::move(both));
+    return static_cast<int32_t>(nodes.size() - 1);
+  }
+
+  // A node that allows no value: the value of a key that may not be written (the matcher
+  // begins no key whose value cannot be finished).
+  int32_t no_value_node() {
+    if (no_value_ < 0) {
+      Node n;
+      n.kinds = 0;
+      fill_literals(&n);
+      nodes.push_back(std::move(n));
+      no_value_ = static_cast<int32_t>(nodes.size() - 1);
+    }
+    return no_value_;
+  }
+
+  // intersect's objects: a key stays when each side declares it or does not close itself
+  // (additionalProperties false); a key both declare takes both schemas, as do extra keys;
+  // the required keys of both must stay. Where they cannot, objects leave a's kinds.
+  Status intersect_objects(Node* a, const Node& b, const std::string& path, int depth, std::string* why) {
+    const auto no_objects = [&](const std::string& reason) {
+      a->kinds &= static_cast<uint8_t>(~JsonGrammar::kObject);
+      if (why->empty()) *why = reason;
+      return Status{};
+    };
+    const auto find = [](const Node& n, const std::string& k) {
+      for (size_t i = 0; i < n.keys.size(); ++i) {
+        if (n.keys[i] == k) return static_cast<int>(i);
+      }
+      return -1;
+    };
+    Node m;
+    m.extra_keys = a->extra_keys && b.extra_keys;
+    m.closed = a->closed || b.closed;
+    m.extra_node = JsonGrammar::kAny;
+    if (m.extra_keys) {
+      GS_ASSIGN_OR_RETURN(m.extra_node, intersect_nodes(a->extra_node, b.extra_node, path + ".additionalProperties", depth));
+      if (m.extra_node == kNoValue) {
+        m.extra_keys = false;  // no value fits an extra key
+        m.extra_node = JsonGrammar::kAny;
+      }
+    }
+    std::vector<std::string> all = a->keys;
+    for (const auto& k : b.keys) {
+      if (find(*a, k) < 0) all.push_back(k);
+    }
+    for (const auto& k : all) {
+      const int ia = find(*a, k);
+      const int ib = find(b, k);
+      const bool in_a = ia >= 0 || !a->closed;
+      const bool in_b = ib >= 0 || !b.closed;
+      const bool req = (ia >= 0 && a->required.test(static_cast<size_t>(ia))) ||
+                       (ib >= 0 && b.required.test(static_cast<size_t>(ib)));
+      if (!in_a || !in_b) {
+        if (req) return no_objects("the required key '" + k + "' is not allowed by every schema");
+        continue;
+      }
+      const int32_t na = ia >= 0 ? a->key_nodes[static_cast<size_t>(ia)] : a->extra_node;
+      const int32_t nb = ib >= 0 ? b.key_nodes[static_cast<size_t>(ib)] : b.extra_node;
+      GS_ASSIGN_OR_RETURN(int32_t node, intersect_nodes(na, nb, path + ".properties." + k, depth));
+      if (node == kNoValue) {
+        if (req) return no_objects("the required key '" + k + "' allows no value of both schemas");
+        node = no_value_node();  // declared, so that it is not written as an extra key either
+      }
+      if (m.keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
+        return invalid(path + ": more than " + std::to_string(kJsonMaxKeys) + " properties");
+      }
+      if (req) m.required.set(m.keys.size());
+      m.keys.push_back(k);
+      m.key_nodes.push_back(node);
+    }
+    a->keys = std::move(m.keys);
+    a->key_nodes = std::move(m.key_nodes);
+    a->required = m.required;
+    a->extra_keys = m.extra_keys;
+    a->closed = m.closed;
+    a->extra_node = m.extra_node;
     return {};
   }
 
@@ -999,6 +1134,7 @@ class JsonSchemaCompiler {
   JsonSyntax syntax_;
   std::map<std::string, int32_t> refs_;
   std::set<int32_t> building_;  // references reserved and not yet compiled
+  int32_t no_value_ = -1;       // no_value_node's index, once made
 };
 
 // Node::object_depth / array_depth / min_depth of every node: the least fixed point of

@@ -390,6 +390,77 @@ TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
   EXPECT_FALSE(accepts(closed, R"({"b":1,"c":2})"));
 }
 
+// The keywords beside anyOf / oneOf / allOf hold for every value: each alternative is read
+// with them (an alternative they leave empty drops out), allOf's members are intersected
+// with them. Before, a schema with a union or allOf was read as the union or allOf alone.
+TEST(JsonGrammar, KeywordsBesideAUnionApplyToEachAlternative) {
+  auto bounded = schema(R"({"type":"integer","maximum":10,"anyOf":[{"minimum":0},{"minimum":100}]})");
+  for (int v = -3; v <= 120; ++v) EXPECT_EQ(accepts(bounded, std::to_string(v)), v >= 0 && v <= 10) << v;
+  EXPECT_FALSE(accepts(bounded, "1.5"));
+  auto kinds = schema(R"({"maximum":5,"anyOf":[{"type":"integer"},{"type":"string"}]})");
+  for (const char* ok : {"5", "-7", R"("a")"}) EXPECT_TRUE(accepts(kinds, ok)) << ok;
+  for (const char* bad : {"6", "1.5", "null"}) EXPECT_FALSE(accepts(kinds, bad)) << bad;
+  auto one = schema(R"({"type":"integer","minimum":0,"oneOf":[{"maximum":3},{"const":7}]})");
+  for (int v = -2; v <= 9; ++v) EXPECT_EQ(accepts(one, std::to_string(v)), (v >= 0 && v <= 3) || v == 7) << v;
+  // Object keywords beside a union of kinds bind the objects, not the null.
+  auto obj = schema(R"({"properties":{"a":{"type":"integer"}},"required":["a"],"anyOf":[{"type":"object"},{"type":"null"}]})");
+  for (const char* ok : {"null", R"({"a":1})"}) EXPECT_TRUE(accepts(obj, ok)) << ok;
+  for (const char* bad : {"{}", R"({"a":"x"})", R"({"a":1,"b":2})"}) EXPECT_FALSE(accepts(obj, bad)) << bad;
+  // An alternative that the keywords beside it leave without values drops out.
+  auto drop = schema(R"({"properties":{"a":{"type":"string"}},"anyOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"type":"null"}]})");
+  EXPECT_TRUE(accepts(drop, "null"));
+  EXPECT_FALSE(accepts(drop, R"({"a":1})"));
+  EXPECT_FALSE(accepts(drop, R"({"a":"x"})"));
+  // An enum beside a union: the values some alternative allows.
+  auto e = schema(R"({"enum":[1,2,"x",null],"anyOf":[{"type":"integer"},{"type":"string","maxLength":0}]})");
+  for (const char* ok : {"1", "2"}) EXPECT_TRUE(accepts(e, ok)) << ok;
+  for (const char* bad : {R"("x")", "null", "3"}) EXPECT_FALSE(accepts(e, bad)) << bad;
+  // anyOf and oneOf together: both hold.
+  auto both = schema(R"({"type":"integer","anyOf":[{"minimum":1}],"oneOf":[{"maximum":3}]})");
+  for (int v = -2; v <= 6; ++v) EXPECT_EQ(accepts(both, std::to_string(v)), v >= 1 && v <= 3) << v;
+  // allOf with keywords beside it.
+  auto all = schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false,
+                         "allOf":[{"required":["a"]}]})");
+  EXPECT_TRUE(accepts(all, R"({"a":1})"));
+  for (const char* bad : {"{}", R"({"a":"x"})", R"({"a":1,"b":2})"}) EXPECT_FALSE(accepts(all, bad)) << bad;
+  // allOf intersects the schemas of additional properties and of items as it does declared
+  // keys' (the second additionalProperties was dropped; items that allow nothing in common
+  // leave the empty array).
+  auto extra = schema(R"({"allOf":[{"type":"object","additionalProperties":{"type":"integer"}},
+                                   {"additionalProperties":{"minimum":0}}]})");
+  EXPECT_TRUE(accepts(extra, R"({"a":1})"));
+  EXPECT_FALSE(accepts(extra, R"({"a":-1})"));
+  EXPECT_FALSE(accepts(extra, R"({"a":"x"})"));
+  auto items = schema(R"({"allOf":[{"type":"array","items":{"type":"string"}},{"items":{"type":"integer"}}]})");
+  EXPECT_TRUE(accepts(items, "[]"));
+  EXPECT_EQ(taken(items, R"(["a"])"), 1u);
+  // Annotations beside a union change nothing: a union that refers back into itself still works.
+  auto rec = schema(R"({"description":"a list","anyOf":[{"type":"null"},{"type":"array","items":{"$ref":"#"},"maxItems":2}]})");
+  EXPECT_TRUE(accepts(rec, "[null,[null]]"));
+  EXPECT_FALSE(accepts(rec, "[1]"));
+  // So do keywords that bind nothing beside a reference back into the schema.
+  auto fmt = schema(R"({"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n","format":"x"}},
+                                      "additionalProperties":false}},"$ref":"#/$defs/n"})");
+  EXPECT_TRUE(accepts(fmt, R"({"next":{"next":{}}})"));
+  EXPECT_FALSE(accepts(fmt, R"({"next":1})"));
+  // Refused: no alternative is left; a recursion through the union beside other keywords.
+  const std::pair<const char*, const char*> kBad[] = {
+      {R"({"type":"string","anyOf":[{"type":"integer"},{"type":"null"}]})", "schema.anyOf"},
+      {R"({"minimum":5,"oneOf":[{"type":"integer","maximum":4},{"const":3}]})", "schema.oneOf"},
+      {R"({"$defs":{"u":{"type":"string","anyOf":[{"maxLength":3},{"$ref":"#/$defs/u"}]}},"$ref":"#/$defs/u"})",
+       "schema.$ref.anyOf[1]"},
+      // allOf of a key whose schema is still being compiled (it was read as any value).
+      {R"({"$defs":{"n":{"allOf":[{"type":"object","properties":{"next":{"$ref":"#/$defs/n"},"v":{"type":"integer"}}},
+                                  {"properties":{"next":{"type":"object"}}}]}},"$ref":"#/$defs/n"})",
+       "schema.$ref.allOf.properties.next"},
+  };
+  for (const auto& [text, path] : kBad) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind(path, 0), 0u) << text << " -> " << g.status().message();
+  }
+}
+
 // The keywords beside an enum or const keep the values they allow, with or without a type:
 // each limits the values of its kind (a bound numbers, a length strings), fractions held
 // exactly. Before, without a type they were ignored, and a length dropped every non-string.
