@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -84,14 +85,35 @@ bool utf8_continue(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
   return true;
 }
 
+// The JSON pointer that the URI fragment of `ref` ("#...") spells: its text after '#'
+// percent-decoded (RFC 3986; RFC 6901 section 6), so "#/$defs/a%20b" is "/$defs/a b" and
+// "%2F" a separator. Nothing when a '%' is not followed by two hex digits.
+std::optional<std::string> fragment_pointer(const std::string& ref) {
+  std::string out;
+  for (size_t i = 1; i < ref.size(); ++i) {
+    if (ref[i] != '%') {
+      out += ref[i];
+      continue;
+    }
+    const auto hi = static_cast<unsigned char>(i + 1 < ref.size() ? ref[i + 1] : 0);
+    const auto lo = static_cast<unsigned char>(i + 2 < ref.size() ? ref[i + 2] : 0);
+    if (!is_hex(hi) || !is_hex(lo)) return std::nullopt;
+    out += static_cast<char>(hex_value(hi) * 16 + hex_value(lo));
+    i += 2;
+  }
+  return out;
+}
+
 // The schema that the "$ref" value `ref` at `path` names in `root`: "#" and "#/..." (JSON
-// pointers into the same document). Errors begin with `path`.
+// pointers into the same document, percent-encoded as URI fragments). Errors begin with `path`.
 Result<const json*> resolve_ref(const json& root, const json& ref, const std::string& path) {
   if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
   const std::string& r = ref.get_ref<const std::string&>();
   if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
+  const std::optional<std::string> pointer = fragment_pointer(r);
+  if (!pointer) return invalid(path + ": '" + r + "' is not a URI fragment (a '%' is not followed by two hex digits)");
   try {
-    const json::json_pointer ptr(r.substr(1));
+    const json::json_pointer ptr(*pointer);
     if (root.contains(ptr)) return &root.at(ptr);
   } catch (const json::exception&) {
     return invalid(path + ": '" + r + "' is not a JSON pointer");
@@ -100,8 +122,10 @@ Result<const json*> resolve_ref(const json& root, const json& ref, const std::st
 }
 
 // The path of the schema that the resolved reference `ref` names, in the document whose root
-// is at `root_path`: "#/$defs/a~1b" is "root_path.$defs.a/b" ([i] for an array's items).
-std::string ref_target_path(const json& root, const std::string& root_path, const std::string& ref) {
+// is at `root_path`: "#/$defs/a~1b" is "root_path.$defs.a/b", "#/$defs/a%20b"
+// "root_path.$defs.a b" ([i] for an array's items).
+std::string ref_target_path(const json& root, const std::string& root_path, const std::string& r) {
+  const std::string ref = "#" + fragment_pointer(r).value_or(std::string());
   std::string path = root_path;
   const json* at = &root;
   for (size_t i = 2; i <= ref.size();) {  // past "#/"; a "#" alone is the root
@@ -371,15 +395,14 @@ class JsonSchemaCompiler {
 
  private:
   Result<int32_t> compile_ref(const json& ref, const std::string& path, int depth) {
-    if (ref.is_string()) {
-      if (auto it = refs_.find(ref.get_ref<const std::string&>()); it != refs_.end()) return it->second;
-    }
     GS_ASSIGN_OR_RETURN(const json* target, resolve_ref(root_, ref, path));
+    // One node per schema named, however the reference spells it ("a%20b", "a b").
+    if (auto it = refs_.find(target); it != refs_.end()) return it->second;
     const std::string r = ref.get<std::string>();
     // Reserve the index first: a schema may refer to itself (trees, linked lists).
     const auto index = static_cast<int32_t>(nodes.size());
     nodes.emplace_back();
-    refs_[r] = index;
+    refs_[target] = index;
     building_.insert(index);
     Node n;
     if (target->is_object() && target->contains("$ref")) {
@@ -1132,7 +1155,7 @@ class JsonSchemaCompiler {
 
   const json& root_;
   JsonSyntax syntax_;
-  std::map<std::string, int32_t> refs_;
+  std::map<const json*, int32_t> refs_;  // the node of each schema a reference names
   std::set<int32_t> building_;  // references reserved and not yet compiled
   int32_t no_value_ = -1;       // no_value_node's index, once made
 };

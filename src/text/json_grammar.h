@@ -118,7 +118,8 @@ class JsonGrammar {
   // The values `schema` (a JSON Schema, draft 2020-12 / OpenAI structured outputs subset)
   // allows. Read: type (and lists of types), properties, required, additionalProperties,
   // items, minItems, maxItems, enum, const, minLength, maxLength, anyOf, oneOf, allOf, $ref
-  // to "#" and "#/..." ($defs, definitions), and for "type": "integer" minimum, maximum,
+  // to "#" and "#/..." ($defs, definitions; JSON pointers in URI fragments, percent-decoded
+  // first), and for "type": "integer" minimum, maximum,
   // exclusiveMinimum and exclusiveMaximum (draft 4's boolean forms too). Annotations and
   // value checks the matcher cannot express (description, title, default, format, pattern,
   // multipleOf, the bounds of a "number", ...) are ignored. anyOf alternatives of the same

@@ -796,6 +796,44 @@ TEST(JsonGrammar, DanglingReferencesAreFoundAndNamed) {
   EXPECT_TRUE(check_schema_refs(json::parse(deep)).ok());  // past the compiler's depth: not walked
 }
 
+// A reference is a URI fragment: percent-decoded first (RFC 3986), then read as a JSON
+// pointer (RFC 6901: ~1 is '/', ~0 is '~'). Before, "%20" was looked up as it is.
+TEST(JsonGrammar, ReferencesArePercentDecodedJsonPointers) {
+  auto space = schema(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{"type":"integer"}}})");
+  EXPECT_TRUE(accepts(space, "1"));
+  EXPECT_FALSE(accepts(space, R"("x")"));
+  auto percent = schema(R"({"$ref":"#/$defs/a%25b","$defs":{"a%b":{"type":"string"},"a%25b":{"type":"integer"}}})");
+  EXPECT_TRUE(accepts(percent, R"("x")"));
+  EXPECT_FALSE(accepts(percent, "1"));
+  // Decoded first, then unescaped: %7E1 is ~1, a '/' in the key; %2F is a separator.
+  auto tilde = schema(R"({"$ref":"#/%24defs/a%7E1b","$defs":{"a/b":{"type":"boolean"},"a~1b":{"type":"null"}}})");
+  EXPECT_TRUE(accepts(tilde, "true"));
+  EXPECT_FALSE(accepts(tilde, "null"));
+  auto tilde0 = schema(R"({"$ref":"#/$defs/%7E0","$defs":{"~":{"type":"null"}}})");
+  EXPECT_TRUE(accepts(tilde0, "null"));
+  auto slash = schema(R"({"$ref":"#/$defs/a%2Fb","$defs":{"a":{"b":{"type":"integer"}},"a/b":{"type":"string"}}})");
+  EXPECT_TRUE(accepts(slash, "1"));
+  EXPECT_FALSE(accepts(slash, R"("x")"));
+  // Two spellings of one schema are one schema (recursion through either).
+  auto rec = schema(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{"type":"object","properties":{
+      "p":{"$ref":"#/$defs/a b"},"q":{"$ref":"#/$defs/a%20b"}},"additionalProperties":false}}})");
+  EXPECT_TRUE(accepts(rec, R"({"p":{"q":{}}})"));
+  EXPECT_FALSE(accepts(rec, R"({"p":{"q":1}})"));
+  // A '%' without two hex digits is refused; check_schema_refs decodes as from_schema does
+  // and names a dangling reference by the decoded path.
+  for (const char* bad : {R"({"$ref":"#/$defs/a%2","$defs":{"a%2":{}}})", R"({"$ref":"#/$defs/a%zz","$defs":{"a%zz":{}}})"}) {
+    auto g = JsonGrammar::from_schema(json::parse(bad));
+    ASSERT_FALSE(g.ok()) << bad;
+    EXPECT_EQ(g.status().message().rfind("schema.$ref: ", 0), 0u) << g.status().message();
+    EXPECT_FALSE(check_schema_refs(json::parse(bad), "p").ok()) << bad;
+  }
+  EXPECT_TRUE(check_schema_refs(json::parse(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{}}})"), "p").ok());
+  const Status st = check_schema_refs(
+      json::parse(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{"properties":{"c":{"$ref":"#/nope"}}}}})"), "p");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("p.$defs.a b.properties.c.$ref:", 0), 0u) << st.message();
+}
+
 TEST(JsonGrammar, RandomWalksStayInsideTheSchema) {
   // Pick random allowed bytes until the value is whole: every finished text parses and has
   // the schema's shape.
