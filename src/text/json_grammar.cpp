@@ -264,6 +264,11 @@ bool number_within(const json& v, const Node& n) {
          (d < n.num_max || (d == n.num_max && !n.num_max_exclusive));
 }
 
+// Whether n's bounds as written leave no number between them.
+bool no_number_within(const Node& n) {
+  return n.num_min > n.num_max || (n.num_min == n.num_max && (n.num_min_exclusive || n.num_max_exclusive));
+}
+
 bool is_integral(const json& v) {
   return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
 }
@@ -558,6 +563,11 @@ class JsonSchemaCompiler {
     if (n.integer && n.int_min > n.int_max) {
       return invalid(path + ": no integer of at most " + std::to_string(kJsonMaxIntegerDigits) +
                      " digits lies within its minimum and maximum");
+    }
+    if ((n.kinds & JsonGrammar::kNumber) && no_number_within(n)) {
+      // Bounds no number meets (a "number"'s bounds are otherwise not held as it is written).
+      n.kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
+      if (n.kinds == 0) return invalid(path + ": no number lies within its minimum and maximum");
     }
     if (n.kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(read_object(s, path, depth, &n));
     if (n.kinds & JsonGrammar::kArray) GS_RETURN_IF_ERROR(read_array(s, path, depth, &n));
@@ -1033,8 +1043,9 @@ class JsonSchemaCompiler {
     const uint8_t before = a->kinds;
     restrict_literals(a);
     if (a->kinds != before && why->empty()) *why = "no enum value lies within the bounds and lengths of both";
-    if ((a->kinds & JsonGrammar::kNumber) && a->integer && !a->has_number_enum && a->int_min > a->int_max) {
-      drop(JsonGrammar::kNumber, "no integer lies within the bounds of both");
+    if ((a->kinds & JsonGrammar::kNumber) && !a->has_number_enum &&
+        ((a->integer && a->int_min > a->int_max) || no_number_within(*a))) {
+      drop(JsonGrammar::kNumber, "no number lies within the bounds of both");
     }
     if ((a->kinds & JsonGrammar::kString) && a->max_length >= 0 && a->min_length > a->max_length) {
       drop(JsonGrammar::kString, "no string length lies within the lengths of both");

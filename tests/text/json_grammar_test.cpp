@@ -242,6 +242,26 @@ TEST(JsonGrammar, IntegerBoundsHoldAsTheDigitsAreWritten) {
   EXPECT_TRUE(accepts(schema(R"({"type":"number","minimum":10})"), "0.5"));
 }
 
+// A "number"'s bounds are not held as it is written (documented), but bounds that no number
+// meets are: such a schema is refused, or allows its other kinds only (it took any number).
+TEST(JsonGrammar, NumberBoundsThatNoNumberMeetsAreNotIgnored) {
+  for (const char* text : {R"({"type":"number","minimum":5,"maximum":4})",
+                           R"({"type":"number","exclusiveMinimum":2.5,"maximum":2.5})",
+                           R"({"allOf":[{"type":"number","minimum":1.5},{"exclusiveMaximum":1.5}]})"}) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind("schema", 0), 0u) << g.status().message();
+  }
+  auto other = schema(R"({"type":["number","null"],"minimum":5,"maximum":4})");
+  EXPECT_TRUE(accepts(other, "null"));
+  EXPECT_FALSE(accepts(other, "4.5"));
+  auto untyped = schema(R"({"minimum":5,"exclusiveMaximum":5})");
+  EXPECT_TRUE(accepts(untyped, R"("x")"));
+  EXPECT_FALSE(accepts(untyped, "5"));
+  auto point = schema(R"({"type":"number","minimum":2.5,"maximum":2.5})");  // one number: fine
+  EXPECT_TRUE(accepts(point, "2.5"));
+}
+
 TEST(JsonGrammar, StringsAreValidUtf8WithValidEscapes) {
   auto str = schema(R"({"type":"string"})");
   for (const char* ok : {R"("")", R"("a\"b\\c\/d\n")", R"("\u00e9")", R"("\ud83d\ude00")", "\"\xc3\xa9\"",
