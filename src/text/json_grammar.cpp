@@ -796,6 +796,25 @@ class JsonSchemaCompiler {
     return n;
   }
 
+  // The string as it is of a spelled one (JSON text unescaped; the call form's is the text).
+  std::string unspelled(const std::string& spelled) const {
+    return syntax_ == JsonSyntax::kJson ? json::parse("\"" + spelled + "\"").get<std::string>() : spelled;
+  }
+
+  // The least and the greatest length of n's strings (-1: no greatest): an enum's values',
+  // else its minLength and maxLength.
+  std::pair<int64_t, int64_t> string_lengths(const Node& n) const {
+    if (!n.has_string_enum || n.string_enum.empty()) return {n.min_length, n.max_length};
+    int64_t lo = INT64_MAX;
+    int64_t hi = 0;
+    for (const std::string& v : n.string_enum) {
+      const auto len = static_cast<int64_t>(utf8_chars(unspelled(v)));
+      lo = std::min(lo, len);
+      hi = std::max(hi, len);
+    }
+    return {lo, hi};
+  }
+
   // Keeps the enum values of `n` that its other parts allow: the strings within its lengths,
   // the numbers within its bounds (integers only where `integer`); a kind whose values are
   // all gone leaves n's kinds.
@@ -809,10 +828,7 @@ class JsonSchemaCompiler {
     }
     if (n->has_string_enum && (n->min_length > 0 || n->max_length >= 0)) {
       std::erase_if(n->string_enum, [&](const std::string& spelled) {
-        // The string as it is: JSON text unescaped; the call form's spelling is the text.
-        const std::string text =
-            syntax_ == JsonSyntax::kJson ? json::parse("\"" + spelled + "\"").get<std::string>() : spelled;
-        const auto len = static_cast<int64_t>(utf8_chars(text));
+        const auto len = static_cast<int64_t>(utf8_chars(unspelled(spelled)));
         return len < n->min_length || (n->max_length >= 0 && len > n->max_length);
       });
       if (n->string_enum.empty()) n->kinds &= static_cast<uint8_t>(~JsonGrammar::kString);
@@ -824,7 +840,7 @@ class JsonSchemaCompiler {
   // Refused (`path` begins the error) where even that would let out values neither allows:
   // more enum values than kJsonMaxKeys, or an enum's number that an integer range beside it
   // cannot hold and that cannot be listed with the range's integers.
-  static Result<Node> merge_union(const Node& a, const Node& b, const std::string& path) {
+  Result<Node> merge_union(const Node& a, const Node& b, const std::string& path) const {
     Node m = a;
     m.kinds = a.kinds | b.kinds;
     const auto has = [](const Node& n, uint8_t k) { return (n.kinds & k) != 0; };
@@ -874,8 +890,11 @@ class JsonSchemaCompiler {
                            " strings");
           }
         }
-        m.min_length = std::min(a.min_length, b.min_length);
-        m.max_length = a.max_length < 0 || b.max_length < 0 ? -1 : std::max(a.max_length, b.max_length);
+        // The lengths that span both's strings (an enum's: those of its values).
+        const auto [a_lo, a_hi] = string_lengths(a);
+        const auto [b_lo, b_hi] = string_lengths(b);
+        m.min_length = std::min(a_lo, b_lo);
+        m.max_length = a_hi < 0 || b_hi < 0 ? -1 : std::max(a_hi, b_hi);
       }
     }
     if (has(b, JsonGrammar::kNumber)) {

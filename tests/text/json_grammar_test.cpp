@@ -410,6 +410,21 @@ TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
   EXPECT_FALSE(accepts(closed, R"({"b":1,"c":2})"));
 }
 
+// anyOf of a string enum and a free string is a free string (loose, decision 0027), but with
+// the lengths that span both, an enum's being its values' (it took strings of any length).
+TEST(JsonGrammar, UnionsOfAStringEnumAndAFreeStringKeepTheLengths) {
+  auto g = schema(R"({"anyOf":[{"enum":["abc","de"]},{"type":"string","minLength":2,"maxLength":4}]})");
+  for (const char* ok : {R"("abc")", R"("de")", R"("wxyz")", R"("xy")"}) EXPECT_TRUE(accepts(g, ok)) << ok;
+  for (const char* bad : {R"("")", R"("a")", R"("abcde")"}) EXPECT_FALSE(accepts(g, bad)) << bad;
+  auto empty = schema(R"({"anyOf":[{"const":""},{"type":"string","maxLength":0}]})");
+  EXPECT_TRUE(accepts(empty, R"("")"));
+  EXPECT_FALSE(accepts(empty, R"("]")"));
+  auto wide = schema(R"({"anyOf":[{"type":"string","minLength":3},{"const":"é"}]})");
+  EXPECT_TRUE(accepts(wide, "\"\xc3\xa9\""));
+  EXPECT_TRUE(accepts(wide, R"("abc")"));
+  EXPECT_FALSE(accepts(wide, R"("")"));
+}
+
 // The keywords beside anyOf / oneOf / allOf hold for every value: each alternative is read
 // with them (an alternative they leave empty drops out), allOf's members are intersected
 // with them. Before, a schema with a union or allOf was read as the union or allOf alone.
