@@ -240,7 +240,8 @@ bool integer_within(const json& v, const Node& n) {
   return std::floor(d) == d && d >= static_cast<double>(n.int_min) && d <= static_cast<double>(n.int_max);
 }
 
-// Narrows n's exact number bounds to those of `more` (lower: `bound`, `exclusive`).
+// Narrows n's bounds as written to `bound` where it is the tighter (`exclusive`: the bound
+// itself is out): the lower one, and the upper one.
 void narrow_lower(Node* n, double bound, bool exclusive) {
   if (bound > n->num_min || (bound == n->num_min && exclusive)) {
     n->num_min = bound;
@@ -510,7 +511,6 @@ class JsonSchemaCompiler {
       branches = std::move(next);
       branches_free = false;
     }
-    if (branches.size() == 1 && branches_free) return base;  // allOf alone
     Node merged = branches[0];
     std::vector<int32_t> deferred = merged.deferred;
     for (size_t i = 1; i < branches.size(); ++i) {
