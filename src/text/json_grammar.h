@@ -119,13 +119,14 @@ class JsonGrammar {
   // allows. Read: type (and lists of types), properties, required, additionalProperties,
   // items, minItems, maxItems, enum, const, minLength, maxLength, anyOf, oneOf, allOf, $ref
   // to "#" and "#/..." ($defs, definitions; JSON pointers in URI fragments, percent-decoded
-  // first), and for "type": "integer" minimum, maximum,
-  // exclusiveMinimum and exclusiveMaximum (draft 4's boolean forms too). Annotations and
-  // value checks the matcher cannot express (description, title, default, format, pattern,
-  // multipleOf, the bounds of a "number", ...) are ignored. anyOf alternatives of the same
-  // kind are merged loosely (decision 0027; integer ranges: the range that spans both); a
-  // union that even so cannot be held (an enum of more than kJsonMaxKeys values, a fraction
-  // beside a wide integer range) is refused.
+  // first), and for "type": "integer" minimum, maximum, exclusiveMinimum and
+  // exclusiveMaximum (draft 4's boolean forms too; an enum's numbers are kept within them
+  // with or without a type). Keywords beside $ref, anyOf, oneOf and allOf apply (allOf).
+  // Annotations and value checks the matcher cannot express (description, title, default,
+  // format, pattern, multipleOf, the bounds of a "number", ...) are ignored. anyOf
+  // alternatives of the same kind are merged loosely (decision 0027; integer ranges: the
+  // range that spans both); a union that even so cannot be held (an enum of more than
+  // kJsonMaxKeys values, a fraction beside a wide integer range) is refused.
   // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
   // properties.a.items: ..."), or with `path` alone when no value of the schema nests
   // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").
