@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -84,14 +85,35 @@ bool utf8_continue(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
   return true;
 }
 
+// The JSON pointer that the URI fragment of `ref` ("#...") spells: its text after '#'
+// percent-decoded (RFC 3986; RFC 6901 section 6), so "#/$defs/a%20b" is "/$defs/a b" and
+// "%2F" a separator. Nothing when a '%' is not followed by two hex digits.
+std::optional<std::string> fragment_pointer(const std::string& ref) {
+  std::string out;
+  for (size_t i = 1; i < ref.size(); ++i) {
+    if (ref[i] != '%') {
+      out += ref[i];
+      continue;
+    }
+    const auto hi = static_cast<unsigned char>(i + 1 < ref.size() ? ref[i + 1] : 0);
+    const auto lo = static_cast<unsigned char>(i + 2 < ref.size() ? ref[i + 2] : 0);
+    if (!is_hex(hi) || !is_hex(lo)) return std::nullopt;
+    out += static_cast<char>(hex_value(hi) * 16 + hex_value(lo));
+    i += 2;
+  }
+  return out;
+}
+
 // The schema that the "$ref" value `ref` at `path` names in `root`: "#" and "#/..." (JSON
-// pointers into the same document). Errors begin with `path`.
+// pointers into the same document, percent-encoded as URI fragments). Errors begin with `path`.
 Result<const json*> resolve_ref(const json& root, const json& ref, const std::string& path) {
   if (!ref.is_string()) return invalid(path + " must be a string, got " + type_name(ref));
   const std::string& r = ref.get_ref<const std::string&>();
   if (r.empty() || r[0] != '#') return invalid(path + ": only references into this schema ('#...') are supported, got '" + r + "'");
+  const std::optional<std::string> pointer = fragment_pointer(r);
+  if (!pointer) return invalid(path + ": '" + r + "' is not a URI fragment (a '%' is not followed by two hex digits)");
   try {
-    const json::json_pointer ptr(r.substr(1));
+    const json::json_pointer ptr(*pointer);
     if (root.contains(ptr)) return &root.at(ptr);
   } catch (const json::exception&) {
     return invalid(path + ": '" + r + "' is not a JSON pointer");
@@ -100,8 +122,10 @@ Result<const json*> resolve_ref(const json& root, const json& ref, const std::st
 }
 
 // The path of the schema that the resolved reference `ref` names, in the document whose root
-// is at `root_path`: "#/$defs/a~1b" is "root_path.$defs.a/b" ([i] for an array's items).
-std::string ref_target_path(const json& root, const std::string& root_path, const std::string& ref) {
+// is at `root_path`: "#/$defs/a~1b" is "root_path.$defs.a/b", "#/$defs/a%20b"
+// "root_path.$defs.a b" ([i] for an array's items).
+std::string ref_target_path(const json& root, const std::string& root_path, const std::string& r) {
+  const std::string ref = "#" + fragment_pointer(r).value_or(std::string());
   std::string path = root_path;
   const json* at = &root;
   for (size_t i = 2; i <= ref.size();) {  // past "#/"; a "#" alone is the root
@@ -216,6 +240,40 @@ bool integer_within(const json& v, const Node& n) {
   return std::floor(d) == d && d >= static_cast<double>(n.int_min) && d <= static_cast<double>(n.int_max);
 }
 
+// Narrows n's bounds as written to `bound` where it is the tighter (`exclusive`: the bound
+// itself is out): the lower one, and the upper one.
+void narrow_lower(Node* n, double bound, bool exclusive) {
+  if (bound > n->num_min || (bound == n->num_min && exclusive)) {
+    n->num_min = bound;
+    n->num_min_exclusive = exclusive;
+  }
+}
+void narrow_upper(Node* n, double bound, bool exclusive) {
+  if (bound < n->num_max || (bound == n->num_max && exclusive)) {
+    n->num_max = bound;
+    n->num_max_exclusive = exclusive;
+  }
+}
+
+// Whether the JSON number `v` lies within n's bounds: an integer the matcher could write by
+// int_min .. int_max (exact), any other by the bounds as written.
+bool number_within(const json& v, const Node& n) {
+  static const Node kWhole;  // every integer of at most kJsonMaxIntegerDigits digits
+  if (integer_within(v, kWhole)) return integer_within(v, n);
+  const double d = v.get<double>();
+  return (d > n.num_min || (d == n.num_min && !n.num_min_exclusive)) &&
+         (d < n.num_max || (d == n.num_max && !n.num_max_exclusive));
+}
+
+// Whether n's bounds as written leave no number between them.
+bool no_number_within(const Node& n) {
+  return n.num_min > n.num_max || (n.num_min == n.num_max && (n.num_min_exclusive || n.num_max_exclusive));
+}
+
+bool is_integral(const json& v) {
+  return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+}
+
 // A bound keyword's value as an integer bound: rounded up (`up`) or down, clamped to
 // +-(kJsonMaxInteger + 1) (beyond every integer the matcher writes).
 int64_t integer_bound(const json& v, bool up) {
@@ -226,6 +284,26 @@ int64_t integer_bound(const json& v, bool up) {
   if (d >= static_cast<double>(kBeyond)) return kBeyond;
   if (d <= -static_cast<double>(kBeyond)) return -kBeyond;
   return static_cast<int64_t>(d);
+}
+
+// `s` without the keywords that constrain no value (annotations, definitions).
+json without_annotations(const json& s) {
+  json rest = s;
+  for (const char* k : {"$defs", "definitions", "title", "description", "$comment", "default", "examples", "$schema",
+                        "$id", "$anchor", "deprecated", "readOnly", "writeOnly"}) {
+    rest.erase(k);
+  }
+  return rest;
+}
+
+// Whether n allows every JSON value (as any_node).
+bool allows_everything(const Node& n) {
+  const Node any;
+  return n.kinds == JsonGrammar::kAnyKind && n.keys.empty() && n.extra_keys && !n.closed &&
+         n.extra_node == JsonGrammar::kAny && n.items == JsonGrammar::kAny && n.min_items == 0 && n.max_items < 0 &&
+         !n.has_string_enum && n.min_length == 0 && n.max_length < 0 && !n.integer && !n.has_number_enum &&
+         n.int_min == any.int_min && n.int_max == any.int_max && n.num_min == any.num_min && n.num_max == any.num_max &&
+         n.deferred.empty();
 }
 
 // Object and array phases.
@@ -274,17 +352,16 @@ class JsonSchemaCompiler {
     }
     if (s.contains("$ref")) {
       // Other constraining keywords beside $ref apply too (2020-12): the two as allOf.
-      json rest = s;
+      json rest = without_annotations(s);
       rest.erase("$ref");
-      for (const char* k : {"$defs", "definitions", "title", "description", "$comment", "default", "examples",
-                            "$schema", "$id", "$anchor", "deprecated", "readOnly", "writeOnly"}) {
-        rest.erase(k);
-      }
       if (rest.empty()) return compile_ref(s["$ref"], path + ".$ref", depth);
       GS_ASSIGN_OR_RETURN(int32_t r, compile_ref(s["$ref"], path + ".$ref", depth));
+      // Kinds only from "type": a keyword beside the reference limits the values of its kind
+      // (maxLength, strings), not which kinds the reference allows.
+      GS_ASSIGN_OR_RETURN(Node more, build(rest, path, depth, /*infer_kinds=*/false));
+      if (allows_everything(more)) return r;  // keywords that bind nothing (format, discriminator, ...)
       if (in_progress(r)) return invalid(path + ".$ref: a reference back into itself beside other keywords is not supported");
       Node n = r == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(r)];
-      GS_ASSIGN_OR_RETURN(Node more, build(rest, path, depth));
       GS_RETURN_IF_ERROR(merge_all(&n, more, path, depth));
       fill_literals(&n);
       nodes.push_back(std::move(n));
@@ -300,7 +377,8 @@ class JsonSchemaCompiler {
   // Merges each union's deferred alternatives into it (by value, as build merges the
   // others), round after round until every deferred content has reached every union that
   // depends on it (a chain of k deferred nodes needs k rounds), then clears the lists.
-  void resolve_deferred() {
+  // Errors (a union merge_union cannot express) begin with `path`, the schema's.
+  Status resolve_deferred(const std::string& path) {
     std::vector<std::pair<size_t, Node>> own;  // each union with deferred parts, as compiled
     for (size_t i = 0; i < nodes.size(); ++i)
       if (!nodes[i].deferred.empty()) own.emplace_back(i, nodes[i]);
@@ -310,7 +388,7 @@ class JsonSchemaCompiler {
         for (int32_t a : base.deferred) {
           Node alt = nodes[static_cast<size_t>(a)];
           alt.deferred.clear();
-          m = merge_union(m, alt);
+          GS_ASSIGN_OR_RETURN(m, merge_union(m, alt, path));
         }
         m.deferred = base.deferred;
         fill_literals(&m);
@@ -318,23 +396,25 @@ class JsonSchemaCompiler {
       }
     }
     for (Node& n : nodes) n.deferred.clear();
+    return {};
   }
 
  private:
   Result<int32_t> compile_ref(const json& ref, const std::string& path, int depth) {
-    if (ref.is_string()) {
-      if (auto it = refs_.find(ref.get_ref<const std::string&>()); it != refs_.end()) return it->second;
-    }
     GS_ASSIGN_OR_RETURN(const json* target, resolve_ref(root_, ref, path));
+    // One node per schema named, however the reference spells it ("a%20b", "a b").
+    if (auto it = refs_.find(target); it != refs_.end()) return it->second;
     const std::string r = ref.get<std::string>();
     // Reserve the index first: a schema may refer to itself (trees, linked lists).
     const auto index = static_cast<int32_t>(nodes.size());
     nodes.emplace_back();
-    refs_[r] = index;
+    refs_[target] = index;
     building_.insert(index);
     Node n;
     if (target->is_object() && target->contains("$ref")) {
-      GS_ASSIGN_OR_RETURN(int32_t other, compile_ref((*target)["$ref"], path, depth + 1));
+      // Compiled as any schema with a reference: the keywords beside it apply as well (a
+      // reference back into itself beside them is refused there).
+      GS_ASSIGN_OR_RETURN(int32_t other, compile(*target, path, depth + 1));
       if (in_progress(other)) return invalid(path + ": '" + r + "' leads back to itself through references alone");
       n = other == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(other)];
     } else if (target->is_boolean() || !target->is_object()) {
@@ -367,56 +447,127 @@ class JsonSchemaCompiler {
     return i == JsonGrammar::kAny ? any_node() : nodes[static_cast<size_t>(i)];
   }
 
-  Result<Node> build(const json& s, const std::string& path, int depth) {
-    for (const char* key : {"anyOf", "oneOf"}) {
-      if (!s.contains(key)) continue;
-      const json& alts = s[key];
-      const std::string p = path + "." + key;
-      if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
-      Node merged;
-      std::vector<int32_t> deferred;
-      for (size_t i = 0; i < alts.size(); ++i) {
-        GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], p + "[" + std::to_string(i) + "]", depth + 1, true));
-        deferred.insert(deferred.end(), alt.deferred.begin(), alt.deferred.end());
-        merged = i == 0 ? std::move(alt) : merge_union(merged, alt);
-      }
-      merged.deferred = std::move(deferred);
-      fill_literals(&merged);
-      return merged;
+  // infer_kinds: without "type", the kinds the keywords imply ("properties": objects,
+  // "minLength": strings) rather than any (for a schema of its own; not for keywords that
+  // stand beside others, which limit only the values of their kind).
+  Result<Node> build(const json& s, const std::string& path, int depth, bool infer_kinds = true) {
+    if (!s.contains("anyOf") && !s.contains("oneOf") && !s.contains("allOf")) {
+      return build_plain(s, path, depth, infer_kinds);
+    }
+    // The keywords beside anyOf / oneOf / allOf hold for every value, as one more allOf
+    // member; they limit the values of their kind only (kinds from "type" alone).
+    json rest = without_annotations(s);
+    for (const char* k : {"anyOf", "oneOf", "allOf"}) rest.erase(k);
+    Node base = any_node();
+    bool base_free = true;  // base allows every value (no keyword beside the combinators binds)
+    if (!rest.empty()) {
+      GS_ASSIGN_OR_RETURN(base, build_plain(rest, path, depth, /*infer_kinds=*/false));
+      base_free = allows_everything(base);
     }
     if (s.contains("allOf")) {
       const json& all = s["allOf"];
       const std::string p = path + ".allOf";
       if (!all.is_array() || all.empty()) return invalid(p + " must be a non-empty array");
-      GS_ASSIGN_OR_RETURN(Node merged, node_of(all[0], p + "[0]", depth + 1, false));
-      for (size_t i = 1; i < all.size(); ++i) {
+      for (size_t i = 0; i < all.size(); ++i) {
         GS_ASSIGN_OR_RETURN(Node more, node_of(all[i], p + "[" + std::to_string(i) + "]", depth + 1, false));
-        GS_RETURN_IF_ERROR(merge_all(&merged, more, p, depth));
+        if (base_free) {
+          base = std::move(more);
+          base_free = false;
+        } else {
+          GS_RETURN_IF_ERROR(merge_all(&base, more, p, depth));
+        }
       }
-      fill_literals(&merged);
-      return merged;
+      fill_literals(&base);
     }
+    // anyOf, then oneOf (read as anyOf): each alternative with what holds so far; with both,
+    // each pair. An alternative that leaves no value drops out.
+    std::vector<Node> branches = {base};
+    bool branches_free = base_free;
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      const json& alts = s[key];
+      const std::string p = path + "." + key;
+      if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
+      std::vector<Node> next;
+      for (const Node& b : branches) {
+        for (size_t i = 0; i < alts.size(); ++i) {
+          const std::string pi = p + "[" + std::to_string(i) + "]";
+          GS_ASSIGN_OR_RETURN(Node alt, node_of(alts[i], pi, depth + 1, true));
+          if (!branches_free) {
+            Node n = b;
+            std::string why;
+            GS_RETURN_IF_ERROR(intersect(&n, alt, pi, depth, &why));
+            if (n.kinds == 0) continue;
+            fill_literals(&n);
+            alt = std::move(n);
+          }
+          if (next.size() >= static_cast<size_t>(kJsonMaxKeys)) {
+            return invalid(p + ": more than " + std::to_string(kJsonMaxKeys) + " alternatives with those beside them");
+          }
+          next.push_back(std::move(alt));
+        }
+      }
+      if (next.empty()) return invalid(p + ": no alternative allows a value that the keywords beside it allow");
+      branches = std::move(next);
+      branches_free = false;
+    }
+    Node merged = branches[0];
+    std::vector<int32_t> deferred = merged.deferred;
+    for (size_t i = 1; i < branches.size(); ++i) {
+      deferred.insert(deferred.end(), branches[i].deferred.begin(), branches[i].deferred.end());
+      GS_ASSIGN_OR_RETURN(merged, merge_union(merged, branches[i], path + (s.contains("anyOf") ? ".anyOf" : ".oneOf")));
+    }
+    if (!base_free && branches.size() > 1) {
+      // The union merges alternatives of one kind loosely; what holds for all holds for it.
+      std::string why;
+      GS_RETURN_IF_ERROR(intersect(&merged, base, path, depth, &why));
+    }
+    merged.deferred = std::move(deferred);
+    fill_literals(&merged);
+    return merged;
+  }
+
+  // A schema without anyOf, oneOf or allOf.
+  Result<Node> build_plain(const json& s, const std::string& path, int depth, bool infer_kinds) {
     if (s.contains("enum") || s.contains("const")) {
       GS_ASSIGN_OR_RETURN(Node lit, literal_node(s, path));
-      if (s.contains("type") || s.contains("minLength") || s.contains("maxLength")) {
-        // The values the other keywords allow (type, string length, integer bounds) and
-        // nothing else.
-        Node shape;
-        GS_RETURN_IF_ERROR(read_types(s, path, &shape));
-        GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &shape.min_length));
-        GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &shape.max_length));
-        GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &shape));
-        GS_RETURN_IF_ERROR(filter_literals(&lit, shape, s, path));
+      // The values the keywords beside it allow: its type, and without one each keyword
+      // limits the values of its kind (string lengths, number bounds). Keywords of objects
+      // and arrays concern no value an enum may list.
+      Node shape;
+      GS_RETURN_IF_ERROR(read_types(s, path, &shape, /*infer_kinds=*/false));
+      GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &shape.min_length));
+      GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &shape.max_length));
+      GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &shape));
+      lit.kinds &= shape.kinds;
+      lit.integer = shape.integer;
+      lit.min_length = shape.min_length;
+      lit.max_length = shape.max_length;
+      lit.int_min = shape.int_min;
+      lit.int_max = shape.int_max;
+      lit.num_min = shape.num_min;
+      lit.num_max = shape.num_max;
+      lit.num_min_exclusive = shape.num_min_exclusive;
+      lit.num_max_exclusive = shape.num_max_exclusive;
+      restrict_literals(&lit);
+      if (lit.kinds == 0) {
+        return invalid(path + ": no enum or const value satisfies the keywords beside it (type, length, bounds)");
       }
+      fill_literals(&lit);
       return lit;
     }
 
     Node n;
-    GS_RETURN_IF_ERROR(read_types(s, path, &n));
+    GS_RETURN_IF_ERROR(read_types(s, path, &n, infer_kinds));
     GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &n));
     if (n.integer && n.int_min > n.int_max) {
       return invalid(path + ": no integer of at most " + std::to_string(kJsonMaxIntegerDigits) +
                      " digits lies within its minimum and maximum");
+    }
+    if ((n.kinds & JsonGrammar::kNumber) && no_number_within(n)) {
+      // Bounds no number meets (a "number"'s bounds are otherwise not held as it is written).
+      n.kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
+      if (n.kinds == 0) return invalid(path + ": no number lies within its minimum and maximum");
     }
     if (n.kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(read_object(s, path, depth, &n));
     if (n.kinds & JsonGrammar::kArray) GS_RETURN_IF_ERROR(read_array(s, path, depth, &n));
@@ -429,8 +580,12 @@ class JsonSchemaCompiler {
     return n;
   }
 
-  Status read_types(const json& s, const std::string& path, Node* n) {
+  Status read_types(const json& s, const std::string& path, Node* n, bool infer_kinds = true) {
     auto it = s.find("type");
+    if (it == s.end() && !infer_kinds) {
+      n->kinds = JsonGrammar::kAnyKind;
+      return {};
+    }
     if (it == s.end()) {
       // No type: what the keywords present imply, or any value.
       uint8_t kinds = 0;
@@ -549,8 +704,8 @@ class JsonSchemaCompiler {
   }
 
   // minimum, maximum, exclusiveMinimum, exclusiveMaximum as the integers they allow (n's
-  // int_min, int_max narrowed); draft 4's boolean exclusiveMinimum / exclusiveMaximum make
-  // the minimum / maximum beside them strict.
+  // int_min, int_max narrowed) and as written (num_min, num_max); draft 4's boolean
+  // exclusiveMinimum / exclusiveMaximum make the minimum / maximum beside them strict.
   static Status read_integer_bounds(const json& s, const std::string& path, Node* n) {
     for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
       const auto it = s.find(k);
@@ -562,16 +717,20 @@ class JsonSchemaCompiler {
     if (const auto it = s.find("minimum"); it != s.end()) {
       const int64_t lo = flag("exclusiveMinimum") ? integer_bound(*it, false) + 1 : integer_bound(*it, true);
       n->int_min = std::max(n->int_min, lo);
+      narrow_lower(n, it->get<double>(), flag("exclusiveMinimum"));
     }
     if (const auto it = s.find("maximum"); it != s.end()) {
       const int64_t hi = flag("exclusiveMaximum") ? integer_bound(*it, true) - 1 : integer_bound(*it, false);
       n->int_max = std::min(n->int_max, hi);
+      narrow_upper(n, it->get<double>(), flag("exclusiveMaximum"));
     }
     if (const auto it = s.find("exclusiveMinimum"); it != s.end() && it->is_number()) {
       n->int_min = std::max(n->int_min, integer_bound(*it, false) + 1);
+      narrow_lower(n, it->get<double>(), true);
     }
     if (const auto it = s.find("exclusiveMaximum"); it != s.end() && it->is_number()) {
       n->int_max = std::min(n->int_max, integer_bound(*it, true) - 1);
+      narrow_upper(n, it->get<double>(), true);
     }
     return {};
   }
@@ -598,12 +757,17 @@ class JsonSchemaCompiler {
 
   Result<Node> literal_node(const json& s, const std::string& path) {
     std::vector<json> values;
-    if (s.contains("const")) {
-      values.push_back(s["const"]);
-    } else {
+    if (s.contains("enum")) {
       const json& e = s["enum"];
       if (!e.is_array() || e.empty()) return invalid(path + ".enum must be a non-empty array");
       values = e.get<std::vector<json>>();
+    }
+    if (s.contains("const")) {
+      // Beside an enum, the const only if the enum lists it (numbers compare by value).
+      if (s.contains("enum") && std::find(values.begin(), values.end(), s["const"]) == values.end()) {
+        return invalid(path + ".const: the value is not one of enum's");
+      }
+      values = {s["const"]};
     }
     const std::string p = path + (s.contains("const") ? ".const" : ".enum");
     if (values.size() > static_cast<size_t>(kJsonMaxKeys)) {
@@ -632,53 +796,51 @@ class JsonSchemaCompiler {
     return n;
   }
 
-  // Keeps the enum/const values of `lit` that `shape` (kinds, integer, string length) allows.
-  Status filter_literals(Node* lit, const Node& shape, const json& s, const std::string& path) const {
-    std::vector<json> values;
-    if (s.contains("const")) {
-      values.push_back(s["const"]);
-    } else {
-      values = s["enum"].get<std::vector<json>>();
-    }
-    Node kept;
-    kept.kinds = 0;
-    for (const json& v : values) {
-      bool ok = false;
-      if (v.is_string()) {
-        const auto len = utf8_chars(v.get<std::string>());
-        ok = (shape.kinds & JsonGrammar::kString) && len >= shape.min_length &&
-             (shape.max_length < 0 || len <= shape.max_length);
-        if (ok) {
-          kept.kinds |= JsonGrammar::kString;
-          kept.has_string_enum = true;
-          kept.string_enum.push_back(spelling(v.get<std::string>()));
-        }
-      } else if (v.is_number()) {
-        const bool integral = v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-        ok = (shape.kinds & JsonGrammar::kNumber) && (!shape.integer || integral);
-        if (ok && shape.integer && has_integer_bounds(shape)) ok = integer_within(v, shape);
-        if (ok) {
-          kept.kinds |= JsonGrammar::kNumber;
-          kept.has_number_enum = true;
-          kept.number_enum.push_back(v.dump());
-        }
-      } else if (v.is_boolean()) {
-        const uint8_t k = v.get<bool>() ? JsonGrammar::kTrue : JsonGrammar::kFalse;
-        ok = (shape.kinds & k) != 0;
-        if (ok) kept.kinds |= k;
-      } else if (v.is_null()) {
-        ok = (shape.kinds & JsonGrammar::kNull) != 0;
-        if (ok) kept.kinds |= JsonGrammar::kNull;
-      }
-    }
-    if (kept.kinds == 0) return invalid(path + ": no enum or const value has the schema's type and length");
-    fill_literals(&kept);
-    *lit = std::move(kept);
-    return {};
+  // The string as it is of a spelled one (JSON text unescaped; the call form's is the text).
+  std::string unspelled(const std::string& spelled) const {
+    return syntax_ == JsonSyntax::kJson ? json::parse("\"" + spelled + "\"").get<std::string>() : spelled;
   }
 
-  // anyOf: the values either allows; two alternatives of one kind merge loosely.
-  static Node merge_union(const Node& a, const Node& b) {
+  // The least and the greatest length of n's strings (-1: no greatest): an enum's values',
+  // else its minLength and maxLength.
+  std::pair<int64_t, int64_t> string_lengths(const Node& n) const {
+    if (!n.has_string_enum || n.string_enum.empty()) return {n.min_length, n.max_length};
+    int64_t lo = INT64_MAX;
+    int64_t hi = 0;
+    for (const std::string& v : n.string_enum) {
+      const auto len = static_cast<int64_t>(utf8_chars(unspelled(v)));
+      lo = std::min(lo, len);
+      hi = std::max(hi, len);
+    }
+    return {lo, hi};
+  }
+
+  // Keeps the enum values of `n` that its other parts allow: the strings within its lengths,
+  // the numbers within its bounds (integers only where `integer`); a kind whose values are
+  // all gone leaves n's kinds.
+  void restrict_literals(Node* n) const {
+    if (n->has_number_enum) {
+      std::erase_if(n->number_enum, [&](const std::string& text) {
+        const json v = json::parse(text);
+        return (n->integer && !is_integral(v)) || !number_within(v, *n);
+      });
+      if (n->number_enum.empty()) n->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
+    }
+    if (n->has_string_enum && (n->min_length > 0 || n->max_length >= 0)) {
+      std::erase_if(n->string_enum, [&](const std::string& spelled) {
+        const auto len = static_cast<int64_t>(utf8_chars(unspelled(spelled)));
+        return len < n->min_length || (n->max_length >= 0 && len > n->max_length);
+      });
+      if (n->string_enum.empty()) n->kinds &= static_cast<uint8_t>(~JsonGrammar::kString);
+    }
+  }
+
+  // anyOf: the values either allows; two alternatives of one kind merge loosely (objects,
+  // arrays, strings that are not both enums, integer ranges: the range that spans both).
+  // Refused (`path` begins the error) where even that would let out values neither allows:
+  // more enum values than kJsonMaxKeys, or an enum's number that an integer range beside it
+  // cannot hold and that cannot be listed with the range's integers.
+  Result<Node> merge_union(const Node& a, const Node& b, const std::string& path) const {
     Node m = a;
     m.kinds = a.kinds | b.kinds;
     const auto has = [](const Node& n, uint8_t k) { return (n.kinds & k) != 0; };
@@ -724,105 +886,146 @@ class JsonSchemaCompiler {
             if (std::find(m.string_enum.begin(), m.string_enum.end(), v) == m.string_enum.end()) m.string_enum.push_back(v);
           }
           if (m.string_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
-            m.has_string_enum = false;
-            m.string_enum.clear();
+            return invalid(path + ": the alternatives' enums list more than " + std::to_string(kJsonMaxKeys) +
+                           " strings");
           }
         }
-        m.min_length = std::min(a.min_length, b.min_length);
-        m.max_length = a.max_length < 0 || b.max_length < 0 ? -1 : std::max(a.max_length, b.max_length);
+        // The lengths that span both's strings (an enum's: those of its values).
+        const auto [a_lo, a_hi] = string_lengths(a);
+        const auto [b_lo, b_hi] = string_lengths(b);
+        m.min_length = std::min(a_lo, b_lo);
+        m.max_length = a_hi < 0 || b_hi < 0 ? -1 : std::max(a_hi, b_hi);
       }
     }
     if (has(b, JsonGrammar::kNumber)) {
+      // The bounds as written: those of the one, or the span of both (they only filter an
+      // enum this union meets in allOf, as loosely as the union holds).
+      if (!has(a, JsonGrammar::kNumber)) {
+        m.num_min = b.num_min;
+        m.num_min_exclusive = b.num_min_exclusive;
+        m.num_max = b.num_max;
+        m.num_max_exclusive = b.num_max_exclusive;
+      } else {
+        if (b.num_min < a.num_min || (b.num_min == a.num_min && !b.num_min_exclusive)) {
+          m.num_min = b.num_min;
+          m.num_min_exclusive = b.num_min_exclusive;
+        }
+        if (b.num_max > a.num_max || (b.num_max == a.num_max && !b.num_max_exclusive)) {
+          m.num_max = b.num_max;
+          m.num_max_exclusive = b.num_max_exclusive;
+        }
+      }
       if (!has(a, JsonGrammar::kNumber)) {
         m.integer = b.integer;
         m.int_min = b.int_min;
         m.int_max = b.int_max;
         m.has_number_enum = b.has_number_enum;
         m.number_enum = b.number_enum;
+      } else if (a.has_number_enum && b.has_number_enum) {
+        m.integer = a.integer && b.integer;
+        for (const auto& v : b.number_enum) {
+          if (std::find(m.number_enum.begin(), m.number_enum.end(), v) == m.number_enum.end()) m.number_enum.push_back(v);
+        }
+        if (m.number_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
+          return invalid(path + ": the alternatives' enums list more than " + std::to_string(kJsonMaxKeys) + " numbers");
+        }
+      } else if (a.has_number_enum || b.has_number_enum) {
+        GS_RETURN_IF_ERROR(union_enum_and_numbers(a.has_number_enum ? a : b, a.has_number_enum ? b : a, path, &m));
       } else {
         m.integer = a.integer && b.integer;
         // Loosely, as the rest: the range that spans both.
         m.int_min = std::min(a.integer ? a.int_min : -kJsonMaxInteger, b.integer ? b.int_min : -kJsonMaxInteger);
         m.int_max = std::max(a.integer ? a.int_max : kJsonMaxInteger, b.integer ? b.int_max : kJsonMaxInteger);
-        m.has_number_enum = a.has_number_enum && b.has_number_enum;
-        m.number_enum.clear();
-        if (m.has_number_enum) {
-          m.number_enum = a.number_enum;
-          for (const auto& v : b.number_enum) {
-            if (std::find(m.number_enum.begin(), m.number_enum.end(), v) == m.number_enum.end()) m.number_enum.push_back(v);
-          }
-          if (m.number_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
-            m.has_number_enum = false;
-            m.number_enum.clear();
-          }
-        }
       }
     }
     return m;
   }
 
-  // allOf: the kinds both allow; objects take both's properties and requirements.
-  Status merge_all(Node* a, const Node& b, const std::string& path, int depth) {
-    if (depth > kJsonMaxDepth) return invalid(path + ": the schema nests deeper than " + std::to_string(kJsonMaxDepth));
-    a->kinds &= b.kinds;
-    if (a->kinds == 0) return invalid(path + ": the schemas allow no common kind of value");
-    if (a->kinds & JsonGrammar::kObject) {
-      // A key stays when each side declares it or does not close itself (additionalProperties
-      // false); a key both declare takes both schemas; the required keys of both must stay.
-      Node m = *a;
-      m.keys.clear();
-      m.key_nodes.clear();
-      m.required.reset();
-      const auto find = [](const Node& n, const std::string& k) {
-        for (size_t i = 0; i < n.keys.size(); ++i) {
-          if (n.keys[i] == k) return static_cast<int>(i);
-        }
-        return -1;
-      };
-      std::vector<std::string> all = a->keys;
-      for (const auto& k : b.keys) {
-        if (find(*a, k) < 0) all.push_back(k);
+  // The numbers of a union of `e`'s enum numbers and `g`'s numbers (no enum) into m's
+  // number fields. Any number beside: any number. Beside an integer range: the range when it
+  // holds every value; else the values and the range's integers listed, when they are at
+  // most kJsonMaxKeys; else the range that spans both when every value is an integer the
+  // matcher writes (loose, as two ranges are); else refused.
+  static Status union_enum_and_numbers(const Node& e, const Node& g, const std::string& path, Node* m) {
+    m->has_number_enum = false;
+    m->number_enum.clear();
+    m->integer = g.integer;
+    m->int_min = g.int_min;
+    m->int_max = g.int_max;
+    if (!g.integer) return {};
+    int64_t lo = g.int_min;
+    int64_t hi = g.int_max;
+    bool integral = true;
+    bool inside = true;
+    for (const std::string& text : e.number_enum) {
+      const json v = json::parse(text);
+      Node whole;  // every integer the matcher writes
+      if (!integer_within(v, whole)) {
+        integral = false;
+        continue;
       }
-      for (const auto& k : all) {
-        const int ia = find(*a, k);
-        const int ib = find(b, k);
-        const bool in_a = ia >= 0 || !a->closed;
-        const bool in_b = ib >= 0 || !b.closed;
-        const bool req = (ia >= 0 && a->required.test(static_cast<size_t>(ia))) ||
-                         (ib >= 0 && b.required.test(static_cast<size_t>(ib)));
-        if (!in_a || !in_b) {
-          if (req) return invalid(path + ": the required key '" + k + "' is not allowed by every schema");
-          continue;
-        }
-        const int32_t na = ia >= 0 ? a->key_nodes[static_cast<size_t>(ia)] : a->extra_node;
-        const int32_t nb = ib >= 0 ? b.key_nodes[static_cast<size_t>(ib)] : b.extra_node;
-        int32_t node = na;
-        if (na == JsonGrammar::kAny) {
-          node = nb;
-        } else if (nb != JsonGrammar::kAny && nb != na) {
-          Node both = nodes[static_cast<size_t>(na)];
-          GS_RETURN_IF_ERROR(merge_all(&both, nodes[static_cast<size_t>(nb)], path + ".properties." + k, depth + 1));
-          fill_literals(&both);
-          nodes.push_back(std::move(both));
-          node = static_cast<int32_t>(nodes.size() - 1);
-        }
-        if (m.keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
-          return invalid(path + ": more than " + std::to_string(kJsonMaxKeys) + " properties");
-        }
-        if (req) m.required.set(m.keys.size());
-        m.keys.push_back(k);
-        m.key_nodes.push_back(node);
-      }
-      m.extra_keys = a->extra_keys && b.extra_keys;
-      m.closed = a->closed || b.closed;
-      if (m.extra_keys && m.extra_node == JsonGrammar::kAny) m.extra_node = b.extra_node;
-      a->keys = std::move(m.keys);
-      a->key_nodes = std::move(m.key_nodes);
-      a->required = m.required;
-      a->extra_keys = m.extra_keys;
-      a->closed = m.closed;
-      a->extra_node = m.extra_node;
+      const int64_t i = v.is_number_float() ? static_cast<int64_t>(v.get<double>()) : v.get<int64_t>();
+      if (i < g.int_min || i > g.int_max) inside = false;
+      lo = std::min(lo, i);
+      hi = std::max(hi, i);
     }
+    if (integral && inside) return {};
+    const auto listed = static_cast<uint64_t>(g.int_max - g.int_min) + 1 + e.number_enum.size();
+    if (g.int_min <= g.int_max && listed <= static_cast<uint64_t>(kJsonMaxKeys)) {
+      m->integer = false;
+      m->int_min = -kJsonMaxInteger;
+      m->int_max = kJsonMaxInteger;
+      m->has_number_enum = true;
+      m->number_enum = e.number_enum;
+      for (int64_t i = g.int_min; i <= g.int_max; ++i) {
+        const std::string text = std::to_string(i);
+        if (std::find(m->number_enum.begin(), m->number_enum.end(), text) == m->number_enum.end()) {
+          m->number_enum.push_back(text);
+        }
+      }
+      return {};
+    }
+    if (integral) {
+      m->int_min = lo;
+      m->int_max = hi;
+      return {};
+    }
+    return invalid(path + ": an enum's number that is not an integer, beside an integer range too wide to list, is "
+                          "not supported");
+  }
+
+  // allOf: the values both allow, into *a (objects take both's properties and requirements).
+  // Errors: no value is left (`path` and the reason), or what cannot be intersected.
+  Status merge_all(Node* a, const Node& b, const std::string& path, int depth) {
+    std::string why;
+    GS_RETURN_IF_ERROR(intersect(a, b, path, depth, &why));
+    if (a->kinds == 0) return invalid(path + ": " + (why.empty() ? "the schemas allow no common value" : why));
+    return {};
+  }
+
+  // The values both a and b allow, into *a. A kind of value that no longer has one leaves
+  // a's kinds (none left: a->kinds == 0, and *why says first why, if empty). Errors only for
+  // what cannot be intersected: nesting past kJsonMaxDepth, a union with an alternative still
+  // to come, a reference still being compiled.
+  Status intersect(Node* a, const Node& b, const std::string& path, int depth, std::string* why) {
+    if (depth > kJsonMaxDepth) return invalid(path + ": the schema nests deeper than " + std::to_string(kJsonMaxDepth));
+    // A union with an alternative still to come (resolve_deferred merges it in later, by
+    // value, past this intersection): the keywords merged here would not hold for it.
+    if (!a->deferred.empty() || !b.deferred.empty()) {
+      return invalid(path + ": a schema that refers back into itself through anyOf / oneOf cannot be combined with "
+                            "other keywords (allOf, or keywords beside $ref)");
+    }
+    const auto drop = [&](uint8_t kind, const std::string& reason) {
+      a->kinds &= static_cast<uint8_t>(~kind);
+      if (why->empty()) *why = reason;
+    };
+    if ((a->kinds & b.kinds) == 0) {
+      a->kinds = 0;
+      if (why->empty()) *why = "the schemas allow no common kind of value";
+      return {};
+    }
+    a->kinds &= b.kinds;
+    if (a->kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(intersect_objects(a, b, path, depth, why));
     if (b.has_string_enum) {
       if (!a->has_string_enum) {
         a->string_enum = b.string_enum;
@@ -832,54 +1035,159 @@ class JsonSchemaCompiler {
         });
       }
       a->has_string_enum = true;
-      if (a->string_enum.empty()) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kString);
+      if (a->string_enum.empty()) drop(JsonGrammar::kString, "the enums have no common string");
     }
     if (b.has_number_enum) {
       if (!a->has_number_enum) {
         a->number_enum = b.number_enum;
       } else {
+        // By value: 7 and 7.0 are one number.
         std::erase_if(a->number_enum, [&](const std::string& v) {
-          return std::find(b.number_enum.begin(), b.number_enum.end(), v) == b.number_enum.end();
+          const json x = json::parse(v);
+          return std::none_of(b.number_enum.begin(), b.number_enum.end(),
+                              [&](const std::string& w) { return json::parse(w) == x; });
         });
       }
       a->has_number_enum = true;
-      if (a->number_enum.empty()) a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
+      if (a->number_enum.empty()) drop(JsonGrammar::kNumber, "the enums have no common number");
     }
     if (b.integer) a->integer = true;
     a->int_min = std::max(a->int_min, b.int_min);
     a->int_max = std::min(a->int_max, b.int_max);
-    if (a->integer && (a->kinds & JsonGrammar::kNumber)) {
-      // An enum's numbers: the integers within the bounds; no enum: some integer must be.
-      if (a->has_number_enum && has_integer_bounds(*a)) {
-        std::erase_if(a->number_enum, [&](const std::string& v) { return !integer_within(json::parse(v), *a); });
-      }
-      if (a->has_number_enum ? a->number_enum.empty() : a->int_min > a->int_max) {
-        a->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
-      }
+    narrow_lower(a, b.num_min, b.num_min_exclusive);
+    narrow_upper(a, b.num_max, b.num_max_exclusive);
+    if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
+    a->min_length = std::max(a->min_length, b.min_length);
+    // An enum's values: those within both's bounds and lengths; no enum: some integer must be.
+    const uint8_t before = a->kinds;
+    restrict_literals(a);
+    if (a->kinds != before && why->empty()) *why = "no enum value lies within the bounds and lengths of both";
+    if ((a->kinds & JsonGrammar::kNumber) && !a->has_number_enum &&
+        ((a->integer && a->int_min > a->int_max) || no_number_within(*a))) {
+      drop(JsonGrammar::kNumber, "no number lies within the bounds of both");
     }
-    if (a->kinds == 0) return invalid(path + ": the schemas allow no common value");
-    if (b.items != JsonGrammar::kAny) {
-      if (a->items == JsonGrammar::kAny) {
-        a->items = b.items;
-      } else if (a->items != b.items) {
-        Node both = nodes[static_cast<size_t>(a->items)];
-        GS_RETURN_IF_ERROR(merge_all(&both, nodes[static_cast<size_t>(b.items)], path + ".items", depth + 1));
-        fill_literals(&both);
-        nodes.push_back(std::move(both));
-        a->items = static_cast<int32_t>(nodes.size() - 1);
-      }
+    if ((a->kinds & JsonGrammar::kString) && a->max_length >= 0 && a->min_length > a->max_length) {
+      drop(JsonGrammar::kString, "no string length lies within the lengths of both");
     }
     if (b.max_items >= 0 && (a->max_items < 0 || b.max_items < a->max_items)) a->max_items = b.max_items;
     a->min_items = std::max(a->min_items, b.min_items);
-    if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
-    a->min_length = std::max(a->min_length, b.min_length);
+    if ((a->kinds & JsonGrammar::kArray) && a->max_items >= 0 && a->min_items > a->max_items) {
+      drop(JsonGrammar::kArray, "no item count lies within minItems and maxItems of both");
+    }
+    if (a->kinds & JsonGrammar::kArray) {
+      GS_ASSIGN_OR_RETURN(const int32_t items, intersect_nodes(a->items, b.items, path + ".items", depth));
+      if (items != kNoValue) {
+        a->items = items;
+      } else if (a->min_items > 0) {
+        drop(JsonGrammar::kArray, "the items allow no common value and an item is required");
+      } else {
+        a->max_items = 0;  // only the empty array
+      }
+    }
+    if (a->kinds == 0 && why->empty()) *why = "the schemas allow no common value";
+    return {};
+  }
+
+  // The node of the values both node a and node b allow (one of them when the other allows
+  // any value or they are one), or kNoValue when there is none.
+  static constexpr int32_t kNoValue = -2;
+  Result<int32_t> intersect_nodes(int32_t a, int32_t b, const std::string& path, int depth) {
+    if (b == JsonGrammar::kAny || b == a) return a;
+    if (a == JsonGrammar::kAny) return b;
+    if (in_progress(a) || in_progress(b)) {
+      return invalid(path + ": a reference back into itself cannot be combined with other keywords here (allOf)");
+    }
+    Node both = nodes[static_cast<size_t>(a)];
+    std::string why;
+    GS_RETURN_IF_ERROR(intersect(&both, nodes[static_cast<size_t>(b)], path, depth + 1, &why));
+    if (both.kinds == 0) return kNoValue;
+    fill_literals(&both);
+    nodes.push_back(std::move(both));
+    return static_cast<int32_t>(nodes.size() - 1);
+  }
+
+  // A node that allows no value: the value of a key that may not be written (the matcher
+  // begins no key whose value cannot be finished).
+  int32_t no_value_node() {
+    if (no_value_ < 0) {
+      Node n;
+      n.kinds = 0;
+      fill_literals(&n);
+      nodes.push_back(std::move(n));
+      no_value_ = static_cast<int32_t>(nodes.size() - 1);
+    }
+    return no_value_;
+  }
+
+  // intersect's objects: a key stays when each side declares it or does not close itself
+  // (additionalProperties false); a key both declare takes both schemas, as do extra keys;
+  // the required keys of both must stay. Where they cannot, objects leave a's kinds.
+  Status intersect_objects(Node* a, const Node& b, const std::string& path, int depth, std::string* why) {
+    const auto no_objects = [&](const std::string& reason) {
+      a->kinds &= static_cast<uint8_t>(~JsonGrammar::kObject);
+      if (why->empty()) *why = reason;
+      return Status{};
+    };
+    const auto find = [](const Node& n, const std::string& k) {
+      for (size_t i = 0; i < n.keys.size(); ++i) {
+        if (n.keys[i] == k) return static_cast<int>(i);
+      }
+      return -1;
+    };
+    Node m;
+    m.extra_keys = a->extra_keys && b.extra_keys;
+    m.closed = a->closed || b.closed;
+    m.extra_node = JsonGrammar::kAny;
+    if (m.extra_keys) {
+      GS_ASSIGN_OR_RETURN(m.extra_node, intersect_nodes(a->extra_node, b.extra_node, path + ".additionalProperties", depth));
+      if (m.extra_node == kNoValue) {
+        m.extra_keys = false;  // no value fits an extra key
+        m.extra_node = JsonGrammar::kAny;
+      }
+    }
+    std::vector<std::string> all = a->keys;
+    for (const auto& k : b.keys) {
+      if (find(*a, k) < 0) all.push_back(k);
+    }
+    for (const auto& k : all) {
+      const int ia = find(*a, k);
+      const int ib = find(b, k);
+      const bool in_a = ia >= 0 || !a->closed;
+      const bool in_b = ib >= 0 || !b.closed;
+      const bool req = (ia >= 0 && a->required.test(static_cast<size_t>(ia))) ||
+                       (ib >= 0 && b.required.test(static_cast<size_t>(ib)));
+      if (!in_a || !in_b) {
+        if (req) return no_objects("the required key '" + k + "' is not allowed by every schema");
+        continue;
+      }
+      const int32_t na = ia >= 0 ? a->key_nodes[static_cast<size_t>(ia)] : a->extra_node;
+      const int32_t nb = ib >= 0 ? b.key_nodes[static_cast<size_t>(ib)] : b.extra_node;
+      GS_ASSIGN_OR_RETURN(int32_t node, intersect_nodes(na, nb, path + ".properties." + k, depth));
+      if (node == kNoValue) {
+        if (req) return no_objects("the required key '" + k + "' allows no value of both schemas");
+        node = no_value_node();  // declared, so that it is not written as an extra key either
+      }
+      if (m.keys.size() >= static_cast<size_t>(kJsonMaxKeys)) {
+        return invalid(path + ": more than " + std::to_string(kJsonMaxKeys) + " properties");
+      }
+      if (req) m.required.set(m.keys.size());
+      m.keys.push_back(k);
+      m.key_nodes.push_back(node);
+    }
+    a->keys = std::move(m.keys);
+    a->key_nodes = std::move(m.key_nodes);
+    a->required = m.required;
+    a->extra_keys = m.extra_keys;
+    a->closed = m.closed;
+    a->extra_node = m.extra_node;
     return {};
   }
 
   const json& root_;
   JsonSyntax syntax_;
-  std::map<std::string, int32_t> refs_;
+  std::map<const json*, int32_t> refs_;  // the node of each schema a reference names
   std::set<int32_t> building_;  // references reserved and not yet compiled
+  int32_t no_value_ = -1;       // no_value_node's index, once made
 };
 
 // Node::object_depth / array_depth / min_depth of every node: the least fixed point of
@@ -945,7 +1253,7 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
   } else {
     compiler.nodes[0] = compiler.nodes[static_cast<size_t>(root)];
   }
-  compiler.resolve_deferred();
+  GS_RETURN_IF_ERROR(compiler.resolve_deferred(path));
   fill_depths(&compiler.nodes);
   if (compiler.nodes[0].min_depth > kJsonMaxDepth) {
     return invalid(path + ": no value satisfies it within " + std::to_string(kJsonMaxDepth) +

@@ -7,6 +7,7 @@
 #include <bitset>
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -83,6 +84,13 @@ class JsonGrammar {
     // integer is set); beyond +-kJsonMaxInteger, +-(kJsonMaxInteger + 1).
     int64_t int_min = -kJsonMaxInteger;
     int64_t int_max = kJsonMaxInteger;
+    // The same bounds as written (exclusive: the value itself is out), for the numbers of an
+    // enum, which are kept only within them (a "number"'s bounds are not held as it is
+    // written, decision 0027).
+    double num_min = -std::numeric_limits<double>::infinity();
+    double num_max = std::numeric_limits<double>::infinity();
+    bool num_min_exclusive = false;
+    bool num_max_exclusive = false;
     bool has_number_enum = false;
     std::vector<std::string> number_enum;
     // The literal spellings a value of this node may take ("true", "false", "null" as the
@@ -110,11 +118,15 @@ class JsonGrammar {
   // The values `schema` (a JSON Schema, draft 2020-12 / OpenAI structured outputs subset)
   // allows. Read: type (and lists of types), properties, required, additionalProperties,
   // items, minItems, maxItems, enum, const, minLength, maxLength, anyOf, oneOf, allOf, $ref
-  // to "#" and "#/..." ($defs, definitions), and for "type": "integer" minimum, maximum,
-  // exclusiveMinimum and exclusiveMaximum (draft 4's boolean forms too). Annotations and
-  // value checks the matcher cannot express (description, title, default, format, pattern,
-  // multipleOf, the bounds of a "number", ...) are ignored. anyOf alternatives of the same
-  // kind are merged loosely (decision 0027; integer ranges: the range that spans both).
+  // to "#" and "#/..." ($defs, definitions; JSON pointers in URI fragments, percent-decoded
+  // first), and for "type": "integer" minimum, maximum, exclusiveMinimum and
+  // exclusiveMaximum (draft 4's boolean forms too; an enum's numbers are kept within them
+  // with or without a type). Keywords beside $ref, anyOf, oneOf and allOf apply (allOf).
+  // Annotations and value checks the matcher cannot express (description, title, default,
+  // format, pattern, multipleOf, the bounds of a "number", ...) are ignored. anyOf
+  // alternatives of the same kind are merged loosely (decision 0027; integer ranges: the
+  // range that spans both); a union that even so cannot be held (an enum of more than
+  // kJsonMaxKeys values, a fraction beside a wide integer range) is refused.
   // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
   // properties.a.items: ..."), or with `path` alone when no value of the schema nests
   // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").

@@ -242,6 +242,26 @@ TEST(JsonGrammar, IntegerBoundsHoldAsTheDigitsAreWritten) {
   EXPECT_TRUE(accepts(schema(R"({"type":"number","minimum":10})"), "0.5"));
 }
 
+// A "number"'s bounds are not held as it is written (documented), but bounds that no number
+// meets are: such a schema is refused, or allows its other kinds only (it took any number).
+TEST(JsonGrammar, NumberBoundsThatNoNumberMeetsAreNotIgnored) {
+  for (const char* text : {R"({"type":"number","minimum":5,"maximum":4})",
+                           R"({"type":"number","exclusiveMinimum":2.5,"maximum":2.5})",
+                           R"({"allOf":[{"type":"number","minimum":1.5},{"exclusiveMaximum":1.5}]})"}) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind("schema", 0), 0u) << g.status().message();
+  }
+  auto other = schema(R"({"type":["number","null"],"minimum":5,"maximum":4})");
+  EXPECT_TRUE(accepts(other, "null"));
+  EXPECT_FALSE(accepts(other, "4.5"));
+  auto untyped = schema(R"({"minimum":5,"exclusiveMaximum":5})");
+  EXPECT_TRUE(accepts(untyped, R"("x")"));
+  EXPECT_FALSE(accepts(untyped, "5"));
+  auto point = schema(R"({"type":"number","minimum":2.5,"maximum":2.5})");  // one number: fine
+  EXPECT_TRUE(accepts(point, "2.5"));
+}
+
 TEST(JsonGrammar, StringsAreValidUtf8WithValidEscapes) {
   auto str = schema(R"({"type":"string"})");
   for (const char* ok : {R"("")", R"("a\"b\\c\/d\n")", R"("\u00e9")", R"("\ud83d\ude00")", "\"\xc3\xa9\"",
@@ -314,6 +334,55 @@ TEST(JsonGrammar, EnumsConstsAndUnions) {
   EXPECT_FALSE(accepts(all, R"({"b":"x"})"));
 }
 
+// anyOf of an enum's numbers and a bounded integer: the integer's bounds hold (its flag was
+// dropped, and any number was taken). The values are listed where they are few, the range
+// kept where it holds them; a fraction beside a range too wide to list is refused.
+TEST(JsonGrammar, UnionsOfEnumsAndIntegersKeepTheBounds) {
+  for (const char* text : {R"({"anyOf":[{"const":7},{"type":"integer","minimum":1,"maximum":3}]})",
+                           R"({"anyOf":[{"type":"integer","minimum":1,"maximum":3},{"enum":[7]}]})",
+                           R"({"oneOf":[{"enum":[7,2]},{"type":"integer","minimum":1,"maximum":3}]})"}) {
+    auto g = schema(text);
+    for (int v = -2; v <= 12; ++v) EXPECT_EQ(accepts(g, std::to_string(v)), (v >= 1 && v <= 3) || v == 7) << text << " " << v;
+    for (const char* bad : {"1.5", "7.5", "-0", "2.5", R"("x")"}) EXPECT_FALSE(accepts(g, bad)) << text << " " << bad;
+  }
+  // A string const beside the integer (the break test's form) keeps them too.
+  auto str = schema(R"({"anyOf":[{"const":"x"},{"type":"integer","minimum":1,"maximum":3}]})");
+  EXPECT_TRUE(accepts(str, R"("x")"));
+  EXPECT_TRUE(accepts(str, "3"));
+  EXPECT_FALSE(accepts(str, "4"));
+  EXPECT_FALSE(accepts(str, "2.5"));
+  // Values inside the range: the range; a fraction beside a narrow one: listed with it.
+  auto inside = schema(R"({"anyOf":[{"enum":[2,3]},{"type":"integer","minimum":0,"maximum":500}]})");
+  EXPECT_TRUE(accepts(inside, "417"));
+  EXPECT_FALSE(accepts(inside, "501"));
+  EXPECT_FALSE(accepts(inside, "2.5"));
+  auto frac = schema(R"({"anyOf":[{"const":2.5},{"type":"integer","minimum":1,"maximum":3}]})");
+  for (const char* ok : {"1", "2", "3", "2.5"}) EXPECT_TRUE(accepts(frac, ok)) << ok;
+  for (const char* bad : {"0", "4", "1.5", "2.55"}) EXPECT_FALSE(accepts(frac, bad)) << bad;
+  // Within an object, where a value ends at the byte after it.
+  auto obj = schema(R"({"type":"object","properties":{"n":{"anyOf":[{"const":10},{"type":"integer","minimum":1,"maximum":3}]}}})");
+  EXPECT_TRUE(accepts(obj, R"({"n":10})"));
+  EXPECT_TRUE(accepts(obj, R"({"n":1})"));
+  EXPECT_FALSE(accepts(obj, R"({"n":4})"));
+  EXPECT_FALSE(accepts(obj, R"({"n":100})"));
+  // Not expressible: refused (a fraction beside a wide range; a union of more values than an
+  // enum may list), not read as any number or any string.
+  json numbers = json::parse(R"({"anyOf":[{"enum":[]},{"enum":[]}]})");
+  json strings = numbers;
+  for (int i = 0; i < 100; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      numbers["anyOf"][k]["enum"].push_back(1000 * k + i);
+      strings["anyOf"][k]["enum"].push_back(std::to_string(1000 * k + i));
+    }
+  }
+  for (const std::string& text :
+       {std::string(R"({"anyOf":[{"const":2.5},{"type":"integer","minimum":0}]})"), numbers.dump(), strings.dump()}) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind("schema.anyOf", 0), 0u) << g.status().message();
+  }
+}
+
 TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
   // $ref with siblings is allOf (2020-12).
   auto g = schema(R"({"$defs":{"a":{"type":"string"}},"$ref":"#/$defs/a","maxLength":2})");
@@ -339,6 +408,182 @@ TEST(JsonGrammar, KeywordsBesideAReferenceOrAnEnumApply) {
                                     {"properties":{"b":{},"c":{}},"required":["b"]}]})");
   EXPECT_TRUE(accepts(closed, R"({"b":1})"));
   EXPECT_FALSE(accepts(closed, R"({"b":1,"c":2})"));
+}
+
+// anyOf of a string enum and a free string is a free string (loose, decision 0027), but with
+// the lengths that span both, an enum's being its values' (it took strings of any length).
+TEST(JsonGrammar, UnionsOfAStringEnumAndAFreeStringKeepTheLengths) {
+  auto g = schema(R"({"anyOf":[{"enum":["abc","de"]},{"type":"string","minLength":2,"maxLength":4}]})");
+  for (const char* ok : {R"("abc")", R"("de")", R"("wxyz")", R"("xy")"}) EXPECT_TRUE(accepts(g, ok)) << ok;
+  for (const char* bad : {R"("")", R"("a")", R"("abcde")"}) EXPECT_FALSE(accepts(g, bad)) << bad;
+  auto empty = schema(R"({"anyOf":[{"const":""},{"type":"string","maxLength":0}]})");
+  EXPECT_TRUE(accepts(empty, R"("")"));
+  EXPECT_FALSE(accepts(empty, R"("]")"));
+  auto wide = schema(R"({"anyOf":[{"type":"string","minLength":3},{"const":"é"}]})");
+  EXPECT_TRUE(accepts(wide, "\"\xc3\xa9\""));
+  EXPECT_TRUE(accepts(wide, R"("abc")"));
+  EXPECT_FALSE(accepts(wide, R"("")"));
+}
+
+// The keywords beside anyOf / oneOf / allOf hold for every value: each alternative is read
+// with them (an alternative they leave empty drops out), allOf's members are intersected
+// with them. Before, a schema with a union or allOf was read as the union or allOf alone.
+TEST(JsonGrammar, KeywordsBesideAUnionApplyToEachAlternative) {
+  auto bounded = schema(R"({"type":"integer","maximum":10,"anyOf":[{"minimum":0},{"minimum":100}]})");
+  for (int v = -3; v <= 120; ++v) EXPECT_EQ(accepts(bounded, std::to_string(v)), v >= 0 && v <= 10) << v;
+  EXPECT_FALSE(accepts(bounded, "1.5"));
+  auto kinds = schema(R"({"maximum":5,"anyOf":[{"type":"integer"},{"type":"string"}]})");
+  for (const char* ok : {"5", "-7", R"("a")"}) EXPECT_TRUE(accepts(kinds, ok)) << ok;
+  for (const char* bad : {"6", "1.5", "null"}) EXPECT_FALSE(accepts(kinds, bad)) << bad;
+  auto one = schema(R"({"type":"integer","minimum":0,"oneOf":[{"maximum":3},{"const":7}]})");
+  for (int v = -2; v <= 9; ++v) EXPECT_EQ(accepts(one, std::to_string(v)), (v >= 0 && v <= 3) || v == 7) << v;
+  // Object keywords beside a union of kinds bind the objects, not the null.
+  auto obj = schema(R"({"properties":{"a":{"type":"integer"}},"required":["a"],"anyOf":[{"type":"object"},{"type":"null"}]})");
+  for (const char* ok : {"null", R"({"a":1})"}) EXPECT_TRUE(accepts(obj, ok)) << ok;
+  for (const char* bad : {"{}", R"({"a":"x"})", R"({"a":1,"b":2})"}) EXPECT_FALSE(accepts(obj, bad)) << bad;
+  // An alternative that the keywords beside it leave without values drops out.
+  auto drop = schema(R"({"properties":{"a":{"type":"string"}},"anyOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"type":"null"}]})");
+  EXPECT_TRUE(accepts(drop, "null"));
+  EXPECT_FALSE(accepts(drop, R"({"a":1})"));
+  EXPECT_FALSE(accepts(drop, R"({"a":"x"})"));
+  // An enum beside a union: the values some alternative allows.
+  auto e = schema(R"({"enum":[1,2,"x",null],"anyOf":[{"type":"integer"},{"type":"string","maxLength":0}]})");
+  for (const char* ok : {"1", "2"}) EXPECT_TRUE(accepts(e, ok)) << ok;
+  for (const char* bad : {R"("x")", "null", "3"}) EXPECT_FALSE(accepts(e, bad)) << bad;
+  // anyOf and oneOf together: both hold.
+  auto both = schema(R"({"type":"integer","anyOf":[{"minimum":1}],"oneOf":[{"maximum":3}]})");
+  for (int v = -2; v <= 6; ++v) EXPECT_EQ(accepts(both, std::to_string(v)), v >= 1 && v <= 3) << v;
+  // allOf with keywords beside it.
+  auto all = schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false,
+                         "allOf":[{"required":["a"]}]})");
+  EXPECT_TRUE(accepts(all, R"({"a":1})"));
+  for (const char* bad : {"{}", R"({"a":"x"})", R"({"a":1,"b":2})"}) EXPECT_FALSE(accepts(all, bad)) << bad;
+  // allOf intersects the schemas of additional properties and of items as it does declared
+  // keys' (the second additionalProperties was dropped; items that allow nothing in common
+  // leave the empty array).
+  auto extra = schema(R"({"allOf":[{"type":"object","additionalProperties":{"type":"integer"}},
+                                   {"additionalProperties":{"minimum":0}}]})");
+  EXPECT_TRUE(accepts(extra, R"({"a":1})"));
+  EXPECT_FALSE(accepts(extra, R"({"a":-1})"));
+  EXPECT_FALSE(accepts(extra, R"({"a":"x"})"));
+  auto items = schema(R"({"allOf":[{"type":"array","items":{"type":"string"}},{"items":{"type":"integer"}}]})");
+  EXPECT_TRUE(accepts(items, "[]"));
+  EXPECT_EQ(taken(items, R"(["a"])"), 1u);
+  // Annotations beside a union change nothing: a union that refers back into itself still works.
+  auto rec = schema(R"({"description":"a list","anyOf":[{"type":"null"},{"type":"array","items":{"$ref":"#"},"maxItems":2}]})");
+  EXPECT_TRUE(accepts(rec, "[null,[null]]"));
+  EXPECT_FALSE(accepts(rec, "[1]"));
+  // So do keywords that bind nothing beside a reference back into the schema.
+  auto fmt = schema(R"({"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n","format":"x"}},
+                                      "additionalProperties":false}},"$ref":"#/$defs/n"})");
+  EXPECT_TRUE(accepts(fmt, R"({"next":{"next":{}}})"));
+  EXPECT_FALSE(accepts(fmt, R"({"next":1})"));
+  // Refused: no alternative is left; a recursion through the union beside other keywords.
+  const std::pair<const char*, const char*> kBad[] = {
+      {R"({"type":"string","anyOf":[{"type":"integer"},{"type":"null"}]})", "schema.anyOf"},
+      {R"({"minimum":5,"oneOf":[{"type":"integer","maximum":4},{"const":3}]})", "schema.oneOf"},
+      {R"({"$defs":{"u":{"type":"string","anyOf":[{"maxLength":3},{"$ref":"#/$defs/u"}]}},"$ref":"#/$defs/u"})",
+       "schema.$ref.anyOf[1]"},
+      // allOf of a key whose schema is still being compiled (it was read as any value).
+      {R"({"$defs":{"n":{"allOf":[{"type":"object","properties":{"next":{"$ref":"#/$defs/n"},"v":{"type":"integer"}}},
+                                  {"properties":{"next":{"type":"object"}}}]}},"$ref":"#/$defs/n"})",
+       "schema.$ref.allOf.properties.next"},
+  };
+  for (const auto& [text, path] : kBad) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind(path, 0), 0u) << text << " -> " << g.status().message();
+  }
+}
+
+// The keywords beside an enum or const keep the values they allow, with or without a type:
+// each limits the values of its kind (a bound numbers, a length strings), fractions held
+// exactly. Before, without a type they were ignored, and a length dropped every non-string.
+TEST(JsonGrammar, KeywordsBesideAnEnumFilterItWithoutAType) {
+  auto min = schema(R"({"enum":[1,5,10],"minimum":3})");
+  EXPECT_FALSE(accepts(min, "1"));
+  EXPECT_TRUE(accepts(min, "5"));
+  EXPECT_TRUE(accepts(min, "10"));
+  auto max = schema(R"({"enum":[1,5,10,"a",null],"maximum":3})");
+  for (const char* ok : {"1", R"("a")", "null"}) EXPECT_TRUE(accepts(max, ok)) << ok;
+  for (const char* bad : {"5", "10"}) EXPECT_FALSE(accepts(max, bad)) << bad;
+  auto frac = schema(R"({"enum":[0.5,1,1.5,2.5],"exclusiveMinimum":0,"maximum":1.5})");
+  for (const char* ok : {"0.5", "1", "1.5"}) EXPECT_TRUE(accepts(frac, ok)) << ok;
+  EXPECT_FALSE(accepts(frac, "2.5"));
+  auto excl = schema(R"({"enum":[0.5,1,1.5],"exclusiveMinimum":0.5})");
+  EXPECT_FALSE(accepts(excl, "0.5"));
+  EXPECT_TRUE(accepts(excl, "1"));
+  auto draft4 = schema(R"({"enum":[3,4],"minimum":3,"exclusiveMinimum":true})");
+  EXPECT_FALSE(accepts(draft4, "3"));
+  EXPECT_TRUE(accepts(draft4, "4"));
+  auto len = schema(R"({"enum":["ab","abcd",null,7],"maxLength":3})");
+  for (const char* ok : {R"("ab")", "null", "7"}) EXPECT_TRUE(accepts(len, ok)) << ok;
+  EXPECT_FALSE(accepts(len, R"("abcd")"));
+  // const and enum together: the const, if the enum has it.
+  auto both = schema(R"({"const":2,"enum":[1,2]})");
+  EXPECT_TRUE(accepts(both, "2"));
+  EXPECT_FALSE(accepts(both, "1"));
+  // Through allOf: the bounds and lengths of one member filter the other's enum, and no
+  // string of the enum is begun that the length would leave unfinished.
+  auto all = schema(R"({"allOf":[{"enum":[0.5,2]},{"exclusiveMinimum":0,"maximum":1}]})");
+  EXPECT_TRUE(accepts(all, "0.5"));
+  EXPECT_FALSE(accepts(all, "2"));
+  auto all_len = schema(R"({"allOf":[{"enum":["abc","a"]},{"maxLength":2}]})");
+  EXPECT_TRUE(accepts(all_len, R"("a")"));
+  EXPECT_EQ(taken(all_len, R"("ab")"), 2u);
+  // Nothing left, or a malformed bound: refused.
+  const std::pair<const char*, const char*> kBad[] = {
+      {R"({"const":4,"maximum":3})", "schema"},
+      {R"({"enum":["abcd",5],"maxLength":2,"minimum":6})", "schema"},
+      {R"({"const":"a","enum":["b"]})", "schema"},
+      {R"({"enum":[1,5],"minimum":"x"})", "schema.minimum"},
+      {R"({"allOf":[{"enum":[1,2]},{"minimum":3}]})", "schema.allOf"},
+  };
+  for (const auto& [text, path] : kBad) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().message().rfind(path, 0), 0u) << text << " -> " << g.status().message();
+  }
+}
+
+// A reference that names a schema holding a reference and other keywords: those keywords
+// apply too (allOf, 2020-12), at every level of indirection (they were dropped below the
+// first reference).
+TEST(JsonGrammar, KeywordsBesideAReferenceApplyThroughOtherReferences) {
+  auto g = schema(R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b","maximum":5},
+      "b":{"type":"integer","minimum":0}}})");
+  for (int v = -3; v <= 9; ++v) EXPECT_EQ(accepts(g, std::to_string(v)), v >= 0 && v <= 5) << v;
+  EXPECT_FALSE(accepts(g, "1.5"));
+  // Two levels down, reached from a property, with keywords at each level.
+  auto deep = schema(R"({"type":"object","properties":{"s":{"$ref":"#/$defs/a"}},"required":["s"],
+      "$defs":{"a":{"$ref":"#/$defs/b","maxLength":3},"b":{"$ref":"#/$defs/c","minLength":2},
+      "c":{"type":["string","null"]}}})");
+  EXPECT_TRUE(accepts(deep, R"({"s":"ab"})"));
+  EXPECT_TRUE(accepts(deep, R"({"s":"abc"})"));
+  EXPECT_TRUE(accepts(deep, R"({"s":null})"));
+  EXPECT_FALSE(accepts(deep, R"({"s":"a"})"));
+  EXPECT_FALSE(accepts(deep, R"({"s":"abcd"})"));
+  // Beside an inner reference, as beside the outer one, an enum is filtered.
+  auto e = schema(R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b","type":"string"},"b":{"enum":["x",1]}}})");
+  EXPECT_TRUE(accepts(e, R"("x")"));
+  EXPECT_FALSE(accepts(e, "1"));
+  // Annotations beside an inner reference change nothing, and recursion through it still works.
+  auto tree = schema(R"({"$ref":"#/$defs/node","$defs":{"node":{"$ref":"#/$defs/inner","description":"a node"},
+      "inner":{"type":"object","properties":{"next":{"$ref":"#/$defs/node"}},"additionalProperties":false}}})");
+  EXPECT_TRUE(accepts(tree, R"({"next":{"next":{}}})"));
+  EXPECT_FALSE(accepts(tree, R"({"next":1})"));
+  // A union that refers back into itself takes its alternatives in after the rest is compiled,
+  // past the keywords beside the reference: refused, not read without them.
+  auto rec = JsonGrammar::from_schema(json::parse(
+      R"({"$defs":{"u":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/u"}]}},"$ref":"#/$defs/u","maxLength":2})"));
+  EXPECT_FALSE(rec.ok()) << (rec.ok() ? "accepted" : "");
+  // A cycle through such a reference is refused, as one through references alone.
+  for (const char* cycle : {R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b","maximum":5},"b":{"$ref":"#/$defs/a"}}})",
+                            R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/a","minimum":1}}})"}) {
+    auto bad = JsonGrammar::from_schema(json::parse(cycle));
+    ASSERT_FALSE(bad.ok()) << cycle;
+    EXPECT_EQ(bad.status().message().rfind("schema.$ref", 0), 0u) << bad.status().message();
+  }
 }
 
 TEST(JsonGrammar, ReferencesMayRecurse) {
@@ -584,6 +829,44 @@ TEST(JsonGrammar, DanglingReferencesAreFoundAndNamed) {
   std::string deep = "{}";
   for (int i = 0; i < 2000; ++i) deep = R"({"items":)" + deep + "}";
   EXPECT_TRUE(check_schema_refs(json::parse(deep)).ok());  // past the compiler's depth: not walked
+}
+
+// A reference is a URI fragment: percent-decoded first (RFC 3986), then read as a JSON
+// pointer (RFC 6901: ~1 is '/', ~0 is '~'). Before, "%20" was looked up as it is.
+TEST(JsonGrammar, ReferencesArePercentDecodedJsonPointers) {
+  auto space = schema(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{"type":"integer"}}})");
+  EXPECT_TRUE(accepts(space, "1"));
+  EXPECT_FALSE(accepts(space, R"("x")"));
+  auto percent = schema(R"({"$ref":"#/$defs/a%25b","$defs":{"a%b":{"type":"string"},"a%25b":{"type":"integer"}}})");
+  EXPECT_TRUE(accepts(percent, R"("x")"));
+  EXPECT_FALSE(accepts(percent, "1"));
+  // Decoded first, then unescaped: %7E1 is ~1, a '/' in the key; %2F is a separator.
+  auto tilde = schema(R"({"$ref":"#/%24defs/a%7E1b","$defs":{"a/b":{"type":"boolean"},"a~1b":{"type":"null"}}})");
+  EXPECT_TRUE(accepts(tilde, "true"));
+  EXPECT_FALSE(accepts(tilde, "null"));
+  auto tilde0 = schema(R"({"$ref":"#/$defs/%7E0","$defs":{"~":{"type":"null"}}})");
+  EXPECT_TRUE(accepts(tilde0, "null"));
+  auto slash = schema(R"({"$ref":"#/$defs/a%2Fb","$defs":{"a":{"b":{"type":"integer"}},"a/b":{"type":"string"}}})");
+  EXPECT_TRUE(accepts(slash, "1"));
+  EXPECT_FALSE(accepts(slash, R"("x")"));
+  // Two spellings of one schema are one schema (recursion through either).
+  auto rec = schema(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{"type":"object","properties":{
+      "p":{"$ref":"#/$defs/a b"},"q":{"$ref":"#/$defs/a%20b"}},"additionalProperties":false}}})");
+  EXPECT_TRUE(accepts(rec, R"({"p":{"q":{}}})"));
+  EXPECT_FALSE(accepts(rec, R"({"p":{"q":1}})"));
+  // A '%' without two hex digits is refused; check_schema_refs decodes as from_schema does
+  // and names a dangling reference by the decoded path.
+  for (const char* bad : {R"({"$ref":"#/$defs/a%2","$defs":{"a%2":{}}})", R"({"$ref":"#/$defs/a%zz","$defs":{"a%zz":{}}})"}) {
+    auto g = JsonGrammar::from_schema(json::parse(bad));
+    ASSERT_FALSE(g.ok()) << bad;
+    EXPECT_EQ(g.status().message().rfind("schema.$ref: ", 0), 0u) << g.status().message();
+    EXPECT_FALSE(check_schema_refs(json::parse(bad), "p").ok()) << bad;
+  }
+  EXPECT_TRUE(check_schema_refs(json::parse(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{}}})"), "p").ok());
+  const Status st = check_schema_refs(
+      json::parse(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{"properties":{"c":{"$ref":"#/nope"}}}}})"), "p");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("p.$defs.a b.properties.c.$ref:", 0), 0u) << st.message();
 }
 
 TEST(JsonGrammar, RandomWalksStayInsideTheSchema) {
