@@ -109,6 +109,9 @@ TEST(RequestPlan, ForcedCallFallbackIsLoggedOnce) {
     ASSERT_EQ(w.size(), 1u) << params;
     EXPECT_NE(w[0].find("'f'"), std::string::npos) << w[0];
     EXPECT_NE(w[0].find(reason), std::string::npos) << w[0];
+    // The reason speaks of this tool's schema, not of another field's: the compiler's
+    // message said "not supported in response_format schemas".
+    EXPECT_EQ(w[0].find("response_format"), std::string::npos) << w[0];
   }
   // Followed, or nothing to follow, or not forced to one function: nothing to say.
   EXPECT_TRUE(warnings(R"({"type":"object","properties":{"a":{"type":"string"}}})", named).empty());
