@@ -163,6 +163,10 @@ class Engine {
   virtual Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) = 0;
   virtual EngineInfo info() const = 0;
   virtual EngineMetrics metrics() const = 0;
+  // The start of a drain (SIGTERM): from now on nothing is admitted; new submits are refused
+  // with kUnavailable, and every request still waiting for a slot ends now with a kUnavailable
+  // error event. Running requests go on; shutdown() ends whatever is left.
+  virtual void drain() = 0;
   // Stops accepting requests, cancels the running ones and joins the loop thread.
   virtual void shutdown() = 0;
 };
