@@ -257,6 +257,7 @@ void Scheduler::loop() {
       seq.admitted = Clock::now();
       seq.usage.prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
+      seq.in_thought = seq.request.starts_in_thought;
       seq.slot = pick_slot(seq.request.prompt);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
