@@ -125,6 +125,8 @@ int serve(const ServeArgs& a) {
       if (sig <= 0) continue;
       GS_LOG_INFO("signal {}: draining (up to {} s), then stopping", sig, a.shutdown_timeout_s);
       signalled = true;
+      // Refuses new requests and ends the queued ones at once (503): only running ones
+      // get the drain time.
       http->set_draining();
       std::shared_ptr<Engine> engine;
       {
@@ -132,6 +134,7 @@ int serve(const ServeArgs& a) {
         engine = engine_for_signal;
       }
       if (engine) {
+        engine->drain();  // as set_draining did, if the model came after it
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.shutdown_timeout_s);
         while (std::chrono::steady_clock::now() < deadline) {
           EngineMetrics m = engine->metrics();

@@ -38,6 +38,7 @@ struct JsonOutput {
   std::shared_ptr<const text::JsonGrammar> grammar;  // null: no constraint
   int32_t think_open = -1;              // as the first token, opens a free thought span ...
   int32_t think_close = -1;             // ... up to this token
+  bool starts_in_thought = false;       // the prompt left such a span open: it runs first
   std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
   std::string prefix;                   // text of the value already in the prompt (a forced call's "{")
   std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
@@ -61,6 +62,9 @@ struct GenerationRequest {
   int32_t reasoning_budget = -1;
   int32_t reasoning_open = -1;
   int32_t reasoning_close = -1;
+  // The prompt ends inside a thought span (a continued reasoning prefill): the budget counts
+  // from the first generated token.
+  bool starts_in_thought = false;
   // Output constraint: when non-empty, the generated text must start with one of these
   // strings (e.g. "get_weather{" after a forced tool-call opener): until one is complete,
   // only tokens that keep the text on one of them may be sampled, and the sequence drafts
@@ -163,6 +167,10 @@ class Engine {
   virtual Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) = 0;
   virtual EngineInfo info() const = 0;
   virtual EngineMetrics metrics() const = 0;
+  // The start of a drain (SIGTERM): from now on nothing is admitted; new submits are refused
+  // with kUnavailable, and every request still waiting for a slot ends now with a kUnavailable
+  // error event. Running requests go on; shutdown() ends whatever is left.
+  virtual void drain() = 0;
   // Stops accepting requests, cancels the running ones and joins the loop thread.
   virtual void shutdown() = 0;
 };

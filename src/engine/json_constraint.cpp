@@ -17,6 +17,7 @@ JsonConstraint::JsonConstraint(std::shared_ptr<const TokenPieces> pieces,
     return;
   }
   gemma_ = grammar->syntax() == text::JsonSyntax::kGemmaCall;
+  if (options_.starts_in_thought && options_.think_close >= 0) phase_ = Phase::kThought;
   if (!options_.prefix.empty()) {
     // The value began in the prompt (a forced call's "{"): no prelude, the value goes on.
     if (!matcher_.feed(options_.prefix)) phase_ = Phase::kOver;

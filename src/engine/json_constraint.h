@@ -18,6 +18,7 @@ namespace gs {
 struct JsonConstraintOptions {
   int32_t think_open = -1;              // a first token that opens a free thought span (-1: none)
   int32_t think_close = -1;             // the token that closes it
+  bool starts_in_thought = false;       // the output begins inside that span (the prompt opened it)
   std::vector<int32_t> escape_tokens;   // a first token that ends the constraint (a tool call's opener)
   std::vector<int32_t> end_tokens;      // end of generation: allowed once the value is whole
   std::string prefix;                   // text of the value already written (in the prompt)

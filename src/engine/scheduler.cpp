@@ -86,7 +86,9 @@ Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest reque
   auto channel = std::make_shared<EventChannel>();
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
-    if (shared_->stop) return reject(Status(StatusCode::kUnavailable, "the server is shutting down"));
+    if (shared_->stop || shared_->draining) {
+      return reject(Status(StatusCode::kUnavailable, "the server is shutting down"));
+    }
     const int64_t waiting = static_cast<int64_t>(shared_->queue.size()) + shared_->n_active;
     if (waiting >= static_cast<int64_t>(runner_info_.n_slots) + options_.queue_size) {
       return reject(make_status(StatusCode::kResourceExhausted,
@@ -113,6 +115,29 @@ Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest reque
     }
   };
   return std::unique_ptr<RequestStream>(new ChannelStream(std::move(channel), std::move(wake)));
+}
+
+void Scheduler::drain() {
+  std::deque<Pending> queued;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->draining = true;
+    queued.swap(shared_->queue);
+  }
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_.queue_length = 0;
+  }
+  refuse_queued(std::move(queued));
+}
+
+void Scheduler::refuse_queued(std::deque<Pending> queued) {
+  for (auto& p : queued) {
+    StreamEvent ev;
+    ev.kind = StreamEvent::Kind::kError;
+    ev.error = Status(StatusCode::kUnavailable, "the server is shutting down");
+    p.channel->push(std::move(ev));
+  }
 }
 
 void Scheduler::shutdown() {
@@ -232,6 +257,7 @@ void Scheduler::loop() {
       seq.admitted = Clock::now();
       seq.usage.prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
+      seq.in_thought = seq.request.starts_in_thought;
       seq.slot = pick_slot(seq.request.prompt);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
@@ -323,12 +349,7 @@ void Scheduler::loop() {
     std::lock_guard<std::mutex> lock(shared_->mu);
     queued.swap(shared_->queue);
   }
-  for (auto& p : queued) {
-    StreamEvent ev;
-    ev.kind = StreamEvent::Kind::kError;
-    ev.error = Status(StatusCode::kUnavailable, "the server is shutting down");
-    p.channel->push(std::move(ev));
-  }
+  refuse_queued(std::move(queued));
   // Running ones end with an error the client sees (a stream's error event and [DONE]);
   // ended as cancelled, their responses were cut off mid-stream with nothing said.
   while (!active_.empty()) {

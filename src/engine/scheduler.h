@@ -33,6 +33,7 @@ class Scheduler final : public Engine {
   Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) override;
   EngineInfo info() const override;
   EngineMetrics metrics() const override;
+  void drain() override;
   void shutdown() override;
 
  private:
@@ -66,10 +67,13 @@ class Scheduler final : public Engine {
     std::deque<Pending> queue;
     int32_t n_active = 0;  // sequences in slots (mirrored by the loop for admission limits)
     bool poked = false;
+    bool draining = false;  // nothing more is admitted (drain())
     bool stop = false;
   };
 
   void loop();
+  // Ends waiting requests with the shutting-down error (drain, shutdown).
+  void refuse_queued(std::deque<Pending> queued);
   void admit(std::vector<Pending>* admitted);
   StepBatch build_batch();
   void apply_outputs(const std::vector<SlotOutput>& outputs);

@@ -83,12 +83,15 @@ Status check_required_content(const json& messages) {
     if (*role == "assistant") {
       const auto calls = m.find("tool_calls");
       const bool has_calls = calls != m.end() && calls->is_array() && !calls->empty();
-      const auto reasoning = m.find("reasoning_content");
+      const auto has_text = [&m](const char* key) {
+        const auto it = m.find(key);
+        return it != m.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
+      };
       // OpenAI requires content unless there are tool calls. An empty string stays accepted
       // (clients replay turns whose text was empty, e.g. reasoning-only ones), and so does a
-      // turn that carries only reasoning_content.
-      if (!has_calls && (content == m.end() || content->is_null()) &&
-          (reasoning == m.end() || !reasoning->is_string() || reasoning->get_ref<const std::string&>().empty())) {
+      // turn that carries only reasoning (reasoning_content, or vLLM's name, reasoning).
+      if (!has_calls && (content == m.end() || content->is_null()) && !has_text("reasoning_content") &&
+          !has_text("reasoning")) {
         return invalid(fmt::format("messages[{}].content is required for an assistant message without tool_calls", i));
       }
       if (calls == m.end() || !calls->is_array()) continue;

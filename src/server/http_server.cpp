@@ -493,7 +493,10 @@ void HttpServer::set_model(std::shared_ptr<ModelContext> model) {
   model_ = std::move(model);
 }
 
-void HttpServer::set_draining() { draining_ = true; }
+void HttpServer::set_draining() {
+  draining_ = true;
+  if (std::shared_ptr<ModelContext> m = model()) m->engine->drain();
+}
 
 bool HttpServer::ready() const { return model() != nullptr && !draining_; }
 

@@ -73,7 +73,9 @@ class HttpServer {
   void stop();
 
   void set_model(std::shared_ptr<ModelContext> model);
-  // Stops accepting new generation requests (503) while in-flight ones finish.
+  // The start of a drain: new generation requests are refused (503), requests still
+  // waiting for a slot end now (a 503, or an error event where a stream has begun:
+  // Engine::drain), and running ones are left to finish.
   void set_draining();
   bool ready() const;
 

@@ -91,7 +91,16 @@ Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& re
   const std::span<const text::ChatTool> tools =
       tools_offered(req) ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, text::render_chat_prompt(req.messages, tools, options));
-  prompt.text += forced_call_prefix(req);
+  const std::string opener = forced_call_prefix(req);
+  if (!opener.empty() && prompt.prefill_reasoning) {
+    // A forced call comes after the thought a prefill left open: closed as the template
+    // closes one.
+    prompt.text += "\n";
+    prompt.markup.push_back(text::TextSpan{prompt.text.size(), text::markup::kChannelClose.size()});
+    prompt.text += text::markup::kChannelClose;
+    prompt.prefill_reasoning = false;
+  }
+  prompt.text += opener;
   return prompt;
 }
 
@@ -145,6 +154,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
         if (open && close) {
           plan.request.json.think_open = *open;
           plan.request.json.think_close = *close;
+          plan.request.json.starts_in_thought = prompt.prefill_reasoning;
         }
       }
       if (tools_on) {
@@ -179,11 +189,14 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan.request.reasoning_budget = req.reasoning_budget;
       plan.request.reasoning_open = *open;
       plan.request.reasoning_close = *close;
+      plan.request.starts_in_thought = prompt.prefill_reasoning;
     }
   }
   plan.parser.parse_reasoning = true;
   // A forced call's opener follows a prefill's text, so the output is the call, not content.
   plan.parser.continues_content = prompt.prefill && plan.output_prefix.empty();
+  // A prefill's open thought (thinking on, reasoning and no text): the output goes on with it.
+  plan.parser.continues_reasoning = prompt.prefill_reasoning;
   plan.parser.parse_tool_calls = tools_on;
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
   plan.parser.stop = req.gen.stop;

@@ -1,6 +1,7 @@
 // The Gemma 4 chat renderer: the message loop of google-gemma-4-31B-it.jinja in C++.
 #include "text/chat_format.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -42,9 +43,10 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages, std::span
 
 namespace {
 
-// The message loop of google-gemma-4-31B-it.jinja.
+// The message loop of google-gemma-4-31B-it.jinja, then the prompt's end with `prefill`
+// (null: none), which is not one of `messages`.
 Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
-                                     const ChatRenderOptions& options) {
+                                     const ChatRenderOptions& options, const ChatMessage* prefill) {
   // The system turn takes messages[0] when it is system/developer; with merging, every
   // leading system/developer message (bug-case 50).
   const size_t n_leading_system = chat::leading_system_count(messages, options.merge_leading_system);
@@ -139,9 +141,10 @@ Result<RenderedPrompt> render_gemma4(std::span<const ChatMessage> messages, std:
     }
   }
 
-  if (options.add_generation_prompt && prev != PrevType::kToolResponse && prev != PrevType::kToolCall) {
-    chat::append_generation_prompt(options, /*open_turn=*/true, &out);
-  }
+  // No generation prompt after a tool call or result: the model's turn goes on.
+  const bool turn_open = prev == PrevType::kToolResponse || prev == PrevType::kToolCall;
+  chat::append_prompt_end(options, (options.add_generation_prompt || prefill != nullptr) && !turn_open,
+                          /*open_turn=*/true, prefill, &out);
   return std::move(out.p);
 }
 
@@ -156,25 +159,21 @@ Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages,
                          i, chat::kMaxJsonNesting);
     }
   }
-  if (options.prefill_assistant && messages.size() >= 2) {
-    const ChatMessage& last = messages.back();
-    const std::string text = last.role == ChatRole::kAssistant && last.tool_calls.empty() ? chat::content_text(last)
-                                                                                          : std::string();
-    if (!text.empty()) {
-      ChatRenderOptions before = options;
-      before.prefill_assistant = false;
-      before.add_generation_prompt = true;
-      GS_ASSIGN_OR_RETURN(RenderedPrompt p, render_chat_prompt(messages.first(messages.size() - 1), tools, before));
-      p.text += text;  // message text: never markup
-      p.prefill = true;
-      return p;
-    }
+  // A final assistant message without tool calls (and text parts only) is continued: the
+  // conversation before it is rendered, then the prompt's end holds the message, open.
+  const ChatMessage* prefill = nullptr;
+  const ChatMessage& last = messages.back();
+  if (options.prefill_assistant && last.role == ChatRole::kAssistant && last.tool_calls.empty() &&
+      std::all_of(last.content_parts.begin(), last.content_parts.end(),
+                  [](const ContentPart& p) { return p.type == ContentPartType::kText; })) {
+    prefill = &last;
+    messages = messages.first(messages.size() - 1);
   }
   switch (options.variant) {
     case ChatTemplate::kGemma4:
-      return render_gemma4(messages, tools, options);
+      return render_gemma4(messages, tools, options, prefill);
     case ChatTemplate::kGemma4Interleaved:
-      return render_gemma4_interleaved(messages, tools, options);
+      return render_gemma4_interleaved(messages, tools, options, prefill);
   }
   return Status(StatusCode::kInternal, "render_chat_prompt: unknown template variant");
 }

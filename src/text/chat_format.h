@@ -85,10 +85,13 @@ struct ChatRenderOptions {
   // by a blank line). The template honours only messages[0]; without merging the others
   // would become extra system turns (bug-case 50).
   bool merge_leading_system = true;
-  // A trailing assistant message with text and no tool calls becomes a prefill: the
-  // conversation before it with the generation prompt, then its text, which the model
-  // continues (llama-server's behaviour; vLLM's continue_final_message). Off, it is a
-  // closed turn as the template writes it.
+  // A trailing assistant message without tool calls becomes a prefill: the conversation
+  // before it with the generation prompt, then the message, open, which the model continues
+  // (llama-server's behaviour; vLLM's continue_final_message): its reasoning as the turn's
+  // thought (`<|channel>thought\n` REASONING, left open when thinking is on and no text
+  // follows, else closed as the template closes one, in place of the empty thought block),
+  // then its text. Empty, it adds nothing to the generation prompt. Off, it is a closed turn
+  // as the template writes it.
   bool prefill_assistant = false;
 };
 
@@ -108,7 +111,8 @@ Result<std::string> render_chat(std::span<const ChatMessage> messages,
 struct RenderedPrompt {
   std::string text;
   std::vector<TextSpan> markup;  // sorted, non-overlapping
-  bool prefill = false;          // it ends with a trailing assistant message's open text
+  bool prefill = false;            // it ends with a trailing assistant message's open text
+  bool prefill_reasoning = false;  // it ends inside a trailing assistant message's open thought
 };
 Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
                                           const ChatRenderOptions& options);

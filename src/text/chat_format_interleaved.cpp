@@ -11,7 +11,8 @@ using chat::PrevType;
 using chat::PromptBuilder;
 
 Result<RenderedPrompt> render_gemma4_interleaved(std::span<const ChatMessage> messages,
-                                                 std::span<const ChatTool> tools, const ChatRenderOptions& options) {
+                                                 std::span<const ChatTool> tools, const ChatRenderOptions& options,
+                                                 const ChatMessage* prefill) {
   const size_t n_leading_system = chat::leading_system_count(messages, options.merge_leading_system);
   PromptBuilder out;
   PrevType prev = PrevType::kNone;
@@ -54,9 +55,8 @@ Result<RenderedPrompt> render_gemma4_interleaved(std::span<const ChatMessage> me
     out.mark(markup::kTurnClose);
     out += "\n";
   }
-  if (options.add_generation_prompt) {
-    chat::append_generation_prompt(options, /*open_turn=*/prev != PrevType::kToolResponse, &out);
-  }
+  chat::append_prompt_end(options, options.add_generation_prompt || prefill != nullptr,
+                          /*open_turn=*/prev != PrevType::kToolResponse, prefill, &out);
   return std::move(out.p);
 }
 

@@ -99,8 +99,15 @@ Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::json& m
     if (!parsed_role.ok()) return bad(path + ".role", parsed_role.status().message());
     m.role = *parsed_role;
     if (const auto c = jm.find("content"); c != jm.end()) GS_RETURN_IF_ERROR(parse_content(*c, path + ".content", &m));
+    // vLLM's newer name for the same field. An empty or null one gives nothing (as in the
+    // template's `reasoning or reasoning_content`); two that give different texts are refused.
+    std::string reasoning;
     GS_RETURN_IF_ERROR(optional_string(jm, "reasoning_content", path, &m.reasoning_content));
-    if (m.reasoning_content.empty()) GS_RETURN_IF_ERROR(optional_string(jm, "reasoning", path, &m.reasoning_content));
+    GS_RETURN_IF_ERROR(optional_string(jm, "reasoning", path, &reasoning));
+    if (!reasoning.empty() && !m.reasoning_content.empty() && reasoning != m.reasoning_content) {
+      return bad(path + ".reasoning", "differs from reasoning_content (they are one field by two names: send one)");
+    }
+    if (m.reasoning_content.empty()) m.reasoning_content = std::move(reasoning);
     GS_RETURN_IF_ERROR(optional_string(jm, "tool_call_id", path, &m.tool_call_id));
     GS_RETURN_IF_ERROR(optional_string(jm, "name", path, &m.name));
     if (const auto tcs = jm.find("tool_calls"); tcs != jm.end() && !tcs->is_null()) {

@@ -13,7 +13,8 @@ namespace gs::text {
 // `messages` of a chat completion request. Accepts content as a string, null or an array of
 // parts ({"type":"text","text":...}; "image"/"image_url"/"input_image" -> image,
 // "audio"/"input_audio" -> audio, "video"/"video_url" -> video); `reasoning_content` or
-// `reasoning`; tool_calls with `function.arguments` as a JSON string or an object.
+// vLLM's `reasoning` (one field by two names: both, non-empty and different, is an error);
+// tool_calls with `function.arguments` as a JSON string or an object.
 // Errors: kInvalidArgument naming the path ("messages[2].tool_calls[0].function.name").
 Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::json& messages);
 

@@ -129,17 +129,37 @@ void append_content(const ChatMessage& m, bool model, PromptBuilder* out, PrevTy
   }
 }
 
-void append_generation_prompt(const ChatRenderOptions& options, bool open_turn, PromptBuilder* out) {
-  if (open_turn) {
-    out->mark(markup::kTurnOpen);
-    *out += "model\n";
+void append_prompt_end(const ChatRenderOptions& options, bool gen_prompt, bool open_turn, const ChatMessage* prefill,
+                       PromptBuilder* out) {
+  const std::string reasoning = prefill ? prefill->reasoning_content : std::string();
+  const std::string text = prefill ? content_text(*prefill) : std::string();
+  if (gen_prompt) {
+    if (open_turn) {
+      out->mark(markup::kTurnOpen);
+      *out += "model\n";
+    }
+    if (!options.enable_thinking && reasoning.empty()) {
+      out->mark(markup::kChannelOpen);
+      *out += markup::kThoughtLabel;
+      *out += "\n";
+      out->mark(markup::kChannelClose);
+    }
   }
-  if (!options.enable_thinking) {
+  if (!reasoning.empty()) {
+    // The thought as the template writes one in a model turn; the text is never markup.
     out->mark(markup::kChannelOpen);
     *out += markup::kThoughtLabel;
     *out += "\n";
-    out->mark(markup::kChannelClose);
+    *out += reasoning;
+    if (options.enable_thinking && text.empty()) {
+      out->p.prefill_reasoning = true;  // the model goes on thinking
+    } else {
+      *out += "\n";
+      out->mark(markup::kChannelClose);
+    }
   }
+  *out += text;
+  out->p.prefill = !text.empty();
 }
 
 }  // namespace gs::text::chat

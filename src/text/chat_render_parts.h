@@ -54,13 +54,20 @@ Status append_tool_call(const ChatToolCall& call, size_t msg_index, PromptBuilde
 // placeholders (which set *prev).
 void append_content(const ChatMessage& m, bool model, PromptBuilder* out, PrevType* prev);
 
-// <|turn>model\n and, without thinking, the empty thought block.
-void append_generation_prompt(const ChatRenderOptions& options, bool open_turn, PromptBuilder* out);
+// The end of the prompt. Where `gen_prompt`, the generation prompt: <|turn>model\n (when
+// `open_turn`) and, without thinking, the empty thought block. Then a prefill (the trailing
+// assistant message, ChatRenderOptions::prefill_assistant; null: none): its reasoning as the
+// turn's thought, in place of the empty block, open when thinking is on and it has no text;
+// then its text. Sets out->p.prefill and prefill_reasoning.
+void append_prompt_end(const ChatRenderOptions& options, bool gen_prompt, bool open_turn, const ChatMessage* prefill,
+                       PromptBuilder* out);
 
 }  // namespace gs::text::chat
 
 namespace gs::text {
-// The message loop of google-gemma-4-31B-it-interleaved.jinja (chat_format_interleaved.cpp).
+// The message loop of google-gemma-4-31B-it-interleaved.jinja (chat_format_interleaved.cpp),
+// then the prompt's end with `prefill` (null: none), which is not one of `messages`.
 Result<RenderedPrompt> render_gemma4_interleaved(std::span<const ChatMessage> messages,
-                                                 std::span<const ChatTool> tools, const ChatRenderOptions& options);
+                                                 std::span<const ChatTool> tools, const ChatRenderOptions& options,
+                                                 const ChatMessage* prefill);
 }  // namespace gs::text

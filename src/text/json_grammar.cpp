@@ -348,7 +348,10 @@ class JsonSchemaCompiler {
     for (const char* k : {"not", "if", "then", "else", "contains", "minContains", "maxContains", "propertyNames",
                           "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
                           "unevaluatedItems", "patternProperties", "prefixItems", "$dynamicRef", "$recursiveRef"}) {
-      if (s.contains(k)) return invalid(path + "." + k + ": this keyword is not supported in response_format schemas");
+      // Said of any schema it compiles (response_format's, a forced tool's parameters).
+      if (s.contains(k)) {
+        return invalid(path + "." + k + ": this keyword is not supported: it cannot be enforced while decoding");
+      }
     }
     if (s.contains("$ref")) {
       // Other constraining keywords beside $ref apply too (2020-12): the two as allOf.

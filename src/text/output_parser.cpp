@@ -1124,8 +1124,15 @@ OutputParser::OutputParser(ParserOptions options) : state_(std::make_unique<Stat
     std::random_device rd;
     state_->id_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
-  if (state_->options.starts_in_reasoning) state_->begin_reasoning();
-  else if (state_->options.continues_content) state_->content_started = true;
+  if (state_->options.continues_reasoning) {
+    state_->begin_reasoning();
+    state_->reasoning_at_start = false;  // no label or newline of its own to skip
+    state_->reasoning_has_text = true;   // the block has the prompt's text
+  } else if (state_->options.starts_in_reasoning) {
+    state_->begin_reasoning();
+  } else if (state_->options.continues_content) {
+    state_->content_started = true;
+  }
 }
 OutputParser::~OutputParser() = default;
 OutputParser::OutputParser(OutputParser&&) noexcept = default;

@@ -37,6 +37,10 @@ struct ParserOptions {
   // The output continues visible content that the prompt began (an assistant prefill):
   // its leading whitespace is part of the text, not dropped.
   bool continues_content = false;
+  // The output continues a thought that the prompt began and left open (a prefill of an
+  // assistant message's reasoning): it starts in reasoning, whose leading whitespace is part
+  // of the text.
+  bool continues_reasoning = false;
   // The declared tools' names. A namespaced call name ("default_api:get_weather") is the
   // declared tool its last part names (decision 0024); empty: names are taken as written.
   std::vector<std::string> tool_names;

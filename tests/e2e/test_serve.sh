@@ -170,13 +170,40 @@ grep -q '^gemmaserve_draft_position_accepted_tokens_total{position="1"} [1-9]' "
 
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && ok "still healthy" || bad "not healthy at the end"
 
-# SIGTERM with a long stream in flight: new requests are refused while it drains, the
-# stream is ended after --shutdown-timeout, and the server exits 0.
+# SIGTERM with long streams in every slot (--parallel 4) and one request waiting for a slot:
+# new requests are refused while it drains, the waiting one gets its 503 at once (it waited
+# out the whole drain before), the streams are ended after --shutdown-timeout, and the
+# server exits 0.
 curl -s -N "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" \
   -d '{"prompt":"ROMEO:","max_tokens":100000,"stream":true}' > "$WORK/long" 2>/dev/null &
 CURL_PID=$!
+OTHER_PIDS=()
+for i in 1 2 3; do
+  curl -s -N "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" \
+    -d '{"prompt":"JULIET:","max_tokens":100000,"stream":true}' > "$WORK/long$i" 2>/dev/null &
+  OTHER_PIDS+=($!)
+done
 for _ in $(seq 1 100); do grep -q '"text"' "$WORK/long" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 100); do
+  curl -s "${AUTH[@]}" "$URL/metrics" | grep -q '^gemmaserve_busy_slots 4' && break; sleep 0.1; done
+curl -s --max-time 30 -o "$WORK/queued" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
+  -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":8}' > "$WORK/queued_code" 2>/dev/null &
+QUEUED_PID=$!
+for _ in $(seq 1 100); do
+  curl -s "${AUTH[@]}" "$URL/metrics" | grep -q '^gemmaserve_queue_length 1' && break; sleep 0.1; done
+curl -s "${AUTH[@]}" "$URL/metrics" | grep -q '^gemmaserve_queue_length 1' \
+  && ok "a request waits for a slot before SIGTERM" || bad "no request waiting before SIGTERM"
 kill -TERM "$PID"
+T0=$(date +%s%N)
+wait "$QUEUED_PID"
+T1=$(date +%s%N)
+ms=$(( (T1 - T0) / 1000000 ))
+if [ "$(cat "$WORK/queued_code")" = 503 ] && [ "$ms" -lt 1000 ] && kill -0 "$PID" 2>/dev/null &&
+   python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; assert e["code"]=="unavailable" and e["message"]' "$WORK/queued"; then
+  ok "draining: the waiting request got its 503 at once (${ms} ms), the drain goes on"
+else
+  bad "draining: the waiting request got $(cat "$WORK/queued_code") after ${ms} ms: $(cat "$WORK/queued")"
+fi
 sleep 0.5
 code="$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")"
 [ "$code" = 503 ] && ok "draining: health 503" || bad "draining: health $code"
@@ -188,6 +215,10 @@ fi
 for _ in $(seq 1 50); do kill -0 "$CURL_PID" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$CURL_PID" 2>/dev/null; then bad "the in-flight stream was left hanging"; kill "$CURL_PID"; else
   ok "the in-flight stream was ended"; fi
+for p in "${OTHER_PIDS[@]}"; do
+  for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$p" 2>/dev/null && { bad "an in-flight stream was left hanging"; kill "$p"; }
+done
 # ...with an error event that says why, then [DONE] (it was cut off without either).
 grep -q '"error"' "$WORK/long" && tail -n 2 "$WORK/long" | grep -q '^data: \[DONE\]' \
   && ok "the in-flight stream ended with an error event and [DONE]" \

@@ -213,6 +213,24 @@ TEST(JsonConstraint, AThoughtMayComeFirstAndAToolCallEndsIt) {
   EXPECT_FALSE(tool.active());
 }
 
+// A prompt that ends inside a thought (a continued reasoning prefill): the output starts in
+// the free span and the value follows its closer, with no second thought.
+TEST(JsonConstraint, AThoughtTheFirstTokensContinue) {
+  JsonConstraintOptions o = chat_options();
+  o.starts_in_thought = true;
+  JsonConstraint c(shakes_pieces(), person_schema(), o);
+  EXPECT_TRUE(c.active());
+  EXPECT_FALSE(c.constrains_next());
+  for (int32_t id : shakes_tokenizer()->encode(" and so { ]", false, false)) c.advance(id);
+  EXPECT_FALSE(c.constrains_next());
+  c.advance(o.think_close);
+  EXPECT_TRUE(c.constrains_next());
+  std::vector<int32_t> allowed;
+  c.allowed(&allowed);
+  EXPECT_FALSE(std::binary_search(allowed.begin(), allowed.end(), o.think_open));
+  EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), shakes_tokenizer()->encode("{", false, false).at(0)));
+}
+
 // The real engine: a chat prompt, a schema, sampling at temperature 1.
 class JsonEngine : public ::testing::TestWithParam<bool> {
  protected:

@@ -593,6 +593,39 @@ TEST(Scheduler, ASharedHeaderDoesNotEvictAnotherConversationsCache) {
   EXPECT_EQ(collect(**again).usage.cached_tokens, static_cast<int32_t>(short_prompt.size()) - 1);
 }
 
+// drain() (the start of the drain after SIGTERM): the waiting request ends at once with
+// kUnavailable, new ones are refused, the running one goes on to its end; shutdown() after
+// it has nothing left to end.
+TEST(Scheduler, DrainEndsWaitingRequestsAndLetsRunningOnesFinish) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.n_ctx = 100000;
+  o.step_delay = 2ms;
+  Fixture f(o);
+  auto running = f.engine->submit(make_request(prompt_of(9), 300));
+  auto queued = f.engine->submit(make_request(prompt_of(9), 300));
+  ASSERT_TRUE(running.ok());
+  ASSERT_TRUE(queued.ok());
+  std::this_thread::sleep_for(20ms);
+  f.engine->drain();
+  EXPECT_EQ(f.engine->metrics().queue_length, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  Collected b = collect(**queued, 2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
+  EXPECT_TRUE(b.error);
+  EXPECT_EQ(b.status.code(), StatusCode::kUnavailable) << b.status.to_string();
+  EXPECT_TRUE(b.tokens.empty());
+  auto late = f.engine->submit(make_request(prompt_of(3), 3));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), StatusCode::kUnavailable);
+  Collected a = collect(**running, 10s);
+  EXPECT_FALSE(a.error) << a.status.to_string();
+  EXPECT_EQ(a.finish, FinishReason::kLength);
+  EXPECT_EQ(a.tokens.size(), 300u);
+  f.engine->shutdown();
+  EXPECT_EQ(f.runner->slots_in_use(), 0);
+}
+
 TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {
   FakeSlotRunner::Options o;
   o.n_slots = 1;

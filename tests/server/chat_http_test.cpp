@@ -152,6 +152,30 @@ TEST(ChatHttp, ReasoningBudgetEndsTheThoughtAndTheAnswerFollows) {
   EXPECT_EQ(s.runner->n_replaced(), 1);
 }
 
+// A reasoning-only final assistant message puts the output inside its thought (F7): the
+// budget counts from the first generated token (the engine knew a thought only from the
+// <|channel> it generated, so a continued thought ran unbounded), and the answer follows the
+// closer, streamed or not.
+TEST(ChatHttp, ReasoningBudgetHoldsForAContinuedThought) {
+  ServerFixtureOptions o;
+  o.enable_thinking = true;
+  LiveServer s(o);
+  s.answer(" 221 = 13 * 17, so it is not prime, and so on", /*endless=*/true);
+  json body = chat_body("Is 221 prime? Think it through.", {{"reasoning_budget_tokens", 8}, {"max_tokens", 40}});
+  body["messages"].push_back({{"role", "assistant"}, {"content", ""}, {"reasoning_content", "Let me see:"}});
+  json whole = whole_chat(s, body);
+  const json& msg = whole["choices"][0]["message"];
+  const std::string reasoning = msg.value("reasoning_content", "");
+  EXPECT_TRUE(reasoning.starts_with(" 221")) << whole.dump();
+  EXPECT_LE(s.tok->encode(reasoning, false, false).size(), 8u) << whole.dump();
+  EXPECT_NE(msg["content"].get<std::string>().find("la"), std::string::npos) << whole.dump();
+  expect_no_markup(msg["content"].get<std::string>());
+  EXPECT_EQ(s.runner->n_replaced(), 1);
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.reasoning, reasoning);
+  EXPECT_EQ(st.content, msg["content"].get<std::string>());
+}
+
 TEST(ChatHttp, ToolCallsAreParsedAndStreamedTheSameWay) {
   LiveServer s;
   // Two calls back to back (bug-case 14), then the model hands over to the tool.

@@ -653,6 +653,68 @@ TEST(HttpServer, EngineShutdownEndsRunningResponsesWithAnError) {
   EXPECT_EQ(whole_status, 503) << whole.substr(0, 200);
 }
 
+// The drain after SIGTERM (HttpServer::set_draining): requests still waiting for a slot get
+// their 503 at once, a whole response as the error body, a stream (committed to 200 by its
+// first event) as an error event and [DONE]; they waited out the whole drain (up to
+// --shutdown-timeout) before. A running request is left to finish, and new ones are 503s.
+TEST(HttpServer, DrainingEndsQueuedRequestsAtOnceAndLetsRunningOnesFinish) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.step_delay = 5ms;
+  LiveServer s(o);
+  s.answer("la", /*endless=*/true);
+  using Clock = std::chrono::steady_clock;
+  std::optional<httplib::Result> running, queued_whole, queued_stream;
+  Clock::time_point running_end, whole_end, stream_end;
+  std::thread t1([&] {
+    running.emplace(s.post("/v1/completions", R"({"prompt":"x","max_tokens":400})"));
+    running_end = Clock::now();
+  });
+  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(s.engine->metrics().busy_slots, 1);
+  std::thread t2([&] {
+    queued_whole.emplace(s.post("/v1/chat/completions",
+                                R"({"messages":[{"role":"user","content":"x"}],"max_tokens":5})"));
+    whole_end = Clock::now();
+  });
+  std::thread t3([&] {
+    queued_stream.emplace(s.post("/v1/completions", R"({"prompt":"x","max_tokens":5,"stream":true})"));
+    stream_end = Clock::now();
+  });
+  for (int i = 0; i < 500 && s.engine->metrics().queue_length < 2; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(s.engine->metrics().queue_length, 2);
+  const Clock::time_point drain_start = Clock::now();
+  s.http->set_draining();
+  expect_error_body(s.post("/v1/completions", R"({"prompt":"x","max_tokens":5})"), 503, "new while draining");
+  t2.join();
+  t3.join();
+  t1.join();
+  ASSERT_TRUE(queued_whole && *queued_whole);
+  expect_error_body(*queued_whole, 503, "queued whole");
+  EXPECT_EQ(json::parse((*queued_whole)->body)["error"]["code"], "unavailable");
+  ASSERT_TRUE(queued_stream && *queued_stream);
+  EXPECT_EQ((*queued_stream)->status, 200);
+  auto events = test::sse_payloads((*queued_stream)->body);
+  ASSERT_GE(events.size(), 2u) << (*queued_stream)->body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  json err = json::parse(events[events.size() - 2], nullptr, false);
+  ASSERT_TRUE(err.contains("error")) << events[events.size() - 2];
+  EXPECT_EQ(err["error"]["code"], "unavailable");
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    EXPECT_EQ(json::parse(events[i])["choices"][0]["text"], "") << "the queued stream generated: " << events[i];
+  }
+  // At once: well inside the running request's remaining time, not after it.
+  EXPECT_LT(whole_end, running_end);
+  EXPECT_LT(stream_end, running_end);
+  EXPECT_LT(std::chrono::duration<double>(std::max(whole_end, stream_end) - drain_start).count(), 1.0);
+  // The running one finished its work.
+  ASSERT_TRUE(running && *running);
+  EXPECT_EQ((*running)->status, 200) << (*running)->body;
+  const json done = json::parse((*running)->body);
+  EXPECT_EQ(done["choices"][0]["finish_reason"], "length") << (*running)->body;
+  EXPECT_EQ(done["usage"]["completion_tokens"], 400);
+}
+
 // An engine failure after a request was admitted (here a model step that fails while it
 // generates): a whole response is the error with a 5xx status (it was a 200 with an error
 // body, the status sent before the outcome was known); a stream, already 200, ends with an

@@ -321,6 +321,44 @@ TEST(ChatRequest, HistoryFormsThatStayAccepted) {
   }
 }
 
+// vLLM's newer clients send an assistant turn's thought back as "reasoning" (the name its
+// responses use now): the same field as reasoning_content. A turn that carries only it is
+// accepted as one with only reasoning_content is; both, different, is a 400 naming it.
+TEST(ChatRequest, ReasoningIsReasoningContentByVllmsName) {
+  const std::string user = R"({"role":"user","content":"hi"})";
+  const std::string call = R"("tool_calls":[{"id":"c1","type":"function","function":{"name":"f"}}])";
+  const std::string result = R"({"role":"tool","tool_call_id":"c1","content":"r"})";
+  auto parse = [](const std::string& list) {
+    Result<json> j = parse_json_object(R"({"messages":[)" + list + "]}");
+    EXPECT_TRUE(j.ok());
+    RequestDefaults d;
+    d.n_vocab = 1000;
+    return parse_chat_request(*j, d);
+  };
+  for (const char* fields : {R"("reasoning":"look it up")", R"("reasoning_content":"look it up")",
+                                    R"("reasoning":"look it up","reasoning_content":"look it up")",
+                                    R"("reasoning":"look it up","reasoning_content":null)",
+                                    R"("reasoning":"look it up","reasoning_content":"")",
+                                    R"("reasoning":null,"reasoning_content":"look it up")"}) {
+    auto r = parse(user + R"(,{"role":"assistant","content":null,)" + call + "," + fields + "}," + result);
+    ASSERT_TRUE(r.ok()) << fields << ": " << r.status().to_string();
+    EXPECT_EQ(r->messages[1].reasoning_content, "look it up") << fields;
+  }
+  // Only reasoning, by either name, is a turn clients replay.
+  for (const char* key : {"reasoning", "reasoning_content"}) {
+    auto r = parse(user + R"(,{"role":"assistant","content":null,")" + key + R"(":"thought"},)" + user);
+    ASSERT_TRUE(r.ok()) << key << ": " << r.status().to_string();
+    EXPECT_EQ(r->messages[1].reasoning_content, "thought") << key;
+  }
+  for (const char* fields :
+       {R"("reasoning":"a","reasoning_content":"b")", R"("reasoning":5)", R"("reasoning":["a"])"}) {
+    auto r = parse(user + R"(,{"role":"assistant","content":"x",)" + fields + "}," + user);
+    ASSERT_FALSE(r.ok()) << fields;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(r.status().message().starts_with("messages[1].reasoning")) << r.status().message();
+  }
+}
+
 TEST(ChatRequest, ThinkingSwitches) {
   RequestDefaults d;
   d.enable_thinking = true;

@@ -109,6 +109,9 @@ TEST(RequestPlan, ForcedCallFallbackIsLoggedOnce) {
     ASSERT_EQ(w.size(), 1u) << params;
     EXPECT_NE(w[0].find("'f'"), std::string::npos) << w[0];
     EXPECT_NE(w[0].find(reason), std::string::npos) << w[0];
+    // The reason speaks of this tool's schema, not of another field's: the compiler's
+    // message said "not supported in response_format schemas".
+    EXPECT_EQ(w[0].find("response_format"), std::string::npos) << w[0];
   }
   // Followed, or nothing to follow, or not forced to one function: nothing to say.
   EXPECT_TRUE(warnings(R"({"type":"object","properties":{"a":{"type":"string"}}})", named).empty());
@@ -208,6 +211,57 @@ TEST(RequestPlan, ResponseFormatCarriesTheGrammarAndItsPrelude) {
   ASSERT_TRUE(cplan.ok());
   EXPECT_TRUE(cplan->request.json.grammar);
   EXPECT_EQ(cplan->request.json.think_open, -1);
+}
+
+// A reasoning-only final assistant message with thinking on leaves its thought open (F7):
+// the parser, the budget and the JSON constraint all start inside it. With text, or with
+// thinking off, the thought is closed and nothing starts in it. A forced call closes it
+// before the call's opener (a markup token, not text).
+TEST(RequestPlan, AReasoningPrefillIsContinuedInsideTheThought) {
+  auto tok = test::shakes_tokenizer();
+  const int32_t think_open = *tok->find_token("<|channel>");
+  const int32_t think_close = *tok->find_token("<channel|>");
+  const std::string user = R"({"role":"user","content":"weather?"})";
+  auto plan_of = [&](const std::string& assistant, const std::string& extra) {
+    auto p = plan_chat(chat(R"({"messages":[)" + user + "," + assistant + "]" + extra + "}"), *tok, {});
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return p.ok() ? *p : GenerationPlan{};
+  };
+  const std::string reasoning_only = R"({"role":"assistant","content":"","reasoning_content":"Let me see"})";
+  const std::string rf_budget = R"(,"response_format":{"type":"json_object"},"reasoning_budget_tokens":16)";
+  const GenerationPlan open = plan_of(reasoning_only, rf_budget);
+  EXPECT_TRUE(open.parser.continues_reasoning);
+  EXPECT_FALSE(open.parser.continues_content);
+  EXPECT_TRUE(open.request.starts_in_thought);
+  EXPECT_EQ(open.request.reasoning_budget, 16);
+  ASSERT_TRUE(open.request.json.grammar);
+  EXPECT_TRUE(open.request.json.starts_in_thought);
+  const auto& ids = open.request.prompt;
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), think_open), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), think_close), 0);
+  EXPECT_TRUE(tok->decode(ids, text::DecodeOptions{true})->ends_with("<|channel>thought\nLet me see"));
+
+  const GenerationPlan with_text =
+      plan_of(R"({"role":"assistant","content":"It","reasoning_content":"Let me see"})", rf_budget);
+  EXPECT_FALSE(with_text.parser.continues_reasoning);
+  EXPECT_TRUE(with_text.parser.continues_content);
+  EXPECT_FALSE(with_text.request.starts_in_thought);
+  EXPECT_FALSE(with_text.request.json.starts_in_thought);
+  const GenerationPlan off = plan_of(reasoning_only, R"(,"reasoning_effort":"none")");
+  EXPECT_FALSE(off.parser.continues_reasoning);
+  EXPECT_FALSE(off.parser.continues_content);
+  EXPECT_FALSE(off.request.starts_in_thought);
+  EXPECT_EQ(std::count(off.request.prompt.begin(), off.request.prompt.end(), think_close), 1);
+
+  const std::string forced = std::string(R"(,"tools":[)") + kTool +
+                             R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}})";
+  const GenerationPlan call = plan_of(reasoning_only, forced);
+  EXPECT_FALSE(call.parser.continues_reasoning);
+  EXPECT_FALSE(call.request.starts_in_thought);
+  EXPECT_EQ(std::count(call.request.prompt.begin(), call.request.prompt.end(), think_close), 1);
+  auto rendered = render_chat_request(chat(R"({"messages":[)" + user + "," + reasoning_only + "]" + forced + "}"));
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_TRUE(rendered->text.ends_with("Let me see\n<channel|><|tool_call>call:get_weather{")) << rendered->text;
 }
 
 TEST(RequestPlan, ParserKnowsTheDeclaredToolNames) {

@@ -6,7 +6,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "server/shakes_http.h"
 #include "text/json_grammar.h"
@@ -160,6 +162,47 @@ TEST_P(ResponseFormat, ABadSchemaIsA400NamingTheKeyword) {
   const json e = json::parse(r->body)["error"];
   EXPECT_EQ(e["type"], "invalid_request_error") << r->body;
   EXPECT_EQ(e["param"], "response_format.json_schema.schema.properties.a.type") << r->body;
+}
+
+// Bug-case 41: a value that cannot end before the context does (at least 5000 items): the
+// answer stops at the context's end with "length" and the start of a value, streamed or not,
+// while a request beside it in the other slot answers as usual; the server keeps serving.
+TEST_P(ResponseFormat, AValueLongerThanTheContextEndsWithLength) {
+  const json schema = {{"type", "array"}, {"items", {{"enum", json::array({"ROMEO", "JULIET"})}}}, {"minItems", 5000}};
+  auto grammar = text::JsonGrammar::from_schema(schema);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  json body = chat({{"type", "json_schema"}, {"json_schema", {{"name", "cast"}, {"schema", schema}}}}, 1, false);
+  body.erase("max_tokens");  // only the context (1024 tokens) stops it
+  std::string cast = "Name the cast, as JSON:";  // a long prompt: a short run to the end
+  while (server_.tokenizer().encode(cast, false, false).size() < 900) cast += " ROMEO, JULIET, MERCUTIO and TYBALT.";
+  body["messages"][0]["content"] = cast;
+  json beside = chat({{"type", "json_object"}}, 2, false);
+  std::optional<httplib::Result> other;
+  std::thread t([&] { other.emplace(server_.post(beside)); });
+  auto r = server_.post(body);
+  t.join();
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json whole = json::parse(r->body);
+  const std::string content = whole["choices"][0]["message"]["content"].get<std::string>();
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length") << r->body.substr(0, 300);
+  EXPECT_EQ(whole["usage"]["total_tokens"], 1024) << whole["usage"].dump();
+  check(content, "length", *grammar, "whole");
+  body["stream"] = true;
+  auto st = server_.post(body);
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->status, 200) << st->body.substr(0, 300);
+  const auto [streamed_content, streamed_finish] = streamed(st->body);
+  EXPECT_EQ(streamed_finish, "length");
+  check(streamed_content, "length", *grammar, "streamed");
+  ASSERT_TRUE(other && *other);
+  ASSERT_EQ((*other)->status, 200) << (*other)->body;
+  const json oc = json::parse((*other)->body)["choices"][0];
+  check(oc["message"]["content"].get<std::string>(), oc["finish_reason"].get<std::string>(),
+        text::JsonGrammar::any_object(), "beside");
+  auto again = server_.post(chat({{"type", "json_object"}}, 3, false));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200) << again->body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafter, ResponseFormat, ::testing::Bool(),

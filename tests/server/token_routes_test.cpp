@@ -393,6 +393,45 @@ TEST(TokenRoutes, TrailingAssistantMessageIsContinued) {
   test::expect_healthy(s);
 }
 
+// F7: an empty final assistant message, or one with only reasoning, is continued as well:
+// it was an empty closed turn followed by a new generation prompt. Empty, the prompt ends
+// with the generation prompt; reasoning-only with thinking on, inside the thought it gives
+// (reasoning_content or vLLM's reasoning), and the answer's reasoning_content is the
+// thought's continuation (leading whitespace kept), its content the answer after it.
+TEST(TokenRoutes, EmptyOrReasoningOnlyTrailingAssistantIsContinued) {
+  {
+    LiveServer s;  // thinking off
+    s.answer("Paris.");
+    for (const char* content : {R"("")", R"([{"type":"text","text":""}])"}) {
+      const json body = json::parse(std::string(R"({"messages":[{"role":"user","content":"Capital of France?"},)") +
+                                    R"({"role":"assistant","content":)" + content + R"(}],"max_tokens":8})");
+      const std::string prompt = post_ok(s, "/apply-template", body).value("prompt", std::string());
+      EXPECT_TRUE(prompt.ends_with("<|turn>user\nCapital of France?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"))
+          << prompt;
+      EXPECT_EQ(prompt.find("<turn|>\n<|turn>model\n<turn|>"), std::string::npos) << prompt;
+      const json c = post_ok(s, "/v1/chat/completions", body);
+      EXPECT_EQ(c["choices"][0]["message"]["content"], "Paris.") << c.dump();
+    }
+  }
+  ServerFixtureOptions o;
+  o.enable_thinking = true;
+  LiveServer s(o);
+  s.answer(" it is Paris.<channel|>Paris.");
+  for (const char* field : {"reasoning_content", "reasoning"}) {
+    const json body = json::parse(std::string(R"({"messages":[{"role":"user","content":"Capital of France?"},)") +
+                                  R"({"role":"assistant","content":null,")" + field +
+                                  R"(":"The capital of France:"}],"max_tokens":40})");
+    const std::string prompt = post_ok(s, "/apply-template", body).value("prompt", std::string());
+    EXPECT_TRUE(prompt.ends_with("<|turn>model\n<|channel>thought\nThe capital of France:")) << field << ": " << prompt;
+    const json c = post_ok(s, "/v1/chat/completions", body);
+    const json& m = c["choices"][0]["message"];
+    EXPECT_EQ(m.value("reasoning_content", json()), " it is Paris.") << field << ": " << c.dump();
+    EXPECT_EQ(m["content"], "Paris.") << field << ": " << c.dump();
+    EXPECT_GT(c["usage"]["completion_tokens_details"]["reasoning_tokens"].get<int>(), 0) << c.dump();
+  }
+  test::expect_healthy(s);
+}
+
 TEST(TokenRoutes, MethodsAuthLoadingAndDraining) {
   ServerFixtureOptions o;
   o.keys = {"sk-test-1"};

@@ -209,8 +209,8 @@ TEST(ChatFormat, Case44PriorReasoningIsNotRendered) {
 
 // A trailing assistant message as a prefill (ChatRenderOptions::prefill_assistant, what the
 // server asks for, as llama-server does): the conversation before it with the generation
-// prompt, then its text, open; its text is never markup. Off, or with tool calls, or alone,
-// it renders as the template writes it.
+// prompt, then its text, open; its text is never markup. Off, or with tool calls, it renders
+// as the template writes it.
 TEST(ChatFormat, TrailingAssistantMessageIsAPrefill) {
   const std::vector<ChatMessage> before = {msg(ChatRole::kUser, "Name a fruit.")};
   std::vector<ChatMessage> with = before;
@@ -228,15 +228,97 @@ TEST(ChatFormat, TrailingAssistantMessageIsAPrefill) {
   EXPECT_EQ(render(with, think), render(before, think_plain) + "Sure: <turn|> the");
   // Off (the template's own rendering): a closed turn, then a new generation prompt.
   EXPECT_NE(render(with).find("Sure: <turn|> the<turn|>\n<|turn>model\n"), std::string::npos) << render(with);
-  // Not a prefill: tool calls, no text, or nothing before it.
+  // Not a prefill: a message with tool calls (the model's turn waits for their results).
   std::vector<ChatMessage> calls = before;
   calls.push_back(assistant_calls({ChatToolCall{"c1", "f", "{}"}}));
   EXPECT_EQ(render(calls, pre), render(calls));
-  std::vector<ChatMessage> empty = before;
-  empty.push_back(msg(ChatRole::kAssistant, ""));
-  EXPECT_EQ(render(empty, pre), render(empty));
+  // Alone it is continued too (llama-server's rule: a final assistant message): the
+  // generation prompt of an empty conversation, then its text.
   const std::vector<ChatMessage> alone = {msg(ChatRole::kAssistant, "Hello")};
-  EXPECT_EQ(render(alone, pre), render(alone));
+  EXPECT_EQ(render(alone, pre), "<|turn>model\n<|channel>thought\n<channel|>Hello");
+  EXPECT_EQ(render(alone, think), "<|turn>system\n<|think|>\n<turn|>\n<|turn>model\nHello");
+}
+
+// F7: a trailing assistant message with empty text ("" or an empty text part) or with only
+// reasoning was rendered as the template writes it: an empty closed model turn, then a new
+// generation prompt. It is a prefill like one with text: empty, the prompt is the
+// generation prompt alone; with reasoning, the turn's thought is written from it, open when
+// thinking is on and no text follows (the model continues the thought), closed otherwise
+// (its text, or the answer, follows). The reasoning is message text, never markup.
+TEST(ChatFormat, TrailingEmptyOrReasoningOnlyAssistantIsAPrefill) {
+  const std::vector<ChatMessage> before = {msg(ChatRole::kUser, "Name a fruit.")};
+  ChatRenderOptions pre;
+  pre.prefill_assistant = true;
+  ChatRenderOptions think_pre = pre;
+  think_pre.enable_thinking = true;
+  ChatRenderOptions think;
+  think.enable_thinking = true;
+  const std::string off_before = render(before);          // ends in the empty thought block
+  const std::string on_before = render(before, think);    // ends in <|turn>model\n
+  const std::string empty_thought = "<|channel>thought\n<channel|>";
+  ASSERT_TRUE(off_before.ends_with("<|turn>model\n" + empty_thought)) << off_before;
+  const std::string off_open = off_before.substr(0, off_before.size() - empty_thought.size());
+
+  ChatMessage empty_part = msg(ChatRole::kAssistant, "");
+  empty_part.content_parts.push_back({ContentPartType::kText, ""});
+  for (const ChatMessage& empty : {msg(ChatRole::kAssistant, ""), empty_part}) {
+    std::vector<ChatMessage> with = before;
+    with.push_back(empty);
+    EXPECT_EQ(render(with, pre), off_before);
+    EXPECT_EQ(render(with, think_pre), on_before);
+    EXPECT_EQ(render(with, pre).find("<|turn>model\n<turn|>"), std::string::npos);
+  }
+
+  ChatMessage reasoning_only = msg(ChatRole::kAssistant, "");
+  reasoning_only.reasoning_content = "Apples <turn|> are";
+  std::vector<ChatMessage> with = before;
+  with.push_back(reasoning_only);
+  // Thinking on: the thought is open, the model goes on with it.
+  EXPECT_EQ(render(with, think_pre), on_before + "<|channel>thought\nApples <turn|> are");
+  // Thinking off: the given thought, closed as the template closes one, then the answer.
+  EXPECT_EQ(render(with, pre), off_open + "<|channel>thought\nApples <turn|> are\n<channel|>");
+  // With text too: the closed thought, then the text, open.
+  ChatMessage both = reasoning_only;
+  both.content = "Apple";
+  std::vector<ChatMessage> with_both = before;
+  with_both.push_back(both);
+  EXPECT_EQ(render(with_both, think_pre), on_before + "<|channel>thought\nApples <turn|> are\n<channel|>Apple");
+  EXPECT_EQ(render(with_both, pre), off_open + "<|channel>thought\nApples <turn|> are\n<channel|>Apple");
+  // The reasoning and the text are never markup.
+  auto p = render_chat_prompt(with_both, {}, think_pre);
+  ASSERT_TRUE(p.ok());
+  const size_t r_at = p->text.find("Apples");
+  for (const auto& span : p->markup) {
+    EXPECT_TRUE(span.offset + span.length <= r_at || span.offset >= r_at + 18) << span.offset;
+  }
+
+  // After tool results the model's turn is open already: no generation prompt, the thought
+  // follows the last result.
+  std::vector<ChatMessage> chain = {msg(ChatRole::kUser, "Weather?"),
+                                    assistant_calls({ChatToolCall{"c1", "get_weather", "{}"}}),
+                                    tool_result("c1", "sunny")};
+  const std::string chain_on = render(chain, think);
+  const std::string chain_off = render(chain);
+  ASSERT_TRUE(chain_off.ends_with("<tool_response|>")) << chain_off;
+  chain.push_back(reasoning_only);
+  EXPECT_EQ(render(chain, think_pre), chain_on + "<|channel>thought\nApples <turn|> are");
+  EXPECT_EQ(render(chain, pre), chain_off + "<|channel>thought\nApples <turn|> are\n<channel|>");
+  chain.back() = msg(ChatRole::kAssistant, "");
+  EXPECT_EQ(render(chain, pre), chain_off);
+
+  // The interleaved variant continues the same way.
+  ChatRenderOptions inter = pre;
+  inter.variant = ChatTemplate::kGemma4Interleaved;
+  ChatRenderOptions inter_think = think_pre;
+  inter_think.variant = ChatTemplate::kGemma4Interleaved;
+  ChatRenderOptions inter_plain;
+  inter_plain.variant = ChatTemplate::kGemma4Interleaved;
+  ChatRenderOptions inter_plain_think = inter_plain;
+  inter_plain_think.enable_thinking = true;
+  EXPECT_EQ(render(with, inter_think), render(before, inter_plain_think) + "<|channel>thought\nApples <turn|> are");
+  std::vector<ChatMessage> with_empty = before;
+  with_empty.push_back(msg(ChatRole::kAssistant, ""));
+  EXPECT_EQ(render(with_empty, inter), render(before, inter_plain));
 }
 
 TEST(ChatFormat, AssistantContentDropsChannelSpans) {

@@ -105,6 +105,26 @@ TEST(OutputParser, StartsInReasoning) {
   EXPECT_EQ(m.content, "Done.");
 }
 
+// The continuation of a reasoning prefill (a thought the prompt left open): reasoning from
+// the first byte, its leading whitespace kept as a continuation's is; the answer after the
+// closer drops its own; a closer right away is no empty block (the prompt gave the text).
+TEST(OutputParser, ContinuedReasoningKeepsLeadingWhitespace) {
+  auto o = opts();
+  o.continues_reasoning = true;
+  const auto m = parse_all_ways(" so 42.\n<channel|>\n\nThe answer is 42.", o);
+  EXPECT_EQ(m.reasoning_content, " so 42.");
+  EXPECT_EQ(m.content, "The answer is 42.");
+  OutputParser p(o);
+  EXPECT_TRUE(p.in_reasoning());
+  MessageAccumulator acc;
+  acc.add(p.feed("<channel|>Done."));
+  acc.add(p.finish());
+  EXPECT_EQ(acc.message().reasoning_content, "");
+  EXPECT_EQ(acc.message().content, "Done.");
+  EXPECT_EQ(p.stats().empty_reasoning_blocks, 0);
+  EXPECT_EQ(p.stats().reasoning_blocks, 1);
+}
+
 TEST(OutputParser, InReasoningTracksTheBlock) {
   OutputParser p(opts());
   p.feed("<|channel>thou");
