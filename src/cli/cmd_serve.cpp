@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -136,10 +137,18 @@ int serve(const ServeArgs& a) {
       if (engine) {
         engine->drain();  // as set_draining did, if the model came after it
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.shutdown_timeout_s);
+        const timespec poll{0, 50 * 1000 * 1000};
         while (std::chrono::steady_clock::now() < deadline) {
           EngineMetrics m = engine->metrics();
           if (m.busy_slots == 0 && m.queue_length == 0) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          // A second SIGINT / SIGTERM while draining stops at once, as llama-server's second
+          // Ctrl-C does: running requests are cut off, the exit status is 128 + the signal.
+          const int again = sigtimedwait(&signals, &info, &poll);
+          if (again > 0) {
+            GS_LOG_WARN("signal {} again: stopping now, without waiting for running requests", again);
+            spdlog::default_logger()->flush();
+            std::_Exit(128 + again);
+          }
         }
         engine->shutdown();
       }

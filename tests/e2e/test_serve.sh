@@ -224,5 +224,34 @@ grep -q '"error"' "$WORK/long" && tail -n 2 "$WORK/long" | grep -q '^data: \[DON
   && ok "the in-flight stream ended with an error event and [DONE]" \
   || bad "the in-flight stream ended without an error event and [DONE]: $(tail -c 200 "$WORK/long")"
 
+# A second signal while draining stops the server at once (exit 128 + the signal), as a second
+# Ctrl-C stops llama-server; it sat out the whole drain (here 60 s) before.
+PORT2="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$BIN" serve -m "$MODEL" --host 127.0.0.1 --port "$PORT2" --ctx-size 1024 --parallel 1 --shutdown-timeout 60 \
+  > "$WORK/server2.log" 2>&1 &
+PID2=$!
+for _ in $(seq 1 300); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT2/health")" = 200 ] && break
+  kill -0 "$PID2" 2>/dev/null || break
+  sleep 0.2
+done
+curl -s -N "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/completions" \
+  -d '{"prompt":"ROMEO:","max_tokens":100000,"stream":true}' > "$WORK/long2" 2>/dev/null &
+CURL2_PID=$!
+for _ in $(seq 1 100); do grep -q '"text"' "$WORK/long2" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$PID2"
+sleep 0.5
+kill -0 "$PID2" 2>/dev/null && ok "draining after the first SIGTERM" || bad "exited on the first SIGTERM with a stream running"
+T0=$(date +%s%N)
+kill -INT "$PID2"
+for _ in $(seq 1 50); do kill -0 "$PID2" 2>/dev/null || break; sleep 0.1; done
+T1=$(date +%s%N)
+if kill -0 "$PID2" 2>/dev/null; then bad "still draining 5 s after a second signal"; kill -KILL "$PID2"; wait "$PID2" 2>/dev/null; else
+  wait "$PID2"; rc2=$?
+  [ "$rc2" = 130 ] && ok "a second signal stopped it at once ($(( (T1 - T0) / 1000000 )) ms, exit 130)" \
+    || bad "exit status $rc2 after a second signal (130 expected)"
+fi
+kill "$CURL2_PID" 2>/dev/null
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }
