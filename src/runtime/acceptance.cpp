@@ -12,6 +12,10 @@ AcceptResult accept_drafts(std::span<const int32_t> drafts,
   const int k = static_cast<int>(drafts.size());
   for (int i = 0; i <= k; ++i) {
     const int32_t t = sampler.sample(row_logits(i));
+    if (!sampler.last_logits_ok()) {
+      r.logits_ok = false;
+      break;
+    }
     sampler.accept(t);
     r.tokens.push_back(t);
     const bool matches = i < k && t == drafts[i];

@@ -14,6 +14,8 @@ namespace gs {
 struct AcceptResult {
   std::vector<int32_t> tokens;  // emitted: accepted drafts, then the correction or bonus token
   int n_accepted = 0;           // leading drafts that were emitted
+  bool logits_ok = true;        // false: a row could not be sampled (Sampler::last_logits_ok); the round
+                                // stopped before it, its token not emitted
 };
 
 // Row i (0..drafts.size()) of a verify pass holds the target's logits after the newest

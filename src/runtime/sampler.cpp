@@ -26,8 +26,13 @@ void Sampler::clear_history() {
 
 void Sampler::penalized(std::span<const float> logits) {
   work_.assign(logits.begin(), logits.end());
-  for (float& x : work_)
+  bool finite = false, pos_inf = false;
+  for (float& x : work_) {
     if (std::isnan(x)) x = -std::numeric_limits<float>::infinity();
+    finite |= std::isfinite(x);
+    pos_inf |= x == std::numeric_limits<float>::infinity();
+  }
+  last_ok_ = finite && !pos_inf;
   const bool any = config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
                    config_.presence_penalty != 0.0f;
   if (!any || history_.empty()) return;

@@ -52,12 +52,19 @@ class Sampler {
 
   uint64_t n_draws() const { return n_draws_; }
 
+  // Whether the logits of the last distribution() / sample() call could be sampled from: at
+  // least one finite value and no +inf. False for a row of NaN and -inf only (a model that
+  // computes NaN, e.g. from a corrupt file: greedy would take token 0 every step) or with an
+  // overflow to +inf; the caller fails the request instead of using the token.
+  bool last_logits_ok() const { return last_ok_; }
+
  private:
   void penalized(std::span<const float> logits);
 
   SamplerConfig config_;
   std::mt19937_64 rng_;
   uint64_t n_draws_ = 0;
+  bool last_ok_ = true;
   std::vector<int32_t> history_;  // ring of the last penalty_last_n tokens (all when -1)
   size_t history_next_ = 0;
   std::vector<float> work_;       // penalized logits

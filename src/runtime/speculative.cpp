@@ -271,6 +271,7 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
       if (!x.sample) continue;
       const int row = out_base[w];
       const int32_t t = x.sampler->sample(masked(runner_.logits(row), x.allowed_tokens));
+      if (!x.sampler->last_logits_ok()) return non_finite_logits(x.seq);
       x.sampler->accept(t);
       x.tokens.push_back(t);
       x.logit_rows.push_back(row);
@@ -287,6 +288,7 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
     };
     AcceptResult acc = accept_drafts(d, [&](int i) { return masked(runner_.logits(base + i), row_mask(i)); },
                                      *x.sampler, x.max_tokens, x.stop_tokens);
+    if (!acc.logits_ok) return non_finite_logits(x.seq);
     x.tokens = std::move(acc.tokens);
     x.n_accepted = acc.n_accepted;
     for (size_t i = 0; i < x.tokens.size(); ++i) x.logit_rows.push_back(base + static_cast<int>(i));
@@ -303,6 +305,13 @@ Status SpeculativeDecoder::step(std::span<SeqWork> work) {
     stats_.add_round(k, x.n_accepted, static_cast<int>(x.tokens.size()));
   }
   return {};
+}
+
+Status SpeculativeDecoder::non_finite_logits(int seq) {
+  return make_status(StatusCode::kInternal,
+                     "the model computed no usable logits for sequence {} (NaN, or no finite value among the "
+                     "allowed tokens, or +inf): the model file may be corrupt",
+                     seq);
 }
 
 std::span<const float> SpeculativeDecoder::masked(std::span<const float> logits, std::span<const int32_t> allowed) {

@@ -122,6 +122,8 @@ class SpeculativeDecoder {
   // `logits` with every token outside `allowed` at -inf (a view of masked_logits_, valid
   // until the next call); `logits` itself when `allowed` is empty.
   std::span<const float> masked(std::span<const float> logits, std::span<const int32_t> allowed);
+  // The error of a step whose row for `seq` could not be sampled (Sampler::last_logits_ok).
+  static Status non_finite_logits(int seq);
 
   ModelRunner& runner_;
   SpecOptions options_;

@@ -253,5 +253,31 @@ if kill -0 "$PID2" 2>/dev/null; then bad "still draining 5 s after a second sign
 fi
 kill "$CURL2_PID" 2>/dev/null
 
+# A model file whose weights make NaN (bytes near the end of its tensor data overwritten with
+# 0xFF): a request fails with a 500 that says so; it was a 200 of <pad> tokens before.
+python3 - "$MODEL" "$WORK/corrupt.gguf" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+for i in range(len(d) - 200000, len(d) - 100000, 7):
+    d[i] = 0xFF
+open(sys.argv[2], "wb").write(d)
+PY
+PORT3="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$BIN" serve -m "$WORK/corrupt.gguf" --host 127.0.0.1 --port "$PORT3" --ctx-size 512 --parallel 1 \
+  > "$WORK/server3.log" 2>&1 &
+PID3=$!
+for _ in $(seq 1 300); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT3/health")" = 200 ] && break
+  kill -0 "$PID3" 2>/dev/null || break
+  sleep 0.2
+done
+code3="$(curl -s -o "$WORK/nan" -w '%{http_code}' "${JSON[@]}" "http://127.0.0.1:$PORT3/v1/completions" \
+  -d '{"prompt":"ROMEO:","max_tokens":5}')"
+[ "$code3" = 500 ] && grep -q 'no usable logits' "$WORK/nan" \
+  && ok "NaN logits: a 500 that says the model computed no usable logits" \
+  || bad "NaN logits: $code3 $(head -c 200 "$WORK/nan")"
+kill "$PID3" 2>/dev/null
+wait "$PID3" 2>/dev/null
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }

@@ -202,5 +202,26 @@ TEST(Acceptance, GreedyIsPrefixMatching) {
   EXPECT_EQ(accept_drafts(d, rows, s3, 1, {}).tokens.size(), 1u);
 }
 
+// A row that cannot be sampled from (no finite logit) ends the round before it: its token is
+// not emitted and the result says why.
+TEST(Acceptance, ARowWithoutFiniteLogitsEndsTheRound) {
+  const Chain chain(5);
+  Sampler s({});
+  std::vector<int32_t> d = {chain.draft_after(0)};
+  d.push_back(chain.draft_after(d[0]));
+  const std::vector<float> nan_row(chain.target[0].size(), NAN);
+  auto rows = [&](int row) -> std::span<const float> {
+    if (row == 0) return nan_row;
+    return chain.target[d[row - 1]];
+  };
+  const AcceptResult r = accept_drafts(d, rows, s, 10, {});
+  EXPECT_FALSE(r.logits_ok);
+  EXPECT_TRUE(r.tokens.empty());
+  Sampler s2({});
+  EXPECT_TRUE(accept_drafts(d, [&](int row) -> std::span<const float> { return chain.target[row == 0 ? 0 : d[row - 1]]; },
+                            s2, 10, {})
+                  .logits_ok);
+}
+
 }  // namespace
 }  // namespace gs

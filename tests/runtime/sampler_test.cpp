@@ -25,6 +25,25 @@ TEST(Sampler, GreedyIsArgmaxLowestIdOnTies) {
   EXPECT_EQ(s.n_draws(), 0u);
 }
 
+// A row with no finite logit (a model computing NaN) or with +inf cannot be sampled from:
+// greedy would take token 0 every step. The sampler says so; NaN beside finite values still
+// counts as -inf.
+TEST(Sampler, RowsWithoutAFiniteLogitAreFlagged) {
+  for (float temperature : {0.0f, 0.8f}) {
+    SamplerConfig c;
+    c.temperature = temperature;
+    Sampler s(c);
+    s.sample(std::vector<float>{NAN, NAN, NAN});
+    EXPECT_FALSE(s.last_logits_ok());
+    s.sample(std::vector<float>{-INFINITY, NAN, -INFINITY});
+    EXPECT_FALSE(s.last_logits_ok());
+    s.sample(std::vector<float>{0.5f, INFINITY, 1.0f});
+    EXPECT_FALSE(s.last_logits_ok());
+    EXPECT_EQ(s.sample(std::vector<float>{NAN, -INFINITY, 2.0f}), 2);
+    EXPECT_TRUE(s.last_logits_ok());
+  }
+}
+
 TEST(Sampler, DistributionAtTemperatureOne) {
   SamplerConfig c;
   c.temperature = 1.0f;
