@@ -279,7 +279,8 @@ CommandEntry register_serve(CLI::App& app) {
                   "Default reasoning budget in tokens (-1: unlimited, 0: no thinking)")
       ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
   sub->add_option("--default-max-tokens", args->default_max_tokens,
-                  "Completion tokens when a request sets no max_tokens")
+                  "Completion tokens for a chat request that sets no max_tokens (/v1/completions keeps "
+                  "OpenAI's default of 16)")
       ->capture_default_str()->check(CLI::Range(1, 1 << 30));
   sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
                   "Seconds to let running requests finish after SIGTERM/SIGINT")

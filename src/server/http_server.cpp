@@ -58,13 +58,16 @@ class Routes {
 
   void health(const httplib::Request&, httplib::Response& res) {
     if (s_->draining_) return send_json(res, 503, {{"status", "shutting_down"}});
-    if (!s_->model()) return send_json(res, 503, {{"status", "loading"}});
+    if (!s_->model()) {
+      res.set_header("Retry-After", "1");
+      return send_json(res, 503, {{"status", "loading"}});
+    }
     send_json(res, 200, {{"status", "ok"}});
   }
 
   void models(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
-    if (!m) return send_error(res, loading_error());
+    if (!m) return send_loading(res);
     json entry = model_entry(*m);
     if (req.matches.size() > 1) {
       if (req.matches[1] != m->model_id) return send_error(res, not_found("no model named '" + std::string(req.matches[1]) + "'"));
@@ -88,7 +91,7 @@ class Routes {
 
   void chat(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
-    if (!m) return send_error(res, loading_error());
+    if (!m) return send_loading(res);
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
@@ -106,7 +109,7 @@ class Routes {
 
   void completions(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
-    if (!m) return send_error(res, loading_error());
+    if (!m) return send_loading(res);
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
@@ -136,7 +139,7 @@ class Routes {
   // unless parse_special is false; with_pieces adds each id's piece.
   void tokenize(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
-    if (!m) return send_error(res, loading_error());
+    if (!m) return send_loading(res);
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
     Result<TokenizeRequest> parsed = parse_tokenize_request(*body);
@@ -174,7 +177,7 @@ class Routes {
   // POST /detokenize: the text of token ids.
   void detokenize(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
-    if (!m) return send_error(res, loading_error());
+    if (!m) return send_loading(res);
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
     Result<DetokenizeRequest> parsed = parse_detokenize_request(*body, m->tokenizer->n_vocab());
@@ -187,7 +190,7 @@ class Routes {
   // it (render_chat_request), not generated from; the same 400s for a bad body.
   void apply_template(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
-    if (!m) return send_error(res, loading_error());
+    if (!m) return send_loading(res);
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
     Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
@@ -204,8 +207,10 @@ class Routes {
     if (e.http_status == 400 && e.param.empty()) e.param = error_param(status.message());
     return e;
   }
-  static ApiError loading_error() {
-    return api_error_from_status(Status(StatusCode::kUnavailable, "the model is still loading; try again shortly"));
+  // A 503 while the model loads, with Retry-After (seconds) as for a full queue's 429.
+  static void send_loading(httplib::Response& res) {
+    res.set_header("Retry-After", "1");
+    send_error(res, api_error_from_status(Status(StatusCode::kUnavailable, "the model is still loading; try again shortly")));
   }
   static ApiError draining_error() {
     return api_error_from_status(Status(StatusCode::kUnavailable, "the server is shutting down"));

@@ -47,7 +47,11 @@ TEST(HttpServer, HealthIs503UntilTheModelIsLoaded) {
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 503);
   EXPECT_EQ(json::parse(h->body)["status"], "loading");
-  expect_error_body(s.post("/v1/completions", R"({"prompt":"x"})"), 503, "completion while loading");
+  EXPECT_EQ(h->get_header_value("Retry-After"), "1");
+  auto c = s.post("/v1/completions", R"({"prompt":"x"})");
+  expect_error_body(c, 503, "completion while loading");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->get_header_value("Retry-After"), "1") << "a 503 while loading says when to retry";
   s.load();
   expect_healthy(s);
 }
