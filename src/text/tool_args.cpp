@@ -248,6 +248,15 @@ void ToolArgsConverter::reopen() {
   repaired_ = true;
 }
 
+ToolArgsConverter::Step ToolArgsConverter::partial_marker(std::string_view s, bool final, size_t* consumed) {
+  if (!final) return Step::kNeedMore;
+  // The output was cut inside the marker (max_tokens, an end token): its bytes are no part
+  // of a key or value; what was complete before it stays, and close() completes the rest.
+  *consumed = s.size();
+  repaired_ = true;
+  return Step::kConsumed;
+}
+
 ToolArgsConverter::Step ToolArgsConverter::on_string_char(std::string_view s, bool final, size_t* consumed,
                                                           std::string* json, bool key) {
   const auto put = [&](std::string_view raw) {
@@ -290,7 +299,7 @@ ToolArgsConverter::Step ToolArgsConverter::on_string_char(std::string_view s, bo
     }
     const MarkupMatch m = match_terminator(s, /*outside_string=*/false, /*with_quote=*/true);
     if (m == MarkupMatch::kFull) return Step::kTerminated;
-    if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
+    if (m == MarkupMatch::kPartial) return partial_marker(s, final, consumed);
     put("<");
     *consumed = 1;
     return Step::kConsumed;
@@ -343,7 +352,7 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
         }
         const MarkupMatch m = match_terminator(s, true, true);
         if (m == MarkupMatch::kFull) return Step::kTerminated;
-        if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
+        if (m == MarkupMatch::kPartial) return partial_marker(s, final, consumed);
       }
       if (c == '"' || c == '\'') {
         state_ = State::kKeyQuoted;
@@ -368,7 +377,7 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
       }
       if (c == '<') {
         const MarkupMatch m = match_terminator(s, true, false);
-        if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
+        if (m == MarkupMatch::kPartial) return partial_marker(s, final, consumed);
         if (m != MarkupMatch::kFull) {
           buf_.push_back('<');
           *consumed = 1;
@@ -470,7 +479,7 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
           }
           const MarkupMatch m = match_terminator(s, true, true);
           if (m == MarkupMatch::kFull) return Step::kTerminated;
-          if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
+          if (m == MarkupMatch::kPartial) return partial_marker(s, final, consumed);
           break;
         }
         default:
@@ -517,8 +526,8 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
       if (c == '<') {
         if (match_markup(s, markup::kQuote) != MarkupMatch::kFull) {
           const MarkupMatch m = match_terminator(s, true, true);
-          if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
-          if (m == MarkupMatch::kNone || (m == MarkupMatch::kPartial && final)) {
+          if (m == MarkupMatch::kPartial) return partial_marker(s, final, consumed);
+          if (m == MarkupMatch::kNone) {
             buf_.push_back('<');
             *consumed = 1;
             return Step::kConsumed;
@@ -559,7 +568,7 @@ ToolArgsConverter::Step ToolArgsConverter::step(std::string_view s, bool final, 
       if (c == '<' && match_markup(s, markup::kQuote) != MarkupMatch::kFull) {
         const MarkupMatch m = match_terminator(s, true, true);
         if (m == MarkupMatch::kFull) return Step::kTerminated;
-        if (m == MarkupMatch::kPartial && !final) return Step::kNeedMore;
+        if (m == MarkupMatch::kPartial) return partial_marker(s, final, consumed);
       }
       // Anything else: a missing comma; the next member or element starts here.
       repaired_ = true;

@@ -12,7 +12,9 @@
 namespace gs::text {
 
 // Fed the text after the opening '{' of call:NAME{...}; writes the JSON of the arguments
-// object as it becomes certain (string values stream character by character).
+// object as it becomes certain (string values stream character by character). Input that
+// ends (`final`) inside a marker (`<|"` of a string delimiter, `<tool_ca`) drops the
+// marker's bytes: a cut never puts them in a key or value.
 //
 // Accepted, besides the Gemma form: keys bare, in <|"|>, "..." or '...'; values as <|"|>
 // strings, JSON strings ("..." with escapes), Python strings ('...'), JSON numbers (and a
@@ -53,6 +55,9 @@ class ToolArgsConverter {
     bool first;
   };
 
+  // `s` (the rest of the input) is a strict prefix of a marker: more is needed, or, when
+  // `final`, the output was cut inside it and its bytes are dropped.
+  Step partial_marker(std::string_view s, bool final, size_t* consumed);
   Step on_string_char(std::string_view s, bool final, size_t* consumed, std::string* json, bool key);
   void emit_key(std::string* json);
   void begin_element(std::string* json);  // the comma before an array element or object member

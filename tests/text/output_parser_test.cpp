@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <functional>
 #include <set>
 #include <string>
 #include <thread>
@@ -365,6 +366,44 @@ TEST(OutputParser, TruncatedCallIsClosedIntoValidJson) {
   const auto m2 = parse_all_ways("<|tool_call>call:f{a:[1,{b:");
   ASSERT_EQ(m2.tool_calls.size(), 1u);
   EXPECT_EQ(args_of(m2, 0), json::parse(R"({"a":[1,{"b":null}]})"));
+}
+
+// A cut (max_tokens) inside a marker of the call syntax: the marker's bytes are no part of a
+// key or value. Inside a string's closing <|"|> the value is the text before it; inside an
+// opening one there is no value yet (null). Found by a break test: a forced call cut by
+// max_tokens 6 gave {"city":"<|\""}.
+TEST(OutputParser, CutInsideAMarkerLeavesNoMarkerBytesInTheArguments) {
+  EXPECT_EQ(args_of(parse_all_ways("<|tool_call>call:f{city:<|\""), 0), json({{"city", nullptr}}));
+  EXPECT_EQ(args_of(parse_all_ways("<|tool_call>call:f{city:<"), 0), json({{"city", nullptr}}));
+  EXPECT_EQ(args_of(parse_all_ways("<|tool_call>call:f{city:<|\"|>Paris<|\"|"), 0), json({{"city", "Paris"}}));
+  EXPECT_EQ(args_of(parse_all_ways("<|tool_call>call:f{city:<|\"|>Paris<"), 0), json({{"city", "Paris"}}));
+  EXPECT_EQ(args_of(parse_all_ways("<|tool_call>call:f{n:1<tool_ca"), 0), json({{"n", 1}}));
+  EXPECT_EQ(args_of(parse_all_ways("<|tool_call>call:f{<|\"|>odd key<|\""), 0), json({{"odd key", nullptr}}));
+  // Every cut of a call: no key or value ever holds a marker's first byte (the call's text
+  // has none of its own), the same whole and streamed (parse_all_ways).
+  const std::string call =
+      "<|tool_call>call:f{city:<|\"|>Paris<|\"|>,days:[1,<|\"|>x<|\"|>],<|\"|>odd key<|\"|>:{a:<|\"|>v<|\"|>},"
+      "t:true}<tool_call|>";
+  const std::function<void(const json&, const std::string&)> no_marker = [&](const json& v, const std::string& at) {
+    if (v.is_string()) {
+      EXPECT_EQ(v.get<std::string>().find('<'), std::string::npos) << at << ": " << v.dump();
+    }
+    if (v.is_object()) {
+      for (const auto& [k, x] : v.items()) {
+        EXPECT_EQ(k.find('<'), std::string::npos) << at << ": key " << k;
+        no_marker(x, at);
+      }
+    }
+    if (v.is_array()) {
+      for (const auto& x : v) no_marker(x, at);
+    }
+  };
+  for (size_t n = std::string("<|tool_call>call:f{").size(); n <= call.size(); ++n) {
+    const std::string cut = call.substr(0, n);
+    const auto m = parse_all_ways(cut);
+    ASSERT_EQ(m.tool_calls.size(), 1u) << cut;
+    no_marker(args_of(m, 0), cut);
+  }
 }
 
 TEST(OutputParser, RepairsMalformedArguments) {
