@@ -42,10 +42,6 @@ struct JsonOutput {
   std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
   std::string prefix;                   // text of the value already in the prompt (a forced call's "{")
   std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
-  // Tokens the thought may not hold besides the end tokens: the turn opener, which the
-  // output parser reads as the end of the thought and, unless the model's own header
-  // follows, of the answer.
-  std::vector<int32_t> thought_banned;
 };
 
 struct GenerationRequest {

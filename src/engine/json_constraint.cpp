@@ -41,25 +41,6 @@ bool JsonConstraint::fits(int32_t id) const {
 void JsonConstraint::allowed(std::vector<int32_t>* out) const {
   out->clear();
   if (!constrains_next()) return;
-  if (phase_ == Phase::kThought) {
-    // Free up to the closer, but the value is still owed: no end of generation here, nor a
-    // turn opener (the parser ends the answer there). The model leaves the thought by its
-    // closer, or a tool call's opener, or runs out of max_tokens. A reasoning budget's
-    // forced closer comes in place of a sampled token.
-    if (thought_mask_ == nullptr) {
-      std::vector<int32_t> ends = options_.end_tokens;
-      ends.insert(ends.end(), options_.thought_banned.begin(), options_.thought_banned.end());
-      std::sort(ends.begin(), ends.end());
-      auto mask = std::make_shared<std::vector<int32_t>>();
-      mask->reserve(static_cast<size_t>(pieces_->n_vocab()));
-      for (int32_t id = 0; id < pieces_->n_vocab(); ++id) {
-        if (!std::binary_search(ends.begin(), ends.end(), id)) mask->push_back(id);
-      }
-      thought_mask_ = std::move(mask);
-    }
-    out->assign(thought_mask_->begin(), thought_mask_->end());
-    return;
-  }
   // The JSON text's tokens: inside a free string every string-safe piece (a sorted list)
   // plus the few other pieces that fit; elsewhere, the pieces that begin with a byte that
   // can come next and fit whole.
@@ -129,11 +110,6 @@ void JsonConstraint::advance(int32_t token) {
       if (token == options_.think_close) {
         phase_ = Phase::kStart;
         thought_done_ = true;
-      } else if (is_one_of(options_.escape_tokens)) {
-        phase_ = Phase::kOver;  // a call from inside the thought (the parser ends the thought there)
-      } else if (is_one_of(options_.end_tokens)) {
-        GS_LOG_WARN("the output ended inside its thought, before its JSON value");
-        phase_ = Phase::kOver;
       }
       return;
     case Phase::kStart:

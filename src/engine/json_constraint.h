@@ -1,7 +1,6 @@
 // Structured output on the token level (decision 0027): the sequence's content must be one
 // JSON value its grammar accepts (text/json_grammar.h). Before the value, a thought span may
-// run free up to its closer (any token but an end of generation: the value is still owed),
-// or a tool call's opener may end the constraint; after the value, only an
+// run free, or a tool call's opener may end the constraint; after it, only an
 // end-of-generation token may come.
 #pragma once
 
@@ -22,7 +21,6 @@ struct JsonConstraintOptions {
   bool starts_in_thought = false;       // the output begins inside that span (the prompt opened it)
   std::vector<int32_t> escape_tokens;   // a first token that ends the constraint (a tool call's opener)
   std::vector<int32_t> end_tokens;      // end of generation: allowed once the value is whole
-  std::vector<int32_t> thought_banned;  // never inside the thought either (a turn opener)
   std::string prefix;                   // text of the value already written (in the prompt)
 };
 
@@ -32,13 +30,11 @@ class JsonConstraint final : public OutputConstraint {
                  JsonConstraintOptions options);
 
   bool active() const override { return phase_ != Phase::kOver; }
-  // Inside the thought too: an end of generation there would leave the value unwritten.
-  bool constrains_next() const override { return active(); }
+  bool constrains_next() const override { return phase_ == Phase::kStart || phase_ == Phase::kValue; }
   bool drafts_allowed() const override { return true; }
   std::unique_ptr<OutputConstraint> clone() const override { return std::make_unique<JsonConstraint>(*this); }
   // Cost per step: one pass over the tokens whose first byte can come next; inside a free
-  // string, a merge of the precomputed string-safe ids with the few other ids that fit;
-  // inside the thought, a copy of every id but the end tokens (built once).
+  // string, a merge of the precomputed string-safe ids with the few other ids that fit.
   void allowed(std::vector<int32_t>* out) const override;
   // A token that does not fit (only an unmasked step can give one) ends the constraint.
   void advance(int32_t token) override;
@@ -57,8 +53,6 @@ class JsonConstraint final : public OutputConstraint {
   bool gemma_ = false;             // the grammar writes a Gemma 4 tool call's arguments
   std::vector<int32_t> reserved_;  // the options' tokens, sorted: never part of the JSON text
   std::string text_;               // the end of the JSON text so far (for logs)
-  // The thought's mask: every id but the end tokens (built at the first need, shared by clones).
-  mutable std::shared_ptr<const std::vector<int32_t>> thought_mask_;
 };
 
 }  // namespace gs

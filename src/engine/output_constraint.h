@@ -18,8 +18,7 @@ class OutputConstraint {
   // False once the constraint is over (met, or left for good): the runner drops it.
   virtual bool active() const = 0;
   // False while the constraint lets the next token be anything (and drafting run) but is
-  // not over. (A JSON answer's thought span is not such a span: it masks the end tokens,
-  // decision 0027 §4.)
+  // not over, e.g. inside a thought span before a JSON answer.
   virtual bool constrains_next() const { return active(); }
   // Whether the sequence may draft while constrained; then clone() gives a copy that the
   // runner advances through a round's drafts to give each verify position its mask.

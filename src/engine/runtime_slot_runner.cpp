@@ -120,7 +120,6 @@ class RuntimeSlotRunner final : public SlotRunner {
       json.end_tokens = info_.eog_tokens;
       json.end_tokens.insert(json.end_tokens.end(), setup.json.end_tokens.begin(), setup.json.end_tokens.end());
       json.prefix = setup.json.prefix;
-      json.thought_banned = setup.json.thought_banned;
       s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json.grammar, std::move(json));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
