@@ -42,6 +42,12 @@ struct JsonOutput {
   std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
   std::string prefix;                   // text of the value already in the prompt (a forced call's "{")
   std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
+  // Tokens that would end the answer inside the thought besides the end-of-generation ones
+  // (the turn opener: the output parser reads it as the end of the thought and, unless the
+  // model's own header follows, of the answer). While the value is owed, the engine writes
+  // `think_close` in place of any of them, or of an end of generation, sampled inside the
+  // thought (Scheduler; decision 0027 §4).
+  std::vector<int32_t> thought_breakers;
 };
 
 struct GenerationRequest {

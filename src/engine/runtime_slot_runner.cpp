@@ -111,6 +111,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     s.n_logprobs = setup.n_logprobs;
     s.draft_max = setup.speculative && spec_->has_drafter() ? setup.draft_max : 0;
     s.constraint.reset();
+    s.round_start.reset();
+    s.round_tokens.clear();
     if (setup.json.grammar) {
       JsonConstraintOptions json;
       json.think_open = setup.json.think_open;
@@ -179,7 +181,12 @@ class RuntimeSlotRunner final : public SlotRunner {
       Slot& slot_state = slots_.at(static_cast<size_t>(work_slots_[i]));
       slot_state.tokens.insert(slot_state.tokens.end(), w.prefill.begin(), w.prefill.end());
       slot_state.tokens.insert(slot_state.tokens.end(), w.tokens.begin(), w.tokens.end());
+      slot_state.round_start.reset();
+      slot_state.round_tokens.clear();
       if (slot_state.constraint) {
+        // The state before the round, for replace_generated (null where it cannot be copied).
+        slot_state.round_start = slot_state.constraint->clone();
+        slot_state.round_tokens = w.tokens;
         for (int32_t t : w.tokens) slot_state.constraint->advance(t);
         if (!slot_state.constraint->active()) slot_state.constraint.reset();
       }
@@ -220,6 +227,13 @@ class RuntimeSlotRunner final : public SlotRunner {
     // The sampler's penalty history keeps the dropped tokens: it cannot forget one, and a
     // few extra entries in its window barely move the penalties.
     s.sampler->accept(token);
+    if (s.round_start && static_cast<size_t>(n_drop) <= s.round_tokens.size()) {
+      // The constraint as it was before the round, through the kept tokens: the dropped
+      // ones (which may have moved it on) never happened.
+      s.constraint = std::move(s.round_start);
+      for (size_t i = 0; i + static_cast<size_t>(n_drop) < s.round_tokens.size(); ++i) s.constraint->advance(s.round_tokens[i]);
+      s.round_tokens.clear();
+    }
     if (s.constraint) {
       s.constraint->advance(token);
       if (!s.constraint->active()) s.constraint.reset();
@@ -233,6 +247,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     s.active = false;
     s.sampler.reset();
     s.constraint.reset();
+    s.round_start.reset();
+    s.round_tokens.clear();
     s.mask.clear();
   }
 
@@ -253,6 +269,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     int32_t n_logprobs = -1;
     int32_t draft_max = 0;
     std::unique_ptr<OutputConstraint> constraint;  // null: unconstrained
+    std::unique_ptr<OutputConstraint> round_start;  // the constraint before the last round (clone)
+    std::vector<int32_t> round_tokens;              // that round's tokens
     std::vector<int32_t> mask;                     // this step's allowed ids
     std::unique_ptr<OutputConstraint> cursor;  // the constraint advanced through cursor_prefix
     std::vector<int32_t> cursor_prefix;        // drafts of this round the cursor has taken

@@ -258,6 +258,7 @@ void Scheduler::loop() {
       seq.usage.prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
       seq.in_thought = seq.request.starts_in_thought;
+      seq.json_thought = seq.request.json.grammar && seq.request.json.think_close >= 0 && seq.request.json.starts_in_thought;
       seq.slot = pick_slot(seq.request.prompt);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
@@ -465,6 +466,27 @@ void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
         tok = GeneratedToken{};
         tok.id = req.reasoning_close;
         forced = true;
+      }
+      const JsonOutput& js = req.json;
+      if (!forced && seq.json_thought &&
+          (is_eog(seq, tok.id) ||
+           std::find(js.thought_breakers.begin(), js.thought_breakers.end(), tok.id) != js.thought_breakers.end())) {
+        // A structured-output value is still owed (decision 0027 §4): an end of the answer
+        // sampled inside its thought closes the thought instead, and the value follows; what
+        // the round sampled after it is dropped, as for the reasoning budget.
+        Status st = runner_->replace_generated(seq.slot, static_cast<int32_t>(out.tokens.size() - k), js.think_close);
+        if (!st.ok()) {
+          reason = FinishReason::kError;
+          error = st;
+          break;
+        }
+        tok = GeneratedToken{};
+        tok.id = js.think_close;
+        forced = true;
+      }
+      if (js.grammar && js.think_close >= 0) {
+        if (seq.n_generated == 0 && tok.id == js.think_open) seq.json_thought = true;  // opens only as the first token
+        else if (tok.id == js.think_close) seq.json_thought = false;
       }
       seq.n_generated++;
       n_emitted_total++;

@@ -53,6 +53,7 @@ class Scheduler final : public Engine {
     int32_t n_generated = 0;     // tokens sampled, including an end-of-generation token
     bool in_thought = false;     // inside a reasoning span (reasoning budget)
     int32_t thought_tokens = 0;  // tokens of the current span so far
+    bool json_thought = false;   // inside the thought before a structured-output value (JsonOutput)
     Usage usage;
     Clock::time_point submitted;
     Clock::time_point admitted;

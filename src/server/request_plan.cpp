@@ -155,6 +155,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
           plan.request.json.think_open = *open;
           plan.request.json.think_close = *close;
           plan.request.json.starts_in_thought = prompt.prefill_reasoning;
+          if (const auto turn = tok.find_token(text::markup::kTurnOpen)) plan.request.json.thought_breakers.push_back(*turn);
         }
       }
       if (tools_on) {

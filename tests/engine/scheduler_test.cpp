@@ -9,6 +9,7 @@
 
 #include "engine/fake_slot_runner.h"
 #include "engine/scheduler.h"
+#include "text/json_grammar.h"
 
 namespace gs {
 namespace {
@@ -514,6 +515,46 @@ TEST(Scheduler, ReasoningBudgetForcesTheEndOfTheThought) {
   ASSERT_TRUE(s.ok());
   Collected c = collect(**s);
   EXPECT_EQ(std::count(c.tokens.begin(), c.tokens.end(), 50), 9);
+}
+
+// Structured output with a thought first (decision 0027 §4): an end of generation, or a turn
+// opener, sampled inside the thought while the value is owed becomes the thought's closer, and
+// the value follows; it ended the request with "stop" and no value (a break test). After the
+// thought an end of generation ends the request as usual; without a grammar nothing changes.
+TEST(Scheduler, AnEndInsideTheThoughtOfAStructuredAnswerClosesTheThought) {
+  constexpr int32_t kOpen = 5, kClose = 6, kTurn = 7, kEog = 1;
+  for (int32_t ender : {kEog, kTurn}) {
+    FakeSlotRunner::Options o;
+    // The model opens a thought, thinks (50), tries to end it (ender) and, once the thought
+    // is closed, writes the value (60, 61) and ends.
+    o.next = [ender](const std::vector<int32_t>& h, size_t n_prompt) {
+      const size_t n = h.size() - n_prompt;
+      if (n == 0) return kOpen;
+      if (h.back() == kClose) return 60;
+      if (h.back() == 60) return 61;
+      if (h.back() == 61) return kEog;
+      return n < 3 ? 50 : ender;
+    };
+    for (bool grammar : {true, false}) {
+      Fixture f(o);
+      auto r = make_request(prompt_of(4), 12);
+      if (grammar) r.json.grammar = text::JsonGrammar::any_object();
+      r.json.think_open = kOpen;
+      r.json.think_close = kClose;
+      r.json.thought_breakers = {kTurn};
+      auto s = f.engine->submit(r);
+      ASSERT_TRUE(s.ok());
+      Collected c = collect(**s);
+      if (grammar) {
+        EXPECT_EQ(c.finish, FinishReason::kStop) << ender;
+        EXPECT_EQ(c.tokens, (std::vector<int32_t>{kOpen, 50, 50, kClose, 60, 61})) << ender;
+        EXPECT_EQ(f.runner->n_replaced(), 1) << ender;
+      } else if (ender == kEog) {
+        EXPECT_EQ(c.tokens, (std::vector<int32_t>{kOpen, 50, 50})) << "no grammar: the end ends it";
+        EXPECT_EQ(f.runner->n_replaced(), 0);
+      }
+    }
+  }
 }
 
 // Bug-case 46: a prompt that continues an earlier conversation reuses that slot's cache;
