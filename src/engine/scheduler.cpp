@@ -454,36 +454,32 @@ void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
       }
       GeneratedToken tok = out.tokens[k];
       bool forced = false;
-      if (has_budget && seq.in_thought && tok.id != req.reasoning_close && seq.thought_tokens >= req.reasoning_budget) {
-        // The budget is spent: end the thought here; what the model sampled from this
-        // point on (the rest of the round too) is dropped.
-        Status st = runner_->replace_generated(seq.slot, static_cast<int32_t>(out.tokens.size() - k), req.reasoning_close);
+      // Writes `token` in place of the sampled one; what the round sampled from this point on
+      // is dropped. False (the sequence fails) when the runner cannot.
+      auto force = [&](int32_t token) {
+        Status st = runner_->replace_generated(seq.slot, static_cast<int32_t>(out.tokens.size() - k), token);
         if (!st.ok()) {
           reason = FinishReason::kError;
           error = st;
-          break;
+          return false;
         }
         tok = GeneratedToken{};
-        tok.id = req.reasoning_close;
+        tok.id = token;
         forced = true;
-      }
+        return true;
+      };
+      // The budget is spent: end the thought here.
+      if (has_budget && seq.in_thought && tok.id != req.reasoning_close && seq.thought_tokens >= req.reasoning_budget &&
+          !force(req.reasoning_close))
+        break;
+      // A structured-output value is still owed (decision 0027 §4): an end of the answer
+      // sampled inside its thought closes the thought instead, and the value follows.
       const JsonOutput& js = req.json;
       if (!forced && seq.json_thought &&
           (is_eog(seq, tok.id) ||
-           std::find(js.thought_breakers.begin(), js.thought_breakers.end(), tok.id) != js.thought_breakers.end())) {
-        // A structured-output value is still owed (decision 0027 §4): an end of the answer
-        // sampled inside its thought closes the thought instead, and the value follows; what
-        // the round sampled after it is dropped, as for the reasoning budget.
-        Status st = runner_->replace_generated(seq.slot, static_cast<int32_t>(out.tokens.size() - k), js.think_close);
-        if (!st.ok()) {
-          reason = FinishReason::kError;
-          error = st;
-          break;
-        }
-        tok = GeneratedToken{};
-        tok.id = js.think_close;
-        forced = true;
-      }
+           std::find(js.thought_breakers.begin(), js.thought_breakers.end(), tok.id) != js.thought_breakers.end()) &&
+          !force(js.think_close))
+        break;
       if (js.grammar && js.think_close >= 0) {
         if (seq.n_generated == 0 && tok.id == js.think_open) seq.json_thought = true;  // opens only as the first token
         else if (tok.id == js.think_close) seq.json_thought = false;

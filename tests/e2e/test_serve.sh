@@ -226,15 +226,21 @@ grep -q '"error"' "$WORK/long" && tail -n 2 "$WORK/long" | grep -q '^data: \[DON
 
 # A second signal while draining stops the server at once (exit 128 + the signal), as a second
 # Ctrl-C stops llama-server; it sat out the whole drain (here 60 s) before.
-PORT2="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$BIN" serve -m "$MODEL" --host 127.0.0.1 --port "$PORT2" --ctx-size 1024 --parallel 1 --shutdown-timeout 60 \
-  > "$WORK/server2.log" 2>&1 &
-PID2=$!
-for _ in $(seq 1 300); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT2/health")" = 200 ] && break
-  kill -0 "$PID2" 2>/dev/null || break
-  sleep 0.2
-done
+# start_server NAME serve-args...: another server on a free port, waited for until healthy;
+# sets PORT2 and PID2 (log: $WORK/NAME.log).
+start_server() {
+  local name="$1"
+  shift
+  PORT2="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  "$BIN" serve --host 127.0.0.1 --port "$PORT2" "$@" > "$WORK/$name.log" 2>&1 &
+  PID2=$!
+  for _ in $(seq 1 300); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT2/health")" = 200 ] && break
+    kill -0 "$PID2" 2>/dev/null || break
+    sleep 0.2
+  done
+}
+start_server server2 -m "$MODEL" --ctx-size 1024 --parallel 1 --shutdown-timeout 60
 curl -s -N "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/completions" \
   -d '{"prompt":"ROMEO:","max_tokens":100000,"stream":true}' > "$WORK/long2" 2>/dev/null &
 CURL2_PID=$!
@@ -262,22 +268,14 @@ for i in range(len(d) - 200000, len(d) - 100000, 7):
     d[i] = 0xFF
 open(sys.argv[2], "wb").write(d)
 PY
-PORT3="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$BIN" serve -m "$WORK/corrupt.gguf" --host 127.0.0.1 --port "$PORT3" --ctx-size 512 --parallel 1 \
-  > "$WORK/server3.log" 2>&1 &
-PID3=$!
-for _ in $(seq 1 300); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT3/health")" = 200 ] && break
-  kill -0 "$PID3" 2>/dev/null || break
-  sleep 0.2
-done
-code3="$(curl -s -o "$WORK/nan" -w '%{http_code}' "${JSON[@]}" "http://127.0.0.1:$PORT3/v1/completions" \
+start_server server3 -m "$WORK/corrupt.gguf" --ctx-size 512 --parallel 1
+code3="$(curl -s -o "$WORK/nan" -w '%{http_code}' "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/completions" \
   -d '{"prompt":"ROMEO:","max_tokens":5}')"
 [ "$code3" = 500 ] && grep -q 'no usable logits' "$WORK/nan" \
   && ok "NaN logits: a 500 that says the model computed no usable logits" \
   || bad "NaN logits: $code3 $(head -c 200 "$WORK/nan")"
-kill "$PID3" 2>/dev/null
-wait "$PID3" 2>/dev/null
+kill "$PID2" 2>/dev/null
+wait "$PID2" 2>/dev/null
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }
