@@ -170,6 +170,14 @@ grep -q '^gemmaserve_draft_position_accepted_tokens_total{position="1"} [1-9]' "
 
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && ok "still healthy" || bad "not healthy at the end"
 
+# metric_is NAME VALUE: whether /metrics shows gemmaserve_NAME VALUE. The page is read whole
+# first: `curl | grep -q` under pipefail fails when grep exits before curl has written all.
+metric_is() {
+  local page
+  page="$(curl -s "${AUTH[@]}" "$URL/metrics")"
+  grep -q "^gemmaserve_$1 $2\$" <<<"$page"
+}
+
 # SIGTERM with long streams in every slot (--parallel 4) and one request waiting for a slot:
 # new requests are refused while it drains, the waiting one gets its 503 at once (it waited
 # out the whole drain before), the streams are ended after --shutdown-timeout, and the
@@ -185,13 +193,13 @@ for i in 1 2 3; do
 done
 for _ in $(seq 1 100); do grep -q '"text"' "$WORK/long" 2>/dev/null && break; sleep 0.1; done
 for _ in $(seq 1 100); do
-  curl -s "${AUTH[@]}" "$URL/metrics" | grep -q '^gemmaserve_busy_slots 4' && break; sleep 0.1; done
+  metric_is busy_slots 4 && break; sleep 0.1; done
 curl -s --max-time 30 -o "$WORK/queued" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
   -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":8}' > "$WORK/queued_code" 2>/dev/null &
 QUEUED_PID=$!
 for _ in $(seq 1 100); do
-  curl -s "${AUTH[@]}" "$URL/metrics" | grep -q '^gemmaserve_queue_length 1' && break; sleep 0.1; done
-curl -s "${AUTH[@]}" "$URL/metrics" | grep -q '^gemmaserve_queue_length 1' \
+  metric_is queue_length 1 && break; sleep 0.1; done
+metric_is queue_length 1 \
   && ok "a request waits for a slot before SIGTERM" || bad "no request waiting before SIGTERM"
 kill -TERM "$PID"
 T0=$(date +%s%N)
