@@ -126,8 +126,8 @@ template <int D>
 struct FaSmem {
   static constexpr int kStride = D + 8;  // halves per smem row; the pad spreads ldmatrix rows over banks
   static constexpr int kSStride = kTP + 4;
-  static constexpr size_t kQ = 0;  // Q as hi + lo f16 parts: [2][kRows][kStride]
-  static constexpr size_t kK = kQ + 2ull * kRows * kStride * 2;
+  static constexpr size_t kQ = 0;  // Q in f16: [kRows][kStride]
+  static constexpr size_t kK = kQ + 1ull * kRows * kStride * 2;
   static constexpr size_t kV = kK + 2ull * kTP * kStride * 2;
   static constexpr size_t kS = kV + 2ull * kTP * kStride * 2;
   static constexpr size_t kSlots = kS + static_cast<size_t>(kNW) * kRows * kSStride * 4;
@@ -341,7 +341,7 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
     tile_copies(0);
   }
   {
-    // Q = hi + lo in f16: scores keep ~22 bits of Q (Gemma's scores are unscaled and large).
+    // Q in f16 (decision 0012 §5, addendum: as K is in the pool and P in the PV product).
     // Every thread issues all its loads (float4s) before the first conversion: one L2 round
     // trip. A loop of one element per thread and pass waited for each load in turn: on the
     // H200, 24 us a call at D 512 and 9 us at 256 with a KV range of a few positions.
@@ -364,17 +364,8 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
       const int idx = tid + i * kNW * 32;
       if (idx >= kRows * D4) break;
       const int r = idx / D4, d = (idx % D4) * 4;
-      const float v[4] = {qv[i].x * p.scale, qv[i].y * p.scale, qv[i].z * p.scale, qv[i].w * p.scale};
-      __half hi[4], lo[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        hi[e] = __float2half_rn(v[e]);
-        lo[e] = __float2half_rn(v[e] - __half2float(hi[e]));
-      }
       *reinterpret_cast<uint2*>(Qs + r * kStride + d) =
-          make_uint2(h2_bits(__halves2half2(hi[0], hi[1])), h2_bits(__halves2half2(hi[2], hi[3])));
-      *reinterpret_cast<uint2*>(Qs + (kRows + r) * kStride + d) =
-          make_uint2(h2_bits(__halves2half2(lo[0], lo[1])), h2_bits(__halves2half2(lo[2], lo[3])));
+          make_uint2(pack_f32x2(qv[i].x * p.scale, qv[i].y * p.scale), pack_f32x2(qv[i].z * p.scale, qv[i].w * p.scale));
     }
   }
 
@@ -415,17 +406,14 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
 #pragma unroll
       for (int kq = 0; kq < KQ; ++kq) {
         const int k0 = warp * DS + kq * 16;
-        uint32_t a[4], al[4];
+        uint32_t a[4];
         ldmatrix_x4(a, Qs + (lane & 15) * kStride + k0 + (lane >> 4) * 8);
-        ldmatrix_x4(al, Qs + kRows * kStride + (lane & 15) * kStride + k0 + (lane >> 4) * 8);
 #pragma unroll
         for (int np = 0; np < NTS / 2; ++np) {
           uint32_t b[4];
           ldmatrix_x4(b, kb + (np * 16 + (lane & 7) + ((lane >> 4) & 1) * 8) * kStride + k0 + ((lane >> 3) & 1) * 8);
           mma_16816(sc[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
           mma_16816(sc[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
-          mma_16816(sc[2 * np], al[0], al[1], al[2], al[3], b[0], b[1]);
-          mma_16816(sc[2 * np + 1], al[0], al[1], al[2], al[3], b[2], b[3]);
         }
       }
       float* sw = Sred + warp * kRows * S::kSStride;
@@ -561,7 +549,7 @@ __global__ void __launch_bounds__(256) attn_operand_kernel(MatF out, AttnOperand
 // Pipeline (one buffer each for K and V, two barriers a tile; a CTA with fewer Q rows keeps
 // 2 or 3 tiles of each in flight instead, FaLayout and the loop's comments):
 //   B1: K_i has landed (all threads), every warp is done with V_{i-1} -> issue V_i
-//       S_i = Q K_i^T (hi + lo parts of Q into separate accumulators), [C = 1: softmax]
+//       S_i = Q K_i^T, [C = 1: softmax]
 //   B2: V_i has landed, every warp is done with K_i -> issue K_{i+1}
 //       [C = 2: add the partner's partial S, softmax], O += P V_i
 // so V_i's load hides behind S_i and K_{i+1}'s behind P V_i. The element offsets of the KV
@@ -591,7 +579,7 @@ struct FaCfg {
 
 // Dynamic shared memory of attn_fa_kernel for `nrg` resident row groups (1..4: the Q rows a
 // CTA can have, 16 each) and `stages` K/V tiles in flight (1..kMaxStages), in this order:
-//   Q hi and lo parts [2][16 nrg][kStride] f16, K ring [stages][KT][kStride] f16, V ring the
+//   Q [16 nrg][kStride] f16, K ring [stages][KT][kStride] f16, V ring the
 //   same, partial S [kWarps][NTS][32] float4 (C = 2 only), KV row offsets [stages + 1][KT] int64.
 // A CTA of a decode or short verify batch holds fewer Q rows than 64, and the space they leave
 // holds more K/V tiles in flight (fa_launch_layout); the per-row arithmetic is the same.
@@ -604,27 +592,30 @@ __host__ __device__ constexpr FaLayout fa_layout(int nrg, int stages) {
   FaLayout l{};
   l.qrows = 16 * nrg;
   l.stages = stages;
-  l.k = 2ull * l.qrows * Cfg::kStride * 2;
+  l.k = 1ull * l.qrows * Cfg::kStride * 2;
   l.v = l.k + static_cast<size_t>(stages) * Cfg::kTileBytes;
   l.x = l.v + static_cast<size_t>(stages) * Cfg::kTileBytes;
   l.off = l.x + (Cfg::C > 1 ? 16ull * Cfg::kWarps * Cfg::NTS * 32 : 0);
   l.total = l.off + (static_cast<size_t>(stages) + 1) * Cfg::KT * 8;
   return l;
 }
-// The dynamic shared memory a CTA may use. One CTA an SM: sm_90's opt-in limit of a block
-// (232448 B) less the 1536 B of row tables. More: that of 64 Q rows and one stage (what the
-// residency of MINB CTAs an SM was sized for).
+// The dynamic shared memory a CTA may use: an SM's shared memory (233472 B on sm_90) shared by
+// MINB CTAs, each less the 1 KiB the hardware reserves a CTA and the 1536 B of row tables; at
+// most sm_90's opt-in limit of a block (232448 B).
 template <class Cfg>
 constexpr size_t fa_smem_budget() {
-  return Cfg::MINB == 1 ? 232448 - 1536 : fa_layout<Cfg>(Cfg::kRG, 1).total;
+  constexpr size_t kSmPerSm = 233472, kBlockMax = 232448, kReserved = 1024, kTables = 1536;
+  constexpr size_t share = kSmPerSm / Cfg::MINB - kReserved;
+  return (share < kBlockMax ? share : kBlockMax) - kTables;
 }
 
-// Shared memory with 64 Q rows and one stage (dynamic + 1536 B of row tables): D 64/128
-// (64-position tiles) 39424 / 72192 B; D 256: 4 warps, 103424 B, 2 CTAs per SM; D 512: 8
-// warps (two per row group), 218112 B, 1 CTA per SM (the opt-in limit is 232448 B). A decode
-// step or 2-token verify (8 or 16 rows at GQA 8, 2 at GQA 2) takes 2 stages at D 256 and
-// 512, 3..4 tokens at D 512 too; measured on the H200 (31B shapes, D 512, one token): 118.7
-// against 122.1 us at depth 32768, 366.3 against 379.5 us at 131072 (docs/perf-notes.md).
+// Shared memory with 64 Q rows (dynamic + 1536 B of row tables), Q in f16 (decision 0012 §5,
+// addendum): D 64/128 (64-position tiles) 3 / 3 stages, 2 CTAs an SM; D 256: 4 warps, 2
+// stages (102144 + 1536 B), 2 CTAs an SM; D 512: 8 warps (two per row group), 2 stages
+// (217856 + 1536 B), 1 CTA an SM. A decode step or a short verify (fewer Q rows) takes up to
+// kMaxStages: with Q as hi + lo parts (before the addendum), D 512 decode took 2 stages, which
+// measured 118.7 against 122.1 us with one at depth 32768, 366.3 against 379.5 us at 131072
+// on the H200 (31B shapes, one token; docs/perf-notes.md).
 using FaCfg64 = FaCfg<64, 1, 64, 2>;
 using FaCfg128 = FaCfg<128, 1, 64, 2>;
 using FaCfg256 = FaCfg<256, 1, 32, 2>;
@@ -672,7 +663,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     r_lead[r] = lead;
   }
   {
-    // Q (times scale) as hi + lo f16 parts: scores keep ~22 bits of Q (0012 §5).
+    // Q (times scale) in f16 (decision 0012 §5, addendum).
     const bool qvec = (reinterpret_cast<uintptr_t>(p.q.data) & 15) == 0 && (p.q.stride & 3) == 0;
     constexpr int D4 = D / 4;
 #pragma unroll 4
@@ -688,17 +679,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
           v[0] = src[0]; v[1] = src[1]; v[2] = src[2]; v[3] = src[3];
         }
       }
-      __half hi[4], lo[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float x = v[e] * p.scale;
-        hi[e] = __float2half_rn(x);
-        lo[e] = __float2half_rn(x - __half2float(hi[e]));
-      }
       *reinterpret_cast<uint2*>(Qs + r * kStride + d) =
-          make_uint2(h2_bits(__halves2half2(hi[0], hi[1])), h2_bits(__halves2half2(hi[2], hi[3])));
-      *reinterpret_cast<uint2*>(Qs + (qrows + r) * kStride + d) =
-          make_uint2(h2_bits(__halves2half2(lo[0], lo[1])), h2_bits(__halves2half2(lo[2], lo[3])));
+          make_uint2(pack_f32x2(v[0] * p.scale, v[1] * p.scale), pack_f32x2(v[2] * p.scale, v[3] * p.scale));
     }
   }
   __syncthreads();
@@ -815,30 +797,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       const __half* v_tile = v_frag + st * KT * kStride;
       float s[NTS][4];
       if (active) {
-        float sl[NTS][4];
 #pragma unroll
         for (int i = 0; i < NTS; ++i)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[i][e] = sl[i][e] = 0.f;
+          for (int e = 0; e < 4; ++e) s[i][e] = 0.f;
 #pragma unroll
         for (int kq = 0; kq < KQ; ++kq) {
-          uint32_t a[4], al[4];
+          uint32_t a[4];
           ldmatrix_x4(a, q_frag + kq * 16);
-          ldmatrix_x4(al, q_frag + qrows * kStride + kq * 16);
 #pragma unroll
           for (int np = 0; np < NTS / 2; ++np) {
             uint32_t b[4];
             ldmatrix_x4(b, k_tile + np * 16 * kStride + kq * 16);
             mma_16816(s[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
             mma_16816(s[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
-            mma_16816(sl[2 * np], al[0], al[1], al[2], al[3], b[0], b[1]);
-            mma_16816(sl[2 * np + 1], al[0], al[1], al[2], al[3], b[2], b[3]);
           }
         }
-#pragma unroll
-        for (int i = 0; i < NTS; ++i)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[i][e] += sl[i][e];
         if constexpr (C > 1) {
           float4* xw = Xs + warp * NTS * 32 + lane;
 #pragma unroll
