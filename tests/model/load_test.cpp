@@ -171,6 +171,84 @@ TEST_F(Load, RopeFreqsSynthesizedWhenMissing) {
   EXPECT_EQ(synthesize_rope_freqs(512, 0.25f)[64], 1e30f);
 }
 
+// The defaults of spec §1.3 for keys a file may leave out: llama.cpp's, even where a real
+// Gemma 4 file has another value (rope.freq_base: 10000, not 1e6).
+TEST_F(Load, MissingOptionalKeysTakeTheSpecDefaults) {
+  RandomModelSpec s;
+  EditableGguf e = random_model(s);
+  for (const char* k : {"gemma4.final_logit_softcapping", "gemma4.rope.freq_base", "gemma4.rope.freq_base_swa",
+                        "gemma4.attention.value_length", "gemma4.attention.value_length_swa",
+                        "gemma4.attention.head_count_kv", "gemma4.attention.shared_kv_layers",
+                        "gemma4.embedding_length_per_layer_input"}) {
+    e.remove_kv(k);
+  }
+  for (int il = 0; il < 4; ++il) {
+    e.remove_tensor(names::blk(il, names::kLayerOutputScale));
+    // head_count_kv defaults to head_count (4): K and V get 4 heads on every layer.
+    const int hd = s.sliding[il] ? s.head_dim_swa : s.head_dim_full;
+    for (const std::string_view t : {names::kAttnK, names::kAttnV}) {
+      EditableGguf::Tensor* x = e.tensor(names::blk(il, t));
+      if (!x) continue;
+      x->ne = {s.n_embd, s.n_head * hd};
+      x->data.assign(static_cast<size_t>(s.n_embd * s.n_head * hd) * sizeof(float), 0);
+    }
+  }
+  auto m = load(e);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const Gemma4Config& c = (*m)->config();
+  EXPECT_FLOAT_EQ(c.final_logit_softcap, 30.0f);
+  for (int il = 0; il < 4; ++il) {
+    EXPECT_FLOAT_EQ(c.layers[il].rope_theta, 10000.0f) << il;
+    EXPECT_EQ(c.layers[il].n_head_kv, s.n_head) << il;
+    EXPECT_EQ((*m)->weights().layers[il].layer_output_scale, 1.0f) << il;
+  }
+  EXPECT_EQ(c.layers[0].head_dim, s.head_dim_swa);
+  EXPECT_EQ(c.layers[2].head_dim, s.head_dim_full);
+}
+
+// Integer keys are read by value whatever integer type stores them (u32, i32, u64, u8
+// arrays...), float keys as f32 or f64; a float where an integer belongs, an integer or a
+// bool where a float belongs, is an error that names the key.
+TEST_F(Load, KeysAreReadByValueWhateverTheirStoredType) {
+  RandomModelSpec s;
+  EditableGguf e = random_model(s);
+  using gguf::Value;
+  using gguf::ValueType;
+  e.set_kv("gemma4.context_length", Value{ValueType::kI32, int64_t{4096}});
+  e.set_kv("gemma4.embedding_length", Value{ValueType::kU64, uint64_t{64}});
+  e.set_kv("gemma4.attention.sliding_window", Value{ValueType::kU16, uint64_t{5}});
+  e.set_kv("gemma4.attention.layer_norm_rms_epsilon", Value{ValueType::kF64, 1e-6});
+  e.set_kv("gemma4.rope.freq_base", Value{ValueType::kF64, 1e6});
+  gguf::ArrayValue kv_heads{ValueType::kI32, {}, 4};
+  for (bool sl : s.sliding) kv_heads.items.push_back(Value{ValueType::kI32, int64_t{sl ? s.n_head_kv_swa : s.n_head_kv_full}});
+  e.set_kv("gemma4.attention.head_count_kv", Value{ValueType::kArray, kv_heads});
+  gguf::ArrayValue pattern{ValueType::kU8, {}, 4};
+  for (bool sl : s.sliding) pattern.items.push_back(Value{ValueType::kU8, uint64_t{sl ? 1u : 0u}});
+  e.set_kv("gemma4.attention.sliding_window_pattern", Value{ValueType::kArray, pattern});
+  auto m = load(e);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const Gemma4Config& c = (*m)->config();
+  EXPECT_EQ(c.n_ctx_train, 4096);
+  EXPECT_EQ(c.sliding_window, 5);
+  EXPECT_FLOAT_EQ(c.rms_eps, 1e-6f);
+  for (int il = 0; il < 4; ++il) {
+    EXPECT_EQ(c.layers[il].sliding, s.sliding[il]) << il;
+    EXPECT_EQ(c.layers[il].n_head_kv, s.sliding[il] ? s.n_head_kv_swa : s.n_head_kv_full) << il;
+    EXPECT_FLOAT_EQ(c.layers[il].rope_theta, s.sliding[il] ? s.theta_swa : 1e6f) << il;
+  }
+  for (const auto& [key, bad] : std::vector<std::pair<std::string, Value>>{
+           {"gemma4.rope.freq_base", Value{ValueType::kU32, uint64_t{1000000}}},
+           {"gemma4.final_logit_softcapping", Value{ValueType::kBool, true}},
+           {"gemma4.block_count", Value{ValueType::kF32, 4.0}},
+           {"gemma4.attention.head_count", Value{ValueType::kString, std::string("4")}}}) {
+    EditableGguf b = random_model(s);
+    b.set_kv(key, bad);
+    auto r = load(b);
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_NE(r.status().message().find(key), std::string::npos) << r.status().message();
+  }
+}
+
 TEST_F(Load, LayerOutputScaleIsReadFromTheFile) {
   auto m = load_model(*backend_, "golden/tiny1234-target.gguf");
   int not_one = 0;
