@@ -133,21 +133,27 @@ class Reader {
   std::string arch_;
 };
 
+// llama.cpp's reading (spec §1.3, §6.1): the type defaults to "linear" when the key is
+// absent, so a factor alone still scales; a factor of 0 (or none) means 1; "none" never scales.
 Status read_rope_scaling(const GgufFile& f, const Reader& r, RopeScaling* out) {
   const std::string tk = r.key(names::kRopeScalingType);
-  if (!f.has(tk)) return {};
-  std::string_view type;
-  GS_ASSIGN_OR_RETURN(type, f.get_string(tk));
-  if (type == "none") {
-    out->type = RopeScalingType::kNone;
-  } else if (type == "linear") {
-    out->type = RopeScalingType::kLinear;
-  } else if (type == "yarn") {
-    out->type = RopeScalingType::kYarn;
-  } else {
-    return make_status(StatusCode::kInvalidArgument, "metadata '{}' = '{}' is not none, linear or yarn", tk, type);
+  if (!f.has(tk) && !f.has(r.key(names::kRopeScalingFactor))) return {};
+  out->type = RopeScalingType::kLinear;
+  if (f.has(tk)) {
+    std::string_view type;
+    GS_ASSIGN_OR_RETURN(type, f.get_string(tk));
+    if (type == "none") {
+      out->type = RopeScalingType::kNone;
+    } else if (type == "linear") {
+      out->type = RopeScalingType::kLinear;
+    } else if (type == "yarn") {
+      out->type = RopeScalingType::kYarn;
+    } else {
+      return make_status(StatusCode::kInvalidArgument, "metadata '{}' = '{}' is not none, linear or yarn", tk, type);
+    }
   }
-  GS_ASSIGN_OR_RETURN(out->factor, r.real(names::kRopeScalingFactor, 1.0f, false));
+  GS_ASSIGN_OR_RETURN(out->factor, r.real(names::kRopeScalingFactor, 1.0f, true));
+  if (out->factor == 0.0f) out->factor = 1.0f;
   int64_t orig = 0;
   GS_ASSIGN_OR_RETURN(orig, r.integer(names::kRopeScalingOrigCtx, 0, 0, INT32_MAX));
   out->n_ctx_orig = static_cast<int32_t>(orig);

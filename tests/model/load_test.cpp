@@ -298,6 +298,22 @@ TEST(LoadRopeScaling, YarnAppliesToFullLayersOnly) {
   EXPECT_GT(full.corr_hi, full.corr_lo);
   EXPECT_FLOAT_EQ(swa.freq_scale, 1.0f);
   EXPECT_FLOAT_EQ(swa.ext_factor, 0.0f);
+  // llama.cpp's scaling type defaults to "linear" when only the factor is there (spec §1.3):
+  // the factor still divides the full layers' frequencies. A factor of 0 means none.
+  e.remove_kv("gemma4.rope.scaling.type");
+  ASSERT_TRUE(e.write((dir / "m.gguf").string()).ok());
+  auto linear = Gemma4Model::load((dir / "m.gguf").string(), *backend);
+  ASSERT_TRUE(linear.ok()) << linear.status().to_string();
+  const Gemma4Config& lc = (*linear)->config();
+  EXPECT_EQ(lc.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_FLOAT_EQ(layer_rope_args(lc, lc.layers[2], nullptr).freq_scale, 0.25f);
+  EXPECT_FLOAT_EQ(layer_rope_args(lc, lc.layers[2], nullptr).ext_factor, 0.0f);
+  EXPECT_FLOAT_EQ(layer_rope_args(lc, lc.layers[0], nullptr).freq_scale, 1.0f);
+  e.set_kv("gemma4.rope.scaling.factor", f32_value(0.0f));
+  ASSERT_TRUE(e.write((dir / "m.gguf").string()).ok());
+  auto zero = Gemma4Model::load((dir / "m.gguf").string(), *backend);
+  ASSERT_TRUE(zero.ok()) << zero.status().to_string();
+  EXPECT_EQ((*zero)->config().rope_scaling.type, RopeScalingType::kNone);
   e.set_kv("gemma4.rope.scaling.type", string_value("ntk"));
   ASSERT_TRUE(e.write((dir / "m.gguf").string()).ok());
   auto bad = Gemma4Model::load((dir / "m.gguf").string(), *backend);
