@@ -248,6 +248,21 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
     return make_status(StatusCode::kUnimplemented, "metadata '{}' = {}: mixture-of-experts (Gemma 4 26B-A4B) is not supported",
                        r.key(names::kExpertCount), v);
   }
+  // The same variants told by their tensors, in case a converter left the key out (the
+  // dense graph would run without them and compute something else).
+  for (const std::string_view t : {names::kPerLayerTokenEmbd, names::kPerLayerModelProj}) {
+    if (f.find_tensor(t)) {
+      return make_status(StatusCode::kUnimplemented,
+                         "tensor '{}': per-layer embeddings (Gemma 4 E2B/E4B) are not supported", t);
+    }
+  }
+  for (int il = 0; il < n_layer; ++il) {
+    const std::string t = names::blk(il, names::kFfnGateInp);
+    if (f.find_tensor(t)) {
+      return make_status(StatusCode::kUnimplemented,
+                         "tensor '{}': mixture-of-experts (Gemma 4 26B-A4B) is not supported", t);
+    }
+  }
   GS_ASSIGN_OR_RETURN(v, r.integer(names::kSharedKvLayers, 0, 0, n_layer));
   if (v != 0 && !c.is_assistant()) {
     return make_status(StatusCode::kUnimplemented, "metadata '{}' = {}: KV-shared layers are not supported",

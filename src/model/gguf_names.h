@@ -65,6 +65,10 @@ inline constexpr std::string_view kOutputNorm = "output_norm.weight";
 inline constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
 inline constexpr std::string_view kNextnPreProjection = "nextn.pre_projection.weight";    // assistant
 inline constexpr std::string_view kNextnPostProjection = "nextn.post_projection.weight";  // assistant
+// Tensors of Gemma 4 variants this engine refuses (spec §2.2): per-layer embeddings
+// (E2B/E4B) and a mixture-of-experts router (26B-A4B; blk(il, kFfnGateInp)).
+inline constexpr std::string_view kPerLayerTokenEmbd = "per_layer_token_embd.weight";
+inline constexpr std::string_view kPerLayerModelProj = "per_layer_model_proj.weight";
 
 // Per-layer tensor suffixes: blk(il, kAttnQ) -> "blk.3.attn_q.weight".
 inline constexpr std::string_view kAttnNorm = "attn_norm";
@@ -81,6 +85,7 @@ inline constexpr std::string_view kFfnUp = "ffn_up";
 inline constexpr std::string_view kFfnDown = "ffn_down";
 inline constexpr std::string_view kPostFfwNorm = "post_ffw_norm";
 inline constexpr std::string_view kLayerOutputScale = "layer_output_scale";
+inline constexpr std::string_view kFfnGateInp = "ffn_gate_inp";  // MoE router (refused)
 
 inline std::string blk(int il, std::string_view suffix) { return fmt::format("blk.{}.{}.weight", il, suffix); }
 

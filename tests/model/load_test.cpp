@@ -171,6 +171,30 @@ TEST_F(Load, RopeFreqsSynthesizedWhenMissing) {
   EXPECT_EQ(synthesize_rope_freqs(512, 0.25f)[64], 1e30f);
 }
 
+// The tensors of per-layer embeddings (E2B/E4B) and of mixture-of-experts blocks (26B-A4B)
+// change the math; a file that has them is refused by name even when the metadata key that
+// announces the variant is missing (spec §2.2, §3.6), not run as a dense model.
+TEST_F(Load, VariantTensorsAreRefusedWithoutTheirKeys) {
+  RandomModelSpec s;
+  EditableGguf e = random_model(s);
+  e.remove_kv("gemma4.embedding_length_per_layer_input");
+  std::vector<float> ple(static_cast<size_t>(8 * 4 * s.n_vocab), 0.5f);
+  e.tensors.push_back({"per_layer_token_embd.weight", GgmlType::F32, {8 * 4, s.n_vocab}, encode_rows(GgmlType::F32, ple, 8 * 4)});
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(m.status().message().find("per_layer_token_embd.weight"), std::string::npos) << m.status().message();
+
+  e = random_model(s);
+  e.remove_kv("gemma4.expert_count");
+  std::vector<float> router(static_cast<size_t>(s.n_embd * 8), 0.5f);
+  e.tensors.push_back({"blk.1.ffn_gate_inp.weight", GgmlType::F32, {s.n_embd, 8}, encode_rows(GgmlType::F32, router, s.n_embd)});
+  m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(m.status().message().find("blk.1.ffn_gate_inp.weight"), std::string::npos) << m.status().message();
+}
+
 // The defaults of spec §1.3 for keys a file may leave out: llama.cpp's, even where a real
 // Gemma 4 file has another value (rope.freq_base: 10000, not 1e6).
 TEST_F(Load, MissingOptionalKeysTakeTheSpecDefaults) {
