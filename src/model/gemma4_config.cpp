@@ -405,6 +405,16 @@ Status pair_assistant_with_target(const Gemma4Config& target, Gemma4Config* a) {
                          "drafter/target mismatch: drafter layer {} ({}) expects {} KV heads of dim {}, target layer {} has {} of dim {}",
                          il, kind, l.n_head_kv, l.head_dim, src, t.n_head_kv, t.head_dim);
     }
+    // Its queries meet keys the target rotated: both sides must rotate alike (spec §1.2).
+    const bool same_theta = t.rope_theta == l.rope_theta;
+    if (!same_theta || t.n_rot != l.n_rot) {
+      const std::string_view k = same_theta ? (l.sliding ? names::kRopeDimensionCountSwa : names::kRopeDimensionCount)
+                                            : (l.sliding ? names::kRopeFreqBaseSwa : names::kRopeFreqBase);
+      return make_status(StatusCode::kInvalidArgument,
+                         "drafter/target mismatch: the drafter's '{}' is {} but target layer {} ({}) has '{}' = {}",
+                         names::key(a->arch_name, k), same_theta ? l.n_rot : l.rope_theta, src, kind,
+                         names::key(target.arch_name, k), same_theta ? t.n_rot : t.rope_theta);
+    }
     l.kv_layer = src;
   }
   if (a->has_sliding() && a->sliding_window != target.sliding_window) {

@@ -86,8 +86,9 @@ Result<Gemma4Config> load_gemma4_config(const gguf::GgufFile& file);
 
 // Checks that `assistant` can draft for `target` (spec §1.2, §4.3): its backbone width is
 // the target's n_embd, the vocabularies have the same size, and each assistant layer's head
-// dim and KV heads equal those of the target layer it reads (the last target layer of the
-// same kind), with the same sliding window. Sets each assistant layer's kv_layer.
+// dim, KV heads, RoPE base and rotated dims equal those of the target layer it reads (the
+// last target layer of the same kind), with the same sliding window. Sets each assistant
+// layer's kv_layer.
 // Errors: kInvalidArgument naming both values.
 Status pair_assistant_with_target(const Gemma4Config& target, Gemma4Config* assistant);
 

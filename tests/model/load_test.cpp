@@ -296,6 +296,36 @@ TEST_F(Load, AssistantPairsWithItsTargetOnly) {
   EXPECT_NE(st.message().find("mismatch"), std::string::npos) << st.message();
 }
 
+// The drafter's queries meet the target's cached keys, so both sides must rotate alike
+// (spec §1.2 "RoPE: same as target"): a drafter file without rope.freq_base (llama.cpp's
+// default 10000, not the target's 1e6) or with other rotated dims is refused by name,
+// not paired into drafts that quietly miss.
+TEST_F(Load, AssistantRopeMustMatchItsTarget) {
+  auto target = load_model(*backend_, "golden/tiny1234-target.gguf");
+  auto file = gguf::GgufFile::open(shared_path("golden/tiny1234-assistant.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  for (const char* key : {"gemma4-assistant.rope.freq_base", "gemma4-assistant.rope.freq_base_swa"}) {
+    EditableGguf e = EditableGguf::from(**file);
+    e.set_kv(key, f32_value(500000.0f));
+    auto a = load(e);
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    Gemma4Config c = (*a)->config();
+    const Status st = pair_assistant_with_target(target->config(), &c);
+    ASSERT_FALSE(st.ok()) << key;
+    EXPECT_NE(st.message().find(key), std::string::npos) << st.message();
+  }
+  EditableGguf e = EditableGguf::from(**file);
+  e.set_kv("gemma4-assistant.rope.dimension_count", u32_value(32));
+  e.tensor("rope_freqs.weight")->ne = {16};
+  e.tensor("rope_freqs.weight")->data.resize(16 * sizeof(float));
+  auto a = load(e);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  Gemma4Config c = (*a)->config();
+  const Status st = pair_assistant_with_target(target->config(), &c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("gemma4-assistant.rope.dimension_count"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace gs::test
 
