@@ -2,6 +2,10 @@
 // tensor at fault (and both shapes), rope_freqs synthesis, layer_output_scale read.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "golden_util.h"
 #include "model/forward_blocks.h"
 #include "model/gemma4_weights.h"
@@ -193,6 +197,26 @@ TEST_F(Load, VariantTensorsAreRefusedWithoutTheirKeys) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(m.status().message().find("blk.1.ffn_gate_inp.weight"), std::string::npos) << m.status().message();
+}
+
+// rope_freqs.weight divides each full-layer frequency: a NaN, zero or negative factor is a
+// malformed file (an infinite one is fine: 1e30 stored as f16 is inf, angle 0).
+TEST_F(Load, RopeFreqsMustBePositive) {
+  for (float bad : {std::nanf(""), 0.0f, -1.0f}) {
+    EditableGguf e = random_model({});
+    EditableGguf::Tensor* t = e.tensor("rope_freqs.weight");
+    ASSERT_NE(t, nullptr);
+    std::memcpy(t->data.data() + 2 * sizeof(float), &bad, sizeof(float));
+    auto m = load(e);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find("rope_freqs.weight"), std::string::npos) << m.status().message();
+  }
+  EditableGguf e = random_model({});
+  const float inf = std::numeric_limits<float>::infinity();
+  std::memcpy(e.tensor("rope_freqs.weight")->data.data() + 12 * sizeof(float), &inf, sizeof(float));
+  auto m = load(e);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
 }
 
 // The defaults of spec §1.3 for keys a file may leave out: llama.cpp's, even where a real
