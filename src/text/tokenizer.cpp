@@ -335,9 +335,10 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     add_codepoint(t.extra_symbols[i], static_cast<int32_t>(n + i));
   }
 
-  // End of generation, found by text (spec §8.2).
+  // End of generation, found by text (spec §8.2): <eos> too, whatever eos_token_id names
+  // (a converter may write <turn|>, one of HF's three eos ids, there).
   if (t.eos_id != kNoToken) t.eog_ids.push_back(t.eos_id);
-  for (const std::string_view text : {"<turn|>", "<|tool_response>", "<end_of_turn>"}) {
+  for (const std::string_view text : {"<eos>", "<turn|>", "<|tool_response>", "<end_of_turn>"}) {
     if (const int32_t id = t.token_ids.find(text); id != kNoToken) t.eog_ids.push_back(id);
   }
   for (const int32_t id : vocab.extra_eog) {

@@ -187,6 +187,21 @@ TEST(Tokenizer, SpecialIdsAreFoundByText) {
   EXPECT_NE(*full().find_token("<|turn>"), *shakes().find_token("<|turn>"));
 }
 
+// The end-of-generation set is {<eos>, <turn|>, <|tool_response>} by text (spec §8.2,
+// Decision 4), also when a converter writes eos_token_id as another token (HF's
+// generation_config lists 1, 106 and 50; a converter may take 106 as "the" eos).
+TEST(Tokenizer, EosTextEndsGenerationWhateverEosTokenIdSays) {
+  Tokenizer::Vocab v = small_vocab();
+  const int32_t eos_text = v.eos_id;
+  v.eos_id = 5;  // <turn|>
+  ASSERT_EQ(v.tokens[5], "<turn|>");
+  auto t = make(std::move(v));
+  EXPECT_EQ(t->eos_id(), 5);
+  EXPECT_TRUE(t->is_eog(5));
+  EXPECT_TRUE(t->is_eog(eos_text));
+  EXPECT_FALSE(t->is_eog(*t->find_token("<|turn>")));
+}
+
 TEST(Tokenizer, ShippedModelVocabularyGivesTheFullVocabularysPieces) {
   const std::string text = read_file(test::shared_path("test-assets/corpora/tinyshakespeare.txt"));
   const std::string part = text.substr(0, 200000);
