@@ -278,6 +278,13 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
     }
   } else {
     c.n_embd_out = c.n_embd;
+    // MTP layers inside a target file would run here as ordinary layers (spec §1.3 knows
+    // nextn_predict_layers only in the assistant).
+    GS_ASSIGN_OR_RETURN(v, r.integer(names::kNextnPredictLayers, 0, 0, kMaxLayers));
+    if (v != 0) {
+      return make_status(StatusCode::kUnimplemented, "metadata '{}' = {}: MTP layers inside the target file are not supported",
+                         r.key(names::kNextnPredictLayers), v);
+    }
   }
 
   std::vector<int64_t> n_head, n_head_kv, n_ff;

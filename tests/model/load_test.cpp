@@ -175,6 +175,20 @@ TEST_F(Load, RopeFreqsSynthesizedWhenMissing) {
   EXPECT_EQ(synthesize_rope_freqs(512, 0.25f)[64], 1e30f);
 }
 
+// A target whose metadata says it carries MTP layers (nextn_predict_layers, an assistant key
+// in spec §1.3) would run them as ordinary layers: refused by name.
+TEST_F(Load, TargetWithNextnLayersIsRefused) {
+  EditableGguf e = random_model({});
+  e.set_kv("gemma4.nextn_predict_layers", u32_value(1));
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(m.status().message().find("gemma4.nextn_predict_layers"), std::string::npos) << m.status().message();
+  e.set_kv("gemma4.nextn_predict_layers", u32_value(0));
+  m = load(e);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+}
+
 // The tensors of per-layer embeddings (E2B/E4B) and of mixture-of-experts blocks (26B-A4B)
 // change the math; a file that has them is refused by name even when the metadata key that
 // announces the variant is missing (spec §2.2, §3.6), not run as a dense model.
