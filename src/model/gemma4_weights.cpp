@@ -102,7 +102,9 @@ Result<Gemma4Weights> bind_gemma4_weights(const gguf::GgufFile& file, const Gemm
       if (s.required) {
         status = make_status(StatusCode::kNotFound, "{}: tensor '{}' is missing (expected shape {})", file.path(), s.name,
                              shape_string(s.ne));
-      } else if (s.vector == &w.rope_freqs) {
+      } else if (s.vector == &w.rope_freqs && c.full_n_rot() == c.full_head_dim()) {
+        // Only over a full-head rotation (spec §2.4): a rope.dimension_count below the head
+        // dim declares the partial rotation itself, and those dims rotate without factors.
         std::vector<float> f = synthesize_rope_freqs(c.full_n_rot(), kGemma4PartialRotary);
         vector_offsets.emplace_back(s.vector, host_vectors.size());
         host_vectors.insert(host_vectors.end(), f.begin(), f.end());

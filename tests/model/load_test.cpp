@@ -175,6 +175,25 @@ TEST_F(Load, RopeFreqsSynthesizedWhenMissing) {
   EXPECT_EQ(synthesize_rope_freqs(512, 0.25f)[64], 1e30f);
 }
 
+// rope_freqs encodes Gemma 4's partial rotary factor over a full-head rotation (spec §2.4:
+// rope.dimension_count = the head dim, 512). A file whose rope.dimension_count is already
+// less than the head dim declares its partial rotation there (llama.cpp rotates those dims,
+// no factors); synthesizing the 0.25 factor on top would rotate a quarter of a quarter.
+TEST_F(Load, RopeFreqsNotSynthesizedOverADeclaredPartialRotation) {
+  RandomModelSpec s;
+  s.with_rope_freqs = false;
+  s.n_rot_full = 16;  // of head dim 32
+  auto m = load(random_model(s));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_FALSE((*m)->weights().rope_freqs_synthesized);
+  EXPECT_EQ((*m)->weights().rope_freqs, nullptr);
+  const Gemma4Config& c = (*m)->config();
+  const RopeArgs full = layer_rope_args(c, c.layers[2], (*m)->weights().rope_freqs);
+  EXPECT_EQ(full.n_dims, 16);
+  EXPECT_EQ(full.head_dim, 32);
+  EXPECT_EQ(full.freq_factors, nullptr);
+}
+
 // A target whose metadata says it carries MTP layers (nextn_predict_layers, an assistant key
 // in spec §1.3) would run them as ordinary layers: refused by name.
 TEST_F(Load, TargetWithNextnLayersIsRefused) {
