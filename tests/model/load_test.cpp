@@ -330,6 +330,97 @@ TEST_F(Load, KeysAreReadByValueWhateverTheirStoredType) {
   }
 }
 
+// The LM head is token_embd (tied, spec §2.1: Gemma 4 files have no output.weight); where a
+// file does have output.weight, it is the head, as llama.cpp reads it. With the softcap off
+// (final_logit_softcapping = 0), an output.weight of twice the embedding doubles the logits.
+TEST_F(Load, OutputWeightWhenPresentIsTheHeadElseTheEmbedding) {
+  RandomModelSpec s;
+  EditableGguf e = random_model(s);
+  e.set_kv("gemma4.final_logit_softcapping", f32_value(0.0f));
+  auto logits_of = [&](const EditableGguf& g, const std::string& name) {
+    const std::string path = (dir_ / name).string();
+    EXPECT_TRUE(g.write(path).ok());
+    auto m = Gemma4Model::load(path, *backend_);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    std::vector<float> out;
+    if (!m.ok()) return out;
+    EXPECT_FLOAT_EQ((*m)->config().final_logit_softcap, 0.0f);
+    auto r = make_runner(*m, 8, 1);
+    const int seq = r->add_sequence().value();
+    const std::vector<ModelRunner::Token> toks = {{seq, 2, false}, {seq, 7, false}, {seq, 11, true}};
+    EXPECT_TRUE(r->decode(toks).ok());
+    const auto l = r->logits(0);
+    out.assign(l.begin(), l.end());
+    return out;
+  };
+  const std::vector<float> tied = logits_of(e, "tied.gguf");
+  EditableGguf::Tensor head = *e.tensor("token_embd.weight");
+  head.name = "output.weight";
+  for (size_t i = 0; i < head.data.size(); i += sizeof(float)) {
+    float x = 0;
+    std::memcpy(&x, head.data.data() + i, sizeof(float));
+    x *= 2.0f;
+    std::memcpy(head.data.data() + i, &x, sizeof(float));
+  }
+  e.tensors.push_back(head);
+  const std::vector<float> untied = logits_of(e, "untied.gguf");
+  ASSERT_EQ(tied.size(), static_cast<size_t>(s.n_vocab));
+  ASSERT_EQ(untied.size(), tied.size());
+  float max_abs = 0;
+  for (size_t i = 0; i < tied.size(); ++i) {
+    EXPECT_NEAR(untied[i], 2.0f * tied[i], 1e-4f * (1.0f + std::fabs(tied[i]))) << i;
+    max_abs = std::max(max_abs, std::fabs(tied[i]));
+  }
+  EXPECT_GT(max_abs, 3.0f);  // large enough that a softcap of 30 would bend 2x by > 1e-4
+}
+
+// feed_forward_length and head_count may be arrays, one entry per layer (spec §1.3 "u32 or
+// u32[]"); each layer's tensors are checked against its own entry.
+TEST_F(Load, PerLayerFeedForwardAndHeadCountArrays) {
+  RandomModelSpec s;  // n_embd 64, n_ff 96, 4 heads, full layer 2 with head dim 32
+  EditableGguf e = random_model(s);
+  e.set_kv("gemma4.feed_forward_length", u32_array({96, 64, 96, 128}));
+  e.set_kv("gemma4.attention.head_count", u32_array({4, 4, 2, 4}));
+  auto reshape = [&](const std::string& name, std::vector<int64_t> ne) {
+    EditableGguf::Tensor* t = e.tensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    t->ne = ne;
+    t->data.assign(static_cast<size_t>(ne[0] * ne[1]) * sizeof(float), 0);
+  };
+  reshape("blk.1.ffn_gate.weight", {64, 64});
+  reshape("blk.1.ffn_up.weight", {64, 64});
+  reshape("blk.1.ffn_down.weight", {64, 64});
+  reshape("blk.3.ffn_gate.weight", {64, 128});
+  reshape("blk.3.ffn_up.weight", {64, 128});
+  reshape("blk.3.ffn_down.weight", {128, 64});
+  reshape("blk.2.attn_q.weight", {64, 2 * 32});
+  reshape("blk.2.attn_output.weight", {2 * 32, 64});
+  auto m = load(e);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const Gemma4Config& c = (*m)->config();
+  EXPECT_EQ(c.layers[0].n_ff, 96);
+  EXPECT_EQ(c.layers[1].n_ff, 64);
+  EXPECT_EQ(c.layers[3].n_ff, 128);
+  EXPECT_EQ(c.max_ff(), 128);
+  EXPECT_EQ(c.layers[2].n_head, 2);
+  EXPECT_EQ(c.layers[2].q_width(), 64);
+  EXPECT_EQ(c.layers[1].q_width(), 4 * 16);
+  // The runner plans its buffers from the widest layer and runs.
+  auto r = make_runner(*m, 4, 1);
+  const int seq = r->add_sequence().value();
+  const std::vector<ModelRunner::Token> toks = {{seq, 3, false}, {seq, 5, true}};
+  ASSERT_TRUE(r->decode(toks).ok());
+  for (float x : r->logits(0)) ASSERT_TRUE(std::isfinite(x));
+  // A layer's tensor that follows another layer's entry is named with both shapes.
+  reshape("blk.1.ffn_up.weight", {64, 96});
+  const std::string bad_path = (dir_ / "bad.gguf").string();  // m.gguf is still mapped by m
+  ASSERT_TRUE(e.write(bad_path).ok());
+  auto bad = Gemma4Model::load(bad_path, *backend_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("blk.1.ffn_up.weight"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("[64, 64]"), std::string::npos) << bad.status().message();
+}
+
 TEST_F(Load, LayerOutputScaleIsReadFromTheFile) {
   auto m = load_model(*backend_, "golden/tiny1234-target.gguf");
   int not_one = 0;
