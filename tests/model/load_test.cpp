@@ -444,6 +444,18 @@ TEST_F(Load, AssistantPairsWithItsTargetOnly) {
   EXPECT_NE(st.message().find("mismatch"), std::string::npos) << st.message();
 }
 
+// The assistant's head is never softcapped (spec §1.2: neither llama.cpp nor transformers
+// applies one), even where its file carries final_logit_softcapping; the target's is read.
+TEST_F(Load, AssistantHeadIsNeverCapped) {
+  auto file = gguf::GgufFile::open(shared_path("golden/tiny1234-assistant.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  EditableGguf e = EditableGguf::from(**file);
+  e.set_kv("gemma4-assistant.final_logit_softcapping", f32_value(30.0f));
+  auto a = load(e);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ((*a)->config().final_logit_softcap, 0.0f);
+}
+
 // The drafter's queries meet the target's cached keys, so both sides must rotate alike
 // (spec §1.2 "RoPE: same as target"): a drafter file without rope.freq_base (llama.cpp's
 // default 10000, not the target's 1e6) or with other rotated dims is refused by name,
