@@ -444,6 +444,26 @@ TEST_F(Load, AssistantPairsWithItsTargetOnly) {
   EXPECT_NE(st.message().find("mismatch"), std::string::npos) << st.message();
 }
 
+// A split GGUF (spec §1.3: split.count, split.no, "-0000N-of-0000M.gguf"; BF16 and Q8_0
+// files of the 31B are published so) holds part of the tensors per shard. Loading one shard
+// is refused by naming split.count and saying what to do, not by a "tensor is missing"
+// error about some later layer; split.count = 1 is a whole file.
+TEST_F(Load, SplitGgufShardIsRefusedByName) {
+  EditableGguf e = random_model({});
+  e.set_kv("split.count", gguf::Value{gguf::ValueType::kU16, uint64_t{3}});
+  e.set_kv("split.no", gguf::Value{gguf::ValueType::kU16, uint64_t{0}});
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(m.status().message().find("split.count"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("merge"), std::string::npos) << m.status().message();
+  e.set_kv("split.count", gguf::Value{gguf::ValueType::kU16, uint64_t{1}});
+  const std::string one = (dir_ / "one.gguf").string();
+  ASSERT_TRUE(e.write(one).ok());
+  auto whole = Gemma4Model::load(one, *backend_);
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+}
+
 // The assistant's head is never softcapped (spec §1.2: neither llama.cpp nor transformers
 // applies one), even where its file carries final_logit_softcapping; the target's is read.
 TEST_F(Load, AssistantHeadIsNeverCapped) {
