@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "core/log.h"
 #include "engine/runtime_slot_runner.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf_reader.h"
@@ -10,26 +11,49 @@
 
 namespace gs {
 
-namespace {
-
 RecommendedSampling read_recommended_sampling(const gguf::GgufFile& file) {
+  // Each value becomes the default of requests that leave it out, so only one a request
+  // could give (the API's ranges) is taken; another, or a key of the wrong type, is left
+  // out with a warning naming the key.
   RecommendedSampling s;
-  if (auto t = file.get_f32(names::kSamplingTemp); t.ok()) {
-    s.has_temperature = true;
-    s.temperature = *t;
+  const auto skip = [&](std::string_view key, const std::string& why) {
+    GS_LOG_WARN("{}: metadata '{}' {}; the recommended value is not used", file.path(), key, why);
+  };
+  if (file.has(names::kSamplingTemp)) {
+    auto t = file.get_f32(names::kSamplingTemp);
+    if (!t.ok()) {
+      skip(names::kSamplingTemp, t.status().message());
+    } else if (!(*t >= 0.0f && *t <= 2.0f)) {
+      skip(names::kSamplingTemp, fmt::format("= {} is outside [0, 2]", *t));
+    } else {
+      s.has_temperature = true;
+      s.temperature = *t;
+    }
   }
-  if (auto p = file.get_f32(names::kSamplingTopP); p.ok()) {
-    s.has_top_p = true;
-    s.top_p = *p;
+  if (file.has(names::kSamplingTopP)) {
+    auto p = file.get_f32(names::kSamplingTopP);
+    if (!p.ok()) {
+      skip(names::kSamplingTopP, p.status().message());
+    } else if (!(*p >= 0.0f && *p <= 1.0f)) {
+      skip(names::kSamplingTopP, fmt::format("= {} is outside [0, 1]", *p));
+    } else {
+      s.has_top_p = true;
+      s.top_p = *p;
+    }
   }
-  if (auto k = file.get_i32(names::kSamplingTopK); k.ok()) {
-    s.has_top_k = true;
-    s.top_k = *k;
+  if (file.has(names::kSamplingTopK)) {
+    auto k = file.get_i32(names::kSamplingTopK);
+    if (!k.ok()) {
+      skip(names::kSamplingTopK, k.status().message());
+    } else if (*k < 0) {
+      skip(names::kSamplingTopK, fmt::format("= {} is negative", *k));
+    } else {
+      s.has_top_k = true;
+      s.top_k = *k;
+    }
   }
   return s;
 }
-
-}  // namespace
 
 Result<LoadedEngine> create_engine(const EngineOptions& options) {
   if (options.n_slots < 1) return make_status(StatusCode::kInvalidArgument, "--parallel must be >= 1, got {}", options.n_slots);

@@ -10,6 +10,7 @@
 #include "backend/registry/registry.h"
 #include "core/status.h"
 #include "engine/engine.h"
+#include "gguf/gguf_reader.h"
 #include "text/tokenizer.h"
 
 namespace gs {
@@ -40,6 +41,11 @@ struct RecommendedSampling {
   bool has_top_k = false;
   int32_t top_k = 0;
 };
+
+// Reads general.sampling.temp / top_p / top_k (spec §1.3: informational, f32 / i32). A value
+// outside the API's range (temperature [0, 2], top_p [0, 1], top_k >= 0), NaN or of the
+// wrong type is not taken (a warning names the key).
+RecommendedSampling read_recommended_sampling(const gguf::GgufFile& file);
 
 struct LoadedEngine {
   std::shared_ptr<Engine> engine;

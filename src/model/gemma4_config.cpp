@@ -133,21 +133,27 @@ class Reader {
   std::string arch_;
 };
 
+// llama.cpp's reading (spec §1.3, §6.1): the type defaults to "linear" when the key is
+// absent, so a factor alone still scales; a factor of 0 (or none) means 1; "none" never scales.
 Status read_rope_scaling(const GgufFile& f, const Reader& r, RopeScaling* out) {
   const std::string tk = r.key(names::kRopeScalingType);
-  if (!f.has(tk)) return {};
-  std::string_view type;
-  GS_ASSIGN_OR_RETURN(type, f.get_string(tk));
-  if (type == "none") {
-    out->type = RopeScalingType::kNone;
-  } else if (type == "linear") {
-    out->type = RopeScalingType::kLinear;
-  } else if (type == "yarn") {
-    out->type = RopeScalingType::kYarn;
-  } else {
-    return make_status(StatusCode::kInvalidArgument, "metadata '{}' = '{}' is not none, linear or yarn", tk, type);
+  if (!f.has(tk) && !f.has(r.key(names::kRopeScalingFactor))) return {};
+  out->type = RopeScalingType::kLinear;
+  if (f.has(tk)) {
+    std::string_view type;
+    GS_ASSIGN_OR_RETURN(type, f.get_string(tk));
+    if (type == "none") {
+      out->type = RopeScalingType::kNone;
+    } else if (type == "linear") {
+      out->type = RopeScalingType::kLinear;
+    } else if (type == "yarn") {
+      out->type = RopeScalingType::kYarn;
+    } else {
+      return make_status(StatusCode::kInvalidArgument, "metadata '{}' = '{}' is not none, linear or yarn", tk, type);
+    }
   }
-  GS_ASSIGN_OR_RETURN(out->factor, r.real(names::kRopeScalingFactor, 1.0f, false));
+  GS_ASSIGN_OR_RETURN(out->factor, r.real(names::kRopeScalingFactor, 1.0f, true));
+  if (out->factor == 0.0f) out->factor = 1.0f;
   int64_t orig = 0;
   GS_ASSIGN_OR_RETURN(orig, r.integer(names::kRopeScalingOrigCtx, 0, 0, INT32_MAX));
   out->n_ctx_orig = static_cast<int32_t>(orig);
@@ -217,6 +223,24 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
                        names::kArchitecture, arch, names::kArchTarget, names::kArchAssistant);
   }
   c.arch_name = std::string(arch);
+  // One shard of a split model holds only part of the tensors: say so before a tensor of
+  // another shard is reported missing.
+  if (f.has(names::kSplitCount)) {
+    int64_t n_split = 0;
+    GS_ASSIGN_OR_RETURN(n_split, f.get_i64(names::kSplitCount));
+    if (n_split != 1) {
+      int64_t no = 0;
+      if (f.has(names::kSplitNo)) {
+        auto r = f.get_i64(names::kSplitNo);
+        if (r.ok()) no = *r;
+      }
+      return make_status(StatusCode::kUnimplemented,
+                         "metadata '{}' = {}: this file is shard {} of a split GGUF, which is not loaded shard by "
+                         "shard; merge the shards into one file (llama-gguf-split --merge FIRST-SHARD OUT.gguf) "
+                         "and load that",
+                         names::kSplitCount, n_split, no + 1);
+    }
+  }
   if (f.has(names::kName)) {
     auto name = f.get_string(names::kName);
     if (name.ok()) c.name = std::string(*name);
@@ -242,6 +266,21 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
     return make_status(StatusCode::kUnimplemented, "metadata '{}' = {}: mixture-of-experts (Gemma 4 26B-A4B) is not supported",
                        r.key(names::kExpertCount), v);
   }
+  // The same variants told by their tensors, in case a converter left the key out (the
+  // dense graph would run without them and compute something else).
+  for (const std::string_view t : {names::kPerLayerTokenEmbd, names::kPerLayerModelProj}) {
+    if (f.find_tensor(t)) {
+      return make_status(StatusCode::kUnimplemented,
+                         "tensor '{}': per-layer embeddings (Gemma 4 E2B/E4B) are not supported", t);
+    }
+  }
+  for (int il = 0; il < n_layer; ++il) {
+    const std::string t = names::blk(il, names::kFfnGateInp);
+    if (f.find_tensor(t)) {
+      return make_status(StatusCode::kUnimplemented,
+                         "tensor '{}': mixture-of-experts (Gemma 4 26B-A4B) is not supported", t);
+    }
+  }
   GS_ASSIGN_OR_RETURN(v, r.integer(names::kSharedKvLayers, 0, 0, n_layer));
   if (v != 0 && !c.is_assistant()) {
     return make_status(StatusCode::kUnimplemented, "metadata '{}' = {}: KV-shared layers are not supported",
@@ -257,6 +296,13 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
     }
   } else {
     c.n_embd_out = c.n_embd;
+    // MTP layers inside a target file would run here as ordinary layers (spec §1.3 knows
+    // nextn_predict_layers only in the assistant).
+    GS_ASSIGN_OR_RETURN(v, r.integer(names::kNextnPredictLayers, 0, 0, kMaxLayers));
+    if (v != 0) {
+      return make_status(StatusCode::kUnimplemented, "metadata '{}' = {}: MTP layers inside the target file are not supported",
+                         r.key(names::kNextnPredictLayers), v);
+    }
   }
 
   std::vector<int64_t> n_head, n_head_kv, n_ff;
@@ -383,6 +429,16 @@ Status pair_assistant_with_target(const Gemma4Config& target, Gemma4Config* a) {
       return make_status(StatusCode::kInvalidArgument,
                          "drafter/target mismatch: drafter layer {} ({}) expects {} KV heads of dim {}, target layer {} has {} of dim {}",
                          il, kind, l.n_head_kv, l.head_dim, src, t.n_head_kv, t.head_dim);
+    }
+    // Its queries meet keys the target rotated: both sides must rotate alike (spec §1.2).
+    const bool same_theta = t.rope_theta == l.rope_theta;
+    if (!same_theta || t.n_rot != l.n_rot) {
+      const std::string_view k = same_theta ? (l.sliding ? names::kRopeDimensionCountSwa : names::kRopeDimensionCount)
+                                            : (l.sliding ? names::kRopeFreqBaseSwa : names::kRopeFreqBase);
+      return make_status(StatusCode::kInvalidArgument,
+                         "drafter/target mismatch: the drafter's '{}' is {} but target layer {} ({}) has '{}' = {}",
+                         names::key(a->arch_name, k), same_theta ? l.n_rot : l.rope_theta, src, kind,
+                         names::key(target.arch_name, k), same_theta ? t.n_rot : t.rope_theta);
     }
     l.kv_layer = src;
   }

@@ -79,13 +79,16 @@ struct Gemma4Config {
 // malformed or inconsistent value, kUnimplemented for Gemma 4 variants this engine does not
 // run (per-layer embeddings, MoE, KV-shared layers in a target).
 // Besides metadata it reads two facts from the tensor directory: n_vocab (rows of
-// token_embd.weight) and, per target layer, whether attn_v exists (absent: K = V).
+// token_embd.weight) and, per target layer, whether attn_v exists (absent: K = V); and it
+// refuses a file holding the tensors of per-layer embeddings or of a MoE router even when
+// the key that announces them is missing.
 Result<Gemma4Config> load_gemma4_config(const gguf::GgufFile& file);
 
 // Checks that `assistant` can draft for `target` (spec §1.2, §4.3): its backbone width is
 // the target's n_embd, the vocabularies have the same size, and each assistant layer's head
-// dim and KV heads equal those of the target layer it reads (the last target layer of the
-// same kind), with the same sliding window. Sets each assistant layer's kv_layer.
+// dim, KV heads, RoPE base and rotated dims equal those of the target layer it reads (the
+// last target layer of the same kind), with the same sliding window. Sets each assistant
+// layer's kv_layer.
 // Errors: kInvalidArgument naming both values.
 Status pair_assistant_with_target(const Gemma4Config& target, Gemma4Config* assistant);
 

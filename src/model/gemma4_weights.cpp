@@ -102,7 +102,9 @@ Result<Gemma4Weights> bind_gemma4_weights(const gguf::GgufFile& file, const Gemm
       if (s.required) {
         status = make_status(StatusCode::kNotFound, "{}: tensor '{}' is missing (expected shape {})", file.path(), s.name,
                              shape_string(s.ne));
-      } else if (s.vector == &w.rope_freqs) {
+      } else if (s.vector == &w.rope_freqs && c.full_n_rot() == c.full_head_dim()) {
+        // Only over a full-head rotation (spec §2.4): a rope.dimension_count below the head
+        // dim declares the partial rotation itself, and those dims rotate without factors.
         std::vector<float> f = synthesize_rope_freqs(c.full_n_rot(), kGemma4PartialRotary);
         vector_offsets.emplace_back(s.vector, host_vectors.size());
         host_vectors.insert(host_vectors.end(), f.begin(), f.end());
@@ -135,8 +137,17 @@ Result<Gemma4Weights> bind_gemma4_weights(const gguf::GgufFile& file, const Gemm
                                s.name, ggml_type_name(t->type), st.message());
           return;
         }
-        for (float x : f) {
-          if (!std::isfinite(x) && !(s.vector == &w.rope_freqs)) {
+        for (size_t i = 0; i < f.size(); ++i) {
+          const float x = f[i];
+          if (s.vector == &w.rope_freqs) {
+            // Divisors of the full layers' frequencies: inf is fine (1e30 stored as f16 is
+            // inf, angle 0), NaN, 0 or a negative value is no frequency factor.
+            if (!(x > 0.0f)) {
+              status = make_status(StatusCode::kInvalidArgument, "{}: tensor '{}'[{}] = {} is not a positive frequency factor",
+                                   file.path(), s.name, i, x);
+              return;
+            }
+          } else if (!std::isfinite(x)) {
             status = make_status(StatusCode::kInvalidArgument, "{}: tensor '{}' holds a non-finite value", file.path(), s.name);
             return;
           }

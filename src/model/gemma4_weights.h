@@ -65,7 +65,9 @@ void for_each_gemma4_tensor(const Gemma4Config& config, Gemma4Weights& weights,
 
 // Binds every tensor of `file` to `backend`. Matrices stay in the file's memory when the
 // backend uses them in place, so `file` must outlive the weights. A missing rope_freqs is
-// synthesized for Gemma 4's partial rotary factor 0.25 (spec §2.4).
+// synthesized for Gemma 4's partial rotary factor 0.25 (spec §2.4) where the full layers
+// rotate their whole head (rope.dimension_count = key_length); where they rotate fewer dims
+// the file has declared its partial rotation, and rope_freqs stays null (no factors).
 // Errors (each names the tensor): kNotFound for a missing required tensor (with the
 // expected shape), kInvalidArgument for a wrong shape (expected and found) or a 1-D tensor
 // of a type that cannot be read, kUnimplemented when the backend cannot multiply a type.

@@ -23,6 +23,9 @@ inline constexpr std::string_view kQuantVersion = "general.quantization_version"
 inline constexpr std::string_view kSamplingTopK = "general.sampling.top_k";
 inline constexpr std::string_view kSamplingTopP = "general.sampling.top_p";
 inline constexpr std::string_view kSamplingTemp = "general.sampling.temp";
+// A model split across files (-0000N-of-0000M.gguf): shard count and this shard's index.
+inline constexpr std::string_view kSplitCount = "split.count";
+inline constexpr std::string_view kSplitNo = "split.no";
 
 // Arch-prefixed keys: key(arch, kContextLength) -> "gemma4.context_length".
 inline constexpr std::string_view kContextLength = "context_length";
@@ -65,6 +68,10 @@ inline constexpr std::string_view kOutputNorm = "output_norm.weight";
 inline constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
 inline constexpr std::string_view kNextnPreProjection = "nextn.pre_projection.weight";    // assistant
 inline constexpr std::string_view kNextnPostProjection = "nextn.post_projection.weight";  // assistant
+// Tensors of Gemma 4 variants this engine refuses (spec §2.2): per-layer embeddings
+// (E2B/E4B) and a mixture-of-experts router (26B-A4B; blk(il, kFfnGateInp)).
+inline constexpr std::string_view kPerLayerTokenEmbd = "per_layer_token_embd.weight";
+inline constexpr std::string_view kPerLayerModelProj = "per_layer_model_proj.weight";
 
 // Per-layer tensor suffixes: blk(il, kAttnQ) -> "blk.3.attn_q.weight".
 inline constexpr std::string_view kAttnNorm = "attn_norm";
@@ -81,6 +88,7 @@ inline constexpr std::string_view kFfnUp = "ffn_up";
 inline constexpr std::string_view kFfnDown = "ffn_down";
 inline constexpr std::string_view kPostFfwNorm = "post_ffw_norm";
 inline constexpr std::string_view kLayerOutputScale = "layer_output_scale";
+inline constexpr std::string_view kFfnGateInp = "ffn_gate_inp";  // MoE router (refused)
 
 inline std::string blk(int il, std::string_view suffix) { return fmt::format("blk.{}.{}.weight", il, suffix); }
 

@@ -216,6 +216,17 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
       if (parse_byte_token(t.tokens[i]) >= 0) t.types[i] = TokenType::kByte;
     }
   }
+  // The chat markers the official converter forces to USER_DEFINED so that they are always
+  // text (spec §8.1): a file that types them CONTROL (Hugging Face's "special" flag kept)
+  // gets the same rule here, else they would decode to "" before the output parser.
+  for (size_t i = 0; i < n; ++i) {
+    if (t.types[i] != TokenType::kControl) continue;
+    for (const std::string_view m : {markup::kChannelOpen, markup::kChannelClose, markup::kToolCallOpen,
+                                     markup::kToolCallClose, markup::kToolResponseOpen, markup::kToolResponseClose,
+                                     markup::kQuote}) {
+      if (t.tokens[i] == m) t.types[i] = TokenType::kUserDefined;
+    }
+  }
   for (const int32_t* id : {&vocab.bos_id, &vocab.eos_id, &vocab.unk_id, &vocab.pad_id}) {
     if (*id != kNoToken && (*id < 0 || static_cast<size_t>(*id) >= n)) {
       return make_status(StatusCode::kInvalidArgument,
@@ -335,9 +346,10 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     add_codepoint(t.extra_symbols[i], static_cast<int32_t>(n + i));
   }
 
-  // End of generation, found by text (spec §8.2).
+  // End of generation, found by text (spec §8.2): <eos> too, whatever eos_token_id names
+  // (a converter may write <turn|>, one of HF's three eos ids, there).
   if (t.eos_id != kNoToken) t.eog_ids.push_back(t.eos_id);
-  for (const std::string_view text : {"<turn|>", "<|tool_response>", "<end_of_turn>"}) {
+  for (const std::string_view text : {"<eos>", "<turn|>", "<|tool_response>", "<end_of_turn>"}) {
     if (const int32_t id = t.token_ids.find(text); id != kNoToken) t.eog_ids.push_back(id);
   }
   for (const int32_t id : vocab.extra_eog) {

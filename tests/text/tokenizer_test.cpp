@@ -187,6 +187,55 @@ TEST(Tokenizer, SpecialIdsAreFoundByText) {
   EXPECT_NE(*full().find_token("<|turn>"), *shakes().find_token("<|turn>"));
 }
 
+// The official converter types <|channel>, <channel|>, <|tool_call>, <tool_call|>,
+// <|tool_response>, <tool_response|> and <|"|> USER_DEFINED so that they are always text
+// (spec §8.1: the chat parser needs them). A GGUF from a converter that keeps Hugging Face's
+// "special" flag has them CONTROL: the tokenizer applies the same rule, or they would decode
+// to "" and reasoning and tool calls would vanish from the parser's view (and from the
+// pieces the output constraints build on).
+TEST(Tokenizer, GemmaChatMarkersAreUserDefinedWhateverTheFileTypes) {
+  Tokenizer::Vocab v = small_vocab();
+  const std::vector<std::string> markers = {"<|channel>",       "<channel|>",       "<|tool_call>", "<tool_call|>",
+                                            "<|tool_response>", "<tool_response|>", "<|\"|>"};
+  for (const std::string& m : markers) {
+    if (m == "<|channel>") continue;  // small_vocab has it (USER_DEFINED): retyped below
+    v.tokens.push_back(m);
+    v.types.push_back(TokenType::kControl);
+  }
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    if (v.tokens[i] == "<|channel>") v.types[i] = TokenType::kControl;
+  }
+  auto t = make(std::move(v));
+  std::string all;
+  for (const std::string& m : markers) {
+    all += m;
+    EXPECT_EQ(t->token_type(*t->find_token(m)), TokenType::kUserDefined) << m;
+    EXPECT_EQ(t->token_to_piece(*t->find_token(m)), m);
+  }
+  // Matched in text without parse_special, as USER_DEFINED tokens are; shown by decode.
+  const auto ids = t->encode(all + "a", false, false);
+  ASSERT_EQ(ids.size(), markers.size() + 1);
+  EXPECT_EQ(*t->decode(ids), all + "a");
+  // The other CONTROL tokens keep their type.
+  EXPECT_EQ(t->token_type(*t->find_token("<|turn>")), TokenType::kControl);
+  EXPECT_EQ(t->token_type(*t->find_token("<turn|>")), TokenType::kControl);
+}
+
+// The end-of-generation set is {<eos>, <turn|>, <|tool_response>} by text (spec §8.2,
+// Decision 4), also when a converter writes eos_token_id as another token (HF's
+// generation_config lists 1, 106 and 50; a converter may take 106 as "the" eos).
+TEST(Tokenizer, EosTextEndsGenerationWhateverEosTokenIdSays) {
+  Tokenizer::Vocab v = small_vocab();
+  const int32_t eos_text = v.eos_id;
+  v.eos_id = 5;  // <turn|>
+  ASSERT_EQ(v.tokens[5], "<turn|>");
+  auto t = make(std::move(v));
+  EXPECT_EQ(t->eos_id(), 5);
+  EXPECT_TRUE(t->is_eog(5));
+  EXPECT_TRUE(t->is_eog(eos_text));
+  EXPECT_FALSE(t->is_eog(*t->find_token("<|turn>")));
+}
+
 TEST(Tokenizer, ShippedModelVocabularyGivesTheFullVocabularysPieces) {
   const std::string text = read_file(test::shared_path("test-assets/corpora/tinyshakespeare.txt"));
   const std::string part = text.substr(0, 200000);
