@@ -22,6 +22,19 @@ struct SchedulerOptions {
   int32_t queue_size = 64;  // requests that may wait for a free slot beyond the slots
 };
 
+// Prefill fairness. A prompt row at position p costs about (its matmuls) + (attention over p
+// positions); on the H200 with the 31B the matmuls of a row cost as much as the attention
+// over ~36k positions (docs/perf-notes.md, thirteenth session: 0.147 ms + 4.05 ns x p a
+// row), so a full chunk of 512 rows at p = 1M is a ~2 s step against ~75 ms at p = 0.
+inline constexpr int64_t kFairChunkDepth = 32768;  // positions a row's matmuls are worth
+inline constexpr int32_t kMinFairChunk = 64;       // below this a chunk loses the prefill kernels' efficiency
+
+// The most prompt rows a chunk starting at `position` may hold while other streams decode:
+// max_batch_tokens * kFairChunkDepth / (kFairChunkDepth + position), so that the chunk's
+// work stays near a full chunk's at position 0, but never below kMinFairChunk (nor above
+// max_batch_tokens). Without decoding streams a chunk takes the whole budget.
+int32_t prefill_chunk_cap(int32_t max_batch_tokens, int64_t position);
+
 class Scheduler final : public Engine {
  public:
   // Starts the loop thread; the scheduler owns the runner from here on.
