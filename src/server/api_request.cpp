@@ -492,9 +492,13 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
       if (!v.is_number_integer()) {
         return invalid(fmt::format("prompt[{}] must be a token id (integer), got {}", i, json_type_name(v)));
       }
-      const int64_t id = v.get<int64_t>();
-      if (id < 0 || (defaults.n_vocab > 0 && id >= defaults.n_vocab) || id > kMaxTokensLimit) {
-        return invalid(fmt::format("prompt[{}]: token id {} is outside the vocabulary [0, {})", i, id, defaults.n_vocab));
+      // An id above INT64_MAX is an unsigned JSON number: as int64 it read as negative, and
+      // the error named a different id than the one sent. v.dump() names it as sent.
+      const bool too_large = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxTokensLimit);
+      const int64_t id = too_large ? int64_t{-1} : v.get<int64_t>();
+      if (too_large || id < 0 || (defaults.n_vocab > 0 && id >= defaults.n_vocab) || id > kMaxTokensLimit) {
+        return invalid(fmt::format("prompt[{}]: token id {} is outside the vocabulary [0, {})", i, v.dump(),
+                                   defaults.n_vocab));
       }
       req.prompt_tokens.push_back(static_cast<int32_t>(id));
     }

@@ -438,6 +438,24 @@ TEST(CompletionRequest, PromptForms) {
   EXPECT_FALSE(parse(R"({"prompt":"x","best_of":3})").ok());
 }
 
+// A token id above INT64_MAX is read by nlohmann as an unsigned number; the error named it
+// as a negative id (`token id -1 is outside the vocabulary` for 18446744073709551615).
+TEST(CompletionRequest, OutOfRangeTokenIdIsNamedAsSent) {
+  RequestDefaults d;
+  d.n_vocab = 100;
+  auto parse = [&](const std::string& body) { return parse_completion_request(json::parse(body), d); };
+  auto huge = parse(R"({"prompt":[2,18446744073709551615]})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("token id 18446744073709551615 "), std::string::npos) << huge.status().message();
+  auto above_int64 = parse(R"({"prompt":[9223372036854775808]})");
+  ASSERT_FALSE(above_int64.ok());
+  EXPECT_NE(above_int64.status().message().find("token id 9223372036854775808 "), std::string::npos)
+      << above_int64.status().message();
+  auto negative = parse(R"({"prompt":[-3]})");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("token id -3 "), std::string::npos) << negative.status().message();
+}
+
 TEST(ApiKeys, MatchesOnlyConfiguredKeys) {
   Result<ApiKeys> keys = ApiKeys::from_keys({"sk-one", "sk-two"});
   ASSERT_TRUE(keys.ok());
