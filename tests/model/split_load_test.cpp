@@ -11,6 +11,7 @@
 #include "common/test_paths.h"
 #include "gguf/gguf_split.h"
 #include "model/gemma4_model.h"
+#include "model/synth_writer.h"
 #include "runtime/model_runner.h"
 #include "test_gguf.h"
 
@@ -130,6 +131,33 @@ TEST_F(SplitLoad, TheModelFileListsEveryShardAndEveryTensor) {
     EXPECT_EQ(std::memcmp(info->data, t.data.data(), t.data.size()), 0) << t.name;
   }
   EXPECT_EQ((*f)->tensors().back().shard, 2);
+}
+
+// synth --split-max-tensors: the same tensors, bytes and logits as the file written whole.
+TEST_F(SplitLoad, SynthWritesShardsLikeGgufSplit) {
+  const synth::SynthConfig c = synth::preset_config(synth::Preset::kTiny);
+  const std::string whole = (dir_ / "whole.gguf").string();
+  auto w = synth::write_synth(c, whole, 2);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  auto s = synth::write_synth(c, (dir_ / "tiny.gguf").string(), 2, {}, 20);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const size_t n_shards = (w->n_tensors + 19) / 20;
+  ASSERT_EQ(s->paths.size(), n_shards);
+  EXPECT_EQ(s->paths[0], gguf::split_path(prefix("tiny"), 1, static_cast<int>(n_shards)));
+  auto a = gguf::GgufFile::open(whole);
+  auto b = gguf::GgufFile::open_model(s->paths.back());
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  EXPECT_EQ((*b)->shards().size(), n_shards);
+  ASSERT_EQ((*b)->tensors().size(), (*a)->tensors().size());
+  for (const gguf::TensorInfo& t : (*a)->tensors()) {
+    const gguf::TensorInfo* u = (*b)->find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    ASSERT_EQ(u->size_bytes, t.size_bytes) << t.name;
+    EXPECT_EQ(std::memcmp(u->data, t.data, t.size_bytes), 0) << t.name;
+  }
+  const std::vector<float> expected = logits(whole);
+  ASSERT_EQ(expected.size(), 1024u);
+  EXPECT_EQ(logits(s->paths[0]), expected);
 }
 
 TEST_F(SplitLoad, MissingShardNamesThePathLookedFor) {
