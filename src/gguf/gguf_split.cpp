@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gguf/gguf_reader.h"
+#include "gguf/gguf_summary.h"
 
 namespace gs::gguf {
 namespace {
@@ -143,7 +144,7 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
       auto [it, fresh] = holder.emplace(t.name, i);
       if (!fresh) {
         return make_status(StatusCode::kInvalidArgument, "{}: tensor '{}' is also in {} ({}); a tensor belongs to one shard",
-                           f.path(), t.name, files[static_cast<size_t>(it->second)]->path(),
+                           f.path(), escape_text(t.name), files[static_cast<size_t>(it->second)]->path(),
                            shard_label(it->second + 1, n));
       }
     }

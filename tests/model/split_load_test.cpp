@@ -171,6 +171,14 @@ TEST_F(SplitLoad, MissingShardNamesThePathLookedFor) {
   }
 }
 
+TEST_F(SplitLoad, MalformedShardIsNamed) {
+  const auto paths = write_shards(split_shards(model_, 3), prefix("m"));
+  std::filesystem::resize_file(paths[2], std::filesystem::file_size(paths[2]) - 64);
+  const std::string msg = load_error(paths[0], StatusCode::kDataLoss);
+  EXPECT_HAS(msg, paths[2]);
+  EXPECT_HAS(msg, "shard 3 of the split model");
+}
+
 TEST_F(SplitLoad, WrongSplitNoNamesTheShardAndTheField) {
   auto shards = split_shards(model_, 3);
   shards[1].set_kv(std::string(names::kSplitNo), u16_value(2));
