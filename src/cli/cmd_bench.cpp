@@ -105,7 +105,7 @@ int run_bench(const BenchArgs& a) {
 CommandEntry register_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "speed tests: prompt processing, generation, MTP verify, at depths");
-  sub->add_option("-m,--model", a->model, "GGUF model file");
+  sub->add_option("-m,--model", a->model, "GGUF model file (a split model: its first shard)");
   sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant): tg N also runs as speculative generation");
   sub->add_option("--draft-max", a->draft_max, "with --mtp: drafts per speculative round")->check(CLI::Range(1, 16));
   sub->add_option("--depth-fill", a->depth_fill,

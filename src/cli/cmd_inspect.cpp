@@ -1,5 +1,6 @@
 // gemmaserve inspect: a GGUF file's metadata (long arrays shortened), tensor table, totals
-// by type and parameter count, as text or as JSON (--json) for scripts.
+// by type and parameter count, as text or as JSON (--json) for scripts. A split model is
+// shown whole (every shard's tensors, shard 1's metadata) with its shards listed.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "gguf/gguf_reader.h"
@@ -63,6 +65,15 @@ int print_json(const gguf::GgufFile& f, const gguf::GgufSummary& sum, const Insp
   j["version"] = f.version();
   j["alignment"] = f.alignment();
   j["data_offset"] = f.data_offset();
+  const std::vector<gguf::GgufFile::Shard> shards = f.shards();
+  if (shards.size() > 1) {
+    nlohmann::json js = nlohmann::json::array();
+    for (const auto& s : shards) {
+      js.push_back({{"file", s.path}, {"file_size", s.file_size}, {"data_offset", s.data_offset},
+                    {"n_tensors", s.n_tensors}});
+    }
+    j["shards"] = std::move(js);
+  }
   nlohmann::json meta = nlohmann::json::array();
   for (const auto& kv : f.metadata()) {
     nlohmann::json e;
@@ -89,6 +100,7 @@ int print_json(const gguf::GgufFile& f, const gguf::GgufSummary& sum, const Insp
                        {"n_elements", t.n_elements},
                        {"bytes", t.size_bytes},
                        {"offset", t.offset}});
+    if (shards.size() > 1) tensors.back()["shard"] = t.shard + 1;  // 1-based, as in the file names
   }
   j["tensors"] = std::move(tensors);
   nlohmann::json by_type = nlohmann::json::object();
@@ -110,6 +122,15 @@ int print_json(const gguf::GgufFile& f, const gguf::GgufSummary& sum, const Insp
 int print_text(const gguf::GgufFile& f, const gguf::GgufSummary& sum, const InspectOptions& o) {
   fmt::print("{}: GGUF v{}, {} ({} bytes), alignment {}, data at byte {}\n", f.path(), f.version(),
              gguf::format_bytes(f.file_size()), f.file_size(), f.alignment(), f.data_offset());
+  const std::vector<gguf::GgufFile::Shard> shards = f.shards();
+  if (shards.size() > 1) {
+    fmt::print("split model of {} shards (metadata from shard 1):\n", shards.size());
+    for (size_t i = 0; i < shards.size(); ++i) {
+      fmt::print("  shard {}: {}, {} ({} bytes), {} tensors, data at byte {}\n", i + 1, shards[i].path,
+                 gguf::format_bytes(shards[i].file_size), shards[i].file_size, shards[i].n_tensors,
+                 shards[i].data_offset);
+    }
+  }
   size_t key_w = 3, type_w = 4;
   for (const auto& kv : f.metadata()) {
     key_w = std::max(key_w, std::min<size_t>(kv.key.size(), 48));
@@ -128,9 +149,11 @@ int print_text(const gguf::GgufFile& f, const gguf::GgufSummary& sum, const Insp
   size_t name_w = 4;
   for (const auto& t : f.tensors()) name_w = std::max(name_w, std::min<size_t>(t.name.size(), 64));
   fmt::print("\ntensors ({}):\n", f.tensors().size());
-  fmt::print("  {:<{}}  {:<7}  {:<26}  {:>14}\n", "name", name_w, "type", "shape", "bytes");
+  const bool split = shards.size() > 1;
+  fmt::print("  {:<{}}  {:<7}  {:<26}  {:>14}{}\n", "name", name_w, "type", "shape", "bytes", split ? "  shard" : "");
   for (const auto& t : f.tensors()) {
-    fmt::print("  {:<{}}  {:<7}  {:<26}  {:>14}\n", gguf::escape_text(t.name, 200), name_w, ggml_type_name(t.type), t.shape_string(), t.size_bytes);
+    fmt::print("  {:<{}}  {:<7}  {:<26}  {:>14}{}\n", gguf::escape_text(t.name, 200), name_w, ggml_type_name(t.type),
+               t.shape_string(), t.size_bytes, split ? fmt::format("  {:>5}", t.shard + 1) : "");
   }
   fmt::print("\ntotals by type:\n");
   for (const auto& tt : sum.by_type) {
@@ -146,7 +169,7 @@ int print_text(const gguf::GgufFile& f, const gguf::GgufSummary& sum, const Insp
 
 int run_inspect(const InspectOptions& o) {
   try {
-    auto file = gguf::GgufFile::open(o.path);
+    auto file = gguf::GgufFile::open_model(o.path);
     if (!file.ok()) {
       std::fprintf(stderr, "gemmaserve inspect: %s\n", file.status().to_string().c_str());
       return 1;
@@ -164,7 +187,7 @@ int run_inspect(const InspectOptions& o) {
 CommandEntry register_inspect(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* sub = app.add_subcommand("inspect", "Show a GGUF file's metadata, tensors, totals and parameter count");
-  sub->add_option("file", opts->path, "GGUF file")->required();
+  sub->add_option("file", opts->path, "GGUF file (of a split model: any shard, the others beside it)")->required();
   sub->add_flag("--json", opts->json, "JSON output for scripts");
   sub->add_option("--max-items", opts->max_items, "array items shown per array (default 8)")->check(CLI::Range(0, 1 << 30));
   return {sub, [opts] { return run_inspect(*opts); }};

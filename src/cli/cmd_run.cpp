@@ -218,7 +218,7 @@ CLI::Validator in_range(double lo, double hi, std::optional<double> sentinel = s
 CommandEntry register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Generate from one prompt (token ids or text) through the engine and print it");
-  sub->add_option("-m,--model", a->model, "Gemma 4 GGUF file")->required();
+  sub->add_option("-m,--model", a->model, "Gemma 4 GGUF file (a split model: its first shard)")->required();
   sub->add_option("-p,--prompt", a->prompt_text, "prompt text (BOS added; special-token text is parsed)");
   sub->add_option("--prompt-tokens", a->prompt_tokens, "prompt as comma-separated token ids (used as given)");
   sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str()

@@ -246,7 +246,7 @@ int serve(const ServeArgs& a) {
 CommandEntry register_serve(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "Serve a Gemma 4 GGUF over an OpenAI-compatible HTTP API");
-  sub->add_option("-m,--model", args->model, "Target model GGUF")->required()->check(CLI::ExistingFile);
+  sub->add_option("-m,--model", args->model, "Target model GGUF (a split model: its first shard)")->required()->check(CLI::ExistingFile);
   sub->add_option("--mtp", args->drafter, "MTP drafter (assistant) GGUF for speculative decoding")
       ->check(CLI::ExistingFile);
   sub->add_option("--draft-max", args->draft_max, "Drafts per speculative round")->capture_default_str()

@@ -25,6 +25,7 @@ struct SynthOptions {
   std::string name;
   std::string chat_template_path;
   int threads = 0;
+  int split_max_tensors = 0;
   bool quiet = false;
   bool no_k_eq_v = false;
   // Dimension overrides; unset keeps the preset's value (a -1 sentinel did so for --n-layer -1).
@@ -93,13 +94,17 @@ int run_synth(const SynthOptions& o) {
         }
       };
     }
-    auto stats = synth::write_synth(c, o.out, o.threads, progress);
+    auto stats = synth::write_synth(c, o.out, o.threads, progress, o.split_max_tensors);
     if (!stats.ok()) {
       std::fprintf(stderr, "gemmaserve synth: %s\n", stats.status().to_string().c_str());
       return 1;
     }
     const double mbps = stats->seconds > 0 ? static_cast<double>(stats->file_bytes) / 1e6 / stats->seconds : 0.0;
-    std::printf("wrote %s: %zu tensors, %s parameters, %s in %.1f s (%.0f MB/s)\n", o.out.c_str(), stats->n_tensors,
+    const std::string written =
+        stats->paths.size() > 1 ? fmt::format("{} shards {} ... {}", stats->paths.size(), stats->paths.front(),
+                                              stats->paths.back())
+                                : stats->paths.front();
+    std::printf("wrote %s: %zu tensors, %s parameters, %s in %.1f s (%.0f MB/s)\n", written.c_str(), stats->n_tensors,
                 gguf::format_count(stats->n_params).c_str(), gguf::format_bytes(stats->file_bytes).c_str(),
                 stats->seconds, mbps);
     return 0;
@@ -121,6 +126,10 @@ CommandEntry register_synth(CLI::App& app) {
   sub->add_option("--name", o->name, "general.name");
   sub->add_option("--chat-template", o->chat_template_path, "file whose text becomes tokenizer.chat_template");
   sub->add_option("--threads", o->threads, "generator threads (default: all cores)")->check(CLI::Range(0, 4096));
+  sub->add_option("--split-max-tensors", o->split_max_tensors,
+                  "write a split model as gguf-split does: shards of at most N tensors, named "
+                  "OUTPUT-00001-of-0000M.gguf (OUTPUT without .gguf)")
+      ->check(CLI::Range(1, 1 << 30));
   sub->add_flag("--quiet", o->quiet, "print only the final line");
   sub->add_flag("--no-k-eq-v", o->no_k_eq_v, "give full-attention layers their own attn_v");
   sub->add_option("--n-embd", o->n_embd, "embedding width");

@@ -81,7 +81,7 @@ Result<std::vector<int32_t>> parse_ids(const std::string& in) {
 }
 
 int run_tokenize(const TokenizeArgs& a) {
-  auto file = gguf::GgufFile::open(a.model);
+  auto file = gguf::GgufFile::open_model(a.model);
   if (!file.ok()) {
     std::fprintf(stderr, "gemmaserve tokenize: %s\n", file.status().to_string().c_str());
     return 1;

@@ -7,6 +7,7 @@
 #include "engine/runtime_slot_runner.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf_reader.h"
+#include "gguf/gguf_split.h"
 #include "model/gguf_names.h"
 
 namespace gs {
@@ -59,13 +60,15 @@ Result<LoadedEngine> create_engine(const EngineOptions& options) {
   if (options.n_slots < 1) return make_status(StatusCode::kInvalidArgument, "--parallel must be >= 1, got {}", options.n_slots);
   if (options.queue_size < 0) return make_status(StatusCode::kInvalidArgument, "--queue-size must be >= 0");
   if (options.n_ctx < 0) return make_status(StatusCode::kInvalidArgument, "--ctx-size must be >= 0");
-  GS_ASSIGN_OR_RETURN(std::shared_ptr<gguf::GgufFile> file, gguf::GgufFile::open(options.model_path));
+  GS_ASSIGN_OR_RETURN(std::shared_ptr<gguf::GgufFile> file, gguf::GgufFile::open_model(options.model_path));
   LoadedEngine out;
   GS_ASSIGN_OR_RETURN(out.tokenizer, text::Tokenizer::from_gguf(*file));
   if (auto name = file->get_string(names::kName); name.ok() && !name->empty()) {
     out.model_name = std::string(*name);
   } else {
-    out.model_name = std::filesystem::path(options.model_path).stem().string();
+    // A split model is named by its prefix, not by the shard given (m-00001-of-00002.gguf).
+    const auto split = gguf::parse_split_name(options.model_path);
+    out.model_name = std::filesystem::path(split ? split->prefix : options.model_path).stem().string();
   }
   out.sampling = read_recommended_sampling(*file);
   GS_ASSIGN_OR_RETURN(std::unique_ptr<SlotRunner> runner, create_runtime_slot_runner(options, file, *out.tokenizer));

@@ -43,8 +43,9 @@ struct TensorInfo {
   uint64_t offset = 0;                   // relative to the data section
   size_t size_bytes = 0;
   int64_t n_elements = 0;
-  size_t record_offset = 0;  // file offset of the tensor info record
-  const uint8_t* data = nullptr;  // into the mapping
+  size_t record_offset = 0;  // file offset of the tensor info record (in its shard)
+  const uint8_t* data = nullptr;  // into the mapping (of its shard)
+  int shard = 0;                  // index into GgufFile::shards() of the file that holds it
 
   int64_t n_rows() const { return n_elements / (ne[0] == 0 ? 1 : ne[0]); }
   std::string shape_string() const;  // "[ne0, ne1, ...]"
@@ -57,6 +58,13 @@ class GgufFile {
   // Validates a copy of `bytes`; used by tests and the fuzzer. `name` appears in errors.
   static Result<std::shared_ptr<GgufFile>> from_bytes(std::vector<uint8_t> bytes,
                                                       std::string name = "<memory>");
+  // Opens a model that may be split across files, as llama.cpp's gguf-split writes them
+  // (PREFIX-00001-of-00003.gguf, ...; gguf/gguf_split.cpp). `path` is a whole file or any
+  // shard: then every shard is opened and checked (split.count, split.no, the tensor
+  // names, split.tensors.count) and the result is shard 1 (its path, metadata and header)
+  // with the tensors of all shards, each pointing into its own shard's mapping. Errors
+  // name the file and the field at fault; a missing shard names the path looked for.
+  static Result<std::shared_ptr<GgufFile>> open_model(const std::string& path);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -91,6 +99,19 @@ class GgufFile {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
 
+  // The files whose tensors this one serves: only itself unless opened by open_model from
+  // a split model, then every shard in order (shard 1, which is this file, first).
+  struct Shard {
+    std::string path;
+    size_t file_size = 0;
+    size_t data_offset = 0;
+    size_t n_tensors = 0;
+  };
+  std::vector<Shard> shards() const;
+  // True when this is one shard of a split model opened on its own (metadata split.count
+  // > 1 and the other shards not opened with it): its tensors are only part of the model.
+  bool is_partial_shard() const;
+
  private:
   GgufFile() = default;
   Status parse();
@@ -105,6 +126,8 @@ class GgufFile {
   size_t data_offset_ = 0;
   std::vector<KeyValue> kv_;
   std::vector<TensorInfo> tensors_;
+  size_t n_own_tensors_ = 0;                     // tensors_ of this file (the rest: shards_)
+  std::vector<std::shared_ptr<GgufFile>> shards_;  // shards 2..N of a split model, kept mapped
 };
 
 }  // namespace gs::gguf

@@ -211,6 +211,24 @@ int Gemma4Config::full_n_rot() const {
 }
 
 Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
+  // One shard of a split model, opened alone, holds only part of the tensors: say so before a
+  // tensor of another shard (or, past shard 1, the architecture) is reported missing.
+  // GgufFile::open_model opens them all.
+  if (f.is_partial_shard()) {
+    int64_t n_split = 0;
+    GS_ASSIGN_OR_RETURN(n_split, f.get_i64(names::kSplitCount));
+    int64_t no = 0;
+    if (f.has(names::kSplitNo)) {
+      auto r = f.get_i64(names::kSplitNo);
+      if (r.ok()) no = *r;
+    }
+    return make_status(StatusCode::kUnimplemented,
+                       "metadata '{}' = {}: this file is shard {} of a split GGUF, opened without the other "
+                       "shards; load the model from a shard's path with every shard beside it under "
+                       "gguf-split's names (PREFIX-00001-of-{:05d}.gguf, ...), or merge the shards into one "
+                       "file (llama-gguf-split --merge FIRST-SHARD OUT.gguf)",
+                       names::kSplitCount, n_split, no + 1, n_split);
+  }
   Gemma4Config c;
   std::string_view arch;
   GS_ASSIGN_OR_RETURN(arch, f.get_string(names::kArchitecture));
@@ -223,24 +241,6 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
                        names::kArchitecture, arch, names::kArchTarget, names::kArchAssistant);
   }
   c.arch_name = std::string(arch);
-  // One shard of a split model holds only part of the tensors: say so before a tensor of
-  // another shard is reported missing.
-  if (f.has(names::kSplitCount)) {
-    int64_t n_split = 0;
-    GS_ASSIGN_OR_RETURN(n_split, f.get_i64(names::kSplitCount));
-    if (n_split != 1) {
-      int64_t no = 0;
-      if (f.has(names::kSplitNo)) {
-        auto r = f.get_i64(names::kSplitNo);
-        if (r.ok()) no = *r;
-      }
-      return make_status(StatusCode::kUnimplemented,
-                         "metadata '{}' = {}: this file is shard {} of a split GGUF, which is not loaded shard by "
-                         "shard; merge the shards into one file (llama-gguf-split --merge FIRST-SHARD OUT.gguf) "
-                         "and load that",
-                         names::kSplitCount, n_split, no + 1);
-    }
-  }
   if (f.has(names::kName)) {
     auto name = f.get_string(names::kName);
     if (name.ok()) c.name = std::string(*name);

@@ -5,7 +5,7 @@ namespace gs {
 
 Result<std::shared_ptr<Gemma4Model>> Gemma4Model::load(const std::string& path, Backend& backend) {
   std::shared_ptr<gguf::GgufFile> file;
-  GS_ASSIGN_OR_RETURN(file, gguf::GgufFile::open(path));
+  GS_ASSIGN_OR_RETURN(file, gguf::GgufFile::open_model(path));
   return from_file(std::move(file), backend);
 }
 

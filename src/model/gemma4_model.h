@@ -15,8 +15,9 @@ namespace gs {
 
 class Gemma4Model {
  public:
-  // Opens `path`, reads the config and binds the weights on `backend` (which must outlive
-  // the model). Errors: those of GgufFile::open, load_gemma4_config, bind_gemma4_weights.
+  // Opens `path` (a whole file, or a shard of a split model: every shard is opened), reads
+  // the config and binds the weights on `backend` (which must outlive the model). Errors:
+  // those of GgufFile::open_model, load_gemma4_config, bind_gemma4_weights.
   static Result<std::shared_ptr<Gemma4Model>> load(const std::string& path, Backend& backend);
   static Result<std::shared_ptr<Gemma4Model>> from_file(std::shared_ptr<gguf::GgufFile> file, Backend& backend);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "gguf/gguf_split.h"
 #include "gguf/tokenizer_keys.h"
 
 namespace gs::names {
@@ -23,9 +24,6 @@ inline constexpr std::string_view kQuantVersion = "general.quantization_version"
 inline constexpr std::string_view kSamplingTopK = "general.sampling.top_k";
 inline constexpr std::string_view kSamplingTopP = "general.sampling.top_p";
 inline constexpr std::string_view kSamplingTemp = "general.sampling.temp";
-// A model split across files (-0000N-of-0000M.gguf): shard count and this shard's index.
-inline constexpr std::string_view kSplitCount = "split.count";
-inline constexpr std::string_view kSplitNo = "split.no";
 
 // Arch-prefixed keys: key(arch, kContextLength) -> "gemma4.context_length".
 inline constexpr std::string_view kContextLength = "context_length";

@@ -129,21 +129,45 @@ void generate(const SynthConfig& c, const PlannedTensor& t, size_t ti, const Pie
 }  // namespace
 
 Result<SynthStats> write_synth(const SynthConfig& c, const std::string& path, int n_threads,
-                               const SynthProgressFn& progress) {
+                               const SynthProgressFn& progress, int split_max_tensors) {
   GS_RETURN_IF_ERROR(c.validate());
+  if (split_max_tensors < 0) {
+    return make_status(StatusCode::kInvalidArgument, "split_max_tensors = {} is negative", split_max_tensors);
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::vector<PlannedTensor> plan = plan_tensors(c);
-  gguf::GgufWriter w;
-  add_metadata(w, c);
+  // One writer per file; tensor ti goes to shard ti / split_max_tensors.
+  const size_t per_shard = split_max_tensors > 0 ? static_cast<size_t>(split_max_tensors) : std::max<size_t>(plan.size(), 1);
+  const size_t n_shards = std::max<size_t>(1, (plan.size() + per_shard - 1) / per_shard);
+  if (split_max_tensors > 0 && n_shards > 65535) {
+    return make_status(StatusCode::kInvalidArgument, "{} tensors at {} a shard make {} shards; at most 65535",
+                       plan.size(), split_max_tensors, n_shards);
+  }
+  std::vector<gguf::GgufWriter> writers(n_shards);
   SynthStats stats;
+  if (split_max_tensors > 0) {
+    const std::string prefix = path.size() > 5 && path.ends_with(".gguf") ? path.substr(0, path.size() - 5) : path;
+    for (size_t k = 0; k < n_shards; ++k) {
+      stats.paths.push_back(gguf::split_path(prefix, static_cast<int>(k + 1), static_cast<int>(n_shards)));
+    }
+  } else {
+    stats.paths.push_back(path);
+  }
+  add_metadata(writers[0], c);
+  for (size_t k = 0; k < n_shards && split_max_tensors > 0; ++k) {
+    writers[k].set_value(names::kSplitNo, gguf::Value{gguf::ValueType::kU16, uint64_t{k}});
+    writers[k].set_value(names::kSplitCount, gguf::Value{gguf::ValueType::kU16, uint64_t{n_shards}});
+    writers[k].set_i32(names::kSplitTensorsCount, static_cast<int32_t>(plan.size()));
+  }
   uint64_t total = 0;
-  for (const auto& t : plan) {
-    GS_RETURN_IF_ERROR(w.add_tensor(t.name, t.type, t.ne));
+  for (size_t ti = 0; ti < plan.size(); ++ti) {
+    const PlannedTensor& t = plan[ti];
+    GS_RETURN_IF_ERROR(writers[ti / per_shard].add_tensor(t.name, t.type, t.ne));
     total += t.bytes();
     stats.n_params += static_cast<uint64_t>(t.n_elements());
   }
   stats.n_tensors = plan.size();
-  GS_RETURN_IF_ERROR(w.begin(path));
+  for (size_t k = 0; k < n_shards; ++k) GS_RETURN_IF_ERROR(writers[k].begin(stats.paths[k]));
 
   ThreadPool pool(n_threads);
   const uint64_t batch_cap =
@@ -178,7 +202,7 @@ Result<SynthStats> write_synth(const SynthConfig& c, const std::string& path, in
     if (progress && done > 0) progress(done, total);
     writer = std::thread([&, first, last = next, data = b.data()] {
       for (size_t i = first; i < last && write_status.ok(); ++i) {
-        write_status = w.write_tensor_chunk(data + pieces[i].buf_offset, pieces[i].bytes);
+        write_status = writers[pieces[i].tensor / per_shard].write_tensor_chunk(data + pieces[i].buf_offset, pieces[i].bytes);
       }
     });
     done += bytes;
@@ -186,12 +210,14 @@ Result<SynthStats> write_synth(const SynthConfig& c, const std::string& path, in
   if (writer.joinable()) writer.join();
   GS_RETURN_IF_ERROR(write_status);
   if (progress) progress(done, total);
-  GS_RETURN_IF_ERROR(w.finish());
+  for (gguf::GgufWriter& w : writers) GS_RETURN_IF_ERROR(w.finish());
   stats.file_bytes = 0;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    std::fseek(f, 0, SEEK_END);
-    stats.file_bytes = static_cast<uint64_t>(std::ftell(f));
-    std::fclose(f);
+  for (const std::string& p : stats.paths) {
+    if (FILE* f = std::fopen(p.c_str(), "rb")) {
+      std::fseek(f, 0, SEEK_END);
+      stats.file_bytes += static_cast<uint64_t>(std::ftell(f));
+      std::fclose(f);
+    }
   }
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;

@@ -52,6 +52,34 @@ for f in "$SHARED/golden/quant-vectors.gguf" "$SHARED/models/shakes-target.gguf"
   check "inspect $(basename "$f")" "'$BIN' inspect --json '$f' | python3 -c 'import json,sys; json.load(sys.stdin)'"
 done
 
+# A split model (llama.cpp gguf-split's layout): synth writes the shards, inspect shows the
+# model whole from its first shard, run gives the whole file's greedy tokens (the drafter split
+# too), and a missing shard is refused by its path.
+check "synth --split-max-tensors" "'$BIN' synth --preset tiny -o '$WORK/split.gguf' --seed 3 --split-max-tensors 30 >'$WORK/split.out' 2>&1"
+check "synth names the shards" "grep -q 'wrote 3 shards .*split-00001-of-00003.gguf' '$WORK/split.out' && [ -f '$WORK/split-00003-of-00003.gguf' ]"
+check "synth a split drafter" "'$BIN' synth --preset tiny-assistant -o '$WORK/asplit.gguf' --split-max-tensors 20 --quiet >/dev/null 2>&1 && [ -f '$WORK/asplit-00003-of-00003.gguf' ]"
+check "synth the drafter whole" "'$BIN' synth --preset tiny-assistant -o '$WORK/awhole.gguf' --quiet >/dev/null 2>&1"
+"$BIN" inspect "$WORK/split-00001-of-00003.gguf" >"$WORK/split.txt" 2>&1
+check "inspect a split model" "grep -q 'split model of 3 shards' '$WORK/split.txt' && grep -q 'blk.5.attn_q.weight' '$WORK/split.txt'"
+"$BIN" inspect --json "$WORK/split-00002-of-00003.gguf" >"$WORK/split.json" 2>&1
+check "inspect --json a split model from shard 2" "python3 - '$WORK/split.json' '$WORK/tiny.gguf' <<'PY'
+import json, subprocess, sys
+j = json.load(open(sys.argv[1]))
+assert j['file'].endswith('split-00001-of-00003.gguf'), j['file']
+assert [s['n_tensors'] for s in j['shards']] == [30, 30, 26], j['shards']
+assert j['totals']['n_tensors'] == len(j['tensors']) == 86
+assert [t['shard'] for t in j['tensors']] == [1] * 30 + [2] * 30 + [3] * 26
+PY"
+greedy() { "$BIN" run -m "$1" "${@:2}" -p 'the cat' -n 12 --temperature 0 --ignore-eos --json -t 2 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"])'; }
+whole_tokens="$(greedy "$WORK/tiny.gguf")"
+check "run the whole file" "[ -n '$whole_tokens' ]"
+check "run a split model: the same tokens" "[ \"\$(greedy '$WORK/split-00001-of-00003.gguf')\" = '$whole_tokens' ]"
+check "run a split model and drafter: the same tokens" "[ \"\$(greedy '$WORK/split-00001-of-00003.gguf' --mtp '$WORK/asplit-00001-of-00003.gguf')\" = '$whole_tokens' ]"
+rm -f "$WORK/split-00002-of-00003.gguf"
+"$BIN" run -m "$WORK/split-00001-of-00003.gguf" -p hi -n 2 >/dev/null 2>"$WORK/shard.err"
+check "run names a missing shard" "[ $? -ne 0 ] && grep -q 'split-00002-of-00003.gguf.*missing' '$WORK/shard.err'"
+
 # Bad input: non-zero exit, the reason on stderr, nothing on stdout.
 head -c 1000 "$WORK/tiny.gguf" >"$WORK/cut.gguf"
 "$BIN" inspect "$WORK/cut.gguf" >"$WORK/cut.out" 2>"$WORK/cut.err"

@@ -13,6 +13,7 @@
 #include "core/fp16.h"
 #include "core/quant.h"
 #include "gguf/gguf_reader.h"
+#include "gguf/gguf_split.h"
 #include "gguf/gguf_writer.h"
 #include "model/gguf_names.h"
 
@@ -71,6 +72,8 @@ struct EditableGguf {
   }
 };
 
+inline gguf::Value u16_value(uint16_t v) { return gguf::Value{gguf::ValueType::kU16, uint64_t{v}}; }
+inline gguf::Value i32_value(int32_t v) { return gguf::Value{gguf::ValueType::kI32, int64_t{v}}; }
 inline gguf::Value u32_value(uint32_t v) { return gguf::Value{gguf::ValueType::kU32, uint64_t{v}}; }
 inline gguf::Value f32_value(float v) { return gguf::Value{gguf::ValueType::kF32, double{v}}; }
 inline gguf::Value string_value(std::string v) { return gguf::Value{gguf::ValueType::kString, std::move(v)}; }
@@ -83,6 +86,39 @@ inline gguf::Value bool_array(const std::vector<bool>& v) {
   gguf::ArrayValue a{gguf::ValueType::kBool, {}, v.size()};
   for (bool x : v) a.items.push_back(gguf::Value{gguf::ValueType::kBool, x});
   return gguf::Value{gguf::ValueType::kArray, std::move(a)};
+}
+
+// `e` cut into `n_shards` shards as llama.cpp's gguf-split lays them out: the tensors in
+// order, as evenly as they go (`first_empty`: shard 1 holds none, the rest share them);
+// shard 1 keeps every metadata entry, and every shard carries split.no (u16, 0-based),
+// split.count (u16) and split.tensors.count (i32). Tests edit the shards before writing.
+inline std::vector<EditableGguf> split_shards(const EditableGguf& e, int n_shards, bool first_empty = false) {
+  std::vector<EditableGguf> shards(static_cast<size_t>(n_shards));
+  shards[0].kv = e.kv;
+  const size_t n = e.tensors.size();
+  const int n_holding = first_empty ? n_shards - 1 : n_shards;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t k = i * static_cast<size_t>(n_holding) / n + (first_empty ? 1 : 0);
+    shards[k].tensors.push_back(e.tensors[i]);
+  }
+  for (int k = 0; k < n_shards; ++k) {
+    shards[k].set_kv(std::string(names::kSplitNo), u16_value(static_cast<uint16_t>(k)));
+    shards[k].set_kv(std::string(names::kSplitCount), u16_value(static_cast<uint16_t>(n_shards)));
+    shards[k].set_kv(std::string(names::kSplitTensorsCount), i32_value(static_cast<int32_t>(n)));
+  }
+  return shards;
+}
+
+// Writes `shards` as PREFIX-00001-of-0000N.gguf, ...; returns their paths.
+inline std::vector<std::string> write_shards(const std::vector<EditableGguf>& shards, const std::string& prefix) {
+  std::vector<std::string> paths;
+  const int n = static_cast<int>(shards.size());
+  for (int k = 0; k < n; ++k) {
+    paths.push_back(gguf::split_path(prefix, k + 1, n));
+    const Status s = shards[k].write(paths.back());
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  }
+  return paths;
 }
 
 // f32 values stored as `type` with core/quant.h's quantizer. Block quantizers search and
