@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measures what a long prompt's prefill does to a stream that is decoding beside it, on a
-running gemmaserve (loopback, stdlib only): stream A (greedy chat, no drafter) decodes; once
+running gemmaserve (loopback, stdlib only): stream A (a greedy completion, no drafter) decodes; once
 it has produced some tokens, request B sends a prompt of about N words (max_tokens 1). Prints
 A's gaps between tokens while B was prefilling (median, 90th percentile, max, tokens) and B's
 latency. Usage: fair_prefill.py PORT --words N"""
@@ -16,9 +16,9 @@ def main():
 
     def stream_a():
         c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=3600)
-        body = {"messages": [{"role": "user", "content": "Tell a long story."}], "max_tokens": 100000,
-                "temperature": 0, "stream": True, "speculative": False, "ignore_eos": True}
-        c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        body = {"prompt": "Once upon a time", "max_tokens": 100000, "temperature": 0, "stream": True,
+                "speculative": False}
+        c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
         r = c.getresponse()
         while True:
             line = r.readline()

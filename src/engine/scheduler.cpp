@@ -313,6 +313,13 @@ void Scheduler::loop() {
       outputs = Status(StatusCode::kInternal, "model step threw an unknown exception");
     }
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (batch.decode.empty()) {
+      decode_owed_s_ = 0;
+    } else if (n_prefill_rows > 0) {
+      decode_owed_s_ += kDecodeTimeShare * step_s;
+    } else {
+      decode_owed_s_ = std::max(0.0, decode_owed_s_ - step_s);
+    }
     if (!outputs.ok()) {
       GS_LOG_ERROR("engine step failed: {}", outputs.status().to_string());
       fail_batch(batch, outputs.status());
@@ -358,12 +365,6 @@ void Scheduler::loop() {
   }
 }
 
-int32_t prefill_chunk_cap(int32_t max_batch_tokens, int64_t position) {
-  const int64_t full = std::max<int64_t>(max_batch_tokens, 1);
-  const int64_t fair = full * kFairChunkDepth / (kFairChunkDepth + std::max<int64_t>(position, 0));
-  return static_cast<int32_t>(std::min(full, std::max<int64_t>(fair, kMinFairChunk)));
-}
-
 StepBatch Scheduler::build_batch() {
   StepBatch batch;
   int32_t budget = std::max(runner_info_.max_batch_tokens, 1);
@@ -396,19 +397,13 @@ StepBatch Scheduler::build_batch() {
   std::stable_sort(prefilling.begin(), prefilling.end(), [](const Sequence* a, const Sequence* b) {
     return a->request.prompt.size() - a->n_prefilled < b->request.prompt.size() - b->n_prefilled;
   });
-  // While streams decode, each chunk is also held to about the attention work of a full
-  // chunk at position 0 (prefill_chunk_cap): deep in a long prompt a full chunk is a long
-  // step, and every decoding stream waits that long for its next token.
-  const bool streams_decoding = !batch.decode.empty();
+  // Decode-only steps while the decoding streams are owed time (kDecodeTimeShare).
+  if (!batch.decode.empty() && decode_owed_s_ > 0) prefilling.clear();
   for (const Sequence* s : prefilling) {
     const Sequence& seq = *s;
     if (budget <= 0) break;
     const size_t left = seq.request.prompt.size() - seq.n_prefilled;
-    size_t n = std::min(left, static_cast<size_t>(budget));
-    if (streams_decoding) {
-      n = std::min(n, static_cast<size_t>(prefill_chunk_cap(runner_info_.max_batch_tokens,
-                                                            static_cast<int64_t>(seq.n_prefilled))));
-    }
+    const size_t n = std::min(left, static_cast<size_t>(budget));
     PrefillWork work;
     work.slot = seq.slot;
     work.tokens.assign(seq.request.prompt.begin() + static_cast<std::ptrdiff_t>(seq.n_prefilled),

@@ -22,18 +22,13 @@ struct SchedulerOptions {
   int32_t queue_size = 64;  // requests that may wait for a free slot beyond the slots
 };
 
-// Prefill fairness. A prompt row at position p costs about (its matmuls) + (attention over p
-// positions); on the H200 with the 31B the matmuls of a row cost as much as the attention
-// over ~36k positions (docs/perf-notes.md, thirteenth session: 0.147 ms + 4.05 ns x p a
-// row), so a full chunk of 512 rows at p = 1M is a ~2 s step against ~75 ms at p = 0.
-inline constexpr int64_t kFairChunkDepth = 32768;  // positions a row's matmuls are worth
-inline constexpr int32_t kMinFairChunk = 64;       // below this a chunk loses the prefill kernels' efficiency
-
-// The most prompt rows a chunk starting at `position` may hold while other streams decode:
-// max_batch_tokens * kFairChunkDepth / (kFairChunkDepth + position), so that the chunk's
-// work stays near a full chunk's at position 0, but never below kMinFairChunk (nor above
-// max_batch_tokens). Without decoding streams a chunk takes the whole budget.
-int32_t prefill_chunk_cap(int32_t max_batch_tokens, int64_t position);
+// Prefill fairness: while streams decode beside a prompt's prefill, each step that holds a
+// prefill chunk is followed by decode-only steps until they have taken this share of that
+// step's time. Deep in a long prompt a chunk step is long (0.35 s at 117k positions on the
+// H200 with the 31B, ~2 s at 1M), and the decoding streams got one token a chunk; the prompt's
+// prefill slows by at most this share. (Smaller chunks instead cost the prefill a weight pass
+// each: 78% slower at 117k for half the wait; docs/perf-notes.md, twenty-fourth session.)
+inline constexpr double kDecodeTimeShare = 0.25;
 
 class Scheduler final : public Engine {
  public:
@@ -101,6 +96,7 @@ class Scheduler final : public Engine {
 
   std::unique_ptr<SlotRunner> runner_;
   RunnerInfo runner_info_;
+  double decode_owed_s_ = 0;  // decode-only step time owed to decoding streams (kDecodeTimeShare)
   SchedulerOptions options_;
   std::shared_ptr<Shared> shared_;
   std::vector<Sequence> active_;        // loop thread only

@@ -299,31 +299,22 @@ TEST(Scheduler, AShortPromptIsNotQueuedBehindALongPrefill) {
   EXPECT_LT(short_first, long_last_prefill - 100) << "the short prompt waited for the long prefill";
 }
 
-TEST(Scheduler, PrefillChunkCapFollowsThePosition) {
-  EXPECT_EQ(prefill_chunk_cap(512, 0), 512);
-  EXPECT_EQ(prefill_chunk_cap(512, kFairChunkDepth), 256);
-  EXPECT_EQ(prefill_chunk_cap(512, 3 * kFairChunkDepth), 128);
-  EXPECT_EQ(prefill_chunk_cap(512, 1 << 20), kMinFairChunk);  // 15.5 by the work, held at the floor
-  EXPECT_EQ(prefill_chunk_cap(16, 1 << 20), 16);               // never above the budget
-  EXPECT_EQ(prefill_chunk_cap(512, -5), 512);
-  EXPECT_EQ(prefill_chunk_cap(0, 0), 1);
-}
-
-// While a stream decodes, a long prompt's chunks shrink with their position (a full chunk
-// deep in a 1M-token prompt was a ~2 s step on the H200, so every decoding stream got a
-// token every 2 s); once nothing decodes, chunks take the whole budget again.
-TEST(Scheduler, ADeepPrefillChunkStaysShortWhileAStreamDecodes) {
+// While a stream decodes, a long prompt's prefill steps are followed by decode-only steps
+// that take about kDecodeTimeShare of their time: deep in a long prompt a chunk step is long
+// (~2 s at 1M positions on the H200), and the decoding stream got one token a chunk.
+TEST(Scheduler, DecodingStreamsGetDecodeOnlyStepsDuringALongPrefill) {
   FakeSlotRunner::Options o;
   o.n_slots = 2;
-  o.n_ctx = 140000;
-  o.max_batch_tokens = 512;
+  o.n_ctx = 8192;
+  o.max_batch_tokens = 16;
+  o.step_delay = 2ms;
   Fixture f(o);
-  auto a = f.engine->submit(make_request(prompt_of(5, 1), 1500));
+  auto a = f.engine->submit(make_request(prompt_of(5, 1), 3000));
   ASSERT_TRUE(a.ok());
   StreamEvent ev;
   ASSERT_TRUE((*a)->next(&ev, 5s));  // a decodes
-  const int64_t steps_before = f.runner->n_steps();
-  auto pb = prompt_of(130000, 2);
+  const size_t steps_before = static_cast<size_t>(f.runner->n_steps());
+  auto pb = prompt_of(2400, 2);  // 160 chunk steps
   auto b = f.engine->submit(make_request(pb, 2));
   ASSERT_TRUE(b.ok());
   Collected cb = collect(**b, 60s);
@@ -331,22 +322,22 @@ TEST(Scheduler, ADeepPrefillChunkStaysShortWhileAStreamDecodes) {
   EXPECT_EQ(cb.tokens, f.runner->expected(pb, 2));
   (*a).reset();  // cancels a
   const auto steps = f.runner->steps();
-  int64_t pos = 0, deep_capped = 0, alone_full = 0;
-  for (size_t i = static_cast<size_t>(steps_before); i < steps.size(); ++i) {
-    const auto& s = steps[i];
-    if (s.prefill_rows == 0) continue;
-    EXPECT_LE(s.prefill_rows + s.decode_seqs * s.max_decode_tokens, 512);
-    if (s.decode_seqs > 0) {
-      EXPECT_LE(s.prefill_rows, prefill_chunk_cap(512, pos)) << "chunk at position " << pos;
-      if (pos > 100000 && s.prefill_rows <= 127) ++deep_capped;
-    } else if (s.prefill_rows == 512) {
-      ++alone_full;
-    }
-    pos += s.prefill_rows;
+  int64_t first = -1, last = -1;
+  for (size_t i = steps_before; i < steps.size(); ++i) {
+    if (steps[i].prefill_rows > 0 && first < 0) first = static_cast<int64_t>(i);
+    if (steps[i].prefill_rows > 0) last = static_cast<int64_t>(i);
   }
-  EXPECT_EQ(pos, static_cast<int64_t>(pb.size()));
-  EXPECT_GT(deep_capped, 100);
-  EXPECT_EQ(alone_full, 0);  // a decoded through the whole prefill
+  ASSERT_GE(first, 0);
+  int64_t with_prefill = 0, decode_only = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    const auto& s = steps[static_cast<size_t>(i)];
+    EXPECT_EQ(s.decode_seqs, 1) << "step " << i;  // a took part in every step
+    (s.prefill_rows > 0 ? with_prefill : decode_only) += 1;
+  }
+  // About a quarter of the chunk steps' time (steps take ~2 ms each here): loose bounds, as
+  // step times vary on a loaded machine.
+  EXPECT_GE(decode_only, 10) << with_prefill << " steps with prefill";
+  EXPECT_LE(decode_only, with_prefill) << with_prefill << " steps with prefill";
 }
 
 TEST(Scheduler, QueueFullIsResourceExhausted) {
