@@ -45,7 +45,8 @@ def main():
     gaps = sorted(y - x for x, y in zip(inside, inside[1:]))
     n = res.get("usage", {}).get("prompt_tokens", 0) if isinstance(res, dict) else 0
     if gaps:
-        print(f"B: {n} prompt tokens in {b_span['end'] - b_span['start']:.2f} s; A during it: {len(inside)} events, "
+        dur = b_span["end"] - b_span["start"]
+        print(f"B: {n} prompt tokens in {dur:.2f} s; A during it: {len(inside)} events ({len(inside) / dur:.1f} a second), "
               f"gap median {statistics.median(gaps) * 1e3:.0f} ms, p90 {gaps[int(0.9 * (len(gaps) - 1))] * 1e3:.0f} ms, "
               f"max {gaps[-1] * 1e3:.0f} ms")
     else:
