@@ -19,24 +19,5 @@ if [ "$D" != 0 ] && command -v ncu >/dev/null; then
   env ${GS_ATTN_PROF_ENV:-} timeout 200 ncu --clock-control none --set full -k "regex:attn_(fa|mma)_kernel" -s 0 -c 1 -o "$OUT/attn" \
     "$B" bench --ops --ops-only attention --device cuda -d "$D" >"$OUT/attn.log" 2>&1
   echo "ncu exit $?"
-  ncu --import "$OUT/attn.ncu-rep" --page details >"$OUT/attn.txt" 2>&1
-  ncu --import "$OUT/attn.ncu-rep" --page raw --csv >"$OUT/attn.raw.csv" 2>&1
-  grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Eligible Warps|Achieved Occupancy|Registers Per|Grid Size|Block Size|Dynamic Shared" "$OUT/attn.txt" | head -20
-  python3 - "$OUT/attn.raw.csv" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-if len(rows) >= 3:
-    head, vals = rows[0], rows[2]
-    st = []
-    for h, v in zip(head, vals):
-        try:
-            x = float(v.replace(",", ""))
-        except ValueError:
-            continue
-        if "issue_stalled" in h and h.endswith("per_issue_active.ratio"):
-            st.append((x, h))
-    print("stall reasons (warp cycles per issued instruction):")
-    for v, h in sorted(st, reverse=True)[:10]:
-        print(f"  {v:7.3f}  {h.replace('smsp__average_warps_issue_stalled_', '').replace('_per_issue_active.ratio', '')}")
-PY
+  ncu_summary attn
 fi

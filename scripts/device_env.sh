@@ -43,6 +43,34 @@ tests_summary() {
   echo "device tests${2:+ ($2)} exit $1: $(grep -cE '^\[       OK' "$log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$log") failed"
   grep -E "^\[  FAILED  \] [A-Z]" "$log" | head -8
 }
+# ncu_summary NAME: the Nsight Compute report $OUT/NAME.ncu-rep as text ($OUT/NAME.txt), then
+# its headline lines (kernel, duration, throughputs, occupancy, launch shape), the top warp
+# stall reasons and the busiest pipes (from the raw CSV, removed after).
+ncu_summary() {
+  local r="$OUT/$1"
+  ncu --import "$r.ncu-rep" --page details >"$r.txt" 2>&1
+  ncu --import "$r.ncu-rep" --page raw --csv >"$r.raw.csv" 2>&1
+  grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|L2 Cache Throughput|Memory Throughput|Compute \(SM\) Throughput|Issue Slots Busy|Eligible Warps|Active Warps Per|Achieved Occupancy|Registers Per|Grid Size|Block Size|Dynamic Shared|L2 Hit Rate" "$r.txt" | head -20
+  python3 - "$r.raw.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+if len(rows) >= 3:
+    head, vals = rows[0], rows[2]
+    st, pipes = [], []
+    for h, v in zip(head, vals):
+        try:
+            x = float(v.replace(",", ""))
+        except ValueError:
+            continue
+        if "issue_stalled" in h and h.endswith("per_issue_active.ratio"):
+            st.append((x, h.replace("smsp__average_warps_issue_stalled_", "").replace("_per_issue_active.ratio", "")))
+        if h.startswith("sm__pipe_") and h.endswith("cycles_active.avg.pct_of_peak_sustained_active"):
+            pipes.append((x, h.replace("sm__pipe_", "").replace("_cycles_active.avg.pct_of_peak_sustained_active", "")))
+    print("stalls (warp cycles per issued instruction):", ", ".join(f"{n} {v:.2f}" for v, n in sorted(st, reverse=True)[:8]))
+    print("pipes (% of peak, cycles active):", ", ".join(f"{n} {v:.1f}" for v, n in sorted(pipes, reverse=True)[:8]))
+PY
+  rm -f "$r.raw.csv"
+}
 # split_settings LIST: the array `settings` from a ';'-separated list of environment settings
 # (each empty, or one or more space-separated assignments); one empty setting if LIST is empty.
 split_settings() {

@@ -20,28 +20,21 @@ RecommendedSampling read_recommended_sampling(const gguf::GgufFile& file) {
   const auto skip = [&](std::string_view key, const std::string& why) {
     GS_LOG_WARN("{}: metadata '{}' {}; the recommended value is not used", file.path(), key, why);
   };
-  if (file.has(names::kSamplingTemp)) {
-    auto t = file.get_f32(names::kSamplingTemp);
-    if (!t.ok()) {
-      skip(names::kSamplingTemp, t.status().message());
-    } else if (!(*t >= 0.0f && *t <= 2.0f)) {
-      skip(names::kSamplingTemp, fmt::format("= {} is outside [0, 2]", *t));
+  // A float key within [lo, hi] into *value (and *has).
+  const auto read_f32_in = [&](std::string_view key, float lo, float hi, bool* has, float* value) {
+    if (!file.has(key)) return;
+    auto v = file.get_f32(key);
+    if (!v.ok()) {
+      skip(key, v.status().message());
+    } else if (!(*v >= lo && *v <= hi)) {
+      skip(key, fmt::format("= {} is outside [{}, {}]", *v, lo, hi));
     } else {
-      s.has_temperature = true;
-      s.temperature = *t;
+      *has = true;
+      *value = *v;
     }
-  }
-  if (file.has(names::kSamplingTopP)) {
-    auto p = file.get_f32(names::kSamplingTopP);
-    if (!p.ok()) {
-      skip(names::kSamplingTopP, p.status().message());
-    } else if (!(*p >= 0.0f && *p <= 1.0f)) {
-      skip(names::kSamplingTopP, fmt::format("= {} is outside [0, 1]", *p));
-    } else {
-      s.has_top_p = true;
-      s.top_p = *p;
-    }
-  }
+  };
+  read_f32_in(names::kSamplingTemp, 0.0f, 2.0f, &s.has_temperature, &s.temperature);
+  read_f32_in(names::kSamplingTopP, 0.0f, 1.0f, &s.has_top_p, &s.top_p);
   if (file.has(names::kSamplingTopK)) {
     auto k = file.get_i32(names::kSamplingTopK);
     if (!k.ok()) {
