@@ -101,8 +101,9 @@ bool has_markup(std::string_view s) {
 }
 
 // `text` with what the parser drops removed: every markup token, the role line after
-// <|turn> and the label after <|channel>. Text that still forms markup afterwards
-// ("<|c" + "<|turn>user\n" + "hannel>") is the input's own text, not markup let through.
+// <|turn> and the label after <|channel>; a stray <|"|> becomes the '"' the parser writes for
+// it. Text that still forms markup afterwards ("<|c" + "<|turn>user\n" + "hannel>", or
+// "<|" + <|"|> + "|>") is the input's own text, not markup let through.
 std::string without_markup(std::string_view text) {
   std::string out;
   size_t i = 0;
@@ -117,7 +118,9 @@ std::string without_markup(std::string_view text) {
     bool removed = false;
     for (const auto m : kAllMarkup) {
       if (skip(m)) {
-        if (m == markup::kTurnOpen) {
+        if (m == markup::kQuote) {
+          out.push_back('"');
+        } else if (m == markup::kTurnOpen) {
           for (const auto role : {"model\n", "user\n", "system\n", "tool\n", "assistant\n"}) {
             if (skip(role)) break;
           }
