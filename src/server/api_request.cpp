@@ -240,16 +240,18 @@ Status read_n_predict(const json& body, GenerationOptions* gen) {
   return {};
 }
 
-// min_tokens (vLLM) and ignore_eos (llama-server, vLLM) keep the model from ending: the
-// sampler would have to mask the end-of-generation tokens, and it has no per-token mask
-// beside the output constraints. Refused when they ask for something, not ignored.
-Status read_eog_options(const json& body) {
+// min_tokens (vLLM) keeps the model from ending before a count: the sampler would have to
+// mask the end-of-generation tokens, and it has no per-token mask beside the output
+// constraints, so it is refused when it asks for something, not ignored. ignore_eos (vLLM,
+// llama-server) goes on past them, as vLLM does: the tokens are generated and the request
+// ends at max_tokens or the context.
+Status read_eog_options(const json& body, GenerationOptions* gen) {
   std::optional<int64_t> n;
   GS_RETURN_IF_ERROR(read_int(body, "", "min_tokens", 0, kMaxTokensLimit, &n));
   if (n && *n > 0) return Status(StatusCode::kUnimplemented, "min_tokens is not supported by this server");
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "ignore_eos", &b));
-  if (b && *b) return Status(StatusCode::kUnimplemented, "ignore_eos is not supported by this server");
+  gen->ignore_eos = b.value_or(false);
   return {};
 }
 
@@ -290,7 +292,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (i && *i != 1) return invalid(fmt::format("n must be 1 (this server returns one choice), got {}", *i));
   GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
   GS_RETURN_IF_ERROR(read_logit_bias(body));
-  GS_RETURN_IF_ERROR(read_eog_options(body));
+  GS_RETURN_IF_ERROR(read_eog_options(body, gen));
   GS_RETURN_IF_ERROR(read_bool(body, "", "speculative", &b));
   gen->speculative = b.value_or(true);
   GS_RETURN_IF_ERROR(read_int(body, "", "draft_max", 0, 64, &i));

@@ -40,6 +40,9 @@ struct GenerationOptions {
   // lowers the drafts per round (0 also turns drafting off).
   bool speculative = true;
   std::optional<int32_t> draft_max;
+  // ignore_eos (vLLM, llama-server): generation goes on past the model's end-of-generation
+  // tokens, to max_tokens or the context (GenerationRequest::ignore_eog); for benchmarks.
+  bool ignore_eos = false;
   // response_format json_object / json_schema (decision 0027): the grammar the output must
   // follow; null for free text.
   std::shared_ptr<const text::JsonGrammar> json_grammar;

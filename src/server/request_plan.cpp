@@ -15,6 +15,7 @@ void fill_common(const GenerationOptions& gen, const PlanLimits& limits, Generat
   r->n_logprobs = gen.n_logprobs;
   r->speculative = gen.speculative && gen.draft_max.value_or(1) != 0;
   r->draft_max = gen.draft_max ? *gen.draft_max : limits.draft_max;
+  r->ignore_eog = gen.ignore_eos;
 }
 
 // How a forced call's arguments may begin (decision 0016, extended): `key:` for each

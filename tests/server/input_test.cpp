@@ -268,12 +268,21 @@ TEST(ChatRequest, OtherServersFields) {
     ASSERT_TRUE(r.ok()) << extra << ": " << r.status().to_string();
     EXPECT_FALSE(r->gen.json_grammar) << extra;
   }
-  for (const char* extra : {R"("min_tokens":1)", R"("ignore_eos":true)", R"("grammar":"root ::= x")",
+  for (const char* extra : {R"("min_tokens":1)", R"("grammar":"root ::= x")",
                             R"("guided_regex":"a")", R"("guided_grammar":"g")", R"("guided_choice":["a","b"])",
                             R"("structural_tag":{})"}) {
     EXPECT_EQ(chat(extra).status().code(), StatusCode::kUnimplemented) << extra;
     EXPECT_EQ(completion(extra).status().code(), StatusCode::kUnimplemented) << extra;
   }
+
+  // ignore_eos goes on past the end of generation (vLLM's meaning), for both endpoints.
+  r = chat(R"("ignore_eos":true)");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->gen.ignore_eos);
+  c = completion(R"("ignore_eos":true)");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_TRUE(c->gen.ignore_eos);
+  EXPECT_FALSE(chat(R"("ignore_eos":false)")->gen.ignore_eos);
 
   const std::string schema = R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
   for (const std::string& extra : {R"("json_schema":)" + schema, R"("guided_json":)" + schema,

@@ -43,6 +43,24 @@ TEST(RequestPlan, MessageTextCannotInjectTurns) {
   EXPECT_EQ(ids.front(), tok->bos_id());
 }
 
+// ignore_eos (vLLM, llama-server) reaches the engine as ignore_eog for both endpoints.
+TEST(RequestPlan, IgnoreEosGoesOnPastTheEndOfGeneration) {
+  auto tok = test::shakes_tokenizer();
+  Result<GenerationPlan> on =
+      plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}],"ignore_eos":true})"), *tok, PlanLimits{});
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  EXPECT_TRUE(on->request.ignore_eog);
+  Result<GenerationPlan> off = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}]})"), *tok, PlanLimits{});
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  EXPECT_FALSE(off->request.ignore_eog);
+  RequestDefaults d;
+  auto c = parse_completion_request(json::parse(R"({"prompt":"ROMEO:","ignore_eos":true})"), d);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  Result<GenerationPlan> cp = plan_completion(*c, *tok, PlanLimits{});
+  ASSERT_TRUE(cp.ok()) << cp.status().to_string();
+  EXPECT_TRUE(cp->request.ignore_eog);
+}
+
 TEST(RequestPlan, ForcedToolCallOpeners) {
   auto tok = test::shakes_tokenizer();
   auto tail_text = [&](const GenerationPlan& p, size_t n) {
