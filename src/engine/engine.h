@@ -38,7 +38,6 @@ struct JsonOutput {
   std::shared_ptr<const text::JsonGrammar> grammar;  // null: no constraint
   int32_t think_open = -1;              // as the first token, opens a free thought span ...
   int32_t think_close = -1;             // ... up to this token
-  bool starts_in_thought = false;       // the prompt left such a span open: it runs first
   std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
   std::string prefix;                   // text of the value already in the prompt (a forced call's "{")
   std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
@@ -69,7 +68,8 @@ struct GenerationRequest {
   int32_t reasoning_open = -1;
   int32_t reasoning_close = -1;
   // The prompt ends inside a thought span (a continued reasoning prefill): the budget counts
-  // from the first generated token.
+  // from the first generated token, and a structured-output value (json, with think_close)
+  // is owed after that thought closes.
   bool starts_in_thought = false;
   // Output constraint: when non-empty, the generated text must start with one of these
   // strings (e.g. "get_weather{" after a forced tool-call opener): until one is complete,

@@ -117,7 +117,7 @@ class RuntimeSlotRunner final : public SlotRunner {
       JsonConstraintOptions json;
       json.think_open = setup.json.think_open;
       json.think_close = setup.json.think_close;
-      json.starts_in_thought = setup.json.starts_in_thought;
+      json.starts_in_thought = setup.starts_in_thought;
       json.escape_tokens = setup.json.escape_tokens;
       json.end_tokens = info_.eog_tokens;
       json.end_tokens.insert(json.end_tokens.end(), setup.json.end_tokens.begin(), setup.json.end_tokens.end());

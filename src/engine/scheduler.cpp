@@ -258,7 +258,7 @@ void Scheduler::loop() {
       seq.usage.prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
       seq.in_thought = seq.request.starts_in_thought;
-      seq.json_thought = seq.request.json.grammar && seq.request.json.think_close >= 0 && seq.request.json.starts_in_thought;
+      seq.json_thought = seq.request.json.grammar && seq.request.json.think_close >= 0 && seq.request.starts_in_thought;
       seq.slot = pick_slot(seq.request.prompt);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
@@ -271,6 +271,7 @@ void Scheduler::loop() {
       if (setup.draft_max == 0) setup.speculative = false;
       setup.allowed_completions = seq.request.allowed_completions;
       setup.json = seq.request.json;
+      setup.starts_in_thought = seq.request.starts_in_thought;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
       slot_cached_[static_cast<size_t>(seq.slot)] = 0;  // set again when the sequence ends
       if (!started.ok()) {

@@ -42,6 +42,8 @@ struct SequenceSetup {
   std::vector<std::string> allowed_completions;
   // GenerationRequest::json: structured output (decision 0027).
   JsonOutput json;
+  // GenerationRequest::starts_in_thought: the constraint's thought span is open at the start.
+  bool starts_in_thought = false;
 };
 
 // A prompt chunk that continues slot `slot`'s cache at its next position. When `last` is

@@ -155,7 +155,6 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
         if (open && close) {
           plan.request.json.think_open = *open;
           plan.request.json.think_close = *close;
-          plan.request.json.starts_in_thought = prompt.prefill_reasoning;
           if (const auto turn = tok.find_token(text::markup::kTurnOpen)) plan.request.json.thought_breakers.push_back(*turn);
         }
       }
@@ -191,9 +190,11 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan.request.reasoning_budget = req.reasoning_budget;
       plan.request.reasoning_open = *open;
       plan.request.reasoning_close = *close;
-      plan.request.starts_in_thought = prompt.prefill_reasoning;
     }
   }
+  // A prefill's open thought (thinking on): the reasoning budget and a structured-output
+  // value's thought both start inside it.
+  if (req.enable_thinking) plan.request.starts_in_thought = prompt.prefill_reasoning;
   plan.parser.parse_reasoning = true;
   // A forced call's opener follows a prefill's text, so the output is the call, not content.
   plan.parser.continues_content = prompt.prefill && plan.output_prefix.empty();

@@ -253,7 +253,7 @@ TEST(RequestPlan, AReasoningPrefillIsContinuedInsideTheThought) {
   EXPECT_TRUE(open.request.starts_in_thought);
   EXPECT_EQ(open.request.reasoning_budget, 16);
   ASSERT_TRUE(open.request.json.grammar);
-  EXPECT_TRUE(open.request.json.starts_in_thought);
+  EXPECT_EQ(open.request.json.think_close, think_close);  // with starts_in_thought: the value's thought is open
   const auto& ids = open.request.prompt;
   EXPECT_EQ(std::count(ids.begin(), ids.end(), think_open), 1);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), think_close), 0);
@@ -263,8 +263,7 @@ TEST(RequestPlan, AReasoningPrefillIsContinuedInsideTheThought) {
       plan_of(R"({"role":"assistant","content":"It","reasoning_content":"Let me see"})", rf_budget);
   EXPECT_FALSE(with_text.parser.continues_reasoning);
   EXPECT_TRUE(with_text.parser.continues_content);
-  EXPECT_FALSE(with_text.request.starts_in_thought);
-  EXPECT_FALSE(with_text.request.json.starts_in_thought);
+  EXPECT_FALSE(with_text.request.starts_in_thought);  // nor the budget's nor the value's thought
   const GenerationPlan off = plan_of(reasoning_only, R"(,"reasoning_effort":"none")");
   EXPECT_FALSE(off.parser.continues_reasoning);
   EXPECT_FALSE(off.parser.continues_content);
