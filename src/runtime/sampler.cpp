@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace gs {
@@ -24,42 +25,138 @@ void Sampler::clear_history() {
   history_next_ = 0;
 }
 
+namespace {
+
+// What one pass over a row of logits finds: its largest value with NaN skipped (-inf when
+// there is none), whether any value is finite, whether any is +inf.
+struct RowStats {
+  float max = -std::numeric_limits<float>::infinity();
+  bool finite = false;
+  bool pos_inf = false;
+};
+
+// The passes below use GCC/Clang vector types (4 floats) in 4 independent accumulators: a row
+// is the whole vocabulary (262,144 floats for Gemma 4, fresh from a device copy), and this is
+// the host's per-token work in greedy decoding. The compiler does not vectorize the scalar
+// form, whose NaN rules forbid reordering a max; here each lane keeps its own max. NaN never
+// wins a `>`, so it is skipped; v - v is 0 exactly for finite v (NaN for infinities and NaN).
+using F32x4 = float __attribute__((vector_size(16)));
+using I32x4 = int32_t __attribute__((vector_size(16)));
+constexpr size_t kBlock = 16;  // floats a step: 4 accumulators of 4 lanes
+
+inline F32x4 load4(const float* p) {
+  F32x4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline F32x4 select4(I32x4 take_a, F32x4 a, F32x4 b) {
+  return reinterpret_cast<F32x4>((take_a & reinterpret_cast<I32x4>(a)) | (~take_a & reinterpret_cast<I32x4>(b)));
+}
+
+RowStats row_stats(const float* x, size_t n) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const F32x4 inf4 = {kInf, kInf, kInf, kInf};
+  F32x4 mx[4] = {-inf4, -inf4, -inf4, -inf4};
+  I32x4 fin = {0, 0, 0, 0}, pinf = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (int a = 0; a < 4; ++a) {
+      const F32x4 v = load4(x + i + 4 * a);
+      mx[a] = select4(v > mx[a], v, mx[a]);
+      fin |= (v - v) == F32x4{0.0f, 0.0f, 0.0f, 0.0f};
+      pinf |= v == inf4;
+    }
+  }
+  RowStats s;
+  for (; i < n; ++i) {
+    const float v = x[i];
+    s.max = v > s.max ? v : s.max;
+    s.finite |= (v - v) == 0.0f;
+    s.pos_inf |= v == kInf;
+  }
+  for (int a = 0; a < 4; ++a)
+    for (int l = 0; l < 4; ++l) s.max = mx[a][l] > s.max ? mx[a][l] : s.max;
+  for (int l = 0; l < 4; ++l) {
+    s.finite |= fin[l] != 0;
+    s.pos_inf |= pinf[l] != 0;
+  }
+  return s;
+}
+
+// The lowest index whose value equals m (m not NaN), n when there is none; blocks are tested
+// whole first.
+size_t first_equal(const float* x, size_t n, float m) {
+  const F32x4 m4 = {m, m, m, m};
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    const I32x4 hit = (load4(x + i) == m4) | (load4(x + i + 4) == m4) | (load4(x + i + 8) == m4) | (load4(x + i + 12) == m4);
+    if ((hit[0] | hit[1] | hit[2] | hit[3]) != 0) break;
+  }
+  for (; i < n; ++i)
+    if (x[i] == m) return i;
+  return n;
+}
+
+// Greedy's pick from one row scan: the first column of the largest value; token 0 for a row
+// of NaN and -inf only.
+int32_t first_max(std::span<const float> x, const RowStats& s) {
+  if (!(s.max > -std::numeric_limits<float>::infinity())) return 0;
+  return static_cast<int32_t>(first_equal(x.data(), x.size(), s.max));
+}
+
+}  // namespace
+
+bool Sampler::penalties_apply() const {
+  return !history_.empty() && (config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
+                               config_.presence_penalty != 0.0f);
+}
+
+int32_t Sampler::greedy_pick(std::span<const float> logits) {
+  if (!penalties_apply()) {  // straight from the row: no copy
+    const RowStats s = row_stats(logits.data(), logits.size());
+    last_ok_ = s.finite && !s.pos_inf;
+    return first_max(logits, s);
+  }
+  penalized(logits);  // judges last_ok_ on the row before the penalties
+  return first_max(work_, row_stats(work_.data(), work_.size()));
+}
+
 void Sampler::penalized(std::span<const float> logits) {
   work_.assign(logits.begin(), logits.end());
-  bool finite = false, pos_inf = false;
-  for (float& x : work_) {
-    if (std::isnan(x)) x = -std::numeric_limits<float>::infinity();
-    finite |= std::isfinite(x);
-    pos_inf |= x == std::numeric_limits<float>::infinity();
-  }
-  last_ok_ = finite && !pos_inf;
-  const bool any = config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
-                   config_.presence_penalty != 0.0f;
-  if (!any || history_.empty()) return;
-  counts_.assign(work_.size(), 0);
-  for (int32_t t : history_)
-    if (t >= 0 && static_cast<size_t>(t) < work_.size()) ++counts_[t];
-  for (int32_t t : history_) {
-    if (t < 0 || static_cast<size_t>(t) >= work_.size() || counts_[t] == 0) continue;
-    float& x = work_[t];
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (float& x : work_) x = x == x ? x : kNegInf;  // NaN counts as -inf
+  const RowStats s = row_stats(work_.data(), work_.size());
+  last_ok_ = s.finite && !s.pos_inf;
+  if (!penalties_apply()) return;
+  // Each distinct token of the history once, with its count (a sorted copy: no pass over
+  // the vocabulary).
+  history_sorted_.assign(history_.begin(), history_.end());
+  std::sort(history_sorted_.begin(), history_sorted_.end());
+  for (size_t a = 0; a < history_sorted_.size();) {
+    size_t b = a + 1;
+    while (b < history_sorted_.size() && history_sorted_[b] == history_sorted_[a]) ++b;
+    const int32_t t = history_sorted_[a];
+    const auto count = static_cast<float>(b - a);
+    a = b;
+    if (t < 0 || static_cast<size_t>(t) >= work_.size()) continue;
+    float& x = work_[static_cast<size_t>(t)];
     if (config_.repetition_penalty != 1.0f) x = x > 0 ? x / config_.repetition_penalty : x * config_.repetition_penalty;
-    x -= static_cast<float>(counts_[t]) * config_.frequency_penalty + config_.presence_penalty;
-    counts_[t] = 0;  // once per distinct token
+    x -= count * config_.frequency_penalty + config_.presence_penalty;
   }
 }
 
 void Sampler::distribution(std::span<const float> logits, std::vector<TokenProb>* out) {
   out->clear();
-  penalized(logits);
-  const int32_t n = static_cast<int32_t>(work_.size());
-  if (n == 0) return;
-  if (greedy()) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; ++i)
-      if (work_[i] > work_[best]) best = i;
-    out->push_back({best, 1.0f});
+  if (logits.empty()) {
+    last_ok_ = false;
     return;
   }
+  if (greedy()) {
+    out->push_back({greedy_pick(logits), 1.0f});
+    return;
+  }
+  penalized(logits);
+  const int32_t n = static_cast<int32_t>(work_.size());
   // Candidates as (id, logit) in cand_ (p holds the logit until the softmax).
   cand_.resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) cand_[i] = {i, work_[i]};
@@ -121,17 +218,32 @@ void select_top(const std::vector<float>& x, size_t k, std::vector<TokenProb>* o
   out->clear();
   k = std::min(k, x.size());
   if (k == 0) return;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const TokenProb t{static_cast<int32_t>(i), x[i]};
-    if (out->size() < k) {
-      out->push_back(t);
-      std::push_heap(out->begin(), out->end(), before);  // front: the worst kept
-    } else if (before(t, out->front())) {
+  const size_t n = x.size();
+  size_t i = 0;
+  for (; i < k; ++i) {
+    out->push_back({static_cast<int32_t>(i), x[i]});
+    std::push_heap(out->begin(), out->end(), before);  // front: the worst kept
+  }
+  // A later element enters only above the worst kept value: the ids grow, so a tie never
+  // goes before it. Blocks with nothing above it (nearly all, after the first few thousand
+  // elements) are passed over by a vector compare.
+  auto offer = [&](size_t j) {
+    if (x[j] > out->front().p) {
       std::pop_heap(out->begin(), out->end(), before);
-      out->back() = t;
+      out->back() = {static_cast<int32_t>(j), x[j]};
       std::push_heap(out->begin(), out->end(), before);
     }
+  };
+  for (; i < n && i % kBlock != 0; ++i) offer(i);
+  for (; i + kBlock <= n; i += kBlock) {
+    const float f = out->front().p;
+    const F32x4 thr = {f, f, f, f};
+    const I32x4 hit = (load4(x.data() + i) > thr) | (load4(x.data() + i + 4) > thr) | (load4(x.data() + i + 8) > thr) |
+                      (load4(x.data() + i + 12) > thr);
+    if ((hit[0] | hit[1] | hit[2] | hit[3]) == 0) continue;
+    for (size_t j = i; j < i + kBlock; ++j) offer(j);
   }
+  for (; i < n; ++i) offer(i);
   std::sort_heap(out->begin(), out->end(), before);
 }
 
@@ -139,9 +251,11 @@ void select_top(const std::vector<float>& x, size_t k, std::vector<TokenProb>* o
 
 int32_t Sampler::sample_with(std::span<const float> logits, double u) {
   if (greedy()) {
-    std::vector<TokenProb> dist;
-    distribution(logits, &dist);
-    return dist.empty() ? 0 : dist[0].id;
+    if (logits.empty()) {
+      last_ok_ = false;
+      return 0;
+    }
+    return greedy_pick(logits);
   }
   // The token at which the cumulative probability of distribution()'s list (most likely
   // first) passes u, without building or sorting that list over the whole vocabulary: the

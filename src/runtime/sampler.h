@@ -59,7 +59,13 @@ class Sampler {
   bool last_logits_ok() const { return last_ok_; }
 
  private:
+  // work_ = the row with NaN as -inf and the penalties applied; sets last_ok_ from the row
+  // before the penalties.
   void penalized(std::span<const float> logits);
+  bool penalties_apply() const;  // a penalty is set and the history is not empty
+  // Greedy's token (the first column of the largest penalized value); sets last_ok_. Without
+  // penalties it reads the row in place (two vectorized passes, no copy).
+  int32_t greedy_pick(std::span<const float> logits);
 
   SamplerConfig config_;
   std::mt19937_64 rng_;
@@ -69,7 +75,7 @@ class Sampler {
   size_t history_next_ = 0;
   std::vector<float> work_;       // penalized logits
   std::vector<TokenProb> cand_;
-  std::vector<int32_t> counts_;   // per token, rebuilt per call from history_
+  std::vector<int32_t> history_sorted_;  // penalized()'s sorted copy of history_ (counts by runs)
 };
 
 }  // namespace gs

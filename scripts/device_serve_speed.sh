@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Server decode speed against bench's, for several carried binaries in one call (an A/B of
+# host-side changes: the sampler, the scheduler, the server). For each binary in GS_SS_BINS
+# (names under .dev/cuda/bin, default "gemmaserve gemmaserve.prev"), GS_SS_ROUNDS rounds in
+# alternation (default 2):
+#   - `bench -p 0 -n 128` on the 31B-shaped file (tg128: the forward passes and the logits'
+#     download, no sampling);
+#   - `serve` on the same file (one slot, no drafter) and requests of 128 tokens through
+#     /v1/chat/completions under several sampler chains; the server's own
+#     timings.predicted_per_second for each.
+# The difference between the two is the host's work a token (sampler, scheduler, output).
+# Summary last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/device_env.sh
+BINS="${GS_SS_BINS:-gemmaserve gemmaserve.prev}"
+ROUNDS="${GS_SS_ROUNDS:-2}"
+summary=()
+note() { summary+=("$1"); echo "$1"; }
+for b in $BINS; do
+  [ -f "$DEV/bin/$b" ] || gunzip -kf "$DEV/bin/$b.gz" || { note "no binary $b"; exit 1; }
+  chmod +x "$DEV/bin/$b"
+done
+synth_31b_pair || exit 1
+note "$(nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader); host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+
+PORT=8097
+for r in $(seq 1 "$ROUNDS"); do
+  for b in $BINS; do
+    tg=$("$DEV/bin/$b" bench -m "$MODEL_31B" -p 0 -n 128 -r 3 --device cuda 2>/dev/null | grep -E "\| tg128 " | head -1 |
+      awk -F'|' '{print $4}' | xargs)
+    "$DEV/bin/$b" serve -m "$MODEL_31B" --port $PORT --parallel 1 --ctx-size 4096 --device cuda >"$OUT/serve_${b}_$r.log" 2>&1 &
+    spid=$!
+    up=0
+    for _ in $(seq 1 240); do curl -sf "localhost:$PORT/health" >/dev/null && { up=1; break; }; sleep 0.5; done
+    if [ $up = 0 ]; then
+      note "$b: server did not start: $(tail -3 "$OUT/serve_${b}_$r.log")"
+      kill $spid 2>/dev/null
+      continue
+    fi
+    res=$(python3 - $PORT <<'PY'
+import json, sys, urllib.request
+port = sys.argv[1]
+def post(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=300).read().decode())
+modes = [("greedy", {"temperature": 0}),
+         ("greedy rep1.1", {"temperature": 0, "repetition_penalty": 1.1}),
+         ("T1 k64 p.95", {"temperature": 1, "top_k": 64, "top_p": 0.95}),
+         ("T1", {"temperature": 1, "top_k": 0, "top_p": 1.0}),
+         ("T.7 minp.05", {"temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.05})]
+post({"messages": [{"role": "user", "content": "warm up"}], "max_tokens": 16})
+out = []
+for name, extra in modes:
+    body = {"messages": [{"role": "user", "content": "Tell a long story."}], "max_tokens": 128, "seed": 7,
+            "ignore_eos": True}
+    body.update(extra)
+    r = post(body)
+    t = r.get("timings", {})
+    out.append(f"{name} {t.get('predicted_per_second', 0):.1f}")
+print("; ".join(out))
+PY
+)
+    kill $spid; wait $spid 2>/dev/null
+    note "round $r $b: bench tg128 $tg | served tok/s: $res"
+  done
+done
+echo "== summary"
+printf '%s\n' "${summary[@]}"
