@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -28,6 +29,9 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;  // 1 = off (llama.cpp's repeat_penalty)
   bool has_seed = false;
   uint64_t seed = 0;
+  // OpenAI's logit_bias: (token id, bias) pairs, ids distinct and in the vocabulary; the bias
+  // is added to the token's logit before anything else (-inf: never sampled).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // Structured output (decision 0027): when `grammar` is set, the generated content must be one

@@ -1,4 +1,4 @@
-// The sampler chain: penalties, greedy or top-k / top-p / min-p / temperature and a draw.
+// The sampler chain: logit bias, penalties, greedy or top-k / top-p / min-p / temperature and a draw.
 #include "runtime/sampler.h"
 
 #include <algorithm>
@@ -106,18 +106,19 @@ int32_t first_max(std::span<const float> x, const RowStats& s) {
 
 }  // namespace
 
-bool Sampler::penalties_apply() const {
-  return !history_.empty() && (config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
-                               config_.presence_penalty != 0.0f);
+bool Sampler::adjusts_row() const {
+  return !config_.logit_bias.empty() ||
+         (!history_.empty() && (config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
+                                config_.presence_penalty != 0.0f));
 }
 
 int32_t Sampler::greedy_pick(std::span<const float> logits) {
-  if (!penalties_apply()) {  // straight from the row: no copy
+  if (!adjusts_row()) {  // straight from the row: no copy
     const RowStats s = row_stats(logits.data(), logits.size());
     last_ok_ = s.finite && !s.pos_inf;
     return first_max(logits, s);
   }
-  penalized(logits);  // judges last_ok_ on the row before the penalties
+  penalized(logits);  // judges last_ok_ on the row before the bias and penalties
   return first_max(work_, row_stats(work_.data(), work_.size()));
 }
 
@@ -127,7 +128,11 @@ void Sampler::penalized(std::span<const float> logits) {
   for (float& x : work_) x = x == x ? x : kNegInf;  // NaN counts as -inf
   const RowStats s = row_stats(work_.data(), work_.size());
   last_ok_ = s.finite && !s.pos_inf;
-  if (!penalties_apply()) return;
+  for (const auto& [id, bias] : config_.logit_bias)
+    if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[static_cast<size_t>(id)] += bias;
+  const bool penalties = config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
+                         config_.presence_penalty != 0.0f;
+  if (!penalties || history_.empty()) return;
   // Each distinct token of the history once, with its count (a sorted copy: no pass over
   // the vocabulary).
   history_sorted_.assign(history_.begin(), history_.end());

@@ -1,4 +1,5 @@
-// Sampler: the sampler chain of one sequence. Order (llama.cpp's default chain): penalties
+// Sampler: the sampler chain of one sequence. Order (llama.cpp's default chain): logit bias ->
+// penalties
 // (repetition, frequency, presence over the last penalty_last_n tokens) -> greedy argmax
 // when temperature <= 0, else top-k -> top-p -> min-p -> temperature -> one draw from a
 // seeded RNG. The same chain serves plain decoding and speculative verification, so the
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace gs {
@@ -22,6 +24,9 @@ struct SamplerConfig {
   float presence_penalty = 0.0f;    // minus this when count > 0
   int32_t penalty_last_n = 64;      // history the penalties see; -1: all of it
   uint64_t seed = 0;
+  // Added to these tokens' logits first, before the penalties (llama.cpp's order): OpenAI's
+  // logit_bias. -inf bans a token. Ids outside the row are ignored.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 struct TokenProb {
@@ -59,12 +64,13 @@ class Sampler {
   bool last_logits_ok() const { return last_ok_; }
 
  private:
-  // work_ = the row with NaN as -inf and the penalties applied; sets last_ok_ from the row
-  // before the penalties.
+  // work_ = the row with NaN as -inf, the logit bias and the penalties applied; sets last_ok_
+  // from the row before them.
   void penalized(std::span<const float> logits);
-  bool penalties_apply() const;  // a penalty is set and the history is not empty
-  // Greedy's token (the first column of the largest penalized value); sets last_ok_. Without
-  // penalties it reads the row in place (two vectorized passes, no copy).
+  // The row needs changing before the chain: a logit bias, or a penalty with a history.
+  bool adjusts_row() const;
+  // Greedy's token (the first column of the largest adjusted value); sets last_ok_. Without
+  // adjustments it reads the row in place (two vectorized passes, no copy).
   int32_t greedy_pick(std::span<const float> logits);
 
   SamplerConfig config_;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <limits>
 
@@ -215,14 +216,71 @@ Status read_stop(const json& body, std::vector<std::string>* out) {
   return {};
 }
 
-// logit_bias changes what may be sampled: refused rather than ignored while the sampler has
-// no per-token bias (an empty map asks for nothing).
-Status read_logit_bias(const json& body) {
+// OpenAI's logit_bias: {"token id": bias} with bias in [-100, 100], added to the token's logit
+// before sampling; llama-server's forms too: a bias of false (never sampled) and an array of
+// [id, bias] pairs. Ids must be distinct and in the vocabulary (n_vocab > 0; 0: unchecked);
+// token texts as keys are refused (the ids are what OpenAI sends). Out: sorted by id.
+Status read_logit_bias(const json& body, int32_t n_vocab, std::vector<std::pair<int32_t, float>>* out) {
+  out->clear();
   auto it = body.find("logit_bias");
   if (it == body.end() || it->is_null()) return {};
-  if (!it->is_object()) return invalid(fmt::format("logit_bias must be an object, got {}", json_type_name(*it)));
-  if (it->empty()) return {};
-  return Status(StatusCode::kUnimplemented, "logit_bias is not supported by this server");
+  const int64_t id_end = n_vocab > 0 ? n_vocab : std::numeric_limits<int32_t>::max();
+  auto bias_of = [](const json& v, const std::string& where, float* b) -> Status {
+    if (v.is_boolean() && !v.get<bool>()) {
+      *b = -std::numeric_limits<float>::infinity();
+      return {};
+    }
+    if (!v.is_number() || v.is_boolean()) {
+      return invalid(fmt::format("{} must be a number in [-100, 100] or false, got {}", where, json_type_name(v)));
+    }
+    const double d = v.get<double>();
+    if (!(d >= -100.0 && d <= 100.0)) return invalid(fmt::format("{} must be in [-100, 100], got {}", where, v.dump()));
+    *b = static_cast<float>(d);
+    return {};
+  };
+  auto add = [&](int64_t id, const std::string& shown, const std::string& where, float b) -> Status {
+    if (id < 0 || id >= id_end) {
+      return invalid(fmt::format("{}: token id {} is outside the vocabulary [0, {})", where, shown, id_end));
+    }
+    out->push_back({static_cast<int32_t>(id), b});
+    return {};
+  };
+  if (it->is_object()) {
+    for (auto e = it->begin(); e != it->end(); ++e) {
+      const std::string& key = e.key();
+      const std::string where = fmt::format("logit_bias: the bias of token id {}", key);
+      int64_t id = -1;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (key.empty() || ec != std::errc() || end != key.data() + key.size()) {
+        return invalid(fmt::format("logit_bias keys must be token ids (decimal integers), got \"{}\"", key));
+      }
+      float b = 0;
+      GS_RETURN_IF_ERROR(bias_of(e.value(), where, &b));
+      GS_RETURN_IF_ERROR(add(id, key, "logit_bias", b));
+    }
+  } else if (it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& pair = (*it)[i];
+      const std::string where = fmt::format("logit_bias[{}]", i);
+      if (!pair.is_array() || pair.size() != 2) return invalid(fmt::format("{} must be a pair [token id, bias]", where));
+      if (!pair[0].is_number_integer()) {
+        return invalid(fmt::format("{}[0] must be a token id (integer), got {}", where, json_type_name(pair[0])));
+      }
+      const bool too_large = pair[0].is_number_unsigned() && pair[0].get<uint64_t>() > static_cast<uint64_t>(id_end);
+      float b = 0;
+      GS_RETURN_IF_ERROR(bias_of(pair[1], where + "[1]", &b));
+      GS_RETURN_IF_ERROR(add(too_large ? int64_t{-1} : pair[0].get<int64_t>(), pair[0].dump(), where, b));
+    }
+  } else {
+    return invalid(fmt::format("logit_bias must be an object, got {}", json_type_name(*it)));
+  }
+  std::sort(out->begin(), out->end());
+  for (size_t i = 1; i < out->size(); ++i) {
+    if ((*out)[i].first == (*out)[i - 1].first) {
+      return invalid(fmt::format("logit_bias names token id {} twice", (*out)[i].first));
+    }
+  }
+  return {};
 }
 
 // llama-server's n_predict: max_tokens by another name, where -1 (its "no limit") means the
@@ -291,7 +349,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   GS_RETURN_IF_ERROR(read_int(body, "", "n", 1, kMaxTokensLimit, &i));
   if (i && *i != 1) return invalid(fmt::format("n must be 1 (this server returns one choice), got {}", *i));
   GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
-  GS_RETURN_IF_ERROR(read_logit_bias(body));
+  GS_RETURN_IF_ERROR(read_logit_bias(body, defaults.n_vocab, &gen->sampling.logit_bias));
   GS_RETURN_IF_ERROR(read_eog_options(body, gen));
   GS_RETURN_IF_ERROR(read_bool(body, "", "speculative", &b));
   gen->speculative = b.value_or(true);

@@ -82,6 +82,34 @@ code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v
 if [ "$code" = 200 ] && python3 -c 'import json,sys,re; t=json.load(open(sys.argv[1]))["choices"][0]["text"]; assert re.search(r"thou|thee|thy", t, re.I), t' "$WORK/r"; then
   ok "completion recites Shakespeare"; else bad "completion -> $code $(cat "$WORK/r")"; fi
 
+# logit_bias (OpenAI's object of token ids): +100 on one token makes every sampled token that
+# one, at temperature 0 and 1; false (llama-server's "never") keeps greedy's first token out.
+if python3 - "$URL" "${AUTH[@]}" <<'EOF'
+import json, sys, urllib.request
+url, headers = sys.argv[1], {"Content-Type": "application/json"}
+for i in range(2, len(sys.argv) - 1):
+    if sys.argv[i] == "-H":
+        k, v = sys.argv[i + 1].split(": ", 1)
+        headers[k] = v
+def post(path, body):
+    req = urllib.request.Request(url + path, json.dumps(body).encode(), headers)
+    return json.loads(urllib.request.urlopen(req, timeout=60).read().decode())
+thee = post("/tokenize", {"content": " thee", "add_special": False})["tokens"]
+assert len(thee) == 1, thee
+for t in (0, 1):
+    r = post("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 4, "temperature": t, "seed": 1,
+                                 "logit_bias": {str(thee[0]): 100}})
+    assert r["choices"][0]["text"] == " thee" * 4, r
+plain = post("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 1, "temperature": 0})
+first_ids = post("/tokenize", {"content": plain["choices"][0]["text"], "add_special": False})["tokens"]
+assert len(first_ids) == 1, (plain, first_ids)
+first = first_ids[0]
+banned = post("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 1, "temperature": 0,
+                                  "logit_bias": [[first, False]]})
+assert banned["choices"][0]["text"] != plain["choices"][0]["text"], (plain, banned)
+EOF
+then ok "logit_bias: +100 forces a token (greedy and sampled), false bans greedy's pick"; else bad "logit_bias"; fi
+
 code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
   -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":16,"temperature":0}')"
 if [ "$code" = 200 ] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["object"]=="chat.completion" and r["usage"]["completion_tokens"]>0' "$WORK/r"; then

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -77,6 +78,37 @@ TEST(Sampler, GreedyPickEqualsAScalarWalkOverThePenalizedRow) {
     ASSERT_EQ(d.size(), 1u);
     EXPECT_EQ(d[0].id, want) << "trial " << trial;
   }
+}
+
+// logit_bias comes first in the chain (before the penalties, as in llama.cpp): it moves
+// greedy's pick, -inf bans a token at any temperature, and the sampled distribution is that
+// of the biased logits. The row's own validity is judged before it.
+TEST(Sampler, LogitBiasComesBeforeEverythingElse) {
+  SamplerConfig c;
+  c.logit_bias = {{0, 5.0f}, {3, -std::numeric_limits<float>::infinity()}};
+  Sampler g(c);
+  EXPECT_EQ(g.sample(std::vector<float>{1.0f, 5.5f, 0.0f, 9.0f}), 0);  // 6 > 5.5; token 3 banned
+  EXPECT_TRUE(g.last_logits_ok());
+  c.repetition_penalty = 2.0f;
+  Sampler p(c);
+  p.accept(0);
+  EXPECT_EQ(p.sample(std::vector<float>{1.0f, 2.5f, 0.0f, 9.0f}), 0);  // (1 + 5) / 2 = 3 > 2.5
+  SamplerConfig t;
+  t.temperature = 1.0f;
+  t.logit_bias = {{1, std::log(3.0f)}, {2, -std::numeric_limits<float>::infinity()}};
+  Sampler s(t);
+  std::vector<TokenProb> d;
+  s.distribution(std::vector<float>{0.0f, 0.0f, 10.0f}, &d);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].id, 1);
+  EXPECT_NEAR(d[0].p, 0.75, 1e-6);
+  EXPECT_NEAR(d[1].p, 0.25, 1e-6);
+  for (int k = 0; k < 200; ++k) EXPECT_NE(s.sample(std::vector<float>{0.0f, 0.0f, 10.0f}), 2);
+  // Ids past the row are ignored.
+  SamplerConfig o;
+  o.logit_bias = {{7, 100.0f}};
+  Sampler out(o);
+  EXPECT_EQ(out.sample(std::vector<float>{1.0f, 2.0f}), 1);
 }
 
 // A row with no finite logit (a model computing NaN) or with +inf cannot be sampled from:

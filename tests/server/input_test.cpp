@@ -177,11 +177,21 @@ TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
                 R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"array","prefixItems":[{"type":"string"}]}}}})")
                 .code(),
             StatusCode::kInvalidArgument);
-  // So is a logit_bias that asks for something (it used to be dropped without a word).
-  EXPECT_EQ(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"50256":-100}})").code(),
-            StatusCode::kUnimplemented);
+  // logit_bias: OpenAI's object of token ids, and llama-server's false and [id, bias] pairs;
+  // ids in the vocabulary (1000 here), distinct, biases in [-100, 100].
   EXPECT_TRUE(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{}})").ok());
   EXPECT_TRUE(chat_status(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":null})").ok());
+  for (const char* ok : {R"({"5":-100,"999":100,"0":0.5})", R"({"7":false})", R"([[5,1.5],[6,false]])", R"([])"}) {
+    EXPECT_TRUE(chat_status(std::string(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":)") + ok + "}").ok())
+        << ok;
+  }
+  for (const char* bad : {R"({"1000":1})", R"({"-1":1})", R"({"hello":1})", R"({"5x":1})", R"({"":1})",
+                          R"({"5":101})", R"({"5":-100.5})", R"({"5":true})", R"({"5":"1"})", R"({"5":null})",
+                          R"([[5]])", R"([[5,1,2]])", R"([["hello",1]])", R"([[1.5,1]])", R"([[5,1],[5,2]])",
+                          R"({"5":1,"05":2})", R"([[18446744073709551615,1]])", R"(5)"}) {
+    Status s = chat_status(std::string(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":)") + bad + "}");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad << " -> " << s.to_string();
+  }
   // Bad tool-call arguments in the history name the field, not "the request body".
   const std::string args_msg = chat_status(
       R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{oops"}}]}]})")
