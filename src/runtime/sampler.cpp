@@ -315,7 +315,7 @@ int32_t Sampler::sample_with(std::span<const float> logits, double u) {
   if (config_.top_p < 1.0f || config_.min_p > 0.0f) {
     // Top-p and min-p on the temperature-1 distribution, walking the sorted prefix. min-p
     // keeps p >= min_p * p_first; the first's exp(logit - mx) is 1.
-    const double z1 = normalizer(1.0f);
+    const double z1 = config_.top_p < 1.0f ? normalizer(1.0f) : 1.0;  // min-p alone needs no normalizer
     const double floor = config_.min_p > 0.0f ? static_cast<double>(config_.min_p) : 0.0;
     double cum = 0;
     size_t i = 0;
