@@ -580,7 +580,7 @@ struct FaCfg {
 // Dynamic shared memory of attn_fa_kernel for `nrg` resident row groups (1..4: the Q rows a
 // CTA can have, 16 each) and `stages` K/V tiles in flight (1..kMaxStages), in this order:
 //   Q [16 nrg][kStride] f16, K ring [stages][KT][kStride] f16, V ring the
-//   same, partial S [nrg C][NTS][32] float4 (C = 2 only), KV row offsets [stages + 1][KT] int64.
+//   same, partial S [kWarps][NTS][32] float4 (C = 2 only), KV row offsets [stages + 1][KT] int64.
 // A CTA of a decode or short verify batch holds fewer Q rows than 64, and the space they leave
 // holds more K/V tiles in flight (fa_launch_layout); the per-row arithmetic is the same.
 struct FaLayout {
@@ -595,9 +595,7 @@ __host__ __device__ constexpr FaLayout fa_layout(int nrg, int stages) {
   l.k = 1ull * l.qrows * Cfg::kStride * 2;
   l.v = l.k + static_cast<size_t>(stages) * Cfg::kTileBytes;
   l.x = l.v + static_cast<size_t>(stages) * Cfg::kTileBytes;
-  // Partial S only for the warps of the resident row groups (the others have no rows and never
-  // write it): at D 512 this leaves a decode CTA room for a third K/V stage.
-  l.off = l.x + (Cfg::C > 1 ? 16ull * nrg * Cfg::C * Cfg::NTS * 32 : 0);
+  l.off = l.x + (Cfg::C > 1 ? 16ull * Cfg::kWarps * Cfg::NTS * 32 : 0);
   l.total = l.off + (static_cast<size_t>(stages) + 1) * Cfg::KT * 8;
   return l;
 }
@@ -939,9 +937,8 @@ void launch_combine(cudaStream_t s, const AttnParams& p, int n_splits, float* pa
 // The Q row groups a CTA of attn_fa_kernel<Cfg> needs for p (all CTAs alike: with fewer
 // tokens than a CTA takes, one token block of min(n_tokens, rt) tokens of hc heads), and the
 // K/V stages that then fit in the CTA's shared-memory budget (at most Cfg::kMaxStages).
-// On the 31B shapes at D 512 (Q in f16, partial S for the resident row groups only): a decode
-// or 2-token verify (8 or 16 rows, one row group) gets 3 stages, 3..8 tokens 2, prefill (64
-// rows) 2.
+// On the 31B shapes: a decode or 2-token verify (8 or 16 rows) at D 512 gets 2 stages, 3 or 4
+// tokens 2, 5..8 tokens 1; prefill (64 rows) 1.
 template <class Cfg>
 FaLayout fa_launch_layout(const AttnParams& p) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
