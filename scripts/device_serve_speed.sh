@@ -9,6 +9,7 @@
 #     /v1/chat/completions under several sampler chains; the server's own
 #     timings.predicted_per_second for each.
 # The difference between the two is the host's work a token (sampler, scheduler, output).
+# GS_SS_MTP=1 adds the shakes pair with its drafter (below).
 # Summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,5 +67,39 @@ PY
     note "round $r $b: bench tg128 $tg | served tok/s: $res"
   done
 done
+# GS_SS_MTP=1: the shakes pair with its trained drafter (real acceptance), the first binary
+# only: bench's tg128 and tg128 with MTP against the server's greedy decode with the drafter
+# and with "speculative": false (the server's host work a round shows beside a short GPU step).
+if [ "${GS_SS_MTP:-0}" = 1 ]; then
+  b="${BINS%% *}"
+  T=models/shakes-target.gguf
+  A=models/shakes-assistant.gguf
+  rows=$("$DEV/bin/$b" bench -m "$T" --mtp "$A" --draft-max 4 -p 0 -n 128 -r 3 --device cuda 2>/dev/null |
+    grep -E "\| tg128" | awk -F'|' '{gsub(/ +/, " "); print $3 ":" $4 "(" $5 ")"}' | xargs)
+  "$DEV/bin/$b" serve -m "$T" --mtp "$A" --draft-max 4 --no-draft-adaptive --port $PORT --parallel 1 --ctx-size 4096 \
+    --device cuda >"$OUT/serve_mtp.log" 2>&1 &
+  spid=$!
+  for _ in $(seq 1 240); do curl -sf "localhost:$PORT/health" >/dev/null && break; sleep 0.5; done
+  res=$(python3 - $PORT <<'PY'
+import json, sys, urllib.request
+port = sys.argv[1]
+def post(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=300).read().decode())
+post({"prompt": "warm up", "max_tokens": 16})
+out = []
+for rnd in range(2):
+    for spec in (True, False):
+        r = post({"prompt": "ROMEO:", "max_tokens": 128, "temperature": 0, "ignore_eos": True, "speculative": spec})
+        t = r.get("timings", {})
+        extra = f" ({t.get('draft_n_accepted', '?')}/{t.get('draft_n', '?')} drafts)" if spec else ""
+        out.append(f"{'mtp' if spec else 'plain'} {t.get('predicted_per_second', 0):.1f}{extra}")
+print("; ".join(out))
+PY
+)
+  kill $spid; wait $spid 2>/dev/null
+  note "shakes $b: bench $rows | served tok/s: $res"
+fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"
