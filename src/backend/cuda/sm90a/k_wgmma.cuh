@@ -1,0 +1,70 @@
+// Warpgroup matrix multiply (wgmma, sm_90a only): shared-memory matrix descriptors and the
+// instruction wrappers. Facts from the PTX ISA ("Asynchronous Warpgroup Level Matrix Multiply-
+// Accumulate", 9.7.15): a warpgroup is 4 consecutive warps (128 threads); an operand in shared
+// memory is read through a 64-bit descriptor
+//   bits  0-13  start address >> 4
+//   bits 16-29  leading dimension byte offset >> 4
+//   bits 32-45  stride dimension byte offset >> 4
+//   bits 49-51  base offset (0 for the layouts here)
+//   bits 62-63  swizzle (0: none, 1: 128 B, 2: 64 B, 3: 32 B)
+// Without swizzle an operand is made of core matrices: 8 rows of 16 contiguous bytes (8 f16),
+// 128 contiguous bytes each; the two byte offsets say where the neighbouring core matrices lie
+// (which offset is which direction for each major-ness is what tests/cuda/cuda_wgmma_test.cpp
+// establishes on the device). The f32 accumulators of an m64nN tile: warp w of the group holds
+// rows 16 w .. 16 w + 15; lane (g = lane / 4, t = lane % 4) holds, for each 8-column block j,
+// d[4j] = (16w + g, 8j + 2t), d[4j + 1] = (16w + g, 8j + 2t + 1), d[4j + 2] and d[4j + 3] the
+// same columns of row 16w + g + 8 (the mma.sync m16n8 layout, repeated along N).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "k_wgmma.cuh needs sm_90a (compile with -gencode=arch=compute_90a,code=sm_90a)"
+#endif
+
+namespace gs::cuda::wg {
+
+// The descriptor of a no-swizzle operand whose first core matrix is at shared address `addr`
+// (16-byte aligned), with the given byte offsets to its neighbours.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lead_bytes, uint32_t stride_bytes) {
+  return static_cast<uint64_t>((addr >> 4) & 0x3FFF) | (static_cast<uint64_t>((lead_bytes >> 4) & 0x3FFF) << 16) |
+         (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32);
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Shared-memory writes by ordinary stores, made visible to the async proxy that wgmma reads
+// through (each writing thread, before the barrier that publishes them).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Orders this thread's accumulator register accesses before the next wgmma.
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// d (+)= A B for one m64n64k16 step, f16 inputs, f32 accumulators, both operands in shared
+// memory. accumulate = false: d = A B. TransB: B is MN-major (its N index contiguous, as a
+// row-major [K][N] array) instead of K-major ([N][K]).
+template <int TransB>
+__device__ __forceinline__ void mma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, %35;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(TransB));
+}
+
+}  // namespace gs::cuda::wg
