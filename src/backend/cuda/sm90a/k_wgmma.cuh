@@ -8,9 +8,11 @@
 //   bits 49-51  base offset (0 for the layouts here)
 //   bits 62-63  swizzle (0: none, 1: 128 B, 2: 64 B, 3: 32 B)
 // Without swizzle an operand is made of core matrices: 8 rows of 16 contiguous bytes (8 f16),
-// 128 contiguous bytes each; the two byte offsets say where the neighbouring core matrices lie
-// (which offset is which direction for each major-ness is what tests/cuda/cuda_wgmma_test.cpp
-// establishes on the device). The f32 accumulators of an m64nN tile: warp w of the group holds
+// 128 contiguous bytes each. For K-major and MN-major operands alike, the leading byte offset is
+// the distance between core matrices adjacent in K, the stride byte offset between those adjacent
+// in M or N (established on the H200 by tests/cuda/cuda_wgmma_test.cpp; the other reading gives
+// wrong products or an illegal address). A K-major core matrix is 8 rows (M or N) of 8
+// consecutive k; an MN-major one 8 rows (k) of 8 consecutive m or n. The f32 accumulators of an m64nN tile: warp w of the group holds
 // rows 16 w .. 16 w + 15; lane (g = lane / 4, t = lane % 4) holds, for each 8-column block j,
 // d[4j] = (16w + g, 8j + 2t), d[4j + 1] = (16w + g, 8j + 2t + 1), d[4j + 2] and d[4j + 3] the
 // same columns of row 16w + g + 8 (the mma.sync m16n8 layout, repeated along N).

@@ -10,8 +10,10 @@ namespace gs::cuda {
 
 struct WgmmaProbe {
   bool b_mn_major = false;  // B given as [K][N] (N contiguous; wgmma's transposed B) instead of [N][K]
-  bool a_swap = false;      // A's descriptor: false: leading offset = the K direction, stride = M
-  bool b_swap = false;      // B's the same (false: leading = K direction, stride = N)
+  // The descriptors' byte offsets: false: leading = the K direction, stride = M or N (the
+  // reading that holds on the device); true: swapped (exploration only: it can fault).
+  bool a_swap = false;
+  bool b_swap = false;
 };
 
 // a: [64][64] f16 bits, row-major M x K; b: [64][64] f16 bits, [N][K] or [K][N] per
