@@ -83,6 +83,50 @@ RowStats row_stats(const float* x, size_t n) {
   return s;
 }
 
+// exp(y) 4 lanes at a time for y <= 0, as 2^n e^r (n = round(y log2 e), |r| <= ln 2 / 2, e^r by
+// its Taylor polynomial of degree 6): relative error ~1.2e-7, about one float ulp; 0 below
+// 2^-126 (against the row's largest term, 1). libm's expf, one logit at a time, cost ~1 ms a
+// 262k row.
+inline F32x4 exp4_nonpositive(F32x4 y) {
+  constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693145751953125f, kLn2Lo = 1.42860676533018708e-6f;
+  const F32x4 lo = {-104.0f, -104.0f, -104.0f, -104.0f};
+  y = select4(y < lo, lo, y);  // also -inf
+  const F32x4 t = y * kLog2e - 0.5f;  // y <= 0: truncation toward 0 rounds y log2 e to nearest
+  const I32x4 ni = __builtin_convertvector(t, I32x4);
+  const F32x4 nf = __builtin_convertvector(ni, F32x4);
+  const F32x4 r = y - nf * kLn2Hi - nf * kLn2Lo;
+  F32x4 p = r * (1.0f / 720.0f) + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const I32x4 bits = (ni + 127) << 23;
+  const I32x4 normal = ni >= -126;
+  return reinterpret_cast<F32x4>(bits & normal) * p;  // 0 where 2^n is not a normal float
+}
+
+// e[i] = exp((x[i] - mx) * inv_t) for x[i] <= mx (NaN already -inf), inv_t > 0; returns their
+// sum in double (the softmax normalizer over a whole row). e may be null.
+double exp_row(const float* x, size_t n, float mx, float inv_t, float* e) {
+  const F32x4 m4 = {mx, mx, mx, mx}, it4 = {inv_t, inv_t, inv_t, inv_t};
+  using F64x4 = double __attribute__((vector_size(32)));
+  F64x4 acc = {0.0, 0.0, 0.0, 0.0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const F32x4 v = exp4_nonpositive((load4(x + i) - m4) * it4);
+    if (e) std::memcpy(e + i, &v, sizeof v);
+    acc += __builtin_convertvector(v, F64x4);
+  }
+  double z = acc[0] + acc[1] + acc[2] + acc[3];
+  for (; i < n; ++i) {
+    const float v = std::exp((x[i] - mx) * inv_t);
+    if (e) e[i] = v;
+    z += static_cast<double>(v);
+  }
+  return z;
+}
+
 // The lowest index whose value equals m (m not NaN), n when there is none; blocks are tested
 // whole first.
 size_t first_equal(const float* x, size_t n, float m) {
@@ -252,6 +296,67 @@ void select_top(const std::vector<float>& x, size_t k, std::vector<TokenProb>* o
   std::sort_heap(out->begin(), out->end(), before);
 }
 
+// The draw's walk past the sorted prefix when it ranges over the whole row (no top-k, top-p or
+// min-p cut), without sorting the tail: the tail (every element after `last`, the prefix's
+// last, in distribution order) is bucketed by logit (kBuckets equal widths from last's logit
+// down to where exp((x - mx) inv_t) is no longer a normal float); whole buckets are passed by
+// their sums, and only the bucket where the cumulative sum passes `target` is sorted and walked
+// element by element as the prefix was. Returns the token the full sorted walk would draw
+// (bucket sums use exp4_nonpositive's values: a draw within ~1e-7 of a bucket's edge may go to
+// its neighbour); `prev` is the prefix's last token, returned when nothing in the tail counts.
+// A flat row's draw used to sort most of its 262k logits (~15-20 ms).
+int32_t draw_in_tail(const std::vector<float>& x, const TokenProb& last, float mx, float inv_t, double cum,
+                     double target, Sampler::TailScratch* t) {
+  constexpr int kBuckets = 4096;
+  constexpr uint16_t kOut = 0xFFFF;  // in the prefix, or a term that is not a normal float
+  const size_t n = x.size();
+  const float hi = last.p, lo = mx - 87.0f / inv_t;
+  if (!(hi > lo)) return last.id;
+  t->e.resize(n);
+  exp_row(x.data(), n, mx, inv_t, t->e.data());
+  t->bucket.resize(n);
+  t->sum.assign(kBuckets, 0.0);
+  const float scale = static_cast<float>(kBuckets) / (hi - lo);
+  int last_bucket = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const bool in_tail = v < hi || (v == hi && static_cast<int32_t>(i) > last.id);
+    if (!in_tail || !(v >= lo) || !(t->e[i] > 0.0f)) {
+      t->bucket[i] = kOut;
+      continue;
+    }
+    const int b = std::min(kBuckets - 1, static_cast<int>((hi - v) * scale));
+    t->bucket[i] = static_cast<uint16_t>(b);
+    t->sum[static_cast<size_t>(b)] += static_cast<double>(t->e[i]);
+    last_bucket = std::max(last_bucket, b);
+  }
+  auto sorted_members = [&](int b) {
+    t->members.clear();
+    for (size_t i = 0; i < n; ++i)
+      if (t->bucket[i] == b) t->members.push_back({static_cast<int32_t>(i), x[i]});
+    std::sort(t->members.begin(), t->members.end(), before);
+  };
+  int32_t prev = last.id;
+  for (int b = 0; b <= last_bucket; ++b) {
+    if (t->sum[static_cast<size_t>(b)] == 0.0) continue;
+    if (cum + t->sum[static_cast<size_t>(b)] <= target) {
+      cum += t->sum[static_cast<size_t>(b)];
+      continue;
+    }
+    sorted_members(b);
+    for (const TokenProb& c : t->members) {
+      const auto e = static_cast<double>(std::exp((c.p - mx) * inv_t));
+      if (e <= 0) return prev;
+      cum += e;
+      if (target < cum) return c.id;
+      prev = c.id;
+    }
+  }
+  if (last_bucket < 0) return prev;
+  sorted_members(last_bucket);  // the sums fell short of target by rounding: the last term drawn
+  return t->members.empty() ? prev : t->members.back().id;
+}
+
 }  // namespace
 
 int32_t Sampler::sample_with(std::span<const float> logits, double u) {
@@ -306,7 +411,7 @@ int32_t Sampler::sample_with(std::span<const float> logits, double u) {
     if (top_k) {
       for (const TokenProb& c : cand_) z += static_cast<double>(std::exp((c.p - mx) * inv_t));
     } else {
-      for (float x : work_) z += static_cast<double>(std::exp((x - mx) * inv_t));
+      z = exp_row(work_.data(), work_.size(), mx, inv_t, nullptr);
     }
     return z;
   };
@@ -342,6 +447,9 @@ int32_t Sampler::sample_with(std::span<const float> logits, double u) {
   const double target = u * z;
   double cum = 0;
   for (size_t i = 0; i < keep; ++i) {
+    if (i == sorted && !all && keep == n_cand && i > 0) {  // past the prefix of a whole-row draw
+      return draw_in_tail(work_, cand_[i - 1], mx, inv_t, cum, target, &tail_);
+    }
     sort_to(i + 1);
     const auto e = static_cast<double>(std::exp((cand_[i].p - mx) * inv_t));
     if (e <= 0) return cand_[i > 0 ? i - 1 : 0].id;

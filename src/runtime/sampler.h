@@ -57,6 +57,15 @@ class Sampler {
 
   uint64_t n_draws() const { return n_draws_; }
 
+  // Scratch of a whole-row draw that goes past the first candidates (sampler.cpp's
+  // draw_in_tail): the row's terms, each logit's bucket, the buckets' sums, one bucket sorted.
+  struct TailScratch {
+    std::vector<float> e;
+    std::vector<uint16_t> bucket;
+    std::vector<double> sum;
+    std::vector<TokenProb> members;
+  };
+
   // Whether the logits of the last distribution() / sample() call could be sampled from: at
   // least one finite value and no +inf. False for a row of NaN and -inf only (a model that
   // computes NaN, e.g. from a corrupt file: greedy would take token 0 every step) or with an
@@ -81,6 +90,7 @@ class Sampler {
   size_t history_next_ = 0;
   std::vector<float> work_;       // penalized logits
   std::vector<TokenProb> cand_;
+  TailScratch tail_;
   std::vector<int32_t> history_sorted_;  // penalized()'s sorted copy of history_ (counts by runs)
 };
 

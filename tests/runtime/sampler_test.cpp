@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <string>
 
 #include "runtime/sampler.h"
 
@@ -233,6 +234,34 @@ TEST(Sampler, SeededDrawsRepeatAndMatchTheDistribution) {
 namespace gs {
 namespace {
 
+// Every draw picks what the walk over distribution()'s fully sorted list picks for the same u
+// (away from a boundary, where float and double exponentials may disagree).
+void expect_draws_equal_the_walk(const std::vector<float>& l, const SamplerConfig& c, std::mt19937& rng, int n_u,
+                                 const std::string& what) {
+  Sampler s(c);
+  std::vector<TokenProb> d;
+  s.distribution(l, &d);
+  ASSERT_FALSE(d.empty());
+  for (int k = 0; k < n_u; ++k) {
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    double cum = 0;
+    int32_t want = d.back().id;
+    bool near_boundary = false;
+    bool found = false;
+    for (const TokenProb& t : d) {
+      cum += t.p;
+      near_boundary = near_boundary || std::abs(cum - u) < 1e-5;
+      if (!found && u < cum) {
+        want = t.id;
+        found = true;
+      }
+    }
+    if (near_boundary) continue;
+    EXPECT_EQ(s.sample_with(l, u), want) << what << " u " << u << " top_k " << c.top_k << " top_p " << c.top_p
+                                         << " min_p " << c.min_p << " T " << c.temperature;
+  }
+}
+
 // sample_with sorts only as far as its walk reaches; it must pick what a walk over
 // distribution()'s full sorted list picks, for every chain setting.
 TEST(Sampler, DrawEqualsTheWalkOverTheFullDistribution) {
@@ -252,32 +281,32 @@ TEST(Sampler, DrawEqualsTheWalkOverTheFullDistribution) {
     c.top_k = trial % 3 == 0 ? static_cast<int32_t>(rng() % 80) : 0;
     c.top_p = trial % 2 == 0 ? 0.5f + static_cast<float>(rng() % 50) * 0.01f : 1.0f;
     c.min_p = trial % 4 == 1 ? static_cast<float>(rng() % 20) * 0.01f : 0.0f;
-    Sampler s(c);
-    std::vector<TokenProb> d;
-    s.distribution(l, &d);
-    ASSERT_FALSE(d.empty());
-    for (int k = 0; k < 20; ++k) {
-      const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-      double cum = 0;
-      int32_t want = d.back().id;
-      for (const TokenProb& t : d) {
-        cum += t.p;
-        if (u < cum) {
-          want = t.id;
-          break;
-        }
-      }
-      // Away from a boundary (float against double exponentials), the same token.
-      bool near_boundary = false;
-      cum = 0;
-      for (const TokenProb& t : d) {
-        cum += t.p;
-        near_boundary = near_boundary || std::abs(cum - u) < 1e-5;
-      }
-      if (near_boundary) continue;
-      EXPECT_EQ(s.sample_with(l, u), want) << "trial " << trial << " n " << n << " u " << u << " top_k " << c.top_k
-                                           << " top_p " << c.top_p << " min_p " << c.min_p << " T " << c.temperature;
+    expect_draws_equal_the_walk(l, c, rng, 20, "trial " + std::to_string(trial) + " n " + std::to_string(n));
+  }
+}
+
+// A draw over the whole row (no top-k, top-p or min-p) that goes past the first 64 candidates
+// walks the rest a logit bucket at a time (draw_in_tail): long flat rows, with ties, NaN,
+// -inf and logits far below the top, must still draw what the sorted walk draws.
+TEST(Sampler, WholeRowDrawsPastTheFirstCandidatesEqualTheWalk) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int n = trial % 3 == 0 ? 70000 : 200 + static_cast<int>(rng() % 9000);
+    const float scale = 0.05f + static_cast<float>(rng() % 10) * 0.1f;
+    std::vector<float> l(static_cast<size_t>(n));
+    for (float& x : l) x = normal(rng) * scale;
+    if (trial % 2 == 0)
+      for (float& x : l) x = std::round(x * 64.0f) / 64.0f;  // ties
+    if (trial % 4 == 1) {
+      l[3] = NAN;
+      l[5] = -INFINITY;
+      l[7] = -200.0f;  // no normal-float term at any of these temperatures
+      l[9] = 30.0f;    // one dominant logit: most draws end at once
     }
+    SamplerConfig c;
+    c.temperature = 0.5f + static_cast<float>(rng() % 16) * 0.1f;
+    expect_draws_equal_the_walk(l, c, rng, 30, "trial " + std::to_string(trial) + " n " + std::to_string(n));
   }
 }
 
