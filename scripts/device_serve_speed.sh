@@ -39,30 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
       kill $spid 2>/dev/null
       continue
     fi
-    res=$(python3 - $PORT <<'PY'
-import json, sys, urllib.request
-port = sys.argv[1]
-def post(body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    return json.loads(urllib.request.urlopen(req, timeout=300).read().decode())
-modes = [("greedy", {"temperature": 0}),
-         ("greedy rep1.1", {"temperature": 0, "repetition_penalty": 1.1}),
-         ("T1 k64 p.95", {"temperature": 1, "top_k": 64, "top_p": 0.95}),
-         ("T1", {"temperature": 1, "top_k": 0, "top_p": 1.0}),
-         ("T.7 minp.05", {"temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.05})]
-post({"messages": [{"role": "user", "content": "warm up"}], "max_tokens": 16})
-out = []
-for name, extra in modes:
-    body = {"messages": [{"role": "user", "content": "Tell a long story."}], "max_tokens": 128, "seed": 7,
-            "ignore_eos": True}
-    body.update(extra)
-    r = post(body)
-    t = r.get("timings", {})
-    out.append(f"{name} {t.get('predicted_per_second', 0):.1f}")
-print("; ".join(out))
-PY
-)
+    res=$(python3 scripts/serve_speed.py $PORT chains)
     kill $spid; wait $spid 2>/dev/null
     note "round $r $b: bench tg128 $tg | served tok/s: $res"
   done
@@ -80,24 +57,7 @@ if [ "${GS_SS_MTP:-0}" = 1 ]; then
     --device cuda >"$OUT/serve_mtp.log" 2>&1 &
   spid=$!
   for _ in $(seq 1 240); do curl -sf "localhost:$PORT/health" >/dev/null && break; sleep 0.5; done
-  res=$(python3 - $PORT <<'PY'
-import json, sys, urllib.request
-port = sys.argv[1]
-def post(body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    return json.loads(urllib.request.urlopen(req, timeout=300).read().decode())
-post({"prompt": "warm up", "max_tokens": 16})
-out = []
-for rnd in range(2):
-    for spec in (True, False):
-        r = post({"prompt": "ROMEO:", "max_tokens": 128, "temperature": 0, "ignore_eos": True, "speculative": spec})
-        t = r.get("timings", {})
-        extra = f" ({t.get('draft_n_accepted', '?')}/{t.get('draft_n', '?')} drafts)" if spec else ""
-        out.append(f"{'mtp' if spec else 'plain'} {t.get('predicted_per_second', 0):.1f}{extra}")
-print("; ".join(out))
-PY
-)
+  res=$(python3 scripts/serve_speed.py $PORT mtp)
   kill $spid; wait $spid 2>/dev/null
   note "shakes $b: bench $rows | served tok/s: $res"
 fi
