@@ -33,6 +33,7 @@ class FakeSlotRunner : public SlotRunner {
     int32_t accept_per_round = 2;      // drafts accepted per round (capped by the drafts)
     std::vector<int32_t> eog = {1};
     std::chrono::milliseconds step_delay{0};
+    std::chrono::microseconds prefill_row_delay{0};  // more per prefill row (long chunk steps)
     NextToken next;                     // default: a hash of the last tokens, never EOG
     bool reuse_prefix = false;          // keep a released slot's tokens for the next start
     // Called at the start of every step with its index (0-based), outside the runner's lock.
@@ -45,6 +46,7 @@ class FakeSlotRunner : public SlotRunner {
     int64_t max_decode_tokens = 0;
     std::vector<int32_t> slots;
     std::vector<int32_t> decode_slots;
+    double seconds = 0;  // the step's own duration, delays included
   };
 
   explicit FakeSlotRunner(Options options) : o_(std::move(options)) {
@@ -95,8 +97,12 @@ class FakeSlotRunner : public SlotRunner {
   }
 
   Result<std::vector<SlotOutput>> step(const StepBatch& batch) override {
+    const auto t0 = std::chrono::steady_clock::now();
     if (o_.on_step) o_.on_step(n_steps());
-    if (o_.step_delay.count() > 0) std::this_thread::sleep_for(o_.step_delay);
+    int64_t rows = 0;
+    for (const auto& p : batch.prefill) rows += static_cast<int64_t>(p.tokens.size());
+    const auto delay = std::chrono::duration_cast<std::chrono::microseconds>(o_.step_delay) + o_.prefill_row_delay * rows;
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
     std::lock_guard<std::mutex> lock(mu_);
     n_steps_++;
     if (fail_steps_ > 0) {
@@ -140,6 +146,7 @@ class FakeSlotRunner : public SlotRunner {
       }
       outs.push_back(std::move(out));
     }
+    rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     steps_.push_back(rec);
     return outs;
   }
