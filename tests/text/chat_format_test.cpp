@@ -146,10 +146,15 @@ TEST(ChatFormat, ManyToolResultsRenderInLinearTime) {
     for (size_t i = 0; i < n; ++i) m.push_back(tool_result("c" + std::to_string(n - 1 - i), "r"));
     return m;
   };
+  // The fastest of three runs: a run the scheduler preempts on a loaded machine does not decide.
   const auto seconds = [](const std::vector<ChatMessage>& m) {
-    const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_TRUE(render_chat(m, {}, {}).ok());
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double best = 1e9;
+    for (int r = 0; r < 3; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_TRUE(render_chat(m, {}, {}).ok());
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
   };
   const auto small = conversation(4000);
   const auto big = conversation(32000);
