@@ -32,6 +32,10 @@ struct SamplingParams {
   // OpenAI's logit_bias: (token id, bias) pairs, ids distinct and in the vocabulary; the bias
   // is added to the token's logit before anything else (-inf: never sampled).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM's min_tokens: the end-of-generation tokens are not sampled before this many tokens
+  // (0: off). The engine fills held_end_tokens (the model's and the request's extra ones).
+  int32_t min_tokens = 0;
+  std::vector<int32_t> held_end_tokens;
 };
 
 // Structured output (decision 0027): when `grammar` is set, the generated content must be one

@@ -105,6 +105,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     config.frequency_penalty = setup.sampling.frequency_penalty;
     config.presence_penalty = setup.sampling.presence_penalty;
     config.logit_bias = setup.sampling.logit_bias;
+    config.min_tokens = setup.sampling.min_tokens;
+    config.held_tokens = setup.sampling.held_end_tokens;
     config.seed = setup.sampling.has_seed ? setup.sampling.seed : seed_source_();
     s.sampler = std::make_unique<Sampler>(config);
     // The kept prompt tokens are not prefilled again; the penalties still see them.

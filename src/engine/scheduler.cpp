@@ -262,6 +262,14 @@ void Scheduler::loop() {
       seq.slot = pick_slot(seq.request.prompt);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
+      setup.sampling.held_end_tokens.clear();
+      if (seq.request.ignore_eog) {
+        setup.sampling.min_tokens = 0;  // nothing ends it early anyway
+      } else if (setup.sampling.min_tokens > 0) {
+        setup.sampling.held_end_tokens = runner_info_.eog_tokens;
+        setup.sampling.held_end_tokens.insert(setup.sampling.held_end_tokens.end(), seq.request.extra_eog.begin(),
+                                              seq.request.extra_eog.end());
+      }
       setup.n_logprobs = seq.request.n_logprobs;
       setup.speculative = seq.request.speculative && runner_info_.has_drafter;
       setup.draft_max = setup.speculative

@@ -151,7 +151,7 @@ int32_t first_max(std::span<const float> x, const RowStats& s) {
 }  // namespace
 
 bool Sampler::adjusts_row() const {
-  return !config_.logit_bias.empty() ||
+  return !config_.logit_bias.empty() || holds_tokens() ||
          (!history_.empty() && (config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
                                 config_.presence_penalty != 0.0f));
 }
@@ -174,6 +174,9 @@ void Sampler::penalized(std::span<const float> logits) {
   last_ok_ = s.finite && !s.pos_inf;
   for (const auto& [id, bias] : config_.logit_bias)
     if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[static_cast<size_t>(id)] += bias;
+  if (holds_tokens())
+    for (int32_t id : config_.held_tokens)
+      if (id >= 0 && static_cast<size_t>(id) < work_.size()) work_[static_cast<size_t>(id)] = kNegInf;
   const bool penalties = config_.repetition_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
                          config_.presence_penalty != 0.0f;
   if (!penalties || history_.empty()) return;
@@ -461,10 +464,14 @@ int32_t Sampler::sample_with(std::span<const float> logits, double u) {
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
-  if (greedy()) return sample_with(logits, 0.0);
-  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-  ++n_draws_;
-  return sample_with(logits, u);
+  double u = 0.0;
+  if (!greedy()) {
+    u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+    ++n_draws_;
+  }
+  const int32_t t = sample_with(logits, u);
+  ++n_sampled_;
+  return t;
 }
 
 }  // namespace gs

@@ -27,6 +27,10 @@ struct SamplerConfig {
   // Added to these tokens' logits first, before the penalties (llama.cpp's order): OpenAI's
   // logit_bias. -inf bans a token. Ids outside the row are ignored.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // Until sample() has been called min_tokens times, these tokens are never sampled (vLLM's
+  // min_tokens over the end-of-generation tokens).
+  int32_t min_tokens = 0;
+  std::vector<int32_t> held_tokens;
 };
 
 struct TokenProb {
@@ -56,6 +60,7 @@ class Sampler {
   int32_t sample_with(std::span<const float> logits, double u);
 
   uint64_t n_draws() const { return n_draws_; }
+  int64_t n_sampled() const { return n_sampled_; }  // sample() calls (tokens chosen)
 
   // Scratch of a whole-row draw that goes past the first candidates (sampler.cpp's
   // draw_in_tail): the row's terms, each logit's bucket, the buckets' sums, one bucket sorted.
@@ -78,6 +83,7 @@ class Sampler {
   void penalized(std::span<const float> logits);
   // The row needs changing before the chain: a logit bias, or a penalty with a history.
   bool adjusts_row() const;
+  bool holds_tokens() const { return n_sampled_ < config_.min_tokens && !config_.held_tokens.empty(); }
   // Greedy's token (the first column of the largest adjusted value); sets last_ok_. Without
   // adjustments it reads the row in place (two vectorized passes, no copy).
   int32_t greedy_pick(std::span<const float> logits);
@@ -85,6 +91,7 @@ class Sampler {
   SamplerConfig config_;
   std::mt19937_64 rng_;
   uint64_t n_draws_ = 0;
+  int64_t n_sampled_ = 0;
   bool last_ok_ = true;
   std::vector<int32_t> history_;  // ring of the last penalty_last_n tokens (all when -1)
   size_t history_next_ = 0;

@@ -298,15 +298,16 @@ Status read_n_predict(const json& body, GenerationOptions* gen) {
   return {};
 }
 
-// min_tokens (vLLM) keeps the model from ending before a count: the sampler would have to
-// mask the end-of-generation tokens, and it has no per-token mask beside the output
-// constraints, so it is refused when it asks for something, not ignored. ignore_eos (vLLM,
-// llama-server) goes on past them, as vLLM does: the tokens are generated and the request
-// ends at max_tokens or the context.
+// min_tokens (vLLM): the end-of-generation tokens are not sampled before that many tokens
+// (at most max_tokens). ignore_eos (vLLM, llama-server) goes on past them, as vLLM does: the
+// tokens are generated and the request ends at max_tokens or the context.
 Status read_eog_options(const json& body, GenerationOptions* gen) {
   std::optional<int64_t> n;
   GS_RETURN_IF_ERROR(read_int(body, "", "min_tokens", 0, kMaxTokensLimit, &n));
-  if (n && *n > 0) return Status(StatusCode::kUnimplemented, "min_tokens is not supported by this server");
+  if (n && gen->max_tokens && *n > *gen->max_tokens) {
+    return invalid(fmt::format("min_tokens ({}) is more than max_tokens ({})", *n, *gen->max_tokens));
+  }
+  if (n) gen->sampling.min_tokens = static_cast<int32_t>(*n);
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "ignore_eos", &b));
   gen->ignore_eos = b.value_or(false);

@@ -8,6 +8,17 @@ namespace gs::server {
 
 namespace {
 
+// min_tokens holds the end-of-generation tokens back, and a constrained output's last step
+// allows only those (or a call's closer): the two cannot both hold.
+Status check_min_tokens(const GenerationRequest& r) {
+  if (r.sampling.min_tokens > 0 && (r.json.grammar || !r.allowed_completions.empty())) {
+    return Status(StatusCode::kInvalidArgument,
+                  "min_tokens cannot be combined with structured output (response_format, json_schema) or a forced "
+                  "tool call");
+  }
+  return {};
+}
+
 void fill_common(const GenerationOptions& gen, const PlanLimits& limits, GenerationRequest* r) {
   r->json.grammar = gen.json_grammar;
   r->max_tokens = gen.max_tokens ? *gen.max_tokens : limits.default_max_tokens;
@@ -204,6 +215,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
   plan.parser.stop = req.gen.stop;
   plan.single_tool_call = tools_on && !req.parallel_tool_calls;
+  GS_RETURN_IF_ERROR(check_min_tokens(plan.request));
   return plan;
 }
 
@@ -218,6 +230,7 @@ Result<GenerationPlan> plan_completion(const CompletionRequest& req, const text:
   }
   fill_common(req.gen, limits, &plan.request);
   plan.stop = req.gen.stop;
+  GS_RETURN_IF_ERROR(check_min_tokens(plan.request));
   return plan;
 }
 

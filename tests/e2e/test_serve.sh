@@ -110,6 +110,30 @@ assert banned["choices"][0]["text"] != plain["choices"][0]["text"], (plain, bann
 EOF
 then ok "logit_bias: +100 forces a token (greedy and sampled), false bans greedy's pick"; else bad "logit_bias"; fi
 
+# min_tokens (vLLM): the end of generation is held back until that many tokens. The bundled
+# model never ends a turn by itself, so a logit_bias makes it end at once without min_tokens.
+if python3 - "$URL" "${AUTH[@]}" <<'EOF'
+import json, sys, urllib.request
+url, headers = sys.argv[1], {"Content-Type": "application/json"}
+for i in range(2, len(sys.argv) - 1):
+    if sys.argv[i] == "-H":
+        k, v = sys.argv[i + 1].split(": ", 1)
+        headers[k] = v
+def post(path, body):
+    req = urllib.request.Request(url + path, json.dumps(body).encode(), headers)
+    return json.loads(urllib.request.urlopen(req, timeout=60).read().decode())
+end = post("/tokenize", {"content": "<turn|>", "add_special": False, "parse_special": True})["tokens"]
+assert len(end) == 1, end
+base = {"messages": [{"role": "user", "content": "ROMEO:"}], "max_tokens": 60, "temperature": 0,
+        "logit_bias": {str(end[0]): 100}}
+plain = post("/v1/chat/completions", base)
+assert plain["choices"][0]["finish_reason"] == "stop" and plain["usage"]["completion_tokens"] <= 1, plain
+held = post("/v1/chat/completions", dict(base, min_tokens=12))
+assert held["choices"][0]["finish_reason"] == "stop" and held["usage"]["completion_tokens"] >= 12, held["usage"]
+assert held["choices"][0]["message"]["content"], held
+EOF
+then ok "min_tokens holds the end of generation back"; else bad "min_tokens"; fi
+
 code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
   -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":16,"temperature":0}')"
 if [ "$code" = 200 ] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["object"]=="chat.completion" and r["usage"]["completion_tokens"]>0' "$WORK/r"; then

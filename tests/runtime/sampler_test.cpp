@@ -112,6 +112,25 @@ TEST(Sampler, LogitBiasComesBeforeEverythingElse) {
   EXPECT_EQ(out.sample(std::vector<float>{1.0f, 2.0f}), 1);
 }
 
+// min_tokens: the held tokens (the end-of-generation ones) are not sampled by the first
+// min_tokens calls of sample(), greedy or drawn; after that they are, as before.
+TEST(Sampler, MinTokensHoldsTheEndTokensBack) {
+  for (float temperature : {0.0f, 1.0f}) {
+    SamplerConfig c;
+    c.temperature = temperature;
+    c.min_tokens = 3;
+    c.held_tokens = {1, 4};
+    Sampler s(c);
+    const std::vector<float> row = {0.0f, 50.0f, 20.0f, 0.0f, 30.0f};  // 1, then 4, dominate
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(s.sample(row), 2) << "call " << i << " T " << temperature;
+      EXPECT_TRUE(s.last_logits_ok());
+    }
+    EXPECT_EQ(s.n_sampled(), 3);
+    EXPECT_EQ(s.sample(row), 1) << "T " << temperature;  // held no longer
+  }
+}
+
 // A row with no finite logit (a model computing NaN) or with +inf cannot be sampled from:
 // greedy would take token 0 every step. The sampler says so; NaN beside finite values still
 // counts as -inf.

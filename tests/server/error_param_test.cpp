@@ -105,12 +105,14 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
       {"chat", chat_with(R"("structural_tag":{"type":"structural_tag"})"), "structural_tag", "unsupported"},
       {"completions", R"({"prompt":"x","grammar":"root ::= x"})", "grammar", "unsupported"},
       {"completions", R"({"prompt":"x","guided_choice":["a"]})", "guided_choice", "unsupported"},
-      // llama-server's n_predict is max_tokens; min_tokens is not supported.
+      // llama-server's n_predict is max_tokens; min_tokens at most max_tokens, and not with a
+      // constrained output.
       {"completions", R"({"prompt":"x","n_predict":0})", "n_predict"},
       {"completions", R"({"prompt":"x","n_predict":"8"})", "n_predict"},
       {"completions", R"({"prompt":"x","n_predict":8,"max_tokens":9})", "n_predict"},
       {"chat", chat_with(R"("n_predict":8,"max_completion_tokens":9)"), "n_predict"},
-      {"chat", chat_with(R"("min_tokens":5)"), "min_tokens", "unsupported"},
+      {"chat", chat_with(R"("min_tokens":5,"max_tokens":3)"), "min_tokens"},
+      {"chat", chat_with(R"("min_tokens":5,"response_format":{"type":"json_object"})"), "min_tokens"},
       {"chat", chat_with(R"("min_tokens":-1)"), "min_tokens"},
       {"completions", R"({"prompt":"x","ignore_eos":1})", "ignore_eos"},
       // Messages.

@@ -278,7 +278,13 @@ TEST(ChatRequest, OtherServersFields) {
     ASSERT_TRUE(r.ok()) << extra << ": " << r.status().to_string();
     EXPECT_FALSE(r->gen.json_grammar) << extra;
   }
-  for (const char* extra : {R"("min_tokens":1)", R"("grammar":"root ::= x")",
+  // min_tokens holds the end of generation back (at most max_tokens).
+  r = chat(R"("min_tokens":7,"max_tokens":7)");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->gen.sampling.min_tokens, 7);
+  EXPECT_EQ(completion(R"("min_tokens":3)")->gen.sampling.min_tokens, 3);
+  EXPECT_EQ(completion(R"("min_tokens":9,"max_tokens":8)").status().code(), StatusCode::kInvalidArgument);
+  for (const char* extra : {R"("grammar":"root ::= x")",
                             R"("guided_regex":"a")", R"("guided_grammar":"g")", R"("guided_choice":["a","b"])",
                             R"("structural_tag":{})"}) {
     EXPECT_EQ(chat(extra).status().code(), StatusCode::kUnimplemented) << extra;
