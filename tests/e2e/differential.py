@@ -19,6 +19,7 @@ with the same request served:
   ring      after a request that shares a long prefix and then runs just few enough (or just
             too many) other tokens for the sliding-window ring to still hold the cut
   parallel1 by a --parallel 1 server
+  altserver by a server of 2 slots, one CPU thread and 8 drafts every round
   cut       with max_tokens N + k, cut to N tokens (compared by the logprobs' tokens)
 Every difference is printed; the exit status is 1 when there is one. The servers are
 started here, on free loopback ports.
@@ -337,7 +338,8 @@ def make_cases(rng, ids, long_lines, ctx_end_prompt):
     return C
 
 
-# --quick: one case of each kind of output path.
+ALL_VARIANTS = "repeat,stream,spec,prefix,load,ring,turn2,parallel1,altserver,cut"
+# --quick: one case of each kind of output path (and every variant but ring and altserver).
 QUICK_CASES = "c_verse,c_stop_logprobs,c_ctx_end,c_long,h_think_budget3,h_tool_named,h_json_think_budget"
 
 
@@ -399,6 +401,8 @@ class Differential:
 
     def load(self, srv, stop, started):
         """3 clients streaming unrelated requests until `stop` is set."""
+        n_load = 16 if self.a.quick else 60
+
         def client(i):
             rng = random.Random(self.a.seed * 100 + i)
             first = [True]
@@ -409,12 +413,12 @@ class Differential:
             while not stop.is_set():
                 chat = i == 1
                 if chat:
-                    body = {"messages": [{"role": "user", "content": rng.choice(LINES)}], "max_tokens": 60,
+                    body = {"messages": [{"role": "user", "content": rng.choice(LINES)}], "max_tokens": n_load,
                             "temperature": 0.9, "stream": True,
                             "chat_template_kwargs": {"enable_thinking": i % 2 == 0}}
                 else:
                     n = rng.choice([3, 30]) if i == 2 else 4
-                    body = {"prompt": shakespeare(rng, n), "max_tokens": 60, "temperature": 0.8, "stream": True,
+                    body = {"prompt": shakespeare(rng, n), "max_tokens": n_load, "temperature": 0.8, "stream": True,
                             "speculative": rng.random() < 0.7}
                 try:
                     srv.stream("/v1/chat/completions" if chat else "/v1/completions", body, on_first=mark)
@@ -427,7 +431,7 @@ class Differential:
             t.start()
         return threads
 
-    def run_case(self, srv, p1, name, chat, body, cut, variants):
+    def run_case(self, srv, p1, alt, name, chat, body, cut, variants):
         ref, cached = self.request(srv, chat, body)
         if cached != 0:
             self.failures.append(f"{name}: the cold request had {cached} cached tokens")
@@ -474,6 +478,8 @@ class Differential:
             self.check_turn2(srv, name, chat, body, ref)
         if "parallel1" in variants and p1 is not None:
             self.compare(name, "parallel1", ref, self.request(p1, chat, body)[0])
+        if "altserver" in variants and alt is not None:
+            self.compare(name, "altserver", ref, self.request(alt, chat, body)[0])
         if "cut" in variants and cut:
             self.check_cut(srv, name, chat, body, cut)
 
@@ -555,6 +561,8 @@ class Differential:
 
     def run(self):
         a = self.a
+        if a.quick and a.variants == ALL_VARIANTS:
+            a.variants = ALL_VARIANTS.replace(",ring", "").replace(",altserver", "")
         variants = set(a.variants.split(","))
         probe = Server(a, 4)
         try:
@@ -578,12 +586,14 @@ class Differential:
             cases = [(n, chat, dict(b, max_tokens=min(b["max_tokens"], 24)), min(cut, 12) if cut else None)
                      for n, chat, b, cut in cases]
         p1 = Server(a, 1) if "parallel1" in variants else None
+        # Other server options: one CPU thread, 2 slots, 8 drafts a round every round.
+        alt = Server(a, 2, ("-t", "1", "--draft-max", "8", "--no-draft-adaptive")) if "altserver" in variants else None
         t0 = time.time()
         try:
             for name, chat, body, cut in cases:
                 srv = Server(a, 4)  # cold: a fresh server for every case
                 try:
-                    self.run_case(srv, p1, name, chat, body, cut, variants)
+                    self.run_case(srv, p1, alt, name, chat, body, cut, variants)
                 except (OSError, RuntimeError, http.client.HTTPException, KeyError, ValueError) as e:
                     self.failures.append(f"{name}: {type(e).__name__}: {e}")
                     print(f"ERROR {name}: {e}", flush=True)
@@ -595,11 +605,12 @@ class Differential:
                 if a.verbose:
                     print(f"-- {name} done at {time.time() - t0:.1f} s", flush=True)
         finally:
-            if p1:
-                errs = p1.errors()
-                if errs:
-                    self.failures.append(f"parallel-1 server logged errors: {errs[:3]}")
-                p1.stop()
+            for extra in (p1, alt):
+                if extra:
+                    errs = extra.errors()
+                    if errs:
+                        self.failures.append(f"a server logged errors: {errs[:3]}")
+                    extra.stop()
         total = sum(c[0] for c in self.counts.values())
         print(f"differential: {len(cases)} requests, {total} comparisons in {time.time() - t0:.1f} s: " +
               ", ".join(f"{k} {c[0]}" + (f" ({c[1]} differ)" if c[1] else "") for k, c in sorted(self.counts.items())))
@@ -619,7 +630,7 @@ def main():
     ap.add_argument("--ctx", type=int, default=2560, help="context per slot (a case fills it)")
     ap.add_argument("--long", type=int, default=240, help="lines of the long prompts (about 10 tokens a line)")
     ap.add_argument("--only", default="", help="comma-separated case names")
-    ap.add_argument("--variants", default="repeat,stream,spec,prefix,load,ring,turn2,parallel1,cut")
+    ap.add_argument("--variants", default=ALL_VARIANTS)
     ap.add_argument("--quick", action="store_true",
                     help="CI size: a few cases, short answers, fewer forms of each variant")
     ap.add_argument("--verbose", action="store_true")

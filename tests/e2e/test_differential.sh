@@ -12,4 +12,4 @@ BIN="$1"
 SHARED="${GS_SHARED_DIR:?}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 python3 "$HERE/differential.py" "$BIN" "$SHARED/models/shakes-target.gguf" "$SHARED/models/shakes-assistant.gguf" \
-  --quick --ctx 448 --long 32 --seed "${GS_DIFF_SEED:-7}"
+  --quick --ctx 320 --long 24 --seed "${GS_DIFF_SEED:-7}"
