@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/shakes_http.h"
@@ -357,6 +358,24 @@ TEST(MessagesHttp, LoadingDrainingAndContextErrors) {
     ASSERT_TRUE(c);
     EXPECT_EQ(c->status, 200) << c->body;
   }
+}
+
+TEST(MessagesHttp, QueueFullIsRateLimitError) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.queue_size = 0;
+  o.step_delay = std::chrono::milliseconds(5);
+  LiveServer s(o);
+  s.answer("", /*endless=*/true);
+  std::thread holder([&] { post(s, body("x", {{"max_tokens", 400}})); });
+  for (int i = 0; i < 200 && s.engine->metrics().busy_slots == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto r = post(s, body("x", {{"max_tokens", 3}}));
+  expect_anthropic_error(r, 429, "rate_limit_error", "queue full");
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  holder.join();
+  test::expect_healthy(s);
 }
 
 // Nothing a client sends takes the server down: every hostile body gets a 4xx in
