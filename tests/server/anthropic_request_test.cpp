@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "server/request_plan.h"
 #include "server_fixture.h"
@@ -355,6 +356,62 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
     const std::string message = refused(c.body);
     EXPECT_EQ(message.rfind(c.starts_with, 0), 0u) << c.body << "\n  gave: " << message;
   }
+}
+
+// Every node of `j`, as JSON pointers.
+void collect_pointers(const json& j, const json::json_pointer& at, std::vector<json::json_pointer>* out) {
+  out->push_back(at);
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) collect_pointers(v, at / k, out);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) collect_pointers(j[i], at / i, out);
+  }
+}
+
+// Nothing a client sends makes the translation (or the rendering and planning after it)
+// throw: a rich body with one node at a time replaced by values of every other type.
+TEST(AnthropicRequest, MutatedBodiesNeverThrow) {
+  const json base = json::parse(R"({"model":"m","max_tokens":64,"system":[{"type":"text","text":"S"}],
+    "tools":[{"name":"get_weather","description":"d","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}],
+    "tool_choice":{"type":"tool","name":"get_weather","disable_parallel_tool_use":true},
+    "thinking":{"type":"enabled","budget_tokens":16},"stop_sequences":["END"],"temperature":0.5,"top_p":0.9,"top_k":5,
+    "messages":[{"role":"user","content":"Weather?"},
+      {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"ok"},
+        {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}}]},
+      {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"snow"}],
+        "is_error":false},{"type":"text","text":"and?"}]},
+      {"role":"assistant","content":"It"}]})");
+  ASSERT_TRUE(parse(base.dump()).ok());
+  std::vector<json::json_pointer> pointers;
+  collect_pointers(base, json::json_pointer(), &pointers);
+  const json values[] = {nullptr, 0, -1, 1e300, 4294967296, "", "x", "tool_use", json::array(), json::object(),
+                         json::array({nullptr}), json::parse(R"({"type":"text"})"),
+                         json::parse(R"({"type":"tool_result","tool_use_id":"toolu_1"})"), true};
+  const auto tok = test::shakes_tokenizer();
+  RequestDefaults d = defaults();
+  d.n_vocab = tok->n_vocab();
+  size_t accepted = 0;
+  for (const auto& p : pointers) {
+    for (const json& v : values) {
+      json body = base;
+      if (p.empty()) {
+        body = v;
+      } else {
+        body[p] = v;
+      }
+      for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
+        EXPECT_NO_THROW({
+          auto r = parse_messages_request(body, d, route);
+          if (r.ok()) {
+            ++accepted;
+            auto plan = plan_chat(*r, *tok, PlanLimits{});
+            (void)plan;
+          }
+        }) << p.to_string() << " = " << v.dump();
+      }
+    }
+  }
+  EXPECT_GT(accepted, 0u);
 }
 
 }  // namespace

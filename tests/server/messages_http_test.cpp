@@ -322,6 +322,13 @@ TEST(MessagesHttp, ApiKeyFromEitherHeaderAndAnthropic401) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << r->body;
   }
+  // Anthropic's SDKs call their beta API as /v1/messages?beta=true (Claude Code does).
+  for (const char* path : {"/v1/messages?beta=true", "/v1/messages/count_tokens?beta=true"}) {
+    auto r = post(s, b, path, {{"x-api-key", "sk-test-1"}});
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+    expect_anthropic_error(post(s, b, path), 401, "authentication_error", path);
+  }
   // The OpenAI routes answer 401 in their own shape still.
   auto chat = s.post("/v1/chat/completions", "{}");
   ASSERT_TRUE(chat);
