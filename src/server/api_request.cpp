@@ -18,20 +18,8 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
-constexpr size_t kMaxStopStrings = 16;
-constexpr size_t kMaxTools = 512;
 
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
-
-bool valid_function_name(const std::string& name) {
-  if (name.empty() || name.size() > 128) return false;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                    c == '-' || c == '.';
-    if (!ok) return false;
-  }
-  return true;
-}
 
 // Server policy on top of the text layer's structural conversion: the rules OpenAI states
 // and the limits of this server (text only), with errors that name the field.
@@ -495,6 +483,16 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
 }
 
 }  // namespace
+
+bool valid_function_name(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 std::optional<size_t> forced_tool(const ChatCompletionRequest& req) {
   if (req.tool_choice == ToolChoice::kRequired && req.tools.size() == 1) return 0;

@@ -20,6 +20,15 @@ namespace gs::server {
 
 enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
 
+// Limits of a chat request, shared by the routes that build one (the OpenAI chat route and
+// the Anthropic Messages adapter, anthropic_request.h).
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxTools = 512;
+
+// A function name the prompt and the output parser handle: 1-128 characters of a-z, A-Z,
+// 0-9, '_', '-' and '.'.
+bool valid_function_name(std::string_view name);
+
 // What the server fills in when a request leaves a field out.
 struct RequestDefaults {
   SamplingParams sampling;            // the model's recommended sampling, or OpenAI's

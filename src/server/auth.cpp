@@ -63,19 +63,31 @@ bool ApiKeys::matches(std::string_view key) const {
   return found != 0;
 }
 
-std::string_view ApiKeys::presented_key(std::string_view authorization, std::string_view x_api_key) {
+namespace {
+
+// The token of "Bearer <token>" (scheme case-insensitive), "" for any other value.
+std::string_view bearer_token(std::string_view authorization) {
   std::string_view a = trim(authorization);
   constexpr std::string_view kBearer = "bearer";
-  if (a.size() > kBearer.size()) {
-    bool is_bearer = true;
-    for (size_t i = 0; i < kBearer.size(); ++i) {
-      if (std::tolower(static_cast<unsigned char>(a[i])) != kBearer[i]) is_bearer = false;
-    }
-    if (is_bearer && std::isspace(static_cast<unsigned char>(a[kBearer.size()]))) {
-      return trim(a.substr(kBearer.size()));
-    }
+  if (a.size() <= kBearer.size()) return {};
+  for (size_t i = 0; i < kBearer.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != kBearer[i]) return {};
   }
-  return trim(x_api_key);
+  if (!std::isspace(static_cast<unsigned char>(a[kBearer.size()]))) return {};
+  return trim(a.substr(kBearer.size()));
+}
+
+}  // namespace
+
+std::string_view ApiKeys::presented_key(std::string_view authorization, std::string_view x_api_key) {
+  const std::string_view token = bearer_token(authorization);
+  return token.empty() ? trim(x_api_key) : token;
+}
+
+bool ApiKeys::matches_either(std::string_view authorization, std::string_view x_api_key) const {
+  const bool by_bearer = matches(bearer_token(authorization));
+  const bool by_header = matches(trim(x_api_key));
+  return by_bearer || by_header;
 }
 
 }  // namespace gs::server

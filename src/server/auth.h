@@ -28,6 +28,11 @@ class ApiKeys {
   // The key a request presents: the token of "Authorization: Bearer <token>" (scheme
   // case-insensitive), else the x-api-key header; "" when neither is present.
   static std::string_view presented_key(std::string_view authorization, std::string_view x_api_key);
+  // True when either header holds one of the keys: the bearer token of `authorization`, or
+  // `x_api_key`. Both are checked whatever the first gives (so the time taken does not say
+  // which matched); a client that sends its key in one and something else in the other
+  // (an Anthropic SDK given a key and a bearer token) is let in.
+  bool matches_either(std::string_view authorization, std::string_view x_api_key) const;
 
  private:
   std::vector<std::array<unsigned char, 32>> digests_;

@@ -84,6 +84,7 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
         break;
       case text::ParserEventKind::kStop:
       case text::ParserEventKind::kEndOfTurn:  // the model began another turn: its answer is over
+        if (ev.kind == text::ParserEventKind::kStop) result_.stop_sequence = ev.text;
         stopped_early_ = true;
         // OpenAI: a reply that called a tool finishes with "tool_calls", even when a stop
         // string then ends it.

@@ -9,6 +9,8 @@
 #include <exception>
 
 #include "core/log.h"
+#include "server/anthropic_format.h"
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/http_listener.h"
 #include "server/json_input.h"
@@ -33,6 +35,17 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(e.body(), "application/json");
 }
 
+// The Anthropic Messages routes (/v1/messages and below) answer errors in Anthropic's shape.
+bool is_messages_path(std::string_view path) {
+  constexpr std::string_view kPrefix = "/v1/messages";
+  return path.substr(0, kPrefix.size()) == kPrefix && (path.size() == kPrefix.size() || path[kPrefix.size()] == '/');
+}
+
+void send_anthropic_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.http_status;
+  res.set_content(anthropic_error_body(e), "application/json");
+}
+
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
 // Shared by a streamed or non-streamed response while its content provider runs.
@@ -40,6 +53,8 @@ struct ResponseState {
   std::unique_ptr<Generation> gen;
   ResponseMeta meta;
   bool chat = true;
+  bool anthropic = false;  // /v1/messages: Anthropic's message and events (chat is true too)
+  int32_t n_prompt = 0;    // prompt tokens, for an Anthropic stream's message_start
   bool include_usage = false;
   bool logprobs = false;
   std::string echo_text;  // completions with echo
@@ -133,6 +148,40 @@ class Routes {
     start(m, std::move(*plan), parsed->gen.stream, state, req, res);
   }
 
+  // POST /v1/messages: Anthropic's Messages API, translated into a chat request
+  // (anthropic_request.h) and answered in Anthropic's shapes (anthropic_format.h).
+  void messages(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_loading(res, /*anthropic=*/true);
+    if (s_->draining_) return send_anthropic_error(res, draining_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_anthropic_error(res, api_error_from_status(body.status()));
+    Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCreate);
+    if (!parsed.ok()) return send_anthropic_error(res, api_error_from_status(parsed.status()));
+    Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
+    if (!plan.ok()) return send_anthropic_error(res, api_error_from_status(plan.status()));
+    auto state = std::make_shared<ResponseState>();
+    state->chat = true;
+    state->anthropic = true;
+    state->n_prompt = static_cast<int32_t>(plan->request.prompt.size());
+    state->meta = {make_response_id("msg_"), unix_now(), m->model_id};
+    start(m, std::move(*plan), parsed->gen.stream, state, req, res);
+  }
+
+  // POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt a /v1/messages body
+  // would be read as (BOS included), without generating; answers while the server drains.
+  void count_tokens(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_loading(res, /*anthropic=*/true);
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_anthropic_error(res, api_error_from_status(body.status()));
+    Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCountTokens);
+    if (!parsed.ok()) return send_anthropic_error(res, api_error_from_status(parsed.status()));
+    Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
+    if (!plan.ok()) return send_anthropic_error(res, api_error_from_status(plan.status()));
+    send_json(res, 200, {{"input_tokens", plan->request.prompt.size()}});
+  }
+
   // llama-server's utility routes: no generation, so they answer while the server drains.
 
   // POST /tokenize: the content's ids (with BOS when add_special), control-token text parsed
@@ -208,9 +257,14 @@ class Routes {
     return e;
   }
   // A 503 while the model loads, with Retry-After (seconds) as for a full queue's 429.
-  static void send_loading(httplib::Response& res) {
+  static void send_loading(httplib::Response& res, bool anthropic = false) {
     res.set_header("Retry-After", "1");
-    send_error(res, api_error_from_status(Status(StatusCode::kUnavailable, "the model is still loading; try again shortly")));
+    const ApiError e =
+        api_error_from_status(Status(StatusCode::kUnavailable, "the model is still loading; try again shortly"));
+    anthropic ? send_anthropic_error(res, e) : send_error(res, e);
+  }
+  static void send_outcome_error(httplib::Response& res, const ResponseState& st, const ApiError& e) {
+    st.anthropic ? send_anthropic_error(res, e) : send_error(res, e);
   }
   static ApiError draining_error() {
     return api_error_from_status(Status(StatusCode::kUnavailable, "the server is shutting down"));
@@ -243,9 +297,14 @@ class Routes {
         e.extra["n_prompt_tokens"] = n_prompt;
         e.extra["n_ctx"] = m->info.n_ctx;
         if (!state->chat) e.param = "prompt";
+        // Anthropic's wording, which agents read to compact their context.
+        if (state->anthropic) {
+          e.message = fmt::format("prompt is too long: {} tokens > {} maximum (the context holds {} tokens)", n_prompt,
+                                  std::max<int64_t>(int64_t{m->info.n_ctx} - 1, 0), m->info.n_ctx);
+        }
       }
       if (e.http_status == 429) res.set_header("Retry-After", "1");
-      return send_error(res, e);
+      return send_outcome_error(res, *state, e);
     }
     // Set here: httplib turns an unset status into 206 when the request has a Range header.
     res.status = 200;
@@ -257,8 +316,10 @@ class Routes {
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
       HttpServer* server = s_;
-      set_body(req, res, "text/event-stream",
-               [server, state](size_t, httplib::DataSink& sink) { return Routes(server).stream_body(*state, sink); });
+      set_body(req, res, "text/event-stream", [server, state](size_t, httplib::DataSink& sink) {
+        return state->anthropic ? Routes(server).anthropic_stream_body(*state, sink)
+                                : Routes(server).stream_body(*state, sink);
+      });
     } else {
       whole_response(*state, res);
     }
@@ -380,6 +441,50 @@ class Routes {
     return true;
   }
 
+  // Anthropic's server-sent events (AnthropicStream): message_start, the blocks, then
+  // message_delta and message_stop; an engine failure after the start is an error event.
+  // Keep-alives are ping events, as Anthropic's own.
+  bool anthropic_stream_body(ResponseState& st, httplib::DataSink& sink) {
+    auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+    AnthropicStream events(st.meta);
+    if (!write(events.start(st.n_prompt))) {
+      client_gone(st);
+      return false;
+    }
+    auto last_write = Clock::now();
+    for (;;) {
+      PollResult r = st.gen->poll(std::chrono::milliseconds(100));
+      for (const auto& d : r.deltas) {
+        const std::string event = events.delta(d);
+        if (event.empty()) continue;
+        if (!write(event)) {
+          client_gone(st);
+          return false;
+        }
+        last_write = Clock::now();
+      }
+      if (r.finished) break;
+      if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
+        if (!write(AnthropicStream::ping())) {
+          client_gone(st);
+          return false;
+        }
+        last_write = Clock::now();
+      }
+    }
+    const GenerationResult& result = st.gen->result();
+    count_result(st);
+    if (result.error) {
+      write(AnthropicStream::error(api_error_from_status(*result.error)));
+      sink.done();
+      return true;
+    }
+    if (result.cancelled) return false;
+    if (!write(events.finish(result))) return false;
+    sink.done();
+    return true;
+  }
+
   // A whole JSON response: the handler waits for the end of generation, so the status
   // follows the outcome (an engine failure after admission is its 5xx error, not a 200 with
   // an error body). Nothing is written meanwhile; a client that closes its connection is
@@ -397,15 +502,17 @@ class Routes {
     if (!st.gen->finished()) {
       // Nobody reads the answer; 499 (client closed request) is what the metrics count.
       res.set_header("Connection", "close");
-      return send_error(res, api_error_from_status(Status(StatusCode::kCancelled, "the client closed the connection")));
+      return send_outcome_error(
+          res, st, api_error_from_status(Status(StatusCode::kCancelled, "the client closed the connection")));
     }
     const GenerationResult& result = st.gen->result();
     count_result(st);
-    if (result.error) return send_error(res, api_error_from_status(*result.error));
+    if (result.error) return send_outcome_error(res, st, api_error_from_status(*result.error));
     if (result.cancelled) {
       res.set_header("Connection", "close");
-      return send_error(res, api_error_from_status(Status(StatusCode::kCancelled, "the request was cancelled")));
+      return send_outcome_error(res, st, api_error_from_status(Status(StatusCode::kCancelled, "the request was cancelled")));
     }
+    if (st.anthropic) return send_json(res, 200, anthropic_message_json(st.meta, result));
     if (st.chat) {
       json lp = st.logprobs ? chat_logprobs_json(*st.tokenizer, st.all_tokens) : json(nullptr);
       return send_json(res, 200, chat_completion_json(st.meta, result, lp));
@@ -454,10 +561,16 @@ std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* s
   if (method == "OPTIONS" || path == "/health" || path == "/v1/health") return {};
   const std::string_view authorization = request_header(head, "authorization");
   const std::string_view x_api_key = request_header(head, "x-api-key");
-  if (keys.matches(ApiKeys::presented_key(authorization, x_api_key))) return {};
+  if (keys.matches_either(authorization, x_api_key)) return {};
   const bool presented = !authorization.empty() || !x_api_key.empty();
-  const std::string body =
-      unauthorized(presented ? "invalid API key" : "an API key is required: send 'Authorization: Bearer <key>'").body();
+  // Anthropic's clients send the key as x-api-key (Claude Code's auth token as a bearer
+  // token), and read errors in Anthropic's shape.
+  const bool anthropic = is_messages_path(path);
+  const ApiError e = unauthorized(presented ? "invalid API key"
+                                  : anthropic ? "an API key is required: send 'x-api-key: <key>' or "
+                                                "'Authorization: Bearer <key>'"
+                                              : "an API key is required: send 'Authorization: Bearer <key>'");
+  const std::string body = anthropic ? anthropic_error_body(e) : e.body();
   *status = 401;
   return "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nWWW-Authenticate: Bearer\r\n"
          "Access-Control-Allow-Origin: *\r\nConnection: close\r\nContent-Length: " +
@@ -524,8 +637,11 @@ void HttpServer::install_routes() {
   // request but GET /health and the preflight itself (a browser sends no key with it).
   svr.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
   svr.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request&, httplib::Response& res) {
-        if (res.body.empty()) send_error(res, api_error_for_http_status(res.status));
+      [](const httplib::Request& req, httplib::Response& res) {
+        if (res.body.empty()) {
+          const ApiError e = api_error_for_http_status(res.status);
+          is_messages_path(req.path) ? send_anthropic_error(res, e) : send_error(res, e);
+        }
         return httplib::Server::HandlerResponse::Handled;
       }));
   svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -537,7 +653,8 @@ void HttpServer::install_routes() {
     } catch (...) {
     }
     GS_LOG_ERROR("handler for {} {} threw: {}", req.method, req.path, what);
-    send_error(res, api_error_from_status(Status(StatusCode::kInternal, "internal error: " + what)));
+    const ApiError e = api_error_from_status(Status(StatusCode::kInternal, "internal error: " + what));
+    is_messages_path(req.path) ? send_anthropic_error(res, e) : send_error(res, e);
   });
   svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     {
@@ -554,7 +671,8 @@ void HttpServer::install_routes() {
         (routes.*fn)(req, res);
       } catch (const std::exception& e) {
         GS_LOG_ERROR("handler for {} {} threw: {}", req.method, req.path, e.what());
-        send_error(res, api_error_from_status(Status(StatusCode::kInternal, std::string("internal error: ") + e.what())));
+        const ApiError err = api_error_from_status(Status(StatusCode::kInternal, std::string("internal error: ") + e.what()));
+        is_messages_path(req.path) ? send_anthropic_error(res, err) : send_error(res, err);
       }
     };
   };
@@ -571,10 +689,13 @@ void HttpServer::install_routes() {
   svr.Post("/tokenize", route(&Routes::tokenize));
   svr.Post("/detokenize", route(&Routes::detokenize));
   svr.Post("/apply-template", route(&Routes::apply_template));
+  svr.Post("/v1/messages", route(&Routes::messages));
+  svr.Post("/v1/messages/count_tokens", route(&Routes::count_tokens));
   // A known route asked with another method: 405 with Allow (RFC 9110 §15.5.6), not 404.
   auto wrong_method = [](const char* allow) {
-    return [allow](const httplib::Request&, httplib::Response& res) {
-      send_error(res, api_error_for_http_status(405));
+    return [allow](const httplib::Request& req, httplib::Response& res) {
+      const ApiError e = api_error_for_http_status(405);
+      is_messages_path(req.path) ? send_anthropic_error(res, e) : send_error(res, e);
       res.set_header("Allow", allow);
     };
   };
@@ -594,7 +715,8 @@ void HttpServer::install_routes() {
   };
   const char* const get_paths[] = {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"};
   const char* const post_paths[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions",
-                                    "/tokenize", "/detokenize", "/apply-template"};
+                                    "/tokenize", "/detokenize", "/apply-template", "/v1/messages",
+                                    "/v1/messages/count_tokens"};
   for (const char* path : get_paths) {
     svr.Options(path, preflight("GET"));
     svr.Post(path, wrong_method("GET"));

@@ -1,0 +1,408 @@
+// Anthropic Messages request bodies to the chat route's typed request, validated.
+#include "server/anthropic_request.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/json_input.h"
+#include "text/json_grammar.h"
+
+namespace gs::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
+
+Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+
+// A required string field; "" is refused when `non_empty`.
+Status read_required_string(const json& obj, const std::string& path, const char* key, bool non_empty,
+                            std::string* out) {
+  std::optional<std::string> s;
+  GS_RETURN_IF_ERROR(read_string(obj, path, key, &s));
+  if (!s) return invalid(fmt::format("{} is required", field_name(path, key)));
+  if (non_empty && s->empty()) return invalid(fmt::format("{} must not be empty", field_name(path, key)));
+  *out = std::move(*s);
+  return {};
+}
+
+// The block's "type", required.
+Status block_type(const json& block, const std::string& path, std::string* type) {
+  if (!block.is_object()) return invalid(fmt::format("{} must be a content block (an object), got {}", path, json_type_name(block)));
+  return read_required_string(block, path, "type", /*non_empty=*/false, type);
+}
+
+Status refuse_media(const std::string& path, const std::string& type) {
+  return invalid(fmt::format("{}: {} blocks are not supported (this server reads text only)", path, type));
+}
+
+// The text of a text block.
+Status read_text_block(const json& block, const std::string& path, text::ContentPart* part) {
+  part->type = text::ContentPartType::kText;
+  return read_required_string(block, path, "text", /*non_empty=*/false, &part->text);
+}
+
+// Content that may hold only text: a string, or an array of text blocks (system, a
+// tool_result's content). Images and documents are refused by name, other blocks by type.
+Status read_text_content(const json& content, const std::string& path, text::ChatMessage* m) {
+  if (content.is_string()) {
+    m->content = content.get<std::string>();
+    return {};
+  }
+  if (!content.is_array()) {
+    return invalid(fmt::format("{} must be a string or an array of text blocks, got {}", path, json_type_name(content)));
+  }
+  for (size_t k = 0; k < content.size(); ++k) {
+    const std::string bpath = fmt::format("{}[{}]", path, k);
+    std::string type;
+    GS_RETURN_IF_ERROR(block_type(content[k], bpath, &type));
+    if (type == "image" || type == "document") return refuse_media(bpath, type);
+    if (type != "text") return invalid(fmt::format("{}.type must be 'text', got '{}'", bpath, type));
+    text::ContentPart part;
+    GS_RETURN_IF_ERROR(read_text_block(content[k], bpath, &part));
+    m->content_parts.push_back(std::move(part));
+  }
+  return {};
+}
+
+bool has_content(const text::ChatMessage& m) { return !m.content.empty() || !m.content_parts.empty(); }
+
+Status read_system(const json& body, std::vector<text::ChatMessage>* out) {
+  const auto it = body.find("system");
+  if (it == body.end() || it->is_null()) return {};
+  text::ChatMessage m;
+  m.role = text::ChatRole::kSystem;
+  GS_RETURN_IF_ERROR(read_text_content(*it, "system", &m));
+  if (has_content(m)) out->push_back(std::move(m));
+  return {};
+}
+
+// One tool_result block of a user message: a tool message answering a call of `prev` (the
+// translated assistant message just before, null when there is none).
+Status read_tool_result(const json& block, const std::string& path, const text::ChatMessage* prev,
+                        const std::string& prev_path, std::vector<text::ChatMessage>* results) {
+  text::ChatMessage m;
+  m.role = text::ChatRole::kTool;
+  GS_RETURN_IF_ERROR(read_required_string(block, path, "tool_use_id", /*non_empty=*/true, &m.tool_call_id));
+  if (prev == nullptr || prev->tool_calls.empty()) {
+    return invalid(fmt::format("{}: a tool_result must answer a tool_use block of the assistant message just before "
+                               "it, and {} holds none",
+                               path, prev_path.empty() ? std::string("no message") : prev_path));
+  }
+  const text::ChatToolCall* call = nullptr;
+  for (const auto& c : prev->tool_calls) {
+    if (c.id == m.tool_call_id) call = &c;
+  }
+  if (call == nullptr) {
+    return invalid(fmt::format("{}.tool_use_id '{}' matches no tool_use block of {}", path, m.tool_call_id, prev_path));
+  }
+  for (const auto& r : *results) {
+    if (r.tool_call_id == m.tool_call_id) {
+      return invalid(fmt::format("{}.tool_use_id '{}' is answered twice in this message", path, m.tool_call_id));
+    }
+  }
+  m.name = call->name;
+  std::optional<bool> is_error;
+  GS_RETURN_IF_ERROR(read_bool(block, path, "is_error", &is_error));  // checked, not rendered
+  const auto content = block.find("content");
+  if (content != block.end() && !content->is_null()) {
+    GS_RETURN_IF_ERROR(read_text_content(*content, path + ".content", &m));
+  }
+  results->push_back(std::move(m));
+  return {};
+}
+
+// A user message: its tool_result blocks as tool messages (first, as the chat format wants
+// them right after the calls), then its text as one user message.
+Status read_user_message(const json& content, const std::string& path, const text::ChatMessage* prev,
+                         const std::string& prev_path, std::vector<text::ChatMessage>* out) {
+  text::ChatMessage user;
+  user.role = text::ChatRole::kUser;
+  if (content.is_string()) {
+    if (content.get_ref<const std::string&>().empty()) return invalid(fmt::format("{} must not be empty", path));
+    user.content = content.get<std::string>();
+    out->push_back(std::move(user));
+    return {};
+  }
+  if (!content.is_array()) {
+    return invalid(fmt::format("{} must be a string or an array of content blocks, got {}", path, json_type_name(content)));
+  }
+  if (content.empty()) return invalid(fmt::format("{} must not be empty", path));
+  std::vector<text::ChatMessage> results;
+  for (size_t k = 0; k < content.size(); ++k) {
+    const std::string bpath = fmt::format("{}[{}]", path, k);
+    const json& block = content[k];
+    std::string type;
+    GS_RETURN_IF_ERROR(block_type(block, bpath, &type));
+    if (type == "text") {
+      text::ContentPart part;
+      GS_RETURN_IF_ERROR(read_text_block(block, bpath, &part));
+      user.content_parts.push_back(std::move(part));
+    } else if (type == "tool_result") {
+      GS_RETURN_IF_ERROR(read_tool_result(block, bpath, prev, prev_path, &results));
+    } else if (type == "image" || type == "document") {
+      return refuse_media(bpath, type);
+    } else {
+      return invalid(fmt::format("{}.type '{}' is not a block this server reads in a user message (text, tool_result)",
+                                 bpath, type));
+    }
+  }
+  for (auto& r : results) out->push_back(std::move(r));
+  if (!user.content_parts.empty()) out->push_back(std::move(user));
+  return {};
+}
+
+// An assistant message: text, its reasoning (thinking blocks) and its calls (tool_use).
+Status read_assistant_message(const json& content, const std::string& path, bool last, text::ChatMessage* out) {
+  out->role = text::ChatRole::kAssistant;
+  const bool empty = (content.is_string() && content.get_ref<const std::string&>().empty()) ||
+                     (content.is_array() && content.empty());
+  if (empty && !last) {
+    return invalid(fmt::format("{} must not be empty (only a final assistant message, a prefill, may be)", path));
+  }
+  if (content.is_string()) {
+    out->content = content.get<std::string>();
+    return {};
+  }
+  if (!content.is_array()) {
+    return invalid(fmt::format("{} must be a string or an array of content blocks, got {}", path, json_type_name(content)));
+  }
+  for (size_t k = 0; k < content.size(); ++k) {
+    const std::string bpath = fmt::format("{}[{}]", path, k);
+    const json& block = content[k];
+    std::string type;
+    GS_RETURN_IF_ERROR(block_type(block, bpath, &type));
+    if (type == "text") {
+      text::ContentPart part;
+      GS_RETURN_IF_ERROR(read_text_block(block, bpath, &part));
+      out->content_parts.push_back(std::move(part));
+    } else if (type == "thinking") {
+      std::string thinking;
+      GS_RETURN_IF_ERROR(read_required_string(block, bpath, "thinking", /*non_empty=*/false, &thinking));
+      if (thinking.empty()) continue;
+      if (!out->reasoning_content.empty()) out->reasoning_content += "\n\n";
+      out->reasoning_content += thinking;
+    } else if (type == "redacted_thinking") {
+      continue;  // encrypted reasoning of another model: nothing this one can read
+    } else if (type == "tool_use") {
+      text::ChatToolCall call;
+      GS_RETURN_IF_ERROR(read_required_string(block, bpath, "id", /*non_empty=*/true, &call.id));
+      GS_RETURN_IF_ERROR(read_required_string(block, bpath, "name", /*non_empty=*/true, &call.name));
+      for (const auto& c : out->tool_calls) {
+        if (c.id == call.id) return invalid(fmt::format("{}.id '{}' is the id of another tool_use block", bpath, call.id));
+      }
+      const auto input = block.find("input");
+      if (input == block.end() || input->is_null()) {
+        call.arguments_json = "{}";
+      } else if (!input->is_object()) {
+        return invalid(fmt::format("{}.input must be an object, got {}", bpath, json_type_name(*input)));
+      } else {
+        call.arguments_json = input->dump(-1, ' ', false, json::error_handler_t::replace);
+      }
+      out->tool_calls.push_back(std::move(call));
+    } else if (type == "image" || type == "document") {
+      return refuse_media(bpath, type);
+    } else {
+      return invalid(fmt::format(
+          "{}.type '{}' is not a block this server reads in an assistant message (text, thinking, redacted_thinking, "
+          "tool_use)",
+          bpath, type));
+    }
+  }
+  return {};
+}
+
+Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
+  const auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) return invalid("messages is required");
+  if (!it->is_array()) return invalid(fmt::format("messages must be an array, got {}", json_type_name(*it)));
+  if (it->empty()) return invalid("messages must contain at least one message");
+  // The index in *out of the previous message when it is an assistant's, else kNone.
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  size_t prev_assistant = kNone;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string path = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return invalid(fmt::format("{} must be an object, got {}", path, json_type_name(m)));
+    std::string role;
+    GS_RETURN_IF_ERROR(read_required_string(m, path, "role", /*non_empty=*/false, &role));
+    const auto content = m.find("content");
+    if (content == m.end() || content->is_null()) return invalid(fmt::format("{}.content is required", path));
+    if (role == "user") {
+      const text::ChatMessage* prev = prev_assistant == kNone ? nullptr : &(*out)[prev_assistant];
+      const std::string prev_path = i == 0 ? std::string() : fmt::format("messages[{}]", i - 1);
+      GS_RETURN_IF_ERROR(read_user_message(*content, path + ".content", prev, prev_path, out));
+      prev_assistant = kNone;
+    } else if (role == "assistant") {
+      text::ChatMessage a;
+      GS_RETURN_IF_ERROR(read_assistant_message(*content, path + ".content", i + 1 == it->size(), &a));
+      out->push_back(std::move(a));
+      prev_assistant = out->size() - 1;
+    } else {
+      return invalid(fmt::format(
+          "{}.role must be 'user' or 'assistant' (a system prompt is the top-level system field), got '{}'", path, role));
+    }
+  }
+  return {};
+}
+
+Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
+  const auto it = body.find("tools");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_array()) return invalid(fmt::format("tools must be an array, got {}", json_type_name(*it)));
+  if (it->size() > kMaxTools) return invalid(fmt::format("tools may list at most {} tools", kMaxTools));
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& t = (*it)[i];
+    const std::string path = fmt::format("tools[{}]", i);
+    if (!t.is_object()) return invalid(fmt::format("{} must be an object, got {}", path, json_type_name(t)));
+    std::optional<std::string> type;
+    GS_RETURN_IF_ERROR(read_string(t, path, "type", &type));
+    if (type && *type != "custom") {
+      return invalid(fmt::format("{}.type '{}' is one of Anthropic's server tools, which this server does not run; "
+                                 "declare a client tool with name, description and input_schema",
+                                 path, *type));
+    }
+    text::ChatTool tool;
+    GS_RETURN_IF_ERROR(read_required_string(t, path, "name", /*non_empty=*/false, &tool.name));
+    if (!valid_function_name(tool.name)) {
+      return invalid(fmt::format("{}.name '{}' must be 1-128 characters of a-z, A-Z, 0-9, _, - and .", path, tool.name));
+    }
+    for (const auto& other : *out) {
+      if (other.name == tool.name) return invalid(fmt::format("{}.name '{}' is declared twice", path, tool.name));
+    }
+    std::optional<std::string> description;
+    GS_RETURN_IF_ERROR(read_string(t, path, "description", &description));
+    tool.description = description.value_or("");
+    const auto schema = t.find("input_schema");
+    if (schema == t.end() || schema->is_null()) return invalid(fmt::format("{}.input_schema is required", path));
+    if (!schema->is_object()) {
+      return invalid(fmt::format("{}.input_schema must be a JSON Schema object, got {}", path, json_type_name(*schema)));
+    }
+    tool.parameters = *schema;
+    out->push_back(std::move(tool));
+  }
+  return {};
+}
+
+Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
+  req->tool_choice = req->tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  const auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_object()) return invalid(fmt::format("tool_choice must be an object, got {}", json_type_name(*it)));
+  std::string type;
+  GS_RETURN_IF_ERROR(read_required_string(*it, "tool_choice", "type", /*non_empty=*/false, &type));
+  std::optional<bool> no_parallel;
+  GS_RETURN_IF_ERROR(read_bool(*it, "tool_choice", "disable_parallel_tool_use", &no_parallel));
+  req->parallel_tool_calls = !no_parallel.value_or(false);
+  if (type == "auto") return {};
+  if (type == "none") {
+    req->tool_choice = ToolChoice::kNone;
+    return {};
+  }
+  if (type != "any" && type != "tool") {
+    return invalid(fmt::format("tool_choice.type must be 'auto', 'any', 'tool' or 'none', got '{}'", type));
+  }
+  if (req->tools.empty()) return invalid(fmt::format("tool_choice '{}' asks for a tool call but tools is empty", type));
+  if (type == "any") {
+    req->tool_choice = ToolChoice::kRequired;
+  } else {
+    GS_RETURN_IF_ERROR(read_required_string(*it, "tool_choice", "name", /*non_empty=*/true, &req->tool_choice_name));
+    bool found = false;
+    for (const auto& t : req->tools) found = found || t.name == req->tool_choice_name;
+    if (!found) return invalid(fmt::format("tool_choice.name '{}' is not a tool in tools", req->tool_choice_name));
+    req->tool_choice = ToolChoice::kNamed;
+  }
+  // A call forced to one tool follows its input_schema (decision 0027): one whose references
+  // resolve to nothing is broken, not merely unsupported.
+  const std::optional<size_t> forced = forced_tool(*req);
+  if (forced && req->tools[*forced].parameters.is_object()) {
+    return text::check_schema_refs(req->tools[*forced].parameters, fmt::format("tools[{}].input_schema", *forced));
+  }
+  return {};
+}
+
+Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
+  req->enable_thinking = defaults.enable_thinking;
+  req->reasoning_budget = defaults.reasoning_budget;
+  const auto it = body.find("thinking");
+  if (it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return invalid(fmt::format("thinking must be an object, got {}", json_type_name(*it)));
+    std::string type;
+    GS_RETURN_IF_ERROR(read_required_string(*it, "thinking", "type", /*non_empty=*/false, &type));
+    if (type == "enabled" || type == "adaptive") {
+      req->enable_thinking = true;
+      std::optional<int64_t> budget;
+      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", 1, kMaxTokensLimit, &budget));
+      if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
+    } else if (type == "disabled") {
+      req->enable_thinking = false;
+    } else {
+      return invalid(fmt::format("thinking.type must be 'enabled', 'adaptive' or 'disabled', got '{}'", type));
+    }
+  }
+  // A budget of 0 (the server's --reasoning-budget 0) means no thinking, as on the chat route.
+  if (req->reasoning_budget == 0) req->enable_thinking = false;
+  return {};
+}
+
+Status read_stop_sequences(const json& body, std::vector<std::string>* out) {
+  const auto it = body.find("stop_sequences");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_array()) return invalid(fmt::format("stop_sequences must be an array of strings, got {}", json_type_name(*it)));
+  if (it->size() > kMaxStopStrings) return invalid(fmt::format("stop_sequences may hold at most {} strings", kMaxStopStrings));
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& s = (*it)[i];
+    if (!s.is_string()) return invalid(fmt::format("stop_sequences[{}] must be a string, got {}", i, json_type_name(s)));
+    if (!s.get_ref<const std::string&>().empty()) out->push_back(s.get<std::string>());
+  }
+  return {};
+}
+
+// max_tokens (required, as Anthropic's API has it), sampling, stop sequences, streaming.
+Status read_generation(const json& body, const RequestDefaults& defaults, GenerationOptions* gen) {
+  gen->sampling = defaults.sampling;
+  std::optional<int64_t> i;
+  std::optional<double> d;
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &i));
+  if (!i) return invalid("max_tokens is required");
+  gen->max_tokens = static_cast<int32_t>(*i);
+  // Anthropic's range is [0, 1]; the chat route's wider one is accepted too.
+  GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
+  if (d) gen->sampling.temperature = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_number(body, "", "top_p", 0.0, 1.0, &d));
+  if (d) gen->sampling.top_p = static_cast<float>(*d);
+  const int64_t top_k_max = defaults.n_vocab > 0 ? defaults.n_vocab : kMaxTokensLimit;
+  GS_RETURN_IF_ERROR(read_int(body, "", "top_k", 0, top_k_max, &i));
+  if (i) gen->sampling.top_k = static_cast<int32_t>(*i);
+  GS_RETURN_IF_ERROR(read_stop_sequences(body, &gen->stop));
+  GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
+  gen->stream = b.value_or(false);
+  return {};
+}
+
+}  // namespace
+
+Result<ChatCompletionRequest> parse_messages_request(const json& body, const RequestDefaults& defaults,
+                                                     MessagesRoute route) {
+  ChatCompletionRequest req;
+  std::optional<std::string> model;
+  GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
+  req.model = model.value_or("");
+  GS_RETURN_IF_ERROR(read_system(body, &req.messages));
+  GS_RETURN_IF_ERROR(read_messages(body, &req.messages));
+  GS_RETURN_IF_ERROR(read_tools(body, &req.tools));
+  GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
+  GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
+  if (route == MessagesRoute::kCreate) GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
+  return req;
+}
+
+}  // namespace gs::server

@@ -1,0 +1,418 @@
+// Anthropic Messages bodies to the chat route's typed request (server/anthropic_request.h):
+// system, content blocks, tool_use / tool_result pairing, tools, tool_choice, thinking,
+// sampling, and the 400s, each naming the field in the client's terms; the translation
+// renders the prompt the equivalent OpenAI chat body renders.
+#include "server/anthropic_request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "server/request_plan.h"
+#include "server_fixture.h"
+
+namespace gs::server {
+namespace {
+
+using nlohmann::json;
+
+RequestDefaults defaults() {
+  RequestDefaults d;
+  d.sampling.temperature = 0.5f;
+  d.enable_thinking = false;
+  d.n_vocab = 1000;
+  return d;
+}
+
+Result<ChatCompletionRequest> parse(const std::string& body, MessagesRoute route = MessagesRoute::kCreate,
+                                    const RequestDefaults& d = defaults()) {
+  return parse_messages_request(json::parse(body), d, route);
+}
+
+ChatCompletionRequest ok(const std::string& body, MessagesRoute route = MessagesRoute::kCreate) {
+  auto r = parse(body, route);
+  EXPECT_TRUE(r.ok()) << body << ": " << r.status().to_string();
+  return r.ok() ? *r : ChatCompletionRequest{};
+}
+
+// The 400 message for `body`; "" (and a test failure) when it was accepted.
+std::string refused(const std::string& body, MessagesRoute route = MessagesRoute::kCreate) {
+  auto r = parse(body, route);
+  EXPECT_FALSE(r.ok()) << "accepted: " << body;
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
+  return r.status().message();
+}
+
+const char* kWeatherTool = R"({"name":"get_weather","description":"Weather of a city",
+  "input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}})";
+
+std::string with_tools(const std::string& messages, const std::string& extra = "") {
+  return std::string(R"({"max_tokens":64,"tools":[)") + kWeatherTool + R"(],"messages":)" + messages + extra + "}";
+}
+
+TEST(AnthropicRequest, SystemStringAndUserTextWithSampling) {
+  auto r = ok(R"({"model":"claude-x","max_tokens":100,"system":"Be brief.","messages":[{"role":"user","content":"Hi"}],
+    "temperature":0.2,"top_p":0.9,"top_k":40,"stop_sequences":["END",""],"stream":true,
+    "metadata":{"user_id":"u-1"},"service_tier":"auto"})");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, text::ChatRole::kSystem);
+  EXPECT_EQ(r.messages[0].content, "Be brief.");
+  EXPECT_EQ(r.messages[1].role, text::ChatRole::kUser);
+  EXPECT_EQ(r.messages[1].content, "Hi");
+  EXPECT_EQ(r.model, "claude-x");
+  ASSERT_TRUE(r.gen.max_tokens.has_value());
+  EXPECT_EQ(*r.gen.max_tokens, 100);
+  EXPECT_FLOAT_EQ(r.gen.sampling.temperature, 0.2f);
+  EXPECT_FLOAT_EQ(r.gen.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.gen.sampling.top_k, 40);
+  EXPECT_EQ(r.gen.stop, std::vector<std::string>{"END"});  // the empty one asks for nothing
+  EXPECT_TRUE(r.gen.stream);
+  EXPECT_EQ(r.tool_choice, ToolChoice::kNone);
+  EXPECT_TRUE(r.tools.empty());
+}
+
+TEST(AnthropicRequest, DefaultsFillWhatIsLeftOut) {
+  auto r = ok(R"({"max_tokens":1,"messages":[{"role":"user","content":"Hi"}]})");
+  EXPECT_FLOAT_EQ(r.gen.sampling.temperature, 0.5f);  // the server's default
+  EXPECT_FALSE(r.gen.stream);
+  EXPECT_FALSE(r.enable_thinking);
+  EXPECT_EQ(r.reasoning_budget, -1);
+}
+
+TEST(AnthropicRequest, SystemTextBlocksAndUserTextBlocks) {
+  auto r = ok(R"({"max_tokens":8,"system":[{"type":"text","text":"One."},{"type":"text","text":"Two.",
+    "cache_control":{"type":"ephemeral"}}],
+    "messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]})");
+  ASSERT_EQ(r.messages.size(), 2u);
+  ASSERT_EQ(r.messages[0].content_parts.size(), 2u);
+  EXPECT_EQ(r.messages[0].content_parts[1].text, "Two.");
+  ASSERT_EQ(r.messages[1].content_parts.size(), 2u);
+  EXPECT_EQ(r.messages[1].content_parts[0].text, "a");
+  // An empty system string adds no system message.
+  EXPECT_EQ(ok(R"({"max_tokens":8,"system":"","messages":[{"role":"user","content":"x"}]})").messages.size(), 1u);
+}
+
+TEST(AnthropicRequest, ToolUseAndToolResultBecomeCallsAndToolMessages) {
+  auto r = ok(with_tools(R"([
+    {"role":"user","content":"Weather in Paris and Rome?"},
+    {"role":"assistant","content":[
+      {"type":"thinking","thinking":"Two cities.","signature":"sig"},
+      {"type":"redacted_thinking","data":"xyz"},
+      {"type":"text","text":"Checking."},
+      {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}},
+      {"type":"tool_use","id":"toolu_2","name":"get_weather","input":{"city":"Rome"}}]},
+    {"role":"user","content":[
+      {"type":"tool_result","tool_use_id":"toolu_2","content":"rain"},
+      {"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"sun"}],"is_error":false},
+      {"type":"text","text":"Thanks"}]}])"));
+  ASSERT_EQ(r.messages.size(), 5u);
+  const text::ChatMessage& a = r.messages[1];
+  EXPECT_EQ(a.role, text::ChatRole::kAssistant);
+  EXPECT_EQ(a.reasoning_content, "Two cities.");
+  ASSERT_EQ(a.content_parts.size(), 1u);
+  EXPECT_EQ(a.content_parts[0].text, "Checking.");
+  ASSERT_EQ(a.tool_calls.size(), 2u);
+  EXPECT_EQ(a.tool_calls[0].id, "toolu_1");
+  EXPECT_EQ(a.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(a.tool_calls[0].arguments_json), json::parse(R"({"city":"Paris"})"));
+  // The results first, in the client's order, then the turn's text.
+  EXPECT_EQ(r.messages[2].role, text::ChatRole::kTool);
+  EXPECT_EQ(r.messages[2].tool_call_id, "toolu_2");
+  EXPECT_EQ(r.messages[2].name, "get_weather");
+  EXPECT_EQ(r.messages[2].content, "rain");
+  EXPECT_EQ(r.messages[3].tool_call_id, "toolu_1");
+  ASSERT_EQ(r.messages[3].content_parts.size(), 1u);
+  EXPECT_EQ(r.messages[3].content_parts[0].text, "sun");
+  EXPECT_EQ(r.messages[4].role, text::ChatRole::kUser);
+  EXPECT_EQ(r.messages[4].content_parts[0].text, "Thanks");
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tools[0].name, "get_weather");
+  EXPECT_EQ(r.tools[0].description, "Weather of a city");
+  EXPECT_EQ(r.tools[0].parameters["required"][0], "city");
+  EXPECT_EQ(r.tool_choice, ToolChoice::kAuto);
+  EXPECT_TRUE(r.parallel_tool_calls);
+}
+
+// The translation is the chat route's request: it renders the prompt that the equivalent
+// OpenAI body renders, byte for byte.
+TEST(AnthropicRequest, RendersAsTheEquivalentChatBody) {
+  auto anthropic = ok(with_tools(R"([
+    {"role":"user","content":"Weather in Paris?"},
+    {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sun"}]}])",
+                                 R"(,"system":"Be brief.")"));
+  auto openai = parse_chat_request(json::parse(R"({"messages":[
+    {"role":"system","content":"Be brief."},
+    {"role":"user","content":"Weather in Paris?"},
+    {"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function",
+      "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+    {"role":"tool","tool_call_id":"toolu_1","content":"sun"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","description":"Weather of a city",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]})"),
+                                   defaults());
+  ASSERT_TRUE(openai.ok()) << openai.status().to_string();
+  auto a = render_chat_request(anthropic);
+  auto o = render_chat_request(*openai);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
+  EXPECT_EQ(a->text, o->text);
+  EXPECT_NE(a->text.find("response:get_weather"), std::string::npos) << a->text;
+}
+
+TEST(AnthropicRequest, ToolChoiceForms) {
+  EXPECT_EQ(ok(with_tools(R"([{"role":"user","content":"x"}])", R"(,"tool_choice":{"type":"auto"})")).tool_choice,
+            ToolChoice::kAuto);
+  EXPECT_EQ(ok(with_tools(R"([{"role":"user","content":"x"}])", R"(,"tool_choice":{"type":"any"})")).tool_choice,
+            ToolChoice::kRequired);
+  EXPECT_EQ(ok(with_tools(R"([{"role":"user","content":"x"}])", R"(,"tool_choice":{"type":"none"})")).tool_choice,
+            ToolChoice::kNone);
+  auto named = ok(with_tools(R"([{"role":"user","content":"x"}])",
+                             R"(,"tool_choice":{"type":"tool","name":"get_weather","disable_parallel_tool_use":true})"));
+  EXPECT_EQ(named.tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(named.tool_choice_name, "get_weather");
+  EXPECT_FALSE(named.parallel_tool_calls);
+  ASSERT_TRUE(forced_tool(named).has_value());
+  // auto without tools offers nothing.
+  EXPECT_EQ(ok(R"({"max_tokens":8,"tool_choice":{"type":"auto"},"messages":[{"role":"user","content":"x"}]})")
+                .tool_choice,
+            ToolChoice::kNone);
+}
+
+TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
+  auto on = ok(R"({"max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},
+    "messages":[{"role":"user","content":"x"}]})");
+  EXPECT_TRUE(on.enable_thinking);
+  EXPECT_EQ(on.reasoning_budget, 1024);
+  auto adaptive = ok(R"({"max_tokens":64,"thinking":{"type":"adaptive"},"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_TRUE(adaptive.enable_thinking);
+  EXPECT_EQ(adaptive.reasoning_budget, -1);
+  RequestDefaults d = defaults();
+  d.enable_thinking = true;
+  auto off = parse(R"({"max_tokens":64,"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"x"}]})",
+                   MessagesRoute::kCreate, d);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->enable_thinking);
+  auto absent = parse(R"({"max_tokens":64,"messages":[{"role":"user","content":"x"}]})", MessagesRoute::kCreate, d);
+  ASSERT_TRUE(absent.ok());
+  EXPECT_TRUE(absent->enable_thinking);  // the server's --reasoning default
+}
+
+TEST(AnthropicRequest, AFinalAssistantMessageIsAPrefill) {
+  auto r = ok(R"({"max_tokens":8,"messages":[{"role":"user","content":"Name a colour."},
+    {"role":"assistant","content":"The colour is"}]})");
+  auto prompt = render_chat_request(r);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+  EXPECT_TRUE(prompt->prefill);
+  EXPECT_TRUE(prompt->text.ends_with("The colour is")) << prompt->text;
+  // An empty final assistant message is allowed (it adds nothing).
+  ok(R"({"max_tokens":8,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[]}]})");
+}
+
+TEST(AnthropicRequest, CountTokensNeedsNoMaxTokens) {
+  auto r = ok(R"({"model":"m","messages":[{"role":"user","content":"x"}]})", MessagesRoute::kCountTokens);
+  EXPECT_FALSE(r.gen.max_tokens.has_value());
+  // Generation fields are not read there.
+  ok(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"many"})", MessagesRoute::kCountTokens);
+  // The prompt's fields are.
+  EXPECT_EQ(refused(R"({"messages":[{"role":"system","content":"x"}]})", MessagesRoute::kCountTokens).rfind(
+                "messages[0].role", 0),
+            0u);
+}
+
+struct RefusalCase {
+  const char* body;
+  const char* starts_with;
+};
+
+TEST(AnthropicRequest, RefusalsNameTheField) {
+  const std::string user = R"([{"role":"user","content":"x"}])";
+  const RefusalCase cases[] = {
+      {R"({"messages":[{"role":"user","content":"x"}]})", "max_tokens is required"},
+      {R"({"max_tokens":0,"messages":[{"role":"user","content":"x"}]})", "max_tokens must be in [1, "},
+      {R"({"max_tokens":"9","messages":[{"role":"user","content":"x"}]})", "max_tokens must be an integer"},
+      {R"({"max_tokens":9})", "messages is required"},
+      {R"({"max_tokens":9,"messages":{}})", "messages must be an array"},
+      {R"({"max_tokens":9,"messages":[]})", "messages must contain at least one message"},
+      {R"({"max_tokens":9,"messages":["hi"]})", "messages[0] must be an object"},
+      {R"({"max_tokens":9,"messages":[{"content":"x"}]})", "messages[0].role is required"},
+      {R"({"max_tokens":9,"messages":[{"role":"system","content":"x"}]})", "messages[0].role must be 'user' or"},
+      {R"({"max_tokens":9,"messages":[{"role":"tool","content":"x"}]})", "messages[0].role must be 'user' or"},
+      {R"({"max_tokens":9,"messages":[{"role":"user"}]})", "messages[0].content is required"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":""}]})", "messages[0].content must not be empty"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[]}]})", "messages[0].content must not be empty"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":7}]})", "messages[0].content must be a string or"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"text":"x"}]}]})",
+       "messages[0].content[0].type is required"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":["x"]}]})",
+       "messages[0].content[0] must be a content block"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"type":"text"}]}]})",
+       "messages[0].content[0].text is required"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"type":"video_clip","x":1}]}]})",
+       "messages[0].content[0].type 'video_clip' is not a block"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64",
+         "media_type":"image/png","data":"AAAA"}}]}]})",
+       "messages[0].content[0]: image blocks are not supported"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]})",
+       "messages[0].content[0]: document blocks are not supported"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]})",
+       "messages[0].content[0].type 'tool_use' is not a block"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_result","tool_use_id":"a","content":"r"}]}]})",
+       "messages[1].content[0].type 'tool_result' is not a block"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":""},
+         {"role":"user","content":"y"}]})",
+       "messages[1].content must not be empty"},
+      // tool_result without a matching tool_use.
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]}]})",
+       "messages[0].content[0]: a tool_result must answer a tool_use block"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"no calls"},
+         {"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"r"}]}]})",
+       "messages[2].content[0]: a tool_result must answer a tool_use block of the assistant message just before it, "
+       "and messages[1] holds none"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","id":"t1","name":"f","input":{}}]},
+         {"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"r"}]}]})",
+       "messages[2].content[0].tool_use_id 't2' matches no tool_use block of messages[1]"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":"between"},
+         {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}]})",
+       "messages[3].content[0]: a tool_result must answer"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","id":"t1","name":"f","input":{}}]},
+         {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1"},{"type":"tool_result","tool_use_id":"t1"}]}]})",
+       "messages[2].content[1].tool_use_id 't1' is answered twice"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","id":"t1","name":"f","input":{}}]},
+         {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"image","source":{}}]}]}]})",
+       "messages[2].content[0].content[0]: image blocks are not supported"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","id":"t1","name":"f","input":{}}]},
+         {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":"yes"}]}]})",
+       "messages[2].content[0].is_error must be true or false"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","id":"t1","name":"f","input":[1]}]}]})",
+       "messages[1].content[0].input must be an object"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","name":"f","input":{}}]}]})",
+       "messages[1].content[0].id is required"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"tool_use","id":"t1","name":"f","input":{}},{"type":"tool_use","id":"t1","name":"g","input":{}}]}]})",
+       "messages[1].content[1].id 't1' is the id of another tool_use block"},
+      {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[
+         {"type":"thinking"}]}]})",
+       "messages[1].content[0].thinking is required"},
+      {R"({"max_tokens":9,"system":5,"messages":[{"role":"user","content":"x"}]})", "system must be a string or"},
+      {R"({"max_tokens":9,"system":[{"type":"image","source":{}}],"messages":[{"role":"user","content":"x"}]})",
+       "system[0]: image blocks are not supported"},
+      {R"({"max_tokens":9,"system":[{"type":"tool_use"}],"messages":[{"role":"user","content":"x"}]})",
+       "system[0].type must be 'text'"},
+      {R"({"max_tokens":9,"tools":{},"messages":[{"role":"user","content":"x"}]})", "tools must be an array"},
+      {R"({"max_tokens":9,"tools":[{"name":"f"}],"messages":[{"role":"user","content":"x"}]})",
+       "tools[0].input_schema is required"},
+      {R"({"max_tokens":9,"tools":[{"name":"f","input_schema":"x"}],"messages":[{"role":"user","content":"x"}]})",
+       "tools[0].input_schema must be a JSON Schema object"},
+      {R"({"max_tokens":9,"tools":[{"name":"bad name","input_schema":{}}],"messages":[{"role":"user","content":"x"}]})",
+       "tools[0].name 'bad name' must be 1-128 characters"},
+      {R"({"max_tokens":9,"tools":[{"name":"f","input_schema":{}},{"name":"f","input_schema":{}}],
+         "messages":[{"role":"user","content":"x"}]})",
+       "tools[1].name 'f' is declared twice"},
+      {R"({"max_tokens":9,"tools":[{"type":"web_search_20250305","name":"web_search"}],
+         "messages":[{"role":"user","content":"x"}]})",
+       "tools[0].type 'web_search_20250305' is one of Anthropic's server tools"},
+      {R"({"max_tokens":9,"tool_choice":"auto","messages":[{"role":"user","content":"x"}]})",
+       "tool_choice must be an object"},
+      {R"({"max_tokens":9,"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"x"}]})",
+       "tool_choice 'any' asks for a tool call but tools is empty"},
+      {R"({"max_tokens":9,"tool_choice":{"type":"sometimes"},"tools":[{"name":"f","input_schema":{}}],
+         "messages":[{"role":"user","content":"x"}]})",
+       "tool_choice.type must be 'auto', 'any', 'tool' or 'none'"},
+      {R"({"max_tokens":9,"tool_choice":{"type":"tool"},"tools":[{"name":"f","input_schema":{}}],
+         "messages":[{"role":"user","content":"x"}]})",
+       "tool_choice.name is required"},
+      {R"({"max_tokens":9,"tool_choice":{"type":"tool","name":"g"},"tools":[{"name":"f","input_schema":{}}],
+         "messages":[{"role":"user","content":"x"}]})",
+       "tool_choice.name 'g' is not a tool in tools"},
+      {R"({"max_tokens":9,"tool_choice":{"type":"tool","name":"f"},"tools":[{"name":"f","input_schema":
+         {"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}}],"messages":[{"role":"user","content":"x"}]})",
+       "tools[0].input_schema.properties.a.$ref"},
+      {R"({"max_tokens":9,"thinking":true,"messages":[{"role":"user","content":"x"}]})", "thinking must be an object"},
+      {R"({"max_tokens":9,"thinking":{"type":"maybe"},"messages":[{"role":"user","content":"x"}]})",
+       "thinking.type must be 'enabled', 'adaptive' or 'disabled'"},
+      {R"({"max_tokens":9,"thinking":{"type":"enabled","budget_tokens":0},"messages":[{"role":"user","content":"x"}]})",
+       "thinking.budget_tokens must be in [1, "},
+      {R"({"max_tokens":9,"temperature":3,"messages":[{"role":"user","content":"x"}]})", "temperature must be in"},
+      {R"({"max_tokens":9,"top_p":1.5,"messages":[{"role":"user","content":"x"}]})", "top_p must be in"},
+      {R"({"max_tokens":9,"top_k":-1,"messages":[{"role":"user","content":"x"}]})", "top_k must be in"},
+      {R"({"max_tokens":9,"stop_sequences":"END","messages":[{"role":"user","content":"x"}]})",
+       "stop_sequences must be an array"},
+      {R"({"max_tokens":9,"stop_sequences":[1],"messages":[{"role":"user","content":"x"}]})",
+       "stop_sequences[0] must be a string"},
+      {R"({"max_tokens":9,"stream":"yes","messages":[{"role":"user","content":"x"}]})", "stream must be true or false"},
+      {R"({"max_tokens":9,"model":7,"messages":[{"role":"user","content":"x"}]})", "model must be a string"},
+  };
+  for (const RefusalCase& c : cases) {
+    const std::string message = refused(c.body);
+    EXPECT_EQ(message.rfind(c.starts_with, 0), 0u) << c.body << "\n  gave: " << message;
+  }
+}
+
+// Every node of `j`, as JSON pointers.
+void collect_pointers(const json& j, const json::json_pointer& at, std::vector<json::json_pointer>* out) {
+  out->push_back(at);
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) collect_pointers(v, at / k, out);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) collect_pointers(j[i], at / i, out);
+  }
+}
+
+// Nothing a client sends makes the translation (or the rendering and planning after it)
+// throw: a rich body with one node at a time replaced by values of every other type.
+TEST(AnthropicRequest, MutatedBodiesNeverThrow) {
+  const json base = json::parse(R"({"model":"m","max_tokens":64,"system":[{"type":"text","text":"S"}],
+    "tools":[{"name":"get_weather","description":"d","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}],
+    "tool_choice":{"type":"tool","name":"get_weather","disable_parallel_tool_use":true},
+    "thinking":{"type":"enabled","budget_tokens":16},"stop_sequences":["END"],"temperature":0.5,"top_p":0.9,"top_k":5,
+    "messages":[{"role":"user","content":"Weather?"},
+      {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"ok"},
+        {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}}]},
+      {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"snow"}],
+        "is_error":false},{"type":"text","text":"and?"}]},
+      {"role":"assistant","content":"It"}]})");
+  ASSERT_TRUE(parse(base.dump()).ok());
+  std::vector<json::json_pointer> pointers;
+  collect_pointers(base, json::json_pointer(), &pointers);
+  const json values[] = {nullptr, 0, -1, 1e300, 4294967296, "", "x", "tool_use", json::array(), json::object(),
+                         json::array({nullptr}), json::parse(R"({"type":"text"})"),
+                         json::parse(R"({"type":"tool_result","tool_use_id":"toolu_1"})"), true};
+  const auto tok = test::shakes_tokenizer();
+  RequestDefaults d = defaults();
+  d.n_vocab = tok->n_vocab();
+  size_t accepted = 0;
+  for (const auto& p : pointers) {
+    for (const json& v : values) {
+      json body = base;
+      if (p.empty()) {
+        body = v;
+      } else {
+        body[p] = v;
+      }
+      for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
+        EXPECT_NO_THROW({
+          auto r = parse_messages_request(body, d, route);
+          if (r.ok()) {
+            ++accepted;
+            auto plan = plan_chat(*r, *tok, PlanLimits{});
+            (void)plan;
+          }
+        }) << p.to_string() << " = " << v.dump();
+      }
+    }
+  }
+  EXPECT_GT(accepted, 0u);
+}
+
+}  // namespace
+}  // namespace gs::server
