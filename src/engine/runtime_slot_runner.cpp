@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -116,6 +117,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     s.constraint.reset();
     s.round_start.reset();
     s.round_tokens.clear();
+    s.sampler_round_start.reset();
+    s.sampled_round.clear();
     if (setup.json.grammar) {
       JsonConstraintOptions json;
       json.think_open = setup.json.think_open;
@@ -160,6 +163,8 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.max_tokens = d.max_tokens;
       w.draft_max = std::min(s.draft_max, d.max_tokens - 1);
       w.stop_tokens = info_.eog_tokens;
+      s.sampler_round_start.reset();
+      if (w.draft_max > 0) s.sampler_round_start = s.sampler->state();
       if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed()) {
         // Drafting goes on under the constraint: each verify position gets the mask of a
         // copy advanced through the drafts before it (SeqWork::allowed_after).
@@ -186,6 +191,7 @@ class RuntimeSlotRunner final : public SlotRunner {
       slot_state.tokens.insert(slot_state.tokens.end(), w.tokens.begin(), w.tokens.end());
       slot_state.round_start.reset();
       slot_state.round_tokens.clear();
+      slot_state.sampled_round = w.tokens;
       if (slot_state.constraint) {
         // The state before the round, for replace_generated (null where it cannot be copied).
         slot_state.round_start = slot_state.constraint->clone();
@@ -227,8 +233,18 @@ class RuntimeSlotRunner final : public SlotRunner {
     GS_RETURN_IF_ERROR(spec_->restore(s.seq, snap));
     s.tokens.resize(s.tokens.size() - static_cast<size_t>(std::min<int32_t>(n_drop, static_cast<int32_t>(s.tokens.size()))));
     s.tokens.push_back(token);
-    // The sampler's penalty history keeps the dropped tokens: it cannot forget one, and a
-    // few extra entries in its window barely move the penalties.
+    // The sampler as plain decoding leaves it: that samples the kept tokens and the first
+    // dropped one (its draw, its history entry), then takes the forced token. A drafting round
+    // sampled the later dropped ones too: back to the round's start, then replay.
+    if (n_drop > 1 && s.sampler_round_start && static_cast<size_t>(n_drop) <= s.sampled_round.size()) {
+      s.sampler->set_state(*s.sampler_round_start);
+      const size_t replayed = s.sampled_round.size() - static_cast<size_t>(n_drop) + 1;
+      for (size_t i = 0; i < replayed; ++i) {
+        s.sampler->skip_draw();
+        s.sampler->accept(s.sampled_round[i]);
+      }
+    }
+    s.sampler_round_start.reset();
     s.sampler->accept(token);
     if (s.round_start && static_cast<size_t>(n_drop) <= s.round_tokens.size()) {
       // The constraint as it was before the round, through the kept tokens: the dropped
@@ -252,6 +268,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     s.constraint.reset();
     s.round_start.reset();
     s.round_tokens.clear();
+    s.sampler_round_start.reset();
+    s.sampled_round.clear();
     s.mask.clear();
   }
 
@@ -274,6 +292,10 @@ class RuntimeSlotRunner final : public SlotRunner {
     std::unique_ptr<OutputConstraint> constraint;  // null: unconstrained
     std::unique_ptr<OutputConstraint> round_start;  // the constraint before the last round (clone)
     std::vector<int32_t> round_tokens;              // that round's tokens
+    // A drafting slot's sampler before its last round, and the round's tokens (for
+    // replace_generated: a token forced inside a round leaves the sampler as plain decoding).
+    std::optional<Sampler::State> sampler_round_start;
+    std::vector<int32_t> sampled_round;
     std::vector<int32_t> mask;                     // this step's allowed ids
     std::unique_ptr<OutputConstraint> cursor;  // the constraint advanced through cursor_prefix
     std::vector<int32_t> cursor_prefix;        // drafts of this round the cursor has taken

@@ -463,6 +463,22 @@ int32_t Sampler::sample_with(std::span<const float> logits, double u) {
   return cand_[keep - 1].id;
 }
 
+void Sampler::set_state(const State& s) {
+  history_ = s.history;
+  history_next_ = s.history_next;
+  rng_ = s.rng;
+  n_draws_ = s.n_draws;
+  n_sampled_ = s.n_sampled;
+}
+
+void Sampler::skip_draw() {
+  if (!greedy()) {
+    rng_();
+    ++n_draws_;
+  }
+  ++n_sampled_;
+}
+
 int32_t Sampler::sample(std::span<const float> logits) {
   double u = 0.0;
   if (!greedy()) {

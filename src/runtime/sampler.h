@@ -60,6 +60,23 @@ class Sampler {
   int32_t sample_with(std::span<const float> logits, double u);
 
   uint64_t n_draws() const { return n_draws_; }
+
+  // Everything sample() and accept() change (the penalty history, the RNG, the counts), to
+  // take a round back: a speculative round samples several rows, and a token forced in
+  // place of one of them (SlotRunner::replace_generated) must leave the sampler as plain
+  // decoding would have.
+  struct State {
+    std::vector<int32_t> history;
+    size_t history_next = 0;
+    std::mt19937_64 rng;
+    uint64_t n_draws = 0;
+    int64_t n_sampled = 0;
+  };
+  State state() const { return {history_, history_next_, rng_, n_draws_, n_sampled_}; }
+  void set_state(const State& s);
+  // Advances the sampler as one sample() call does (its one uniform draw when not greedy, the
+  // counts) without logits: replaying a token that call returned.
+  void skip_draw();
   int64_t n_sampled() const { return n_sampled_; }  // sample() calls (tokens chosen)
 
   // Scratch of a whole-row draw that goes past the first candidates (sampler.cpp's

@@ -131,6 +131,62 @@ TEST(Sampler, MinTokensHoldsTheEndTokensBack) {
   }
 }
 
+// A speculative round samples several rows; when a token is forced in place of one of them,
+// the slot runner takes the sampler back to the round's start and replays the tokens plain
+// decoding would have sampled (skip_draw + accept). The sampler must then draw exactly as the
+// one that decoded them one by one: same RNG position, history, counts.
+TEST(Sampler, StateAndSkipDrawReplayARound) {
+  SamplerConfig c;
+  c.temperature = 1.0f;
+  c.repetition_penalty = 1.3f;
+  c.presence_penalty = 0.5f;
+  c.seed = 99;
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto row = [&]() {
+    std::vector<float> l(50);
+    for (float& x : l) x = normal(rng);
+    return l;
+  };
+  std::vector<std::vector<float>> rows;
+  for (int i = 0; i < 12; ++i) rows.push_back(row());
+  Sampler plain(c), spec(c);
+  for (int32_t t : {3, 7, 3}) {
+    plain.accept(t);
+    spec.accept(t);
+  }
+  // Plain: rows 0 and 1 sampled and taken; row 2 sampled, then replaced by 42.
+  std::vector<int32_t> taken;
+  for (int i = 0; i < 3; ++i) {
+    taken.push_back(plain.sample(rows[i]));
+    plain.accept(taken.back());
+  }
+  plain.accept(42);
+  // Speculative: a round samples rows 0..4, then the same replacement of its third token.
+  const Sampler::State start = spec.state();
+  std::vector<int32_t> round;
+  for (int i = 0; i < 5; ++i) {
+    round.push_back(spec.sample(rows[i]));
+    spec.accept(round.back());
+  }
+  ASSERT_EQ(std::vector<int32_t>(round.begin(), round.begin() + 3), taken);
+  spec.set_state(start);
+  for (int i = 0; i < 3; ++i) {
+    spec.skip_draw();
+    spec.accept(round[static_cast<size_t>(i)]);
+  }
+  spec.accept(42);
+  EXPECT_EQ(spec.n_draws(), plain.n_draws());
+  EXPECT_EQ(spec.n_sampled(), plain.n_sampled());
+  for (int i = 5; i < 12; ++i) {
+    const int32_t a = plain.sample(rows[i]);
+    const int32_t b = spec.sample(rows[i]);
+    EXPECT_EQ(a, b) << "row " << i;
+    plain.accept(a);
+    spec.accept(b);
+  }
+}
+
 // A row with no finite logit (a model computing NaN) or with +inf cannot be sampled from:
 // greedy would take token 0 every step. The sampler says so; NaN beside finite values still
 // counts as -inf.
