@@ -1,9 +1,9 @@
-// Sampler: the sampler chain of one sequence. Order (llama.cpp's default chain): logit bias ->
-// penalties
-// (repetition, frequency, presence over the last penalty_last_n tokens) -> greedy argmax
-// when temperature <= 0, else top-k -> top-p -> min-p -> temperature -> one draw from a
-// seeded RNG. The same chain serves plain decoding and speculative verification, so the
-// accepted tokens have exactly the distribution of plain decoding (spec, Decision 3).
+// Sampler: the sampler chain of one sequence. Order (llama.cpp's default chain): logit bias
+// (and min_tokens' held tokens) -> penalties (repetition, frequency, presence over the last
+// penalty_last_n tokens) -> greedy argmax when temperature <= 0, else top-k -> top-p -> min-p
+// -> temperature -> one draw from a seeded RNG. The same chain serves plain decoding and
+// speculative verification, so the accepted tokens have exactly the distribution of plain
+// decoding (spec, Decision 3). The passes over a row are in logit_rows.h.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,8 @@
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "runtime/logit_rows.h"
 
 namespace gs {
 
@@ -31,11 +33,6 @@ struct SamplerConfig {
   // min_tokens over the end-of-generation tokens).
   int32_t min_tokens = 0;
   std::vector<int32_t> held_tokens;
-};
-
-struct TokenProb {
-  int32_t id = 0;
-  float p = 0.0f;
 };
 
 class Sampler {
@@ -79,15 +76,6 @@ class Sampler {
   void skip_draw();
   int64_t n_sampled() const { return n_sampled_; }  // sample() calls (tokens chosen)
 
-  // Scratch of a whole-row draw that goes past the first candidates (sampler.cpp's
-  // draw_in_tail): the row's terms, each logit's bucket, the buckets' sums, one bucket sorted.
-  struct TailScratch {
-    std::vector<float> e;
-    std::vector<uint16_t> bucket;
-    std::vector<double> sum;
-    std::vector<TokenProb> members;
-  };
-
   // Whether the logits of the last distribution() / sample() call could be sampled from: at
   // least one finite value and no +inf. False for a row of NaN and -inf only (a model that
   // computes NaN, e.g. from a corrupt file: greedy would take token 0 every step) or with an
@@ -114,7 +102,7 @@ class Sampler {
   size_t history_next_ = 0;
   std::vector<float> work_;       // penalized logits
   std::vector<TokenProb> cand_;
-  TailScratch tail_;
+  TailScratch tail_;  // a whole-row draw's walk past its first candidates (draw_in_tail)
   std::vector<int32_t> history_sorted_;  // penalized()'s sorted copy of history_ (counts by runs)
 };
 
