@@ -115,9 +115,10 @@ Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
 struct ToolFields {
   const char* tools;
   const char* choice;
+  bool legacy;
 };
-constexpr ToolFields kToolFields{"tools", "tool_choice"};
-constexpr ToolFields kLegacyToolFields{"functions", "function_call"};
+constexpr ToolFields kToolFields{"tools", "tool_choice", false};
+constexpr ToolFields kLegacyToolFields{"functions", "function_call", true};
 
 bool present(const json& body, const char* key) {
   const auto it = body.find(key);
@@ -164,7 +165,7 @@ Status check_forced_tool_schema(const json& body, const ToolFields& fields, cons
 // tool_choice: "auto", "none", "required" or {"type": "function", "function": {"name"}};
 // the legacy function_call: "auto", "none" or {"name"}.
 Status read_tool_choice(const json& body, const ToolFields& fields, ChatCompletionRequest* req) {
-  const bool legacy = fields.choice == kLegacyToolFields.choice;
+  const bool legacy = fields.legacy;
   const std::string choice = fields.choice;
   auto it = body.find(fields.choice);
   if (it == body.end() || it->is_null()) {
