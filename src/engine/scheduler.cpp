@@ -231,8 +231,10 @@ void Scheduler::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(shared_->mu);
+      // A waiting request is work too: when every running sequence ended in the last step,
+      // nothing pokes the loop for the requests still queued behind them.
       shared_->cv.wait(lock, [&] {
-        return shared_->stop || shared_->poked || !active_.empty();
+        return shared_->stop || shared_->poked || !active_.empty() || !shared_->queue.empty();
       });
       shared_->poked = false;
       if (shared_->stop) break;

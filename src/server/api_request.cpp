@@ -71,7 +71,9 @@ Status check_required_content(const json& messages) {
     }
     if (*role == "assistant") {
       const auto calls = m.find("tool_calls");
-      const bool has_calls = calls != m.end() && calls->is_array() && !calls->empty();
+      const auto function_call = m.find("function_call");  // the legacy form (decision 0030)
+      const bool has_calls = (calls != m.end() && calls->is_array() && !calls->empty()) ||
+                             (function_call != m.end() && !function_call->is_null());
       const auto has_text = [&m](const char* key) {
         const auto it = m.find(key);
         return it != m.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
@@ -108,19 +110,43 @@ Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
   return check_messages(*out);
 }
 
-Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
-  auto it = body.find("tools");
+// The request fields that declare the tools and choose among them: `tools` / `tool_choice`,
+// or their legacy (deprecated) forms `functions` / `function_call` (decision 0030).
+struct ToolFields {
+  const char* tools;
+  const char* choice;
+  bool legacy;
+};
+constexpr ToolFields kToolFields{"tools", "tool_choice", false};
+constexpr ToolFields kLegacyToolFields{"functions", "function_call", true};
+
+bool present(const json& body, const char* key) {
+  const auto it = body.find(key);
+  return it != body.end() && !it->is_null();
+}
+
+// A function's path in the list: "tools[2].function" (or "tools[2]" for a flat entry),
+// "functions[2]".
+std::string function_path(const json& body, const ToolFields& fields, size_t i) {
+  const json& entry = body.at(fields.tools).at(i);  // read by read_tools: an object
+  return fmt::format("{}[{}]{}", fields.tools, i, entry.contains("function") ? ".function" : "");
+}
+
+Status read_tools(const json& body, const ToolFields& fields, std::vector<text::ChatTool>* out) {
+  auto it = body.find(fields.tools);
   if (it == body.end() || it->is_null()) return {};
-  GS_ASSIGN_OR_RETURN(*out, text::chat_tools_from_json(*it));
-  if (out->size() > kMaxTools) return invalid(fmt::format("tools may list at most {} functions", kMaxTools));
+  GS_ASSIGN_OR_RETURN(*out, text::chat_tools_from_json(*it, fields.tools));
+  if (out->size() > kMaxTools) return invalid(fmt::format("{} may list at most {} functions", fields.tools, kMaxTools));
   for (size_t i = 0; i < out->size(); ++i) {
     const std::string& name = (*out)[i].name;
     if (!valid_function_name(name)) {
-      return invalid(fmt::format("tools[{}].function.name '{}' must be 1-128 characters of a-z, A-Z, 0-9, _, - and .",
-                                 i, name));
+      return invalid(fmt::format("{}.name '{}' must be 1-128 characters of a-z, A-Z, 0-9, _, - and .",
+                                 function_path(body, fields, i), name));
     }
     for (size_t k = 0; k < i; ++k) {
-      if ((*out)[k].name == name) return invalid(fmt::format("tools[{}].function.name '{}' is declared twice", i, name));
+      if ((*out)[k].name == name) {
+        return invalid(fmt::format("{}.name '{}' is declared twice", function_path(body, fields, i), name));
+      }
     }
   }
   return {};
@@ -130,16 +156,18 @@ Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
 // tool's `parameters` (request_plan, decision 0027); a schema the grammar cannot hold keeps a
 // looser constraint, but one whose references resolve to nothing is broken, not merely
 // unsupported: a 400 naming the "$ref" ("tools[0].function.parameters.properties.a.$ref").
-Status check_forced_tool_schema(const json& body, const ChatCompletionRequest& req) {
+Status check_forced_tool_schema(const json& body, const ToolFields& fields, const ChatCompletionRequest& req) {
   const std::optional<size_t> forced = forced_tool(req);
   if (!forced || !req.tools[*forced].parameters.is_object()) return {};
-  const json& tool = body.at("tools").at(*forced);  // read by read_tools: an object
-  const std::string path = fmt::format("tools[{}]{}.parameters", *forced, tool.contains("function") ? ".function" : "");
-  return text::check_schema_refs(req.tools[*forced].parameters, path);
+  return text::check_schema_refs(req.tools[*forced].parameters, function_path(body, fields, *forced) + ".parameters");
 }
 
-Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
-  auto it = body.find("tool_choice");
+// tool_choice: "auto", "none", "required" or {"type": "function", "function": {"name"}};
+// the legacy function_call: "auto", "none" or {"name"}.
+Status read_tool_choice(const json& body, const ToolFields& fields, ChatCompletionRequest* req) {
+  const bool legacy = fields.legacy;
+  const std::string choice = fields.choice;
+  auto it = body.find(fields.choice);
   if (it == body.end() || it->is_null()) {
     req->tool_choice = req->tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
     return {};
@@ -150,39 +178,61 @@ Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
       req->tool_choice = req->tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
     } else if (s == "none") {
       req->tool_choice = ToolChoice::kNone;
-    } else if (s == "required") {
+    } else if (s == "required" && !legacy) {
       req->tool_choice = ToolChoice::kRequired;
     } else {
-      return invalid(fmt::format("tool_choice must be 'auto', 'none', 'required' or a function, got '{}'", s));
+      return invalid(fmt::format("{} must be {} or a function, got '{}'", choice,
+                                 legacy ? "'auto', 'none'" : "'auto', 'none', 'required'", s));
     }
   } else if (it->is_object()) {
     std::optional<std::string> type;
-    GS_RETURN_IF_ERROR(read_string(*it, "tool_choice", "type", &type));
-    if (type && *type != "function") return invalid(fmt::format("tool_choice.type must be 'function', got '{}'", *type));
+    if (!legacy) GS_RETURN_IF_ERROR(read_string(*it, choice, "type", &type));
+    if (type && *type != "function") return invalid(fmt::format("{}.type must be 'function', got '{}'", choice, *type));
     auto fn = it->find("function");
     std::optional<std::string> name;
-    if (fn != it->end() && fn->is_object()) {
-      GS_RETURN_IF_ERROR(read_string(*fn, "tool_choice.function", "name", &name));
+    if (!legacy && fn != it->end() && fn->is_object()) {
+      GS_RETURN_IF_ERROR(read_string(*fn, choice + ".function", "name", &name));
     } else {
-      GS_RETURN_IF_ERROR(read_string(*it, "tool_choice", "name", &name));
+      GS_RETURN_IF_ERROR(read_string(*it, choice, "name", &name));
     }
-    if (!name || name->empty()) return invalid("tool_choice.function.name is required");
+    if (!name || name->empty()) return invalid(fmt::format("{}.{}name is required", choice, legacy ? "" : "function."));
     req->tool_choice = ToolChoice::kNamed;
     req->tool_choice_name = *name;
   } else {
-    return invalid(fmt::format("tool_choice must be a string or an object, got {}", json_type_name(*it)));
+    return invalid(fmt::format("{} must be a string or an object, got {}", choice, json_type_name(*it)));
   }
   if (req->tool_choice == ToolChoice::kRequired || req->tool_choice == ToolChoice::kNamed) {
-    if (req->tools.empty()) return invalid("tool_choice asks for a tool call but tools is empty");
+    if (req->tools.empty()) return invalid(fmt::format("{} asks for a tool call but {} is empty", choice, fields.tools));
   }
   if (req->tool_choice == ToolChoice::kNamed) {
     bool found = false;
     for (const auto& t : req->tools) found = found || t.name == req->tool_choice_name;
     if (!found) {
-      return invalid(fmt::format("tool_choice names the function '{}', which is not in tools", req->tool_choice_name));
+      return invalid(fmt::format("{} names the function '{}', which is not in {}", choice, req->tool_choice_name,
+                                 fields.tools));
     }
   }
-  return check_forced_tool_schema(body, *req);
+  return check_forced_tool_schema(body, fields, *req);
+}
+
+// tools / tool_choice, or the legacy functions / function_call read as them (decision 0030):
+// a request in the legacy form is answered in it (message.function_call, one call at most).
+// A request that mixes the two forms is refused: which list would a choice name?
+Status read_tool_fields(const json& body, ChatCompletionRequest* req) {
+  const bool legacy = present(body, kLegacyToolFields.tools) || present(body, kLegacyToolFields.choice);
+  if (legacy) {
+    for (const char* current : {kToolFields.tools, kToolFields.choice}) {
+      if (!present(body, current)) continue;
+      const char* old = present(body, kLegacyToolFields.tools) ? kLegacyToolFields.tools : kLegacyToolFields.choice;
+      return invalid(fmt::format("{} cannot be combined with {}: {} / {} are the deprecated form of tools / "
+                                 "tool_choice; send one form",
+                                 current, old, kLegacyToolFields.tools, kLegacyToolFields.choice));
+    }
+  }
+  const ToolFields& fields = legacy ? kLegacyToolFields : kToolFields;
+  req->legacy_functions = legacy;
+  GS_RETURN_IF_ERROR(read_tools(body, fields, &req->tools));
+  return read_tool_choice(body, fields, req);
 }
 
 Status read_stop(const json& body, std::vector<std::string>* out) {
@@ -336,7 +386,10 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
     gen->sampling.seed = static_cast<uint64_t>(*i);
   }
   GS_RETURN_IF_ERROR(read_int(body, "", "n", 1, kMaxTokensLimit, &i));
-  if (i && *i != 1) return invalid(fmt::format("n must be 1 (this server returns one choice), got {}", *i));
+  if (i && *i > kMaxChoices) {
+    return invalid(fmt::format("n must be at most {} (choices of one request), got {}", kMaxChoices, *i));
+  }
+  gen->n = i ? static_cast<int32_t>(*i) : 1;
   GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
   GS_RETURN_IF_ERROR(read_logit_bias(body, defaults.n_vocab, &gen->sampling.logit_bias));
   GS_RETURN_IF_ERROR(read_eog_options(body, gen));
@@ -509,11 +562,11 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");
   GS_RETURN_IF_ERROR(read_messages(body, &req.messages));
-  GS_RETURN_IF_ERROR(read_tools(body, &req.tools));
-  GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
+  GS_RETURN_IF_ERROR(read_tool_fields(body, &req));
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "parallel_tool_calls", &b));
-  req.parallel_tool_calls = b.value_or(true);
+  // The legacy answer holds one function_call: the first complete call ends the output.
+  req.parallel_tool_calls = b.value_or(true) && !req.legacy_functions;
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
@@ -580,8 +633,13 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
   GS_RETURN_IF_ERROR(read_string(body, "", "suffix", &suffix));
   if (suffix && !suffix->empty()) return Status(StatusCode::kUnimplemented, "suffix is not supported by this model");
   std::optional<int64_t> i;
+  // best_of = n asks for the n completions that n alone gives; more than n would need the
+  // server to score and drop some, which it does not.
   GS_RETURN_IF_ERROR(read_int(body, "", "best_of", 1, kMaxTokensLimit, &i));
-  if (i && *i != 1) return invalid(fmt::format("best_of must be 1, got {}", *i));
+  if (i && *i != req.gen.n) {
+    return invalid(fmt::format("best_of must equal n ({}): choosing the best of more completions is not supported, "
+                               "got {}", req.gen.n, *i));
+  }
   GS_RETURN_IF_ERROR(read_int(body, "", "logprobs", 0, 20, &i));
   if (i) req.gen.n_logprobs = static_cast<int32_t>(*i);
   // OpenAI's echo with logprobs scores the prompt's own tokens (what lm-eval-harness reads);
@@ -604,7 +662,8 @@ constexpr std::string_view kRequestFields[] = {
     "n", "stop", "logit_bias", "speculative", "draft_max", "stream", "stream_options", "response_format",
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
-    "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos",
+    "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
+    "function_call",
     "content", "add_special", "parse_special", "with_pieces", "tokens",
 };
 

@@ -29,6 +29,10 @@ inline constexpr size_t kMaxTools = 512;
 // 0-9, '_', '-' and '.'.
 bool valid_function_name(std::string_view name);
 
+// The most choices (`n`) one request may ask for; more is a 400 naming n. A server also
+// refuses an n above its slots plus its queue, which it could never hold at once.
+inline constexpr int32_t kMaxChoices = 16;
+
 // What the server fills in when a request leaves a field out.
 struct RequestDefaults {
   SamplingParams sampling;            // the model's recommended sampling, or OpenAI's
@@ -42,6 +46,9 @@ struct GenerationOptions {
   std::optional<int32_t> max_tokens;  // unset: the server's default cap
   SamplingParams sampling;
   std::vector<std::string> stop;
+  // Choices to generate (OpenAI's n, 1..kMaxChoices): each its own engine request, choice i
+  // seeded with seed + i when a seed is given (decision 0030).
+  int32_t n = 1;
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
   int32_t n_logprobs = -1;            // -1: none; chat: top_logprobs; completions: logprobs
@@ -64,6 +71,9 @@ struct ChatCompletionRequest {
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;       // kNamed
   bool parallel_tool_calls = true;
+  // The tools came as the legacy `functions` / `function_call` (decision 0030): the answer
+  // holds message.function_call (one call) and finish_reason "function_call".
+  bool legacy_functions = false;
   bool enable_thinking = true;        // after reasoning_effort / chat_template_kwargs
   int32_t reasoning_budget = -1;
   GenerationOptions gen;

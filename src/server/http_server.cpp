@@ -12,6 +12,7 @@
 #include "server/anthropic_format.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
+#include "server/choice_set.h"
 #include "server/http_listener.h"
 #include "server/json_input.h"
 #include "server/openai_format.h"
@@ -48,20 +49,26 @@ void send_anthropic_error(httplib::Response& res, const ApiError& e) {
 
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
+// What one choice of a response has consumed so far.
+struct ChoiceOutput {
+  std::vector<GeneratedToken> all_tokens;
+  std::vector<GeneratedToken> pending_logprobs;  // consumed but not yet sent (streaming)
+  TextOffsets text_offsets;                      // completions logprobs
+};
+
 // Shared by a streamed or non-streamed response while its content provider runs.
 struct ResponseState {
-  std::unique_ptr<Generation> gen;
+  std::unique_ptr<ChoiceSet> choices;
+  std::vector<ChoiceOutput> outputs;  // one per choice
   ResponseMeta meta;
   bool chat = true;
   bool anthropic = false;  // /v1/messages: Anthropic's message and events (chat is true too)
   int32_t n_prompt = 0;    // prompt tokens, for an Anthropic stream's message_start
   bool include_usage = false;
   bool logprobs = false;
-  std::string echo_text;  // completions with echo
+  ToolCallForm tool_call_form = ToolCallForm::kToolCalls;
+  std::string echo_text;  // completions with echo (each choice's text begins with it)
   std::shared_ptr<const text::Tokenizer> tokenizer;
-  std::vector<GeneratedToken> all_tokens;
-  std::vector<GeneratedToken> pending_logprobs;  // consumed but not yet sent (streaming)
-  TextOffsets text_offsets;                      // completions logprobs
 };
 
 }  // namespace
@@ -118,8 +125,9 @@ class Routes {
     state->chat = true;
     state->include_usage = parsed->gen.include_usage;
     state->logprobs = parsed->gen.n_logprobs >= 0;
+    state->tool_call_form = parsed->legacy_functions ? ToolCallForm::kFunctionCall : ToolCallForm::kToolCalls;
     state->meta = {make_response_id("chatcmpl-"), unix_now(), m->model_id};
-    start(m, std::move(*plan), parsed->gen.stream, state, req, res);
+    start(m, std::move(*plan), parsed->gen, state, req, res);
   }
 
   void completions(const httplib::Request& req, httplib::Response& res) {
@@ -145,7 +153,7 @@ class Routes {
         state->echo_text = parsed->prompt_text;
       }
     }
-    start(m, std::move(*plan), parsed->gen.stream, state, req, res);
+    start(m, std::move(*plan), parsed->gen, state, req, res);
   }
 
   // POST /v1/messages: Anthropic's Messages API, translated into a chat request
@@ -165,7 +173,7 @@ class Routes {
     state->anthropic = true;
     state->n_prompt = static_cast<int32_t>(plan->request.prompt.size());
     state->meta = {make_response_id("msg_"), unix_now(), m->model_id};
-    start(m, std::move(*plan), parsed->gen.stream, state, req, res);
+    start(m, *plan, parsed->gen, state, req, res);
   }
 
   // POST /v1/messages/count_tokens: {"input_tokens": N}, the prompt a /v1/messages body
@@ -284,13 +292,26 @@ class Routes {
                   {"draft_max", m.info.draft_max}}}};
   }
 
-  // Submits the plan and installs the streamed or whole response.
-  void start(const std::shared_ptr<ModelContext>& m, GenerationPlan plan, bool stream,
+  // Submits the plan's gen.n choices and installs the streamed or whole response.
+  void start(const std::shared_ptr<ModelContext>& m, const GenerationPlan& plan, const GenerationOptions& gen,
              const std::shared_ptr<ResponseState>& state, const httplib::Request& req, httplib::Response& res) {
     const size_t n_prompt = plan.request.prompt.size();
+    const bool stream = gen.stream;
+    // Choices beyond the slots wait in the queue; more than both could hold would be refused
+    // with a 429 however long the client waited.
+    const int64_t n_capacity = static_cast<int64_t>(m->info.n_slots) + m->info.queue_size;
+    if (gen.n > 1 && gen.n > n_capacity) {
+      ApiError e = api_error_from_status(Status(
+          StatusCode::kInvalidArgument,
+          fmt::format("n ({}) is more than this server holds at once ({} slots and {} queued requests)", gen.n,
+                      m->info.n_slots, m->info.queue_size)));
+      e.param = "n";
+      return send_error(res, e);
+    }
     state->tokenizer = m->tokenizer;
-    state->gen = std::make_unique<Generation>(m->tokenizer, std::move(plan));
-    Status started = state->gen->start(*m->engine);
+    state->choices = std::make_unique<ChoiceSet>(m->tokenizer, plan, gen.n);
+    state->outputs.resize(static_cast<size_t>(state->choices->size()));
+    Status started = state->choices->start(*m->engine);
     if (!started.ok()) {
       ApiError e = api_error_from_status(started);
       if (started.code() == StatusCode::kOutOfRange) {
@@ -338,19 +359,21 @@ class Routes {
   }
 
   void client_gone(ResponseState& st) {
-    st.gen->cancel();
+    st.choices->cancel();
     std::lock_guard<std::mutex> lock(s_->counters_mu_);
     s_->counters_.client_disconnects++;
   }
 
-  void count_result(const ResponseState& st) {
-    const GenerationResult& r = st.gen->result();
+  // Logs choice `index`'s outcome and counts its reasoning and tool calls.
+  void count_result(const ResponseState& st, int index) {
+    const GenerationResult& r = st.choices->choice(index).result();
     const Usage& u = r.usage;
+    const std::string who = st.choices->size() > 1 ? fmt::format("{} choice {}", st.meta.id, index) : st.meta.id;
     if (r.error) {
-      GS_LOG_WARN("{}: failed: {}", st.meta.id, r.error->to_string());
+      GS_LOG_WARN("{}: failed: {}", who, r.error->to_string());
     } else {
       GS_LOG_INFO("{}: {} prompt tokens ({} cached), {} generated, finish {}, prefill {:.0f} ms, decode {:.1f} tok/s{}",
-                  st.meta.id, u.prompt_tokens, u.cached_tokens, u.completion_tokens,
+                  who, u.prompt_tokens, u.cached_tokens, u.completion_tokens,
                   r.cancelled ? "cancelled" : r.finish_reason, u.prefill_ms,
                   u.decode_ms > 0 ? 1000.0 * std::max(u.completion_tokens - 1, 0) / u.decode_ms : 0.0,
                   u.drafted_tokens > 0 ? fmt::format(", drafts {}/{} accepted", u.accepted_tokens, u.drafted_tokens) : "");
@@ -361,15 +384,18 @@ class Routes {
     s_->counters_.tool_calls += r.tool_calls.size();
   }
 
-  json take_logprobs(ResponseState& st) {
-    if (!st.logprobs || st.pending_logprobs.empty()) return nullptr;
-    json j = st.chat ? chat_logprobs_json(*st.tokenizer, st.pending_logprobs)
-                     : completion_logprobs_json(*st.tokenizer, st.pending_logprobs, st.text_offsets);
-    st.pending_logprobs.clear();
+  json take_logprobs(ResponseState& st, int index) {
+    ChoiceOutput& out = st.outputs[static_cast<size_t>(index)];
+    if (!st.logprobs || out.pending_logprobs.empty()) return nullptr;
+    json j = st.chat ? chat_logprobs_json(*st.tokenizer, out.pending_logprobs)
+                     : completion_logprobs_json(*st.tokenizer, out.pending_logprobs, out.text_offsets);
+    out.pending_logprobs.clear();
     return j;
   }
 
-  // Server-sent events: role chunk, deltas, finish chunk, usage chunk, [DONE].
+  // Server-sent events: each choice's role chunk, the choices' deltas as they come (each
+  // chunk names its choice's index), each choice's finish chunk when it ends, then the usage
+  // chunk of them all, [DONE]. One choice's engine failure ends the stream for all.
   bool stream_body(ResponseState& st, httplib::DataSink& sink) {
     auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
     // With include_usage, every chunk before the usage chunk says "usage": null (OpenAI's
@@ -378,38 +404,63 @@ class Routes {
       if (st.include_usage) j["usage"] = nullptr;
       return sse_event(j);
     };
-    if (st.chat) {
-      if (!write(chunk(chat_chunk_json(st.meta, json{{"role", "assistant"}, {"content", ""}}, "", nullptr)))) {
+    const int n = st.choices->size();
+    for (int i = 0; i < n; ++i) {
+      std::string first;
+      if (st.chat) {
+        first = chunk(chat_chunk_json(st.meta, i, json{{"role", "assistant"}, {"content", ""}}, "", nullptr));
+      } else if (!st.echo_text.empty()) {
+        first = chunk(completion_chunk_json(st.meta, i, st.echo_text, "", nullptr));
+        st.outputs[static_cast<size_t>(i)].text_offsets.skip_text(st.echo_text);
+      }
+      if (!first.empty() && !write(first)) {
         client_gone(st);
         return false;
       }
-    } else if (!st.echo_text.empty()) {
-      if (!write(chunk(completion_chunk_json(st.meta, st.echo_text, "", nullptr)))) {
-        client_gone(st);
-        return false;
-      }
-      st.text_offsets.skip_text(st.echo_text);
     }
     auto last_write = Clock::now();
-    for (;;) {
-      PollResult r = st.gen->poll(std::chrono::milliseconds(100));
-      if (st.logprobs) st.pending_logprobs.insert(st.pending_logprobs.end(), r.tokens.begin(), r.tokens.end());
-      for (const auto& d : r.deltas) {
-        std::string event;
-        if (st.chat) {
-          event = chunk(chat_chunk_json(st.meta, chat_delta_json(d), "", take_logprobs(st)));
-        } else {
-          json lp = take_logprobs(st);
-          event = chunk(completion_chunk_json(st.meta, d.text, "", lp));
+    while (!st.choices->finished()) {
+      for (ChoicePoll& cp : st.choices->poll(std::chrono::milliseconds(100))) {
+        const int i = cp.index;
+        ChoiceOutput& out = st.outputs[static_cast<size_t>(i)];
+        if (st.logprobs) out.pending_logprobs.insert(out.pending_logprobs.end(), cp.poll.tokens.begin(), cp.poll.tokens.end());
+        for (const auto& d : cp.poll.deltas) {
+          json lp = take_logprobs(st, i);
+          const std::string event =
+              st.chat ? chunk(chat_chunk_json(st.meta, i, chat_delta_json(d, st.tool_call_form), "", lp))
+                      : chunk(completion_chunk_json(st.meta, i, d.text, "", lp));
+          if (!write(event)) {
+            client_gone(st);
+            return false;
+          }
+          last_write = Clock::now();
         }
-        if (!write(event)) {
+        if (!cp.poll.finished) continue;
+        const GenerationResult& result = st.choices->choice(i).result();
+        count_result(st, i);
+        if (result.error) {
+          st.choices->cancel();
+          ApiError e = api_error_from_status(*result.error);
+          write(sse_event(e.to_json()));
+          write("data: [DONE]\n\n");
+          sink.done();
+          return true;
+        }
+        if (result.cancelled) {
+          st.choices->cancel();
+          return false;
+        }
+        json lp = take_logprobs(st, i);
+        const std::string finish =
+            st.chat ? chunk(chat_chunk_json(st.meta, i, json::object(), chat_finish_reason(result, st.tool_call_form), lp))
+                    : chunk(completion_chunk_json(st.meta, i, "", result.finish_reason, lp));
+        if (!write(finish)) {
           client_gone(st);
           return false;
         }
         last_write = Clock::now();
       }
-      if (r.finished) break;
-      if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
+      if (!st.choices->finished() && Clock::now() - last_write >= s_->options_.keepalive_interval) {
         if (!write(": keep-alive\n\n")) {
           client_gone(st);
           return false;
@@ -417,24 +468,10 @@ class Routes {
         last_write = Clock::now();
       }
     }
-    const GenerationResult& result = st.gen->result();
-    count_result(st);
-    if (result.error) {
-      ApiError e = api_error_from_status(*result.error);
-      write(sse_event(e.to_json()));
-      write("data: [DONE]\n\n");
-      sink.done();
-      return true;
-    }
-    if (result.cancelled) return false;
-    json lp = take_logprobs(st);
-    const std::string finish =
-        st.chat ? chunk(chat_chunk_json(st.meta, json::object(), result.finish_reason, lp))
-                : chunk(completion_chunk_json(st.meta, "", result.finish_reason, lp));
-    if (!write(finish)) return false;
     if (st.include_usage) {
-      const json usage = st.chat ? chat_usage_chunk_json(st.meta, result) : completion_usage_chunk_json(st.meta, result);
-      if (!write(sse_event(usage))) return false;
+      const ResponseUsage usage = combine_usage(st.choices->results());
+      const json j = st.chat ? chat_usage_chunk_json(st.meta, usage) : completion_usage_chunk_json(st.meta, usage);
+      if (!write(sse_event(j))) return false;
     }
     write("data: [DONE]\n\n");
     sink.done();
@@ -453,17 +490,19 @@ class Routes {
     }
     auto last_write = Clock::now();
     for (;;) {
-      PollResult r = st.gen->poll(std::chrono::milliseconds(100));
-      for (const auto& d : r.deltas) {
-        const std::string event = events.delta(d);
-        if (event.empty()) continue;
-        if (!write(event)) {
-          client_gone(st);
-          return false;
+      // One choice: the route never asks for more.
+      for (ChoicePoll& cp : st.choices->poll(std::chrono::milliseconds(100))) {
+        for (const auto& d : cp.poll.deltas) {
+          const std::string event = events.delta(d);
+          if (event.empty()) continue;
+          if (!write(event)) {
+            client_gone(st);
+            return false;
+          }
+          last_write = Clock::now();
         }
-        last_write = Clock::now();
       }
-      if (r.finished) break;
+      if (st.choices->finished()) break;
       if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
         if (!write(AnthropicStream::ping())) {
           client_gone(st);
@@ -472,8 +511,8 @@ class Routes {
         last_write = Clock::now();
       }
     }
-    const GenerationResult& result = st.gen->result();
-    count_result(st);
+    const GenerationResult& result = st.choices->choice(0).result();
+    count_result(st, 0);
     if (result.error) {
       write(AnthropicStream::error(api_error_from_status(*result.error)));
       sink.done();
@@ -487,42 +526,59 @@ class Routes {
 
   // A whole JSON response: the handler waits for the end of generation, so the status
   // follows the outcome (an engine failure after admission is its 5xx error, not a 200 with
-  // an error body). Nothing is written meanwhile; a client that closes its connection is
-  // seen by current_client_gone() and its request is cancelled (decision 0010).
+  // an error body; one choice's failure fails the response and cancels the others). Nothing
+  // is written meanwhile; a client that closes its connection is seen by
+  // current_client_gone() and its choices are cancelled (decision 0010).
   void whole_response(ResponseState& st, httplib::Response& res) {
     for (;;) {
-      PollResult r = st.gen->poll(std::chrono::milliseconds(100));
-      if (st.logprobs) st.all_tokens.insert(st.all_tokens.end(), r.tokens.begin(), r.tokens.end());
-      if (r.finished) break;
+      for (ChoicePoll& cp : st.choices->poll(std::chrono::milliseconds(100))) {
+        ChoiceOutput& out = st.outputs[static_cast<size_t>(cp.index)];
+        if (st.logprobs) out.all_tokens.insert(out.all_tokens.end(), cp.poll.tokens.begin(), cp.poll.tokens.end());
+        if (cp.poll.finished) count_result(st, cp.index);
+      }
+      if (st.choices->finished() || st.choices->first_error()) break;
       if (current_client_gone()) {
         client_gone(st);
         break;
       }
     }
-    if (!st.gen->finished()) {
+    if (const GenerationResult* failed = st.choices->first_error()) {
+      st.choices->cancel();
+      return send_outcome_error(res, st, api_error_from_status(*failed->error));
+    }
+    if (!st.choices->finished()) {
       // Nobody reads the answer; 499 (client closed request) is what the metrics count.
       res.set_header("Connection", "close");
       return send_outcome_error(
           res, st, api_error_from_status(Status(StatusCode::kCancelled, "the client closed the connection")));
     }
-    const GenerationResult& result = st.gen->result();
-    count_result(st);
-    if (result.error) return send_outcome_error(res, st, api_error_from_status(*result.error));
-    if (result.cancelled) {
+    const std::vector<const GenerationResult*> results = st.choices->results();
+    for (const GenerationResult* r : results) {
+      if (!r->cancelled) continue;
       res.set_header("Connection", "close");
       return send_outcome_error(res, st, api_error_from_status(Status(StatusCode::kCancelled, "the request was cancelled")));
     }
-    if (st.anthropic) return send_json(res, 200, anthropic_message_json(st.meta, result));
-    if (st.chat) {
-      json lp = st.logprobs ? chat_logprobs_json(*st.tokenizer, st.all_tokens) : json(nullptr);
-      return send_json(res, 200, chat_completion_json(st.meta, result, lp));
+    if (st.anthropic) return send_json(res, 200, anthropic_message_json(st.meta, *results[0]));
+    json choices = json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      const GenerationResult& result = *results[i];
+      ChoiceOutput& out = st.outputs[i];
+      const int index = static_cast<int>(i);
+      if (st.chat) {
+        json lp = st.logprobs ? chat_logprobs_json(*st.tokenizer, out.all_tokens) : json(nullptr);
+        choices.push_back(chat_choice_json(index, result, lp, st.tool_call_form));
+        continue;
+      }
+      json lp = json(nullptr);
+      if (st.logprobs) {
+        out.text_offsets.skip_text(st.echo_text);
+        lp = completion_logprobs_json(*st.tokenizer, out.all_tokens, out.text_offsets);
+      }
+      choices.push_back(completion_choice_json(index, st.echo_text + result.content, result, lp));
     }
-    json lp = json(nullptr);
-    if (st.logprobs) {
-      st.text_offsets.skip_text(st.echo_text);
-      lp = completion_logprobs_json(*st.tokenizer, st.all_tokens, st.text_offsets);
-    }
-    send_json(res, 200, completion_json(st.meta, st.echo_text + result.content, result, lp));
+    const ResponseUsage usage = combine_usage(results);
+    send_json(res, 200, st.chat ? chat_completion_json(st.meta, std::move(choices), usage)
+                                : completion_json(st.meta, std::move(choices), usage));
   }
 
   HttpServer* s_;

@@ -1,6 +1,7 @@
 // Builders of OpenAI response JSON.
 #include "server/openai_format.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -26,7 +27,28 @@ int64_t unix_now() {
 
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-json usage_json(const GenerationResult& r) {
+ResponseUsage combine_usage(const std::vector<const GenerationResult*>& results) {
+  ResponseUsage out;
+  Usage& u = out.usage;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Usage& c = results[i]->usage;
+    if (i == 0) {
+      u.prompt_tokens = c.prompt_tokens;
+      u.cached_tokens = c.cached_tokens;
+    }
+    u.cached_tokens = std::min(u.cached_tokens, c.cached_tokens);
+    u.completion_tokens += c.completion_tokens;
+    u.drafted_tokens += c.drafted_tokens;
+    u.accepted_tokens += c.accepted_tokens;
+    u.queue_ms = std::max(u.queue_ms, c.queue_ms);
+    u.prefill_ms = std::max(u.prefill_ms, c.prefill_ms);
+    u.decode_ms = std::max(u.decode_ms, c.decode_ms);
+    out.reasoning_tokens += results[i]->reasoning_tokens;
+  }
+  return out;
+}
+
+json usage_json(const ResponseUsage& r) {
   const Usage& u = r.usage;
   return json{{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
@@ -123,7 +145,12 @@ json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<Gene
               {"text_offset", std::move(offsets)}};
 }
 
-json chat_completion_json(const ResponseMeta& meta, const GenerationResult& r, const json& logprobs) {
+std::string chat_finish_reason(const GenerationResult& r, ToolCallForm form) {
+  if (form == ToolCallForm::kFunctionCall && r.finish_reason == "tool_calls") return "function_call";
+  return r.finish_reason;
+}
+
+json chat_choice_json(int index, const GenerationResult& r, const json& logprobs, ToolCallForm form) {
   json message{{"role", "assistant"}};
   if (r.content.empty() && !r.tool_calls.empty()) {
     message["content"] = nullptr;
@@ -132,42 +159,61 @@ json chat_completion_json(const ResponseMeta& meta, const GenerationResult& r, c
   }
   if (!r.reasoning_content.empty()) message["reasoning_content"] = r.reasoning_content;
   if (!r.tool_calls.empty()) {
-    json calls = json::array();
-    for (const auto& c : r.tool_calls) {
-      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments_json}}}});
+    switch (form) {
+      case ToolCallForm::kToolCalls: {
+        json calls = json::array();
+        for (const auto& c : r.tool_calls) {
+          calls.push_back(
+              {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments_json}}}});
+        }
+        message["tool_calls"] = std::move(calls);
+        break;
+      }
+      case ToolCallForm::kFunctionCall:
+        // The legacy answer holds one call; the plan ends the output after the first.
+        message["function_call"] = {{"name", r.tool_calls[0].name}, {"arguments", r.tool_calls[0].arguments_json}};
+        break;
     }
-    message["tool_calls"] = std::move(calls);
   }
-  json choice{{"index", 0}, {"message", std::move(message)}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}};
+  return json{{"index", index},
+              {"message", std::move(message)},
+              {"logprobs", logprobs},
+              {"finish_reason", chat_finish_reason(r, form)}};
+}
+
+json chat_completion_json(const ResponseMeta& meta, json choices, const ResponseUsage& usage) {
   return json{{"id", meta.id},
               {"object", "chat.completion"},
               {"created", meta.created},
               {"model", meta.model},
               {"system_fingerprint", "gemmaserve"},
-              {"choices", json::array({std::move(choice)})},
-              {"usage", usage_json(r)},
-              {"timings", timings_json(r.usage)}};
+              {"choices", std::move(choices)},
+              {"usage", usage_json(usage)},
+              {"timings", timings_json(usage.usage)}};
 }
 
-json chat_delta_json(const OutputDelta& d) {
+json chat_delta_json(const OutputDelta& d, ToolCallForm form) {
   switch (d.kind) {
     case OutputDelta::Kind::kContent:
       return json{{"content", d.text}};
     case OutputDelta::Kind::kReasoning:
       return json{{"reasoning_content", d.text}};
     case OutputDelta::Kind::kToolCallBegin:
+      if (form == ToolCallForm::kFunctionCall) return json{{"function_call", {{"name", d.tool_name}, {"arguments", ""}}}};
       return json{{"tool_calls", json::array({{{"index", d.tool_index},
                                                 {"id", d.tool_id},
                                                 {"type", "function"},
                                                 {"function", {{"name", d.tool_name}, {"arguments", ""}}}}})}};
     case OutputDelta::Kind::kToolCallArgs:
+      if (form == ToolCallForm::kFunctionCall) return json{{"function_call", {{"arguments", d.text}}}};
       return json{{"tool_calls", json::array({{{"index", d.tool_index}, {"function", {{"arguments", d.text}}}}})}};
   }
   return json::object();
 }
 
-json chat_chunk_json(const ResponseMeta& meta, json delta, const std::string& finish_reason, const json& logprobs) {
-  json choice{{"index", 0},
+json chat_chunk_json(const ResponseMeta& meta, int index, json delta, const std::string& finish_reason,
+                     const json& logprobs) {
+  json choice{{"index", index},
               {"delta", std::move(delta)},
               {"logprobs", logprobs},
               {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}};
@@ -179,32 +225,34 @@ json chat_chunk_json(const ResponseMeta& meta, json delta, const std::string& fi
               {"choices", json::array({std::move(choice)})}};
 }
 
-json chat_usage_chunk_json(const ResponseMeta& meta, const GenerationResult& r) {
+json chat_usage_chunk_json(const ResponseMeta& meta, const ResponseUsage& usage) {
   return json{{"id", meta.id},
               {"object", "chat.completion.chunk"},
               {"created", meta.created},
               {"model", meta.model},
               {"system_fingerprint", "gemmaserve"},
               {"choices", json::array()},
-              {"usage", usage_json(r)},
-              {"timings", timings_json(r.usage)}};
+              {"usage", usage_json(usage)},
+              {"timings", timings_json(usage.usage)}};
 }
 
-json completion_json(const ResponseMeta& meta, const std::string& text, const GenerationResult& r,
-                     const json& logprobs) {
-  json choice{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}};
+json completion_choice_json(int index, const std::string& text, const GenerationResult& r, const json& logprobs) {
+  return json{{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", r.finish_reason}};
+}
+
+json completion_json(const ResponseMeta& meta, json choices, const ResponseUsage& usage) {
   return json{{"id", meta.id},
               {"object", "text_completion"},
               {"created", meta.created},
               {"model", meta.model},
-              {"choices", json::array({std::move(choice)})},
-              {"usage", usage_json(r)},
-              {"timings", timings_json(r.usage)}};
+              {"choices", std::move(choices)},
+              {"usage", usage_json(usage)},
+              {"timings", timings_json(usage.usage)}};
 }
 
-json completion_chunk_json(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,
-                           const json& logprobs) {
-  json choice{{"index", 0},
+json completion_chunk_json(const ResponseMeta& meta, int index, const std::string& text,
+                           const std::string& finish_reason, const json& logprobs) {
+  json choice{{"index", index},
               {"text", text},
               {"logprobs", logprobs},
               {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}};
@@ -215,13 +263,13 @@ json completion_chunk_json(const ResponseMeta& meta, const std::string& text, co
               {"choices", json::array({std::move(choice)})}};
 }
 
-json completion_usage_chunk_json(const ResponseMeta& meta, const GenerationResult& r) {
+json completion_usage_chunk_json(const ResponseMeta& meta, const ResponseUsage& usage) {
   return json{{"id", meta.id},
               {"object", "text_completion"},
               {"created", meta.created},
               {"model", meta.model},
               {"choices", json::array()},
-              {"usage", usage_json(r)}};
+              {"usage", usage_json(usage)}};
 }
 
 }  // namespace gs::server

@@ -29,7 +29,23 @@ int64_t unix_now();
 // JSON text of `j`; invalid UTF-8 inside strings becomes U+FFFD instead of throwing.
 std::string dump_json(const nlohmann::json& j);
 
-nlohmann::json usage_json(const GenerationResult& r);
+// How a chat answer spells its calls: `tool_calls` (finish_reason "tool_calls"), or, for a
+// request in the legacy `functions` form, `function_call` (the first call; finish_reason
+// "function_call"), as OpenAI answers one (decision 0030).
+enum class ToolCallForm { kToolCalls, kFunctionCall };
+
+// What a response's usage reports, over all its choices.
+struct ResponseUsage {
+  Usage usage;
+  int32_t reasoning_tokens = 0;
+};
+// The usage of a response's choices (one, or OpenAI's n): the prompt counted once, its
+// cached tokens the fewest any choice reused; completion and reasoning tokens and drafts
+// summed over the choices; queue, prefill and decode times the longest of any choice.
+// `results` is not empty.
+ResponseUsage combine_usage(const std::vector<const GenerationResult*>& results);
+
+nlohmann::json usage_json(const ResponseUsage& u);
 // Extension next to usage: timings and speculative-decoding counts of the request.
 nlohmann::json timings_json(const Usage& u);
 
@@ -52,20 +68,29 @@ struct TextOffsets {
 nlohmann::json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
                                         TextOffsets& offsets);
 
-nlohmann::json chat_completion_json(const ResponseMeta& meta, const GenerationResult& r,
-                                    const nlohmann::json& logprobs);
-// One chat.completion.chunk with one choice; `finish_reason` "" -> null.
-nlohmann::json chat_chunk_json(const ResponseMeta& meta, nlohmann::json delta, const std::string& finish_reason,
-                               const nlohmann::json& logprobs);
-// The delta object of an OutputDelta.
-nlohmann::json chat_delta_json(const OutputDelta& d);
+// The finish_reason of a chat choice: the result's, with "tool_calls" spelled
+// "function_call" in the legacy form.
+std::string chat_finish_reason(const GenerationResult& r, ToolCallForm form);
+// One entry of a chat.completion's `choices`: {index, message, logprobs, finish_reason}.
+nlohmann::json chat_choice_json(int index, const GenerationResult& r, const nlohmann::json& logprobs,
+                                ToolCallForm form);
+// A chat.completion with `choices` (chat_choice_json entries, index order) and their usage.
+nlohmann::json chat_completion_json(const ResponseMeta& meta, nlohmann::json choices, const ResponseUsage& usage);
+// One chat.completion.chunk with the choice `index`; `finish_reason` "" -> null.
+nlohmann::json chat_chunk_json(const ResponseMeta& meta, int index, nlohmann::json delta,
+                               const std::string& finish_reason, const nlohmann::json& logprobs);
+// The delta object of an OutputDelta: a call's pieces as `tool_calls` entries, or in the
+// legacy form as `function_call` ({name, arguments: ""}, then {arguments} pieces).
+nlohmann::json chat_delta_json(const OutputDelta& d, ToolCallForm form);
 // The closing usage chunk of a stream (choices: []).
-nlohmann::json chat_usage_chunk_json(const ResponseMeta& meta, const GenerationResult& r);
+nlohmann::json chat_usage_chunk_json(const ResponseMeta& meta, const ResponseUsage& usage);
 
-nlohmann::json completion_json(const ResponseMeta& meta, const std::string& text, const GenerationResult& r,
-                               const nlohmann::json& logprobs);
-nlohmann::json completion_chunk_json(const ResponseMeta& meta, const std::string& text,
+// One entry of a text_completion's `choices`: {index, text, logprobs, finish_reason}.
+nlohmann::json completion_choice_json(int index, const std::string& text, const GenerationResult& r,
+                                      const nlohmann::json& logprobs);
+nlohmann::json completion_json(const ResponseMeta& meta, nlohmann::json choices, const ResponseUsage& usage);
+nlohmann::json completion_chunk_json(const ResponseMeta& meta, int index, const std::string& text,
                                      const std::string& finish_reason, const nlohmann::json& logprobs);
-nlohmann::json completion_usage_chunk_json(const ResponseMeta& meta, const GenerationResult& r);
+nlohmann::json completion_usage_chunk_json(const ResponseMeta& meta, const ResponseUsage& usage);
 
 }  // namespace gs::server

@@ -59,26 +59,50 @@ Status parse_content(const json& content, const std::string& path, ChatMessage* 
   return Status::ok_status();
 }
 
-Status parse_tool_call(const json& tc, const std::string& path, ChatToolCall* call) {
-  if (!tc.is_object()) return bad(path, "must be an object");
-  GS_RETURN_IF_ERROR(optional_string(tc, "id", path, &call->id));
-  const auto fn = tc.find("function");
-  if (fn == tc.end() || !fn->is_object()) return bad(path + ".function", "must be an object");
-  const auto name = fn->find("name");
-  if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
-    return bad(path + ".function.name", "must be a non-empty string");
+// A call's {name, arguments} object at `path` (a tool call's `function`, or a legacy
+// assistant message's `function_call`).
+Status parse_function(const json& fn, const std::string& path, ChatToolCall* call) {
+  if (!fn.is_object()) return bad(path, "must be an object");
+  const auto name = fn.find("name");
+  if (name == fn.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+    return bad(path + ".name", "must be a non-empty string");
   }
   call->name = name->get<std::string>();
-  const auto args = fn->find("arguments");
-  if (args == fn->end() || args->is_null()) {
+  const auto args = fn.find("arguments");
+  if (args == fn.end() || args->is_null()) {
     call->arguments_json = "{}";
   } else if (args->is_string()) {
     call->arguments_json = args->get<std::string>();
   } else if (args->is_object()) {
     call->arguments_json = args->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    return bad(path + ".function.arguments", "must be a JSON string or an object");
+    return bad(path + ".arguments", "must be a JSON string or an object");
   }
+  return Status::ok_status();
+}
+
+Status parse_tool_call(const json& tc, const std::string& path, ChatToolCall* call) {
+  if (!tc.is_object()) return bad(path, "must be an object");
+  GS_RETURN_IF_ERROR(optional_string(tc, "id", path, &call->id));
+  const auto fn = tc.find("function");
+  if (fn == tc.end() || !fn->is_object()) return bad(path + ".function", "must be an object");
+  return parse_function(*fn, path + ".function", call);
+}
+
+// The legacy (pre-tools) form of a turn's call: an assistant message's `function_call`
+// ({name, arguments}), answered by a `function` message that names it. One call, given the
+// id kLegacyFunctionCallId (the legacy form has none; the answer is matched by name).
+Status parse_legacy_function_call(const json& jm, const std::string& path, ChatMessage* m) {
+  const auto fc = jm.find("function_call");
+  if (fc == jm.end() || fc->is_null()) return Status::ok_status();
+  if (m->role != ChatRole::kAssistant) return bad(path + ".function_call", "is only allowed in an assistant message");
+  if (!m->tool_calls.empty()) {
+    return bad(path + ".function_call", "cannot be combined with tool_calls (the legacy and the current form of a call)");
+  }
+  ChatToolCall call;
+  call.id = std::string(kLegacyFunctionCallId);
+  GS_RETURN_IF_ERROR(parse_function(*fc, path + ".function_call", &call));
+  m->tool_calls.push_back(std::move(call));
   return Status::ok_status();
 }
 
@@ -95,7 +119,9 @@ Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::json& m
     ChatMessage m;
     const auto role = jm.find("role");
     if (role == jm.end() || !role->is_string()) return bad(path + ".role", "must be a string");
-    auto parsed_role = parse_chat_role(role->get<std::string>());
+    // "function": the legacy form of a tool message, which names the function it answers.
+    const bool function_role = *role == "function";
+    auto parsed_role = function_role ? Result<ChatRole>(ChatRole::kTool) : parse_chat_role(role->get<std::string>());
     if (!parsed_role.ok()) return bad(path + ".role", parsed_role.status().message());
     m.role = *parsed_role;
     if (const auto c = jm.find("content"); c != jm.end()) GS_RETURN_IF_ERROR(parse_content(*c, path + ".content", &m));
@@ -118,18 +144,20 @@ Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::json& m
         m.tool_calls.push_back(std::move(call));
       }
     }
+    GS_RETURN_IF_ERROR(parse_legacy_function_call(jm, path, &m));
+    if (function_role && m.name.empty()) return bad(path + ".name", "is required for a function message");
     out.push_back(std::move(m));
   }
   return out;
 }
 
-Result<std::vector<ChatTool>> chat_tools_from_json(const nlohmann::json& tools) {
+Result<std::vector<ChatTool>> chat_tools_from_json(const nlohmann::json& tools, std::string_view field) {
   if (tools.is_null()) return std::vector<ChatTool>{};
-  if (!tools.is_array()) return bad("tools", "must be an array");
+  if (!tools.is_array()) return bad(std::string(field), "must be an array");
   std::vector<ChatTool> out;
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& jt = tools[i];
-    const std::string path = "tools[" + std::to_string(i) + "]";
+    const std::string path = std::string(field) + "[" + std::to_string(i) + "]";
     if (!jt.is_object()) return bad(path, "must be an object");
     if (const auto type = jt.find("type"); type != jt.end() && (!type->is_string() || *type != "function")) {
       return bad(path + ".type", "must be \"function\"");

@@ -1,6 +1,6 @@
 // Drives a running gemmaserve with the official `openai` npm client: chat (whole and
 // streamed), a tool call forced by tool_choice, structured output (response_format),
-// thinking on and off, a wrong key, a stream
+// thinking on and off, n choices, the legacy functions form, a wrong key, a stream
 // cancelled midway, 8 concurrent streaming clients, and health afterwards.
 // Usage: node openai_client.mjs PORT API_KEY
 import OpenAI from "openai";
@@ -213,6 +213,44 @@ await check("a wrong key is refused with 401", async () => {
     bad.chat.completions.create({ model: "shakes", messages, max_tokens: 4 }),
     (e) => e.status === 401 && e.error && typeof e.error.message === "string",
   );
+});
+
+// Decision 0030: n choices, whole and streamed (each chunk names its choice), and the
+// legacy functions form answered with message.function_call.
+await check("n = 3 choices, whole and streamed", async () => {
+  const req = { model: "shakes", messages, max_tokens: 8, temperature: 1, seed: 11, n: 3 };
+  const r = await client.chat.completions.create(req);
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  for (const c of r.choices) assert.equal(typeof c.message.content, "string");
+  const byIndex = {};
+  const finishes = {};
+  let usage = null;
+  for await (const chunk of await client.chat.completions.create({
+    ...req, stream: true, stream_options: { include_usage: true },
+  })) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      byIndex[c.index] = (byIndex[c.index] || "") + (c.delta.content || "");
+      if (c.finish_reason) finishes[c.index] = (finishes[c.index] || 0) + 1;
+    }
+  }
+  assert.deepEqual(Object.keys(byIndex).sort(), ["0", "1", "2"]);
+  assert.deepEqual(finishes, { 0: 1, 1: 1, 2: 1 });
+  // The same seeds: the streamed choices are the whole ones.
+  for (const c of r.choices) assert.equal(byIndex[c.index], c.message.content);
+  assert.equal(usage.completion_tokens, r.usage.completion_tokens);
+});
+
+await check("legacy functions / function_call", async () => {
+  const r = await client.chat.completions.create({
+    model: "shakes", messages: [{ role: "user", content: "Weather in Verona?" }], max_tokens: 40, temperature: 0,
+    functions: [tools[0].function], function_call: { name: tools[0].function.name },
+  });
+  const c = r.choices[0];
+  assert.equal(c.message.tool_calls, undefined);
+  assert.equal(c.message.function_call.name, tools[0].function.name);
+  assert.equal(typeof JSON.parse(c.message.function_call.arguments), "object");
+  assert.ok(["function_call", "length"].includes(c.finish_reason), c.finish_reason);
 });
 
 await check("a stream cancelled midway", async () => {

@@ -155,11 +155,66 @@ EOF
 then ok "curl SSE stream: role, deltas, finish, usage, [DONE]"; else bad "SSE stream: $(head -c 600 "$WORK/sse")"; fi
 
 for body in '{' '[]' '{"messages":[]}' '{"messages":[{"role":"user","content":42}]}' \
-            '{"messages":[{"role":"user","content":"hi"}],"n":3}'; do
+            '{"messages":[{"role":"user","content":"hi"}],"n":17}' \
+            '{"messages":[{"role":"user","content":"hi"}],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"g"}}]}'; do
   code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" -d "$body")"
   if [ "$code" = 400 ] && python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; assert e["message"] and e["type"]=="invalid_request_error"' "$WORK/r"; then
     ok "bad body $body -> 400"; else bad "bad body $body -> $code $(cat "$WORK/r")"; fi
 done
+
+# n choices (decision 0030): streamed, each choice has its index, its own role and finish
+# chunks, and one usage chunk sums them; whole, choice i with a seed is the answer to seed + i.
+curl -s -N "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
+  -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":10,"n":3,"temperature":1,"seed":5,"stream":true,"stream_options":{"include_usage":true}}' > "$WORK/sse"
+if python3 - "$WORK/sse" <<'EOF'
+import json, sys
+events = [l[6:] for l in open(sys.argv[1]).read().split("\n") if l.startswith("data: ")]
+assert events[-1] == "[DONE]", events[-1]
+chunks = [json.loads(e) for e in events[:-1]]
+by_index = {}
+for c in chunks[:-1]:
+    assert len(c["choices"]) == 1, c
+    by_index.setdefault(c["choices"][0]["index"], []).append(c["choices"][0])
+assert sorted(by_index) == [0, 1, 2], sorted(by_index)
+for i, cs in by_index.items():
+    assert cs[0]["delta"].get("role") == "assistant", cs[0]
+    assert [bool(c["finish_reason"]) for c in cs].count(True) == 1 and cs[-1]["finish_reason"], cs[-1]
+assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0, chunks[-1]
+EOF
+then ok "n=3 stream: an index, a role and a finish chunk per choice, one usage chunk"; else bad "n=3 stream: $(head -c 600 "$WORK/sse")"; fi
+if python3 - "$URL" "$KEY" <<'EOF'
+import json, sys, urllib.request
+url, key = sys.argv[1], sys.argv[2]
+def post(body):
+    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    return json.load(urllib.request.urlopen(req, timeout=120))
+base = {"prompt": "JULIET:", "max_tokens": 16, "temperature": 1, "seed": 77}
+three = post(dict(base, n=3))
+assert [c["index"] for c in three["choices"]] == [0, 1, 2], three
+alone = [post(dict(base, seed=77 + i)) for i in range(3)]
+for i in range(3):
+    assert three["choices"][i]["text"] == alone[i]["choices"][0]["text"], (i, three["choices"][i], alone[i])
+assert three["usage"]["completion_tokens"] == sum(a["usage"]["completion_tokens"] for a in alone), three["usage"]
+assert three["usage"]["prompt_tokens"] == alone[0]["usage"]["prompt_tokens"], three["usage"]
+EOF
+then ok "n=3 completions: choice i is the answer to seed + i, usage sums the choices"; else bad "n=3 completions with a seed"; fi
+
+# The legacy functions form (decision 0030): a call forced by function_call comes back as
+# message.function_call with finish_reason function_call.
+code="$(curl -s -o "$WORK/r" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/chat/completions" \
+  -d '{"messages":[{"role":"user","content":"Weather in Verona?"}],"max_tokens":60,"temperature":0,
+       "functions":[{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":12}},"required":["city"],"additionalProperties":false}}],
+       "function_call":{"name":"get_weather"}}')"
+if [ "$code" = 200 ] && python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["choices"][0]
+assert "tool_calls" not in c["message"], c
+assert c["message"]["function_call"]["name"] == "get_weather", c
+assert isinstance(json.loads(c["message"]["function_call"]["arguments"])["city"], str), c
+assert c["finish_reason"] == "function_call", c' "$WORK/r"; then
+  ok "functions / function_call answered with message.function_call"; else bad "functions -> $code $(cat "$WORK/r")"; fi
+
 head -c 9000000 /dev/zero | tr '\0' 'a' > "$WORK/big"
 code="$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" "$URL/v1/completions" --data-binary @"$WORK/big")"
 [ "$code" = 413 ] && ok "oversized body -> 413" || bad "oversized body -> $code"

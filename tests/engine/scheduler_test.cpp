@@ -370,6 +370,30 @@ TEST(Scheduler, QueueFullIsResourceExhausted) {
   EXPECT_EQ(collect(**d).finish, FinishReason::kLength);
 }
 
+// Requests that wait while every slot is busy are admitted when the running ones end, also
+// when they all end in one step (a response's n choices, or requests of one length): the
+// loop slept with nothing active and never looked at the queue again, so they waited until
+// some other request came.
+TEST(Scheduler, QueuedRequestsRunWhenEveryRunningOneEndsInTheSameStep) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 2;
+  SchedulerOptions so;
+  so.queue_size = 3;
+  Fixture f(o, so);
+  std::vector<std::unique_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) {
+    auto s = f.engine->submit(make_request(prompt_of(5), 3));
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    streams.push_back(std::move(*s));
+  }
+  for (auto& s : streams) {
+    const Collected c = collect(*s, 5s);
+    EXPECT_TRUE(c.done);
+    EXPECT_EQ(c.finish, FinishReason::kLength);
+    EXPECT_EQ(c.tokens.size(), 3u);
+  }
+}
+
 TEST(Scheduler, CancelFreesTheSlotWithinAStepAndSparesOthers) {
   FakeSlotRunner::Options o;
   o.n_slots = 2;

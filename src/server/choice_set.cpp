@@ -1,0 +1,72 @@
+// The n choices of one response, run as n engine requests.
+#include "server/choice_set.h"
+
+#include <algorithm>
+
+namespace gs::server {
+
+GenerationPlan choice_plan(const GenerationPlan& plan, int index) {
+  GenerationPlan p = plan;
+  if (p.request.sampling.has_seed) p.request.sampling.seed += static_cast<uint64_t>(index);
+  return p;
+}
+
+ChoiceSet::ChoiceSet(std::shared_ptr<const text::Tokenizer> tokenizer, const GenerationPlan& plan, int n) {
+  choices_.reserve(static_cast<size_t>(std::max(n, 1)));
+  for (int i = 0; i < std::max(n, 1); ++i) choices_.push_back(std::make_unique<Generation>(tokenizer, choice_plan(plan, i)));
+}
+
+Status ChoiceSet::start(Engine& engine) {
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Status st = choices_[i]->start(engine);
+    if (st.ok()) continue;
+    for (size_t k = 0; k < i; ++k) choices_[k]->cancel();
+    return st;
+  }
+  return {};
+}
+
+std::vector<ChoicePoll> ChoiceSet::poll(std::chrono::milliseconds wait) {
+  std::vector<ChoicePoll> out;
+  auto sweep = [&](int waiter, std::chrono::milliseconds waiter_wait) {
+    for (int i = 0; i < size(); ++i) {
+      if (choices_[i]->finished()) continue;
+      PollResult r = choices_[i]->poll(i == waiter ? waiter_wait : std::chrono::milliseconds(0));
+      if (r.finished || r.got_event || !r.deltas.empty() || !r.tokens.empty()) out.push_back({i, std::move(r)});
+    }
+  };
+  if (size() == 1) {
+    sweep(0, wait);
+    return out;
+  }
+  sweep(-1, std::chrono::milliseconds(0));
+  if (!out.empty() || finished()) return out;
+  // Nothing ready: wait on the first unfinished choice, then take what the others have.
+  int waiter = 0;
+  while (choices_[waiter]->finished()) ++waiter;
+  sweep(waiter, std::min(wait, kChoiceWait));
+  return out;
+}
+
+void ChoiceSet::cancel() {
+  for (auto& c : choices_) c->cancel();
+}
+
+bool ChoiceSet::finished() const {
+  return std::all_of(choices_.begin(), choices_.end(), [](const auto& c) { return c->finished(); });
+}
+
+std::vector<const GenerationResult*> ChoiceSet::results() const {
+  std::vector<const GenerationResult*> out;
+  for (const auto& c : choices_) out.push_back(&c->result());
+  return out;
+}
+
+const GenerationResult* ChoiceSet::first_error() const {
+  for (const auto& c : choices_) {
+    if (c->finished() && c->result().error) return &c->result();
+  }
+  return nullptr;
+}
+
+}  // namespace gs::server
