@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -183,6 +184,7 @@ class InputTranslator {
     json& turn = messages_->back();
     if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
     turn["tool_calls"].push_back(std::move(call));
+    call_ids_.push_back(*call_id);
     t_->call_paths.back().push_back(path);
     return {};
   }
@@ -195,6 +197,9 @@ class InputTranslator {
     if (output == item.end() || output->is_null()) return invalid(fmt::format("{}.output is required", path));
     std::string text;
     GS_RETURN_IF_ERROR(content_text(*output, path + ".output", &text));
+    if (std::find(call_ids_.begin(), call_ids_.end(), *call_id) == call_ids_.end()) {
+      return invalid(fmt::format("{}.call_id '{}' answers no function_call item before it in input", path, *call_id));
+    }
     pending_reasoning_.clear();
     push({{"role", "tool"}, {"tool_call_id", *call_id}, {"content", std::move(text)}}, path);
     return {};
@@ -203,6 +208,7 @@ class InputTranslator {
   ResponsesTranslation* t_;
   json* messages_;
   std::string pending_reasoning_;
+  std::vector<std::string> call_ids_;  // of the function_call items so far
 };
 
 Status translate_input(const json& body, ResponsesTranslation* t) {
@@ -399,7 +405,13 @@ Status ResponsesTranslation::rename_error(const Status& status) const {
       }
     }
   }
-  if (renamed.empty()) return status;
+  if (renamed.empty()) renamed = msg;
+  // Later mentions of a message ("... matches no tool call of messages[2]").
+  for (size_t at = renamed.find("messages[", 1); at != std::string::npos; at = renamed.find("messages[", at + 1)) {
+    const auto idx = leading_index(std::string_view(renamed).substr(at), std::string_view("messages").size());
+    if (!idx || idx->first >= message_paths.size()) continue;
+    renamed.replace(at, idx->second, message_paths[idx->first]);
+  }
   return Status(status.code(), std::move(renamed));
 }
 
@@ -434,8 +446,10 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   e["instructions"] = given("instructions", nullptr);
   e["tools"] = given("tools", json::array());
   e["tool_choice"] = given("tool_choice", "auto");
-  e["temperature"] = given("temperature", req.chat.gen.sampling.temperature);
-  e["top_p"] = given("top_p", req.chat.gen.sampling.top_p);
+  // The sampling in force, as the float it is held in, shown with 6 digits (0.7, not 0.699999988).
+  auto shown = [](float v) { return std::round(static_cast<double>(v) * 1e6) / 1e6; };
+  e["temperature"] = given("temperature", shown(req.chat.gen.sampling.temperature));
+  e["top_p"] = given("top_p", shown(req.chat.gen.sampling.top_p));
   e["max_output_tokens"] = given("max_output_tokens", nullptr);
   e["parallel_tool_calls"] = req.chat.parallel_tool_calls;
   e["text"] = given("text", json{{"format", {{"type", "text"}}}});

@@ -27,8 +27,8 @@ struct ResponsesTranslation {
 
   // `status` with a leading chat path ("messages[2].content", "tools[0].function.name",
   // "max_tokens", "response_format.json_schema.schema") renamed to the Responses field it
-  // came from ("input[3].content", "tools[0].name", "max_output_tokens", "text.format.schema").
-  // Other statuses are returned as they are.
+  // came from ("input[3].content", "tools[0].name", "max_output_tokens", "text.format.schema"),
+  // and later mentions of a message ("messages[1]") too. Other statuses are as they are.
   Status rename_error(const Status& status) const;
 
  private:
@@ -42,7 +42,7 @@ struct ResponsesTranslation {
 //   refusal} (images, files and audio refused: this server reads text only);
 //   `function_call` {call_id, name, arguments} items join the assistant turn before them (or
 //   make one); `function_call_output` {call_id, output: a string or input_text parts} items
-//   are tool messages; a `reasoning` item's text (content reasoning_text, else its summary)
+//   are tool messages, each answering a function_call item before it; a `reasoning` item's text (content reasoning_text, else its summary)
 //   is the reasoning of the assistant turn that follows it (dropped when none does); other
 //   item types are refused by name;
 // - `tools`: function tools {type: "function", name, description, parameters, strict}; other

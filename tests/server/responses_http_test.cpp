@@ -179,7 +179,7 @@ TEST(ResponsesHttp, ToolRoundTrip) {
 
 TEST(ResponsesHttp, NamedToolChoiceForcesTheCall) {
   LiveServer s;
-  s.answer("city:<|\"|>Paris<|\"|>}<tool_call|>");
+  s.answer("city:<|\"|>Paris<|\"|>}<tool_call|><|tool_response>");
   json whole = whole_response(s, {{"input", "Anything."},
                                   {"tools", json::array({kWeatherTool})},
                                   {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}}});
@@ -222,7 +222,7 @@ TEST(ResponsesHttp, ErrorsAreOpenAIErrors) {
       {R"({"input":"x","max_output_tokens":-3})", 400, "max_output_tokens"},
       {R"({"input":"x","text":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"$ref":"#/nope"}}}}}})",
        400, "text.format.schema.properties.a.$ref"},
-      {R"({"input":[{"type":"function_call_output","call_id":"nobody","output":"x"}]})", 400, ""},
+      {R"({"input":[{"type":"function_call_output","call_id":"nobody","output":"x"}]})", 400, "input[0].call_id"},
   };
   for (const auto& c : cases) {
     auto r = s.post("/v1/responses", c.body);

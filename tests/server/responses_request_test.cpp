@@ -165,6 +165,8 @@ TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
       {{{"input", json::array({{{"type", "function_call"}, {"call_id", "c"}, {"name", "f"}, {"arguments", "{not json"}}})}},
        "input[0].arguments", ""},
       {{{"input", json::array({{{"type", "function_call_output"}, {"call_id", "c"}}})}}, "input[0].output", "required"},
+      {{{"input", json::array({{{"type", "function_call_output"}, {"call_id", "c"}, {"output", "o"}}})}},
+       "input[0].call_id", "answers no function_call"},
       {{{"input", "x"}, {"tools", json::array({{{"type", "web_search"}}})}}, "tools[0].type", "web_search"},
       {{{"input", "x"}, {"tools", json::array({{{"type", "function"}, {"name", "bad name"}}})}}, "tools[0].name", ""},
       {{{"input", "x"}, {"tools", json::array({kTool})}, {"tool_choice", {{"type", "function"}, {"name", "other"}}}},
@@ -179,12 +181,18 @@ TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
       {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type", "yaml"},
       {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}}}}}}, "text.format.schema", "required"},
       {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"schema", {{"type", 7}}}}}}}},
-       "text.format.schema", ""},
+       "text.format.schema*", ""},
       {{{"input", "x"}, {"stream", "yes"}}, "stream", ""},
   };
   for (const auto& c : cases) {
     const std::string message = error_of(c.body);
-    EXPECT_EQ(responses_error_param(message), c.param) << c.body.dump() << " -> " << message;
+    // A param ending in '*' is a prefix (the schema compiler names the keyword at fault).
+    const std::string param = c.param;
+    if (param.ends_with('*')) {
+      EXPECT_TRUE(responses_error_param(message).starts_with(param.substr(0, param.size() - 1))) << message;
+    } else {
+      EXPECT_EQ(responses_error_param(message), param) << c.body.dump() << " -> " << message;
+    }
     EXPECT_NE(message.find(c.words), std::string::npos) << c.body.dump() << " -> " << message;
     EXPECT_EQ(message.find("messages"), std::string::npos) << message;
     EXPECT_EQ(message.find("response_format"), std::string::npos) << message;
@@ -207,6 +215,8 @@ TEST(ResponsesRequest, RenameErrorMapsChatPaths) {
   EXPECT_EQ(renamed("messages[3].tool_call_id 'c9' answers no call"), "input[2].call_id 'c9' answers no call");
   EXPECT_EQ(renamed("messages[3].content must be text"), "input[2].output must be text");
   EXPECT_EQ(renamed("messages[9].content: bad"), "messages[9].content: bad");
+  EXPECT_EQ(renamed("messages[3].tool_call_id \"x\" matches no tool call of messages[2]"),
+            "input[2].call_id \"x\" matches no tool call of input[1]");
   EXPECT_EQ(renamed("tools[3].function.parameters: bad"), "tools[3].parameters: bad");
   EXPECT_EQ(renamed("max_tokens must be"), "max_output_tokens must be");
   EXPECT_EQ(renamed("max_tokensx"), "max_tokensx");
