@@ -105,8 +105,9 @@ std::string ResponsesStream::event(json data) {
 
 std::string ResponsesStream::start() {
   const json response = response_object_json(meta_, echo_, "in_progress", json::array(), nullptr);
-  return event({{"type", "response.created"}, {"response", response}}) +
-         event({{"type", "response.in_progress"}, {"response", response}});
+  std::string out = event({{"type", "response.created"}, {"response", response}});
+  out += event({{"type", "response.in_progress"}, {"response", response}});  // after: sequence numbers
+  return out;
 }
 
 json ResponsesStream::item_json(const char* status) const {
