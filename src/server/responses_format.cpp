@@ -83,7 +83,9 @@ json response_object_json(const ResponseMeta& meta, const json& echo, std::strin
          {"incomplete_details", nullptr},
          {"model", meta.model}};
   if (status == "incomplete") j["incomplete_details"] = {{"reason", "max_output_tokens"}};
-  j["output_text"] = responses_output_text(output);
+  // Not while in progress: the OpenAI SDKs' stream helpers build the final response from the
+  // first event's object and compute output_text only when the field is absent.
+  if (status != "in_progress") j["output_text"] = responses_output_text(output);
   j["output"] = std::move(output);
   j["usage"] = r ? responses_usage_json(*r) : json(nullptr);
   for (const auto& [key, value] : echo.items()) j[key] = value;

@@ -36,8 +36,8 @@ nlohmann::json responses_output_json(const GenerationResult& r);
 std::string responses_output_text(const nlohmann::json& output);
 
 // A response object {id, object: "response", created_at, status, error, incomplete_details,
-// model, output, output_text, usage, ...echo}. `status` "in_progress" (usage null, for the
-// first events of a stream), "completed", "incomplete" (incomplete_details.reason
+// model, output, output_text, usage, ...echo}. `status` "in_progress" (usage null and no
+// output_text, for the first events of a stream), "completed", "incomplete" (incomplete_details.reason
 // "max_output_tokens") or "failed" (`error` {code, message}). `echo` holds the request fields
 // the response repeats (ResponsesRequest::echo).
 nlohmann::json response_object_json(const ResponseMeta& meta, const nlohmann::json& echo, std::string_view status,

@@ -146,6 +146,8 @@ TEST(ResponsesFormat, StreamOfThinkingThenACall) {
   }
   EXPECT_EQ(ev[0].data["response"]["status"], "in_progress");
   EXPECT_EQ(ev[0].data["response"]["output"], json::array());
+  // The SDKs' stream helpers compute output_text of the final response only when it is absent.
+  EXPECT_FALSE(ev[0].data["response"].contains("output_text"));
   EXPECT_EQ(ev[2].data["item"]["type"], "reasoning");
   EXPECT_EQ(ev[3].data["part"]["type"], "reasoning_text");
   EXPECT_EQ(ev[6].data["text"], "Need the weather.");
