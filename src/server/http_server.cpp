@@ -17,6 +17,8 @@
 #include "server/json_input.h"
 #include "server/openai_format.h"
 #include "server/prometheus.h"
+#include "server/responses_format.h"
+#include "server/responses_request.h"
 #include "server/token_api.h"
 
 namespace gs::server {
@@ -64,6 +66,8 @@ struct ResponseState {
   bool chat = true;
   bool anthropic = false;  // /v1/messages: Anthropic's message and events (chat is true too)
   int32_t n_prompt = 0;    // prompt tokens, for an Anthropic stream's message_start
+  bool responses = false;  // /v1/responses: a response object and its events (chat is true too)
+  json responses_echo;     // the request fields the response object repeats
   bool include_usage = false;
   bool logprobs = false;
   ToolCallForm tool_call_form = ToolCallForm::kToolCalls;
@@ -190,6 +194,33 @@ class Routes {
     send_json(res, 200, {{"input_tokens", plan->request.prompt.size()}});
   }
 
+  // POST /v1/responses: OpenAI's Responses API, translated into a chat request
+  // (responses_request.h) and answered as a response object or its events (responses_format.h).
+  void responses(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_loading(res);
+    if (s_->draining_) return send_error(res, draining_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    Result<ResponsesRequest> parsed = parse_responses_request(*body, m->defaults);
+    if (!parsed.ok()) return send_error(res, responses_request_error(parsed.status()));
+    Result<GenerationPlan> plan = plan_chat(parsed->chat, *m->tokenizer, s_->options_.limits);
+    if (!plan.ok()) return send_error(res, responses_request_error(parsed->translation.rename_error(plan.status())));
+    auto state = std::make_shared<ResponseState>();
+    state->chat = true;
+    state->responses = true;
+    state->responses_echo = std::move(parsed->echo);
+    state->meta = {make_response_id("resp_"), unix_now(), m->model_id};
+    start(m, *plan, parsed->chat.gen, state, req, res);
+  }
+
+  // GET, DELETE /v1/responses/{id} and below: nothing is stored, so no response is found.
+  void stored_response(const httplib::Request&, httplib::Response& res) {
+    ApiError e = not_found("responses are not stored by this server (store is accepted but nothing is kept), so "
+                           "they cannot be retrieved, listed, cancelled or deleted");
+    send_error(res, e);
+  }
+
   // llama-server's utility routes: no generation, so they answer while the server drains.
 
   // POST /tokenize: the content's ids (with BOS when add_special), control-token text parsed
@@ -264,6 +295,12 @@ class Routes {
     if (e.http_status == 400 && e.param.empty()) e.param = error_param(status.message());
     return e;
   }
+  // The same for a Responses body: error.param names the Responses field.
+  static ApiError responses_request_error(const Status& status) {
+    ApiError e = api_error_from_status(status);
+    if (e.http_status == 400 && e.param.empty()) e.param = responses_error_param(status.message());
+    return e;
+  }
   // A 503 while the model loads, with Retry-After (seconds) as for a full queue's 429.
   static void send_loading(httplib::Response& res, bool anthropic = false) {
     res.set_header("Retry-After", "1");
@@ -318,6 +355,7 @@ class Routes {
         e.extra["n_prompt_tokens"] = n_prompt;
         e.extra["n_ctx"] = m->info.n_ctx;
         if (!state->chat) e.param = "prompt";
+        if (state->responses) e.param = "input";
         // Anthropic's wording, which agents read to compact their context.
         if (state->anthropic) {
           e.message = fmt::format("prompt is too long: {} tokens > {} maximum (the context holds {} tokens)", n_prompt,
@@ -338,6 +376,7 @@ class Routes {
       res.set_header("X-Accel-Buffering", "no");
       HttpServer* server = s_;
       set_body(req, res, "text/event-stream", [server, state](size_t, httplib::DataSink& sink) {
+        if (state->responses) return Routes(server).responses_stream_body(*state, sink);
         return state->anthropic ? Routes(server).anthropic_stream_body(*state, sink)
                                 : Routes(server).stream_body(*state, sink);
       });
@@ -524,6 +563,52 @@ class Routes {
     return true;
   }
 
+  // The Responses API's server-sent events (ResponsesStream): response.created and
+  // response.in_progress, the output items, then response.completed or response.incomplete;
+  // an engine failure after the start is response.failed. No [DONE] (OpenAI sends none here).
+  bool responses_stream_body(ResponseState& st, httplib::DataSink& sink) {
+    auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+    ResponsesStream events(st.meta, st.responses_echo);
+    if (!write(events.start())) {
+      client_gone(st);
+      return false;
+    }
+    auto last_write = Clock::now();
+    for (;;) {
+      // One choice: the route never asks for more.
+      for (ChoicePoll& cp : st.choices->poll(std::chrono::milliseconds(100))) {
+        for (const auto& d : cp.poll.deltas) {
+          const std::string event = events.delta(d);
+          if (event.empty()) continue;
+          if (!write(event)) {
+            client_gone(st);
+            return false;
+          }
+          last_write = Clock::now();
+        }
+      }
+      if (st.choices->finished()) break;
+      if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
+        if (!write(": keep-alive\n\n")) {
+          client_gone(st);
+          return false;
+        }
+        last_write = Clock::now();
+      }
+    }
+    const GenerationResult& result = st.choices->choice(0).result();
+    count_result(st, 0);
+    if (result.error) {
+      write(events.fail(api_error_from_status(*result.error)));
+      sink.done();
+      return true;
+    }
+    if (result.cancelled) return false;
+    if (!write(events.finish(result))) return false;
+    sink.done();
+    return true;
+  }
+
   // A whole JSON response: the handler waits for the end of generation, so the status
   // follows the outcome (an engine failure after admission is its 5xx error, not a 200 with
   // an error body; one choice's failure fails the response and cancels the others). Nothing
@@ -559,6 +644,7 @@ class Routes {
       return send_outcome_error(res, st, api_error_from_status(Status(StatusCode::kCancelled, "the request was cancelled")));
     }
     if (st.anthropic) return send_json(res, 200, anthropic_message_json(st.meta, *results[0]));
+    if (st.responses) return send_json(res, 200, responses_response_json(st.meta, st.responses_echo, *results[0]));
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       const GenerationResult& result = *results[i];
@@ -745,6 +831,10 @@ void HttpServer::install_routes() {
   svr.Post("/tokenize", route(&Routes::tokenize));
   svr.Post("/detokenize", route(&Routes::detokenize));
   svr.Post("/apply-template", route(&Routes::apply_template));
+  svr.Post("/v1/responses", route(&Routes::responses));
+  svr.Get(R"(/v1/responses/.+)", route(&Routes::stored_response));
+  svr.Delete(R"(/v1/responses/.+)", route(&Routes::stored_response));
+  svr.Post(R"(/v1/responses/.+)", route(&Routes::stored_response));
   svr.Post("/v1/messages", route(&Routes::messages));
   svr.Post("/v1/messages/count_tokens", route(&Routes::count_tokens));
   // A known route asked with another method: 405 with Allow (RFC 9110 §15.5.6), not 404.
@@ -772,7 +862,7 @@ void HttpServer::install_routes() {
   const char* const get_paths[] = {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"};
   const char* const post_paths[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions",
                                     "/tokenize", "/detokenize", "/apply-template", "/v1/messages",
-                                    "/v1/messages/count_tokens"};
+                                    "/v1/messages/count_tokens", "/v1/responses"};
   for (const char* path : get_paths) {
     svr.Options(path, preflight("GET"));
     svr.Post(path, wrong_method("GET"));

@@ -1,0 +1,270 @@
+// Responses API bodies translated into chat requests (decision 0032): input items, tools,
+// tool_choice, text.format, reasoning, the echoed fields, and errors that name the
+// Responses field; no body throws.
+#include <gtest/gtest.h>
+
+#include "server/responses_request.h"
+
+namespace gs {
+namespace {
+
+using nlohmann::json;
+using server::parse_responses_request;
+using server::RequestDefaults;
+using server::responses_error_param;
+using server::ToolChoice;
+
+const json kTool = json::parse(R"({"type":"function","name":"get_weather","description":"Weather of a city",
+  "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true})");
+
+Result<server::ResponsesRequest> parse(const json& body) { return parse_responses_request(body, RequestDefaults{}); }
+
+// The error message of a refused body (and that it was refused with kInvalidArgument).
+std::string error_of(const json& body) {
+  auto r = parse(body);
+  EXPECT_FALSE(r.ok()) << body.dump();
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
+  return r.status().message();
+}
+
+TEST(ResponsesRequest, StringInputIsOneUserMessageAfterTheInstructions) {
+  auto r = parse({{"model", "m"}, {"input", "Hello"}, {"instructions", "Be brief."}, {"max_output_tokens", 7},
+                  {"temperature", 0.5}, {"top_p", 0.9}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->chat.messages.size(), 2u);
+  EXPECT_EQ(r->chat.messages[0].role, text::ChatRole::kSystem);
+  EXPECT_EQ(r->chat.messages[0].content, "Be brief.");
+  EXPECT_EQ(r->chat.messages[1].role, text::ChatRole::kUser);
+  EXPECT_EQ(r->chat.messages[1].content, "Hello");
+  EXPECT_EQ(r->chat.gen.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r->chat.gen.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r->chat.gen.sampling.top_p, 0.9f);
+  EXPECT_FALSE(r->chat.gen.stream);
+  EXPECT_EQ(r->chat.tool_choice, ToolChoice::kNone);
+  EXPECT_EQ(r->echo["instructions"], "Be brief.");
+  EXPECT_EQ(r->echo["max_output_tokens"], 7);
+  EXPECT_EQ(r->echo["tools"], json::array());
+  EXPECT_EQ(r->echo["tool_choice"], "auto");
+  EXPECT_EQ(r->echo["store"], false);
+  EXPECT_EQ(r->echo["text"]["format"]["type"], "text");
+}
+
+TEST(ResponsesRequest, ItemsBecomeTheChatTurns) {
+  json input = json::parse(R"([
+    {"role":"developer","content":"Use tools."},
+    {"type":"message","role":"user","content":[{"type":"input_text","text":"Weather in "},{"type":"input_text","text":"Oslo?"}]},
+    {"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"I should call the tool."}]},
+    {"type":"function_call","id":"fc_1","call_id":"call_a","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},
+    {"type":"function_call","call_id":"call_b","name":"get_weather","arguments":"{\"city\":\"Bergen\"}"},
+    {"type":"function_call_output","call_id":"call_a","output":"rain"},
+    {"type":"function_call_output","call_id":"call_b","output":[{"type":"input_text","text":"sun"}]},
+    {"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Rain and sun.","annotations":[]}]},
+    {"role":"user","content":"Thanks"}
+  ])");
+  auto r = parse({{"input", input}, {"tools", json::array({kTool})}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const auto& m = r->chat.messages;
+  ASSERT_EQ(m.size(), 7u);
+  EXPECT_EQ(m[0].role, text::ChatRole::kDeveloper);
+  EXPECT_EQ(m[1].content_parts.size() + m[1].content.size() > 0, true);
+  EXPECT_EQ(m[1].content, "Weather in Oslo?");
+  EXPECT_EQ(m[2].role, text::ChatRole::kAssistant);
+  EXPECT_EQ(m[2].reasoning_content, "I should call the tool.");
+  ASSERT_EQ(m[2].tool_calls.size(), 2u);
+  EXPECT_EQ(m[2].tool_calls[0].id, "call_a");
+  EXPECT_EQ(m[2].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(m[2].tool_calls[1].arguments_json), json({{"city", "Bergen"}}));
+  EXPECT_EQ(m[3].role, text::ChatRole::kTool);
+  EXPECT_EQ(m[3].tool_call_id, "call_a");
+  EXPECT_EQ(m[3].content, "rain");
+  EXPECT_EQ(m[4].content, "sun");
+  EXPECT_EQ(m[5].role, text::ChatRole::kAssistant);
+  EXPECT_EQ(m[5].content, "Rain and sun.");
+  EXPECT_TRUE(m[5].reasoning_content.empty());
+  EXPECT_EQ(m[6].content, "Thanks");
+  ASSERT_EQ(r->chat.tools.size(), 1u);
+  EXPECT_EQ(r->chat.tools[0].name, "get_weather");
+  EXPECT_EQ(r->chat.tool_choice, ToolChoice::kAuto);
+}
+
+TEST(ResponsesRequest, ACallJoinsTheAssistantTextBeforeIt) {
+  json input = json::parse(R"([{"role":"user","content":"Hi"},
+    {"role":"assistant","content":"Let me look."},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"}])");
+  auto r = parse({{"input", input}, {"tools", json::array({kTool})}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->chat.messages.size(), 2u);
+  EXPECT_EQ(r->chat.messages[1].content, "Let me look.");
+  EXPECT_EQ(r->chat.messages[1].tool_calls.size(), 1u);
+}
+
+TEST(ResponsesRequest, ToolChoiceTextFormatAndReasoning) {
+  auto r = parse({{"input", "x"}, {"tools", json::array({kTool})},
+                  {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}},
+                  {"parallel_tool_calls", false}, {"stream", true}, {"reasoning", {{"effort", "none"}}}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->chat.tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(r->chat.tool_choice_name, "get_weather");
+  EXPECT_FALSE(r->chat.parallel_tool_calls);
+  EXPECT_TRUE(r->chat.gen.stream);
+  EXPECT_FALSE(r->chat.enable_thinking);
+  EXPECT_EQ(r->echo["parallel_tool_calls"], false);
+  EXPECT_EQ(r->echo["tool_choice"]["name"], "get_weather");
+
+  for (const char* s : {"auto", "none", "required"}) {
+    auto c = parse({{"input", "x"}, {"tools", json::array({kTool})}, {"tool_choice", s}});
+    ASSERT_TRUE(c.ok()) << s << ": " << c.status().to_string();
+  }
+  auto high = parse({{"input", "x"}, {"reasoning", {{"effort", "high"}, {"summary", "auto"}}}});
+  ASSERT_TRUE(high.ok());
+  EXPECT_TRUE(high->chat.enable_thinking);
+
+  auto js = parse({{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "city"}, {"strict", true},
+                   {"schema", {{"type", "object"}, {"properties", {{"name", {{"type", "string"}}}}}}}}}}}});
+  ASSERT_TRUE(js.ok()) << js.status().to_string();
+  EXPECT_NE(js->chat.gen.json_grammar, nullptr);
+  EXPECT_EQ(js->echo["text"]["format"]["name"], "city");
+  auto jo = parse({{"input", "x"}, {"text", {{"format", {{"type", "json_object"}}}}}});
+  ASSERT_TRUE(jo.ok());
+  EXPECT_NE(jo->chat.gen.json_grammar, nullptr);
+  auto plain = parse({{"input", "x"}, {"text", {{"format", {{"type", "text"}}}, {"verbosity", "low"}}}});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->chat.gen.json_grammar, nullptr);
+}
+
+TEST(ResponsesRequest, StoreMetadataAndUnknownFieldsAreAccepted) {
+  auto r = parse({{"input", "x"}, {"store", true}, {"metadata", {{"k", "v"}}}, {"user", "u"},
+                  {"include", json::array({"reasoning.encrypted_content"})}, {"truncation", "auto"},
+                  {"background", false}, {"previous_response_id", nullptr}, {"service_tier", "auto"}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->echo["store"], false);
+  EXPECT_EQ(r->echo["metadata"]["k"], "v");
+}
+
+TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
+  struct Case {
+    json body;
+    const char* param;
+    const char* words;
+  };
+  const std::vector<Case> cases = {
+      {json::object(), "input", "required"},
+      {{{"input", 5}}, "input", "string or an array"},
+      {{{"input", json::array()}}, "input", "empty"},
+      {{{"input", "x"}, {"previous_response_id", "resp_1"}}, "previous_response_id", "not stored"},
+      {{{"input", "x"}, {"background", true}}, "background", "not supported"},
+      {{{"input", "x"}, {"conversation", "c"}}, "conversation", "not stored"},
+      {{{"input", json::array({{{"role", "tool"}, {"content", "x"}}})}}, "input[0].role", "user, system"},
+      {{{"input", json::array({{{"role", "user"}}})}}, "input[0].content", "required"},
+      {{{"input", json::array({{{"role", "user"}, {"content", json::array({{{"type", "input_image"}, {"image_url", "u"}}})}}})}},
+       "input[0].content[0].type", "text only"},
+      {{{"input", json::array({{{"type", "web_search_call"}, {"id", "w"}}})}}, "input[0].type", "not supported"},
+      {{{"input", json::array({7})}}, "input[0]", "object"},
+      {{{"input", json::array({{{"type", "function_call"}, {"name", "f"}}})}}, "input[0].call_id", "required"},
+      {{{"input", json::array({{{"type", "function_call"}, {"call_id", "c"}, {"name", "f"}, {"arguments", "{not json"}}})}},
+       "input[0].arguments", ""},
+      {{{"input", json::array({{{"type", "function_call_output"}, {"call_id", "c"}}})}}, "input[0].output", "required"},
+      {{{"input", json::array({{{"type", "function_call_output"}, {"call_id", "c"}, {"output", "o"}}})}},
+       "input[0].call_id", "answers no function_call"},
+      {{{"input", "x"}, {"tools", json::array({{{"type", "web_search"}}})}}, "tools[0].type", "web_search"},
+      {{{"input", "x"}, {"tools", json::array({{{"type", "function"}, {"name", "bad name"}}})}}, "tools[0].name", ""},
+      {{{"input", "x"}, {"tools", json::array({kTool})}, {"tool_choice", {{"type", "function"}, {"name", "other"}}}},
+       "tool_choice", "not in tools"},
+      {{{"input", "x"}, {"tools", json::array({kTool})}, {"tool_choice", {{"type", "web_search_preview"}}}},
+       "tool_choice.type", "not supported"},
+      {{{"input", "x"}, {"tool_choice", "sometimes"}}, "tool_choice", "sometimes"},
+      {{{"input", "x"}, {"max_output_tokens", 0}}, "max_output_tokens", ""},
+      {{{"input", "x"}, {"temperature", 9}}, "temperature", ""},
+      {{{"input", "x"}, {"reasoning", {{"effort", "huge"}}}}, "reasoning.effort", ""},
+      {{{"input", "x"}, {"reasoning", "high"}}, "reasoning", "object"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "yaml"}}}}}}, "text.format.type", "yaml"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}}}}}}, "text.format.schema", "required"},
+      {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"schema", {{"type", 7}}}}}}}},
+       "text.format.schema*", ""},
+      {{{"input", "x"}, {"stream", "yes"}}, "stream", ""},
+  };
+  for (const auto& c : cases) {
+    const std::string message = error_of(c.body);
+    // A param ending in '*' is a prefix (the schema compiler names the keyword at fault).
+    const std::string param = c.param;
+    if (param.ends_with('*')) {
+      EXPECT_TRUE(responses_error_param(message).starts_with(param.substr(0, param.size() - 1))) << message;
+    } else {
+      EXPECT_EQ(responses_error_param(message), param) << c.body.dump() << " -> " << message;
+    }
+    EXPECT_NE(message.find(c.words), std::string::npos) << c.body.dump() << " -> " << message;
+    EXPECT_EQ(message.find("messages"), std::string::npos) << message;
+    EXPECT_EQ(message.find("response_format"), std::string::npos) << message;
+  }
+}
+
+// Planning errors (the renderer's) are renamed too: a tool output that answers no call.
+TEST(ResponsesRequest, RenameErrorMapsChatPaths) {
+  json input = json::parse(R"([{"role":"user","content":"Hi"},
+    {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c1","output":"ok"}])");
+  auto r = parse({{"input", input}, {"instructions", "sys"}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  auto renamed = [&](const std::string& m) {
+    return r->translation.rename_error(Status(StatusCode::kInvalidArgument, m)).message();
+  };
+  EXPECT_EQ(renamed("messages[0].content: bad"), "instructions.content: bad");
+  EXPECT_EQ(renamed("messages[1].content: bad"), "input[0].content: bad");
+  EXPECT_EQ(renamed("messages[2].tool_calls[0].function.arguments: bad"), "input[1].arguments: bad");
+  EXPECT_EQ(renamed("messages[3].tool_call_id 'c9' answers no call"), "input[2].call_id 'c9' answers no call");
+  EXPECT_EQ(renamed("messages[3].content must be text"), "input[2].output must be text");
+  EXPECT_EQ(renamed("messages[9].content: bad"), "messages[9].content: bad");
+  EXPECT_EQ(renamed("messages[3].tool_call_id \"x\" matches no tool call of messages[2]"),
+            "input[2].call_id \"x\" matches no tool call of input[1]");
+  EXPECT_EQ(renamed("tools[3].function.parameters: bad"), "tools[3].parameters: bad");
+  EXPECT_EQ(renamed("max_tokens must be"), "max_output_tokens must be");
+  EXPECT_EQ(renamed("max_tokensx"), "max_tokensx");
+  EXPECT_EQ(renamed("response_format.json_schema.schema.$ref: x"), "text.format.schema.$ref: x");
+  EXPECT_EQ(responses_error_param("text.format.schema.$ref: x"), "text.format.schema.$ref");
+  EXPECT_EQ(responses_error_param("the request body is not JSON"), "");
+}
+
+// Every node of a rich body replaced by values of every type: translation never throws, and
+// what it refuses is kInvalidArgument.
+TEST(ResponsesRequest, MutatedBodiesNeverThrow) {
+  const json base = json::parse(R"({"model":"m","instructions":"i","input":[
+    {"role":"user","content":[{"type":"input_text","text":"a"}]},
+    {"type":"reasoning","summary":[{"type":"summary_text","text":"s"}]},
+    {"type":"function_call","call_id":"c","name":"get_weather","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c","output":"o"}],
+    "tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],
+    "tool_choice":{"type":"function","name":"get_weather"},"text":{"format":{"type":"json_schema","name":"n",
+    "schema":{"type":"object"}}},"reasoning":{"effort":"low"},"max_output_tokens":5,"stream":true})");
+  const std::vector<json> values = {nullptr, true, 0, -1, 1.5, "", "x", json::array(), json::object(),
+                                    json::array({nullptr}), json::object({{"type", nullptr}})};
+  std::vector<json::json_pointer> pointers;
+  std::function<void(const json&, const json::json_pointer&)> walk = [&](const json& j, const json::json_pointer& p) {
+    pointers.push_back(p);
+    if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it) walk(it.value(), p / it.key());
+    } else if (j.is_array()) {
+      for (size_t i = 0; i < j.size(); ++i) walk(j[i], p / i);
+    }
+  };
+  walk(base, json::json_pointer());
+  size_t n = 0;
+  for (const auto& p : pointers) {
+    for (const auto& v : values) {
+      json body = base;
+      body[p] = v;
+      if (!body.is_object()) continue;
+      EXPECT_NO_THROW({
+        auto r = parse(body);
+        if (!r.ok()) {
+          EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << body.dump() << r.status().to_string();
+        }
+      }) << body.dump();
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 300u);
+}
+
+}  // namespace
+}  // namespace gs
