@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 
 #include "core/log.h"
 #include "server/anthropic_format.h"
@@ -517,19 +518,21 @@ class Routes {
     return true;
   }
 
-  // Anthropic's server-sent events (AnthropicStream): message_start, the blocks, then
-  // message_delta and message_stop; an engine failure after the start is an error event.
-  // Keep-alives are ping events, as Anthropic's own.
-  bool anthropic_stream_body(ResponseState& st, httplib::DataSink& sink) {
+  // One choice's server-sent events through a route's formatter (Events: delta(d) and
+  // finish(result)): `first`, each delta's event, `keepalive` while idle, then the formatter's
+  // end, or `fail`'s event for an engine failure after the start. False when the client left
+  // or the request was cancelled.
+  template <class Events>
+  bool single_choice_stream(ResponseState& st, httplib::DataSink& sink, Events& events, const std::string& first,
+                            const std::string& keepalive, const std::function<std::string(const ApiError&)>& fail) {
     auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
-    AnthropicStream events(st.meta);
-    if (!write(events.start(st.n_prompt))) {
+    if (!write(first)) {
       client_gone(st);
       return false;
     }
     auto last_write = Clock::now();
     for (;;) {
-      // One choice: the route never asks for more.
+      // One choice: these routes never ask for more.
       for (ChoicePoll& cp : st.choices->poll(std::chrono::milliseconds(100))) {
         for (const auto& d : cp.poll.deltas) {
           const std::string event = events.delta(d);
@@ -543,7 +546,7 @@ class Routes {
       }
       if (st.choices->finished()) break;
       if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
-        if (!write(AnthropicStream::ping())) {
+        if (!write(keepalive)) {
           client_gone(st);
           return false;
         }
@@ -553,7 +556,7 @@ class Routes {
     const GenerationResult& result = st.choices->choice(0).result();
     count_result(st, 0);
     if (result.error) {
-      write(AnthropicStream::error(api_error_from_status(*result.error)));
+      write(fail(api_error_from_status(*result.error)));
       sink.done();
       return true;
     }
@@ -563,50 +566,24 @@ class Routes {
     return true;
   }
 
+  // Anthropic's server-sent events (AnthropicStream): message_start, the blocks, then
+  // message_delta and message_stop; an engine failure after the start is an error event.
+  // Keep-alives are ping events, as Anthropic's own.
+  bool anthropic_stream_body(ResponseState& st, httplib::DataSink& sink) {
+    AnthropicStream events(st.meta);
+    const std::string first = events.start(st.n_prompt);
+    return single_choice_stream(st, sink, events, first, AnthropicStream::ping(),
+                                [](const ApiError& e) { return AnthropicStream::error(e); });
+  }
+
   // The Responses API's server-sent events (ResponsesStream): response.created and
   // response.in_progress, the output items, then response.completed or response.incomplete;
   // an engine failure after the start is response.failed. No [DONE] (OpenAI sends none here).
   bool responses_stream_body(ResponseState& st, httplib::DataSink& sink) {
-    auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
     ResponsesStream events(st.meta, st.responses_echo);
-    if (!write(events.start())) {
-      client_gone(st);
-      return false;
-    }
-    auto last_write = Clock::now();
-    for (;;) {
-      // One choice: the route never asks for more.
-      for (ChoicePoll& cp : st.choices->poll(std::chrono::milliseconds(100))) {
-        for (const auto& d : cp.poll.deltas) {
-          const std::string event = events.delta(d);
-          if (event.empty()) continue;
-          if (!write(event)) {
-            client_gone(st);
-            return false;
-          }
-          last_write = Clock::now();
-        }
-      }
-      if (st.choices->finished()) break;
-      if (Clock::now() - last_write >= s_->options_.keepalive_interval) {
-        if (!write(": keep-alive\n\n")) {
-          client_gone(st);
-          return false;
-        }
-        last_write = Clock::now();
-      }
-    }
-    const GenerationResult& result = st.choices->choice(0).result();
-    count_result(st, 0);
-    if (result.error) {
-      write(events.fail(api_error_from_status(*result.error)));
-      sink.done();
-      return true;
-    }
-    if (result.cancelled) return false;
-    if (!write(events.finish(result))) return false;
-    sink.done();
-    return true;
+    const std::string first = events.start();
+    return single_choice_stream(st, sink, events, first, ": keep-alive\n\n",
+                                [&events](const ApiError& e) { return events.fail(e); });
   }
 
   // A whole JSON response: the handler waits for the end of generation, so the status
