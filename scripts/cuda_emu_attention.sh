@@ -9,11 +9,15 @@ mkdir -p "$OUT"
 CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
 # Shared-memory qualifiers become host storage: static arrays shared by the block's fibers and
 # extern arrays defined by the emulator's k_common.cuh.
-sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' src/backend/cuda/k_attention.cu >"$OUT/k_attention_emu.cpp"
 CXX="${CXX:-g++}"
 FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function -Wno-psabi)
-"$CXX" "${FLAGS[@]}" -c "$OUT/k_attention_emu.cpp" -o "$OUT/k_attention_emu.o"
-"$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" -o "$OUT/attn_emu"
+# The mma.sync kernels and the sm_90a wgmma kernel (its k_wgmma.cuh is the emulator's).
+for src in k_attention sm90a/k_attention_wg; do
+  name="$(basename "$src")"
+  sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' "src/backend/cuda/$src.cu" >"$OUT/${name}_emu.cpp"
+  "$CXX" "${FLAGS[@]}" -c "$OUT/${name}_emu.cpp" -o "$OUT/${name}_emu.o"
+done
+"$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" "$OUT/k_attention_wg_emu.o" -o "$OUT/attn_emu"
 mode="${1:-both}"
 rc=0
 for m in lazy eager; do

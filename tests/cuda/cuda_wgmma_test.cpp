@@ -23,7 +23,7 @@ bool have_device() {
 }
 
 // Runs one probe; the count of results that differ from the CPU's.
-int probe_mismatches(bool mn, bool a_swap, bool b_swap) {
+int probe_mismatches(bool mn, bool a_swap, bool b_swap, bool a_regs = false) {
   constexpr int N = 64;
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> q(-32, 32);
@@ -47,6 +47,7 @@ int probe_mismatches(bool mn, bool a_swap, bool b_swap) {
   p.b_mn_major = mn;
   p.a_swap = a_swap;
   p.b_swap = b_swap;
+  p.a_regs = a_regs;
   std::vector<float> got(N * N);
   const int err = cuda::run_wgmma_probe(ah.data(), bh.data(), got.data(), p);
   if (err != 0) {
@@ -76,6 +77,13 @@ TEST(CudaWgmma, SharedMemoryDescriptorsAndAccumulatorLayout) {
   // 700) with an MN-major B.
   EXPECT_EQ(probe_mismatches(false, false, false), 0);  // B K-major ([N][K], as K in Q K^T)
   EXPECT_EQ(probe_mismatches(true, false, false), 0);   // B MN-major ([K][N], as V in P V)
+}
+
+// A from registers in mma.sync's A fragment layout (as P in the attention's P V), B either way.
+TEST(CudaWgmma, RegisterOperandA) {
+  if (!have_device()) GTEST_SKIP() << "needs the device";
+  EXPECT_EQ(probe_mismatches(false, false, false, true), 0);
+  EXPECT_EQ(probe_mismatches(true, false, false, true), 0);
 }
 
 }  // namespace

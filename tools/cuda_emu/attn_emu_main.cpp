@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/sm90a/attention_wg.h"
 #include "emu.h"
 
 using namespace gs::cuda;
@@ -160,14 +161,21 @@ void run_case(const Case& c) {
   p.kv_hi = hi.data();
   p.q = MatF{q.data(), n_tok, width_q, q_stride};
   const double tol = 4e-3 * std::max(1.0f, c.q_scale);
-  for (const char* kernel : {"old", "new"}) {
+  for (const char* kernel : {"old", "new", "wg"}) {
+    if (std::strcmp(kernel, "wg") == 0 && !attention_wg_supported(p)) continue;
     for (int splits : {1, 3}) {
       std::vector<float> out(static_cast<size_t>(std::max<int64_t>(1, n_tok * o_stride)), NAN);
       std::vector<float> partial(static_cast<size_t>(splits) * n_tok * c.n_head * (D + 2), NAN);
       p.out = MatF{out.data(), n_tok, width_q, o_stride};
       p.early = splits == 3;  // the 16-row kernel's step-input loads ahead of its wait, or not
-      if (std::strcmp(kernel, "old") == 0) launch_attention_mma(nullptr, p, splits, partial.data());
-      else launch_attention_fa(nullptr, p, splits, partial.data());
+      if (std::strcmp(kernel, "old") == 0) {
+        launch_attention_mma(nullptr, p, splits, partial.data());
+      } else if (std::strcmp(kernel, "new") == 0) {
+        launch_attention_fa(nullptr, p, splits, partial.data());
+      } else {
+        launch_attention_wg(nullptr, p, splits, partial.data());
+        launch_attention_combine(nullptr, p, splits, partial.data());
+      }
       std::vector<float> dense(ref.size());
       for (int t = 0; t < n_tok; ++t)
         for (int i = 0; i < width_q; ++i) dense[static_cast<size_t>(t * width_q + i)] = out[static_cast<size_t>(t * o_stride + i)];

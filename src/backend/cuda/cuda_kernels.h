@@ -219,5 +219,9 @@ void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, flo
 int attention_fa_cta_count(const AttnParams& p);  // CTAs per split
 int attention_fa_ctas_per_sm(int head_dim);       // resident CTAs per SM it is sized for
 void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
+// What follows a kernel that wrote `partial` (n_splits > 1): the combine kernel into p.out (and
+// p.op); with one split, only p.op's operand kernel when p.op asks for it. The attention
+// launches above call it themselves; a kernel of sm90a/attention_wg.h needs it after it.
+void launch_attention_combine(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
 
 }  // namespace gs::cuda

@@ -13,13 +13,12 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "backend/cuda/k_attn_common.cuh"
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
 namespace {
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 // ---- plain kernel ---------------------------------------------------------------------------
 constexpr int kSimpleWarps = 4;
@@ -97,26 +96,6 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attn_simple_kernel(AttnPara
   }
 }
 
-// The tiles of split `split` of n_splits over the key positions [lo, hi] (lo >= 0; none when
-// hi < lo). Tiles lie on the absolute grid of `tile` positions, tile i holding positions
-// [i tile, (i + 1) tile), and tile i belongs to split i % n_splits. So the tiles a query row
-// is computed over, and the split each one is merged in, follow from the row's own range and
-// n_splits alone, not from the other rows of its CTA: the rows of a verify pass are computed
-// exactly as the decode steps of their tokens (decision 0020). (Splits of contiguous chunks
-// of the CTA's union of ranges moved with the batch: a sliding layer's verify rows differed
-// from its decode rows.) The split's tiles are first, first + n_splits, ..., count of them.
-__device__ __forceinline__ void split_tiles(int lo, int hi, int n_splits, int split, int tile, int& first,
-                                            int& count) {
-  first = 0;
-  count = 0;
-  if (lo > hi) return;
-  const int t_lo = lo / tile, t_hi = hi / tile;
-  const int f = t_lo + ((split - t_lo % n_splits) % n_splits + n_splits) % n_splits;
-  if (f > t_hi) return;
-  first = f;
-  count = (t_hi - f) / n_splits + 1;
-}
-
 // ---- tensor-core kernel ---------------------------------------------------------------------
 constexpr int kTP = 32;    // KV positions per tile
 constexpr int kRows = 16;  // query rows per CTA
@@ -133,50 +112,6 @@ struct FaSmem {
   static constexpr size_t kSlots = kS + static_cast<size_t>(kNW) * kRows * kSStride * 4;
   static constexpr size_t kTotal = kSlots + 2ull * kTP * 8;
 };
-
-struct RowMap {
-  int hc, hb, rt;  // heads per CTA, head blocks per KV head, tokens per CTA
-};
-// How a CTA of `rows` query rows (16 for the decode kernel, 64 for prefill) covers a GQA group.
-__host__ __device__ inline RowMap row_map(int n_head, int n_head_kv, int rows) {
-  const int G = n_head / n_head_kv;
-  RowMap m;
-  m.hc = G < rows ? G : rows;
-  m.hb = (G + m.hc - 1) / m.hc;
-  m.rt = rows / m.hc;
-  return m;
-}
-
-// Writes query row (token tk, head) of either kernel: its output row normalised by l (one
-// split), or its partial (m, l, then the unnormalised o) for attn_combine_kernel. This lane
-// holds the row's outputs d0 + 8 i + 2 t and + 1 in o[i][2 rr] and o[i][2 rr + 1]; the `lead`
-// lane of the row writes m and l.
-template <int D, int NTO>
-__device__ __forceinline__ void store_row(const AttnParams& p, float* __restrict__ partial, int n_splits, int split,
-                                          int tk, int head, const float (&o)[NTO][4], int rr, float m, float l, int d0,
-                                          int t, bool lead) {
-  if (n_splits == 1) {
-    const float inv = l > 0.f ? 1.0f / l : 0.f;
-    float* orow = p.out.data + static_cast<int64_t>(tk) * p.out.stride + static_cast<int64_t>(head) * D + d0;
-#pragma unroll
-    for (int i = 0; i < NTO; ++i) {
-      orow[i * 8 + 2 * t] = o[i][2 * rr] * inv;
-      orow[i * 8 + 2 * t + 1] = o[i][2 * rr + 1] * inv;
-    }
-    return;
-  }
-  const int64_t row = static_cast<int64_t>(tk) * p.n_head + head;
-  float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
-  if (lead) {
-    P[0] = m;
-    P[1] = l;
-  }
-#pragma unroll
-  for (int i = 0; i < NTO; ++i) {
-    P[2 + d0 + i * 8 + 2 * t] = o[i][2 * rr];
-    P[2 + d0 + i * 8 + 2 * t + 1] = o[i][2 * rr + 1];
-  }
-}
 
 // Merges the n_splits partial results of one (token, head) row: weights exp(m_s - M) once per
 // split in shared memory, then every thread sums its two outputs over the splits, in split
@@ -989,6 +924,10 @@ cudaError_t prepare_d() {
 }
 
 }  // namespace
+
+void launch_attention_combine(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
+  launch_combine(s, p, n_splits, partial, p.head_dim);
+}
 
 AttnOperand attn_operand_for_bound(float bound, uint16_t* xh, float* xscale, int64_t n_in_pad) {
   int ex = 0;

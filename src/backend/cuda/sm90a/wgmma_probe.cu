@@ -48,8 +48,21 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const uint16_t* __rest
   for (int s = 0; s < kN / 16; ++s) {
     const uint64_t da = wg::smem_desc(wg::smem_addr(sa) + s * 2 * a_k, probe.a_swap ? a_r : a_k, probe.a_swap ? a_k : a_r);
     const uint64_t db = wg::smem_desc(wg::smem_addr(sb) + s * 2 * b_k, probe.b_swap ? b_r : b_k, probe.b_swap ? b_k : b_r);
-    if (probe.b_mn_major) wg::mma_m64n64k16_ss<1>(d, da, db, s > 0);
-    else wg::mma_m64n64k16_ss<0>(d, da, db, s > 0);
+    if (probe.a_regs) {
+      // This thread's part of A's columns [16 s, 16 s + 16): mma.sync's m16n8k16 A fragment
+      // of the warp's 16 rows.
+      const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4, r0 = 16 * w + g, c0 = 16 * s + 2 * t;
+      auto pair = [&](int r, int col) {
+        return static_cast<uint32_t>(a[r * kN + col]) | (static_cast<uint32_t>(a[r * kN + col + 1]) << 16);
+      };
+      const uint32_t ar[4] = {pair(r0, c0), pair(r0 + 8, c0), pair(r0, c0 + 8), pair(r0 + 8, c0 + 8)};
+      if (probe.b_mn_major) wg::mma_m64n64k16_rs<1>(d, ar, db, s > 0);
+      else wg::mma_m64n64k16_rs<0>(d, ar, db, s > 0);
+    } else if (probe.b_mn_major) {
+      wg::mma_m64n64k16_ss<1>(d, da, db, s > 0);
+    } else {
+      wg::mma_m64n64k16_ss<0>(d, da, db, s > 0);
+    }
   }
   wg::commit();
   wg::wait<0>();

@@ -14,6 +14,8 @@ struct WgmmaProbe {
   // reading that holds on the device); true: swapped (exploration only: it can fault).
   bool a_swap = false;
   bool b_swap = false;
+  // A from registers (mma_m64n64k16_rs, mma.sync's A fragment layout) instead of shared memory.
+  bool a_regs = false;
 };
 
 // a: [64][64] f16 bits, row-major M x K; b: [64][64] f16 bits, [N][K] or [K][N] per

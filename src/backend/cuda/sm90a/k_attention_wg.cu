@@ -1,0 +1,331 @@
+// Prefill attention at head_dim 512 on warpgroup MMA (attention_wg.h). The flash-attention
+// loop of k_attention.cu's 64-row kernel (online softmax over 32-key tiles, K/V tiles through
+// a two-stage cp.async ring, segments per sequence, KV splits on the absolute tile grid), with
+// its products on wgmma in the FlashAttention-3 manner (Shah et al., 2024):
+//   - 256 threads: two warpgroups. Warpgroup h owns head_dim columns [256 h, 256 h + 256).
+//     Warp w of a group holds rows 16 w .. 16 w + 15 (the wgmma accumulator layout, which is
+//     mma.sync's m16n8 layout repeated along N: k_wgmma.cuh).
+//   - S = Q K^T: each warpgroup multiplies its half of head_dim (16 steps of m64n32k16, Q and
+//     K both from shared memory), and the two partial S are summed through shared memory;
+//     both groups then run the same online softmax on the same sums (float addition
+//     commutes), so both hold the same P, m and l.
+//   - O += P V: P, rounded to f16, stays in registers as the A operand (mma.sync's A layout);
+//     V is the MN-major B operand; 2 steps of m64n256k16 a tile, 128 f32 accumulators a thread.
+// Shared memory holds Q, K and V as no-swizzle core matrices (k_wgmma.cuh): the 16-byte chunk
+// of 8 consecutive head_dim values of one row (query or key) is one core-matrix row; core
+// matrices lie 128 B apart along head_dim and 8 KiB apart along rows. One layout serves both
+// products: for S a K tile is read with head_dim as K (leading 128 B, stride 8 KiB); for P V a
+// V tile with keys as K (leading 8 KiB, stride 128 B).
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/k_attn_common.cuh"
+#include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_launch.cuh"
+#include "backend/cuda/sm90a/attention_wg.h"
+#include "backend/cuda/sm90a/k_wgmma.cuh"
+
+namespace gs::cuda {
+namespace {
+
+constexpr int kD = 512;          // head_dim
+constexpr int kKT = 32;          // key positions a tile
+constexpr int kRows = 64;        // query rows a CTA
+constexpr int kThreads = 256;    // two warpgroups
+constexpr int kStages = 2;       // K/V tiles in flight
+constexpr int kNTS = kKT / 8;    // 8-key blocks of S a warp holds
+constexpr int kHalf = kD / 2;    // head_dim columns a warpgroup owns
+constexpr uint32_t kCore = 128;  // bytes of a core matrix
+constexpr uint32_t kRowBlock = (kD / 8) * kCore;  // 8 KiB: between core matrices 8 rows apart
+constexpr uint32_t kTileBytes = (kKT / 8) * kRowBlock;  // 32 KiB: one K or V tile
+constexpr uint32_t kQBytes = (kRows / 8) * kRowBlock;   // 64 KiB
+
+// Dynamic shared memory: Q, the K ring, the V ring, the partial S exchange ([8 warps][kNTS][32]
+// float4) and the KV row offsets of the tiles in flight ([kStages + 1][kKT] int64).
+constexpr size_t kSmemK = kQBytes;
+constexpr size_t kSmemV = kSmemK + kStages * kTileBytes;
+constexpr size_t kSmemX = kSmemV + kStages * kTileBytes;
+constexpr size_t kSmemOff = kSmemX + 16ull * 8 * kNTS * 32;
+constexpr size_t kSmemTotal = kSmemOff + 8ull * (kStages + 1) * kKT;
+static_assert(kSmemTotal + 6 * kRows * 4 <= 232448, "one CTA an SM");
+
+// Byte offset of element (row, col) in a core-matrix operand of kD columns.
+__device__ __forceinline__ uint32_t cm_offset(int row, int col) {
+  return (row / 8) * kRowBlock + (col / 8) * kCore + (row % 8) * 16 + (col % 8) * 2;
+}
+
+__global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
+  GS_PDL_ENTRY();
+  extern __shared__ __align__(128) uint8_t smem[];
+  uint8_t* Qs = smem;
+  uint8_t* Ks = smem + kSmemK;
+  uint8_t* Vs = smem + kSmemV;
+  float4* Xs = reinterpret_cast<float4*>(smem + kSmemX);
+  int64_t* Offs = reinterpret_cast<int64_t*>(smem + kSmemOff);
+  __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int h = warp / 4, rg = warp % 4;  // warpgroup (half of head_dim), row group (16 rows)
+  const int n_kv = p.kv.n_head_kv, G = p.n_head / n_kv;
+  const RowMap rm = row_map(p.n_head, n_kv, kRows);
+  const int j = blockIdx.y, split = blockIdx.z;
+  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
+  const int tok0 = tb * rm.rt;
+
+  if (tid < kRows) {
+    const int r = tid, tk = tok0 + r / rm.hc, hg = hb * rm.hc + r % rm.hc;
+    const bool valid = r / rm.hc < rm.rt && tk < p.n_tokens && hg < G;
+    r_tok[r] = valid ? tk : -1;
+    r_head[r] = j * G + hg;
+    r_seq[r] = valid ? p.tok_seq[tk] : -1;
+    r_lo[r] = valid ? max(p.kv_lo[tk], 0) : 1;
+    r_hi[r] = valid ? p.kv_hi[tk] : 0;
+  }
+  __syncthreads();
+  if (tid < kRows) {  // the first row of each sequence leads its segment
+    const int r = tid;
+    bool lead = r_tok[r] >= 0;
+    for (int q = 0; q < r && lead; ++q) lead = !(r_tok[q] >= 0 && r_seq[q] == r_seq[r]);
+    r_lead[r] = lead;
+  }
+  {
+    // Q (times scale) in f16, zeros for rows without a token.
+    const bool qvec = (reinterpret_cast<uintptr_t>(p.q.data) & 15) == 0 && (p.q.stride & 3) == 0;
+    constexpr int D4 = kD / 4;
+#pragma unroll 4
+    for (int idx = tid; idx < kRows * D4; idx += kThreads) {
+      const int r = idx / D4, d = (idx % D4) * 4;
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      if (r_tok[r] >= 0) {
+        const float* src = p.q.data + static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * kD + d;
+        if (qvec) {
+          const float4 f = *reinterpret_cast<const float4*>(src);
+          v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+        } else {
+          v[0] = src[0]; v[1] = src[1]; v[2] = src[2]; v[3] = src[3];
+        }
+      }
+      *reinterpret_cast<uint2*>(Qs + cm_offset(r, d)) =
+          make_uint2(pack_f32x2(v[0] * p.scale, v[1] * p.scale), pack_f32x2(v[2] * p.scale, v[3] * p.scale));
+    }
+  }
+  wg::fence_proxy_async();  // Q is read by wgmma (the async proxy)
+  __syncthreads();
+
+  float o[128];  // rows 16 rg + g (+ 8), columns kHalf h + 8 i + 2 t (+ 1): o[4 i .. 4 i + 3]
+#pragma unroll
+  for (int i = 0; i < 128; ++i) o[i] = 0.f;
+  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+  const __half* kpool = static_cast<const __half*>(p.kv.k);
+  const __half* vpool = static_cast<const __half*>(p.kv.v);
+  const int64_t kv_width = static_cast<int64_t>(n_kv) * kD;
+  const int row_a = rg * 16 + g, row_b = row_a + 8;  // this thread's two rows
+  const uint32_t q_base = wg::smem_addr(Qs) + h * (kHalf / 8) * kCore;
+  const uint32_t k_base = wg::smem_addr(Ks) + h * (kHalf / 8) * kCore;
+  const uint32_t v_base = wg::smem_addr(Vs) + h * (kHalf / 8) * kCore;
+
+  for (int lead = 0; lead < kRows; ++lead) {
+    if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
+    const int seq = r_seq[lead];
+    int lo_seg = INT_MAX, hi_seg = INT_MIN;
+#pragma unroll
+    for (int hh = 0; hh < kRows / 32; ++hh) {
+      const int r = lane + 32 * hh;
+      if (r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r]) {
+        lo_seg = min(lo_seg, r_lo[r]);
+        hi_seg = max(hi_seg, r_hi[r]);
+      }
+    }
+#pragma unroll
+    for (int ofs = 16; ofs > 0; ofs >>= 1) {
+      lo_seg = min(lo_seg, __shfl_xor_sync(0xffffffffu, lo_seg, ofs));
+      hi_seg = max(hi_seg, __shfl_xor_sync(0xffffffffu, hi_seg, ofs));
+    }
+    int t_first = 0, n_tiles = 0;
+    split_tiles(lo_seg, hi_seg, n_splits, split, kKT, t_first, n_tiles);
+    if (n_tiles == 0) continue;  // uniform
+    auto tile_pos = [&](int ti) { return (t_first + ti * n_splits) * kKT; };
+    int lo_rr[2], hi_rr[2];
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int r = rr ? row_b : row_a;
+      const bool in = r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r];
+      lo_rr[rr] = in ? r_lo[r] : INT_MAX;
+      hi_rr[rr] = in ? r_hi[r] : INT_MIN;
+    }
+
+    auto row_offset = [&](int ti) -> int64_t {  // element offset of tile ti's key tid, -1: zeros
+      const int pos = tile_pos(ti) + tid;
+      if (pos < lo_seg || pos > hi_seg) return -1;
+      const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
+      return sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * kD : -1;
+    };
+    // Tile ti sits in stage ti % kStages of each ring, its row offsets in slot
+    // ti % (kStages + 1) of Offs; one cp.async group per tile and tensor, committed
+    // K_0 V_0 K_1 V_1 ... (an empty group past the last tile), so 2 kStages - 2 groups may
+    // be pending at each wait. A thread copies 8 chunks of 16 B; the 8 threads of a quad pair
+    // take the 8 keys of one core matrix (128 contiguous bytes: no bank conflict).
+    auto issue = [&](const __half* pool, uint8_t* ring, int tile) {
+      if (tile < n_tiles) {
+        const int64_t* offs = Offs + (tile % (kStages + 1)) * kKT;
+        uint8_t* dst = ring + (tile % kStages) * kTileBytes;
+#pragma unroll
+        for (int k = 0; k < kKT * (kD / 8) / kThreads; ++k) {
+          const int idx = tid + k * kThreads, key = (idx / (8 * (kD / 8))) * 8 + idx % 8, ch = (idx / 8) % (kD / 8);
+          const int64_t off = offs[key];
+          cp_async16(dst + cm_offset(key, ch * 8), pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
+        }
+      }
+      cp_async_commit();
+    };
+    static_assert(kStages == 2, "wait counts");
+
+    if (tid < kKT)
+      for (int ti = 0; ti < kStages; ++ti) Offs[ti * kKT + tid] = row_offset(ti);
+    __syncthreads();
+    for (int ti = 0; ti < kStages; ++ti) {
+      issue(kpool, Ks, ti);
+      if (ti + 1 < kStages) issue(vpool, Vs, ti);
+    }
+    for (int ti = 0; ti < n_tiles; ++ti) {
+      const int pb = tile_pos(ti);
+      const uint32_t st = static_cast<uint32_t>(ti % kStages) * kTileBytes;
+      cp_async_wait<2>();
+      wg::fence_proxy_async();  // the landed tile is read by wgmma
+      __syncthreads();          // B1: K_ti landed; every warp is done with V_{ti-1}
+      issue(vpool, Vs, ti + kStages - 1);
+      int64_t next_off = -1;
+      if (tid < kKT && ti + kStages < n_tiles) next_off = row_offset(ti + kStages);
+
+      // This warpgroup's partial S over its half of head_dim.
+      float sacc[4 * kNTS];
+      wg::fence();
+#pragma unroll
+      for (int ks = 0; ks < kHalf / 16; ++ks)
+        wg::mma_m64n32k16_ss<0>(sacc, wg::smem_desc(q_base + ks * 2 * kCore, kCore, kRowBlock),
+                                wg::smem_desc(k_base + st + ks * 2 * kCore, kCore, kRowBlock), ks > 0);
+      wg::commit();
+      wg::wait<0>();
+      float s[kNTS][4];
+#pragma unroll
+      for (int i = 0; i < kNTS; ++i) {
+        s[i][0] = sacc[4 * i];
+        s[i][1] = sacc[4 * i + 1];
+        s[i][2] = sacc[4 * i + 2];
+        s[i][3] = sacc[4 * i + 3];
+        Xs[(warp * kNTS + i) * 32 + lane] = make_float4(s[i][0], s[i][1], s[i][2], s[i][3]);
+      }
+      if (tid < kKT && ti + kStages < n_tiles) Offs[((ti + kStages) % (kStages + 1)) * kKT + tid] = next_off;
+      cp_async_wait<2>();
+      wg::fence_proxy_async();
+      __syncthreads();  // B2: V_ti landed; every warpgroup is done with K_ti and wrote its S
+      issue(kpool, Ks, ti + kStages);
+      {
+        const float4* xp = Xs + ((1 - h) * 4 + rg) * kNTS * 32 + lane;  // the other half's rows
+#pragma unroll
+        for (int i = 0; i < kNTS; ++i) {
+          const float4 v = xp[i * 32];
+          s[i][0] += v.x;
+          s[i][1] += v.y;
+          s[i][2] += v.z;
+          s[i][3] += v.w;
+        }
+      }
+      // Online softmax of this thread's two rows over the tile; s becomes P.
+      float corr[2];
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < kNTS; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int pos = pb + nt * 8 + 2 * t + e;
+            float& v = s[nt][2 * rr + e];
+            v = (pos >= lo_rr[rr] && pos <= hi_rr[rr]) ? v : -INFINITY;
+            mx = fmaxf(mx, v);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m_r[rr], mx);
+        float sum = 0.f;
+        corr[rr] = 1.f;
+        if (m_new == -INFINITY) {
+#pragma unroll
+          for (int nt = 0; nt < kNTS; ++nt) s[nt][2 * rr] = s[nt][2 * rr + 1] = 0.f;
+        } else {
+          corr[rr] = exp2f((m_r[rr] - m_new) * kLog2e);
+#pragma unroll
+          for (int nt = 0; nt < kNTS; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float& v = s[nt][2 * rr + e];
+              v = exp2f((v - m_new) * kLog2e);
+              sum += v;
+            }
+        }
+        l_r[rr] = l_r[rr] * corr[rr] + sum;
+        m_r[rr] = m_new;
+      }
+      if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          o[4 * i] *= corr[0];
+          o[4 * i + 1] *= corr[0];
+          o[4 * i + 2] *= corr[1];
+          o[4 * i + 3] *= corr[1];
+        }
+      }
+      // O += P V over the tile's two 16-key steps.
+      uint32_t a[2][4];
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk) {
+        a[kk][0] = pack_f32x2(s[2 * kk][0], s[2 * kk][1]);
+        a[kk][1] = pack_f32x2(s[2 * kk][2], s[2 * kk][3]);
+        a[kk][2] = pack_f32x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        a[kk][3] = pack_f32x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      }
+      wg::fence();
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk)
+        wg::mma_m64n256k16_rs<1>(o, a[kk], wg::smem_desc(v_base + st + kk * 2 * kRowBlock, kRowBlock, kCore), true);
+      wg::commit();
+      wg::wait<0>();
+    }
+  }
+
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 1);
+    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 2);
+  }
+  const float(&o4)[32][4] = *reinterpret_cast<const float(*)[32][4]>(o);
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int r = rr ? row_b : row_a;
+    if (r_tok[r] >= 0)
+      store_row<kD>(p, partial, n_splits, split, r_tok[r], r_head[r], o4, rr, m_r[rr], l_r[rr], h * kHalf, t,
+                    h == 0 && t == 0);
+  }
+}
+
+}  // namespace
+
+bool attention_wg_supported(const AttnParams& p) { return p.kv.f16 && p.head_dim == kD && p.kv.head_dim == kD; }
+
+cudaError_t attention_wg_prepare() {
+  return cudaFuncSetAttribute(attn_wg_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemTotal));
+}
+
+void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
+  if (p.n_tokens == 0) return;
+  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
+  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
+                  static_cast<unsigned>(n_splits));
+  launch_k(attn_wg_kernel, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
+}
+
+}  // namespace gs::cuda
