@@ -73,22 +73,24 @@ std::string describe(const AttnCase& c) {
   return s;
 }
 
-// Sets GS_CUDA_ATTN (the CUDA backend reads it on every attention call) for a scope.
-class AttnKernelEnv {
+// Sets an environment switch the CUDA backend reads on every attention call (GS_CUDA_ATTN,
+// GS_CUDA_ATTN_WG) for a scope; null unsets it.
+class EnvSwitch {
  public:
-  explicit AttnKernelEnv(const char* value) {
-    if (const char* e = std::getenv("GS_CUDA_ATTN")) old_ = std::string(e);
-    if (value) setenv("GS_CUDA_ATTN", value, 1);
-    else unsetenv("GS_CUDA_ATTN");
+  EnvSwitch(const char* name, const char* value) : name_(name) {
+    if (const char* e = std::getenv(name)) old_ = std::string(e);
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
   }
-  ~AttnKernelEnv() {
-    if (old_) setenv("GS_CUDA_ATTN", old_->c_str(), 1);
-    else unsetenv("GS_CUDA_ATTN");
+  ~EnvSwitch() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
   }
-  AttnKernelEnv(const AttnKernelEnv&) = delete;
-  AttnKernelEnv& operator=(const AttnKernelEnv&) = delete;
+  EnvSwitch(const EnvSwitch&) = delete;
+  EnvSwitch& operator=(const EnvSwitch&) = delete;
 
  private:
+  const char* name_;
   std::optional<std::string> old_;
 };
 
@@ -275,8 +277,12 @@ void check_attention(const AttnCase& c) {
   EXPECT_LT(e_simple.rel_max, 1e-3) << "simple path";
   // Tensor-core paths: Q and P rounded to f16 (scores carry q_scale * 2^-11 relative errors).
   const double tol = 4e-3 * std::max(1.0f, c.q_scale);
-  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new"}) {
-    AttnKernelEnv env(mode);
+  // Unset: the backend's choice (prefill chunks at head_dim 512 on the sm_90a wgmma kernel);
+  // "new" with the wgmma kernel off (GS_CUDA_ATTN_WG=0) as well: the mma.sync 64-row kernel.
+  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "new-wg0"}) {
+    const bool wg_off = mode && std::strcmp(mode, "new-wg0") == 0;
+    EnvSwitch env("GS_CUDA_ATTN", wg_off ? "new" : mode);
+    EnvSwitch env_wg("GS_CUDA_ATTN_WG", wg_off ? "0" : nullptr);
     const ErrStats e_fast = compare(run(*B.fast), out_cpu);
     const std::string which = std::string("fast path, GS_CUDA_ATTN=") + (mode ? mode : "(unset)");
     EXPECT_LT(e_fast.rel_l2, tol) << which;
@@ -309,7 +315,7 @@ void check_attention(const AttnCase& c) {
     // (an intermittent difference in the check below: fifteenth and twenty-first sessions).
     if (const char* e = std::getenv("GS_ATTN_STRESS"); e && std::atoi(e) > 0) {
       for (const char* mode : {"old", "new"}) {
-        AttnKernelEnv env(mode);
+        EnvSwitch env("GS_CUDA_ATTN", mode);
         const std::vector<float> o0 = run(*B.fast), y1 = run_one_cta(), yc = run(*B.fast, true);
         int bad_o = 0, bad_one = 0, bad_coop = 0;
         auto first_diff = [](const std::vector<float>& a, const std::vector<float>& b) -> long {
@@ -338,7 +344,7 @@ void check_attention(const AttnCase& c) {
     // (GS_CUDA_ROWCOOP=0): the same bits; both match the CPU.
     const std::vector<float> y_cpu = run(*B.cpu, true);
     for (const char* mode : {"old", "new"}) {  // either kernel's output
-      AttnKernelEnv env(mode);
+      EnvSwitch env("GS_CUDA_ATTN", mode);
       const std::vector<float> y_one = run_one_cta();
       const std::vector<float> y_coop = run(*B.fast, true);
       ASSERT_EQ(y_coop.size(), y_one.size());
@@ -363,7 +369,7 @@ void check_attention(const AttnCase& c) {
       // matmul results that differ only where an element falls below f16's normal range under
       // one factor and not the other.
       for (const char* mode : {"old", "new"}) {
-        AttnKernelEnv env(mode);
+        EnvSwitch env("GS_CUDA_ATTN", mode);
         const std::vector<float> y_op = run(*B.fast, true), o_op = run(*B.fast);
         setenv("GS_ATTN_OPERAND", "0", 1);
         const std::vector<float> y_conv = run(*B.fast, true), o_conv = run(*B.fast);

@@ -21,6 +21,7 @@
 #include "backend/cuda/cuda_weight_repack.h"
 #include "backend/cuda/k_fused.h"
 #include "backend/cuda/k_matvec_stream.h"
+#include "backend/cuda/sm90a/attention_wg.h"
 #include "core/fp16.h"
 #include "core/quant.h"
 
@@ -126,6 +127,10 @@ class CudaBackend final : public Backend {
     GS_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"));
     GS_RETURN_IF_ERROR(check(cuda::attention_prepare(), "attention kernel attributes"));
     GS_RETURN_IF_ERROR(check(cuda::matvec_prepare(), "matvec kernel attributes"));
+    // The sm_90a prefill kernel runs on compute capability 9.0 alone; elsewhere prefill keeps
+    // the mma.sync kernel.
+    wg_ok_ = prop_.major == 9 && prop_.minor == 0 && cuda::attention_wg_prepare() == cudaSuccess;
+    cudaGetLastError();  // a failed prepare leaves no error behind
     if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS)
       return make_status(StatusCode::kUnavailable, "cuBLAS initialisation failed on device {}", device_);
     cublasSetStream(cublas_, stream_);
@@ -556,7 +561,15 @@ class CudaBackend final : public Backend {
       // The 16-row kernel's step-input loads before its PDL wait (AttnParams::early;
       // GS_ATTN_EARLY=0 turns it off).
       p.early = env_flag("GS_ATTN_EARLY", true);
-      if (fa) {
+      // Prefill chunks at head_dim 512 on the wgmma kernel (sm90a/attention_wg.h); decode and
+      // verify batches (fewer than kFaMinTokens tokens) stay on the mma.sync kernels, whose rows
+      // equal each other bit for bit. GS_CUDA_ATTN_WG=0 turns it off.
+      const bool wg = fa && wg_ok_ && p.n_tokens >= kFaMinTokens && cuda::attention_wg_supported(p) &&
+                      env_flag("GS_CUDA_ATTN_WG", true);
+      if (wg) {
+        cuda::launch_attention_wg(stream_, p, n_splits, partial_);
+        cuda::launch_attention_combine(stream_, p, n_splits, partial_);
+      } else if (fa) {
         cuda::launch_attention_fa(stream_, p, n_splits, partial_);
       } else {
         cuda::launch_attention_mma(stream_, p, n_splits, partial_);
@@ -940,6 +953,7 @@ class CudaBackend final : public Backend {
   CudaBackendOptions opt_;
   cudaDeviceProp prop_{};
   int n_sm_ = 1;
+  bool wg_ok_ = false;  // the sm_90a wgmma prefill attention kernel can run here
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::unordered_map<void*, size_t> allocs_;

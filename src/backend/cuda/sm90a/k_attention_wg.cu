@@ -19,6 +19,8 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/k_attn_common.cuh"
 #include "backend/cuda/k_common.cuh"
@@ -55,6 +57,9 @@ __device__ __forceinline__ uint32_t cm_offset(int row, int col) {
   return (row / 8) * kRowBlock + (col / 8) * kCore + (row % 8) * 16 + (col % 8) * 2;
 }
 
+// kDeferPV: a tile's P V runs on while the next tile's barrier, V load and S product are
+// issued (its wait is the S product's); otherwise each P V is waited for at once.
+template <bool kDeferPV>
 __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
   GS_PDL_ENTRY();
   extern __shared__ __align__(128) uint8_t smem[];
@@ -207,7 +212,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         wg::mma_m64n32k16_ss<0>(sacc, wg::smem_desc(q_base + ks * 2 * kCore, kCore, kRowBlock),
                                 wg::smem_desc(k_base + st + ks * 2 * kCore, kCore, kRowBlock), ks > 0);
       wg::commit();
-      wg::wait<0>();
+      wg::wait<0>();  // with kDeferPV also the previous tile's P V
+      wg::fence_operand(sacc);
+      if constexpr (kDeferPV) wg::fence_operand(o);
       float s[kNTS][4];
 #pragma unroll
       for (int i = 0; i < kNTS; ++i) {
@@ -292,7 +299,14 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       for (int kk = 0; kk < 2; ++kk)
         wg::mma_m64n256k16_rs<1>(o, a[kk], wg::smem_desc(v_base + st + kk * 2 * kRowBlock, kRowBlock, kCore), true);
       wg::commit();
+      if constexpr (!kDeferPV) {
+        wg::wait<0>();
+        wg::fence_operand(o);
+      }
+    }
+    if constexpr (kDeferPV) {  // before the next segment's prologue refills the V ring
       wg::wait<0>();
+      wg::fence_operand(o);
     }
   }
 
@@ -316,7 +330,12 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
 bool attention_wg_supported(const AttnParams& p) { return p.kv.f16 && p.head_dim == kD && p.kv.head_dim == kD; }
 
 cudaError_t attention_wg_prepare() {
-  return cudaFuncSetAttribute(attn_wg_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemTotal));
+  cudaError_t e = cudaFuncSetAttribute(attn_wg_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSmemTotal));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(attn_wg_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kSmemTotal));
+  return e;
 }
 
 void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
@@ -325,7 +344,10 @@ void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, floa
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  launch_k(attn_wg_kernel, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
+  // GS_WG_DEFER=0 (a measurement switch, read on every call): each P V waited for at once.
+  const char* e = std::getenv("GS_WG_DEFER");
+  if (e && std::strcmp(e, "0") == 0) launch_k(attn_wg_kernel<false>, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
+  else launch_k(attn_wg_kernel<true>, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
 }
 
 }  // namespace gs::cuda

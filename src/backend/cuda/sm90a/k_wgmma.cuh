@@ -47,6 +47,15 @@ template <int N>
 __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// Pins accumulator registers at this point of the program: the compiler sees the wgmma's
+// results as written when its asm statement issues, so without this it may move a read of
+// them (or a write) to before the wait_group that makes them valid. Place it after each wait
+// whose results are read next.
+template <int N>
+__device__ __forceinline__ void fence_operand(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
 
 // d (+)= A B for one m64n64k16 step, f16 inputs, f32 accumulators, both operands in shared
 // memory. accumulate = false: d = A B. TransB: B is MN-major (its N index contiguous, as a

@@ -38,6 +38,8 @@ inline void fence() {}
 inline void commit() {}
 template <int N>
 inline void wait() {}
+template <int N>
+inline void fence_operand(float (&)[N]) {}
 
 namespace emu_detail {
 
