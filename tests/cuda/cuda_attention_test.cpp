@@ -277,12 +277,12 @@ void check_attention(const AttnCase& c) {
   EXPECT_LT(e_simple.rel_max, 1e-3) << "simple path";
   // Tensor-core paths: Q and P rounded to f16 (scores carry q_scale * 2^-11 relative errors).
   const double tol = 4e-3 * std::max(1.0f, c.q_scale);
-  // Unset: the backend's choice (prefill chunks at head_dim 512 on the sm_90a wgmma kernel);
-  // "new" with the wgmma kernel off (GS_CUDA_ATTN_WG=0) as well: the mma.sync 64-row kernel.
-  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "new-wg0"}) {
-    const bool wg_off = mode && std::strcmp(mode, "new-wg0") == 0;
-    EnvSwitch env("GS_CUDA_ATTN", wg_off ? "new" : mode);
-    EnvSwitch env_wg("GS_CUDA_ATTN_WG", wg_off ? "0" : nullptr);
+  // Unset: the backend's choice; "wg": the backend's choice with the sm_90a wgmma kernel on
+  // (GS_CUDA_ATTN_WG=1: prefill chunks at head_dim 512, decision 0033).
+  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "wg"}) {
+    const bool wg = mode && std::strcmp(mode, "wg") == 0;
+    EnvSwitch env("GS_CUDA_ATTN", wg ? nullptr : mode);
+    EnvSwitch env_wg("GS_CUDA_ATTN_WG", wg ? "1" : "0");
     const ErrStats e_fast = compare(run(*B.fast), out_cpu);
     const std::string which = std::string("fast path, GS_CUDA_ATTN=") + (mode ? mode : "(unset)");
     EXPECT_LT(e_fast.rel_l2, tol) << which;

@@ -161,8 +161,12 @@ void run_case(const Case& c) {
   p.kv_hi = hi.data();
   p.q = MatF{q.data(), n_tok, width_q, q_stride};
   const double tol = 4e-3 * std::max(1.0f, c.q_scale);
-  for (const char* kernel : {"old", "new", "wg"}) {
-    if (std::strcmp(kernel, "wg") == 0 && !attention_wg_supported(p)) continue;
+  // wg: the sm_90a wgmma kernel (head_dim 512), with each P V waited for at the next S
+  // product; wg0: at once (GS_WG_DEFER=0).
+  for (const char* kernel : {"old", "new", "wg", "wg0"}) {
+    const bool wg = std::strncmp(kernel, "wg", 2) == 0;
+    if (wg && !attention_wg_supported(p)) continue;
+    if (wg) setenv("GS_WG_DEFER", std::strcmp(kernel, "wg0") == 0 ? "0" : "1", 1);
     for (int splits : {1, 3}) {
       std::vector<float> out(static_cast<size_t>(std::max<int64_t>(1, n_tok * o_stride)), NAN);
       std::vector<float> partial(static_cast<size_t>(splits) * n_tok * c.n_head * (D + 2), NAN);

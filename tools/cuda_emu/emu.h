@@ -69,6 +69,8 @@ struct State {
   // the next one, so one warp can run far ahead of another, e.g. of the producer warp.
   bool random_order = false;
   uint64_t rng = 0x2545F4914F6CDD1Dull;
+  // Called before each block runs (a stand-in's per-block state, e.g. wgmmas in flight).
+  std::vector<void (*)()> block_start_hooks;
 };
 
 inline State& st() {
@@ -196,6 +198,7 @@ inline void fiber_entry() {
 // Runs body() as `threads` fibers of block `b`.
 inline void run_block(Dim b, int threads, const std::function<void()>& body) {
   State& s = st();
+  for (auto* hook : s.block_start_hooks) hook();
   s.block_idx = b;
   s.n = threads;
   s.block_dim = Dim{static_cast<unsigned>(threads), 1, 1};

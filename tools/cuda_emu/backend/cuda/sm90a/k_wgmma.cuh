@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <vector>
 
 #include "backend/cuda/k_common.cuh"
 #include "emu.h"
@@ -35,9 +37,6 @@ inline uint64_t smem_desc(uint32_t addr, uint32_t lead_bytes, uint32_t stride_by
 }
 inline void fence_proxy_async() {}
 inline void fence() {}
-inline void commit() {}
-template <int N>
-inline void wait() {}
 template <int N>
 inline void fence_operand(float (&)[N]) {}
 
@@ -67,64 +66,173 @@ inline float mn_major(const Desc& d, int k, int c) {
   return load_f16(d.start + (k / 8) * d.lead + (c / 8) * d.stride + (k % 8) * 16 + (c % 8) * 2);
 }
 
-// A warpgroup's rendezvous: each thread deposits its accumulators and A registers.
+// One wgmma of a warpgroup, from issue to landing. The instruction is asynchronous: its
+// accumulators hold NaN from issue until a wait_group lands it, so a read before the wait
+// shows. Its shared-memory operands are read at the opposite time to cp.async's landing: in
+// the emulator's eager mode (cp.async lands at issue) at the wgmma's landing, so a buffer that
+// a copy refills while the wgmma is in flight shows; in lazy mode (cp.async lands at the
+// issuing thread's wait) at the wgmma's issue, so an operand whose copy was not waited for
+// before the issue shows (NaN).
+struct Op {
+  int N = 0;                       // columns; each thread holds N / 2 accumulators
+  float* acc[128] = {};            // each thread's accumulator registers
+  std::vector<float> c;            // [128][N / 2]: C at issue (a chain's first op)
+  bool chained = false;            // an earlier op in flight has the same accumulators
+  uint64_t desc_a = 0, desc_b = 0;
+  bool a_in_regs = false, trans_b = false, accumulate = false;
+  uint32_t a[128][4] = {};
+  std::vector<float> result;       // [128][N / 2], empty until computed
+  int group = -1;                  // commit group (-1: not committed yet)
+};
+
+// A warpgroup's state: a rendezvous for its collective instructions, the deposits of one
+// instruction, and its wgmmas in flight.
 struct Group {
   int count = 0, gen = 0;
-  float* acc[128];
-  uint32_t a[128][4];
+  float* acc_in[128] = {};
+  uint32_t a_in[128][4] = {};
+  std::deque<Op> ops;
+  int committed = 0;
 };
+// A block that ends with a wgmma in flight is an error (its results would land nowhere); the
+// next block starts with no state.
+inline void block_start(Group* g, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (!g[i].ops.empty()) {
+      std::fprintf(stderr, "emu: a block ended with %zu wgmma in flight (warpgroup %d)\n", g[i].ops.size(), i);
+      std::abort();
+    }
+    g[i] = Group{};
+  }
+}
 inline Group& group() {
   static Group g[32];
+  static const bool hooked = [] {
+    ::emu::st().block_start_hooks.push_back([] { block_start(g, 32); });
+    return true;
+  }();
+  (void)hooked;
   return g[::emu::st().tid / 128];
 }
-
-// d (+)= A B, m64 nN k16, for the calling thread's whole warpgroup.
-template <int N>
-inline void mma(float* d, const uint32_t* a_regs, uint64_t desc_a, bool a_in_regs, uint64_t desc_b, bool trans_b,
-                bool accumulate) {
-  Group& G = group();
-  const int me = ::emu::st().tid % 128;
-  G.acc[me] = d;
-  if (a_in_regs)
-    for (int i = 0; i < 4; ++i) G.a[me][i] = a_regs[i];
+// Every thread of the warpgroup arrives; the last one runs f, then all go on.
+template <class F>
+inline void collective(Group& G, F f) {
   const int gen = G.gen;
   if (++G.count < 128) {
     while (G.gen == gen) ::emu::yield();
     return;
   }
-  float A[64][16], B[16][N];
-  const Desc da = decode(desc_a), db = decode(desc_b);
-  if (a_in_regs) {
-    for (int th = 0; th < 128; ++th) {
-      const int w = th / 32, g = (th % 32) / 4, t = th % 4, r = 16 * w + g;
-      const uint32_t* v = G.a[th];
-      A[r][2 * t] = h_lo(v[0]), A[r][2 * t + 1] = h_hi(v[0]);
-      A[r + 8][2 * t] = h_lo(v[1]), A[r + 8][2 * t + 1] = h_hi(v[1]);
-      A[r][2 * t + 8] = h_lo(v[2]), A[r][2 * t + 9] = h_hi(v[2]);
-      A[r + 8][2 * t + 8] = h_lo(v[3]), A[r + 8][2 * t + 9] = h_hi(v[3]);
-    }
-  } else {
-    for (int m = 0; m < 64; ++m)
-      for (int k = 0; k < 16; ++k) A[m][k] = k_major(da, m, k);
-  }
-  for (int k = 0; k < 16; ++k)
-    for (int n = 0; n < N; ++n) B[k][n] = trans_b ? mn_major(db, k, n) : k_major(db, n, k);
-  for (int th = 0; th < 128; ++th) {
-    const int w = th / 32, g = (th % 32) / 4, t = th % 4;
-    float* acc = G.acc[th];
-    for (int jb = 0; jb < N / 8; ++jb)
-      for (int e = 0; e < 4; ++e) {
-        const int r = 16 * w + g + (e >= 2 ? 8 : 0), c = 8 * jb + 2 * t + (e & 1);
-        float sum = 0.f;
-        for (int k = 0; k < 16; ++k) sum += A[r][k] * B[k][c];
-        acc[4 * jb + e] = (accumulate ? acc[4 * jb + e] : 0.f) + sum;
-      }
-  }
+  f();
   G.count = 0;
   ++G.gen;
 }
 
+inline void compute(Group& G, Op& op) {
+  const int N = op.N, n = N / 2;
+  const Op* src = nullptr;  // the chain's previous op (computed before this one)
+  if (op.chained)
+    for (const Op& o : G.ops) {
+      if (&o == &op) break;
+      if (o.acc[0] == op.acc[0]) src = &o;
+    }
+  std::vector<float> A(64 * 16), B(16 * static_cast<size_t>(N));
+  const Desc da = decode(op.desc_a), db = decode(op.desc_b);
+  if (op.a_in_regs) {
+    for (int th = 0; th < 128; ++th) {
+      const int w = th / 32, g = (th % 32) / 4, t = th % 4, r = 16 * w + g;
+      const uint32_t* v = op.a[th];
+      const int at[4][2] = {{r, 2 * t}, {r + 8, 2 * t}, {r, 2 * t + 8}, {r + 8, 2 * t + 8}};
+      for (int q = 0; q < 4; ++q) {
+        A[static_cast<size_t>(at[q][0] * 16 + at[q][1])] = h_lo(v[q]);
+        A[static_cast<size_t>(at[q][0] * 16 + at[q][1] + 1)] = h_hi(v[q]);
+      }
+    }
+  } else {
+    for (int m = 0; m < 64; ++m)
+      for (int k = 0; k < 16; ++k) A[static_cast<size_t>(m * 16 + k)] = k_major(da, m, k);
+  }
+  for (int k = 0; k < 16; ++k)
+    for (int c = 0; c < N; ++c) B[static_cast<size_t>(k * N + c)] = op.trans_b ? mn_major(db, k, c) : k_major(db, c, k);
+  op.result.assign(static_cast<size_t>(128 * n), 0.f);
+  for (int th = 0; th < 128; ++th) {
+    const int w = th / 32, g = (th % 32) / 4, t = th % 4;
+    for (int jb = 0; jb < N / 8; ++jb)
+      for (int e = 0; e < 4; ++e) {
+        const int r = 16 * w + g + (e >= 2 ? 8 : 0), c = 8 * jb + 2 * t + (e & 1), i = 4 * jb + e;
+        float sum = 0.f;
+        for (int k = 0; k < 16; ++k) sum += A[static_cast<size_t>(r * 16 + k)] * B[static_cast<size_t>(k * N + c)];
+        const float prev = src ? src->result[static_cast<size_t>(th * n + i)] : op.c[static_cast<size_t>(th * n + i)];
+        op.result[static_cast<size_t>(th * n + i)] = (op.accumulate ? prev : 0.f) + sum;
+      }
+  }
+}
+
+// d (+)= A B, m64 nN k16, issued for the calling thread's whole warpgroup.
+template <int N>
+inline void mma(float* d, const uint32_t* a_regs, uint64_t desc_a, bool a_in_regs, uint64_t desc_b, bool trans_b,
+                bool accumulate) {
+  Group& G = group();
+  const int me = ::emu::st().tid % 128;
+  G.acc_in[me] = d;
+  if (a_in_regs)
+    for (int i = 0; i < 4; ++i) G.a_in[me][i] = a_regs[i];
+  collective(G, [&] {
+    Op op;
+    op.N = N;
+    for (int th = 0; th < 128; ++th) op.acc[th] = G.acc_in[th];
+    for (const Op& o : G.ops) op.chained = op.chained || o.acc[0] == op.acc[0];
+    if (!op.chained) {
+      op.c.resize(static_cast<size_t>(128 * (N / 2)));
+      for (int th = 0; th < 128; ++th)
+        for (int i = 0; i < N / 2; ++i) op.c[static_cast<size_t>(th * (N / 2) + i)] = op.acc[th][i];
+    }
+    op.desc_a = desc_a;
+    op.desc_b = desc_b;
+    op.a_in_regs = a_in_regs;
+    op.trans_b = trans_b;
+    op.accumulate = accumulate;
+    std::memcpy(op.a, G.a_in, sizeof op.a);
+    G.ops.push_back(std::move(op));
+    if (::emu::st().lazy) compute(G, G.ops.back());
+    for (int th = 0; th < 128; ++th)
+      for (int i = 0; i < N / 2; ++i) G.ops.back().acc[th][i] = NAN;  // in flight
+  });
+}
+
 }  // namespace emu_detail
+
+inline void commit() {
+  emu_detail::Group& G = emu_detail::group();
+  emu_detail::collective(G, [&] {
+    ++G.committed;
+    for (auto& op : G.ops)
+      if (op.group < 0) op.group = G.committed;
+  });
+}
+// Lands every committed group but the N most recent, in issue order.
+template <int N>
+inline void wait() {
+  emu_detail::Group& G = emu_detail::group();
+  emu_detail::collective(G, [&] {
+    while (!G.ops.empty() && G.ops.front().group >= 0 && G.ops.front().group <= G.committed - N) {
+      emu_detail::Op& op = G.ops.front();
+      if (op.result.empty()) emu_detail::compute(G, op);
+      const int n = op.N / 2;
+      bool later = false;  // a later op in flight on the same accumulators keeps them NaN
+      for (size_t k = 1; k < G.ops.size(); ++k) later = later || G.ops[k].acc[0] == op.acc[0];
+      for (int th = 0; th < 128; ++th)
+        for (int i = 0; i < n; ++i) op.acc[th][i] = later ? NAN : op.result[static_cast<size_t>(th * n + i)];
+      if (later)  // the next op of the chain takes this result as its C
+        for (size_t k = 1; k < G.ops.size(); ++k)
+          if (G.ops[k].acc[0] == op.acc[0] && G.ops[k].chained && G.ops[k].c.empty()) {
+            G.ops[k].c = op.result;
+            G.ops[k].chained = false;
+            break;
+          }
+      G.ops.pop_front();
+    }
+  });
+}
 
 template <int TransB>
 inline void mma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
