@@ -265,6 +265,7 @@ Decimal decimal_of_text(std::string_view t) {
 // 0.1000000000000000055...). `x` holds an int64, a uint64 or a double exactly.
 Decimal decimal_of(long double x) {
   static_assert(std::numeric_limits<long double>::digits >= 64, "a long double must hold every uint64 exactly");
+  if (!std::isfinite(x)) return Decimal{x < 0, "1", 1000};  // a number too large for a double: beyond every bound held
   if (std::floor(x) == x && std::fabs(x) < 18446744073709551616.0L) {
     const bool neg = x < 0;
     const auto m = static_cast<JsonUInt>(neg ? -x : x);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -295,6 +296,15 @@ TEST(JsonNumberBounds, IntegersAtTheInt64AndUint64Limits) {
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.status().message().find("10^38"), std::string::npos) << r.status().message();
   }
+  // An infinite bound (nlohmann refuses 1e400 in a text, but a json value may hold one):
+  // no bound on the loose side, refused on the tight one, as any beyond 10^38.
+  const double inf = std::numeric_limits<double>::infinity();
+  auto loose_inf = JsonGrammar::from_schema(json{{"type", "number"}, {"maximum", inf}, {"minimum", -2}});
+  ASSERT_TRUE(loose_inf.ok());
+  EXPECT_TRUE(accepts(*loose_inf, "12345.5"));
+  EXPECT_FALSE(accepts(*loose_inf, "-2.5"));
+  EXPECT_FALSE(JsonGrammar::from_schema(json{{"type", "integer"}, {"minimum", inf}}).ok());
+  EXPECT_FALSE(JsonGrammar::from_schema(json{{"type", "number"}, {"multipleOf", inf}}).ok());
   // A double's bound is the decimal written: 1e30 is 10^30.
   auto big = g(R"({"type":"integer","minimum":1e30,"maximum":1e30})");
   EXPECT_TRUE(accepts(big, "1" + std::string(30, '0')));
@@ -455,6 +465,7 @@ TEST(JsonNumberBounds, MultipleOf) {
   EXPECT_FALSE(accepts(all, "4"));
   // Refused: not above 0, not a number, no multiple within the bounds, two that do not nest.
   for (const char* text : {R"({"type":"integer","multipleOf":0})", R"({"type":"number","multipleOf":"2"})",
+                           R"({"type":"number","multipleOf":1e-30})",
                            R"({"type":"integer","multipleOf":10,"minimum":1,"maximum":9})",
                            R"({"type":"number","multipleOf":0.5,"exclusiveMinimum":1,"exclusiveMaximum":1.5})",
                            R"({"allOf":[{"type":"integer","multipleOf":2},{"multipleOf":3}]})"}) {
