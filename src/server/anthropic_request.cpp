@@ -352,37 +352,17 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
   return {};
 }
 
-Status read_stop_sequences(const json& body, std::vector<std::string>* out) {
-  const auto it = body.find("stop_sequences");
-  if (it == body.end() || it->is_null()) return {};
-  if (!it->is_array()) return invalid(fmt::format("stop_sequences must be an array of strings, got {}", json_type_name(*it)));
-  if (it->size() > kMaxStopStrings) return invalid(fmt::format("stop_sequences may hold at most {} strings", kMaxStopStrings));
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& s = (*it)[i];
-    if (!s.is_string()) return invalid(fmt::format("stop_sequences[{}] must be a string, got {}", i, json_type_name(s)));
-    if (!s.get_ref<const std::string&>().empty()) out->push_back(s.get<std::string>());
-  }
-  return {};
-}
-
 // max_tokens (required, as Anthropic's API has it), sampling, stop sequences, streaming.
 Status read_generation(const json& body, const RequestDefaults& defaults, GenerationOptions* gen) {
   gen->sampling = defaults.sampling;
   std::optional<int64_t> i;
-  std::optional<double> d;
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &i));
   if (!i) return invalid("max_tokens is required");
   gen->max_tokens = static_cast<int32_t>(*i);
-  // Anthropic's range is [0, 1]; the chat route's wider one is accepted too.
-  GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
-  if (d) gen->sampling.temperature = static_cast<float>(*d);
-  GS_RETURN_IF_ERROR(read_number(body, "", "top_p", 0.0, 1.0, &d));
-  if (d) gen->sampling.top_p = static_cast<float>(*d);
-  const int64_t top_k_max = defaults.n_vocab > 0 ? defaults.n_vocab : kMaxTokensLimit;
-  GS_RETURN_IF_ERROR(read_int(body, "", "top_k", 0, top_k_max, &i));
-  if (i) gen->sampling.top_k = static_cast<int32_t>(*i);
-  GS_RETURN_IF_ERROR(read_stop_sequences(body, &gen->stop));
+  // Anthropic's temperature range is [0, 1]; the chat route's wider one is accepted too.
+  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling));
+  GS_RETURN_IF_ERROR(read_stop_strings(body, "stop_sequences", /*one_string=*/false, &gen->stop));
   GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
   gen->stream = b.value_or(false);
   return {};

@@ -235,25 +235,6 @@ Status read_tool_fields(const json& body, ChatCompletionRequest* req) {
   return read_tool_choice(body, fields, req);
 }
 
-Status read_stop(const json& body, std::vector<std::string>* out) {
-  auto it = body.find("stop");
-  if (it == body.end() || it->is_null()) return {};
-  if (it->is_string()) {
-    if (!it->get<std::string>().empty()) out->push_back(it->get<std::string>());
-    return {};
-  }
-  if (!it->is_array()) return invalid(fmt::format("stop must be a string or an array of strings, got {}", json_type_name(*it)));
-  if (it->size() > kMaxStopStrings) return invalid(fmt::format("stop may hold at most {} strings", kMaxStopStrings));
-  for (size_t i = 0; i < it->size(); ++i) {
-    if (!(*it)[i].is_string()) {
-      return invalid(fmt::format("stop[{}] must be a string, got {}", i, json_type_name((*it)[i])));
-    }
-    std::string s = (*it)[i].get<std::string>();
-    if (!s.empty()) out->push_back(std::move(s));
-  }
-  return {};
-}
-
 // OpenAI's logit_bias: {"token id": bias} with bias in [-100, 100], added to the token's logit
 // before sampling; llama-server's forms too: a bias of false (never sampled) and an array of
 // [id, bias] pairs. Ids must be distinct and in the vocabulary (n_vocab > 0; 0: unchecked);
@@ -364,13 +345,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (i) gen->max_tokens = static_cast<int32_t>(*i);
   GS_RETURN_IF_ERROR(read_n_predict(body, gen));
 
-  GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
-  if (d) gen->sampling.temperature = static_cast<float>(*d);
-  GS_RETURN_IF_ERROR(read_number(body, "", "top_p", 0.0, 1.0, &d));
-  if (d) gen->sampling.top_p = static_cast<float>(*d);
-  const int64_t top_k_max = defaults.n_vocab > 0 ? defaults.n_vocab : kMaxTokensLimit;
-  GS_RETURN_IF_ERROR(read_int(body, "", "top_k", 0, top_k_max, &i));
-  if (i) gen->sampling.top_k = static_cast<int32_t>(*i);
+  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling));
   GS_RETURN_IF_ERROR(read_number(body, "", "min_p", 0.0, 1.0, &d));
   if (d) gen->sampling.min_p = static_cast<float>(*d);
   GS_RETURN_IF_ERROR(read_number(body, "", "presence_penalty", -2.0, 2.0, &d));
@@ -390,7 +365,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
     return invalid(fmt::format("n must be at most {} (choices of one request), got {}", kMaxChoices, *i));
   }
   gen->n = i ? static_cast<int32_t>(*i) : 1;
-  GS_RETURN_IF_ERROR(read_stop(body, &gen->stop));
+  GS_RETURN_IF_ERROR(read_stop_strings(body, "stop", /*one_string=*/true, &gen->stop));
   GS_RETURN_IF_ERROR(read_logit_bias(body, defaults.n_vocab, &gen->sampling.logit_bias));
   GS_RETURN_IF_ERROR(read_eog_options(body, gen));
   GS_RETURN_IF_ERROR(read_bool(body, "", "speculative", &b));
@@ -545,6 +520,41 @@ bool valid_function_name(std::string_view name) {
     if (!ok) return false;
   }
   return true;
+}
+
+Status read_sampling(const json& body, const RequestDefaults& defaults, SamplingParams* sampling) {
+  std::optional<int64_t> i;
+  std::optional<double> d;
+  GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
+  if (d) sampling->temperature = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_number(body, "", "top_p", 0.0, 1.0, &d));
+  if (d) sampling->top_p = static_cast<float>(*d);
+  const int64_t top_k_max = defaults.n_vocab > 0 ? defaults.n_vocab : kMaxTokensLimit;
+  GS_RETURN_IF_ERROR(read_int(body, "", "top_k", 0, top_k_max, &i));
+  if (i) sampling->top_k = static_cast<int32_t>(*i);
+  return {};
+}
+
+Status read_stop_strings(const json& body, const char* key, bool one_string, std::vector<std::string>* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return {};
+  if (one_string && it->is_string()) {
+    if (!it->get<std::string>().empty()) out->push_back(it->get<std::string>());
+    return {};
+  }
+  if (!it->is_array()) {
+    return invalid(fmt::format("{} must be {}an array of strings, got {}", key, one_string ? "a string or " : "",
+                               json_type_name(*it)));
+  }
+  if (it->size() > kMaxStopStrings) return invalid(fmt::format("{} may hold at most {} strings", key, kMaxStopStrings));
+  for (size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string()) {
+      return invalid(fmt::format("{}[{}] must be a string, got {}", key, i, json_type_name((*it)[i])));
+    }
+    std::string s = (*it)[i].get<std::string>();
+    if (!s.empty()) out->push_back(std::move(s));
+  }
+  return {};
 }
 
 std::optional<size_t> forced_tool(const ChatCompletionRequest& req) {

@@ -90,6 +90,16 @@ struct CompletionRequest {
 
 Result<ChatCompletionRequest> parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults);
 
+// The readers of request fields that the OpenAI routes and the Anthropic Messages adapter
+// (anthropic_request.cpp) share; errors (kInvalidArgument) name the field, as the parsers'.
+//
+// temperature ([0, 2]), top_p ([0, 1]) and top_k ([0, n_vocab], or [0, 2^31 - 1] when
+// defaults.n_vocab is 0) into *sampling, each where the body has it.
+Status read_sampling(const nlohmann::json& body, const RequestDefaults& defaults, SamplingParams* sampling);
+// Stop strings under `key` appended to *out: an array of at most kMaxStopStrings strings, or
+// (`one_string`) a single string too; empty strings are dropped, null or absent is none.
+Status read_stop_strings(const nlohmann::json& body, const char* key, bool one_string, std::vector<std::string>* out);
+
 // The tool a call is forced to: the one tool_choice names, or the only tool under
 // "required". Its index in req.tools; nullopt when no call is forced to one known function.
 std::optional<size_t> forced_tool(const ChatCompletionRequest& req);

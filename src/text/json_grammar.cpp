@@ -4,6 +4,9 @@
 #include "text/json_grammar.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -200,90 +203,329 @@ Status check_refs(const json& root, const std::string& root_path, const json& s,
 enum NumberState : uint8_t { kNStart, kNMinus, kNZero, kNInt, kNDot, kNFrac, kNE, kNESign, kNExp };
 bool number_can_end(uint8_t s) { return s == kNZero || s == kNInt || s == kNFrac || s == kNExp; }
 
-// Whether an integer of node `n` whose digits begin with those of `prefix` (n_digits of them,
-// the first not 0), negative or not, can still be finished within kJsonMaxIntegerDigits
-// digits inside [n.int_min, n.int_max]: the values it may become are, for each count k of
-// digits still to come, prefix * 10^k .. prefix * 10^k + 10^k - 1 (in magnitude).
-bool integer_reachable(const Node& n, bool negative, uint64_t prefix, int n_digits) {
-  const int64_t lo = negative ? std::max<int64_t>(-n.int_max, 1) : std::max<int64_t>(n.int_min, 1);
-  const int64_t hi = negative ? -n.int_min : n.int_max;
-  if (lo > hi) return false;
-  uint64_t span = 1;  // 10^k
-  for (int k = 0; n_digits + k <= kJsonMaxIntegerDigits; ++k, span *= 10) {
-    const uint64_t first = prefix * span;
-    if (first > static_cast<uint64_t>(hi)) return false;
-    if (first + span - 1 >= static_cast<uint64_t>(lo)) return true;
+// 10^k as a JsonInt, k in 0..38.
+JsonInt pow10(int k) {
+  static const auto table = [] {
+    std::array<JsonInt, kJsonMaxExactDigits + 1> t{};
+    t[0] = 1;
+    for (size_t i = 1; i < t.size(); ++i) t[i] = t[i - 1] * 10;
+    return t;
+  }();
+  return table[static_cast<size_t>(std::clamp(k, 0, kJsonMaxExactDigits))];
+}
+
+// The number of decimal digits of |v| (1 for 0).
+int decimal_digits(JsonInt v) {
+  if (v < 0) v = -v;
+  int d = 1;
+  while (d < kJsonMaxExactDigits && v >= pow10(d)) ++d;
+  return d;
+}
+
+std::string int_text(JsonInt v) {
+  if (v == 0) return "0";
+  const bool neg = v < 0;
+  auto m = static_cast<JsonUInt>(neg ? -v : v);
+  std::string s;
+  for (; m != 0; m /= 10) s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+  return neg ? "-" + s : s;
+}
+
+// A number as decimal digits: (-1)^negative * digits * 10^exp10 (digits without leading zeros).
+struct Decimal {
+  bool negative = false;
+  std::string digits;
+  int exp10 = 0;
+};
+
+Decimal decimal_of_text(std::string_view t) {
+  Decimal d;
+  size_t i = 0;
+  if (i < t.size() && t[i] == '-') {
+    d.negative = true;
+    ++i;
+  }
+  bool point = false;
+  for (; i < t.size() && t[i] != 'e' && t[i] != 'E'; ++i) {
+    if (t[i] == '.') {
+      point = true;
+    } else {
+      d.digits += t[i];
+      if (point) --d.exp10;
+    }
+  }
+  if (i < t.size()) d.exp10 += std::atoi(std::string(t.substr(i + 1)).c_str());
+  const size_t nz = d.digits.find_first_not_of('0');
+  d.digits = nz == std::string::npos ? "" : d.digits.substr(nz);
+  return d;
+}
+
+// A bound or multipleOf as its decimal: integers exactly, other numbers as the shortest
+// decimal that reads back as the same double (the number as written: 0.1, not
+// 0.1000000000000000055...). `x` holds an int64, a uint64 or a double exactly.
+Decimal decimal_of(long double x) {
+  static_assert(std::numeric_limits<long double>::digits >= 64, "a long double must hold every uint64 exactly");
+  if (!std::isfinite(x)) return Decimal{x < 0, "1", 1000};  // a number too large for a double: beyond every bound held
+  if (std::floor(x) == x && std::fabs(x) < 18446744073709551616.0L) {
+    const bool neg = x < 0;
+    const auto m = static_cast<JsonUInt>(neg ? -x : x);
+    return decimal_of_text((neg ? "-" : "") + int_text(static_cast<JsonInt>(m)));
+  }
+  char buf[64];
+  // Scientific: in fixed notation a large double's digits would be its exact binary value.
+  const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(x), std::chars_format::scientific);
+  return decimal_of_text(std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
+}
+
+// A bound keyword's value as a long double (exact for every JSON number nlohmann reads).
+long double bound_value(const json& v) {
+  if (v.is_number_unsigned()) return static_cast<long double>(v.get<uint64_t>());
+  if (v.is_number_integer()) return static_cast<long double>(v.get<int64_t>());
+  return static_cast<long double>(v.get<double>());
+}
+
+// `d` in units of 10^-e, rounded up (`up`) or down to a whole unit, or one unit further when it
+// is whole and `exclusive` (the least / greatest unit strictly beyond it). Nothing when the
+// result is kJsonNoBound or more in magnitude.
+std::optional<JsonInt> to_units(const Decimal& d, int e, bool up, bool exclusive) {
+  const int shift = d.exp10 + e;
+  JsonInt whole = 0;
+  bool rest = false;  // digits below the unit dropped
+  const auto n = static_cast<int>(d.digits.size());
+  const int kept = shift >= 0 ? n : n + shift;  // digits at or above the unit
+  if (kept + std::max(shift, 0) > kJsonMaxExactDigits) return std::nullopt;
+  for (int i = 0; i < n; ++i) {
+    if (i < kept) {
+      whole = whole * 10 + (d.digits[static_cast<size_t>(i)] - '0');
+    } else if (d.digits[static_cast<size_t>(i)] != '0') {
+      rest = true;
+    }
+  }
+  if (shift > 0) whole *= pow10(shift);
+  JsonInt v = d.negative ? -whole : whole;
+  // v is d truncated toward zero; step to the side asked for.
+  if (rest) {
+    if (up && !d.negative) ++v;
+    if (!up && d.negative) --v;
+  } else if (exclusive) {
+    v += up ? 1 : -1;
+  }
+  if (v >= kJsonNoBound || v <= -kJsonNoBound) return std::nullopt;
+  return v;
+}
+
+// The fraction digits of `d` (0 for an integer).
+int fraction_digits(const Decimal& d) { return d.digits.empty() ? 0 : std::max(0, -d.exp10); }
+
+// Whether [x, y] (x >= 0) holds a multiple of step (>= 1).
+bool holds_multiple(JsonInt x, JsonInt y, JsonInt step) {
+  if (x > y) return false;
+  const JsonInt r = x % step;
+  return y - x >= (r == 0 ? 0 : step - r);
+}
+
+// The magnitudes that a number of n's exact form may have with the sign given: [*lo, *hi] in
+// units; false when that sign has none ("-0" is no integer).
+bool magnitude_range(const Node& n, bool negative, JsonInt* lo, JsonInt* hi) {
+  if (!negative) {
+    *lo = std::max<JsonInt>(n.units_lo, 0);
+    *hi = n.units_hi;
+  } else {
+    *lo = std::max<JsonInt>(-n.units_hi, n.integer ? 1 : 0);
+    *hi = -n.units_lo;
+  }
+  return *lo <= *hi;
+}
+
+// Whether some number of n's exact form (Node::num_exact) begins with the digits read: `v`
+// their value (the integer part's `int_len` digits, then `frac_len` fraction digits when
+// `fraction`; frac_len 0 right after the point), in magnitude, with the sign given. The
+// numbers it may become are, for each count k of integer digits still to come, v * 10^k ..
+// (v + 1) * 10^k - 1 in whole units of 10^-frac_digits (any fraction after them); after
+// the point, v .. v + 1 scaled by the fraction digits still to come.
+bool exact_reachable(const Node& n, bool negative, JsonInt v, int int_len, bool fraction, int frac_len) {
+  JsonInt lo = 0, hi = 0;
+  if (!magnitude_range(n, negative, &lo, &hi)) return false;
+  const auto fits = [&](JsonInt a, JsonInt b) { return holds_multiple(std::max(a, lo), std::min(b, hi), n.units_step); };
+  if (fraction) {
+    const JsonInt unit = pow10(n.frac_digits - frac_len);
+    return fits(v * unit, (v + 1) * unit - 1);
+  }
+  if (v == 0) return fits(0, pow10(n.frac_digits) - 1);  // a leading 0: no more integer digits
+  for (int k = 0; int_len + k <= n.int_digits; ++k) {
+    const JsonInt unit = pow10(k + n.frac_digits);
+    if (v * unit > hi) break;
+    if (fits(v * unit, (v + 1) * unit - 1)) return true;
   }
   return false;
 }
 
-// Whether an integer of node `n` may begin with byte c ('-' or a digit).
-bool integer_may_begin(const Node& n, unsigned char c) {
-  if (c == '0') return n.int_min <= 0 && n.int_max >= 0;
-  if (c != '-') return integer_reachable(n, false, c - '0', 1);
-  for (uint64_t d = 1; d <= 9; ++d) {
-    if (integer_reachable(n, true, d, 1)) return true;
+// Whether the exact form's number whose digits have value `v` (frac_len fraction digits) is
+// whole and allowed: within the bounds and a multiple of the step.
+bool exact_allowed(const Node& n, bool negative, JsonInt v, int frac_len) {
+  JsonInt lo = 0, hi = 0;
+  if (!magnitude_range(n, negative, &lo, &hi)) return false;
+  const JsonInt units = v * pow10(n.frac_digits - frac_len);
+  return units >= lo && units <= hi && units % n.units_step == 0;
+}
+
+// Whether n's exact form has a number that begins with byte c ('-' or a digit).
+bool exact_may_begin(const Node& n, unsigned char c) {
+  if (c != '-') return exact_reachable(n, false, c - '0', 1, false, 0);
+  for (int d = n.integer ? 1 : 0; d <= 9; ++d) {
+    if (exact_reachable(n, true, d, 1, false, 0)) return true;
   }
   return false;
 }
 
-// Whether n's integers are bounded more narrowly than by their digits.
-bool has_integer_bounds(const Node& n) { return n.int_min > -kJsonMaxInteger || n.int_max < kJsonMaxInteger; }
+// How n's numbers are written and checked (Node::num_exact and the fields after it), from its
+// bounds and multipleOf. False, with *why, when no number of that form is allowed.
+bool fill_number_form(Node* n, std::string* why) {
+  n->num_exact = false;
+  n->frac_digits = 0;
+  n->int_digits = kJsonMaxIntegerDigits;
+  n->units_step = 1;
+  n->units_lo = -kJsonMaxInteger;
+  n->units_hi = kJsonMaxInteger;
+  const bool bounded = n->num_min > -std::numeric_limits<long double>::infinity() ||
+                       n->num_max < std::numeric_limits<long double>::infinity();
+  if (!n->integer && !bounded && n->multiple_of == 0) return true;  // a free number
+  n->num_exact = true;
+  std::optional<Decimal> step;
+  if (n->multiple_of > 0) step = decimal_of(n->multiple_of);
+  if (n->integer) {
+    // Integers: units of 1. An integer is a multiple of c * 10^-f when it is one of
+    // c / gcd(c, 10^f).
+    const JsonInt lo = n->int_min, hi = n->int_max;
+    int digits = kJsonMaxIntegerDigits;
+    if (lo > -kJsonNoBound) digits = std::max(digits, decimal_digits(lo));
+    if (hi < kJsonNoBound) digits = std::max(digits, decimal_digits(hi));
+    n->int_digits = static_cast<int8_t>(digits);
+    n->units_lo = lo > -kJsonNoBound ? lo : -(pow10(digits) - 1);
+    n->units_hi = hi < kJsonNoBound ? hi : pow10(digits) - 1;
+    if (step) {
+      const int f = fraction_digits(*step);
+      const std::optional<JsonInt> c = to_units(*step, f, false, false);
+      if (!c || f > kJsonMaxExactDigits) {
+        *why = "multipleOf is too large or has too many digits to be held";
+        return false;
+      }
+      JsonInt a = *c, b = pow10(f);
+      while (b != 0) {
+        const JsonInt t = a % b;
+        a = b;
+        b = t;
+      }
+      n->units_step = *c / a;
+    }
+  } else {
+    // Numbers: the integer digits the bounds need (18 at least), the fraction digits of the
+    // multipleOf or else what is left of 38 (20 at most).
+    int digits = kJsonMaxIntegerDigits;
+    std::optional<Decimal> lo, hi;
+    if (n->num_min > -std::numeric_limits<long double>::infinity()) lo = decimal_of(n->num_min);
+    if (n->num_max < std::numeric_limits<long double>::infinity()) hi = decimal_of(n->num_max);
+    for (const auto& d : {lo, hi}) {
+      if (d && !d->digits.empty()) digits = std::max(digits, static_cast<int>(d->digits.size()) + d->exp10);
+    }
+    if (digits > kJsonMaxExactDigits) digits = kJsonMaxExactDigits;
+    int frac = std::min(kJsonMaxDigits, kJsonMaxExactDigits - digits);
+    if (step) {
+      frac = fraction_digits(*step);
+      if (digits + frac > kJsonMaxExactDigits) {
+        *why = "multipleOf has more fraction digits than can be held beside these bounds (" +
+               std::to_string(kJsonMaxExactDigits) + " digits in all)";
+        return false;
+      }
+      const std::optional<JsonInt> c = to_units(*step, frac, false, false);
+      if (!c) {
+        *why = "multipleOf is too large to be held";
+        return false;
+      }
+      n->units_step = *c;
+    }
+    n->int_digits = static_cast<int8_t>(digits);
+    n->frac_digits = static_cast<int8_t>(frac);
+    const JsonInt cap = pow10(digits + frac) - 1;
+    n->units_lo = -cap;
+    n->units_hi = cap;
+    if (lo) {
+      if (const auto u = to_units(*lo, frac, true, n->num_min_exclusive)) n->units_lo = std::max(n->units_lo, *u);
+    }
+    if (hi) {
+      if (const auto u = to_units(*hi, frac, false, n->num_max_exclusive)) n->units_hi = std::min(n->units_hi, *u);
+    }
+  }
+  // Some number of the form: a multiple of the step within the bounds (by sign).
+  JsonInt a = 0, b = 0;
+  if ((magnitude_range(*n, false, &a, &b) && holds_multiple(a, b, n->units_step)) ||
+      (magnitude_range(*n, true, &a, &b) && holds_multiple(a, b, n->units_step))) {
+    return true;
+  }
+  if (n->integer) {
+    *why = n->units_step > 1 ? "no multiple of " + int_text(n->units_step) + " lies within its minimum and maximum"
+                             : "no integer lies within its minimum and maximum";
+  } else {
+    *why = "no number of at most " + std::to_string(n->frac_digits) +
+           " fraction digits" + (step ? " that is a multiple of multipleOf" : "") + " lies within its minimum and maximum";
+  }
+  return false;
+}
 
 // Whether the JSON number `v` is an integer within n's int_min .. int_max.
 bool integer_within(const json& v, const Node& n) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(kJsonMaxInteger) &&
-                                     v.get<int64_t>() >= n.int_min && v.get<int64_t>() <= n.int_max;
-  if (v.is_number_integer()) return v.get<int64_t>() >= n.int_min && v.get<int64_t>() <= n.int_max;
-  if (!v.is_number_float()) return false;
-  const double d = v.get<double>();
-  return std::floor(d) == d && d >= static_cast<double>(n.int_min) && d <= static_cast<double>(n.int_max);
+  if (!v.is_number()) return false;
+  const long double x = bound_value(v);
+  if (std::floor(x) != x) return false;
+  const std::optional<JsonInt> i = to_units(decimal_of(x), 0, false, false);
+  return i && *i >= n.int_min && *i <= n.int_max;
 }
 
 // Narrows n's bounds as written to `bound` where it is the tighter (`exclusive`: the bound
 // itself is out): the lower one, and the upper one.
-void narrow_lower(Node* n, double bound, bool exclusive) {
+void narrow_lower(Node* n, long double bound, bool exclusive) {
   if (bound > n->num_min || (bound == n->num_min && exclusive)) {
     n->num_min = bound;
     n->num_min_exclusive = exclusive;
   }
 }
-void narrow_upper(Node* n, double bound, bool exclusive) {
+void narrow_upper(Node* n, long double bound, bool exclusive) {
   if (bound < n->num_max || (bound == n->num_max && exclusive)) {
     n->num_max = bound;
     n->num_max_exclusive = exclusive;
   }
 }
 
-// Whether the JSON number `v` lies within n's bounds: an integer the matcher could write by
-// int_min .. int_max (exact), any other by the bounds as written.
-bool number_within(const json& v, const Node& n) {
-  static const Node kWhole;  // every integer of at most kJsonMaxIntegerDigits digits
-  if (integer_within(v, kWhole)) return integer_within(v, n);
-  const double d = v.get<double>();
-  return (d > n.num_min || (d == n.num_min && !n.num_min_exclusive)) &&
-         (d < n.num_max || (d == n.num_max && !n.num_max_exclusive));
+// Whether the JSON number `v` is a multiple of n's multipleOf (none: true).
+bool multiple_within(const json& v, const Node& n) {
+  if (n.multiple_of == 0) return true;
+  const Decimal x = decimal_of(bound_value(v));
+  const Decimal m = decimal_of(n.multiple_of);
+  const int f = std::max(fraction_digits(x), fraction_digits(m));
+  const std::optional<JsonInt> xu = to_units(x, f, false, false);
+  const std::optional<JsonInt> mu = to_units(m, f, false, false);
+  if (!xu || !mu || *mu == 0) return false;  // beyond what is held: not written
+  return *xu % *mu == 0;
 }
 
-// Whether n's bounds as written leave no number between them.
-bool no_number_within(const Node& n) {
-  return n.num_min > n.num_max || (n.num_min == n.num_max && (n.num_min_exclusive || n.num_max_exclusive));
+// Whether the JSON number `v` lies within n's bounds (exactly: every JSON number and bound
+// is compared as the long double that holds it) and is a multiple of its multipleOf.
+bool number_within(const json& v, const Node& n) {
+  const long double d = bound_value(v);
+  return (d > n.num_min || (d == n.num_min && !n.num_min_exclusive)) &&
+         (d < n.num_max || (d == n.num_max && !n.num_max_exclusive)) && multiple_within(v, n);
 }
 
 bool is_integral(const json& v) {
   return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
 }
 
-// A bound keyword's value as an integer bound: rounded up (`up`) or down, clamped to
-// +-(kJsonMaxInteger + 1) (beyond every integer the matcher writes).
-int64_t integer_bound(const json& v, bool up) {
-  constexpr int64_t kBeyond = kJsonMaxInteger + 1;
-  if (v.is_number_unsigned()) return v.get<uint64_t>() >= static_cast<uint64_t>(kBeyond) ? kBeyond : v.get<int64_t>();
-  if (v.is_number_integer()) return std::clamp<int64_t>(v.get<int64_t>(), -kBeyond, kBeyond);
-  const double d = up ? std::ceil(v.get<double>()) : std::floor(v.get<double>());
-  if (d >= static_cast<double>(kBeyond)) return kBeyond;
-  if (d <= -static_cast<double>(kBeyond)) return -kBeyond;
-  return static_cast<int64_t>(d);
+// A bound keyword's value as an integer bound: rounded up (`up`) or down, one further when
+// `exclusive` and whole; -/+kJsonNoBound when it is that large or more in magnitude.
+JsonInt integer_bound(const json& v, bool up, bool exclusive) {
+  const Decimal d = decimal_of(bound_value(v));
+  if (const auto u = to_units(d, 0, up, exclusive)) return *u;
+  return d.negative ? -kJsonNoBound : kJsonNoBound;
 }
 
 // `s` without the keywords that constrain no value (annotations, definitions).
@@ -303,6 +545,7 @@ bool allows_everything(const Node& n) {
          n.extra_node == JsonGrammar::kAny && n.items == JsonGrammar::kAny && n.min_items == 0 && n.max_items < 0 &&
          !n.has_string_enum && n.min_length == 0 && n.max_length < 0 && !n.integer && !n.has_number_enum &&
          n.int_min == any.int_min && n.int_max == any.int_max && n.num_min == any.num_min && n.num_max == any.num_max &&
+         n.multiple_of == 0 &&
          n.deferred.empty();
 }
 
@@ -552,6 +795,7 @@ class JsonSchemaCompiler {
       lit.num_max = shape.num_max;
       lit.num_min_exclusive = shape.num_min_exclusive;
       lit.num_max_exclusive = shape.num_max_exclusive;
+      lit.multiple_of = shape.multiple_of;
       restrict_literals(&lit);
       if (lit.kinds == 0) {
         return invalid(path + ": no enum or const value satisfies the keywords beside it (type, length, bounds)");
@@ -563,14 +807,11 @@ class JsonSchemaCompiler {
     Node n;
     GS_RETURN_IF_ERROR(read_types(s, path, &n, infer_kinds));
     GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &n));
-    if (n.integer && n.int_min > n.int_max) {
-      return invalid(path + ": no integer of at most " + std::to_string(kJsonMaxIntegerDigits) +
-                     " digits lies within its minimum and maximum");
-    }
-    if ((n.kinds & JsonGrammar::kNumber) && no_number_within(n)) {
-      // Bounds no number meets (a "number"'s bounds are otherwise not held as it is written).
+    if (std::string why; (n.kinds & JsonGrammar::kNumber) && !fill_number_form(&n, &why)) {
+      // Bounds (and multipleOf) that no number meets: an integer schema is refused, other
+      // kinds beside a number are kept.
       n.kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
-      if (n.kinds == 0) return invalid(path + ": no number lies within its minimum and maximum");
+      if (n.integer || n.kinds == 0) return invalid(path + ": " + why);
     }
     if (n.kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(read_object(s, path, depth, &n));
     if (n.kinds & JsonGrammar::kArray) GS_RETURN_IF_ERROR(read_array(s, path, depth, &n));
@@ -709,31 +950,52 @@ class JsonSchemaCompiler {
   // minimum, maximum, exclusiveMinimum, exclusiveMaximum as the integers they allow (n's
   // int_min, int_max narrowed) and as written (num_min, num_max); draft 4's boolean
   // exclusiveMinimum / exclusiveMaximum make the minimum / maximum beside them strict.
+  // A bound of magnitude 10^38 or more bounds nothing the matcher writes where it is the
+  // loose side (a minimum below -10^38) and is refused where no number would be left.
+  // multipleOf: a number above 0.
   static Status read_integer_bounds(const json& s, const std::string& path, Node* n) {
+    // Below 10^38 in magnitude (what a JsonInt holds).
+    const auto held = [](const json& v) { return to_units(decimal_of(bound_value(v)), 0, false, false).has_value(); };
     for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
       const auto it = s.find(k);
-      if (it == s.end() || it->is_number()) continue;
+      if (it == s.end()) continue;
+      if (it->is_number()) {
+        const long double v = bound_value(*it);
+        const bool lower = std::string_view(k).find("inimum") != std::string_view::npos;
+        if (!held(*it) && (lower ? v > 0 : v < 0)) {
+          return invalid(path + "." + k + ": a bound of magnitude 10^38 or more is not supported");
+        }
+        continue;
+      }
       const bool draft4 = k[0] == 'e' && it->is_boolean();
       if (!draft4) return invalid(path + "." + k + " must be a number, got " + type_name(*it));
     }
+    if (const auto it = s.find("multipleOf"); it != s.end()) {
+      if (!it->is_number() || !(bound_value(*it) > 0)) return invalid(path + ".multipleOf must be a number above 0");
+      const long double m = bound_value(*it);
+      if (n->multiple_of == 0 || n->multiple_of == m) {
+        n->multiple_of = m;
+      } else {
+        return invalid(path + ".multipleOf: two different multipleOf values on one schema are not supported");
+      }
+    }
+    // Bounds of 10^38 or more on the loose side: no bound.
     auto flag = [&](const char* k) { return s.contains(k) && s[k].is_boolean() && s[k].get<bool>(); };
-    if (const auto it = s.find("minimum"); it != s.end()) {
-      const int64_t lo = flag("exclusiveMinimum") ? integer_bound(*it, false) + 1 : integer_bound(*it, true);
-      n->int_min = std::max(n->int_min, lo);
-      narrow_lower(n, it->get<double>(), flag("exclusiveMinimum"));
+    if (const auto it = s.find("minimum"); it != s.end() && held(*it)) {
+      n->int_min = std::max(n->int_min, integer_bound(*it, true, flag("exclusiveMinimum")));
+      narrow_lower(n, bound_value(*it), flag("exclusiveMinimum"));
     }
-    if (const auto it = s.find("maximum"); it != s.end()) {
-      const int64_t hi = flag("exclusiveMaximum") ? integer_bound(*it, true) - 1 : integer_bound(*it, false);
-      n->int_max = std::min(n->int_max, hi);
-      narrow_upper(n, it->get<double>(), flag("exclusiveMaximum"));
+    if (const auto it = s.find("maximum"); it != s.end() && held(*it)) {
+      n->int_max = std::min(n->int_max, integer_bound(*it, false, flag("exclusiveMaximum")));
+      narrow_upper(n, bound_value(*it), flag("exclusiveMaximum"));
     }
-    if (const auto it = s.find("exclusiveMinimum"); it != s.end() && it->is_number()) {
-      n->int_min = std::max(n->int_min, integer_bound(*it, false) + 1);
-      narrow_lower(n, it->get<double>(), true);
+    if (const auto it = s.find("exclusiveMinimum"); it != s.end() && it->is_number() && held(*it)) {
+      n->int_min = std::max(n->int_min, integer_bound(*it, true, true));
+      narrow_lower(n, bound_value(*it), true);
     }
-    if (const auto it = s.find("exclusiveMaximum"); it != s.end() && it->is_number()) {
-      n->int_max = std::min(n->int_max, integer_bound(*it, true) - 1);
-      narrow_upper(n, it->get<double>(), true);
+    if (const auto it = s.find("exclusiveMaximum"); it != s.end() && it->is_number() && held(*it)) {
+      n->int_max = std::min(n->int_max, integer_bound(*it, false, true));
+      narrow_upper(n, bound_value(*it), true);
     }
     return {};
   }
@@ -918,6 +1180,12 @@ class JsonSchemaCompiler {
           m.num_max_exclusive = b.num_max_exclusive;
         }
       }
+      // multipleOf: the one's, or none when they differ (loosely).
+      if (!has(a, JsonGrammar::kNumber)) {
+        m.multiple_of = b.multiple_of;
+      } else if (a.multiple_of != b.multiple_of) {
+        m.multiple_of = 0;
+      }
       if (!has(a, JsonGrammar::kNumber)) {
         m.integer = b.integer;
         m.int_min = b.int_min;
@@ -937,8 +1205,8 @@ class JsonSchemaCompiler {
       } else {
         m.integer = a.integer && b.integer;
         // Loosely, as the rest: the range that spans both.
-        m.int_min = std::min(a.integer ? a.int_min : -kJsonMaxInteger, b.integer ? b.int_min : -kJsonMaxInteger);
-        m.int_max = std::max(a.integer ? a.int_max : kJsonMaxInteger, b.integer ? b.int_max : kJsonMaxInteger);
+        m.int_min = std::min(a.integer ? a.int_min : -kJsonNoBound, b.integer ? b.int_min : -kJsonNoBound);
+        m.int_max = std::max(a.integer ? a.int_max : kJsonNoBound, b.integer ? b.int_max : kJsonNoBound);
       }
     }
     return m;
@@ -955,33 +1223,39 @@ class JsonSchemaCompiler {
     m->integer = g.integer;
     m->int_min = g.int_min;
     m->int_max = g.int_max;
-    if (!g.integer) return {};
-    int64_t lo = g.int_min;
-    int64_t hi = g.int_max;
+    m->multiple_of = g.multiple_of;
+    if (!g.integer) {
+      m->multiple_of = 0;  // any number beside (loosely, as the bounds)
+      return {};
+    }
+    JsonInt lo = g.int_min;
+    JsonInt hi = g.int_max;
     bool integral = true;
     bool inside = true;
     for (const std::string& text : e.number_enum) {
       const json v = json::parse(text);
-      Node whole;  // every integer the matcher writes
+      Node whole;  // every integer a JsonInt holds
       if (!integer_within(v, whole)) {
         integral = false;
         continue;
       }
-      const int64_t i = v.is_number_float() ? static_cast<int64_t>(v.get<double>()) : v.get<int64_t>();
-      if (i < g.int_min || i > g.int_max) inside = false;
+      const JsonInt i = integer_bound(v, false, false);
+      if (i < g.int_min || i > g.int_max || !multiple_within(v, g)) inside = false;
       lo = std::min(lo, i);
       hi = std::max(hi, i);
     }
     if (integral && inside) return {};
-    const auto listed = static_cast<uint64_t>(g.int_max - g.int_min) + 1 + e.number_enum.size();
-    if (g.int_min <= g.int_max && listed <= static_cast<uint64_t>(kJsonMaxKeys)) {
+    const auto span = static_cast<JsonUInt>(g.int_max) - static_cast<JsonUInt>(g.int_min);
+    if (g.int_min <= g.int_max && span + 1 + e.number_enum.size() <= static_cast<unsigned>(kJsonMaxKeys)) {
       m->integer = false;
-      m->int_min = -kJsonMaxInteger;
-      m->int_max = kJsonMaxInteger;
+      m->int_min = -kJsonNoBound;
+      m->int_max = kJsonNoBound;
+      m->multiple_of = 0;
       m->has_number_enum = true;
       m->number_enum = e.number_enum;
-      for (int64_t i = g.int_min; i <= g.int_max; ++i) {
-        const std::string text = std::to_string(i);
+      for (JsonInt i = g.int_min; i <= g.int_max; ++i) {
+        const std::string text = int_text(i);
+        if (!multiple_within(json::parse(text), g)) continue;
         if (std::find(m->number_enum.begin(), m->number_enum.end(), text) == m->number_enum.end()) {
           m->number_enum.push_back(text);
         }
@@ -991,6 +1265,7 @@ class JsonSchemaCompiler {
     if (integral) {
       m->int_min = lo;
       m->int_max = hi;
+      m->multiple_of = 0;  // loosely, as the range
       return {};
     }
     return invalid(path + ": an enum's number that is not an integer, beside an integer range too wide to list, is "
@@ -1055,6 +1330,16 @@ class JsonSchemaCompiler {
       if (a->number_enum.empty()) drop(JsonGrammar::kNumber, "the enums have no common number");
     }
     if (b.integer) a->integer = true;
+    if (b.multiple_of > 0 && a->multiple_of != b.multiple_of) {
+      if (a->multiple_of == 0) {
+        a->multiple_of = b.multiple_of;
+      } else if (const long double big = std::max(a->multiple_of, b.multiple_of), small = std::min(a->multiple_of, b.multiple_of);
+                 std::floor(big / small) == big / small && std::floor(small) == small && big < 1e18L) {
+        a->multiple_of = big;  // integers, one a multiple of the other
+      } else {
+        return invalid(path + ": two different multipleOf values, one not a multiple of the other, are not supported");
+      }
+    }
     a->int_min = std::max(a->int_min, b.int_min);
     a->int_max = std::min(a->int_max, b.int_max);
     narrow_lower(a, b.num_min, b.num_min_exclusive);
@@ -1065,9 +1350,8 @@ class JsonSchemaCompiler {
     const uint8_t before = a->kinds;
     restrict_literals(a);
     if (a->kinds != before && why->empty()) *why = "no enum value lies within the bounds and lengths of both";
-    if ((a->kinds & JsonGrammar::kNumber) && !a->has_number_enum &&
-        ((a->integer && a->int_min > a->int_max) || no_number_within(*a))) {
-      drop(JsonGrammar::kNumber, "no number lies within the bounds of both");
+    if (std::string reason; (a->kinds & JsonGrammar::kNumber) && !a->has_number_enum && !fill_number_form(a, &reason)) {
+      drop(JsonGrammar::kNumber, reason + " (of both)");
     }
     if ((a->kinds & JsonGrammar::kString) && a->max_length >= 0 && a->min_length > a->max_length) {
       drop(JsonGrammar::kString, "no string length lies within the lengths of both");
@@ -1257,6 +1541,13 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
     compiler.nodes[0] = compiler.nodes[static_cast<size_t>(root)];
   }
   GS_RETURN_IF_ERROR(compiler.resolve_deferred(path));
+  for (Node& n : compiler.nodes) {
+    // Unions merged after their alternatives were checked: a number form that allows nothing
+    // drops the numbers (each alternative had one, so the span of theirs has too).
+    if (std::string why; (n.kinds & kNumber) && !n.has_number_enum && !fill_number_form(&n, &why)) {
+      n.kinds &= static_cast<uint8_t>(~kNumber);
+    }
+  }
   fill_depths(&compiler.nodes);
   if (compiler.nodes[0].min_depth > kJsonMaxDepth) {
     return invalid(path + ": no value satisfies it within " + std::to_string(kJsonMaxDepth) +
@@ -1417,11 +1708,12 @@ bool JsonMatcher::start_value(unsigned char c) {
       f.delim = 1;
     }
   } else if ((c == '-' || is_digit(c)) && (n.kinds & JsonGrammar::kNumber) && !n.has_number_enum &&
-             (!n.integer || !has_integer_bounds(n) || integer_may_begin(n, c))) {
+             (!n.num_exact || exact_may_begin(n, c))) {
     f.type = Frame::kNumber;
     f.phase = c == '-' ? kNMinus : c == '0' ? kNZero : kNInt;
     f.digits = is_digit(c) ? 1 : 0;
-    f.int_value = is_digit(c) ? c - '0' : 0;
+    f.negative = c == '-';
+    f.value = is_digit(c) ? c - '0' : 0;
   } else {
     // Literals: true, false, null, and the numbers of an enum.
     f.type = Frame::kLiteral;
@@ -1725,42 +2017,34 @@ bool JsonMatcher::feed_bare_key(unsigned char c) {
 bool JsonMatcher::number_complete(const Frame& f) const {
   if (!number_can_end(f.phase)) return false;
   const Node& n = grammar_->node(f.node);
-  return !n.integer || (f.int_value >= n.int_min && f.int_value <= n.int_max);
+  return !n.num_exact || exact_allowed(n, f.negative, f.value, f.phase == kNFrac ? f.digits : 0);
 }
 
 bool JsonMatcher::feed_number(unsigned char c, bool ws) {
   Frame& f = stack_.back();
   const Node& n = grammar_->node(f.node);
-  const bool integer = n.integer;
-  const bool bounded = integer && has_integer_bounds(n);
+  if (n.num_exact) return feed_exact_number(c);
   const bool digit = is_digit(c);
   uint8_t next = 0xFF;
   uint8_t digits = f.digits;
-  // Integers: the digits read so far with c, when c is a digit (the magnitude; the sign is
-  // the frame's); within bounds, some value that they begin must lie in them.
-  const bool negative = f.phase == kNMinus || f.int_value < 0;
-  const uint64_t magnitude =
-      static_cast<uint64_t>(negative ? -f.int_value : f.int_value) * 10 + static_cast<uint64_t>(digit ? c - '0' : 0);
   switch (f.phase) {
     case kNMinus:
-      // No "-0" integer (parsers read it as a float).
-      if (digit && !(integer && c == '0') && (!bounded || integer_reachable(n, true, magnitude, 1))) {
+      if (digit) {
         next = c == '0' ? kNZero : kNInt;
         digits = 1;
       }
       break;
     case kNZero:
-      if (c == '.' && !integer) next = kNDot;
-      if ((c == 'e' || c == 'E') && !integer) next = kNE;
+      if (c == '.') next = kNDot;
+      if (c == 'e' || c == 'E') next = kNE;
       break;
     case kNInt:
-      if (digit && f.digits < (integer ? kJsonMaxIntegerDigits : kJsonMaxDigits) &&
-          (!bounded || integer_reachable(n, negative, magnitude, f.digits + 1))) {
+      if (digit && f.digits < kJsonMaxDigits) {
         next = kNInt;
         digits = static_cast<uint8_t>(f.digits + 1);
       }
-      if (c == '.' && !integer) next = kNDot;
-      if ((c == 'e' || c == 'E') && !integer) next = kNE;
+      if (c == '.') next = kNDot;
+      if (c == 'e' || c == 'E') next = kNE;
       break;
     case kNDot:
       if (digit) {
@@ -1798,9 +2082,6 @@ bool JsonMatcher::feed_number(unsigned char c, bool ws) {
       break;
   }
   if (next != 0xFF) {
-    if (integer && (f.phase == kNMinus || f.phase == kNInt)) {
-      f.int_value = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
-    }
     f.phase = next;
     f.digits = digits;
     ws_run_ = 0;
@@ -1808,6 +2089,52 @@ bool JsonMatcher::feed_number(unsigned char c, bool ws) {
   }
   if (!number_complete(f)) return false;
   (void)ws;
+  return end_and_feed(c);
+}
+
+bool JsonMatcher::feed_exact_number(unsigned char c) {
+  Frame& f = stack_.back();
+  const Node& n = grammar_->node(f.node);
+  const bool digit = is_digit(c);
+  const int d = digit ? c - '0' : 0;
+  // The digit or point taken, when some number of the form still begins with what is read.
+  uint8_t next = 0xFF;
+  switch (f.phase) {
+    case kNMinus:
+      // No "-0" integer (parsers read it as a float).
+      if (digit && !(n.integer && d == 0) && exact_reachable(n, true, d, 1, false, 0)) next = d == 0 ? kNZero : kNInt;
+      break;
+    case kNZero:
+    case kNInt:
+      if (digit && f.phase == kNInt && f.digits < n.int_digits &&
+          exact_reachable(n, f.negative, f.value * 10 + d, f.digits + 1, false, 0)) {
+        next = kNInt;
+      }
+      if (c == '.' && n.frac_digits > 0 && exact_reachable(n, f.negative, f.value, f.digits, true, 0)) next = kNDot;
+      break;
+    case kNDot:
+    case kNFrac: {
+      const int frac = f.phase == kNFrac ? f.digits : 0;
+      if (digit && frac < n.frac_digits && exact_reachable(n, f.negative, f.value * 10 + d, 0, true, frac + 1)) {
+        next = kNFrac;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  if (next != 0xFF) {
+    if (digit) f.value = f.value * 10 + d;
+    if (next == kNFrac) {
+      f.digits = f.phase == kNFrac ? static_cast<uint8_t>(f.digits + 1) : 1;
+    } else if (digit) {
+      f.digits = f.phase == kNMinus ? 1 : static_cast<uint8_t>(f.digits + 1);
+    }
+    f.phase = next;
+    ws_run_ = 0;
+    return true;
+  }
+  if (!number_complete(f)) return false;
   return end_and_feed(c);
 }
 

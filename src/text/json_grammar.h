@@ -30,10 +30,21 @@ inline constexpr int kJsonMaxIndent = 40;
 // Most digits of a number's integer part and of its fraction (exponent: 2, so that every
 // number is a finite double).
 inline constexpr int kJsonMaxDigits = 20;
-// Most digits of an integer's value: every one fits an int64 (and "-0" is not written).
+// Most digits of an integer's value where its bounds need no more: every one fits an int64
+// (and "-0" is not written). Bounds of more digits widen it to theirs (NumberForm).
 inline constexpr int kJsonMaxIntegerDigits = 18;
 // The largest magnitude of such an integer, 10^18 - 1.
 inline constexpr int64_t kJsonMaxInteger = 999'999'999'999'999'999;
+// Most digits, integer part and fraction together, of a number whose digits are checked
+// against bounds or a multipleOf (NumberForm): what a 128-bit integer holds.
+inline constexpr int kJsonMaxExactDigits = 38;
+
+// A number in units of 10^-e (NumberForm), exact up to 10^38 in magnitude.
+__extension__ typedef __int128 JsonInt;
+__extension__ typedef unsigned __int128 JsonUInt;
+// 10^38: a bound of this magnitude or more bounds nothing the matcher writes (JsonGrammar::Node
+// int_min / int_max at -/+ this: no bound).
+inline constexpr JsonInt kJsonNoBound = static_cast<JsonInt>(10'000'000'000'000'000'000ULL) * 10'000'000'000'000'000'000ULL;
 
 // How the value is written: JSON (RFC 8259), or the argument form of a Gemma 4 tool call
 // (spec "Value formatting inside tool declarations/calls"): bare keys (`{city:...}`),
@@ -81,16 +92,31 @@ class JsonGrammar {
     bool integer = false;
     // Integers (integer set): the least and the greatest value allowed, from minimum,
     // maximum, exclusiveMinimum and exclusiveMaximum (read on any node, applied where
-    // integer is set); beyond +-kJsonMaxInteger, +-(kJsonMaxInteger + 1).
-    int64_t int_min = -kJsonMaxInteger;
-    int64_t int_max = kJsonMaxInteger;
-    // The same bounds as written (exclusive: the value itself is out), for the numbers of an
-    // enum, which are kept only within them (a "number"'s bounds are not held as it is
-    // written, decision 0027).
-    double num_min = -std::numeric_limits<double>::infinity();
-    double num_max = std::numeric_limits<double>::infinity();
+    // integer is set), exact; -/+kJsonNoBound: no bound on that side.
+    JsonInt int_min = -kJsonNoBound;
+    JsonInt int_max = kJsonNoBound;
+    // The same bounds as written (exclusive: the value itself is out), for numbers that may
+    // have a fraction and for the numbers of an enum. A long double holds every int64,
+    // uint64 and double bound exactly; a double bound is read as its shortest decimal (what
+    // was written: 0.1 is 0.1).
+    long double num_min = -std::numeric_limits<long double>::infinity();
+    long double num_max = std::numeric_limits<long double>::infinity();
     bool num_min_exclusive = false;
     bool num_max_exclusive = false;
+    // multipleOf (> 0), 0: none.
+    long double multiple_of = 0;
+    // How a number of this node is written and checked, filled by the compiler from the
+    // fields above (fill_number_form). When exact: in plain decimal notation (no exponent),
+    // with at most int_digits digits before the point and frac_digits after it, and its
+    // value in units of 10^-frac_digits within units_lo .. units_hi and a multiple of
+    // units_step, checked as each digit is written (every integer node; a number node with a
+    // bound or a multipleOf). Otherwise a free number (kJsonMaxDigits digits, exponent).
+    bool num_exact = false;
+    int8_t frac_digits = 0;
+    int8_t int_digits = kJsonMaxIntegerDigits;
+    JsonInt units_lo = -kJsonMaxInteger;
+    JsonInt units_hi = kJsonMaxInteger;
+    JsonInt units_step = 1;
     bool has_number_enum = false;
     std::vector<std::string> number_enum;
     // The literal spellings a value of this node may take ("true", "false", "null" as the
@@ -119,11 +145,11 @@ class JsonGrammar {
   // allows. Read: type (and lists of types), properties, required, additionalProperties,
   // items, minItems, maxItems, enum, const, minLength, maxLength, anyOf, oneOf, allOf, $ref
   // to "#" and "#/..." ($defs, definitions; JSON pointers in URI fragments, percent-decoded
-  // first), and for "type": "integer" minimum, maximum, exclusiveMinimum and
-  // exclusiveMaximum (draft 4's boolean forms too; an enum's numbers are kept within them
-  // with or without a type). Keywords beside $ref, anyOf, oneOf and allOf apply (allOf).
-  // Annotations and value checks the matcher cannot express (description, title, default,
-  // format, pattern, multipleOf, the bounds of a "number", ...) are ignored. anyOf
+  // first), and minimum, maximum, exclusiveMinimum, exclusiveMaximum (draft 4's boolean
+  // forms too) and multipleOf, held exactly as the digits are written (Node::num_exact;
+  // an enum's numbers are kept within them with or without a type). Keywords beside $ref,
+  // anyOf, oneOf and allOf apply (allOf). Annotations and value checks the matcher cannot
+  // express (description, title, default, format, pattern, ...) are ignored. anyOf
   // alternatives of the same kind are merged loosely (decision 0027; integer ranges: the
   // range that spans both); a union that even so cannot be held (an enum of more than
   // kJsonMaxKeys values, a fraction beside a wide integer range) is refused.
@@ -211,7 +237,8 @@ class JsonMatcher {
     uint8_t utf8_hi = 0xBF;
     int64_t length = 0;                // strings: code points so far
     uint8_t digits = 0;                // numbers: digits of the current part
-    int64_t int_value = 0;             // integers: the value of the digits read, signed
+    bool negative = false;             // numbers: a '-' was read
+    JsonInt value = 0;                 // exact numbers: the digits read (integer part, fraction), as an integer
     uint8_t delim = 0;                 // kGemmaCall strings: bytes of a `<|"|>` read (open: 1..4)
     bool opening = false;              // kGemmaCall strings: still reading the opening delimiter
   };
@@ -227,7 +254,11 @@ class JsonMatcher {
   // The top string is whole: checks it against its candidates and bounds, pops it.
   bool close_string(const Frame& s);
   bool feed_number(unsigned char c, bool ws);
-  // The top number frame `f` is a whole number its node allows (integers: within bounds).
+  // A number of an exact form (JsonGrammar::Node::num_exact): digits checked against its
+  // bounds and multipleOf, no exponent.
+  bool feed_exact_number(unsigned char c);
+  // The top number frame `f` is a whole number its node allows (exact forms: within bounds,
+  // a multiple of the step).
   bool number_complete(const Frame& f) const;
   bool feed_literal(unsigned char c, bool ws);
   // Replaces the top kValue frame by the value that byte c begins; false when `node` allows none.

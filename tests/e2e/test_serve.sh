@@ -84,16 +84,9 @@ if [ "$code" = 200 ] && python3 -c 'import json,sys,re; t=json.load(open(sys.arg
 
 # logit_bias (OpenAI's object of token ids): +100 on one token makes every sampled token that
 # one, at temperature 0 and 1; false (llama-server's "never") keeps greedy's first token out.
-if python3 - "$URL" "${AUTH[@]}" <<'EOF'
-import json, sys, urllib.request
-url, headers = sys.argv[1], {"Content-Type": "application/json"}
-for i in range(2, len(sys.argv) - 1):
-    if sys.argv[i] == "-H":
-        k, v = sys.argv[i + 1].split(": ", 1)
-        headers[k] = v
-def post(path, body):
-    req = urllib.request.Request(url + path, json.dumps(body).encode(), headers)
-    return json.loads(urllib.request.urlopen(req, timeout=60).read().decode())
+if PYTHONPATH="$E2E" python3 - "$URL" "${AUTH[@]}" <<'EOF'
+from e2e_http import Server
+post = Server.from_argv().post
 thee = post("/tokenize", {"content": " thee", "add_special": False})["tokens"]
 assert len(thee) == 1, thee
 for t in (0, 1):
@@ -112,16 +105,9 @@ then ok "logit_bias: +100 forces a token (greedy and sampled), false bans greedy
 
 # min_tokens (vLLM): the end of generation is held back until that many tokens. The bundled
 # model never ends a turn by itself, so a logit_bias makes it end at once without min_tokens.
-if python3 - "$URL" "${AUTH[@]}" <<'EOF'
-import json, sys, urllib.request
-url, headers = sys.argv[1], {"Content-Type": "application/json"}
-for i in range(2, len(sys.argv) - 1):
-    if sys.argv[i] == "-H":
-        k, v = sys.argv[i + 1].split(": ", 1)
-        headers[k] = v
-def post(path, body):
-    req = urllib.request.Request(url + path, json.dumps(body).encode(), headers)
-    return json.loads(urllib.request.urlopen(req, timeout=60).read().decode())
+if PYTHONPATH="$E2E" python3 - "$URL" "${AUTH[@]}" <<'EOF'
+from e2e_http import Server
+post = Server.from_argv().post
 end = post("/tokenize", {"content": "<turn|>", "add_special": False, "parse_special": True})["tokens"]
 assert len(end) == 1, end
 base = {"messages": [{"role": "user", "content": "ROMEO:"}], "max_tokens": 60, "temperature": 0,

@@ -549,5 +549,39 @@ TEST(StopMatcher, EveryChunkingGivesTheSameText) {
   }
 }
 
+// The stop readers the chat routes ("stop": a string or an array) and the Messages adapter
+// ("stop_sequences": an array only) share: the same checks, each error naming its field.
+TEST(ApiRequest, StopStringsForBothFieldNames) {
+  std::vector<std::string> out;
+  ASSERT_TRUE(read_stop_strings(json::parse(R"({"stop":"END"})"), "stop", true, &out).ok());
+  ASSERT_TRUE(read_stop_strings(json::parse(R"({"stop":["a","","b"]})"), "stop", true, &out).ok());
+  ASSERT_TRUE(read_stop_strings(json::parse(R"({"stop":null})"), "stop", true, &out).ok());
+  EXPECT_EQ(out, (std::vector<std::string>{"END", "a", "b"}));
+  const std::pair<const char*, const char*> kBad[] = {
+      {R"({"stop":5})", "stop must be a string or an array of strings, got number"},
+      {R"({"stop":["a",5]})", "stop[1] must be a string, got number"},
+      {R"({"stop_sequences":"END"})", "stop_sequences must be an array of strings, got string"},
+      {R"({"stop_sequences":[1]})", "stop_sequences[0] must be a string, got number"},
+  };
+  for (const auto& [body, message] : kBad) {
+    const json b = json::parse(body);
+    const char* key = b.contains("stop") ? "stop" : "stop_sequences";
+    const Status st = read_stop_strings(b, key, b.contains("stop"), &out);
+    EXPECT_EQ(st.message(), message) << body;
+  }
+  json many = {{"stop_sequences", json::array()}};
+  for (size_t i = 0; i <= kMaxStopStrings; ++i) many["stop_sequences"].push_back("s");
+  EXPECT_EQ(read_stop_strings(many, "stop_sequences", false, &out).message(),
+            "stop_sequences may hold at most " + std::to_string(kMaxStopStrings) + " strings");
+  SamplingParams sampling;
+  RequestDefaults defaults;
+  defaults.n_vocab = 100;
+  ASSERT_TRUE(read_sampling(json::parse(R"({"temperature":0.5,"top_p":0.9,"top_k":100})"), defaults, &sampling).ok());
+  EXPECT_FLOAT_EQ(sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(sampling.top_p, 0.9f);
+  EXPECT_EQ(sampling.top_k, 100);
+  EXPECT_FALSE(read_sampling(json::parse(R"({"top_k":101})"), defaults, &sampling).ok());
+}
+
 }  // namespace
 }  // namespace gs::server
