@@ -43,12 +43,13 @@ constexpr uint32_t kRowBlock = (kD / 8) * kCore;  // 8 KiB: between core matrice
 constexpr uint32_t kTileBytes = (kKT / 8) * kRowBlock;  // 32 KiB: one K or V tile
 constexpr uint32_t kQBytes = (kRows / 8) * kRowBlock;   // 64 KiB
 
-// Dynamic shared memory: Q, the K ring, the V ring, the partial S exchange ([8 warps][kNTS][32]
-// float4) and the KV row offsets of the tiles in flight ([kStages + 1][kKT] int64).
+// Dynamic shared memory: Q, the K ring, the V ring, two partial S exchange buffers (each
+// [8 warps][kNTS][32] float4) and the KV row offsets of the tiles in flight
+// ([kStages + 1][kKT] int64).
 constexpr size_t kSmemK = kQBytes;
 constexpr size_t kSmemV = kSmemK + kStages * kTileBytes;
 constexpr size_t kSmemX = kSmemV + kStages * kTileBytes;
-constexpr size_t kSmemOff = kSmemX + 16ull * 8 * kNTS * 32;
+constexpr size_t kSmemOff = kSmemX + 2 * 16ull * 8 * kNTS * 32;
 constexpr size_t kSmemTotal = kSmemOff + 8ull * (kStages + 1) * kKT;
 static_assert(kSmemTotal + 6 * kRows * 4 <= 232448, "one CTA an SM");
 
@@ -57,9 +58,15 @@ __device__ __forceinline__ uint32_t cm_offset(int row, int col) {
   return (row / 8) * kRowBlock + (col / 8) * kCore + (row % 8) * 16 + (col % 8) * 2;
 }
 
-// kDeferPV: a tile's P V runs on while the next tile's barrier, V load and S product are
-// issued (its wait is the S product's); otherwise each P V is waited for at once.
-template <bool kDeferPV>
+// How a tile's products are waited for (GS_WG_FORM): kFormWait waits for each at once;
+// kFormDefer lets a tile's P V run on while the next tile's barrier, V copy and S product are
+// issued (the S product's wait lands both); kFormPipe issues the next tile's S before this
+// tile's softmax, so that the tensor cores compute it while the softmax runs (FlashAttention-3's
+// intra-warpgroup overlap; two S exchange buffers, one barrier a tile, K/V copies one tile
+// ahead; o is rescaled after the S product lands, so that no accumulator is touched while a
+// wgmma is in flight).
+constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2;
+template <int kForm>
 __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
   GS_PDL_ENTRY();
   extern __shared__ __align__(128) uint8_t smem[];
@@ -167,11 +174,10 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
       return sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * kD : -1;
     };
-    // Tile ti sits in stage ti % kStages of each ring, its row offsets in slot
-    // ti % (kStages + 1) of Offs; one cp.async group per tile and tensor, committed
-    // K_0 V_0 K_1 V_1 ... (an empty group past the last tile), so 2 kStages - 2 groups may
-    // be pending at each wait. A thread copies 8 chunks of 16 B; the 8 threads of a quad pair
-    // take the 8 keys of one core matrix (128 contiguous bytes: no bank conflict).
+    // Copies tile `tile` of a pool into stage tile % kStages of its ring, from the row offsets
+    // in slot tile % (kStages + 1) of Offs, as one cp.async group (an empty one past the last
+    // tile). A thread copies 8 chunks of 16 B; the 8 threads of a quad pair take the 8 keys of
+    // one core matrix (128 contiguous bytes: no bank conflict).
     auto issue = [&](const __half* pool, uint8_t* ring, int tile) {
       if (tile < n_tiles) {
         const int64_t* offs = Offs + (tile % (kStages + 1)) * kKT;
@@ -187,61 +193,41 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     };
     static_assert(kStages == 2, "wait counts");
 
-    if (tid < kKT)
-      for (int ti = 0; ti < kStages; ++ti) Offs[ti * kKT + tid] = row_offset(ti);
-    __syncthreads();
-    for (int ti = 0; ti < kStages; ++ti) {
-      issue(kpool, Ks, ti);
-      if (ti + 1 < kStages) issue(vpool, Vs, ti);
-    }
-    for (int ti = 0; ti < n_tiles; ++ti) {
-      const int pb = tile_pos(ti);
-      const uint32_t st = static_cast<uint32_t>(ti % kStages) * kTileBytes;
-      cp_async_wait<2>();
-      wg::fence_proxy_async();  // the landed tile is read by wgmma
-      __syncthreads();          // B1: K_ti landed; every warp is done with V_{ti-1}
-      issue(vpool, Vs, ti + kStages - 1);
-      int64_t next_off = -1;
-      if (tid < kKT && ti + kStages < n_tiles) next_off = row_offset(ti + kStages);
-
-      // This warpgroup's partial S over its half of head_dim.
-      float sacc[4 * kNTS];
+    // This warpgroup's partial S of the tile in K stage `st` (issued, not waited for).
+    auto s_issue = [&](uint32_t st, float (&sacc)[4 * kNTS]) {
       wg::fence();
 #pragma unroll
       for (int ks = 0; ks < kHalf / 16; ++ks)
         wg::mma_m64n32k16_ss<0>(sacc, wg::smem_desc(q_base + ks * 2 * kCore, kCore, kRowBlock),
                                 wg::smem_desc(k_base + st + ks * 2 * kCore, kCore, kRowBlock), ks > 0);
       wg::commit();
-      wg::wait<0>();  // with kDeferPV also the previous tile's P V
-      wg::fence_operand(sacc);
-      if constexpr (kDeferPV) wg::fence_operand(o);
-      float s[kNTS][4];
+    };
+    // A landed partial S into s and into exchange buffer xb for the other warpgroup.
+    auto s_publish = [&](const float (&sacc)[4 * kNTS], float (&s)[kNTS][4], int xb) {
+      float4* xw = Xs + xb * (8 * kNTS * 32) + warp * kNTS * 32 + lane;
 #pragma unroll
       for (int i = 0; i < kNTS; ++i) {
         s[i][0] = sacc[4 * i];
         s[i][1] = sacc[4 * i + 1];
         s[i][2] = sacc[4 * i + 2];
         s[i][3] = sacc[4 * i + 3];
-        Xs[(warp * kNTS + i) * 32 + lane] = make_float4(s[i][0], s[i][1], s[i][2], s[i][3]);
+        xw[i * 32] = make_float4(s[i][0], s[i][1], s[i][2], s[i][3]);
       }
-      if (tid < kKT && ti + kStages < n_tiles) Offs[((ti + kStages) % (kStages + 1)) * kKT + tid] = next_off;
-      cp_async_wait<2>();
-      wg::fence_proxy_async();
-      __syncthreads();  // B2: V_ti landed; every warpgroup is done with K_ti and wrote its S
-      issue(kpool, Ks, ti + kStages);
-      {
-        const float4* xp = Xs + ((1 - h) * 4 + rg) * kNTS * 32 + lane;  // the other half's rows
+    };
+    // The other half's S from buffer xb added (both warpgroups get the same sums: float
+    // addition commutes), the online softmax of this thread's two rows over the tile at pb,
+    // and P as the A operand of the two 16-key steps of P V; corr: the factors o must be
+    // rescaled by (rescale_o) before the P V.
+    auto softmax = [&](float (&s)[kNTS][4], int xb, int pb, uint32_t (&a)[2][4], float (&corr)[2]) {
+      const float4* xp = Xs + xb * (8 * kNTS * 32) + ((1 - h) * 4 + rg) * kNTS * 32 + lane;
 #pragma unroll
-        for (int i = 0; i < kNTS; ++i) {
-          const float4 v = xp[i * 32];
-          s[i][0] += v.x;
-          s[i][1] += v.y;
-          s[i][2] += v.z;
-          s[i][3] += v.w;
-        }
+      for (int i = 0; i < kNTS; ++i) {
+        const float4 v = xp[i * 32];
+        s[i][0] += v.x;
+        s[i][1] += v.y;
+        s[i][2] += v.z;
+        s[i][3] += v.w;
       }
-      // Online softmax of this thread's two rows over the tile; s becomes P.
-      float corr[2];
 #pragma unroll
       for (int rr = 0; rr < 2; ++rr) {
         float mx = -INFINITY;
@@ -276,6 +262,17 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         l_r[rr] = l_r[rr] * corr[rr] + sum;
         m_r[rr] = m_new;
       }
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk) {
+        a[kk][0] = pack_f32x2(s[2 * kk][0], s[2 * kk][1]);
+        a[kk][1] = pack_f32x2(s[2 * kk][2], s[2 * kk][3]);
+        a[kk][2] = pack_f32x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        a[kk][3] = pack_f32x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      }
+    };
+    // o scaled by softmax's corr (o must have landed: no wgmma in flight writes it, and none
+    // may be in flight across this for ptxas to keep the wgmmas asynchronous).
+    auto rescale_o = [&](const float (&corr)[2]) {
       if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
 #pragma unroll
         for (int i = 0; i < 32; ++i) {
@@ -285,28 +282,110 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
           o[4 * i + 3] *= corr[1];
         }
       }
-      // O += P V over the tile's two 16-key steps.
-      uint32_t a[2][4];
-#pragma unroll
-      for (int kk = 0; kk < 2; ++kk) {
-        a[kk][0] = pack_f32x2(s[2 * kk][0], s[2 * kk][1]);
-        a[kk][1] = pack_f32x2(s[2 * kk][2], s[2 * kk][3]);
-        a[kk][2] = pack_f32x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        a[kk][3] = pack_f32x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-      }
+    };
+    // O += P V for the tile in V stage `st` (issued and committed, not waited for).
+    auto pv_issue = [&](uint32_t st, const uint32_t (&a)[2][4]) {
       wg::fence();
 #pragma unroll
       for (int kk = 0; kk < 2; ++kk)
         wg::mma_m64n256k16_rs<1>(o, a[kk], wg::smem_desc(v_base + st + kk * 2 * kRowBlock, kRowBlock, kCore), true);
       wg::commit();
-      if constexpr (!kDeferPV) {
+    };
+    auto stage = [](int ti) { return static_cast<uint32_t>(ti % kStages) * kTileBytes; };
+
+    if constexpr (kForm == kFormPipe) {
+      // The next tile's S is computed while this tile's softmax runs (FlashAttention-3's
+      // intra-warpgroup overlap). Loads: K_0 V_0 K_1 before the loop; iteration ti issues
+      // K_{ti+2} and V_{ti+1} after its barrier, and waits for all copies (K_{ti+1}, V_ti)
+      // before it. Offsets: tile t in slot t % 3, tile ti + 3's written in iteration ti.
+      if (tid < kKT)
+        for (int ti = 0; ti < 3; ++ti) Offs[ti * kKT + tid] = ti < n_tiles ? row_offset(ti) : -1;
+      __syncthreads();
+      issue(kpool, Ks, 0);
+      issue(vpool, Vs, 0);
+      issue(kpool, Ks, 1);
+      float s[kNTS][4], sacc[4 * kNTS];
+      cp_async_wait<2>();  // K_0
+      wg::fence_proxy_async();
+      __syncthreads();
+      s_issue(stage(0), sacc);
+      wg::wait<0>();
+      wg::fence_operand(sacc);
+      s_publish(sacc, s, 0);
+      for (int ti = 0; ti < n_tiles; ++ti) {
+        if (ti > 0) {  // P V of tile ti - 1
+          wg::wait<0>();
+          wg::fence_operand(o);
+        }
+        cp_async_wait<0>();  // K_{ti+1}, V_ti
+        wg::fence_proxy_async();
+        __syncthreads();  // S_ti of both halves published; every warp is done with K_ti and V_{ti-1}
+        issue(kpool, Ks, ti + 2);
+        issue(vpool, Vs, ti + 1);
+        if (tid < kKT && ti + 3 < n_tiles) Offs[(ti % 3) * kKT + tid] = row_offset(ti + 3);
+        const bool next = ti + 1 < n_tiles;
+        if (next) s_issue(stage(ti + 1), sacc);
+        uint32_t a[2][4];
+        float corr[2];
+        softmax(s, ti % 2, tile_pos(ti), a, corr);  // while the tensor cores compute S_{ti+1}
+        if (next) {
+          wg::wait<0>();
+          wg::fence_operand(sacc);
+        }
+        rescale_o(corr);
+        pv_issue(stage(ti), a);  // runs on until the next iteration's first wait
+        if (next) s_publish(sacc, s, (ti + 1) % 2);
+      }
+      wg::wait<0>();
+      wg::fence_operand(o);
+    } else {
+      // Copies K_0 V_0 K_1 before the loop; K_{ti+2} at B2 of tile ti, V_{ti+1} at B1 or B2
+      // (below). At B1 all but the 2 newest groups have landed (K_ti among them).
+      if (tid < kKT)
+        for (int ti = 0; ti < kStages; ++ti) Offs[ti * kKT + tid] = row_offset(ti);
+      __syncthreads();
+      for (int ti = 0; ti < kStages; ++ti) {
+        issue(kpool, Ks, ti);
+        if (ti + 1 < kStages) issue(vpool, Vs, ti);
+      }
+      // kFormWait issues V_{ti+1} at B1 of tile ti, when every P V has landed. kFormDefer issues
+      // it at B2 (after K_{ti+2}), because at B1 the previous tile's P V, which reads the stage
+      // V_{ti+1} goes to, may still be in flight; it then waits for all copies at B2. (Issued
+      // at B1, the emulator's eager mode, which reads wgmma operands at landing, failed.)
+      for (int ti = 0; ti < n_tiles; ++ti) {
+        cp_async_wait<2>();
+        wg::fence_proxy_async();  // the landed tile is read by wgmma
+        __syncthreads();          // B1: K_ti landed; every warp is done with V_{ti-1} (kFormWait)
+        if constexpr (kForm == kFormWait) issue(vpool, Vs, ti + kStages - 1);
+        int64_t next_off = -1;
+        if (tid < kKT && ti + kStages < n_tiles) next_off = row_offset(ti + kStages);
+        float sacc[4 * kNTS], s[kNTS][4];
+        s_issue(stage(ti), sacc);
+        wg::wait<0>();  // with kFormDefer also the previous tile's P V
+        wg::fence_operand(sacc);
+        if constexpr (kForm == kFormDefer) wg::fence_operand(o);
+        s_publish(sacc, s, 0);
+        if (tid < kKT && ti + kStages < n_tiles) Offs[((ti + kStages) % (kStages + 1)) * kKT + tid] = next_off;
+        if constexpr (kForm == kFormWait) cp_async_wait<2>();
+        else cp_async_wait<0>();
+        wg::fence_proxy_async();
+        __syncthreads();  // B2: V_ti landed; every warpgroup is done with K_ti (and P V_{ti-1}) and wrote its S
+        issue(kpool, Ks, ti + kStages);
+        if constexpr (kForm == kFormDefer) issue(vpool, Vs, ti + kStages - 1);
+        uint32_t a[2][4];
+        float corr[2];
+        softmax(s, 0, tile_pos(ti), a, corr);
+        rescale_o(corr);
+        pv_issue(stage(ti), a);
+        if constexpr (kForm == kFormWait) {
+          wg::wait<0>();
+          wg::fence_operand(o);
+        }
+      }
+      if constexpr (kForm == kFormDefer) {  // before the next segment's prologue refills the V ring
         wg::wait<0>();
         wg::fence_operand(o);
       }
-    }
-    if constexpr (kDeferPV) {  // before the next segment's prologue refills the V ring
-      wg::wait<0>();
-      wg::fence_operand(o);
     }
   }
 
@@ -330,11 +409,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
 bool attention_wg_supported(const AttnParams& p) { return p.kv.f16 && p.head_dim == kD && p.kv.head_dim == kD; }
 
 cudaError_t attention_wg_prepare() {
-  cudaError_t e = cudaFuncSetAttribute(attn_wg_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(kSmemTotal));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(attn_wg_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kSmemTotal));
+  cudaError_t e = cudaSuccess;
+  for (auto* k : {attn_wg_kernel<kFormWait>, attn_wg_kernel<kFormDefer>, attn_wg_kernel<kFormPipe>})
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemTotal));
   return e;
 }
 
@@ -344,10 +421,11 @@ void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, floa
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  // GS_WG_DEFER=0 (a measurement switch, read on every call): each P V waited for at once.
-  const char* e = std::getenv("GS_WG_DEFER");
-  if (e && std::strcmp(e, "0") == 0) launch_k(attn_wg_kernel<false>, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
-  else launch_k(attn_wg_kernel<true>, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
+  // GS_WG_FORM=wait|defer|pipe (a measurement switch, read on every call; default defer).
+  const char* e = std::getenv("GS_WG_FORM");
+  const int form = !e ? kFormDefer : std::strcmp(e, "wait") == 0 ? kFormWait : std::strcmp(e, "pipe") == 0 ? kFormPipe : kFormDefer;
+  auto* k = form == kFormWait ? attn_wg_kernel<kFormWait> : form == kFormPipe ? attn_wg_kernel<kFormPipe> : attn_wg_kernel<kFormDefer>;
+  launch_k(k, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
 }
 
 }  // namespace gs::cuda
