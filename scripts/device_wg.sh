@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The wgmma prefill attention kernel (decision 0033) on a lent GPU machine, in one call: its
-# device tests (the wgmma self-tests and every attention case, which runs it in mode "wg"),
+# device tests (the wgmma self-tests and every attention case, which runs it in each form),
 # then prefill and decode at depth with it off and on in each of its three forms (GS_WG_FORM
 # defer, wait, pipe; scripts/device_ab_depth.sh, zero-filled depth). Binaries as in device_run.sh (.dev/cuda).
 #   scripts/device_wg.sh            (GS_AB_DEPTHS, GS_AB_PROMPTS, GS_AB_ROUNDS as device_ab_depth.sh)

@@ -277,12 +277,14 @@ void check_attention(const AttnCase& c) {
   EXPECT_LT(e_simple.rel_max, 1e-3) << "simple path";
   // Tensor-core paths: Q and P rounded to f16 (scores carry q_scale * 2^-11 relative errors).
   const double tol = 4e-3 * std::max(1.0f, c.q_scale);
-  // Unset: the backend's choice; "wg": the backend's choice with the sm_90a wgmma kernel on
-  // (GS_CUDA_ATTN_WG=1: prefill chunks at head_dim 512, decision 0033).
-  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "wg"}) {
-    const bool wg = mode && std::strcmp(mode, "wg") == 0;
+  // Unset: the backend's choice; "wg-FORM": the backend's choice with the sm_90a wgmma kernel
+  // on (GS_CUDA_ATTN_WG=1: prefill chunks at head_dim 512, decision 0033) in each form of its
+  // tile loop (GS_WG_FORM).
+  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "wg-defer", "wg-wait", "wg-pipe"}) {
+    const bool wg = mode && std::strncmp(mode, "wg-", 3) == 0;
     EnvSwitch env("GS_CUDA_ATTN", wg ? nullptr : mode);
     EnvSwitch env_wg("GS_CUDA_ATTN_WG", wg ? "1" : "0");
+    EnvSwitch env_form("GS_WG_FORM", wg ? mode + 3 : nullptr);
     const ErrStats e_fast = compare(run(*B.fast), out_cpu);
     const std::string which = std::string("fast path, GS_CUDA_ATTN=") + (mode ? mode : "(unset)");
     EXPECT_LT(e_fast.rel_l2, tol) << which;

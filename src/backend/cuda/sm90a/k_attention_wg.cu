@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       if (tile < n_tiles) {
         const int64_t* offs = Offs + (tile % (kStages + 1)) * kKT;
         uint8_t* dst = ring + (tile % kStages) * kTileBytes;
-#pragma unroll
+#pragma unroll 1  // unrolled, the address arithmetic took ~20 registers (the pipe form spilled)
         for (int k = 0; k < kKT * (kD / 8) / kThreads; ++k) {
           const int idx = tid + k * kThreads, key = (idx / (8 * (kD / 8))) * 8 + idx % 8, ch = (idx / 8) % (kD / 8);
           const int64_t off = offs[key];
@@ -218,10 +218,20 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     // addition commutes), the online softmax of this thread's two rows over the tile at pb,
     // and P as the A operand of the two 16-key steps of P V; corr: the factors o must be
     // rescaled by (rescale_o) before the P V.
-    auto softmax = [&](float (&s)[kNTS][4], int xb, int pb, uint32_t (&a)[2][4], float (&corr)[2]) {
+    // own_from_xs: this half's S is read back from the exchange buffer (its bits) instead of
+    // being kept in s across the barrier (fewer registers live in the pipe form).
+    auto softmax = [&](float (&s)[kNTS][4], int xb, int pb, uint32_t (&a)[2][4], float (&corr)[2], bool own_from_xs) {
       const float4* xp = Xs + xb * (8 * kNTS * 32) + ((1 - h) * 4 + rg) * kNTS * 32 + lane;
+      const float4* xo = Xs + xb * (8 * kNTS * 32) + warp * kNTS * 32 + lane;
 #pragma unroll
       for (int i = 0; i < kNTS; ++i) {
+        if (own_from_xs) {
+          const float4 u = xo[i * 32];
+          s[i][0] = u.x;
+          s[i][1] = u.y;
+          s[i][2] = u.z;
+          s[i][3] = u.w;
+        }
         const float4 v = xp[i * 32];
         s[i][0] += v.x;
         s[i][1] += v.y;
@@ -304,19 +314,22 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       issue(kpool, Ks, 0);
       issue(vpool, Vs, 0);
       issue(kpool, Ks, 1);
-      float s[kNTS][4], sacc[4 * kNTS];
+      float sacc[4 * kNTS];
       cp_async_wait<2>();  // K_0
       wg::fence_proxy_async();
       __syncthreads();
       s_issue(stage(0), sacc);
       wg::wait<0>();
       wg::fence_operand(sacc);
-      s_publish(sacc, s, 0);
+      {
+        float s[kNTS][4];
+        s_publish(sacc, s, 0);
+      }
       for (int ti = 0; ti < n_tiles; ++ti) {
-        if (ti > 0) {  // P V of tile ti - 1
-          wg::wait<0>();
-          wg::fence_operand(o);
-        }
+        // P V of tile ti - 1 (nothing in flight at ti = 0). The waits are unconditional: on a
+        // path that ptxas sees skip one, it serializes every wgmma (C7514).
+        wg::wait<0>();
+        wg::fence_operand(o);
         cp_async_wait<0>();  // K_{ti+1}, V_ti
         wg::fence_proxy_async();
         __syncthreads();  // S_ti of both halves published; every warp is done with K_ti and V_{ti-1}
@@ -326,12 +339,10 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         const bool next = ti + 1 < n_tiles;
         if (next) s_issue(stage(ti + 1), sacc);
         uint32_t a[2][4];
-        float corr[2];
-        softmax(s, ti % 2, tile_pos(ti), a, corr);  // while the tensor cores compute S_{ti+1}
-        if (next) {
-          wg::wait<0>();
-          wg::fence_operand(sacc);
-        }
+        float corr[2], s[kNTS][4];
+        softmax(s, ti % 2, tile_pos(ti), a, corr, true);  // while the tensor cores compute S_{ti+1}
+        wg::wait<0>();  // S_{ti+1}
+        wg::fence_operand(sacc);
         rescale_o(corr);
         pv_issue(stage(ti), a);  // runs on until the next iteration's first wait
         if (next) s_publish(sacc, s, (ti + 1) % 2);
@@ -374,7 +385,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         if constexpr (kForm == kFormDefer) issue(vpool, Vs, ti + kStages - 1);
         uint32_t a[2][4];
         float corr[2];
-        softmax(s, 0, tile_pos(ti), a, corr);
+        softmax(s, 0, tile_pos(ti), a, corr, false);
         rescale_o(corr);
         pv_issue(stage(ti), a);
         if constexpr (kForm == kFormWait) {
