@@ -437,6 +437,9 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   Result<ChatCompletionRequest> chat = parse_chat_request(req.translation.chat_body, defaults);
   if (!chat.ok()) return req.translation.rename_error(chat.status());
   req.chat = std::move(*chat);
+  // OpenAI answers input that ends with an assistant message with a new message; continuing
+  // it (the chat route's prefill) gave its text's continuation as the output.
+  req.chat.continue_final_message = false;
 
   json& e = req.echo;
   auto given = [&body](const char* key, json fallback) {

@@ -3,6 +3,7 @@
 // Responses field; no body throws.
 #include <gtest/gtest.h>
 
+#include "server/request_plan.h"
 #include "server/responses_request.h"
 
 namespace gs {
@@ -264,6 +265,29 @@ TEST(ResponsesRequest, MutatedBodiesNeverThrow) {
     }
   }
   EXPECT_GT(n, 300u);
+}
+
+// Input that ends with an assistant message is answered with a new message, as OpenAI's
+// Responses API answers it: the chat route's prefill (continuing that message's text) gave
+// the continuation of the old message as the response's output.
+TEST(ResponsesRequest, AFinalAssistantMessageIsAClosedTurnNotAPrefill) {
+  json input = json::parse(R"([{"role":"user","content":"Hi"},
+    {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello there"}]}])");
+  auto r = parse({{"input", input}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->chat.continue_final_message);
+  auto prompt = server::render_chat_request(r->chat);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+  EXPECT_FALSE(prompt->prefill);
+  const std::string closed = "Hello there<turn|>\n<|turn>model\n";
+  EXPECT_NE(prompt->text.find(closed), std::string::npos) << prompt->text;
+  // The chat route still continues it (llama-server's prefill).
+  server::ChatCompletionRequest chat = r->chat;
+  chat.continue_final_message = true;
+  auto prefill = server::render_chat_request(chat);
+  ASSERT_TRUE(prefill.ok());
+  EXPECT_TRUE(prefill->prefill);
+  EXPECT_TRUE(prefill->text.ends_with("Hello there")) << prefill->text;
 }
 
 }  // namespace
