@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iterator>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include "server/json_input.h"
@@ -184,7 +185,7 @@ class InputTranslator {
     json& turn = messages_->back();
     if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
     turn["tool_calls"].push_back(std::move(call));
-    call_ids_.push_back(*call_id);
+    call_ids_.insert(*call_id);
     t_->call_paths.back().push_back(path);
     return {};
   }
@@ -197,7 +198,7 @@ class InputTranslator {
     if (output == item.end() || output->is_null()) return invalid(fmt::format("{}.output is required", path));
     std::string text;
     GS_RETURN_IF_ERROR(content_text(*output, path + ".output", &text));
-    if (std::find(call_ids_.begin(), call_ids_.end(), *call_id) == call_ids_.end()) {
+    if (!call_ids_.contains(*call_id)) {
       return invalid(fmt::format("{}.call_id '{}' answers no function_call item before it in input", path, *call_id));
     }
     pending_reasoning_.clear();
@@ -208,7 +209,7 @@ class InputTranslator {
   ResponsesTranslation* t_;
   json* messages_;
   std::string pending_reasoning_;
-  std::vector<std::string> call_ids_;  // of the function_call items so far
+  std::unordered_set<std::string> call_ids_;  // of the function_call items so far (hashed: linear time)
 };
 
 Status translate_input(const json& body, ResponsesTranslation* t) {

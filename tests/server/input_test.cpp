@@ -2,6 +2,7 @@
 // bodies and friends), API keys and stop strings.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <limits>
 #include <string>
 
@@ -547,6 +548,34 @@ TEST(StopMatcher, EveryChunkingGivesTheSameText) {
     out += m.finish();
     EXPECT_EQ(out, "one ") << chunk;
   }
+}
+
+// An assistant message with thousands of tool calls is checked for repeated ids in linear
+// time (a scan per call was quadratic), and a repeated id still names the first call with it.
+TEST(ChatRequest, ThousandsOfToolCallIdsAreCheckedInLinearTime) {
+  constexpr int kCalls = 12000;
+  json calls = json::array();
+  json messages = json::array({{{"role", "user"}, {"content", "x"}}});
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back({{"id", "c" + std::to_string(i)}, {"type", "function"},
+                     {"function", {{"name", "f"}, {"arguments", "{}"}}}});
+  }
+  messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}});
+  for (int i = 0; i < kCalls; ++i) {
+    messages.push_back({{"role", "tool"}, {"tool_call_id", "c" + std::to_string(i)}, {"content", "r"}});
+  }
+  RequestDefaults d;
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<ChatCompletionRequest> r = parse_chat_request(json{{"messages", messages}}, d);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_LT(seconds, 2.0) << kCalls << " tool calls took " << seconds << " s";
+  messages[1]["tool_calls"][kCalls - 1]["id"] = "c5";
+  Status s = parse_chat_request(json{{"messages", messages}}, d).status();
+  EXPECT_NE(s.message().find("messages[1].tool_calls[" + std::to_string(kCalls - 1) +
+                             "].id 'c5' is also the id of tool_calls[5]"),
+            std::string::npos)
+      << s.to_string();
 }
 
 }  // namespace
