@@ -2,6 +2,7 @@
 #include "server/anthropic_request.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
 #include <optional>
@@ -242,6 +243,22 @@ Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
   // The index in *out of the previous message when it is an assistant's, else kNone.
   constexpr size_t kNone = std::numeric_limits<size_t>::max();
   size_t prev_assistant = kNone;
+  // As Anthropic's API: each tool_use of an assistant message is answered by a tool_result in
+  // the next message (the turn after it would render a call without its result). Reported
+  // after the other checks, which name the block at fault more precisely.
+  std::optional<Status> unanswered;
+  auto check_answered = [&](size_t assistant_index, const CallsBefore* calls) {
+    if (unanswered || prev_assistant == kNone) return;
+    std::vector<std::string_view> missing;
+    for (const auto& c : (*out)[prev_assistant].tool_calls) {
+      if (calls == nullptr || !calls->answered.contains(c.id)) missing.push_back(c.id);
+    }
+    if (missing.empty()) return;
+    unanswered = invalid(fmt::format("messages[{}]: tool_use ids were found without tool_result blocks in the next "
+                                     "message: {}; each tool_use block must have its tool_result in the user message "
+                                     "that follows",
+                                     assistant_index, fmt::join(missing, ", ")));
+  };
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
     const std::string path = fmt::format("messages[{}]", i);
@@ -254,8 +271,10 @@ Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
       const text::ChatMessage* prev = prev_assistant == kNone ? nullptr : &(*out)[prev_assistant];
       CallsBefore calls(prev, i == 0 ? std::string() : fmt::format("messages[{}]", i - 1));
       GS_RETURN_IF_ERROR(read_user_message(*content, path + ".content", &calls, out));
+      check_answered(i - 1, &calls);
       prev_assistant = kNone;
     } else if (role == "assistant") {
+      check_answered(i - 1, nullptr);
       text::ChatMessage a;
       GS_RETURN_IF_ERROR(read_assistant_message(*content, path + ".content", i + 1 == it->size(), &a));
       out->push_back(std::move(a));
@@ -265,6 +284,8 @@ Status read_messages(const json& body, std::vector<text::ChatMessage>* out) {
           "{}.role must be 'user' or 'assistant' (a system prompt is the top-level system field), got '{}'", path, role));
     }
   }
+  // A final assistant message's calls are left as they are: nothing follows them yet.
+  if (unanswered) return *unanswered;
   return {};
 }
 

@@ -416,6 +416,40 @@ TEST(AnthropicRequest, MutatedBodiesNeverThrow) {
   EXPECT_GT(accepted, 0u);
 }
 
+// As Anthropic's API: every tool_use of an assistant message is answered by a tool_result in
+// the next message. A turn that leaves one unanswered used to be accepted and rendered as a
+// call without its result (found by a hostile-client pass). A final assistant message's calls
+// have nothing after them yet and stay accepted.
+TEST(AnthropicRequest, ToolUseWithoutItsResultInTheNextMessageIsRefused) {
+  const std::string call1 = R"({"type":"tool_use","id":"t1","name":"get_weather","input":{"city":"Oslo"}})";
+  const std::string call2 = R"({"type":"tool_use","id":"t2","name":"get_weather","input":{"city":"Rome"}})";
+  const std::string result1 = R"({"type":"tool_result","tool_use_id":"t1","content":"sun"})";
+  const std::string user = R"({"role":"user","content":"x"})";
+  auto assistant = [](const std::string& blocks) { return R"({"role":"assistant","content":[)" + blocks + "]}"; };
+  auto user_blocks = [](const std::string& blocks) { return R"({"role":"user","content":[)" + blocks + "]}"; };
+  // Followed by plain text only.
+  std::string m = refused(with_tools("[" + user + "," + assistant(call1) + R"(,{"role":"user","content":"next"}])"));
+  EXPECT_NE(m.find("messages[1]: tool_use ids were found without tool_result blocks in the next message: t1"),
+            std::string::npos) << m;
+  // One of two calls answered.
+  m = refused(with_tools("[" + user + "," + assistant(call1 + "," + call2) + "," + user_blocks(result1) + "]"));
+  EXPECT_NE(m.find("messages[1]: tool_use ids were found without tool_result blocks in the next message: t2"),
+            std::string::npos) << m;
+  EXPECT_EQ(m.find("t1"), std::string::npos) << m;
+  // Followed by another assistant message.
+  m = refused(with_tools("[" + user + "," + assistant(call1) + R"(,{"role":"assistant","content":"more"}])"));
+  EXPECT_NE(m.find("messages[1]: tool_use ids were found without tool_result"), std::string::npos) << m;
+  // The count_tokens route reads messages the same way.
+  m = refused(with_tools("[" + user + "," + assistant(call1) + R"(,{"role":"user","content":"next"}])"),
+              MessagesRoute::kCountTokens);
+  EXPECT_NE(m.find("tool_use ids were found without tool_result"), std::string::npos) << m;
+  // Answered (results in any order, text beside them), or the final message: accepted.
+  ok(with_tools("[" + user + "," + assistant(call1 + "," + call2) + "," +
+                user_blocks(R"({"type":"tool_result","tool_use_id":"t2"},{"type":"text","text":"and?"},)" + result1) +
+                "]"));
+  ok(with_tools("[" + user + "," + assistant(call1) + "]"));
+}
+
 // Thousands of tool_use / tool_result pairs in one turn (what the body's value limit allows)
 // are read in linear time: each block looked its id up by a scan over the others, and a 2 MB
 // body of 20000 pairs took 8 s of a server thread's CPU.
