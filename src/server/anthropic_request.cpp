@@ -321,6 +321,13 @@ Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
     if (!schema->is_object()) {
       return invalid(fmt::format("{}.input_schema must be a JSON Schema object, got {}", path, json_type_name(*schema)));
     }
+    // A tool's input is an object (Anthropic's API requires type "object"); a schema of
+    // another type could only be followed by dropping it (a forced call then wrote an object
+    // with a made-up key). Without "type" the object is implied, as other servers read it.
+    if (const auto type = schema->find("type"); type != schema->end() && *type != "object") {
+      return invalid(fmt::format("{}.input_schema.type must be 'object' (a tool's input is an object), got {}", path,
+                                 type->dump(-1, ' ', false, json::error_handler_t::replace)));
+    }
     tool.parameters = *schema;
     out->push_back(std::move(tool));
   }

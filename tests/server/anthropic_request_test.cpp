@@ -484,5 +484,18 @@ TEST(AnthropicRequest, ThousandsOfToolPairsAreReadInLinearTime) {
       << d.status().message();
 }
 
+// A tool's input_schema describes an object (Anthropic's API requires type "object"): another
+// type was accepted, and a call forced to that tool wrote an object under a made-up key.
+TEST(AnthropicRequest, InputSchemaOfAnotherTypeThanObjectIsRefused) {
+  for (const char* type : {R"("string")", R"("array")", "5", "null", R"(["object","null"])"}) {
+    const std::string body = std::string(R"({"max_tokens":9,"tools":[{"name":"f","input_schema":{"type":)") + type +
+                             R"(}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"x"}]})";
+    const std::string m = refused(body);
+    EXPECT_NE(m.find("tools[0].input_schema.type must be 'object'"), std::string::npos) << body << " -> " << m;
+  }
+  ok(R"({"max_tokens":9,"tools":[{"name":"f","input_schema":{"type":"object"}},{"name":"g","input_schema":{}}],
+    "messages":[{"role":"user","content":"x"}]})");
+}
+
 }  // namespace
 }  // namespace gs::server
