@@ -7,7 +7,7 @@
 #include <cmath>
 #include <iterator>
 #include <optional>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include "server/json_input.h"
@@ -177,7 +177,8 @@ class InputTranslator {
               {"function", {{"name", *name}, {"arguments", arguments.value_or("{}")}}}};
     // A call joins the assistant turn just before it (its text, or the calls before it),
     // unless that turn was answered already.
-    if (messages_->empty() || messages_->back().value("role", "") != "assistant" || !pending_reasoning_.empty()) {
+    if (messages_->empty() || messages_->back().value("role", "") != "assistant" || !pending_reasoning_.empty() ||
+        outputs_.contains(messages_->size() - 1)) {
       json message{{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array()}};
       take_reasoning(&message);
       push(std::move(message), path);
@@ -185,7 +186,7 @@ class InputTranslator {
     json& turn = messages_->back();
     if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
     turn["tool_calls"].push_back(std::move(call));
-    call_ids_.insert(*call_id);
+    call_turn_.emplace(*call_id, messages_->size() - 1);
     t_->call_paths.back().push_back(path);
     return {};
   }
@@ -198,18 +199,53 @@ class InputTranslator {
     if (output == item.end() || output->is_null()) return invalid(fmt::format("{}.output is required", path));
     std::string text;
     GS_RETURN_IF_ERROR(content_text(*output, path + ".output", &text));
-    if (!call_ids_.contains(*call_id)) {
+    const auto turn = call_turn_.find(*call_id);
+    if (turn == call_turn_.end()) {
       return invalid(fmt::format("{}.call_id '{}' answers no function_call item before it in input", path, *call_id));
     }
     pending_reasoning_.clear();
-    push({{"role", "tool"}, {"tool_call_id", *call_id}, {"content", std::move(text)}}, path);
+    // Placed right after its call's turn by finish(), whatever came between: OpenAI pairs an
+    // output with its call by call_id, and Codex puts hook context (a developer message)
+    // between a call and its output; the chat format wants the results right after the calls.
+    outputs_[turn->second].push_back(
+        {json{{"role", "tool"}, {"tool_call_id", *call_id}, {"content", std::move(text)}}, path});
     return {};
   }
 
+ public:
+  // The messages in their final order: each assistant turn with calls followed by the tool
+  // messages of its outputs (in input order), then what came after the turn.
+  void finish() {
+    if (outputs_.empty()) return;
+    json messages = json::array();
+    std::vector<std::string> paths;
+    std::vector<std::vector<std::string>> call_paths;
+    for (size_t k = 0; k < messages_->size(); ++k) {
+      messages.push_back(std::move((*messages_)[k]));
+      paths.push_back(std::move(t_->message_paths[k]));
+      call_paths.push_back(std::move(t_->call_paths[k]));
+      const auto outputs = outputs_.find(k);
+      if (outputs == outputs_.end()) continue;
+      for (auto& [message, path] : outputs->second) {
+        messages.push_back(std::move(message));
+        paths.push_back(std::move(path));
+        call_paths.emplace_back();
+      }
+    }
+    *messages_ = std::move(messages);
+    t_->message_paths = std::move(paths);
+    t_->call_paths = std::move(call_paths);
+    outputs_.clear();
+  }
+
+ private:
   ResponsesTranslation* t_;
   json* messages_;
   std::string pending_reasoning_;
-  std::unordered_set<std::string> call_ids_;  // of the function_call items so far (hashed: linear time)
+  // The message index of each function_call item's assistant turn (hashed: linear time).
+  std::unordered_map<std::string, size_t> call_turn_;
+  // The tool messages (and their items' paths) answering the calls of messages_[k], by k.
+  std::unordered_map<size_t, std::vector<std::pair<json, std::string>>> outputs_;
 };
 
 Status translate_input(const json& body, ResponsesTranslation* t) {
@@ -233,6 +269,7 @@ Status translate_input(const json& body, ResponsesTranslation* t) {
   }
   if (input->empty()) return invalid("input must not be an empty array");
   for (size_t i = 0; i < input->size(); ++i) GS_RETURN_IF_ERROR(tr.add_item((*input)[i], i));
+  tr.finish();
   if (t->chat_body["messages"].empty()) return invalid("input holds no message (only reasoning items)");
   return {};
 }

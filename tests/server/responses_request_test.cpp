@@ -290,5 +290,55 @@ TEST(ResponsesRequest, AFinalAssistantMessageIsAClosedTurnNotAPrefill) {
   EXPECT_TRUE(prefill->text.ends_with("Hello there")) << prefill->text;
 }
 
+// OpenAI pairs a function_call_output with its call by call_id wherever it sits, and Codex
+// puts hook context (a developer message) between a call and its output. Such input was a
+// 400 ("a tool message must follow an assistant message with tool_calls"), repeated on every
+// later request of the session. The outputs are now placed right after their call's turn,
+// and what came between follows them; an answered turn takes no later calls.
+TEST(ResponsesRequest, OutputsFollowTheirCallsTurnWhateverCameBetween) {
+  json input = json::parse(R"([{"role":"user","content":"Hi"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},
+    {"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{\"city\":\"Rome\"}"},
+    {"role":"developer","content":"hook context"},
+    {"type":"function_call_output","call_id":"c2","output":"rain"},
+    {"role":"user","content":"and?"},
+    {"type":"function_call_output","call_id":"c1","output":"sun"},
+    {"type":"function_call","call_id":"c3","name":"get_weather","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c3","output":"snow"}])");
+  auto r = parse({{"input", input}, {"tools", json::array({kTool})}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const auto& m = r->chat.messages;
+  ASSERT_EQ(m.size(), 8u);
+  EXPECT_EQ(m[0].content, "Hi");
+  EXPECT_EQ(m[1].role, text::ChatRole::kAssistant);
+  ASSERT_EQ(m[1].tool_calls.size(), 2u);
+  EXPECT_EQ(m[2].role, text::ChatRole::kTool);
+  EXPECT_EQ(m[2].tool_call_id, "c2");
+  EXPECT_EQ(m[3].role, text::ChatRole::kTool);
+  EXPECT_EQ(m[3].tool_call_id, "c1");
+  EXPECT_EQ(m[4].content, "hook context");
+  EXPECT_EQ(m[5].content, "and?");
+  EXPECT_EQ(m[6].role, text::ChatRole::kAssistant);  // c3: a new turn, c1's was answered
+  ASSERT_EQ(m[6].tool_calls.size(), 1u);
+  EXPECT_EQ(m[6].tool_calls[0].id, "c3");
+  EXPECT_EQ(m[7].tool_call_id, "c3");
+  // It renders (the chat format's pairing holds), and errors still name the items.
+  auto prompt = server::render_chat_request(r->chat);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+  auto renamed = [&](const std::string& msg) {
+    return r->translation.rename_error(Status(StatusCode::kInvalidArgument, msg)).message();
+  };
+  EXPECT_EQ(renamed("messages[2].content: bad"), "input[4].output: bad");
+  EXPECT_EQ(renamed("messages[3].tool_call_id: bad"), "input[6].call_id: bad");
+  EXPECT_EQ(renamed("messages[4].content: bad"), "input[3].content: bad");
+  EXPECT_EQ(renamed("messages[1].tool_calls[1].function.arguments: bad"), "input[2].arguments: bad");
+  // An output before its call is still refused.
+  json early = json::parse(R"([{"role":"user","content":"Hi"},
+    {"type":"function_call_output","call_id":"c1","output":"sun"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"}])");
+  EXPECT_NE(error_of({{"input", early}}).find("input[1].call_id 'c1' answers no function_call item before it"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace gs
