@@ -8,6 +8,7 @@
 #include <iterator>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "server/json_input.h"
@@ -186,7 +187,7 @@ class InputTranslator {
     json& turn = messages_->back();
     if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
     turn["tool_calls"].push_back(std::move(call));
-    call_turn_.emplace(*call_id, messages_->size() - 1);
+    if (call_turn_.emplace(*call_id, messages_->size() - 1).second) calls_.emplace_back(*call_id, path);
     t_->call_paths.back().push_back(path);
     return {};
   }
@@ -207,6 +208,7 @@ class InputTranslator {
     // Placed right after its call's turn by finish(), whatever came between: OpenAI pairs an
     // output with its call by call_id, and Codex puts hook context (a developer message)
     // between a call and its output; the chat format wants the results right after the calls.
+    answered_.insert(*call_id);
     outputs_[turn->second].push_back(
         {json{{"role", "tool"}, {"tool_call_id", *call_id}, {"content", std::move(text)}}, path});
     return {};
@@ -214,8 +216,18 @@ class InputTranslator {
 
  public:
   // The messages in their final order: each assistant turn with calls followed by the tool
-  // messages of its outputs (in input order), then what came after the turn.
+  // messages of its outputs (in input order), then what came after the turn. A call without
+  // an output is noted in unanswered_call: OpenAI's API refuses it, and the turn would read
+  // as if the tool had answered nothing.
   void finish() {
+    for (const auto& [call_id, path] : calls_) {
+      if (answered_.contains(call_id)) continue;
+      t_->unanswered_call = invalid(fmt::format("{}.call_id: no tool output found for function call '{}' (each "
+                                                "function_call item needs a function_call_output item with its "
+                                                "call_id)",
+                                                path, call_id));
+      break;
+    }
     if (outputs_.empty()) return;
     json messages = json::array();
     std::vector<std::string> paths;
@@ -246,6 +258,8 @@ class InputTranslator {
   std::unordered_map<std::string, size_t> call_turn_;
   // The tool messages (and their items' paths) answering the calls of messages_[k], by k.
   std::unordered_map<size_t, std::vector<std::pair<json, std::string>>> outputs_;
+  std::vector<std::pair<std::string, std::string>> calls_;  // call_id and item path, in input order
+  std::unordered_set<std::string> answered_;                // call_ids with an output
 };
 
 Status translate_input(const json& body, ResponsesTranslation* t) {
@@ -474,6 +488,7 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   GS_ASSIGN_OR_RETURN(req.translation, translate_responses_request(body));
   Result<ChatCompletionRequest> chat = parse_chat_request(req.translation.chat_body, defaults);
   if (!chat.ok()) return req.translation.rename_error(chat.status());
+  GS_RETURN_IF_ERROR(req.translation.unanswered_call);
   req.chat = std::move(*chat);
   // OpenAI answers input that ends with an assistant message with a new message; continuing
   // it (the chat route's prefill) gave its text's continuation as the output.

@@ -92,12 +92,30 @@ TEST(ResponsesRequest, ItemsBecomeTheChatTurns) {
 TEST(ResponsesRequest, ACallJoinsTheAssistantTextBeforeIt) {
   json input = json::parse(R"([{"role":"user","content":"Hi"},
     {"role":"assistant","content":"Let me look."},
-    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"}])");
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c1","output":"sun"}])");
   auto r = parse({{"input", input}, {"tools", json::array({kTool})}});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  ASSERT_EQ(r->chat.messages.size(), 2u);
+  ASSERT_EQ(r->chat.messages.size(), 3u);
   EXPECT_EQ(r->chat.messages[1].content, "Let me look.");
   EXPECT_EQ(r->chat.messages[1].tool_calls.size(), 1u);
+}
+
+// Every function_call item needs its function_call_output, as OpenAI's API has it ("No tool
+// output found for function call ..."): a call left unanswered (last, or followed by other
+// items) was accepted, and the prompt held the call without a result.
+TEST(ResponsesRequest, ACallWithoutItsOutputIsRefused) {
+  const json call = json::parse(R"({"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"})");
+  const json call2 = json::parse(R"({"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{}"})");
+  const json out2 = json::parse(R"({"type":"function_call_output","call_id":"c2","output":"rain"})");
+  const json user = json::parse(R"({"role":"user","content":"Hi"})");
+  for (const json& input : {json::array({user, call}), json::array({user, call, user}),
+                            json::array({user, call, call2, out2, user})}) {
+    const std::string m = error_of({{"input", input}, {"tools", json::array({kTool})}});
+    EXPECT_NE(m.find("input[1].call_id: no tool output found for function call 'c1'"), std::string::npos)
+        << input.dump() << " -> " << m;
+    EXPECT_EQ(responses_error_param(m), "input[1].call_id") << m;
+  }
 }
 
 TEST(ResponsesRequest, ToolChoiceTextFormatAndReasoning) {
