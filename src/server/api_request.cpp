@@ -7,6 +7,8 @@
 #include <charconv>
 #include <iterator>
 #include <limits>
+#include <string_view>
+#include <unordered_map>
 
 #include "server/json_input.h"
 #include "text/chat_json.h"
@@ -37,13 +39,14 @@ Status check_messages(const std::vector<text::ChatMessage>& messages) {
     if (m.role == text::ChatRole::kTool && m.tool_call_id.empty() && m.name.empty()) {
       return invalid(fmt::format("{}.tool_call_id is required for a tool message", path));
     }
+    // Each id's first call, hashed: a scan per call made thousands of calls quadratic.
+    std::unordered_map<std::string_view, size_t> first_with_id;
     for (size_t k = 0; k < m.tool_calls.size(); ++k) {
       const std::string call = fmt::format("{}.tool_calls[{}]", path, k);
       if (m.tool_calls[k].id.empty()) return invalid(fmt::format("{}.id is required", call));
-      for (size_t j = 0; j < k; ++j) {
-        if (m.tool_calls[j].id == m.tool_calls[k].id) {
-          return invalid(fmt::format("{}.id '{}' is also the id of tool_calls[{}]", call, m.tool_calls[k].id, j));
-        }
+      const auto [first, fresh] = first_with_id.emplace(m.tool_calls[k].id, k);
+      if (!fresh) {
+        return invalid(fmt::format("{}.id '{}' is also the id of tool_calls[{}]", call, m.tool_calls[k].id, first->second));
       }
       const std::string& args = m.tool_calls[k].arguments_json;
       if (args.empty()) continue;

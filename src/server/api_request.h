@@ -76,6 +76,10 @@ struct ChatCompletionRequest {
   bool legacy_functions = false;
   bool enable_thinking = true;        // after reasoning_effort / chat_template_kwargs
   int32_t reasoning_budget = -1;
+  // A trailing assistant message (without calls) is continued as a prefill, as llama-server
+  // does on the chat route and Anthropic's API does. Off (the Responses API, where OpenAI
+  // answers such input with a new message): it is a closed turn and a new one begins.
+  bool continue_final_message = true;
   GenerationOptions gen;
 };
 

@@ -12,7 +12,14 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
       // the role line after it out of content.
       decoder_(*tokenizer_, text::DecodeOptions{.render_special = false, .render_markup = plan_.chat}),
       stop_matcher_(plan_.chat ? std::vector<std::string>{} : plan_.stop) {
-  if (plan_.chat) parser_ = std::make_unique<text::OutputParser>(plan_.parser);
+  // As vLLM's min_tokens: stop strings are checked only in the text of the tokens after the
+  // first min_tokens (the engine holds the end-of-generation tokens back as long).
+  stop_armed_ = plan_.request.sampling.min_tokens <= 0;
+  if (plan_.chat) {
+    text::ParserOptions options = plan_.parser;
+    options.stop_armed = stop_armed_;
+    parser_ = std::make_unique<text::OutputParser>(std::move(options));
+  }
 }
 
 Generation::~Generation() { cancel(); }
@@ -100,13 +107,17 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
     if (stopped_early_) return;
     n_tokens_seen_++;
     out->tokens.push_back(tok);
+    if (!stop_armed_ && n_tokens_seen_ > plan_.request.sampling.min_tokens) {
+      stop_armed_ = true;
+      if (parser_) parser_->arm_stop_strings();
+    }
     const std::string piece = decoder_.push(tok.id);
     if (plan_.chat) {
       const bool was_reasoning = parser_->in_reasoning();
       consume_parser_events(parser_->feed(piece), out);
       if (was_reasoning || parser_->in_reasoning()) result_.reasoning_tokens++;
     } else {
-      std::string released = stop_matcher_.feed(piece);
+      std::string released = stop_armed_ ? stop_matcher_.feed(piece) : piece;
       result_.content += released;
       OutputDelta d;
       d.text = std::move(released);
@@ -127,7 +138,7 @@ void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
       consume_parser_events(parser_->feed(tail), out);
       if (!stopped_early_) consume_parser_events(parser_->finish(), out);
     } else {
-      std::string released = stop_matcher_.feed(tail);
+      std::string released = stop_armed_ ? stop_matcher_.feed(tail) : tail;
       if (!stop_matcher_.stopped()) released += stop_matcher_.finish();
       result_.content += released;
       OutputDelta d;

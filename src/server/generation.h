@@ -93,6 +93,9 @@ class Generation {
   bool tool_call_done_ = false;  // a tool call was completed: finish_reason is "tool_calls"
   bool prefix_fed_ = false;
   int32_t n_tokens_seen_ = 0;
+  // vLLM's min_tokens over stop strings: none is matched in the text of the first
+  // plan_.request.sampling.min_tokens tokens (completions: the matcher is bypassed).
+  bool stop_armed_ = true;
 };
 
 }  // namespace gs::server

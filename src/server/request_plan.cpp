@@ -99,7 +99,7 @@ Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& re
   text::ChatRenderOptions options;
   options.enable_thinking = req.enable_thinking;
   options.add_generation_prompt = true;
-  options.prefill_assistant = true;  // a trailing assistant message is continued (llama-server)
+  options.prefill_assistant = req.continue_final_message;  // a trailing assistant message is continued (llama-server)
   const std::span<const text::ChatTool> tools =
       tools_offered(req) ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, text::render_chat_prompt(req.messages, tools, options));

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <iterator>
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "server/json_input.h"
@@ -176,7 +178,8 @@ class InputTranslator {
               {"function", {{"name", *name}, {"arguments", arguments.value_or("{}")}}}};
     // A call joins the assistant turn just before it (its text, or the calls before it),
     // unless that turn was answered already.
-    if (messages_->empty() || messages_->back().value("role", "") != "assistant" || !pending_reasoning_.empty()) {
+    if (messages_->empty() || messages_->back().value("role", "") != "assistant" || !pending_reasoning_.empty() ||
+        outputs_.contains(messages_->size() - 1)) {
       json message{{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array()}};
       take_reasoning(&message);
       push(std::move(message), path);
@@ -184,7 +187,7 @@ class InputTranslator {
     json& turn = messages_->back();
     if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
     turn["tool_calls"].push_back(std::move(call));
-    call_ids_.push_back(*call_id);
+    if (call_turn_.emplace(*call_id, messages_->size() - 1).second) calls_.emplace_back(*call_id, path);
     t_->call_paths.back().push_back(path);
     return {};
   }
@@ -197,18 +200,66 @@ class InputTranslator {
     if (output == item.end() || output->is_null()) return invalid(fmt::format("{}.output is required", path));
     std::string text;
     GS_RETURN_IF_ERROR(content_text(*output, path + ".output", &text));
-    if (std::find(call_ids_.begin(), call_ids_.end(), *call_id) == call_ids_.end()) {
+    const auto turn = call_turn_.find(*call_id);
+    if (turn == call_turn_.end()) {
       return invalid(fmt::format("{}.call_id '{}' answers no function_call item before it in input", path, *call_id));
     }
     pending_reasoning_.clear();
-    push({{"role", "tool"}, {"tool_call_id", *call_id}, {"content", std::move(text)}}, path);
+    // Placed right after its call's turn by finish(), whatever came between: OpenAI pairs an
+    // output with its call by call_id, and Codex puts hook context (a developer message)
+    // between a call and its output; the chat format wants the results right after the calls.
+    answered_.insert(*call_id);
+    outputs_[turn->second].push_back(
+        {json{{"role", "tool"}, {"tool_call_id", *call_id}, {"content", std::move(text)}}, path});
     return {};
   }
 
+ public:
+  // The messages in their final order: each assistant turn with calls followed by the tool
+  // messages of its outputs (in input order), then what came after the turn. A call without
+  // an output is noted in unanswered_call: OpenAI's API refuses it, and the turn would read
+  // as if the tool had answered nothing.
+  void finish() {
+    for (const auto& [call_id, path] : calls_) {
+      if (answered_.contains(call_id)) continue;
+      t_->unanswered_call = invalid(fmt::format("{}.call_id: no tool output found for function call '{}' (each "
+                                                "function_call item needs a function_call_output item with its "
+                                                "call_id)",
+                                                path, call_id));
+      break;
+    }
+    if (outputs_.empty()) return;
+    json messages = json::array();
+    std::vector<std::string> paths;
+    std::vector<std::vector<std::string>> call_paths;
+    for (size_t k = 0; k < messages_->size(); ++k) {
+      messages.push_back(std::move((*messages_)[k]));
+      paths.push_back(std::move(t_->message_paths[k]));
+      call_paths.push_back(std::move(t_->call_paths[k]));
+      const auto outputs = outputs_.find(k);
+      if (outputs == outputs_.end()) continue;
+      for (auto& [message, path] : outputs->second) {
+        messages.push_back(std::move(message));
+        paths.push_back(std::move(path));
+        call_paths.emplace_back();
+      }
+    }
+    *messages_ = std::move(messages);
+    t_->message_paths = std::move(paths);
+    t_->call_paths = std::move(call_paths);
+    outputs_.clear();
+  }
+
+ private:
   ResponsesTranslation* t_;
   json* messages_;
   std::string pending_reasoning_;
-  std::vector<std::string> call_ids_;  // of the function_call items so far
+  // The message index of each function_call item's assistant turn (hashed: linear time).
+  std::unordered_map<std::string, size_t> call_turn_;
+  // The tool messages (and their items' paths) answering the calls of messages_[k], by k.
+  std::unordered_map<size_t, std::vector<std::pair<json, std::string>>> outputs_;
+  std::vector<std::pair<std::string, std::string>> calls_;  // call_id and item path, in input order
+  std::unordered_set<std::string> answered_;                // call_ids with an output
 };
 
 Status translate_input(const json& body, ResponsesTranslation* t) {
@@ -232,6 +283,7 @@ Status translate_input(const json& body, ResponsesTranslation* t) {
   }
   if (input->empty()) return invalid("input must not be an empty array");
   for (size_t i = 0; i < input->size(); ++i) GS_RETURN_IF_ERROR(tr.add_item((*input)[i], i));
+  tr.finish();
   if (t->chat_body["messages"].empty()) return invalid("input holds no message (only reasoning items)");
   return {};
 }
@@ -436,7 +488,11 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   GS_ASSIGN_OR_RETURN(req.translation, translate_responses_request(body));
   Result<ChatCompletionRequest> chat = parse_chat_request(req.translation.chat_body, defaults);
   if (!chat.ok()) return req.translation.rename_error(chat.status());
+  GS_RETURN_IF_ERROR(req.translation.unanswered_call);
   req.chat = std::move(*chat);
+  // OpenAI answers input that ends with an assistant message with a new message; continuing
+  // it (the chat route's prefill) gave its text's continuation as the output.
+  req.chat.continue_final_message = false;
 
   json& e = req.echo;
   auto given = [&body](const char* key, json fallback) {

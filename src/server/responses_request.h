@@ -24,6 +24,10 @@ struct ResponsesTranslation {
   nlohmann::json chat_body;
   std::vector<std::string> message_paths;
   std::vector<std::vector<std::string>> call_paths;
+  // Not OK when a function_call item has no function_call_output (OpenAI's "No tool output
+  // found for function call"): parse_responses_request reports it after the chat parser's
+  // checks, which name a fault of the items themselves more precisely.
+  Status unanswered_call;
 
   // `status` with a leading chat path ("messages[2].content", "tools[0].function.name",
   // "max_tokens", "response_format.json_schema.schema") renamed to the Responses field it
@@ -42,7 +46,8 @@ struct ResponsesTranslation {
 //   refusal} (images, files and audio refused: this server reads text only);
 //   `function_call` {call_id, name, arguments} items join the assistant turn before them (or
 //   make one); `function_call_output` {call_id, output: a string or input_text parts} items
-//   are tool messages, each answering a function_call item before it; a `reasoning` item's text (content reasoning_text, else its summary)
+//   are tool messages, each answering a function_call item before it and placed right after
+//   that call's turn (whatever came between); every call needs its output; a `reasoning` item's text (content reasoning_text, else its summary)
 //   is the reasoning of the assistant turn that follows it (dropped when none does); other
 //   item types are refused by name;
 // - `tools`: function tools {type: "function", name, description, parameters, strict}; other

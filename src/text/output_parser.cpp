@@ -317,7 +317,7 @@ struct OutputParser::State {
   // Content after the leading-whitespace rule, through the stop-string filter.
   void emit_visible(std::string_view text) {
     if (text.empty() || mode == Mode::kStopped) return;
-    if (options.stop.empty()) {
+    if (options.stop.empty() || !options.stop_armed) {
       push_text(ParserEventKind::kContent, text);
       return;
     }
@@ -1156,6 +1156,7 @@ std::vector<ParserEvent> OutputParser::finish() {
 bool OutputParser::in_reasoning() const {
   return state_->mode == Mode::kReasoning || state_->mode == Mode::kChannelLabel;
 }
+void OutputParser::arm_stop_strings() { state_->options.stop_armed = true; }
 bool OutputParser::stopped() const { return state_->stop_matched; }
 bool OutputParser::turn_ended() const { return state_->turn_ended; }
 const ParserStats& OutputParser::stats() const { return state_->stats; }

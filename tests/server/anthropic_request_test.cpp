@@ -4,8 +4,10 @@
 // renders the prompt the equivalent OpenAI chat body renders.
 #include "server/anthropic_request.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -412,6 +414,87 @@ TEST(AnthropicRequest, MutatedBodiesNeverThrow) {
     }
   }
   EXPECT_GT(accepted, 0u);
+}
+
+// As Anthropic's API: every tool_use of an assistant message is answered by a tool_result in
+// the next message. A turn that leaves one unanswered used to be accepted and rendered as a
+// call without its result (found by a hostile-client pass). A final assistant message's calls
+// have nothing after them yet and stay accepted.
+TEST(AnthropicRequest, ToolUseWithoutItsResultInTheNextMessageIsRefused) {
+  const std::string call1 = R"({"type":"tool_use","id":"t1","name":"get_weather","input":{"city":"Oslo"}})";
+  const std::string call2 = R"({"type":"tool_use","id":"t2","name":"get_weather","input":{"city":"Rome"}})";
+  const std::string result1 = R"({"type":"tool_result","tool_use_id":"t1","content":"sun"})";
+  const std::string user = R"({"role":"user","content":"x"})";
+  auto assistant = [](const std::string& blocks) { return R"({"role":"assistant","content":[)" + blocks + "]}"; };
+  auto user_blocks = [](const std::string& blocks) { return R"({"role":"user","content":[)" + blocks + "]}"; };
+  // Followed by plain text only.
+  std::string m = refused(with_tools("[" + user + "," + assistant(call1) + R"(,{"role":"user","content":"next"}])"));
+  EXPECT_NE(m.find("messages[1]: tool_use ids were found without tool_result blocks in the next message: t1"),
+            std::string::npos) << m;
+  // One of two calls answered.
+  m = refused(with_tools("[" + user + "," + assistant(call1 + "," + call2) + "," + user_blocks(result1) + "]"));
+  EXPECT_NE(m.find("messages[1]: tool_use ids were found without tool_result blocks in the next message: t2"),
+            std::string::npos) << m;
+  EXPECT_EQ(m.find("t1"), std::string::npos) << m;
+  // Followed by another assistant message.
+  m = refused(with_tools("[" + user + "," + assistant(call1) + R"(,{"role":"assistant","content":"more"}])"));
+  EXPECT_NE(m.find("messages[1]: tool_use ids were found without tool_result"), std::string::npos) << m;
+  // The count_tokens route reads messages the same way.
+  m = refused(with_tools("[" + user + "," + assistant(call1) + R"(,{"role":"user","content":"next"}])"),
+              MessagesRoute::kCountTokens);
+  EXPECT_NE(m.find("tool_use ids were found without tool_result"), std::string::npos) << m;
+  // Answered (results in any order, text beside them), or the final message: accepted.
+  ok(with_tools("[" + user + "," + assistant(call1 + "," + call2) + "," +
+                user_blocks(R"({"type":"tool_result","tool_use_id":"t2"},{"type":"text","text":"and?"},)" + result1) +
+                "]"));
+  ok(with_tools("[" + user + "," + assistant(call1) + "]"));
+}
+
+// Thousands of tool_use / tool_result pairs in one turn (what the body's value limit allows)
+// are read in linear time: each block looked its id up by a scan over the others, and a 2 MB
+// body of 20000 pairs took 8 s of a server thread's CPU.
+TEST(AnthropicRequest, ThousandsOfToolPairsAreReadInLinearTime) {
+  constexpr int kPairs = 20000;
+  json uses = json::array();
+  json results = json::array();
+  for (int i = 0; i < kPairs; ++i) {
+    const std::string id = "toolu_" + std::to_string(i);
+    uses.push_back({{"type", "tool_use"}, {"id", id}, {"name", "f"}});
+    results.push_back({{"type", "tool_result"}, {"tool_use_id", id}});
+  }
+  const json body{{"max_tokens", 8},
+                  {"messages", json::array({{{"role", "user"}, {"content", "x"}},
+                                            {{"role", "assistant"}, {"content", uses}},
+                                            {{"role", "user"}, {"content", results}}})}};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = parse_messages_request(body, defaults(), MessagesRoute::kCreate);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->messages.size(), 2u + kPairs);
+  EXPECT_EQ(r->messages.back().tool_call_id, "toolu_" + std::to_string(kPairs - 1));
+  EXPECT_LT(seconds, 2.0) << "20000 tool_use/tool_result pairs took " << seconds << " s";
+  // A duplicate among them is still found, naming the block.
+  json dup = body;
+  dup["messages"][2]["content"][kPairs - 1]["tool_use_id"] = "toolu_7";
+  auto d = parse_messages_request(dup, defaults(), MessagesRoute::kCreate);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find(fmt::format("messages[2].content[{}].tool_use_id 'toolu_7' is answered twice",
+                                                  kPairs - 1)),
+            std::string::npos)
+      << d.status().message();
+}
+
+// A tool's input_schema describes an object (Anthropic's API requires type "object"): another
+// type was accepted, and a call forced to that tool wrote an object under a made-up key.
+TEST(AnthropicRequest, InputSchemaOfAnotherTypeThanObjectIsRefused) {
+  for (const char* type : {R"("string")", R"("array")", "5", "null", R"(["object","null"])"}) {
+    const std::string body = std::string(R"({"max_tokens":9,"tools":[{"name":"f","input_schema":{"type":)") + type +
+                             R"(}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"x"}]})";
+    const std::string m = refused(body);
+    EXPECT_NE(m.find("tools[0].input_schema.type must be 'object'"), std::string::npos) << body << " -> " << m;
+  }
+  ok(R"({"max_tokens":9,"tools":[{"name":"f","input_schema":{"type":"object"}},{"name":"g","input_schema":{}}],
+    "messages":[{"role":"user","content":"x"}]})");
 }
 
 }  // namespace

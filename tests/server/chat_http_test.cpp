@@ -343,6 +343,39 @@ TEST(ChatHttp, StopStringsAreNeverSentInPart) {
   }
 }
 
+// min_tokens (vLLM) holds the stop strings back too: none is matched in the text of the
+// first min_tokens tokens, as vLLM checks them (before, a stop string there ended a reply
+// that asked for at least min_tokens tokens after a few). Later ones still stop it, streamed
+// or not, on the chat and the completions route.
+TEST(ChatHttp, MinTokensHoldsStopStringsBackToo) {
+  LiveServer s;
+  const std::string text = "Hello there. STOP and more STOP text";
+  s.answer(text);
+  const std::vector<int32_t> ids = s.tok->encode(text, false, false);
+  size_t k = 1;  // the tokens up to "STOP and"
+  for (; k <= ids.size(); ++k) {
+    auto prefix = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
+    ASSERT_TRUE(prefix.ok());
+    if (prefix->find("STOP and") != std::string::npos) break;
+  }
+  ASSERT_LT(k, ids.size());
+  json body = chat_body("hi", {{"stop", json::array({"STOP"})}, {"min_tokens", k}});
+  json whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello there. STOP and more ");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.content, "Hello there. STOP and more ");
+  EXPECT_EQ(st.finish, "stop");
+  auto r = s.post("/v1/completions",
+                  json{{"prompt", "hi"}, {"max_tokens", 200}, {"stop", "STOP"}, {"min_tokens", k}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], "Hello there. STOP and more ");
+  // Without min_tokens the first one stops it, as before.
+  whole = whole_chat(s, chat_body("hi", {{"stop", json::array({"STOP"})}}));
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello there. ");
+}
+
 // Bug-case 29: finish chunk, then one usage chunk with choices [], then [DONE]; no usage
 // chunk unless asked. Asked, every chunk before it carries "usage": null (OpenAI's shape;
 // the key was absent).

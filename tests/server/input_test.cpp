@@ -2,6 +2,7 @@
 // bodies and friends), API keys and stop strings.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <limits>
 #include <string>
 
@@ -581,6 +582,49 @@ TEST(ApiRequest, StopStringsForBothFieldNames) {
   EXPECT_FLOAT_EQ(sampling.top_p, 0.9f);
   EXPECT_EQ(sampling.top_k, 100);
   EXPECT_FALSE(read_sampling(json::parse(R"({"top_k":101})"), defaults, &sampling).ok());
+}
+
+// An assistant message with thousands of tool calls is checked for repeated ids in linear
+// time (a scan per call was quadratic), and a repeated id still names the first call with it.
+TEST(ChatRequest, ThousandsOfToolCallIdsAreCheckedInLinearTime) {
+  const auto messages_with = [](int n) {
+    json calls = json::array();
+    json messages = json::array({{{"role", "user"}, {"content", "x"}}});
+    for (int i = 0; i < n; ++i) {
+      calls.push_back({{"id", "c" + std::to_string(i)}, {"type", "function"},
+                       {"function", {{"name", "f"}, {"arguments", "{}"}}}});
+    }
+    messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}});
+    for (int i = 0; i < n; ++i) {
+      messages.push_back({{"role", "tool"}, {"tool_call_id", "c" + std::to_string(i)}, {"content", "r"}});
+    }
+    return messages;
+  };
+  RequestDefaults d;
+  // The fastest of three parses: a run the scheduler preempts on a loaded machine does not decide.
+  const auto seconds = [&](const json& messages) {
+    double best = 1e9;
+    for (int r = 0; r < 3; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_TRUE(parse_chat_request(json{{"messages", messages}}, d).ok());
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  constexpr int kSmall = 1500, kCalls = 12000;
+  const json small = messages_with(kSmall);
+  json messages = messages_with(kCalls);
+  seconds(small);  // warm up the allocator
+  const double t_small = seconds(small), t_big = seconds(messages);
+  // Linear: ~8x; quadratic: ~64x. The floor keeps a tiny t_small from deciding alone.
+  EXPECT_LT(t_big, std::max(24.0 * t_small, 0.25)) << kSmall << " calls " << t_small << " s, " << kCalls << " calls "
+                                                   << t_big << " s";
+  messages[1]["tool_calls"][kCalls - 1]["id"] = "c5";
+  Status s = parse_chat_request(json{{"messages", messages}}, d).status();
+  EXPECT_NE(s.message().find("messages[1].tool_calls[" + std::to_string(kCalls - 1) +
+                             "].id 'c5' is also the id of tool_calls[5]"),
+            std::string::npos)
+      << s.to_string();
 }
 
 }  // namespace

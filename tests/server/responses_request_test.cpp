@@ -3,6 +3,7 @@
 // Responses field; no body throws.
 #include <gtest/gtest.h>
 
+#include "server/request_plan.h"
 #include "server/responses_request.h"
 
 namespace gs {
@@ -91,12 +92,30 @@ TEST(ResponsesRequest, ItemsBecomeTheChatTurns) {
 TEST(ResponsesRequest, ACallJoinsTheAssistantTextBeforeIt) {
   json input = json::parse(R"([{"role":"user","content":"Hi"},
     {"role":"assistant","content":"Let me look."},
-    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"}])");
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c1","output":"sun"}])");
   auto r = parse({{"input", input}, {"tools", json::array({kTool})}});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  ASSERT_EQ(r->chat.messages.size(), 2u);
+  ASSERT_EQ(r->chat.messages.size(), 3u);
   EXPECT_EQ(r->chat.messages[1].content, "Let me look.");
   EXPECT_EQ(r->chat.messages[1].tool_calls.size(), 1u);
+}
+
+// Every function_call item needs its function_call_output, as OpenAI's API has it ("No tool
+// output found for function call ..."): a call left unanswered (last, or followed by other
+// items) was accepted, and the prompt held the call without a result.
+TEST(ResponsesRequest, ACallWithoutItsOutputIsRefused) {
+  const json call = json::parse(R"({"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"})");
+  const json call2 = json::parse(R"({"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{}"})");
+  const json out2 = json::parse(R"({"type":"function_call_output","call_id":"c2","output":"rain"})");
+  const json user = json::parse(R"({"role":"user","content":"Hi"})");
+  for (const json& input : {json::array({user, call}), json::array({user, call, user}),
+                            json::array({user, call, call2, out2, user})}) {
+    const std::string m = error_of({{"input", input}, {"tools", json::array({kTool})}});
+    EXPECT_NE(m.find("input[1].call_id: no tool output found for function call 'c1'"), std::string::npos)
+        << input.dump() << " -> " << m;
+    EXPECT_EQ(responses_error_param(m), "input[1].call_id") << m;
+  }
 }
 
 TEST(ResponsesRequest, ToolChoiceTextFormatAndReasoning) {
@@ -264,6 +283,79 @@ TEST(ResponsesRequest, MutatedBodiesNeverThrow) {
     }
   }
   EXPECT_GT(n, 300u);
+}
+
+// Input that ends with an assistant message is answered with a new message, as OpenAI's
+// Responses API answers it: the chat route's prefill (continuing that message's text) gave
+// the continuation of the old message as the response's output.
+TEST(ResponsesRequest, AFinalAssistantMessageIsAClosedTurnNotAPrefill) {
+  json input = json::parse(R"([{"role":"user","content":"Hi"},
+    {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello there"}]}])");
+  auto r = parse({{"input", input}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->chat.continue_final_message);
+  auto prompt = server::render_chat_request(r->chat);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+  EXPECT_FALSE(prompt->prefill);
+  const std::string closed = "Hello there<turn|>\n<|turn>model\n";
+  EXPECT_NE(prompt->text.find(closed), std::string::npos) << prompt->text;
+  // The chat route still continues it (llama-server's prefill).
+  server::ChatCompletionRequest chat = r->chat;
+  chat.continue_final_message = true;
+  auto prefill = server::render_chat_request(chat);
+  ASSERT_TRUE(prefill.ok());
+  EXPECT_TRUE(prefill->prefill);
+  EXPECT_TRUE(prefill->text.ends_with("Hello there")) << prefill->text;
+}
+
+// OpenAI pairs a function_call_output with its call by call_id wherever it sits, and Codex
+// puts hook context (a developer message) between a call and its output. Such input was a
+// 400 ("a tool message must follow an assistant message with tool_calls"), repeated on every
+// later request of the session. The outputs are now placed right after their call's turn,
+// and what came between follows them; an answered turn takes no later calls.
+TEST(ResponsesRequest, OutputsFollowTheirCallsTurnWhateverCameBetween) {
+  json input = json::parse(R"([{"role":"user","content":"Hi"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},
+    {"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{\"city\":\"Rome\"}"},
+    {"role":"developer","content":"hook context"},
+    {"type":"function_call_output","call_id":"c2","output":"rain"},
+    {"role":"user","content":"and?"},
+    {"type":"function_call_output","call_id":"c1","output":"sun"},
+    {"type":"function_call","call_id":"c3","name":"get_weather","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c3","output":"snow"}])");
+  auto r = parse({{"input", input}, {"tools", json::array({kTool})}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const auto& m = r->chat.messages;
+  ASSERT_EQ(m.size(), 8u);
+  EXPECT_EQ(m[0].content, "Hi");
+  EXPECT_EQ(m[1].role, text::ChatRole::kAssistant);
+  ASSERT_EQ(m[1].tool_calls.size(), 2u);
+  EXPECT_EQ(m[2].role, text::ChatRole::kTool);
+  EXPECT_EQ(m[2].tool_call_id, "c2");
+  EXPECT_EQ(m[3].role, text::ChatRole::kTool);
+  EXPECT_EQ(m[3].tool_call_id, "c1");
+  EXPECT_EQ(m[4].content, "hook context");
+  EXPECT_EQ(m[5].content, "and?");
+  EXPECT_EQ(m[6].role, text::ChatRole::kAssistant);  // c3: a new turn, c1's was answered
+  ASSERT_EQ(m[6].tool_calls.size(), 1u);
+  EXPECT_EQ(m[6].tool_calls[0].id, "c3");
+  EXPECT_EQ(m[7].tool_call_id, "c3");
+  // It renders (the chat format's pairing holds), and errors still name the items.
+  auto prompt = server::render_chat_request(r->chat);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+  auto renamed = [&](const std::string& msg) {
+    return r->translation.rename_error(Status(StatusCode::kInvalidArgument, msg)).message();
+  };
+  EXPECT_EQ(renamed("messages[2].content: bad"), "input[4].output: bad");
+  EXPECT_EQ(renamed("messages[3].tool_call_id: bad"), "input[6].call_id: bad");
+  EXPECT_EQ(renamed("messages[4].content: bad"), "input[3].content: bad");
+  EXPECT_EQ(renamed("messages[1].tool_calls[1].function.arguments: bad"), "input[2].arguments: bad");
+  // An output before its call is still refused.
+  json early = json::parse(R"([{"role":"user","content":"Hi"},
+    {"type":"function_call_output","call_id":"c1","output":"sun"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"}])");
+  EXPECT_NE(error_of({{"input", early}}).find("input[1].call_id 'c1' answers no function_call item before it"),
+            std::string::npos);
 }
 
 }  // namespace
