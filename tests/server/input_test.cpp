@@ -2,6 +2,7 @@
 // bodies and friends), API keys and stop strings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <string>
