@@ -324,9 +324,9 @@ Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
     // A tool's input is an object (Anthropic's API requires type "object"); a schema of
     // another type could only be followed by dropping it (a forced call then wrote an object
     // with a made-up key). Without "type" the object is implied, as other servers read it.
-    if (const auto type = schema->find("type"); type != schema->end() && *type != "object") {
+    if (const auto schema_type = schema->find("type"); schema_type != schema->end() && *schema_type != "object") {
       return invalid(fmt::format("{}.input_schema.type must be 'object' (a tool's input is an object), got {}", path,
-                                 type->dump(-1, ' ', false, json::error_handler_t::replace)));
+                                 schema_type->dump(-1, ' ', false, json::error_handler_t::replace)));
     }
     tool.parameters = *schema;
     out->push_back(std::move(tool));

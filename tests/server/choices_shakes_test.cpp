@@ -65,7 +65,7 @@ TEST_P(ShakesChoices, ChoiceIIsTheAnswerToSeedPlusI) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafter, ShakesChoices, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "DrafterOn" : "DrafterOff"; });
+                         [](const auto& param_info) { return param_info.param ? "DrafterOn" : "DrafterOff"; });
 
 }  // namespace
 }  // namespace gs
