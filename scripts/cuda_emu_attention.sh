@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs src/backend/cuda/k_attention.cu's tensor-core kernels on the CPU emulator of
 # tools/cuda_emu (no GPU needed): both cp.async modes, every case (or those whose name
-# contains $2). Usage: scripts/cuda_emu_attention.sh [lazy|eager|both] [filter]
+# contains $2); `random` is eager with the fibers in a random order (not part of `both`).
+# Usage: scripts/cuda_emu_attention.sh [lazy|eager|random|both] [filter]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${GS_EMU_DIR:-build/cuda_emu}"
@@ -20,8 +21,8 @@ done
 "$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" "$OUT/k_attention_wg_emu.o" -o "$OUT/attn_emu"
 mode="${1:-both}"
 rc=0
-for m in lazy eager; do
-  if [ "$mode" = both ] || [ "$mode" = "$m" ]; then
+for m in lazy eager random; do
+  if { [ "$mode" = both ] && [ "$m" != random ]; } || [ "$mode" = "$m" ]; then
     echo "== cp.async $m"
     "$OUT/attn_emu" "$m" "${2:-}" || rc=1
   fi

@@ -1,6 +1,6 @@
 // Runs k_attention.cu's tensor-core kernels (the 16-row decode kernel, the 64-row prefill
 // kernel, split-KV with the combine kernel) in the CPU emulator against a double-precision
-// reference, on small cases of the parity tests' kinds. Usage: attn_emu [lazy|eager] [filter]
+// reference, on small cases of the parity tests' kinds. Usage: attn_emu [lazy|eager|random] [filter]
 // (tools/cuda_emu/README.md; scripts/cuda_emu_attention.sh builds and runs it).
 #include <algorithm>
 #include <cmath>
@@ -296,6 +296,9 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
 
 int main(int argc, char** argv) {
   emu::st().lazy = argc > 1 && std::strcmp(argv[1], "lazy") == 0;
+  // random: eager, with the block's fibers resumed in a random order at every yield, so that
+  // one warp (or warpgroup) can run far ahead of another.
+  emu::st().random_order = argc > 1 && std::strcmp(argv[1], "random") == 0;
   const std::string filter = argc > 2 ? argv[2] : "";
   std::vector<Case> cases;
   auto add = [&](Case c) { cases.push_back(std::move(c)); };
