@@ -7,8 +7,9 @@
 // offset between those adjacent in M or N, for K-major and MN-major operands alike. A K-major
 // core matrix is 8 rows (M or N) of 16 bytes (8 consecutive k); an MN-major one 8 rows (k) of
 // 8 consecutive m or n. The accumulator layout is mma.sync's m16n8 layout repeated along N,
-// warp w of the group holding rows 16 w .. 16 w + 15. The instruction's asynchrony is not
-// modelled (results land at issue); shared memory reads outside the emulator's buffer abort.
+// warp w of the group holding rows 16 w .. 16 w + 15. The instruction is asynchronous as on
+// the device (Op below: results land at wait_group); shared-memory reads outside the
+// emulator's buffer abort.
 #pragma once
 
 #include <cstdint>
