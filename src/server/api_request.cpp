@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <string_view>
@@ -301,6 +302,12 @@ Status read_logit_bias(const json& body, int32_t n_vocab, std::vector<std::pair<
     if ((*out)[i].first == (*out)[i - 1].first) {
       return invalid(fmt::format("logit_bias names token id {} twice", (*out)[i].first));
     }
+  }
+  // Every token never sampled leaves nothing to sample (the sampler would fall back to token 0).
+  if (n_vocab > 0 && static_cast<int64_t>(out->size()) == n_vocab &&
+      std::all_of(out->begin(), out->end(), [](const auto& e) { return std::isinf(e.second) && e.second < 0; })) {
+    return invalid(fmt::format("logit_bias bans every token of the vocabulary ({} of {}); nothing could be sampled",
+                               n_vocab, n_vocab));
   }
   return {};
 }

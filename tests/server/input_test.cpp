@@ -195,6 +195,19 @@ TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
     Status s = chat_status(std::string(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":)") + bad + "}");
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad << " -> " << s.to_string();
   }
+  // Banning every token of the vocabulary (1000 here) leaves nothing to sample: a 400; all but
+  // one is a request like any other.
+  {
+    json bans = json::object();
+    for (int id = 0; id < 1000; ++id) bans[std::to_string(id)] = false;
+    json body = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
+    body["logit_bias"] = bans;
+    const Status all = chat_status(body.dump());
+    EXPECT_EQ(all.code(), StatusCode::kInvalidArgument) << all.to_string();
+    EXPECT_NE(all.message().find("bans every token"), std::string::npos) << all.to_string();
+    body["logit_bias"]["999"] = -100;
+    EXPECT_TRUE(chat_status(body.dump()).ok());
+  }
   // Bad tool-call arguments in the history name the field, not "the request body".
   const std::string args_msg = chat_status(
       R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{oops"}}]}]})")
