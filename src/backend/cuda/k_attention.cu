@@ -574,50 +574,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int rg = warp / C, c = warp % C;
-  const int n_kv = p.kv.n_head_kv, G = p.n_head / n_kv;
+  const int n_kv = p.kv.n_head_kv;
   const RowMap rm = row_map(p.n_head, n_kv, kRows);
   const int j = blockIdx.y, split = blockIdx.z;
   const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
   const int tok0 = tb * rm.rt;
 
-  if (tid < kRows) {
-    const int r = tid, tk = tok0 + r / rm.hc, hg = hb * rm.hc + r % rm.hc;
-    const bool valid = r / rm.hc < rm.rt && tk < p.n_tokens && hg < G;
-    r_tok[r] = valid ? tk : -1;
-    r_head[r] = j * G + hg;
-    r_seq[r] = valid ? p.tok_seq[tk] : -1;
-    r_lo[r] = valid ? max(p.kv_lo[tk], 0) : 1;
-    r_hi[r] = valid ? p.kv_hi[tk] : 0;
-  }
-  __syncthreads();
-  if (tid < kRows) {  // the first row of each sequence leads its segment
-    const int r = tid;
-    bool lead = r_tok[r] >= 0;
-    for (int q = 0; q < r && lead; ++q) lead = !(r_tok[q] >= 0 && r_seq[q] == r_seq[r]);
-    r_lead[r] = lead;
-  }
-  {
-    // Q (times scale) in f16 (decision 0012 §5, addendum).
-    const bool qvec = (reinterpret_cast<uintptr_t>(p.q.data) & 15) == 0 && (p.q.stride & 3) == 0;
-    constexpr int D4 = D / 4;
-#pragma unroll 4
-    for (int idx = tid; idx < qrows * D4; idx += kThreads) {
-      const int r = idx / D4, d = (idx % D4) * 4;
-      float v[4] = {0.f, 0.f, 0.f, 0.f};
-      if (r_tok[r] >= 0) {
-        const float* src = p.q.data + static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * D + d;
-        if (qvec) {
-          const float4 f = *reinterpret_cast<const float4*>(src);
-          v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
-        } else {
-          v[0] = src[0]; v[1] = src[1]; v[2] = src[2]; v[3] = src[3];
-        }
-      }
-      *reinterpret_cast<uint2*>(Qs + r * kStride + d) =
-          make_uint2(pack_f32x2(v[0] * p.scale, v[1] * p.scale), pack_f32x2(v[2] * p.scale, v[3] * p.scale));
-    }
-  }
+  load_cta_rows<kRows>(p, rm, tok0, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
+  // Q (times scale) in f16 (decision 0012 §5, addendum).
+  load_q_f16<D, kThreads>(p, r_tok, r_head, qrows, [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + r * kStride + d); });
   __syncthreads();
 
   float o[NTO][4];
@@ -638,20 +604,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
     const int seq = r_seq[lead];
     // The segment's KV range: union over its rows (each lane takes two rows).
-    int lo_seg = INT_MAX, hi_seg = INT_MIN;
-#pragma unroll
-    for (int h = 0; h < kRows / 32; ++h) {
-      const int r = lane + 32 * h;
-      if (r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r]) {
-        lo_seg = min(lo_seg, r_lo[r]);
-        hi_seg = max(hi_seg, r_hi[r]);
-      }
-    }
-#pragma unroll
-    for (int ofs = 16; ofs > 0; ofs >>= 1) {
-      lo_seg = min(lo_seg, __shfl_xor_sync(0xffffffffu, lo_seg, ofs));
-      hi_seg = max(hi_seg, __shfl_xor_sync(0xffffffffu, hi_seg, ofs));
-    }
+    int lo_seg, hi_seg;
+    segment_range<kRows>(seq, r_tok, r_seq, r_lo, r_hi, lo_seg, hi_seg);
     // This split's tiles of it (split_tiles: the absolute grid, as the 16-row kernel).
     int t_first = 0, n_tiles = 0;
     split_tiles(lo_seg, hi_seg, n_splits, split, KT, t_first, n_tiles);
@@ -757,40 +711,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       // Online softmax of this warp's 16 rows over the tile; s becomes P (f32).
       auto softmax = [&]() {
         float corr[2];
-#pragma unroll
-        for (int rr = 0; rr < 2; ++rr) {
-          float mx = -INFINITY;
-#pragma unroll
-          for (int nt = 0; nt < NTS; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int pos = pb + nt * 8 + 2 * t + e;
-              float& v = s[nt][2 * rr + e];
-              v = (pos >= lo_rr[rr] && pos <= hi_rr[rr]) ? v : -INFINITY;
-              mx = fmaxf(mx, v);
-            }
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(m_r[rr], mx);
-          float sum = 0.f;
-          corr[rr] = 1.f;
-          if (m_new == -INFINITY) {
-#pragma unroll
-            for (int nt = 0; nt < NTS; ++nt) s[nt][2 * rr] = s[nt][2 * rr + 1] = 0.f;
-          } else {
-            corr[rr] = exp2f((m_r[rr] - m_new) * kLog2e);
-#pragma unroll
-            for (int nt = 0; nt < NTS; ++nt)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                float& v = s[nt][2 * rr + e];
-                v = exp2f((v - m_new) * kLog2e);
-                sum += v;
-              }
-          }
-          l_r[rr] = l_r[rr] * corr[rr] + sum;
-          m_r[rr] = m_new;
-        }
+        online_softmax_rows(s, pb, t, lo_rr, hi_rr, m_r, l_r, corr);
         if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
 #pragma unroll
           for (int i = 0; i < NTO; ++i) {

@@ -3,7 +3,9 @@
 // rows cover a GQA group, and how a row's result or partial result is written.
 #pragma once
 
+#include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/k_common.cuh"
@@ -73,6 +75,124 @@ __device__ __forceinline__ void store_row(const AttnParams& p, float* __restrict
   for (int i = 0; i < NTO; ++i) {
     P[2 + d0 + i * 8 + 2 * t] = o[i][2 * rr];
     P[2 + d0 + i * 8 + 2 * t + 1] = o[i][2 * rr + 1];
+  }
+}
+
+// The query rows of a 64-row CTA (either tensor-core prefill kernel): row r is token
+// tok0 + r / hc, head j G + hb hc + r % hc of KV head j (RowMap), -1 as token where there is
+// none; each row's sequence and KV range [lo, hi] (empty as [1, 0]); lead[r]: r is the first
+// row of its sequence (it leads that sequence's segment). Called by every thread of the CTA
+// (it holds a barrier); the arrays are the caller's shared memory, read after a barrier.
+template <int kRows>
+__device__ __forceinline__ void load_cta_rows(const AttnParams& p, const RowMap& rm, int tok0, int hb, int j, int* r_tok,
+                                              int* r_head, int* r_seq, int* r_lo, int* r_hi, int* r_lead) {
+  const int tid = threadIdx.x, G = p.n_head / p.kv.n_head_kv;
+  if (tid < kRows) {
+    const int r = tid, tk = tok0 + r / rm.hc, hg = hb * rm.hc + r % rm.hc;
+    const bool valid = r / rm.hc < rm.rt && tk < p.n_tokens && hg < G;
+    r_tok[r] = valid ? tk : -1;
+    r_head[r] = j * G + hg;
+    r_seq[r] = valid ? p.tok_seq[tk] : -1;
+    r_lo[r] = valid ? max(p.kv_lo[tk], 0) : 1;
+    r_hi[r] = valid ? p.kv_hi[tk] : 0;
+  }
+  __syncthreads();
+  if (tid < kRows) {
+    const int r = tid;
+    bool lead = r_tok[r] >= 0;
+    for (int q = 0; q < r && lead; ++q) lead = !(r_tok[q] >= 0 && r_seq[q] == r_seq[r]);
+    r_lead[r] = lead;
+  }
+}
+
+// Q times p.scale in f16 for rows [0, qrows) of a CTA (zeros where a row has no token), four
+// columns at a time: dst(r, d) is where columns d .. d + 3 of row r go (8 bytes). Every thread
+// of the CTA (kThreads) takes its share; the caller publishes the writes with a barrier.
+template <int D, int kThreads, class Dst>
+__device__ __forceinline__ void load_q_f16(const AttnParams& p, const int* r_tok, const int* r_head, int qrows, Dst dst) {
+  const bool qvec = (reinterpret_cast<uintptr_t>(p.q.data) & 15) == 0 && (p.q.stride & 3) == 0;
+  constexpr int D4 = D / 4;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < qrows * D4; idx += kThreads) {
+    const int r = idx / D4, d = (idx % D4) * 4;
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    if (r_tok[r] >= 0) {
+      const float* src = p.q.data + static_cast<int64_t>(r_tok[r]) * p.q.stride + static_cast<int64_t>(r_head[r]) * D + d;
+      if (qvec) {
+        const float4 f = *reinterpret_cast<const float4*>(src);
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+      } else {
+        v[0] = src[0]; v[1] = src[1]; v[2] = src[2]; v[3] = src[3];
+      }
+    }
+    *dst(r, d) = make_uint2(pack_f32x2(v[0] * p.scale, v[1] * p.scale), pack_f32x2(v[2] * p.scale, v[3] * p.scale));
+  }
+}
+
+// The KV range of sequence seq's segment in a CTA of kRows rows: the union [lo, hi] of its
+// rows' ranges (empty as [INT_MAX, INT_MIN]), the same in every lane of the calling warp.
+template <int kRows>
+__device__ __forceinline__ void segment_range(int seq, const int* r_tok, const int* r_seq, const int* r_lo,
+                                              const int* r_hi, int& lo_seg, int& hi_seg) {
+  const int lane = threadIdx.x & 31;
+  lo_seg = INT_MAX;
+  hi_seg = INT_MIN;
+#pragma unroll
+  for (int h = 0; h < kRows / 32; ++h) {
+    const int r = lane + 32 * h;
+    if (r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r]) {
+      lo_seg = min(lo_seg, r_lo[r]);
+      hi_seg = max(hi_seg, r_hi[r]);
+    }
+  }
+#pragma unroll
+  for (int ofs = 16; ofs > 0; ofs >>= 1) {
+    lo_seg = min(lo_seg, __shfl_xor_sync(0xffffffffu, lo_seg, ofs));
+    hi_seg = max(hi_seg, __shfl_xor_sync(0xffffffffu, hi_seg, ofs));
+  }
+}
+
+// The online softmax of a thread's two rows (mma.sync m16n8 layout: s[nt][2 rr + e] is row rr,
+// key pb + 8 nt + 2 t + e) over one tile of 8 NTS keys: keys outside a row's [lo_rr, hi_rr]
+// masked, the row's running max m_r and sum l_r updated, s replaced by the unnormalised
+// probabilities; corr[rr]: the factor the row's output accumulators must be scaled by.
+template <int NTS>
+__device__ __forceinline__ void online_softmax_rows(float (&s)[NTS][4], int pb, int t, const int (&lo_rr)[2],
+                                                    const int (&hi_rr)[2], float (&m_r)[2], float (&l_r)[2],
+                                                    float (&corr)[2]) {
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < NTS; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int pos = pb + nt * 8 + 2 * t + e;
+        float& v = s[nt][2 * rr + e];
+        v = (pos >= lo_rr[rr] && pos <= hi_rr[rr]) ? v : -INFINITY;
+        mx = fmaxf(mx, v);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m_r[rr], mx);
+    float sum = 0.f;
+    corr[rr] = 1.f;
+    if (m_new == -INFINITY) {
+#pragma unroll
+      for (int nt = 0; nt < NTS; ++nt) s[nt][2 * rr] = s[nt][2 * rr + 1] = 0.f;
+    } else {
+      corr[rr] = exp2f((m_r[rr] - m_new) * kLog2e);
+#pragma unroll
+      for (int nt = 0; nt < NTS; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& v = s[nt][2 * rr + e];
+          v = exp2f((v - m_new) * kLog2e);
+          sum += v;
+        }
+    }
+    l_r[rr] = l_r[rr] * corr[rr] + sum;
+    m_r[rr] = m_new;
   }
 }
 
