@@ -43,6 +43,36 @@ tests_summary() {
   echo "device tests${2:+ ($2)} exit $1: $(grep -cE '^\[       OK' "$log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$log") failed"
   grep -E "^\[  FAILED  \] [A-Z]" "$log" | head -8
 }
+# ncu_sass_top NAME [N]: the N (default 30) SASS instructions of $OUT/NAME.ncu-rep with the
+# most warp stall samples, each with its share and its top stall reasons ($OUT/NAME.sass.csv
+# keeps the whole source page).
+ncu_sass_top() {
+  local r="$OUT/$1"
+  ncu --import "$r.ncu-rep" --page source --print-source sass --csv >"$r.sass.csv" 2>&1
+  python3 - "$r.sass.csv" "${2:-30}" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], errors="replace")))
+hi = next((i for i, r in enumerate(rows) if any("Source" == c.strip() for c in r)), None)
+if hi is None:
+    print("sass page: no header;", " | ".join(",".join(r)[:200] for r in rows[:3])); sys.exit()
+head = [c.strip() for c in rows[hi]]
+src = head.index("Source")
+tot = next((i for i, c in enumerate(head) if c.startswith("Warp Stall Sampling (All")), None)
+if tot is None:
+    print("sass page: no stall column:", head); sys.exit()
+reasons = [i for i, c in enumerate(head) if c.startswith("stall_") or c.startswith("Stall ")]
+def num(v):
+    try: return float(v.replace(",", ""))
+    except ValueError: return 0.0
+body = [r for r in rows[hi + 1:] if len(r) == len(head)]
+all_s = sum(num(r[tot]) for r in body) or 1.0
+print(f"sass: {len(body)} instructions, {all_s:.0f} stall samples; top by samples:")
+for r in sorted(body, key=lambda r: -num(r[tot]))[:int(sys.argv[2])]:
+    top = sorted(((num(r[i]), head[i]) for i in reasons), reverse=True)[:3]
+    why = ", ".join(f"{n} {v:.0f}" for v, n in top if v > 0)
+    print(f"{num(r[tot]) / all_s * 100:5.1f}%  {r[0][:8]:8}  {r[src].strip()[:70]:70}  {why}")
+PY
+}
 # ncu_summary NAME: the Nsight Compute report $OUT/NAME.ncu-rep as text ($OUT/NAME.txt), then
 # its headline lines (kernel, duration, throughputs, occupancy, launch shape), the top warp
 # stall reasons and the busiest pipes (from the raw CSV, removed after).
