@@ -272,7 +272,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       wg::fence_operand(o);
     } else {
       // Copies K_0 V_0 K_1 before the loop; K_{ti+2} at B2 of tile ti, V_{ti+1} at B1 or B2
-      // (below). At B1 all but the 2 newest groups have landed (K_ti among them).
+      // (below). At B1 all but the 2 newest groups have landed (K_ti among them). kFormDefer
+      // issues V_{ti+1} before K_{ti+2}, so that at B2 of tile ti + 1 it waits for V_{ti+1}
+      // alone (all but the newest group), and K_{ti+2} has until B1 of tile ti + 2.
       if (tid < kKT)
         for (int ti = 0; ti < kStages; ++ti) Offs[ti * kKT + tid] = row_offset(ti);
       __syncthreads();
@@ -281,9 +283,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         if (ti + 1 < kStages) issue(vpool, Vs, ti);
       }
       // kFormWait issues V_{ti+1} at B1 of tile ti, when every P V has landed. kFormDefer issues
-      // it at B2 (after K_{ti+2}), because at B1 the previous tile's P V, which reads the stage
-      // V_{ti+1} goes to, may still be in flight; it then waits for all copies at B2. (Issued
-      // at B1, the emulator's eager mode, which reads wgmma operands at landing, failed.)
+      // it at B2, because at B1 the previous tile's P V, which reads the stage V_{ti+1} goes
+      // to, may still be in flight. (Issued at B1, the emulator's eager mode, which reads
+      // wgmma operands at landing, failed.)
       for (int ti = 0; ti < n_tiles; ++ti) {
         cp_async_wait<2>();
         wg::fence_proxy_async();  // the landed tile is read by wgmma
@@ -299,11 +301,11 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         s_publish(sacc, s, 0);
         if (tid < kKT && ti + kStages < n_tiles) Offs[((ti + kStages) % (kStages + 1)) * kKT + tid] = next_off;
         if constexpr (kForm == kFormWait) cp_async_wait<2>();
-        else cp_async_wait<0>();
+        else cp_async_wait<1>();
         wg::fence_proxy_async();
         __syncthreads();  // B2: V_ti landed; every warpgroup is done with K_ti (and P V_{ti-1}) and wrote its S
-        issue(kpool, Ks, ti + kStages);
         if constexpr (kForm == kFormDefer) issue(vpool, Vs, ti + kStages - 1);
+        issue(kpool, Ks, ti + kStages);
         uint32_t a[2][4];
         float corr[2];
         softmax(s, 0, tile_pos(ti), a, corr, false);
