@@ -39,7 +39,7 @@ struct ServeArgs {
   int threads = 0;
   std::string alias;
   std::string device = "auto";
-  size_t max_body_bytes = 8u << 20;
+  size_t max_body_bytes = 0;  // 0: server::body_limit_for_context(ctx_size)
   int queue_size = 64;
   std::string reasoning = "on";
   int reasoning_budget = -1;
@@ -81,7 +81,7 @@ int serve(const ServeArgs& a) {
   server::ServerOptions so;
   so.host = a.host;
   so.port = a.port;
-  so.max_body_bytes = a.max_body_bytes;
+  so.max_body_bytes = a.max_body_bytes > 0 ? a.max_body_bytes : server::body_limit_for_context(a.ctx_size);
   so.http_threads = a.parallel + a.queue_size + 16;
   if (!a.api_key_file.empty()) {
     Result<server::ApiKeys> keys = server::ApiKeys::from_file(a.api_key_file);
@@ -269,8 +269,9 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--alias", args->alias, "Model name shown to clients (default: the file's name)");
   sub->add_option("--device", args->device, "cpu, cuda or auto")->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  sub->add_option("--max-body-bytes", args->max_body_bytes, "Largest request body accepted (413 above)")
-      ->capture_default_str()->check(CLI::Range(size_t{1} << 10, size_t{1} << 32));
+  sub->add_option("--max-body-bytes", args->max_body_bytes,
+                  "Largest request body accepted (413 above; default: the larger of 8 MiB and 24 bytes a context token)")
+      ->check(CLI::Range(size_t{1} << 10, size_t{1} << 32));
   sub->add_option("--queue-size", args->queue_size, "Requests that may wait for a slot (429 beyond)")
       ->capture_default_str()->check(CLI::Range(0, 100000));
   sub->add_option("--reasoning", args->reasoning, "Thinking by default: on or off (requests can override)")

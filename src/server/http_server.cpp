@@ -24,6 +24,13 @@
 
 namespace gs::server {
 
+size_t body_limit_for_context(int64_t context_tokens) {
+  constexpr size_t kFloor = size_t{8} << 20, kCeiling = size_t{1} << 30, kPerToken = 24;
+  if (context_tokens <= 0) return kFloor;
+  const size_t tokens = std::min(static_cast<size_t>(context_tokens), kCeiling);  // no overflow below
+  return std::clamp(tokens * kPerToken, kFloor, kCeiling);
+}
+
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 

@@ -26,6 +26,12 @@ class Server;
 
 namespace gs::server {
 
+// The request body limit for a server whose sequences hold up to `context_tokens` tokens
+// (0: unknown, at most 8192): the larger of 8 MiB and 24 bytes a token, so that a prompt that
+// fills the context fits even as JSON with every character escaped (`\uXXXX`, 6 bytes; Gemma's
+// tokens average 1 to 4 characters), e.g. 24 MiB at a 1M-token context; at most 1 GiB. Bytes.
+size_t body_limit_for_context(int64_t context_tokens);
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                    // 0: any free port (tests)

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
@@ -862,5 +863,19 @@ TEST(HttpServer, MetricsPageIsValidPrometheusText) {
   EXPECT_EQ(std::system(("promtool check metrics < " + path + " > /dev/null 2>&1").c_str()), 0) << text;
 }
 
+// The default body limit grows with the context, so that a prompt filling a 1M-token context
+// fits even with every character escaped as JSON \uXXXX (a client's json.dumps default).
+TEST(HttpServer, DefaultBodyLimitFitsAPromptThatFillsTheContext) {
+  EXPECT_EQ(server::body_limit_for_context(0), size_t{8} << 20);
+  EXPECT_EQ(server::body_limit_for_context(8192), size_t{8} << 20);
+  EXPECT_EQ(server::body_limit_for_context(1 << 20), size_t{24} << 20);
+  // Escaped CJK text: ~1.5 characters a token, 6 bytes a character.
+  const int64_t ctx = 1 << 20;
+  EXPECT_GE(server::body_limit_for_context(ctx), static_cast<size_t>(ctx * 3 / 2 * 6 + 4096));
+  EXPECT_EQ(server::body_limit_for_context(std::numeric_limits<int32_t>::max()), size_t{1} << 30);
+  EXPECT_EQ(server::body_limit_for_context(-5), size_t{8} << 20);
+}
+
 }  // namespace
 }  // namespace gs
+
