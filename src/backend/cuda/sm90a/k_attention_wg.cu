@@ -130,17 +130,24 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     };
     // Copies tile `tile` of a pool into stage tile % kStages of its ring, from the row offsets
     // in slot tile % (kStages + 1) of Offs, as one cp.async group (an empty one past the last
-    // tile). A thread copies 8 chunks of 16 B; the 8 threads of a quad pair take the 8 keys of
-    // one core matrix (128 contiguous bytes: no bank conflict).
+    // tile). Thread tid copies, for key kq = tid % 8 of each 8-key block, the 16-byte chunks
+    // c0 = tid / 8 and c0 + 32 of its row: the 8 threads of a quad pair fill one core matrix
+    // (128 contiguous bytes: no bank conflict), and a thread's addresses are fixed but for the
+    // key's row offset.
+    static_assert(kThreads == 256 && kD / 8 == 64 && kKT % 8 == 0, "copy map");
+    const int kq = tid % 8, c0 = tid / 8;
+    const uint32_t dst_lane = static_cast<uint32_t>(c0) * kCore + kq * 16;
     auto issue = [&](const __half* pool, uint8_t* ring, int tile) {
       if (tile < n_tiles) {
         const int64_t* offs = Offs + (tile % (kStages + 1)) * kKT;
-        uint8_t* dst = ring + (tile % kStages) * kTileBytes;
-#pragma unroll 1  // unrolled, the address arithmetic took ~20 registers (the pipe form spilled)
-        for (int k = 0; k < kKT * (kD / 8) / kThreads; ++k) {
-          const int idx = tid + k * kThreads, key = (idx / (8 * (kD / 8))) * 8 + idx % 8, ch = (idx / 8) % (kD / 8);
-          const int64_t off = offs[key];
-          cp_async16(dst + cm_offset(key, ch * 8), pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
+        uint8_t* dst = ring + (tile % kStages) * kTileBytes + dst_lane;
+#pragma unroll
+        for (int kb = 0; kb < kKT / 8; ++kb) {
+          const int64_t off = offs[kb * 8 + kq];
+          const __half* src = pool + (off >= 0 ? off : 0) + c0 * 8;
+          const int n = off >= 0 ? 16 : 0;
+          cp_async16(dst + kb * kRowBlock, src, n);
+          cp_async16(dst + kb * kRowBlock + 32 * kCore, src + 32 * 8, n);
         }
       }
       cp_async_commit();
