@@ -124,9 +124,13 @@ CommandEntry register_bench(CLI::App& app) {
   sub->add_option("-r,--repetitions", a->reps, "repetitions of each test (median reported)")->check(CLI::Range(1, 100000));
   sub->add_option("-b,--ubatch", a->ubatch, "most tokens in one forward pass")->check(CLI::Range(1, 1 << 20));
   sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 4096));
-  sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
+  CLI::Option* ops =
+      sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
   sub->add_flag("--quick", a->quick, "fewer shapes and repetitions");
-  sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul, attention or small)");
+  // A misspelt group ran every group; without --ops the option was ignored.
+  sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul, attention or small)")
+      ->check(CLI::IsMember({"matmul", "attention", "small"}))
+      ->needs(ops);
   sub->add_flag("--json", a->json, "print JSON instead of a table");
   return {sub, [a] { return run_bench(*a); }};
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "exact_integer.h"
 #include "engine/engine_factory.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
@@ -234,7 +235,8 @@ CommandEntry register_run(CLI::App& app) {
       ->check(in_range(0.01, 10.0));
   sub->add_option("--frequency-penalty", a->frequency_penalty)->capture_default_str()->check(in_range(-2.0, 2.0));
   sub->add_option("--presence-penalty", a->presence_penalty)->capture_default_str()->check(in_range(-2.0, 2.0));
-  sub->add_option("--seed", a->seed, "RNG seed (default: random)");
+  sub->add_option("--seed", a->seed, "RNG seed (default or -1: random)")
+      ->check(exact_integer<int64_t>(-1, std::numeric_limits<int64_t>::max()));
   sub->add_option("-t,--threads", a->threads, "CPU threads (0 = all cores)")->capture_default_str()
       ->check(CLI::Range(0, 4096));
   sub->add_option("-c,--ctx-size", a->ctx, "context (positions) of the sequence")->capture_default_str();

@@ -2,15 +2,18 @@
 // tiny-assistant, 31b, 31b-assistant; every dimension can be overridden).
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 
 #include "commands.h"
+#include "exact_integer.h"
 #include "gguf/gguf_summary.h"
 #include "model/synth_writer.h"
 
@@ -121,7 +124,8 @@ CommandEntry register_synth(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("synth", "Write a Gemma-4-shaped GGUF with seeded random weights");
   sub->add_option("--preset", o->preset, "tiny | tiny-assistant | 31b | 31b-assistant")->required();
   sub->add_option("-o,--output", o->out, "output GGUF file")->required();
-  sub->add_option("--seed", o->seed, "random seed (default 1)");
+  sub->add_option("--seed", o->seed, "random seed (default 1)")
+      ->check(exact_integer<uint64_t>(0, std::numeric_limits<uint64_t>::max()));
   sub->add_option("--type", o->type, "matrix type: q4_k_m (mix, default) or a ggml type (q8_0, q4_K, f16, ...)");
   sub->add_option("--name", o->name, "general.name");
   sub->add_option("--chat-template", o->chat_template_path, "file whose text becomes tokenizer.chat_template");

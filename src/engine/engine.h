@@ -64,7 +64,8 @@ struct GenerationRequest {
   int32_t n_logprobs = -1;      // -1: no logprobs; 0..20: the chosen token's plus that many top
   bool speculative = true;      // use the MTP drafter when one is loaded
   int32_t draft_max = -1;       // -1: the server's default
-  // Extra end-of-generation token ids beyond the model's own.
+  // Extra end-of-generation token ids beyond the model's own (vLLM's stop_token_ids); they
+  // end the request under ignore_eog too, as in vLLM.
   std::vector<int32_t> extra_eog;
   // Generate past the model's end-of-generation tokens (benchmarks, `run --ignore-eos`).
   bool ignore_eog = false;

@@ -152,9 +152,8 @@ void Scheduler::shutdown() {
 }
 
 bool Scheduler::is_eog(const Sequence& seq, int32_t token) const {
-  if (seq.request.ignore_eog) return false;
   const auto& eog = runner_info_.eog_tokens;
-  if (std::find(eog.begin(), eog.end(), token) != eog.end()) return true;
+  if (!seq.request.ignore_eog && std::find(eog.begin(), eog.end(), token) != eog.end()) return true;
   const auto& extra = seq.request.extra_eog;
   return std::find(extra.begin(), extra.end(), token) != extra.end();
 }
@@ -265,12 +264,12 @@ void Scheduler::loop() {
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
       setup.sampling.held_end_tokens.clear();
-      if (seq.request.ignore_eog) {
-        setup.sampling.min_tokens = 0;  // nothing ends it early anyway
-      } else if (setup.sampling.min_tokens > 0) {
-        setup.sampling.held_end_tokens = runner_info_.eog_tokens;
+      if (setup.sampling.min_tokens > 0) {
+        // Under ignore_eog only the request's own end tokens can end it early.
+        if (!seq.request.ignore_eog) setup.sampling.held_end_tokens = runner_info_.eog_tokens;
         setup.sampling.held_end_tokens.insert(setup.sampling.held_end_tokens.end(), seq.request.extra_eog.begin(),
                                               seq.request.extra_eog.end());
+        if (setup.sampling.held_end_tokens.empty()) setup.sampling.min_tokens = 0;  // nothing ends it early
       }
       setup.n_logprobs = seq.request.n_logprobs;
       setup.speculative = seq.request.speculative && runner_info_.has_drafter;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "server/json_input.h"
+#include "server/token_fields.h"
 #include "text/chat_json.h"
 
 namespace gs::server {
@@ -378,6 +379,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   GS_RETURN_IF_ERROR(read_stop_strings(body, "stop", /*one_string=*/true, &gen->stop));
   GS_RETURN_IF_ERROR(read_logit_bias(body, defaults.n_vocab, &gen->sampling.logit_bias));
   GS_RETURN_IF_ERROR(read_eog_options(body, gen));
+  GS_RETURN_IF_ERROR(read_token_fields(body, defaults.n_vocab, &gen->stop_token_ids));
   GS_RETURN_IF_ERROR(read_bool(body, "", "speculative", &b));
   gen->speculative = b.value_or(true);
   GS_RETURN_IF_ERROR(read_int(body, "", "draft_max", 0, 64, &i));
@@ -683,7 +685,7 @@ constexpr std::string_view kRequestFields[] = {
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
-    "function_call",
+    "function_call", "stop_token_ids", "bad_words", "allowed_token_ids",
     "content", "add_special", "parse_special", "with_pieces", "tokens",
 };
 

@@ -23,6 +23,8 @@ enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
 // Limits of a chat request, shared by the routes that build one (the OpenAI chat route and
 // the Anthropic Messages adapter, anthropic_request.h).
 inline constexpr size_t kMaxStopStrings = 16;
+// Distinct ids in vLLM's stop_token_ids.
+inline constexpr size_t kMaxStopTokenIds = 64;
 inline constexpr size_t kMaxTools = 512;
 
 // A function name the prompt and the output parser handle: 1-128 characters of a-z, A-Z,
@@ -59,6 +61,9 @@ struct GenerationOptions {
   // ignore_eos (vLLM, llama-server): generation goes on past the model's end-of-generation
   // tokens, to max_tokens or the context (GenerationRequest::ignore_eog); for benchmarks.
   bool ignore_eos = false;
+  // stop_token_ids (vLLM): more end-of-generation token ids for this request
+  // (GenerationRequest::extra_eog), distinct; they end it even under ignore_eos.
+  std::vector<int32_t> stop_token_ids;
   // response_format json_object / json_schema (decision 0027): the grammar the output must
   // follow; null for free text.
   std::shared_ptr<const text::JsonGrammar> json_grammar;

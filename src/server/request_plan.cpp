@@ -27,6 +27,7 @@ void fill_common(const GenerationOptions& gen, const PlanLimits& limits, Generat
   r->speculative = gen.speculative && gen.draft_max.value_or(1) != 0;
   r->draft_max = gen.draft_max ? *gen.draft_max : limits.draft_max;
   r->ignore_eog = gen.ignore_eos;
+  r->extra_eog = gen.stop_token_ids;
 }
 
 // How a forced call's arguments may begin (decision 0016, extended): `key:` for each

@@ -65,7 +65,8 @@ run -m "$TARGET" -b 8 -p 0 -n 130 -d 300 -r 1 --json
 field "tg130 @ d300" tokens_per_s > /dev/null || fail "no tg130 @ d300 row"
 
 # Bad values are refused before anything loads.
-for bad in "--depth-fill random" "--draft-max 0" "--draft-max 17"; do
+# A misspelt --ops-only group ran every group, and --ops-only without --ops ran the model.
+for bad in "--depth-fill random" "--draft-max 0" "--draft-max 17" "--ops --ops-only matmull" "--ops-only small"; do
   timeout -k 5 60 "$BIN" bench -m "$TARGET" -p 4 -n 0 $bad > "$WORK/out" 2> "$WORK/err" < /dev/null
   [[ $? -ne 0 ]] || fail "bench $bad was accepted"
 done

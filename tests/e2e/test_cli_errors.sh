@@ -62,6 +62,14 @@ refused "serve --parallel 0" serve -m "$TARGET" --port 0 --parallel 0
 refused "serve --port" serve -m "$TARGET" --port 70000
 refused "serve empty key" serve -m "$TARGET" --port 0 --api-key ""
 refused "serve empty key file" serve -m "$TARGET" --port 0 --api-key-file "$WORK/empty.gguf"
+# Seeds out of range were taken as the nearest bound (INT64_MAX, or INT64_MIN: a random seed)
+# or wrapped around (synth --seed -1 was 2^64 - 1).
+for bad in 9223372036854775808 -9223372036854775809 -2 1e3 0x10; do
+  refused "run --seed $bad" run -m "$TARGET" -p hi -n 1 --seed "$bad"
+done
+for bad in 18446744073709551616 -1 1.5; do
+  refused "synth --seed $bad" synth --preset tiny -o "$WORK/x.gguf" --seed "$bad"
+done
 refused "synth preset" synth --preset huge -o "$WORK/x.gguf"
 # -1 was the "keep the preset" sentinel: --n-layer -1 wrote the preset's 6 layers.
 refused "synth --n-layer -1" synth --preset tiny -o "$WORK/x.gguf" --n-layer -1

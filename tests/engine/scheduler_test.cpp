@@ -123,6 +123,24 @@ TEST(Scheduler, ExtraEndOfGenerationTokens) {
   EXPECT_EQ(c.tokens, (std::vector<int32_t>{30, 31, 32}));
 }
 
+// vLLM's stop_token_ids under ignore_eos: the model's end tokens are generated past, the
+// request's own still end it (before, ignore_eog ignored both).
+TEST(Scheduler, ExtraEndTokensEndARequestThatIgnoresTheModelsOwn) {
+  FakeSlotRunner::Options o;
+  o.next = [](const std::vector<int32_t>& h, size_t) { return 20 + static_cast<int32_t>(h.size()); };
+  o.eog = {31};
+  Fixture f(o);
+  auto r = make_request(prompt_of(10), 100);
+  r.ignore_eog = true;
+  r.extra_eog = {34};
+  auto stream = f.engine->submit(r);
+  ASSERT_TRUE(stream.ok());
+  Collected c = collect(**stream);
+  EXPECT_EQ(c.finish, FinishReason::kStop);
+  EXPECT_EQ(c.tokens, (std::vector<int32_t>{30, 31, 32, 33}));
+  EXPECT_EQ(c.usage.completion_tokens, 5);
+}
+
 TEST(Scheduler, PromptLongerThanContextIsRejectedWithBothNumbers) {
   FakeSlotRunner::Options o;
   o.n_ctx = 64;

@@ -1,0 +1,63 @@
+// vLLM's stop_token_ids, bad_words and allowed_token_ids.
+#include "server/token_fields.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "server/api_request.h"
+#include "server/json_input.h"
+
+namespace gs::server {
+
+namespace {
+
+Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+
+Status read_stop_token_ids(const nlohmann::json& body, int32_t n_vocab, std::vector<int32_t>* out) {
+  out->clear();
+  auto it = body.find("stop_token_ids");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_array()) {
+    return invalid(fmt::format("stop_token_ids must be an array of token ids, got {}", json_type_name(*it)));
+  }
+  const int64_t id_end = n_vocab > 0 ? n_vocab : std::numeric_limits<int32_t>::max();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const nlohmann::json& v = (*it)[i];
+    if (!v.is_number_integer()) {
+      return invalid(fmt::format("stop_token_ids[{}] must be a token id (integer), got {}", i,
+                                 v.is_number() ? v.dump() : json_type_name(v)));
+    }
+    const bool too_large = v.is_number_unsigned() && v.get<uint64_t>() >= static_cast<uint64_t>(id_end);
+    const int64_t id = too_large ? int64_t{-1} : v.get<int64_t>();
+    if (id < 0 || id >= id_end) {
+      return invalid(fmt::format("stop_token_ids[{}]: token id {} is outside the vocabulary [0, {})", i, v.dump(),
+                                 id_end));
+    }
+    out->push_back(static_cast<int32_t>(id));
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  if (out->size() > kMaxStopTokenIds) {
+    return invalid(fmt::format("stop_token_ids may hold at most {} distinct ids, got {}", kMaxStopTokenIds,
+                               out->size()));
+  }
+  return {};
+}
+
+}  // namespace
+
+Status read_token_fields(const nlohmann::json& body, int32_t n_vocab, std::vector<int32_t>* out) {
+  for (const char* key : {"bad_words", "allowed_token_ids"}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null() || (it->is_array() && it->empty())) continue;
+    return Status(StatusCode::kUnimplemented,
+                  fmt::format("{} is not supported by this server (it does not constrain which tokens may be "
+                              "sampled; logit_bias can ban tokens)", key));
+  }
+  return read_stop_token_ids(body, n_vocab, out);
+}
+
+}  // namespace gs::server
