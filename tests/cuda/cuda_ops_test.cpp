@@ -195,7 +195,9 @@ TEST(CudaOps, ArgmaxRows) {
     for (int r = 0; r < rows; ++r)
       EXPECT_NEAR(ps[1][static_cast<size_t>(r)], ps[0][static_cast<size_t>(r)], 1e-5 * ps[0][static_cast<size_t>(r)] + 1e-9)
           << rows << " x " << cols << " row " << r;
-    if (rows >= 3) EXPECT_EQ(ids[0][1], 7);
+    if (rows >= 3) {
+      EXPECT_EQ(ids[0][1], 7);
+    }
   }
 }
 
