@@ -5,7 +5,8 @@
 # GS_PF_TOKENS (default 512) tokens at depth GS_PF_DEPTH (default 131072, zero fill), and with
 # GS_PF_DECODE=1 the 64-row kernel's first launch in a decode step at that depth. Duration,
 # throughputs, occupancy, pipe use, the top warp stall reasons, and the SASS instructions
-# with the most stall samples (ncu_sass_top).
+# with the most stall samples (ncu_sass_top). GS_PF_KERNELS: which prefill kernels (default
+# "fa wg").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -20,8 +21,9 @@ prof() {  # NAME KERNEL_REGEX, then bench args
   ncu_summary "$name"
   ncu_sass_top "$name" 40
 }
-GS_CUDA_ATTN_WG=0 prof fa_prefill FaCfgILi512 -p "${GS_PF_TOKENS:-512}" -n 0
-GS_CUDA_ATTN_WG=1 prof wg_prefill attn_wg_kernel -p "${GS_PF_TOKENS:-512}" -n 0
+K="${GS_PF_KERNELS:-fa wg}"  # which prefill kernels to profile
+[[ " $K " == *" fa "* ]] && GS_CUDA_ATTN_WG=0 prof fa_prefill FaCfgILi512 -p "${GS_PF_TOKENS:-512}" -n 0
+[[ " $K " == *" wg "* ]] && GS_CUDA_ATTN_WG=1 prof wg_prefill attn_wg_kernel -p "${GS_PF_TOKENS:-512}" -n 0
 [ "${GS_PF_DECODE:-0}" = 1 ] && prof fa_decode FaCfgILi512 -p 0 -n 4
 rm -f "$OUT"/*.ncu-rep
 gzip -f "$OUT"/*.sass.csv 2>/dev/null

@@ -130,24 +130,26 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     };
     // Copies tile `tile` of a pool into stage tile % kStages of its ring, from the row offsets
     // in slot tile % (kStages + 1) of Offs, as one cp.async group (an empty one past the last
-    // tile). Thread tid copies, for key kq = tid % 8 of each 8-key block, the 16-byte chunks
-    // c0 = tid / 8 and c0 + 32 of its row: the 8 threads of a quad pair fill one core matrix
-    // (128 contiguous bytes: no bank conflict), and a thread's addresses are fixed but for the
-    // key's row offset.
-    static_assert(kThreads == 256 && kD / 8 == 64 && kKT % 8 == 0, "copy map");
-    const int kq = tid % 8, c0 = tid / 8;
-    const uint32_t dst_lane = static_cast<uint32_t>(c0) * kCore + kq * 16;
+    // tile). Thread tid copies the 16-byte chunk 2 (tid / 8) + tid % 2 of keys 4 k + (tid / 2)
+    // % 4, k = 0..7: the 8 threads of a quarter warp read 4 keys x 32 contiguous bytes (whole
+    // sectors: the two halves of a sector in one request) and write to 4 core-matrix rows (a
+    // 2-way bank conflict at most). Measured (twenty-seventh session, Nsight Compute): with the
+    // 8 threads on one chunk of 8 keys, each 16 bytes was its own sector request (32 sectors a
+    // warp instruction against 16) and its own shared-memory write (64 wavefronts against 8),
+    // which held L2 at 83% of its peak.
+    static_assert(kThreads == 256 && kD / 8 == 64 && kKT == 32, "copy map");
+    const int kq = (tid / 2) % 4, ch = 2 * (tid / 8) + tid % 2;
+    const uint32_t dst_lane = static_cast<uint32_t>(ch) * kCore + kq * 16;
     auto issue = [&](const __half* pool, uint8_t* ring, int tile) {
       if (tile < n_tiles) {
         const int64_t* offs = Offs + (tile % (kStages + 1)) * kKT;
         uint8_t* dst = ring + (tile % kStages) * kTileBytes + dst_lane;
 #pragma unroll
-        for (int kb = 0; kb < kKT / 8; ++kb) {
-          const int64_t off = offs[kb * 8 + kq];
-          const __half* src = pool + (off >= 0 ? off : 0) + c0 * 8;
-          const int n = off >= 0 ? 16 : 0;
-          cp_async16(dst + kb * kRowBlock, src, n);
-          cp_async16(dst + kb * kRowBlock + 32 * kCore, src + 32 * 8, n);
+        for (int k = 0; k < kKT / 4; ++k) {
+          const int key = 4 * k + kq;
+          const int64_t off = offs[key];
+          // Key 4 k + kq lies in core-matrix row block k / 2, row (4 k + kq) % 8.
+          cp_async16(dst + (k / 2) * kRowBlock + (k % 2) * 4 * 16, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
         }
       }
       cp_async_commit();
