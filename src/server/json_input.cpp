@@ -1,6 +1,7 @@
 // Safe JSON body parsing and typed field readers.
 #include "server/json_input.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gs::server {
@@ -183,6 +184,21 @@ Status read_string(const nlohmann::json& obj, std::string_view path, const char*
   }
   *out = it->get<std::string>();
   return {};
+}
+
+Result<int32_t> read_token_id(const nlohmann::json& v, std::string_view where, int64_t id_end) {
+  if (!v.is_number_integer()) {
+    return make_status(StatusCode::kInvalidArgument, "{} must be a token id (integer), got {}", where,
+                       v.is_number() ? v.dump() : std::string(json_type_name(v)));
+  }
+  // number_unsigned holds ids up to 2^64 - 1, which get<int64_t> would wrap.
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() < static_cast<uint64_t>(std::max<int64_t>(id_end, 0))
+                                               : v.get<int64_t>() >= 0 && v.get<int64_t>() < id_end;
+  if (!in_range) {
+    return make_status(StatusCode::kInvalidArgument, "{}: token id {} is outside the vocabulary [0, {})", where,
+                       v.dump(), id_end);
+  }
+  return static_cast<int32_t>(v.get<int64_t>());
 }
 
 }  // namespace gs::server

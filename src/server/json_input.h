@@ -38,6 +38,11 @@ Status read_bool(const nlohmann::json& obj, std::string_view path, const char* k
 Status read_string(const nlohmann::json& obj, std::string_view path, const char* key,
                    std::optional<std::string>* out);
 
+// One element of an array of token ids: an integer in [0, id_end). Errors (kInvalidArgument)
+// name `where` ("tokens[3] must be a token id (integer), got 1.5", "tokens[3]: token id 7 is
+// outside the vocabulary [0, 4)"), showing the value as sent (an id above INT64_MAX too).
+Result<int32_t> read_token_id(const nlohmann::json& v, std::string_view where, int64_t id_end);
+
 // "path.key" (or "key" when path is empty).
 std::string field_name(std::string_view path, std::string_view key);
 // A short name of the JSON type of `v` for messages: "string", "number", "object", ...

@@ -49,18 +49,9 @@ Result<DetokenizeRequest> parse_detokenize_request(const json& body, int32_t n_v
   if (!it->is_array()) return invalid(fmt::format("tokens must be an array of token ids, got {}", json_type_name(*it)));
   req.tokens.reserve(it->size());
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& v = (*it)[i];
-    if (!v.is_number_integer()) {
-      return invalid(fmt::format("tokens[{}] must be a token id (integer), got {}", i,
-                                 v.is_number() ? v.dump() : std::string(json_type_name(v))));
-    }
-    // number_unsigned holds ids up to 2^64 - 1, which get<int64_t> would wrap.
-    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
-                                                 : v.get<int64_t>() >= 0 && v.get<int64_t>() < n_vocab;
-    if (!in_range) {
-      return invalid(fmt::format("tokens[{}]: token id {} is outside the vocabulary [0, {})", i, v.dump(), n_vocab));
-    }
-    req.tokens.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    Result<int32_t> id = read_token_id((*it)[i], fmt::format("tokens[{}]", i), n_vocab);
+    if (!id.ok()) return id.status();
+    req.tokens.push_back(*id);
   }
   return req;
 }

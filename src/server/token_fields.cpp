@@ -25,18 +25,9 @@ Status read_stop_token_ids(const nlohmann::json& body, int32_t n_vocab, std::vec
   }
   const int64_t id_end = n_vocab > 0 ? n_vocab : std::numeric_limits<int32_t>::max();
   for (size_t i = 0; i < it->size(); ++i) {
-    const nlohmann::json& v = (*it)[i];
-    if (!v.is_number_integer()) {
-      return invalid(fmt::format("stop_token_ids[{}] must be a token id (integer), got {}", i,
-                                 v.is_number() ? v.dump() : json_type_name(v)));
-    }
-    const bool too_large = v.is_number_unsigned() && v.get<uint64_t>() >= static_cast<uint64_t>(id_end);
-    const int64_t id = too_large ? int64_t{-1} : v.get<int64_t>();
-    if (id < 0 || id >= id_end) {
-      return invalid(fmt::format("stop_token_ids[{}]: token id {} is outside the vocabulary [0, {})", i, v.dump(),
-                                 id_end));
-    }
-    out->push_back(static_cast<int32_t>(id));
+    Result<int32_t> id = read_token_id((*it)[i], fmt::format("stop_token_ids[{}]", i), id_end);
+    if (!id.ok()) return id.status();
+    out->push_back(*id);
   }
   std::sort(out->begin(), out->end());
   out->erase(std::unique(out->begin(), out->end()), out->end());
