@@ -510,12 +510,22 @@ struct FaCfg {
   static_assert(D % (16 * C) == 0 && KT % 16 == 0 && NTO % 2 == 0, "tile shapes");
   static_assert(kChunks % kThreads == 0 && KT <= kThreads, "load split");
   static_assert(C == 1 || C == 2, "one or two warps per row group");
+  // The copy of a K or V tile: thread tid copies chunk tid % (D / 8) of keys tid / (D / 8) +
+  // kKeyStep k, k = 0 .. kCopies - 1. Within an Offs slot, the row offsets of those keys are
+  // kCopies consecutive int64 (offs_index), read with 16-byte shared-memory loads before the
+  // first copy: read one before each copy, each read waited for the copy before it (the
+  // twenty-eighth session's profile of the wgmma kernel, which has the same copy issue).
+  static constexpr int kKeyStep = kThreads / (D / 8);
+  static constexpr int kCopies = KT / kKeyStep;
+  static_assert(kThreads % (D / 8) == 0 && KT % kKeyStep == 0 && kCopies % 2 == 0, "copy map");
+  __host__ __device__ static constexpr int offs_index(int key) { return (key % kKeyStep) * kCopies + key / kKeyStep; }
 };
 
 // Dynamic shared memory of attn_fa_kernel for `nrg` resident row groups (1..4: the Q rows a
 // CTA can have, 16 each) and `stages` K/V tiles in flight (1..kMaxStages), in this order:
 //   Q [16 nrg][kStride] f16, K ring [stages][KT][kStride] f16, V ring the
-//   same, partial S [kWarps][NTS][32] float4 (C = 2 only), KV row offsets [stages + 1][KT] int64.
+//   same, partial S [kWarps][NTS][32] float4 (C = 2 only), KV row offsets [stages + 1][KT] int64
+// (each slot in Cfg::offs_index order).
 // A CTA of a decode or short verify batch holds fewer Q rows than 64, and the space they leave
 // holds more K/V tiles in flight (fa_launch_layout); the per-row arithmetic is the same.
 struct FaLayout {
@@ -645,13 +655,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     const int S = stages;
     auto issue = [&](const __half* pool, __half* ring, int tile) {
       if (tile < n_tiles) {
-        constexpr int CH = D / 8;
-        const int64_t* offs = Offs + (tile % (S + 1)) * KT;
+        constexpr int CH = D / 8, NC = Cfg::kCopies;
+        const int key0 = tid / CH, ch = tid % CH;
+        const auto* offs = reinterpret_cast<const longlong2*>(Offs + (tile % (S + 1)) * KT + Cfg::offs_index(key0));
+        int64_t off_k[NC];
+#pragma unroll
+        for (int i = 0; i < NC / 2; ++i) {
+          const longlong2 v = offs[i];
+          off_k[2 * i] = v.x;
+          off_k[2 * i + 1] = v.y;
+        }
         __half* dst = ring + (tile % S) * KT * kStride;
 #pragma unroll
-        for (int k = 0; k < Cfg::kChunks / kThreads; ++k) {
-          const int idx = tid + k * kThreads, pi = idx / CH, ch = idx % CH;
-          const int64_t off = offs[pi];
+        for (int k = 0; k < NC; ++k) {
+          const int pi = key0 + k * Cfg::kKeyStep;
+          const int64_t off = off_k[k];
           cp_async16(dst + pi * kStride + ch * 8, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
         }
       }
@@ -667,7 +685,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     // B1 of tile ti (every warp is done with V_{ti-1}) issues V_{ti+S-1}, and B2 (every warp
     // is done with K_ti) issues K_{ti+S}; with S = 1 that is the two-buffer pipeline above.
     if (tid < KT)
-      for (int ti = 0; ti < S; ++ti) Offs[ti * KT + tid] = row_offset(ti);
+      for (int ti = 0; ti < S; ++ti) Offs[ti * KT + Cfg::offs_index(tid)] = row_offset(ti);
     __syncthreads();
     for (int ti = 0; ti < S; ++ti) {
       issue(kpool, Ks, ti);
@@ -725,7 +743,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       if constexpr (C == 1) {
         if (active) softmax();
       }
-      if (tid < KT && ti + S < n_tiles) Offs[((ti + S) % (S + 1)) * KT + tid] = next_off;
+      if (tid < KT && ti + S < n_tiles) Offs[((ti + S) % (S + 1)) * KT + Cfg::offs_index(tid)] = next_off;
       wait_pending();
       __syncthreads();  // B2
       issue(kpool, Ks, ti + S);

@@ -45,13 +45,18 @@ constexpr uint32_t kQBytes = (kRows / 8) * kRowBlock;   // 64 KiB
 
 // Dynamic shared memory: Q, the K ring, the V ring, two partial S exchange buffers (each
 // [8 warps][kNTS][32] float4) and the KV row offsets of the tiles in flight
-// ([kStages + 1][kKT] int64).
+// ([kStages + 1][kKT] int64, each slot in offs_index order).
 constexpr size_t kSmemK = kQBytes;
 constexpr size_t kSmemV = kSmemK + kStages * kTileBytes;
 constexpr size_t kSmemX = kSmemV + kStages * kTileBytes;
 constexpr size_t kSmemOff = kSmemX + 2 * 16ull * 8 * kNTS * 32;
 constexpr size_t kSmemTotal = kSmemOff + 8ull * (kStages + 1) * kKT;
 static_assert(kSmemTotal + 6 * kRows * 4 <= 232448, "one CTA an SM");
+
+// Where a tile's key `key` has its KV row offset within an Offs slot: the offsets of keys
+// kq, kq + 4, ..., kq + 28 (the keys one copying thread reads, below) are 8 consecutive int64,
+// which the thread loads with 4 16-byte shared-memory reads before its first copy.
+__device__ __forceinline__ int offs_index(int key) { return (key % 4) * 8 + key / 4; }
 
 // Byte offset of element (row, col) in a core-matrix operand of kD columns.
 __device__ __forceinline__ uint32_t cm_offset(int row, int col) {
@@ -137,17 +142,26 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     // 8 threads on one chunk of 8 keys, each 16 bytes was its own sector request (32 sectors a
     // warp instruction against 16) and its own shared-memory write (64 wavefronts against 8),
     // which held L2 at 83% of its peak.
+    // The thread's 8 row offsets are read before its first copy (offs_index): read one before
+    // each copy, each read waited for the copy before it, and those waits were ~45% of the
+    // stall samples (twenty-eighth session).
     static_assert(kThreads == 256 && kD / 8 == 64 && kKT == 32, "copy map");
     const int kq = (tid / 2) % 4, ch = 2 * (tid / 8) + tid % 2;
     const uint32_t dst_lane = static_cast<uint32_t>(ch) * kCore + kq * 16;
     auto issue = [&](const __half* pool, uint8_t* ring, int tile) {
       if (tile < n_tiles) {
-        const int64_t* offs = Offs + (tile % (kStages + 1)) * kKT;
+        const auto* offs = reinterpret_cast<const longlong2*>(Offs + (tile % (kStages + 1)) * kKT + offs_index(kq));
+        int64_t off_k[kKT / 4];
+#pragma unroll
+        for (int i = 0; i < kKT / 8; ++i) {
+          const longlong2 v = offs[i];
+          off_k[2 * i] = v.x;
+          off_k[2 * i + 1] = v.y;
+        }
         uint8_t* dst = ring + (tile % kStages) * kTileBytes + dst_lane;
 #pragma unroll
         for (int k = 0; k < kKT / 4; ++k) {
-          const int key = 4 * k + kq;
-          const int64_t off = offs[key];
+          const int64_t off = off_k[k];
           // Key 4 k + kq lies in core-matrix row block k / 2, row (4 k + kq) % 8.
           cp_async16(dst + (k / 2) * kRowBlock + (k % 2) * 4 * 16, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
         }
@@ -239,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       // K_{ti+2} and V_{ti+1} after its barrier, and waits for all copies (K_{ti+1}, V_ti)
       // before it. Offsets: tile t in slot t % 3, tile ti + 3's written in iteration ti.
       if (tid < kKT)
-        for (int ti = 0; ti < 3; ++ti) Offs[ti * kKT + tid] = ti < n_tiles ? row_offset(ti) : -1;
+        for (int ti = 0; ti < 3; ++ti) Offs[ti * kKT + offs_index(tid)] = ti < n_tiles ? row_offset(ti) : -1;
       __syncthreads();
       issue(kpool, Ks, 0);
       issue(vpool, Vs, 0);
@@ -265,7 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         __syncthreads();  // S_ti of both halves published; every warp is done with K_ti and V_{ti-1}
         issue(kpool, Ks, ti + 2);
         issue(vpool, Vs, ti + 1);
-        if (tid < kKT && ti + 3 < n_tiles) Offs[(ti % 3) * kKT + tid] = row_offset(ti + 3);
+        if (tid < kKT && ti + 3 < n_tiles) Offs[(ti % 3) * kKT + offs_index(tid)] = row_offset(ti + 3);
         const bool next = ti + 1 < n_tiles;
         if (next) s_issue(stage(ti + 1), sacc);
         uint32_t a[2][4];
@@ -285,7 +299,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       // issues V_{ti+1} before K_{ti+2}, so that at B2 of tile ti + 1 it waits for V_{ti+1}
       // alone (all but the newest group), and K_{ti+2} has until B1 of tile ti + 2.
       if (tid < kKT)
-        for (int ti = 0; ti < kStages; ++ti) Offs[ti * kKT + tid] = row_offset(ti);
+        for (int ti = 0; ti < kStages; ++ti) Offs[ti * kKT + offs_index(tid)] = row_offset(ti);
       __syncthreads();
       for (int ti = 0; ti < kStages; ++ti) {
         issue(kpool, Ks, ti);
@@ -308,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         wg::fence_operand(sacc);
         if constexpr (kForm == kFormDefer) wg::fence_operand(o);
         s_publish(sacc, s, 0);
-        if (tid < kKT && ti + kStages < n_tiles) Offs[((ti + kStages) % (kStages + 1)) * kKT + tid] = next_off;
+        if (tid < kKT && ti + kStages < n_tiles) Offs[((ti + kStages) % (kStages + 1)) * kKT + offs_index(tid)] = next_off;
         if constexpr (kForm == kFormWait) cp_async_wait<2>();
         else cp_async_wait<1>();
         wg::fence_proxy_async();
