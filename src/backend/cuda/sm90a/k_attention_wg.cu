@@ -39,19 +39,42 @@ constexpr int kStages = 2;       // K/V tiles in flight
 constexpr int kNTS = kKT / 8;    // 8-key blocks of S a warp holds
 constexpr int kHalf = kD / 2;    // head_dim columns a warpgroup owns
 constexpr uint32_t kCore = 128;  // bytes of a core matrix
-constexpr uint32_t kRowBlock = (kD / 8) * kCore;  // 8 KiB: between core matrices 8 rows apart
-constexpr uint32_t kTileBytes = (kKT / 8) * kRowBlock;  // 32 KiB: one K or V tile
+constexpr uint32_t kRowBlock = (kD / 8) * kCore;  // 8 KiB: between Q's core matrices 8 rows apart
 constexpr uint32_t kQBytes = (kRows / 8) * kRowBlock;   // 64 KiB
 
-// Dynamic shared memory: Q, the K ring, the V ring, two partial S exchange buffers (each
-// [8 warps][kNTS][32] float4) and the KV row offsets of the tiles in flight
-// ([kStages + 1][kKT] int64, each slot in offs_index order).
-constexpr size_t kSmemK = kQBytes;
-constexpr size_t kSmemV = kSmemK + kStages * kTileBytes;
-constexpr size_t kSmemX = kSmemV + kStages * kTileBytes;
-constexpr size_t kSmemOff = kSmemX + 2 * 16ull * 8 * kNTS * 32;
-constexpr size_t kSmemTotal = kSmemOff + 8ull * (kStages + 1) * kKT;
-static_assert(kSmemTotal + 6 * kRows * 4 <= 232448, "one CTA an SM");
+// How a tile's products are waited for (GS_WG_FORM): kFormWait waits for each at once;
+// kFormDefer lets a tile's P V run on while the next tile's barrier, V copy and S product are
+// issued (the S product's wait lands both); kFormPipe issues the next tile's S before this
+// tile's softmax, so that the tensor cores compute it while the softmax runs (FlashAttention-3's
+// intra-warpgroup overlap; two S exchange buffers, one barrier a tile, K/V copies one tile
+// ahead; o is rescaled after the S product lands, so that no accumulator is touched while a
+// wgmma is in flight). kFormRow is kFormDefer with the K/V tiles copied by whole 128-byte
+// pieces of a key row (WgLayout).
+constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2, kFormRow = 3;
+
+// Dynamic shared memory of form kForm: Q, the K ring, the V ring, the partial S exchange
+// buffers (each [8 warps][kNTS][32] float4; two in kFormPipe) and the KV row offsets of the
+// tiles in flight ([kStages + 1][kKT] int64, each slot in offs_index order).
+// K and V tiles are core-matrix operands too, with core matrices kChunkStride bytes apart along
+// head_dim and kKeyBlock bytes apart along keys (8 keys). kFormRow pads kChunkStride to 144
+// bytes: a quarter warp then copies 128 contiguous bytes of one key (8 chunks) into 8 core
+// matrices that lie in 8 different bank groups (at 128 bytes they would share one: an 8-way
+// conflict); the others copy 4 keys x 32 bytes a quarter warp into unpadded tiles.
+template <int kForm>
+struct WgLayout {
+  static constexpr bool kRowMap = kForm == kFormRow;
+  static constexpr uint32_t kChunkStride = kRowMap ? 144 : kCore;
+  static constexpr uint32_t kKeyBlock = (kD / 8) * kChunkStride;
+  static constexpr uint32_t kTileBytes = (kKT / 8) * kKeyBlock;  // one K or V tile
+  static constexpr int kXBufs = kForm == kFormPipe ? 2 : 1;
+  static constexpr size_t kK = kQBytes;
+  static constexpr size_t kV = kK + kStages * kTileBytes;
+  static constexpr size_t kX = kV + kStages * kTileBytes;
+  static constexpr size_t kOff = kX + kXBufs * 16ull * 8 * kNTS * 32;
+  static constexpr size_t kTotal = kOff + 8ull * (kStages + 1) * kKT;
+  static_assert(kTotal + 6 * kRows * 4 <= 232448, "one CTA an SM");
+  static_assert(kChunkStride % 16 == 0 && kK % 16 == 0 && kTileBytes % 16 == 0, "core matrices 16-byte aligned");
+};
 
 // Where a tile's key `key` has its KV row offset within an Offs slot: the offsets of keys
 // kq, kq + 4, ..., kq + 28 (the keys one copying thread reads, below) are 8 consecutive int64,
@@ -63,23 +86,18 @@ __device__ __forceinline__ uint32_t cm_offset(int row, int col) {
   return (row / 8) * kRowBlock + (col / 8) * kCore + (row % 8) * 16 + (col % 8) * 2;
 }
 
-// How a tile's products are waited for (GS_WG_FORM): kFormWait waits for each at once;
-// kFormDefer lets a tile's P V run on while the next tile's barrier, V copy and S product are
-// issued (the S product's wait lands both); kFormPipe issues the next tile's S before this
-// tile's softmax, so that the tensor cores compute it while the softmax runs (FlashAttention-3's
-// intra-warpgroup overlap; two S exchange buffers, one barrier a tile, K/V copies one tile
-// ahead; o is rescaled after the S product lands, so that no accumulator is touched while a
-// wgmma is in flight).
-constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2;
 template <int kForm>
 __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
   GS_PDL_ENTRY();
+  using L = WgLayout<kForm>;
+  constexpr bool kDefer = kForm == kFormDefer || kForm == kFormRow;
+  constexpr uint32_t kCS = L::kChunkStride, kKB = L::kKeyBlock;
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* Qs = smem;
-  uint8_t* Ks = smem + kSmemK;
-  uint8_t* Vs = smem + kSmemV;
-  float4* Xs = reinterpret_cast<float4*>(smem + kSmemX);
-  int64_t* Offs = reinterpret_cast<int64_t*>(smem + kSmemOff);
+  uint8_t* Ks = smem + L::kK;
+  uint8_t* Vs = smem + L::kV;
+  float4* Xs = reinterpret_cast<float4*>(smem + L::kX);
+  int64_t* Offs = reinterpret_cast<int64_t*>(smem + L::kOff);
   __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -106,8 +124,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
   const int64_t kv_width = static_cast<int64_t>(n_kv) * kD;
   const int row_a = rg * 16 + g, row_b = row_a + 8;  // this thread's two rows
   const uint32_t q_base = wg::smem_addr(Qs) + h * (kHalf / 8) * kCore;
-  const uint32_t k_base = wg::smem_addr(Ks) + h * (kHalf / 8) * kCore;
-  const uint32_t v_base = wg::smem_addr(Vs) + h * (kHalf / 8) * kCore;
+  const uint32_t k_base = wg::smem_addr(Ks) + h * (kHalf / 8) * kCS;
+  const uint32_t v_base = wg::smem_addr(Vs) + h * (kHalf / 8) * kCS;
 
   for (int lead = 0; lead < kRows; ++lead) {
     if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
@@ -135,10 +153,12 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     };
     // Copies tile `tile` of a pool into stage tile % kStages of its ring, from the row offsets
     // in slot tile % (kStages + 1) of Offs, as one cp.async group (an empty one past the last
-    // tile). Thread tid copies the 16-byte chunk 2 (tid / 8) + tid % 2 of keys 4 k + (tid / 2)
-    // % 4, k = 0..7: the 8 threads of a quarter warp read 4 keys x 32 contiguous bytes (whole
-    // sectors: the two halves of a sector in one request) and write to 4 core-matrix rows (a
-    // 2-way bank conflict at most). Measured (twenty-seventh session, Nsight Compute): with the
+    // tile). Thread tid copies the 16-byte chunk ch of keys 4 k + kq, k = 0..7. kFormRow:
+    // ch = tid % 64, kq = tid / 64, so that a quarter warp reads 128 contiguous bytes of one key
+    // (WgLayout). The others: ch = 2 (tid / 8) + tid % 2, kq = (tid / 2) % 4, so that the 8
+    // threads of a quarter warp read 4 keys x 32 contiguous bytes (the two halves of a sector
+    // in one request) and write to 4 core-matrix rows (a 2-way bank conflict at most).
+    // Measured (twenty-seventh session, Nsight Compute): with the
     // 8 threads on one chunk of 8 keys, each 16 bytes was its own sector request (32 sectors a
     // warp instruction against 16) and its own shared-memory write (64 wavefronts against 8),
     // which held L2 at 83% of its peak.
@@ -146,8 +166,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     // each copy, each read waited for the copy before it, and those waits were ~45% of the
     // stall samples (twenty-eighth session).
     static_assert(kThreads == 256 && kD / 8 == 64 && kKT == 32, "copy map");
-    const int kq = (tid / 2) % 4, ch = 2 * (tid / 8) + tid % 2;
-    const uint32_t dst_lane = static_cast<uint32_t>(ch) * kCore + kq * 16;
+    const int kq = L::kRowMap ? tid / 64 : (tid / 2) % 4, ch = L::kRowMap ? tid % 64 : 2 * (tid / 8) + tid % 2;
+    const uint32_t dst_lane = static_cast<uint32_t>(ch) * kCS + kq * 16;
     auto issue = [&](const __half* pool, uint8_t* ring, int tile) {
       if (tile < n_tiles) {
         const auto* offs = reinterpret_cast<const longlong2*>(Offs + (tile % (kStages + 1)) * kKT + offs_index(kq));
@@ -158,12 +178,12 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
           off_k[2 * i] = v.x;
           off_k[2 * i + 1] = v.y;
         }
-        uint8_t* dst = ring + (tile % kStages) * kTileBytes + dst_lane;
+        uint8_t* dst = ring + (tile % kStages) * L::kTileBytes + dst_lane;
 #pragma unroll
         for (int k = 0; k < kKT / 4; ++k) {
           const int64_t off = off_k[k];
-          // Key 4 k + kq lies in core-matrix row block k / 2, row (4 k + kq) % 8.
-          cp_async16(dst + (k / 2) * kRowBlock + (k % 2) * 4 * 16, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
+          // Key 4 k + kq lies in core-matrix key block k / 2, row (4 k + kq) % 8.
+          cp_async16(dst + (k / 2) * kKB + (k % 2) * 4 * 16, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
         }
       }
       cp_async_commit();
@@ -176,7 +196,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
 #pragma unroll
       for (int ks = 0; ks < kHalf / 16; ++ks)
         wg::mma_m64n32k16_ss<0>(sacc, wg::smem_desc(q_base + ks * 2 * kCore, kCore, kRowBlock),
-                                wg::smem_desc(k_base + st + ks * 2 * kCore, kCore, kRowBlock), ks > 0);
+                                wg::smem_desc(k_base + st + ks * 2 * kCS, kCS, kKB), ks > 0);
       wg::commit();
     };
     // A landed partial S into s and into exchange buffer xb for the other warpgroup.
@@ -242,10 +262,10 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       wg::fence();
 #pragma unroll
       for (int kk = 0; kk < 2; ++kk)
-        wg::mma_m64n256k16_rs<1>(o, a[kk], wg::smem_desc(v_base + st + kk * 2 * kRowBlock, kRowBlock, kCore), true);
+        wg::mma_m64n256k16_rs<1>(o, a[kk], wg::smem_desc(v_base + st + kk * 2 * kKB, kKB, kCS), true);
       wg::commit();
     };
-    auto stage = [](int ti) { return static_cast<uint32_t>(ti % kStages) * kTileBytes; };
+    auto stage = [](int ti) { return static_cast<uint32_t>(ti % kStages) * L::kTileBytes; };
 
     if constexpr (kForm == kFormPipe) {
       // The next tile's S is computed while this tile's softmax runs (FlashAttention-3's
@@ -320,14 +340,14 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
         s_issue(stage(ti), sacc);
         wg::wait<0>();  // with kFormDefer also the previous tile's P V
         wg::fence_operand(sacc);
-        if constexpr (kForm == kFormDefer) wg::fence_operand(o);
+        if constexpr (kDefer) wg::fence_operand(o);
         s_publish(sacc, s, 0);
         if (tid < kKT && ti + kStages < n_tiles) Offs[((ti + kStages) % (kStages + 1)) * kKT + offs_index(tid)] = next_off;
         if constexpr (kForm == kFormWait) cp_async_wait<2>();
         else cp_async_wait<1>();
         wg::fence_proxy_async();
         __syncthreads();  // B2: V_ti landed; every warpgroup is done with K_ti (and P V_{ti-1}) and wrote its S
-        if constexpr (kForm == kFormDefer) issue(vpool, Vs, ti + kStages - 1);
+        if constexpr (kDefer) issue(vpool, Vs, ti + kStages - 1);
         issue(kpool, Ks, ti + kStages);
         uint32_t a[2][4];
         float corr[2];
@@ -339,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
           wg::fence_operand(o);
         }
       }
-      if constexpr (kForm == kFormDefer) {  // before the next segment's prologue refills the V ring
+      if constexpr (kDefer) {  // before the next segment's prologue refills the V ring
         wg::wait<0>();
         wg::fence_operand(o);
       }
@@ -367,8 +387,13 @@ bool attention_wg_supported(const AttnParams& p) { return p.kv.f16 && p.head_dim
 
 cudaError_t attention_wg_prepare() {
   cudaError_t e = cudaSuccess;
-  for (auto* k : {attn_wg_kernel<kFormWait>, attn_wg_kernel<kFormDefer>, attn_wg_kernel<kFormPipe>})
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemTotal));
+  auto raise = [&](auto* k, size_t bytes) {
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  };
+  raise(attn_wg_kernel<kFormWait>, WgLayout<kFormWait>::kTotal);
+  raise(attn_wg_kernel<kFormDefer>, WgLayout<kFormDefer>::kTotal);
+  raise(attn_wg_kernel<kFormPipe>, WgLayout<kFormPipe>::kTotal);
+  raise(attn_wg_kernel<kFormRow>, WgLayout<kFormRow>::kTotal);
   return e;
 }
 
@@ -378,11 +403,13 @@ void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, floa
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  // GS_WG_FORM=wait|defer|pipe (a measurement switch, read on every call; default defer).
+  // GS_WG_FORM=wait|defer|pipe|row (a measurement switch, read on every call; default defer).
   const char* e = std::getenv("GS_WG_FORM");
-  const int form = !e ? kFormDefer : std::strcmp(e, "wait") == 0 ? kFormWait : std::strcmp(e, "pipe") == 0 ? kFormPipe : kFormDefer;
-  auto* k = form == kFormWait ? attn_wg_kernel<kFormWait> : form == kFormPipe ? attn_wg_kernel<kFormPipe> : attn_wg_kernel<kFormDefer>;
-  launch_k(k, grid, kThreads, kSmemTotal, s, p, n_splits, partial);
+  auto is = [&](const char* f) { return e && std::strcmp(e, f) == 0; };
+  if (is("wait")) launch_k(attn_wg_kernel<kFormWait>, grid, kThreads, WgLayout<kFormWait>::kTotal, s, p, n_splits, partial);
+  else if (is("pipe")) launch_k(attn_wg_kernel<kFormPipe>, grid, kThreads, WgLayout<kFormPipe>::kTotal, s, p, n_splits, partial);
+  else if (is("row")) launch_k(attn_wg_kernel<kFormRow>, grid, kThreads, WgLayout<kFormRow>::kTotal, s, p, n_splits, partial);
+  else launch_k(attn_wg_kernel<kFormDefer>, grid, kThreads, WgLayout<kFormDefer>::kTotal, s, p, n_splits, partial);
 }
 
 }  // namespace gs::cuda
