@@ -220,8 +220,11 @@ CommandEntry register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Generate from one prompt (token ids or text) through the engine and print it");
   sub->add_option("-m,--model", a->model, "Gemma 4 GGUF file (a split model: its first shard)")->required();
-  sub->add_option("-p,--prompt", a->prompt_text, "prompt text (BOS added; special-token text is parsed)");
-  sub->add_option("--prompt-tokens", a->prompt_tokens, "prompt as comma-separated token ids (used as given)");
+  CLI::Option* text_opt =
+      sub->add_option("-p,--prompt", a->prompt_text, "prompt text (BOS added; special-token text is parsed)");
+  // Both at once: one was silently dropped (the token list won).
+  sub->add_option("--prompt-tokens", a->prompt_tokens, "prompt as comma-separated token ids (used as given)")
+      ->excludes(text_opt);
   sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str()
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   sub->add_option("--temperature", a->temperature, "0 = greedy (default: the file's general.sampling.temp, else 0)")

@@ -376,6 +376,13 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
     return invalid(fmt::format("n must be at most {} (choices of one request), got {}", kMaxChoices, *i));
   }
   gen->n = i ? static_cast<int32_t>(*i) : 1;
+  // best_of = n asks for the n completions that n alone gives; more than n would need the
+  // server to score and drop some, which it does not. vLLM takes it on chat too.
+  GS_RETURN_IF_ERROR(read_int(body, "", "best_of", 1, kMaxTokensLimit, &i));
+  if (i && *i != gen->n) {
+    return invalid(fmt::format("best_of must equal n ({}): choosing the best of more completions is not supported, "
+                               "got {}", gen->n, *i));
+  }
   GS_RETURN_IF_ERROR(read_stop_strings(body, "stop", /*one_string=*/true, &gen->stop));
   GS_RETURN_IF_ERROR(read_logit_bias(body, defaults.n_vocab, &gen->sampling.logit_bias));
   GS_RETURN_IF_ERROR(read_eog_options(body, gen));
@@ -655,13 +662,6 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
   GS_RETURN_IF_ERROR(read_string(body, "", "suffix", &suffix));
   if (suffix && !suffix->empty()) return Status(StatusCode::kUnimplemented, "suffix is not supported by this model");
   std::optional<int64_t> i;
-  // best_of = n asks for the n completions that n alone gives; more than n would need the
-  // server to score and drop some, which it does not.
-  GS_RETURN_IF_ERROR(read_int(body, "", "best_of", 1, kMaxTokensLimit, &i));
-  if (i && *i != req.gen.n) {
-    return invalid(fmt::format("best_of must equal n ({}): choosing the best of more completions is not supported, "
-                               "got {}", req.gen.n, *i));
-  }
   GS_RETURN_IF_ERROR(read_int(body, "", "logprobs", 0, 20, &i));
   if (i) req.gen.n_logprobs = static_cast<int32_t>(*i);
   // OpenAI's echo with logprobs scores the prompt's own tokens (what lm-eval-harness reads);

@@ -83,9 +83,11 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
       case text::ParserEventKind::kToolCallEnd:
         tool_call_done_ = true;
         if (plan_.single_tool_call) {
-          // parallel_tool_calls: false -> the first complete call ends the output.
+          // parallel_tool_calls: false -> the first complete call ends the output. A call
+          // that only the end of the output closes (cut by max_tokens, or ended without its
+          // closer) takes the engine's finish reason instead (end()).
           stopped_early_ = true;
-          result_.finish_reason = "tool_calls";
+          if (!flushing_) result_.finish_reason = "tool_calls";
           if (stream_) stream_->cancel();
         }
         break;
@@ -132,6 +134,7 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
 }
 
 void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
+  flushing_ = true;
   if (!stopped_early_) {
     const std::string tail = decoder_.finish();
     if (plan_.chat) {

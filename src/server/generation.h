@@ -92,6 +92,7 @@ class Generation {
   bool stopped_early_ = false;   // a stop string or the single tool call ended the output
   bool tool_call_done_ = false;  // a tool call was completed: finish_reason is "tool_calls"
   bool prefix_fed_ = false;
+  bool flushing_ = false;        // end(): the output is over, held text and open calls are decided
   int32_t n_tokens_seen_ = 0;
   // vLLM's min_tokens over stop strings: none is matched in the text of the first
   // plan_.request.sampling.min_tokens tokens (completions: the matcher is bypassed).

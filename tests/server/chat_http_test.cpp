@@ -220,6 +220,25 @@ TEST(ChatHttp, ParallelToolCallsFalseGivesOneCall) {
   EXPECT_EQ(st.finish, "tool_calls");
 }
 
+// A call cut by max_tokens is "length" with parallel_tool_calls false too: closing the cut
+// call at the end of the output is not the one complete call that ends it early (it was
+// "tool_calls", telling the client that truncated arguments were a finished call).
+TEST(ChatHttp, ParallelToolCallsFalseCallCutByMaxTokensIsLength) {
+  LiveServer s;
+  s.answer("<|tool_call>call:get_weather{city:<|\"|>Oslo, the capital of Norway, a long way north<|\"|>}<tool_call|>");
+  for (bool parallel : {true, false}) {
+    json body = chat_body("Weather in Oslo?", {{"tools", json::array({kWeatherTool})},
+                                               {"parallel_tool_calls", parallel},
+                                               {"max_tokens", 8}});
+    json whole = whole_chat(s, body);
+    EXPECT_EQ(whole["choices"][0]["finish_reason"], "length") << "parallel_tool_calls " << parallel;
+    EXPECT_EQ(whole["choices"][0]["message"]["tool_calls"].size(), 1u);
+    Streamed st = stream_chat(s, body);
+    EXPECT_EQ(st.finish, "length") << "parallel_tool_calls " << parallel;
+    EXPECT_EQ(st.calls.size(), 1u);
+  }
+}
+
 // A stop string that matches after a complete tool call ends the reply, but the reply
 // called a tool: finish_reason "tool_calls", as OpenAI gives, streamed or not.
 TEST(ChatHttp, StopStringAfterAToolCallStillFinishesWithToolCalls) {

@@ -343,6 +343,28 @@ TEST(ChatRequest, OtherServersFields) {
 // The history forms that stay accepted beside the empty turns refused now (ErrorParam cases):
 // a final assistant message with text (continued, as llama-server does), calls without
 // content, a call without "type", an id reused by a later turn, a tool message's empty parts.
+// best_of (vLLM's, on chat too) is n or a 400, on both routes: chat ignored it, so
+// {"best_of": 3} gave one completion with a 200 and a string or a bool passed unread.
+TEST(ChatRequest, BestOfIsNOrRefusedAsForCompletions) {
+  RequestDefaults d;
+  for (const char* prefix : {R"({"messages":[{"role":"user","content":"hi"}],)", R"({"prompt":"x",)"}) {
+    const bool chat = std::string(prefix).find("messages") != std::string::npos;
+    auto status = [&](const std::string& extra) {
+      json body = json::parse(prefix + extra + "}");
+      return chat ? parse_chat_request(body, d).status() : parse_completion_request(body, d).status();
+    };
+    for (const char* ok : {R"("best_of":1)", R"("n":2,"best_of":2)", R"("best_of":null)"}) {
+      EXPECT_TRUE(status(ok).ok()) << prefix << ok << ": " << status(ok).to_string();
+    }
+    for (const char* bad : {R"("best_of":3)", R"("n":2,"best_of":3)", R"("best_of":0)", R"("best_of":"3")",
+                            R"("best_of":true)"}) {
+      const Status st = status(bad);
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << prefix << bad;
+      EXPECT_EQ(error_param(st.message()), "best_of") << prefix << bad << ": " << st.message();
+    }
+  }
+}
+
 TEST(ChatRequest, HistoryFormsThatStayAccepted) {
   const std::string user = R"({"role":"user","content":"hi"})";
   const std::string call = R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f"}}]})";
