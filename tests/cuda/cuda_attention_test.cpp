@@ -280,7 +280,8 @@ void check_attention(const AttnCase& c) {
   // Unset: the backend's choice; "wg-FORM": the backend's choice with the sm_90a wgmma kernel
   // on (GS_CUDA_ATTN_WG=1: prefill chunks at head_dim 512, decision 0033) in each form of its
   // tile loop (GS_WG_FORM).
-  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "wg-defer", "wg-wait", "wg-pipe", "wg-row"}) {
+  for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "wg-defer", "wg-wait", "wg-pipe", "wg-row",
+                           "wg-swizzle"}) {
     const bool wg = mode && std::strncmp(mode, "wg-", 3) == 0;
     EnvSwitch env("GS_CUDA_ATTN", wg ? nullptr : mode);
     EnvSwitch env_wg("GS_CUDA_ATTN_WG", wg ? "1" : "0");

@@ -164,12 +164,14 @@ void run_case(const Case& c) {
   // The sm_90a wgmma kernel (head_dim 512) in its four forms (GS_WG_FORM): wg each P V
   // waited for at the next S product (defer), wg0 at once (wait), wgp the next tile's S
   // computed during this tile's softmax (pipe), wgr defer with whole-row copies into padded
-  // tiles (row).
-  for (const char* kernel : {"old", "new", "wg", "wg0", "wgp", "wgr"}) {
+  // tiles (row), wgs the same into 128-byte-swizzled tiles (swizzle).
+  for (const char* kernel : {"old", "new", "wg", "wg0", "wgp", "wgr", "wgs"}) {
     const bool wg = std::strncmp(kernel, "wg", 2) == 0;
     if (wg && !attention_wg_supported(p)) continue;
-    if (wg)
-      setenv("GS_WG_FORM", kernel[2] == '0' ? "wait" : kernel[2] == 'p' ? "pipe" : kernel[2] == 'r' ? "row" : "defer", 1);
+    if (wg) {
+      const char f = kernel[2];
+      setenv("GS_WG_FORM", f == '0' ? "wait" : f == 'p' ? "pipe" : f == 'r' ? "row" : f == 's' ? "swizzle" : "defer", 1);
+    }
     for (int splits : {1, 3}) {
       std::vector<float> out(static_cast<size_t>(std::max<int64_t>(1, n_tok * o_stride)), NAN);
       std::vector<float> partial(static_cast<size_t>(splits) * n_tok * c.n_head * (D + 2), NAN);

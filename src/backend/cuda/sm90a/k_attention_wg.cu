@@ -48,9 +48,9 @@ constexpr uint32_t kQBytes = (kRows / 8) * kRowBlock;   // 64 KiB
 // tile's softmax, so that the tensor cores compute it while the softmax runs (FlashAttention-3's
 // intra-warpgroup overlap; two S exchange buffers, one barrier a tile, K/V copies one tile
 // ahead; o is rescaled after the S product lands, so that no accumulator is touched while a
-// wgmma is in flight). kFormRow is kFormDefer with the K/V tiles copied by whole 128-byte
-// pieces of a key row (WgLayout).
-constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2, kFormRow = 3;
+// wgmma is in flight). kFormRow and kFormSwizzle are kFormDefer with the K/V tiles copied by
+// whole 128-byte pieces of a key row (WgLayout).
+constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2, kFormRow = 3, kFormSwizzle = 4;
 
 // Dynamic shared memory of form kForm: Q, the K ring, the V ring, the partial S exchange
 // buffers (each [8 warps][kNTS][32] float4; two in kFormPipe) and the KV row offsets of the
@@ -60,9 +60,18 @@ constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2, kFormRow = 3;
 // bytes: a quarter warp then copies 128 contiguous bytes of one key (8 chunks) into 8 core
 // matrices that lie in 8 different bank groups (at 128 bytes they would share one: an 8-way
 // conflict); the others copy 4 keys x 32 bytes a quarter warp into unpadded tiles.
+// kFormSwizzle instead lays K and V tiles out in wgmma's 128-byte swizzle (PTX ISA, "Shared
+// Memory Matrix Layout", canonical layouts): the 64 head_dim values [64 s, 64 s + 64) of the
+// tile's 32 keys form block s (4 KiB, 1024-byte aligned), key r's 128 bytes at 128 r in it,
+// its 16-byte chunk c stored at chunk c ^ (r % 8). A quarter warp then copies 128 contiguous
+// bytes of one key into one whole 128-byte line of shared memory. (Measured in the
+// twenty-eighth session: cp.async's sectors and shared-memory wavefronts follow the shared
+// side too; 16-byte pieces scattered across core matrices cost 2 times the sectors at any map.)
 template <int kForm>
 struct WgLayout {
   static constexpr bool kRowMap = kForm == kFormRow;
+  static constexpr bool kSwizzle = kForm == kFormSwizzle;
+  static constexpr size_t kAlign = kSwizzle ? 1024 : 0;  // slack to align the base to 1024 bytes
   static constexpr uint32_t kChunkStride = kRowMap ? 144 : kCore;
   static constexpr uint32_t kKeyBlock = (kD / 8) * kChunkStride;
   static constexpr uint32_t kTileBytes = (kKT / 8) * kKeyBlock;  // one K or V tile
@@ -71,8 +80,9 @@ struct WgLayout {
   static constexpr size_t kV = kK + kStages * kTileBytes;
   static constexpr size_t kX = kV + kStages * kTileBytes;
   static constexpr size_t kOff = kX + kXBufs * 16ull * 8 * kNTS * 32;
-  static constexpr size_t kTotal = kOff + 8ull * (kStages + 1) * kKT;
+  static constexpr size_t kTotal = kOff + 8ull * (kStages + 1) * kKT + kAlign;
   static_assert(kTotal + 6 * kRows * 4 <= 232448, "one CTA an SM");
+  static_assert(!kSwizzle || (kK % 1024 == 0 && kTileBytes % 4096 == 0), "swizzle atoms 1024-byte aligned");
   static_assert(kChunkStride % 16 == 0 && kK % 16 == 0 && kTileBytes % 16 == 0, "core matrices 16-byte aligned");
 };
 
@@ -90,14 +100,16 @@ template <int kForm>
 __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
   GS_PDL_ENTRY();
   using L = WgLayout<kForm>;
-  constexpr bool kDefer = kForm == kFormDefer || kForm == kFormRow;
+  constexpr bool kDefer = kForm == kFormDefer || kForm == kFormRow || kForm == kFormSwizzle;
   constexpr uint32_t kCS = L::kChunkStride, kKB = L::kKeyBlock;
   extern __shared__ __align__(128) uint8_t smem[];
-  uint8_t* Qs = smem;
-  uint8_t* Ks = smem + L::kK;
-  uint8_t* Vs = smem + L::kV;
-  float4* Xs = reinterpret_cast<float4*>(smem + L::kX);
-  int64_t* Offs = reinterpret_cast<int64_t*>(smem + L::kOff);
+  // The swizzle's pattern repeats on 1024-byte boundaries of the shared address.
+  uint8_t* const sm = smem + (L::kAlign ? (L::kAlign - (wg::smem_addr(smem) % L::kAlign)) % L::kAlign : 0);
+  uint8_t* Qs = sm;
+  uint8_t* Ks = sm + L::kK;
+  uint8_t* Vs = sm + L::kV;
+  float4* Xs = reinterpret_cast<float4*>(sm + L::kX);
+  int64_t* Offs = reinterpret_cast<int64_t*>(sm + L::kOff);
   __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -124,8 +136,22 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
   const int64_t kv_width = static_cast<int64_t>(n_kv) * kD;
   const int row_a = rg * 16 + g, row_b = row_a + 8;  // this thread's two rows
   const uint32_t q_base = wg::smem_addr(Qs) + h * (kHalf / 8) * kCore;
-  const uint32_t k_base = wg::smem_addr(Ks) + h * (kHalf / 8) * kCS;
-  const uint32_t v_base = wg::smem_addr(Vs) + h * (kHalf / 8) * kCS;
+  const uint32_t k_base = wg::smem_addr(Ks) + h * (kHalf / 8) * (L::kSwizzle ? 512 : kCS);
+  const uint32_t v_base = wg::smem_addr(Vs) + h * (kHalf / 8) * (L::kSwizzle ? 512 : kCS);
+  // The descriptors of K's 16 head_dim values [16 ks, 16 ks + 16) of this warpgroup's half, and
+  // of V's keys [16 kk, 16 kk + 16), in the K or V stage at byte st. Swizzled: K is K-major
+  // (the stride byte offset 1024 between 8-key groups; the leading one unused), its k-step the
+  // start address within the 128-byte row; V is MN-major (the leading byte offset 4096 between
+  // 64-column blocks, the stride byte offset 1024 between 8-key groups; PTX ISA, "Leading /
+  // Stride Dimension Byte Offset").
+  auto k_desc = [&](uint32_t st, int ks) {
+    return L::kSwizzle ? wg::smem_desc_sw128(k_base + st + (ks / 4) * 4096 + (ks % 4) * 32, 16, 1024)
+                       : wg::smem_desc(k_base + st + ks * 2 * kCS, kCS, kKB);
+  };
+  auto v_desc = [&](uint32_t st, int kk) {
+    return L::kSwizzle ? wg::smem_desc_sw128(v_base + st + kk * 2 * 1024, 4096, 1024)
+                       : wg::smem_desc(v_base + st + kk * 2 * kKB, kKB, kCS);
+  };
 
   for (int lead = 0; lead < kRows; ++lead) {
     if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
@@ -165,9 +191,19 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     // The thread's 8 row offsets are read before its first copy (offs_index): read one before
     // each copy, each read waited for the copy before it, and those waits were ~45% of the
     // stall samples (twenty-eighth session).
+    // kFormSwizzle: ch = tid % 64 as kFormRow (chunk tid % 8 of block (tid / 8) % 8), kq = tid / 64.
     static_assert(kThreads == 256 && kD / 8 == 64 && kKT == 32, "copy map");
-    const int kq = L::kRowMap ? tid / 64 : (tid / 2) % 4, ch = L::kRowMap ? tid % 64 : 2 * (tid / 8) + tid % 2;
-    const uint32_t dst_lane = static_cast<uint32_t>(ch) * kCS + kq * 16;
+    const int kq = L::kRowMap || L::kSwizzle ? tid / 64 : (tid / 2) % 4;
+    const int ch = L::kRowMap || L::kSwizzle ? tid % 64 : 2 * (tid / 8) + tid % 2;
+    // Byte offset of this thread's chunk of key 4 k + kq in a tile, k = 0 or 1 (+ 1024 (k / 2)).
+    uint32_t dst_k[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int key = 4 * k + kq;
+      dst_k[k] = L::kSwizzle ? static_cast<uint32_t>((ch / 8) * 4096 + key * 128 + (((ch % 8) ^ key) * 16))
+                             : static_cast<uint32_t>(ch) * kCS + static_cast<uint32_t>(key) * 16;
+    }
+    constexpr uint32_t kKeyBlockBytes = L::kSwizzle ? 1024 : kKB;  // between keys 8 apart
     auto issue = [&](const __half* pool, uint8_t* ring, int tile) {
       if (tile < n_tiles) {
         const auto* offs = reinterpret_cast<const longlong2*>(Offs + (tile % (kStages + 1)) * kKT + offs_index(kq));
@@ -178,12 +214,12 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
           off_k[2 * i] = v.x;
           off_k[2 * i + 1] = v.y;
         }
-        uint8_t* dst = ring + (tile % kStages) * L::kTileBytes + dst_lane;
+        uint8_t* dst = ring + (tile % kStages) * L::kTileBytes;
 #pragma unroll
         for (int k = 0; k < kKT / 4; ++k) {
           const int64_t off = off_k[k];
-          // Key 4 k + kq lies in core-matrix key block k / 2, row (4 k + kq) % 8.
-          cp_async16(dst + (k / 2) * kKB + (k % 2) * 4 * 16, pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
+          // Key 4 k + kq is key (4 k + kq) % 8 of the keys' block k / 2.
+          cp_async16(dst + (k / 2) * kKeyBlockBytes + dst_k[k % 2], pool + (off >= 0 ? off + ch * 8 : 0), off >= 0 ? 16 : 0);
         }
       }
       cp_async_commit();
@@ -196,7 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
 #pragma unroll
       for (int ks = 0; ks < kHalf / 16; ++ks)
         wg::mma_m64n32k16_ss<0>(sacc, wg::smem_desc(q_base + ks * 2 * kCore, kCore, kRowBlock),
-                                wg::smem_desc(k_base + st + ks * 2 * kCS, kCS, kKB), ks > 0);
+                                k_desc(st, ks), ks > 0);
       wg::commit();
     };
     // A landed partial S into s and into exchange buffer xb for the other warpgroup.
@@ -262,7 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
       wg::fence();
 #pragma unroll
       for (int kk = 0; kk < 2; ++kk)
-        wg::mma_m64n256k16_rs<1>(o, a[kk], wg::smem_desc(v_base + st + kk * 2 * kKB, kKB, kCS), true);
+        wg::mma_m64n256k16_rs<1>(o, a[kk], v_desc(st, kk), true);
       wg::commit();
     };
     auto stage = [](int ti) { return static_cast<uint32_t>(ti % kStages) * L::kTileBytes; };
@@ -394,6 +430,7 @@ cudaError_t attention_wg_prepare() {
   raise(attn_wg_kernel<kFormDefer>, WgLayout<kFormDefer>::kTotal);
   raise(attn_wg_kernel<kFormPipe>, WgLayout<kFormPipe>::kTotal);
   raise(attn_wg_kernel<kFormRow>, WgLayout<kFormRow>::kTotal);
+  raise(attn_wg_kernel<kFormSwizzle>, WgLayout<kFormSwizzle>::kTotal);
   return e;
 }
 
@@ -403,12 +440,13 @@ void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, floa
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  // GS_WG_FORM=wait|defer|pipe|row (a measurement switch, read on every call; default defer).
+  // GS_WG_FORM=wait|defer|pipe|row|swizzle (a measurement switch, read on every call; default defer).
   const char* e = std::getenv("GS_WG_FORM");
   auto is = [&](const char* f) { return e && std::strcmp(e, f) == 0; };
   if (is("wait")) launch_k(attn_wg_kernel<kFormWait>, grid, kThreads, WgLayout<kFormWait>::kTotal, s, p, n_splits, partial);
   else if (is("pipe")) launch_k(attn_wg_kernel<kFormPipe>, grid, kThreads, WgLayout<kFormPipe>::kTotal, s, p, n_splits, partial);
   else if (is("row")) launch_k(attn_wg_kernel<kFormRow>, grid, kThreads, WgLayout<kFormRow>::kTotal, s, p, n_splits, partial);
+  else if (is("swizzle")) launch_k(attn_wg_kernel<kFormSwizzle>, grid, kThreads, WgLayout<kFormSwizzle>::kTotal, s, p, n_splits, partial);
   else launch_k(attn_wg_kernel<kFormDefer>, grid, kThreads, WgLayout<kFormDefer>::kTotal, s, p, n_splits, partial);
 }
 

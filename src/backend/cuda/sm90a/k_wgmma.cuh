@@ -33,6 +33,17 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lead_bytes
          (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32);
 }
 
+// The descriptor of an operand in the 128-byte swizzle (PTX ISA, "Shared Memory Matrix
+// Layout"): rows of 128 bytes, 8-row atoms of 1024 bytes on 1024-byte boundaries of the shared
+// address, the 16-byte chunk c of row r of an atom stored at chunk c ^ (r % 8). K-major: rows
+// are m or n, the stride byte offset lies between 8-row groups, the leading one is unused (16);
+// a k-step starts within the row (addr + 2 k bytes). MN-major: rows are k (64 consecutive m or
+// n each), the leading byte offset lies between 64-column blocks, the stride one between 8-row
+// groups of k.
+__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32_t lead_bytes, uint32_t stride_bytes) {
+  return smem_desc(addr, lead_bytes, stride_bytes) | (1ull << 62);
+}
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -36,6 +36,9 @@ inline uint64_t smem_desc(uint32_t addr, uint32_t lead_bytes, uint32_t stride_by
   return static_cast<uint64_t>((addr >> 4) & 0x3FFF) | (static_cast<uint64_t>((lead_bytes >> 4) & 0x3FFF) << 16) |
          (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32);
 }
+inline uint64_t smem_desc_sw128(uint32_t addr, uint32_t lead_bytes, uint32_t stride_bytes) {
+  return smem_desc(addr, lead_bytes, stride_bytes) | (1ull << 62);
+}
 inline void fence_proxy_async() {}
 inline void fence() {}
 template <int N>
@@ -45,11 +48,24 @@ namespace emu_detail {
 
 struct Desc {
   uint32_t start, lead, stride;
+  int swizzle;  // bits 62-63: 0 none, 1 128-byte (the only swizzle modelled)
 };
 inline Desc decode(uint64_t d) {
+  const int sw = static_cast<int>(d >> 62);
+  if (sw != 0 && sw != 1) {
+    std::fprintf(stderr, "emu: wgmma swizzle mode %d is not modelled\n", sw);
+    std::abort();
+  }
+  if (((d >> 49) & 7) != 0) {
+    std::fprintf(stderr, "emu: wgmma descriptor base offset is not modelled\n");
+    std::abort();
+  }
   return {static_cast<uint32_t>(d & 0x3FFF) << 4, static_cast<uint32_t>((d >> 16) & 0x3FFF) << 4,
-          static_cast<uint32_t>((d >> 32) & 0x3FFF) << 4};
+          static_cast<uint32_t>((d >> 32) & 0x3FFF) << 4, sw};
 }
+// The 128-byte swizzle on a shared address: the 16-byte chunk (bits 4-6) XOR the row within
+// the 1024-byte pattern (bits 7-9), the pattern on 1024-byte boundaries (base offset 0).
+inline uint32_t swizzle128(uint32_t at) { return at ^ (((at >> 7) & 7) << 4); }
 inline float load_f16(uint32_t at) {
   if (at + 2 > sizeof(smem)) {
     std::fprintf(stderr, "emu: wgmma read past shared memory (byte %u)\n", at);
@@ -60,10 +76,15 @@ inline float load_f16(uint32_t at) {
   return h_lo(u);
 }
 // Element (r, k) of a K-major operand (r: m or n), and (k, c) of an MN-major one (c: m or n).
+// Swizzled (PTX ISA canonical layouts, 128-byte swizzle): K-major rows of 128 bytes, 8-row
+// groups `stride` apart, k along the row from the start address; MN-major rows (k) of 128
+// bytes, 64-column blocks `lead` apart, 8-row groups `stride` apart; then swizzle128.
 inline float k_major(const Desc& d, int r, int k) {
+  if (d.swizzle) return load_f16(swizzle128(d.start + (r / 8) * d.stride + (r % 8) * 128 + k * 2));
   return load_f16(d.start + (k / 8) * d.lead + (r / 8) * d.stride + (r % 8) * 16 + (k % 8) * 2);
 }
 inline float mn_major(const Desc& d, int k, int c) {
+  if (d.swizzle) return load_f16(swizzle128(d.start + (c / 64) * d.lead + (k / 8) * d.stride + (k % 8) * 128 + (c % 64) * 2));
   return load_f16(d.start + (k / 8) * d.lead + (c / 8) * d.stride + (k % 8) * 16 + (c % 8) * 2);
 }
 
