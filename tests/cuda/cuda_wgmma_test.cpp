@@ -23,7 +23,7 @@ bool have_device() {
 }
 
 // Runs one probe; the count of results that differ from the CPU's.
-int probe_mismatches(bool mn, bool a_swap, bool b_swap, bool a_regs = false) {
+int probe_mismatches(bool mn, bool a_swap, bool b_swap, bool a_regs = false, bool b_swizzle = false) {
   constexpr int N = 64;
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> q(-32, 32);
@@ -48,6 +48,7 @@ int probe_mismatches(bool mn, bool a_swap, bool b_swap, bool a_regs = false) {
   p.a_swap = a_swap;
   p.b_swap = b_swap;
   p.a_regs = a_regs;
+  p.b_swizzle = b_swizzle;
   std::vector<float> got(N * N);
   const int err = cuda::run_wgmma_probe(ah.data(), bh.data(), got.data(), p);
   if (err != 0) {
@@ -84,6 +85,17 @@ TEST(CudaWgmma, RegisterOperandA) {
   if (!have_device()) GTEST_SKIP() << "needs the device";
   EXPECT_EQ(probe_mismatches(false, false, false, true), 0);
   EXPECT_EQ(probe_mismatches(true, false, false, true), 0);
+}
+
+// B in the 128-byte swizzle (the wgmma attention kernel's `swizzle` form), A from shared
+// memory and from registers: K-major with each k-step starting within the 128-byte row, and
+// MN-major with 8-row groups of k 1024 bytes apart.
+TEST(CudaWgmma, Swizzle128OperandB) {
+  if (!have_device()) GTEST_SKIP() << "needs the device";
+  for (bool a_regs : {false, true}) {
+    EXPECT_EQ(probe_mismatches(false, false, false, a_regs, true), 0) << "K-major B, A from registers " << a_regs;
+    EXPECT_EQ(probe_mismatches(true, false, false, a_regs, true), 0) << "MN-major B, A from registers " << a_regs;
+  }
 }
 
 }  // namespace

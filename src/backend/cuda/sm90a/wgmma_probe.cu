@@ -24,16 +24,25 @@ __device__ __forceinline__ uint32_t mn_major_offset(int k, int n) {
   return (n / 8) * kCore + (k / 8) * kAcross + (k % 8) * 16 + (n % 8) * 2;
 }
 
+// Element (r, c) of a 64-column operand in the 128-byte swizzle: row r (n of a K-major B, k of
+// an MN-major one) at 128 r, the 16-byte chunk c / 8 of it at chunk (c / 8) ^ (r % 8).
+__device__ __forceinline__ uint32_t sw128_offset(int r, int c) {
+  return r * 128 + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2;
+}
+
 __global__ void __launch_bounds__(128) wgmma_probe_kernel(const uint16_t* __restrict__ a, const uint16_t* __restrict__ b,
                                                           float* __restrict__ c, WgmmaProbe probe) {
   __shared__ __align__(128) uint8_t sa[kN * kN * 2];
-  __shared__ __align__(128) uint8_t sb[kN * kN * 2];
+  __shared__ __align__(128) uint8_t sb_raw[kN * kN * 2 + 1024];
+  // The swizzle's pattern repeats on 1024-byte boundaries of the shared address.
+  uint8_t* sb = sb_raw + (1024 - wg::smem_addr(sb_raw) % 1024) % 1024;
   const int tid = threadIdx.x;
   for (int i = tid; i < kN * kN; i += 128) {
     const int r = i / kN, col = i % kN;
     *reinterpret_cast<uint16_t*>(sa + k_major_offset(r, col)) = a[i];
     // b[i] is B[n = r][k = col] (K-major) or B[k = r][n = col] (MN-major).
-    *reinterpret_cast<uint16_t*>(sb + (probe.b_mn_major ? mn_major_offset(r, col) : k_major_offset(r, col))) = b[i];
+    const uint32_t at = probe.b_swizzle ? sw128_offset(r, col) : probe.b_mn_major ? mn_major_offset(r, col) : k_major_offset(r, col);
+    *reinterpret_cast<uint16_t*>(sb + at) = b[i];
   }
   wg::fence_proxy_async();
   __syncthreads();
@@ -47,7 +56,12 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const uint16_t* __rest
 #pragma unroll
   for (int s = 0; s < kN / 16; ++s) {
     const uint64_t da = wg::smem_desc(wg::smem_addr(sa) + s * 2 * a_k, probe.a_swap ? a_r : a_k, probe.a_swap ? a_k : a_r);
-    const uint64_t db = wg::smem_desc(wg::smem_addr(sb) + s * 2 * b_k, probe.b_swap ? b_r : b_k, probe.b_swap ? b_k : b_r);
+    uint64_t db = wg::smem_desc(wg::smem_addr(sb) + s * 2 * b_k, probe.b_swap ? b_r : b_k, probe.b_swap ? b_k : b_r);
+    if (probe.b_swizzle) {
+      // K-major: the k-step's 32 bytes within each row; MN-major: 16 rows of k a step.
+      db = probe.b_mn_major ? wg::smem_desc_sw128(wg::smem_addr(sb) + s * 2 * 1024, 8192, 1024)
+                            : wg::smem_desc_sw128(wg::smem_addr(sb) + s * 32, 16, 1024);
+    }
     if (probe.a_regs) {
       // This thread's part of A's columns [16 s, 16 s + 16): mma.sync's m16n8k16 A fragment
       // of the warp's 16 rows.
