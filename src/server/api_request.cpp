@@ -520,9 +520,17 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     GS_RETURN_IF_ERROR(read_bool(*kw, "chat_template_kwargs", "enable_thinking", &b));
     if (b) req->enable_thinking = *b;
   }
-  std::optional<int64_t> budget;
+  // thinking_budget_tokens is another server's name for reasoning_budget_tokens; both at once
+  // must agree (one silently winning would cap the thinking the client did not ask for).
+  std::optional<int64_t> budget, alias;
   GS_RETURN_IF_ERROR(read_int(body, "", "reasoning_budget_tokens", 0, kMaxTokensLimit, &budget));
-  if (!budget) GS_RETURN_IF_ERROR(read_int(body, "", "thinking_budget_tokens", 0, kMaxTokensLimit, &budget));
+  GS_RETURN_IF_ERROR(read_int(body, "", "thinking_budget_tokens", 0, kMaxTokensLimit, &alias));
+  if (budget && alias && *budget != *alias) {
+    return invalid(fmt::format("reasoning_budget_tokens ({}) and thinking_budget_tokens ({}) name the same budget and "
+                               "must agree: send one",
+                               *budget, *alias));
+  }
+  if (!budget) budget = alias;
   if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
   // A budget of 0 means no thinking at all: render the non-thinking prompt (bug-case 25).
   if (req->reasoning_budget == 0) req->enable_thinking = false;

@@ -440,6 +440,20 @@ TEST(ChatRequest, ThinkingSwitches) {
   EXPECT_TRUE(parse(R"(,"chat_template_kwargs":{"enable_thinking":true})"));
 }
 
+TEST(ChatRequest, ThinkingBudgetAliasMustAgree) {
+  RequestDefaults d;
+  d.enable_thinking = true;
+  auto parse = [&](const char* extra) {
+    return parse_chat_request(json::parse(std::string(R"({"messages":[{"role":"user","content":"hi"}])") + extra + "}"), d);
+  };
+  EXPECT_EQ(parse(R"(,"thinking_budget_tokens":7)")->reasoning_budget, 7);
+  EXPECT_EQ(parse(R"(,"reasoning_budget_tokens":7,"thinking_budget_tokens":7)")->reasoning_budget, 7);
+  const auto r = parse(R"(,"reasoning_budget_tokens":7,"thinking_budget_tokens":100)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("must agree"), std::string::npos) << r.status().message();
+}
+
 TEST(ChatRequest, SpeculationSwitches) {
   RequestDefaults d;
   json body = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
