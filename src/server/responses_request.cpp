@@ -48,6 +48,37 @@ Status check_stateless(const json& body) {
   return {};
 }
 
+// Fields taken and not used (include, truncation, max_tool_calls) still have their types
+// checked; asking for token log-probabilities, which this route does not return, is a 400
+// rather than an empty `logprobs` array.
+Status check_unused_fields(const json& body) {
+  constexpr const char* kLogprobs = "message.output_text.logprobs";
+  std::optional<int64_t> n;
+  GS_RETURN_IF_ERROR(read_int(body, "", "top_logprobs", 0, 20, &n));
+  if (n.value_or(0) > 0) {
+    return invalid("top_logprobs: token log-probabilities are not returned on /v1/responses "
+                   "(/v1/chat/completions returns them)");
+  }
+  if (const auto it = body.find("include"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return invalid(fmt::format("include must be an array of strings, got {}", json_type_name(*it)));
+    for (size_t k = 0; k < it->size(); ++k) {
+      const json& v = (*it)[k];
+      if (!v.is_string()) return invalid(fmt::format("include[{}] must be a string, got {}", k, json_type_name(v)));
+      if (v.get<std::string>() == kLogprobs) {
+        return invalid(fmt::format("include[{}]: {} is not returned on /v1/responses (/v1/chat/completions returns "
+                                   "token log-probabilities)",
+                                   k, kLogprobs));
+      }
+    }
+  }
+  std::optional<std::string> truncation;
+  GS_RETURN_IF_ERROR(read_string(body, "", "truncation", &truncation));
+  if (truncation && *truncation != "auto" && *truncation != "disabled") {
+    return invalid(fmt::format("truncation must be \"auto\" or \"disabled\", got \"{}\"", *truncation));
+  }
+  return read_int(body, "", "max_tool_calls", 1, INT32_MAX, &n);
+}
+
 // The text of a message item's content: a string, or parts of text (input_text, output_text,
 // text, refusal) joined as written.
 Status content_text(const json& content, const std::string& path, std::string* out) {
@@ -471,6 +502,7 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   ResponsesTranslation t;
   t.chat_body = json::object();
   GS_RETURN_IF_ERROR(check_stateless(body));
+  GS_RETURN_IF_ERROR(check_unused_fields(body));
   GS_RETURN_IF_ERROR(translate_input(body, &t));
   GS_RETURN_IF_ERROR(translate_tools(body, &t.chat_body));
   GS_RETURN_IF_ERROR(translate_text_format(body, &t.chat_body));
@@ -479,7 +511,8 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
     if (const auto it = body.find(key); it != body.end()) t.chat_body[key] = *it;
   }
   if (const auto it = body.find("max_output_tokens"); it != body.end()) t.chat_body["max_tokens"] = *it;
-  // metadata, user, include, truncation, service_tier, max_tool_calls, ...: accepted, not used.
+  // metadata, user, include, truncation, service_tier, max_tool_calls, ...: accepted, not used
+  // (check_unused_fields).
   return t;
 }
 
@@ -524,7 +557,7 @@ std::string responses_error_param(std::string_view message) {
       "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
       "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty",
       "repetition_penalty", "speculative", "draft_max", "stream", "reasoning", "text", "previous_response_id",
-      "conversation", "prompt", "background", "store"};
+      "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls"};
   size_t i = 0;
   while (i < message.size() && is_ident_char(message[i])) ++i;
   if (i == 0 || std::find(std::begin(kRoots), std::end(kRoots), message.substr(0, i)) == std::end(kRoots)) return {};

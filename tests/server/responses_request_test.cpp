@@ -155,7 +155,8 @@ TEST(ResponsesRequest, ToolChoiceTextFormatAndReasoning) {
 TEST(ResponsesRequest, StoreMetadataAndUnknownFieldsAreAccepted) {
   auto r = parse({{"input", "x"}, {"store", true}, {"metadata", {{"k", "v"}}}, {"user", "u"},
                   {"include", json::array({"reasoning.encrypted_content"})}, {"truncation", "auto"},
-                  {"background", false}, {"previous_response_id", nullptr}, {"service_tier", "auto"}});
+                  {"background", false}, {"previous_response_id", nullptr}, {"service_tier", "auto"},
+                  {"top_logprobs", 0}, {"max_tool_calls", 4}});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->echo["store"], false);
   EXPECT_EQ(r->echo["metadata"]["k"], "v");
@@ -202,6 +203,14 @@ TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
       {{{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"schema", {{"type", 7}}}}}}}},
        "text.format.schema*", ""},
       {{{"input", "x"}, {"stream", "yes"}}, "stream", ""},
+      // Taken and not used: still typed; log-probabilities asked for are refused, not empty.
+      {{{"input", "x"}, {"top_logprobs", 3}}, "top_logprobs", "not returned"},
+      {{{"input", "x"}, {"top_logprobs", "3"}}, "top_logprobs", ""},
+      {{{"input", "x"}, {"include", json::array({"message.output_text.logprobs"})}}, "include[0]", "not returned"},
+      {{{"input", "x"}, {"include", "reasoning.encrypted_content"}}, "include", "array"},
+      {{{"input", "x"}, {"include", json::array({7})}}, "include[0]", "string"},
+      {{{"input", "x"}, {"truncation", "sometimes"}}, "truncation", "auto"},
+      {{{"input", "x"}, {"max_tool_calls", "many"}}, "max_tool_calls", ""},
   };
   for (const auto& c : cases) {
     const std::string message = error_of(c.body);
