@@ -11,7 +11,8 @@
 //     commutes), so both hold the same P, m and l.
 //   - O += P V: P, rounded to f16, stays in registers as the A operand (mma.sync's A layout);
 //     V is the MN-major B operand; 2 steps of m64n256k16 a tile, 128 f32 accumulators a thread.
-// Shared memory holds Q, K and V as no-swizzle core matrices (k_wgmma.cuh): the 16-byte chunk
+// Shared memory holds Q, K and V as no-swizzle core matrices (k_wgmma.cuh; K and V in other
+// layouts in the forms row and swizzle, WgLayout): the 16-byte chunk
 // of 8 consecutive head_dim values of one row (query or key) is one core-matrix row; core
 // matrices lie 128 B apart along head_dim and 8 KiB apart along rows. One layout serves both
 // products: for S a K tile is read with head_dim as K (leading 128 B, stride 8 KiB); for P V a
@@ -188,9 +189,10 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     // 8 threads on one chunk of 8 keys, each 16 bytes was its own sector request (32 sectors a
     // warp instruction against 16) and its own shared-memory write (64 wavefronts against 8),
     // which held L2 at 83% of its peak.
-    // The thread's 8 row offsets are read before its first copy (offs_index): read one before
-    // each copy, each read waited for the copy before it, and those waits were ~45% of the
-    // stall samples (twenty-eighth session).
+    // The thread's 8 row offsets are read before its first copy (offs_index). Read one before
+    // each copy, each read had waited for the copy before it (~45% of the stall samples); read
+    // ahead, the stalls moved to the next wait and the time did not change (twenty-eighth
+    // session: the copies' own cost is the bound, WgLayout).
     // kFormSwizzle: ch = tid % 64 as kFormRow (chunk tid % 8 of block (tid / 8) % 8), kq = tid / 64.
     static_assert(kThreads == 256 && kD / 8 == 64 && kKT == 32, "copy map");
     const int kq = L::kRowMap || L::kSwizzle ? tid / 64 : (tid / 2) % 4;
