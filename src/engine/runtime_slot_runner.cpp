@@ -16,6 +16,7 @@
 #include "engine/json_constraint.h"
 #include "model/dump.h"
 #include "model/gemma4_model.h"
+#include "model/gguf_names.h"
 #include "runtime/model_runner.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative.h"
@@ -396,8 +397,9 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
                        "pass it with --mtp", options.model_path);
   }
   if (model->config().n_vocab != tokenizer.n_vocab()) {
-    return make_status(StatusCode::kInvalidArgument, "the model has {} embedding rows but its vocabulary {} tokens",
-                       model->config().n_vocab, tokenizer.n_vocab());
+    return make_status(StatusCode::kInvalidArgument, "{}: tensor '{}' has {} rows but metadata '{}' has {} tokens",
+                       target_file->path(), names::kTokenEmbd, model->config().n_vocab, names::kTokTokens,
+                       tokenizer.n_vocab());
   }
   int32_t n_ctx = options.n_ctx;
   const int32_t n_ctx_train = model->config().n_ctx_train;
@@ -435,7 +437,10 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
     // A drafter that does not fit the target is refused here, before serving (bug-case 35).
     Result<std::shared_ptr<Gemma4Model>> loaded = Gemma4Model::load(options.drafter_path, *backend);
     if (!loaded.ok()) {
-      return make_status(loaded.status().code(), "the drafter {}: {}", options.drafter_path, loaded.status().message());
+      // The model's errors start with the file's path already: name it once.
+      std::string_view why = loaded.status().message();
+      if (why.rfind(options.drafter_path + ": ", 0) == 0) why.remove_prefix(options.drafter_path.size() + 2);
+      return make_status(loaded.status().code(), "the drafter {}: {}", options.drafter_path, why);
     }
     assistant = *loaded;
     if (!assistant->config().is_assistant()) {

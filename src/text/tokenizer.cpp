@@ -1,11 +1,11 @@
-// Tokenizer: loading the vocabulary and merges from GGUF metadata, decoding, lookups.
+// Tokenizer: building the tables from a vocabulary and merges, decoding, lookups (reading them
+// from GGUF metadata is tokenizer_gguf.cpp).
 #include "text/tokenizer.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
-#include "gguf/gguf_reader.h"
 #include "text/chat_format.h"
 #include "text/tokenizer_impl.h"
 #include "gguf/tokenizer_keys.h"
@@ -205,8 +205,8 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     return make_status(StatusCode::kInvalidArgument, "tokenizer: {} tokens is too many", n);
   }
   if (!vocab.types.empty() && vocab.types.size() != n) {
-    return make_status(StatusCode::kInvalidArgument,
-                       "tokenizer: {} token types for {} tokens", vocab.types.size(), n);
+    return make_status(StatusCode::kInvalidArgument, "tokenizer: metadata '{}' has {} entries but '{}' has {} tokens",
+                       names::kTokTypes, vocab.types.size(), names::kTokTokens, n);
   }
   t.tokens = std::move(vocab.tokens);
   t.types = std::move(vocab.types);
@@ -295,8 +295,8 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     if (sp == std::string::npos || sp + 1 >= m.size()) {
       return make_status(StatusCode::kInvalidArgument,
-                         "tokenizer: merge {} (\"{}\") is not two pieces separated by a space", r,
-                         m.substr(0, 64));
+                         "tokenizer: metadata '{}'[{}] = \"{}\" is not two pieces separated by a space",
+                         names::kTokMerges, r, m.substr(0, 64));
     }
     const std::string_view left(m.data(), sp);
     const std::string_view right(m.data() + sp + 1, m.size() - sp - 1);
@@ -364,70 +364,6 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 
   impl->instance_id = g_next_instance_id.fetch_add(1);
   return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
-}
-
-Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_gguf(const gguf::GgufFile& file) {
-  GS_ASSIGN_OR_RETURN(const std::string_view model, file.get_string(names::kTokModel));
-  if (model != "gemma4") {
-    return make_status(StatusCode::kUnimplemented,
-                       "tokenizer: {} = \"{}\" is not supported (only \"gemma4\")", names::kTokModel, model);
-  }
-  Vocab v;
-  {
-    GS_ASSIGN_OR_RETURN(auto tokens, file.get_string_array(names::kTokTokens));
-    v.tokens.reserve(tokens.size());
-    for (const auto s : tokens) v.tokens.emplace_back(s);
-  }
-  if (file.has(names::kTokTypes)) {
-    GS_ASSIGN_OR_RETURN(auto types, file.get_int_array(names::kTokTypes));
-    v.types.reserve(types.size());
-    for (size_t i = 0; i < types.size(); ++i) {
-      if (types[i] < 0 || types[i] > 6) {
-        return make_status(StatusCode::kInvalidArgument, "tokenizer: {}[{}] = {} is not a token type",
-                           names::kTokTypes, i, types[i]);
-      }
-      v.types.push_back(static_cast<TokenType>(types[i]));
-    }
-  }
-  {
-    GS_ASSIGN_OR_RETURN(auto merges, file.get_string_array(names::kTokMerges));
-    v.merges.reserve(merges.size());
-    for (const auto s : merges) v.merges.emplace_back(s);
-  }
-  const auto special = [&](std::string_view key, std::string_view text, int32_t* out) -> Status {
-    if (file.has(key)) {
-      GS_ASSIGN_OR_RETURN(const uint32_t id, file.get_u32(key));
-      if (id >= v.tokens.size()) {
-        return make_status(StatusCode::kInvalidArgument, "tokenizer: {} = {} is outside the vocabulary of {} tokens",
-                           key, id, v.tokens.size());
-      }
-      *out = static_cast<int32_t>(id);
-      return Status::ok_status();
-    }
-    // Absent key: the token spelled `text`, if any (spec Decision 4: never a fixed id).
-    for (size_t i = 0; i < v.tokens.size(); ++i) {
-      if (v.tokens[i] == text) {
-        *out = static_cast<int32_t>(i);
-        break;
-      }
-    }
-    return Status::ok_status();
-  };
-  GS_RETURN_IF_ERROR(special(names::kTokBos, "<bos>", &v.bos_id));
-  GS_RETURN_IF_ERROR(special(names::kTokEos, "<eos>", &v.eos_id));
-  GS_RETURN_IF_ERROR(special(names::kTokUnk, "<unk>", &v.unk_id));
-  GS_RETURN_IF_ERROR(special(names::kTokPad, "<pad>", &v.pad_id));
-  // llama.cpp adds BOS for gemma4 whatever the file says (spec §8.1); so do we.
-  v.add_bos = true;
-  if (file.has(names::kTokAddEos)) {
-    GS_ASSIGN_OR_RETURN(v.add_eos, file.get_bool(names::kTokAddEos));
-  }
-  if (file.has(names::kTokEot)) {
-    GS_ASSIGN_OR_RETURN(const uint32_t eot, file.get_u32(names::kTokEot));
-    v.extra_eog.push_back(static_cast<int32_t>(eot));
-  }
-  GS_ASSIGN_OR_RETURN(auto tok, from_vocab(std::move(v)));
-  return tok;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -419,6 +419,61 @@ TEST(Tokenizer, GgufErrorsAreClear) {
   EXPECT_EQ((*ok)->encode("ab", true, false), (std::vector<int32_t>{2, 5}));
 }
 
+// A malformed tokenizer key is named, with the file, in the error (they read "tokenizer: 5
+// token types for 6 tokens" and "end-of-generation id -1 is outside the vocabulary" for an
+// eot_token_id of 4294967295: neither the file, nor the key, nor the value as stored).
+TEST(Tokenizer, GgufErrorsNameTheFileTheKeyAndTheValue) {
+  const std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "a", "b", "ab"};
+  const auto base = [&](gguf::GgufWriter& w) {
+    w.set_string("tokenizer.ggml.model", "gemma4");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+  };
+  const auto expect_named = [](const Result<std::shared_ptr<const Tokenizer>>& r,
+                               std::initializer_list<std::string_view> parts) {
+    ASSERT_FALSE(r.ok());
+    const std::string& msg = r.status().message();
+    EXPECT_NE(msg.find("/t.gguf: "), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("t.gguf", msg.find("t.gguf") + 1), std::string::npos) << "the file twice: " << msg;
+    for (const std::string_view p : parts) EXPECT_NE(msg.find(p), std::string::npos) << p << " in: " << msg;
+  };
+  expect_named(from_keys([&](gguf::GgufWriter& w) {
+                 base(w);
+                 w.set_string_array("tokenizer.ggml.merges", {"a b"});
+                 w.set_i32_array("tokenizer.ggml.token_type", {3, 3, 3, 1, 1});
+               }),
+               {"tokenizer.ggml.token_type", "tokenizer.ggml.tokens", "5", "6"});
+  expect_named(from_keys([&](gguf::GgufWriter& w) {
+                 base(w);
+                 w.set_string_array("tokenizer.ggml.merges", {"a b", "ab"});
+               }),
+               {"'tokenizer.ggml.merges'[1]", "\"ab\""});
+  expect_named(from_keys([&](gguf::GgufWriter& w) {
+                 base(w);
+                 w.set_string_array("tokenizer.ggml.merges", {"a b"});
+                 w.set_u32("tokenizer.ggml.eot_token_id", 0xFFFFFFFFu);
+               }),
+               {"tokenizer.ggml.eot_token_id", "4294967295", "6 tokens"});
+  expect_named(from_keys([&](gguf::GgufWriter& w) {
+                 base(w);
+                 w.set_string_array("tokenizer.ggml.merges", {"a b"});
+                 w.set_u32("tokenizer.ggml.eot_token_id", 6);
+               }),
+               {"tokenizer.ggml.eot_token_id", "= 6"});
+  expect_named(from_keys([&](gguf::GgufWriter& w) {
+                 base(w);
+                 w.set_string_array("tokenizer.ggml.merges", {"a b"});
+                 w.set_u32("tokenizer.ggml.bos_token_id", 99);
+               }),
+               {"tokenizer.ggml.bos_token_id", "99"});
+  // The reader's own errors already start with the path: not twice.
+  expect_named(from_keys([&](gguf::GgufWriter& w) {
+                 base(w);
+                 w.set_string_array("tokenizer.ggml.merges", {"a b"});
+                 w.set_f32("tokenizer.ggml.bos_token_id", 2.0f);
+               }),
+               {"tokenizer.ggml.bos_token_id"});
+}
+
 // ---- incremental decoding (bug-cases 27 and 58) -------------------------------------------
 
 // Bug-case 27: a character split over byte tokens is held until complete (no U+FFFD).
