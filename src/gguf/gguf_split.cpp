@@ -58,7 +58,14 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
   if (!given->has(names::kSplitCount)) return given;
   int64_t n_split = 0;
   GS_ASSIGN_OR_RETURN(n_split, given->get_i64(names::kSplitCount));
-  if (n_split == 1) return given;  // a split of one file is the whole model
+  if (n_split == 1) {  // a split of one file is the whole model, unless its name says otherwise
+    const std::optional<SplitName> name = parse_split_name(path);
+    if (name && name->count != 1) {
+      return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = 1, but the file name says {} shards",
+                         path, names::kSplitCount, name->count);
+    }
+    return given;
+  }
   if (n_split < 1 || n_split > kMaxShards) {
     return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = {} is not a shard count (1..{})", path,
                        names::kSplitCount, n_split, kMaxShards);

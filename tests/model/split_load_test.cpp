@@ -216,6 +216,21 @@ TEST_F(SplitLoad, MismatchedSplitCountNamesTheShardAndTheField) {
   EXPECT_HAS(missing, "split.count");
 }
 
+// A shard 1 of 3 whose split.count says 1 was loaded as a whole model, and refused with
+// "tensor 'blk.N...' is missing" about a tensor of another shard instead of the count.
+TEST_F(SplitLoad, SplitCountOfOneUnderAShardNameOfSeveralIsNamed) {
+  auto shards = split_shards(model_, 3);
+  shards[0].set_kv(std::string(names::kSplitCount), u16_value(1));
+  const auto paths = write_shards(shards, prefix("one"));
+  const std::string msg = load_error(paths[0], StatusCode::kInvalidArgument);
+  EXPECT_HAS(msg, paths[0]);
+  EXPECT_HAS(msg, "'split.count' = 1");
+  EXPECT_HAS(msg, "file name says 3 shards");
+  // A whole model named as the one shard of one still loads.
+  auto whole = split_shards(model_, 1);
+  EXPECT_FALSE(logits(write_shards(whole, prefix("whole"))[0]).empty());
+}
+
 TEST_F(SplitLoad, DuplicateTensorNamesItAndBothShards) {
   auto shards = split_shards(model_, 3);
   shards[2].tensors.push_back(shards[0].tensors.front());
