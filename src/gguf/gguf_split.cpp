@@ -58,12 +58,15 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
   if (!given->has(names::kSplitCount)) return given;
   int64_t n_split = 0;
   GS_ASSIGN_OR_RETURN(n_split, given->get_i64(names::kSplitCount));
+  const std::optional<SplitName> name = parse_split_name(path);
+  // A shard name whose count differs from split.count (for one shard too: such a file is
+  // not the whole model).
+  const auto count_disagrees = [&]() {
+    return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = {}, but the file name says {} shards", path,
+                       names::kSplitCount, n_split, name->count);
+  };
   if (n_split == 1) {  // a split of one file is the whole model, unless its name says otherwise
-    const std::optional<SplitName> name = parse_split_name(path);
-    if (name && name->count != 1) {
-      return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = 1, but the file name says {} shards",
-                         path, names::kSplitCount, name->count);
-    }
+    if (name && name->count != 1) return count_disagrees();
     return given;
   }
   if (n_split < 1 || n_split > kMaxShards) {
@@ -77,7 +80,6 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
     return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = {} is not a shard index of {} shards (0..{})",
                        path, names::kSplitNo, given_no, n, n - 1);
   }
-  const std::optional<SplitName> name = parse_split_name(path);
   if (!name) {
     return make_status(StatusCode::kNotFound,
                        "{}: metadata '{}' = {}: this file is {} of a split GGUF, but its name does not end in "
@@ -86,11 +88,7 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
                        path, names::kSplitCount, n, shard_label(static_cast<int>(given_no) + 1, n),
                        given_no + 1, n);
   }
-  if (name->count != n) {
-    return make_status(StatusCode::kInvalidArgument,
-                       "{}: metadata '{}' = {}, but the file name says {} shards", path, names::kSplitCount, n,
-                       name->count);
-  }
+  if (name->count != n) return count_disagrees();
   if (name->number != given_no + 1) {
     return make_status(StatusCode::kInvalidArgument,
                        "{}: metadata '{}' = {} (shard {}), but the file name says shard {}", path, names::kSplitNo,
