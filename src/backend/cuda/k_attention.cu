@@ -519,7 +519,7 @@ struct FaCfg {
   static constexpr int kKeyStep = kThreads / (D / 8);
   static constexpr int kCopies = KT / kKeyStep;
   static_assert(kThreads % (D / 8) == 0 && KT % kKeyStep == 0 && kCopies % 2 == 0, "copy map");
-  __host__ __device__ static constexpr int offs_index(int key) { return (key % kKeyStep) * kCopies + key / kKeyStep; }
+  __host__ __device__ static constexpr int offs_index(int key) { return kv_offs_index<kKeyStep, kCopies>(key); }
 };
 
 // Dynamic shared memory of attn_fa_kernel for `nrg` resident row groups (1..4: the Q rows a

@@ -37,6 +37,15 @@ __device__ __forceinline__ void split_tiles(int lo, int hi, int n_splits, int sp
 struct RowMap {
   int hc, hb, rt;  // heads per CTA, head blocks per KV head, tokens per CTA
 };
+// Where a tile's key `key` has its KV row offset within a slot of the kernels' row-offset
+// table, for copies in which one thread takes keys key0 + kKeyStep k, k = 0 .. kCopies - 1
+// (key0 < kKeyStep): those keys' offsets are kCopies consecutive int64, which the thread reads
+// with 16-byte loads before its first copy.
+template <int kKeyStep, int kCopies>
+__host__ __device__ constexpr int kv_offs_index(int key) {
+  return (key % kKeyStep) * kCopies + key / kKeyStep;
+}
+
 // How a CTA of `rows` query rows (16 for the decode kernel, 64 for prefill) covers a GQA group.
 __host__ __device__ inline RowMap row_map(int n_head, int n_head_kv, int rows) {
   const int G = n_head / n_head_kv;

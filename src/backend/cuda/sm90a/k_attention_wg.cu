@@ -87,10 +87,9 @@ struct WgLayout {
   static_assert(kChunkStride % 16 == 0 && kK % 16 == 0 && kTileBytes % 16 == 0, "core matrices 16-byte aligned");
 };
 
-// Where a tile's key `key` has its KV row offset within an Offs slot: the offsets of keys
-// kq, kq + 4, ..., kq + 28 (the keys one copying thread reads, below) are 8 consecutive int64,
-// which the thread loads with 4 16-byte shared-memory reads before its first copy.
-__device__ __forceinline__ int offs_index(int key) { return (key % 4) * 8 + key / 4; }
+// Where a tile's key `key` has its KV row offset within an Offs slot: one copying thread
+// reads keys kq, kq + 4, ..., kq + 28 (below).
+__device__ __forceinline__ int offs_index(int key) { return kv_offs_index<4, kKT / 4>(key); }
 
 // Byte offset of element (row, col) in a core-matrix operand of kD columns.
 __device__ __forceinline__ uint32_t cm_offset(int row, int col) {
