@@ -97,6 +97,34 @@ TEST_P(ResponseFormat, JsonSchemaContentFollowsTheSchema) {
   EXPECT_GT(stopped, 0) << "no answer finished its value";
 }
 
+// An assistant prefill under response_format is the start of the value: prefill plus answer
+// is one JSON text that follows the schema (before, the answer had to be a whole value of
+// its own, so the two together were not JSON). A prefill that cannot begin such a value is a
+// 400 naming the message.
+TEST_P(ResponseFormat, AnAssistantPrefillIsTheStartOfTheValue) {
+  auto grammar = text::JsonGrammar::from_schema(kSchema);
+  ASSERT_TRUE(grammar.ok());
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}}}};
+  for (bool thinking : {false, true}) {
+    const std::string prefill = "{\"name\": \"";
+    json body = chat(rf, 0, thinking);
+    body["messages"].push_back({{"role", "assistant"}, {"content", prefill}});
+    auto r = server_.post(body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const std::string content = choice["message"]["content"].is_string() ? choice["message"]["content"].get<std::string>() : "";
+    check(prefill + content, choice["finish_reason"].get<std::string>(), *grammar, thinking ? "thinking" : "no thinking");
+  }
+  json bad = chat(rf, 0, false);
+  bad["messages"].push_back({{"role", "assistant"}, {"content", "Sure, here it is: {"}});
+  auto r = server_.post(bad);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["param"], "messages[1].content") << r->body;
+}
+
 // llama-server's top-level json_schema and vLLM's guided_json (an object or a JSON string)
 // are the schema of response_format json_schema: the same greedy answer, which follows it.
 // Before, both were ignored and the model wrote free text.
