@@ -374,7 +374,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       };
       // As kFormDefer: K_0 V_0 K_1 before the loop; iteration ti waits for K_ti before B1 and
       // for V_ti before B2, then issues V_{ti+1} and K_{ti+2} into the stages that P V_{ti-1}
-      // and S_ti read (both landed: each warpgroup waited for them before B2).
+      // and S_ti read (both landed: each warpgroup waited for them before B2). The barrier
+      // first: a previous segment's last P V may still read a V stage in the other warpgroup.
+      __syncthreads();
       tma_issue(&maps.k, Ks, 0, 0);
       tma_issue(&maps.v, Vs, kStages, 0);
       tma_issue(&maps.k, Ks, 0, 1);
