@@ -79,7 +79,12 @@ TEST(JsonConstraint, MasksEqualABruteForceCheckOfEveryToken) {
                 "m":{"type":"integer","exclusiveMinimum":999,"maximum":1234}}})")),
             "{\"n\": -37, \"m\": 1234}"},
            {*text::JsonGrammar::from_schema(json::parse(R"({"type":"integer","minimum":100,"maximum":1234})")),
-            "1234"}}) {
+            "1234"},
+           // A pattern, a format and property counts (no free-string fast path in them).
+           {*text::JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
+                "code":{"type":"string","pattern":"^[A-Z][a-z]+ \\d{2}$"},
+                "day":{"type":"string","format":"date"}},"minProperties":2,"maxProperties":2})")),
+            "{\"code\": \"Romeo 12\", \"day\": \"2024-02-29\"}"}}) {
     const JsonConstraintOptions options = chat_options();
     JsonConstraint c(shakes_pieces(), grammar, options);
     text::JsonMatcher m(grammar);

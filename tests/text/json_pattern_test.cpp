@@ -480,6 +480,11 @@ TEST(JsonPattern, BlowupsAreBounded) {
       EXPECT_EQ(g.status().message().rfind("schema.pattern: ", 0), 0u) << g.status().message();
     }
   }
+  for (const char* p : {"a{100000}", "a{999999999999}", "(a|b)*a(a|b){24}", "(a{1000}){1000}"}) {
+    auto g = JsonGrammar::from_schema({{"type", "string"}, {"pattern", p}});
+    ASSERT_FALSE(g.ok()) << p;
+    EXPECT_NE(g.status().message().find("states"), std::string::npos) << g.status().message();
+  }
   // Not refused but small: the classic exponential case for backtracking engines.
   EXPECT_TRUE(JsonGrammar::from_schema({{"type", "string"}, {"pattern", "^((a|aa)*){20}b$"}}).ok());
   // A long maxLength beside a large automaton: the length table is bounded.
