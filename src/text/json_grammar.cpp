@@ -1058,7 +1058,9 @@ class JsonSchemaCompiler {
       const std::string_view f = format_pattern(it->get<std::string>());
       if (!f.empty()) {
         GS_ASSIGN_OR_RETURN(auto fd, compiled_pattern(std::string(f), path + ".format"));
-        if (dfa) {
+        if (!fd) {
+          // (a tool call past the budget: the format is ignored as an unsupported pattern)
+        } else if (dfa) {
           GS_ASSIGN_OR_RETURN(dfa, both_patterns(dfa, fd, path + ".format"));
           if (!dfa) return invalid(path + ".format: no string matches both the pattern and the format");
         } else {
@@ -1071,9 +1073,16 @@ class JsonSchemaCompiler {
   }
 
   // The automaton of one pattern's source (compiled once per schema). Errors begin with `path`.
+  // In a tool call (kGemmaCall) a pattern the compiler refuses is ignored instead (null), as
+  // all were before: real tool schemas carry such patterns, and refusing one would drop the
+  // whole grammar to the first-key fallback (decision 0027 point 9).
   Result<std::shared_ptr<const RegexDfa>> compiled_pattern(const std::string& source, const std::string& path) {
     if (const auto it = patterns_.find(source); it != patterns_.end()) return it->second;
     Result<RegexDfa> r = RegexDfa::compile(source, &budget_);
+    if (!r.ok() && syntax_ == JsonSyntax::kGemmaCall) {
+      patterns_.emplace(source, nullptr);
+      return std::shared_ptr<const RegexDfa>();
+    }
     if (!r.ok()) return invalid(path + ": " + r.status().message());
     auto dfa = std::make_shared<const RegexDfa>(std::move(*r));
     patterns_.emplace(source, dfa);
@@ -1112,10 +1121,11 @@ class JsonSchemaCompiler {
     std::optional<RegexDfa> no_lt;
     if (syntax_ == JsonSyntax::kGemmaCall) {
       // A tool call's string ends at `<|"|>` and has no escapes: a patterned one holds no '<'.
+      // A pattern that needs one is ignored, as one the compiler refuses.
       Result<RegexDfa> r = n->pattern->without_code_point('<');
       if (!r.ok()) {
-        *why = r.status().message() + " (a tool call's string with a pattern holds no '<')";
-        return false;
+        n->pattern = nullptr;
+        return true;
       }
       no_lt = std::move(*r);
       base = &*no_lt;

@@ -173,7 +173,8 @@ class JsonGrammar {
   // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").
   // kGemmaCall: also kInvalidArgument for a property name the bare form cannot spell
   // (empty, or with whitespace, quotes or delimiters). A pattern: kInvalidArgument naming
-  // ".pattern" and the feature it cannot hold, or the size past which it is refused; a
+  // ".pattern" and the feature it cannot hold, or the size past which it is refused
+  // (kGemmaCall: such a pattern, or one that needs a '<', is ignored instead); a
   // pattern or format that no string within minLength / maxLength matches, and property
   // counts that no object meets, are refused naming the keyword.
   static Result<std::shared_ptr<const JsonGrammar>> from_schema(const nlohmann::json& schema,
