@@ -91,6 +91,21 @@ bool utf8_continue(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
   return true;
 }
 
+// The hash the matcher computes for a key it reads (JsonMatcher::Frame::key_hash) of a key
+// spelled as the syntax writes it: FNV-1a over the code points of its JSON value, or over the
+// bytes of a bare key.
+uint64_t key_hash_of(const std::string& spelled, JsonSyntax syntax) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  if (syntax == JsonSyntax::kGemmaCall) {
+    for (char c : spelled) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+    return h;
+  }
+  std::u32string cps;
+  decode_utf8(json::parse("\"" + spelled + "\"").get<std::string>(), &cps);
+  for (char32_t c : cps) h = (h ^ static_cast<uint32_t>(c)) * 0x100000001B3ull;
+  return h;
+}
+
 // The code point a one-character escape stands for (RFC 8259 section 7): \" \\ \/ \b \f \n \r \t.
 uint32_t escaped_code_point(unsigned char c) {
   switch (c) {
@@ -1826,6 +1841,10 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
     GS_ASSIGN_OR_RETURN(const bool fits, compiler.fill_string_form(&n, path, &why));
     if (!fits) n.kinds &= static_cast<uint8_t>(~kString);
   }
+  for (Node& n : compiler.nodes) {
+    n.key_hashes.clear();
+    for (const std::string& k : n.keys) n.key_hashes.push_back(key_hash_of(k, syntax));
+  }
   fill_depths(&compiler.nodes);
   if (compiler.nodes[0].min_depth > kJsonMaxDepth) {
     return invalid(path + ": no value satisfies it within " + std::to_string(kJsonMaxDepth) +
@@ -2255,6 +2274,12 @@ bool JsonMatcher::close_string(const Frame& s) {
   if (!s.is_key && n.pattern_form && !n.pattern_form->accepts(s.pstate)) return false;
   if (s.is_key) {
     Frame& obj = stack_[stack_.size() - 2];
+    if (exact < 0) {
+      // A free key that names a declared one in another spelling ("\u0061" for "a") is it.
+      for (size_t i = 0; i < n.key_hashes.size(); ++i) {
+        if (n.key_hashes[i] == s.key_hash) exact = static_cast<int>(i);
+      }
+    }
     if (exact >= 0 && obj.seen.test(static_cast<size_t>(exact))) return false;  // a key written twice
     const int32_t value_node = exact >= 0 ? n.key_nodes[static_cast<size_t>(exact)] : n.extra_node;
     if (grammar_->node(value_node).min_depth > kJsonMaxDepth - depth()) return false;  // no value would fit

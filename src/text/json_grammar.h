@@ -77,6 +77,10 @@ class JsonGrammar {
     // their nodes; keys outside them only when extra_keys (their values: extra_node).
     std::vector<std::string> keys;
     std::vector<int32_t> key_nodes;
+    // Each key's hash as the matcher hashes a key it reads (Frame::key_hash: FNV-1a over the
+    // code points of its value; kGemmaCall: over its bytes), so that a free key spelled with
+    // escapes ("\u0061") is still the declared key it names. Filled by the compiler.
+    std::vector<uint64_t> key_hashes;
     std::bitset<kJsonMaxKeys> required;
     bool extra_keys = true;
     bool closed = false;  // additionalProperties: false (not only "properties" given)

@@ -726,6 +726,12 @@ TEST(JsonProperties, MinAndMaxPropertiesAreHeld) {
   EXPECT_FALSE(accepts(two, R"({"x":1,"\u0078":2})"));
   EXPECT_TRUE(accepts(two, R"({"x":1,"y":2})"));
   EXPECT_FALSE(accepts(two, R"({"x":1,"y":2,"z":3})"));
+  // A declared key in another spelling is that key: its schema, and written once.
+  const Grammar declared = grammar({{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}, {"minProperties", 2},
+                                   {"additionalProperties", true}});
+  EXPECT_FALSE(accepts(declared, R"({"a":1,"\u0061":2})"));
+  EXPECT_FALSE(accepts(declared, R"({"\u0061":"x","b":2})"));
+  EXPECT_TRUE(accepts(declared, R"({"\u0061":1,"b":2})"));
   // Tool calls count bare keys.
   const Grammar call = grammar({{"type", "object"}, {"minProperties", 1}, {"maxProperties", 1}}, JsonSyntax::kGemmaCall);
   EXPECT_TRUE(accepts(call, "{a:1}"));
