@@ -20,7 +20,6 @@
 namespace gs::text {
 
 class RegexDfa;
-struct RegexBudget;
 
 // Most declared properties of one object, and most values of one enum.
 inline constexpr int kJsonMaxKeys = 128;

@@ -71,6 +71,10 @@ struct State {
   uint64_t rng = 0x2545F4914F6CDD1Dull;
   // Called before each block runs (a stand-in's per-block state, e.g. wgmmas in flight).
   std::vector<void (*)()> block_start_hooks;
+  // Called as a copy lands (cp.async, bulk and tensor copies) with its destination: a
+  // stand-in aborts where the bytes are read by an asynchronous reader still in flight, a
+  // race on the device whatever the order (sm90a/k_wgmma.cuh: wgmma operands).
+  void (*landing_check)(const void* dst, size_t bytes) = nullptr;
 };
 
 inline State& st() {
@@ -152,6 +156,7 @@ auto warp_collective(const In& in, F f) {
 }
 
 inline void do_copy(const Copy& c) {
+  if (st().landing_check) st().landing_check(c.dst, 16);
   if (c.src_bytes > 0) std::memcpy(c.dst, c.src, static_cast<size_t>(c.src_bytes));
   if (c.src_bytes < 16) std::memset(static_cast<uint8_t*>(c.dst) + c.src_bytes, 0, static_cast<size_t>(16 - c.src_bytes));
 }

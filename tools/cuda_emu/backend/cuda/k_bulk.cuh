@@ -40,6 +40,7 @@ inline void add_tx(uint64_t* bar, int32_t bytes) {
   settle(bar);
 }
 inline void land(const ::emu::State::BulkCopy& c) {
+  if (::emu::st().landing_check) ::emu::st().landing_check(c.dst, c.bytes);
   std::memcpy(c.dst, c.src, c.bytes);
   add_tx(c.bar, -static_cast<int32_t>(c.bytes));
 }

@@ -79,14 +79,16 @@ inline float load_f16(uint32_t at) {
 // Swizzled (PTX ISA canonical layouts, 128-byte swizzle): K-major rows of 128 bytes, 8-row
 // groups `stride` apart, k along the row from the start address; MN-major rows (k) of 128
 // bytes, 64-column blocks `lead` apart, 8-row groups `stride` apart; then swizzle128.
-inline float k_major(const Desc& d, int r, int k) {
-  if (d.swizzle) return load_f16(swizzle128(d.start + (r / 8) * d.stride + (r % 8) * 128 + k * 2));
-  return load_f16(d.start + (k / 8) * d.lead + (r / 8) * d.stride + (r % 8) * 16 + (k % 8) * 2);
+inline uint32_t k_major_at(const Desc& d, int r, int k) {
+  if (d.swizzle) return swizzle128(d.start + (r / 8) * d.stride + (r % 8) * 128 + k * 2);
+  return d.start + (k / 8) * d.lead + (r / 8) * d.stride + (r % 8) * 16 + (k % 8) * 2;
 }
-inline float mn_major(const Desc& d, int k, int c) {
-  if (d.swizzle) return load_f16(swizzle128(d.start + (c / 64) * d.lead + (k / 8) * d.stride + (k % 8) * 128 + (c % 64) * 2));
-  return load_f16(d.start + (k / 8) * d.lead + (c / 8) * d.stride + (k % 8) * 16 + (c % 8) * 2);
+inline uint32_t mn_major_at(const Desc& d, int k, int c) {
+  if (d.swizzle) return swizzle128(d.start + (c / 64) * d.lead + (k / 8) * d.stride + (k % 8) * 128 + (c % 64) * 2);
+  return d.start + (k / 8) * d.lead + (c / 8) * d.stride + (k % 8) * 16 + (c % 8) * 2;
 }
+inline float k_major(const Desc& d, int r, int k) { return load_f16(k_major_at(d, r, k)); }
+inline float mn_major(const Desc& d, int k, int c) { return load_f16(mn_major_at(d, k, c)); }
 
 // One wgmma of a warpgroup, from issue to landing. The instruction is asynchronous: its
 // accumulators hold NaN from issue until a wait_group lands it, so a read before the wait
@@ -105,7 +107,22 @@ struct Op {
   uint32_t a[128][4] = {};
   std::vector<float> result;       // [128][N / 2], empty until computed
   int group = -1;                  // commit group (-1: not committed yet)
+  std::vector<uint64_t> reads;     // the 16-byte chunks of shared memory its operands read (bits)
 };
+
+// Marks in op.reads every 16-byte chunk its shared-memory operands read.
+inline void mark_reads(Op& op) {
+  op.reads.assign(sizeof(smem) / 16 / 64, 0);
+  auto mark = [&](uint32_t at) {
+    if (at / 16 / 64 < op.reads.size()) op.reads[at / 16 / 64] |= 1ull << ((at / 16) % 64);
+  };
+  const Desc da = decode(op.desc_a), db = decode(op.desc_b);
+  if (!op.a_in_regs)
+    for (int m = 0; m < 64; ++m)
+      for (int k = 0; k < 16; ++k) mark(k_major_at(da, m, k));
+  for (int k = 0; k < 16; ++k)
+    for (int c = 0; c < op.N; ++c) mark(op.trans_b ? mn_major_at(db, k, c) : k_major_at(db, c, k));
+}
 
 // A warpgroup's state: a rendezvous for its collective instructions, the deposits of one
 // instruction, and its wgmmas in flight.
@@ -127,14 +144,33 @@ inline void block_start(Group* g, int n) {
     g[i] = Group{};
   }
 }
-inline Group& group() {
+inline Group* groups() {
   static Group g[32];
+  return g;
+}
+// emu::State::landing_check: a copy that lands in a chunk an issued wgmma still reads (not
+// yet landed by a wait) races with it on the device, whichever mode the emulator runs in.
+inline void check_landing(const void* dst, size_t bytes) {
+  const auto* d = static_cast<const uint8_t*>(dst);
+  if (d < smem || d >= smem + sizeof(smem) || bytes == 0) return;
+  const size_t lo = static_cast<size_t>(d - smem) / 16, hi = (static_cast<size_t>(d - smem) + bytes - 1) / 16;
+  for (int w = 0; w < 32; ++w)
+    for (const Op& op : groups()[w].ops)
+      for (size_t ch = lo; ch <= hi; ++ch)
+        if (ch / 64 < op.reads.size() && ((op.reads[ch / 64] >> (ch % 64)) & 1u)) {
+          std::fprintf(stderr, "emu: a copy lands in shared byte %zu, which a wgmma of warpgroup %d in flight reads\n",
+                       ch * 16, w);
+          std::abort();
+        }
+}
+inline Group& group() {
   static const bool hooked = [] {
-    ::emu::st().block_start_hooks.push_back([] { block_start(g, 32); });
+    ::emu::st().block_start_hooks.push_back([] { block_start(groups(), 32); });
+    ::emu::st().landing_check = &check_landing;
     return true;
   }();
   (void)hooked;
-  return g[::emu::st().tid / 128];
+  return groups()[::emu::st().tid / 128];
 }
 // Every thread of the warpgroup arrives; the last one runs f, then all go on.
 template <class F>
@@ -214,6 +250,7 @@ inline void mma(float* d, const uint32_t* a_regs, uint64_t desc_a, bool a_in_reg
     op.trans_b = trans_b;
     op.accumulate = accumulate;
     std::memcpy(op.a, G.a_in, sizeof op.a);
+    mark_reads(op);
     G.ops.push_back(std::move(op));
     if (::emu::st().lazy) compute(G, G.ops.back());
     for (int th = 0; th < 128; ++th)
