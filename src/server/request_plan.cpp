@@ -174,16 +174,11 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       if (tools_on) {
         if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json.escape_tokens.push_back(*call);
       }
-      if (prompt.prefill) {
-        // An assistant prefill's text is the start of the value: the output must go on from
-        // it, not begin a second value (before, the check started afresh after the prefill).
-        text::JsonMatcher m(plan.request.json.grammar);
-        if (!m.feed(prompt.prefill_text)) {
-          return make_status(StatusCode::kInvalidArgument,
-                             "messages[{}].content: the assistant message to continue is not the start of a JSON text "
-                             "that response_format allows",
-                             req.messages.size() - 1);
-        }
+      // An assistant prefill whose text can begin the value ("{", as Anthropic's API is
+      // steered) is its start: the output goes on from it, so prefill plus answer is one
+      // value (before, a second value began after it). Other text ("Here it is:") stays
+      // before the value, which the answer then holds whole, as llama-server does.
+      if (prompt.prefill && text::JsonMatcher(plan.request.json.grammar).feed(prompt.prefill_text)) {
         plan.request.json.prefix = prompt.prefill_text;
       }
     }

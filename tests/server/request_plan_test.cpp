@@ -259,14 +259,18 @@ TEST(RequestPlan, AReasoningPrefillIsContinuedInsideTheThought) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), think_close), 0);
   EXPECT_TRUE(tok->decode(ids, text::DecodeOptions{true})->ends_with("<|channel>thought\nLet me see"));
 
-  // The text is the start of the value under response_format (decision 0027, item 4), so it
-  // is one: "{".
   const GenerationPlan with_text =
-      plan_of(R"({"role":"assistant","content":"{","reasoning_content":"Let me see"})", rf_budget);
+      plan_of(R"({"role":"assistant","content":"It","reasoning_content":"Let me see"})", rf_budget);
   EXPECT_FALSE(with_text.parser.continues_reasoning);
   EXPECT_TRUE(with_text.parser.continues_content);
   EXPECT_FALSE(with_text.request.starts_in_thought);  // nor the budget's nor the value's thought
-  EXPECT_EQ(with_text.request.json.prefix, "{");
+  EXPECT_EQ(with_text.request.json.prefix, "");  // "It" begins no value: the value comes after it
+  // Text that can begin the value is its start (decision 0027, item 4).
+  const GenerationPlan with_brace =
+      plan_of(R"({"role":"assistant","content":"{","reasoning_content":"Let me see"})", rf_budget);
+  EXPECT_TRUE(with_brace.parser.continues_content);
+  EXPECT_FALSE(with_brace.request.starts_in_thought);
+  EXPECT_EQ(with_brace.request.json.prefix, "{");
   const GenerationPlan off = plan_of(reasoning_only, R"(,"reasoning_effort":"none")");
   EXPECT_FALSE(off.parser.continues_reasoning);
   EXPECT_FALSE(off.parser.continues_content);
