@@ -24,7 +24,7 @@ inline constexpr int kRegexMaxNesting = 64;
 // the elementary steps of the subset construction, products and length tables; `bytes` the
 // memory of the automata and tables kept.
 struct RegexBudget {
-  int64_t work = 50'000'000;
+  int64_t work = 20'000'000;
   int64_t bytes = 32 << 20;
 };
 
