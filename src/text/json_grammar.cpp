@@ -13,6 +13,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "text/chat_format.h"
 #include "text/utf8.h"
 
 namespace gs::text {
@@ -21,6 +22,16 @@ namespace {
 
 using json = nlohmann::json;
 using Node = JsonGrammar::Node;
+
+constexpr std::string_view kGemmaQuote = markup::kQuote;  // a tool call's string delimiter (one token)
+
+// Whether a call's argument string can hold `text`: not the delimiter, which ends the
+// string, nor markup that ends the call wherever it appears (the output parser's reading).
+bool gemma_call_can_write(std::string_view text) {
+  if (text.find(kGemmaQuote) != std::string_view::npos) return false;
+  return std::none_of(markup::kCallTerminators.begin(), markup::kCallTerminators.end(),
+                      [&](std::string_view m) { return text.find(m) != std::string_view::npos; });
+}
 
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
 
@@ -1042,6 +1053,10 @@ class JsonSchemaCompiler {
     n.kinds = 0;
     for (const json& v : values) {
       if (v.is_string()) {
+        // In a call's arguments a value that holds the delimiter, or markup that ends the
+        // call, cannot be written (the delimiter's bytes were taken up to its last one and
+        // then none was; a call terminator ended the call there): such values are left out.
+        if (syntax_ == JsonSyntax::kGemmaCall && !gemma_call_can_write(v.get_ref<const std::string&>())) continue;
         n.kinds |= JsonGrammar::kString;
         n.has_string_enum = true;
         n.string_enum.push_back(spelling(v.get<std::string>()));
@@ -1939,10 +1954,6 @@ bool JsonMatcher::close_string(const Frame& s) {
   return true;
 }
 
-namespace {
-constexpr std::string_view kGemmaQuote = "<|\"|>";  // a tool call's string delimiter (one token)
-}  // namespace
-
 bool JsonMatcher::feed_gemma_string(unsigned char c) {
   Frame s = stack_.back();
   const auto delim = [](uint8_t i) { return static_cast<unsigned char>(kGemmaQuote[i]); };
@@ -1955,26 +1966,32 @@ bool JsonMatcher::feed_gemma_string(unsigned char c) {
   } else if (s.utf8_need > 0) {
     if (!utf8_continue(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
     if (!content_byte(&s, c, false)) return false;
-  } else if (c == delim(s.delim)) {
-    // A (further) byte of the closing delimiter; the whole one closes the string. Taken only
-    // if the string may close here, or (a free string with room) the bytes may still turn
-    // out to be text: no byte may lead where nothing can follow.
-    const Node& n = grammar_->node(s.node);
-    const std::vector<std::string>& list = n.string_enum;
-    bool exact = s.free;
-    for (size_t i = 0; i < list.size() && !exact; ++i) exact = s.cand.test(i) && list[i].size() == static_cast<size_t>(s.pos);
-    const bool may_close = exact && s.length >= n.min_length;
-    const bool may_be_text = s.free && (n.max_length < 0 || s.length + s.delim + 2 <= n.max_length);
-    if (!may_close && !may_be_text) return false;
-    if (++s.delim == kGemmaQuote.size()) return close_string(s);
   } else {
-    // Not the delimiter: the bytes of a partial one were text.
-    for (uint8_t i = 0; i < s.delim; ++i) {
-      if (!content_byte(&s, delim(i), true)) return false;
+    if (s.delim > 0 && c != delim(s.delim)) {
+      // Not the delimiter: the bytes of a partial one were text.
+      for (uint8_t i = 0; i < s.delim; ++i) {
+        if (!content_byte(&s, delim(i), true)) return false;
+      }
+      s.delim = 0;
     }
-    s.delim = 0;
-    if (c == delim(0)) {
-      s.delim = 1;
+    if (c == delim(s.delim)) {
+      // A (further) byte of the closing delimiter; the whole one closes the string. Taken
+      // only if the string may close here, or the bytes may still turn out to be text (a
+      // free string with room, or an enum value that goes on with them: "<", "<=", "a<b"):
+      // no byte may lead where nothing can follow.
+      const Node& n = grammar_->node(s.node);
+      const std::vector<std::string>& list = n.string_enum;
+      const size_t pos = static_cast<size_t>(s.pos);
+      bool exact = s.free;
+      for (size_t i = 0; i < list.size() && !exact; ++i) exact = s.cand.test(i) && list[i].size() == pos;
+      const bool may_close = exact && s.length >= n.min_length;
+      bool may_be_text = s.free && (n.max_length < 0 || s.length + s.delim + 1 <= n.max_length);
+      const std::string_view as_text = kGemmaQuote.substr(0, s.delim + 1u);
+      for (size_t i = 0; i < list.size() && !may_be_text; ++i) {
+        may_be_text = s.cand.test(i) && list[i].size() >= pos && std::string_view(list[i]).substr(pos).starts_with(as_text);
+      }
+      if (!may_close && !may_be_text) return false;
+      if (++s.delim == kGemmaQuote.size()) return close_string(s);
     } else if (c == 0) {
       return false;
     } else if (c >= 0x80) {

@@ -729,6 +729,48 @@ TEST(JsonGrammar, TheGemmaToolCallForm) {
   EXPECT_FALSE(gemma_string_safe("a<b"));
 }
 
+// An enum value with a '<' in a call's arguments: the '<' might begin the closing delimiter,
+// and was taken only where the value could close or the string was free, so "<", "<=" and
+// "a<b" could not be written; the constraint found no token, sampling went unconstrained and
+// the arguments left the enum ({"op":"structed suspe..."} for an enum of comparison operators).
+TEST(JsonGrammar, EnumValuesWithALessThanSignInTheGemmaCallForm) {
+  auto g = JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
+      "op":{"enum":["<","<=","==",">"]},"expr":{"enum":["a<b","a<|b","x"]}},"required":["op"]})"),
+                                    "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  for (const char* op : {"<", "<=", "==", ">"}) {
+    EXPECT_TRUE(accepts(*g, std::string(R"({op:<|"|>)") + op + R"(<|"|>})")) << op;
+  }
+  EXPECT_TRUE(accepts(*g, R"({op:<|"|><<|"|>,expr:<|"|>a<b<|"|>})"));
+  EXPECT_TRUE(accepts(*g, R"({op:<|"|><<|"|>,expr:<|"|>a<|b<|"|>})"));
+  EXPECT_TRUE(accepts(*g, R"({op:<|"|><<|"|>,expr:<|"|>x<|"|>})"));
+  // Still only the enum's values: a '<' where none goes on with it, or a value left short.
+  EXPECT_FALSE(accepts(*g, R"({op:<|"|><<<|"|>})"));
+  EXPECT_FALSE(accepts(*g, R"({op:<|"|><=<|"|>,expr:<|"|>a<<|"|>})"));
+  EXPECT_FALSE(accepts(*g, R"({op:<|"|><|<|"|>})"));
+  EXPECT_EQ(taken(*g, R"({op:<|"|>=<)"), 10u);  // "=" goes on only with "="
+  // A '<' after a partial delimiter's bytes turned to text is checked as the first one is.
+  EXPECT_EQ(taken(*g, R"({op:<|"|><<|"|>,expr:<|"|>a<<)"), 28u);
+  // A value holding the delimiter itself, or markup that ends a call wherever it appears (the
+  // parser ends the call there: {"op":""} and content "\"}"), cannot be written in this form:
+  // it is left out of the enum.
+  auto quote = JsonGrammar::from_schema(
+      json::parse(R"({"properties":{"q":{"enum":["x","<|\"|>","a<|\"|>b","<tool_call|>","a<turn|>","<|tool_response>"]}}})"),
+      "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(quote.ok()) << quote.status().to_string();
+  EXPECT_TRUE(accepts(*quote, R"({q:<|"|>x<|"|>})"));
+  EXPECT_EQ(taken(*quote, R"({q:<|"|><)"), 8u);
+  EXPECT_EQ(taken(*quote, R"({q:<|"|>a)"), 8u);
+  // And a free string whose length bounds leave room for the '<' alone ("a<" of exactly 2).
+  auto two = JsonGrammar::from_schema(json::parse(R"({"properties":{"s":{"type":"string","minLength":2,"maxLength":2}}})"),
+                                      "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
+  EXPECT_TRUE(accepts(*two, R"({s:<|"|>a<<|"|>})"));
+  EXPECT_TRUE(accepts(*two, R"({s:<|"|><<<|"|>})"));
+  EXPECT_FALSE(accepts(*two, R"({s:<|"|>ab<<|"|>})"));
+  EXPECT_FALSE(accepts(*two, R"({s:<|"|><<|"|>})"));
+}
+
 TEST(JsonGrammar, BadSchemasNameTheKeyword) {
   const std::pair<const char*, const char*> kBad[] = {
       {R"({"type":"objekt"})", "schema.type"},
