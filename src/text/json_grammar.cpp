@@ -53,10 +53,31 @@ const Node& any_node() {
   return n;
 }
 
-// A string's JSON text without its quotes, as nlohmann::json writes it.
+bool is_mark_letter(unsigned char c) { return (c >= 'a' && c <= 'z') || c == '_'; }
+
+// A string's JSON text without its quotes, as nlohmann::json writes it, with each '<' that
+// begins Gemma markup (`<|`, or `<` [a-z_]+ `|>`) written `\u003c`: the matcher refuses the
+// raw form (JsonMatcher::feed_string), which the output parser would read as markup.
 std::string escaped(const std::string& s) {
   const std::string d = json(s).dump();
-  return d.substr(1, d.size() - 2);
+  const std::string_view t = std::string_view(d).substr(1, d.size() - 2);
+  std::string out;
+  out.reserve(t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    bool markup = false;
+    if (t[i] == '<') {
+      size_t j = i + 1;
+      while (j < t.size() && is_mark_letter(static_cast<unsigned char>(t[j]))) ++j;
+      markup = (j == i + 1 && j < t.size() && t[j] == '|') ||
+               (j > i + 1 && j + 1 < t.size() && t[j] == '|' && t[j + 1] == '>');
+    }
+    if (markup) {
+      out += "\\u003c";
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
 }
 
 std::string type_name(const json& v) { return v.type_name(); }
@@ -1640,7 +1661,7 @@ int64_t JsonMatcher::free_string_room() const {
   if (done_ || stack_.empty()) return -1;
   const Frame& f = stack_.back();
   if (f.type != Frame::kString || !f.free || f.esc != 0 || f.utf8_need != 0 || f.low_surrogate_next || f.delim != 0 ||
-      f.opening) {
+      f.opening || f.mark != 0) {
     return -1;
   }
   if (f.is_key && grammar_->syntax() == JsonSyntax::kGemmaCall) return -1;  // a bare key takes fewer bytes
@@ -1895,6 +1916,21 @@ bool JsonMatcher::feed_string(unsigned char c) {
     new_char = true;
   } else {
     new_char = true;
+  }
+  // Raw text that would spell Gemma markup: refused ('<' is written \u003c there).
+  if (new_char && c != '\\') {
+    if ((s.mark == 1 && c == '|') || (s.mark == 3 && c == '>')) return false;
+    if (c == '<') {
+      s.mark = 1;
+    } else if ((s.mark == 1 || s.mark == 2) && is_mark_letter(c)) {
+      s.mark = 2;
+    } else if (s.mark == 2 && c == '|') {
+      s.mark = 3;
+    } else {
+      s.mark = 0;
+    }
+  } else if (c == '\\' && s.esc == 1 && new_char) {
+    s.mark = 0;  // an escape's character is not raw text
   }
 
   if (closes) return close_string(s);
@@ -2193,7 +2229,7 @@ bool json_string_safe(std::string_view bytes) {
          std::none_of(bytes.begin(), bytes.end(),
                       [](char ch) {
                         const auto c = static_cast<unsigned char>(ch);
-                        return c == '"' || c == '\\' || c < 0x20;
+                        return c == '"' || c == '\\' || c < 0x20 || c == '<';
                       }) &&
          is_valid_utf8(bytes);
 }

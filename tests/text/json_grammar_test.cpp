@@ -283,6 +283,35 @@ TEST(JsonGrammar, StringsAreValidUtf8WithValidEscapes) {
   EXPECT_FALSE(json_string_safe("\xc3"));
 }
 
+// A JSON string's raw text never spells Gemma markup: the output parser reads "<|channel>" or
+// "<turn|>" in the content as markup and cuts it (an enum ["<|channel>"] gave content "\"",
+// finish stop). A '<' that begins markup is written \u003c; an enum value or key is spelled so.
+TEST(JsonGrammar, StringsDoNotSpellGemmaMarkup) {
+  auto str = schema(R"({"type":"string"})");
+  for (const char* ok : {R"("a < b || c > d")", R"("<b>x</b>")", R"("<a|b")", R"("x<")", R"("<turn>")",
+                         R"("\u003c|channel>")", R"("<\u007c")", R"("\u003cturn|>")", R"("<_|")", R"("|>")"}) {
+    EXPECT_TRUE(accepts(str, ok)) << ok;
+  }
+  for (const char* bad : {R"("<|channel>")", R"("x<|")", R"("<turn|>")", R"("a<tool_call|>")", R"("<|\"|>")",
+                          R"("<<|")"}) {
+    EXPECT_FALSE(accepts(str, bad)) << bad;
+  }
+  EXPECT_EQ(taken(str, R"("ab<|)"), 4u);
+  EXPECT_EQ(taken(str, R"("<channel|>)"), 10u);
+  // Keys and enum values that hold markup are spelled with the escape, and only so.
+  auto e = schema(R"({"type":"object","properties":{"<|k":{"enum":["<|channel>","<turn|>x","a<b"]}},"required":["<|k"]})");
+  EXPECT_TRUE(accepts(e, R"({"\u003c|k":"\u003c|channel>"})"));
+  EXPECT_TRUE(accepts(e, R"({"\u003c|k":"\u003cturn|>x"})"));
+  EXPECT_TRUE(accepts(e, R"({"\u003c|k":"a<b"})"));
+  EXPECT_FALSE(accepts(e, R"({"<|k":"a<b"})"));
+  EXPECT_FALSE(accepts(e, R"({"\u003c|k":"<|channel>"})"));
+  // Pieces with a '<' are not string-safe: each goes through the matcher.
+  EXPECT_FALSE(json_string_safe("a<b"));
+  EXPECT_TRUE(json_string_safe("a|>b"));
+  // Whatever the matcher takes, parsed, gives the value.
+  EXPECT_EQ(json::parse(R"("\u003c|channel>")").get<std::string>(), "<|channel>");
+}
+
 TEST(JsonGrammar, StringLengthCountsCharacters) {
   auto s = schema(R"({"type":"string","minLength":2,"maxLength":3})");
   EXPECT_FALSE(accepts(s, R"("a")"));
