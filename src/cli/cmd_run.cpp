@@ -53,8 +53,11 @@ Result<std::vector<int32_t>> parse_token_list(const std::string& s) {
   std::vector<int32_t> out;
   std::stringstream ss(s);
   std::string item;
+  size_t n_items = 0;
   while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
+    ++n_items;
+    // "1,,2" is a typo, not the prompt 1, 2: the ids are used as given, so none is guessed.
+    if (item.empty()) return make_status(StatusCode::kInvalidArgument, "--prompt-tokens: item {} is empty", n_items);
     try {
       size_t used = 0;
       const long v = std::stol(item, &used);

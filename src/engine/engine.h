@@ -47,7 +47,7 @@ struct JsonOutput {
   int32_t think_open = -1;              // as the first token, opens a free thought span ...
   int32_t think_close = -1;             // ... up to this token
   std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
-  std::string prefix;                   // text of the value already in the prompt (a forced call's "{")
+  std::string prefix;                   // text of the value already in the prompt (a forced call's "{", an assistant prefill's text)
   std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
   // Tokens that would end the answer inside the thought besides the end-of-generation ones
   // (the turn opener: the output parser reads it as the end of the thought and, unless the

@@ -56,6 +56,11 @@ Result<LoadedEngine> create_engine(const EngineOptions& options) {
   GS_ASSIGN_OR_RETURN(std::shared_ptr<gguf::GgufFile> file, gguf::GgufFile::open_model(options.model_path));
   LoadedEngine out;
   GS_ASSIGN_OR_RETURN(out.tokenizer, text::Tokenizer::from_gguf(*file));
+  if (const int lost = out.tokenizer->bytes_without_fallback(); lost > 0) {
+    GS_LOG_WARN("{}: the vocabulary has no <0xHH> token for {} of the 256 byte values and no unknown token: "
+                "characters that its merges cannot spell are dropped from prompts",
+                file->path(), lost);
+  }
   if (auto name = file->get_string(names::kName); name.ok() && !name->empty()) {
     out.model_name = std::string(*name);
   } else {

@@ -19,7 +19,7 @@ JsonConstraint::JsonConstraint(std::shared_ptr<const TokenPieces> pieces,
   gemma_ = grammar->syntax() == text::JsonSyntax::kGemmaCall;
   if (options_.starts_in_thought && options_.think_close >= 0) phase_ = Phase::kThought;
   if (!options_.prefix.empty()) {
-    // The value began in the prompt (a forced call's "{"): no prelude, the value goes on.
+    // The value began in the prompt (a forced call's "{", a prefill's text): no prelude, the value goes on.
     if (!matcher_.feed(options_.prefix)) phase_ = Phase::kOver;
     if (phase_ != Phase::kOver) phase_ = Phase::kValue;
   }

@@ -113,7 +113,8 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
     files[static_cast<size_t>(i)] = std::move(r).value();
   }
 
-  // Every shard names the same split; the first carries the total tensor count.
+  // Every shard names the same split; the first carries the total tensor count (read here, so
+  // that a shard 1 without it is refused before the tensors are counted).
   const GgufFile& first = *files[0];
   int64_t n_total = 0;
   GS_ASSIGN_OR_RETURN(n_total, first.get_i64(names::kSplitTensorsCount));
@@ -132,14 +133,6 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
                          "{}: metadata '{}' = {}, expected {}: the file is named as {} (split.no counts from 0)",
                          f.path(), names::kSplitNo, no, i, shard_label(i + 1, n));
     }
-    if (i > 0 && f.has(names::kSplitTensorsCount)) {
-      int64_t total = 0;
-      GS_ASSIGN_OR_RETURN(total, f.get_i64(names::kSplitTensorsCount));
-      if (total != n_total) {
-        return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = {}, but {} says {}", f.path(),
-                           names::kSplitTensorsCount, total, first.path(), n_total);
-      }
-    }
   }
   std::unordered_map<std::string_view, int> holder;  // tensor name -> shard index
   size_t n_held = 0;
@@ -155,9 +148,19 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open_model(const std::string& path) 
     }
     n_held += f.tensors().size();
   }
-  if (n_total < 0 || static_cast<uint64_t>(n_total) != n_held) {
-    return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = {}, but the {} shards hold {} tensors",
-                       first.path(), names::kSplitTensorsCount, n_total, n, n_held);
+  // Each shard that carries the total (shard 1 must) is checked against what the shards
+  // hold, so the error names the shard that is wrong, not one that disagrees with it.
+  for (int i = 0; i < n; ++i) {
+    const GgufFile& f = *files[static_cast<size_t>(i)];
+    if (i > 0 && !f.has(names::kSplitTensorsCount)) continue;
+    int64_t total = n_total;
+    if (i > 0) {
+      GS_ASSIGN_OR_RETURN(total, f.get_i64(names::kSplitTensorsCount));
+    }
+    if (total < 0 || static_cast<uint64_t>(total) != n_held) {
+      return make_status(StatusCode::kInvalidArgument, "{}: metadata '{}' = {}, but the {} shards hold {} tensors",
+                         f.path(), names::kSplitTensorsCount, total, n, n_held);
+    }
   }
 
   // Shard 1 serves the model: its metadata, then every shard's tensors in shard order.

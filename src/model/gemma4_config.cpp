@@ -46,6 +46,15 @@ class Reader {
     return *dflt;
   }
 
+  // How a message names key `suffix` read as `v`: "'gemma4.k' = v" where the file has it,
+  // "'gemma4.k' (absent, taken as v)" where v is its default, so that an error about a
+  // defaulted key does not read as if the file had written that value.
+  std::string shown(std::string_view suffix, int64_t v) const {
+    const std::string k = key(suffix);
+    if (f_.has(k)) return fmt::format("'{}' = {}", k, v);
+    return fmt::format("'{}' (absent, taken as {})", k, v);
+  }
+
   // Required or defaulted integer within [lo, hi].
   Result<int64_t> integer(std::string_view suffix, std::optional<int64_t> dflt, int64_t lo, int64_t hi) const {
     const std::string k = key(suffix);
@@ -318,17 +327,22 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
   GS_ASSIGN_OR_RETURN(hd_full, r.integer(names::kKeyLength, c.n_embd / n_head[0], 1, kMaxHeadDim));
   GS_ASSIGN_OR_RETURN(v, r.integer(names::kValueLength, hd_full, 1, kMaxHeadDim));
   if (v != hd_full) {
-    return make_status(StatusCode::kInvalidArgument, "metadata '{}' = {} differs from '{}' = {}",
-                       r.key(names::kValueLength), v, r.key(names::kKeyLength), hd_full);
+    return make_status(StatusCode::kInvalidArgument, "metadata {} differs from {}", r.shown(names::kValueLength, v),
+                       r.shown(names::kKeyLength, hd_full));
   }
   GS_ASSIGN_OR_RETURN(hd_swa, r.integer(names::kKeyLengthSwa, std::nullopt, 1, kMaxHeadDim));
   GS_ASSIGN_OR_RETURN(v, r.integer(names::kValueLengthSwa, hd_swa, 1, kMaxHeadDim));
   if (v != hd_swa) {
-    return make_status(StatusCode::kInvalidArgument, "metadata '{}' = {} differs from '{}' = {}",
-                       r.key(names::kValueLengthSwa), v, r.key(names::kKeyLengthSwa), hd_swa);
+    return make_status(StatusCode::kInvalidArgument, "metadata {} differs from {}", r.shown(names::kValueLengthSwa, v),
+                       r.shown(names::kKeyLengthSwa, hd_swa));
   }
   GS_ASSIGN_OR_RETURN(n_rot_full, r.integer(names::kRopeDimensionCount, hd_full, 2, kMaxHeadDim));
   GS_ASSIGN_OR_RETURN(n_rot_swa, r.integer(names::kRopeDimensionCountSwa, n_rot_full, 2, kMaxHeadDim));
+  for (const auto& [suffix, value] : {std::pair{names::kHeadCountKv, n_head_kv[0]}, {names::kKeyLength, hd_full},
+                                      {names::kValueLength, hd_full}, {names::kValueLengthSwa, hd_swa},
+                                      {names::kRopeDimensionCount, n_rot_full}, {names::kRopeDimensionCountSwa, n_rot_swa}}) {
+    if (!f.has(r.key(suffix))) c.shape_defaults.push_back(r.shown(suffix, value));
+  }
   float theta_full = 0, theta_swa = 0;
   GS_ASSIGN_OR_RETURN(theta_full, r.real(names::kRopeFreqBase, 10000.0f, false));
   GS_ASSIGN_OR_RETURN(theta_swa, r.real(names::kRopeFreqBaseSwa, 10000.0f, false));
@@ -348,10 +362,10 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
   GS_RETURN_IF_ERROR(read_rope_scaling(f, r, &c.rope_scaling));
 
   auto check_dims = [&](std::string_view hd_key, int64_t hd, std::string_view rot_key, int64_t n_rot) -> Status {
-    if (hd % 2 != 0) return make_status(StatusCode::kInvalidArgument, "metadata '{}' = {} must be even", r.key(hd_key), hd);
+    if (hd % 2 != 0) return make_status(StatusCode::kInvalidArgument, "metadata {} must be even", r.shown(hd_key, hd));
     if (n_rot % 2 != 0 || n_rot > hd) {
-      return make_status(StatusCode::kInvalidArgument, "metadata '{}' = {} must be even and at most the head dim {}",
-                         r.key(rot_key), n_rot, hd);
+      return make_status(StatusCode::kInvalidArgument, "metadata {} must be even and at most the head dim {}",
+                         r.shown(rot_key, n_rot), r.shown(hd_key, hd));
     }
     return {};
   };

@@ -59,6 +59,10 @@ struct Gemma4Config {
   // Special token ids from the metadata (-1 when absent).
   int32_t bos_token_id = -1;
   int32_t eos_token_id = -1;
+  // Shape keys the file lacks and the defaults taken for them ("'gemma4.attention.key_length'
+  // (absent, taken as 256)"), in reading order: errors about tensor shapes name them, since
+  // the expected shape came from a default and not from the file.
+  std::vector<std::string> shape_defaults;
 
   bool is_assistant() const { return arch == Gemma4Arch::kAssistant; }
   bool has_sliding() const;

@@ -22,6 +22,14 @@ std::string shape_string(const std::vector<int64_t>& ne) {
   return s + "]";
 }
 
+// "; shapes follow defaults for keys the file lacks: ..." when the config took any, else "".
+std::string shape_defaults_note(const Gemma4Config& c) {
+  if (c.shape_defaults.empty()) return "";
+  std::string s = "; shapes follow defaults for keys the file lacks:";
+  for (size_t i = 0; i < c.shape_defaults.size(); ++i) s += fmt::format("{} {}", i ? "," : "", c.shape_defaults[i]);
+  return s;
+}
+
 bool same_shape(const gguf::TensorInfo& t, const std::vector<int64_t>& ne) {
   for (int d = 0; d < gguf::kMaxDims; ++d) {
     const int64_t want = d < static_cast<int>(ne.size()) ? ne[d] : 1;
@@ -100,8 +108,8 @@ Result<Gemma4Weights> bind_gemma4_weights(const gguf::GgufFile& file, const Gemm
     const gguf::TensorInfo* t = file.find_tensor(s.name);
     if (!t) {
       if (s.required) {
-        status = make_status(StatusCode::kNotFound, "{}: tensor '{}' is missing (expected shape {})", file.path(), s.name,
-                             shape_string(s.ne));
+        status = make_status(StatusCode::kNotFound, "{}: tensor '{}' is missing (expected shape {}){}", file.path(), s.name,
+                             shape_string(s.ne), shape_defaults_note(c));
       } else if (s.vector == &w.rope_freqs && c.full_n_rot() == c.full_head_dim()) {
         // Only over a full-head rotation (spec §2.4): a rope.dimension_count below the head
         // dim declares the partial rotation itself, and those dims rotate without factors.
@@ -113,8 +121,8 @@ Result<Gemma4Weights> bind_gemma4_weights(const gguf::GgufFile& file, const Gemm
       return;
     }
     if (!same_shape(*t, s.ne)) {
-      status = make_status(StatusCode::kInvalidArgument, "{}: tensor '{}' has shape {}, expected {}", file.path(), s.name,
-                           t->shape_string(), shape_string(s.ne));
+      status = make_status(StatusCode::kInvalidArgument, "{}: tensor '{}' has shape {}, expected {}{}", file.path(), s.name,
+                           t->shape_string(), shape_string(s.ne), shape_defaults_note(c));
       return;
     }
     switch (s.role) {

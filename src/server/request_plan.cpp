@@ -3,6 +3,7 @@
 
 #include "core/log.h"
 #include "text/chat_format.h"
+#include "text/json_grammar.h"
 
 namespace gs::server {
 
@@ -172,6 +173,18 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       }
       if (tools_on) {
         if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json.escape_tokens.push_back(*call);
+      }
+      if (prompt.prefill) {
+        // An assistant prefill's text is the start of the value: the output must go on from
+        // it, not begin a second value (before, the check started afresh after the prefill).
+        text::JsonMatcher m(plan.request.json.grammar);
+        if (!m.feed(prompt.prefill_text)) {
+          return make_status(StatusCode::kInvalidArgument,
+                             "messages[{}].content: the assistant message to continue is not the start of a JSON text "
+                             "that response_format allows",
+                             req.messages.size() - 1);
+        }
+        plan.request.json.prefix = prompt.prefill_text;
       }
     }
   }

@@ -114,6 +114,7 @@ struct RenderedPrompt {
   std::vector<TextSpan> markup;  // sorted, non-overlapping
   bool prefill = false;            // it ends with a trailing assistant message's open text
   bool prefill_reasoning = false;  // it ends inside a trailing assistant message's open thought
+  std::string prefill_text;        // that open text, as the prompt ends with it ("" without one)
 };
 Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
                                           const ChatRenderOptions& options);

@@ -160,6 +160,7 @@ void append_prompt_end(const ChatRenderOptions& options, bool gen_prompt, bool o
   }
   *out += text;
   out->p.prefill = !text.empty();
+  out->p.prefill_text = text;
 }
 
 }  // namespace gs::text::chat

@@ -9,11 +9,14 @@
 #include <cstdlib>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
 #include "text/chat_format.h"
+#include "text/regex_dfa.h"
+#include "text/string_formats.h"
 #include "text/utf8.h"
 
 namespace gs::text {
@@ -118,6 +121,86 @@ bool utf8_continue(unsigned char c, uint8_t* need, uint8_t* lo, uint8_t* hi) {
   *lo = 0x80;
   *hi = 0xBF;
   return true;
+}
+
+// The hash the matcher computes for a key it reads (JsonMatcher::Frame::key_hash) of a key
+// spelled as the syntax writes it: FNV-1a over the code points of its JSON value, or over the
+// bytes of a bare key.
+uint64_t key_hash_of(const std::string& spelled, JsonSyntax syntax) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  if (syntax == JsonSyntax::kGemmaCall) {
+    for (char c : spelled) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+    return h;
+  }
+  std::u32string cps;
+  decode_utf8(json::parse("\"" + spelled + "\"").get<std::string>(), &cps);
+  for (char32_t c : cps) h = (h ^ static_cast<uint32_t>(c)) * 0x100000001B3ull;
+  return h;
+}
+
+// The code point a one-character escape stands for (RFC 8259 section 7): \" \\ \/ \b \f \n \r \t.
+uint32_t escaped_code_point(unsigned char c) {
+  switch (c) {
+    case 'b': return 0x08;
+    case 'f': return 0x0C;
+    case 'n': return 0x0A;
+    case 'r': return 0x0D;
+    case 't': return 0x09;
+    default: return c;  // '"', '\\', '/'
+  }
+}
+
+// A UTF-8 lead byte `c` of a character of need + 1 bytes: its code point bits so far, and the
+// least code point of that many bytes (RFC 3629 section 3).
+void utf8_begin(unsigned char c, uint8_t need, uint32_t* cp, uint32_t* cp_min) {
+  *cp = c & (need == 1 ? 0x1Fu : need == 2 ? 0x0Fu : 0x07u);
+  *cp_min = need == 1 ? 0x80 : need == 2 ? 0x800 : 0x10000;
+}
+
+// The code points that a character begun in a JSON string can still become, into out[0..3]
+// (returns how many ranges): a UTF-8 form with `utf8_need` bytes due (bits `cp`, least
+// `cp_min`); after '\' (`esc` 1: anything, a \u escape writes every code point); a \u escape
+// with esc - 2 of its hex digits read (value `hex`), a high surrogate's digits leading to
+// the astral plane; after a high surrogate (`low_next`, `cp` the high one): its 1024.
+int partial_code_points(uint8_t utf8_need, uint32_t cp, uint32_t cp_min, uint8_t esc, uint16_t hex, bool low_next,
+                        CodeRange out[4]) {
+  int n = 0;
+  const auto add = [&](uint32_t lo, uint32_t hi) {
+    // Without the surrogates.
+    if (lo > hi) return;
+    if (hi < 0xD800 || lo > 0xDFFF) {
+      out[n++] = {lo, hi};
+      return;
+    }
+    if (lo < 0xD800) out[n++] = {lo, 0xD7FF};
+    if (hi > 0xDFFF) out[n++] = {0xE000, hi};
+  };
+  if (utf8_need > 0) {
+    const uint32_t shift = 6u * utf8_need;
+    add(std::max(cp << shift, cp_min), std::min((cp << shift) | ((1u << shift) - 1), 0x10FFFFu));
+    return n;
+  }
+  const int digits = esc >= 2 ? esc - 2 : 0;
+  const uint32_t lo = static_cast<uint32_t>(hex) << (4 * (4 - digits));
+  const uint32_t hi = lo | ((1u << (4 * (4 - digits))) - 1);
+  if (low_next) {
+    const uint32_t base = 0x10000 + ((cp - 0xD800) << 10);
+    if (esc < 2) {
+      out[n++] = {base, base + 0x3FF};
+    } else {
+      const uint32_t a = std::max(lo, 0xDC00u), b = std::min(hi, 0xDFFFu);
+      if (a <= b) out[n++] = {base + (a - 0xDC00), base + (b - 0xDC00)};
+    }
+    return n;
+  }
+  if (esc == 1) {
+    add(0, 0x10FFFF);
+    return n;
+  }
+  add(lo, hi);
+  const uint32_t a = std::max(lo, 0xD800u), b = std::min(hi, 0xDBFFu);
+  if (a <= b) out[n++] = {0x10000 + ((a - 0xD800) << 10), 0x10000 + ((b - 0xD800) << 10) + 0x3FF};
+  return n;
 }
 
 // The JSON pointer that the URI fragment of `ref` ("#...") spells: its text after '#'
@@ -577,7 +660,7 @@ bool allows_everything(const Node& n) {
          n.extra_node == JsonGrammar::kAny && n.items == JsonGrammar::kAny && n.min_items == 0 && n.max_items < 0 &&
          !n.has_string_enum && n.min_length == 0 && n.max_length < 0 && !n.integer && !n.has_number_enum &&
          n.int_min == any.int_min && n.int_max == any.int_max && n.num_min == any.num_min && n.num_max == any.num_max &&
-         n.multiple_of == 0 &&
+         n.multiple_of == 0 && !n.pattern && n.min_properties == 0 && n.max_properties < 0 &&
          n.deferred.empty();
 }
 
@@ -817,6 +900,8 @@ class JsonSchemaCompiler {
       GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &shape.min_length));
       GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &shape.max_length));
       GS_RETURN_IF_ERROR(read_integer_bounds(s, path, &shape));
+      GS_RETURN_IF_ERROR(read_pattern(s, path, &shape));
+      lit.pattern = shape.pattern;
       lit.kinds &= shape.kinds;
       lit.integer = shape.integer;
       lit.min_length = shape.min_length;
@@ -830,7 +915,7 @@ class JsonSchemaCompiler {
       lit.multiple_of = shape.multiple_of;
       restrict_literals(&lit);
       if (lit.kinds == 0) {
-        return invalid(path + ": no enum or const value satisfies the keywords beside it (type, length, bounds)");
+        return invalid(path + ": no enum or const value satisfies the keywords beside it (type, length, bounds, pattern)");
       }
       fill_literals(&lit);
       return lit;
@@ -851,6 +936,11 @@ class JsonSchemaCompiler {
       GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &n.min_length));
       GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &n.max_length));
       if (n.max_length >= 0 && n.min_length > n.max_length) return invalid(path + ": minLength is above maxLength");
+      GS_RETURN_IF_ERROR(read_pattern(s, path, &n));
+      std::string why;
+      const std::string keyword = path + (s.contains("pattern") ? ".pattern" : ".format");
+      GS_ASSIGN_OR_RETURN(const bool fits, fill_string_form(&n, keyword, &why));
+      if (!fits) return invalid(keyword + ": " + why);
     }
     fill_literals(&n);
     return n;
@@ -865,14 +955,18 @@ class JsonSchemaCompiler {
     if (it == s.end()) {
       // No type: what the keywords present imply, or any value.
       uint8_t kinds = 0;
-      for (const char* k : {"properties", "required", "additionalProperties"}) {
+      for (const char* k : {"properties", "required", "additionalProperties", "minProperties", "maxProperties"}) {
         if (s.contains(k)) kinds |= JsonGrammar::kObject;
       }
       for (const char* k : {"items", "minItems", "maxItems"}) {
         if (s.contains(k)) kinds |= JsonGrammar::kArray;
       }
-      for (const char* k : {"minLength", "maxLength"}) {
+      for (const char* k : {"minLength", "maxLength", "pattern"}) {
         if (s.contains(k)) kinds |= JsonGrammar::kString;
+      }
+      // A format this server enforces is one of strings; others bind nothing.
+      if (const auto f = s.find("format"); f != s.end() && f->is_string() && !format_pattern(f->get<std::string>()).empty()) {
+        kinds |= JsonGrammar::kString;
       }
       n->kinds = kinds != 0 ? kinds : static_cast<uint8_t>(JsonGrammar::kAnyKind);
       return {};
@@ -964,8 +1058,138 @@ class JsonSchemaCompiler {
         n->required.set(i);
       }
     }
+    GS_RETURN_IF_ERROR(read_count(s, path, "minProperties", &n->min_properties));
+    GS_RETURN_IF_ERROR(read_count(s, path, "maxProperties", &n->max_properties));
+    if (const std::string why = object_count_problem(*n); !why.empty()) {
+      return invalid(path + (s.contains("minProperties") && why.rfind("minProperties", 0) == 0 ? ".minProperties: "
+                                                                                              : ".maxProperties: ") +
+                     why);
+    }
     return {};
   }
+
+  // Why no object of n can be written for its minProperties / maxProperties (beginning with
+  // the keyword at fault), or empty when some can.
+  std::string object_count_problem(const Node& n) const {
+    const auto required = static_cast<int64_t>(n.required.count());
+    if (n.max_properties >= 0 && n.min_properties > n.max_properties) {
+      return "minProperties " + std::to_string(n.min_properties) + " is above maxProperties " +
+             std::to_string(n.max_properties);
+    }
+    if (n.max_properties >= 0 && required > n.max_properties) {
+      return "maxProperties " + std::to_string(n.max_properties) + " is below the " + std::to_string(required) +
+             " required properties";
+    }
+    if (!n.extra_keys) {
+      int64_t possible = 0;
+      for (int32_t k : n.key_nodes) {
+        possible += k == JsonGrammar::kAny || nodes[static_cast<size_t>(k)].kinds != 0;
+      }
+      if (n.min_properties > possible) {
+        return "minProperties " + std::to_string(n.min_properties) + " is above the " + std::to_string(possible) +
+               " properties the object may have (no additional properties)";
+      }
+    }
+    return {};
+  }
+
+  // pattern and format (one format_pattern knows) of `s` into n->pattern, both when both
+  // (their intersection). Errors name the keyword.
+  Status read_pattern(const json& s, const std::string& path, Node* n) {
+    std::shared_ptr<const RegexDfa> dfa;
+    if (const auto it = s.find("pattern"); it != s.end()) {
+      if (!it->is_string()) return invalid(path + ".pattern must be a string, got " + type_name(*it));
+      GS_ASSIGN_OR_RETURN(dfa, compiled_pattern(it->get<std::string>(), path + ".pattern"));
+    }
+    if (const auto it = s.find("format"); it != s.end() && it->is_string()) {
+      const std::string_view f = format_pattern(it->get<std::string>());
+      if (!f.empty()) {
+        GS_ASSIGN_OR_RETURN(auto fd, compiled_pattern(std::string(f), path + ".format"));
+        if (!fd) {
+          // (a tool call past the budget: the format is ignored as an unsupported pattern)
+        } else if (dfa) {
+          GS_ASSIGN_OR_RETURN(dfa, both_patterns(dfa, fd, path + ".format"));
+          if (!dfa) return invalid(path + ".format: no string matches both the pattern and the format");
+        } else {
+          dfa = std::move(fd);
+        }
+      }
+    }
+    if (dfa) n->pattern = std::move(dfa);
+    return {};
+  }
+
+  // The automaton of one pattern's source (compiled once per schema). Errors begin with `path`.
+  // In a tool call (kGemmaCall) a pattern the compiler refuses is ignored instead (null), as
+  // all were before: real tool schemas carry such patterns, and refusing one would drop the
+  // whole grammar to the first-key fallback (decision 0027 point 9).
+  Result<std::shared_ptr<const RegexDfa>> compiled_pattern(const std::string& source, const std::string& path) {
+    if (const auto it = patterns_.find(source); it != patterns_.end()) return it->second;
+    Result<RegexDfa> r = RegexDfa::compile(source, &budget_);
+    if (!r.ok() && syntax_ == JsonSyntax::kGemmaCall) {
+      patterns_.emplace(source, nullptr);
+      return std::shared_ptr<const RegexDfa>();
+    }
+    if (!r.ok()) return invalid(path + ": " + r.status().message());
+    auto dfa = std::make_shared<const RegexDfa>(std::move(*r));
+    patterns_.emplace(source, dfa);
+    return std::shared_ptr<const RegexDfa>(dfa);
+  }
+
+  // The strings both automata take, null when none. Errors (past the limits or the budget)
+  // begin with `path`.
+  Result<std::shared_ptr<const RegexDfa>> both_patterns(const std::shared_ptr<const RegexDfa>& a,
+                                                        const std::shared_ptr<const RegexDfa>& b,
+                                                        const std::string& path) {
+    if (a == b) return a;
+    const auto key = std::make_pair(std::min(a.get(), b.get()), std::max(a.get(), b.get()));
+    if (const auto it = products_.find(key); it != products_.end()) return it->second;
+    Result<RegexDfa> r = RegexDfa::intersect(*a, *b, &budget_);
+    if (!r.ok()) return invalid(path + ": " + r.status().message());
+    std::shared_ptr<const RegexDfa> dfa;
+    if (r->size() > 0) dfa = std::make_shared<const RegexDfa>(std::move(*r));
+    products_.emplace(key, dfa);
+    return std::shared_ptr<const RegexDfa>(dfa);
+  }
+
+ public:
+  // n->pattern_form from its pattern and lengths (none without a pattern, or for an enum,
+  // whose values restrict_literals checks). False, with *why, when no string of those
+  // lengths matches; errors (beginning with `path`) when the budget is spent.
+  Result<bool> fill_string_form(Node* n, const std::string& path, std::string* why) {
+    n->pattern_form = nullptr;
+    if (!n->pattern || !(n->kinds & JsonGrammar::kString) || n->has_string_enum) return true;
+    const auto key = std::make_tuple(n->pattern.get(), n->min_length, n->max_length);
+    if (const auto it = forms_.find(key); it != forms_.end()) {
+      n->pattern_form = it->second;
+      return true;
+    }
+    const RegexDfa* base = n->pattern.get();
+    std::optional<RegexDfa> no_lt;
+    if (syntax_ == JsonSyntax::kGemmaCall) {
+      // A tool call's string ends at `<|"|>` and has no escapes: a patterned one holds no '<'.
+      // A pattern that needs one is ignored, as one the compiler refuses.
+      Result<RegexDfa> r = n->pattern->without_code_point('<');
+      if (!r.ok()) {
+        n->pattern = nullptr;
+        return true;
+      }
+      no_lt = std::move(*r);
+      base = &*no_lt;
+    }
+    Result<RegexDfa> r = base->bounded(n->min_length, n->max_length, &budget_);
+    if (!r.ok()) {
+      if (budget_.work < 0 || budget_.bytes < 0) return invalid(path + ": " + r.status().message());
+      *why = r.status().message();
+      return false;
+    }
+    auto form = std::make_shared<const RegexDfa>(std::move(*r));
+    forms_.emplace(key, form);
+    n->pattern_form = std::move(form);
+    return true;
+  }
+
+ private:
 
   Status read_array(const json& s, const std::string& path, int depth, Node* n) {
     if (s.contains("prefixItems")) return invalid(path + ".prefixItems: tuple schemas are not supported");
@@ -1127,9 +1351,12 @@ class JsonSchemaCompiler {
       });
       if (n->number_enum.empty()) n->kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
     }
-    if (n->has_string_enum && (n->min_length > 0 || n->max_length >= 0)) {
+    if (n->has_string_enum && (n->min_length > 0 || n->max_length >= 0 || n->pattern)) {
       std::erase_if(n->string_enum, [&](const std::string& spelled) {
-        const auto len = static_cast<int64_t>(utf8_chars(unspelled(spelled)));
+        const std::string value = unspelled(spelled);
+        const auto len = static_cast<int64_t>(utf8_chars(value));
+        std::u32string cps;
+        if (n->pattern && (!decode_utf8(value, &cps) || !n->pattern->matches(cps))) return true;
         return len < n->min_length || (n->max_length >= 0 && len > n->max_length);
       });
       if (n->string_enum.empty()) n->kinds &= static_cast<uint8_t>(~JsonGrammar::kString);
@@ -1160,6 +1387,15 @@ class JsonSchemaCompiler {
         m.extra_keys = true;
         m.extra_node = JsonGrammar::kAny;
       }
+      // Property counts: the one's, or those that span both (loosely).
+      if (!has(a, JsonGrammar::kObject)) {
+        m.min_properties = b.min_properties;
+        m.max_properties = b.max_properties;
+      } else {
+        m.min_properties = std::min(a.min_properties, b.min_properties);
+        m.max_properties =
+            a.max_properties < 0 || b.max_properties < 0 ? -1 : std::max(a.max_properties, b.max_properties);
+      }
     }
     if (has(b, JsonGrammar::kArray)) {
       if (!has(a, JsonGrammar::kArray)) {
@@ -1178,7 +1414,10 @@ class JsonSchemaCompiler {
         m.string_enum = b.string_enum;
         m.min_length = b.min_length;
         m.max_length = b.max_length;
+        m.pattern = b.pattern;
       } else {
+        // Patterns: kept when both have the same; else none (loosely, as the rest).
+        if (a.pattern != b.pattern) m.pattern = nullptr;
         m.has_string_enum = a.has_string_enum && b.has_string_enum;
         m.string_enum.clear();
         if (m.has_string_enum) {
@@ -1382,6 +1621,18 @@ class JsonSchemaCompiler {
     narrow_upper(a, b.num_max, b.num_max_exclusive);
     if (b.max_length >= 0 && (a->max_length < 0 || b.max_length < a->max_length)) a->max_length = b.max_length;
     a->min_length = std::max(a->min_length, b.min_length);
+    if (b.pattern && a->pattern != b.pattern) {
+      if (!a->pattern) {
+        a->pattern = b.pattern;
+      } else {
+        GS_ASSIGN_OR_RETURN(std::shared_ptr<const RegexDfa> both, both_patterns(a->pattern, b.pattern, path + ".pattern"));
+        if (both) {
+          a->pattern = std::move(both);
+        } else {
+          drop(JsonGrammar::kString, "no string matches both patterns");
+        }
+      }
+    }
     // An enum's values: those within both's bounds and lengths; no enum: some integer must be.
     const uint8_t before = a->kinds;
     restrict_literals(a);
@@ -1391,6 +1642,11 @@ class JsonSchemaCompiler {
     }
     if ((a->kinds & JsonGrammar::kString) && a->max_length >= 0 && a->min_length > a->max_length) {
       drop(JsonGrammar::kString, "no string length lies within the lengths of both");
+    }
+    if (a->kinds & JsonGrammar::kString) {
+      std::string reason;
+      GS_ASSIGN_OR_RETURN(const bool fits, fill_string_form(a, path, &reason));
+      if (!fits) drop(JsonGrammar::kString, "no string within the lengths of both matches the patterns: " + reason);
     }
     if (b.max_items >= 0 && (a->max_items < 0 || b.max_items < a->max_items)) a->max_items = b.max_items;
     a->min_items = std::max(a->min_items, b.min_items);
@@ -1503,6 +1759,11 @@ class JsonSchemaCompiler {
     a->extra_keys = m.extra_keys;
     a->closed = m.closed;
     a->extra_node = m.extra_node;
+    a->min_properties = std::max(a->min_properties, b.min_properties);
+    if (b.max_properties >= 0 && (a->max_properties < 0 || b.max_properties < a->max_properties)) {
+      a->max_properties = b.max_properties;
+    }
+    if (const std::string problem = object_count_problem(*a); !problem.empty()) return no_objects(problem + " (of both)");
     return {};
   }
 
@@ -1511,6 +1772,12 @@ class JsonSchemaCompiler {
   std::map<const json*, int32_t> refs_;  // the node of each schema a reference names
   std::set<int32_t> building_;  // references reserved and not yet compiled
   int32_t no_value_ = -1;       // no_value_node's index, once made
+  // Patterns: what all of this schema's may spend, and each compiled once (by source, by
+  // pair intersected, by lengths bounded).
+  RegexBudget budget_;
+  std::map<std::string, std::shared_ptr<const RegexDfa>> patterns_;
+  std::map<std::pair<const RegexDfa*, const RegexDfa*>, std::shared_ptr<const RegexDfa>> products_;
+  std::map<std::tuple<const RegexDfa*, int64_t, int64_t>, std::shared_ptr<const RegexDfa>> forms_;
 };
 
 // Node::object_depth / array_depth / min_depth of every node: the least fixed point of
@@ -1528,8 +1795,30 @@ void fill_depths(std::vector<JsonGrammar::Node>* nodes) {
       int32_t obj = kNone, arr = kNone, scalar = kNone;
       if (n.kinds & JsonGrammar::kObject) {
         int32_t inner = 0;
-        for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k)
-          if (n.required[k]) inner = std::max(inner, md(n.key_nodes[k]));
+        std::vector<int32_t> optional;  // the depths of the keys that minProperties may add
+        for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k) {
+          if (n.required[k]) {
+            inner = std::max(inner, md(n.key_nodes[k]));
+          } else {
+            optional.push_back(md(n.key_nodes[k]));
+          }
+        }
+        const int64_t more = n.min_properties - static_cast<int64_t>(n.required.count());
+        if (more > 0) {
+          // The shallowest keys beyond the required ones (extra keys: as many as needed).
+          std::sort(optional.begin(), optional.end());
+          const int32_t extra = n.extra_keys ? md(n.extra_node) : kNone;
+          int32_t deepest = 0;
+          size_t used = 0;
+          for (int64_t i = 0; i < more; ++i) {
+            if (used == optional.size() || optional[used] > extra) {
+              deepest = std::max(deepest, extra);  // the rest are extra keys
+              break;
+            }
+            deepest = std::max(deepest, optional[used++]);
+          }
+          inner = std::max(inner, deepest);
+        }
         obj = std::min(kNone, 1 + inner);
       }
       if (n.kinds & JsonGrammar::kArray) arr = std::min(kNone, n.min_items > 0 ? 1 + md(n.items) : 1);
@@ -1583,6 +1872,14 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
     if (std::string why; (n.kinds & kNumber) && !n.has_number_enum && !fill_number_form(&n, &why)) {
       n.kinds &= static_cast<uint8_t>(~kNumber);
     }
+    // The same for strings: every node's form from its pattern and lengths as merged.
+    std::string why;
+    GS_ASSIGN_OR_RETURN(const bool fits, compiler.fill_string_form(&n, path, &why));
+    if (!fits) n.kinds &= static_cast<uint8_t>(~kString);
+  }
+  for (Node& n : compiler.nodes) {
+    n.key_hashes.clear();
+    for (const std::string& k : n.keys) n.key_hashes.push_back(key_hash_of(k, syntax));
   }
   fill_depths(&compiler.nodes);
   if (compiler.nodes[0].min_depth > kJsonMaxDepth) {
@@ -1665,6 +1962,7 @@ int64_t JsonMatcher::free_string_room() const {
     return -1;
   }
   if (f.is_key && grammar_->syntax() == JsonSyntax::kGemmaCall) return -1;  // a bare key takes fewer bytes
+  if (!f.is_key && grammar_->node(f.node).pattern_form) return -1;          // a pattern decides each character
   const int64_t max = f.is_key ? -1 : grammar_->node(f.node).max_length;
   return max < 0 ? INT64_MAX : std::max<int64_t>(max - f.length, 0);
 }
@@ -1688,6 +1986,7 @@ int JsonMatcher::depth() const {
 }
 
 void JsonMatcher::pop_finished() {
+  if (stack_.back().type == Frame::kObject) key_hashes_.resize(static_cast<size_t>(stack_.back().hash_base));
   stack_.pop_back();
   if (stack_.empty()) {
     done_ = true;
@@ -1734,6 +2033,7 @@ bool JsonMatcher::start_value(unsigned char c) {
     if (depth() + (object ? n.object_depth : n.array_depth) > kJsonMaxDepth) return false;
     f.type = object ? Frame::kObject : Frame::kArray;
     f.phase = object ? kObjOpen : kArrOpen;
+    f.hash_base = static_cast<int32_t>(key_hashes_.size());
   } else if (c == (grammar_->syntax() == JsonSyntax::kGemmaCall ? '<' : '"')) {
     if (!(n.kinds & JsonGrammar::kString)) return false;
     f.type = Frame::kString;
@@ -1779,8 +2079,20 @@ bool JsonMatcher::feed_object(unsigned char c, bool ws) {
       if (grammar_->node(n.key_nodes[k]).min_depth > room) fitting.reset(k);
     extra_keys = extra_keys && grammar_->node(n.extra_node).min_depth <= room;
   }
+  // Property counts: no key past maxProperties, and where the required keys still due
+  // would fill it, only they (else they would not fit); `}` once minProperties are written.
+  const auto required_due = static_cast<int64_t>((n.required & ~f.seen).count());
+  const bool room_for_key = n.max_properties < 0 || f.count < n.max_properties;
+  if (n.max_properties >= 0 && f.count + required_due >= n.max_properties) {
+    fitting &= n.required;
+    extra_keys = false;
+  }
+  if (!room_for_key) {
+    fitting.reset();
+    extra_keys = false;
+  }
   const bool unseen_key = (fitting & ~f.seen).any();
-  const bool closable = (n.required & ~f.seen).none();
+  const bool closable = required_due == 0 && f.count >= n.min_properties;
   switch (f.phase) {
     case kObjOpen:
     case kObjComma:
@@ -1872,6 +2184,8 @@ bool JsonMatcher::feed_string(unsigned char c) {
   Frame s = stack_.back();  // changed on a copy, stored back when c is taken
   bool closes = false;
   bool new_char = false;  // c begins a character (counts toward the length)
+  bool complete = false;  // c ends a character: code point `cp`
+  uint32_t cp = 0;
   if (s.esc == 1) {
     if (s.low_surrogate_next) {
       if (c != 'u') return false;
@@ -1881,6 +2195,10 @@ bool JsonMatcher::feed_string(unsigned char c) {
     }
     s.esc = c == 'u' ? 2 : 0;
     s.hex = 0;
+    if (c != 'u') {
+      complete = true;
+      cp = escaped_code_point(c);
+    }
   } else if (s.esc >= 2) {
     if (!is_hex(c)) return false;
     const int k = s.esc - 2;  // which digit
@@ -1895,12 +2213,21 @@ bool JsonMatcher::feed_string(unsigned char c) {
     if (k == 3) {
       if (s.low_surrogate_next) {
         s.low_surrogate_next = false;
+        complete = true;
+        cp = 0x10000 + ((s.cp - 0xD800) << 10) + (s.hex - 0xDC00u);
       } else if (s.hex >= 0xD800 && s.hex <= 0xDBFF) {
         s.low_surrogate_next = true;
+        s.cp = s.hex;
+      } else {
+        complete = true;
+        cp = s.hex;
       }
     }
   } else if (s.utf8_need > 0) {
     if (!utf8_continue(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
+    s.cp = (s.cp << 6) | (c & 0x3Fu);
+    complete = s.utf8_need == 0;
+    cp = s.cp;
   } else if (s.low_surrogate_next) {
     if (c != '\\') return false;
     s.esc = 1;
@@ -1913,9 +2240,12 @@ bool JsonMatcher::feed_string(unsigned char c) {
     return false;
   } else if (c >= 0x80) {
     if (!utf8_lead(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
+    utf8_begin(c, s.utf8_need, &s.cp, &s.cp_min);
     new_char = true;
   } else {
     new_char = true;
+    complete = true;
+    cp = c;
   }
   // Raw text that would spell Gemma markup: refused ('<' is written \u003c there).
   if (new_char && c != '\\') {
@@ -1935,9 +2265,27 @@ bool JsonMatcher::feed_string(unsigned char c) {
 
   if (closes) return close_string(s);
   if (!content_byte(&s, c, new_char)) return false;
+  if (complete && s.is_key) s.key_hash = (s.key_hash ^ cp) * 0x100000001B3ull;  // FNV-1a over code points
+  if (!pattern_byte(&s, complete, cp)) return false;
   stack_.back() = s;
   ws_run_ = 0;
   return true;
+}
+
+bool JsonMatcher::pattern_byte(Frame* s, bool complete, uint32_t cp) const {
+  if (s->is_key) return true;
+  const Node& n = grammar_->node(s->node);
+  if (!n.pattern_form) return true;
+  const RegexDfa& d = *n.pattern_form;
+  if (complete) {
+    const int32_t to = d.step(s->pstate, cp);
+    if (to < 0 || !d.viable(to, s->length)) return false;
+    s->pstate = to;
+    return true;
+  }
+  CodeRange r[4];
+  const int k = partial_code_points(s->utf8_need, s->cp, s->cp_min, s->esc, s->hex, s->low_surrogate_next, r);
+  return d.may_take(s->pstate, s->length, r, k);
 }
 
 bool JsonMatcher::content_byte(Frame* s, unsigned char c, bool new_char) const {
@@ -1974,12 +2322,26 @@ bool JsonMatcher::close_string(const Frame& s) {
   }
   if (!s.free && exact < 0) return false;
   if (!s.is_key && s.length < n.min_length) return false;
+  if (!s.is_key && n.pattern_form && !n.pattern_form->accepts(s.pstate)) return false;
   if (s.is_key) {
     Frame& obj = stack_[stack_.size() - 2];
+    if (exact < 0) {
+      // A free key that names a declared one in another spelling ("\u0061" for "a") is it.
+      for (size_t i = 0; i < n.key_hashes.size(); ++i) {
+        if (n.key_hashes[i] == s.key_hash) exact = static_cast<int>(i);
+      }
+    }
     if (exact >= 0 && obj.seen.test(static_cast<size_t>(exact))) return false;  // a key written twice
     const int32_t value_node = exact >= 0 ? n.key_nodes[static_cast<size_t>(exact)] : n.extra_node;
     if (grammar_->node(value_node).min_depth > kJsonMaxDepth - depth()) return false;  // no value would fit
+    if (exact < 0 && n.min_properties > 0) {
+      // An extra key written twice would be one property, short of minProperties.
+      const auto begin = key_hashes_.begin() + obj.hash_base;
+      if (std::find(begin, key_hashes_.end(), s.key_hash) != key_hashes_.end()) return false;
+      key_hashes_.push_back(s.key_hash);
+    }
     obj.value_node = value_node;
+    ++obj.count;
     if (exact >= 0) obj.seen.set(static_cast<size_t>(exact));
     obj.phase = kObjColon;
     stack_.pop_back();
@@ -2002,11 +2364,13 @@ bool JsonMatcher::feed_gemma_string(unsigned char c) {
   } else if (s.utf8_need > 0) {
     if (!utf8_continue(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
     if (!content_byte(&s, c, false)) return false;
+    s.cp = (s.cp << 6) | (c & 0x3Fu);
+    if (!pattern_byte(&s, s.utf8_need == 0, s.cp)) return false;
   } else {
     if (s.delim > 0 && c != delim(s.delim)) {
       // Not the delimiter: the bytes of a partial one were text.
       for (uint8_t i = 0; i < s.delim; ++i) {
-        if (!content_byte(&s, delim(i), true)) return false;
+        if (!content_byte(&s, delim(i), true) || !pattern_byte(&s, true, delim(i))) return false;
       }
       s.delim = 0;
     }
@@ -2020,10 +2384,12 @@ bool JsonMatcher::feed_gemma_string(unsigned char c) {
       const size_t pos = static_cast<size_t>(s.pos);
       bool exact = s.free;
       for (size_t i = 0; i < list.size() && !exact; ++i) exact = s.cand.test(i) && list[i].size() == pos;
-      const bool may_close = exact && s.length >= n.min_length;
-      bool may_be_text = s.free && (n.max_length < 0 || s.length + s.delim + 1 <= n.max_length);
+      // A string with a pattern holds no '<' (fill_string_form): the delimiter only closes it.
+      const bool may_close =
+          exact && s.length >= n.min_length && (!n.pattern_form || n.pattern_form->accepts(s.pstate));
+      bool may_be_text = s.free && !n.pattern_form && (n.max_length < 0 || s.length + s.delim + 1 <= n.max_length);
       const std::string_view as_text = kGemmaQuote.substr(0, s.delim + 1u);
-      for (size_t i = 0; i < list.size() && !may_be_text; ++i) {
+      for (size_t i = 0; i < list.size() && !may_be_text && !n.pattern_form; ++i) {
         may_be_text = s.cand.test(i) && list[i].size() >= pos && std::string_view(list[i]).substr(pos).starts_with(as_text);
       }
       if (!may_close && !may_be_text) return false;
@@ -2032,8 +2398,9 @@ bool JsonMatcher::feed_gemma_string(unsigned char c) {
       return false;
     } else if (c >= 0x80) {
       if (!utf8_lead(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
-      if (!content_byte(&s, c, true)) return false;
-    } else if (!content_byte(&s, c, true)) {
+      utf8_begin(c, s.utf8_need, &s.cp, &s.cp_min);
+      if (!content_byte(&s, c, true) || !pattern_byte(&s, false, 0)) return false;
+    } else if (!content_byte(&s, c, true) || !pattern_byte(&s, true, c)) {
       return false;
     }
   }
@@ -2054,6 +2421,7 @@ bool JsonMatcher::feed_bare_key(unsigned char c) {
     stack_.push_back(v);
     return true;
   }
+  s.key_hash = (s.key_hash ^ c) * 0x100000001B3ull;  // FNV-1a over the bytes (a bare key has no escapes)
   if (s.utf8_need > 0) {
     if (!utf8_continue(c, &s.utf8_need, &s.utf8_lo, &s.utf8_hi)) return false;
     if (!content_byte(&s, c, false)) return false;

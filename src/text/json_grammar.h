@@ -19,6 +19,9 @@
 
 namespace gs::text {
 
+class RegexDfa;
+struct RegexBudget;
+
 // Most declared properties of one object, and most values of one enum.
 inline constexpr int kJsonMaxKeys = 128;
 // Deepest nesting of objects and arrays the matcher accepts.
@@ -74,10 +77,18 @@ class JsonGrammar {
     // their nodes; keys outside them only when extra_keys (their values: extra_node).
     std::vector<std::string> keys;
     std::vector<int32_t> key_nodes;
+    // Each key's hash as the matcher hashes a key it reads (Frame::key_hash: FNV-1a over the
+    // code points of its value; kGemmaCall: over its bytes), so that a free key spelled with
+    // escapes ("\u0061") is still the declared key it names. Filled by the compiler.
+    std::vector<uint64_t> key_hashes;
     std::bitset<kJsonMaxKeys> required;
     bool extra_keys = true;
     bool closed = false;  // additionalProperties: false (not only "properties" given)
     int32_t extra_node = kAny;
+    // minProperties and maxProperties (-1: unbounded): how many keys an object writes,
+    // declared and extra together.
+    int64_t min_properties = 0;
+    int64_t max_properties = -1;
     // Arrays.
     int32_t items = kAny;
     int64_t min_items = 0;
@@ -87,6 +98,12 @@ class JsonGrammar {
     std::vector<std::string> string_enum;
     int64_t min_length = 0;   // code points
     int64_t max_length = -1;  // -1: unbounded
+    // pattern and format (those format_pattern enforces), as one automaton over the code
+    // points of the string's value (regex_dfa.h); null: none. The compiler merges these.
+    std::shared_ptr<const RegexDfa> pattern;
+    // The same bounded to min_length..max_length (RegexDfa::bounded; kGemmaCall: without
+    // '<'), what the matcher reads; filled by the compiler (fill_string_form).
+    std::shared_ptr<const RegexDfa> pattern_form;
     // Numbers: integers only (no fraction or exponent); when has_number_enum, one of
     // number_enum as written by nlohmann::json::dump.
     bool integer = false;
@@ -143,13 +160,15 @@ class JsonGrammar {
   static std::shared_ptr<const JsonGrammar> any_object();
   // The values `schema` (a JSON Schema, draft 2020-12 / OpenAI structured outputs subset)
   // allows. Read: type (and lists of types), properties, required, additionalProperties,
-  // items, minItems, maxItems, enum, const, minLength, maxLength, anyOf, oneOf, allOf, $ref
+  // minProperties, maxProperties, items, minItems, maxItems, enum, const, minLength,
+  // maxLength, pattern (regex_dfa.h's subset of ECMA-262), format (the formats
+  // string_formats.h enforces; others ignored), anyOf, oneOf, allOf, $ref
   // to "#" and "#/..." ($defs, definitions; JSON pointers in URI fragments, percent-decoded
   // first), and minimum, maximum, exclusiveMinimum, exclusiveMaximum (draft 4's boolean
   // forms too) and multipleOf, held exactly as the digits are written (Node::num_exact;
   // an enum's numbers are kept within them with or without a type). Keywords beside $ref,
   // anyOf, oneOf and allOf apply (allOf). Annotations and value checks the matcher cannot
-  // express (description, title, default, format, pattern, ...) are ignored. anyOf
+  // express (description, title, default, an unknown format, ...) are ignored. anyOf
   // alternatives of the same kind are merged loosely (decision 0027; integer ranges: the
   // range that spans both); a union that even so cannot be held (an enum of more than
   // kJsonMaxKeys values, a fraction beside a wide integer range) is refused.
@@ -157,7 +176,11 @@ class JsonGrammar {
   // properties.a.items: ..."), or with `path` alone when no value of the schema nests
   // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").
   // kGemmaCall: also kInvalidArgument for a property name the bare form cannot spell
-  // (empty, or with whitespace, quotes or delimiters).
+  // (empty, or with whitespace, quotes or delimiters). A pattern: kInvalidArgument naming
+  // ".pattern" and the feature it cannot hold, or the size past which it is refused
+  // (kGemmaCall: such a pattern, or one that needs a '<', is ignored instead); a
+  // pattern or format that no string within minLength / maxLength matches, and property
+  // counts that no object meets, are refused naming the keyword.
   static Result<std::shared_ptr<const JsonGrammar>> from_schema(const nlohmann::json& schema,
                                                                  const std::string& path = "schema",
                                                                  JsonSyntax syntax = JsonSyntax::kJson);
@@ -197,6 +220,7 @@ class JsonMatcher {
     ws_run_ = other.ws_run_;
     ws_newline_ = other.ws_newline_;
     done_ = other.done_;
+    key_hashes_ = other.key_hashes_;
   }
   // Reads one byte; false when the grammar allows no text that continues with it (the
   // matcher is then unchanged).
@@ -208,7 +232,7 @@ class JsonMatcher {
   bool done() const { return done_; }
   // The text read so far is a whole value (done, or a top-level number that may go on).
   bool can_end() const;
-  // Inside a string whose content is free (no enum), at a character boundary: how many
+  // Inside a string whose content is free (no enum, no pattern), at a character boundary: how many
   // more characters it may take (INT64_MAX: no bound), -1 when not in such a string. Any
   // bytes without '"', '\\' or control characters that are whole UTF-8 characters, up to
   // that many, may follow.
@@ -225,7 +249,8 @@ class JsonMatcher {
     // Objects: the declared keys already written, and the node of the key just read.
     std::bitset<kJsonMaxKeys> seen;
     int32_t value_node = JsonGrammar::kAny;
-    int64_t count = 0;                 // arrays: items written
+    int64_t count = 0;                 // arrays: items written; objects: keys written
+    int32_t hash_base = 0;             // objects: where their extra keys' hashes begin in key_hashes_
     // Strings (values and keys) and literals: the candidates (string enum, declared keys,
     // literal spellings) still equal to the bytes read, and how many bytes were read.
     std::bitset<kJsonMaxKeys> cand;
@@ -239,6 +264,10 @@ class JsonMatcher {
     uint8_t utf8_lo = 0x80;
     uint8_t utf8_hi = 0xBF;
     int64_t length = 0;                // strings: code points so far
+    uint32_t cp = 0;                   // strings: the code point being read (its bits so far; a high surrogate)
+    uint32_t cp_min = 0;               // strings: the least code point of the UTF-8 form begun
+    int32_t pstate = 0;                // strings with a pattern: the automaton's state
+    uint64_t key_hash = 0xCBF29CE484222325ull;  // keys: a hash (FNV-1a) of the code points read
     uint8_t digits = 0;                // numbers: digits of the current part
     bool negative = false;             // numbers: a '-' was read
     JsonInt value = 0;                 // exact numbers: the digits read (integer part, fraction), as an integer
@@ -255,6 +284,10 @@ class JsonMatcher {
   bool feed_bare_key(unsigned char c);
   // A string's content byte: narrows the candidates, counts characters; false if refused.
   bool content_byte(Frame* s, unsigned char c, bool new_char) const;
+  // A string's pattern (Node::pattern_form) after a byte: `complete` when code point `cp` is
+  // whole (the automaton steps), else the code points the character can still become must
+  // lead somewhere viable. True when the node has no pattern. s->length counts the character.
+  bool pattern_byte(Frame* s, bool complete, uint32_t cp) const;
   // The top string is whole: checks it against its candidates and bounds, pops it.
   bool close_string(const Frame& s);
   bool feed_number(unsigned char c, bool ws);
@@ -280,6 +313,9 @@ class JsonMatcher {
   int32_t ws_run_ = 0;       // whitespace bytes since the last token
   bool ws_newline_ = false;  // that whitespace began with a newline
   bool done_ = false;
+  // Hashes of the extra keys written in the open objects that count them (minProperties:
+  // a key written twice is one property), each object's from its hash_base.
+  std::vector<uint64_t> key_hashes_;
 };
 
 // Whether `bytes` is a non-empty run of whole, valid UTF-8 characters with no '"', '\\',

@@ -374,6 +374,10 @@ size_t Tokenizer::n_merges() const { return impl_->n_merges; }
 int32_t Tokenizer::bos_id() const { return impl_->bos_id; }
 int32_t Tokenizer::eos_id() const { return impl_->eos_id; }
 int32_t Tokenizer::unk_id() const { return impl_->unk_id; }
+int Tokenizer::bytes_without_fallback() const {
+  if (impl_->unk_id != kNoToken) return 0;
+  return static_cast<int>(std::count(impl_->byte_tokens.begin(), impl_->byte_tokens.end(), kNoToken));
+}
 int32_t Tokenizer::pad_id() const { return impl_->pad_id; }
 bool Tokenizer::add_bos() const { return impl_->add_bos; }
 bool Tokenizer::add_eos() const { return impl_->add_eos; }

@@ -123,6 +123,10 @@ class Tokenizer {
   int32_t eos_id() const;
   int32_t unk_id() const;
   int32_t pad_id() const;
+  // How many of the 256 byte values encode() cannot keep: those with no <0xHH> token, when
+  // the vocabulary has no unknown token either (0 otherwise). Text outside the merges'
+  // reach loses such bytes, so a loader should say so.
+  int bytes_without_fallback() const;
   bool add_bos() const;  // forced true for gemma4 (spec §8.1: llama.cpp overrides the file)
   bool add_eos() const;
   // End-of-generation ids: EOS, "<turn|>", "<|tool_response>" (and "<end_of_turn>" or an

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -131,6 +132,23 @@ void check_attention(const AttnCase& c) {
       vh[i] = f32_to_fp16(vf[i]);
       kq[i] = fp16_to_f32(kh[i]);
       vq[i] = fp16_to_f32(vh[i]);
+    }
+    // Slots that no position up to a sequence's last token maps to hold NaN, as a pool's
+    // unwritten or stale slots may: no kernel may read them into a product (P V with P = 0
+    // included; the wgmma kernel's TMA form reads whole 32-slot tiles and must zero them).
+    std::vector<bool> live(static_cast<size_t>(n_slots), false);
+    const int wrap_pages = c.wrap_pages > 0 ? c.wrap_pages : max_pages;
+    for (int s = 0; s < n_seqs; ++s)
+      for (int p = 0; p < seq_ctx[static_cast<size_t>(s)] + seq_tokens[static_cast<size_t>(s)]; ++p)
+        live[static_cast<size_t>(pages[static_cast<size_t>(s * max_pages + (p / c.page_size) % wrap_pages)]) * c.page_size +
+             p % c.page_size] = true;
+    for (int64_t sl = 0; sl < n_slots; ++sl) {
+      if (live[static_cast<size_t>(sl)]) continue;
+      for (int i = 0; i < width_kv; ++i) {
+        const size_t at = static_cast<size_t>(sl * width_kv + i);
+        kh[at] = vh[at] = 0x7E00;
+        kq[at] = vq[at] = std::numeric_limits<float>::quiet_NaN();
+      }
     }
   }
 
@@ -281,7 +299,7 @@ void check_attention(const AttnCase& c) {
   // on (GS_CUDA_ATTN_WG=1: prefill chunks at head_dim 512, decision 0033) in each form of its
   // tile loop (GS_WG_FORM).
   for (const char* mode : {static_cast<const char*>(nullptr), "old", "new", "wg-defer", "wg-wait", "wg-pipe", "wg-row",
-                           "wg-swizzle"}) {
+                           "wg-swizzle", "wg-tma"}) {
     const bool wg = mode && std::strncmp(mode, "wg-", 3) == 0;
     EnvSwitch env("GS_CUDA_ATTN", wg ? nullptr : mode);
     EnvSwitch env_wg("GS_CUDA_ATTN_WG", wg ? "1" : "0");

@@ -53,6 +53,7 @@ grep -q -- "--n-predict" "$WORK/err" || fail "run -n -5 does not name --n-predic
 refused "run --draft-max negative" run -m "$TARGET" --mtp "$DRAFTER" -p hi --draft-max -3
 refused "run without prompt" run -m "$TARGET"
 refused "run bad token list" run -m "$TARGET" --prompt-tokens 1,x
+refused "run token list with an empty item" run -m "$TARGET" --prompt-tokens 1,,2
 # Both prompt forms: --prompt-tokens won and -p was dropped without a word.
 refused "run -p and --prompt-tokens" run -m "$TARGET" -p hi --prompt-tokens 5,6 -n 2
 refused "run --kv-type" run -m "$TARGET" -p hi --kv-type q4_0

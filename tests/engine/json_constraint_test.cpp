@@ -79,7 +79,12 @@ TEST(JsonConstraint, MasksEqualABruteForceCheckOfEveryToken) {
                 "m":{"type":"integer","exclusiveMinimum":999,"maximum":1234}}})")),
             "{\"n\": -37, \"m\": 1234}"},
            {*text::JsonGrammar::from_schema(json::parse(R"({"type":"integer","minimum":100,"maximum":1234})")),
-            "1234"}}) {
+            "1234"},
+           // A pattern, a format and property counts (no free-string fast path in them).
+           {*text::JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
+                "code":{"type":"string","pattern":"^[A-Z][a-z]+ \\d{2}$"},
+                "day":{"type":"string","format":"date"}},"minProperties":2,"maxProperties":2})")),
+            "{\"code\": \"Romeo 12\", \"day\": \"2024-02-29\"}"}}) {
     const JsonConstraintOptions options = chat_options();
     JsonConstraint c(shakes_pieces(), grammar, options);
     text::JsonMatcher m(grammar);
@@ -184,6 +189,46 @@ TEST(JsonConstraint, MasksOnTheFullGemmaVocabulary) {
   EXPECT_GT(masked, 0);
   std::printf("[ info ] %zu masks over %d tokens: %.2f ms a mask\n", ids.size() + 1, pieces->n_vocab(),
               mask_ms / static_cast<double>(ids.size() + 1));
+}
+
+// Inside a string with a pattern no piece is free: every candidate is tested. The cost of a
+// mask there on the real vocabulary (printed), and each mask against brute force.
+TEST(JsonConstraint, MasksInAPatternedStringOnTheFullGemmaVocabulary) {
+  auto file = gguf::GgufFile::open(test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto tok = text::Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  auto pieces = std::make_shared<const TokenPieces>(**tok);
+  auto grammar = *text::JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
+      "who":{"type":"string","pattern":"^[A-Z][a-z]+( [A-Z][a-z]+)*$"},"day":{"type":"string","format":"date"}},
+      "required":["who","day"],"additionalProperties":false})"));
+  JsonConstraintOptions o;
+  o.end_tokens = (*tok)->eog_ids();
+  JsonConstraint c(pieces, grammar, o);
+  text::JsonMatcher m(grammar);
+  const std::string value = "{\"who\": \"Friar Laurence\", \"day\": \"1597-07-31\"}";
+  const std::vector<int32_t> ids = (*tok)->encode(value, false, false);
+  double mask_ms = 0;
+  for (size_t i = 0; i <= ids.size(); ++i) {
+    std::vector<int32_t> allowed;
+    const auto t0 = std::chrono::steady_clock::now();
+    c.allowed(&allowed);
+    mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<int32_t> expected;
+    for (int32_t id = 0; id < pieces->n_vocab(); ++id) {
+      const std::string& p = pieces->piece(id);
+      const bool end = std::find(o.end_tokens.begin(), o.end_tokens.end(), id) != o.end_tokens.end();
+      text::JsonMatcher x = m;
+      if (end ? m.can_end() : !p.empty() && x.feed(p)) expected.push_back(id);
+    }
+    ASSERT_EQ(allowed, expected) << "after " << i << " tokens";
+    if (i == ids.size()) break;
+    ASSERT_TRUE(std::binary_search(allowed.begin(), allowed.end(), ids[i])) << i;
+    c.advance(ids[i]);
+    ASSERT_TRUE(m.feed(pieces->piece(ids[i])));
+  }
+  std::printf("[ info ] %zu masks (patterned strings) over %d tokens: %.2f ms a mask\n", ids.size() + 1,
+              pieces->n_vocab(), mask_ms / static_cast<double>(ids.size() + 1));
 }
 
 TEST(JsonConstraint, AThoughtMayComeFirstAndAToolCallEndsIt) {

@@ -517,6 +517,29 @@ TEST_F(Load, AssistantRopeMustMatchItsTarget) {
   EXPECT_NE(st.message().find("gemma4-assistant.rope.dimension_count"), std::string::npos) << st.message();
 }
 
+// key_length defaults to n_embd / n_head (as llama.cpp reads it). Where that default
+// disagrees with the file's tensors, the error says the key was absent and which default
+// was taken, not only that two shapes differ.
+TEST_F(Load, MissingKeyLengthSaysItsDefaultWasTaken) {
+  EditableGguf e = random_model({});
+  e.remove_kv("gemma4.attention.key_length");
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("gemma4.attention.key_length"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("absent"), std::string::npos) << m.status().message();
+  // Both absent: the defaulted head dim disagrees with the tensors, and that error too names
+  // the key whose default shaped the expectation.
+  e.remove_kv("gemma4.attention.value_length");
+  m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("gemma4.attention.key_length"), std::string::npos) << m.status().message();
+  e.remove_kv("gemma4.rope.dimension_count");
+  m = load(e);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("'gemma4.attention.key_length' (absent, taken as 16)"), std::string::npos)
+      << m.status().message();
+}
+
 }  // namespace
 }  // namespace gs::test
 

@@ -258,6 +258,15 @@ TEST_F(SplitLoad, WrongTotalTensorCountNamesTheField) {
   const std::string later = load_error(again[0], StatusCode::kInvalidArgument);
   EXPECT_HAS(later, again[1]);
   EXPECT_HAS(later, "split.tensors.count");
+  // Shard 1 wrong and a later shard right: the error names shard 1, not the shard that is
+  // right.
+  shards[0].set_kv(std::string(names::kSplitTensorsCount), i32_value(n + 1));
+  shards[1].set_kv(std::string(names::kSplitTensorsCount), i32_value(n));
+  const auto first_wrong = write_shards(shards, prefix("first"));
+  const std::string blamed = load_error(first_wrong[0], StatusCode::kInvalidArgument);
+  EXPECT_HAS(blamed, first_wrong[0]);
+  EXPECT_EQ(blamed.find(first_wrong[1]), std::string::npos) << blamed;
+  EXPECT_HAS(blamed, fmt::format("'split.tensors.count' = {}, but the 2 shards hold {} tensors", n + 1, n));
   // Shard 1 without it.
   shards[0].remove_kv(std::string(names::kSplitTensorsCount));
   const auto bare = write_shards(shards, prefix("bare"));

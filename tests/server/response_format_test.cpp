@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -115,6 +116,33 @@ TEST_P(ResponseFormat, EnumValuesHoldingMarkupComeBackWhole) {
     EXPECT_TRUE(v == "<|channel>" || v == "<turn|>x" || v == "<tool_call|>") << r->body;
     EXPECT_FALSE(choice["message"].contains("reasoning_content")) << r->body;
   }
+
+// An assistant prefill under response_format is the start of the value: prefill plus answer
+// is one JSON text that follows the schema (before, the answer had to be a whole value of
+// its own, so the two together were not JSON). A prefill that cannot begin such a value is a
+// 400 naming the message.
+TEST_P(ResponseFormat, AnAssistantPrefillIsTheStartOfTheValue) {
+  auto grammar = text::JsonGrammar::from_schema(kSchema);
+  ASSERT_TRUE(grammar.ok());
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}}}};
+  for (bool thinking : {false, true}) {
+    const std::string prefill = "{\"name\": \"";
+    json body = chat(rf, 0, thinking);
+    body["messages"].push_back({{"role", "assistant"}, {"content", prefill}});
+    auto r = server_.post(body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const std::string content = choice["message"]["content"].is_string() ? choice["message"]["content"].get<std::string>() : "";
+    check(prefill + content, choice["finish_reason"].get<std::string>(), *grammar, thinking ? "thinking" : "no thinking");
+  }
+  json bad = chat(rf, 0, false);
+  bad["messages"].push_back({{"role", "assistant"}, {"content", "Sure, here it is: {"}});
+  auto r = server_.post(bad);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["param"], "messages[1].content") << r->body;
 }
 
 // llama-server's top-level json_schema and vLLM's guided_json (an object or a JSON string)
@@ -223,6 +251,67 @@ TEST_P(ResponseFormat, AValueLongerThanTheContextEndsWithLength) {
   auto again = server_.post(chat({{"type", "json_object"}}, 3, false));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 200) << again->body;
+}
+
+// pattern, format and the property counts on the real engine: every answer that finishes
+// parses, its code matches the pattern (checked by std::regex, an engine of its own), its
+// day is a calendar date and it has the properties the counts allow.
+TEST_P(ResponseFormat, PatternFormatAndPropertyCountsAreFollowed) {
+  const json schema = json::parse(R"({"type":"object","properties":{
+      "code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3}$"},
+      "day":{"type":"string","format":"date"},
+      "id":{"type":"string","format":"uuid"},
+      "note":{"type":"string","maxLength":8}},
+    "required":["code","day"],"minProperties":3,"maxProperties":3,"additionalProperties":false})");
+  auto grammar = text::JsonGrammar::from_schema(schema);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "entry"}, {"schema", schema}, {"strict", true}}}};
+  int stopped = 0;
+  for (int seed = 0; seed <= 3; ++seed) {
+    const bool thinking = seed == 3;
+    json body = chat(rf, seed, thinking);
+    body["max_tokens"] = 200;
+    if (seed == 2) body["stream"] = true;
+    auto r = server_.post(body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    std::string content, finish;
+    if (seed == 2) {
+      std::tie(content, finish) = streamed(r->body);
+    } else {
+      const json choice = json::parse(r->body)["choices"][0];
+      content = choice["message"]["content"].is_string() ? choice["message"]["content"].get<std::string>() : "";
+      finish = choice["finish_reason"].get<std::string>();
+    }
+    const std::string what = "seed " + std::to_string(seed);
+    check(content, finish, *grammar, what);
+    if (finish != "stop") continue;
+    ++stopped;
+    const json v = json::parse(content);
+    EXPECT_EQ(v.size(), 3u) << content;
+    ASSERT_TRUE(v["code"].is_string() && v["day"].is_string()) << content;
+    EXPECT_TRUE(std::regex_search(v["code"].get<std::string>(), std::regex("^[A-Z]{2}-\\d{3}$"))) << content;
+    const std::string day = v["day"].get<std::string>();
+    ASSERT_TRUE(std::regex_search(day, std::regex("^\\d{4}-\\d{2}-\\d{2}$"))) << content;
+    const int y = std::stoi(day.substr(0, 4)), m = std::stoi(day.substr(5, 2)), d = std::stoi(day.substr(8, 2));
+    const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    const int days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    EXPECT_TRUE(m >= 1 && m <= 12 && d >= 1 && d <= days[m - 1]) << content;
+    if (v.contains("id")) {
+      EXPECT_TRUE(std::regex_search(v["id"].get<std::string>(),
+                                    std::regex("^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")))
+          << content;
+    }
+  }
+  EXPECT_GT(stopped, 0) << "no answer finished its value";
+  // An unsupported pattern is a 400 naming the keyword and the feature.
+  const json bad = {{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"pattern", "(?=x)"}}}}}};
+  auto r = server_.post(chat({{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", bad}}}}, 0, false));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["param"], "response_format.json_schema.schema.properties.a.pattern") << r->body;
+  EXPECT_NE(e["message"].get<std::string>().find("lookahead"), std::string::npos) << r->body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafter, ResponseFormat, ::testing::Bool(),

@@ -139,6 +139,23 @@ TEST(Tokenizer, MergeResultsMissingFromTheVocabularyStillMerge) {
   EXPECT_EQ(t->encode("xy", false, false), (std::vector<int32_t>{0, 0}));
 }
 
+// A byte without a <0xHH> token falls back to <unk>; without <unk> either it is lost, and
+// the tokenizer counts such bytes so that the loader can warn (engine_factory.cpp).
+TEST(Tokenizer, BytesWithoutAnyFallbackAreCounted) {
+  EXPECT_EQ(make(small_vocab())->bytes_without_fallback(), 0);
+  EXPECT_EQ(shakes().bytes_without_fallback(), 0);
+  Tokenizer::Vocab v;
+  v.tokens = {"<unk>", "x", "<0x41>"};
+  v.types = {TokenType::kControl, TokenType::kNormal, TokenType::kByte};
+  v.unk_id = 0;
+  EXPECT_EQ(make(v)->bytes_without_fallback(), 0);  // <unk> keeps every byte's place
+  v.unk_id = -1;
+  v.types[0] = TokenType::kNormal;
+  const auto t = make(v);
+  EXPECT_EQ(t->bytes_without_fallback(), 255);
+  EXPECT_EQ(texts(*t, t->encode("xAy", false, false)), (Strings{"x", "<0x41>"}));  // "y" is lost
+}
+
 TEST(Tokenizer, DecodeOptionsAndPieces) {
   const Tokenizer& t = full();
   const auto ids = t.encode("<bos><|turn>user\nHi <|channel>", false, true);

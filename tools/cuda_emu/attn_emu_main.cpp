@@ -85,9 +85,22 @@ void run_case(const Case& c) {
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<uint16_t> kh(static_cast<size_t>(n_slots * width_kv)), vh(kh.size());
   const float ks = 1.0f / std::sqrt(std::sqrt(static_cast<float>(D)));
-  for (size_t i = 0; i < kh.size(); ++i) {
-    kh[i] = to_f16(nd(rng) * ks);
-    vh[i] = to_f16(nd(rng));
+  // Slots that no position up to a sequence's last token maps to hold NaN, as a pool's
+  // unwritten or stale slots may hold anything: a kernel must neither read them nor let their
+  // bits reach a product (P V with P = 0 included).
+  std::fill(kh.begin(), kh.end(), uint16_t{0x7E00});
+  std::fill(vh.begin(), vh.end(), uint16_t{0x7E00});
+  {
+    const int wrap_pages = c.wrap > 0 ? c.wrap : max_pages;
+    for (int s = 0; s < n_seqs; ++s)
+      for (int p = 0; p < c.ctx[static_cast<size_t>(s)] + c.tokens[static_cast<size_t>(s)]; ++p) {
+        const int64_t slot =
+            static_cast<int64_t>(pages[static_cast<size_t>(s * max_pages + (p / c.page) % wrap_pages)]) * c.page + p % c.page;
+        for (int i = 0; i < width_kv; ++i) {
+          kh[static_cast<size_t>(slot * width_kv + i)] = to_f16(nd(rng) * ks);
+          vh[static_cast<size_t>(slot * width_kv + i)] = to_f16(nd(rng));
+        }
+      }
   }
   std::vector<std::pair<int, int>> order;
   if (c.interleave) {
@@ -164,13 +177,14 @@ void run_case(const Case& c) {
   // The sm_90a wgmma kernel (head_dim 512) in its four forms (GS_WG_FORM): wg each P V
   // waited for at the next S product (defer), wg0 at once (wait), wgp the next tile's S
   // computed during this tile's softmax (pipe), wgr defer with whole-row copies into padded
-  // tiles (row), wgs the same into 128-byte-swizzled tiles (swizzle).
-  for (const char* kernel : {"old", "new", "wg", "wg0", "wgp", "wgr", "wgs"}) {
+  // tiles (row), wgs the same into 128-byte-swizzled tiles (swizzle), wgt those tiles by TMA
+  // (tma).
+  for (const char* kernel : {"old", "new", "wg", "wg0", "wgp", "wgr", "wgs", "wgt"}) {
     const bool wg = std::strncmp(kernel, "wg", 2) == 0;
     if (wg && !attention_wg_supported(p)) continue;
     if (wg) {
       const char f = kernel[2];
-      setenv("GS_WG_FORM", f == '0' ? "wait" : f == 'p' ? "pipe" : f == 'r' ? "row" : f == 's' ? "swizzle" : "defer", 1);
+      setenv("GS_WG_FORM", f == '0' ? "wait" : f == 'p' ? "pipe" : f == 'r' ? "row" : f == 's' ? "swizzle" : f == 't' ? "tma" : "defer", 1);
     }
     for (int splits : {1, 3}) {
       std::vector<float> out(static_cast<size_t>(std::max<int64_t>(1, n_tok * o_stride)), NAN);
@@ -363,6 +377,16 @@ int main(int argc, char** argv) {
       c.name = "deep D" + std::to_string(D) + " G8 tok" + std::to_string(tok);
       c.D = D, c.n_head = 8, c.n_kv = 1, c.tokens = {tok}, c.ctx = {600};
       c.window = tok == 2 ? 200 : 0;
+      add(c);
+    }
+  // Pages of whole 32-key tiles (the engine's are 256 positions), where the wgmma kernel's
+  // TMA form (wgt) reads a tile as 32 consecutive slots; with 16-position pages it falls back
+  // to its cp.async form.
+  for (const Case& c0 : std::vector<Case>(cases))
+    if (c0.D == 512 && c0.wrap == 0) {
+      Case c = c0;
+      c.name += " page64";
+      c.page = 64;
       add(c);
     }
   for (const Case& c : cases)

@@ -45,6 +45,7 @@
 #include "backend/cuda/k_matvec_i8.cuh"
 #include "backend/cuda/k_matvec_stream.h"
 #include "backend/cuda/k_matvec_tiles.cuh"
+#include "backend/cuda/k_tensor_map.cuh"
 
 namespace gs::cuda {
 namespace {
@@ -651,25 +652,6 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   static const int per_sm = std::clamp(env_int("GS_MVS_CTAS_PER_SM", 2), 1, 2);
   ctas = static_cast<int>(std::min<int64_t>(G.n_rg, static_cast<int64_t>(per_sm) * n_sm));
   return true;
-}
-
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// cuTensorMapEncodeTiled from the driver (no link to libcuda); null when the driver lacks it.
-EncodeTiledFn encode_tiled() {
-  static const EncodeTiledFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return static_cast<EncodeTiledFn>(nullptr);
-    }
-    return reinterpret_cast<EncodeTiledFn>(p);
-  }();
-  return fn;
 }
 
 // A 2-D map over rows of `row_bytes` (a multiple of 16) of `esize`-byte elements, boxes of

@@ -24,8 +24,11 @@
 #include <cstring>
 
 #include "backend/cuda/k_attn_common.cuh"
+#include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_launch.cuh"
+#include "backend/cuda/k_pages.cuh"
+#include "backend/cuda/k_tensor_map.cuh"
 #include "backend/cuda/sm90a/attention_wg.h"
 #include "backend/cuda/sm90a/k_wgmma.cuh"
 
@@ -50,8 +53,19 @@ constexpr uint32_t kQBytes = (kRows / 8) * kRowBlock;   // 64 KiB
 // intra-warpgroup overlap; two S exchange buffers, one barrier a tile, K/V copies one tile
 // ahead; o is rescaled after the S product lands, so that no accumulator is touched while a
 // wgmma is in flight). kFormRow and kFormSwizzle are kFormDefer with the K/V tiles copied by
-// whole 128-byte pieces of a key row (WgLayout).
-constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2, kFormRow = 3, kFormSwizzle = 4;
+// whole 128-byte pieces of a key row (WgLayout). kFormTma is kFormSwizzle with each tile
+// brought in by the tensor memory accelerator: one thread issues 8 boxes of 64 head_dim values
+// x 32 keys a tile (the 128-byte swizzle is TMA's own), completing on an mbarrier per stage,
+// instead of 8 cp.async a thread (WgMaps).
+constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2, kFormRow = 3, kFormSwizzle = 4, kFormTma = 5;
+
+// The TMA form's tensor maps: each pool as a 2-D tensor of f16, n_head_kv * 512 values a row
+// and n_slots rows, boxes of 64 x 32 in the 128-byte swizzle (encode_kv_map). A tile's 32 keys
+// are 32 consecutive slots: tiles start at multiples of 32 positions, and a page of a multiple
+// of 32 positions maps consecutive positions to consecutive slots (k_pages.cuh).
+struct WgMaps {
+  CUtensorMap k, v;
+};
 
 // Dynamic shared memory of form kForm: Q, the K ring, the V ring, the partial S exchange
 // buffers (each [8 warps][kNTS][32] float4; two in kFormPipe) and the KV row offsets of the
@@ -71,7 +85,8 @@ constexpr int kFormWait = 0, kFormDefer = 1, kFormPipe = 2, kFormRow = 3, kFormS
 template <int kForm>
 struct WgLayout {
   static constexpr bool kRowMap = kForm == kFormRow;
-  static constexpr bool kSwizzle = kForm == kFormSwizzle;
+  static constexpr bool kTma = kForm == kFormTma;
+  static constexpr bool kSwizzle = kForm == kFormSwizzle || kTma;
   static constexpr size_t kAlign = kSwizzle ? 1024 : 0;  // slack to align the base to 1024 bytes
   static constexpr uint32_t kChunkStride = kRowMap ? 144 : kCore;
   static constexpr uint32_t kKeyBlock = (kD / 8) * kChunkStride;
@@ -97,10 +112,11 @@ __device__ __forceinline__ uint32_t cm_offset(int row, int col) {
 }
 
 template <int kForm>
-__global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
+__global__ void __launch_bounds__(kThreads, 1)
+    attn_wg_kernel(AttnParams p, int n_splits, float* __restrict__ partial, const __grid_constant__ WgMaps maps) {
   GS_PDL_ENTRY();
   using L = WgLayout<kForm>;
-  constexpr bool kDefer = kForm == kFormDefer || kForm == kFormRow || kForm == kFormSwizzle;
+  constexpr bool kDefer = kForm == kFormDefer || kForm == kFormRow || kForm == kFormSwizzle || kForm == kFormTma;
   constexpr uint32_t kCS = L::kChunkStride, kKB = L::kKeyBlock;
   extern __shared__ __align__(128) uint8_t smem[];
   // The swizzle's pattern repeats on 1024-byte boundaries of the shared address.
@@ -111,6 +127,10 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
   float4* Xs = reinterpret_cast<float4*>(sm + L::kX);
   int64_t* Offs = reinterpret_cast<int64_t*>(sm + L::kOff);
   __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
+  // kFormTma: the K stages' barriers, then the V stages'; and per barrier whether its tile was
+  // mapped (written by the issuing thread before its arrival, read after the wait).
+  __shared__ uint64_t tma_bar[2 * kStages];
+  __shared__ int tma_mapped[2 * kStages];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int h = warp / 4, rg = warp % 4;  // warpgroup (half of head_dim), row group (16 rows)
@@ -121,6 +141,14 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
   const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
   const int tok0 = tb * rm.rt;
 
+  if constexpr (L::kTma) {
+    if (tid == 0) {
+      for (int b = 0; b < 2 * kStages; ++b) mbar_init(&tma_bar[b], 1);
+      mbar_init_fence();
+      tmap_prefetch(&maps.k);
+      tmap_prefetch(&maps.v);
+    }
+  }
   load_cta_rows<kRows>(p, rm, tok0, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
   // Q (times scale) in f16, zeros for rows without a token.
   load_q_f16<kD, kThreads>(p, r_tok, r_head, kRows, [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + cm_offset(r, d)); });
@@ -131,6 +159,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
 #pragma unroll
   for (int i = 0; i < 128; ++i) o[i] = 0.f;
   float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+  uint32_t tma_parity = 0;  // kFormTma: bit b, the parity of barrier b's next phase to wait for
   const __half* kpool = static_cast<const __half*>(p.kv.k);
   const __half* vpool = static_cast<const __half*>(p.kv.v);
   const int64_t kv_width = static_cast<int64_t>(n_kv) * kD;
@@ -304,7 +333,75 @@ __global__ void __launch_bounds__(kThreads, 1) attn_wg_kernel(AttnParams p, int 
     };
     auto stage = [](int ti) { return static_cast<uint32_t>(ti % kStages) * L::kTileBytes; };
 
-    if constexpr (kForm == kFormPipe) {
+    if constexpr (L::kTma) {
+      // Tile `tile` of a pool into its stage of `ring` by TMA, on barrier `b0 + tile % kStages`
+      // (thread 0; nothing past the last tile). An unmapped tile gets a bare arrival and is
+      // zeroed by tma_wait.
+      auto tma_issue = [&](const CUtensorMap* map, uint8_t* ring, int b0, int tile) {
+        if (tid != 0 || tile >= n_tiles) return;
+        const int b = b0 + tile % kStages;
+        const int64_t slot = kv_slot(p.pages, seq, tile_pos(tile), p.kv.n_slots);
+        tma_mapped[b] = slot >= 0;
+        if (slot < 0) {
+          mbar_arrive(&tma_bar[b]);
+          return;
+        }
+        mbar_arrive_expect_tx(&tma_bar[b], L::kTileBytes);
+        uint8_t* dst = ring + (tile % kStages) * L::kTileBytes;
+#pragma unroll
+        for (int s = 0; s < kD / 64; ++s)
+          bulk_tensor_2d_g2s(dst + s * 4096, map, j * kD + 64 * s, static_cast<int>(slot), &tma_bar[b]);
+      };
+      // Waits for tile `tile` (every thread), then zeroes its keys outside [lo_seg, hi_seg]
+      // (all 32 where it was not mapped): they were read from slots that may hold anything,
+      // and a V row of NaN would spoil P V even where P is 0. Key r is the 128-byte line r of
+      // each 4 KiB block, whatever the swizzle does within the line.
+      auto tma_wait = [&](uint8_t* ring, int b0, int tile) {
+        const int b = b0 + tile % kStages;
+        mbar_wait(&tma_bar[b], (tma_parity >> b) & 1u);
+        tma_parity ^= 1u << b;
+        const int tp = tile_pos(tile);
+        const int lo_k = lo_seg - tp, hi_k = hi_seg - tp;
+        const bool mapped = tma_mapped[b] != 0;
+        if (mapped && lo_k <= 0 && hi_k >= kKT - 1) return;  // uniform
+        uint8_t* t = ring + (tile % kStages) * L::kTileBytes;
+        for (int i = tid; i < kKT * (kD / 8); i += kThreads) {
+          const int r = i / (kD / 8), c = i % (kD / 8);
+          if (!mapped || r < lo_k || r > hi_k)
+            *reinterpret_cast<uint4*>(t + (c / 8) * 4096 + r * 128 + (c % 8) * 16) = make_uint4(0u, 0u, 0u, 0u);
+        }
+        wg::fence_proxy_async();  // the zeros are read by wgmma
+      };
+      // As kFormDefer: K_0 V_0 K_1 before the loop; iteration ti waits for K_ti before B1 and
+      // for V_ti before B2, then issues V_{ti+1} and K_{ti+2} into the stages that P V_{ti-1}
+      // and S_ti read (both landed: each warpgroup waited for them before B2). The barrier
+      // first: a previous segment's last P V may still read a V stage in the other warpgroup.
+      __syncthreads();
+      tma_issue(&maps.k, Ks, 0, 0);
+      tma_issue(&maps.v, Vs, kStages, 0);
+      tma_issue(&maps.k, Ks, 0, 1);
+      for (int ti = 0; ti < n_tiles; ++ti) {
+        tma_wait(Ks, 0, ti);
+        __syncthreads();  // B1: K_ti landed (and zeroed where it must be)
+        float sacc[4 * kNTS], s[kNTS][4];
+        s_issue(stage(ti), sacc);
+        wg::wait<0>();  // also the previous tile's P V
+        wg::fence_operand(sacc);
+        wg::fence_operand(o);
+        s_publish(sacc, s, 0);
+        tma_wait(Vs, kStages, ti);
+        __syncthreads();  // B2: V_ti landed; every warpgroup is done with K_ti and P V_{ti-1} and wrote its S
+        tma_issue(&maps.v, Vs, kStages, ti + 1);
+        tma_issue(&maps.k, Ks, 0, ti + 2);
+        uint32_t a[2][4];
+        float corr[2];
+        softmax(s, 0, tile_pos(ti), a, corr, false);
+        rescale_o(corr);
+        pv_issue(stage(ti), a);
+      }
+      wg::wait<0>();  // before the next segment's prologue refills the V ring
+      wg::fence_operand(o);
+    } else if constexpr (kForm == kFormPipe) {
       // The next tile's S is computed while this tile's softmax runs (FlashAttention-3's
       // intra-warpgroup overlap). Loads: K_0 V_0 K_1 before the loop; iteration ti issues
       // K_{ti+2} and V_{ti+1} after its barrier, and waits for all copies (K_{ti+1}, V_ti)
@@ -432,8 +529,28 @@ cudaError_t attention_wg_prepare() {
   raise(attn_wg_kernel<kFormPipe>, WgLayout<kFormPipe>::kTotal);
   raise(attn_wg_kernel<kFormRow>, WgLayout<kFormRow>::kTotal);
   raise(attn_wg_kernel<kFormSwizzle>, WgLayout<kFormSwizzle>::kTotal);
+  raise(attn_wg_kernel<kFormTma>, WgLayout<kFormTma>::kTotal);
   return e;
 }
+
+namespace {
+
+// A pool of n_slots rows of `kv_width` f16 values as kFormTma reads it: boxes of 64 values (128
+// bytes) x 32 rows, in the 128-byte swizzle, zeros outside (WgMaps). False where the driver
+// cannot encode it (no TMA entry point, an unaligned pool).
+bool encode_kv_map(CUtensorMap* m, const void* pool, int64_t kv_width, int64_t n_slots) {
+  const EncodeTiledFn enc = encode_tiled();
+  if (!enc) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kv_width), static_cast<cuuint64_t>(n_slots)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kv_width) * 2};
+  const cuuint32_t box[2] = {64, kKT};
+  const cuuint32_t estr[2] = {1, 1};
+  return enc(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(pool), dims, strides, box, estr,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+}  // namespace
 
 void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
@@ -441,14 +558,22 @@ void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, floa
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  // GS_WG_FORM=wait|defer|pipe|row|swizzle (a measurement switch, read on every call; default defer).
+  // GS_WG_FORM=wait|defer|pipe|row|swizzle|tma (a measurement switch, read on every call;
+  // default defer). tma falls back to swizzle where its maps cannot be built or a page is not a
+  // whole number of 32-key tiles.
   const char* e = std::getenv("GS_WG_FORM");
   auto is = [&](const char* f) { return e && std::strcmp(e, f) == 0; };
-  if (is("wait")) launch_k(attn_wg_kernel<kFormWait>, grid, kThreads, WgLayout<kFormWait>::kTotal, s, p, n_splits, partial);
-  else if (is("pipe")) launch_k(attn_wg_kernel<kFormPipe>, grid, kThreads, WgLayout<kFormPipe>::kTotal, s, p, n_splits, partial);
-  else if (is("row")) launch_k(attn_wg_kernel<kFormRow>, grid, kThreads, WgLayout<kFormRow>::kTotal, s, p, n_splits, partial);
-  else if (is("swizzle")) launch_k(attn_wg_kernel<kFormSwizzle>, grid, kThreads, WgLayout<kFormSwizzle>::kTotal, s, p, n_splits, partial);
-  else launch_k(attn_wg_kernel<kFormDefer>, grid, kThreads, WgLayout<kFormDefer>::kTotal, s, p, n_splits, partial);
+  WgMaps maps{};
+  const int64_t kv_width = static_cast<int64_t>(p.kv.n_head_kv) * kD;
+  const bool tma = is("tma") && p.pages.page_size % kKT == 0 && encode_kv_map(&maps.k, p.kv.k, kv_width, p.kv.n_slots) &&
+                   encode_kv_map(&maps.v, p.kv.v, kv_width, p.kv.n_slots);
+  if (is("wait")) launch_k(attn_wg_kernel<kFormWait>, grid, kThreads, WgLayout<kFormWait>::kTotal, s, p, n_splits, partial, maps);
+  else if (is("pipe")) launch_k(attn_wg_kernel<kFormPipe>, grid, kThreads, WgLayout<kFormPipe>::kTotal, s, p, n_splits, partial, maps);
+  else if (is("row")) launch_k(attn_wg_kernel<kFormRow>, grid, kThreads, WgLayout<kFormRow>::kTotal, s, p, n_splits, partial, maps);
+  else if (tma) launch_k(attn_wg_kernel<kFormTma>, grid, kThreads, WgLayout<kFormTma>::kTotal, s, p, n_splits, partial, maps);
+  else if (is("swizzle") || is("tma"))
+    launch_k(attn_wg_kernel<kFormSwizzle>, grid, kThreads, WgLayout<kFormSwizzle>::kTotal, s, p, n_splits, partial, maps);
+  else launch_k(attn_wg_kernel<kFormDefer>, grid, kThreads, WgLayout<kFormDefer>::kTotal, s, p, n_splits, partial, maps);
 }
 
 }  // namespace gs::cuda

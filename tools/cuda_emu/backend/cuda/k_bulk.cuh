@@ -92,7 +92,9 @@ inline void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) 
 
 // cp.async.bulk.tensor.2d on the emulator's tensor maps (emu_encode_tiled in k_common.cuh):
 // the box row by row, the parts outside the tensor from a zero buffer; the barrier expects the
-// whole box.
+// whole box. With the 128-byte swizzle each 16-byte chunk lands where the swizzle puts its
+// shared address (its bits 4-6 XOR bits 7-9, the address an offset into the emulator's dynamic
+// shared memory, as wgmma's operands read it: sm90a/k_wgmma.cuh).
 inline void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint64_t* bar) {
   const EmuTensorMap& m = *static_cast<const EmuTensorMap*>(tmap);
   static const uint8_t zeros[8192] = {};
@@ -109,6 +111,20 @@ inline void bulk_tensor_2d_g2s(void* dst, const void* tmap, int c0, int c1, uint
     if (r < m.dim1 && static_cast<uint64_t>(c0) < m.dim0)
       in = static_cast<uint32_t>(std::min<uint64_t>(m.box0, m.dim0 - static_cast<uint64_t>(c0)) * m.esize);
     const auto* src = static_cast<const uint8_t*>(m.addr) + r * m.stride1 + static_cast<uint64_t>(c0) * m.esize;
+    if (m.swizzle128) {
+      if (d < smem || d + row_bytes > smem + sizeof(smem)) {
+        std::fprintf(stderr, "emu: swizzled cp.async.bulk.tensor outside dynamic shared memory\n");
+        std::abort();
+      }
+      for (uint32_t ch = 0; ch < row_bytes; ch += 16) {
+        const auto at = static_cast<uint32_t>(d + ch - smem);
+        uint8_t* to = smem + (at ^ (((at >> 7) & 7u) << 4));
+        const ::emu::State::BulkCopy c{to, ch < in ? src + ch : zeros, 16, bar};
+        if (::emu::st().lazy) ::emu::st().bulk.push_back(c);
+        else mbar_detail::land(c);
+      }
+      continue;
+    }
     const ::emu::State::BulkCopy parts[2] = {{d, src, in, bar}, {d + in, zeros, row_bytes - in, bar}};
     for (const auto& c : parts) {
       if (c.bytes == 0) continue;

@@ -46,18 +46,25 @@
 struct EmuTensorMap {
   const void* addr;
   uint64_t dim0, dim1, stride1, esize, box0, box1;
+  bool swizzle128;  // CU_TENSOR_MAP_SWIZZLE_128B (the only swizzle modelled)
 };
 inline CUresult emu_encode_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* addr,
                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
-                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-                                 CUtensorMapFloatOOBfill) {
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
   static_assert(sizeof(EmuTensorMap) <= sizeof(CUtensorMap));
   if (rank != 2) return CUDA_ERROR_INVALID_VALUE;
-  const uint64_t es = type == CU_TENSOR_MAP_DATA_TYPE_UINT64 ? 8 : type == CU_TENSOR_MAP_DATA_TYPE_UINT16 ? 2 : 0;
+  const uint64_t es = type == CU_TENSOR_MAP_DATA_TYPE_UINT64                                        ? 8
+                      : type == CU_TENSOR_MAP_DATA_TYPE_UINT16 || type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 ? 2
+                                                                                                        : 0;
   if (!es || box[0] > 256 || box[1] > 256 || (box[0] * es) % 16 != 0 || strides[0] % 16 != 0 ||
       reinterpret_cast<uintptr_t>(addr) % 16 != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  EmuTensorMap m{addr, dims[0], dims[1], strides[0], es, box[0], box[1]};
+  // A swizzled box's inner dimension spans at most the swizzle's 128 bytes (CUDA driver API,
+  // cuTensorMapEncodeTiled).
+  if (swizzle != CU_TENSOR_MAP_SWIZZLE_NONE && (swizzle != CU_TENSOR_MAP_SWIZZLE_128B || box[0] * es > 128))
+    return CUDA_ERROR_INVALID_VALUE;
+  EmuTensorMap m{addr, dims[0], dims[1], strides[0], es, box[0], box[1], swizzle == CU_TENSOR_MAP_SWIZZLE_128B};
   std::memset(map, 0, sizeof *map);
   std::memcpy(map, &m, sizeof m);
   return CUDA_SUCCESS;
