@@ -116,6 +116,7 @@ TEST_P(ResponseFormat, EnumValuesHoldingMarkupComeBackWhole) {
     EXPECT_TRUE(v == "<|channel>" || v == "<turn|>x" || v == "<tool_call|>") << r->body;
     EXPECT_FALSE(choice["message"].contains("reasoning_content")) << r->body;
   }
+}
 
 // An assistant prefill under response_format is the start of the value: prefill plus answer
 // is one JSON text that follows the schema (before, the answer had to be a whole value of
