@@ -259,8 +259,10 @@ TEST(RequestPlan, AReasoningPrefillIsContinuedInsideTheThought) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), think_close), 0);
   EXPECT_TRUE(tok->decode(ids, text::DecodeOptions{true})->ends_with("<|channel>thought\nLet me see"));
 
+  // The text is the start of the JSON value (a prefill no value can begin, such as "It", is a
+  // 400 since 598130e).
   const GenerationPlan with_text =
-      plan_of(R"({"role":"assistant","content":"It","reasoning_content":"Let me see"})", rf_budget);
+      plan_of(R"({"role":"assistant","content":"{\"it","reasoning_content":"Let me see"})", rf_budget);
   EXPECT_FALSE(with_text.parser.continues_reasoning);
   EXPECT_TRUE(with_text.parser.continues_content);
   EXPECT_FALSE(with_text.request.starts_in_thought);  // nor the budget's nor the value's thought
