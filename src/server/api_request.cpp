@@ -86,8 +86,9 @@ Status check_required_content(const json& messages) {
       // OpenAI requires content unless there are tool calls. An empty string stays accepted
       // (clients replay turns whose text was empty, e.g. reasoning-only ones), and so does a
       // turn that carries only reasoning (reasoning_content, or vLLM's name, reasoning).
+      // A refusal (content null, the text in `refusal`) is the turn's text.
       if (!has_calls && (content == m.end() || content->is_null()) && !has_text("reasoning_content") &&
-          !has_text("reasoning")) {
+          !has_text("reasoning") && !has_text("refusal")) {
         return invalid(fmt::format("messages[{}].content is required for an assistant message without tool_calls", i));
       }
       if (calls == m.end() || !calls->is_array()) continue;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -142,6 +143,12 @@ inline constexpr std::string_view kQuote = "<|\"|>";
 inline constexpr std::string_view kImage = "<|image|>";
 inline constexpr std::string_view kAudio = "<|audio|>";
 inline constexpr std::string_view kVideo = "<|video|>";
+// Markup that ends a tool call wherever it appears, inside an argument's string too (they are
+// special tokens: a model that writes one inside a value has lost track of its quotes). The
+// output parser ends the call there, so a forced call's grammar never writes one in a value.
+inline constexpr std::array<std::string_view, 6> kCallTerminators = {
+    kToolCallClose, kToolCallOpen, kToolResponseOpen, kToolResponseClose, kTurnClose, kTurnOpen,
+};
 }  // namespace markup
 
 }  // namespace gs::text

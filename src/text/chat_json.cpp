@@ -45,6 +45,12 @@ Status parse_content(const json& content, const std::string& path, ChatMessage* 
       const auto t = part.find("text");
       if (t == part.end() || !t->is_string()) return bad(ppath + ".text", "must be a string");
       p.text = t->get<std::string>();
+    } else if (type == "refusal" && m->role == ChatRole::kAssistant) {
+      // OpenAI's part for a refusal the model gave: its text is what the assistant said.
+      p.type = ContentPartType::kText;
+      const auto t = part.find("refusal");
+      if (t == part.end() || !t->is_string()) return bad(ppath + ".refusal", "must be a string");
+      p.text = t->get<std::string>();
     } else if (type == "image" || type == "image_url" || type == "input_image") {
       p.type = ContentPartType::kImage;
     } else if (type == "audio" || type == "input_audio") {
@@ -125,6 +131,13 @@ Result<std::vector<ChatMessage>> chat_messages_from_json(const nlohmann::json& m
     if (!parsed_role.ok()) return bad(path + ".role", parsed_role.status().message());
     m.role = *parsed_role;
     if (const auto c = jm.find("content"); c != jm.end()) GS_RETURN_IF_ERROR(parse_content(*c, path + ".content", &m));
+    if (m.role == ChatRole::kAssistant) {
+      // OpenAI's assistant turn that refused: content null and the text in `refusal` (as a
+      // client replays it). The refusal is what the assistant said.
+      std::string refusal;
+      GS_RETURN_IF_ERROR(optional_string(jm, "refusal", path, &refusal));
+      if (m.content.empty() && m.content_parts.empty()) m.content = std::move(refusal);
+    }
     // vLLM's newer name for the same field. An empty or null one gives nothing (as in the
     // template's `reasoning or reasoning_content`); two that give different texts are refused.
     std::string reasoning;

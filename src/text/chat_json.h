@@ -13,7 +13,9 @@ namespace gs::text {
 
 // `messages` of a chat completion request. Accepts content as a string, null or an array of
 // parts ({"type":"text","text":...}; "image"/"image_url"/"input_image" -> image,
-// "audio"/"input_audio" -> audio, "video"/"video_url" -> video); `reasoning_content` or
+// "audio"/"input_audio" -> audio, "video"/"video_url" -> video; in an assistant message
+// {"type":"refusal","refusal":...} -> text, and a `refusal` string is its text when it has no
+// content, as OpenAI's refusing turns are replayed); `reasoning_content` or
 // vLLM's `reasoning` (one field by two names: both, non-empty and different, is an error);
 // tool_calls with `function.arguments` as a JSON string or an object. The legacy form of
 // calls (OpenAI's deprecated `functions`, decision 0030) is read as the current one: an

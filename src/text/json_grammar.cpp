@@ -14,6 +14,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "text/chat_format.h"
 #include "text/regex_dfa.h"
 #include "text/string_formats.h"
 #include "text/utf8.h"
@@ -24,6 +25,16 @@ namespace {
 
 using json = nlohmann::json;
 using Node = JsonGrammar::Node;
+
+constexpr std::string_view kGemmaQuote = markup::kQuote;  // a tool call's string delimiter (one token)
+
+// Whether a call's argument string can hold `text`: not the delimiter, which ends the
+// string, nor markup that ends the call wherever it appears (the output parser's reading).
+bool gemma_call_can_write(std::string_view text) {
+  if (text.find(kGemmaQuote) != std::string_view::npos) return false;
+  return std::none_of(markup::kCallTerminators.begin(), markup::kCallTerminators.end(),
+                      [&](std::string_view m) { return text.find(m) != std::string_view::npos; });
+}
 
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
 
@@ -45,10 +56,31 @@ const Node& any_node() {
   return n;
 }
 
-// A string's JSON text without its quotes, as nlohmann::json writes it.
+bool is_mark_letter(unsigned char c) { return (c >= 'a' && c <= 'z') || c == '_'; }
+
+// A string's JSON text without its quotes, as nlohmann::json writes it, with each '<' that
+// begins Gemma markup (`<|`, or `<` [a-z_]+ `|>`) written `\u003c`: the matcher refuses the
+// raw form (JsonMatcher::feed_string), which the output parser would read as markup.
 std::string escaped(const std::string& s) {
   const std::string d = json(s).dump();
-  return d.substr(1, d.size() - 2);
+  const std::string_view t = std::string_view(d).substr(1, d.size() - 2);
+  std::string out;
+  out.reserve(t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    bool markup = false;
+    if (t[i] == '<') {
+      size_t j = i + 1;
+      while (j < t.size() && is_mark_letter(static_cast<unsigned char>(t[j]))) ++j;
+      markup = (j == i + 1 && j < t.size() && t[j] == '|') ||
+               (j > i + 1 && j + 1 < t.size() && t[j] == '|' && t[j + 1] == '>');
+    }
+    if (markup) {
+      out += "\\u003c";
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
 }
 
 std::string type_name(const json& v) { return v.type_name(); }
@@ -1266,6 +1298,10 @@ class JsonSchemaCompiler {
     n.kinds = 0;
     for (const json& v : values) {
       if (v.is_string()) {
+        // In a call's arguments a value that holds the delimiter, or markup that ends the
+        // call, cannot be written (the delimiter's bytes were taken up to its last one and
+        // then none was; a call terminator ended the call there): such values are left out.
+        if (syntax_ == JsonSyntax::kGemmaCall && !gemma_call_can_write(v.get_ref<const std::string&>())) continue;
         n.kinds |= JsonGrammar::kString;
         n.has_string_enum = true;
         n.string_enum.push_back(spelling(v.get<std::string>()));
@@ -1922,7 +1958,7 @@ int64_t JsonMatcher::free_string_room() const {
   if (done_ || stack_.empty()) return -1;
   const Frame& f = stack_.back();
   if (f.type != Frame::kString || !f.free || f.esc != 0 || f.utf8_need != 0 || f.low_surrogate_next || f.delim != 0 ||
-      f.opening) {
+      f.opening || f.mark != 0) {
     return -1;
   }
   if (f.is_key && grammar_->syntax() == JsonSyntax::kGemmaCall) return -1;  // a bare key takes fewer bytes
@@ -2211,6 +2247,21 @@ bool JsonMatcher::feed_string(unsigned char c) {
     complete = true;
     cp = c;
   }
+  // Raw text that would spell Gemma markup: refused ('<' is written \u003c there).
+  if (new_char && c != '\\') {
+    if ((s.mark == 1 && c == '|') || (s.mark == 3 && c == '>')) return false;
+    if (c == '<') {
+      s.mark = 1;
+    } else if ((s.mark == 1 || s.mark == 2) && is_mark_letter(c)) {
+      s.mark = 2;
+    } else if (s.mark == 2 && c == '|') {
+      s.mark = 3;
+    } else {
+      s.mark = 0;
+    }
+  } else if (c == '\\' && s.esc == 1 && new_char) {
+    s.mark = 0;  // an escape's character is not raw text
+  }
 
   if (closes) return close_string(s);
   if (!content_byte(&s, c, new_char)) return false;
@@ -2301,10 +2352,6 @@ bool JsonMatcher::close_string(const Frame& s) {
   return true;
 }
 
-namespace {
-constexpr std::string_view kGemmaQuote = "<|\"|>";  // a tool call's string delimiter (one token)
-}  // namespace
-
 bool JsonMatcher::feed_gemma_string(unsigned char c) {
   Frame s = stack_.back();
   const auto delim = [](uint8_t i) { return static_cast<unsigned char>(kGemmaQuote[i]); };
@@ -2319,28 +2366,34 @@ bool JsonMatcher::feed_gemma_string(unsigned char c) {
     if (!content_byte(&s, c, false)) return false;
     s.cp = (s.cp << 6) | (c & 0x3Fu);
     if (!pattern_byte(&s, s.utf8_need == 0, s.cp)) return false;
-  } else if (c == delim(s.delim)) {
-    // A (further) byte of the closing delimiter; the whole one closes the string. Taken only
-    // if the string may close here, or (a free string with room) the bytes may still turn
-    // out to be text: no byte may lead where nothing can follow.
-    const Node& n = grammar_->node(s.node);
-    const std::vector<std::string>& list = n.string_enum;
-    bool exact = s.free;
-    for (size_t i = 0; i < list.size() && !exact; ++i) exact = s.cand.test(i) && list[i].size() == static_cast<size_t>(s.pos);
-    // A string with a pattern holds no '<' (fill_string_form): the delimiter only closes it.
-    const bool may_close = exact && s.length >= n.min_length && (!n.pattern_form || n.pattern_form->accepts(s.pstate));
-    const bool may_be_text =
-        s.free && !n.pattern_form && (n.max_length < 0 || s.length + s.delim + 2 <= n.max_length);
-    if (!may_close && !may_be_text) return false;
-    if (++s.delim == kGemmaQuote.size()) return close_string(s);
   } else {
-    // Not the delimiter: the bytes of a partial one were text.
-    for (uint8_t i = 0; i < s.delim; ++i) {
-      if (!content_byte(&s, delim(i), true) || !pattern_byte(&s, true, delim(i))) return false;
+    if (s.delim > 0 && c != delim(s.delim)) {
+      // Not the delimiter: the bytes of a partial one were text.
+      for (uint8_t i = 0; i < s.delim; ++i) {
+        if (!content_byte(&s, delim(i), true) || !pattern_byte(&s, true, delim(i))) return false;
+      }
+      s.delim = 0;
     }
-    s.delim = 0;
-    if (c == delim(0)) {
-      s.delim = 1;
+    if (c == delim(s.delim)) {
+      // A (further) byte of the closing delimiter; the whole one closes the string. Taken
+      // only if the string may close here, or the bytes may still turn out to be text (a
+      // free string with room, or an enum value that goes on with them: "<", "<=", "a<b"):
+      // no byte may lead where nothing can follow.
+      const Node& n = grammar_->node(s.node);
+      const std::vector<std::string>& list = n.string_enum;
+      const size_t pos = static_cast<size_t>(s.pos);
+      bool exact = s.free;
+      for (size_t i = 0; i < list.size() && !exact; ++i) exact = s.cand.test(i) && list[i].size() == pos;
+      // A string with a pattern holds no '<' (fill_string_form): the delimiter only closes it.
+      const bool may_close =
+          exact && s.length >= n.min_length && (!n.pattern_form || n.pattern_form->accepts(s.pstate));
+      bool may_be_text = s.free && !n.pattern_form && (n.max_length < 0 || s.length + s.delim + 1 <= n.max_length);
+      const std::string_view as_text = kGemmaQuote.substr(0, s.delim + 1u);
+      for (size_t i = 0; i < list.size() && !may_be_text && !n.pattern_form; ++i) {
+        may_be_text = s.cand.test(i) && list[i].size() >= pos && std::string_view(list[i]).substr(pos).starts_with(as_text);
+      }
+      if (!may_close && !may_be_text) return false;
+      if (++s.delim == kGemmaQuote.size()) return close_string(s);
     } else if (c == 0) {
       return false;
     } else if (c >= 0x80) {
@@ -2544,7 +2597,7 @@ bool json_string_safe(std::string_view bytes) {
          std::none_of(bytes.begin(), bytes.end(),
                       [](char ch) {
                         const auto c = static_cast<unsigned char>(ch);
-                        return c == '"' || c == '\\' || c < 0x20;
+                        return c == '"' || c == '\\' || c < 0x20 || c == '<';
                       }) &&
          is_valid_utf8(bytes);
 }

@@ -205,7 +205,10 @@ class JsonGrammar {
 Status check_schema_refs(const nlohmann::json& schema, const std::string& path = "schema");
 
 // The state of reading one JSON text under a grammar, byte by byte. Copyable and cheap to
-// copy (a stack of small frames), so a caller tests a continuation on a copy.
+// copy (a stack of small frames), so a caller tests a continuation on a copy. In the JSON
+// syntax a string's raw text never spells Gemma markup (`<|...`, `<word|>`), which the output
+// parser would read as markup and cut out of the content: a '<' that begins one is written
+// `\u003c` (an enum value or key is spelled so).
 class JsonMatcher {
  public:
   explicit JsonMatcher(std::shared_ptr<const JsonGrammar> grammar);
@@ -268,6 +271,7 @@ class JsonMatcher {
     bool negative = false;             // numbers: a '-' was read
     JsonInt value = 0;                 // exact numbers: the digits read (integer part, fraction), as an integer
     uint8_t delim = 0;                 // kGemmaCall strings: bytes of a `<|"|>` read (open: 1..4)
+    uint8_t mark = 0;                  // kJson strings: a raw '<' (1), then [a-z_]+ (2), then '|' (3)
     bool opening = false;              // kGemmaCall strings: still reading the opening delimiter
   };
 
@@ -313,8 +317,9 @@ class JsonMatcher {
   std::vector<uint64_t> key_hashes_;
 };
 
-// Whether `bytes` is a non-empty run of whole, valid UTF-8 characters with no '"', '\\' or
-// control character (< 0x20): text that a free JSON string may take as it is.
+// Whether `bytes` is a non-empty run of whole, valid UTF-8 characters with no '"', '\\',
+// control character (< 0x20) or '<' (which may begin Gemma markup, written only escaped): text
+// that a free JSON string may take as it is.
 bool json_string_safe(std::string_view bytes);
 // The same for the string text of a Gemma 4 tool call: whole, valid UTF-8 characters with no
 // '<' (which may begin the closing `<|"|>`) and no NUL.

@@ -11,12 +11,8 @@
 namespace gs::text {
 namespace {
 
-// Markup that ends a call wherever it appears (these are special tokens; a model that writes
-// one inside a value has lost track of its quotes).
-constexpr std::array<std::string_view, 6> kHardTerminators = {
-    markup::kToolCallClose, markup::kToolCallOpen, markup::kToolResponseOpen,
-    markup::kToolResponseClose, markup::kTurnClose, markup::kTurnOpen,
-};
+// Markup that ends a call wherever it appears (markup::kCallTerminators).
+constexpr const auto& kHardTerminators = markup::kCallTerminators;
 // Markup that also ends a call outside strings.
 constexpr std::array<std::string_view, 2> kSoftTerminators = {markup::kChannelOpen, markup::kChannelClose};
 

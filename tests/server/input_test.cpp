@@ -378,7 +378,11 @@ TEST(ChatRequest, HistoryFormsThatStayAccepted) {
         // An empty text, or only reasoning, is an (empty) turn clients replay; not refused.
         user + R"(,{"role":"assistant","content":""},)" + user,
         user + R"(,{"role":"assistant","content":[{"type":"text","text":""}]},)" + user,
-        user + R"(,{"role":"assistant","content":null,"reasoning_content":"thought"},)" + user}) {
+        user + R"(,{"role":"assistant","content":null,"reasoning_content":"thought"},)" + user,
+        // OpenAI's refusing turn, replayed: content null and the text in refusal, or a
+        // refusal part (both were a 400).
+        user + R"(,{"role":"assistant","content":null,"refusal":"I can't help with that."},)" + user,
+        user + R"(,{"role":"assistant","content":[{"type":"refusal","refusal":"No."}]},)" + user}) {
     Status st = chat_status(R"({"messages":[)" + list + "]}");
     EXPECT_TRUE(st.ok()) << list << ": " << st.to_string();
   }

@@ -98,6 +98,26 @@ TEST_P(ResponseFormat, JsonSchemaContentFollowsTheSchema) {
   EXPECT_GT(stopped, 0) << "no answer finished its value";
 }
 
+// Enum values that hold Gemma markup: written raw, the parser read "<|channel>" as a thought's
+// opener and "<turn|>" as markup to drop, and the content was '"' or '"x"' with finish
+// "stop". They are written with '<' as \u003c, and the content parses to the value.
+TEST_P(ResponseFormat, EnumValuesHoldingMarkupComeBackWhole) {
+  const json schema = json::parse(R"({"enum":["<|channel>","<turn|>x","<tool_call|>"]})");
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "m"}, {"schema", schema}}}};
+  for (int seed = 0; seed <= 3; ++seed) {
+    auto r = server_.post(chat(rf, seed, /*thinking=*/false));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    ASSERT_EQ(choice["finish_reason"], "stop") << r->body;
+    const std::string content = choice["message"]["content"].get<std::string>();
+    ASSERT_TRUE(json::accept(content)) << r->body;
+    const json v = json::parse(content);
+    EXPECT_TRUE(v == "<|channel>" || v == "<turn|>x" || v == "<tool_call|>") << r->body;
+    EXPECT_FALSE(choice["message"].contains("reasoning_content")) << r->body;
+  }
+}
+
 // An assistant prefill under response_format that can begin the value is its start: prefill
 // plus answer is one JSON text that follows the schema (before, the answer had to be a whole
 // value of its own, so the two together were not JSON). A prefill that cannot begin one

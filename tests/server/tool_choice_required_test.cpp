@@ -157,6 +157,37 @@ TEST_P(RequiredToolChoice, ForcedArgumentsFollowTheSchema) {
   EXPECT_GT(whole, 0) << "no call finished";
 }
 
+// An enum of comparison operators: values with a '<' could not be written in the call form
+// (the '<' might begin the closing delimiter), the constraint found no token, sampling went
+// unconstrained and the arguments left the enum ({"op":"structed suspe..."}).
+TEST_P(RequiredToolChoice, EnumValuesWithALessThanSignAreWritten) {
+  json tools = json::array();
+  tools.push_back({{"type", "function"},
+                   {"function",
+                    {{"name", "filter"},
+                     {"parameters", json::parse(R"({"type":"object","properties":{"op":{"enum":["<","<=","a<b"]}},
+                          "required":["op"],"additionalProperties":false})")}}}});
+  int whole = 0;
+  for (int seed : {1, 2, 3, 4, 5, 6}) {
+    json b = {{"messages", json::array({{{"role", "user"}, {"content", "less than"}}})},
+              {"tools", tools},
+              {"tool_choice", "required"},
+              {"reasoning_effort", "none"},
+              {"max_tokens", 40},
+              {"temperature", 1.0},
+              {"seed", seed}};
+    auto r = post(b);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json msg = json::parse(r->body)["choices"][0]["message"];
+    ASSERT_TRUE(msg.contains("tool_calls") && !msg["tool_calls"].empty()) << r->body;
+    const json args = json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>());
+    ++whole;
+    EXPECT_TRUE(args["op"] == "<" || args["op"] == "<=" || args["op"] == "a<b") << r->body;
+  }
+  EXPECT_EQ(whole, 6);
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafter, RequiredToolChoice, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
 

@@ -453,5 +453,33 @@ TEST(ChatJson, ErrorsNameThePath) {
   EXPECT_EQ((*ok)[1].content_parts.size(), 1u);
 }
 
+// OpenAI's assistant turn that refused, as a client replays it: content null with the text in
+// `refusal`, or a content part {"type":"refusal"}. The refusal is the turn's text (both were
+// refused with a 400: an unknown part type, content required); elsewhere a refusal part is not
+// OpenAI's and stays refused.
+TEST(ChatJson, AnAssistantRefusalIsItsText) {
+  auto r = chat_messages_from_json(json::parse(
+      R"([{"role":"user","content":"a"},{"role":"assistant","content":null,"refusal":"I can't."},)"
+      R"({"role":"user","content":"b"},{"role":"assistant","content":[{"type":"refusal","refusal":"No."}]},)"
+      R"({"role":"user","content":"c"},{"role":"assistant","content":"kept","refusal":"ignored"}])"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[1].content, "I can't.");
+  ASSERT_EQ((*r)[3].content_parts.size(), 1u);
+  EXPECT_EQ((*r)[3].content_parts[0].type, ContentPartType::kText);
+  EXPECT_EQ((*r)[3].content_parts[0].text, "No.");
+  EXPECT_EQ((*r)[5].content, "kept");
+  const auto message = [](const char* text) {
+    auto m = chat_messages_from_json(json::parse(text));
+    EXPECT_FALSE(m.ok()) << text;
+    return m.ok() ? std::string() : m.status().message();
+  };
+  EXPECT_NE(message(R"([{"role":"user","content":[{"type":"refusal","refusal":"x"}]}])").find("messages[0].content[0].type"),
+            std::string::npos);
+  EXPECT_NE(message(R"([{"role":"assistant","content":[{"type":"refusal"}]}])").find("messages[0].content[0].refusal"),
+            std::string::npos);
+  EXPECT_NE(message(R"([{"role":"assistant","content":null,"refusal":5}])").find("messages[0].refusal"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace gs::text

@@ -283,6 +283,35 @@ TEST(JsonGrammar, StringsAreValidUtf8WithValidEscapes) {
   EXPECT_FALSE(json_string_safe("\xc3"));
 }
 
+// A JSON string's raw text never spells Gemma markup: the output parser reads "<|channel>" or
+// "<turn|>" in the content as markup and cuts it (an enum ["<|channel>"] gave content "\"",
+// finish stop). A '<' that begins markup is written \u003c; an enum value or key is spelled so.
+TEST(JsonGrammar, StringsDoNotSpellGemmaMarkup) {
+  auto str = schema(R"({"type":"string"})");
+  for (const char* ok : {R"("a < b || c > d")", R"("<b>x</b>")", R"("<a|b")", R"("x<")", R"("<turn>")",
+                         R"("\u003c|channel>")", R"("<\u007c")", R"("\u003cturn|>")", R"("<_|")", R"("|>")"}) {
+    EXPECT_TRUE(accepts(str, ok)) << ok;
+  }
+  for (const char* bad : {R"("<|channel>")", R"("x<|")", R"("<turn|>")", R"("a<tool_call|>")", R"("<|\"|>")",
+                          R"("<<|")"}) {
+    EXPECT_FALSE(accepts(str, bad)) << bad;
+  }
+  EXPECT_EQ(taken(str, R"("ab<|)"), 4u);
+  EXPECT_EQ(taken(str, R"("<channel|>)"), 10u);
+  // Keys and enum values that hold markup are spelled with the escape, and only so.
+  auto e = schema(R"({"type":"object","properties":{"<|k":{"enum":["<|channel>","<turn|>x","a<b"]}},"required":["<|k"]})");
+  EXPECT_TRUE(accepts(e, R"({"\u003c|k":"\u003c|channel>"})"));
+  EXPECT_TRUE(accepts(e, R"({"\u003c|k":"\u003cturn|>x"})"));
+  EXPECT_TRUE(accepts(e, R"({"\u003c|k":"a<b"})"));
+  EXPECT_FALSE(accepts(e, R"({"<|k":"a<b"})"));
+  EXPECT_FALSE(accepts(e, R"({"\u003c|k":"<|channel>"})"));
+  // Pieces with a '<' are not string-safe: each goes through the matcher.
+  EXPECT_FALSE(json_string_safe("a<b"));
+  EXPECT_TRUE(json_string_safe("a|>b"));
+  // Whatever the matcher takes, parsed, gives the value.
+  EXPECT_EQ(json::parse(R"("\u003c|channel>")").get<std::string>(), "<|channel>");
+}
+
 TEST(JsonGrammar, StringLengthCountsCharacters) {
   auto s = schema(R"({"type":"string","minLength":2,"maxLength":3})");
   EXPECT_FALSE(accepts(s, R"("a")"));
@@ -727,6 +756,48 @@ TEST(JsonGrammar, TheGemmaToolCallForm) {
   // The string-safe pieces of this form: no '<'.
   EXPECT_TRUE(gemma_string_safe("a \"b\"\n"));
   EXPECT_FALSE(gemma_string_safe("a<b"));
+}
+
+// An enum value with a '<' in a call's arguments: the '<' might begin the closing delimiter,
+// and was taken only where the value could close or the string was free, so "<", "<=" and
+// "a<b" could not be written; the constraint found no token, sampling went unconstrained and
+// the arguments left the enum ({"op":"structed suspe..."} for an enum of comparison operators).
+TEST(JsonGrammar, EnumValuesWithALessThanSignInTheGemmaCallForm) {
+  auto g = JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
+      "op":{"enum":["<","<=","==",">"]},"expr":{"enum":["a<b","a<|b","x"]}},"required":["op"]})"),
+                                    "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  for (const char* op : {"<", "<=", "==", ">"}) {
+    EXPECT_TRUE(accepts(*g, std::string(R"({op:<|"|>)") + op + R"(<|"|>})")) << op;
+  }
+  EXPECT_TRUE(accepts(*g, R"({op:<|"|><<|"|>,expr:<|"|>a<b<|"|>})"));
+  EXPECT_TRUE(accepts(*g, R"({op:<|"|><<|"|>,expr:<|"|>a<|b<|"|>})"));
+  EXPECT_TRUE(accepts(*g, R"({op:<|"|><<|"|>,expr:<|"|>x<|"|>})"));
+  // Still only the enum's values: a '<' where none goes on with it, or a value left short.
+  EXPECT_FALSE(accepts(*g, R"({op:<|"|><<<|"|>})"));
+  EXPECT_FALSE(accepts(*g, R"({op:<|"|><=<|"|>,expr:<|"|>a<<|"|>})"));
+  EXPECT_FALSE(accepts(*g, R"({op:<|"|><|<|"|>})"));
+  EXPECT_EQ(taken(*g, R"({op:<|"|>=<)"), 10u);  // "=" goes on only with "="
+  // A '<' after a partial delimiter's bytes turned to text is checked as the first one is.
+  EXPECT_EQ(taken(*g, R"({op:<|"|><<|"|>,expr:<|"|>a<<)"), 28u);
+  // A value holding the delimiter itself, or markup that ends a call wherever it appears (the
+  // parser ends the call there: {"op":""} and content "\"}"), cannot be written in this form:
+  // it is left out of the enum.
+  auto quote = JsonGrammar::from_schema(
+      json::parse(R"({"properties":{"q":{"enum":["x","<|\"|>","a<|\"|>b","<tool_call|>","a<turn|>","<|tool_response>"]}}})"),
+      "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(quote.ok()) << quote.status().to_string();
+  EXPECT_TRUE(accepts(*quote, R"({q:<|"|>x<|"|>})"));
+  EXPECT_EQ(taken(*quote, R"({q:<|"|><)"), 8u);
+  EXPECT_EQ(taken(*quote, R"({q:<|"|>a)"), 8u);
+  // And a free string whose length bounds leave room for the '<' alone ("a<" of exactly 2).
+  auto two = JsonGrammar::from_schema(json::parse(R"({"properties":{"s":{"type":"string","minLength":2,"maxLength":2}}})"),
+                                      "schema", JsonSyntax::kGemmaCall);
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
+  EXPECT_TRUE(accepts(*two, R"({s:<|"|>a<<|"|>})"));
+  EXPECT_TRUE(accepts(*two, R"({s:<|"|><<<|"|>})"));
+  EXPECT_FALSE(accepts(*two, R"({s:<|"|>ab<<|"|>})"));
+  EXPECT_FALSE(accepts(*two, R"({s:<|"|><<|"|>})"));
 }
 
 TEST(JsonGrammar, BadSchemasNameTheKeyword) {
