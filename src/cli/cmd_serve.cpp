@@ -102,6 +102,7 @@ int serve(const ServeArgs& a) {
     std::fprintf(stderr, "gemmaserve serve: --reasoning must be on or off\n");
     return 2;
   }
+
   so.limits.default_max_tokens = a.default_max_tokens;
 
   auto http = std::make_unique<server::HttpServer>(so);
@@ -254,7 +255,11 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_flag("--draft-adaptive,!--no-draft-adaptive", args->draft_adaptive,
                 "Choose each round's draft count from measured costs and acceptance, so drafting never makes "
                 "decoding much slower (default on; off: always --draft-max)");
-  sub->add_option("--host", args->host, "Address to listen on")->capture_default_str();
+  // Empty, --host bound whatever the resolver gives for "" and printed "http://:PORT", and
+  // --alias was dropped for the file's name without a word.
+  const CLI::Validator non_empty([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
+                                 "NONEMPTY");
+  sub->add_option("--host", args->host, "Address to listen on")->capture_default_str()->check(non_empty);
   sub->add_option("--port", args->port, "Port to listen on")->capture_default_str()->check(CLI::Range(0, 65535));
   auto* key_file = sub->add_option("--api-key-file", args->api_key_file,
                                    "File with API keys, one per line (keeps keys out of `ps`)")
@@ -266,7 +271,7 @@ CommandEntry register_serve(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   sub->add_option("-t,--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  sub->add_option("--alias", args->alias, "Model name shown to clients (default: the file's name)");
+  sub->add_option("--alias", args->alias, "Model name shown to clients (default: the file's name)")->check(non_empty);
   sub->add_option("--device", args->device, "cpu, cuda or auto")->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sub->add_option("--max-body-bytes", args->max_body_bytes,

@@ -54,6 +54,8 @@ refused "run --draft-max negative" run -m "$TARGET" --mtp "$DRAFTER" -p hi --dra
 refused "run without prompt" run -m "$TARGET"
 refused "run bad token list" run -m "$TARGET" --prompt-tokens 1,x
 refused "run token list with an empty item" run -m "$TARGET" --prompt-tokens 1,,2
+refused "serve with an empty host" serve -m "$TARGET" --host "" --port 0
+refused "serve with an empty alias" serve -m "$TARGET" --alias "" --port 0
 # Both prompt forms: --prompt-tokens won and -p was dropped without a word.
 refused "run -p and --prompt-tokens" run -m "$TARGET" -p hi --prompt-tokens 5,6 -n 2
 refused "run --kv-type" run -m "$TARGET" -p hi --kv-type q4_0
