@@ -102,7 +102,6 @@ int serve(const ServeArgs& a) {
     std::fprintf(stderr, "gemmaserve serve: --reasoning must be on or off\n");
     return 2;
   }
-
   so.limits.default_max_tokens = a.default_max_tokens;
 
   auto http = std::make_unique<server::HttpServer>(so);
