@@ -51,6 +51,11 @@ printf '%s\0%s' '{"$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"},"max
 printf '%s\0%s' 'x' '{"k": [1.5e3, true, "\ud83d\ude00"]}' >"$work/json/any"
 printf '%s\0%s' '!{"type":"object","properties":{"city":{"type":"string"},"n":{"enum":[1,2]}}}' \
   '{city:<|"|>a <b<|"|>,n:2}' >"$work/json/call"
+# Patterns (text/regex_dfa.h), formats and property counts.
+printf '%s\0%s' '{"type":"object","properties":{"id":{"type":"string","pattern":"^[A-Z]{2,3}-\\d{1,4}(x|yz)*$","maxLength":9},"d":{"type":"string","format":"date-time"}},"minProperties":1,"maxProperties":2}' \
+  '{"id": "AB-12xyz", "d": "2024-02-29T23:59:59Z"}' >"$work/json/pattern"
+printf '%s\0%s' '!{"type":"object","properties":{"u":{"type":"string","format":"uuid"},"e":{"type":"string","pattern":"[^<]+@[a-z]+\\.(com|org)"}}}' \
+  '{u:<|"|>123e4567-e89b-12d3-a456-426614174000<|"|>,e:<|"|>a@b.org<|"|>}' >"$work/json/call_pattern"
 vocab="$shared/test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"
 # Inputs of past findings stay in the corpus so a regression shows at once.
 for t in gguf quant text json; do
