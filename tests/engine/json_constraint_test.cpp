@@ -68,6 +68,29 @@ std::vector<int32_t> brute_force(const text::JsonMatcher& m, const JsonConstrain
   return out;
 }
 
+// The real 262k-token Gemma 4 vocabulary (shared test assets) and its pieces.
+void load_gemma_vocab(std::shared_ptr<const text::Tokenizer>* tok, std::shared_ptr<const TokenPieces>* pieces) {
+  auto file = gguf::GgufFile::open(test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto t = text::Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  *tok = *t;
+  *pieces = std::make_shared<const TokenPieces>(**t);
+}
+
+// A mask by brute force over every id of `pieces`: an end token where `m` can end, any other
+// id whose piece continues `m`.
+std::vector<int32_t> full_mask(const TokenPieces& pieces, const text::JsonMatcher& m, const std::vector<int32_t>& end_tokens) {
+  std::vector<int32_t> out;
+  for (int32_t id = 0; id < pieces.n_vocab(); ++id) {
+    const std::string& p = pieces.piece(id);
+    const bool end = std::find(end_tokens.begin(), end_tokens.end(), id) != end_tokens.end();
+    text::JsonMatcher x = m;
+    if (end ? m.can_end() : !p.empty() && x.feed(p)) out.push_back(id);
+  }
+  return out;
+}
+
 TEST(JsonConstraint, MasksEqualABruteForceCheckOfEveryToken) {
   for (const auto& [grammar, value] :
        std::vector<std::pair<std::shared_ptr<const text::JsonGrammar>, std::string>>{
@@ -151,18 +174,16 @@ TEST(JsonConstraint, ToolCallMasksEqualABruteForceCheck) {
 
 TEST(JsonConstraint, MasksOnTheFullGemmaVocabulary) {
   // The real 262k-token vocabulary has many more multi-byte and byte-fallback pieces.
-  auto file = gguf::GgufFile::open(test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-  ASSERT_TRUE(file.ok()) << file.status().to_string();
-  auto tok = text::Tokenizer::from_gguf(**file);
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  auto pieces = std::make_shared<const TokenPieces>(**tok);
+  std::shared_ptr<const text::Tokenizer> tok;
+  std::shared_ptr<const TokenPieces> pieces;
+  ASSERT_NO_FATAL_FAILURE(load_gemma_vocab(&tok, &pieces));
   auto grammar = person_schema();
   JsonConstraintOptions o;
-  o.end_tokens = (*tok)->eog_ids();
+  o.end_tokens = tok->eog_ids();
   JsonConstraint c(pieces, grammar, o);
   text::JsonMatcher m(grammar);
   const std::string value = "{\"name\": \"Caf\xc3\xa9 \xe6\x97\xa5\", \"mood\": \"glad\", \"age\": 7}";
-  const std::vector<int32_t> ids = (*tok)->encode(value, false, false);
+  const std::vector<int32_t> ids = tok->encode(value, false, false);
   double mask_ms = 0;
   int64_t masked = 0;
   for (size_t i = 0; i <= ids.size(); ++i) {
@@ -172,14 +193,7 @@ TEST(JsonConstraint, MasksOnTheFullGemmaVocabulary) {
     mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     masked += static_cast<int64_t>(allowed.size());
     if (i % 3 == 0 || i == ids.size()) {
-      std::vector<int32_t> expected;
-      for (int32_t id = 0; id < pieces->n_vocab(); ++id) {
-        const std::string& p = pieces->piece(id);
-        const bool end = std::find(o.end_tokens.begin(), o.end_tokens.end(), id) != o.end_tokens.end();
-        text::JsonMatcher x = m;
-        if (end ? m.can_end() : !p.empty() && x.feed(p)) expected.push_back(id);
-      }
-      ASSERT_EQ(allowed, expected) << "after " << i << " tokens";
+      ASSERT_EQ(allowed, full_mask(*pieces, m, o.end_tokens)) << "after " << i << " tokens";
     }
     if (i == ids.size()) break;
     ASSERT_TRUE(std::binary_search(allowed.begin(), allowed.end(), ids[i])) << i;
@@ -194,34 +208,25 @@ TEST(JsonConstraint, MasksOnTheFullGemmaVocabulary) {
 // Inside a string with a pattern no piece is free: every candidate is tested. The cost of a
 // mask there on the real vocabulary (printed), and each mask against brute force.
 TEST(JsonConstraint, MasksInAPatternedStringOnTheFullGemmaVocabulary) {
-  auto file = gguf::GgufFile::open(test::shared_path("test-assets/gemma-tokenizer/ggml-vocab-gemma-4-reconstructed.gguf"));
-  ASSERT_TRUE(file.ok()) << file.status().to_string();
-  auto tok = text::Tokenizer::from_gguf(**file);
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  auto pieces = std::make_shared<const TokenPieces>(**tok);
+  std::shared_ptr<const text::Tokenizer> tok;
+  std::shared_ptr<const TokenPieces> pieces;
+  ASSERT_NO_FATAL_FAILURE(load_gemma_vocab(&tok, &pieces));
   auto grammar = *text::JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{
       "who":{"type":"string","pattern":"^[A-Z][a-z]+( [A-Z][a-z]+)*$"},"day":{"type":"string","format":"date"}},
       "required":["who","day"],"additionalProperties":false})"));
   JsonConstraintOptions o;
-  o.end_tokens = (*tok)->eog_ids();
+  o.end_tokens = tok->eog_ids();
   JsonConstraint c(pieces, grammar, o);
   text::JsonMatcher m(grammar);
   const std::string value = "{\"who\": \"Friar Laurence\", \"day\": \"1597-07-31\"}";
-  const std::vector<int32_t> ids = (*tok)->encode(value, false, false);
+  const std::vector<int32_t> ids = tok->encode(value, false, false);
   double mask_ms = 0;
   for (size_t i = 0; i <= ids.size(); ++i) {
     std::vector<int32_t> allowed;
     const auto t0 = std::chrono::steady_clock::now();
     c.allowed(&allowed);
     mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<int32_t> expected;
-    for (int32_t id = 0; id < pieces->n_vocab(); ++id) {
-      const std::string& p = pieces->piece(id);
-      const bool end = std::find(o.end_tokens.begin(), o.end_tokens.end(), id) != o.end_tokens.end();
-      text::JsonMatcher x = m;
-      if (end ? m.can_end() : !p.empty() && x.feed(p)) expected.push_back(id);
-    }
-    ASSERT_EQ(allowed, expected) << "after " << i << " tokens";
+    ASSERT_EQ(allowed, full_mask(*pieces, m, o.end_tokens)) << "after " << i << " tokens";
     if (i == ids.size()) break;
     ASSERT_TRUE(std::binary_search(allowed.begin(), allowed.end(), ids[i])) << i;
     c.advance(ids[i]);

@@ -13,12 +13,14 @@
 
 #include "text/json_grammar.h"
 #include "text/regex_dfa.h"
+#include "json_matcher_test_util.h"
 
 namespace gs::text {
 namespace {
 
 using json = nlohmann::json;
 using Grammar = std::shared_ptr<const JsonGrammar>;
+using test_util::bytes_taken;
 
 // ---------------------------------------------------------------------------------------
 // An independent checker: a recursive-descent parser of the same ECMA-262 subset into a
@@ -363,11 +365,7 @@ TEST(JsonPattern, RandomWalksMatchAndNeverDeadEnd) {
       JsonMatcher m(g);
       std::string text;
       while (!m.done() && text.size() < 48) {
-        std::vector<unsigned char> ok;
-        for (int b = 0; b < 256; ++b) {
-          JsonMatcher t = m;
-          if (t.feed(static_cast<unsigned char>(b))) ok.push_back(static_cast<unsigned char>(b));
-        }
+        const std::vector<unsigned char> ok = bytes_taken(m);
         ASSERT_FALSE(ok.empty()) << c.pattern << ": dead end after " << text;
         unsigned char pick = ok[rng() % ok.size()];
         const bool quote = std::find(ok.begin(), ok.end(), '"') != ok.end() && text.size() > 1;
@@ -478,7 +476,9 @@ TEST(JsonPattern, BlowupsAreBounded) {
     const RegexBudget full;
     RegexBudget budget;
     const bool compiled = RegexDfa::compile(p, &budget).ok();
-    if (compiled) EXPECT_GE(budget.work, 0) << p;
+    if (compiled) {
+      EXPECT_GE(budget.work, 0) << p;
+    }
     EXPECT_GT(budget.work, -full.work / 20) << p;
     EXPECT_GT(budget.bytes, -full.bytes / 20) << p;
     auto g = JsonGrammar::from_schema({{"type", "string"}, {"pattern", p}});
@@ -537,11 +537,7 @@ TEST(JsonPattern, FormatsAreEnforced) {
       JsonMatcher m(g);
       std::string text;
       while (!m.done()) {
-        std::vector<unsigned char> ok;
-        for (int b = 0; b < 256; ++b) {
-          JsonMatcher t = m;
-          if (t.feed(static_cast<unsigned char>(b))) ok.push_back(static_cast<unsigned char>(b));
-        }
+        const std::vector<unsigned char> ok = bytes_taken(m);
         ASSERT_FALSE(ok.empty()) << format << ": dead end after " << text;
         unsigned char pick = ok[rng() % ok.size()];
         if (text.size() > 40 && rng() % 2 == 0) {  // toward an end: a quote, else what leads to one
@@ -651,11 +647,7 @@ TEST(JsonPattern, ToolCallStrings) {
     JsonMatcher w(g);
     std::string text;
     while (!w.done()) {
-      std::vector<unsigned char> ok;
-      for (int b = 0; b < 256; ++b) {
-        JsonMatcher t = w;
-        if (t.feed(static_cast<unsigned char>(b))) ok.push_back(static_cast<unsigned char>(b));
-      }
+      const std::vector<unsigned char> ok = bytes_taken(w);
       ASSERT_FALSE(ok.empty()) << "dead end after " << text;
       const unsigned char pick = ok[rng() % ok.size()];
       ASSERT_TRUE(w.feed(pick));
@@ -691,11 +683,7 @@ TEST(JsonProperties, MinAndMaxPropertiesAreHeld) {
             JsonMatcher m(g);
             std::string text;
             while (!m.done()) {
-              std::vector<unsigned char> ok;
-              for (int b = 0; b < 256; ++b) {
-                JsonMatcher t = m;
-                if (t.feed(static_cast<unsigned char>(b))) ok.push_back(static_cast<unsigned char>(b));
-              }
+              const std::vector<unsigned char> ok = bytes_taken(m);
               ASSERT_FALSE(ok.empty()) << s.dump() << ": dead end after " << text;
               // Short keys and numbers, so that objects end: prefer structure and a..d.
               std::vector<unsigned char> pref;
