@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/fp16.h"
+
 namespace gs {
 
 const char* backend_kind_name(BackendKind kind) {
@@ -45,6 +47,40 @@ void Backend::qkv_norm_rope_store(const QkvNormRopeArgs& a) {
   rope(a.k, a.pos, a.rope);
   rms_norm(a.v, nullptr, d, a.eps, a.v);
   kv_store(a.k, a.v, a.kv, a.slots);
+}
+
+size_t kv_head_bytes(GgmlType type, int64_t head_dim) {
+  if (head_dim <= 0) return 0;
+  const auto n = static_cast<size_t>(head_dim);
+  switch (type) {
+    case GgmlType::F32: return 4 * n;
+    case GgmlType::F16: return 2 * n;
+    case GgmlType::Q8_0: return n % 32 == 0 ? n + 2 * (n / 32) : 0;
+    default: return 0;
+  }
+}
+
+void kv_quantize_q8_0(const float* x, int64_t n, void* dst) {
+  auto* qs = static_cast<int8_t*>(dst);
+  auto* d = reinterpret_cast<uint16_t*>(qs + n);  // n % 32 == 0: 2-byte aligned
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float* xb = x + 32 * b;
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float db = amax / 127.0f;
+    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    for (int i = 0; i < 32; ++i) qs[32 * b + i] = static_cast<int8_t>(std::round(xb[i] * id));
+    d[b] = f32_to_fp16(db);
+  }
+}
+
+void kv_dequantize_q8_0(const void* src, int64_t n, float* y) {
+  const auto* qs = static_cast<const int8_t*>(src);
+  const auto* d = reinterpret_cast<const uint16_t*>(qs + n);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float db = fp16_to_f32(d[b]);
+    for (int i = 0; i < 32; ++i) y[32 * b + i] = static_cast<float>(qs[32 * b + i]) * db;
+  }
 }
 
 void rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float theta, float beta_fast, float beta_slow,

@@ -49,8 +49,13 @@ struct Weight {
   const void* impl = nullptr;  // backend-private (e.g. a repacked copy); may be null
 };
 
-// One layer's KV storage: K and V pools of [n_slots, n_head_kv, head_dim] elements of
-// `type` (F32 or F16), row (slot) after row.
+// One layer's KV storage: K and V pools of [n_slots, n_head_kv] head rows of head_dim
+// elements of `type`, slot after slot, each head row kv_head_bytes(type, head_dim) bytes:
+// - F32, F16: head_dim values.
+// - Q8_0 (decision 0035): ggml's q8_0 quantization (blocks of 32 values, each
+//   x[i] ~ qs[i] * d with qs int8 and d f16; spec §5.2) in a layout of our own: the head
+//   row's head_dim int8 values qs first, then its head_dim / 32 f16 scales d, so both parts
+//   start 16-byte aligned whenever head_dim % 256 == 0. head_dim % 32 == 0.
 struct KvLayerView {
   void* k = nullptr;
   void* v = nullptr;
@@ -59,6 +64,17 @@ struct KvLayerView {
   int head_dim = 0;
   int64_t n_slots = 0;
 };
+
+// Bytes of one head row (head_dim elements) of a KV pool of `type` (KvLayerView); 0 for a
+// type or head_dim a pool cannot hold (types other than F32, F16 and Q8_0; Q8_0 with
+// head_dim % 32 != 0).
+size_t kv_head_bytes(GgmlType type, int64_t head_dim);
+
+// The Q8_0 head row of n values (n % 32 == 0) into dst (kv_head_bytes(Q8_0, n) bytes), as
+// ggml's reference q8_0 quantizer rounds: per block of 32, d = max|x| / 127, qs = round(x / d)
+// (half away from zero; 0 when d == 0), d stored as f16. And back: y[i] = qs[i] * d.
+void kv_quantize_q8_0(const float* x, int64_t n, void* dst);
+void kv_dequantize_q8_0(const void* src, int64_t n, float* y);
 
 // Where a sequence's positions live in a pool: position p of the sequence in page-table row
 // s is slot  pages[s * max_pages + (p / page_size) % wrap] * page_size + p % page_size,
@@ -178,7 +194,11 @@ class Backend {
   virtual void gather_rows(Mat src, const int32_t* rows, Mat dst) = 0;
   // dst = src (same shape).
   virtual void copy(Mat src, Mat dst) = 0;
-  // Writes row t of k and v ([n_tokens, n_head_kv * head_dim]) to slot slots[t] of the pools.
+  // Whether this backend's kv_store, attention and kv_copy_slots take pools of `type`
+  // (KvLayerView). Default: F32 and F16.
+  virtual bool supports_kv_type(GgmlType type) const { return type == GgmlType::F32 || type == GgmlType::F16; }
+  // Writes row t of k and v ([n_tokens, n_head_kv * head_dim]) to slot slots[t] of the pools
+  // (rounded to the pool's type: f16 round to nearest even, q8_0 as kv_quantize_q8_0).
   virtual void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) = 0;
   virtual void attention(const AttentionArgs& args) = 0;
   // Copies slots src_slots[i] -> dst_slots[i] (n entries) of one layer's K and V pools.

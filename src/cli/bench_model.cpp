@@ -35,12 +35,12 @@ Totals totals(const Gemma4Model& m) {
   return t;
 }
 
-// K and V bytes (f16) read by one query at position p, over all layers.
-double kv_bytes_at(const Gemma4Config& c, int64_t p) {
+// K and V bytes (pools of `type`) read by one query at position p, over all layers.
+double kv_bytes_at(const Gemma4Config& c, int64_t p, GgmlType type) {
   double b = 0;
   for (const Gemma4LayerConfig& l : c.layers) {
     const int64_t keys = l.sliding ? std::min<int64_t>(p + 1, c.sliding_window) : p + 1;
-    b += static_cast<double>(keys) * l.n_head_kv * l.head_dim * 2 * 2;
+    b += static_cast<double>(keys) * l.n_head_kv * static_cast<double>(kv_head_bytes(type, l.head_dim)) * 2;
   }
   return b;
 }
@@ -161,7 +161,7 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   // So passes may hold one row more than any test feeds at once.
   ro.max_tokens += 1;
   ro.kv.max_ubatch = ro.max_tokens;
-  ro.kv.type = GgmlType::F16;
+  ro.kv.type = o.kv_type;
   GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
   std::unique_ptr<SpeculativeDecoder> spec;
   if (!o.mtp.empty()) {
@@ -229,7 +229,7 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
       const double s = median(t);
       one = s;
       tg_s[gi] = s;
-      const double bytes = tot.weight_bytes + kv_bytes_at(c, depth + n / 2);
+      const double bytes = tot.weight_bytes + kv_bytes_at(c, depth + n / 2, o.kv_type);
       BenchRow row{"tg", "tg" + std::to_string(n) + at, std::to_string(1.0 / s).substr(0, 8) + " tok/s", s, bytes / s,
                    0, 100.0 * (bytes / copy_bw) / s, "bytes / copy bandwidth"};
       row.extra = {{"n_gen", n}, {"depth", depth}, {"tokens_per_s", 1.0 / s}, {"limit_tokens_per_s", copy_bw / bytes}};
@@ -319,7 +319,7 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
         // The least a pass must move: the weights, and the KV range of its last token once
         // (the k tokens of one sequence read the same pool; the 64-row attention kernel reads
         // it once for all of them at depth, decision 0020).
-        const double bytes = tot.weight_bytes + kv_bytes_at(c, depth + k - 1);
+        const double bytes = tot.weight_bytes + kv_bytes_at(c, depth + k - 1, o.kv_type);
         BenchRow row{"verify", "verify" + std::to_string(k) + at,
                      std::to_string(s / one).substr(0, 5) + " decode steps", s, bytes / s, 0,
                      100.0 * (bytes / copy_bw) / s, "bytes / copy bandwidth"};

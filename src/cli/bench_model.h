@@ -29,6 +29,7 @@ struct ModelBenchOptions {
   bool fill_zeros = false;
   std::string mtp;    // an MTP drafter (gemma4-assistant) GGUF, or empty
   int draft_max = 4;  // drafts per speculative round (fixed, not adaptive)
+  GgmlType kv_type = GgmlType::F16;  // KV cache storage (F16, F32 or Q8_0)
 };
 
 Status run_model_bench(Backend& b, const ModelBenchOptions& opt, std::vector<BenchRow>& rows);

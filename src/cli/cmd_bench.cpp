@@ -32,6 +32,7 @@ struct BenchArgs {
   int threads = 0;
   int draft_max = 4;
   std::string depth_fill = "prefill";
+  std::string kv_type = "f16";
 };
 
 Result<BackendKind> pick_device(const std::string& d) {
@@ -84,6 +85,7 @@ int run_bench(const BenchArgs& a) {
     o.mtp = a.mtp;
     o.draft_max = a.draft_max;
     o.fill_zeros = a.depth_fill == "zeros";
+    o.kv_type = a.kv_type == "q8_0" ? GgmlType::Q8_0 : a.kv_type == "f32" ? GgmlType::F32 : GgmlType::F16;
     st = run_model_bench(b, o, rows);
   }
   if (a.json) {
@@ -112,6 +114,8 @@ CommandEntry register_bench(CLI::App& app) {
                   "how the depth's positions are filled: prefill (a forward pass over them) or zeros (zero K and V, "
                   "no pass: decode at a 1M context without its prefill)")
       ->check(CLI::IsMember({"prefill", "zeros"}));
+  sub->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
+      ->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   // Negative sizes, repetitions or threads were taken silently (skipped or clamped), a
   // negative depth failed after the baselines as a "negative truncation point".
   const auto count = CLI::Range(0, std::numeric_limits<int32_t>::max());

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "exact_integer.h"
 #include "engine/engine_factory.h"
+#include "runtime/kv_cache.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 
@@ -101,11 +102,7 @@ Result<EngineOptions> engine_options(const RunArgs& a) {
   eo.queue_size = 1;
   eo.dump_dir = a.dump_dir;
   GS_ASSIGN_OR_RETURN(eo.device, parse_device_choice(a.device));
-  if (a.kv_type == "f32") {
-    eo.kv_type = GgmlType::F32;
-  } else if (a.kv_type != "f16") {
-    return make_status(StatusCode::kInvalidArgument, "--kv-type must be f16 or f32");
-  }
+  GS_ASSIGN_OR_RETURN(eo.kv_type, parse_kv_cache_type(a.kv_type));
   if (a.draft_window == "w+1") {
     eo.draft_window_plus_one = true;
   } else if (a.draft_window != "w") {
@@ -248,7 +245,8 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("-c,--ctx-size", a->ctx, "context (positions) of the sequence")->capture_default_str();
   sub->add_option("--ubatch", a->ubatch, "most prompt tokens per forward pass")->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  sub->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  sub->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0 (half the bytes of f16)")
+      ->capture_default_str()->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   sub->add_option("--device", a->device, "auto (CUDA when a GPU is present), cpu or cuda")->capture_default_str();
   sub->add_option("--dump", a->dump_dir, "write every named intermediate of every pass to this directory");
   sub->add_flag("--json", a->json, "print one JSON object: tokens, text, timings, tokens_per_second, drafted, accepted");

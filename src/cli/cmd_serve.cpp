@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "core/log.h"
 #include "engine/engine_factory.h"
+#include "runtime/kv_cache.h"
 #include "server/auth.h"
 #include "server/http_server.h"
 #include "server/openai_format.h"
@@ -39,6 +40,7 @@ struct ServeArgs {
   int threads = 0;
   std::string alias;
   std::string device = "auto";
+  std::string kv_type = "f16";
   size_t max_body_bytes = 0;  // 0: server::body_limit_for_context(ctx_size)
   int queue_size = 64;
   std::string reasoning = "on";
@@ -175,6 +177,8 @@ int serve(const ServeArgs& a) {
   eo.queue_size = a.queue_size;
   const Result<DeviceChoice> device = parse_device_choice(a.device);  // the option admits only its three names
   eo.device = device.ok() ? *device : DeviceChoice::kAuto;
+  const Result<GgmlType> kv_type = parse_kv_cache_type(a.kv_type);  // the option admits only its names
+  eo.kv_type = kv_type.ok() ? *kv_type : GgmlType::F16;
   Result<LoadedEngine> loaded = create_engine(eo);
   if (!loaded.ok()) {
     std::fprintf(stderr, "gemmaserve serve: cannot start: %s\n", loaded.status().to_string().c_str());
@@ -273,6 +277,9 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--alias", args->alias, "Model name shown to clients (default: the file's name)")->check(non_empty);
   sub->add_option("--device", args->device, "cpu, cuda or auto")->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  sub->add_option("--kv-type", args->kv_type,
+                  "KV cache type: f16, f32 or q8_0 (half the bytes of f16; llama.cpp's -ctk/-ctv q8_0)")
+      ->capture_default_str()->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   sub->add_option("--max-body-bytes", args->max_body_bytes,
                   "Largest request body accepted (413 above; default: the larger of 8 MiB and 24 bytes a context token)")
       ->check(CLI::Range(size_t{1} << 10, size_t{1} << 32));

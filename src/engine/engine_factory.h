@@ -25,7 +25,7 @@ struct EngineOptions {
   int32_t max_batch_tokens = 512;
   int32_t queue_size = 64;
   DeviceChoice device = DeviceChoice::kAuto;
-  GgmlType kv_type = GgmlType::F16;    // KV cache storage: F16 or F32
+  GgmlType kv_type = GgmlType::F16;    // KV cache storage: F16, F32 or Q8_0
   float draft_p_min = 0.0f;            // stop a draft round below this drafter probability
   bool draft_window_plus_one = false;
   bool draft_adaptive = true;          // per-round draft count from measured costs (runtime/draft_policy.h)  // drafter sees W+1 sliding keys (transformers) instead of W

@@ -15,8 +15,13 @@ struct PoolPlan {
   int64_t n_pages_full = 0;  // full-layer pool
   int64_t ring_pages = 0;    // sliding-layer ring per sequence
   int64_t full_slots = 0, swa_slots = 0;
-  size_t eb = 0;             // bytes per K or V element
 };
+
+// Bytes of one slot of layer l's K (or V) pool of `type`: n_head_kv head rows (0 when the
+// type cannot hold the layer's head_dim).
+size_t slot_bytes(const Gemma4LayerConfig& l, GgmlType type) {
+  return static_cast<size_t>(l.n_head_kv) * kv_head_bytes(type, l.head_dim);
+}
 
 PoolPlan plan_pools(const Gemma4Config& c, const KvCacheOptions& o, int32_t n_ctx) {
   PoolPlan p;
@@ -34,11 +39,17 @@ PoolPlan plan_pools(const Gemma4Config& c, const KvCacheOptions& o, int32_t n_ct
   }
   p.swa_slots = static_cast<int64_t>(o.n_seq_max) * p.ring_pages * ps;
   p.full_slots = p.n_pages_full * ps;
-  p.eb = o.type == GgmlType::F16 ? 2 : 4;
   return p;
 }
 
 }  // namespace
+
+Result<GgmlType> parse_kv_cache_type(std::string_view name) {
+  if (name == "f16") return GgmlType::F16;
+  if (name == "f32") return GgmlType::F32;
+  if (name == "q8_0") return GgmlType::Q8_0;
+  return make_status(StatusCode::kInvalidArgument, "KV cache type '{}' is not one of f16, f32, q8_0", name);
+}
 
 double KvCache::pool_bytes(const Gemma4Config& c, const KvCacheOptions& o) {
   const int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train;
@@ -46,16 +57,25 @@ double KvCache::pool_bytes(const Gemma4Config& c, const KvCacheOptions& o) {
   const PoolPlan p = plan_pools(c, o, n_ctx);
   double b = 0;
   for (const Gemma4LayerConfig& l : c.layers) {
-    b += 2.0 * static_cast<double>(l.sliding ? p.swa_slots : p.full_slots) * static_cast<double>(l.kv_width()) *
-         static_cast<double>(p.eb);
+    b += 2.0 * static_cast<double>(l.sliding ? p.swa_slots : p.full_slots) * static_cast<double>(slot_bytes(l, o.type));
   }
   return b;
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend& backend, const KvCacheOptions& o) {
   if (c.is_assistant()) return make_status(StatusCode::kInvalidArgument, "a KV cache belongs to a target model");
-  if (o.type != GgmlType::F16 && o.type != GgmlType::F32) {
-    return make_status(StatusCode::kInvalidArgument, "KV cache type {} is not supported (f16, f32)", ggml_type_name(o.type));
+  if (o.type != GgmlType::F16 && o.type != GgmlType::F32 && o.type != GgmlType::Q8_0) {
+    return make_status(StatusCode::kInvalidArgument, "KV cache type {} is not supported (f16, f32, q8_0)", ggml_type_name(o.type));
+  }
+  if (!backend.supports_kv_type(o.type)) {
+    return make_status(StatusCode::kInvalidArgument, "the {} backend does not support a {} KV cache yet (use f16)",
+                       backend.description(), ggml_type_name(o.type));
+  }
+  for (const Gemma4LayerConfig& l : c.layers) {
+    if (slot_bytes(l, o.type) == 0) {
+      return make_status(StatusCode::kInvalidArgument, "a {} KV cache needs head_dim % 32 == 0 (a layer has head_dim {})",
+                         ggml_type_name(o.type), l.head_dim);
+    }
   }
   const int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train;
   if (o.n_seq_max <= 0 || o.max_ubatch <= 0 || o.page_size <= 0 || n_ctx <= 0) {
@@ -79,7 +99,6 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
     return make_status(StatusCode::kInvalidArgument, "a KV cache of {} pages is more than int32 page ids address (lower n_ctx or n_seq_max)",
                        kv->n_pages_full_);
   }
-  const size_t eb = plan.eb;
   KvCacheBinding& b = kv->binding_;
   b.n_rows = o.n_seq_max;
   b.n_ctx = n_ctx;
@@ -87,7 +106,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
   for (int il = 0; il < c.n_layer; ++il) {
     const Gemma4LayerConfig& l = c.layers[il];
     const int64_t n_slots = l.sliding ? swa_slots : full_slots;
-    const size_t bytes = static_cast<size_t>(n_slots) * l.kv_width() * eb;
+    const size_t bytes = static_cast<size_t>(n_slots) * slot_bytes(l, o.type);
     DeviceBuffer k, v;
     GS_ASSIGN_OR_RETURN(k, DeviceBuffer::make(backend, bytes));
     GS_ASSIGN_OR_RETURN(v, DeviceBuffer::make(backend, bytes));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -21,9 +22,13 @@ struct KvCacheOptions {
   int32_t n_ctx = 0;             // positions per sequence; 0: the model's context_length
   int max_ubatch = 512;          // most positions one sequence adds in one forward pass
   int page_size = 256;           // positions per page (both layer kinds)
-  GgmlType type = GgmlType::F16; // storage of K and V: F16 or F32
+  GgmlType type = GgmlType::F16; // storage of K and V: F16, F32 or Q8_0 (KvLayerView)
   int64_t n_pages_full = 0;      // full-layer pool; 0: enough for n_seq_max full contexts
 };
+
+// The KV cache type a command line names: "f16", "f32" or "q8_0" (ggml's names).
+// Errors: kInvalidArgument naming the accepted values.
+Result<GgmlType> parse_kv_cache_type(std::string_view name);
 
 class KvCache {
  public:

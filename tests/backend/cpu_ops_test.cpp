@@ -300,8 +300,8 @@ TEST_P(CpuAttention, MatchesNaive) {
     for (int p = 0; p < pages_per_seq; ++p) pages[s * c.max_pages + p] = perm[s * pages_per_seq + p];
   PageTableView pt{pages.data(), c.max_pages, c.page_size, c.wrap_pages};
   const int64_t n_slots = static_cast<int64_t>(n_seq) * pages_per_seq * c.page_size;
-  const size_t eb = c.kv_type == GgmlType::F32 ? 4 : 2;
-  std::vector<uint8_t> kpool(n_slots * width * eb), vpool(n_slots * width * eb);
+  const size_t slot_bytes = c.n_head_kv * kv_head_bytes(c.kv_type, c.head_dim);
+  std::vector<uint8_t> kpool(n_slots * slot_bytes), vpool(n_slots * slot_bytes);
   KvLayerView kv{kpool.data(), vpool.data(), c.kv_type, c.n_head_kv, c.head_dim, n_slots};
   // Sequence lengths: the ring keeps the last wrap_pages * page_size positions.
   const int len[2] = {c.wrap_pages > 0 ? 3 * c.page_size * c.wrap_pages + 5 : c.page_size * c.max_pages - 3, 9};
@@ -317,7 +317,22 @@ TEST_P(CpuAttention, MatchesNaive) {
                          kv, &slot);
     }
   }
-  auto rounded = [&](float x) { return c.kv_type == GgmlType::F16 ? fp16_to_f32(f32_to_fp16(x)) : x; };
+  // What the pools hold: f16 rounding, or each head row's q8_0 blocks.
+  for (int s = 0; s < n_seq; ++s) {
+    for (std::vector<float>* x : {&keys[s], &vals[s]}) {
+      for (size_t h0 = 0; h0 < x->size(); h0 += c.head_dim) {
+        float* hr = x->data() + h0;
+        if (c.kv_type == GgmlType::F16) {
+          for (int i = 0; i < c.head_dim; ++i) hr[i] = fp16_to_f32(f32_to_fp16(hr[i]));
+        } else if (c.kv_type == GgmlType::Q8_0) {  // (KvQ8_0RowIsGgmlQ8_0InItsOwnLayout)
+          std::vector<uint8_t> row(kv_head_bytes(GgmlType::Q8_0, c.head_dim));
+          kv_quantize_q8_0(hr, c.head_dim, row.data());
+          kv_dequantize_q8_0(row.data(), c.head_dim, hr);
+        }
+      }
+    }
+  }
+  auto rounded = [](float x) { return x; };
   // Queries: several per sequence, various ranges (one empty).
   const int ring = c.wrap_pages > 0 ? c.wrap_pages * c.page_size : 1 << 30;
   std::vector<int32_t> tok_seq, lo, hi;
@@ -378,7 +393,49 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                                            AttnCase{GgmlType::F16, 4, 2, 32, 16, 4, 0},
                                            AttnCase{GgmlType::F32, 8, 1, 64, 8, 6, 2},  // ring
                                            AttnCase{GgmlType::F16, 6, 3, 24, 5, 7, 3},  // odd sizes, ring
-                                           AttnCase{GgmlType::F32, 3, 3, 40, 7, 5, 0}));
+                                           AttnCase{GgmlType::F32, 3, 3, 40, 7, 5, 0},
+                                           AttnCase{GgmlType::Q8_0, 4, 2, 32, 16, 4, 0},
+                                           AttnCase{GgmlType::Q8_0, 6, 3, 96, 5, 7, 3},  // ring
+                                           AttnCase{GgmlType::Q8_0, 8, 2, 256, 16, 3, 0}));
+
+// The Q8_0 KV head row (decision 0035): ggml's reference q8_0 rounding (d = max|x| / 127 in
+// f32, qs = round(x / d), d kept as f16), in our layout (qs, then the scales). Read back
+// through ggml's own block layout (core/quant's dequantizer, checked against ggml's vectors in
+// quant_golden_test) it gives the same values.
+TEST_F(CpuOps, KvQ8_0RowIsGgmlQ8_0InItsOwnLayout) {
+  for (int n : {32, 256, 512}) {
+    std::vector<float> x = random_floats(rng_, n, -3.0f, 3.0f);
+    x[5] = 0.0f;
+    for (int i = 64; i < 96 && i < n; ++i) x[i] = 0.0f;  // an all-zero block: d = 0
+    if (n > 32) x[40] = 1e-9f;
+    ASSERT_EQ(kv_head_bytes(GgmlType::Q8_0, n), static_cast<size_t>(n + n / 16));
+    std::vector<uint8_t> row(kv_head_bytes(GgmlType::Q8_0, n)), blocks(n / 32 * 34);
+    kv_quantize_q8_0(x.data(), n, row.data());
+    for (int b = 0; b < n / 32; ++b) {
+      float amax = 0.0f;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+      const float d = amax / 127.0f;
+      uint16_t dh;
+      std::memcpy(&dh, row.data() + n + 2 * b, 2);
+      EXPECT_EQ(dh, f32_to_fp16(d)) << "d of block " << b;
+      for (int i = 0; i < 32; ++i) {
+        const int q = static_cast<int8_t>(row[32 * b + i]);
+        EXPECT_EQ(q, d == 0.0f ? 0 : static_cast<int>(std::lround(x[32 * b + i] * (1.0f / d)))) << b << " " << i;
+      }
+      std::memcpy(blocks.data() + 34 * b, &dh, 2);  // ggml's block: d, then qs
+      std::memcpy(blocks.data() + 34 * b + 2, row.data() + 32 * b, 32);
+    }
+    std::vector<float> y(n), z(n);
+    kv_dequantize_q8_0(row.data(), n, y.data());
+    ASSERT_TRUE(dequantize_row(GgmlType::Q8_0, blocks.data(), z.data(), n).ok());
+    EXPECT_EQ(y, z);
+    // Half a step, plus the f16 rounding of d (up to 127 d 2^-11).
+    for (int i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i], 3.0f / 127.0f * 0.57f) << i;
+  }
+  EXPECT_EQ(kv_head_bytes(GgmlType::Q8_0, 40), 0u);
+  EXPECT_EQ(kv_head_bytes(GgmlType::Q4_K, 256), 0u);
+  EXPECT_EQ(kv_head_bytes(GgmlType::F16, 24), 48u);
+}
 
 TEST_F(CpuOps, KvCopySlots) {
   const int n_slots = 10, width = 6;

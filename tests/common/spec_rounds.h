@@ -57,13 +57,14 @@ inline std::vector<int32_t> continue_greedy(SpeculativeDecoder& dec, int seq, co
 inline SpecStats check_drafts_keep_greedy(std::shared_ptr<const Gemma4Model> target,
                                           std::shared_ptr<const Gemma4Model> assistant,
                                           const std::vector<std::vector<int32_t>>& prompts, int n,
-                                          int n_ctx = 512) {
+                                          int n_ctx = 512, GgmlType kv_type = GgmlType::F16) {
   RunnerOptions o;
   o.max_tokens = 64;
   o.max_outputs = 16;
   o.kv.n_seq_max = 1;
   o.kv.n_ctx = n_ctx;
   o.kv.page_size = 16;
+  o.kv.type = kv_type;
   auto r = ModelRunner::create(std::move(target), o);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   if (!r.ok()) return {};

@@ -122,7 +122,7 @@ void check_consistency(std::shared_ptr<Gemma4Model> model, const std::vector<int
   }
 }
 
-TEST(Consistency, GoldenModelF32AndF16Cache) {
+TEST(Consistency, GoldenModelEveryCacheType) {
   auto backend = create_cpu_backend(2);
   auto model = load_model(*backend, "golden/tiny1234-target.gguf");
   std::mt19937 rng(7);
@@ -130,6 +130,7 @@ TEST(Consistency, GoldenModelF32AndF16Cache) {
   const std::vector<int32_t> tokens = random_tokens(rng, 70, model->config().n_vocab);
   check_consistency(model, tokens, GgmlType::F32);
   check_consistency(model, tokens, GgmlType::F16);
+  check_consistency(model, tokens, GgmlType::Q8_0);
 }
 
 struct ShapeCase {

@@ -141,6 +141,28 @@ TEST(Speculative, GreedyWithDrafterEqualsWithoutTrainedPair) {
 }
 
 // Adaptive drafting changes how many drafts each round proposes, never the output.
+// A q8_0 KV cache (decision 0035): the drafter reads the target's quantized K and V, and
+// greedy output with drafts still equals greedy output without (a verify row sees the same
+// quantized rows as a decode step), with drafts still accepted.
+TEST(Speculative, GreedyWithDrafterEqualsWithoutQ8_0Cache) {
+  Pair p = shakes_pair();
+  std::ifstream in(shared_path("test-assets/corpora/tinyshakespeare.txt"));
+  std::string text(6000, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  auto tok = text::Tokenizer::from_gguf(p.target->file());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const std::vector<int32_t> corpus = (*tok)->encode(text, false, false);
+  ASSERT_GT(corpus.size(), 1200u);
+  std::vector<std::vector<int32_t>> prompts;
+  for (auto [begin, len] : {std::pair{0, 20}, std::pair{1000, 150}}) {
+    std::vector<int32_t> pr = {2};
+    pr.insert(pr.end(), corpus.begin() + begin, corpus.begin() + begin + len);
+    prompts.push_back(pr);
+  }
+  const SpecStats st = check_drafts_keep_greedy(p.target, p.assistant, prompts, 20, 512, GgmlType::Q8_0);
+  EXPECT_GT(st.accepted, st.drafted / 10);
+}
+
 TEST(Speculative, AdaptiveDraftingKeepsGreedyOutput) {
   Pair p = shakes_pair();
   auto tok = text::Tokenizer::from_gguf(p.target->file());

@@ -153,6 +153,33 @@ TEST(KvCache, RejectsBadOptions) {
   EXPECT_FALSE(KvCache::create(tiny_config(), *backend, o).ok());
 }
 
+// q8_0 pools (decision 0035): head rows of head_dim int8 values and head_dim / 32 f16 scales,
+// 17/32 of f16's bytes; a head_dim that is not a multiple of 32 is refused, naming it.
+TEST(KvCache, Q8_0PoolsAndTheirHeadDims) {
+  auto backend = create_cpu_backend(1);
+  Gemma4Config c = tiny_config();
+  c.layers[0].head_dim = 64;
+  c.layers[1].head_dim = 128;
+  KvCacheOptions o;
+  o.n_ctx = 64;
+  o.page_size = 16;
+  o.max_ubatch = 8;
+  o.type = GgmlType::F16;
+  const double f16 = KvCache::pool_bytes(c, o);
+  o.type = GgmlType::Q8_0;
+  EXPECT_DOUBLE_EQ(KvCache::pool_bytes(c, o), f16 * 17 / 32);
+  auto kv = KvCache::create(c, *backend, o);
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  EXPECT_EQ(static_cast<double>((*kv)->bytes()), KvCache::pool_bytes(c, o));
+  EXPECT_EQ((*kv)->binding().layers[1].type, GgmlType::Q8_0);
+  const Result<std::unique_ptr<KvCache>> bad = KvCache::create(tiny_config(), *backend, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("head_dim 4"), std::string::npos) << bad.status().to_string();
+  EXPECT_EQ(parse_kv_cache_type("q8_0").value(), GgmlType::Q8_0);
+  EXPECT_EQ(parse_kv_cache_type("f16").value(), GgmlType::F16);
+  EXPECT_FALSE(parse_kv_cache_type("q4_0").ok());
+}
+
 // `serve --ctx-size 2000000000 --parallel 256`: the host page tables (2 x 8 GB, written in
 // full) came before the pools, so instead of an error the process filled memory until it
 // was killed, or died of an uncaught std::bad_alloc. Too large a cache is a clean error.

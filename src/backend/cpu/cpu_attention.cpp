@@ -16,41 +16,52 @@ namespace gs::cpu {
 
 namespace {
 
-// Writes n floats to a KV row of type F32 or F16.
-void store_row(const float* src, void* dst, GgmlType type, int64_t n) {
+// Writes one head row (n floats) to a KV pool of type F32, F16 or Q8_0 (KvLayerView).
+void store_head(const float* src, void* dst, GgmlType type, int64_t n) {
   if (type == GgmlType::F32) {
     std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-  } else {
+  } else if (type == GgmlType::F16) {
     auto* d = static_cast<uint16_t*>(dst);
     for (int64_t i = 0; i < n; ++i) d[i] = f32_to_fp16(src[i]);
+  } else {
+    kv_quantize_q8_0(src, n, dst);
   }
 }
 
-// Reads n elements of a KV row as f32: returns the row itself for F32, else `tmp` filled.
-const float* load_row(const void* src, GgmlType type, int64_t n, float* tmp) {
+// Reads one head row (n elements) as f32: returns the row itself for F32, else `tmp` filled.
+const float* load_head(const void* src, GgmlType type, int64_t n, float* tmp) {
   if (type == GgmlType::F32) return static_cast<const float*>(src);
+  if (type == GgmlType::Q8_0) {
+    kv_dequantize_q8_0(src, n, tmp);
+    return tmp;
+  }
   const auto* s = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) tmp[i] = fp16_to_f32(s[i]);
   return tmp;
 }
 
-size_t elem_bytes(GgmlType type) {
-  GS_CHECK_MSG(type == GgmlType::F32 || type == GgmlType::F16, "CPU KV cache supports f32 and f16");
-  return type == GgmlType::F32 ? 4 : 2;
+size_t head_bytes(const KvLayerView& kv) {
+  const size_t b = kv_head_bytes(kv.type, kv.head_dim);
+  GS_CHECK_MSG(b > 0, "CPU KV cache supports f32, f16 and q8_0 (head_dim % 32 == 0)");
+  return b;
 }
 
 }  // namespace
 
 void kv_store(ThreadPool& pool, Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) {
-  const int64_t width = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
+  const int64_t hd = kv.head_dim;
+  const int64_t width = kv.n_head_kv * hd;
   GS_CHECK(k.cols == width && v.cols == width && k.rows == v.rows);
-  const size_t row_bytes = static_cast<size_t>(width) * elem_bytes(kv.type);
+  const size_t hb = head_bytes(kv);
+  const size_t slot_bytes = kv.n_head_kv * hb;
   pool.parallel_for(k.rows, [&](int64_t r0, int64_t r1, int) {
     for (int64_t t = r0; t < r1; ++t) {
       const int64_t slot = slots[t];
       GS_CHECK(slot >= 0 && slot < kv.n_slots);
-      store_row(k.row(t), static_cast<uint8_t*>(kv.k) + slot * row_bytes, kv.type, width);
-      store_row(v.row(t), static_cast<uint8_t*>(kv.v) + slot * row_bytes, kv.type, width);
+      for (int j = 0; j < kv.n_head_kv; ++j) {
+        store_head(k.row(t) + j * hd, static_cast<uint8_t*>(kv.k) + slot * slot_bytes + j * hb, kv.type, hd);
+        store_head(v.row(t) + j * hd, static_cast<uint8_t*>(kv.v) + slot * slot_bytes + j * hb, kv.type, hd);
+      }
     }
   }, min_chunk_for(2 * width));
 }
@@ -62,8 +73,8 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
            a.out.rows == a.q.rows);
   const int64_t hd = a.head_dim;
   const int group = a.n_head / kv.n_head_kv;
-  const size_t eb = elem_bytes(kv.type);
-  const size_t slot_bytes = static_cast<size_t>(kv.n_head_kv) * hd * eb;
+  const size_t hb = head_bytes(kv);
+  const size_t slot_bytes = kv.n_head_kv * hb;
   const auto* kbase = static_cast<const uint8_t*>(kv.k);
   const auto* vbase = static_cast<const uint8_t*>(kv.v);
   pool.parallel_for(a.q.rows * a.n_head, [&](int64_t i0, int64_t i1, int) {
@@ -92,7 +103,7 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
       for (int64_t p = lo; p <= hi; ++p) {
         const int64_t slot = page_slot(a.pages, row, p);
         GS_CHECK(slot >= 0 && slot < kv.n_slots);
-        const float* kr = load_row(kbase + slot * slot_bytes + j * hd * eb, kv.type, hd, tmp.data());
+        const float* kr = load_head(kbase + slot * slot_bytes + j * hb, kv.type, hd, tmp.data());
         const double s = a.scale * dot_f64(q, kr, hd);
         scores[p - lo] = s;
         max_s = std::max(max_s, s);
@@ -106,7 +117,7 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t p = lo; p <= hi; ++p) {
         const int64_t slot = page_slot(a.pages, row, p);
-        const float* vr = load_row(vbase + slot * slot_bytes + j * hd * eb, kv.type, hd, tmp.data());
+        const float* vr = load_head(vbase + slot * slot_bytes + j * hb, kv.type, hd, tmp.data());
         const double w = scores[p - lo] * inv;
         for (int64_t d = 0; d < hd; ++d) acc[d] += w * vr[d];
       }
@@ -117,7 +128,7 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
 
 void kv_copy_slots(ThreadPool& pool, const KvLayerView& kv, const int32_t* src_slots, const int32_t* dst_slots,
                    int n) {
-  const size_t row_bytes = static_cast<size_t>(kv.n_head_kv) * kv.head_dim * elem_bytes(kv.type);
+  const size_t row_bytes = kv.n_head_kv * head_bytes(kv);
   // Sequential: copies may chain (a destination that is a later source).
   for (int i = 0; i < n; ++i) {
     GS_CHECK(src_slots[i] >= 0 && src_slots[i] < kv.n_slots && dst_slots[i] >= 0 && dst_slots[i] < kv.n_slots);

@@ -98,6 +98,9 @@ class CpuBackend final : public Backend {
   void argmax_rows(Mat x, int32_t* ids, float* p_top) override { cpu::argmax_rows(pool_, x, ids, p_top); }
   void gather_rows(Mat src, const int32_t* rows, Mat dst) override { cpu::gather_rows(pool_, src, rows, dst); }
   void copy(Mat src, Mat dst) override { cpu::copy(pool_, src, dst); }
+  bool supports_kv_type(GgmlType type) const override {
+    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::Q8_0;
+  }
   void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) override {
     cpu::kv_store(pool_, k, v, kv, slots);
   }
