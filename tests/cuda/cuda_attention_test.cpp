@@ -121,21 +121,36 @@ void check_attention(const AttnCase& c) {
   // Pools: K ~ N(0, 1/sqrt(D)) so that scores have a spread of a few units (times q_scale).
   const auto kf = randn(static_cast<size_t>(n_slots * width_kv), 1.0f / std::sqrt(std::sqrt(static_cast<float>(D))));
   const auto vf = randn(static_cast<size_t>(n_slots * width_kv), 1.0f);
-  const bool f16 = c.kv_type == GgmlType::F16;
-  std::vector<uint16_t> kh, vh;
-  std::vector<float> kq(kf), vq(vf);  // the values the pools hold (rounded to f16 when f16)
-  if (f16) {
-    kh.resize(kf.size());
-    vh.resize(vf.size());
-    for (size_t i = 0; i < kf.size(); ++i) {
-      kh[i] = f32_to_fp16(kf[i]);
-      vh[i] = f32_to_fp16(vf[i]);
-      kq[i] = fp16_to_f32(kh[i]);
-      vq[i] = fp16_to_f32(vh[i]);
+  // The pools' bytes (f32, f16, or q8_0 head rows: backend.h's KvLayerView) and the values
+  // they hold (rounded to f16, or quantized, as stored).
+  const size_t head_bytes = kv_head_bytes(c.kv_type, D);
+  ASSERT_GT(head_bytes, 0u);
+  const int64_t n_heads_total = n_slots * c.n_head_kv;
+  std::vector<uint8_t> kbytes(static_cast<size_t>(n_heads_total) * head_bytes), vbytes(kbytes.size());
+  std::vector<float> kq(kf), vq(vf);
+  auto encode = [&](const std::vector<float>& x, std::vector<uint8_t>& bytes, std::vector<float>& held) {
+    for (int64_t hr = 0; hr < n_heads_total; ++hr) {
+      const float* src = x.data() + hr * D;
+      uint8_t* dst = bytes.data() + hr * head_bytes;
+      float* back = held.data() + hr * D;
+      if (c.kv_type == GgmlType::F32) {
+        std::memcpy(dst, src, head_bytes);
+      } else if (c.kv_type == GgmlType::F16) {
+        auto* h16 = reinterpret_cast<uint16_t*>(dst);
+        for (int i = 0; i < D; ++i) back[i] = fp16_to_f32(h16[i] = f32_to_fp16(src[i]));
+      } else {
+        kv_quantize_q8_0(src, D, dst);
+        kv_dequantize_q8_0(dst, D, back);
+      }
     }
+  };
+  encode(kf, kbytes, kq);
+  encode(vf, vbytes, vq);
+  if (c.kv_type != GgmlType::F32) {
     // Slots that no position up to a sequence's last token maps to hold NaN, as a pool's
     // unwritten or stale slots may: no kernel may read them into a product (P V with P = 0
     // included; the wgmma kernel's TMA form reads whole 32-slot tiles and must zero them).
+    // q8_0: a NaN scale.
     std::vector<bool> live(static_cast<size_t>(n_slots), false);
     const int wrap_pages = c.wrap_pages > 0 ? c.wrap_pages : max_pages;
     for (int s = 0; s < n_seqs; ++s)
@@ -144,10 +159,15 @@ void check_attention(const AttnCase& c) {
              p % c.page_size] = true;
     for (int64_t sl = 0; sl < n_slots; ++sl) {
       if (live[static_cast<size_t>(sl)]) continue;
-      for (int i = 0; i < width_kv; ++i) {
-        const size_t at = static_cast<size_t>(sl * width_kv + i);
-        kh[at] = vh[at] = 0x7E00;
-        kq[at] = vq[at] = std::numeric_limits<float>::quiet_NaN();
+      for (int j = 0; j < c.n_head_kv; ++j) {
+        const int64_t hr = sl * c.n_head_kv + j;
+        for (std::vector<uint8_t>* b : {&kbytes, &vbytes}) {
+          auto* h16 = reinterpret_cast<uint16_t*>(b->data() + hr * head_bytes);
+          if (c.kv_type == GgmlType::F16) std::fill(h16, h16 + D, uint16_t{0x7E00});
+          else std::fill(h16 + D / 2, h16 + D / 2 + D / 32, uint16_t{0x7E00});  // the scales, after D int8
+        }
+        std::fill(kq.begin() + hr * D, kq.begin() + (hr + 1) * D, std::numeric_limits<float>::quiet_NaN());
+        std::fill(vq.begin() + hr * D, vq.begin() + (hr + 1) * D, std::numeric_limits<float>::quiet_NaN());
       }
     }
   }
@@ -236,15 +256,9 @@ void check_attention(const AttnCase& c) {
   // max_kv_len and n_seqs hint, as a decode step is to the verify pass that holds its token.
   auto run = [&](Backend& be, bool mm = false, int t0 = 0, int n_rows = -1) -> std::vector<float> {
     if (n_rows < 0) n_rows = n_tok;
-    const size_t elem = f16 ? 2 : 4;
-    Buf kb(be, static_cast<size_t>(n_slots * width_kv) * elem), vb(be, static_cast<size_t>(n_slots * width_kv) * elem);
-    if (f16) {
-      kb.put(kh);
-      vb.put(vh);
-    } else {
-      kb.put(kf);
-      vb.put(vf);
-    }
+    Buf kb(be, kbytes.size()), vb(be, vbytes.size());
+    kb.put(kbytes);
+    vb.put(vbytes);
     auto rows_of = [&](const std::vector<int32_t>& v) {
       return std::vector<int32_t>(v.begin() + t0, v.begin() + t0 + n_rows);
     };
@@ -422,7 +436,7 @@ TEST(CudaAttention, HeadDimsAndGroups) {
 
 TEST(CudaAttention, PoolsPagesAndBatches) {
   GS_REQUIRE_BACKENDS();
-  for (GgmlType kt : {GgmlType::F16, GgmlType::F32})
+  for (GgmlType kt : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0})
     for (int page : {1, 16, 256})
       for (int seqs : {1, 3})
         for (bool inter : {false, true}) {
@@ -507,6 +521,45 @@ TEST(CudaAttention, VerifyRowsEqualDecodeRows) {
       c.verify_rows = true;
       check_attention(c);
     }
+}
+
+// q8_0 pools (decision 0035) where the model's calls take each kernel: decode and verify of
+// the 31B's full (D 512, GQA 8) and sliding (D 256, window 1024) layers over long contexts,
+// verify rows equal to decode rows, a prefill chunk, and several sequences in one batch.
+TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
+  GS_REQUIRE_BACKENDS();
+  struct K {
+    int D, n_head, n_head_kv, ctx, window, max_kv_len;
+  };
+  for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}})
+    for (int tokens : {1, 5, 70}) {
+      AttnCase c;
+      c.head_dim = k.D;
+      c.n_head = k.n_head;
+      c.n_head_kv = k.n_head_kv;
+      c.kv_type = GgmlType::Q8_0;
+      c.page_size = 256;
+      c.ctx = k.ctx;
+      c.window = k.window;
+      c.tokens_per_seq = tokens;
+      c.n_seqs_hint = 1;
+      c.max_kv_len = k.max_kv_len;
+      c.naive = false;
+      c.bounded = true;
+      c.verify_rows = tokens <= 8;
+      check_attention(c);
+    }
+  AttnCase c;
+  c.head_dim = 256;
+  c.n_head = 8;
+  c.n_head_kv = 2;
+  c.kv_type = GgmlType::Q8_0;
+  c.page_size = 16;
+  c.seq_tokens = {1, 4, 1};
+  c.seq_ctx = {40, 500, 7};
+  c.interleave = true;
+  c.q_scale = 4.0f;  // sharp softmax
+  check_attention(c);
 }
 
 // Split decode and verify outputs as the output projection's f16 operand (the attention

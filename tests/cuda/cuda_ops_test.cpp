@@ -228,16 +228,38 @@ TEST(CudaOps, EmbedEveryType) {
   }
 }
 
+// The values of a K or V pool's bytes (head rows of D values of `type`: KvLayerView), in order.
+std::vector<float> pool_values(const std::vector<uint8_t>& bytes, GgmlType type, int D) {
+  const size_t hb = kv_head_bytes(type, D);
+  std::vector<float> out(bytes.size() / hb * D);
+  for (size_t h = 0; h < bytes.size() / hb; ++h) {
+    const uint8_t* row = bytes.data() + h * hb;
+    float* dst = out.data() + h * D;
+    if (type == GgmlType::Q8_0) {
+      kv_dequantize_q8_0(row, D, dst);
+    } else if (type == GgmlType::F16) {
+      for (int i = 0; i < D; ++i) {
+        uint16_t v;
+        std::memcpy(&v, row + 2 * i, 2);
+        dst[i] = fp16_to_f32(v);
+      }
+    } else {
+      std::memcpy(dst, row, hb);
+    }
+  }
+  return out;
+}
+
 TEST(CudaOps, KvStoreAndCopy) {
   GS_REQUIRE_BACKENDS();
-  for (GgmlType kt : {GgmlType::F16, GgmlType::F32}) {
-    const int n_kv = 3, D = 40, width = n_kv * D, n_slots = 50, n = 7;
+  for (GgmlType kt : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+    const int n_kv = 3, D = kt == GgmlType::Q8_0 ? 64 : 40, width = n_kv * D, n_slots = 50, n = 7;
     HostMat hk(n, width, width + 5, 2.0f), hv(n, width, width, 2.0f);
     const std::vector<int32_t> slots = {3, 49, 0, 17, 18, 2, 30};
     const std::vector<int32_t> src = {3, 49, 17}, dst = {10, 11, 12};
-    const size_t elem = kt == GgmlType::F16 ? 2 : 4;
+    const size_t head_bytes = kv_head_bytes(kt, D), pool_bytes = n_slots * n_kv * head_bytes;
     auto r = run3([&](Backend& be) {
-      Buf kb(be, n_slots * width * elem), vb(be, n_slots * width * elem), sb(be, slots.size() * 4),
+      Buf kb(be, pool_bytes), vb(be, pool_bytes), sb(be, slots.size() * 4),
           s1(be, src.size() * 4), s2(be, dst.size() * 4);
       EXPECT_TRUE(be.memset_zero(kb.data(), kb.bytes).ok());
       EXPECT_TRUE(be.memset_zero(vb.data(), vb.bytes).ok());
@@ -250,14 +272,12 @@ TEST(CudaOps, KvStoreAndCopy) {
       be.kv_copy_slots(kv, s1.i(), s2.i(), static_cast<int>(src.size()));
       std::vector<float> all;
       for (Buf* b : {&kb, &vb}) {
-        if (kt == GgmlType::F16) {
-          for (uint16_t h : b->get<uint16_t>(static_cast<size_t>(n_slots * width))) all.push_back(fp16_to_f32(h));
-        } else {
-          for (float f : b->get<float>(static_cast<size_t>(n_slots * width))) all.push_back(f);
-        }
+        const std::vector<float> f = pool_values(b->get<uint8_t>(pool_bytes), kt, D);
+        all.insert(all.end(), f.begin(), f.end());
       }
       return all;
     });
+    // q8_0: the same rounding on both sides (k_kv_q8.cuh), so the same bits.
     expect_close(r, 0, 1e-30, std::string("kv_store/copy ") + std::string(ggml_type_name(kt)));
   }
 }
@@ -408,9 +428,9 @@ QkvOut qkv_on(Backend& be, bool own, const QkvCase& c, const HostMat& hq, const 
               const std::vector<int64_t>& scratch) {
   QkvOut r;
   const int64_t width = static_cast<int64_t>(c.n_kv) * c.head_dim;
-  const size_t elem = c.kv_type == GgmlType::F16 ? 2 : 4;
+  const size_t slot_bytes = c.n_kv * kv_head_bytes(c.kv_type, c.head_dim);
   const int64_t pool_slots = kPoolFront + n_slots + kPoolBack;
-  const size_t pool_bytes = static_cast<size_t>(std::max<int64_t>(1, pool_slots * width)) * elem;
+  const size_t pool_bytes = std::max<size_t>(1, pool_slots * slot_bytes);
   DevMat q(be, hq), k(be, hk), v(be, hv);
   Buf qnb(be, qn.size() * 4), knb(be, kn.size() * 4), ffb(be, ff.size() * 4), pb(be, pos.size() * 4),
       sb(be, slots.size() * 4), kp(be, pool_bytes), vp(be, pool_bytes);
@@ -440,8 +460,8 @@ QkvOut qkv_on(Backend& be, bool own, const QkvCase& c, const HostMat& hq, const 
   a.rope.ext_factor = c.ext_factor;
   a.rope.attn_factor = 1.0f;
   rope_yarn_corr_dims(c.n_dims, 262144, c.theta, 32.f, 1.f, &a.rope.corr_lo, &a.rope.corr_hi);
-  a.kv = KvLayerView{static_cast<uint8_t*>(kp.data()) + kPoolFront * width * elem,
-                     static_cast<uint8_t*>(vp.data()) + kPoolFront * width * elem, c.kv_type, c.n_kv, c.head_dim,
+  a.kv = KvLayerView{static_cast<uint8_t*>(kp.data()) + kPoolFront * slot_bytes,
+                     static_cast<uint8_t*>(vp.data()) + kPoolFront * slot_bytes, c.kv_type, c.n_kv, c.head_dim,
                      n_slots};
   a.slots = sb.i();
   if (own) {
@@ -455,12 +475,7 @@ QkvOut qkv_on(Backend& be, bool own, const QkvCase& c, const HostMat& hq, const 
   r.k = k.dense();
   r.v = v.dense();
   for (auto [buf, dst] : {std::pair{&kp, &r.pk}, std::pair{&vp, &r.pv}}) {
-    const size_t n = static_cast<size_t>(pool_slots * width);
-    if (c.kv_type == GgmlType::F16) {
-      for (uint16_t h : buf->get<uint16_t>(n)) dst->push_back(fp16_to_f32(h));
-    } else {
-      *dst = buf->get<float>(n);
-    }
+    if (c.n_kv > 0) *dst = pool_values(buf->get<uint8_t>(pool_slots * slot_bytes), c.kv_type, c.head_dim);
     for (int64_t sl : scratch)
       for (int64_t i = 0; i < width; ++i) {
         float& e = (*dst)[static_cast<size_t>((kPoolFront + sl) * width + i)];
@@ -489,6 +504,10 @@ TEST(CudaOps, QkvNormRopeStore) {
       {"head 1280 (op sequence)", 2, 1, 1280, 1024, false, 10000.f, 1.f, 0.f, 1000, false, GgmlType::F32, 1.f, 1.f,
        1.f},
       {"q only (drafter)", 8, 0, 256, 256, true, 1e6f, 1.f, 0.f, 100000, false, GgmlType::F16, 1.f, 1.f, 1.f},
+      {"31B sliding, q8_0 KV", 32, 16, 256, 256, false, 10000.f, 1.f, 0.f, 262144, false, GgmlType::Q8_0, 1.f, 1.f, 1.f},
+      {"31B full, K = V, q8_0 KV", 32, 4, 512, 512, true, 1e6f, 1.f, 0.f, 262144, true, GgmlType::Q8_0, 1.f, 1.f, 1.f},
+      {"partial rotary, q8_0 KV", 8, 2, 128, 64, false, 10000.f, 1.f, 0.f, 5000, false, GgmlType::Q8_0, 1e-3f, 1e4f,
+       1e15f},
   };
   FusedTally tally;
   for (const QkvCase& c : cases)
@@ -522,7 +541,7 @@ TEST(CudaOps, QkvNormRopeStore) {
       const QkvOut fast = qkv_on(*B.fast, true, c, hq, hk, hv, qn, kn, ff, pos, slots, n_slots, scratch);
       const QkvOut seq = qkv_on(*B.fast, false, c, hq, hk, hv, qn, kn, ff, pos, slots, n_slots, scratch);
       const QkvOut simple = qkv_on(*B.simple, true, c, hq, hk, hv, qn, kn, ff, pos, slots, n_slots, scratch);
-      const bool f16 = c.kv_type == GgmlType::F16;
+      const bool f16 = c.kv_type == GgmlType::F16, q8 = c.kv_type == GgmlType::Q8_0;
       for (const auto* got : {&fast, &seq, &simple}) {
         const char* side = got == &fast ? " (fast)" : got == &seq ? " (fast op sequence)" : " (simple)";
         // Angles reach 1e6 rad: both sides must reduce them accurately (as CudaOps.Rope).
@@ -532,11 +551,12 @@ TEST(CudaOps, QkvNormRopeStore) {
           EXPECT_LE(e.rel_l2, 1e-5) << name << side;
           EXPECT_LE(e.rel_max, 1e-4) << name << side;
         }
-        // An f16 pool element may round the other way: one f16 ulp (2^-11 relative).
+        // An f16 pool element may round the other way: one f16 ulp (2^-11 relative); a q8_0
+        // one by one step of its block (at most 1/127 of the block's largest magnitude).
         for (auto [name, g, r] : {std::tuple{"K pool", &got->pk, &ref.pk}, std::tuple{"V pool", &got->pv, &ref.pv}}) {
           const ErrStats e = compare(*g, *r);
-          EXPECT_LE(e.rel_l2, f16 ? 2e-4 : 1e-5) << name << side;
-          EXPECT_LE(e.rel_max, f16 ? 1e-3 : 1e-4) << name << side;
+          EXPECT_LE(e.rel_l2, q8 ? 2e-3 : f16 ? 2e-4 : 1e-5) << name << side;
+          EXPECT_LE(e.rel_max, q8 ? 1e-2 : f16 ? 1e-3 : 1e-4) << name << side;
         }
         if (!dry) {
           const bool untouched = std::all_of(got->scratch.begin(), got->scratch.end(), [](float x) { return x == 0.0f; });
@@ -546,8 +566,8 @@ TEST(CudaOps, QkvNormRopeStore) {
       EXPECT_LE(compare(fast.q, seq.q).rel_max, 1e-6) << "q: fused vs op sequence";
       EXPECT_LE(compare(fast.k, seq.k).rel_max, 1e-6) << "k: fused vs op sequence";
       EXPECT_LE(compare(fast.v, seq.v).rel_max, 1e-6) << "v: fused vs op sequence";
-      EXPECT_LE(compare(fast.pk, seq.pk).rel_max, f16 ? 1e-3 : 1e-6) << "K pool: fused vs op sequence";
-      EXPECT_LE(compare(fast.pv, seq.pv).rel_max, f16 ? 1e-3 : 1e-6) << "V pool: fused vs op sequence";
+      EXPECT_LE(compare(fast.pk, seq.pk).rel_max, q8 ? 1e-2 : f16 ? 1e-3 : 1e-6) << "K pool: fused vs op sequence";
+      EXPECT_LE(compare(fast.pv, seq.pv).rel_max, q8 ? 1e-2 : f16 ? 1e-3 : 1e-6) << "V pool: fused vs op sequence";
       tally.add(same_floats(fast.q, seq.q) && same_floats(fast.k, seq.k) && same_floats(fast.v, seq.v) &&
                 same_floats(fast.pk, seq.pk) && same_floats(fast.pv, seq.pv));
     }

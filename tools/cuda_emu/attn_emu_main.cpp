@@ -35,6 +35,65 @@ float from_f16(uint16_t u) {
   return __half2float(h);
 }
 
+// q8_0 head rows (backend.h's KvLayerView, decision 0035): D int8 values, then D / 32 f16
+// scales, rounded as ggml's q8_0 (d = max|x| / 127, q = round(x / d)); `back` gets the values
+// they hold.
+void q8_encode(const float* x, int D, uint8_t* row, float* back) {
+  for (int b = 0; b < D / 32; ++b) {
+    float amax = 0.f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+    const float d = amax / 127.0f, id = d != 0.f ? 1.0f / d : 0.f;
+    const uint16_t dh = to_f16(d);
+    std::memcpy(row + D + 2 * b, &dh, 2);
+    for (int i = 0; i < 32; ++i) {
+      const auto q = static_cast<int8_t>(std::round(x[32 * b + i] * id));
+      row[32 * b + i] = static_cast<uint8_t>(q);
+      back[32 * b + i] = static_cast<float>(q) * from_f16(dh);
+    }
+  }
+}
+
+// K and V pools of slots x n_kv head rows: f16, or q8_0 (q8); `held` the values they hold.
+struct Pools {
+  bool q8 = false;
+  int D = 0;
+  std::vector<uint8_t> k, v;
+  std::vector<float> kv_held[2];
+  size_t head_bytes() const { return q8 ? static_cast<size_t>(D + D / 16) : static_cast<size_t>(2 * D); }
+  void init(bool q8_, int D_, int64_t n_heads) {
+    q8 = q8_;
+    D = D_;
+    k.assign(static_cast<size_t>(n_heads) * head_bytes(), 0);
+    v.assign(k.size(), 0);
+    for (auto& h : kv_held) h.assign(static_cast<size_t>(n_heads * D), NAN);
+  }
+  // Head row hr of K (which 0) or V (1) from D values.
+  void put(int which, int64_t hr, const float* x) {
+    uint8_t* row = (which ? v : k).data() + hr * head_bytes();
+    float* back = kv_held[which].data() + hr * D;
+    if (q8) {
+      q8_encode(x, D, row, back);
+    } else {
+      for (int i = 0; i < D; ++i) {
+        const uint16_t h = to_f16(x[i]);
+        std::memcpy(row + 2 * i, &h, 2);
+        back[i] = from_f16(h);
+      }
+    }
+  }
+  // Every head row NaN (f16: every value; q8_0: every scale).
+  void poison() {
+    for (std::vector<uint8_t>* b : {&k, &v})
+      for (size_t hr = 0; hr < b->size() / head_bytes(); ++hr) {
+        auto* h16 = reinterpret_cast<uint16_t*>(b->data() + hr * head_bytes());
+        if (q8) std::fill(h16 + D / 2, h16 + D / 2 + D / 32, uint16_t{0x7E00});
+        else std::fill(h16, h16 + D, uint16_t{0x7E00});
+      }
+  }
+  float held(int which, int64_t hr, int d) const { return kv_held[which][static_cast<size_t>(hr * D + d)]; }
+  KvView view(int n_kv, int64_t n_slots) { return KvView{k.data(), v.data(), !q8, n_kv, D, n_slots, q8}; }
+};
+
 struct Case {
   std::string name;
   int D = 64, n_head = 4, n_kv = 2, page = 16, window = 0, wrap = 0;
@@ -43,6 +102,7 @@ struct Case {
   int empty_every = 0;
   float q_scale = 1.0f;
   int q_pad = 0;
+  bool q8 = false;  // q8_0 pools
 };
 
 struct Err {
@@ -70,7 +130,7 @@ int failures = 0;
 
 void run_case(const Case& c) {
   const int D = c.D, n_seqs = static_cast<int>(c.tokens.size());
-  const int width_kv = c.n_kv * D, width_q = c.n_head * D, G = c.n_head / c.n_kv;
+  const int width_q = c.n_head * D, G = c.n_head / c.n_kv;
   const int n_tok = std::accumulate(c.tokens.begin(), c.tokens.end(), 0);
   int max_pos = 1;
   for (int s = 0; s < n_seqs; ++s) max_pos = std::max(max_pos, c.ctx[static_cast<size_t>(s)] + c.tokens[static_cast<size_t>(s)]);
@@ -83,22 +143,25 @@ void run_case(const Case& c) {
   std::vector<int32_t> pages(static_cast<size_t>(n_seqs * max_pages));
   for (size_t i = 0; i < pages.size(); ++i) pages[i] = perm[i];
   std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<uint16_t> kh(static_cast<size_t>(n_slots * width_kv)), vh(kh.size());
+  Pools pools;
+  pools.init(c.q8, D, n_slots * c.n_kv);
   const float ks = 1.0f / std::sqrt(std::sqrt(static_cast<float>(D)));
   // Slots that no position up to a sequence's last token maps to hold NaN, as a pool's
   // unwritten or stale slots may hold anything: a kernel must neither read them nor let their
   // bits reach a product (P V with P = 0 included).
-  std::fill(kh.begin(), kh.end(), uint16_t{0x7E00});
-  std::fill(vh.begin(), vh.end(), uint16_t{0x7E00});
+  pools.poison();
   {
     const int wrap_pages = c.wrap > 0 ? c.wrap : max_pages;
+    std::vector<float> x(static_cast<size_t>(D));
     for (int s = 0; s < n_seqs; ++s)
       for (int p = 0; p < c.ctx[static_cast<size_t>(s)] + c.tokens[static_cast<size_t>(s)]; ++p) {
         const int64_t slot =
             static_cast<int64_t>(pages[static_cast<size_t>(s * max_pages + (p / c.page) % wrap_pages)]) * c.page + p % c.page;
-        for (int i = 0; i < width_kv; ++i) {
-          kh[static_cast<size_t>(slot * width_kv + i)] = to_f16(nd(rng) * ks);
-          vh[static_cast<size_t>(slot * width_kv + i)] = to_f16(nd(rng));
+        for (int j = 0; j < c.n_kv; ++j) {
+          for (float& e : x) e = nd(rng) * ks;
+          pools.put(0, slot * c.n_kv + j, x.data());
+          for (float& e : x) e = nd(rng);
+          pools.put(1, slot * c.n_kv + j, x.data());
         }
       }
   }
@@ -147,8 +210,7 @@ void run_case(const Case& c) {
                 c.page + p % c.page;
         double s = 0;
         for (int d = 0; d < D; ++d)
-          s += static_cast<double>(q[static_cast<size_t>(t * q_stride + h * D + d)]) *
-               from_f16(kh[static_cast<size_t>(slot * width_kv + j * D + d)]);
+          s += static_cast<double>(q[static_cast<size_t>(t * q_stride + h * D + d)]) * pools.held(0, slot * c.n_kv + j, d);
         sc.push_back(s);
         sl.push_back(slot);
       }
@@ -158,7 +220,7 @@ void run_case(const Case& c) {
       for (double& s : sc) l += (s = std::exp(s - m));
       for (int d = 0; d < D; ++d) {
         double o = 0;
-        for (size_t i = 0; i < sc.size(); ++i) o += sc[i] * from_f16(vh[static_cast<size_t>(sl[i] * width_kv + j * D + d)]);
+        for (size_t i = 0; i < sc.size(); ++i) o += sc[i] * pools.held(1, sl[i] * c.n_kv + j, d);
         ref[static_cast<size_t>(t * width_q + h * D + d)] = static_cast<float>(o / l);
       }
     }
@@ -167,7 +229,7 @@ void run_case(const Case& c) {
   p.n_head = c.n_head;
   p.head_dim = D;
   p.scale = 1.0f;
-  p.kv = KvView{kh.data(), vh.data(), true, c.n_kv, D, n_slots};
+  p.kv = pools.view(c.n_kv, n_slots);
   p.pages = PagesView{pages.data(), max_pages, c.page, c.wrap};
   p.tok_seq = tok_seq.data();
   p.kv_lo = lo.data();
@@ -256,18 +318,24 @@ void run_case(const Case& c) {
 // for bit the same (`exact`); other counts (what the 16-row kernel's host code picks for
 // decode and verify at a large n_ctx) are only reported, and show that the check can fail.
 void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, int k, int splits, int splits_one,
-                     bool exact, int window = 0) {
-  const int width_kv = n_kv * D, width_q = n_head * D, page = 16;
+                     bool exact, int window = 0, bool q8 = false) {
+  const int width_q = n_head * D, page = 16;
   const int max_pages = (ctx + k + page - 1) / page;
   const int64_t n_slots = static_cast<int64_t>(max_pages) * page;
   std::vector<int32_t> pages(static_cast<size_t>(max_pages));
   std::iota(pages.begin(), pages.end(), 0);
   std::shuffle(pages.begin(), pages.end(), rng);
   std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<uint16_t> kh(static_cast<size_t>(n_slots * width_kv)), vh(kh.size());
-  for (size_t i = 0; i < kh.size(); ++i) {
-    kh[i] = to_f16(nd(rng) * 0.3f);
-    vh[i] = to_f16(nd(rng));
+  Pools pools;
+  pools.init(q8, D, n_slots * n_kv);
+  {
+    std::vector<float> x(static_cast<size_t>(D));
+    for (int64_t hr = 0; hr < n_slots * n_kv; ++hr) {
+      for (float& e : x) e = nd(rng) * 0.3f;
+      pools.put(0, hr, x.data());
+      for (float& e : x) e = nd(rng);
+      pools.put(1, hr, x.data());
+    }
   }
   std::vector<float> q(static_cast<size_t>(k * width_q));
   for (float& x : q) x = nd(rng);
@@ -282,7 +350,7 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
     p.n_head = n_head;
     p.head_dim = D;
     p.scale = 1.0f;
-    p.kv = KvView{kh.data(), vh.data(), true, n_kv, D, n_slots};
+    p.kv = pools.view(n_kv, n_slots);
     p.pages = PagesView{pages.data(), max_pages, page, 0};
     p.tok_seq = seq.data() + first;
     p.kv_lo = lo.data() + first;
@@ -304,9 +372,9 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
   }
   const bool ok = !exact || differing == 0;
   if (!ok) ++failures;
-  std::printf("%-4s verify %d vs decode D%d G%d ctx %d window %d %-3s splits %d / %d: %d of %d rows differ%s\n",
-              ok ? "ok" : "FAIL", k, D, n_head / n_kv, ctx, window, kernel, splits, splits_one, differing, k,
-              exact ? "" : " (not required)");
+  std::printf("%-4s verify %d vs decode D%d G%d ctx %d window %d%s %-3s splits %d / %d: %d of %d rows differ%s\n",
+              ok ? "ok" : "FAIL", k, D, n_head / n_kv, ctx, window, q8 ? " q8" : "", kernel, splits, splits_one,
+              differing, k, exact ? "" : " (not required)");
   std::fflush(stdout);
 }
 
@@ -389,6 +457,15 @@ int main(int argc, char** argv) {
       c.page = 64;
       add(c);
     }
+  // q8_0 pools (decision 0035) in both kernels wherever their rows are 16-byte aligned
+  // (head_dim 256 and 512): the raw tiles dequantized into f16 tiles before the products.
+  for (const Case& c0 : std::vector<Case>(cases))
+    if ((c0.D == 256 || c0.D == 512) && c0.name.find("page64") == std::string::npos) {
+      Case c = c0;
+      c.name += " q8";
+      c.q8 = true;
+      add(c);
+    }
   for (const Case& c : cases)
     if (filter.empty() || c.name.find(filter) != std::string::npos) run_case(c);
   // Decode and a verify of 5 with the same split count (the 64-row kernel's host choice for
@@ -409,6 +486,11 @@ int main(int argc, char** argv) {
         run_verify_case(kernel, 256, 4, 2, 300, k, 4, 4, true, 100);
         run_verify_case(kernel, 256, 4, 2, 300, k, 3, 3, true, 100);
       }
+    // The same with q8_0 pools.
+    for (const char* kernel : {"new", "old"}) {
+      run_verify_case(kernel, 512, 8, 1, 300, 5, 3, 3, true, 0, true);
+      run_verify_case(kernel, 256, 4, 2, 300, 5, 4, 4, true, 100, true);
+    }
   }
   std::printf("%d failed\n", failures);
   return failures ? 1 : 0;

@@ -490,6 +490,9 @@ class CudaBackend final : public Backend {
     launched("copy");
   }
 
+  bool supports_kv_type(GgmlType type) const override {
+    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::Q8_0;
+  }
   void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) override {
     if (!enter()) return;
     const int64_t width = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
@@ -722,10 +725,11 @@ class CudaBackend final : public Backend {
   }
   static bool kv_ok(const KvLayerView& kv) {
     return kv.k && kv.v && kv.n_head_kv > 0 && kv.head_dim > 0 &&
-           (kv.type == GgmlType::F16 || kv.type == GgmlType::F32);
+           (kv.type == GgmlType::F16 || kv.type == GgmlType::F32 || kv.type == GgmlType::Q8_0) &&
+           kv_head_bytes(kv.type, kv.head_dim) > 0;
   }
   static cuda::KvView kv_view(const KvLayerView& kv) {
-    return {kv.k, kv.v, kv.type == GgmlType::F16, kv.n_head_kv, kv.head_dim, kv.n_slots};
+    return {kv.k, kv.v, kv.type == GgmlType::F16, kv.n_head_kv, kv.head_dim, kv.n_slots, kv.type == GgmlType::Q8_0};
   }
   // Shapes the fused attention-input kernel takes: those the separate ops accept (rms_norm,
   // rope, copy, kv_store), heads of at most cuda::kQkvMaxHeadDim, q, k, v apart.

@@ -19,7 +19,8 @@ struct MatF {
   int64_t stride;
 };
 
-// One layer's K/V pools: [n_slots, n_head_kv, head_dim] of f16 (f16 = true) or f32.
+// One layer's K/V pools: [n_slots, n_head_kv] head rows of head_dim values, f16 (f16), q8_0
+// (q8: int8 values then head_dim / 32 f16 scales, backend.h's KvLayerView) or f32 (neither).
 struct KvView {
   void* k;
   void* v;
@@ -27,7 +28,13 @@ struct KvView {
   int n_head_kv;
   int head_dim;
   int64_t n_slots;
+  bool q8 = false;
 };
+
+// Bytes of one head row of the pools.
+__host__ __device__ inline int64_t kv_head_row_bytes(const KvView& kv) {
+  return kv.q8 ? kv.head_dim + kv.head_dim / 16 : static_cast<int64_t>(kv.head_dim) * (kv.f16 ? 2 : 4);
+}
 
 // backend.h's PageTableView.
 struct PagesView {

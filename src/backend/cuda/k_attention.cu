@@ -15,6 +15,7 @@
 
 #include "backend/cuda/k_attn_common.cuh"
 #include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_kv_q8.cuh"
 #include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
@@ -33,7 +34,6 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attn_simple_kernel(AttnPara
   const int j = head / G;
   const int seq = p.tok_seq[tok];
   const int lo = max(p.kv_lo[tok], 0), hi = p.kv_hi[tok];
-  const int64_t width = static_cast<int64_t>(p.kv.n_head_kv) * D;
   float q[DPL], acc[DPL];
   const float* qr = p.q.data + static_cast<int64_t>(tok) * p.q.stride + static_cast<int64_t>(head) * D;
 #pragma unroll
@@ -46,15 +46,12 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attn_simple_kernel(AttnPara
   for (int pos = lo + warp; pos <= hi; pos += kSimpleWarps) {
     const int64_t slot = kv_slot(p.pages, seq, pos, p.kv.n_slots);
     if (slot < 0) continue;
-    const int64_t off = slot * width + static_cast<int64_t>(j) * D;
     float s = 0.f;
 #pragma unroll
     for (int i = 0; i < DPL; ++i) {
       const int d = lane + 32 * i;
       if (d < D) {
-        const float kv = p.kv.f16 ? f16_bits_to_f32(static_cast<const uint16_t*>(p.kv.k)[off + d])
-                                  : static_cast<const float*>(p.kv.k)[off + d];
-        s += q[i] * kv;
+        s += q[i] * kv_pool_load(p.kv.k, p.kv, slot, j, d);
       }
     }
     s = warp_sum(s);
@@ -66,9 +63,7 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attn_simple_kernel(AttnPara
     for (int i = 0; i < DPL; ++i) {
       const int d = lane + 32 * i;
       if (d < D) {
-        const float vv = p.kv.f16 ? f16_bits_to_f32(static_cast<const uint16_t*>(p.kv.v)[off + d])
-                                  : static_cast<const float*>(p.kv.v)[off + d];
-        acc[i] = acc[i] * corr + pe * vv;
+        acc[i] = acc[i] * corr + pe * kv_pool_load(p.kv.v, p.kv, slot, j, d);
       }
     }
     m = m_new;
@@ -101,16 +96,22 @@ constexpr int kTP = 32;    // KV positions per tile
 constexpr int kRows = 16;  // query rows per CTA
 constexpr int kNW = 4;     // warps per CTA, each owning head_dim / 4 output dims
 
-template <int D>
+// Q8: q8_0 pools (decision 0035). Their K/V tiles are copied raw into a double buffer of
+// their own and dequantized into one f16 K and one f16 V tile before the products; f16 pools
+// copy straight into two f16 tiles of each.
+template <int D, bool Q8 = false>
 struct FaSmem {
   static constexpr int kStride = D + 8;  // halves per smem row; the pad spreads ldmatrix rows over banks
   static constexpr int kSStride = kTP + 4;
+  static constexpr int kBufs = Q8 ? 1 : 2;      // f16 K (and V) tiles
+  static constexpr int kRawRow = D + D / 16;    // bytes of a q8_0 head row
   static constexpr size_t kQ = 0;  // Q in f16: [kRows][kStride]
   static constexpr size_t kK = kQ + 1ull * kRows * kStride * 2;
-  static constexpr size_t kV = kK + 2ull * kTP * kStride * 2;
-  static constexpr size_t kS = kV + 2ull * kTP * kStride * 2;
+  static constexpr size_t kV = kK + 1ull * kBufs * kTP * kStride * 2;
+  static constexpr size_t kS = kV + 1ull * kBufs * kTP * kStride * 2;
   static constexpr size_t kSlots = kS + static_cast<size_t>(kNW) * kRows * kSStride * 4;
-  static constexpr size_t kTotal = kSlots + 2ull * kTP * 8;
+  static constexpr size_t kRaw = kSlots + 2ull * kTP * 8;  // Q8: [2 buffers][K, V][kTP][kRawRow] bytes
+  static constexpr size_t kTotal = kRaw + (Q8 ? 4ull * kTP * kRawRow : 0);
 };
 
 // Merges the n_splits partial results of one (token, head) row: weights exp(m_s - M) once per
@@ -178,11 +179,11 @@ __device__ void combine_row(const float* __restrict__ partial, int n_splits, int
   __syncthreads();
 }
 
-template <int D>
+template <int D, bool Q8>
 __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_splits, float* __restrict__ partial) {
   GS_PDL_TRIGGER();
   if (!p.early) GS_PDL_WAIT();
-  using S = FaSmem<D>;
+  using S = FaSmem<D, Q8>;
   constexpr int kStride = S::kStride;
   constexpr int DS = D / kNW;  // dims per warp
   constexpr int NTO = DS / 8;  // output n-tiles per warp
@@ -230,15 +231,30 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
       slots[buf * kTP + tid] = pos >= sg.lo && pos <= sg.hi ? kv_slot(p.pages, sg.seq, pos, p.kv.n_slots) : -1;
     }
   };
+  uint8_t* raw = smem + S::kRaw;  // Q8 only
   auto tile_copies = [&](int buf) {
-    constexpr int CH = D / 8;
-    for (int idx = tid; idx < kTP * CH; idx += blockDim.x) {
-      const int pi = idx / CH, c = idx % CH;
-      const int64_t sl = slots[buf * kTP + pi];
-      const int64_t off = sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D + c * 8 : 0;
-      const int nb = sl >= 0 ? 16 : 0;
-      cp_async16(Ks + (buf * kTP + pi) * kStride + c * 8, kpool + off, nb);
-      cp_async16(Vs + (buf * kTP + pi) * kStride + c * 8, vpool + off, nb);
+    if constexpr (Q8) {  // raw head rows: S::kRawRow / 16 chunks each, into raw buffer buf
+      constexpr int HB = S::kRawRow, CH = HB / 16;
+      const auto* kp8 = static_cast<const uint8_t*>(p.kv.k);
+      const auto* vp8 = static_cast<const uint8_t*>(p.kv.v);
+      for (int idx = tid; idx < kTP * CH; idx += blockDim.x) {
+        const int pi = idx / CH, c = idx % CH;
+        const int64_t sl = slots[buf * kTP + pi];
+        const int64_t off = sl >= 0 ? (sl * n_kv + j) * HB + c * 16 : 0;
+        const int nb = sl >= 0 ? 16 : 0;
+        cp_async16(raw + ((2 * buf) * kTP + pi) * HB + c * 16, kp8 + off, nb);
+        cp_async16(raw + ((2 * buf + 1) * kTP + pi) * HB + c * 16, vp8 + off, nb);
+      }
+    } else {
+      constexpr int CH = D / 8;
+      for (int idx = tid; idx < kTP * CH; idx += blockDim.x) {
+        const int pi = idx / CH, c = idx % CH;
+        const int64_t sl = slots[buf * kTP + pi];
+        const int64_t off = sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D + c * 8 : 0;
+        const int nb = sl >= 0 ? 16 : 0;
+        cp_async16(Ks + (buf * kTP + pi) * kStride + c * 8, kpool + off, nb);
+        cp_async16(Vs + (buf * kTP + pi) * kStride + c * 8, vpool + off, nb);
+      }
     }
     cp_async_commit();
   };
@@ -333,11 +349,19 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
         cp_async_wait<0>();
       }
       __syncthreads();
+      // Q8: the landed raw tiles into the f16 tiles (which the previous tile's products were done
+      // with at the barrier that ended it), then a barrier before the products read them.
+      const int fb = Q8 ? 0 : buf;
+      if constexpr (Q8) {
+        q8_tile_to_f16<D>(raw + (2 * buf) * kTP * S::kRawRow, Ks, kStride, kTP, tid, kNW * 32);
+        q8_tile_to_f16<D>(raw + (2 * buf + 1) * kTP * S::kRawRow, Vs, kStride, kTP, tid, kNW * 32);
+        __syncthreads();
+      }
       // S (partial over this warp's quarter of head_dim) = Q K^T
       float sc[NTS][4];
 #pragma unroll
       for (int i = 0; i < NTS; ++i) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.f;
-      const __half* kb = Ks + buf * kTP * kStride;
+      const __half* kb = Ks + fb * kTP * kStride;
 #pragma unroll
       for (int kq = 0; kq < KQ; ++kq) {
         const int k0 = warp * DS + kq * 16;
@@ -409,7 +433,7 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
         }
       }
       // O += P V
-      const __half* vb = Vs + buf * kTP * kStride;
+      const __half* vb = Vs + fb * kTP * kStride;
 #pragma unroll
       for (int kk = 0; kk < kTP / 16; ++kk) {
         const uint32_t a0 = pack_f32x2(sc[2 * kk][0], sc[2 * kk][1]);
@@ -492,9 +516,14 @@ __global__ void __launch_bounds__(256) attn_operand_kernel(MatF out, AttnOperand
 // A warp whose 16 rows have no key in a tile skips its math for that tile (causal and
 // sliding-window edges). Token blocks are taken from the last one down (longest causal rows
 // first: less of a tail in the last wave).
-template <int D_, int C_, int KT_, int MINB_>
+// Q8_: q8_0 pools (decision 0035): the rings hold raw head rows (kRawRow bytes each), and the
+// tile being computed is dequantized into one f16 K and one f16 V tile (fa_layout).
+template <int D_, int C_, int KT_, int MINB_, bool Q8_ = false>
 struct FaCfg {
   static constexpr int D = D_, C = C_, KT = KT_, MINB = MINB_;
+  static constexpr bool Q8 = Q8_;
+  static constexpr int kRawRow = D + D / 16;     // bytes of a q8_0 head row
+  static constexpr int kRawChunks = kRawRow / 16;  // its 16-byte chunks (D % 256 == 0)
   static constexpr int kRG = 4;                 // row groups of 16 rows
   static constexpr int kRows = 16 * kRG;        // query rows per CTA
   static constexpr int kWarps = kRG * C;
@@ -529,20 +558,25 @@ struct FaCfg {
 // (each slot in Cfg::offs_index order).
 // A CTA of a decode or short verify batch holds fewer Q rows than 64, and the space they leave
 // holds more K/V tiles in flight (fa_launch_layout); the per-row arithmetic is the same.
+// With Cfg::Q8 the K and V rings hold raw q8_0 tiles [stages][KT][kRawRow] bytes after the
+// offsets (rk, rv), and the f16 K and V regions one tile each.
 struct FaLayout {
   int qrows, stages;
-  size_t k, v, x, off, total;
+  size_t k, v, x, off, rk, rv, total;
 };
 template <class Cfg>
 __host__ __device__ constexpr FaLayout fa_layout(int nrg, int stages) {
   FaLayout l{};
+  const size_t f16_tiles = Cfg::Q8 ? 1 : static_cast<size_t>(stages);
   l.qrows = 16 * nrg;
   l.stages = stages;
   l.k = 1ull * l.qrows * Cfg::kStride * 2;
-  l.v = l.k + static_cast<size_t>(stages) * Cfg::kTileBytes;
-  l.x = l.v + static_cast<size_t>(stages) * Cfg::kTileBytes;
+  l.v = l.k + f16_tiles * Cfg::kTileBytes;
+  l.x = l.v + f16_tiles * Cfg::kTileBytes;
   l.off = l.x + (Cfg::C > 1 ? 16ull * Cfg::kWarps * Cfg::NTS * 32 : 0);
-  l.total = l.off + (static_cast<size_t>(stages) + 1) * Cfg::KT * 8;
+  l.rk = l.off + (static_cast<size_t>(stages) + 1) * Cfg::KT * 8;
+  l.rv = l.rk + (Cfg::Q8 ? static_cast<size_t>(stages) * Cfg::KT * Cfg::kRawRow : 0);
+  l.total = l.rv + (Cfg::Q8 ? static_cast<size_t>(stages) * Cfg::KT * Cfg::kRawRow : 0);
   return l;
 }
 // The dynamic shared memory a CTA may use: an SM's shared memory (233472 B on sm_90) shared by
@@ -566,6 +600,8 @@ using FaCfg64 = FaCfg<64, 1, 64, 2>;
 using FaCfg128 = FaCfg<128, 1, 64, 2>;
 using FaCfg256 = FaCfg<256, 1, 32, 2>;
 using FaCfg512 = FaCfg<512, 2, 32, 1>;
+using FaCfg256Q8 = FaCfg<256, 1, 32, 2, true>;
+using FaCfg512Q8 = FaCfg<512, 2, 32, 1, true>;
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
@@ -604,6 +640,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const __half* kpool = static_cast<const __half*>(p.kv.k);
   const __half* vpool = static_cast<const __half*>(p.kv.v);
   const int64_t kv_width = static_cast<int64_t>(n_kv) * D;
+  uint8_t* raw_k = smem + L.rk;  // Cfg::Q8 only
+  uint8_t* raw_v = smem + L.rv;
   const int row_a = rg * 16 + g, row_b = row_a + 8;  // this thread's two rows
 
   // Fragment addresses (this warp's rows and columns; tile offsets added in the loops).
@@ -643,18 +681,39 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       w_hi = max(w_hi, __shfl_xor_sync(0xffffffffu, w_hi, ofs));
     }
 
-    auto row_offset = [&](int ti) -> int64_t {  // element offset of tile ti's row tid, -1: zeros
+    // Element offset of tile ti's row tid (Q8: byte offset of its head row), -1: zeros.
+    auto row_offset = [&](int ti) -> int64_t {
       const int pos = tile_pos(ti) + tid;
       if (pos < lo_seg || pos > hi_seg) return -1;
       const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
-      return sl >= 0 ? sl * kv_width + static_cast<int64_t>(j) * D : -1;
+      if (sl < 0) return -1;
+      return Cfg::Q8 ? (sl * n_kv + j) * Cfg::kRawRow : sl * kv_width + static_cast<int64_t>(j) * D;
     };
     // Tile t sits in stage t % S of the K and V rings (S = stages), and its KV row offsets in
     // slot t % (S + 1) of Offs. One cp.async group per tile and tensor, committed in the order
     // K_0 V_0 K_1 V_1 ...; a tile past the last commits an empty group, so that at each wait
     // 2 S - 2 later groups may be pending (K_ti at B1, V_ti at B2).
     const int S = stages;
+    // Q8: tile `tile`'s raw head rows into stage tile % S of a raw ring, any thread any chunk.
+    auto issue_raw = [&](const void* pool, uint8_t* ring, int tile) {
+      if (tile < n_tiles) {
+        constexpr int CH = Cfg::kRawChunks;
+        const int64_t* offs = Offs + (tile % (S + 1)) * KT;
+        const auto* src = static_cast<const uint8_t*>(pool);
+        uint8_t* dst = ring + (tile % S) * KT * Cfg::kRawRow;
+        for (int idx = tid; idx < KT * CH; idx += kThreads) {
+          const int key = idx / CH, ch = idx % CH;
+          const int64_t off = offs[Cfg::offs_index(key)];
+          cp_async16(dst + key * Cfg::kRawRow + ch * 16, src + (off >= 0 ? off + ch * 16 : 0), off >= 0 ? 16 : 0);
+        }
+      }
+      cp_async_commit();
+    };
     auto issue = [&](const __half* pool, __half* ring, int tile) {
+      if constexpr (Cfg::Q8) {
+        issue_raw(pool, ring == Ks ? raw_k : raw_v, tile);
+        return;
+      }
       if (tile < n_tiles) {
         constexpr int CH = D / 8, NC = Cfg::kCopies;
         const int key0 = tid / CH, ch = tid % CH;
@@ -700,9 +759,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       issue(vpool, Vs, ti + S - 1);
       int64_t next_off = -1;
       if (tid < KT && ti + S < n_tiles) next_off = row_offset(ti + S);
+      if constexpr (Cfg::Q8) {  // K_ti into the f16 K tile (every warp is done with K_{ti-1}: B2)
+        q8_tile_to_f16<D>(raw_k + st * KT * Cfg::kRawRow, Ks, kStride, KT, tid, kThreads);
+        __syncthreads();  // B1'
+      }
       const bool active = pb <= w_hi && pb + KT - 1 >= w_lo;  // warp-uniform
-      const __half* k_tile = k_frag + st * KT * kStride;
-      const __half* v_tile = v_frag + st * KT * kStride;
+      const int ft = Cfg::Q8 ? 0 : st;  // the f16 tile of K_ti and V_ti
+      const __half* k_tile = k_frag + ft * KT * kStride;
+      const __half* v_tile = v_frag + ft * KT * kStride;
       float s[NTS][4];
       if (active) {
 #pragma unroll
@@ -748,6 +812,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       wait_pending();
       __syncthreads();  // B2
       issue(kpool, Ks, ti + S);
+      if constexpr (Cfg::Q8) {  // V_ti into the f16 V tile (every warp is done with V_{ti-1}: B1)
+        q8_tile_to_f16<D>(raw_v + st * KT * Cfg::kRawRow, Vs, kStride, KT, tid, kThreads);
+        __syncthreads();  // B2'
+      }
       if (active) {
         if constexpr (C > 1) {
           const float4* xp = Xs + (rg * C + (1 - c)) * NTS * 32 + lane;
@@ -847,20 +915,20 @@ cudaError_t prepare_fa() {
   return e;
 }
 
-template <int D>
+template <int D, bool Q8 = false>
 void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
   const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
-  launch_k(attn_mma_kernel<D>, grid, kNW * 32, FaSmem<D>::kTotal, s, p, n_splits, partial);
+  launch_k(attn_mma_kernel<D, Q8>, grid, kNW * 32, FaSmem<D, Q8>::kTotal, s, p, n_splits, partial);
   launch_combine(s, p, n_splits, partial, D);
 }
 
-template <int D>
+template <int D, bool Q8 = false>
 cudaError_t prepare_d() {
-  return cudaFuncSetAttribute(attn_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(FaSmem<D>::kTotal));
+  return cudaFuncSetAttribute(attn_mma_kernel<D, Q8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(FaSmem<D, Q8>::kTotal));
 }
 
 }  // namespace
@@ -896,8 +964,9 @@ void launch_attention_simple(cudaStream_t s, const AttnParams& p) {
 
 bool attention_mma_supported(const AttnParams& p) {
   const int d = p.head_dim;
-  return p.kv.f16 && (d == 64 || d == 128 || d == 256 || d == 512) && p.kv.n_head_kv > 0 &&
-         p.n_head % p.kv.n_head_kv == 0;
+  const bool f16_shape = p.kv.f16 && (d == 64 || d == 128 || d == 256 || d == 512);
+  const bool q8_shape = p.kv.q8 && (d == 256 || d == 512);  // 16-byte aligned q8_0 rows
+  return (f16_shape || q8_shape) && p.kv.n_head_kv > 0 && p.n_head % p.kv.n_head_kv == 0;
 }
 
 int attention_mma_cta_count(const AttnParams& p) {
@@ -911,10 +980,14 @@ cudaError_t attention_prepare() {
   if (e == cudaSuccess) e = prepare_d<128>();
   if (e == cudaSuccess) e = prepare_d<256>();
   if (e == cudaSuccess) e = prepare_d<512>();
+  if (e == cudaSuccess) e = prepare_d<256, true>();
+  if (e == cudaSuccess) e = prepare_d<512, true>();
   if (e == cudaSuccess) e = prepare_fa<FaCfg64>();
   if (e == cudaSuccess) e = prepare_fa<FaCfg128>();
   if (e == cudaSuccess) e = prepare_fa<FaCfg256>();
   if (e == cudaSuccess) e = prepare_fa<FaCfg512>();
+  if (e == cudaSuccess) e = prepare_fa<FaCfg256Q8>();
+  if (e == cudaSuccess) e = prepare_fa<FaCfg512Q8>();
   return e;
 }
 
@@ -923,8 +996,14 @@ void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, flo
   switch (p.head_dim) {
     case 64: launch_mma_d<64>(s, p, n_splits, partial); break;
     case 128: launch_mma_d<128>(s, p, n_splits, partial); break;
-    case 256: launch_mma_d<256>(s, p, n_splits, partial); break;
-    case 512: launch_mma_d<512>(s, p, n_splits, partial); break;
+    case 256:
+      if (p.kv.q8) launch_mma_d<256, true>(s, p, n_splits, partial);
+      else launch_mma_d<256>(s, p, n_splits, partial);
+      break;
+    case 512:
+      if (p.kv.q8) launch_mma_d<512, true>(s, p, n_splits, partial);
+      else launch_mma_d<512>(s, p, n_splits, partial);
+      break;
     default: break;
   }
 }
@@ -952,8 +1031,14 @@ void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, floa
   switch (p.head_dim) {
     case 64: launch_fa_cfg<FaCfg64>(s, p, n_splits, partial); break;
     case 128: launch_fa_cfg<FaCfg128>(s, p, n_splits, partial); break;
-    case 256: launch_fa_cfg<FaCfg256>(s, p, n_splits, partial); break;
-    case 512: launch_fa_cfg<FaCfg512>(s, p, n_splits, partial); break;
+    case 256:
+      if (p.kv.q8) launch_fa_cfg<FaCfg256Q8>(s, p, n_splits, partial);
+      else launch_fa_cfg<FaCfg256>(s, p, n_splits, partial);
+      break;
+    case 512:
+      if (p.kv.q8) launch_fa_cfg<FaCfg512Q8>(s, p, n_splits, partial);
+      else launch_fa_cfg<FaCfg512>(s, p, n_splits, partial);
+      break;
     default: break;
   }
 }

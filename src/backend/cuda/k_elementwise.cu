@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_kv_q8.cuh"
 #include "backend/cuda/k_launch.cuh"
 #include "backend/cuda/k_rows.cuh"
 
@@ -345,10 +346,34 @@ __global__ void kv_store_kernel(MatF k, MatF v, KvView kv, const int32_t* __rest
   }
 }
 
+// q8_0 pools: one warp per block of 32 values (row t, kv head, block b), lane i on value i.
+__global__ void kv_store_q8_kernel(MatF k, MatF v, KvView kv, const int32_t* __restrict__ slots, int64_t n_blocks) {
+  GS_PDL_ENTRY();
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int D = kv.head_dim, bpr = D / 32;  // blocks per head row
+  const int64_t hb = kv_head_row_bytes(kv);
+  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < n_blocks;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x / 32) {
+    const int64_t t = w / (static_cast<int64_t>(kv.n_head_kv) * bpr);
+    const int rest = static_cast<int>(w % (static_cast<int64_t>(kv.n_head_kv) * bpr));
+    const int j = rest / bpr, b = rest % bpr;
+    const int64_t slot = slots[t];
+    if (slot < 0 || slot >= kv.n_slots) continue;  // uniform over the warp
+    const int64_t c = static_cast<int64_t>(j) * D + 32 * b + lane;
+    const int64_t row = (slot * kv.n_head_kv + j) * hb;
+    auto* krow = static_cast<uint8_t*>(kv.k) + row;
+    auto* vrow = static_cast<uint8_t*>(kv.v) + row;
+    q8_block_store_warp(k.data[t * k.stride + c], reinterpret_cast<int8_t*>(krow) + 32 * b,
+                        reinterpret_cast<uint16_t*>(krow + D) + b, lane);
+    q8_block_store_warp(v.data[t * v.stride + c], reinterpret_cast<int8_t*>(vrow) + 32 * b,
+                        reinterpret_cast<uint16_t*>(vrow + D) + b, lane);
+  }
+}
+
 __global__ void kv_copy_kernel(KvView kv, const int32_t* __restrict__ src, const int32_t* __restrict__ dst,
                                int64_t row_bytes, int64_t total_words) {
   GS_PDL_ENTRY();
-  // row_bytes is a multiple of 4 (f16 rows of an even width or f32 rows).
+  // row_bytes is a multiple of 4 (launch_kv_copy_slots).
   const int64_t words = row_bytes / 4;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total_words;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -464,12 +489,16 @@ void launch_kv_store(cudaStream_t s, MatF k, MatF v, const KvView& kv, const int
   const int64_t width = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
   const int64_t total = k.rows * width;
   if (total == 0) return;
+  if (kv.q8) {  // one warp a block of 32 (head_dim % 32 == 0)
+    launch_k(kv_store_q8_kernel, grid_for(total), kThreads, 0, s, k, v, kv, slots, total / 32);
+    return;
+  }
   launch_k(kv_store_kernel, grid_for(total), kThreads, 0, s, k, v, kv, slots, width, total);
 }
 
 void launch_kv_copy_slots(cudaStream_t s, const KvView& kv, const int32_t* src, const int32_t* dst, int n) {
   if (n <= 0) return;
-  const int64_t row_bytes = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim * (kv.f16 ? 2 : 4);
+  const int64_t row_bytes = kv.n_head_kv * kv_head_row_bytes(kv);
   if (row_bytes % 4 == 0) {
     const int64_t total = n * (row_bytes / 4);
     launch_k(kv_copy_kernel, grid_for(total), kThreads, 0, s, kv, src, dst, row_bytes, total);

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_fused.h"
+#include "backend/cuda/k_kv_q8.cuh"
 #include "backend/cuda/k_launch.cuh"
 #include "backend/cuda/k_rows.cuh"
 
@@ -126,6 +127,8 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
 
   const int64_t width = static_cast<int64_t>(n_kv) * D;
   const int64_t pool_base = slot * width + static_cast<int64_t>(h) * D;
+  // q8_0 pools: the head's row, quantized by the warp once all its values are known.
+  const int64_t q8_row = (slot * n_kv + h) * kv_head_row_bytes(p.kv);
 
   if (!is_q) {  // v: weightless norm of the raw v (or the raw k), stored
     float inv_v = inv;  // v_from_k: the same elements as k, the same factor
@@ -136,15 +139,19 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
       inv_v = rms_inv(warp_sum(sv), D, p.eps);
     }
     float* vdst = p.v.data + row * p.v.stride + static_cast<int64_t>(h) * D;
+    float vy[NE];
 #pragma unroll
     for (int j = 0; j < NE; ++j) {
       const int i = lane + 32 * j;
+      vy[j] = 0.f;
       if (i < D) {
         const float y = __fmul_rn(sep_v ? b[j] : a[j], inv_v);  // gain 1: g * y == y
+        vy[j] = y;
         vdst[i] = y;
-        if (slot >= 0) pool_put(p.kv.v, p.kv.f16, pool_base + i, y);
+        if (slot >= 0 && !p.kv.q8) pool_put(p.kv.v, p.kv.f16, pool_base + i, y);
       }
     }
+    if (slot >= 0 && p.kv.q8) q8_head_store_warp(static_cast<uint8_t*>(p.kv.v) + q8_row, vy, D, lane);
   }
 
 #pragma unroll
@@ -153,12 +160,16 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
     if (i < D) st[i] = __fmul_rn(gain[j], __fmul_rn(a[j], inv));
   }
   __syncwarp();
+  const bool k_q8 = !is_q && slot >= 0 && p.kv.q8;  // uniform over the warp
   for (int i = lane; i < half; i += 32) {
     float y0, y1;
     rope_rotate(st[i], st[i + half], cs_sh[i], sn_sh[i], &y0, &y1);
     dst[i] = y0;
     dst[i + half] = y1;
-    if (slot >= 0) {
+    if (k_q8) {  // the rotated pair back in the staging row (this lane's own two elements)
+      st[i] = y0;
+      st[i + half] = y1;
+    } else if (slot >= 0) {
       pool_put(p.kv.k, p.kv.f16, pool_base + i, y0);
       pool_put(p.kv.k, p.kv.f16, pool_base + i + half, y1);
     }
@@ -166,7 +177,14 @@ __global__ void __launch_bounds__(kQkvWarps * 32) qkv_kernel(QkvParams p, int n_
   for (int i = 2 * half + lane; i < D; i += 32) {  // past n_dims: normed, not rotated
     const float y = st[i];
     dst[i] = y;
-    if (slot >= 0) pool_put(p.kv.k, p.kv.f16, pool_base + i, y);
+    if (slot >= 0 && !k_q8) pool_put(p.kv.k, p.kv.f16, pool_base + i, y);
+  }
+  if (k_q8) {
+    __syncwarp();
+    float ky[NE];
+#pragma unroll
+    for (int j = 0; j < NE; ++j) ky[j] = lane + 32 * j < D ? st[lane + 32 * j] : 0.f;
+    q8_head_store_warp(static_cast<uint8_t*>(p.kv.k) + q8_row, ky, D, lane);
   }
 }
 
