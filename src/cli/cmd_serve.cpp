@@ -45,6 +45,7 @@ struct ServeArgs {
   int queue_size = 64;
   std::string reasoning = "on";
   int reasoning_budget = -1;
+  std::string reasoning_format = "auto";
   int default_max_tokens = 4096;
   int shutdown_timeout_s = 10;
   std::string log_level = "info";
@@ -201,6 +202,9 @@ int serve(const ServeArgs& a) {
   ctx->defaults.n_vocab = ctx->info.n_vocab;
   ctx->defaults.enable_thinking = a.reasoning == "on" && a.reasoning_budget != 0;
   ctx->defaults.reasoning_budget = a.reasoning_budget;
+  // The option admits only the names parse_reasoning_format knows.
+  ctx->defaults.reasoning_format =
+      server::parse_reasoning_format(a.reasoning_format).value_or(server::ReasoningFormat::kDeepseek);
   // The file's recommended sampling, where it gives one, for requests that leave it out.
   const RecommendedSampling& rec = loaded->sampling;
   if (rec.has_temperature) ctx->defaults.sampling.temperature = rec.temperature;
@@ -290,6 +294,11 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--reasoning-budget", args->reasoning_budget,
                   "Default reasoning budget in tokens (-1: unlimited, 0: no thinking)")
       ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
+  sub->add_option("--reasoning-format", args->reasoning_format,
+                  "Where chat completions put the thinking (requests can override with reasoning_format): "
+                  "deepseek (reasoning_content), none (left in content, with its markup), deepseek-legacy (both), "
+                  "auto (deepseek)")
+      ->capture_default_str()->check(CLI::IsMember({"none", "deepseek", "deepseek-legacy", "auto"}));
   sub->add_option("--default-max-tokens", args->default_max_tokens,
                   "Completion tokens for a chat request that sets no max_tokens (/v1/completions keeps "
                   "OpenAI's default of 16)")

@@ -538,7 +538,29 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
   return {};
 }
 
+// llama-server's reasoning_format (decision 0034); absent or null: the server's default.
+Status read_reasoning_format(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
+  req->reasoning_format = defaults.reasoning_format;
+  std::optional<std::string> name;
+  GS_RETURN_IF_ERROR(read_string(body, "", "reasoning_format", &name));
+  if (!name) return {};
+  const std::optional<ReasoningFormat> format = parse_reasoning_format(*name);
+  if (!format) {
+    return invalid(fmt::format("reasoning_format must be 'none', 'deepseek', 'deepseek-legacy' or 'auto', got '{}'",
+                               *name));
+  }
+  req->reasoning_format = *format;
+  return {};
+}
+
 }  // namespace
+
+std::optional<ReasoningFormat> parse_reasoning_format(std::string_view name) {
+  if (name == "deepseek" || name == "auto") return ReasoningFormat::kDeepseek;
+  if (name == "none") return ReasoningFormat::kNone;
+  if (name == "deepseek-legacy") return ReasoningFormat::kDeepseekLegacy;
+  return std::nullopt;
+}
 
 bool valid_function_name(std::string_view name) {
   if (name.empty() || name.size() > 128) return false;
@@ -608,6 +630,7 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
+  GS_RETURN_IF_ERROR(read_reasoning_format(body, defaults, &req));
 
   GS_RETURN_IF_ERROR(read_bool(body, "", "logprobs", &b));
   const bool logprobs = b.value_or(false);
@@ -694,7 +717,7 @@ constexpr std::string_view kRequestFields[] = {
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
-    "function_call", "stop_token_ids", "bad_words", "allowed_token_ids",
+    "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format",
     "content", "add_special", "parse_special", "with_pieces", "tokens",
 };
 

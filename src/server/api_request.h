@@ -35,11 +35,25 @@ bool valid_function_name(std::string_view name);
 // refuses an n above its slots plus its queue, which it could never hold at once.
 inline constexpr int32_t kMaxChoices = 16;
 
+// llama-server's reasoning_format (decision 0034): where a chat completion puts the model's
+// thinking. Only how the output is written out: what is generated, where stop strings match,
+// the tool calls and the usage are the same in every format.
+enum class ReasoningFormat {
+  kDeepseek,        // thoughts in reasoning_content; content holds the answer only
+  kNone,            // not extracted: each block stays in content, with its markup
+  kDeepseekLegacy,  // both: reasoning_content, and each block in content as under kNone
+};
+
+// "deepseek", "none", "deepseek-legacy", or "auto" (kDeepseek: Gemma 4 marks its thinking
+// with its own tokens, which this server always recognises); nullopt for any other name.
+std::optional<ReasoningFormat> parse_reasoning_format(std::string_view name);
+
 // What the server fills in when a request leaves a field out.
 struct RequestDefaults {
   SamplingParams sampling;            // the model's recommended sampling, or OpenAI's
   bool enable_thinking = true;        // --reasoning on|off
   int32_t reasoning_budget = -1;      // --reasoning-budget (-1: unlimited, 0: no thinking)
+  ReasoningFormat reasoning_format = ReasoningFormat::kDeepseek;  // --reasoning-format
   int32_t n_vocab = 0;                // bound for top_k and prompt token ids (0: unchecked)
 };
 
@@ -81,6 +95,9 @@ struct ChatCompletionRequest {
   bool legacy_functions = false;
   bool enable_thinking = true;        // after reasoning_effort / chat_template_kwargs
   int32_t reasoning_budget = -1;
+  // The chat route's reasoning_format, else the server's --reasoning-format. The Messages and
+  // Responses adapters keep kDeepseek: their answers carry the thinking in blocks of their own.
+  ReasoningFormat reasoning_format = ReasoningFormat::kDeepseek;
   // A trailing assistant message (without calls) is continued as a prefill, as llama-server
   // does on the chat route and Anthropic's API does. Off (the Responses API, where OpenAI
   // answers such input with a new message): it is a closed turn and a new one begins.

@@ -54,6 +54,7 @@ void Generation::push_delta(OutputDelta delta, PollResult* out) {
 void Generation::consume_parser_events(const std::vector<text::ParserEvent>& events, PollResult* out) {
   for (const auto& ev : events) {
     if (stopped_early_) return;
+    if (ev.kind == text::ParserEventKind::kReasoning && !plan_.reasoning_content) continue;
     accumulator_.add(ev);
     OutputDelta d;
     switch (ev.kind) {

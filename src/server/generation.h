@@ -25,6 +25,10 @@ struct GenerationPlan {
   // Text the prompt already ends with that the parser must see as the start of the output
   // (a forced tool-call opener for tool_choice required / named).
   std::string output_prefix;
+  // Chat: the parser's reasoning events become reasoning_content. False (reasoning_format
+  // none, decision 0034): they are dropped, the blocks being in the content
+  // (parser.reasoning_in_content); reasoning_tokens still counts the thinking.
+  bool reasoning_content = true;
   bool single_tool_call = false;     // parallel_tool_calls: false
   std::vector<std::string> stop;     // raw completions
 };

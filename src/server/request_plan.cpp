@@ -216,6 +216,22 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   // value's thought both start inside it.
   if (req.enable_thinking) plan.request.starts_in_thought = prompt.prefill_reasoning;
   plan.parser.parse_reasoning = true;
+  // Where the thinking goes (decision 0034): the parser writes the blocks into the content
+  // for none and deepseek-legacy; the Generation drops the reasoning events for none.
+  switch (req.reasoning_format) {
+    case ReasoningFormat::kDeepseek:
+      plan.parser.reasoning_in_content = false;
+      plan.reasoning_content = true;
+      break;
+    case ReasoningFormat::kNone:
+      plan.parser.reasoning_in_content = true;
+      plan.reasoning_content = false;
+      break;
+    case ReasoningFormat::kDeepseekLegacy:
+      plan.parser.reasoning_in_content = true;
+      plan.reasoning_content = true;
+      break;
+  }
   // A forced call's opener follows a prefill's text, so the output is the call, not content.
   plan.parser.continues_content = prompt.prefill && plan.output_prefix.empty();
   // A prefill's open thought (thinking on, reasoning and no text): the output goes on with it.

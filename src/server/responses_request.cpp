@@ -526,6 +526,9 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   // OpenAI answers input that ends with an assistant message with a new message; continuing
   // it (the chat route's prefill) gave its text's continuation as the output.
   req.chat.continue_final_message = false;
+  // The answer's reasoning items carry the thinking: the server's --reasoning-format (a chat
+  // completions setting, decision 0034) does not apply.
+  req.chat.reasoning_format = ReasoningFormat::kDeepseek;
 
   json& e = req.echo;
   auto given = [&body](const char* key, json fallback) {

@@ -13,6 +13,12 @@
 #include "text/tool_args.h"
 
 namespace gs::text {
+
+static_assert(kReasoningOpenMarkup.substr(0, markup::kChannelOpen.size()) == markup::kChannelOpen &&
+              kReasoningOpenMarkup.substr(markup::kChannelOpen.size(), markup::kThoughtLabel.size()) ==
+                  markup::kThoughtLabel &&
+              kReasoningOpenMarkup.size() == markup::kChannelOpen.size() + markup::kThoughtLabel.size() + 1);
+
 namespace {
 
 // Markup recognised while reading content or reasoning.
@@ -281,6 +287,9 @@ struct OutputParser::State {
   bool reasoning_has_text = false;
   bool reasoning_at_start = false;  // leading whitespace of the block is still skipped
   std::string reasoning_ws;  // trailing whitespace held inside a reasoning block
+  // The blank line before a later block's first text: reasoning_content's separation of the
+  // blocks, not the block's own text (which reasoning_in_content writes without it).
+  std::string reasoning_separator;
   bool label_continues_block = false;
   // Tool calls.
   bool header_explicit = false;
@@ -310,6 +319,22 @@ struct OutputParser::State {
     }
     ParserEvent e;
     e.kind = kind;
+    e.text = std::string(text);
+    out.push_back(std::move(e));
+  }
+
+  // A reasoning block's markup or text written into the content (reasoning_in_content): not
+  // visible content for the rules that read it (stop strings, the whitespace before it), so
+  // that the answer around the blocks is the one without the option.
+  bool reasoning_in_content() const { return options.parse_reasoning && options.reasoning_in_content; }
+  void push_block_text(std::string_view text) {
+    if (text.empty()) return;
+    if (!out.empty() && out.back().kind == ParserEventKind::kContent) {
+      out.back().text.append(text);
+      return;
+    }
+    ParserEvent e;
+    e.kind = ParserEventKind::kContent;
     e.text = std::string(text);
     out.push_back(std::move(e));
   }
@@ -431,17 +456,22 @@ struct OutputParser::State {
     piece.append(text.substr(0, body_end));
     reasoning_ws.assign(text.substr(body_end));
     reasoning_has_text = true;
-    push_text(ParserEventKind::kReasoning, piece);
+    if (reasoning_in_content()) push_block_text(piece);
+    push_text(ParserEventKind::kReasoning, reasoning_separator + piece);
+    reasoning_separator.clear();
   }
 
-  void begin_reasoning() {
+  // `opened_in_output`: the output wrote the block's <|channel> (not the prompt).
+  void begin_reasoning(bool opened_in_output) {
     mode = Mode::kReasoning;
     reasoning_has_text = false;
     reasoning_at_start = true;
     reasoning_ws.clear();
+    reasoning_separator.clear();
     // A later block's text is a new paragraph of reasoning_content.
-    if (stats.reasoning_blocks > stats.empty_reasoning_blocks) reasoning_ws.assign(2, '\n');
+    if (stats.reasoning_blocks > stats.empty_reasoning_blocks) reasoning_separator.assign(2, '\n');
     ++stats.reasoning_blocks;
+    if (opened_in_output && reasoning_in_content()) push_block_text(kReasoningOpenMarkup);
     if (!reasoning_prefix.empty()) {
       const std::string p = std::move(reasoning_prefix);
       reasoning_prefix.clear();
@@ -451,9 +481,13 @@ struct OutputParser::State {
     }
   }
 
-  void end_reasoning() {
+  // `closed_in_output`: the output wrote the block's <channel|> (not a call, a turn or the end
+  // of the output ending it).
+  void end_reasoning(bool closed_in_output) {
     if (!reasoning_has_text) ++stats.empty_reasoning_blocks;
     reasoning_ws.clear();
+    reasoning_separator.clear();
+    if (closed_in_output && reasoning_in_content()) push_block_text(markup::kChannelClose);
     mode = Mode::kContent;
     segment_start = true;
   }
@@ -672,7 +706,7 @@ struct OutputParser::State {
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') m = MarkupMatch::kNone;
       }
     }
-    if (!label_continues_block) begin_reasoning();
+    if (!label_continues_block) begin_reasoning(/*opened_in_output=*/true);
     mode = Mode::kReasoning;
     if (m == MarkupMatch::kFull) return markup::kThoughtLabel.size();
     *progress = true;
@@ -688,7 +722,7 @@ struct OutputParser::State {
         const size_t len = mark_length(mark);
         switch (mark) {
           case Mark::kChannelClose:
-            end_reasoning();
+            end_reasoning(/*closed_in_output=*/true);
             return len;
           case Mark::kChannelOpen:  // a nested opener: drop it and its label
             label_continues_block = true;
@@ -696,7 +730,7 @@ struct OutputParser::State {
             return len;
           case Mark::kToolCallOpen:
             if (options.parse_tool_calls) {  // a call before the thought was closed
-              end_reasoning();
+              end_reasoning(/*closed_in_output=*/false);
               header_explicit = true;
               mode = Mode::kToolHeader;
             } else {
@@ -707,7 +741,7 @@ struct OutputParser::State {
             reasoning_text("\"");
             return len;
           case Mark::kTurnOpen:  // a turn boundary closes the thought, then as in content
-            end_reasoning();
+            end_reasoning(/*closed_in_output=*/false);
             ++stats.markup_dropped;
             mode = Mode::kTurnHeader;
             return len;
@@ -1083,11 +1117,11 @@ struct OutputParser::State {
       case Mode::kToolHeader:
         break;
       case Mode::kChannelLabel:  // the output ended right after <|channel>
-        if (!label_continues_block) begin_reasoning();
-        end_reasoning();
+        if (!label_continues_block) begin_reasoning(/*opened_in_output=*/true);
+        end_reasoning(/*closed_in_output=*/false);
         break;
       case Mode::kReasoning:
-        end_reasoning();
+        end_reasoning(/*closed_in_output=*/false);
         break;
       case Mode::kToolArgs: {
         std::string tail;
@@ -1125,11 +1159,11 @@ OutputParser::OutputParser(ParserOptions options) : state_(std::make_unique<Stat
     state_->id_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
   if (state_->options.continues_reasoning) {
-    state_->begin_reasoning();
+    state_->begin_reasoning(/*opened_in_output=*/false);
     state_->reasoning_at_start = false;  // no label or newline of its own to skip
     state_->reasoning_has_text = true;   // the block has the prompt's text
   } else if (state_->options.starts_in_reasoning) {
-    state_->begin_reasoning();
+    state_->begin_reasoning(/*opened_in_output=*/false);
   } else if (state_->options.continues_content) {
     state_->content_started = true;
   }

@@ -5,9 +5,12 @@
 // stop strings until they can no longer match.
 //
 // Guarantees (tested over arbitrary chunkings, see tests/text/output_parser_*):
-// - any split of the same text into chunks gives the same merged events;
+// - any split of the same text into chunks gives the same merged events (with
+//   reasoning_in_content, whose block text comes as content and reasoning pieces in turn:
+//   the same content and the same reasoning text between any two other events);
 // - content never contains channel, turn or tool-call markup: "<|turn>model\n" is dropped,
-//   any other "<|turn>" ends the output (kEndOfTurn);
+//   any other "<|turn>" ends the output (kEndOfTurn); the one exception is the reasoning
+//   blocks' markup that ParserOptions::reasoning_in_content asks for;
 // - nothing is lost: text that cannot be parsed as a tool call comes out as content;
 // - tool-call arguments always form one valid JSON object per call once it has ended.
 // Never throws; any input is accepted.
@@ -26,6 +29,15 @@ struct ParserOptions {
   // Reasoning blocks become kReasoning events. When false their text (markup and the
   // "thought" label removed) is emitted as content instead.
   bool parse_reasoning = true;
+  // With parse_reasoning, each reasoning block is also written into the content, at its place
+  // (llama-server's reasoning_format none and deepseek-legacy; decision 0034):
+  // kReasoningOpenMarkup where the output opens the block, then the text its kReasoning events
+  // carry (without the blank line that separates a later block's text there), then
+  // markup::kChannelClose where the output closes it. A block the prompt opened
+  // (starts_in_reasoning, continues_reasoning) has no opener; one that the output's end, a tool
+  // call or a new turn cuts off has no closer. The kReasoning events are emitted all the same;
+  // stop strings are still matched in the answer only.
+  bool reasoning_in_content = false;
   // Tool calls become kToolCall* events. When false (no tools, tool_choice "none") the
   // text of a call comes out as content, with its markup removed (bug-case 13).
   bool parse_tool_calls = true;
@@ -51,6 +63,10 @@ struct ParserOptions {
   // call's index). 0: random per parser.
   uint64_t tool_call_id_seed = 0;
 };
+
+// How ParserOptions::reasoning_in_content writes a block's opener into the content: the
+// canonical spelling of what Gemma 4 writes ("<|channel>thought\n").
+inline constexpr std::string_view kReasoningOpenMarkup = "<|channel>thought\n";
 
 enum class ParserEventKind {
   kContent,        // text: a delta of visible content

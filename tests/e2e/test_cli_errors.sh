@@ -61,6 +61,9 @@ refused "run -p and --prompt-tokens" run -m "$TARGET" -p hi --prompt-tokens 5,6 
 refused "run --kv-type" run -m "$TARGET" -p hi --kv-type q4_0
 # A level spdlog does not know used to switch logging off silently.
 refused "serve --log-level" serve -m "$TARGET" --port 0 --log-level loud
+# reasoning_format's names only (llama-server's; decision 0034).
+refused "serve --reasoning-format" serve -m "$TARGET" --port 0 --reasoning-format raw
+grep -q -- "--reasoning-format" "$WORK/err" || fail "serve --reasoning-format raw does not name the flag: $(cat "$WORK/err")"
 # -1 wrapped around to an unlimited body size.
 refused "serve --max-body-bytes -1" serve -m "$TARGET" --port 0 --max-body-bytes -1
 refused "serve --parallel 0" serve -m "$TARGET" --port 0 --parallel 0

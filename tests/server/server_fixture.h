@@ -55,6 +55,7 @@ struct ServerFixtureOptions {
   size_t max_body_bytes = 1u << 20;
   bool load_model = true;
   bool enable_thinking = false;
+  server::ReasoningFormat reasoning_format = server::ReasoningFormat::kDeepseek;  // --reasoning-format
   int http_threads = 0;                          // 0: the server's default
   std::chrono::milliseconds head_timeout{10000};
 };
@@ -113,6 +114,7 @@ class LiveServer {
     ctx->info = engine->info();
     ctx->defaults.n_vocab = tok->n_vocab();
     ctx->defaults.enable_thinking = o_.enable_thinking;
+    ctx->defaults.reasoning_format = o_.reasoning_format;
     ctx->defaults.sampling.temperature = 0;
     http->set_model(ctx);
   }

@@ -256,6 +256,101 @@ TEST(OutputParserProperty, TokenByTokenThroughTheDetokenizer) {
   }
 }
 
+// The content with reasoning_in_content (decision 0034) split into the answer around the
+// blocks and the blocks' texts: a block runs from kReasoningOpenMarkup (or from the start,
+// when the prompt opened it) to <channel|> or the end. False when that reading does not
+// hold: a block cut off by a call or a turn has no closer, so the answer after it would be
+// read as the block's.
+bool split_blocks(std::string_view content, bool starts_in_block, std::string* answer,
+                  std::vector<std::string>* blocks) {
+  const std::string_view close = markup::kChannelClose;
+  size_t i = 0;
+  bool in_block = starts_in_block;
+  while (i <= content.size()) {
+    if (in_block) {
+      const size_t end = content.find(close, i);
+      blocks->emplace_back(content.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i));
+      if (end == std::string_view::npos) return true;
+      i = end + close.size();
+      in_block = false;
+      continue;
+    }
+    const size_t open = content.find(kReasoningOpenMarkup, i);
+    const size_t stray = content.find(close, i);
+    if (stray < open) return false;
+    answer->append(content.substr(i, open == std::string_view::npos ? std::string_view::npos : open - i));
+    if (open == std::string_view::npos) return true;
+    i = open + kReasoningOpenMarkup.size();
+    in_block = true;
+  }
+  return true;
+}
+
+// reasoning_in_content changes nothing but the content: any chunking agrees (on the text of
+// each kind between other events: a block's pieces come as content and reasoning in turn),
+// every other event is the same as without it, and where every block ends at its closer or at the end
+// (no call or turn inside one), the content is the answer without the option with the
+// blocks put back, whose texts (the empty ones left out) joined by a blank line are
+// reasoning_content.
+void check_reasoning_in_content(const std::string& text, ParserOptions o, int n_random_splits) {
+  if (!o.parse_reasoning) return;
+  const ParserOptions base = o;
+  o.reasoning_in_content = true;
+  const auto whole = feed_chunks(text, text.size() + 1, o);
+  const std::string want = describe(test_util::merge_text_runs(whole));
+  for (const size_t chunk : {1, 3, 7}) {
+    ASSERT_EQ(describe(test_util::merge_text_runs(feed_chunks(text, chunk, o))), want)
+        << "chunk " << chunk << " of: " << text;
+  }
+  for (int seed = 0; seed < n_random_splits; ++seed) {
+    ASSERT_EQ(describe(test_util::merge_text_runs(feed_random(text, static_cast<uint32_t>(seed), o))), want)
+        << "random split " << seed << " of: " << text;
+  }
+  const auto plain = feed_chunks(text, text.size() + 1, base);
+  const auto not_content = [](const std::vector<ParserEvent>& events) {
+    std::vector<ParserEvent> out;
+    for (const auto& e : merge_events(events)) {
+      if (e.kind != ParserEventKind::kContent) out.push_back(e);
+    }
+    return describe(merge_events(out));
+  };
+  ASSERT_EQ(not_content(whole), not_content(plain)) << text;
+  const ParsedMessage with = test_util::assemble(whole);
+  const ParsedMessage without = test_util::assemble(plain);
+  const bool cut_blocks = text.find(markup::kToolCallOpen) != std::string::npos ||
+                          text.find(markup::kTurnOpen) != std::string::npos ||
+                          test_util::has_markup(without_markup(text));
+  if (cut_blocks) return;
+  std::string answer;
+  std::vector<std::string> blocks;
+  ASSERT_TRUE(split_blocks(with.content, o.starts_in_reasoning || o.continues_reasoning, &answer, &blocks))
+      << text << " -> " << with.content;
+  EXPECT_EQ(answer, without.content) << text << " -> " << with.content;
+  std::string joined;
+  for (const auto& b : blocks) {
+    if (b.empty()) continue;
+    if (!joined.empty()) joined += "\n\n";
+    joined += b;
+  }
+  EXPECT_EQ(joined, without.reasoning_content) << text << " -> " << with.content;
+}
+
+TEST(OutputParserProperty, ReasoningInContentChangesOnlyTheContent) {
+  const auto variants = option_variants();
+  for (const auto& o : variants) {
+    for (const auto& text : fixed_outputs()) check_reasoning_in_content(text, o, 20);
+  }
+  for (uint32_t seed = 1; seed <= 2000; ++seed) {
+    std::mt19937 rng(seed);
+    const std::string text = random_output(rng);
+    check_reasoning_in_content(text, variants[seed % variants.size()], 4);
+    if (::testing::Test::HasFatalFailure()) {
+      ADD_FAILURE() << "seed " << seed;
+      return;
+    }
+  }
+}
+
 TEST(OutputParserProperty, RandomBytesNeverCrash) {
   std::mt19937 rng(77);
   for (int k = 0; k < 300; ++k) {

@@ -69,6 +69,34 @@ inline ParsedMessage assemble(const std::vector<ParserEvent>& events) {
 }
 
 
+// The canonical events under ParserOptions::reasoning_in_content, where a block's text comes
+// as content and reasoning pieces in turn (how they interleave follows the chunking): each
+// run of content and reasoning events as one content event, then one reasoning event.
+inline std::vector<ParserEvent> merge_text_runs(const std::vector<ParserEvent>& events) {
+  std::vector<ParserEvent> out;
+  ParserEvent content, reasoning;
+  content.kind = ParserEventKind::kContent;
+  reasoning.kind = ParserEventKind::kReasoning;
+  const auto flush = [&] {
+    if (!content.text.empty()) out.push_back(content);
+    if (!reasoning.text.empty()) out.push_back(reasoning);
+    content.text.clear();
+    reasoning.text.clear();
+  };
+  for (const auto& e : events) {
+    if (e.kind == ParserEventKind::kContent) {
+      content.text += e.text;
+    } else if (e.kind == ParserEventKind::kReasoning) {
+      reasoning.text += e.text;
+    } else {
+      flush();
+      out.push_back(e);
+    }
+  }
+  flush();
+  return merge_events(out);
+}
+
 inline bool same_events(const std::vector<ParserEvent>& a, const std::vector<ParserEvent>& b) {
   return describe(merge_events(a)) == describe(merge_events(b));
 }
