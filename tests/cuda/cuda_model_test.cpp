@@ -272,15 +272,14 @@ TEST(CudaSynth, BatchedSequencesEqualAlone) {
   EXPECT_LT(compare(gb, lb).rel_l2, 1e-4);
 }
 
-TEST(CudaModel, ShakesGreedyFollowsTheCpu) {
-  GS_REQUIRE_BACKENDS();
+void check_shakes_greedy_follows_the_cpu(GgmlType kv_type) {
   auto& B = Backends::get();
   const std::string path = shared_path("models/shakes-target.gguf");
   auto mc = Gemma4Model::load(path, *B.cpu);
   auto mg = Gemma4Model::load(path, *B.fast);
   ASSERT_TRUE(mc.ok() && mg.ok());
-  auto rc = make_runner(*mc, 64, 4, GgmlType::F16, 1, 512);
-  auto rg = make_runner(*mg, 64, 4, GgmlType::F16, 1, 512);
+  auto rc = make_runner(*mc, 64, 4, kv_type, 1, 512);
+  auto rg = make_runner(*mg, 64, 4, kv_type, 1, 512);
   const int32_t n_vocab = (*mg)->config().n_vocab;
   const std::vector<int32_t> prompt = prompt_ids(20, n_vocab);
   const int sc = rc->add_sequence().value(), sg = rg->add_sequence().value();
@@ -302,6 +301,17 @@ TEST(CudaModel, ShakesGreedyFollowsTheCpu) {
     ASSERT_TRUE(rg->decode({&tg, 1}).ok());
     ASSERT_TRUE(rc->decode({&tc, 1}).ok());
   }
+}
+
+TEST(CudaModel, ShakesGreedyFollowsTheCpu) {
+  GS_REQUIRE_BACKENDS();
+  check_shakes_greedy_follows_the_cpu(GgmlType::F16);
+}
+
+// A q8_0 cache on both sides (decision 0035): the same quantized K and V rows.
+TEST(CudaModel, ShakesGreedyFollowsTheCpuQ8_0Cache) {
+  GS_REQUIRE_BACKENDS();
+  check_shakes_greedy_follows_the_cpu(GgmlType::Q8_0);
 }
 
 }  // namespace

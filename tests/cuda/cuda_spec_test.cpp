@@ -15,7 +15,7 @@ namespace gs::test {
 namespace {
 
 SpecStats check_pair(const std::string& target, const std::string& assistant, const std::vector<int>& lengths, int n,
-                     int n_ctx = 512) {
+                     int n_ctx = 512, GgmlType kv_type = GgmlType::F16) {
   Backend& b = *Backends::get().fast;
   auto t = load_model(b, target);
   auto a = load_model(b, assistant);
@@ -28,7 +28,7 @@ SpecStats check_pair(const std::string& target, const std::string& assistant, co
     for (int i = 1; i < len; ++i) prompt.push_back(static_cast<int32_t>(5 + rng() % (t->config().n_vocab - 5)));
     prompts.push_back(prompt);
   }
-  const SpecStats all = check_drafts_keep_greedy(t, a, prompts, n, n_ctx);
+  const SpecStats all = check_drafts_keep_greedy(t, a, prompts, n, n_ctx, kv_type);
   std::printf("%s on CUDA: drafted %llu, accepted %llu (%.3f)\n", target.c_str(),
               static_cast<unsigned long long>(all.drafted), static_cast<unsigned long long>(all.accepted),
               all.acceptance_rate());
@@ -54,6 +54,16 @@ TEST(CudaSpeculative, GreedyWithDrafterEqualsWithoutShakesPairLongContext) {
   const SpecStats st =
       check_pair("models/shakes-target.gguf", "models/shakes-assistant.gguf", {20, 150}, 24, 8192);
   EXPECT_GT(st.drafted, 0u);
+}
+
+// A q8_0 cache (decision 0035), also over a long context (the 64-row kernel on the full layers).
+TEST(CudaSpeculative, GreedyWithDrafterEqualsWithoutShakesPairQ8_0Cache) {
+  GS_REQUIRE_BACKENDS();
+  for (int n_ctx : {512, 8192}) {
+    const SpecStats st = check_pair("models/shakes-target.gguf", "models/shakes-assistant.gguf", {20, 150}, 24, n_ctx,
+                                    GgmlType::Q8_0);
+    EXPECT_GT(st.drafted, 0u);
+  }
 }
 
 }  // namespace
