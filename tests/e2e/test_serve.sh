@@ -341,11 +341,13 @@ start_server() {
     sleep 0.2
   done
 }
-start_server server2 -m "$MODEL" --ctx-size 1024 --parallel 1 --shutdown-timeout 60
+# (A context long enough that the stream cannot reach its end during the checks, and up to 30 s
+# for its first token: on a loaded 2-core machine the checks failed now and then.)
+start_server server2 -m "$MODEL" --ctx-size 8192 --parallel 1 --shutdown-timeout 60
 curl -s -N "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/completions" \
   -d '{"prompt":"ROMEO:","max_tokens":100000,"stream":true}' > "$WORK/long2" 2>/dev/null &
 CURL2_PID=$!
-for _ in $(seq 1 100); do grep -q '"text"' "$WORK/long2" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 300); do grep -q '"text"' "$WORK/long2" 2>/dev/null && break; sleep 0.1; done
 kill -TERM "$PID2"
 sleep 0.5
 kill -0 "$PID2" 2>/dev/null && ok "draining after the first SIGTERM" || bad "exited on the first SIGTERM with a stream running"
