@@ -218,8 +218,8 @@ int serve(const ServeArgs& a) {
   std::printf("  backend   %s\n", info.backend.c_str());
   std::printf("  context   %d tokens per sequence, %d parallel sequences, queue %d\n", info.n_ctx, info.n_slots,
               info.queue_size);
-  std::printf("  memory    weights %s, KV cache %s, resident %s\n", human_bytes(info.weight_bytes).c_str(),
-              human_bytes(info.kv_bytes).c_str(), human_bytes(resident_bytes()).c_str());
+  std::printf("  memory    weights %s, KV cache %s (%s), resident %s\n", human_bytes(info.weight_bytes).c_str(),
+              human_bytes(info.kv_bytes).c_str(), a.kv_type.c_str(), human_bytes(resident_bytes()).c_str());
   if (info.has_drafter) {
     std::printf("  drafter   %s (up to %d drafts per round, %s)\n", a.drafter.c_str(), info.draft_max,
                 a.draft_adaptive ? "adaptive" : "fixed");

@@ -64,6 +64,9 @@ refused "serve --log-level" serve -m "$TARGET" --port 0 --log-level loud
 # reasoning_format's names only (llama-server's; decision 0034).
 refused "serve --reasoning-format" serve -m "$TARGET" --port 0 --reasoning-format raw
 grep -q -- "--reasoning-format" "$WORK/err" || fail "serve --reasoning-format raw does not name the flag: $(cat "$WORK/err")"
+refused "serve --kv-type" serve -m "$TARGET" --port 0 --kv-type q4_0
+grep -q -- "--kv-type" "$WORK/err" || fail "serve --kv-type q4_0 does not name the flag: $(cat "$WORK/err")"
+refused "bench --kv-type" bench -m "$TARGET" --kv-type bf16
 # -1 wrapped around to an unlimited body size.
 refused "serve --max-body-bytes -1" serve -m "$TARGET" --port 0 --max-body-bytes -1
 refused "serve --parallel 0" serve -m "$TARGET" --port 0 --parallel 0
