@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The q8_0 KV cache (decision 0035) on a lent GPU machine, in one call: its device tests (the
 # attention kernels on q8_0 pools, kv_store, the fused attention inputs, the model's greedy
-# output with drafts), then tg64 and verify 5 on `synth --preset 31b` at depths reached with
+# output with drafts), then pp512, tg64 and verify 5 on `synth --preset 31b` at depths reached with
 # zero K/V, with an f16 and with a q8_0 cache, alternating. Binaries as in device_run.sh.
-#   GS_Q8_DEPTHS (default 0,131072,524288), GS_Q8_ROUNDS (default 1), GS_Q8_TESTS=0: no tests
+#   GS_Q8_DEPTHS (default 0,131072,524288), GS_Q8_PROMPTS (pp N, default 512; 0: none),
+#   GS_Q8_ROUNDS (default 1), GS_Q8_TESTS=0: no tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -22,7 +23,7 @@ fi
 for round in $(seq 1 "${GS_Q8_ROUNDS:-1}"); do
   for kv in f16 q8_0; do
     t0=$SECONDS
-    timeout 240 "$BIN" bench -m "$MODEL_31B" --device cuda --kv-type "$kv" -p 0 -n 64 -d "${GS_Q8_DEPTHS:-0,131072,524288}" \
+    timeout 240 "$BIN" bench -m "$MODEL_31B" --device cuda --kv-type "$kv" -p "${GS_Q8_PROMPTS:-512}" -n 64 -d "${GS_Q8_DEPTHS:-0,131072,524288}" \
       --depth-fill zeros --verify 5 -r 1 --json >"$OUT/q8.json" 2>>"$OUT/bench.log"
     rc=$?
     python3 - "$OUT/q8.json" "$round" "$kv" "$rc" "$((SECONDS - t0))" <<'PY'
@@ -33,7 +34,7 @@ except Exception as e:
     print(f"round {sys.argv[2]} {sys.argv[3]}: exit {sys.argv[4]}, unreadable: {e}"); sys.exit()
 cells = []
 for r in j.get("results", []):
-    if r.get("group") not in ("tg", "verify"): continue
+    if r.get("group") not in ("pp", "tg", "verify"): continue
     v = f"{r['tokens_per_s']:.1f} tok/s ({r.get('pct_of_limit', 0):.0f}%)" if "tokens_per_s" in r else f"{r.get('decode_steps', 0):.3f} steps"
     cells.append(f"{r['test']} {r['seconds'] * 1e3:.2f} ms {v}")
 print(f"round {sys.argv[2]} kv {sys.argv[3]} (exit {sys.argv[4]}, {sys.argv[5]} s): " + " | ".join(cells) + (" ERROR " + j["error"] if "error" in j else ""))
