@@ -271,6 +271,37 @@ metric_is() {
   grep -q "^gemmaserve_$1 $2\$" <<<"$page"
 }
 
+# A client that half-closes after its request (shutdown(SHUT_WR)) still reads: it gets its
+# 200 (it got "HTTP/1.1 499 Internal Server Error" with Connection: close twice, and its
+# request was cancelled). A 100 Continue may come first when the answer takes over a second.
+python3 - "$PORT" "$KEY" > "$WORK/half" 2>&1 <<'PY'
+import json, socket, sys
+port, key = int(sys.argv[1]), sys.argv[2]
+body = b'{"prompt":"ROMEO:","max_tokens":3}'
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key.encode() +
+          b"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+s.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    got += chunk
+text = got.decode()
+interim = "HTTP/1.1 100 Continue\r\n\r\n"
+if text.startswith(interim):
+    text = text[len(interim):]
+head, _, rest = text.partition("\r\n\r\n")
+lines = head.split("\r\n")
+assert lines[0] == "HTTP/1.1 200 OK", lines[0]
+assert sum(1 for l in lines[1:] if l.lower().startswith("connection:")) == 1, head
+assert json.loads(rest)["choices"][0]["text"], rest
+print("ok")
+PY
+[ "$(tail -n 1 "$WORK/half")" = ok ] && ok "a half-closed client gets its 200" \
+  || bad "a half-closed client: $(head -c 400 "$WORK/half")"
+
 # SIGTERM with long streams in every slot (--parallel 4) and one request waiting for a slot:
 # new requests are refused while it drains, the waiting one gets its 503 at once (it waited
 # out the whole drain before), the streams are ended after --shutdown-timeout, and the

@@ -621,6 +621,34 @@ TEST(HttpServer, ClientDisconnectCancelsACompressibleRequest) {
   EXPECT_TRUE(json::accept(r->body)) << r->body;
 }
 
+// A connection reset (an RST: the client's socket closed with SO_LINGER 0, or closed with
+// unread bytes) cancels at once, whole or streamed, without waiting for the half-close probe.
+TEST(HttpServer, AResetConnectionCancelsAtOnce) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.queue_size = 0;
+  o.n_ctx = 1 << 20;
+  o.step_delay = 2ms;
+  LiveServer s(o);
+  s.answer("", /*endless=*/true);
+  for (bool stream : {false, true}) {
+    const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+    const uint64_t generated_before = s.engine->metrics().generated_tokens_total;
+    json body{{"prompt", "x"}, {"max_tokens", 100000}, {"stream", stream}};
+    const int fd = send_completion_request(s.http->port(), body.dump(), "");
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 1000 && s.engine->metrics().generated_tokens_total <= generated_before + 3; ++i) {
+      std::this_thread::sleep_for(5ms);
+    }
+    const linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    const auto t0 = std::chrono::steady_clock::now();
+    ::close(fd);
+    EXPECT_TRUE(wait_cancelled_and_idle(s, cancelled_before)) << (stream ? "stream" : "whole");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 900ms) << (stream ? "stream" : "whole");
+  }
+}
+
 // `serve` with a file that fails at once stopped the listener before its thread had started
 // listening: the stop was lost, the listener served on and the process never exited.
 // The engine shutting down under running requests (the end of the drain after SIGTERM):
