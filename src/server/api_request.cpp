@@ -605,6 +605,8 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(read_bool(body, "", "parallel_tool_calls", &b));
   // The legacy answer holds one function_call: the first complete call ends the output.
   req.parallel_tool_calls = b.value_or(true) && !req.legacy_functions;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "add_generation_prompt", &b));
+  req.add_generation_prompt = b.value_or(true);
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
@@ -694,7 +696,7 @@ constexpr std::string_view kRequestFields[] = {
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
-    "function_call", "stop_token_ids", "bad_words", "allowed_token_ids",
+    "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "add_generation_prompt",
     "content", "add_special", "parse_special", "with_pieces", "tokens",
 };
 
