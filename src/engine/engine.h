@@ -134,6 +134,13 @@ class RequestStream {
   // Asks the engine to stop this request; it finishes with kCancelled within one step.
   // Safe to call from any thread, any number of times.
   virtual void cancel() = 0;
+  // Waits up to `timeout` until a slot holds the request (admitted()) or an event is there to
+  // read (an end before admission: a drain's kUnavailable, a failure to start, a
+  // cancellation); true then, false on timeout. Consumes nothing. A streamed response waits
+  // on this before it commits to its status (decision 0010).
+  virtual bool wait_started(std::chrono::milliseconds timeout) = 0;
+  // A slot took the request (it left the queue and its sequence started).
+  virtual bool admitted() const = 0;
 };
 
 struct EngineInfo {

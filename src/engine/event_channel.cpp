@@ -20,6 +20,19 @@ void EventChannel::push(StreamEvent event) {
   cv_.notify_all();
 }
 
+void EventChannel::mark_admitted() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    admitted_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+bool EventChannel::wait_started(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return admitted_.load(std::memory_order_relaxed) || !events_.empty(); });
+}
+
 bool EventChannel::pop(StreamEvent* event, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;

@@ -22,6 +22,12 @@ class EventChannel {
   // Waits up to `timeout` for the next event; false on timeout.
   bool pop(StreamEvent* event, std::chrono::milliseconds timeout);
 
+  // The scheduler started the request's sequence in a slot (before its first token event).
+  void mark_admitted();
+  bool admitted() const { return admitted_.load(std::memory_order_acquire); }
+  // Waits up to `timeout` until admitted or an event is queued; true then.
+  bool wait_started(std::chrono::milliseconds timeout);
+
   void request_cancel() { cancel_requested_.store(true, std::memory_order_relaxed); }
   bool cancel_requested() const { return cancel_requested_.load(std::memory_order_relaxed); }
 
@@ -30,6 +36,7 @@ class EventChannel {
   std::condition_variable cv_;
   std::deque<StreamEvent> events_;
   bool closed_ = false;  // a final event was pushed
+  std::atomic<bool> admitted_{false};  // set under mu_ (wait_started's predicate)
   std::atomic<bool> cancel_requested_{false};
 };
 
@@ -49,6 +56,8 @@ class ChannelStream final : public RequestStream {
     channel_->request_cancel();
     if (wake_) wake_();
   }
+  bool wait_started(std::chrono::milliseconds timeout) override { return channel_->wait_started(timeout); }
+  bool admitted() const override { return channel_->admitted(); }
 
  private:
   std::shared_ptr<EventChannel> channel_;

@@ -295,6 +295,7 @@ void Scheduler::loop() {
       }
       slot_used_[static_cast<size_t>(seq.slot)] = true;
       slot_last_used_[static_cast<size_t>(seq.slot)] = ++n_admitted_;
+      seq.channel->mark_admitted();
       const size_t n_cached = static_cast<size_t>(std::clamp<int32_t>(*started, 0, static_cast<int32_t>(seq.request.prompt.size()) - 1));
       seq.n_prefilled = n_cached;
       seq.usage.cached_tokens = static_cast<int32_t>(n_cached);

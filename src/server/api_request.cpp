@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "server/json_input.h"
+#include "server/sampler_fields.h"
 #include "server/token_fields.h"
 #include "text/chat_json.h"
 
@@ -366,6 +367,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (d) gen->sampling.frequency_penalty = static_cast<float>(*d);
   GS_RETURN_IF_ERROR(read_number(body, "", "repetition_penalty", 0.01, 10.0, &d));
   if (d) gen->sampling.repetition_penalty = static_cast<float>(*d);
+  GS_RETURN_IF_ERROR(read_llama_sampler_fields(body, &gen->sampling));
   GS_RETURN_IF_ERROR(read_int(body, "", "seed", std::numeric_limits<int64_t>::min(),
                               std::numeric_limits<int64_t>::max(), &i));
   if (i) {
@@ -627,6 +629,8 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(read_bool(body, "", "parallel_tool_calls", &b));
   // The legacy answer holds one function_call: the first complete call ends the output.
   req.parallel_tool_calls = b.value_or(true) && !req.legacy_functions;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "add_generation_prompt", &b));
+  req.add_generation_prompt = b.value_or(true);
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
@@ -717,7 +721,10 @@ constexpr std::string_view kRequestFields[] = {
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
-    "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format",
+    "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format", "add_generation_prompt",
+    "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
+    "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
+    "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
     "content", "add_special", "parse_special", "with_pieces", "tokens",
 };
 

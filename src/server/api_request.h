@@ -102,6 +102,10 @@ struct ChatCompletionRequest {
   // does on the chat route and Anthropic's API does. Off (the Responses API, where OpenAI
   // answers such input with a new message): it is a closed turn and a new one begins.
   bool continue_final_message = true;
+  // vLLM's and llama-server's add_generation_prompt: false renders the messages without the
+  // model's turn opener (POST /apply-template); a generating route takes false only where the
+  // prompt ends in the model's turn anyway (request_plan.h).
+  bool add_generation_prompt = true;
   GenerationOptions gen;
 };
 

@@ -48,6 +48,23 @@ std::vector<ChoicePoll> ChoiceSet::poll(std::chrono::milliseconds wait) {
   return out;
 }
 
+bool ChoiceSet::wait_started(std::chrono::milliseconds wait) {
+  if (size() == 1) return choices_[0]->wait_started(wait);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    for (auto& c : choices_) {
+      if (c->wait_started(std::chrono::milliseconds(0))) return true;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    if (choices_[0]->wait_started(std::min(left, kChoiceWait))) return true;
+  }
+}
+
+bool ChoiceSet::admitted() const {
+  return std::any_of(choices_.begin(), choices_.end(), [](const auto& c) { return c->admitted(); });
+}
+
 void ChoiceSet::cancel() {
   for (auto& c : choices_) c->cancel();
 }

@@ -40,6 +40,12 @@ class ChoiceSet {
   // another may have events (their tokens come in the same engine steps), so a choice's
   // events are late by at most that.
   std::vector<ChoicePoll> poll(std::chrono::milliseconds wait);
+  // Waits up to `wait` until a slot holds some choice or some choice has an event to read
+  // (an end before admission included); true then. Consumes nothing. With several choices
+  // each is waited on for at most kChoiceWait in turn.
+  bool wait_started(std::chrono::milliseconds wait);
+  // A slot took some choice.
+  bool admitted() const;
   // Stops every choice (client gone, or one choice failed). Idempotent.
   void cancel();
   // Every choice has finished (done, failed or cancelled).

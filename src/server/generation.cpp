@@ -33,6 +33,11 @@ void Generation::cancel() {
   if (stream_ && !finished_) stream_->cancel();
 }
 
+bool Generation::wait_started(std::chrono::milliseconds wait) {
+  if (!stream_ || finished_) return true;
+  return stream_->wait_started(wait);
+}
+
 void Generation::push_delta(OutputDelta delta, PollResult* out) {
   if ((delta.kind == OutputDelta::Kind::kContent || delta.kind == OutputDelta::Kind::kReasoning ||
        delta.kind == OutputDelta::Kind::kToolCallArgs) &&

@@ -74,6 +74,12 @@ class Generation {
   PollResult poll(std::chrono::milliseconds wait);
   // Stops the request (client gone). Idempotent.
   void cancel();
+  // Waits up to `wait` until a slot holds the request or it has an event to read (its end
+  // before admission included); true then (and when finished or never started). Consumes
+  // nothing: poll() reads the events after.
+  bool wait_started(std::chrono::milliseconds wait);
+  // A slot took the request.
+  bool admitted() const { return stream_ && stream_->admitted(); }
   bool finished() const { return finished_; }
   // Valid once finished.
   const GenerationResult& result() const { return result_; }

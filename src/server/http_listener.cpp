@@ -62,6 +62,174 @@ std::string refusal(int status, std::string_view reason, std::string_view messag
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
+// The response head's most bytes gathered before it is written as it is (httplib's heads are
+// a few hundred bytes).
+constexpr size_t kMaxResponseHead = 64u << 10;
+
+// An interim response written to find out whether a client whose input ended still reads
+// (Connection::peer_gone).
+constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+// The text of a header line after its colon, without the surrounding blanks.
+std::string_view header_value(std::string_view line, size_t colon) {
+  std::string_view v = line.substr(colon + 1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+// The line without its CRLF (or LF).
+std::string_view without_line_end(std::string_view line) {
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+// The text after the first space of a line, up to the next one.
+std::string_view second_token(std::string_view line) {
+  const size_t sp = line.find(' ');
+  if (sp == std::string_view::npos) return {};
+  const std::string_view rest = line.substr(sp + 1);
+  return rest.substr(0, rest.find(' '));
+}
+
+}  // namespace
+
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 203: return "Non-Authoritative Information";
+    case 204: return "No Content";
+    case 205: return "Reset Content";
+    case 206: return "Partial Content";
+    case 300: return "Multiple Choices";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 407: return "Proxy Authentication Required";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 426: return "Upgrade Required";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 499: return "Client Closed Request";  // nginx's, not IANA's: the client went away
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return {};
+  }
+}
+
+std::string normalized_response_head(std::string_view head) {
+  std::string out;
+  out.reserve(head.size());
+  size_t i = head.find('\n');
+  if (i == std::string_view::npos) return std::string(head);
+  // The status line: "HTTP/1.1 NNN reason". httplib names every status it does not know
+  // "Internal Server Error" (a 499 went out so).
+  const std::string_view status_line = without_line_end(head.substr(0, i + 1));
+  const std::string_view code_text = second_token(status_line);
+  int code = 0;
+  const bool numeric = code_text.size() == 3 &&
+                       std::all_of(code_text.begin(), code_text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (numeric) code = std::stoi(std::string(code_text));
+  if (numeric && status_line.rfind("HTTP/", 0) == 0) {
+    out.append(status_line.substr(0, status_line.find(' ')));
+    out.append(" ").append(code_text).append(" ").append(reason_phrase(code)).append("\r\n");
+  } else {
+    out.append(head.substr(0, i + 1));
+  }
+  // Header lines: one of each, and one Connection header ("close" if any said close). The
+  // route sets "Connection: close" where it must close, and httplib adds its own for a
+  // request that said close: both went out.
+  std::vector<std::string_view> seen;
+  size_t connection_at = std::string::npos;
+  bool close = false;
+  for (++i; i < head.size();) {
+    size_t e = head.find('\n', i);
+    e = e == std::string_view::npos ? head.size() : e + 1;
+    const std::string_view raw = head.substr(i, e - i);
+    i = e;
+    const std::string_view line = without_line_end(raw);
+    const size_t colon = line.find(':');
+    if (line.empty() || colon == std::string_view::npos) {
+      out.append(raw);
+      continue;
+    }
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = header_value(line, colon);
+    if (same_name(name, "connection")) {
+      close = close || same_name(value, "close");
+      if (connection_at != std::string::npos) continue;
+      connection_at = out.size();
+      out.append("Connection: ").append(value).append("\r\n");
+      continue;
+    }
+    const bool repeated = std::any_of(seen.begin(), seen.end(), [&](std::string_view other) {
+      const size_t c = other.find(':');
+      return same_name(other.substr(0, c), name) && header_value(other, c) == value;
+    });
+    if (repeated) continue;
+    seen.push_back(line);
+    out.append(raw);
+  }
+  if (close && connection_at != std::string::npos) {
+    const size_t end = out.find("\r\n", connection_at);
+    out.replace(connection_at, end - connection_at, "Connection: close");
+    // Keep-Alive's parameters are those of a connection that stays open (httplib sent them
+    // beside the route's close of an HTTP/1.0 stream).
+    for (size_t at = out.find("\r\n"); at != std::string::npos && at + 2 < out.size();) {
+      const size_t next = out.find("\r\n", at + 2);
+      const std::string_view line(out.data() + at + 2, (next == std::string::npos ? out.size() : next) - at - 2);
+      const size_t colon = line.find(':');
+      if (colon != std::string_view::npos && same_name(line.substr(0, colon), "keep-alive")) {
+        out.erase(at, next - at);
+        continue;
+      }
+      at = next;
+    }
+  }
+  return out;
+}
+
+namespace {
+
 // The longest header line httplib reads, its line end included; it answered a longer one
 // 400 "malformed HTTP request".
 constexpr size_t kMaxHeaderLineBytes = CPPHTTPLIB_HEADER_MAX_LENGTH;
@@ -278,6 +446,16 @@ class Connection final : public httplib::Stream {
         head_len_ += kNoBody.size();
       }
     }
+    if (head_len_ > 0) {
+      const size_t line_end = buf_.find('\n', off_);
+      std::string_view line(buf_.data() + off_, (line_end == std::string::npos ? buf_.size() : line_end) - off_);
+      line = without_line_end(line);
+      http10_ = line.size() >= 8 && line.substr(line.size() - 8) == "HTTP/1.0";
+    }
+    response_started_ = false;
+    head_out_.clear();
+    head_out_done_ = false;
+    probe_sent_ = false;
     // The request's bytes in the buffer, head and body: what httplib leaves unread of them
     // (a handler that answers before reading the body, as the API key check does) is dropped
     // at the end, not read as the next request.
@@ -328,13 +506,41 @@ class Connection final : public httplib::Stream {
     return !peer_gone();
   }
 
-  // The client closed (or reset) its side: a peer that has closed reads as readable with
-  // nothing to read. Bytes of a next request waiting in the socket keep it alive.
+  // The client is gone: its connection was reset or is closed both ways (POLLERR / POLLHUP:
+  // an RST came, as a closed socket answers what is written to it), or a write failed. The
+  // end of its input alone (a FIN: shutdown(SHUT_WR) after the request, or close()) is not:
+  // a client may half-close once its request is sent and still read the answer. Before
+  // anything of the response is written the two cannot be told apart, so a response that
+  // writes nothing while it waits (a whole completion) sends, once the input has ended for
+  // limits.half_close_probe, a 100 Continue: an interim response that HTTP/1.1 clients read
+  // past (RFC 9110 15.2), to which a closed socket answers with an RST that the next call
+  // sees. Not to an HTTP/1.0 client, which may get no 1xx (there a close is seen when the
+  // answer is written). Bytes of a next request waiting in the socket keep it alive.
   bool peer_gone() const {
-    if (poll_one(sock_, POLLIN, milliseconds(0)) <= 0) return false;
+    if (write_failed_) return true;
+    pollfd p{sock_, POLLIN, 0};
+    int r;
+    do {
+      r = ::poll(&p, 1, 0);
+    } while (r < 0 && errno == EINTR);
+    if (r <= 0) return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return true;
     char c;
     const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    if (n > 0) return false;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    // The client's input ended.
+    const auto now = Clock::now();
+    if (!input_ended_) {
+      input_ended_ = true;
+      input_ended_at_ = now;
+    }
+    if (!probe_sent_ && !response_started_ && !http10_ && now - input_ended_at_ >= limits_.half_close_probe) {
+      probe_sent_ = true;
+      const ssize_t sent = ::send(sock_, kProbe.data(), kProbe.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) write_failed_ = true;
+    }
+    return write_failed_;
   }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -369,14 +575,32 @@ class Connection final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
+  // The response's head (httplib writes its status line and each header in a call of its
+  // own) is gathered and written once whole, as normalized_response_head() makes it; the body
+  // goes out as it comes.
   ssize_t write(const char* ptr, size_t size) override {
     if (refused_) return -1;
-    for (;;) {
-      if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return -1;
-      const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n >= 0) return n;
-      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    response_started_ = true;
+    if (head_out_done_) return send_some(ptr, size);
+    const size_t from = head_out_.size() >= 3 ? head_out_.size() - 3 : 0;
+    head_out_.append(ptr, size);
+    const size_t end = head_out_.find("\r\n\r\n", from);
+    if (end == std::string::npos && head_out_.size() <= kMaxResponseHead) return static_cast<ssize_t>(size);
+    head_out_done_ = true;
+    std::string out;
+    if (end == std::string::npos) {
+      out.swap(head_out_);
+    } else {
+      out = normalized_response_head(std::string_view(head_out_).substr(0, end + 4));
+      out.append(head_out_, end + 4);
     }
+    head_out_.clear();
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = send_some(out.data() + done, out.size() - done);
+      if (n < 0) return -1;
+      done += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(size);
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -626,6 +850,20 @@ class Connection final : public httplib::Stream {
     return std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now());
   }
 
+  // Sends what the socket takes of [ptr, ptr + size) within the write timeout; -1 when the
+  // timeout passes or the send fails (then the client is gone: peer_gone()).
+  ssize_t send_some(const char* ptr, size_t size) {
+    for (;;) {
+      if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return -1;
+      const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) return n;
+      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        write_failed_ = true;
+        return -1;
+      }
+    }
+  }
+
   socket_t sock_;
   const ConnectionLimits& limits_;
   milliseconds write_timeout_;
@@ -654,6 +892,15 @@ class Connection final : public httplib::Stream {
   uint64_t request_limit_ = 0;  // most it may read (chunked bodies; else unbounded)
   uint64_t request_total_ = 0;  // bytes of the request under way (head and body)
   bool refused_ = false;        // a refusal was sent mid-request
+  bool http10_ = false;         // the request under way is HTTP/1.0
+  bool response_started_ = false;  // its response has begun (write() was called)
+  std::string head_out_;           // its response head as written so far, until whole
+  bool head_out_done_ = false;     // and then written
+  // The client's side (peer_gone(), which the handler's thread calls while it waits).
+  mutable bool input_ended_ = false;  // a read gave the end of its input
+  mutable Clock::time_point input_ended_at_{};
+  mutable bool probe_sent_ = false;   // the request under way sent kProbe
+  mutable bool write_failed_ = false;
   Clock::time_point first_byte_{};
   Clock::time_point head_at_{};
   Clock::time_point deadline_{};

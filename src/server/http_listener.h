@@ -26,6 +26,10 @@ struct ConnectionLimits {
   std::chrono::milliseconds body_timeout{30000};
   // A connection with no request under way is closed after this.
   std::chrono::milliseconds idle_timeout{5000};
+  // A client whose input ended (it half-closed, or closed) while its request runs, and to
+  // which nothing has been written yet, is sent a 100 Continue after this to learn whether it
+  // still reads (current_client_gone()).
+  std::chrono::milliseconds half_close_probe{1000};
   // Longer request heads are refused (431).
   size_t max_head_bytes = 64u << 10;
   // Larger request bodies are refused (413) before they are read.
@@ -44,12 +48,29 @@ struct ConnectionLimits {
 std::string_view request_header(std::string_view head, std::string_view name);
 
 // For a route handler, on the thread that runs its request: true once the request's client
-// has closed or reset its connection; false while it is open, and outside a request served
-// by an HttpListener. cpp-httplib 0.11.4 gives a handler no socket, and a handler that
-// answers only when its work is done (a whole completion, whose status follows the outcome)
-// writes nothing meanwhile, so it asks this while it waits. A client that half-closes after
-// its request (shutdown(SHUT_WR)) reads as gone, as it does to httplib's writes.
+// is gone (its connection reset, closed both ways, or a write to it failed); false while it
+// may still read, and outside a request served by an HttpListener. cpp-httplib 0.11.4 gives
+// a handler no socket, and a handler that answers only when its work is done (a whole
+// completion, whose status follows the outcome) writes nothing meanwhile, so it asks this
+// while it waits. The end of the client's input is not its going: a client may half-close
+// after its request (shutdown(SHUT_WR)) and read the answer. Until something is written a
+// half-close and a close look alike, so after ConnectionLimits::half_close_probe a call
+// writes a 100 Continue (HTTP/1.1 clients read past it), which a closed socket answers with
+// a reset that a later call sees (HTTP/1.0: nothing is written; a close is seen when the
+// answer is).
 bool current_client_gone();
+
+// The reason phrase of an HTTP status ("Not Found"; "Client Closed Request" for nginx's
+// 499), or "" for a status this table lacks (RFC 9112 4 allows an empty one). httplib names
+// every status it does not know "Internal Server Error".
+std::string_view reason_phrase(int status);
+
+// A response head (status line to the empty line) as the listener writes it: the status
+// line's reason phrase from reason_phrase(), a header line that repeats an earlier one (name
+// and value) dropped, and one Connection header, "close" if any said close (a route that
+// closes sets it and httplib adds its own for a request that said close: both were sent),
+// and then no Keep-Alive header.
+std::string normalized_response_head(std::string_view head);
 
 // httplib serves each connection on a pool thread from accept to close, so a handful of
 // clients that open connections and send nothing, or a byte now and then (slowloris), hold

@@ -373,6 +373,21 @@ class Routes {
       if (e.http_status == 429) res.set_header("Retry-After", "1");
       return send_outcome_error(res, *state, e);
     }
+    if (stream) {
+      // The stream's headers commit it to 200, so they wait until a slot holds the request:
+      // one that ends while it waits in the queue (a drain's 503, a failure to start) gets
+      // that status and an error body, as a whole response does (it was a 200 and an error
+      // event). A client that goes away meanwhile is seen as a whole response sees it.
+      switch (wait_for_slot(*state)) {
+        case SlotWait::kAdmitted:
+          break;
+        case SlotWait::kEnded:
+          return whole_response(*state, res);
+        case SlotWait::kClientGone:
+          client_gone(*state);
+          return send_client_gone(res, *state);
+      }
+    }
     // Set here: httplib turns an unset status into 206 when the request has a Range header.
     res.status = 200;
     if (stream) {
@@ -391,6 +406,25 @@ class Routes {
     } else {
       whole_response(*state, res);
     }
+  }
+
+  enum class SlotWait { kAdmitted, kEnded, kClientGone };
+  // Waits until a slot holds one of the request's choices, or the request ends before any
+  // does (kEnded: its outcome is there to read), or its client goes away.
+  static SlotWait wait_for_slot(ResponseState& st) {
+    for (;;) {
+      if (st.choices->wait_started(std::chrono::milliseconds(100))) {
+        return st.choices->admitted() ? SlotWait::kAdmitted : SlotWait::kEnded;
+      }
+      if (current_client_gone()) return SlotWait::kClientGone;
+    }
+  }
+
+  // The answer to a request whose client went away: nobody reads it; 499 (client closed
+  // request) is what the metrics count.
+  static void send_client_gone(httplib::Response& res, const ResponseState& st) {
+    res.set_header("Connection", "close");
+    send_outcome_error(res, st, api_error_from_status(Status(StatusCode::kCancelled, "the client closed the connection")));
   }
 
   // A body written as it is made: chunked for HTTP/1.1; an HTTP/1.0 client knows no chunked
@@ -615,12 +649,7 @@ class Routes {
       st.choices->cancel();
       return send_outcome_error(res, st, api_error_from_status(*failed->error));
     }
-    if (!st.choices->finished()) {
-      // Nobody reads the answer; 499 (client closed request) is what the metrics count.
-      res.set_header("Connection", "close");
-      return send_outcome_error(
-          res, st, api_error_from_status(Status(StatusCode::kCancelled, "the client closed the connection")));
-    }
+    if (!st.choices->finished()) return send_client_gone(res, st);
     const std::vector<const GenerationResult*> results = st.choices->results();
     for (const GenerationResult* r : results) {
       if (!r->cancelled) continue;

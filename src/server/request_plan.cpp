@@ -95,16 +95,23 @@ bool tools_offered(const ChatCompletionRequest& req) {
   return req.tool_choice != ToolChoice::kNone && !req.tools.empty();
 }
 
-}  // namespace
-
-Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& req) {
+// The messages rendered, with or without the generation prompt (the model's turn opener and
+// its thought block), without the forced call's opener.
+Result<text::RenderedPrompt> render_messages(const ChatCompletionRequest& req, bool add_generation_prompt) {
   text::ChatRenderOptions options;
   options.enable_thinking = req.enable_thinking;
-  options.add_generation_prompt = true;
+  options.add_generation_prompt = add_generation_prompt;
   options.prefill_assistant = req.continue_final_message;  // a trailing assistant message is continued (llama-server)
   const std::span<const text::ChatTool> tools =
       tools_offered(req) ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
-  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, text::render_chat_prompt(req.messages, tools, options));
+  return text::render_chat_prompt(req.messages, tools, options);
+}
+
+// render_chat_request's prompt with or without the generation prompt; without it, no forced
+// call's opener either (that too begins the answer).
+Result<text::RenderedPrompt> render_chat(const ChatCompletionRequest& req, bool add_generation_prompt) {
+  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_messages(req, add_generation_prompt));
+  if (!add_generation_prompt) return prompt;
   const std::string opener = forced_call_prefix(req);
   if (!opener.empty() && prompt.prefill_reasoning) {
     // A forced call comes after the thought a prefill left open: closed as the template
@@ -118,6 +125,12 @@ Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& re
   return prompt;
 }
 
+}  // namespace
+
+Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& req) {
+  return render_chat(req, req.add_generation_prompt);
+}
+
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
                                  const PlanLimits& limits) {
   GenerationPlan plan;
@@ -125,7 +138,20 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   const bool tools_on = tools_offered(req);
   const std::span<const text::ChatTool> tools =
       tools_on ? std::span<const text::ChatTool>(req.tools) : std::span<const text::ChatTool>();
-  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat_request(req));
+  if (!req.add_generation_prompt) {
+    // Generation writes the model's turn, so it needs the prompt to end in it: false is taken
+    // only where the prompt ends there anyway (a continued final assistant message, vLLM's
+    // continue_final_message form; after a tool result), not read as true.
+    GS_ASSIGN_OR_RETURN(const text::RenderedPrompt without, render_messages(req, false));
+    GS_ASSIGN_OR_RETURN(const text::RenderedPrompt with, render_messages(req, true));
+    if (without.text != with.text) {
+      return Status(StatusCode::kUnimplemented,
+                    "add_generation_prompt: false is supported only by /apply-template here, or where the prompt "
+                    "ends in the model's turn anyway (a final assistant message, which is continued): a generated "
+                    "answer is the model's turn");
+    }
+  }
+  GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat(req, true));
   plan.output_prefix = forced_call_prefix(req);
   switch (req.tool_choice) {
     case ToolChoice::kAuto:

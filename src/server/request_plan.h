@@ -20,7 +20,8 @@ struct PlanLimits {
 };
 
 // The prompt text a chat request puts before the model's first token: the messages rendered
-// with the Gemma 4 format (tools declared unless tool_choice is "none"), then the forced
+// with the Gemma 4 format (tools declared unless tool_choice is "none"; the generation prompt
+// unless add_generation_prompt is false, and then no forced-call opener), then the forced
 // tool-call opener for tool_choice "required" (`<|tool_call>call:`, or `<|tool_call>call:NAME{`
 // when only one tool is declared) or a named function (`<|tool_call>call:NAME{`). Without BOS
 // (the tokenizer adds it). `markup` spans the renderer's markup tokens (the opener holds
@@ -30,8 +31,10 @@ struct PlanLimits {
 // Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).
 Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& req);
 
-// Chat: render_chat_request, tokenized with BOS, control tokens only where the renderer wrote
-// markup (message text cannot inject a turn). A reasoning budget
+// Chat: render_chat_request (always with the generation prompt: add_generation_prompt false is
+// kUnimplemented unless the prompt ends in the model's turn either way), tokenized with BOS,
+// control tokens only where the renderer wrote markup (message text cannot inject a turn). A
+// reasoning budget
 // (> 0, thinking on) goes to the engine with the ids of `<|channel>` and `<channel|>`.
 // Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,

@@ -16,6 +16,7 @@
 
 #include "text/chat_format.h"
 #include "text/regex_dfa.h"
+#include "text/schema_overlap.h"
 #include "text/string_formats.h"
 #include "text/utf8.h"
 
@@ -849,6 +850,7 @@ class JsonSchemaCompiler {
       const json& alts = s[key];
       const std::string p = path + "." + key;
       if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
+      if (std::string_view(key) == "oneOf") GS_RETURN_IF_ERROR(check_one_of(s, p));
       std::vector<Node> next;
       for (const Node& b : branches) {
         for (size_t i = 0; i < alts.size(); ++i) {
@@ -886,6 +888,27 @@ class JsonSchemaCompiler {
     merged.deferred = std::move(deferred);
     fill_literals(&merged);
     return merged;
+  }
+
+  // oneOf is held as anyOf (at least one alternative matches), which is oneOf only where no
+  // value matches two: refused unless schema_overlap.h proves its alternatives apart (each
+  // read with the keywords beside it). In a tool call (kGemmaCall) it stays read as anyOf, as
+  // before: refusing it there would drop the whole grammar to the first-key fallback (point 7),
+  // and real tool schemas use oneOf loosely (decision 0027 point 11).
+  Status check_one_of(const json& s, const std::string& p) {
+    if (syntax_ != JsonSyntax::kJson) return {};
+    json beside = s;
+    beside.erase("oneOf");
+    const auto overlap = first_overlapping_alternatives(s["oneOf"], beside, [this](const json& ref) -> const json* {
+      auto target = resolve_ref(root_, ref, "");
+      return target.ok() ? *target : nullptr;
+    });
+    if (!overlap) return {};
+    return invalid(p + ": alternatives " + std::to_string(overlap->first) + " and " + std::to_string(overlap->second) +
+                   " are not provably exclusive: oneOf is supported only where no value can match two alternatives "
+                   "(different types, distinct const or enum values, number ranges or lengths that do not meet, or "
+                   "a required property whose schemas do not meet), since the output is held to one of them, not "
+                   "to exactly one; anyOf allows a value that matches several");
   }
 
   // A schema without anyOf, oneOf or allOf.
@@ -1200,6 +1223,19 @@ class JsonSchemaCompiler {
     GS_RETURN_IF_ERROR(read_count(s, path, "minItems", &n->min_items));
     GS_RETURN_IF_ERROR(read_count(s, path, "maxItems", &n->max_items));
     if (n->max_items >= 0 && n->min_items > n->max_items) return invalid(path + ": minItems is above maxItems");
+    // uniqueItems decides validity but the matcher keeps no record of the items written:
+    // refused as the keywords in compile() are, unless at most one item may be written (then
+    // it holds by itself). false asks for nothing. In a tool call it is ignored instead, as a
+    // pattern the compiler refuses is there: refusing it would drop the whole grammar to the
+    // first-key fallback (decision 0027 point 11).
+    if (const auto u = s.find("uniqueItems"); u != s.end()) {
+      if (!u->is_boolean()) return invalid(path + ".uniqueItems must be a boolean, got " + type_name(*u));
+      const bool at_most_one = n->max_items >= 0 && n->max_items <= 1;
+      if (u->get<bool>() && !at_most_one && syntax_ == JsonSyntax::kJson) {
+        return invalid(path + ".uniqueItems: this keyword is not supported: it cannot be enforced while decoding "
+                              "(only with maxItems 0 or 1, where it holds by itself)");
+      }
+    }
     return {};
   }
 

@@ -170,7 +170,10 @@ class JsonGrammar {
   // express (description, title, default, an unknown format, ...) are ignored. anyOf
   // alternatives of the same kind are merged loosely (decision 0027; integer ranges: the
   // range that spans both); a union that even so cannot be held (an enum of more than
-  // kJsonMaxKeys values, a fraction beside a wide integer range) is refused.
+  // kJsonMaxKeys values, a fraction beside a wide integer range) is refused. oneOf is held
+  // as anyOf, so in the JSON syntax it is refused unless its alternatives are proven to
+  // share no value (schema_overlap.h); uniqueItems: true is refused unless maxItems is 0 or
+  // 1 (kGemmaCall: both are read loosely instead, as before).
   // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
   // properties.a.items: ..."), or with `path` alone when no value of the schema nests
   // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").

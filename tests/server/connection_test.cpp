@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/http_listener.h"
 #include "server_fixture.h"
 
 namespace gs {
@@ -42,6 +44,8 @@ class RawClient {
 
   bool connected() const { return connected_; }
   void send(const std::string& s) { ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL); }
+  // Ends what this client sends (a FIN); it still reads.
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
 
   // Reads until `n` copies of `marker` arrived, the peer closed, or `limit` passed.
   std::string read_until(const std::string& marker, int n, std::chrono::milliseconds limit) {
@@ -369,6 +373,126 @@ TEST(Connections, Http10ResponsesAreNotChunked) {
       EXPECT_EQ(rest.rfind("data: ", 0), 0u) << rest.substr(0, 200);
       EXPECT_NE(rest.find("data: [DONE]"), std::string::npos) << rest.substr(0, 300);
     }
+  }
+}
+
+// The values of every header `name` (any case) in a response head.
+std::vector<std::string> header_values(const std::string& head, const std::string& name) {
+  std::vector<std::string> out;
+  for (size_t pos = head.find("\r\n"); pos != std::string::npos && pos + 2 < head.size();) {
+    const size_t next = head.find("\r\n", pos + 2);
+    const std::string line = head.substr(pos + 2, next == std::string::npos ? std::string::npos : next - pos - 2);
+    pos = next;
+    const size_t colon = line.find(':');
+    if (colon != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < colon; ++i) same = same && std::tolower(line[i]) == std::tolower(name[i]);
+    if (same) out.push_back(line.substr(line.find_first_not_of(' ', colon + 1)));
+  }
+  return out;
+}
+
+// A client that half-closes (shutdown(SHUT_WR)) once its request is sent still reads: it gets
+// its answer. It got "HTTP/1.1 499 Internal Server Error" with Connection: close twice, and
+// its request was cancelled: the end of its input read as its going. A whole response that
+// is still waiting after ConnectionLimits::half_close_probe (1 s) writes a 100 Continue to
+// tell a half-close from a close; a stream needs none (it writes as it goes).
+TEST(Connections, AHalfClosedClientGetsItsAnswer) {
+  ServerFixtureOptions o;
+  o.step_delay = 5ms;
+  LiveServer s(o);
+  const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+  struct Case {
+    const char* body;
+    const char* extra;    // headers
+    bool slow;            // runs past the probe delay: the 100 Continue comes first
+  };
+  for (const Case& c : {Case{R"({"prompt":"x","max_tokens":3})", "Connection: close\r\n", false},
+                        Case{R"({"prompt":"x","max_tokens":3})", "", false},
+                        Case{R"({"prompt":"x","max_tokens":400,"ignore_eos":true})", "Connection: close\r\n", true},
+                        Case{R"({"prompt":"x","max_tokens":400,"ignore_eos":true,"stream":true})", "", true}}) {
+    SCOPED_TRACE(std::string(c.body) + " " + c.extra);
+    s.answer("fine words", /*endless=*/true);
+    RawClient client(s.http->port());
+    ASSERT_TRUE(client.connected());
+    client.send(post_request("/v1/completions", c.body, c.extra));
+    client.shutdown_write();
+    const std::string got = client.read_until("never", 1, 10s);  // to the server's close
+    std::string response = got;
+    const bool whole = std::string(c.body).find("stream") == std::string::npos;
+    if (c.slow && whole) {
+      ASSERT_EQ(got.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << got.substr(0, 300);
+      response = got.substr(std::string("HTTP/1.1 100 Continue\r\n\r\n").size());
+    }
+    ASSERT_EQ(response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got.substr(0, 300);
+    const size_t head_end = response.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos);
+    const std::string head = response.substr(0, head_end + 2);
+    EXPECT_LE(header_values(head, "Connection").size(), 1u) << head;
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1 "), c.slow && whole ? 2 : 1) << got.substr(0, 300);
+    if (whole) {
+      const nlohmann::json j = nlohmann::json::parse(response.substr(head_end + 4), nullptr, false);
+      ASSERT_TRUE(j.is_object()) << response.substr(head_end + 4, 300);
+      EXPECT_EQ(j["choices"][0]["finish_reason"], "length") << j.dump();
+      EXPECT_EQ(j["usage"]["completion_tokens"], c.slow ? 400 : 3) << j.dump();
+    } else {
+      EXPECT_NE(response.find("data: [DONE]"), std::string::npos) << response.substr(response.size() - 300);
+      EXPECT_NE(response.find(R"("finish_reason":"length")"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(s.engine->metrics().requests_cancelled_total, cancelled_before);
+  EXPECT_EQ(s.http->counters().client_disconnects, 0u);
+  test::expect_healthy(s);
+}
+
+// The listener writes each response head once whole, with the status's own reason phrase
+// (httplib named every status it did not know "Internal Server Error", a 499 too) and one
+// Connection header (a route that closes set one and httplib added its own: both went out).
+TEST(Connections, ResponseHeadsHaveTheirReasonAndOneConnectionHeader) {
+  EXPECT_EQ(server::normalized_response_head(
+                "HTTP/1.1 499 Internal Server Error\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                "Connection: close\r\nContent-Length: 2\r\n\r\n"),
+            "HTTP/1.1 499 Client Closed Request\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            "Content-Length: 2\r\n\r\n");
+  EXPECT_EQ(server::normalized_response_head("HTTP/1.1 200 OK\r\nconnection: keep-alive\r\nX-A: 1\r\nX-A: 2\r\n"
+                                             "Connection: close\r\nx-a: 1\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nX-A: 1\r\nX-A: 2\r\n\r\n");
+  EXPECT_EQ(server::normalized_response_head("HTTP/1.1 299 Internal Server Error\r\n\r\n"), "HTTP/1.1 299 \r\n\r\n");
+  EXPECT_EQ(server::normalized_response_head("HTTP/1.1 200 OK\r\nConnection: close\r\nKeep-Alive: timeout=5, max=100\r\n"
+                                             "X-B: 1\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nX-B: 1\r\n\r\n");
+  EXPECT_EQ(server::normalized_response_head("HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\n\r\n");
+  for (int status : {200, 204, 400, 401, 404, 405, 408, 413, 415, 429, 431, 499, 500, 501, 503}) {
+    EXPECT_FALSE(server::reason_phrase(status).empty()) << status;
+  }
+  EXPECT_EQ(server::reason_phrase(499), "Client Closed Request");
+  EXPECT_EQ(server::reason_phrase(413), "Payload Too Large");
+
+  // On the wire: an HTTP/1.0 stream (the route closes it, and httplib said close too) and a
+  // request that asks to close.
+  LiveServer s;
+  s.answer("fine");
+  const std::string stream_body = R"({"prompt":"x","max_tokens":3,"stream":true})";
+  for (const std::string& request :
+       {"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
+            std::to_string(stream_body.size()) + "\r\n\r\n" + stream_body,
+        post_request("/v1/completions", R"({"prompt":"x","max_tokens":3})", "Connection: close\r\n"),
+        post_request("/v1/completions", R"({"prompt":"x","max_tokens":3,"stream":true})", "Connection: close\r\n"),
+        std::string("GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(request);
+    const std::string got = c.read_until("never", 1, 3s);
+    const size_t head_end = got.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << got;
+    const std::string head = got.substr(0, head_end + 2);
+    EXPECT_EQ(header_values(head, "Connection"), std::vector<std::string>{"close"}) << head;
+    EXPECT_TRUE(header_values(head, "Keep-Alive").empty()) << head;
+    const int status = std::stoi(head.substr(9, 3));
+    EXPECT_EQ(head.substr(0, head.find("\r\n")), "HTTP/1.1 " + std::to_string(status) + " " +
+                                                    std::string(server::reason_phrase(status)))
+        << head;
   }
 }
 

@@ -621,6 +621,87 @@ TEST(HttpServer, ClientDisconnectCancelsACompressibleRequest) {
   EXPECT_TRUE(json::accept(r->body)) << r->body;
 }
 
+// A connection reset (an RST: the client's socket closed with SO_LINGER 0, or closed with
+// unread bytes) cancels at once, whole or streamed, without waiting for the half-close probe.
+TEST(HttpServer, AResetConnectionCancelsAtOnce) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.queue_size = 0;
+  o.n_ctx = 1 << 20;
+  o.step_delay = 2ms;
+  LiveServer s(o);
+  s.answer("", /*endless=*/true);
+  for (bool stream : {false, true}) {
+    const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+    const uint64_t generated_before = s.engine->metrics().generated_tokens_total;
+    json body{{"prompt", "x"}, {"max_tokens", 100000}, {"stream", stream}};
+    const int fd = send_completion_request(s.http->port(), body.dump(), "");
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 1000 && s.engine->metrics().generated_tokens_total <= generated_before + 3; ++i) {
+      std::this_thread::sleep_for(5ms);
+    }
+    const linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    const auto t0 = std::chrono::steady_clock::now();
+    ::close(fd);
+    EXPECT_TRUE(wait_cancelled_and_idle(s, cancelled_before)) << (stream ? "stream" : "whole");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 900ms) << (stream ? "stream" : "whole");
+  }
+}
+
+// A stream's headers commit it to 200, so they wait until a slot holds the request: a
+// queued stream has received nothing, then streams once admitted; a queued stream whose
+// client goes away meanwhile is cancelled and leaves the queue.
+TEST(HttpServer, AQueuedStreamIsCommittedOnceASlotHoldsIt) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.step_delay = 5ms;
+  LiveServer s(o);
+  s.answer("la", /*endless=*/true);
+  std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":120})"); });
+  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(s.engine->metrics().busy_slots, 1);
+  const int fd = send_completion_request(s.http->port(), R"({"prompt":"x","max_tokens":3,"stream":true})", "");
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 200 && s.engine->metrics().queue_length < 1; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(s.engine->metrics().queue_length, 1);
+  std::this_thread::sleep_for(100ms);
+  char buf[4096];
+  EXPECT_LT(::recv(fd, buf, sizeof buf, MSG_DONTWAIT), 0) << "the queued stream was answered before a slot held it";
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (got.find("data: [DONE]") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  holder.join();
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got.substr(0, 200);
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos) << got.substr(0, 400);
+
+  // Gone while queued (closed: seen once the half-close probe's 100 Continue is reset).
+  std::thread holder2([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":400})"); });
+  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+  const uint64_t gone_before = s.http->counters().client_disconnects;
+  const int fd2 = send_completion_request(s.http->port(), R"({"prompt":"x","max_tokens":3,"stream":true})", "");
+  ASSERT_GE(fd2, 0);
+  for (int i = 0; i < 200 && s.engine->metrics().queue_length < 1; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(s.engine->metrics().queue_length, 1);
+  ::close(fd2);
+  bool left = false;
+  for (int i = 0; i < 400 && !left; ++i) {
+    left = s.engine->metrics().queue_length == 0 && s.engine->metrics().requests_cancelled_total > cancelled_before;
+    if (!left) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(left) << "the queued stream of a client gone stayed in the queue";
+  EXPECT_GT(s.http->counters().client_disconnects, gone_before);
+  EXPECT_EQ(s.engine->metrics().busy_slots, 1) << "the running request was touched";
+  holder2.join();
+  expect_healthy(s);
+}
+
 // `serve` with a file that fails at once stopped the listener before its thread had started
 // listening: the stop was lost, the listener served on and the process never exited.
 // The engine shutting down under running requests (the end of the drain after SIGTERM):
@@ -659,8 +740,8 @@ TEST(HttpServer, EngineShutdownEndsRunningResponsesWithAnError) {
 }
 
 // The drain after SIGTERM (HttpServer::set_draining): requests still waiting for a slot get
-// their 503 at once, a whole response as the error body, a stream (committed to 200 by its
-// first event) as an error event and [DONE]; they waited out the whole drain (up to
+// their 503 at once with the error body, streamed or not (a stream's headers wait for a slot;
+// it was a 200 and an error event); they waited out the whole drain (up to
 // --shutdown-timeout) before. A running request is left to finish, and new ones are 503s.
 TEST(HttpServer, DrainingEndsQueuedRequestsAtOnceAndLetsRunningOnesFinish) {
   ServerFixtureOptions o;
@@ -697,17 +778,12 @@ TEST(HttpServer, DrainingEndsQueuedRequestsAtOnceAndLetsRunningOnesFinish) {
   ASSERT_TRUE(queued_whole && *queued_whole);
   expect_error_body(*queued_whole, 503, "queued whole");
   EXPECT_EQ(json::parse((*queued_whole)->body)["error"]["code"], "unavailable");
+  // A queued stream has sent nothing yet (its headers wait for a slot): the same 503 and
+  // error body (it was a 200 and an error event, against what the README promises).
   ASSERT_TRUE(queued_stream && *queued_stream);
-  EXPECT_EQ((*queued_stream)->status, 200);
-  auto events = test::sse_payloads((*queued_stream)->body);
-  ASSERT_GE(events.size(), 2u) << (*queued_stream)->body;
-  EXPECT_EQ(events.back(), "[DONE]");
-  json err = json::parse(events[events.size() - 2], nullptr, false);
-  ASSERT_TRUE(err.contains("error")) << events[events.size() - 2];
-  EXPECT_EQ(err["error"]["code"], "unavailable");
-  for (size_t i = 0; i + 2 < events.size(); ++i) {
-    EXPECT_EQ(json::parse(events[i])["choices"][0]["text"], "") << "the queued stream generated: " << events[i];
-  }
+  expect_error_body(*queued_stream, 503, "queued stream");
+  EXPECT_EQ(json::parse((*queued_stream)->body)["error"]["code"], "unavailable");
+  EXPECT_EQ((*queued_stream)->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
   // At once: well inside the running request's remaining time, not after it.
   EXPECT_LT(whole_end, running_end);
   EXPECT_LT(stream_end, running_end);

@@ -432,6 +432,73 @@ TEST(TokenRoutes, EmptyOrReasoningOnlyTrailingAssistantIsContinued) {
   test::expect_healthy(s);
 }
 
+// add_generation_prompt (vLLM's and llama-server's): false renders the messages without the
+// model's turn opener (and without a forced call's opener); a value that is no boolean is a
+// 400 naming it. It was accepted with any type and ignored. The chat route generates the
+// model's turn, so there false is refused by name unless the prompt ends in that turn anyway
+// (a continued final assistant message, vLLM's continue_final_message form).
+TEST(TokenRoutes, ApplyTemplateHonoursAddGenerationPrompt) {
+  LiveServer s;  // thinking off
+  s.answer("fine");
+  const json messages = json::parse(R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}])");
+  const std::string with = post_ok(s, "/apply-template", json{{"messages", messages}}).value("prompt", std::string());
+  EXPECT_TRUE(with.ends_with("<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>")) << with;
+  EXPECT_EQ(post_ok(s, "/apply-template", json{{"messages", messages}, {"add_generation_prompt", true}})
+                .value("prompt", std::string()),
+            with);
+  const std::string without = post_ok(s, "/apply-template", json{{"messages", messages}, {"add_generation_prompt", false}})
+                                  .value("prompt", std::string());
+  EXPECT_TRUE(without.ends_with("<|turn>user\nHi<turn|>\n")) << without;
+  EXPECT_EQ(without.find("<|turn>model"), std::string::npos) << without;
+  EXPECT_EQ(with.rfind(without, 0), 0u) << "the same messages, then the generation prompt";
+  // The renderer's output for add_generation_prompt false.
+  text::ChatRenderOptions options;
+  options.add_generation_prompt = false;
+  server::RequestDefaults d;
+  auto parsed = server::parse_chat_request(json{{"messages", messages}}, d);
+  ASSERT_TRUE(parsed.ok());
+  auto rendered = text::render_chat(parsed->messages, {}, options);
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_EQ(without, *rendered);
+  // A forced call's opener begins the answer: left out with the generation prompt.
+  const json tool = json::parse(R"({"type":"function","function":{"name":"f","parameters":{"type":"object"}}})");
+  const std::string forced = post_ok(s, "/apply-template", json{{"messages", messages}, {"tools", {tool}},
+                                                                {"tool_choice", "required"},
+                                                                {"add_generation_prompt", false}})
+                                 .value("prompt", std::string());
+  EXPECT_TRUE(forced.ends_with("<|turn>user\nHi<turn|>\n")) << forced;
+  EXPECT_EQ(forced.find("<|tool_call>"), std::string::npos) << forced;
+  // A final assistant message is continued either way (the model's turn is open).
+  const json prefill = json::parse(R"([{"role":"user","content":"Say something."},{"role":"assistant","content":"It is a"}])");
+  EXPECT_EQ(post_ok(s, "/apply-template", json{{"messages", prefill}, {"add_generation_prompt", false}})
+                .value("prompt", std::string()),
+            post_ok(s, "/apply-template", json{{"messages", prefill}}).value("prompt", std::string()));
+
+  // Not a boolean: a 400 naming the field, on both routes.
+  for (const json& bad : {json("false"), json(0), json(1), json::array(), json::object()}) {
+    for (const char* path : {"/apply-template", "/v1/chat/completions"}) {
+      auto r = s.post(path, json{{"messages", messages}, {"add_generation_prompt", bad}}.dump());
+      ASSERT_TRUE(r) << path;
+      EXPECT_EQ(r->status, 400) << path << " " << bad.dump() << " -> " << r->body;
+      const json e = json::parse(r->body, nullptr, false);
+      EXPECT_EQ(e["error"]["param"], "add_generation_prompt") << r->body;
+      EXPECT_NE(e["error"]["message"].get<std::string>().find("add_generation_prompt must be true or false"),
+                std::string::npos)
+          << r->body;
+    }
+  }
+  // The chat route: false where it would change the prompt is refused by name; with a final
+  // assistant message it changes nothing and is answered.
+  auto refused = s.post("/v1/chat/completions", json{{"messages", messages}, {"add_generation_prompt", false}}.dump());
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_EQ(json::parse(refused->body)["error"]["param"], "add_generation_prompt") << refused->body;
+  s.answer(" fine day");
+  const json c = post_ok(s, "/v1/chat/completions", json{{"messages", prefill}, {"add_generation_prompt", false}});
+  EXPECT_EQ(c["choices"][0]["message"]["content"], " fine day") << c.dump();
+  test::expect_healthy(s);
+}
+
 TEST(TokenRoutes, MethodsAuthLoadingAndDraining) {
   ServerFixtureOptions o;
   o.keys = {"sk-test-1"};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <random>
 #include <string>
 
@@ -373,7 +374,7 @@ TEST(JsonGrammar, EnumsConstsAndUnions) {
 TEST(JsonGrammar, UnionsOfEnumsAndIntegersKeepTheBounds) {
   for (const char* text : {R"({"anyOf":[{"const":7},{"type":"integer","minimum":1,"maximum":3}]})",
                            R"({"anyOf":[{"type":"integer","minimum":1,"maximum":3},{"enum":[7]}]})",
-                           R"({"oneOf":[{"enum":[7,2]},{"type":"integer","minimum":1,"maximum":3}]})"}) {
+                           R"({"anyOf":[{"enum":[7,2]},{"type":"integer","minimum":1,"maximum":3}]})"}) {
     auto g = schema(text);
     for (int v = -2; v <= 12; ++v) EXPECT_EQ(accepts(g, std::to_string(v)), (v >= 1 && v <= 3) || v == 7) << text << " " << v;
     for (const char* bad : {"1.5", "7.5", "-0", "2.5", R"("x")"}) EXPECT_FALSE(accepts(g, bad)) << text << " " << bad;
@@ -859,6 +860,144 @@ TEST(JsonGrammar, BadSchemasNameTheKeyword) {
   std::string deep = "{}";
   for (int i = 0; i < 200; ++i) deep = R"({"items":)" + deep + "}";
   EXPECT_FALSE(JsonGrammar::from_schema(json::parse(deep)).ok());
+}
+
+// uniqueItems: true decides validity but the matcher keeps no record of the items: refused
+// (it was ignored: `[false,false,false]` came out for boolean items with minItems 3), unless
+// at most one item may be written. false, and the keyword on a schema of no arrays, ask for
+// nothing. In a tool call it is read loosely (the grammar would drop to the first-key fallback).
+TEST(JsonGrammar, UniqueItemsIsRefusedUnlessAtMostOneItem) {
+  for (const char* text : {R"({"type":"array","items":{"type":"boolean"},"minItems":3,"uniqueItems":true})",
+                           R"({"type":"array","uniqueItems":true})",
+                           R"({"type":"array","uniqueItems":true,"maxItems":2})",
+                           R"({"uniqueItems":true})",
+                           R"({"type":["array","null"],"uniqueItems":true})",
+                           R"({"$defs":{"a":{"type":"array"}},"$ref":"#/$defs/a","uniqueItems":true})",
+                           R"({"anyOf":[{"type":"null"},{"type":"array","uniqueItems":true}]})",
+                           R"({"allOf":[{"type":"array","maxItems":1},{"uniqueItems":true}]})"}) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(g.status().message().find("uniqueItems: this keyword is not supported"), std::string::npos)
+        << text << " -> " << g.status().message();
+  }
+  auto nested = JsonGrammar::from_schema(
+      json::parse(R"({"type":"object","properties":{"tags":{"type":"array","uniqueItems":true}}})"));
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message().rfind("schema.properties.tags.uniqueItems:", 0), 0u) << nested.status().message();
+  auto bad_type = JsonGrammar::from_schema(json::parse(R"({"type":"array","uniqueItems":"yes"})"));
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_EQ(bad_type.status().message().rfind("schema.uniqueItems must be a boolean", 0), 0u)
+      << bad_type.status().message();
+  // Held by itself: at most one item; false; no arrays.
+  auto one = schema(R"({"type":"array","items":{"type":"boolean"},"uniqueItems":true,"maxItems":1})");
+  EXPECT_TRUE(accepts(one, "[true]"));
+  EXPECT_FALSE(accepts(one, "[true,false]"));
+  auto none = schema(R"({"type":"array","uniqueItems":true,"maxItems":0})");
+  EXPECT_TRUE(accepts(none, "[]"));
+  auto off = schema(R"({"type":"array","items":{"type":"boolean"},"minItems":3,"uniqueItems":false})");
+  EXPECT_TRUE(accepts(off, "[false,false,false]"));
+  auto str = schema(R"({"type":"string","uniqueItems":true})");
+  EXPECT_TRUE(accepts(str, R"("a")"));
+  // A tool call's arguments: read loosely, as before.
+  auto call = JsonGrammar::from_schema(
+      json::parse(R"({"type":"object","properties":{"tags":{"type":"array","uniqueItems":true}}})"), "parameters",
+      JsonSyntax::kGemmaCall);
+  EXPECT_TRUE(call.ok()) << call.status().to_string();
+}
+
+// oneOf is held as anyOf (at least one alternative), so it is refused unless no value can
+// match two alternatives, which schema_overlap.h proves from types, const / enum values,
+// number ranges, string lengths and required keys (it was read as anyOf: a value that
+// matched two alternatives, invalid under oneOf, could come out).
+TEST(JsonGrammar, OneOfIsRefusedUnlessItsAlternativesExcludeEachOther) {
+  const char* kOverlapping[] = {
+      R"({"oneOf":[{"enum":[7,2]},{"type":"integer","minimum":1,"maximum":3}]})",
+      R"({"oneOf":[{"type":"number"},{"type":"integer"}]})",
+      R"({"oneOf":[{"type":"string"},{"type":"string","maxLength":3}]})",
+      R"({"oneOf":[{"type":"string","minLength":2},{"type":"string","maxLength":2}]})",
+      R"({"oneOf":[{"type":"integer","minimum":0},{"type":"integer","maximum":0}]})",
+      R"({"oneOf":[{"properties":{"a":{}}},{"type":"string"}]})",  // the first allows strings too
+      R"({"oneOf":[{"type":"object","properties":{"a":{"type":"string"}}},
+                   {"type":"object","properties":{"b":{"type":"string"}}}]})",
+      R"({"type":"object","oneOf":[{"properties":{"kind":{"const":"a"}}},{"properties":{"kind":{"const":"b"}}}]})",
+      R"({"oneOf":[{"type":"boolean"},{"const":true}]})",
+      R"({"oneOf":[{"type":"null"},{"type":"string"},{"enum":["x",null]}]})",
+      R"({"oneOf":[{"type":"array","maxItems":1},{"type":"array","minItems":2},{"type":"array"}]})",
+      R"({"$defs":{"s":{"type":"string"}},"oneOf":[{"$ref":"#/$defs/s"},{"enum":["a",1]}]})",
+      R"({"oneOf":[{"type":"integer","multipleOf":2},{"type":"integer","multipleOf":3}]})",
+  };
+  for (const char* text : kOverlapping) {
+    auto g = JsonGrammar::from_schema(json::parse(text));
+    ASSERT_FALSE(g.ok()) << text;
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(g.status().message().rfind("schema.oneOf: alternatives ", 0), 0u) << text << " -> " << g.status().message();
+    EXPECT_NE(g.status().message().find("not provably exclusive"), std::string::npos) << g.status().message();
+  }
+  // The pair at fault is named; nested oneOfs by their path.
+  auto named = JsonGrammar::from_schema(
+      json::parse(R"({"type":"object","properties":{"v":{"oneOf":[{"type":"null"},{"type":"string"},{"type":"string"}]}}})"));
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.status().message().rfind("schema.properties.v.oneOf: alternatives 1 and 2 ", 0), 0u)
+      << named.status().message();
+
+  // Proven apart: held exactly as anyOf holds them.
+  auto types = schema(R"({"oneOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]})");
+  for (const char* ok : {R"("a")", "3", "null"}) EXPECT_TRUE(accepts(types, ok)) << ok;
+  for (const char* bad : {"true", "1.5", "[]"}) EXPECT_FALSE(accepts(types, bad)) << bad;
+  auto values = schema(R"({"oneOf":[{"const":"a"},{"enum":["b","c"]},{"const":1},{"type":"boolean"}]})");
+  for (const char* ok : {R"("a")", R"("c")", "1", "false"}) EXPECT_TRUE(accepts(values, ok)) << ok;
+  for (const char* bad : {R"("d")", "2", "null"}) EXPECT_FALSE(accepts(values, bad)) << bad;
+  auto ranges = schema(R"({"type":"integer","oneOf":[{"maximum":0},{"exclusiveMinimum":0,"maximum":9},{"minimum":10}]})");
+  for (int v = -3; v <= 12; ++v) EXPECT_TRUE(accepts(ranges, std::to_string(v))) << v;
+  auto beside = schema(R"({"type":"integer","minimum":0,"oneOf":[{"maximum":3},{"const":7}]})");
+  for (int v = -2; v <= 9; ++v) EXPECT_EQ(accepts(beside, std::to_string(v)), (v >= 0 && v <= 3) || v == 7) << v;
+  auto lengths = schema(R"({"oneOf":[{"type":"string","maxLength":2},{"type":"string","minLength":3},{"type":"null"}]})");
+  EXPECT_TRUE(accepts(lengths, R"("abcd")"));
+  auto integer_vs_fraction = schema(R"({"oneOf":[{"type":"integer","minimum":0,"maximum":3},{"enum":[1.5,"x"]}]})");
+  EXPECT_TRUE(accepts(integer_vs_fraction, "1.5"));
+  EXPECT_TRUE(accepts(integer_vs_fraction, "2"));
+  // A tagged union: both require "kind", whose values differ; or through $ref and allOf.
+  auto tagged = schema(R"({"oneOf":[
+      {"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number"}},"required":["kind","r"]},
+      {"type":"object","properties":{"kind":{"const":"square"},"side":{"type":"number"}},"required":["kind","side"]}]})");
+  EXPECT_TRUE(accepts(tagged, R"({"kind":"circle","r":1})"));
+  auto by_ref = schema(R"({"$defs":{"c":{"type":"object","properties":{"kind":{"enum":["c"]}},"required":["kind"]},
+                                   "s":{"allOf":[{"type":"object","required":["kind"]},{"properties":{"kind":{"const":"s"}}}]}},
+                          "oneOf":[{"$ref":"#/$defs/c"},{"$ref":"#/$defs/s"}]})");
+  EXPECT_TRUE(accepts(by_ref, R"({"kind":"s"})"));
+  // A key one requires that the other, closed, does not declare.
+  auto closed = schema(R"({"oneOf":[
+      {"type":"object","properties":{"a":{}},"additionalProperties":false},
+      {"type":"object","properties":{"b":{}},"required":["b"]}]})");
+  EXPECT_TRUE(accepts(closed, R"({"b":1})"));
+  // The keywords beside oneOf count: kinds only objects, so the discriminator decides.
+  auto shared_type = schema(R"({"type":"object","required":["k"],
+                               "oneOf":[{"properties":{"k":{"const":1}}},{"properties":{"k":{"const":2}}}]})");
+  EXPECT_TRUE(accepts(shared_type, R"({"k":2})"));
+  // One alternative: nothing to overlap.
+  auto single = schema(R"({"oneOf":[{"type":"string"}]})");
+  EXPECT_TRUE(accepts(single, R"("x")"));
+  // Bounded work: two enums of 50000 values each would take 2.5e9 comparisons; refused at
+  // once instead (not proven), as is a schema past the budget however it is built.
+  json big = json::parse(R"({"oneOf":[{"enum":[]},{"enum":[]}]})");
+  for (int i = 0; i < 50000; ++i) {
+    big["oneOf"][0]["enum"].push_back(2 * i);
+    big["oneOf"][1]["enum"].push_back(2 * i + 1);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto bounded = JsonGrammar::from_schema(big);
+  EXPECT_FALSE(bounded.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  // A self-referential union stays within the work budget and is proven or refused quickly.
+  auto rec = JsonGrammar::from_schema(json::parse(
+      R"({"$defs":{"t":{"type":"object","properties":{"k":{"$ref":"#/$defs/t"}},"required":["k"]}},
+          "oneOf":[{"$ref":"#/$defs/t"},{"$ref":"#/$defs/t"}]})"));
+  EXPECT_FALSE(rec.ok());
+  // A tool call's arguments (kGemmaCall): read as anyOf, as before.
+  auto call = JsonGrammar::from_schema(json::parse(R"({"type":"object","properties":{"x":{"oneOf":[{"type":"number"},{"type":"integer"}]}}})"),
+                                       "parameters", JsonSyntax::kGemmaCall);
+  EXPECT_TRUE(call.ok()) << call.status().to_string();
 }
 
 // check_schema_refs finds a reference that resolves to nothing wherever a reading of the
