@@ -10,6 +10,7 @@
 #include "bench_ops.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "runtime/kv_cache.h"
 
 namespace gs::cli {
 
@@ -85,7 +86,8 @@ int run_bench(const BenchArgs& a) {
     o.mtp = a.mtp;
     o.draft_max = a.draft_max;
     o.fill_zeros = a.depth_fill == "zeros";
-    o.kv_type = a.kv_type == "q8_0" ? GgmlType::Q8_0 : a.kv_type == "f32" ? GgmlType::F32 : GgmlType::F16;
+    const Result<GgmlType> kv_type = parse_kv_cache_type(a.kv_type);  // the option admits only its names
+    o.kv_type = kv_type.ok() ? *kv_type : GgmlType::F16;
     st = run_model_bench(b, o, rows);
   }
   if (a.json) {
