@@ -4,7 +4,7 @@
 # output with drafts), then pp512, tg64 and verify 5 on `synth --preset 31b` at depths reached with
 # zero K/V, with an f16 and with a q8_0 cache, alternating. Binaries as in device_run.sh.
 #   GS_Q8_DEPTHS (default 0,131072,524288), GS_Q8_PROMPTS (pp N, default 512; 0: none),
-#   GS_Q8_ROUNDS (default 1), GS_Q8_TESTS=0: no tests
+#   GS_Q8_ROUNDS (default 1), GS_Q8_TESTS=0: no tests, GS_Q8_FILTER: the tests' gtest filter
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -14,7 +14,7 @@ BIN="$DEV/bin/gemmaserve"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv,noheader
 if [ "${GS_Q8_TESTS:-1}" != 0 ]; then
   timeout 280 "$DEV/bin/gs_test_cuda" \
-    --gtest_filter='CudaAttention.Q8_0*:CudaAttention.PoolsPagesAndBatches:CudaOps.KvStoreAndCopy:CudaOps.QkvNormRopeStore:CudaModel.*Q8_0*:CudaSpeculative.*Q8_0*' \
+    --gtest_filter="${GS_Q8_FILTER:-CudaAttention.Q8_0*:CudaAttention.PoolsPagesAndBatches:CudaOps.KvStoreAndCopy:CudaOps.QkvNormRopeStore:CudaModel.*Q8_0*:CudaSpeculative.*Q8_0*}" \
     >"$OUT/tests.log" 2>&1
   tests_summary $? "q8_0 KV"
   grep -E "Failure|fast path|rel_l2|Which is" "$OUT/tests.log" | head -20
