@@ -88,6 +88,14 @@ class JsonGrammar {
     // declared and extra together.
     int64_t min_properties = 0;
     int64_t max_properties = -1;
+    // A union of object schemas told apart by a discriminator (decision 0027 point 2): the
+    // alternatives' nodes (each allows objects only), non-empty only then. Such a node
+    // declares one key, the discriminator, required and written first, whose value node is
+    // the string enum of all alternatives' values for it; object_dispatch[i] is the
+    // alternative (index into object_alts) whose value string_enum[i] of that node is. Once
+    // the discriminator's value is read, the object is read under that alternative's node.
+    std::vector<int32_t> object_alts;
+    std::vector<int32_t> object_dispatch;
     // Arrays.
     int32_t items = kAny;
     int64_t min_items = 0;
