@@ -850,6 +850,10 @@ class JsonSchemaCompiler {
       const json& alts = s[key];
       const std::string p = path + "." + key;
       if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
+      if (alts.size() > static_cast<size_t>(kJsonMaxKeys)) {
+        return invalid(p + ": " + std::to_string(alts.size()) + " alternatives; at most " +
+                       std::to_string(kJsonMaxKeys) + " are supported");
+      }
       if (std::string_view(key) == "oneOf") GS_RETURN_IF_ERROR(check_one_of(s, p));
       std::vector<Node> next;
       for (const Node& b : branches) {
@@ -905,6 +909,13 @@ class JsonSchemaCompiler {
       return target.ok() ? *target : nullptr;
     });
     if (!overlap) return {};
+    if (overlap->out_of_budget) {
+      return invalid(p + ": its alternatives could not be proven exclusive within the work limit (" +
+                     std::to_string(kOneOfProofBudget) + " schema reads and comparisons per oneOf; the proof stopped "
+                     "at alternatives " + std::to_string(overlap->first) + " and " + std::to_string(overlap->second) +
+                     "): oneOf is supported only where no value can match two alternatives; use anyOf, or fewer or "
+                     "simpler alternatives");
+    }
     return invalid(p + ": alternatives " + std::to_string(overlap->first) + " and " + std::to_string(overlap->second) +
                    " are not provably exclusive: oneOf is supported only where no value can match two alternatives "
                    "(different types, distinct const or enum values, number ranges or lengths that do not meet, or "
@@ -1296,10 +1307,18 @@ class JsonSchemaCompiler {
   static Status read_count(const json& s, const std::string& path, const char* key, int64_t* out) {
     auto it = s.find(key);
     if (it == s.end()) return {};
-    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+    // JSON Schema counts a number with a zero fraction (1.0) as an integer.
+    if (it->is_number_float() && std::isfinite(it->get<double>()) && it->get<double>() >= 0 &&
+        std::floor(it->get<double>()) == it->get<double>()) {
+      const double v = it->get<double>();
+      *out = v < 9.2e18 ? static_cast<int64_t>(v) : INT64_MAX;
+      return {};
+    }
+    if (!it->is_number_integer() || (!it->is_number_unsigned() && it->get<int64_t>() < 0)) {
       return invalid(path + "." + key + " must be a non-negative integer");
     }
-    *out = it->get<int64_t>();
+    *out = it->is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(it->get<uint64_t>(), INT64_MAX))
+                                    : it->get<int64_t>();
     return {};
   }
 
@@ -1641,8 +1660,9 @@ class JsonSchemaCompiler {
     if (n.min_length > 0 || n.max_length >= 0 || !dfa) {
       if (n.min_length > kMaxUnionLength || n.max_length > kMaxUnionLength) {
         return invalid(path + ": two of its alternatives both allow strings, and a minLength / maxLength above " +
-                       std::to_string(kMaxUnionLength) + " cannot be built into the automaton of their union "
-                       "(alternatives of one type that neither hold each other nor meet are held as one automaton)");
+                       std::to_string(kMaxUnionLength) + " cannot be built into the automaton of their union, so "
+                       "it cannot be enforced exactly while decoding (string alternatives that neither hold each "
+                       "other nor meet are held as one automaton)");
       }
       std::string lengths = "^[\\s\\S]{" + std::to_string(n.min_length) + "," +
                             (n.max_length >= 0 ? std::to_string(n.max_length) : std::string()) + "}$";
