@@ -59,9 +59,13 @@ int sampler_id(std::string_view name) {
   return -1;
 }
 
-// Which samplers of the chain act on this request.
+// Which samplers of the chain act on this request. At temperature <= 0 the pick is greedy
+// (argmax, runtime/sampler.h): only the penalties act, top_k, top_p, min_p and temperature
+// do not, so a list may leave them out.
 std::array<bool, kChainSize> chain_on(const SamplingParams& s) {
-  return {penalties_on(s), s.top_k > 0, s.top_p < 1.0f, s.min_p > 0.0f, s.temperature != 1.0f};
+  const bool drawn = s.temperature > 0.0f;
+  return {penalties_on(s), drawn && s.top_k > 0, drawn && s.top_p < 1.0f, drawn && s.min_p > 0.0f,
+          drawn && s.temperature != 1.0f};
 }
 
 Status read_samplers(const json& body, const SamplingParams& s) {

@@ -850,6 +850,10 @@ class JsonSchemaCompiler {
       const json& alts = s[key];
       const std::string p = path + "." + key;
       if (!alts.is_array() || alts.empty()) return invalid(p + " must be a non-empty array");
+      if (alts.size() > static_cast<size_t>(kJsonMaxKeys)) {
+        return invalid(p + ": " + std::to_string(alts.size()) + " alternatives; at most " +
+                       std::to_string(kJsonMaxKeys) + " are supported");
+      }
       if (std::string_view(key) == "oneOf") GS_RETURN_IF_ERROR(check_one_of(s, p));
       std::vector<Node> next;
       for (const Node& b : branches) {
@@ -880,8 +884,9 @@ class JsonSchemaCompiler {
       deferred.insert(deferred.end(), branches[i].deferred.begin(), branches[i].deferred.end());
       GS_ASSIGN_OR_RETURN(merged, merge_union(merged, branches[i], path + (s.contains("anyOf") ? ".anyOf" : ".oneOf")));
     }
-    if (!base_free && branches.size() > 1) {
-      // The union merges alternatives of one kind loosely; what holds for all holds for it.
+    if (!base_free && branches.size() > 1 && syntax_ == JsonSyntax::kGemmaCall) {
+      // The union merges alternatives of one kind loosely there; what holds for all holds for
+      // it. (In the JSON syntax the merge is exact, of alternatives each read with base.)
       std::string why;
       GS_RETURN_IF_ERROR(intersect(&merged, base, path, depth, &why));
     }
@@ -904,6 +909,13 @@ class JsonSchemaCompiler {
       return target.ok() ? *target : nullptr;
     });
     if (!overlap) return {};
+    if (overlap->out_of_budget) {
+      return invalid(p + ": its alternatives could not be proven exclusive within the work limit (" +
+                     std::to_string(kOneOfProofBudget) + " schema reads and comparisons per oneOf; the proof stopped "
+                     "at alternatives " + std::to_string(overlap->first) + " and " + std::to_string(overlap->second) +
+                     "): oneOf is supported only where no value can match two alternatives; use anyOf, or fewer or "
+                     "simpler alternatives");
+    }
     return invalid(p + ": alternatives " + std::to_string(overlap->first) + " and " + std::to_string(overlap->second) +
                    " are not provably exclusive: oneOf is supported only where no value can match two alternatives "
                    "(different types, distinct const or enum values, number ranges or lengths that do not meet, or "
@@ -1295,10 +1307,18 @@ class JsonSchemaCompiler {
   static Status read_count(const json& s, const std::string& path, const char* key, int64_t* out) {
     auto it = s.find(key);
     if (it == s.end()) return {};
-    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+    // JSON Schema counts a number with a zero fraction (1.0) as an integer.
+    if (it->is_number_float() && std::isfinite(it->get<double>()) && it->get<double>() >= 0 &&
+        std::floor(it->get<double>()) == it->get<double>()) {
+      const double v = it->get<double>();
+      *out = v < 9.2e18 ? static_cast<int64_t>(v) : INT64_MAX;
+      return {};
+    }
+    if (!it->is_number_integer() || (!it->is_number_unsigned() && it->get<int64_t>() < 0)) {
       return invalid(path + "." + key + " must be a non-negative integer");
     }
-    *out = it->get<int64_t>();
+    *out = it->is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(it->get<uint64_t>(), INT64_MAX))
+                                    : it->get<int64_t>();
     return {};
   }
 
@@ -1399,45 +1419,84 @@ class JsonSchemaCompiler {
     }
   }
 
-  // anyOf: the values either allows; two alternatives of one kind merge loosely (objects,
-  // arrays, strings that are not both enums, integer ranges: the range that spans both).
-  // Refused (`path` begins the error) where even that would let out values neither allows:
-  // more enum values than kJsonMaxKeys, or an enum's number that an integer range beside it
-  // cannot hold and that cannot be listed with the range's integers.
-  Result<Node> merge_union(const Node& a, const Node& b, const std::string& path) const {
+  // anyOf (and oneOf, proven exclusive): the values either allows. In the JSON syntax the
+  // merge is exact or refused (decision 0027 point 2): alternatives of different kinds keep
+  // each its own part; two of one kind merge only where one holds the other, their ranges
+  // meet, their values can be listed (enums, integer ranges of at most kJsonMaxKeys values),
+  // or, for objects, a discriminator tells them apart (make_dispatch). Anything else is an
+  // error beginning with `path`. In a tool call (kGemmaCall) such pairs merge loosely, as
+  // before (objects: a free object; strings: a free string; ranges: the span of both).
+  Result<Node> merge_union(const Node& a, const Node& b, const std::string& path) {
     Node m = a;
     m.kinds = a.kinds | b.kinds;
+    const bool loose_ok = syntax_ == JsonSyntax::kGemmaCall;
+    const auto refuse = [&](const std::string& kind, const std::string& why) {
+      return invalid(path + ": two of its alternatives both allow " + kind + ", and " + why +
+                     "; such a union cannot be enforced exactly while decoding, so it is not supported (two "
+                     "alternatives of one type are held only where one contains the other, their ranges meet, "
+                     "their values can be listed, or, for objects, a required property with string const / enum "
+                     "values tells them apart)");
+    };
     const auto has = [](const Node& n, uint8_t k) { return (n.kinds & k) != 0; };
     if (has(b, JsonGrammar::kObject)) {
+      const auto take_objects = [&m](const Node& n) {
+        m.keys = n.keys;
+        m.key_nodes = n.key_nodes;
+        m.required = n.required;
+        m.extra_keys = n.extra_keys;
+        m.closed = n.closed;
+        m.extra_node = n.extra_node;
+        m.min_properties = n.min_properties;
+        m.max_properties = n.max_properties;
+        m.object_alts = n.object_alts;
+        m.object_dispatch = n.object_dispatch;
+      };
       if (!has(a, JsonGrammar::kObject)) {
-        m.keys = b.keys;
-        m.key_nodes = b.key_nodes;
-        m.required = b.required;
-        m.extra_keys = b.extra_keys;
-        m.extra_node = b.extra_node;
-      } else if (a.keys != b.keys || a.key_nodes != b.key_nodes || a.extra_keys != b.extra_keys ||
-                 a.extra_node != b.extra_node || a.required != b.required) {
+        take_objects(b);
+      } else if (same_objects(a, b) || free_object(a)) {
+        // a's objects hold b's
+      } else if (free_object(b)) {
+        take_objects(b);
+      } else if (!loose_ok) {
+        std::vector<int32_t> alts = object_alternatives(a);
+        for (int32_t i : object_alternatives(b)) alts.push_back(i);
+        if (const std::string why = make_dispatch(alts, &m); !why.empty()) return refuse("objects", why);
+      } else {
         m.keys.clear();
         m.key_nodes.clear();
         m.required.reset();
         m.extra_keys = true;
+        m.closed = false;
         m.extra_node = JsonGrammar::kAny;
-      }
-      // Property counts: the one's, or those that span both (loosely).
-      if (!has(a, JsonGrammar::kObject)) {
-        m.min_properties = b.min_properties;
-        m.max_properties = b.max_properties;
-      } else {
+        m.object_alts.clear();
+        m.object_dispatch.clear();
+        // Property counts: those that span both (loosely).
         m.min_properties = std::min(a.min_properties, b.min_properties);
         m.max_properties =
             a.max_properties < 0 || b.max_properties < 0 ? -1 : std::max(a.max_properties, b.max_properties);
       }
     }
     if (has(b, JsonGrammar::kArray)) {
+      const auto holds = [](const Node& o, const Node& i) {  // o's arrays hold i's
+        return (o.items == JsonGrammar::kAny || o.items == i.items) && o.min_items <= i.min_items &&
+               (o.max_items < 0 || (i.max_items >= 0 && i.max_items <= o.max_items));
+      };
+      const auto take_arrays = [&m](const Node& n) {
+        m.items = n.items;
+        m.min_items = n.min_items;
+        m.max_items = n.max_items;
+      };
       if (!has(a, JsonGrammar::kArray)) {
-        m.items = b.items;
-        m.min_items = b.min_items;
-        m.max_items = b.max_items;
+        take_arrays(b);
+      } else if (holds(a, b)) {
+        // a's arrays
+      } else if (holds(b, a)) {
+        take_arrays(b);
+      } else if (a.items == b.items && counts_meet(a.min_items, a.max_items, b.min_items, b.max_items)) {
+        m.min_items = std::min(a.min_items, b.min_items);
+        m.max_items = a.max_items < 0 || b.max_items < 0 ? -1 : std::max(a.max_items, b.max_items);
+      } else if (!loose_ok) {
+        return refuse("arrays", "their item schemas differ or their item counts neither hold each other nor meet");
       } else {
         if (a.items != b.items) m.items = JsonGrammar::kAny;
         m.min_items = std::min(a.min_items, b.min_items);
@@ -1445,64 +1504,71 @@ class JsonSchemaCompiler {
       }
     }
     if (has(b, JsonGrammar::kString)) {
+      const auto take_strings = [&m](const Node& n) {
+        m.has_string_enum = n.has_string_enum;
+        m.string_enum = n.string_enum;
+        m.min_length = n.min_length;
+        m.max_length = n.max_length;
+        m.pattern = n.pattern;
+      };
+      // o's strings (no enum) hold i's (no enum).
+      const auto holds = [](const Node& o, const Node& i) {
+        return (!o.pattern || o.pattern == i.pattern) && o.min_length <= i.min_length &&
+               (o.max_length < 0 || (i.max_length >= 0 && i.max_length <= o.max_length));
+      };
       if (!has(a, JsonGrammar::kString)) {
-        m.has_string_enum = b.has_string_enum;
-        m.string_enum = b.string_enum;
-        m.min_length = b.min_length;
-        m.max_length = b.max_length;
-        m.pattern = b.pattern;
-      } else {
-        // Patterns: kept when both have the same; else none (loosely, as the rest).
+        take_strings(b);
+      } else if (a.has_string_enum && b.has_string_enum) {
+        // The values of both (each was filtered by its own lengths and pattern).
         if (a.pattern != b.pattern) m.pattern = nullptr;
-        m.has_string_enum = a.has_string_enum && b.has_string_enum;
-        m.string_enum.clear();
-        if (m.has_string_enum) {
-          m.string_enum = a.string_enum;
-          for (const auto& v : b.string_enum) {
-            if (std::find(m.string_enum.begin(), m.string_enum.end(), v) == m.string_enum.end()) m.string_enum.push_back(v);
-          }
-          if (m.string_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
-            return invalid(path + ": the alternatives' enums list more than " + std::to_string(kJsonMaxKeys) +
-                           " strings");
-          }
+        m.string_enum = a.string_enum;
+        for (const auto& v : b.string_enum) {
+          if (std::find(m.string_enum.begin(), m.string_enum.end(), v) == m.string_enum.end()) m.string_enum.push_back(v);
+        }
+        if (m.string_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
+          return invalid(path + ": the alternatives' enums list more than " + std::to_string(kJsonMaxKeys) +
+                         " strings");
         }
         // The lengths that span both's strings (an enum's: those of its values).
         const auto [a_lo, a_hi] = string_lengths(a);
         const auto [b_lo, b_hi] = string_lengths(b);
         m.min_length = std::min(a_lo, b_lo);
         m.max_length = a_hi < 0 || b_hi < 0 ? -1 : std::max(a_hi, b_hi);
+      } else if (a.has_string_enum || b.has_string_enum) {
+        const Node& e = a.has_string_enum ? a : b;
+        const Node& g = a.has_string_enum ? b : a;
+        const bool inside = std::all_of(e.string_enum.begin(), e.string_enum.end(),
+                                        [&](const std::string& v) { return string_fits(v, g); });
+        if (inside) {
+          take_strings(g);
+        } else if (!loose_ok) {
+          GS_RETURN_IF_ERROR(unite_strings(a, b, path, &m));
+        } else {
+          m.has_string_enum = false;
+          m.string_enum.clear();
+          m.pattern = nullptr;
+          const auto [e_lo, e_hi] = string_lengths(e);
+          m.min_length = std::min(e_lo, g.min_length);
+          m.max_length = e_hi < 0 || g.max_length < 0 ? -1 : std::max(e_hi, g.max_length);
+        }
+      } else if (holds(a, b)) {
+        // a's strings
+      } else if (holds(b, a)) {
+        take_strings(b);
+      } else if (a.pattern == b.pattern && counts_meet(a.min_length, a.max_length, b.min_length, b.max_length)) {
+        m.min_length = std::min(a.min_length, b.min_length);
+        m.max_length = a.max_length < 0 || b.max_length < 0 ? -1 : std::max(a.max_length, b.max_length);
+      } else if (!loose_ok) {
+        GS_RETURN_IF_ERROR(unite_strings(a, b, path, &m));
+      } else {
+        if (a.pattern != b.pattern) m.pattern = nullptr;
+        m.min_length = std::min(a.min_length, b.min_length);
+        m.max_length = a.max_length < 0 || b.max_length < 0 ? -1 : std::max(a.max_length, b.max_length);
       }
     }
     if (has(b, JsonGrammar::kNumber)) {
-      // The bounds as written: those of the one, or the span of both (they only filter an
-      // enum this union meets in allOf, as loosely as the union holds).
       if (!has(a, JsonGrammar::kNumber)) {
-        m.num_min = b.num_min;
-        m.num_min_exclusive = b.num_min_exclusive;
-        m.num_max = b.num_max;
-        m.num_max_exclusive = b.num_max_exclusive;
-      } else {
-        if (b.num_min < a.num_min || (b.num_min == a.num_min && !b.num_min_exclusive)) {
-          m.num_min = b.num_min;
-          m.num_min_exclusive = b.num_min_exclusive;
-        }
-        if (b.num_max > a.num_max || (b.num_max == a.num_max && !b.num_max_exclusive)) {
-          m.num_max = b.num_max;
-          m.num_max_exclusive = b.num_max_exclusive;
-        }
-      }
-      // multipleOf: the one's, or none when they differ (loosely).
-      if (!has(a, JsonGrammar::kNumber)) {
-        m.multiple_of = b.multiple_of;
-      } else if (a.multiple_of != b.multiple_of) {
-        m.multiple_of = 0;
-      }
-      if (!has(a, JsonGrammar::kNumber)) {
-        m.integer = b.integer;
-        m.int_min = b.int_min;
-        m.int_max = b.int_max;
-        m.has_number_enum = b.has_number_enum;
-        m.number_enum = b.number_enum;
+        take_numbers(&m, b);
       } else if (a.has_number_enum && b.has_number_enum) {
         m.integer = a.integer && b.integer;
         for (const auto& v : b.number_enum) {
@@ -1511,76 +1577,347 @@ class JsonSchemaCompiler {
         if (m.number_enum.size() > static_cast<size_t>(kJsonMaxKeys)) {
           return invalid(path + ": the alternatives' enums list more than " + std::to_string(kJsonMaxKeys) + " numbers");
         }
+        span_bounds(&m, a, b);
       } else if (a.has_number_enum || b.has_number_enum) {
-        GS_RETURN_IF_ERROR(union_enum_and_numbers(a.has_number_enum ? a : b, a.has_number_enum ? b : a, path, &m));
+        const Node& e = a.has_number_enum ? a : b;
+        const Node& g = a.has_number_enum ? b : a;
+        std::string why;
+        if (!union_enum_and_numbers(e, g, loose_ok, &m, &why)) return refuse("numbers", why);
+      } else if (numbers_hold(a, b)) {
+        // a's numbers
+      } else if (numbers_hold(b, a)) {
+        take_numbers(&m, b);
+      } else if (a.integer && b.integer && a.multiple_of == b.multiple_of &&
+                 (a.multiple_of == 0 ? a.int_min <= b.int_max + 1 && b.int_min <= a.int_max + 1
+                                     : a.int_min <= b.int_max && b.int_min <= a.int_max)) {
+        // Ranges that meet (or, without a multipleOf, adjoin): the range that spans both.
+        m.int_min = std::min(a.int_min, b.int_min);
+        m.int_max = std::max(a.int_max, b.int_max);
+        span_bounds(&m, a, b);
+      } else if (!a.integer && !b.integer && a.multiple_of == b.multiple_of && !below(a, b) && !below(b, a)) {
+        span_bounds(&m, a, b);
+      } else if (a.integer && b.integer && list_integers(a, b, &m)) {
+        // Both listed.
+      } else if (!loose_ok) {
+        return refuse("numbers", "their ranges neither hold each other nor meet, and they are not integer ranges of at "
+                                 "most " + std::to_string(kJsonMaxKeys) + " values in all (which would be listed)");
       } else {
+        // Loosely: the range that spans both.
         m.integer = a.integer && b.integer;
-        // Loosely, as the rest: the range that spans both.
+        if (a.multiple_of != b.multiple_of) m.multiple_of = 0;
         m.int_min = std::min(a.integer ? a.int_min : -kJsonNoBound, b.integer ? b.int_min : -kJsonNoBound);
         m.int_max = std::max(a.integer ? a.int_max : kJsonNoBound, b.integer ? b.int_max : kJsonNoBound);
+        span_bounds(&m, a, b);
       }
     }
     return m;
   }
 
-  // The numbers of a union of `e`'s enum numbers and `g`'s numbers (no enum) into m's
-  // number fields. Any number beside: any number. Beside an integer range: the range when it
-  // holds every value; else the values and the range's integers listed, when they are at
-  // most kJsonMaxKeys; else the range that spans both when every value is an integer the
-  // matcher writes (loose, as two ranges are); else refused.
-  static Status union_enum_and_numbers(const Node& e, const Node& g, const std::string& path, Node* m) {
-    m->has_number_enum = false;
-    m->number_enum.clear();
-    m->integer = g.integer;
-    m->int_min = g.int_min;
-    m->int_max = g.int_max;
-    m->multiple_of = g.multiple_of;
-    if (!g.integer) {
-      m->multiple_of = 0;  // any number beside (loosely, as the bounds)
+  // The strings of a or b (no enum on one side at least) as one automaton, into m: each
+  // side's enum, or its pattern within its lengths, as an automaton, and their union (a
+  // product), with the lengths that span both. Errors: a length too large to build into an
+  // automaton (kMaxUnionLength), or past the patterns' limits and budget.
+  static constexpr int64_t kMaxUnionLength = 256;
+  Status unite_strings(const Node& a, const Node& b, const std::string& path, Node* m) {
+    GS_ASSIGN_OR_RETURN(const auto da, strings_automaton(a, path));
+    GS_ASSIGN_OR_RETURN(const auto db, strings_automaton(b, path));
+    Result<RegexDfa> r = RegexDfa::unite(*da, *db, &budget_);
+    if (!r.ok()) return invalid(path + ": the union of two alternatives' strings: " + r.status().message());
+    m->pattern = std::make_shared<const RegexDfa>(std::move(*r));
+    m->has_string_enum = false;
+    m->string_enum.clear();
+    const auto [a_lo, a_hi] = string_lengths(a);
+    const auto [b_lo, b_hi] = string_lengths(b);
+    m->min_length = std::min(a_lo, b_lo);
+    m->max_length = a_hi < 0 || b_hi < 0 ? -1 : std::max(a_hi, b_hi);
+    return {};
+  }
+
+  // n's strings as an automaton: its enum's values, or its pattern (any string without one)
+  // within its lengths.
+  Result<std::shared_ptr<const RegexDfa>> strings_automaton(const Node& n, const std::string& path) {
+    const auto code_points = [](const std::string& text) {
+      std::u32string cps;
+      decode_utf8(text, &cps);
+      std::string out;
+      for (char32_t c : cps) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "\\u{%X}", static_cast<unsigned>(c));
+        out += buf;
+      }
+      return out;
+    };
+    if (n.has_string_enum) {
+      std::string source = "^(?:";
+      for (size_t i = 0; i < n.string_enum.size(); ++i) {
+        if (i > 0) source += "|";
+        source += code_points(unspelled(n.string_enum[i]));
+      }
+      source += ")$";
+      return compiled_pattern(source, path);
+    }
+    std::shared_ptr<const RegexDfa> dfa = n.pattern;
+    if (n.min_length > 0 || n.max_length >= 0 || !dfa) {
+      if (n.min_length > kMaxUnionLength || n.max_length > kMaxUnionLength) {
+        return invalid(path + ": two of its alternatives both allow strings, and a minLength / maxLength above " +
+                       std::to_string(kMaxUnionLength) + " cannot be built into the automaton of their union, so "
+                       "it cannot be enforced exactly while decoding (string alternatives that neither hold each "
+                       "other nor meet are held as one automaton)");
+      }
+      std::string lengths = "^[\\s\\S]{" + std::to_string(n.min_length) + "," +
+                            (n.max_length >= 0 ? std::to_string(n.max_length) : std::string()) + "}$";
+      GS_ASSIGN_OR_RETURN(auto ld, compiled_pattern(lengths, path));
+      if (!dfa) {
+        dfa = ld;
+      } else {
+        GS_ASSIGN_OR_RETURN(dfa, both_patterns(dfa, ld, path));
+        if (!dfa) return invalid(path + ": an alternative's pattern matches no string of its lengths");
+      }
+    }
+    return dfa;
+  }
+
+  // Two count ranges (max -1: none) that overlap or adjoin: their union is one range.
+  static bool counts_meet(int64_t a_lo, int64_t a_hi, int64_t b_lo, int64_t b_hi) {
+    return (a_hi < 0 || a_hi + 1 >= b_lo) && (b_hi < 0 || b_hi + 1 >= a_lo);
+  }
+
+  // An object part that allows every object.
+  static bool free_object(const Node& n) {
+    return n.object_alts.empty() && n.keys.empty() && n.extra_keys && n.extra_node == JsonGrammar::kAny &&
+           n.min_properties == 0 && n.max_properties < 0;
+  }
+  static bool same_objects(const Node& a, const Node& b) {
+    return a.object_alts == b.object_alts && a.object_dispatch == b.object_dispatch && a.keys == b.keys &&
+           a.key_nodes == b.key_nodes && a.required == b.required && a.extra_keys == b.extra_keys &&
+           a.closed == b.closed && a.extra_node == b.extra_node && a.min_properties == b.min_properties &&
+           a.max_properties == b.max_properties;
+  }
+
+  // The object nodes of n's objects: the alternatives of the discriminated union it is, or
+  // its object part as a node of its own (objects only).
+  std::vector<int32_t> object_alternatives(const Node& n) {
+    if (!n.object_alts.empty()) return n.object_alts;
+    Node o = n;
+    o.kinds = JsonGrammar::kObject;
+    o.deferred.clear();
+    fill_literals(&o);
+    nodes.push_back(std::move(o));
+    return {static_cast<int32_t>(nodes.size() - 1)};
+  }
+
+  // Makes m's objects the discriminated union of the object nodes `alts`: a key that each
+  // declares and requires, with a value node that allows strings only, from an enum (or
+  // const), and no value listed by two. The first such key of the first alternative is it.
+  // Returns why none is, or empty.
+  std::string make_dispatch(const std::vector<int32_t>& alts, Node* m) {
+    if (alts.size() > static_cast<size_t>(kJsonMaxKeys)) {
+      return "there are more than " + std::to_string(kJsonMaxKeys) + " object alternatives";
+    }
+    const Node& first = nodes[static_cast<size_t>(alts[0])];
+    for (const std::string& key : first.keys) {
+      std::vector<std::string> values;
+      std::vector<int32_t> dispatch;
+      std::set<std::string> listed;
+      bool ok = true;
+      for (size_t a = 0; a < alts.size() && ok; ++a) {
+        const Node& o = nodes[static_cast<size_t>(alts[a])];
+        const auto it = std::find(o.keys.begin(), o.keys.end(), key);
+        const auto i = static_cast<size_t>(it - o.keys.begin());
+        if (it == o.keys.end() || i >= kJsonMaxKeys || !o.required.test(i)) {
+          ok = false;
+          break;
+        }
+        const int32_t v = o.key_nodes[i];
+        if (v == JsonGrammar::kAny || in_progress(v)) {
+          ok = false;
+          break;
+        }
+        const Node& vn = nodes[static_cast<size_t>(v)];
+        if (vn.kinds != JsonGrammar::kString || !vn.has_string_enum || vn.string_enum.empty()) {
+          ok = false;
+          break;
+        }
+        for (const std::string& s : vn.string_enum) {
+          if (!listed.insert(s).second) {
+            ok = false;
+            break;
+          }
+          values.push_back(s);
+          dispatch.push_back(static_cast<int32_t>(a));
+        }
+      }
+      if (!ok || values.size() > static_cast<size_t>(kJsonMaxKeys)) continue;
+      Node disc;
+      disc.kinds = JsonGrammar::kString;
+      disc.has_string_enum = true;
+      disc.string_enum = std::move(values);
+      fill_literals(&disc);
+      nodes.push_back(std::move(disc));
+      m->keys = {key};
+      m->key_nodes = {static_cast<int32_t>(nodes.size() - 1)};
+      m->required.reset();
+      m->required.set(0);
+      m->extra_keys = false;
+      m->closed = true;
+      m->extra_node = JsonGrammar::kAny;
+      m->min_properties = 0;
+      m->max_properties = -1;
+      m->object_alts = alts;
+      m->object_dispatch = std::move(dispatch);
       return {};
     }
-    JsonInt lo = g.int_min;
-    JsonInt hi = g.int_max;
+    return "no property tells them apart (a tagged union needs one that every alternative declares and requires, "
+           "whose values are string consts or enums listed by no other alternative)";
+  }
+
+  // Whether the spelled string value v is one of g's strings (no enum): its lengths, pattern.
+  bool string_fits(const std::string& spelled, const Node& g) const {
+    const std::string value = unspelled(spelled);
+    const auto len = static_cast<int64_t>(utf8_chars(value));
+    if (len < g.min_length || (g.max_length >= 0 && len > g.max_length)) return false;
+    std::u32string cps;
+    return !g.pattern || (decode_utf8(value, &cps) && g.pattern->matches(cps));
+  }
+
+  static void take_numbers(Node* m, const Node& n) {
+    m->integer = n.integer;
+    m->int_min = n.int_min;
+    m->int_max = n.int_max;
+    m->num_min = n.num_min;
+    m->num_min_exclusive = n.num_min_exclusive;
+    m->num_max = n.num_max;
+    m->num_max_exclusive = n.num_max_exclusive;
+    m->multiple_of = n.multiple_of;
+    m->has_number_enum = n.has_number_enum;
+    m->number_enum = n.number_enum;
+  }
+
+  // m's bounds as written: those that span a's and b's.
+  static void span_bounds(Node* m, const Node& a, const Node& b) {
+    m->num_min = a.num_min;
+    m->num_min_exclusive = a.num_min_exclusive;
+    m->num_max = a.num_max;
+    m->num_max_exclusive = a.num_max_exclusive;
+    if (b.num_min < a.num_min || (b.num_min == a.num_min && !b.num_min_exclusive)) {
+      m->num_min = b.num_min;
+      m->num_min_exclusive = b.num_min_exclusive;
+    }
+    if (b.num_max > a.num_max || (b.num_max == a.num_max && !b.num_max_exclusive)) {
+      m->num_max = b.num_max;
+      m->num_max_exclusive = b.num_max_exclusive;
+    }
+  }
+
+  // a's numbers (bounds as written) all lie below b's, with a gap or an excluded end between.
+  static bool below(const Node& a, const Node& b) {
+    return a.num_max < b.num_min || (a.num_max == b.num_min && a.num_max_exclusive && b.num_min_exclusive);
+  }
+
+  // o's numbers (no enum) hold i's (no enum): o is any number, or o's type, bounds and
+  // multipleOf hold i's.
+  static bool numbers_hold(const Node& o, const Node& i) {
+    const Node any;
+    if (!o.integer && o.num_min == any.num_min && o.num_max == any.num_max && o.multiple_of == 0) return true;
+    if (o.multiple_of != 0 && o.multiple_of != i.multiple_of) return false;
+    if (o.integer && !i.integer) return false;
+    if (o.integer) return i.int_min >= o.int_min && i.int_max <= o.int_max;
+    const bool lo = i.num_min > o.num_min || (i.num_min == o.num_min && (i.num_min_exclusive || !o.num_min_exclusive));
+    const bool hi = i.num_max < o.num_max || (i.num_max == o.num_max && (i.num_max_exclusive || !o.num_max_exclusive));
+    return lo && hi;
+  }
+
+  // The integers of a and b (integer nodes, no enum) listed into m as its number enum, when
+  // both ranges are bounded and hold at most kJsonMaxKeys integers in all.
+  static bool list_integers(const Node& a, const Node& b, Node* m) {
+    std::vector<std::string> listed;
+    for (const Node* n : {&a, &b}) {
+      if (n->int_min <= -kJsonNoBound || n->int_max >= kJsonNoBound) return false;
+      if (n->int_min > n->int_max) continue;
+      const auto span = static_cast<JsonUInt>(n->int_max) - static_cast<JsonUInt>(n->int_min);
+      if (span + 1 + listed.size() > static_cast<unsigned>(kJsonMaxKeys)) return false;
+      for (JsonInt i = n->int_min; i <= n->int_max; ++i) {
+        const std::string text = int_text(i);
+        if (!multiple_within(json::parse(text), *n)) continue;
+        if (std::find(listed.begin(), listed.end(), text) == listed.end()) listed.push_back(text);
+      }
+    }
+    if (listed.size() > static_cast<size_t>(kJsonMaxKeys)) return false;
+    span_bounds(m, a, b);
+    m->integer = true;
+    m->int_min = std::min(a.int_min, b.int_min);
+    m->int_max = std::max(a.int_max, b.int_max);
+    m->multiple_of = 0;
+    m->has_number_enum = true;
+    m->number_enum = std::move(listed);
+    return true;
+  }
+
+  // The numbers of a union of `e`'s enum numbers and `g`'s numbers (no enum) into m's
+  // number fields: g's when they hold every value; else, beside an integer range, the values
+  // and the range's integers listed, when they are at most kJsonMaxKeys. Otherwise false
+  // with *why, unless loose_ok (a tool call): then the range that spans both where every
+  // value is an integer, or any number beside a number that is not an integer, as before.
+  static bool union_enum_and_numbers(const Node& e, const Node& g, bool loose_ok, Node* m, std::string* why) {
+    take_numbers(m, g);
     bool integral = true;
     bool inside = true;
+    JsonInt lo = g.int_min;
+    JsonInt hi = g.int_max;
     for (const std::string& text : e.number_enum) {
       const json v = json::parse(text);
+      if (!number_within(v, g) || !multiple_within(v, g)) inside = false;
       Node whole;  // every integer a JsonInt holds
       if (!integer_within(v, whole)) {
         integral = false;
+        if (g.integer) inside = false;
         continue;
       }
       const JsonInt i = integer_bound(v, false, false);
-      if (i < g.int_min || i > g.int_max || !multiple_within(v, g)) inside = false;
+      if (g.integer && (i < g.int_min || i > g.int_max)) inside = false;
       lo = std::min(lo, i);
       hi = std::max(hi, i);
     }
-    if (integral && inside) return {};
-    const auto span = static_cast<JsonUInt>(g.int_max) - static_cast<JsonUInt>(g.int_min);
-    if (g.int_min <= g.int_max && span + 1 + e.number_enum.size() <= static_cast<unsigned>(kJsonMaxKeys)) {
-      m->integer = false;
-      m->int_min = -kJsonNoBound;
-      m->int_max = kJsonNoBound;
-      m->multiple_of = 0;
-      m->has_number_enum = true;
-      m->number_enum = e.number_enum;
-      for (JsonInt i = g.int_min; i <= g.int_max; ++i) {
-        const std::string text = int_text(i);
-        if (!multiple_within(json::parse(text), g)) continue;
-        if (std::find(m->number_enum.begin(), m->number_enum.end(), text) == m->number_enum.end()) {
-          m->number_enum.push_back(text);
+    if (inside) return true;
+    if (g.integer && g.int_min > -kJsonNoBound && g.int_max < kJsonNoBound && g.int_min <= g.int_max) {
+      const auto span = static_cast<JsonUInt>(g.int_max) - static_cast<JsonUInt>(g.int_min);
+      if (span + 1 + e.number_enum.size() <= static_cast<unsigned>(kJsonMaxKeys)) {
+        m->integer = false;
+        m->int_min = -kJsonNoBound;
+        m->int_max = kJsonNoBound;
+        m->multiple_of = 0;
+        span_bounds(m, e, g);
+        m->has_number_enum = true;
+        m->number_enum = e.number_enum;
+        for (JsonInt i = g.int_min; i <= g.int_max; ++i) {
+          const std::string text = int_text(i);
+          if (!multiple_within(json::parse(text), g)) continue;
+          if (std::find(m->number_enum.begin(), m->number_enum.end(), text) == m->number_enum.end()) {
+            m->number_enum.push_back(text);
+          }
         }
+        return true;
       }
-      return {};
+    }
+    if (!loose_ok) {
+      *why = "an enum's number lies outside the other's range, which is too wide to list beside it (at most " +
+             std::to_string(kJsonMaxKeys) + " values)";
+      return false;
+    }
+    if (!g.integer) {
+      m->multiple_of = 0;  // any number beside (loosely)
+      span_bounds(m, e, g);
+      return true;
     }
     if (integral) {
       m->int_min = lo;
       m->int_max = hi;
       m->multiple_of = 0;  // loosely, as the range
-      return {};
+      span_bounds(m, e, g);
+      return true;
     }
-    return invalid(path + ": an enum's number that is not an integer, beside an integer range too wide to list, is "
-                          "not supported");
+    *why = "an enum's number that is not an integer, beside an integer range too wide to list, is not supported";
+    return false;
   }
 
   // allOf: the values both allow, into *a (objects take both's properties and requirements).
@@ -1614,7 +1951,11 @@ class JsonSchemaCompiler {
       return {};
     }
     a->kinds &= b.kinds;
-    if (a->kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(intersect_objects(a, b, path, depth, why));
+    if ((a->kinds & JsonGrammar::kObject) && (!a->object_alts.empty() || !b.object_alts.empty())) {
+      GS_RETURN_IF_ERROR(intersect_dispatch(a, b, path, depth, why));
+    } else if (a->kinds & JsonGrammar::kObject) {
+      GS_RETURN_IF_ERROR(intersect_objects(a, b, path, depth, why));
+    }
     if (b.has_string_enum) {
       if (!a->has_string_enum) {
         a->string_enum = b.string_enum;
@@ -1734,6 +2075,39 @@ class JsonSchemaCompiler {
     return no_value_;
   }
 
+  // intersect's objects where one side is a discriminated union (Node::object_alts): each
+  // of its alternatives intersected with the other side's objects, those left told apart
+  // again. Two such unions are refused.
+  Status intersect_dispatch(Node* a, const Node& b, const std::string& path, int depth, std::string* why) {
+    if (!a->object_alts.empty() && !b.object_alts.empty()) {
+      return invalid(path + ": two unions of object schemas told apart by a property cannot be combined (allOf, or "
+                            "keywords beside $ref)");
+    }
+    const bool a_union = !a->object_alts.empty();
+    const std::vector<int32_t> alts = a_union ? a->object_alts : b.object_alts;
+    Node other = a_union ? b : *a;
+    other.kinds = JsonGrammar::kObject;
+    other.deferred.clear();
+    fill_literals(&other);
+    nodes.push_back(std::move(other));
+    const auto other_index = static_cast<int32_t>(nodes.size() - 1);
+    std::vector<int32_t> kept;
+    for (int32_t alt : alts) {
+      GS_ASSIGN_OR_RETURN(const int32_t both, intersect_nodes(alt, other_index, path, depth));
+      if (both != kNoValue && (nodes[static_cast<size_t>(both)].kinds & JsonGrammar::kObject)) kept.push_back(both);
+    }
+    if (kept.empty()) {
+      a->kinds &= static_cast<uint8_t>(~JsonGrammar::kObject);
+      if (why->empty()) *why = "no object alternative allows an object that the other schema allows";
+      return {};
+    }
+    if (const std::string reason = make_dispatch(kept, a); !reason.empty()) {
+      return invalid(path + ": a union of object schemas, combined with other keywords, is no longer told apart: " +
+                     reason);
+    }
+    return {};
+  }
+
   // intersect's objects: a key stays when each side declares it or does not close itself
   // (additionalProperties false); a key both declare takes both schemas, as do extra keys;
   // the required keys of both must stay. Where they cannot, objects leave a's kinds.
@@ -1829,7 +2203,10 @@ void fill_depths(std::vector<JsonGrammar::Node>* nodes) {
     changed = false;
     for (JsonGrammar::Node& n : *nodes) {
       int32_t obj = kNone, arr = kNone, scalar = kNone;
-      if (n.kinds & JsonGrammar::kObject) {
+      if ((n.kinds & JsonGrammar::kObject) && !n.object_alts.empty()) {
+        // A discriminated union: its shallowest alternative.
+        for (int32_t alt : n.object_alts) obj = std::min(obj, md(alt));
+      } else if (n.kinds & JsonGrammar::kObject) {
         int32_t inner = 0;
         std::vector<int32_t> optional;  // the depths of the keys that minProperties may add
         for (size_t k = 0; k < n.keys.size() && k < kJsonMaxKeys; ++k) {
@@ -2359,6 +2736,20 @@ bool JsonMatcher::close_string(const Frame& s) {
   if (!s.free && exact < 0) return false;
   if (!s.is_key && s.length < n.min_length) return false;
   if (!s.is_key && n.pattern_form && !n.pattern_form->accepts(s.pstate)) return false;
+  if (!s.is_key && exact >= 0 && stack_.size() >= 2 && stack_[stack_.size() - 2].type == Frame::kObject) {
+    // The discriminator of a union of objects (its only key): the object is read from here
+    // on under the alternative that lists the value, its discriminator written.
+    Frame& obj = stack_[stack_.size() - 2];
+    const Node& on = grammar_->node(obj.node);
+    if (!on.object_alts.empty()) {
+      const int32_t alt = on.object_alts[static_cast<size_t>(on.object_dispatch[static_cast<size_t>(exact)])];
+      const Node& an = grammar_->node(alt);
+      const auto k = static_cast<size_t>(std::find(an.keys.begin(), an.keys.end(), on.keys[0]) - an.keys.begin());
+      obj.node = alt;
+      obj.seen.reset();
+      obj.seen.set(k);
+    }
+  }
   if (s.is_key) {
     Frame& obj = stack_[stack_.size() - 2];
     if (exact < 0) {

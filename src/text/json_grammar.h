@@ -88,6 +88,14 @@ class JsonGrammar {
     // declared and extra together.
     int64_t min_properties = 0;
     int64_t max_properties = -1;
+    // A union of object schemas told apart by a discriminator (decision 0027 point 2): the
+    // alternatives' nodes (each allows objects only), non-empty only then. Such a node
+    // declares one key, the discriminator, required and written first, whose value node is
+    // the string enum of all alternatives' values for it; object_dispatch[i] is the
+    // alternative (index into object_alts) whose value string_enum[i] of that node is. Once
+    // the discriminator's value is read, the object is read under that alternative's node.
+    std::vector<int32_t> object_alts;
+    std::vector<int32_t> object_dispatch;
     // Arrays.
     int32_t items = kAny;
     int64_t min_items = 0;
@@ -168,12 +176,13 @@ class JsonGrammar {
   // an enum's numbers are kept within them with or without a type). Keywords beside $ref,
   // anyOf, oneOf and allOf apply (allOf). Annotations and value checks the matcher cannot
   // express (description, title, default, an unknown format, ...) are ignored. anyOf
-  // alternatives of the same kind are merged loosely (decision 0027; integer ranges: the
-  // range that spans both); a union that even so cannot be held (an enum of more than
-  // kJsonMaxKeys values, a fraction beside a wide integer range) is refused. oneOf is held
-  // as anyOf, so in the JSON syntax it is refused unless its alternatives are proven to
-  // share no value (schema_overlap.h); uniqueItems: true is refused unless maxItems is 0 or
-  // 1 (kGemmaCall: both are read loosely instead, as before).
+  // alternatives are merged exactly or refused (decision 0027 point 2): different kinds
+  // apart, one holding the other, ranges that meet, values listed (at most kJsonMaxKeys),
+  // strings as the union of their automata, objects as a tagged union on a required string
+  // discriminator (Node::object_alts); kGemmaCall merges what cannot be held loosely
+  // instead, as before. oneOf is held as anyOf, so in the JSON syntax it is refused unless
+  // its alternatives are proven to share no value (schema_overlap.h); uniqueItems: true is
+  // refused unless maxItems is 0 or 1 (kGemmaCall: both are read loosely instead).
   // Errors: kInvalidArgument beginning with the path of the keyword at fault ("schema.
   // properties.a.items: ..."), or with `path` alone when no value of the schema nests
   // within kJsonMaxDepth levels (e.g. a required property whose schema is "#").

@@ -808,6 +808,65 @@ Result<RegexDfa> RegexDfa::intersect(const RegexDfa& a, const RegexDfa& b, Regex
   return out;
 }
 
+Result<RegexDfa> RegexDfa::unite(const RegexDfa& a, const RegexDfa& b, RegexBudget* budget) {
+  RegexDfa out;
+  std::map<std::pair<int32_t, int32_t>, int32_t> index;  // -1: that side has died
+  std::vector<std::pair<int32_t, int32_t>> pairs = {{0, 0}};
+  index[{0, 0}] = 0;
+  const std::vector<Edge> none;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    if (pairs.size() > static_cast<size_t>(kRegexMaxDfaStates) * 4) {
+      return bad("the automaton of either needs more than " + std::to_string(kRegexMaxDfaStates) + " states");
+    }
+    const auto [x, y] = pairs[k];
+    const auto& ea = x >= 0 ? a.edges(x) : none;
+    const auto& eb = y >= 0 ? b.edges(y) : none;
+    // The points where an edge of either begins or ends, in order: between two, each side
+    // has one edge or none.
+    std::vector<uint64_t> cuts;
+    for (const auto* es : {&ea, &eb}) {
+      for (const Edge& e : *es) {
+        cuts.push_back(e.lo);
+        cuts.push_back(static_cast<uint64_t>(e.hi) + 1);
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<Edge> edges;
+    size_t i = 0, j = 0;
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const auto lo = static_cast<uint32_t>(cuts[c]);
+      const auto hi = static_cast<uint32_t>(cuts[c + 1] - 1);
+      while (i < ea.size() && ea[i].hi < lo) ++i;
+      while (j < eb.size() && eb[j].hi < lo) ++j;
+      const int32_t ta = i < ea.size() && ea[i].lo <= lo ? ea[i].to : -1;
+      const int32_t tb = j < eb.size() && eb[j].lo <= lo ? eb[j].to : -1;
+      --budget->work;
+      if (ta < 0 && tb < 0) continue;
+      const std::pair<int32_t, int32_t> key = {ta, tb};
+      auto it = index.find(key);
+      if (it == index.end()) {
+        it = index.emplace(key, static_cast<int32_t>(pairs.size())).first;
+        pairs.push_back(key);
+      }
+      if (!edges.empty() && edges.back().to == it->second && edges.back().hi + 1 == lo) {
+        edges.back().hi = hi;
+      } else {
+        edges.push_back({lo, hi, it->second});
+      }
+    }
+    budget->bytes -= static_cast<int64_t>(edges.size() * sizeof(Edge) + 64);
+    if (budget->work < 0 || budget->bytes < 0) return over_budget();
+    out.edges_.push_back(std::move(edges));
+    out.accept_.push_back((x >= 0 && a.accepts(x)) || (y >= 0 && b.accepts(y)) ? 1 : 0);
+  }
+  if (!out.prune(0)) return bad("no string matches either");
+  if (out.size() > kRegexMaxDfaStates) {
+    return bad("the automaton of either needs more than " + std::to_string(kRegexMaxDfaStates) + " states");
+  }
+  return out;
+}
+
 Result<RegexDfa> RegexDfa::without_code_point(uint32_t cp) const {
   RegexDfa out = *this;
   for (auto& edges : out.edges_) {

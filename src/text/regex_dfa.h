@@ -65,6 +65,10 @@ class RegexDfa {
   // 0) when there is none. Errors: past the limits or the budget (kInvalidArgument).
   static Result<RegexDfa> intersect(const RegexDfa& a, const RegexDfa& b, RegexBudget* budget);
 
+  // The strings a or b takes (their product, a side that has died left out, pruned). Errors:
+  // past the limits or the budget (kInvalidArgument).
+  static Result<RegexDfa> unite(const RegexDfa& a, const RegexDfa& b, RegexBudget* budget);
+
   // The strings this takes that do not contain code point `cp`. Errors: none left.
   Result<RegexDfa> without_code_point(uint32_t cp) const;
 

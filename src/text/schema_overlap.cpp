@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <map>
 #include <limits>
 #include <set>
 #include <string>
@@ -24,7 +26,7 @@ constexpr uint8_t kAllKinds = JsonGrammar::kAnyKind;
 // Schema levels followed ($ref, allOf, properties) before a schema is read as "any value".
 constexpr int kMaxDepth = 16;
 // Schemas read and pairs compared for one oneOf; past it nothing more is proven.
-constexpr int64_t kBudget = 200000;
+constexpr int64_t kBudget = kOneOfProofBudget;
 
 // What a schema says of its values, as far as the proofs read it. Every field only narrows
 // (a missing keyword leaves it at "any"), so reading fewer keywords than the schema has
@@ -325,23 +327,68 @@ class Prover {
 
 }  // namespace
 
-std::optional<std::pair<size_t, size_t>> first_overlapping_alternatives(const json& alternatives, const json& beside,
-                                                                        const SchemaRefResolver& resolve) {
+// A key by value for a scalar (numbers by their value: 1 and 1.0 are one), empty for an
+// object or array.
+std::string value_key(const json& v) {
+  if (v.is_number()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "n%.21Lg", number_of(v));
+    return buf;
+  }
+  if (v.is_object() || v.is_array()) return {};
+  return v.dump();
+}
+
+std::optional<OneOfOverlap> first_overlapping_alternatives(const json& alternatives, const json& beside,
+                                                           const SchemaRefResolver& resolve) {
   // Malformed (the compiler refuses it), or one alternative: nothing to tell apart.
   if (!alternatives.is_array() || alternatives.size() < 2) return std::nullopt;
+  // Every alternative a const or an enum of scalars, beside annotations only: apart when no
+  // value is listed by two, checked by value at once (the keywords beside the oneOf narrow
+  // every alternative alike, which keeps them apart).
+  {
+    static const std::set<std::string> kKept = {"const",    "enum",     "title",   "description",
+                                                "$comment", "examples", "default"};
+    std::map<std::string, size_t> owner;
+    bool values_only = true;
+    std::optional<OneOfOverlap> shared;
+    for (size_t i = 0; i < alternatives.size() && values_only; ++i) {
+      const json& alt = alternatives[i];
+      if (!alt.is_object() || alt.contains("const") == alt.contains("enum")) {
+        values_only = false;
+        break;
+      }
+      for (const auto& item : alt.items()) {
+        if (kKept.count(item.key()) == 0) values_only = false;
+      }
+      const json values = alt.contains("const") ? json::array({alt["const"]}) : alt["enum"];
+      if (!values.is_array()) values_only = false;
+      for (size_t k = 0; values_only && k < values.size(); ++k) {
+        const std::string key = value_key(values[k]);
+        if (key.empty()) {
+          values_only = false;
+          break;
+        }
+        const auto [it, fresh] = owner.emplace(key, i);
+        if (!fresh && it->second != i && !shared) shared = OneOfOverlap{it->second, i, false};
+      }
+    }
+    if (values_only) return shared;
+  }
   Prover prover(resolve);
   const Facts common = prover.read(beside, 0);
   std::vector<Facts> alts;
   alts.reserve(alternatives.size());
-  for (const json& alt : alternatives) {
-    Facts f = prover.read(alt, 1);
+  for (size_t i = 0; i < alternatives.size(); ++i) {
+    Facts f = prover.read(alternatives[i], 1);
     prover.conjoin_counted(&f, common);
-    if (prover.spent()) return std::make_pair(size_t{0}, size_t{1});
+    if (prover.spent()) return OneOfOverlap{i == 0 ? 0 : i - 1, i == 0 ? 1 : i, true};
     alts.push_back(std::move(f));
   }
   for (size_t i = 0; i < alts.size(); ++i) {
     for (size_t j = i + 1; j < alts.size(); ++j) {
-      if (prover.spent() || !prover.apart(alts[i], alts[j], 1)) return std::make_pair(i, j);
+      if (prover.spent()) return OneOfOverlap{i, j, true};
+      if (!prover.apart(alts[i], alts[j], 1)) return OneOfOverlap{i, j, prover.spent()};
     }
   }
   return std::nullopt;

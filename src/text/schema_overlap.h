@@ -29,10 +29,19 @@ using SchemaRefResolver = std::function<const nlohmann::json*(const nlohmann::js
 //     `additionalProperties: false`, does not declare.
 // `$ref` (through `resolve`) and `allOf` add their keywords; `anyOf` and a nested `oneOf`
 // limit the kinds to those of their alternatives. Every other keyword is left out, which
-// only makes an alternative seem larger. Bounded work: a schema too large or deep to decide
-// within a fixed budget is not proven apart.
-std::optional<std::pair<size_t, size_t>> first_overlapping_alternatives(const nlohmann::json& alternatives,
-                                                                        const nlohmann::json& beside,
-                                                                        const SchemaRefResolver& resolve);
+// only makes an alternative seem larger. Bounded work (kOneOfProofBudget schema reads and
+// comparisons): a schema too large or deep to decide within it is not proven apart, and the
+// answer says so (out_of_budget: the pair is where the work stopped, not one shown to
+// overlap). Alternatives that are all consts or enums of scalars (beside annotations) are
+// proven apart at once, by value, when no value is listed twice, whatever their number.
+inline constexpr long long kOneOfProofBudget = 200000;
+struct OneOfOverlap {
+  size_t first = 0;
+  size_t second = 0;
+  bool out_of_budget = false;
+};
+std::optional<OneOfOverlap> first_overlapping_alternatives(const nlohmann::json& alternatives,
+                                                           const nlohmann::json& beside,
+                                                           const SchemaRefResolver& resolve);
 
 }  // namespace gs::text

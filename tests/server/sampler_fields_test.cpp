@@ -70,6 +70,10 @@ TEST(SamplerFields, NeutralValuesAreAccepted) {
                             json{{"mirostat", 0}, {"mirostat_tau", 3}, {"mirostat_eta", 0.5}},
                             json{{"dynatemp_range", 0}, {"dynatemp_exponent", 2}},
                             json{{"samplers", json::array()}},
+                            // Greedy: no sampler of the chain but the penalties acts.
+                            json{{"samplers", json::array()}, {"temperature", 0}},
+                            json{{"samplers", {"top_k"}}, {"temperature", 0}, {"top_k", 40}, {"top_p", 0.5}},
+                            json{{"samplers", "e"}, {"temperature", 0}, {"repeat_penalty", 1.1}},
                             json{{"samplers", "edskypmxt"}, {"temperature", 0.7}, {"top_k", 5}},
                             json{{"samplers", {"top-k", "nucleus", "temp"}}, {"top_k", 5}, {"top_p", 0.9}}}) {
     auto e = chat(extra);
@@ -136,7 +140,8 @@ TEST(SamplerFields, ValuesThatWouldChangeSamplingAreRefusedByName) {
       {{{"samplers", {"temperature", "top_k"}}, {"top_k", 40}, {"temperature", 0.7}}, "samplers"},
       {{{"samplers", {"top_k", "temperature"}}, {"repeat_penalty", 1.1}}, "samplers"},
       {{{"samplers", "tk"}, {"top_k", 40}, {"temperature", 0.7}}, "samplers"},
-      {{{"samplers", {"top_k"}}, {"temperature", 0}}, "samplers"},
+      // Greedy (temperature 0): the penalties still act before the argmax.
+      {{{"samplers", json::array()}, {"temperature", 0}, {"repeat_penalty", 1.1}}, "samplers"},
       {{{"samplers", {"infill"}}}, "samplers[0]"},
   };
   for (const auto& [extra, param] : cases) {

@@ -966,15 +966,22 @@ TEST(JsonGrammar, OneOfIsRefusedUnlessItsAlternativesExcludeEachOther) {
                                    "s":{"allOf":[{"type":"object","required":["kind"]},{"properties":{"kind":{"const":"s"}}}]}},
                           "oneOf":[{"$ref":"#/$defs/c"},{"$ref":"#/$defs/s"}]})");
   EXPECT_TRUE(accepts(by_ref, R"({"kind":"s"})"));
-  // A key one requires that the other, closed, does not declare.
-  auto closed = schema(R"({"oneOf":[
+  // A key one requires that the other, closed, does not declare: proven exclusive, but two
+  // object schemas with no discriminator cannot be held exactly (decision 0027 point 2).
+  auto closed = JsonGrammar::from_schema(json::parse(R"({"oneOf":[
       {"type":"object","properties":{"a":{}},"additionalProperties":false},
-      {"type":"object","properties":{"b":{}},"required":["b"]}]})");
-  EXPECT_TRUE(accepts(closed, R"({"b":1})"));
+      {"type":"object","properties":{"b":{}},"required":["b"]}]})"));
+  ASSERT_FALSE(closed.ok());
+  EXPECT_NE(closed.status().message().find("no property tells them apart"), std::string::npos)
+      << closed.status().message();
   // The keywords beside oneOf count: kinds only objects, so the discriminator decides.
   auto shared_type = schema(R"({"type":"object","required":["k"],
-                               "oneOf":[{"properties":{"k":{"const":1}}},{"properties":{"k":{"const":2}}}]})");
-  EXPECT_TRUE(accepts(shared_type, R"({"k":2})"));
+                               "oneOf":[{"properties":{"k":{"const":"x"}}},{"properties":{"k":{"const":"y"}}}]})");
+  EXPECT_TRUE(accepts(shared_type, R"({"k":"y"})"));
+  EXPECT_FALSE(accepts(shared_type, R"({"k":"z"})"));
+  // A discriminator whose values are numbers is not one the matcher dispatches on.
+  EXPECT_FALSE(JsonGrammar::from_schema(json::parse(R"({"type":"object","required":["k"],
+      "oneOf":[{"properties":{"k":{"const":1}}},{"properties":{"k":{"const":2}}}]})")).ok());
   // One alternative: nothing to overlap.
   auto single = schema(R"({"oneOf":[{"type":"string"}]})");
   EXPECT_TRUE(accepts(single, R"("x")"));

@@ -604,9 +604,13 @@ TEST(JsonPattern, CombinesWithEnumsAllOfAndUnions) {
   const Grammar ref = grammar({{"$defs", {{"s", {{"type", "string"}}}}}, {"$ref", "#/$defs/s"}, {"pattern", "^[0-9]+$"}});
   EXPECT_TRUE(accepts(ref, R"("42")"));
   EXPECT_FALSE(accepts(ref, R"("4a")"));
-  // anyOf of two patterned strings merges loosely (decision 0027): a free string.
+  // anyOf of two patterned strings: the union of their automata (decision 0027 point 2;
+  // before, a free string).
   const Grammar any = grammar({{"anyOf", {{{"type", "string"}, {"pattern", "^a"}}, {{"type", "string"}, {"pattern", "^b"}}}}});
-  EXPECT_TRUE(accepts(any, R"("c")"));
+  EXPECT_TRUE(accepts(any, R"("ax")"));
+  EXPECT_TRUE(accepts(any, R"("b")"));
+  EXPECT_FALSE(accepts(any, R"("c")"));
+  EXPECT_FALSE(accepts(any, R"("")"));
   // An anyOf of a patterned string and null keeps the pattern.
   const Grammar opt = grammar({{"anyOf", {{{"type", "string"}, {"pattern", "^a"}}, {{"type", "null"}}}}});
   EXPECT_TRUE(accepts(opt, "null"));
