@@ -374,12 +374,15 @@ class Routes {
       return send_outcome_error(res, *state, e);
     }
     if (stream) {
-      // The stream's headers commit it to 200, so they wait until a slot holds the request:
-      // one that ends while it waits in the queue (a drain's 503, a failure to start) gets
-      // that status and an error body, as a whole response does (it was a 200 and an error
-      // event). A client that goes away meanwhile is seen as a whole response sees it.
-      switch (wait_for_slot(*state)) {
+      // The stream's headers commit it to 200, so they wait until a slot holds the request,
+      // for up to options.stream_commit_wait: one that ends while it waits in the queue (a drain's 503,
+      // a failure to start) gets that status and an error body, as a whole response does (it
+      // was a 200 and an error event). A client that goes away meanwhile is seen as a whole
+      // response sees it. A stream still queued after the wait is committed (its later end
+      // is an error event).
+      switch (wait_for_slot(*state, s_->options_.stream_commit_wait)) {
         case SlotWait::kAdmitted:
+        case SlotWait::kStillQueued:
           break;
         case SlotWait::kEnded:
           return whole_response(*state, res);
@@ -408,17 +411,21 @@ class Routes {
     }
   }
 
-  enum class SlotWait { kAdmitted, kEnded, kClientGone };
+  enum class SlotWait { kAdmitted, kEnded, kClientGone, kStillQueued };
   // Waits until a slot holds one of the request's choices, or the request ends before any
-  // does (kEnded: its outcome is there to read), or its client goes away.
-  static SlotWait wait_for_slot(ResponseState& st) {
+  // does (kEnded: its outcome is there to read), or its client goes away, or `limit` passes
+  // with the request still queued (kStillQueued).
+  static SlotWait wait_for_slot(ResponseState& st, std::chrono::milliseconds limit) {
+    const auto until = Clock::now() + limit;
     for (;;) {
       if (st.choices->wait_started(std::chrono::milliseconds(100))) {
         return st.choices->admitted() ? SlotWait::kAdmitted : SlotWait::kEnded;
       }
       if (current_client_gone()) return SlotWait::kClientGone;
+      if (Clock::now() >= until) return SlotWait::kStillQueued;
     }
   }
+
 
   // The answer to a request whose client went away: nobody reads it; 499 (client closed
   // request) is what the metrics count.

@@ -47,6 +47,11 @@ struct ServerOptions {
   // response writes nothing before its outcome (its status follows it); it watches the
   // socket instead (current_client_gone()).
   std::chrono::milliseconds keepalive_interval{1000};
+  // How long a stream's headers wait for a slot (so that a stream a drain ends while queued
+  // gets a 503) before the stream is committed anyway (200, then keep-alive comments): a
+  // proxy in front cuts a connection silent for its read timeout (nginx's default: 60 s),
+  // and a queue behind a long prefill can take minutes.
+  std::chrono::milliseconds stream_commit_wait{10000};
 };
 
 // What set_model() hands over once the model is loaded.

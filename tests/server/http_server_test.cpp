@@ -702,6 +702,44 @@ TEST(HttpServer, AQueuedStreamIsCommittedOnceASlotHoldsIt) {
   expect_healthy(s);
 }
 
+// A stream still queued after stream_commit_wait is committed anyway (200, then keep-alive
+// comments while it waits), so that a proxy in front does not cut a silent connection; its
+// tokens follow once a slot holds it.
+TEST(HttpServer, AStreamQueuedLongIsCommittedWithKeepAlives) {
+  ServerFixtureOptions o;
+  o.n_slots = 1;
+  o.step_delay = 5ms;
+  o.stream_commit_wait = 300ms;
+  LiveServer s(o);
+  s.answer("la", /*endless=*/true);
+  std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":250})"); });
+  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(s.engine->metrics().busy_slots, 1);
+  const int fd = send_completion_request(s.http->port(), R"({"prompt":"x","max_tokens":3,"stream":true})", "");
+  ASSERT_GE(fd, 0);
+  std::string got;
+  char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + 1s;  // the holder runs ~1.25 s
+  while (got.find(": keep-alive") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+    else std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(s.engine->metrics().queue_length, 1) << "the stream left the queue before the check";
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got.substr(0, 200);
+  EXPECT_NE(got.find(": keep-alive"), std::string::npos) << got.substr(0, 400);
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (got.find("data: [DONE]") == std::string::npos && std::chrono::steady_clock::now() < end) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  holder.join();
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos) << got.substr(0, 400);
+  expect_healthy(s);
+}
+
 // `serve` with a file that fails at once stopped the listener before its thread had started
 // listening: the stop was lost, the listener served on and the process never exited.
 // The engine shutting down under running requests (the end of the drain after SIGTERM):
