@@ -759,11 +759,38 @@ bool RegexDfa::prune(int32_t start) {
   return true;
 }
 
-Result<RegexDfa> RegexDfa::intersect(const RegexDfa& a, const RegexDfa& b, RegexBudget* budget) {
-  RegexDfa out;
+namespace {
+
+// The states of a product of two automata (intersect, unite): each a pair of states of the
+// two, numbered in the order found. edge() gives the pair's number, adding the pair to those
+// to explore when it is new, and adds the range [lo, hi] to it to `edges`, merged into the
+// last edge when that one goes to the same state and ends at lo - 1.
+struct ProductStates {
   std::map<std::pair<int32_t, int32_t>, int32_t> index;
   std::vector<std::pair<int32_t, int32_t>> pairs = {{0, 0}};
-  index[{0, 0}] = 0;
+  ProductStates() { index[{0, 0}] = 0; }
+
+  template <class E>
+  void edge(std::pair<int32_t, int32_t> key, uint32_t lo, uint32_t hi, std::vector<E>& edges) {
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, static_cast<int32_t>(pairs.size())).first;
+      pairs.push_back(key);
+    }
+    if (!edges.empty() && edges.back().to == it->second && edges.back().hi + 1 == lo) {
+      edges.back().hi = hi;
+    } else {
+      edges.push_back({lo, hi, it->second});
+    }
+  }
+};
+
+}  // namespace
+
+Result<RegexDfa> RegexDfa::intersect(const RegexDfa& a, const RegexDfa& b, RegexBudget* budget) {
+  RegexDfa out;
+  ProductStates states;
+  const auto& pairs = states.pairs;
   for (size_t k = 0; k < pairs.size(); ++k) {
     if (pairs.size() > static_cast<size_t>(kRegexMaxDfaStates) * 4) {
       return bad("the automaton of both needs more than " + std::to_string(kRegexMaxDfaStates) + " states");
@@ -776,19 +803,7 @@ Result<RegexDfa> RegexDfa::intersect(const RegexDfa& a, const RegexDfa& b, Regex
     while (i < ea.size() && j < eb.size()) {
       const uint32_t lo = std::max(ea[i].lo, eb[j].lo);
       const uint32_t hi = std::min(ea[i].hi, eb[j].hi);
-      if (lo <= hi) {
-        const std::pair<int32_t, int32_t> key = {ea[i].to, eb[j].to};
-        auto it = index.find(key);
-        if (it == index.end()) {
-          it = index.emplace(key, static_cast<int32_t>(pairs.size())).first;
-          pairs.push_back(key);
-        }
-        if (!edges.empty() && edges.back().to == it->second && edges.back().hi + 1 == lo) {
-          edges.back().hi = hi;
-        } else {
-          edges.push_back({lo, hi, it->second});
-        }
-      }
+      if (lo <= hi) states.edge({ea[i].to, eb[j].to}, lo, hi, edges);
       if (ea[i].hi < eb[j].hi) {
         ++i;
       } else {
@@ -810,9 +825,8 @@ Result<RegexDfa> RegexDfa::intersect(const RegexDfa& a, const RegexDfa& b, Regex
 
 Result<RegexDfa> RegexDfa::unite(const RegexDfa& a, const RegexDfa& b, RegexBudget* budget) {
   RegexDfa out;
-  std::map<std::pair<int32_t, int32_t>, int32_t> index;  // -1: that side has died
-  std::vector<std::pair<int32_t, int32_t>> pairs = {{0, 0}};
-  index[{0, 0}] = 0;
+  ProductStates states;  // a side of -1: that side has died
+  const auto& pairs = states.pairs;
   const std::vector<Edge> none;
   for (size_t k = 0; k < pairs.size(); ++k) {
     if (pairs.size() > static_cast<size_t>(kRegexMaxDfaStates) * 4) {
@@ -843,17 +857,7 @@ Result<RegexDfa> RegexDfa::unite(const RegexDfa& a, const RegexDfa& b, RegexBudg
       const int32_t tb = j < eb.size() && eb[j].lo <= lo ? eb[j].to : -1;
       --budget->work;
       if (ta < 0 && tb < 0) continue;
-      const std::pair<int32_t, int32_t> key = {ta, tb};
-      auto it = index.find(key);
-      if (it == index.end()) {
-        it = index.emplace(key, static_cast<int32_t>(pairs.size())).first;
-        pairs.push_back(key);
-      }
-      if (!edges.empty() && edges.back().to == it->second && edges.back().hi + 1 == lo) {
-        edges.back().hi = hi;
-      } else {
-        edges.push_back({lo, hi, it->second});
-      }
+      states.edge({ta, tb}, lo, hi, edges);
     }
     budget->bytes -= static_cast<int64_t>(edges.size() * sizeof(Edge) + 64);
     if (budget->work < 0 || budget->bytes < 0) return over_budget();
