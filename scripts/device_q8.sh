@@ -4,7 +4,10 @@
 # output with drafts), then pp512, tg64 and verify 5 on `synth --preset 31b` at depths reached with
 # zero K/V, with an f16 and with a q8_0 cache, alternating. Binaries as in device_run.sh.
 #   GS_Q8_DEPTHS (default 0,131072,524288), GS_Q8_PROMPTS (pp N, default 512; 0: none),
-#   GS_Q8_ROUNDS (default 1), GS_Q8_TESTS=0: no tests, GS_Q8_FILTER: the tests' gtest filter
+#   GS_Q8_ROUNDS (default 1), GS_Q8_TESTS=0: no tests, GS_Q8_FILTER: the tests' gtest filter,
+#   GS_Q8_VARIANTS: the runs of a round, ';'-separated, each a --kv-type and environment
+#   assignments (default "f16;q8_0;q8_0 GS_ATTN_Q8_F=1": the 64-row kernel's q8_0 form with
+#   its row-less warps dequantizing into two stages, and with one stage, as before)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -20,13 +23,15 @@ if [ "${GS_Q8_TESTS:-1}" != 0 ]; then
   grep -E "Failure|fast path|rel_l2|Which is" "$OUT/tests.log" | head -20
 fi
 [ -f "$MODEL_31B" ] || "$BIN" synth --preset 31b -o "$MODEL_31B" --quiet >"$OUT/synth.log" 2>&1
+IFS=';' read -r -a variants <<<"${GS_Q8_VARIANTS:-f16;q8_0;q8_0 GS_ATTN_Q8_F=1}"
 for round in $(seq 1 "${GS_Q8_ROUNDS:-1}"); do
-  for kv in f16 q8_0; do
+  for variant in "${variants[@]}"; do
+    read -r kv envs <<<"$variant"
     t0=$SECONDS
-    timeout 240 "$BIN" bench -m "$MODEL_31B" --device cuda --kv-type "$kv" -p "${GS_Q8_PROMPTS:-512}" -n 64 -d "${GS_Q8_DEPTHS:-0,131072,524288}" \
+    env ${envs:-} timeout 240 "$BIN" bench -m "$MODEL_31B" --device cuda --kv-type "$kv" -p "${GS_Q8_PROMPTS:-512}" -n 64 -d "${GS_Q8_DEPTHS:-0,131072,524288}" \
       --depth-fill zeros --verify 5 -r 1 --json >"$OUT/q8.json" 2>>"$OUT/bench.log"
     rc=$?
-    python3 - "$OUT/q8.json" "$round" "$kv" "$rc" "$((SECONDS - t0))" <<'PY'
+    python3 - "$OUT/q8.json" "$round" "$variant" "$rc" "$((SECONDS - t0))" <<'PY'
 import json, sys
 try:
     j = json.load(open(sys.argv[1]))

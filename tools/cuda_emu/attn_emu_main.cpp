@@ -491,6 +491,11 @@ int main(int argc, char** argv) {
       run_verify_case(kernel, 512, 8, 1, 300, 5, 3, 3, true, 0, true);
       run_verify_case(kernel, 256, 4, 2, 300, 5, 4, 4, true, 100, true);
     }
+    // The 64-row kernel's q8_0 form dequantizes with the row-less warps into two f16 stages
+    // where they fit (decode: one row group) and with every thread into one stage where not (a
+    // verify of 8 at GQA 8 fills the CTA's 4 row groups): the rows must not differ.
+    run_verify_case("new", 512, 8, 1, 300, 8, 3, 3, true, 0, true);
+    run_verify_case("new", 256, 16, 2, 300, 8, 4, 4, true, 100, true);
   }
   std::printf("%d failed\n", failures);
   return failures ? 1 : 0;

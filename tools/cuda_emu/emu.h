@@ -44,6 +44,9 @@ struct State {
   // Block barrier.
   int bar_count = 0;
   int bar_gen = 0;
+  // Named barriers 1..15 (bar.sync id, count): arrivals and generation of each.
+  int nbar_count[16] = {};
+  int nbar_gen[16] = {};
   // Warp rendezvous: per warp a counter, a generation and 32 lanes of 64 bytes.
   struct Warp {
     int count = 0;
@@ -120,6 +123,22 @@ inline void block_sync() {
     return;
   }
   while (s.bar_gen == gen) yield();
+}
+
+// bar.sync id, n: the calling thread waits until n threads have arrived at barrier id.
+inline void named_sync(int id, int n) {
+  State& s = st();
+  if (id < 1 || id > 15 || n <= 0 || n % 32 != 0 || n > s.n) {
+    std::fprintf(stderr, "emu: bad named barrier %d of %d threads (block of %d)\n", id, n, s.n);
+    std::abort();
+  }
+  const int gen = s.nbar_gen[id];
+  if (++s.nbar_count[id] == n) {
+    s.nbar_count[id] = 0;
+    ++s.nbar_gen[id];
+    return;
+  }
+  while (s.nbar_gen[id] == gen) yield();
 }
 
 inline void warp_sync() {
@@ -209,6 +228,7 @@ inline void run_block(Dim b, int threads, const std::function<void()>& body) {
   s.block_dim = Dim{static_cast<unsigned>(threads), 1, 1};
   s.body = body;
   s.bar_count = 0;
+  std::memset(s.nbar_count, 0, sizeof(s.nbar_count));
   s.warps.assign(static_cast<size_t>((threads + 31) / 32), State::Warp{});
   s.groups.assign(static_cast<size_t>(threads), {});
   s.bulk.clear();

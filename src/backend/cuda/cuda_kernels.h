@@ -226,6 +226,11 @@ void launch_attention_mma(cudaStream_t s, const AttnParams& p, int n_splits, flo
 int attention_fa_cta_count(const AttnParams& p);  // CTAs per split
 int attention_fa_ctas_per_sm(int head_dim);       // resident CTAs per SM it is sized for
 void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
+// The prefill kernel's q8_0 form (k_attention_q8.cu; launch_attention_fa calls it for q8_0
+// pools, head_dim 256 or 512): the same rows and `partial`, its tiles dequantized to f16 by the
+// CTA's warps that hold no query rows while the others compute (decision 0035).
+void launch_attention_fa_q8(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
+cudaError_t attention_fa_q8_prepare();  // attention_prepare calls it
 // What follows a kernel that wrote `partial` (n_splits > 1): the combine kernel into p.out (and
 // p.op); with one split, only p.op's operand kernel when p.op asks for it. The attention
 // launches above call it themselves; a kernel of sm90a/attention_wg.h needs it after it.

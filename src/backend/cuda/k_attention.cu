@@ -14,6 +14,7 @@
 #include <cstdlib>
 
 #include "backend/cuda/k_attn_common.cuh"
+#include "backend/cuda/k_attn_fa.cuh"
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_kv_q8.cuh"
 #include "backend/cuda/k_launch.cuh"
@@ -497,13 +498,9 @@ __global__ void __launch_bounds__(256) attn_operand_kernel(MatF out, AttnOperand
 }
 
 // ---- prefill tensor-core kernel (many query rows per KV head) -------------------------------
-// One CTA takes 64 query rows sharing a KV head (4 row groups of 16) and C warps per row group;
-// warp (rg, c) owns rows [16 rg, 16 rg + 16) and head_dim columns [c Dc, c Dc + Dc), Dc = D / C,
-// for both its share of S = Q K^T and its part of the output. With C = 1 a warp's S is
-// complete; with C = 2 the two warps of a row group add their partial S through shared memory
-// (fragment-native layout, no bank conflicts) and both run the same softmax. Each K/V tile
-// (KT positions) is loaded once for all 64 rows: 4x less K/V traffic than the 16-row kernel,
-// and no S reduction over 4 warps.
+// The 64-row CTA of k_attn_fa.cuh (FaCfg) on f16 pools: each K/V tile (KT positions) is loaded
+// once for all 64 rows: 4x less K/V traffic than the 16-row kernel, and no S reduction over 4
+// warps. (q8_0 pools: k_attention_q8.cu, the same tile math on dequantized tiles.)
 //
 // Pipeline (one buffer each for K and V, two barriers a tile; a CTA with fewer Q rows keeps
 // 2 or 3 tiles of each in flight instead, FaLayout and the loop's comments):
@@ -516,40 +513,6 @@ __global__ void __launch_bounds__(256) attn_operand_kernel(MatF out, AttnOperand
 // A warp whose 16 rows have no key in a tile skips its math for that tile (causal and
 // sliding-window edges). Token blocks are taken from the last one down (longest causal rows
 // first: less of a tail in the last wave).
-// Q8_: q8_0 pools (decision 0035): the rings hold raw head rows (kRawRow bytes each), and the
-// tile being computed is dequantized into one f16 K and one f16 V tile (fa_layout).
-template <int D_, int C_, int KT_, int MINB_, bool Q8_ = false>
-struct FaCfg {
-  static constexpr int D = D_, C = C_, KT = KT_, MINB = MINB_;
-  static constexpr bool Q8 = Q8_;
-  static constexpr int kRawRow = D + D / 16;     // bytes of a q8_0 head row
-  static constexpr int kRawChunks = kRawRow / 16;  // its 16-byte chunks (D % 256 == 0)
-  static constexpr int kRG = 4;                 // row groups of 16 rows
-  static constexpr int kRows = 16 * kRG;        // query rows per CTA
-  static constexpr int kWarps = kRG * C;
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int Dc = D / C;              // head_dim columns per warp
-  static constexpr int kStride = D + 8;         // halves per smem row (ldmatrix rows 16 B apart in banks)
-  static constexpr int NTS = KT / 8;            // score n-tiles
-  static constexpr int NTO = Dc / 8;            // output n-tiles per warp
-  static constexpr int KQ = Dc / 16;            // S k-steps per warp
-  static constexpr int kChunks = KT * (D / 8);  // 16-byte chunks of a K or V tile
-  static constexpr size_t kTileBytes = 2ull * KT * kStride;  // one K or V tile: [KT][kStride] f16
-  static constexpr int kMaxStages = 3;
-  static_assert(D % (16 * C) == 0 && KT % 16 == 0 && NTO % 2 == 0, "tile shapes");
-  static_assert(kChunks % kThreads == 0 && KT <= kThreads, "load split");
-  static_assert(C == 1 || C == 2, "one or two warps per row group");
-  // The copy of a K or V tile: thread tid copies chunk tid % (D / 8) of keys tid / (D / 8) +
-  // kKeyStep k, k = 0 .. kCopies - 1. Within an Offs slot, the row offsets of those keys are
-  // kCopies consecutive int64 (offs_index), read with 16-byte shared-memory loads before the
-  // first copy rather than one before each (the wgmma kernel's profile showed those reads
-  // waiting on the copy before them; measured here in the twenty-eighth session: no change,
-  // 2869 against 2865 ms at pp4096 @ 131072).
-  static constexpr int kKeyStep = kThreads / (D / 8);
-  static constexpr int kCopies = KT / kKeyStep;
-  static_assert(kThreads % (D / 8) == 0 && KT % kKeyStep == 0 && kCopies % 2 == 0, "copy map");
-  __host__ __device__ static constexpr int offs_index(int key) { return kv_offs_index<kKeyStep, kCopies>(key); }
-};
 
 // Dynamic shared memory of attn_fa_kernel for `nrg` resident row groups (1..4: the Q rows a
 // CTA can have, 16 each) and `stages` K/V tiles in flight (1..kMaxStages), in this order:
@@ -558,35 +521,21 @@ struct FaCfg {
 // (each slot in Cfg::offs_index order).
 // A CTA of a decode or short verify batch holds fewer Q rows than 64, and the space they leave
 // holds more K/V tiles in flight (fa_launch_layout); the per-row arithmetic is the same.
-// With Cfg::Q8 the K and V rings hold raw q8_0 tiles [stages][KT][kRawRow] bytes after the
-// offsets (rk, rv), and the f16 K and V regions one tile each.
 struct FaLayout {
   int qrows, stages;
-  size_t k, v, x, off, rk, rv, total;
+  size_t k, v, x, off, total;
 };
 template <class Cfg>
 __host__ __device__ constexpr FaLayout fa_layout(int nrg, int stages) {
   FaLayout l{};
-  const size_t f16_tiles = Cfg::Q8 ? 1 : static_cast<size_t>(stages);
   l.qrows = 16 * nrg;
   l.stages = stages;
   l.k = 1ull * l.qrows * Cfg::kStride * 2;
-  l.v = l.k + f16_tiles * Cfg::kTileBytes;
-  l.x = l.v + f16_tiles * Cfg::kTileBytes;
+  l.v = l.k + static_cast<size_t>(stages) * Cfg::kTileBytes;
+  l.x = l.v + static_cast<size_t>(stages) * Cfg::kTileBytes;
   l.off = l.x + (Cfg::C > 1 ? 16ull * Cfg::kWarps * Cfg::NTS * 32 : 0);
-  l.rk = l.off + (static_cast<size_t>(stages) + 1) * Cfg::KT * 8;
-  l.rv = l.rk + (Cfg::Q8 ? static_cast<size_t>(stages) * Cfg::KT * Cfg::kRawRow : 0);
-  l.total = l.rv + (Cfg::Q8 ? static_cast<size_t>(stages) * Cfg::KT * Cfg::kRawRow : 0);
+  l.total = l.off + (static_cast<size_t>(stages) + 1) * Cfg::KT * 8;
   return l;
-}
-// The dynamic shared memory a CTA may use: an SM's shared memory (233472 B on sm_90) shared by
-// MINB CTAs, each less the 1 KiB the hardware reserves a CTA and the 1536 B of row tables; at
-// most sm_90's opt-in limit of a block (232448 B).
-template <class Cfg>
-constexpr size_t fa_smem_budget() {
-  constexpr size_t kSmPerSm = 233472, kBlockMax = 232448, kReserved = 1024, kTables = 1536;
-  constexpr size_t share = kSmPerSm / Cfg::MINB - kReserved;
-  return (share < kBlockMax ? share : kBlockMax) - kTables;
 }
 
 // Shared memory with 64 Q rows (dynamic + 1536 B of row tables), Q in f16 (decision 0012 §5,
@@ -600,15 +549,13 @@ using FaCfg64 = FaCfg<64, 1, 64, 2>;
 using FaCfg128 = FaCfg<128, 1, 64, 2>;
 using FaCfg256 = FaCfg<256, 1, 32, 2>;
 using FaCfg512 = FaCfg<512, 2, 32, 1>;
-using FaCfg256Q8 = FaCfg<256, 1, 32, 2, true>;
-using FaCfg512Q8 = FaCfg<512, 2, 32, 1, true>;
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     attn_fa_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int stages) {
   GS_PDL_ENTRY();
   constexpr int D = Cfg::D, C = Cfg::C, KT = Cfg::KT, kRows = Cfg::kRows, kThreads = Cfg::kThreads;
-  constexpr int Dc = Cfg::Dc, kStride = Cfg::kStride, NTS = Cfg::NTS, NTO = Cfg::NTO, KQ = Cfg::KQ;
+  constexpr int Dc = Cfg::Dc, kStride = Cfg::kStride, NTS = Cfg::NTS, NTO = Cfg::NTO;
   extern __shared__ __align__(16) uint8_t smem[];
   const FaLayout L = fa_layout<Cfg>(nrg, stages);
   __half* Qs = reinterpret_cast<__half*>(smem);
@@ -619,7 +566,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const int qrows = L.qrows;  // rows [qrows, kRows) have no token (fa_launch_layout)
   __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
 
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, t = lane & 3;
   const int rg = warp / C, c = warp % C;
   const int n_kv = p.kv.n_head_kv;
   const RowMap rm = row_map(p.n_head, n_kv, kRows);
@@ -640,14 +587,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const __half* kpool = static_cast<const __half*>(p.kv.k);
   const __half* vpool = static_cast<const __half*>(p.kv.v);
   const int64_t kv_width = static_cast<int64_t>(n_kv) * D;
-  uint8_t* raw_k = smem + L.rk;  // Cfg::Q8 only
-  uint8_t* raw_v = smem + L.rv;
-  const int row_a = rg * 16 + g, row_b = row_a + 8;  // this thread's two rows
-
-  // Fragment addresses (this warp's rows and columns; tile offsets added in the loops).
-  const __half* q_frag = Qs + (rg * 16 + (lane & 15)) * kStride + c * Dc + (lane >> 4) * 8;
-  const __half* k_frag = Ks + ((lane & 7) + ((lane >> 4) & 1) * 8) * kStride + c * Dc + ((lane >> 3) & 1) * 8;
-  const __half* v_frag = Vs + ((lane & 7) + ((lane >> 3) & 1) * 8) * kStride + c * Dc + ((lane >> 4) & 1) * 8;
+  const int row_a = rg * 16 + (lane >> 2), row_b = row_a + 8;  // this thread's two rows
+  const FaFrags<Cfg> frag(Qs, Ks, Vs, rg, c, lane);
 
   for (int lead = 0; lead < kRows; ++lead) {
     if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
@@ -681,39 +622,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       w_hi = max(w_hi, __shfl_xor_sync(0xffffffffu, w_hi, ofs));
     }
 
-    // Element offset of tile ti's row tid (Q8: byte offset of its head row), -1: zeros.
+    // Element offset of tile ti's row tid, -1: zeros.
     auto row_offset = [&](int ti) -> int64_t {
       const int pos = tile_pos(ti) + tid;
       if (pos < lo_seg || pos > hi_seg) return -1;
       const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
       if (sl < 0) return -1;
-      return Cfg::Q8 ? (sl * n_kv + j) * Cfg::kRawRow : sl * kv_width + static_cast<int64_t>(j) * D;
+      return sl * kv_width + static_cast<int64_t>(j) * D;
     };
     // Tile t sits in stage t % S of the K and V rings (S = stages), and its KV row offsets in
     // slot t % (S + 1) of Offs. One cp.async group per tile and tensor, committed in the order
     // K_0 V_0 K_1 V_1 ...; a tile past the last commits an empty group, so that at each wait
     // 2 S - 2 later groups may be pending (K_ti at B1, V_ti at B2).
     const int S = stages;
-    // Q8: tile `tile`'s raw head rows into stage tile % S of a raw ring, any thread any chunk.
-    auto issue_raw = [&](const void* pool, uint8_t* ring, int tile) {
-      if (tile < n_tiles) {
-        constexpr int CH = Cfg::kRawChunks;
-        const int64_t* offs = Offs + (tile % (S + 1)) * KT;
-        const auto* src = static_cast<const uint8_t*>(pool);
-        uint8_t* dst = ring + (tile % S) * KT * Cfg::kRawRow;
-        for (int idx = tid; idx < KT * CH; idx += kThreads) {
-          const int key = idx / CH, ch = idx % CH;
-          const int64_t off = offs[Cfg::offs_index(key)];
-          cp_async16(dst + key * Cfg::kRawRow + ch * 16, src + (off >= 0 ? off + ch * 16 : 0), off >= 0 ? 16 : 0);
-        }
-      }
-      cp_async_commit();
-    };
     auto issue = [&](const __half* pool, __half* ring, int tile) {
-      if constexpr (Cfg::Q8) {
-        issue_raw(pool, ring == Ks ? raw_k : raw_v, tile);
-        return;
-      }
       if (tile < n_tiles) {
         constexpr int CH = D / 8, NC = Cfg::kCopies;
         const int key0 = tid / CH, ch = tid % CH;
@@ -759,93 +681,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       issue(vpool, Vs, ti + S - 1);
       int64_t next_off = -1;
       if (tid < KT && ti + S < n_tiles) next_off = row_offset(ti + S);
-      if constexpr (Cfg::Q8) {  // K_ti into the f16 K tile (every warp is done with K_{ti-1}: B2)
-        q8_tile_to_f16<D>(raw_k + st * KT * Cfg::kRawRow, Ks, kStride, KT, tid, kThreads);
-        __syncthreads();  // B1'
-      }
       const bool active = pb <= w_hi && pb + KT - 1 >= w_lo;  // warp-uniform
-      const int ft = Cfg::Q8 ? 0 : st;  // the f16 tile of K_ti and V_ti
-      const __half* k_tile = k_frag + ft * KT * kStride;
-      const __half* v_tile = v_frag + ft * KT * kStride;
       float s[NTS][4];
       if (active) {
-#pragma unroll
-        for (int i = 0; i < NTS; ++i)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[i][e] = 0.f;
-#pragma unroll
-        for (int kq = 0; kq < KQ; ++kq) {
-          uint32_t a[4];
-          ldmatrix_x4(a, q_frag + kq * 16);
-#pragma unroll
-          for (int np = 0; np < NTS / 2; ++np) {
-            uint32_t b[4];
-            ldmatrix_x4(b, k_tile + np * 16 * kStride + kq * 16);
-            mma_16816(s[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
-            mma_16816(s[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
-          }
-        }
+        fa_tile_scores<Cfg>(s, frag.q, frag.k + st * KT * kStride);
         if constexpr (C > 1) {
           float4* xw = Xs + warp * NTS * 32 + lane;
 #pragma unroll
           for (int i = 0; i < NTS; ++i) xw[i * 32] = make_float4(s[i][0], s[i][1], s[i][2], s[i][3]);
         }
-      }
-      // Online softmax of this warp's 16 rows over the tile; s becomes P (f32).
-      auto softmax = [&]() {
-        float corr[2];
-        online_softmax_rows(s, pb, t, lo_rr, hi_rr, m_r, l_r, corr);
-        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-          for (int i = 0; i < NTO; ++i) {
-            o[i][0] *= corr[0];
-            o[i][1] *= corr[0];
-            o[i][2] *= corr[1];
-            o[i][3] *= corr[1];
-          }
-        }
-      };
-      if constexpr (C == 1) {
-        if (active) softmax();
+        if constexpr (C == 1) fa_tile_softmax<Cfg>(s, o, pb, t, lo_rr, hi_rr, m_r, l_r);
       }
       if (tid < KT && ti + S < n_tiles) Offs[((ti + S) % (S + 1)) * KT + Cfg::offs_index(tid)] = next_off;
       wait_pending();
       __syncthreads();  // B2
       issue(kpool, Ks, ti + S);
-      if constexpr (Cfg::Q8) {  // V_ti into the f16 V tile (every warp is done with V_{ti-1}: B1)
-        q8_tile_to_f16<D>(raw_v + st * KT * Cfg::kRawRow, Vs, kStride, KT, tid, kThreads);
-        __syncthreads();  // B2'
-      }
       if (active) {
         if constexpr (C > 1) {
-          const float4* xp = Xs + (rg * C + (1 - c)) * NTS * 32 + lane;
-#pragma unroll
-          for (int i = 0; i < NTS; ++i) {
-            // Both warps of the pair get the same sums (float addition commutes): the same
-            // softmax, the same m and l.
-            const float4 v = xp[i * 32];
-            s[i][0] += v.x;
-            s[i][1] += v.y;
-            s[i][2] += v.z;
-            s[i][3] += v.w;
-          }
-          softmax();
+          fa_add_partner<Cfg>(s, Xs + (rg * C + (1 - c)) * NTS * 32 + lane);
+          fa_tile_softmax<Cfg>(s, o, pb, t, lo_rr, hi_rr, m_r, l_r);
         }
-        // O += P V
-#pragma unroll
-        for (int kk = 0; kk < KT / 16; ++kk) {
-          const uint32_t a0 = pack_f32x2(s[2 * kk][0], s[2 * kk][1]);
-          const uint32_t a1 = pack_f32x2(s[2 * kk][2], s[2 * kk][3]);
-          const uint32_t a2 = pack_f32x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-          const uint32_t a3 = pack_f32x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-          for (int np = 0; np < NTO / 2; ++np) {
-            uint32_t b[4];
-            ldmatrix_x4_trans(b, v_tile + kk * 16 * kStride + np * 16);
-            mma_16816(o[2 * np], a0, a1, a2, a3, b[0], b[1]);
-            mma_16816(o[2 * np + 1], a0, a1, a2, a3, b[2], b[3]);
-          }
-        }
+        fa_tile_pv<Cfg>(o, s, frag.v + st * KT * kStride);
       }
     }
   }
@@ -986,8 +842,7 @@ cudaError_t attention_prepare() {
   if (e == cudaSuccess) e = prepare_fa<FaCfg128>();
   if (e == cudaSuccess) e = prepare_fa<FaCfg256>();
   if (e == cudaSuccess) e = prepare_fa<FaCfg512>();
-  if (e == cudaSuccess) e = prepare_fa<FaCfg256Q8>();
-  if (e == cudaSuccess) e = prepare_fa<FaCfg512Q8>();
+  if (e == cudaSuccess) e = attention_fa_q8_prepare();
   return e;
 }
 
@@ -1032,11 +887,11 @@ void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, floa
     case 64: launch_fa_cfg<FaCfg64>(s, p, n_splits, partial); break;
     case 128: launch_fa_cfg<FaCfg128>(s, p, n_splits, partial); break;
     case 256:
-      if (p.kv.q8) launch_fa_cfg<FaCfg256Q8>(s, p, n_splits, partial);
+      if (p.kv.q8) launch_attention_fa_q8(s, p, n_splits, partial);
       else launch_fa_cfg<FaCfg256>(s, p, n_splits, partial);
       break;
     case 512:
-      if (p.kv.q8) launch_fa_cfg<FaCfg512Q8>(s, p, n_splits, partial);
+      if (p.kv.q8) launch_attention_fa_q8(s, p, n_splits, partial);
       else launch_fa_cfg<FaCfg512>(s, p, n_splits, partial);
       break;
     default: break;

@@ -107,6 +107,12 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+// Named barrier `id` (1..15; 0 is __syncthreads') of n_threads threads (a multiple of 32):
+// every warp that takes part calls it with the same id and count (PTX bar.sync), which orders
+// their shared-memory accesses as __syncthreads does for the whole block.
+__device__ __forceinline__ void bar_sync_named(int id, int n_threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n_threads) : "memory");
+}
 
 // Q4_K / Q5_K 6-bit scale and min of sub-block k (0..7) from the 12 packed bytes s[].
 __device__ __forceinline__ void k_scale_min(int k, const uint8_t* s, int& sc, int& mn) {

@@ -317,6 +317,7 @@ template <int N>
 inline void cp_async_wait() {
   ::emu::cp_wait(N);
 }
+inline void bar_sync_named(int id, int n_threads) { ::emu::named_sync(id, n_threads); }
 
 }  // namespace gs::cuda
 
