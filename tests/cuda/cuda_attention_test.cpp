@@ -525,14 +525,17 @@ TEST(CudaAttention, VerifyRowsEqualDecodeRows) {
 
 // q8_0 pools (decision 0035) where the model's calls take each kernel: decode and verify of
 // the 31B's full (D 512, GQA 8) and sliding (D 256, window 1024) layers over long contexts,
-// verify rows equal to decode rows, a prefill chunk, and several sequences in one batch.
+// verify rows equal to decode rows, a prefill chunk, and several sequences in one batch. The
+// 64-row kernel's q8_0 form dequantizes with its row-less warps into two f16 stages for
+// decode and short verify batches, and with every thread into one stage for 8 tokens at GQA 8
+// (every row group holds rows) and prefill; a D 256 layer over a long range takes it too.
 TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
   GS_REQUIRE_BACKENDS();
   struct K {
     int D, n_head, n_head_kv, ctx, window, max_kv_len;
   };
-  for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}})
-    for (int tokens : {1, 5, 70}) {
+  for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}, K{256, 16, 2, 9000, 0, 32768}})
+    for (int tokens : {1, 5, 8, 70}) {
       AttnCase c;
       c.head_dim = k.D;
       c.n_head = k.n_head;
