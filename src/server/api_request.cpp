@@ -540,6 +540,20 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
   return {};
 }
 
+// vLLM's continue_final_message (decision 0010): absent or null, a final assistant message is
+// continued as llama-server does; true asks for that and needs a final assistant message to
+// continue; false closes that message's turn and begins a new one, as vLLM's default does.
+Status read_continue_final_message(const json& body, ChatCompletionRequest* req) {
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "continue_final_message", &b));
+  if (!b) return {};
+  if (*b && (req->messages.empty() || req->messages.back().role != text::ChatRole::kAssistant)) {
+    return invalid("continue_final_message is true but the last message is not an assistant message to continue");
+  }
+  req->continue_final_message = *b;
+  return {};
+}
+
 // llama-server's reasoning_format (decision 0034); absent or null: the server's default.
 Status read_reasoning_format(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
   req->reasoning_format = defaults.reasoning_format;
@@ -631,6 +645,7 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   req.parallel_tool_calls = b.value_or(true) && !req.legacy_functions;
   GS_RETURN_IF_ERROR(read_bool(body, "", "add_generation_prompt", &b));
   req.add_generation_prompt = b.value_or(true);
+  GS_RETURN_IF_ERROR(read_continue_final_message(body, &req));
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
@@ -722,6 +737,7 @@ constexpr std::string_view kRequestFields[] = {
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
     "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format", "add_generation_prompt",
+    "continue_final_message",
     "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
