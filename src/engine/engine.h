@@ -57,6 +57,15 @@ struct JsonOutput {
   std::vector<int32_t> thought_breakers;
 };
 
+// One function of a call forced among several (tool_choice "required"): once the output
+// spells `opener` (the name and the arguments' "{", one of the allowed completions), the
+// arguments must be `grammar`'s value (Gemma call syntax; decision 0027), which the call's
+// closer (`GenerationRequest::call_end_tokens`) or an end of generation then ends.
+struct CallArguments {
+  std::string opener;
+  std::shared_ptr<const text::JsonGrammar> grammar;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included when the model wants it
   int32_t max_tokens = -1;      // -1: until end of generation or the context is full
@@ -85,6 +94,11 @@ struct GenerationRequest {
   // only tokens that keep the text on one of them may be sampled, and the sequence drafts
   // nothing. Text, not ids: the engine maps it to tokens (engine/completion_constraint.h).
   std::vector<std::string> allowed_completions;
+  // With allowed_completions: the openers among them whose arguments follow a grammar, and
+  // the tokens that end those arguments (the call's closer). Empty: the constraint ends once
+  // a completion is spelled.
+  std::vector<CallArguments> call_arguments;
+  std::vector<int32_t> call_end_tokens;
   // Structured output (response_format, a forced call's arguments; decision 0027). Takes
   // precedence over allowed_completions.
   JsonOutput json;

@@ -12,6 +12,7 @@
 
 #include "backend/registry/registry.h"
 #include "core/log.h"
+#include "engine/call_choice_constraint.h"
 #include "engine/completion_constraint.h"
 #include "engine/json_constraint.h"
 #include "model/dump.h"
@@ -130,6 +131,11 @@ class RuntimeSlotRunner final : public SlotRunner {
       json.end_tokens.insert(json.end_tokens.end(), setup.json.end_tokens.begin(), setup.json.end_tokens.end());
       json.prefix = setup.json.prefix;
       s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json.grammar, std::move(json));
+    } else if (!setup.allowed_completions.empty() && !setup.call_arguments.empty()) {
+      std::vector<int32_t> ends = info_.eog_tokens;
+      ends.insert(ends.end(), setup.call_end_tokens.begin(), setup.call_end_tokens.end());
+      s.constraint = std::make_unique<CallChoiceConstraint>(pieces_, setup.allowed_completions, setup.call_arguments,
+                                                            std::move(ends));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
     }

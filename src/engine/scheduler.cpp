@@ -279,6 +279,8 @@ void Scheduler::loop() {
       setup.draft_max = std::clamp(setup.draft_max, 0, std::max(runner_info_.draft_max, 0));
       if (setup.draft_max == 0) setup.speculative = false;
       setup.allowed_completions = seq.request.allowed_completions;
+      setup.call_arguments = seq.request.call_arguments;
+      setup.call_end_tokens = seq.request.call_end_tokens;
       setup.json = seq.request.json;
       setup.starts_in_thought = seq.request.starts_in_thought;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);

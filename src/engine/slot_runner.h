@@ -40,6 +40,10 @@ struct SequenceSetup {
   // GenerationRequest::allowed_completions: the runner masks sampling (and drafts nothing)
   // until the generated text starts with one of them.
   std::vector<std::string> allowed_completions;
+  // GenerationRequest::call_arguments / call_end_tokens: after one of those openers, its
+  // arguments are masked by its grammar (drafting on) until a whole value and an end token.
+  std::vector<CallArguments> call_arguments;
+  std::vector<int32_t> call_end_tokens;
   // GenerationRequest::json: structured output (decision 0027).
   JsonOutput json;
   // GenerationRequest::starts_in_thought: the constraint's thought span is open at the start.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/sampler_fields.h"
 #include "server/token_fields.h"
@@ -447,6 +448,53 @@ Status read_response_format(const json& body, GenerationOptions* gen) {
   return invalid(fmt::format("response_format.type must be 'text', 'json_object' or 'json_schema', got '{}'", *type));
 }
 
+// vLLM's structured_outputs (the newer name of its guided_* fields): `json` (a schema, or a
+// JSON string holding one) is read as guided_json is, `json_object: true` as response_format
+// json_object; the constraints this server cannot apply (`regex`, `choice`, `grammar`,
+// `structural_tag`) are refused by name, and its options (`disable_*`, `whitespace_pattern`,
+// ...) pass. `set_by` names a field that already constrains the output (then a constraint
+// here is a 400).
+Status read_structured_outputs(const json& body, const char* set_by, GenerationOptions* gen) {
+  auto so = body.find("structured_outputs");
+  if (so == body.end() || so->is_null()) return {};
+  if (!so->is_object()) {
+    return invalid(fmt::format("structured_outputs must be an object, got {}", json_type_name(*so)));
+  }
+  for (const char* key : {"regex", "choice", "grammar", "structural_tag"}) {
+    if (auto it = so->find(key); it != so->end() && !it->is_null()) {
+      return Status(StatusCode::kUnimplemented,
+                    fmt::format("structured_outputs.{} is not supported by this server (structured output: "
+                                "structured_outputs.json, response_format json_object or json_schema)",
+                                key));
+    }
+  }
+  std::optional<bool> object;
+  GS_RETURN_IF_ERROR(read_bool(*so, "structured_outputs", "json_object", &object));
+  auto js = so->find("json");
+  const bool has_json = js != so->end() && !js->is_null();
+  if (!has_json && !object.value_or(false)) return {};
+  const char* mine = has_json ? "structured_outputs.json" : "structured_outputs.json_object";
+  if (set_by) return invalid(fmt::format("{} cannot be combined with {}: both constrain the output; send one", mine, set_by));
+  if (has_json && object.value_or(false)) {
+    return invalid("structured_outputs.json cannot be combined with structured_outputs.json_object; send one");
+  }
+  if (!has_json) {
+    gen->json_grammar = text::JsonGrammar::any_object();
+    return {};
+  }
+  json parsed;
+  const json* schema = &*js;
+  if (js->is_string()) {
+    GS_ASSIGN_OR_RETURN(parsed, parse_json_object(js->get_ref<const std::string&>(), kMaxJsonDepth, mine));
+    schema = &parsed;
+  } else if (!js->is_object()) {
+    return invalid(fmt::format("structured_outputs.json must be an object or a JSON string (a JSON Schema), got {}",
+                               json_type_name(*js)));
+  }
+  GS_ASSIGN_OR_RETURN(gen->json_grammar, text::JsonGrammar::from_schema(*schema, mine));
+  return {};
+}
+
 // Other servers' spellings of a JSON Schema for the output, read as response_format
 // json_schema with that schema (same compiler, errors naming the field they came from):
 // llama-server's top-level "json_schema" (the schema), vLLM's "guided_json" (the schema, or a
@@ -474,7 +522,7 @@ Status read_schema_aliases(const json& body, GenerationOptions* gen) {
     }
     GS_ASSIGN_OR_RETURN(gen->json_grammar, text::JsonGrammar::from_schema(*schema, key));
   }
-  return {};
+  return read_structured_outputs(body, set_by, gen);
 }
 
 // Constraints of other servers that this one cannot apply: refused by name rather than
@@ -537,6 +585,20 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
   if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
   // A budget of 0 means no thinking at all: render the non-thinking prompt (bug-case 25).
   if (req->reasoning_budget == 0) req->enable_thinking = false;
+  return {};
+}
+
+// vLLM's continue_final_message (decision 0010): absent or null, a final assistant message is
+// continued as llama-server does; true asks for that and needs a final assistant message to
+// continue; false closes that message's turn and begins a new one, as vLLM's default does.
+Status read_continue_final_message(const json& body, ChatCompletionRequest* req) {
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "continue_final_message", &b));
+  if (!b) return {};
+  if (*b && (req->messages.empty() || req->messages.back().role != text::ChatRole::kAssistant)) {
+    return invalid("continue_final_message is true but the last message is not an assistant message to continue");
+  }
+  req->continue_final_message = *b;
   return {};
 }
 
@@ -631,8 +693,10 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   req.parallel_tool_calls = b.value_or(true) && !req.legacy_functions;
   GS_RETURN_IF_ERROR(read_bool(body, "", "add_generation_prompt", &b));
   req.add_generation_prompt = b.value_or(true);
+  GS_RETURN_IF_ERROR(read_continue_final_message(body, &req));
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
+  GS_RETURN_IF_ERROR(check_foreign_fields(body, /*chat=*/true));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
   GS_RETURN_IF_ERROR(read_reasoning_format(body, defaults, &req));
 
@@ -684,6 +748,7 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
   }
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
+  GS_RETURN_IF_ERROR(check_foreign_fields(body, /*chat=*/false));
   if (!req.gen.max_tokens) {
     // The legacy endpoint's documented default, for a missing or null max_tokens (OpenAI's
     // and vLLM's reading of null) when max_completion_tokens did not set it either.
@@ -722,6 +787,9 @@ constexpr std::string_view kRequestFields[] = {
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
     "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format", "add_generation_prompt",
+    "continue_final_message", "structured_outputs", "include_stop_str_in_output", "use_beam_search",
+    "skip_special_tokens", "spaces_between_special_tokens", "return_tokens_as_token_ids", "n_probs",
+    "prompt_logprobs", "truncate_prompt_tokens", "chat_template",
     "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",

@@ -162,9 +162,22 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
         plan.request.allowed_completions = first_key_completions(req.tools[0]);
       } else {
         // Several tools: the name is the model's to choose, but only among the declared
-        // ones; the engine masks every token that would leave "NAME{" (decision 0016), and
-        // then the first argument key's (a free key where the schema leaves it free).
+        // ones; the engine masks every token that would leave "NAME{" (decision 0016). Then
+        // the chosen function's arguments follow its schema where the schema compiler holds
+        // it (decision 0027), and otherwise only their first key is constrained (a free key
+        // where the schema leaves it free).
         for (const auto& t : req.tools) {
+          std::string why_not;
+          if (auto g = call_grammar(t, &why_not)) {
+            plan.request.allowed_completions.push_back(t.name + "{");
+            plan.request.call_arguments.push_back({t.name + "{", std::move(g)});
+            continue;
+          }
+          if (!why_not.empty()) {
+            GS_LOG_WARN("tool_choice 'required' may call '{}', whose parameters the schema compiler cannot follow "
+                        "({}): only their first key is constrained",
+                        t.name, why_not);
+          }
           const std::vector<std::string> keys = first_key_completions(t);
           if (keys.empty()) plan.request.allowed_completions.push_back(t.name + "{");
           for (const auto& k : keys) plan.request.allowed_completions.push_back(t.name + "{" + k);
@@ -213,6 +226,13 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   // form, from the "{" in the prompt to the call's closer.
   const std::optional<size_t> forced = forced_tool(req);
   const auto call_close = tok.find_token(text::markup::kToolCallClose);
+  if (!plan.request.call_arguments.empty()) {
+    if (call_close) {
+      plan.request.call_end_tokens = {*call_close};
+    } else {
+      plan.request.call_arguments.clear();  // no closer to end the arguments: the names alone
+    }
+  }
   if (forced && call_close) {
     const text::ChatTool& t = req.tools[*forced];
     std::string why_not;

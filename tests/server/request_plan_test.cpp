@@ -173,9 +173,27 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
   EXPECT_TRUE(one->request.allowed_completions.empty());
   auto three = plan_chat(chat(msgs + weather + "," + time + "," + open + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(three.ok());
+  // Several tools: the names, and then the chosen function's whole schema (helper-break11;
+  // before, only the first key: "get_weather{city:", "get_weather{unit:", "get_time{zone:",
+  // "get_time{}", "anything{").
   EXPECT_EQ(three->request.allowed_completions,
-            (std::vector<std::string>{"get_weather{city:", "get_weather{unit:", "get_time{zone:", "get_time{}",
-                                      "anything{"}));
+            (std::vector<std::string>{"get_weather{", "get_time{", "anything{"}));
+  ASSERT_EQ(three->request.call_arguments.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(three->request.call_arguments[i].opener, three->request.allowed_completions[i]);
+    ASSERT_TRUE(three->request.call_arguments[i].grammar);
+    EXPECT_EQ(three->request.call_arguments[i].grammar->syntax(), text::JsonSyntax::kGemmaCall);
+  }
+  EXPECT_EQ(three->request.call_end_tokens, std::vector<int32_t>{call_close});
+  EXPECT_FALSE(three->request.json.grammar);
+  // A function whose schema the compiler cannot hold keeps its first-key completions.
+  const std::string negated = R"({"type":"function","function":{"name":"neg","parameters":{"type":"object",)"
+                              R"("properties":{"k":{"not":{"type":"string"}}},"required":["k"]}}})";
+  auto mixed = plan_chat(chat(msgs + time + "," + negated + R"(],"tool_choice":"required"})"), *tok, {});
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(mixed->request.allowed_completions, (std::vector<std::string>{"get_time{", "neg{k:"}));
+  ASSERT_EQ(mixed->request.call_arguments.size(), 1u);
+  EXPECT_EQ(mixed->request.call_arguments[0].opener, "get_time{");
   auto free = plan_chat(chat(msgs + open + R"(],"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(free.ok());
   EXPECT_TRUE(free->request.allowed_completions.empty());

@@ -499,6 +499,50 @@ TEST(TokenRoutes, ApplyTemplateHonoursAddGenerationPrompt) {
   test::expect_healthy(s);
 }
 
+// vLLM's continue_final_message: it was ignored whatever its value or type, so a vLLM client
+// sending false (vLLM's default: the final assistant message is a closed turn and the model
+// answers in a new one) got its message continued instead. Now absent keeps llama-server's
+// continuation, true asks for it (and needs a final assistant message), false closes the
+// turn, and a value that is no boolean is a 400 naming the field.
+TEST(TokenRoutes, ContinueFinalMessageIsHonoured) {
+  LiveServer s;  // thinking off
+  s.answer("fine");
+  const json prefill = json::parse(R"([{"role":"user","content":"Say something."},{"role":"assistant","content":"It is a"}])");
+  const auto prompt = [&](const json& extra) {
+    json b = {{"messages", prefill}};
+    b.update(extra);
+    return post_ok(s, "/apply-template", b).value("prompt", std::string());
+  };
+  const std::string continued = prompt(json::object());
+  EXPECT_TRUE(continued.ends_with("<channel|>It is a")) << continued;
+  EXPECT_EQ(prompt({{"continue_final_message", true}}), continued);
+  EXPECT_EQ(prompt({{"continue_final_message", true}, {"add_generation_prompt", false}}), continued);
+  EXPECT_EQ(prompt({{"continue_final_message", nullptr}}), continued);
+  const std::string closed = prompt({{"continue_final_message", false}});
+  EXPECT_TRUE(closed.ends_with("<|turn>model\nIt is a<turn|>\n<|turn>model\n<|channel>thought\n<channel|>")) << closed;
+  // The chat route reads the same prompt: the answer is a new turn, not the message's tail.
+  s.answer("A new turn.");
+  const json c = post_ok(s, "/v1/chat/completions", json{{"messages", prefill}, {"continue_final_message", false}});
+  EXPECT_EQ(c["choices"][0]["message"]["content"], "A new turn.") << c.dump();
+  for (const auto& [extra, message] : std::vector<std::pair<json, std::string>>{
+           {{{"continue_final_message", "false"}}, "continue_final_message must be true or false"},
+           {{{"continue_final_message", 0}}, "continue_final_message must be true or false"},
+           {{{"continue_final_message", true}, {"messages", json::parse(R"([{"role":"user","content":"Hi"}])")}},
+            "continue_final_message is true but the last message is not an assistant message"}}) {
+    for (const char* path : {"/apply-template", "/v1/chat/completions"}) {
+      json b = {{"messages", prefill}};
+      b.update(extra);
+      auto r = s.post(path, b.dump());
+      ASSERT_TRUE(r) << path;
+      EXPECT_EQ(r->status, 400) << path << " " << b.dump() << " -> " << r->body;
+      const json e = json::parse(r->body, nullptr, false);
+      EXPECT_EQ(e["error"]["param"], "continue_final_message") << r->body;
+      EXPECT_NE(e["error"]["message"].get<std::string>().find(message), std::string::npos) << r->body;
+    }
+  }
+  test::expect_healthy(s);
+}
+
 TEST(TokenRoutes, MethodsAuthLoadingAndDraining) {
   ServerFixtureOptions o;
   o.keys = {"sk-test-1"};

@@ -188,6 +188,67 @@ TEST_P(RequiredToolChoice, EnumValuesWithALessThanSignAreWritten) {
   EXPECT_EQ(whole, 6);
 }
 
+// "required" with several tools: the chosen function's arguments follow its schema too, not
+// only its first key. Before, `{"messages":[{"role":"user","content":"hi"}],"tools":[two
+// functions with an integer a],"tool_choice":"required","temperature":0}` gave
+// {"a":"afetyafety..."} (a string for the integer), and sampled runs junk values.
+TEST_P(RequiredToolChoice, SeveralToolsArgumentsFollowTheChosenSchema) {
+  const json int_schema = json::parse(
+      R"({"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":5}},"required":["a"],
+          "additionalProperties":false})");
+  const json enum_schema = json::parse(
+      R"({"type":"object","properties":{"unit":{"enum":["C","F"]}},"required":["unit"],"additionalProperties":false})");
+  json tools = json::array();
+  tools.push_back({{"type", "function"}, {"function", {{"name", "get"}, {"parameters", int_schema}}}});
+  tools.push_back({{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", enum_schema}}}});
+  int whole = 0;
+  for (int seed : {0, 1, 2, 3, 4, 5}) {
+    json b = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+              {"tools", tools},
+              {"tool_choice", "required"},
+              {"parallel_tool_calls", false},
+              {"max_tokens", 40},
+              {"temperature", seed == 0 ? 0.0 : 1.5},
+              {"seed", seed}};
+    for (bool stream : {false, true}) {
+      b["stream"] = stream;
+      auto r = post(b);
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      std::string name, arguments, finish;
+      if (stream) {
+        for (const json& c : test::sse_choice_chunks(r->body)) {
+          const json& ch = c["choices"][0];
+          if (ch["finish_reason"].is_string()) finish = ch["finish_reason"];
+          if (!ch["delta"].contains("tool_calls")) continue;
+          const json& f = ch["delta"]["tool_calls"][0]["function"];
+          if (f.contains("name") && f["name"].is_string()) name += f["name"].get<std::string>();
+          if (f.contains("arguments") && f["arguments"].is_string()) arguments += f["arguments"].get<std::string>();
+        }
+      } else {
+        const json choice = json::parse(r->body)["choices"][0];
+        finish = choice["finish_reason"];
+        ASSERT_TRUE(choice["message"].contains("tool_calls")) << r->body;
+        name = choice["message"]["tool_calls"][0]["function"]["name"];
+        arguments = choice["message"]["tool_calls"][0]["function"]["arguments"];
+      }
+      if (finish != "tool_calls") continue;  // cut by max_tokens
+      ++whole;
+      const json args = json::parse(arguments);
+      if (name == "get") {
+        ASSERT_TRUE(args.contains("a")) << r->body;
+        ASSERT_TRUE(args["a"].is_number_integer()) << r->body;
+        EXPECT_TRUE(args["a"].get<int64_t>() >= -5 && args["a"].get<int64_t>() <= 5) << r->body;
+        EXPECT_EQ(args.size(), 1u) << r->body;
+      } else {
+        ASSERT_EQ(name, "get_weather") << r->body;
+        EXPECT_TRUE(args == json({{"unit", "C"}}) || args == json({{"unit", "F"}})) << r->body;
+      }
+    }
+  }
+  EXPECT_GT(whole, 6) << "too few calls finished";
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafter, RequiredToolChoice, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
 

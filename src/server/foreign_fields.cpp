@@ -1,0 +1,67 @@
+// Other servers' fields that this server refuses unless they change nothing.
+#include "server/foreign_fields.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+
+#include "server/json_input.h"
+
+namespace gs::server {
+
+namespace {
+
+using nlohmann::json;
+
+Status unsupported(const char* field, const std::string& why) {
+  return Status(StatusCode::kUnimplemented, fmt::format("{} is not supported by this server: {}", field, why));
+}
+
+// A boolean field whose only accepted value is `neutral`.
+Status bool_field(const json& body, const char* field, bool neutral, const char* why) {
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_bool(body, "", field, &b));
+  if (b && *b != neutral) return unsupported(field, why);
+  return {};
+}
+
+bool present(const json& body, const char* field) {
+  const auto it = body.find(field);
+  return it != body.end() && !it->is_null();
+}
+
+}  // namespace
+
+Status check_foreign_fields(const json& body, bool chat) {
+  GS_RETURN_IF_ERROR(bool_field(body, "include_stop_str_in_output", false,
+                                "the matched stop string is never part of the output here"));
+  GS_RETURN_IF_ERROR(bool_field(body, "use_beam_search", false, "it samples one sequence per choice"));
+  GS_RETURN_IF_ERROR(bool_field(body, "skip_special_tokens", true,
+                                "control tokens are never written into the text here"));
+  GS_RETURN_IF_ERROR(bool_field(body, "return_tokens_as_token_ids", false,
+                                "log-probabilities name their tokens by text and bytes"));
+  std::optional<bool> b;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "spaces_between_special_tokens", &b));  // no special tokens in text
+  std::optional<int64_t> n;
+  GS_RETURN_IF_ERROR(read_int(body, "", "n_probs", 0, 1 << 20, &n));
+  if (n && *n != 0) {
+    return unsupported("n_probs", chat ? "send logprobs: true and top_logprobs" : "send logprobs (a count)");
+  }
+  if (present(body, "prompt_logprobs")) {
+    return unsupported("prompt_logprobs", "the engine computes logits for the last prompt position only");
+  }
+  if (present(body, "truncate_prompt_tokens")) {
+    return unsupported("truncate_prompt_tokens",
+                       "prompts are never truncated here (one longer than the context is a 400)");
+  }
+  if (!chat) return {};
+  std::optional<std::string> s;
+  GS_RETURN_IF_ERROR(read_string(body, "", "chat_template", &s));
+  if (s && !s->empty()) {
+    return unsupported("chat_template", "the prompt is rendered by the server's Gemma 4 chat format");
+  }
+  return bool_field(body, "echo", false, "the answer never repeats the last message");
+}
+
+}  // namespace gs::server

@@ -1,0 +1,133 @@
+// Other servers' fields that change the answer (vLLM's include_stop_str_in_output,
+// prompt_logprobs, use_beam_search, skip_special_tokens, structured_outputs, chat echo,
+// chat_template, truncate_prompt_tokens; llama-server's n_probs). Before, every one was
+// ignored whatever its value or type: `{"prompt":"ROMEO:","stop":["wilt"],
+// "include_stop_str_in_output":true}` came back without the stop string, and
+// `{"structured_outputs":{"json":{"type":"integer"}}}` came back as free text. Now each is
+// accepted where it changes nothing, read where this server can honour it
+// (structured_outputs.json) and refused by name otherwise (decision 0010).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "server/api_request.h"
+#include "server/shakes_http.h"
+
+namespace gs {
+namespace {
+
+using json = nlohmann::json;
+using server::RequestDefaults;
+
+Status chat(const json& extra) {
+  json body = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
+  body.update(extra);
+  RequestDefaults d;
+  d.n_vocab = 100;
+  return server::parse_chat_request(body, d).status();
+}
+
+Status completion(const json& extra) {
+  json body{{"prompt", "x"}};
+  body.update(extra);
+  RequestDefaults d;
+  d.n_vocab = 100;
+  return server::parse_completion_request(body, d).status();
+}
+
+TEST(ForeignFields, NeutralValuesAreAccepted) {
+  const json neutral = json::parse(R"({"include_stop_str_in_output": false, "use_beam_search": false,
+      "skip_special_tokens": true, "spaces_between_special_tokens": false, "return_tokens_as_token_ids": false,
+      "n_probs": 0, "prompt_logprobs": null, "truncate_prompt_tokens": null,
+      "structured_outputs": {"disable_any_whitespace": true, "json_object": false}})");
+  EXPECT_TRUE(chat(neutral).ok()) << chat(neutral).to_string();
+  EXPECT_TRUE(completion(neutral).ok()) << completion(neutral).to_string();
+  EXPECT_TRUE(chat({{"echo", false}, {"chat_template", ""}}).ok());
+  EXPECT_TRUE(completion({{"echo", true}}).ok());  // the completions route's own echo
+}
+
+TEST(ForeignFields, ValuesThatWouldChangeTheAnswerAreRefusedByName) {
+  const std::vector<json> both = {
+      {{"include_stop_str_in_output", true}}, {{"use_beam_search", true}},      {{"skip_special_tokens", false}},
+      {{"return_tokens_as_token_ids", true}}, {{"n_probs", 5}},                 {{"prompt_logprobs", 0}},
+      {{"truncate_prompt_tokens", 10}},       {{"structured_outputs", {{"regex", "a+"}}}},
+      {{"structured_outputs", {{"choice", json::array({"a", "b"})}}}}};
+  for (const json& extra : both) {
+    const std::string field = extra.begin().key();
+    for (const Status& st : {chat(extra), completion(extra)}) {
+      EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << extra.dump() << ": " << st.to_string();
+      EXPECT_EQ(st.message().rfind(field, 0), 0u) << st.message();
+      EXPECT_NE(st.message().find("not supported"), std::string::npos) << st.message();
+      EXPECT_EQ(server::error_param(st.message()).rfind(field, 0), 0u) << st.message();
+    }
+  }
+  for (const json& extra : {json{{"echo", true}}, json{{"chat_template", "{{ messages }}"}}}) {
+    const Status st = chat(extra);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << extra.dump() << ": " << st.to_string();
+    EXPECT_EQ(server::error_param(st.message()), extra.begin().key()) << st.message();
+  }
+  // Wrong types are a 400 naming the field.
+  for (const json& extra : {json{{"include_stop_str_in_output", "yes"}}, json{{"n_probs", 1.5}},
+                            json{{"structured_outputs", "x"}}, json{{"skip_special_tokens", 1}}}) {
+    const Status st = chat(extra);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << extra.dump() << ": " << st.to_string();
+    EXPECT_EQ(server::error_param(st.message()), extra.begin().key()) << st.message();
+  }
+}
+
+TEST(ForeignFields, StructuredOutputsJsonIsTheSchema) {
+  RequestDefaults d;
+  d.n_vocab = 100;
+  json body = json::parse(R"({"prompt":"x","structured_outputs":{"json":{"type":"integer"}}})");
+  auto parsed = server::parse_completion_request(body, d);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(parsed->gen.json_grammar);
+  body["structured_outputs"]["json"] = R"({"type":"integer"})";  // a JSON string, as guided_json takes
+  parsed = server::parse_completion_request(body, d);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(parsed->gen.json_grammar);
+  body["structured_outputs"] = {{"json_object", true}};
+  parsed = server::parse_completion_request(body, d);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(parsed->gen.json_grammar);
+  // Two constraints on one output, and a broken schema, are 400s naming the field.
+  body["structured_outputs"] = {{"json", {{"type", "integer"}}}};
+  body["guided_json"] = {{"type", "string"}};
+  parsed = server::parse_completion_request(body, d);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(server::error_param(parsed.status().message()), "structured_outputs.json") << parsed.status().message();
+  body.erase("guided_json");
+  body["structured_outputs"] = {{"json", {{"type", "string"}, {"minLength", 3}, {"maxLength", 1}}}};
+  parsed = server::parse_completion_request(body, d);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(server::error_param(parsed.status().message()).rfind("structured_outputs.json", 0), 0u)
+      << parsed.status().message();
+}
+
+// Over HTTP on the shakes model: the schema holds, and a refusal is a 400 with param.
+TEST(ForeignFields, OverHttp) {
+  test::ShakesHttp server;
+  server.start(false);
+  auto r = server.post(json{{"messages", json::array({{{"role", "user"}, {"content", "ROMEO:"}}})},
+                            {"reasoning_effort", "none"},
+                            {"max_tokens", 30},
+                            {"structured_outputs", {{"json", {{"type", "integer"}, {"minimum", 1}, {"maximum", 9}}}}}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json choice = json::parse(r->body)["choices"][0];
+  const json value = json::parse(choice["message"]["content"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(value.is_number_integer()) << r->body;
+  EXPECT_TRUE(value.get<int>() >= 1 && value.get<int>() <= 9) << r->body;
+  auto refused = server.post(json{{"messages", json::array({{{"role", "user"}, {"content", "ROMEO:"}}})},
+                                  {"stop", json::array({"wilt"})},
+                                  {"include_stop_str_in_output", true}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_EQ(json::parse(refused->body)["error"]["param"], "include_stop_str_in_output") << refused->body;
+  server.stop();
+}
+
+}  // namespace
+}  // namespace gs
