@@ -15,8 +15,9 @@
 //                 1 among them before and after), copy raw tile i + 1 + R into its ring slot
 //   BAR(i + 1)
 //
-// Where two f16 stages do not fit (more row groups: long verify batches, prefill) or no warp is
-// free, one stage serves and every thread dequantizes between two barriers, as before (F = 1).
+// Where fewer warps are free than hold rows, or two f16 stages and two raw tiles do not fit
+// (verify batches of 3+ tokens at GQA 8, prefill), one stage serves and every thread
+// dequantizes between two barriers, as before (F = 1; fa_q8_launch_layout).
 // Both ways produce the same f16 tiles and run the same tile math (k_attn_fa.cuh), so a row's
 // result does not depend on how many rows its CTA holds: verify rows equal decode rows bit for
 // bit, as on f16 pools (decision 0020).
@@ -250,9 +251,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
 }
 
 // The layout a launch for p takes: the Q row groups its CTAs need (as fa_launch_layout), then
-// two f16 stages with the most raw tiles in flight that fit beside them where a warp is left
-// without rows, else one f16 stage with the most raw tiles that fit. GS_ATTN_STAGES caps the
-// raw tiles and GS_ATTN_Q8_F=1 forces one f16 stage (measurement switches).
+// two f16 stages where the row-less warps are at least as many as the others and two raw tiles
+// in flight fit beside them (a decode step: one row group), else one f16 stage, with the most
+// raw tiles that fit either way. Measured on an H100 (31B shapes, thirty-first session), a
+// decode step at depth 524288: two stages and two raw tiles 22.39 ms, two stages and one raw
+// tile 25.78, one stage (every thread dequantizing) 25.69; a verify of 5 (three row groups: two
+// row-less warps, one raw tile fits) 35.98 ms with two stages against 30.05 with one.
+// GS_ATTN_STAGES caps the raw tiles and GS_ATTN_Q8_F=1 forces one f16 stage (measurement
+// switches).
 template <class Cfg>
 FaQ8Layout fa_q8_launch_layout(const AttnParams& p) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
@@ -261,9 +267,11 @@ FaQ8Layout fa_q8_launch_layout(const AttnParams& p) {
   int max_raw = kQ8MaxRaw;
   if (const char* e = std::getenv("GS_ATTN_STAGES"); e && *e) max_raw = std::clamp(std::atoi(e), 1, kQ8MaxRaw);
   const char* fe = std::getenv("GS_ATTN_Q8_F");
-  const bool two_ok = nrg * Cfg::C < Cfg::kWarps && !(fe && std::atoi(fe) == 1);
+  const int n_math = nrg * Cfg::C;
+  const bool two_ok = Cfg::kWarps - n_math >= n_math && !(fe && std::atoi(fe) == 1);
+  const int min_raw_two = std::min(2, max_raw);  // a measurement cap below 2 still takes two stages
   for (int f = two_ok ? 2 : 1; f >= 1; --f)
-    for (int r = max_raw; r >= 1; --r)
+    for (int r = max_raw; r >= (f == 2 ? min_raw_two : 1); --r)
       if (fa_q8_layout<Cfg>(nrg, f, r).total <= fa_smem_budget<Cfg>()) return fa_q8_layout<Cfg>(nrg, f, r);
   return fa_q8_layout<Cfg>(nrg, 1, 1);  // fits at any nrg (as the f16 kernel's one stage)
 }

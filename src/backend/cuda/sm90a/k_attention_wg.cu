@@ -559,8 +559,8 @@ void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, floa
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   // GS_WG_FORM=wait|defer|pipe|row|swizzle|tma (a measurement switch, read on every call;
-  // default defer). tma falls back to swizzle where its maps cannot be built or a page is not a
-  // whole number of 32-key tiles.
+  // default swizzle, the fastest measured: decision 0033, thirty-first session). tma falls back
+  // to swizzle where its maps cannot be built or a page is not a whole number of 32-key tiles.
   const char* e = std::getenv("GS_WG_FORM");
   auto is = [&](const char* f) { return e && std::strcmp(e, f) == 0; };
   WgMaps maps{};
@@ -571,9 +571,9 @@ void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, floa
   else if (is("pipe")) launch_k(attn_wg_kernel<kFormPipe>, grid, kThreads, WgLayout<kFormPipe>::kTotal, s, p, n_splits, partial, maps);
   else if (is("row")) launch_k(attn_wg_kernel<kFormRow>, grid, kThreads, WgLayout<kFormRow>::kTotal, s, p, n_splits, partial, maps);
   else if (tma) launch_k(attn_wg_kernel<kFormTma>, grid, kThreads, WgLayout<kFormTma>::kTotal, s, p, n_splits, partial, maps);
-  else if (is("swizzle") || is("tma"))
-    launch_k(attn_wg_kernel<kFormSwizzle>, grid, kThreads, WgLayout<kFormSwizzle>::kTotal, s, p, n_splits, partial, maps);
-  else launch_k(attn_wg_kernel<kFormDefer>, grid, kThreads, WgLayout<kFormDefer>::kTotal, s, p, n_splits, partial, maps);
+  else if (is("defer"))
+    launch_k(attn_wg_kernel<kFormDefer>, grid, kThreads, WgLayout<kFormDefer>::kTotal, s, p, n_splits, partial, maps);
+  else launch_k(attn_wg_kernel<kFormSwizzle>, grid, kThreads, WgLayout<kFormSwizzle>::kTotal, s, p, n_splits, partial, maps);
 }
 
 }  // namespace gs::cuda
