@@ -121,24 +121,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     split_tiles(lo_seg, hi_seg, n_splits, split, KT, t_first, n_tiles);
     if (n_tiles == 0) continue;  // uniform
     auto tile_pos = [&](int ti) { return (t_first + ti * n_splits) * KT; };
-    int lo_rr[2], hi_rr[2];
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int r = rr ? row_b : row_a;
-      int lo = INT_MAX, hi = INT_MIN;
-      if (math && r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r]) {
-        lo = r_lo[r];
-        hi = r_hi[r];
-      }
-      lo_rr[rr] = lo;
-      hi_rr[rr] = hi;
-    }
-    int w_lo = min(lo_rr[0], lo_rr[1]), w_hi = max(hi_rr[0], hi_rr[1]);  // the warp's keys
-#pragma unroll
-    for (int ofs = 16; ofs > 0; ofs >>= 1) {
-      w_lo = min(w_lo, __shfl_xor_sync(0xffffffffu, w_lo, ofs));
-      w_hi = max(w_hi, __shfl_xor_sync(0xffffffffu, w_hi, ofs));
-    }
+    int lo_rr[2], hi_rr[2], w_lo, w_hi;
+    segment_row_ranges(seq, row_a, row_b, math, r_tok, r_seq, r_lo, r_hi, lo_rr, hi_rr);
+    warp_key_range(lo_rr, hi_rr, w_lo, w_hi);
 
     // --- the copying threads' steps. Tile x's raw rows sit in ring slot x % R, their byte
     // offsets in Offs slot x % (R + 1); one cp.async group per tile (K and V), committed in

@@ -161,6 +161,33 @@ __device__ __forceinline__ void segment_range(int seq, const int* r_tok, const i
   }
 }
 
+// The KV ranges of a thread's two query rows (row_a, row_b) within the segment of sequence
+// seq: [lo_rr, hi_rr], empty as [INT_MAX, INT_MIN] where a row has no token or belongs to
+// another sequence, and both empty where `take` is false (a thread whose warp holds no rows).
+__device__ __forceinline__ void segment_row_ranges(int seq, int row_a, int row_b, bool take, const int* r_tok,
+                                                   const int* r_seq, const int* r_lo, const int* r_hi,
+                                                   int (&lo_rr)[2], int (&hi_rr)[2]) {
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int r = rr ? row_b : row_a;
+    const bool in = take && r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r];
+    lo_rr[rr] = in ? r_lo[r] : INT_MAX;
+    hi_rr[rr] = in ? r_hi[r] : INT_MIN;
+  }
+}
+
+// The union [w_lo, w_hi] of the calling warp's row ranges (segment_row_ranges), the same in
+// every lane: the keys any of the warp's rows attends to.
+__device__ __forceinline__ void warp_key_range(const int (&lo_rr)[2], const int (&hi_rr)[2], int& w_lo, int& w_hi) {
+  w_lo = min(lo_rr[0], lo_rr[1]);
+  w_hi = max(hi_rr[0], hi_rr[1]);
+#pragma unroll
+  for (int ofs = 16; ofs > 0; ofs >>= 1) {
+    w_lo = min(w_lo, __shfl_xor_sync(0xffffffffu, w_lo, ofs));
+    w_hi = max(w_hi, __shfl_xor_sync(0xffffffffu, w_hi, ofs));
+  }
+}
+
 // The online softmax of a thread's two rows (mma.sync m16n8 layout: s[nt][2 rr + e] is row rr,
 // key pb + 8 nt + 2 t + e) over one tile of 8 NTS keys: keys outside a row's [lo_rr, hi_rr]
 // masked, the row's running max m_r and sum l_r updated, s replaced by the unnormalised

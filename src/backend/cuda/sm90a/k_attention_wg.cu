@@ -192,13 +192,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (n_tiles == 0) continue;  // uniform
     auto tile_pos = [&](int ti) { return (t_first + ti * n_splits) * kKT; };
     int lo_rr[2], hi_rr[2];
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int r = rr ? row_b : row_a;
-      const bool in = r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r];
-      lo_rr[rr] = in ? r_lo[r] : INT_MAX;
-      hi_rr[rr] = in ? r_hi[r] : INT_MIN;
-    }
+    segment_row_ranges(seq, row_a, row_b, true, r_tok, r_seq, r_lo, r_hi, lo_rr, hi_rr);
 
     auto row_offset = [&](int ti) -> int64_t {  // element offset of tile ti's key tid, -1: zeros
       const int pos = tile_pos(ti) + tid;
