@@ -102,6 +102,13 @@ struct GenerationRequest {
   // Structured output (response_format, a forced call's arguments; decision 0027). Takes
   // precedence over allowed_completions.
   JsonOutput json;
+  // The response this request is one choice of (OpenAI's `n`): the choices of one response
+  // share a nonzero `response_id` and give their number in `response_choices`; 0 and 1 for a
+  // request on its own. A drain keeps a waiting choice whose response has already started
+  // (some choice of it is not waiting: it holds a slot or has ended), so that the response
+  // gets the drain time a running one-choice response gets (decision 0010).
+  uint64_t response_id = 0;
+  int32_t response_choices = 1;
 };
 
 struct TokenLogprob {
@@ -203,9 +210,11 @@ class Engine {
   virtual Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) = 0;
   virtual EngineInfo info() const = 0;
   virtual EngineMetrics metrics() const = 0;
-  // The start of a drain (SIGTERM): from now on nothing is admitted; new submits are refused
-  // with kUnavailable, and every request still waiting for a slot ends now with a kUnavailable
-  // error event. Running requests go on; shutdown() ends whatever is left.
+  // The start of a drain (SIGTERM): new submits are refused with kUnavailable, and every
+  // request still waiting for a slot ends now with a kUnavailable error event, except a choice
+  // of a response that has already started (GenerationRequest::response_id), which keeps its
+  // place and is admitted as slots free. Running requests go on; shutdown() ends whatever is
+  // left.
   virtual void drain() = 0;
   // Stops accepting requests, cancels the running ones and joins the loop thread.
   virtual void shutdown() = 0;

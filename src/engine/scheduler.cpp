@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/log.h"
@@ -118,17 +119,31 @@ Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest reque
 }
 
 void Scheduler::drain() {
-  std::deque<Pending> queued;
+  std::deque<Pending> refused;
+  size_t n_kept = 0;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->draining = true;
-    queued.swap(shared_->queue);
+    // A choice of a response with fewer choices waiting than it has started: another choice
+    // holds a slot or has ended, so the response runs and keeps its waiting choices.
+    std::unordered_map<uint64_t, int32_t> waiting;  // response_id -> its choices in the queue
+    for (const Pending& p : shared_->queue) {
+      if (p.request.response_id != 0) waiting[p.request.response_id]++;
+    }
+    std::deque<Pending> kept;
+    for (Pending& p : shared_->queue) {
+      const uint64_t id = p.request.response_id;
+      const bool started = id != 0 && waiting[id] < p.request.response_choices;
+      (started ? kept : refused).push_back(std::move(p));
+    }
+    shared_->queue.swap(kept);
+    n_kept = shared_->queue.size();
   }
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
-    metrics_.queue_length = 0;
+    metrics_.queue_length = static_cast<int32_t>(n_kept);
   }
-  refuse_queued(std::move(queued));
+  refuse_queued(std::move(refused));
 }
 
 void Scheduler::refuse_queued(std::deque<Pending> queued) {

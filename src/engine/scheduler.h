@@ -76,7 +76,7 @@ class Scheduler final : public Engine {
     std::deque<Pending> queue;
     int32_t n_active = 0;  // sequences in slots (mirrored by the loop for admission limits)
     bool poked = false;
-    bool draining = false;  // nothing more is admitted (drain())
+    bool draining = false;  // nothing more is submitted (drain())
     bool stop = false;
   };
 

@@ -2,6 +2,7 @@
 #include "server/choice_set.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace gs::server {
 
@@ -12,8 +13,18 @@ GenerationPlan choice_plan(const GenerationPlan& plan, int index) {
 }
 
 ChoiceSet::ChoiceSet(std::shared_ptr<const text::Tokenizer> tokenizer, const GenerationPlan& plan, int n) {
-  choices_.reserve(static_cast<size_t>(std::max(n, 1)));
-  for (int i = 0; i < std::max(n, 1); ++i) choices_.push_back(std::make_unique<Generation>(tokenizer, choice_plan(plan, i)));
+  n = std::max(n, 1);
+  // The engine tells the choices of one response by this id (a drain keeps the waiting
+  // choices of a response that has started); 0 is a request on its own.
+  static std::atomic<uint64_t> next_response_id{1};
+  const uint64_t response_id = n > 1 ? next_response_id.fetch_add(1) : 0;
+  choices_.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    GenerationPlan p = choice_plan(plan, i);
+    p.request.response_id = response_id;
+    p.request.response_choices = n;
+    choices_.push_back(std::make_unique<Generation>(tokenizer, std::move(p)));
+  }
 }
 
 Status ChoiceSet::start(Engine& engine) {

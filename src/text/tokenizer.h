@@ -137,8 +137,10 @@ class Tokenizer {
   // Work counter of the last encode on this thread: merges applied plus queue pushes.
   // Lets tests assert O(n log n) growth without timing anything.
   static uint64_t last_encode_work();
-  // Empties this thread's memo of encoded segments (words repeat, so encode() remembers
-  // the ids of short segments per thread). For benchmarks and tests of cold encoding.
+  // Empties the memo of encoded segments (words repeat, so encode() remembers the ids of short
+  // segments, in a few memos that encode calls lease from a pool: memory does not grow with the
+  // number of threads that encode). For benchmarks and tests of cold encoding; call it while
+  // no other thread encodes.
   static void clear_thread_cache();
 
   struct Impl;

@@ -1,6 +1,8 @@
 // Encoding: special-token split, space escaping, newline pre-split, BPE by merge rank.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -65,20 +67,74 @@ void Tokenizer::Impl::emit_byte_fallback(std::string_view bytes, std::vector<int
 
 namespace {
 
-// Per-thread memo of segment -> ids. Text repeats words constantly, and a segment (usually
-// a word with its leading U+2581) always encodes the same way.
+// Memo of segment -> ids. Text repeats words constantly, and a segment (usually a word with
+// its leading U+2581) always encodes the same way.
 struct TransparentHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 struct SegmentCache {
-  static constexpr size_t kMaxEntries = size_t{1} << 14;  // about 2 MB per thread at most
+  static constexpr size_t kMaxEntries = size_t{1} << 14;  // about 2 MB at most
   static constexpr size_t kMaxSegmentBytes = 48;
   uint64_t owner = 0;  // Impl::instance_id the entries belong to
   std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, TransparentHash, std::equal_to<>> index;
   std::vector<int32_t> ids;
 };
-thread_local SegmentCache t_cache;
+
+// The memos are pooled, not per thread: an encode call leases one for its duration and gives
+// it back. Each of the server's worker threads (dozens) once kept its own memo, and requests
+// landing on thread after thread grew the process by ~5 kB a request towards dozens of 2 MB
+// memos (bug-case 64). Memory now stays within the calls running at once plus kMaxPooled.
+class SegmentCachePool {
+ public:
+  static constexpr size_t kMaxPooled = 4;
+  std::unique_ptr<SegmentCache> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return std::make_unique<SegmentCache>();
+    std::unique_ptr<SegmentCache> c = std::move(free_.back());
+    free_.pop_back();
+    return c;
+  }
+  void give_back(std::unique_ptr<SegmentCache> c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kMaxPooled) free_.push_back(std::move(c));
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<SegmentCache>> free_;
+};
+SegmentCachePool& cache_pool() {
+  static SegmentCachePool* pool = new SegmentCachePool();  // never destroyed: used until exit
+  return *pool;
+}
+
+// The memo the encode call running on this thread leased (null outside one: no memo).
+thread_local SegmentCache* t_cache = nullptr;
+
+// Leases a memo for one encode call (a nested call keeps the outer one's).
+class CacheLease {
+ public:
+  CacheLease() {
+    if (t_cache != nullptr) return;
+    held_ = cache_pool().take();
+    t_cache = held_.get();
+  }
+  ~CacheLease() {
+    if (!held_) return;
+    t_cache = nullptr;
+    cache_pool().give_back(std::move(held_));
+  }
+  CacheLease(const CacheLease&) = delete;
+  CacheLease& operator=(const CacheLease&) = delete;
+
+ private:
+  std::unique_ptr<SegmentCache> held_;
+};
 
 // The per-thread scratch buffers keep their storage between calls, up to this many bytes;
 // past it they give it back after the call (an 8 MB run of spaces grew them to ~250 MB on
@@ -109,11 +165,7 @@ void Tokenizer::Impl::encode_run(std::string_view run, std::vector<int32_t>* out
   encode_segment(run.substr(seg_start), out);
 }
 
-void Tokenizer::clear_thread_cache() {
-  t_cache.index.clear();
-  t_cache.ids.clear();
-  t_cache.owner = 0;
-}
+void Tokenizer::clear_thread_cache() { cache_pool().clear(); }
 
 void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32_t>* out) const {
   if (segment.empty()) return;
@@ -121,7 +173,11 @@ void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32
     bpe(segment, out);
     return;
   }
-  SegmentCache& cache = t_cache;
+  if (t_cache == nullptr) {
+    bpe(segment, out);
+    return;
+  }
+  SegmentCache& cache = *t_cache;
   if (cache.owner != instance_id || cache.index.size() >= SegmentCache::kMaxEntries) {
     cache.index.clear();
     cache.ids.clear();
@@ -271,6 +327,7 @@ void Tokenizer::encode_into(std::string_view text, bool add_special, bool parse_
                             std::vector<int32_t>* out) const {
   const Impl& t = *impl_;
   t_encode_work = 0;
+  const CacheLease lease;
   if (add_special && t.add_bos && t.bos_id != kNoToken) out->push_back(t.bos_id);
   t.encode_text(text, parse_special, nullptr, out);
   if (add_special && t.add_eos && t.eos_id != kNoToken) out->push_back(t.eos_id);
@@ -280,6 +337,7 @@ std::vector<int32_t> Tokenizer::encode_prompt(std::string_view text, std::span<c
                                               bool add_special) const {
   const Impl& t = *impl_;
   t_encode_work = 0;
+  const CacheLease lease;
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && t.add_bos && t.bos_id != kNoToken) out.push_back(t.bos_id);

@@ -400,6 +400,41 @@ if kill -0 "$PID2" 2>/dev/null; then bad "still draining 5 s after a second sign
 fi
 kill "$CURL2_PID" 2>/dev/null
 
+# SIGTERM while an n = 3 stream runs on 2 slots (two choices in slots, the third waiting): the
+# response is running, so its waiting choice is kept through the drain and every choice ends
+# with its finish_reason, then [DONE], and the server exits 0. The drain refused the third
+# choice and the whole stream ended at once with the shutting-down error before.
+start_server server_n -m "$MODEL" --ctx-size 1024 --parallel 2 --shutdown-timeout 120
+curl -s -N "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/chat/completions" \
+  -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":60,"n":3,"ignore_eos":true,"stream":true}' \
+  > "$WORK/n3" 2>/dev/null &
+CURLN_PID=$!
+for _ in $(seq 1 300); do grep -q '"content"' "$WORK/n3" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$PID2"
+for _ in $(seq 1 1200); do kill -0 "$PID2" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$PID2" 2>/dev/null; then bad "n=3 drain: no exit within 120 s"; kill -KILL "$PID2"; wait "$PID2" 2>/dev/null; else
+  wait "$PID2"; rcn=$?
+  [ "$rcn" = 0 ] && ok "n=3 drain: exit 0" || bad "n=3 drain: exit status $rcn"
+fi
+wait "$CURLN_PID" 2>/dev/null
+if python3 - "$WORK/n3" <<'PY'
+import json, sys
+ends, errors, done = {}, 0, False
+for line in open(sys.argv[1]):
+    if line.startswith("data: [DONE]"):
+        done = True
+    elif line.startswith("data: "):
+        ev = json.loads(line[6:])
+        errors += "error" in ev
+        for ch in ev.get("choices", []):
+            if ch.get("finish_reason"):
+                ends[ch["index"]] = ch["finish_reason"]
+sys.exit(0 if done and not errors and ends == {0: "length", 1: "length", 2: "length"} else 1)
+PY
+then ok "n=3 drain: the choice waiting for a slot was kept; all three ended with length, then [DONE]"
+else bad "n=3 drain: $(grep -c '' "$WORK/n3") lines, ends: $(grep -o '"finish_reason":"[a-z]*"' "$WORK/n3" | sort | uniq -c | tr '\n' ' ') $(grep -o '"error":{[^}]*}' "$WORK/n3" | head -1)"
+fi
+
 # A model file whose weights make NaN (bytes near the end of its tensor data overwritten with
 # 0xFF): a request fails with a 500 that says so; it was a 200 of <pad> tokens before.
 python3 - "$MODEL" "$WORK/corrupt.gguf" <<'PY'

@@ -756,6 +756,45 @@ TEST(Scheduler, DrainEndsWaitingRequestsAndLetsRunningOnesFinish) {
   EXPECT_EQ(f.runner->slots_in_use(), 0);
 }
 
+// A response of several choices (OpenAI's n) with one choice in a slot and another still
+// waiting runs: the drain keeps the waiting choice, which takes the slot when the first ends,
+// so the response finishes within the drain time. A response none of whose choices has started
+// is refused as a lone waiting request is.
+TEST(Scheduler, DrainKeepsTheWaitingChoicesOfAResponseThatRuns) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.n_ctx = 100000;
+  o.step_delay = 1ms;
+  Fixture f(o);
+  auto choice = [](uint64_t id, int32_t n) {
+    GenerationRequest r = make_request(prompt_of(9), 40);
+    r.response_id = id;
+    r.response_choices = n;
+    return r;
+  };
+  auto first = f.engine->submit(choice(7, 2));
+  auto second = f.engine->submit(choice(7, 2));
+  auto other_a = f.engine->submit(choice(8, 2));  // neither of response 8's choices started
+  auto other_b = f.engine->submit(choice(8, 2));
+  ASSERT_TRUE(first.ok() && second.ok() && other_a.ok() && other_b.ok());
+  ASSERT_TRUE((*first)->wait_started(2s));
+  f.engine->drain();
+  EXPECT_EQ(f.engine->metrics().queue_length, 1);
+  for (auto* refused : {&other_a, &other_b}) {
+    Collected c = collect(***refused, 2s);
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.status.code(), StatusCode::kUnavailable) << c.status.to_string();
+  }
+  for (auto* kept : {&first, &second}) {
+    Collected c = collect(***kept, 10s);
+    EXPECT_FALSE(c.error) << c.status.to_string();
+    EXPECT_EQ(c.finish, FinishReason::kLength);
+    EXPECT_EQ(c.tokens.size(), 40u);
+  }
+  f.engine->shutdown();
+  EXPECT_EQ(f.runner->slots_in_use(), 0);
+}
+
 TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {
   FakeSlotRunner::Options o;
   o.n_slots = 1;

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
+#include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -358,6 +361,51 @@ TEST(Tokenizer, HugeLinesGrowLinearly) {
   const auto ids = t.encode(ten, false, false);
   EXPECT_GT(ids.size(), 1000000u);
   EXPECT_EQ(*t.decode(ids), ten);
+}
+
+// The memo of encoded words does not grow with the number of threads that encode (bug-case 64):
+// each of the server's dozens of worker threads kept its own memo of up to ~2 MB, and requests
+// landing on thread after thread grew the process by ~5 kB a request. Here 32 threads each
+// encode 12000 words of their own and stay alive; what stays allocated is a few memos and the
+// threads' scratch (~14 MB; ~47 MB with a memo per thread).
+TEST(Tokenizer, SegmentMemoDoesNotGrowWithThreads) {
+  const Tokenizer& t = full();
+  Tokenizer::clear_thread_cache();
+  constexpr int kThreads = 32;
+  const size_t before = mallinfo2().uordblks;
+  std::mutex mu;
+  std::condition_variable cv;
+  int encoded = 0;
+  bool release = false;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) {
+    threads.emplace_back([&, k] {
+      std::mt19937 rng(static_cast<uint32_t>(k) + 1);
+      std::string text;
+      for (int w = 0; w < 12000; ++w) {
+        text += ' ';
+        for (int c = 0; c < 7; ++c) text += static_cast<char>('a' + rng() % 26);
+      }
+      (void)t.encode(text, false, false);
+      std::unique_lock<std::mutex> lock(mu);
+      ++encoded;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    });
+  }
+  size_t held = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return encoded == kThreads; });
+    held = mallinfo2().uordblks;
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& th : threads) th.join();
+  Tokenizer::clear_thread_cache();
+  std::printf("held by %d idle threads after encoding: %zu bytes\n", kThreads, held - before);
+  EXPECT_LT(held, before + (size_t{24} << 20)) << "bytes held by " << kThreads
+                                              << " idle threads after encoding: " << (held - before);
 }
 
 // The per-thread scratch of one huge run does not stay allocated after the call (a run of
