@@ -375,11 +375,11 @@ class Routes {
     }
     if (stream) {
       // The stream's headers commit it to 200, so they wait until a slot holds the request,
-      // for up to options.stream_commit_wait: one that ends while it waits in the queue (a drain's 503,
-      // a failure to start) gets that status and an error body, as a whole response does (it
-      // was a 200 and an error event). A client that goes away meanwhile is seen as a whole
-      // response sees it. A stream still queued after the wait is committed (its later end
-      // is an error event).
+      // for up to options.stream_commit_wait: one that ends while it waits in the queue (a
+      // drain's 503, a failure to start) gets that status and an error body, as a whole
+      // response does (it was a 200 and an error event). A client that goes away meanwhile is
+      // seen as a whole response sees it. A stream still queued after the wait is committed
+      // (its later end is an error event).
       switch (wait_for_slot(*state, s_->options_.stream_commit_wait)) {
         case SlotWait::kAdmitted:
         case SlotWait::kStillQueued:
@@ -425,7 +425,6 @@ class Routes {
       if (Clock::now() >= until) return SlotWait::kStillQueued;
     }
   }
-
 
   // The answer to a request whose client went away: nobody reads it; 499 (client closed
   // request) is what the metrics count.

@@ -514,6 +514,16 @@ int send_completion_request(int port, const std::string& body, const std::string
   return fd;
 }
 
+// Polls the engine's metrics until a slot holds a request (at most 2.5 s; the caller asserts).
+void wait_for_busy_slot(LiveServer& s) {
+  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+}
+
+// Polls the engine's metrics until a request waits in the queue (at most 1 s; the caller asserts).
+void wait_for_queued(LiveServer& s) {
+  for (int i = 0; i < 200 && s.engine->metrics().queue_length < 1; ++i) std::this_thread::sleep_for(5ms);
+}
+
 // A raw socket that sends a request, reads until `marker` shows up, then closes.
 std::string read_until_then_close(int port, const std::string& body, const std::string& marker,
                                   const std::string& extra_headers = "") {
@@ -659,11 +669,11 @@ TEST(HttpServer, AQueuedStreamIsCommittedOnceASlotHoldsIt) {
   LiveServer s(o);
   s.answer("la", /*endless=*/true);
   std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":120})"); });
-  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  wait_for_busy_slot(s);
   ASSERT_EQ(s.engine->metrics().busy_slots, 1);
   const int fd = send_completion_request(s.http->port(), R"({"prompt":"x","max_tokens":3,"stream":true})", "");
   ASSERT_GE(fd, 0);
-  for (int i = 0; i < 200 && s.engine->metrics().queue_length < 1; ++i) std::this_thread::sleep_for(5ms);
+  wait_for_queued(s);
   ASSERT_EQ(s.engine->metrics().queue_length, 1);
   std::this_thread::sleep_for(100ms);
   char buf[4096];
@@ -682,12 +692,12 @@ TEST(HttpServer, AQueuedStreamIsCommittedOnceASlotHoldsIt) {
 
   // Gone while queued (closed: seen once the half-close probe's 100 Continue is reset).
   std::thread holder2([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":400})"); });
-  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  wait_for_busy_slot(s);
   const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
   const uint64_t gone_before = s.http->counters().client_disconnects;
   const int fd2 = send_completion_request(s.http->port(), R"({"prompt":"x","max_tokens":3,"stream":true})", "");
   ASSERT_GE(fd2, 0);
-  for (int i = 0; i < 200 && s.engine->metrics().queue_length < 1; ++i) std::this_thread::sleep_for(5ms);
+  wait_for_queued(s);
   ASSERT_EQ(s.engine->metrics().queue_length, 1);
   ::close(fd2);
   bool left = false;
@@ -713,7 +723,7 @@ TEST(HttpServer, AStreamQueuedLongIsCommittedWithKeepAlives) {
   LiveServer s(o);
   s.answer("la", /*endless=*/true);
   std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":250})"); });
-  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  wait_for_busy_slot(s);
   ASSERT_EQ(s.engine->metrics().busy_slots, 1);
   const int fd = send_completion_request(s.http->port(), R"({"prompt":"x","max_tokens":3,"stream":true})", "");
   ASSERT_GE(fd, 0);
@@ -794,7 +804,7 @@ TEST(HttpServer, DrainingEndsQueuedRequestsAtOnceAndLetsRunningOnesFinish) {
     running.emplace(s.post("/v1/completions", R"({"prompt":"x","max_tokens":400})"));
     running_end = Clock::now();
   });
-  for (int i = 0; i < 500 && s.engine->metrics().busy_slots < 1; ++i) std::this_thread::sleep_for(5ms);
+  wait_for_busy_slot(s);
   ASSERT_EQ(s.engine->metrics().busy_slots, 1);
   std::thread t2([&] {
     queued_whole.emplace(s.post("/v1/chat/completions",
