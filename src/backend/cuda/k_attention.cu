@@ -455,18 +455,8 @@ __global__ void __launch_bounds__(kNW * 32) attn_mma_kernel(AttnParams p, int n_
     seg_t = seg_end;
   }
 
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 1);
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 2);
-  }
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int r = g + 8 * rr;
-    if (r_tok[r] >= 0)
-      store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], warp * DS, t,
-                   warp == 0 && t == 0);
-  }
+  store_thread_rows<D>(p, partial, n_splits, split, r_tok, r_head, g, g + 8, o, m_r, l_r, warp * DS, t,
+                       warp == 0 && t == 0);
 }
 
 __global__ void __launch_bounds__(kCombineThreads) attn_combine_kernel(const float* __restrict__ partial, int n_splits,
@@ -691,18 +681,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     }
   }
 
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 1);
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 2);
-  }
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int r = rr ? row_b : row_a;
-    if (r_tok[r] >= 0)
-      store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], c * Dc, t,
-                   c == 0 && t == 0);
-  }
+  store_thread_rows<D>(p, partial, n_splits, split, r_tok, r_head, row_a, row_b, o, m_r, l_r, c * Dc, t,
+                       c == 0 && t == 0);
 }
 
 // Merges the n_splits > 1 partial results of either attention kernel into p.out (shared

@@ -221,18 +221,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   }
 
   if (!math) return;
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 1);
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 2);
-  }
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int r = rr ? row_b : row_a;
-    if (r_tok[r] >= 0)
-      store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], c * Dc, t,
-                   c == 0 && t == 0);
-  }
+  store_thread_rows<D>(p, partial, n_splits, split, r_tok, r_head, row_a, row_b, o, m_r, l_r, c * Dc, t,
+                       c == 0 && t == 0);
 }
 
 // The layout a launch for p takes: the Q row groups its CTAs need (as fa_launch_layout), then

@@ -87,6 +87,27 @@ __device__ __forceinline__ void store_row(const AttnParams& p, float* __restrict
   }
 }
 
+// The end of a tensor-core attention kernel for this thread's two rows (row_a, row_b, the
+// mma.sync m16n8 layout's rows g and g + 8 of its warp): each row's l summed over the row's 4
+// lanes, then each row with a token written by store_row. o: this lane's outputs of columns
+// d0 + 8 i + 2 t (+ 1); lead: this lane writes the rows' m and l.
+template <int D, int NTO>
+__device__ __forceinline__ void store_thread_rows(const AttnParams& p, float* __restrict__ partial, int n_splits,
+                                                  int split, const int* r_tok, const int* r_head, int row_a,
+                                                  int row_b, const float (&o)[NTO][4], const float (&m_r)[2],
+                                                  float (&l_r)[2], int d0, int t, bool lead) {
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 1);
+    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 2);
+  }
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int r = rr ? row_b : row_a;
+    if (r_tok[r] >= 0) store_row<D>(p, partial, n_splits, split, r_tok[r], r_head[r], o, rr, m_r[rr], l_r[rr], d0, t, lead);
+  }
+}
+
 // The query rows of a 64-row CTA (either tensor-core prefill kernel): row r is token
 // tok0 + r / hc, head j G + hb hc + r % hc of KV head j (RowMap), -1 as token where there is
 // none; each row's sequence and KV range [lo, hi] (empty as [1, 0]); lead[r]: r is the first

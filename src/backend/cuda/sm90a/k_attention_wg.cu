@@ -494,19 +494,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 1);
-    l_r[rr] += __shfl_xor_sync(0xffffffffu, l_r[rr], 2);
-  }
   const float(&o4)[32][4] = *reinterpret_cast<const float(*)[32][4]>(o);
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int r = rr ? row_b : row_a;
-    if (r_tok[r] >= 0)
-      store_row<kD>(p, partial, n_splits, split, r_tok[r], r_head[r], o4, rr, m_r[rr], l_r[rr], h * kHalf, t,
-                    h == 0 && t == 0);
-  }
+  store_thread_rows<kD>(p, partial, n_splits, split, r_tok, r_head, row_a, row_b, o4, m_r, l_r, h * kHalf, t,
+                        h == 0 && t == 0);
 }
 
 }  // namespace
