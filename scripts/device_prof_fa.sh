@@ -3,10 +3,10 @@
 # lent GPU machine (binaries as in device_run.sh): the first launch of the 64-row kernel and of
 # the wgmma kernel (decision 0033, GS_CUDA_ATTN_WG=1, form GS_WG_FORM) in a prefill of
 # GS_PF_TOKENS (default 512) tokens at depth GS_PF_DEPTH (default 131072, zero fill), and with
-# GS_PF_DECODE=1 the 64-row kernel's first launch in a decode step at that depth (GS_PF_KV below). Duration,
-# throughputs, occupancy, pipe use, the top warp stall reasons, and the SASS instructions
-# with the most stall samples (ncu_sass_top). GS_PF_KERNELS: which prefill kernels (default
-# "fa wg").
+# GS_PF_DECODE=1 the 64-row kernel's first launch in a decode step at that depth (GS_PF_KV
+# below). Duration, throughputs, occupancy, pipe use, the top warp stall reasons, and the SASS
+# instructions with the most stall samples (ncu_sass_top). GS_PF_KERNELS: which prefill
+# kernels (default "fa wg"; "none" for none: an empty value means the default).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -21,15 +21,19 @@ prof() {  # NAME KERNEL_REGEX, then bench args
   ncu_summary "$name"
   ncu_sass_top "$name" 40
 }
-K="${GS_PF_KERNELS:-fa wg}"  # which prefill kernels to profile
+K="${GS_PF_KERNELS:-fa wg}"  # which prefill kernels to profile ("none": none)
 [[ " $K " == *" fa "* ]] && GS_CUDA_ATTN_WG=0 prof fa_prefill FaCfgILi512 -p "${GS_PF_TOKENS:-512}" -n 0
 [[ " $K " == *" wg "* ]] && GS_CUDA_ATTN_WG=1 prof wg_prefill attn_wg_kernel -p "${GS_PF_TOKENS:-512}" -n 0
 # GS_PF_KV=q8_0: the decode launch on a q8_0 cache (attn_fa_q8_kernel, decision 0035), once per
-# setting of GS_PF_Q8_MODES (GS_ATTN_Q8_MODE values, default "split")
+# environment setting of GS_PF_Q8_ENVS (';'-separated, default one empty setting)
 if [ "${GS_PF_DECODE:-0}" = 1 ]; then
   if [ "${GS_PF_KV:-f16}" = q8_0 ]; then
-    for m in ${GS_PF_Q8_MODES:-split}; do
-      GS_ATTN_Q8_MODE=$m prof "fa_q8_decode_$m" 'attn_fa_q8_kernel.*FaCfgILi512' -p 0 -n 4 --kv-type q8_0
+    split_settings "${GS_PF_Q8_ENVS:-}"
+    i=0
+    for s in "${settings[@]}"; do
+      i=$((i + 1))
+      echo "== setting $i: '$s'"
+      (for a in $s; do export "${a?}"; done; prof "fa_q8_decode_$i" 'attn_fa_q8_kernel.*FaCfgILi512' -p 0 -n 4 --kv-type q8_0)
     done
   else
     prof fa_decode 'attn_fa_kernel.*FaCfgILi512' -p 0 -n 4

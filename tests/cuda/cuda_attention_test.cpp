@@ -526,37 +526,32 @@ TEST(CudaAttention, VerifyRowsEqualDecodeRows) {
 // q8_0 pools (decision 0035) where the model's calls take each kernel: decode and verify of
 // the 31B's full (D 512, GQA 8) and sliding (D 256, window 1024) layers over long contexts,
 // verify rows equal to decode rows, a prefill chunk, and several sequences in one batch. The
-// 64-row kernel's q8_0 form dequantizes with its row-less warps (converters) for decode and
-// short verify batches, in the split form (default) and the double form (GS_ATTN_Q8_MODE),
-// and with every thread into one stage for 8 tokens at GQA 8 (every row group holds rows) and
-// prefill; a D 256 layer over a long range takes it too.
+// 64-row kernel's q8_0 form dequantizes with its row-less warps into two f16 stages for
+// decode and short verify batches, and with every thread into one stage for 8 tokens at GQA 8
+// (every row group holds rows) and prefill; a D 256 layer over a long range takes it too.
 TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
   GS_REQUIRE_BACKENDS();
   struct K {
     int D, n_head, n_head_kv, ctx, window, max_kv_len;
   };
-  for (const char* mode : {"split", "double"}) {
-    EnvSwitch env("GS_ATTN_Q8_MODE", mode);
-    for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}, K{256, 16, 2, 9000, 0, 32768}})
-      for (int tokens : {1, 5, 8, 70}) {
-        if (std::string(mode) == "double" && tokens == 70) continue;  // prefill takes no converters
-        AttnCase c;
-        c.head_dim = k.D;
-        c.n_head = k.n_head;
-        c.n_head_kv = k.n_head_kv;
-        c.kv_type = GgmlType::Q8_0;
-        c.page_size = 256;
-        c.ctx = k.ctx;
-        c.window = k.window;
-        c.tokens_per_seq = tokens;
-        c.n_seqs_hint = 1;
-        c.max_kv_len = k.max_kv_len;
-        c.naive = false;
-        c.bounded = true;
-        c.verify_rows = tokens <= 8;
-        check_attention(c);
-      }
-  }
+  for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}, K{256, 16, 2, 9000, 0, 32768}})
+    for (int tokens : {1, 5, 8, 70}) {
+      AttnCase c;
+      c.head_dim = k.D;
+      c.n_head = k.n_head;
+      c.n_head_kv = k.n_head_kv;
+      c.kv_type = GgmlType::Q8_0;
+      c.page_size = 256;
+      c.ctx = k.ctx;
+      c.window = k.window;
+      c.tokens_per_seq = tokens;
+      c.n_seqs_hint = 1;
+      c.max_kv_len = k.max_kv_len;
+      c.naive = false;
+      c.bounded = true;
+      c.verify_rows = tokens <= 8;
+      check_attention(c);
+    }
   AttnCase c;
   c.head_dim = 256;
   c.n_head = 8;

@@ -5,33 +5,26 @@
 // instructions a 16-value chunk, more than the products of the tile). In a decode step or a
 // short verify a CTA holds only 1 or 2 of its 4 row groups, so most of its warps have no query
 // rows. Those warps ("converters") run the pipeline: they copy the raw q8_0 tiles (a ring of R
-// tiles) and dequantize them while the warps with rows ("math warps") compute. Two forms:
+// tiles), dequantize tile i + 1 into one of two f16 K/V stages while the warps with rows
+// ("math warps") compute tile i from the other, and meet the math warps at one barrier a tile:
 //
-// split (the default; one f16 K stage and one f16 V stage, so the most raw tiles fit):
-//   BA(i): Ks holds K_i; the math warps are done with V_{i-1}
-//     math warps: S_i = Q K_i^T (partner exchange on a named barrier per row group when C = 2),
-//                 softmax                    | converters: V_i into Vs, copy raw tile i + R
-//   BB(i): Vs holds V_i; the math warps are done with K_i
-//     math warps: O += P V_i                 | converters: wait for raw tile i + 1, K_{i+1} into Ks
-//   BA(i + 1)
-//
-// double (two f16 K/V stages, fewer raw tiles; GS_ATTN_Q8_MODE=double):
 //   BAR(i): f16 stage i % 2 holds tile i; the math warps are done with tile i - 1
-//     math warps: S_i, softmax, O += P V_i   | converters: wait for raw tile i + 1, dequantize it
-//                                              into stage (i + 1) % 2, copy raw tile i + 1 + R
+//     math warps: S_i = Q K_i^T (partner exchange on a named barrier per row group when C = 2),
+//                 softmax, O += P V_i
+//     converters: wait for raw tile i + 1, dequantize it into stage (i + 1) % 2 (named barrier
+//                 1 among them before and after), copy raw tile i + 1 + R into its ring slot
 //   BAR(i + 1)
 //
-// The converters meet among themselves on named barrier 1 before and after touching a raw slot.
-// Where fewer warps are free than hold rows (verify batches of 3+ tokens at GQA 8, prefill), one
-// f16 stage serves and every thread dequantizes between two barriers (fa_q8_launch_layout).
-// Every form produces the same f16 tiles and runs the same tile math (k_attn_fa.cuh), so a
-// row's result does not depend on how many rows its CTA holds: verify rows equal decode rows bit
-// for bit, as on f16 pools (decision 0020).
+// Where fewer warps are free than hold rows, or two f16 stages and two raw tiles do not fit
+// (verify batches of 3+ tokens at GQA 8, prefill), one stage serves and every thread
+// dequantizes between two barriers, as before (F = 1; fa_q8_launch_layout).
+// Both ways produce the same f16 tiles and run the same tile math (k_attn_fa.cuh), so a row's
+// result does not depend on how many rows its CTA holds: verify rows equal decode rows bit for
+// bit, as on f16 pools (decision 0020).
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
-#include <string>
 
 #include "backend/cuda/k_attn_common.cuh"
 #include "backend/cuda/k_attn_fa.cuh"
@@ -45,7 +38,7 @@ namespace {
 using FaCfg256Q8 = FaCfg<256, 1, 32, 2, true>;
 using FaCfg512Q8 = FaCfg<512, 2, 32, 1, true>;
 
-constexpr int kQ8MaxRaw = 6;  // raw q8_0 tiles in flight at most
+constexpr int kQ8MaxRaw = 3;  // raw q8_0 tiles in flight at most
 constexpr int kConvBar = 1;   // named barrier of the converters; 2 + rg: row group rg's pair (C = 2)
 
 // Dynamic shared memory of attn_fa_q8_kernel: Q [16 nrg][kStride] f16, f16 K stages
@@ -53,13 +46,11 @@ constexpr int kConvBar = 1;   // named barrier of the converters; 2 + rg: row gr
 // row byte offsets [R + 1][KT] int64, raw K ring [R][KT][kRawRow] bytes, raw V ring the same.
 struct FaQ8Layout {
   int qrows, f16_stages, raw_stages;
-  bool conv;  // the row-less warps copy and dequantize (else every thread does, between barriers)
   size_t k, v, x, off, rk, rv, total;
 };
 template <class Cfg>
-__host__ __device__ constexpr FaQ8Layout fa_q8_layout(int nrg, int f16_stages, int raw_stages, bool conv = false) {
+__host__ __device__ constexpr FaQ8Layout fa_q8_layout(int nrg, int f16_stages, int raw_stages) {
   FaQ8Layout l{};
-  l.conv = conv;
   l.qrows = 16 * nrg;
   l.f16_stages = f16_stages;
   l.raw_stages = raw_stages;
@@ -75,8 +66,7 @@ __host__ __device__ constexpr FaQ8Layout fa_q8_layout(int nrg, int f16_stages, i
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
-    attn_fa_q8_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int f16_stages, int raw_stages,
-                      int converters) {
+    attn_fa_q8_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int f16_stages, int raw_stages) {
   GS_PDL_ENTRY();
   constexpr int D = Cfg::D, C = Cfg::C, KT = Cfg::KT, kRows = Cfg::kRows, kThreads = Cfg::kThreads;
   constexpr int Dc = Cfg::Dc, kStride = Cfg::kStride, NTS = Cfg::NTS, NTO = Cfg::NTO, kRawRow = Cfg::kRawRow;
@@ -94,16 +84,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, t = lane & 3;
   const int rg = warp / C, c = warp % C;
   const int F = f16_stages, R = raw_stages;
-  // Roles: warps [0, nrg C) hold the query rows; with converters the others copy and dequantize
-  // (the launch asks for them only where there is at least one such warp), else every thread
-  // does. Converters with one f16 stage: the split form (K and V a phase each).
+  // Roles: warps [0, nrg C) hold the query rows; with F = 2 the others copy and dequantize (the
+  // launch gives F = 2 only where there is at least one such warp), with F = 1 every thread does.
   const int n_math = nrg * C;
   const bool math = warp < n_math;
-  const bool conv = converters != 0;
-  const bool phases = conv && F == 1;  // the split form
-  const bool copier = !conv || !math;
-  const int ct = conv ? tid - 32 * n_math : tid;          // index among the copying threads
-  const int n_ct = conv ? kThreads - 32 * n_math : kThreads;  // their count (a multiple of 32)
+  const bool copier = F == 1 || !math;
+  const int ct = F == 1 ? tid : tid - 32 * n_math;          // index among the copying threads
+  const int n_ct = F == 1 ? kThreads : kThreads - 32 * n_math;  // their count (a multiple of 32)
   const int n_kv = p.kv.n_head_kv;
   const RowMap rm = row_map(p.n_head, n_kv, kRows);
   const int j = blockIdx.y, split = blockIdx.z;
@@ -166,22 +153,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     };
     // Raw tile x has landed (this thread's copies of it); tile x + R's offsets into Offs.
     auto raw_ready = [&](int x) {
-      cp_async_wait_dyn<kQ8MaxRaw>(R - 1);
+      if (R == 1) cp_async_wait<0>();
+      else if (R == 2) cp_async_wait<1>();
+      else cp_async_wait<2>();
       if (ct < KT && x + R < n_tiles) Offs[((x + R) % (R + 1)) * KT + ct] = row_offset(x + R);
     };
-    // Raw tile x's K (V) into f16 stage x % F, by the threads i = 0 .. n - 1.
-    auto dequant_k = [&](int x, int i, int n) {
+    // Raw tile x into f16 stage x % F, by the threads i = 0 .. n - 1.
+    auto dequantize = [&](int x, int i, int n) {
       q8_tile_to_f16<D>(raw_k + (x % R) * KT * kRawRow, Ks + (x % F) * KT * kStride, kStride, KT, i, n);
-    };
-    auto dequant_v = [&](int x, int i, int n) {
       q8_tile_to_f16<D>(raw_v + (x % R) * KT * kRawRow, Vs + (x % F) * KT * kStride, kStride, KT, i, n);
     };
     auto copier_bar = [&]() {
-      if (!conv) __syncthreads();
+      if (F == 1) __syncthreads();
       else bar_sync_named(kConvBar, n_ct);
     };
 
-    // Prologue: raw tiles 0..R-1 requested, tile 0 (split form: its K) in f16 stage 0.
+    // Prologue: raw tiles 0..R-1 requested, tile 0 in f16 stage 0.
     if (copier) {
       if (ct < KT)
         for (int x = 0; x < R; ++x) Offs[x * KT + ct] = row_offset(x);
@@ -189,50 +176,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       for (int x = 0; x < R; ++x) issue(x);
       raw_ready(0);
       copier_bar();
-      dequant_k(0, ct, n_ct);
-      if (!phases) {
-        dequant_v(0, ct, n_ct);
-        copier_bar();  // no converters: BAR(0)
-        issue(R);
-      }
+      dequantize(0, ct, n_ct);
+      copier_bar();  // F = 1: BAR(0)
+      issue(R);
     }
-    if (conv) __syncthreads();  // BAR(0) / BA(0)
-
-    if (phases) {
-      for (int ti = 0; ti < n_tiles; ++ti) {
-        const int pb = tile_pos(ti);
-        // uniform over the row group's warps
-        const bool active = math && pb <= w_hi && pb + KT - 1 >= w_lo;
-        float s[NTS][4];
-        if (math) {
-          if (active) fa_tile_scores<Cfg>(s, frag.q, frag.k);
-          if constexpr (C > 1) {
-            if (active) {
-              float4* xw = Xs + warp * NTS * 32 + lane;
-#pragma unroll
-              for (int i = 0; i < NTS; ++i) xw[i * 32] = make_float4(s[i][0], s[i][1], s[i][2], s[i][3]);
-            }
-            bar_sync_named(2 + rg, 32 * C);  // the pair's partial S
-            if (active) fa_add_partner<Cfg>(s, Xs + (rg * C + (1 - c)) * NTS * 32 + lane);
-          }
-          if (active) fa_tile_softmax<Cfg>(s, o, pb, t, lo_rr, hi_rr, m_r, l_r);
-        } else {
-          dequant_v(ti, ct, n_ct);
-          bar_sync_named(kConvBar, n_ct);  // every converter is done with raw slot ti % R
-          issue(ti + R);
-        }
-        __syncthreads();  // BB(ti)
-        if (math) {
-          if (active) fa_tile_pv<Cfg>(o, s, frag.v);
-        } else if (ti + 1 < n_tiles) {
-          raw_ready(ti + 1);
-          bar_sync_named(kConvBar, n_ct);  // raw tile ti + 1 landed for every converter; Offs
-          dequant_k(ti + 1, ct, n_ct);
-        }
-        __syncthreads();  // BA(ti + 1)
-      }
-      continue;
-    }
+    if (F == 2) __syncthreads();  // BAR(0)
 
     for (int ti = 0; ti < n_tiles; ++ti) {
       const bool next = ti + 1 < n_tiles;
@@ -255,22 +203,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
           fa_tile_softmax<Cfg>(s, o, pb, t, lo_rr, hi_rr, m_r, l_r);
           fa_tile_pv<Cfg>(o, s, frag.v + fs * KT * kStride);
         }
-      } else if (next && conv) {
+      } else if (next && F == 2) {
         raw_ready(ti + 1);
         bar_sync_named(kConvBar, n_ct);  // raw tile ti + 1 landed for every converter; Offs
-        dequant_k(ti + 1, ct, n_ct);
-        dequant_v(ti + 1, ct, n_ct);
+        dequantize(ti + 1, ct, n_ct);
         bar_sync_named(kConvBar, n_ct);  // every converter is done with its raw slot
         issue(ti + 1 + R);
       }
-      if (!conv && next) {
+      if (F == 1 && next) {
         raw_ready(ti + 1);
         __syncthreads();  // every warp is done with the f16 stage; raw tile ti + 1 landed
-        dequant_k(ti + 1, tid, kThreads);
-        dequant_v(ti + 1, tid, kThreads);
+        dequantize(ti + 1, tid, kThreads);
       }
       __syncthreads();  // BAR(ti + 1)
-      if (!conv && next) issue(ti + 1 + R);
+      if (F == 1 && next) issue(ti + 1 + R);
     }
   }
 
@@ -279,16 +225,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
                        c == 0 && t == 0);
 }
 
-// The layout a launch for p takes: the Q row groups its CTAs need (as fa_launch_layout), then,
-// where the row-less warps are at least as many as the others (a decode step: one row group),
-// converters in the split form (one f16 K and one f16 V stage) with the most raw tiles that fit
-// (at least 2); else one f16 stage that every thread fills, with the most raw tiles that fit.
-// Measured on an H100 (31B shapes, thirty-first session), a decode step at depth 524288: the
-// double form with two raw tiles 22.39 ms, with one 25.78, every thread dequantizing 25.69; a
-// verify of 5 (three row groups: two row-less warps) 35.98 ms with the double form against
-// 30.05 with every thread. Measurement switches: GS_ATTN_Q8_MODE=double (two f16 K/V stages,
-// the thirty-first session's form) or one (every thread; GS_ATTN_Q8_F=1 is the same);
-// GS_ATTN_STAGES caps the raw tiles.
+// The layout a launch for p takes: the Q row groups its CTAs need (as fa_launch_layout), then
+// two f16 stages where the row-less warps are at least as many as the others and two raw tiles
+// in flight fit beside them (a decode step: one row group), else one f16 stage, with the most
+// raw tiles that fit either way. Measured on an H100 (31B shapes, thirty-first session), a
+// decode step at depth 524288: two stages and two raw tiles 22.39 ms, two stages and one raw
+// tile 25.78, one stage (every thread dequantizing) 25.69; a verify of 5 (three row groups: two
+// row-less warps, one raw tile fits) 35.98 ms with two stages against 30.05 with one.
+// GS_ATTN_STAGES caps the raw tiles and GS_ATTN_Q8_F=1 forces one f16 stage (measurement
+// switches).
 template <class Cfg>
 FaQ8Layout fa_q8_launch_layout(const AttnParams& p) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
@@ -297,18 +242,12 @@ FaQ8Layout fa_q8_launch_layout(const AttnParams& p) {
   int max_raw = kQ8MaxRaw;
   if (const char* e = std::getenv("GS_ATTN_STAGES"); e && *e) max_raw = std::clamp(std::atoi(e), 1, kQ8MaxRaw);
   const char* fe = std::getenv("GS_ATTN_Q8_F");
-  const char* me = std::getenv("GS_ATTN_Q8_MODE");
-  const std::string mode = fe && std::atoi(fe) == 1 ? "one" : me && *me ? me : "split";
   const int n_math = nrg * Cfg::C;
-  const bool conv_ok = Cfg::kWarps - n_math >= n_math && mode != "one";
-  const int min_raw_conv = std::min(2, max_raw);  // a measurement cap below 2 still takes converters
-  if (conv_ok) {
-    const int f = mode == "double" ? 2 : 1;
-    for (int r = max_raw; r >= min_raw_conv; --r)
-      if (fa_q8_layout<Cfg>(nrg, f, r, true).total <= fa_smem_budget<Cfg>()) return fa_q8_layout<Cfg>(nrg, f, r, true);
-  }
-  for (int r = max_raw; r >= 1; --r)
-    if (fa_q8_layout<Cfg>(nrg, 1, r).total <= fa_smem_budget<Cfg>()) return fa_q8_layout<Cfg>(nrg, 1, r);
+  const bool two_ok = Cfg::kWarps - n_math >= n_math && !(fe && std::atoi(fe) == 1);
+  const int min_raw_two = std::min(2, max_raw);  // a measurement cap below 2 still takes two stages
+  for (int f = two_ok ? 2 : 1; f >= 1; --f)
+    for (int r = max_raw; r >= (f == 2 ? min_raw_two : 1); --r)
+      if (fa_q8_layout<Cfg>(nrg, f, r).total <= fa_smem_budget<Cfg>()) return fa_q8_layout<Cfg>(nrg, f, r);
   return fa_q8_layout<Cfg>(nrg, 1, 1);  // fits at any nrg (as the f16 kernel's one stage)
 }
 
@@ -320,7 +259,7 @@ void launch_fa_q8_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* 
                   static_cast<unsigned>(n_splits));
   const FaQ8Layout l = fa_q8_launch_layout<Cfg>(p);
   launch_k(attn_fa_q8_kernel<Cfg>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
-           l.f16_stages, l.raw_stages, l.conv ? 1 : 0);
+           l.f16_stages, l.raw_stages);
   launch_attention_combine(s, p, n_splits, partial);
 }
 

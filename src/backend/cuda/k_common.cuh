@@ -107,20 +107,6 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
-// cp_async_wait<n>() for a run-time n in [0, MaxN] (the immediate must be a constant: one
-// branch per value; n past MaxN waits for every group).
-template <int MaxN>
-__device__ __forceinline__ void cp_async_wait_dyn(int n) {
-  if constexpr (MaxN > 0) {
-    if (n >= MaxN) {
-      cp_async_wait<MaxN>();
-      return;
-    }
-    cp_async_wait_dyn<MaxN - 1>(n);
-  } else {
-    cp_async_wait<0>();
-  }
-}
 // Named barrier `id` (1..15; 0 is __syncthreads') of n_threads threads (a multiple of 32):
 // every warp that takes part calls it with the same id and count (PTX bar.sync), which orders
 // their shared-memory accesses as __syncthreads does for the whole block.

@@ -58,44 +58,26 @@ __device__ __forceinline__ void q8x4_to_f16x4(uint32_t w, __half2 s2, uint32_t& 
 
 // A tile of n_keys q8_0 head rows of D values (raw: n_keys rows of D + D / 16 bytes, one after
 // another, 16-byte aligned: D % 256 == 0) as f16 rows of `stride` halves (16-byte aligned) in
-// dst, by the threads tid = 0 .. n_threads - 1 of the block, 16 values a unit. Each thread
-// loads U units before converting the first, so that U shared-memory loads are in flight
-// instead of one (a decode step's converters waited on each load in turn: Nsight Compute,
-// thirty-second session). The values do not depend on U.
-template <int D, int U = 4>
+// dst, by the threads tid = 0 .. n_threads - 1 of the block, 16 values a step.
+template <int D>
 __device__ __forceinline__ void q8_tile_to_f16(const uint8_t* raw, __half* dst, int stride, int n_keys, int tid,
                                                int n_threads) {
   constexpr int kRowBytes = D + D / 16, kUnits = D / 16;
   static_assert(D % 256 == 0, "16-byte aligned q8_0 rows");
-  const int n = n_keys * kUnits;
-  for (int base = tid; base < n; base += U * n_threads) {
-    uint4 q[U];
-    uint32_t sb[U];
-#pragma unroll
-    for (int k = 0; k < U; ++k) {
-      const int idx = base + k * n_threads;
-      if (idx < n) {
-        const uint8_t* row = raw + (idx / kUnits) * kRowBytes;
-        const int u = idx % kUnits;
-        q[k] = *reinterpret_cast<const uint4*>(row + u * 16);
-        sb[k] = reinterpret_cast<const uint16_t*>(row + D)[u >> 1];
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < U; ++k) {
-      const int idx = base + k * n_threads;
-      if (idx < n) {
-        const __half2 s2 = bits_h2(sb[k] | (sb[k] << 16));
-        uint4 a, b;
-        q8x4_to_f16x4(q[k].x, s2, a.x, a.y);
-        q8x4_to_f16x4(q[k].y, s2, a.z, a.w);
-        q8x4_to_f16x4(q[k].z, s2, b.x, b.y);
-        q8x4_to_f16x4(q[k].w, s2, b.z, b.w);
-        uint4* o = reinterpret_cast<uint4*>(dst + (idx / kUnits) * stride + (idx % kUnits) * 16);
-        o[0] = a;
-        o[1] = b;
-      }
-    }
+  for (int idx = tid; idx < n_keys * kUnits; idx += n_threads) {
+    const int key = idx / kUnits, u = idx % kUnits;
+    const uint8_t* row = raw + key * kRowBytes;
+    const uint4 q = *reinterpret_cast<const uint4*>(row + u * 16);
+    const uint32_t sb = reinterpret_cast<const uint16_t*>(row + D)[u >> 1];
+    const __half2 s2 = bits_h2(sb | (sb << 16));
+    uint4 a, b;
+    q8x4_to_f16x4(q.x, s2, a.x, a.y);
+    q8x4_to_f16x4(q.y, s2, a.z, a.w);
+    q8x4_to_f16x4(q.z, s2, b.x, b.y);
+    q8x4_to_f16x4(q.w, s2, b.z, b.w);
+    uint4* o = reinterpret_cast<uint4*>(dst + key * stride + u * 16);
+    o[0] = a;
+    o[1] = b;
   }
 }
 

@@ -317,10 +317,6 @@ template <int N>
 inline void cp_async_wait() {
   ::emu::cp_wait(N);
 }
-template <int MaxN>
-inline void cp_async_wait_dyn(int n) {
-  ::emu::cp_wait(n < 0 ? 0 : n > MaxN ? MaxN : n);
-}
 inline void bar_sync_named(int id, int n_threads) { ::emu::named_sync(id, n_threads); }
 
 }  // namespace gs::cuda
