@@ -28,7 +28,6 @@
 
 #include "backend/cuda/k_attn_common.cuh"
 #include "backend/cuda/k_attn_fa.cuh"
-#include "backend/cuda/k_bulk.cuh"
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_kv_q8.cuh"
 #include "backend/cuda/k_launch.cuh"
@@ -44,11 +43,10 @@ constexpr int kConvBar = 1;   // named barrier of the converters; 2 + rg: row gr
 
 // Dynamic shared memory of attn_fa_q8_kernel: Q [16 nrg][kStride] f16, f16 K stages
 // [F][KT][kStride], f16 V stages the same, partial S [nrg C][NTS][32] float4 (C = 2 only), KV
-// row byte offsets [R + 1][KT] int64, raw K ring [R][KT][kRawRow] bytes, raw V ring the same,
-// one mbarrier per raw slot [R] (bulk copies).
+// row byte offsets [R + 1][KT] int64, raw K ring [R][KT][kRawRow] bytes, raw V ring the same.
 struct FaQ8Layout {
   int qrows, f16_stages, raw_stages;
-  size_t k, v, x, off, rk, rv, bar, total;
+  size_t k, v, x, off, rk, rv, total;
 };
 template <class Cfg>
 __host__ __device__ constexpr FaQ8Layout fa_q8_layout(int nrg, int f16_stages, int raw_stages) {
@@ -62,15 +60,13 @@ __host__ __device__ constexpr FaQ8Layout fa_q8_layout(int nrg, int f16_stages, i
   l.off = l.x + (Cfg::C > 1 ? 16ull * nrg * Cfg::C * Cfg::NTS * 32 : 0);
   l.rk = l.off + (static_cast<size_t>(raw_stages) + 1) * Cfg::KT * 8;
   l.rv = l.rk + static_cast<size_t>(raw_stages) * Cfg::KT * Cfg::kRawRow;
-  l.bar = l.rv + static_cast<size_t>(raw_stages) * Cfg::KT * Cfg::kRawRow;  // a multiple of 16
-  l.total = l.bar + 8ull * raw_stages;
+  l.total = l.rv + static_cast<size_t>(raw_stages) * Cfg::KT * Cfg::kRawRow;
   return l;
 }
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
-    attn_fa_q8_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int f16_stages, int raw_stages,
-                      int bulk) {
+    attn_fa_q8_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int f16_stages, int raw_stages) {
   GS_PDL_ENTRY();
   constexpr int D = Cfg::D, C = Cfg::C, KT = Cfg::KT, kRows = Cfg::kRows, kThreads = Cfg::kThreads;
   constexpr int Dc = Cfg::Dc, kStride = Cfg::kStride, NTS = Cfg::NTS, NTO = Cfg::NTO, kRawRow = Cfg::kRawRow;
@@ -83,9 +79,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   int64_t* Offs = reinterpret_cast<int64_t*>(smem + L.off);
   uint8_t* raw_k = smem + L.rk;
   uint8_t* raw_v = smem + L.rv;
-  // bulk: one mbarrier per raw ring slot; a phase completes when the KT threads that copy a
-  // tile's keys have arrived and its bytes have landed.
-  uint64_t* raw_bar = reinterpret_cast<uint64_t*>(smem + L.bar);
   __shared__ int r_tok[kRows], r_head[kRows], r_lo[kRows], r_hi[kRows], r_seq[kRows], r_lead[kRows];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, t = lane & 3;
@@ -105,11 +98,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
   const int tok0 = tb * rm.rt;
 
-  if (bulk && tid == 0) {
-    for (int r = 0; r < R; ++r) mbar_init(&raw_bar[r], KT);
-    mbar_init_fence();
-  }
-  uint32_t raw_parity = 0;  // bulk: bit r, the parity of the next phase of raw_bar[r] to wait for
   load_cta_rows<kRows>(p, rm, tok0, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
   load_q_f16<D, kThreads>(p, r_tok, r_head, L.qrows, [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + r * kStride + d); });
   __syncthreads();
@@ -138,11 +126,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     warp_key_range(lo_rr, hi_rr, w_lo, w_hi);
 
     // --- the copying threads' steps. Tile x's raw rows sit in ring slot x % R, their byte
-    // offsets in Offs slot x % (R + 1). Either one cp.async group per tile (K and V), committed
-    // in tile order, an empty one past the last tile, so that at each wait R - 1 may be pending;
-    // or (bulk) thread ct < KT copies key ct's K and V rows by the copy engine (two bulk copies
-    // of kRawRow bytes instead of 2 kRawChunks cp.async spread over the copiers, each with its
-    // division and offset load), on raw_bar[x % R]; a key without a row gets zeros.
+    // offsets in Offs slot x % (R + 1); one cp.async group per tile (K and V), committed in
+    // tile order, an empty one past the last tile, so that at each wait R - 1 may be pending.
     auto row_offset = [&](int x) -> int64_t {  // byte offset of tile x's head row ct, -1: zeros
       const int pos = tile_pos(x) + ct;
       if (pos < lo_seg || pos > hi_seg) return -1;
@@ -150,27 +135,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       return sl < 0 ? -1 : (sl * n_kv + j) * kRawRow;
     };
     auto issue = [&](int x) {
-      if (bulk) {
-        if (x < n_tiles && ct < KT) {
-          const int64_t off = Offs[(x % (R + 1)) * KT + ct];
-          uint8_t* dk = raw_k + ((x % R) * KT + ct) * kRawRow;
-          uint8_t* dv = raw_v + ((x % R) * KT + ct) * kRawRow;
-          uint64_t* bar = &raw_bar[x % R];
-          if (off >= 0) {
-            fence_proxy_async_shared();  // this thread's earlier generic accesses of the slot first
-            mbar_arrive_expect_tx(bar, 2 * kRawRow);
-            bulk_g2s(dk, kp8 + off, kRawRow, bar);
-            bulk_g2s(dv, vp8 + off, kRawRow, bar);
-          } else {
-            for (int b = 0; b < kRawRow; b += 16) {
-              *reinterpret_cast<uint4*>(dk + b) = make_uint4(0, 0, 0, 0);
-              *reinterpret_cast<uint4*>(dv + b) = make_uint4(0, 0, 0, 0);
-            }
-            mbar_arrive(bar);
-          }
-        }
-        return;
-      }
       if (x < n_tiles) {
         constexpr int CH = Cfg::kRawChunks;
         const int64_t* offs = Offs + (x % (R + 1)) * KT;
@@ -189,17 +153,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     };
     // Raw tile x has landed (this thread's copies of it); tile x + R's offsets into Offs.
     auto raw_ready = [&](int x) {
-      if (bulk) {
-        const int r = x % R;
-        mbar_wait(&raw_bar[r], (raw_parity >> r) & 1u);
-        raw_parity ^= 1u << r;
-      } else if (R == 1) {
-        cp_async_wait<0>();
-      } else if (R == 2) {
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<2>();
-      }
+      if (R == 1) cp_async_wait<0>();
+      else if (R == 2) cp_async_wait<1>();
+      else cp_async_wait<2>();
       if (ct < KT && x + R < n_tiles) Offs[((x + R) % (R + 1)) * KT + ct] = row_offset(x + R);
     };
     // Raw tile x into f16 stage x % F, by the threads i = 0 .. n - 1.
@@ -302,12 +258,8 @@ void launch_fa_q8_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* 
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   const FaQ8Layout l = fa_q8_launch_layout<Cfg>(p);
-  // The raw tiles by bulk copies (GS_ATTN_Q8_BULK=0: by cp.async, the thirty-first session's
-  // form; a measurement switch read on every launch).
-  const char* be = std::getenv("GS_ATTN_Q8_BULK");
-  const int bulk = be && *be && std::atoi(be) == 0 ? 0 : 1;
   launch_k(attn_fa_q8_kernel<Cfg>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
-           l.f16_stages, l.raw_stages, bulk);
+           l.f16_stages, l.raw_stages);
   launch_attention_combine(s, p, n_splits, partial);
 }
 

@@ -41,10 +41,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   } while (!done);
 }
 
-// Orders this thread's earlier generic-proxy accesses of shared memory before its later
-// async-proxy ones (a bulk copy into bytes it wrote or read).
-__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
 // `bytes` (a multiple of 16; src and dst 16-byte aligned) from global memory into shared
 // memory; the copy engine reports them to `bar` as completed transactions.
 __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {

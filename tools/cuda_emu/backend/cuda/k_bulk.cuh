@@ -48,7 +48,6 @@ inline void land(const ::emu::State::BulkCopy& c) {
 
 inline void mbar_init(uint64_t* bar, uint32_t count) { *bar = mbar_detail::pack(0, count, count, 0); }
 inline void mbar_init_fence() {}
-inline void fence_proxy_async_shared() {}
 inline void mbar_arrive(uint64_t* bar) {
   using namespace mbar_detail;
   const uint64_t v = *bar;
