@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "backend/cuda/k_attn_common.cuh"
@@ -64,7 +65,23 @@ __host__ __device__ constexpr FaQ8Layout fa_q8_layout(int nrg, int f16_stages, i
   return l;
 }
 
-template <class Cfg>
+// Where the tile loop's time goes (kTiming, a measurement instantiation: GS_ATTN_Q8_TIMING=1):
+// lane 0 of warp 0 (rows) and of the first warp without rows adds up the clock64 cycles of
+// each part of its loop, and CTA (0, 0, 0) prints both at its end, one line a launch
+// ("q8t ..."; scripts/device_q8_timing.sh averages them). The kernel without it is unchanged.
+enum Q8Part { kQ8Math, kQ8MathBar, kQ8RawWait, kQ8ConvBar, kQ8Dequant, kQ8Issue, kQ8ConvCtaBar, kQ8Parts };
+struct Q8Clock {
+  long long sum[kQ8Parts] = {};
+  long long t = 0;
+  __device__ __forceinline__ void start() { t = clock64(); }
+  __device__ __forceinline__ void lap(int part) {
+    const long long now = clock64();
+    sum[part] += now - t;
+    t = now;
+  }
+};
+
+template <class Cfg, bool kTiming>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     attn_fa_q8_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int f16_stages, int raw_stages) {
   GS_PDL_ENTRY();
@@ -111,6 +128,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   // This thread's two rows (a copier's are at or past qrows and unused).
   const int row_a = rg * 16 + (lane >> 2), row_b = row_a + 8;
   const FaFrags<Cfg> frag(Qs, Ks, Vs, rg, c, lane);
+  Q8Clock clk;
+  int timed_tiles = 0;
+  const long long t_begin = kTiming ? clock64() : 0;
 
   for (int lead = 0; lead < kRows; ++lead) {
     if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
@@ -182,8 +202,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     }
     if (F == 2) __syncthreads();  // BAR(0)
 
+    if constexpr (kTiming) clk.start();
     for (int ti = 0; ti < n_tiles; ++ti) {
       const bool next = ti + 1 < n_tiles;
+      if constexpr (kTiming) ++timed_tiles;
       if (math) {
         const int pb = tile_pos(ti);
         const bool active = pb <= w_hi && pb + KT - 1 >= w_lo;  // uniform over the row group's warps
@@ -203,12 +225,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
           fa_tile_softmax<Cfg>(s, o, pb, t, lo_rr, hi_rr, m_r, l_r);
           fa_tile_pv<Cfg>(o, s, frag.v + fs * KT * kStride);
         }
+        if constexpr (kTiming) clk.lap(kQ8Math);
       } else if (next && F == 2) {
         raw_ready(ti + 1);
+        if constexpr (kTiming) clk.lap(kQ8RawWait);
         bar_sync_named(kConvBar, n_ct);  // raw tile ti + 1 landed for every converter; Offs
+        if constexpr (kTiming) clk.lap(kQ8ConvBar);
         dequantize(ti + 1, ct, n_ct);
+        if constexpr (kTiming) clk.lap(kQ8Dequant);
         bar_sync_named(kConvBar, n_ct);  // every converter is done with its raw slot
+        if constexpr (kTiming) clk.lap(kQ8ConvBar);
         issue(ti + 1 + R);
+        if constexpr (kTiming) clk.lap(kQ8Issue);
       }
       if (F == 1 && next) {
         raw_ready(ti + 1);
@@ -216,10 +244,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
         dequantize(ti + 1, tid, kThreads);
       }
       __syncthreads();  // BAR(ti + 1)
+      if constexpr (kTiming) clk.lap(math ? kQ8MathBar : kQ8ConvCtaBar);
       if (F == 1 && next) issue(ti + 1 + R);
     }
   }
 
+  if constexpr (kTiming) {
+    const bool first_conv = warp == n_math && F == 2;
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && lane == 0 && (warp == 0 || first_conv)) {
+      const long long total = clock64() - t_begin;
+      printf("q8t role %s F %d R %d tiles %d total %lld math %lld math_bar %lld raw_wait %lld conv_bar %lld dequant %lld "
+             "issue %lld conv_cta_bar %lld\n",
+             warp == 0 ? "math" : "conv", F, R, timed_tiles, total, clk.sum[kQ8Math], clk.sum[kQ8MathBar],
+             clk.sum[kQ8RawWait], clk.sum[kQ8ConvBar], clk.sum[kQ8Dequant], clk.sum[kQ8Issue], clk.sum[kQ8ConvCtaBar]);
+    }
+  }
   if (!math) return;
   store_thread_rows<D>(p, partial, n_splits, split, r_tok, r_head, row_a, row_b, o, m_r, l_r, c * Dc, t,
                        c == 0 && t == 0);
@@ -258,19 +297,29 @@ void launch_fa_q8_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* 
   const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
                   static_cast<unsigned>(n_splits));
   const FaQ8Layout l = fa_q8_launch_layout<Cfg>(p);
-  launch_k(attn_fa_q8_kernel<Cfg>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
-           l.f16_stages, l.raw_stages);
+  static const bool timing = [] {
+    const char* e = std::getenv("GS_ATTN_Q8_TIMING");
+    return e && *e && std::atoi(e) != 0;
+  }();
+  if (timing)
+    launch_k(attn_fa_q8_kernel<Cfg, true>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
+             l.f16_stages, l.raw_stages);
+  else
+    launch_k(attn_fa_q8_kernel<Cfg, false>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
+             l.f16_stages, l.raw_stages);
   launch_attention_combine(s, p, n_splits, partial);
 }
 
 template <class Cfg>
 cudaError_t prepare_fa_q8() {
   static_assert(fa_q8_layout<Cfg>(Cfg::kRG, 1, 1).total <= fa_smem_budget<Cfg>(), "one stage fits 64 rows");
-  cudaError_t e = cudaFuncSetAttribute(attn_fa_q8_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(fa_smem_budget<Cfg>()));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(attn_fa_q8_kernel<Cfg>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             cudaSharedmemCarveoutMaxShared);
+  cudaError_t e = cudaSuccess;
+  for (auto* k : {attn_fa_q8_kernel<Cfg, false>, attn_fa_q8_kernel<Cfg, true>}) {
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(fa_smem_budget<Cfg>()));
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  }
   return e;
 }
 

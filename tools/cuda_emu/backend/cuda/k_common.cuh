@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -105,6 +106,8 @@ inline int atomicAdd(int* p, int v) {
   return old;
 }
 inline void __nanosleep(unsigned) { ::emu::yield(); }
+// The SM's cycle counter: the host's steady clock in ns (only differences are used).
+inline long long clock64() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 [[noreturn]] inline void __trap() {
   std::fprintf(stderr, "emu: __trap\n");
   std::abort();
