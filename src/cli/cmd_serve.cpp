@@ -118,7 +118,6 @@ int serve(const ServeArgs& a) {
   std::thread http_thread([&] { http->run(); });
 
   std::atomic<bool> quit{false};
-  std::atomic<bool> signalled{false};
   std::shared_ptr<Engine> engine_for_signal;
   std::mutex engine_mu;
   std::thread signal_thread([&] {
@@ -127,34 +126,41 @@ int serve(const ServeArgs& a) {
       siginfo_t info;
       const int sig = sigtimedwait(&signals, &info, &tick);
       if (sig <= 0) continue;
-      GS_LOG_INFO("signal {}: draining (up to {} s), then stopping", sig, a.shutdown_timeout_s);
-      signalled = true;
-      // Refuses new requests and ends the queued ones at once (503): only running ones
-      // get the drain time.
-      http->set_draining();
       std::shared_ptr<Engine> engine;
       {
         std::lock_guard<std::mutex> lock(engine_mu);
         engine = engine_for_signal;
       }
-      if (engine) {
-        engine->drain();  // as set_draining did, if the model came after it
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.shutdown_timeout_s);
-        const timespec poll{0, 50 * 1000 * 1000};
-        while (std::chrono::steady_clock::now() < deadline) {
-          EngineMetrics m = engine->metrics();
-          if (m.busy_slots == 0 && m.queue_length == 0) break;
-          // A second SIGINT / SIGTERM while draining stops at once, as llama-server's second
-          // Ctrl-C does: running requests are cut off, the exit status is 128 + the signal.
-          const int again = sigtimedwait(&signals, &info, &poll);
-          if (again > 0) {
-            GS_LOG_WARN("signal {} again: stopping now, without waiting for running requests", again);
-            spdlog::default_logger()->flush();
-            std::_Exit(128 + again);
-          }
-        }
-        engine->shutdown();
+      if (!engine) {
+        // The model still loads: no request runs before it is there (they get 503 "loading"),
+        // so there is nothing to drain, and the load (minutes for a large model on a GPU)
+        // cannot be cut short from here. Before, the load went on to its end and a second
+        // signal was never read: Ctrl-C did nothing until the model had loaded.
+        GS_LOG_INFO("signal {} while the model loads: stopping now", sig);
+        spdlog::default_logger()->flush();
+        std::fflush(stdout);
+        std::_Exit(0);
       }
+      GS_LOG_INFO("signal {}: draining (up to {} s), then stopping", sig, a.shutdown_timeout_s);
+      // Refuses new requests and ends the queued ones at once (503): only running ones
+      // get the drain time.
+      http->set_draining();
+      engine->drain();  // set_draining drains it only once the server holds the model
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.shutdown_timeout_s);
+      const timespec poll{0, 50 * 1000 * 1000};
+      while (std::chrono::steady_clock::now() < deadline) {
+        EngineMetrics m = engine->metrics();
+        if (m.busy_slots == 0 && m.queue_length == 0) break;
+        // A second SIGINT / SIGTERM while draining stops at once, as llama-server's second
+        // Ctrl-C does: running requests are cut off, the exit status is 128 + the signal.
+        const int again = sigtimedwait(&signals, &info, &poll);
+        if (again > 0) {
+          GS_LOG_WARN("signal {} again: stopping now, without waiting for running requests", again);
+          spdlog::default_logger()->flush();
+          std::_Exit(128 + again);
+        }
+      }
+      engine->shutdown();
       http->stop();
       return;
     }
@@ -184,10 +190,6 @@ int serve(const ServeArgs& a) {
   if (!loaded.ok()) {
     std::fprintf(stderr, "gemmaserve serve: cannot start: %s\n", loaded.status().to_string().c_str());
     return finish(1);
-  }
-  if (signalled) {
-    loaded->engine->shutdown();
-    return finish(0);
   }
   {
     std::lock_guard<std::mutex> lock(engine_mu);

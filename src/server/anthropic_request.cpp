@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "text/json_grammar.h"
 
@@ -300,6 +301,11 @@ Status read_tools(const json& body, std::vector<text::ChatTool>* out) {
     if (!t.is_object()) return invalid(fmt::format("{} must be an object, got {}", path, json_type_name(t)));
     std::optional<std::string> type;
     GS_RETURN_IF_ERROR(read_string(t, path, "type", &type));
+    if (type && *type == "function") {
+      return invalid(fmt::format("{}.type 'function' is the chat completions form of a tool; on this route a tool is "
+                                 "Anthropic's: name, description and input_schema",
+                                 path));
+    }
     if (type && *type != "custom") {
       return invalid(fmt::format("{}.type '{}' is one of Anthropic's server tools, which this server does not run; "
                                  "declare a client tool with name, description and input_schema",
@@ -416,6 +422,19 @@ Status read_generation(const json& body, const RequestDefaults& defaults, Genera
 Result<ChatCompletionRequest> parse_messages_request(const json& body, const RequestDefaults& defaults,
                                                      MessagesRoute route) {
   ChatCompletionRequest req;
+  // Chat completion fields this route does not read are refused, not dropped (foreign_fields.h).
+  constexpr std::string_view kReadHere[] = {"model", "messages", "tools", "tool_choice", "max_tokens",
+                                            "temperature", "top_p", "top_k", "stream"};
+  constexpr FieldRename kRenames[] = {{"stop", "stop_sequences"},
+                                      {"max_completion_tokens", "max_tokens"},
+                                      {"n_predict", "max_tokens"},
+                                      {"reasoning_effort", "thinking"},
+                                      {"chat_template_kwargs", "thinking"},
+                                      {"reasoning_budget_tokens", "thinking.budget_tokens"},
+                                      {"thinking_budget_tokens", "thinking.budget_tokens"},
+                                      {"functions", "tools"},
+                                      {"function_call", "tool_choice"}};
+  GS_RETURN_IF_ERROR(check_unread_chat_fields(body, "/v1/messages", kReadHere, kRenames));
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");

@@ -810,6 +810,8 @@ size_t ident_length(std::string_view s, size_t i) {
 
 }  // namespace
 
+std::span<const std::string_view> chat_request_field_names() { return kRequestFields; }
+
 std::string error_param(std::string_view message) {
   // path := ident ( "[" digits "]" | "." ["$"] ident )*, then the end, a blank, ':' or ','
   // (the "$" of a JSON Schema keyword: "response_format.json_schema.schema.$ref").

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -141,5 +142,9 @@ Result<CompletionRequest> parse_completion_request(const nlohmann::json& body, c
 // the field at fault ("messages[2].content must be ...", "tools[0].function.name: ...").
 // "" when the message begins with no field of a request ("the request body is not JSON").
 std::string error_param(std::string_view message);
+
+// Every top-level field the request parsers of this header read (and /tokenize's and
+// /detokenize's, token_api.h): the roots error_param() knows.
+std::span<const std::string_view> chat_request_field_names();
 
 }  // namespace gs::server

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
+#include "server/api_request.h"
 #include "server/json_input.h"
 
 namespace gs::server {
@@ -62,6 +64,47 @@ Status check_foreign_fields(const json& body, bool chat) {
     return unsupported("chat_template", "the prompt is rendered by the server's Gemma 4 chat format");
   }
   return bool_field(body, "echo", false, "the answer never repeats the last message");
+}
+
+namespace {
+
+// A value of a chat field that asks for nothing beyond the chat route's defaults.
+bool neutral_value(std::string_view field, const json& v) {
+  if (v.is_null()) return true;
+  if (v.is_boolean()) {
+    const bool default_true = field == "add_generation_prompt" || field == "skip_special_tokens" ||
+                              field == "spaces_between_special_tokens" || field == "speculative";
+    return v.get<bool>() == default_true;
+  }
+  if (v.is_string()) return v.get_ref<const std::string&>().empty();  // json::empty() is false for any string
+  if (v.is_array() || v.is_object()) return v.empty();
+  if ((field == "n" || field == "best_of") && v.is_number_integer()) return v.get<int64_t>() == 1;
+  return false;
+}
+
+}  // namespace
+
+Status check_unread_chat_fields(const json& body, std::string_view route, std::span<const std::string_view> read_here,
+                                std::span<const FieldRename> renames) {
+  // The token routes' fields (content, tokens, ...) are in the list for error paths only.
+  constexpr std::string_view kTokenRouteFields[] = {"content", "add_special", "parse_special", "with_pieces", "tokens"};
+  for (const std::string_view field : chat_request_field_names()) {
+    if (field == "reasoning_format") continue;
+    if (std::find(std::begin(kTokenRouteFields), std::end(kTokenRouteFields), field) != std::end(kTokenRouteFields)) {
+      continue;
+    }
+    if (std::find(read_here.begin(), read_here.end(), field) != read_here.end()) continue;
+    const auto it = body.find(field);
+    if (it == body.end() || neutral_value(field, *it)) continue;
+    const auto rename = std::find_if(renames.begin(), renames.end(), [&](const FieldRename& r) { return r.field == field; });
+    if (rename != renames.end()) {
+      return Status(StatusCode::kUnimplemented,
+                    fmt::format("{} is not read on {}: send {}", field, route, rename->instead));
+    }
+    return Status(StatusCode::kUnimplemented,
+                  fmt::format("{} is a /v1/chat/completions field, not read on {}", field, route));
+  }
+  return {};
 }
 
 }  // namespace gs::server

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <span>
+#include <string_view>
+
 #include "core/status.h"
 
 namespace gs::server {
@@ -18,5 +21,26 @@ namespace gs::server {
 // of the wrong type, kUnimplemented ("... is not supported by this server") for a value
 // that would change the answer; both name the field first.
 Status check_foreign_fields(const nlohmann::json& body, bool chat);
+
+// A chat completion field that a translated route names otherwise ("max_tokens" is
+// "max_output_tokens" on /v1/responses).
+struct FieldRename {
+  std::string_view field;
+  std::string_view instead;
+};
+
+// The routes that translate their own API into a chat request (/v1/messages, /v1/responses)
+// read their own fields; a field of the chat route (chat_request_field_names(), the token
+// routes' fields aside) that such a route does not read (`read_here`) would be dropped without
+// a word, and the client would take the answer for what it asked for (response_format,
+// max_tokens, stop, n, guided_json, logit_bias, ...). Each one present with a value that
+// changes something is refused by name: kUnimplemented ("FIELD is not read on ROUTE: send
+// INSTEAD" where `renames` names the route's own field, else "FIELD is a /v1/chat/completions
+// field, not read on ROUTE"). Neutral values pass: null, false, an empty string, array or
+// object, n or best_of 1, and true for the fields whose default it is (add_generation_prompt,
+// skip_special_tokens, spaces_between_special_tokens, speculative). `reasoning_format` is left
+// to the route (decision 0034: those routes keep their own reasoning blocks).
+Status check_unread_chat_fields(const nlohmann::json& body, std::string_view route,
+                                std::span<const std::string_view> read_here, std::span<const FieldRename> renames);
 
 }  // namespace gs::server

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/openai_format.h"
 
@@ -502,6 +503,24 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   ResponsesTranslation t;
   t.chat_body = json::object();
   GS_RETURN_IF_ERROR(check_stateless(body));
+  // Chat completion fields this route does not read are refused, not dropped (foreign_fields.h).
+  constexpr std::string_view kReadHere[] = {
+      "model", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "top_k", "min_p", "seed",
+      "presence_penalty", "frequency_penalty", "repetition_penalty", "speculative", "draft_max", "stream",
+      "stream_options", "top_logprobs", "prompt"};
+  constexpr FieldRename kRenames[] = {{"max_tokens", "max_output_tokens"},
+                                      {"max_completion_tokens", "max_output_tokens"},
+                                      {"n_predict", "max_output_tokens"},
+                                      {"messages", "input"},
+                                      {"response_format", "text.format"},
+                                      {"json_schema", "text.format"},
+                                      {"guided_json", "text.format"},
+                                      {"structured_outputs", "text.format"},
+                                      {"reasoning_effort", "reasoning.effort"},
+                                      {"chat_template_kwargs", "reasoning.effort"},
+                                      {"functions", "tools"},
+                                      {"function_call", "tool_choice"}};
+  GS_RETURN_IF_ERROR(check_unread_chat_fields(body, "/v1/responses", kReadHere, kRenames));
   GS_RETURN_IF_ERROR(check_unused_fields(body));
   GS_RETURN_IF_ERROR(translate_input(body, &t));
   GS_RETURN_IF_ERROR(translate_tools(body, &t.chat_body));
@@ -563,7 +582,13 @@ std::string responses_error_param(std::string_view message) {
       "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls"};
   size_t i = 0;
   while (i < message.size() && is_ident_char(message[i])) ++i;
-  if (i == 0 || std::find(std::begin(kRoots), std::end(kRoots), message.substr(0, i)) == std::end(kRoots)) return {};
+  // A chat completion field refused here (check_unread_chat_fields) is named as sent.
+  const std::string_view root = message.substr(0, i);
+  const auto chat_fields = chat_request_field_names();
+  if (i == 0 || (std::find(std::begin(kRoots), std::end(kRoots), root) == std::end(kRoots) &&
+                 std::find(chat_fields.begin(), chat_fields.end(), root) == chat_fields.end())) {
+    return {};
+  }
   while (i < message.size()) {
     if (message[i] == '[') {
       const auto idx = leading_index(message, i);

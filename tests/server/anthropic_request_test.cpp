@@ -497,5 +497,47 @@ TEST(AnthropicRequest, InputSchemaOfAnotherTypeThanObjectIsRefused) {
     "messages":[{"role":"user","content":"x"}]})");
 }
 
+// A chat completion field that the Messages route does not read was dropped without a word
+// (response_format, guided_json and grammar gave free text, stop did not stop, n 3 one
+// answer, max_completion_tokens did not cap). Each is refused by name, with the Messages
+// field to send where there is one; neutral values pass. A chat-form tool is named as such
+// (it was called "one of Anthropic's server tools").
+TEST(AnthropicRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
+  const std::string head = R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],)";
+  struct Case {
+    std::string extra;
+    std::string field;
+    std::string instead;
+  };
+  const std::vector<Case> cases = {
+      {R"("stop":["e"])", "stop", "stop_sequences"},
+      {R"("max_completion_tokens":2)", "max_completion_tokens", "max_tokens"},
+      {R"("reasoning_effort":"none")", "reasoning_effort", "thinking"},
+      {R"("chat_template_kwargs":{"enable_thinking":false})", "chat_template_kwargs", "thinking"},
+      {R"("response_format":{"type":"json_object"})", "response_format", ""},
+      {R"("guided_json":{"type":"object"})", "guided_json", ""},
+      {R"("grammar":"root ::= x")", "grammar", ""},
+      {R"("n":3)", "n", ""},
+      {R"("seed":7)", "seed", ""},
+      {R"("logprobs":true)", "logprobs", ""},
+      {R"("ignore_eos":true)", "ignore_eos", ""},
+  };
+  for (const Case& c : cases) {
+    for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
+      auto r = parse(head + c.extra + "}", route);
+      ASSERT_FALSE(r.ok()) << c.extra;
+      EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
+      const std::string& m = r.status().message();
+      EXPECT_EQ(m.rfind(c.field + " ", 0), 0u) << m;
+      if (!c.instead.empty()) EXPECT_NE(m.find("send " + c.instead), std::string::npos) << m;
+    }
+  }
+  ok(head + R"("n":1,"logprobs":false,"stop":[],"grammar":"","stream":false,"top_k":4,"metadata":{"user_id":"u"}})");
+  const std::string chat_tool =
+      refused(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+      "function":{"name":"f"}}]})");
+  EXPECT_NE(chat_tool.find("chat completions form"), std::string::npos) << chat_tool;
+}
+
 }  // namespace
 }  // namespace gs::server

@@ -367,5 +367,53 @@ TEST(ResponsesRequest, OutputsFollowTheirCallsTurnWhateverCameBetween) {
             std::string::npos);
 }
 
+// A chat completion field that the Responses route does not read was dropped without a word:
+// response_format gave free text, max_tokens 2 up to the default 4096 tokens, n 3 one output,
+// stop no stop. Each is refused by name (code unsupported), with the Responses field to send
+// where there is one; neutral values and the fields the route reads pass.
+TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
+  const json base{{"input", "hi"}};
+  struct Case {
+    json extra;
+    std::string field;
+    std::string instead;  // "" when the route has no such field
+  };
+  const std::vector<Case> cases = {
+      {{{"response_format", {{"type", "json_object"}}}}, "response_format", "text.format"},
+      {{{"max_tokens", 2}}, "max_tokens", "max_output_tokens"},
+      {{{"max_completion_tokens", 2}}, "max_completion_tokens", "max_output_tokens"},
+      {{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}}, "messages", "input"},
+      {{{"reasoning_effort", "none"}}, "reasoning_effort", "reasoning.effort"},
+      {{{"guided_json", {{"type", "object"}}}}, "guided_json", "text.format"},
+      {{{"n", 3}}, "n", ""},
+      {{{"stop", json::array({"e"})}}, "stop", ""},
+      {{{"logit_bias", {{"5", 1}}}}, "logit_bias", ""},
+      {{{"logprobs", true}}, "logprobs", ""},
+      {{{"stop_token_ids", json::array({18})}}, "stop_token_ids", ""},
+      {{{"grammar", "root ::= x"}}, "grammar", ""},
+      {{{"typical_p", 0.5}}, "typical_p", ""},
+  };
+  for (const Case& c : cases) {
+    json body = base;
+    body.update(c.extra);
+    auto r = parse(body);
+    ASSERT_FALSE(r.ok()) << body.dump();
+    EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
+    const std::string& m = r.status().message();
+    EXPECT_EQ(m.rfind(c.field + " ", 0), 0u) << m;
+    if (!c.instead.empty()) EXPECT_NE(m.find("send " + c.instead), std::string::npos) << m;
+    EXPECT_EQ(responses_error_param(m), c.field) << m;
+  }
+  // Neutral values, the route's own fields and fields the chat route does not know pass.
+  json neutral = base;
+  neutral.update({{"n", 1}, {"logprobs", false}, {"stop", nullptr}, {"logit_bias", json::object()}, {"grammar", ""},
+                  {"stream_options", {{"include_obfuscation", false}}}, {"seed", 3}, {"top_k", 5},
+                  {"max_output_tokens", 9}, {"reasoning_format", "none"}, {"user", "u"}, {"service_tier", "auto"}});
+  auto r = parse(neutral);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->chat.gen.max_tokens, 9);
+  EXPECT_EQ(r->chat.gen.n, 1);
+}
+
 }  // namespace
 }  // namespace gs
