@@ -529,7 +529,9 @@ TEST(AnthropicRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
       const std::string& m = r.status().message();
       EXPECT_EQ(m.rfind(c.field + " ", 0), 0u) << m;
-      if (!c.instead.empty()) EXPECT_NE(m.find("send " + c.instead), std::string::npos) << m;
+      if (!c.instead.empty()) {
+        EXPECT_NE(m.find("send " + c.instead), std::string::npos) << m;
+      }
     }
   }
   ok(head + R"("n":1,"logprobs":false,"stop":[],"grammar":"","stream":false,"top_k":4,"metadata":{"user_id":"u"}})");

@@ -401,7 +401,9 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
     EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
     const std::string& m = r.status().message();
     EXPECT_EQ(m.rfind(c.field + " ", 0), 0u) << m;
-    if (!c.instead.empty()) EXPECT_NE(m.find("send " + c.instead), std::string::npos) << m;
+    if (!c.instead.empty()) {
+      EXPECT_NE(m.find("send " + c.instead), std::string::npos) << m;
+    }
     EXPECT_EQ(responses_error_param(m), c.field) << m;
   }
   // Neutral values, the route's own fields and fields the chat route does not know pass.
