@@ -11,8 +11,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
-for f in "$DEV"/bin/*.gz; do [ -f "$f" ] && gunzip -f "$f"; done
-chmod +x "$DEV"/bin/* 2>/dev/null
 BIN="$DEV/bin/gemmaserve"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv,noheader
 if [ "${GS_Q8_TESTS:-1}" != 0 ]; then

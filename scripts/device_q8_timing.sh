@@ -9,8 +9,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
-for f in "$DEV"/bin/*.gz; do [ -f "$f" ] && gunzip -f "$f"; done
-chmod +x "$DEV"/bin/* 2>/dev/null
 BIN="$DEV/bin/gemmaserve"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 [ -f "$MODEL_31B" ] || "$BIN" synth --preset 31b -o "$MODEL_31B" --quiet >"$OUT/synth.log" 2>&1

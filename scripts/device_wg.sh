@@ -7,8 +7,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
-for f in "$DEV"/bin/*.gz; do [ -f "$f" ] && gunzip -f "$f"; done
-chmod +x "$DEV"/bin/* 2>/dev/null
 timeout 300 "$DEV/bin/gs_test_cuda" --gtest_filter='CudaWgmma.*:CudaAttention.*' >"$OUT/tests.log" 2>&1
 tests_summary $? "wgmma and attention"
 grep -E "Failure|GS_CUDA_ATTN=" "$OUT/tests.log" | head -20
