@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "core/host_memory.h"
 #include "core/log.h"
 #include "engine/engine_factory.h"
 #include "runtime/kv_cache.h"
@@ -71,8 +72,16 @@ uint64_t resident_bytes() {
   return 0;
 }
 
+// glibc malloc arenas for the server (decision 0036): enough that the engine thread, the CPU
+// backend's workers and the running requests' HTTP threads rarely wait on one another, few
+// enough that the dozens of HTTP worker threads do not each grow an arena of their own.
+constexpr int kServeMallocArenas = 4;
+
 int serve(const ServeArgs& a) {
   set_log_level(a.log_level);
+  // Before any thread starts (arenas already made would stay). MALLOC_ARENA_MAX in the
+  // environment, when set, is glibc's own choice and is left alone.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) limit_malloc_arenas(kServeMallocArenas);
   // Signals are taken by one thread (sigwait); every other thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);

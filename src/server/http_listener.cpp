@@ -11,8 +11,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -941,6 +945,90 @@ void refuse(Connection& c, Connection::State state) {
   }
 }
 
+// The workers of one listen(): a fixed set of threads that hands each job to the worker that
+// went idle last (a stack, not httplib's FIFO queue). Every thread keeps memory from the
+// requests it ran: its stack pages and glibc's per-thread cache of freed chunks (up to
+// ~240 KB a thread, which malloc_trim cannot reach). Under httplib's pool, sequential
+// requests rotated through all of the dozens of workers, and the process grew ~2 kB a
+// request towards that many caches (bug-case 64); now they land on the same few threads, and
+// the memory kept is that of the requests run at once.
+class LifoWorkers {
+ public:
+  explicit LifoWorkers(size_t n_threads) {
+    workers_.reserve(n_threads);
+    for (size_t i = 0; i < n_threads; ++i) workers_.push_back(std::make_unique<Worker>());
+    threads_.reserve(n_threads);
+    for (size_t i = 0; i < n_threads; ++i) threads_.emplace_back([this, w = workers_[i].get()] { run(w); });
+  }
+  LifoWorkers(const LifoWorkers&) = delete;
+  LifoWorkers& operator=(const LifoWorkers&) = delete;
+
+  // Runs `fn` on the most recently idle worker, or on the first to finish its job when all
+  // are busy. After shutdown() nothing more runs.
+  void enqueue(std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_) return;
+    if (idle_.empty()) {
+      jobs_.push_back(std::move(fn));
+      return;
+    }
+    Worker* w = idle_.back();
+    idle_.pop_back();
+    w->job = std::move(fn);
+    w->cv.notify_one();
+  }
+
+  // Runs the jobs already handed over, then joins the threads.
+  void shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutdown_ = true;
+      for (Worker* w : idle_) w->cv.notify_one();
+    }
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  struct Worker {
+    std::condition_variable cv;
+    std::function<void()> job;  // under mu_; set by enqueue() while the worker is idle
+  };
+
+  void run(Worker* w) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!w->job && !jobs_.empty()) {
+        w->job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      if (!w->job) {
+        if (shutdown_) return;
+        idle_.push_back(w);
+        w->cv.wait(lock, [&] { return static_cast<bool>(w->job) || shutdown_; });
+        if (!w->job) {
+          idle_.erase(std::find(idle_.begin(), idle_.end(), w));
+          continue;
+        }
+      }
+      std::function<void()> job = std::move(w->job);
+      w->job = nullptr;
+      lock.unlock();
+      job();
+      job = nullptr;  // the job's captures (a connection) go before the worker waits again
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<Worker*> idle_;               // under mu_; the most recently idle last
+  std::deque<std::function<void()>> jobs_;  // under mu_; waiting while no worker is idle
+  bool shutdown_ = false;                   // under mu_
+  std::vector<std::thread> threads_;
+};
+
 // httplib's task queue for one listen(): the workers, and the waiting room where
 // connections between requests are polled.
 class ConnectionQueue final : public httplib::TaskQueue {
@@ -1072,7 +1160,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
 
   HttpListener* listener_;
   const ConnectionLimits& limits_;
-  httplib::ThreadPool workers_;
+  LifoWorkers workers_;
   std::thread room_;
   int wake_[2] = {-1, -1};
   mutable std::mutex mu_;

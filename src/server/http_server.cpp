@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 
+#include "core/host_memory.h"
 #include "core/log.h"
 #include "server/anthropic_format.h"
 #include "server/anthropic_request.h"
@@ -119,7 +120,7 @@ class Routes {
       metrics = m->engine->metrics();
     }
     res.status = 200;
-    res.set_content(render_prometheus(info, metrics, s_->counters(), m != nullptr),
+    res.set_content(render_prometheus(info, metrics, s_->counters(), s_->host_gauges(), m != nullptr),
                     "text/plain; version=0.0.4; charset=utf-8");
   }
 
@@ -758,6 +759,21 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   });
   started_unix_ = unix_now();
   install_routes();
+  trimmer_ = std::make_unique<HeapTrimmer>(
+      [this] {
+        // Work done: responses sent (every request ends in one).
+        const HttpCounters c = counters();
+        uint64_t n = 0;
+        for (const auto& [status, count] : c.responses_by_status) n += count;
+        return n;
+      },
+      [this] {
+        const std::shared_ptr<ModelContext> m = model();
+        if (!m) return true;
+        const EngineMetrics em = m->engine->metrics();
+        return em.busy_slots == 0 && em.queue_length == 0;
+      },
+      options_.heap_trim);
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -782,6 +798,13 @@ bool HttpServer::ready() const { return model() != nullptr && !draining_; }
 HttpCounters HttpServer::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);
   return counters_;
+}
+
+HostGauges HttpServer::host_gauges() const {
+  HostGauges g;
+  g.memory = read_host_memory();
+  g.heap_trims = trimmer_ ? trimmer_->trims() : 0;
+  return g;
 }
 
 void HttpServer::install_routes() {

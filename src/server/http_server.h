@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "server/api_request.h"
 #include "server/auth.h"
+#include "server/heap_trimmer.h"
 #include "server/prometheus.h"
 #include "server/request_plan.h"
 #include "text/tokenizer.h"
@@ -52,6 +53,9 @@ struct ServerOptions {
   // proxy in front cuts a connection silent for its read timeout (nginx's default: 60 s),
   // and a queue behind a long prefill can take minutes.
   std::chrono::milliseconds stream_commit_wait{10000};
+  // malloc_trim once the server is idle after work (check_interval 0: never): glibc keeps
+  // freed memory in its heaps, and resident memory grew with every request (bug-case 64).
+  HeapTrimOptions heap_trim;
 };
 
 // What set_model() hands over once the model is loaded.
@@ -91,6 +95,8 @@ class HttpServer {
   bool ready() const;
 
   HttpCounters counters() const;
+  // The process's memory and the idle trims, for /metrics (reads /proc/self/status).
+  HostGauges host_gauges() const;
 
  private:
   void deepen_backlog();
@@ -112,6 +118,8 @@ class HttpServer {
   mutable std::mutex counters_mu_;
   HttpCounters counters_;
   int64_t started_unix_ = 0;
+  // Last: its thread reads the members above, so it stops first.
+  std::unique_ptr<HeapTrimmer> trimmer_;
 
   friend class Routes;
 };

@@ -25,7 +25,8 @@ class Writer {
 
 }  // namespace
 
-std::string render_prometheus(const EngineInfo& info, const EngineMetrics& m, const HttpCounters& http, bool ready) {
+std::string render_prometheus(const EngineInfo& info, const EngineMetrics& m, const HttpCounters& http,
+                              const HostGauges& host, bool ready) {
   Writer w;
   w.family("ready", "gauge", "1 when the model is loaded and requests are served");
   w.sample("ready", ready ? 1 : 0);
@@ -73,6 +74,29 @@ std::string render_prometheus(const EngineInfo& info, const EngineMetrics& m, co
                   m.kv_cells_total > 0 ? static_cast<double>(m.kv_cells_used) / static_cast<double>(m.kv_cells_total) : 0.0);
   w.family("context_tokens", "gauge", "Context size per sequence");
   w.sample("context_tokens", info.n_ctx);
+  // The only prompt cache is the slots' KV cache (prefix reuse), allocated once at start: no
+  // host-side cache grows with requests (decision 0036).
+  w.family("kv_cache_bytes", "gauge", "KV cache memory, fixed at start (holds the slots' reusable prompt prefixes)");
+  w.sample("kv_cache_bytes", info.kv_bytes);
+  w.family("weight_bytes", "gauge", "Model and drafter weights in backend memory");
+  w.sample("weight_bytes", info.weight_bytes);
+
+  w.family("process_resident_memory_bytes", "gauge", "Resident memory of the process (VmRSS)");
+  w.sample("process_resident_memory_bytes", host.memory.resident_bytes);
+  w.family("process_resident_anon_bytes", "gauge", "Resident anonymous memory: heap, stacks (RssAnon)");
+  w.sample("process_resident_anon_bytes", host.memory.resident_anon_bytes);
+  w.family("process_swap_bytes", "gauge", "Anonymous memory swapped out (VmSwap)");
+  w.sample("process_swap_bytes", host.memory.swap_bytes);
+  w.family("process_threads", "gauge", "Threads of the process");
+  w.sample("process_threads", host.memory.threads);
+  if (host.memory.have_malloc_counters) {
+    w.family("malloc_in_use_bytes", "gauge", "Heap memory allocated and not freed (glibc mallinfo2)");
+    w.sample("malloc_in_use_bytes", host.memory.malloc_in_use_bytes);
+    w.family("malloc_free_bytes", "gauge", "Heap memory freed but held by malloc (glibc mallinfo2)");
+    w.sample("malloc_free_bytes", host.memory.malloc_free_bytes);
+  }
+  w.family("heap_trims_total", "counter", "Times free heap memory was given back to the system when idle");
+  w.sample("heap_trims_total", host.heap_trims);
 
   w.family("draft_tokens_total", "counter", "Tokens proposed by the MTP drafter");
   w.sample("draft_tokens_total", m.drafted_total);

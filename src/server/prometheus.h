@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "core/host_memory.h"
 #include "engine/engine.h"
 
 namespace gs::server {
@@ -19,8 +20,14 @@ struct HttpCounters {
   uint64_t tool_calls = 0;
 };
 
+// The process's host memory (core/host_memory.h) and the idle heap trims (server/heap_trimmer.h).
+struct HostGauges {
+  HostMemory memory;
+  uint64_t heap_trims = 0;
+};
+
 // Every family has HELP and TYPE lines; counters end in _total; names start "gemmaserve_".
 std::string render_prometheus(const EngineInfo& info, const EngineMetrics& m, const HttpCounters& http,
-                              bool ready);
+                              const HostGauges& host, bool ready);
 
 }  // namespace gs::server

@@ -79,6 +79,12 @@ struct SegmentCache {
   uint64_t owner = 0;  // Impl::instance_id the entries belong to
   std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, TransparentHash, std::equal_to<>> index;
   std::vector<int32_t> ids;
+  // The encode call's scratch (bpe's symbols and queue, a fragment's escaped text), leased
+  // with the memo so that it too is kept per pooled memo, not per thread: a worker thread
+  // kept its own for good, up to kScratchKeepBytes each (bug-case 64).
+  std::vector<Symbol> symbols;
+  std::vector<uint64_t> heap;
+  std::string escaped;
 };
 
 // The memos are pooled, not per thread: an encode call leases one for its duration and gives
@@ -136,10 +142,11 @@ class CacheLease {
   std::unique_ptr<SegmentCache> held_;
 };
 
-// The per-thread scratch buffers keep their storage between calls, up to this many bytes;
-// past it they give it back after the call (an 8 MB run of spaces grew them to ~250 MB on
-// each of the server's worker threads, for good).
-constexpr size_t kScratchKeepBytes = size_t{4} << 20;
+// The scratch buffers keep their storage between calls, up to this many bytes each; past it
+// they give it back after the call (an 8 MB run of spaces grew them to ~250 MB on each of the
+// server's worker threads, for good). With the scratch in the pooled memos, the pool keeps at
+// most kMaxPooled x 3 x this.
+constexpr size_t kScratchKeepBytes = size_t{1} << 20;
 template <class V>
 void trim_scratch(V& v) {
   if (v.capacity() * sizeof(typename V::value_type) > kScratchKeepBytes) V().swap(v);
@@ -202,7 +209,8 @@ void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32
 void Tokenizer::Impl::bpe(std::string_view run, std::vector<int32_t>* out) const {
   if (run.empty()) return;
   const int32_t nv = n_vocab();
-  thread_local std::vector<Symbol> symbols;
+  std::vector<Symbol> own_symbols;  // outside an encode call's lease: nothing is kept
+  std::vector<Symbol>& symbols = t_cache != nullptr ? t_cache->symbols : own_symbols;
   symbols.clear();
   for (size_t i = 0; i < run.size();) {
     uint32_t cp = 0;
@@ -216,7 +224,8 @@ void Tokenizer::Impl::bpe(std::string_view run, std::vector<int32_t>* out) const
   const auto n_sym = symbols.size();
 
   // Min-heap on a reused vector (a std::priority_queue would give its storage up each call).
-  thread_local std::vector<uint64_t> heap;
+  std::vector<uint64_t> own_heap;
+  std::vector<uint64_t>& heap = t_cache != nullptr ? t_cache->heap : own_heap;
   heap.clear();
   const auto heap_push = [&](uint64_t v) {
     heap.push_back(v);
@@ -277,7 +286,8 @@ void Tokenizer::Impl::bpe(std::string_view run, std::vector<int32_t>* out) const
 // A fragment between special tokens: spaces -> U+2581, then runs of '\n' and of other bytes.
 void Tokenizer::Impl::encode_raw_fragment(std::string_view fragment, std::vector<int32_t>* out) const {
   if (fragment.empty()) return;
-  thread_local std::string escaped;
+  std::string own_escaped;
+  std::string& escaped = t_cache != nullptr ? t_cache->escaped : own_escaped;
   std::string_view text = fragment;
   if (fragment.find(' ') != std::string_view::npos) {
     escaped.clear();

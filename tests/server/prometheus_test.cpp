@@ -46,15 +46,27 @@ TEST(Prometheus, PromtoolAcceptsTheMetricsPage) {
   m.kv_cells_used = 100;
   HttpCounters http;
   http.responses_by_status = {{200, 9}, {400, 2}, {401, 1}};
-  const std::string text = render_prometheus(info, m, http, true);
+  HostGauges host;
+  host.memory.resident_bytes = 200u << 20;
+  host.memory.resident_anon_bytes = 150u << 20;
+  host.memory.threads = 90;
+  host.memory.have_malloc_counters = true;
+  host.memory.malloc_in_use_bytes = 50u << 20;
+  host.heap_trims = 3;
+  info.kv_bytes = 16u << 20;
+  const std::string text = render_prometheus(info, m, http, host, true);
   int status = 0;
   const std::string out = run_promtool(text, &status);
   EXPECT_EQ(status, 0) << out << "\n" << text;
   EXPECT_NE(text.find("gemmaserve_draft_position_accepted_tokens_total{position=\"2\"} 4"), std::string::npos);
   EXPECT_NE(text.find("gemmaserve_prefill_tokens_per_second 2000"), std::string::npos);
   EXPECT_NE(text.find("gemmaserve_http_responses_total{code=\"401\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("gemmaserve_kv_cache_bytes 16777216"), std::string::npos);
+  EXPECT_NE(text.find("gemmaserve_process_resident_anon_bytes 157286400"), std::string::npos);
+  EXPECT_NE(text.find("gemmaserve_malloc_in_use_bytes 52428800"), std::string::npos);
+  EXPECT_NE(text.find("gemmaserve_heap_trims_total 3"), std::string::npos);
   // An empty engine (still loading) renders too.
-  const std::string empty = render_prometheus(EngineInfo{}, EngineMetrics{}, HttpCounters{}, false);
+  const std::string empty = render_prometheus(EngineInfo{}, EngineMetrics{}, HttpCounters{}, HostGauges{}, false);
   run_promtool(empty, &status);
   EXPECT_EQ(status, 0) << empty;
 }

@@ -1,0 +1,60 @@
+// The idle heap trimmer: one thread that wakes every check_interval and calls malloc_trim
+// once after each stretch of work, when nothing runs.
+#include "server/heap_trimmer.h"
+
+#include <utility>
+
+#include "core/host_memory.h"
+
+namespace gs::server {
+
+HeapTrimmer::HeapTrimmer(std::function<uint64_t()> activity, std::function<bool()> idle, HeapTrimOptions options,
+                         std::function<void()> trim)
+    : activity_(std::move(activity)),
+      idle_(std::move(idle)),
+      trim_(trim ? std::move(trim) : [] { release_free_heap(); }),
+      options_(options) {
+  if (options_.check_interval.count() > 0) {
+    const uint64_t start = activity_();  // nothing to give back before any work
+    thread_ = std::thread([this, start] { run(start); });
+  }
+}
+
+HeapTrimmer::~HeapTrimmer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t HeapTrimmer::trims() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return trims_;
+}
+
+void HeapTrimmer::run(uint64_t trimmed_at_activity) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_trim = Clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (cv_.wait_for(lock, options_.check_interval, [this] { return stop_; })) return;
+    lock.unlock();
+    const uint64_t activity = activity_();
+    bool trimmed = false;
+    if (activity != trimmed_at_activity) {
+      const bool overdue = options_.busy_interval.count() > 0 && Clock::now() - last_trim >= options_.busy_interval;
+      if (overdue || idle_()) {
+        trim_();
+        trimmed_at_activity = activity;
+        last_trim = Clock::now();
+        trimmed = true;
+      }
+    }
+    lock.lock();
+    if (trimmed) ++trims_;
+  }
+}
+
+}  // namespace gs::server
