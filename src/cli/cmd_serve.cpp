@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -50,6 +51,7 @@ struct ServeArgs {
   int default_max_tokens = 4096;
   int shutdown_timeout_s = 10;
   std::string log_level = "info";
+  int64_t cache_ram_mib = -1;  // llama-server's --cache-ram; accepted, nothing to cap (decision 0036)
 };
 
 std::string human_bytes(uint64_t b) {
@@ -124,6 +126,11 @@ int serve(const ServeArgs& a) {
   // An IPv6 literal goes in brackets in a URL (RFC 3986 3.2.2): http://[::1]:8080.
   const std::string url_host = a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host;
   GS_LOG_INFO("listening on http://{}:{} (model loading)", url_host, http->port());
+  if (a.cache_ram_mib >= 0) {
+    GS_LOG_INFO("--cache-ram {}: no host prompt cache to cap; prefixes are reused from the slots' KV cache, "
+                "allocated once at start (kv_cache_bytes on /metrics)",
+                a.cache_ram_mib);
+  }
   std::thread http_thread([&] { http->run(); });
 
   std::atomic<bool> quit{false};
@@ -317,6 +324,10 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
                   "Seconds to let running requests finish after SIGTERM/SIGINT")
       ->capture_default_str()->check(CLI::Range(0, 3600));
+  sub->add_option("--cache-ram", args->cache_ram_mib,
+                  "llama-server's host prompt-cache cap in MiB, accepted for its command lines: gemmaserve keeps "
+                  "no host prompt cache (prefixes are reused from the slots' KV cache, fixed at start)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   return {sub, [args] { return serve(*args); }};

@@ -39,8 +39,9 @@ done
 
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 printf '# e2e key\n%s\n' "$KEY" > "$WORK/keys"
+# --cache-ram: llama-server's flag (bug-case 64's command line), accepted with nothing to cap.
 "$BIN" serve -m "$MODEL" --mtp "$DRAFTER" --draft-max 4 --no-draft-adaptive --host 127.0.0.1 --port "$PORT" \
-  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 --shutdown-timeout 5 \
+  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 --shutdown-timeout 5 --cache-ram 1024 \
   > "$WORK/server.log" 2>&1 &
 PID=$!
 cleanup() {
