@@ -5,7 +5,6 @@
 // peaks inside its heaps and RssAnon grew ~1-2 kB a request with no plateau in sight (~5 kB
 // with the tokenizer's memo per thread).
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -17,9 +16,8 @@
 
 #include "common/shakes.h"
 #include "core/host_memory.h"
-#include "core/log.h"
-#include "engine/engine_factory.h"
 #include "server/http_server.h"
+#include "server/shakes_http.h"
 
 namespace gs::server {
 namespace {
@@ -34,32 +32,14 @@ const char* const kWords[] = {"the", "and", "to", "of", "my", "that", "in", "is"
 class Served {
  public:
   void start() {
-    set_log_level("warn");
     EngineOptions o = test::shakes_engine_options(/*drafter=*/true, /*adaptive=*/true);
     o.n_slots = 4;
-    auto loaded = create_engine(o);
-    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-    engine_ = loaded->engine;
     ServerOptions so;
-    so.host = "127.0.0.1";
-    so.port = 0;
     // As many workers as `serve` starts for a few slots and a queue: requests that rotated
     // through them all each grew a thread's malloc cache (and touched its stack) in turn.
     so.http_threads = 64;
     so.heap_trim.check_interval = 50ms;
-    http_ = std::make_unique<HttpServer>(so);
-    ASSERT_TRUE(http_->start_background().ok());
-    auto ctx = std::make_shared<ModelContext>();
-    ctx->engine = engine_;
-    ctx->tokenizer = loaded->tokenizer;
-    ctx->model_id = "shakes";
-    ctx->info = engine_->info();
-    ctx->defaults.n_vocab = loaded->tokenizer->n_vocab();
-    http_->set_model(ctx);
-  }
-  ~Served() {
-    if (http_) http_->stop();
-    if (engine_) engine_->shutdown();
+    server_.start(o, so);
   }
 
   // One request with a prompt of `n_words` words no other request had; false on a failure.
@@ -77,17 +57,16 @@ class Served {
     } else {
       body["prompt"] = text;
     }
-    httplib::Client c("127.0.0.1", http_->port());
-    c.set_read_timeout(120, 0);
-    auto res = c.Post(path, body.dump(), "application/json");
+    auto res = server_.post(body, path);
     return res && res->status == 200;
   }
 
   // RssAnon + VmSwap once the server has trimmed after the requests so far.
   uint64_t settled_bytes() {
-    const uint64_t trims = http_->host_gauges().heap_trims;
-    for (int i = 0; i < 200 && http_->host_gauges().heap_trims == trims; ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_GT(http_->host_gauges().heap_trims, trims) << "no idle trim within 2 s";
+    const HttpServer& http = server_.http();
+    const uint64_t trims = http.host_gauges().heap_trims;
+    for (int i = 0; i < 200 && http.host_gauges().heap_trims == trims; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_GT(http.host_gauges().heap_trims, trims) << "no idle trim within 2 s";
     const HostMemory m = read_host_memory();
     std::printf("RssAnon %llu, VmSwap %llu, malloc in use %llu, free %llu, threads %lld\n",
                 static_cast<unsigned long long>(m.resident_anon_bytes), static_cast<unsigned long long>(m.swap_bytes),
@@ -97,8 +76,7 @@ class Served {
   }
 
  private:
-  std::shared_ptr<Engine> engine_;
-  std::unique_ptr<HttpServer> http_;
+  test::ShakesHttp server_;
 };
 
 TEST(HostMemoryGrowth, LevelsOffOverUniquePrompts) {

@@ -35,16 +35,24 @@ inline std::vector<nlohmann::json> sse_choice_chunks(const std::string& body) {
 
 class ShakesHttp {
  public:
+  ShakesHttp() = default;
+  ShakesHttp(const ShakesHttp&) = delete;
+  ShakesHttp& operator=(const ShakesHttp&) = delete;
+  ~ShakesHttp() { stop(); }
+
   // Loads the model (and the drafter when `drafter`) and starts the server.
   void start(bool drafter) {
-    set_log_level("warn");
     // Drafting every round (adaptive off): a drafted masked step would show.
-    const EngineOptions o = shakes_engine_options(drafter, /*adaptive=*/false);
+    start(shakes_engine_options(drafter, /*adaptive=*/false), server::ServerOptions{});
+  }
+  // The same with the engine options `o` and the server options `so` (its host and port are
+  // set here: a free loopback port).
+  void start(const EngineOptions& o, server::ServerOptions so) {
+    set_log_level("warn");
     auto loaded = create_engine(o);
     ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
     engine_ = loaded->engine;
     tokenizer_ = loaded->tokenizer;
-    server::ServerOptions so;
     so.host = "127.0.0.1";
     so.port = 0;
     http_ = std::make_unique<server::HttpServer>(so);
@@ -58,9 +66,12 @@ class ShakesHttp {
     http_->set_model(ctx);
   }
 
+  // Stops the server and the engine (again: nothing).
   void stop() {
     if (http_) http_->stop();
     if (engine_) engine_->shutdown();
+    http_.reset();
+    engine_.reset();
   }
 
   httplib::Result post(const nlohmann::json& body, const std::string& path = "/v1/chat/completions") const {
@@ -70,6 +81,7 @@ class ShakesHttp {
   }
 
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const server::HttpServer& http() const { return *http_; }
 
  private:
   std::shared_ptr<Engine> engine_;
