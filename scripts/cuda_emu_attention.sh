@@ -13,12 +13,12 @@ CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
 CXX="${CXX:-g++}"
 FLAGS=(-std=c++20 -O2 -g -Itools/cuda_emu -Isrc -isystem "$CUDA_INC" -Wno-unused-function -Wno-psabi)
 # The mma.sync kernels and the sm_90a wgmma kernel (its k_wgmma.cuh is the emulator's).
-for src in k_attention k_attention_q8 sm90a/k_attention_wg; do
+for src in k_attention k_attention_q8 k_attention_q8_dsplit sm90a/k_attention_wg; do
   name="$(basename "$src")"
   sed -e 's/extern __shared__/extern/g' -e 's/__shared__/static/g' "src/backend/cuda/$src.cu" >"$OUT/${name}_emu.cpp"
   "$CXX" "${FLAGS[@]}" -c "$OUT/${name}_emu.cpp" -o "$OUT/${name}_emu.o"
 done
-"$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" "$OUT/k_attention_q8_emu.o" "$OUT/k_attention_wg_emu.o" -o "$OUT/attn_emu"
+"$CXX" "${FLAGS[@]}" tools/cuda_emu/attn_emu_main.cpp "$OUT/k_attention_emu.o" "$OUT/k_attention_q8_emu.o" "$OUT/k_attention_q8_dsplit_emu.o" "$OUT/k_attention_wg_emu.o" -o "$OUT/attn_emu"
 mode="${1:-both}"
 rc=0
 for m in lazy eager random; do

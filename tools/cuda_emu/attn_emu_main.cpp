@@ -241,9 +241,14 @@ void run_case(const Case& c) {
   // computed during this tile's softmax (pipe), wgr defer with whole-row copies into padded
   // tiles (row), wgs the same into 128-byte-swizzled tiles (swizzle), wgt those tiles by TMA
   // (tma).
-  for (const char* kernel : {"old", "new", "wg", "wg0", "wgp", "wgr", "wgs", "wgt"}) {
+  // q8d: the q8_0 head_dim-512 kernel that dequantizes into the mma registers
+  // (k_attention_q8_dsplit.cu, GS_ATTN_Q8_DSPLIT=1), which launch_attention_fa then takes.
+  for (const char* kernel : {"old", "new", "q8d", "wg", "wg0", "wgp", "wgr", "wgs", "wgt"}) {
     const bool wg = std::strncmp(kernel, "wg", 2) == 0;
     if (wg && !attention_wg_supported(p)) continue;
+    const bool q8d = std::strcmp(kernel, "q8d") == 0;
+    if (q8d && !(c.q8 && D == 512)) continue;
+    setenv("GS_ATTN_Q8_DSPLIT", q8d ? "1" : "0", 1);
     if (wg) {
       const char f = kernel[2];
       setenv("GS_WG_FORM", f == '0' ? "wait" : f == 'p' ? "pipe" : f == 'r' ? "row" : f == 's' ? "swizzle" : f == 't' ? "tma" : "defer", 1);
@@ -255,7 +260,7 @@ void run_case(const Case& c) {
       p.early = splits == 3;  // the 16-row kernel's step-input loads ahead of its wait, or not
       if (std::strcmp(kernel, "old") == 0) {
         launch_attention_mma(nullptr, p, splits, partial.data());
-      } else if (std::strcmp(kernel, "new") == 0) {
+      } else if (std::strcmp(kernel, "new") == 0 || q8d) {
         launch_attention_fa(nullptr, p, splits, partial.data());
       } else {
         launch_attention_wg(nullptr, p, splits, partial.data());
@@ -360,6 +365,7 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
     out.assign(static_cast<size_t>(n * width_q), NAN);
     p.out = MatF{out.data(), n, width_q, width_q};
     std::vector<float> partial(static_cast<size_t>(n_splits) * n * n_head * (D + 2), NAN);
+    setenv("GS_ATTN_Q8_DSPLIT", std::strcmp(kernel, "q8d") == 0 ? "1" : "0", 1);
     if (std::strcmp(kernel, "old") == 0) launch_attention_mma(nullptr, p, n_splits, partial.data());
     else launch_attention_fa(nullptr, p, n_splits, partial.data());
   };
@@ -496,6 +502,10 @@ int main(int argc, char** argv) {
     // verify of 8 at GQA 8 fills the CTA's 4 row groups): the rows must not differ.
     run_verify_case("new", 512, 8, 1, 300, 8, 3, 3, true, 0, true);
     run_verify_case("new", 256, 16, 2, 300, 8, 4, 4, true, 100, true);
+    // The q8_0 kernel that dequantizes into the mma registers: a verify of 2, 5 and 8 tokens at
+    // GQA 8 (1, 3 and 4 row groups) against each token alone (1 row group).
+    for (int k : {2, 5, 8}) run_verify_case("q8d", 512, 8, 1, 300, k, 3, 3, true, 0, true);
+    run_verify_case("q8d", 512, 16, 2, 287, 5, 3, 3, true, 0, true);
   }
   std::printf("%d failed\n", failures);
   return failures ? 1 : 0;

@@ -231,6 +231,14 @@ void launch_attention_fa(cudaStream_t s, const AttnParams& p, int n_splits, floa
 // CTA's warps that hold no query rows while the others compute (decision 0035).
 void launch_attention_fa_q8(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
 cudaError_t attention_fa_q8_prepare();  // attention_prepare calls it
+// The q8_0 head_dim-512 kernel that dequantizes into the mma operands' registers, each of its 8
+// warps owning 64 head_dim columns of up to 64 query rows (k_attention_q8_dsplit.cu, decision
+// 0035 addendum 2): the same rows and `partial` as launch_attention_fa. launch_attention_fa_q8
+// takes it for every call where attention_q8_dsplit_on(p) (q8_0 pools, head_dim 512, and
+// GS_ATTN_Q8_DSPLIT=1, read on every call; off by default until measured on a GPU).
+bool attention_q8_dsplit_on(const AttnParams& p);
+void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);
+cudaError_t attention_q8_dsplit_prepare();  // attention_fa_q8_prepare calls it
 // What follows a kernel that wrote `partial` (n_splits > 1): the combine kernel into p.out (and
 // p.op); with one split, only p.op's operand kernel when p.op asks for it. The attention
 // launches above call it themselves; a kernel of sm90a/attention_wg.h needs it after it.

@@ -83,7 +83,8 @@ struct Q8Clock {
 
 template <class Cfg, bool kTiming>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
-    attn_fa_q8_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int f16_stages, int raw_stages) {
+    attn_fa_q8_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int nrg, int f16_stages, int raw_stages,
+                      bool swap_stores) {
   GS_PDL_ENTRY();
   constexpr int D = Cfg::D, C = Cfg::C, KT = Cfg::KT, kRows = Cfg::kRows, kThreads = Cfg::kThreads;
   constexpr int Dc = Cfg::Dc, kStride = Cfg::kStride, NTS = Cfg::NTS, NTO = Cfg::NTO, kRawRow = Cfg::kRawRow;
@@ -180,8 +181,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     };
     // Raw tile x into f16 stage x % F, by the threads i = 0 .. n - 1.
     auto dequantize = [&](int x, int i, int n) {
-      q8_tile_to_f16<D>(raw_k + (x % R) * KT * kRawRow, Ks + (x % F) * KT * kStride, kStride, KT, i, n);
-      q8_tile_to_f16<D>(raw_v + (x % R) * KT * kRawRow, Vs + (x % F) * KT * kStride, kStride, KT, i, n);
+      q8_tile_to_f16<D>(raw_k + (x % R) * KT * kRawRow, Ks + (x % F) * KT * kStride, kStride, KT, i, n, swap_stores);
+      q8_tile_to_f16<D>(raw_v + (x % R) * KT * kRawRow, Vs + (x % F) * KT * kStride, kStride, KT, i, n, swap_stores);
     };
     auto copier_bar = [&]() {
       if (F == 1) __syncthreads();
@@ -301,12 +302,16 @@ void launch_fa_q8_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* 
     const char* e = std::getenv("GS_ATTN_Q8_TIMING");
     return e && *e && std::atoi(e) != 0;
   }();
+  static const bool swap = [] {  // measurement switch: q8_tile_to_f16's conflict-free store order
+    const char* e = std::getenv("GS_ATTN_Q8_SWAP");
+    return e && *e && std::atoi(e) != 0;
+  }();
   if (timing)
     launch_k(attn_fa_q8_kernel<Cfg, true>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
-             l.f16_stages, l.raw_stages);
+             l.f16_stages, l.raw_stages, swap);
   else
     launch_k(attn_fa_q8_kernel<Cfg, false>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
-             l.f16_stages, l.raw_stages);
+             l.f16_stages, l.raw_stages, swap);
   launch_attention_combine(s, p, n_splits, partial);
 }
 
@@ -327,6 +332,7 @@ cudaError_t prepare_fa_q8() {
 
 void launch_attention_fa_q8(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
+  if (attention_q8_dsplit_on(p)) return launch_attention_q8_dsplit(s, p, n_splits, partial);
   if (p.head_dim == 256) launch_fa_q8_cfg<FaCfg256Q8>(s, p, n_splits, partial);
   else if (p.head_dim == 512) launch_fa_q8_cfg<FaCfg512Q8>(s, p, n_splits, partial);
 }
@@ -334,6 +340,7 @@ void launch_attention_fa_q8(cudaStream_t s, const AttnParams& p, int n_splits, f
 cudaError_t attention_fa_q8_prepare() {
   cudaError_t e = prepare_fa_q8<FaCfg256Q8>();
   if (e == cudaSuccess) e = prepare_fa_q8<FaCfg512Q8>();
+  if (e == cudaSuccess) e = attention_q8_dsplit_prepare();
   return e;
 }
 

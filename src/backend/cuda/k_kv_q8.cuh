@@ -59,25 +59,33 @@ __device__ __forceinline__ void q8x4_to_f16x4(uint32_t w, __half2 s2, uint32_t& 
 // A tile of n_keys q8_0 head rows of D values (raw: n_keys rows of D + D / 16 bytes, one after
 // another, 16-byte aligned: D % 256 == 0) as f16 rows of `stride` halves (16-byte aligned) in
 // dst, by the threads tid = 0 .. n_threads - 1 of the block, 16 values a step.
+// swap_stores: a thread whose unit u has bit 2 set writes the upper 8 values first, so that
+// each quarter-warp's 16-byte stores fall in 8 distinct 4-bank groups (without it, units 4
+// apart hit the same banks: 2-way conflicts). Same values, same places.
 template <int D>
 __device__ __forceinline__ void q8_tile_to_f16(const uint8_t* raw, __half* dst, int stride, int n_keys, int tid,
-                                               int n_threads) {
+                                               int n_threads, bool swap_stores = false) {
   constexpr int kRowBytes = D + D / 16, kUnits = D / 16;
   static_assert(D % 256 == 0, "16-byte aligned q8_0 rows");
   for (int idx = tid; idx < n_keys * kUnits; idx += n_threads) {
     const int key = idx / kUnits, u = idx % kUnits;
     const uint8_t* row = raw + key * kRowBytes;
-    const uint4 q = *reinterpret_cast<const uint4*>(row + u * 16);
+    uint4 q = *reinterpret_cast<const uint4*>(row + u * 16);
     const uint32_t sb = reinterpret_cast<const uint16_t*>(row + D)[u >> 1];
     const __half2 s2 = bits_h2(sb | (sb << 16));
+    const int sw = swap_stores ? (u >> 2) & 1 : 0;  // a: values 8 sw .. 8 sw + 7, stored first
+    if (sw) {
+      const uint4 r = q;
+      q = make_uint4(r.z, r.w, r.x, r.y);
+    }
     uint4 a, b;
     q8x4_to_f16x4(q.x, s2, a.x, a.y);
     q8x4_to_f16x4(q.y, s2, a.z, a.w);
     q8x4_to_f16x4(q.z, s2, b.x, b.y);
     q8x4_to_f16x4(q.w, s2, b.z, b.w);
     uint4* o = reinterpret_cast<uint4*>(dst + key * stride + u * 16);
-    o[0] = a;
-    o[1] = b;
+    o[sw] = a;
+    o[1 - sw] = b;
   }
 }
 

@@ -1,0 +1,406 @@
+// A q8_0 attention kernel at head_dim 512 that dequantizes into the mma operands' registers
+// (decision 0035, addendum 2: "D-split"), for the full layers' decode and verify batches.
+//
+// The 64-row kernel's q8_0 form (k_attention_q8.cu) dequantizes each raw tile into f16 tiles in
+// shared memory, and in a decode step its six row-less warps doing that set the tile's time
+// (thirty-second session: 2.68 us a 32-key tile against 1.53 us for its bytes on an H100).
+// Here every one of the CTA's 8 warps owns Dw = 64 of the 512 head_dim columns of all the CTA's
+// query rows (up to 4 row groups of 16), and reads the raw int8 values straight into its
+// operands:
+//   S = Q K^T: each warp's partial sum over its 64 columns. K's B fragment comes from one
+//     4-byte shared load a lane: the 16 columns of a k-step are taken in the order
+//     4t, 4t+1 -> k 2t, 2t+1 and 4t+2, 4t+3 -> k 2t+8, 2t+9 (lane t = lane % 4), Q's A fragment
+//     in the same order (a sum does not care about the order of its terms), and each value
+//     becomes f16(q d) exactly as q8_tile_to_f16 makes it. The 8 partial sums of a row are
+//     added in warp order 0..7 through shared memory (each warp adds 1/8 of the tile's scores,
+//     then every warp reads all of them), so every warp holds the same S and runs the same
+//     softmax.
+//   O += P V: V's values stay integers (exact in f16) and each q8_0 block's scale d multiplies
+//     P instead (P_b = f16(P) * d, per key and block). For that an n8 tile of outputs must lie in
+//     one block: lane group g of tile jj of block nb holds column 32 nb + 4 g + jj of the warp's
+//     64, from one 4-byte load a key row (4 keys a lane: 2t, 2t+1, 2t+8, 2t+9 of a k-step), and
+//     the C fragment's columns are mapped back when the rows are written.
+// No f16 tiles, no converter warps: the raw K/V ring (cp.async by every thread) and one S
+// exchange a tile. The tiles lie on the absolute grid (split_tiles) and a row's arithmetic does
+// not depend on the CTA's other rows, so a verify row equals its decode row bit for bit (decision
+// 0020) as long as both take this kernel, which launch_attention_fa_q8 gives every head_dim-512
+// call when it is on (GS_ATTN_Q8_DSPLIT=1; off by default until measured on a GPU).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+
+#include "backend/cuda/k_attn_common.cuh"
+#include "backend/cuda/k_attn_fa.cuh"
+#include "backend/cuda/k_common.cuh"
+#include "backend/cuda/k_kv_q8.cuh"
+#include "backend/cuda/k_launch.cuh"
+
+namespace gs::cuda {
+namespace {
+
+struct DsCfg {
+  static constexpr int D = 512;
+  static constexpr int kWarps = 8, kThreads = 32 * kWarps;
+  static constexpr int Dw = D / kWarps;        // head_dim columns a warp owns
+  static constexpr int KT = 32;                // keys a tile
+  static constexpr int kRG = 4, kRows = 16 * kRG;
+  static constexpr int kRawRow = D + D / 16;   // bytes of a q8_0 head row (544)
+  static constexpr int kRawPitch = kRawRow + 16;  // its pitch in the ring: 140 words, 12 mod 32 banks apart
+  static constexpr int kRawChunks = kRawRow / 16;
+  static constexpr int kQStride = D + 16;      // halves a Q row: 8-byte fragment loads free of conflicts
+  static constexpr int KC = Dw / 16;           // S k-steps a warp
+  static constexpr int NB = Dw / 32;           // q8_0 blocks a warp
+  static constexpr int NTS = KT / 8;           // score n-tiles
+  static constexpr int NTO = Dw / 8;           // output n-tiles a warp
+  static constexpr int kTileS = KT * 16;       // floats of one row group's scores a tile
+  static constexpr int kMaxRaw = 3;            // raw tiles in the ring at most
+  static_assert(Dw % 32 == 0 && KT == 32, "a warp owns whole q8_0 blocks; two k-steps of keys a tile");
+};
+using FaCfg512Ds = FaCfg<512, 2, 32, 1, true>;  // only for fa_smem_budget (one CTA an SM)
+
+// Dynamic shared memory: Q [16 nrg][kQStride] f16, the warps' partial scores [8][nrg][kTileS]
+// f32, the summed scores [nrg][kTileS] f32, KV row byte offsets [R][KT] int64, the raw K ring
+// [R][KT][kRawPitch] bytes, the raw V ring the same.
+struct DsLayout {
+  int raw_stages;
+  size_t x, f, off, rk, rv, total;
+};
+__host__ __device__ constexpr DsLayout ds_layout(int nrg, int raw_stages) {
+  using C = DsCfg;
+  DsLayout l{};
+  l.raw_stages = raw_stages;
+  l.x = 16ull * nrg * C::kQStride * 2;
+  l.f = l.x + 4ull * C::kWarps * nrg * C::kTileS;
+  l.off = l.f + 4ull * nrg * C::kTileS;
+  l.rk = l.off + 8ull * raw_stages * C::KT;
+  l.rv = l.rk + 1ull * raw_stages * C::KT * C::kRawPitch;
+  l.total = l.rv + 1ull * raw_stages * C::KT * C::kRawPitch;
+  return l;
+}
+
+template <int NRG>
+__global__ void __launch_bounds__(DsCfg::kThreads, 1)
+    attn_q8_dsplit_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int R) {
+  GS_PDL_ENTRY();
+  using C = DsCfg;
+  constexpr int D = C::D, KT = C::KT, Dw = C::Dw, NTS = C::NTS, NTO = C::NTO, kRawPitch = C::kRawPitch;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const DsLayout L = ds_layout(NRG, R);
+  __half* Qs = reinterpret_cast<__half*>(smem);
+  float* Xs = reinterpret_cast<float*>(smem + L.x);
+  float* Fs = reinterpret_cast<float*>(smem + L.f);
+  int64_t* Offs = reinterpret_cast<int64_t*>(smem + L.off);
+  uint8_t* raw_k = smem + L.rk;
+  uint8_t* raw_v = smem + L.rv;
+  __shared__ int r_tok[C::kRows], r_head[C::kRows], r_lo[C::kRows], r_hi[C::kRows], r_seq[C::kRows], r_lead[C::kRows];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int d0 = warp * Dw;  // this warp's first head_dim column
+  const int n_kv = p.kv.n_head_kv;
+  const RowMap rm = row_map(p.n_head, n_kv, C::kRows);
+  const int j = blockIdx.y, split = blockIdx.z;
+  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
+
+  load_cta_rows<C::kRows>(p, rm, tb * rm.rt, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
+  load_q_f16<D, C::kThreads>(p, r_tok, r_head, 16 * NRG,
+                             [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + r * C::kQStride + d); });
+  __syncthreads();
+
+  float o[NRG][NTO][4];
+  float m_r[NRG][2], l_r[NRG][2];
+#pragma unroll
+  for (int rg = 0; rg < NRG; ++rg) {
+#pragma unroll
+    for (int i = 0; i < NTO; ++i) o[rg][i][0] = o[rg][i][1] = o[rg][i][2] = o[rg][i][3] = 0.f;
+    m_r[rg][0] = m_r[rg][1] = -INFINITY;
+    l_r[rg][0] = l_r[rg][1] = 0.f;
+  }
+  const auto* kp8 = static_cast<const uint8_t*>(p.kv.k);
+  const auto* vp8 = static_cast<const uint8_t*>(p.kv.v);
+  const __half2 bias = bits_h2(0x64806480u);  // 1152: f16(1024 + (q + 128)) - 1152 = q
+
+  for (int lead = 0; lead < C::kRows; ++lead) {
+    if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
+    const int seq = r_seq[lead];
+    int lo_seg, hi_seg;
+    segment_range<C::kRows>(seq, r_tok, r_seq, r_lo, r_hi, lo_seg, hi_seg);
+    int t_first = 0, n_tiles = 0;
+    split_tiles(lo_seg, hi_seg, n_splits, split, KT, t_first, n_tiles);
+    if (n_tiles == 0) continue;  // uniform
+    auto tile_pos = [&](int ti) { return (t_first + ti * n_splits) * KT; };
+
+    // Tile x's raw rows sit in ring slot x % R and their byte offsets in Offs slot x % R (-1:
+    // zeros, for positions outside the segment or unmapped); one cp.async group a tile (K and
+    // V), an empty one past the last tile, R - 1 tiles requested ahead of the one computed.
+    auto row_offset = [&](int x) -> int64_t {  // threads tid < KT: key tid of tile x
+      const int pos = tile_pos(x) + tid;
+      if (pos < lo_seg || pos > hi_seg) return -1;
+      const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
+      return sl < 0 ? -1 : (sl * n_kv + j) * C::kRawRow;
+    };
+    auto issue = [&](int x) {
+      if (x < n_tiles) {
+        const int64_t* offs = Offs + (x % R) * KT;
+        uint8_t* dk = raw_k + (x % R) * KT * kRawPitch;
+        uint8_t* dv = raw_v + (x % R) * KT * kRawPitch;
+        for (int idx = tid; idx < KT * C::kRawChunks; idx += C::kThreads) {
+          const int key = idx / C::kRawChunks, ch = idx - key * C::kRawChunks;
+          const int64_t off = offs[key];
+          const int64_t src = off >= 0 ? off + ch * 16 : 0;
+          const int nb = off >= 0 ? 16 : 0;
+          cp_async16(dk + key * kRawPitch + ch * 16, kp8 + src, nb);
+          cp_async16(dv + key * kRawPitch + ch * 16, vp8 + src, nb);
+        }
+      }
+      cp_async_commit();
+    };
+
+    // Prologue: offsets of tiles 0..R-1, tiles 0..R-2 requested.
+    if (tid < KT)
+      for (int x = 0; x < R; ++x) Offs[x * KT + tid] = row_offset(x);
+    __syncthreads();
+    for (int x = 0; x + 1 < R; ++x) issue(x);
+
+    for (int ti = 0; ti < n_tiles; ++ti) {
+      // Tile ti landed (this thread's copies: R - 2 groups may still be pending), then for
+      // every thread; every warp is done with tile ti - 1, whose ring and Offs slots refill.
+      if (R <= 2) cp_async_wait<0>();
+      else cp_async_wait<1>();
+      __syncthreads();
+      issue(ti + R - 1);
+      if (tid < KT && ti + R < n_tiles) Offs[(ti % R) * KT + tid] = row_offset(ti + R);
+      const uint8_t* rk = raw_k + (ti % R) * KT * kRawPitch;
+      const uint8_t* rv = raw_v + (ti % R) * KT * kRawPitch;
+      const int pb = tile_pos(ti);
+
+      // --- this warp's partial S over its Dw columns, one key n-tile at a time into the
+      // exchange buffer (fragment layout: sn[rg][2 rr + e] is row 16 rg + g + 8 rr, key
+      // 8 nt + 2 t + e); then the 8 warps' partial sums added in warp order: warp w adds floats
+      // [64 w, 64 w + 64) of each row group's tile of scores, and every warp reads the sums.
+      float s[NRG][NTS][4];
+      {
+        float4* x4 = reinterpret_cast<float4*>(Xs);
+#pragma unroll
+        for (int nt = 0; nt < NTS; ++nt) {
+          float sn[NRG][4];
+#pragma unroll
+          for (int rg = 0; rg < NRG; ++rg) sn[rg][0] = sn[rg][1] = sn[rg][2] = sn[rg][3] = 0.f;
+          const uint8_t* krow = rk + (nt * 8 + g) * kRawPitch;
+#pragma unroll
+          for (int kc = 0; kc < C::KC; ++kc) {
+            const int col = d0 + kc * 16 + 4 * t;  // this lane's 4 columns of the k-step
+            const uint32_t w = *reinterpret_cast<const uint32_t*>(krow + col);
+            const uint32_t sb = reinterpret_cast<const uint16_t*>(krow + D)[(d0 + kc * 16) >> 5];
+            uint32_t b0, b1;
+            q8x4_to_f16x4(w, bits_h2(sb | (sb << 16)), b0, b1);
+#pragma unroll
+            for (int rg = 0; rg < NRG; ++rg) {
+              const __half* q0 = Qs + (rg * 16 + g) * C::kQStride + col;
+              const uint2 ua = *reinterpret_cast<const uint2*>(q0);                     // row g
+              const uint2 ub = *reinterpret_cast<const uint2*>(q0 + 8 * C::kQStride);  // row g + 8
+              // A: rows g, g + 8 at k 2t, 2t+1 (columns 4t, 4t+1), then at k 2t+8, 2t+9 (4t+2, 4t+3)
+              mma_16816(sn[rg], ua.x, ub.x, ua.y, ub.y, b0, b1);
+            }
+          }
+#pragma unroll
+          for (int rg = 0; rg < NRG; ++rg)
+            x4[((warp * NRG + rg) * NTS + nt) * 32 + lane] = make_float4(sn[rg][0], sn[rg][1], sn[rg][2], sn[rg][3]);
+        }
+        __syncthreads();
+        const int f = warp * (C::kTileS / C::kWarps) + 2 * lane;
+#pragma unroll
+        for (int rg = 0; rg < NRG; ++rg) {
+          float2 acc = *reinterpret_cast<const float2*>(Xs + rg * C::kTileS + f);
+#pragma unroll
+          for (int u = 1; u < C::kWarps; ++u) {
+            const float2 v = *reinterpret_cast<const float2*>(Xs + (u * NRG + rg) * C::kTileS + f);
+            acc.x += v.x;
+            acc.y += v.y;
+          }
+          *reinterpret_cast<float2*>(Fs + rg * C::kTileS + f) = acc;
+        }
+        __syncthreads();
+        const float4* f4 = reinterpret_cast<const float4*>(Fs);
+#pragma unroll
+        for (int rg = 0; rg < NRG; ++rg)
+#pragma unroll
+          for (int nt = 0; nt < NTS; ++nt) {
+            const float4 v = f4[(rg * NTS + nt) * 32 + lane];
+            s[rg][nt][0] = v.x;
+            s[rg][nt][1] = v.y;
+            s[rg][nt][2] = v.z;
+            s[rg][nt][3] = v.w;
+          }
+      }
+
+      // --- the online softmax of every row group (the same in every warp), P as f16 A fragments.
+      uint32_t pa[NRG][2][4];
+#pragma unroll
+      for (int rg = 0; rg < NRG; ++rg) {
+        int lo_rr[2], hi_rr[2];
+        segment_row_ranges(seq, rg * 16 + g, rg * 16 + g + 8, true, r_tok, r_seq, r_lo, r_hi, lo_rr, hi_rr);
+        float corr[2];
+        online_softmax_rows(s[rg], pb, t, lo_rr, hi_rr, m_r[rg], l_r[rg], corr);
+        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+          for (int i = 0; i < NTO; ++i) {
+            o[rg][i][0] *= corr[0];
+            o[rg][i][1] *= corr[0];
+            o[rg][i][2] *= corr[1];
+            o[rg][i][3] *= corr[1];
+          }
+        }
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+          pa[rg][kk][0] = pack_f32x2(s[rg][2 * kk][0], s[rg][2 * kk][1]);          // row g, keys 2t, 2t+1
+          pa[rg][kk][1] = pack_f32x2(s[rg][2 * kk][2], s[rg][2 * kk][3]);          // row g + 8
+          pa[rg][kk][2] = pack_f32x2(s[rg][2 * kk + 1][0], s[rg][2 * kk + 1][1]);  // row g, keys 2t+8, 2t+9
+          pa[rg][kk][3] = pack_f32x2(s[rg][2 * kk + 1][2], s[rg][2 * kk + 1][3]);
+        }
+      }
+
+      // --- O += P_b V_int over this warp's columns, block by block.
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk) {
+        const uint8_t* va = rv + (16 * kk + 2 * t) * kRawPitch;  // keys 2t, 2t+1, 2t+8, 2t+9
+        const uint8_t* vb = va + kRawPitch;
+        const uint8_t* vc = va + 8 * kRawPitch;
+        const uint8_t* vd = vc + kRawPitch;
+#pragma unroll
+        for (int nb = 0; nb < C::NB; ++nb) {
+          const int blk = (d0 >> 5) + nb;
+          const uint32_t sa = reinterpret_cast<const uint16_t*>(va + D)[blk];
+          const uint32_t sbb = reinterpret_cast<const uint16_t*>(vb + D)[blk];
+          const uint32_t sc = reinterpret_cast<const uint16_t*>(vc + D)[blk];
+          const uint32_t sd = reinterpret_cast<const uint16_t*>(vd + D)[blk];
+          const __half2 s_ab = bits_h2(sa | (sbb << 16)), s_cd = bits_h2(sc | (sd << 16));
+          uint32_t a[NRG][4];
+#pragma unroll
+          for (int rg = 0; rg < NRG; ++rg) {
+            a[rg][0] = h2_bits(__hmul2(bits_h2(pa[rg][kk][0]), s_ab));
+            a[rg][1] = h2_bits(__hmul2(bits_h2(pa[rg][kk][1]), s_ab));
+            a[rg][2] = h2_bits(__hmul2(bits_h2(pa[rg][kk][2]), s_cd));
+            a[rg][3] = h2_bits(__hmul2(bits_h2(pa[rg][kk][3]), s_cd));
+          }
+          const int col = d0 + nb * 32 + 4 * g;  // this lane's 4 columns (one per n-tile jj)
+          const uint32_t wa = *reinterpret_cast<const uint32_t*>(va + col) ^ 0x80808080u;
+          const uint32_t wb = *reinterpret_cast<const uint32_t*>(vb + col) ^ 0x80808080u;
+          const uint32_t wc = *reinterpret_cast<const uint32_t*>(vc + col) ^ 0x80808080u;
+          const uint32_t wd = *reinterpret_cast<const uint32_t*>(vd + col) ^ 0x80808080u;
+          const uint32_t ab01 = __byte_perm(wa, wb, 0x5140), ab23 = __byte_perm(wa, wb, 0x7362);
+          const uint32_t cd01 = __byte_perm(wc, wd, 0x5140), cd23 = __byte_perm(wc, wd, 0x7362);
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) {
+            const uint32_t xab = jj < 2 ? ab01 : ab23, xcd = jj < 2 ? cd01 : cd23;
+            const uint32_t sel = (jj & 1) ? 0x4342u : 0x4140u;
+            const uint32_t b0 = h2_bits(__hsub2(bits_h2(__byte_perm(xab, 0x64646464u, sel)), bias));
+            const uint32_t b1 = h2_bits(__hsub2(bits_h2(__byte_perm(xcd, 0x64646464u, sel)), bias));
+#pragma unroll
+            for (int rg = 0; rg < NRG; ++rg)
+              mma_16816(o[rg][nb * 4 + jj], a[rg][0], a[rg][1], a[rg][2], a[rg][3], b0, b1);
+          }
+        }
+      }
+    }
+  }
+
+  // Rows out: o[rg][4 nb + jj][2 rr + e] is row 16 rg + g + 8 rr, column d0 + 32 nb + 8 t + 4 e + jj.
+#pragma unroll
+  for (int rg = 0; rg < NRG; ++rg) {
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      l_r[rg][rr] += __shfl_xor_sync(0xffffffffu, l_r[rg][rr], 1);
+      l_r[rg][rr] += __shfl_xor_sync(0xffffffffu, l_r[rg][rr], 2);
+    }
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int r = rg * 16 + g + 8 * rr;
+      if (r_tok[r] < 0) continue;
+      const int tk = r_tok[r], head = r_head[r];
+      const float m = m_r[rg][rr], l = l_r[rg][rr];
+      float* dst;
+      float mul = 1.f;
+      if (n_splits == 1) {
+        dst = p.out.data + static_cast<int64_t>(tk) * p.out.stride + static_cast<int64_t>(head) * D;
+        mul = l > 0.f ? 1.0f / l : 0.f;
+      } else {
+        const int64_t row = static_cast<int64_t>(tk) * p.n_head + head;
+        float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
+        if (warp == 0 && t == 0) {
+          P[0] = m;
+          P[1] = l;
+        }
+        dst = P + 2;
+      }
+#pragma unroll
+      for (int nb = 0; nb < C::NB; ++nb)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) dst[d0 + 32 * nb + 8 * t + 4 * e + jj] = o[rg][nb * 4 + jj][2 * rr + e] * mul;
+    }
+  }
+}
+
+// The raw tiles a launch with nrg row groups takes: the most (at most kMaxRaw, at least 2) that
+// fit the CTA's shared memory; GS_ATTN_STAGES caps them (a measurement switch).
+DsLayout ds_launch_layout(int nrg) {
+  int max_raw = DsCfg::kMaxRaw;
+  if (const char* e = std::getenv("GS_ATTN_STAGES"); e && *e) max_raw = std::clamp(std::atoi(e), 2, DsCfg::kMaxRaw);
+  for (int r = max_raw; r > 2; --r)
+    if (ds_layout(nrg, r).total <= fa_smem_budget<FaCfg512Ds>()) return ds_layout(nrg, r);
+  return ds_layout(nrg, 2);
+}
+static_assert(ds_layout(DsCfg::kRG, 2).total <= fa_smem_budget<FaCfg512Ds>(), "two raw tiles fit 64 rows");
+
+template <int NRG>
+void launch_nrg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, dim3 grid) {
+  const DsLayout l = ds_launch_layout(NRG);
+  launch_k(attn_q8_dsplit_kernel<NRG>, grid, DsCfg::kThreads, l.total, s, p, n_splits, partial, l.raw_stages);
+}
+
+template <int NRG>
+cudaError_t prepare_nrg() {
+  cudaError_t e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(fa_smem_budget<FaCfg512Ds>()));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             cudaSharedmemCarveoutMaxShared);
+  return e;
+}
+
+}  // namespace
+
+bool attention_q8_dsplit_on(const AttnParams& p) {
+  if (!p.kv.q8 || p.head_dim != DsCfg::D) return false;
+  const char* e = std::getenv("GS_ATTN_Q8_DSPLIT");  // read on every call, as GS_CUDA_ATTN
+  return e && *e && std::atoi(e) != 0;
+}
+
+void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
+  if (p.n_tokens == 0) return;
+  const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, DsCfg::kRows);
+  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
+                  static_cast<unsigned>(n_splits));
+  const int rows = std::min(p.n_tokens, rm.rt) * rm.hc;
+  switch (std::clamp((rows + 15) / 16, 1, DsCfg::kRG)) {
+    case 1: launch_nrg<1>(s, p, n_splits, partial, grid); break;
+    case 2: launch_nrg<2>(s, p, n_splits, partial, grid); break;
+    case 3: launch_nrg<3>(s, p, n_splits, partial, grid); break;
+    default: launch_nrg<4>(s, p, n_splits, partial, grid); break;
+  }
+  launch_attention_combine(s, p, n_splits, partial);
+}
+
+cudaError_t attention_q8_dsplit_prepare() {
+  cudaError_t e = prepare_nrg<1>();
+  if (e == cudaSuccess) e = prepare_nrg<2>();
+  if (e == cudaSuccess) e = prepare_nrg<3>();
+  if (e == cudaSuccess) e = prepare_nrg<4>();
+  return e;
+}
+
+}  // namespace gs::cuda
