@@ -6,8 +6,10 @@
 #   GS_Q8_DEPTHS (default 0,131072,524288), GS_Q8_PROMPTS (pp N, default 512; 0: none),
 #   GS_Q8_ROUNDS (default 1), GS_Q8_TESTS=0: no tests, GS_Q8_FILTER: the tests' gtest filter,
 #   GS_Q8_VARIANTS: the runs of a round, ';'-separated, each a --kv-type and environment
-#   assignments (default "f16;q8_0;q8_0 GS_ATTN_Q8_F=1": the 64-row kernel's q8_0 form with
-#   its row-less warps dequantizing into two stages, and with one stage, as before)
+#   assignments (default "f16;q8_0;q8_0 GS_ATTN_Q8_DSPLIT=1;q8_0 GS_ATTN_Q8_DSPLIT=2": the
+#   64-row kernel's q8_0 form with its row-less warps dequantizing into two f16 stages, then
+#   the kernel that dequantizes into the mma registers at head_dim 512, k_attention_q8_dsplit.cu,
+#   with decode at one and at two CTAs an SM; its device test is CudaAttention.Q8_0DsplitKernel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -21,7 +23,7 @@ if [ "${GS_Q8_TESTS:-1}" != 0 ]; then
   grep -E "Failure|fast path|rel_l2|Which is" "$OUT/tests.log" | head -20
 fi
 [ -f "$MODEL_31B" ] || "$BIN" synth --preset 31b -o "$MODEL_31B" --quiet >"$OUT/synth.log" 2>&1
-IFS=';' read -r -a variants <<<"${GS_Q8_VARIANTS:-f16;q8_0;q8_0 GS_ATTN_Q8_F=1}"
+IFS=';' read -r -a variants <<<"${GS_Q8_VARIANTS:-f16;q8_0;q8_0 GS_ATTN_Q8_DSPLIT=1;q8_0 GS_ATTN_Q8_DSPLIT=2}"
 for round in $(seq 1 "${GS_Q8_ROUNDS:-1}"); do
   for variant in "${variants[@]}"; do
     read -r kv envs <<<"$variant"

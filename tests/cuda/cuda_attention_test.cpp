@@ -565,6 +565,46 @@ TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
   check_attention(c);
 }
 
+// The q8_0 head_dim-512 kernel that dequantizes into the mma registers (GS_ATTN_Q8_DSPLIT=1,
+// k_attention_q8_dsplit.cu): decode, verify of 2, 5 and 8 tokens (1 to 4 row groups) with
+// verify rows equal to decode rows, a prefill chunk of 70 tokens, GQA 8 and 4, over a long
+// range and a short one, and several sequences in one batch.
+TEST(CudaAttention, Q8_0DsplitKernel) {
+  GS_REQUIRE_BACKENDS();
+  const EnvSwitch on("GS_ATTN_Q8_DSPLIT", "1");  // check_attention runs every kernel choice with it
+  struct K {
+    int n_head, n_head_kv, ctx, max_kv_len;
+  };
+  for (const K k : {K{32, 4, 9000, 32768}, K{16, 4, 300, 4096}})
+    for (int tokens : {1, 2, 5, 8, 70}) {
+      AttnCase c;
+      c.head_dim = 512;
+      c.n_head = k.n_head;
+      c.n_head_kv = k.n_head_kv;
+      c.kv_type = GgmlType::Q8_0;
+      c.page_size = 256;
+      c.ctx = k.ctx;
+      c.tokens_per_seq = tokens;
+      c.n_seqs_hint = 1;
+      c.max_kv_len = k.max_kv_len;
+      c.naive = false;
+      c.bounded = true;
+      c.verify_rows = tokens <= 8;
+      check_attention(c);
+    }
+  AttnCase c;
+  c.head_dim = 512;
+  c.n_head = 8;
+  c.n_head_kv = 1;
+  c.kv_type = GgmlType::Q8_0;
+  c.page_size = 16;
+  c.seq_tokens = {1, 4, 1};
+  c.seq_ctx = {40, 500, 7};
+  c.interleave = true;
+  c.q_scale = 4.0f;  // sharp softmax
+  check_attention(c);
+}
+
 // Split decode and verify outputs as the output projection's f16 operand (the attention
 // output of a decode step is the largest row converted by several CTAs): the 31B's two
 // layer kinds (sliding D 256 over a window of 1024, full D 512 over 20000), 1 and 5 tokens,

@@ -365,7 +365,7 @@ void run_verify_case(const char* kernel, int D, int n_head, int n_kv, int ctx, i
     out.assign(static_cast<size_t>(n * width_q), NAN);
     p.out = MatF{out.data(), n, width_q, width_q};
     std::vector<float> partial(static_cast<size_t>(n_splits) * n * n_head * (D + 2), NAN);
-    setenv("GS_ATTN_Q8_DSPLIT", std::strcmp(kernel, "q8d") == 0 ? "1" : "0", 1);
+    setenv("GS_ATTN_Q8_DSPLIT", std::strcmp(kernel, "q8d") == 0 ? "1" : std::strcmp(kernel, "q8d2") == 0 ? "2" : "0", 1);
     if (std::strcmp(kernel, "old") == 0) launch_attention_mma(nullptr, p, n_splits, partial.data());
     else launch_attention_fa(nullptr, p, n_splits, partial.data());
   };
@@ -504,8 +504,11 @@ int main(int argc, char** argv) {
     run_verify_case("new", 256, 16, 2, 300, 8, 4, 4, true, 100, true);
     // The q8_0 kernel that dequantizes into the mma registers: a verify of 2, 5 and 8 tokens at
     // GQA 8 (1, 3 and 4 row groups) against each token alone (1 row group).
-    for (int k : {2, 5, 8}) run_verify_case("q8d", 512, 8, 1, 300, k, 3, 3, true, 0, true);
-    run_verify_case("q8d", 512, 16, 2, 287, 5, 3, 3, true, 0, true);
+    // q8d2: its decode launches sized for two CTAs an SM (GS_ATTN_Q8_DSPLIT=2).
+    for (const char* kernel : {"q8d", "q8d2"}) {
+      for (int k : {2, 5, 8}) run_verify_case(kernel, 512, 8, 1, 300, k, 3, 3, true, 0, true);
+      run_verify_case(kernel, 512, 16, 2, 287, 5, 3, 3, true, 0, true);
+    }
   }
   std::printf("%d failed\n", failures);
   return failures ? 1 : 0;

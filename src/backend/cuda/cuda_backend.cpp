@@ -546,7 +546,9 @@ class CudaBackend final : public Backend {
         return std::clamp(v, 32, 4096);
       }();
       const int ctas = std::max(1, fa ? cuda::attention_fa_cta_count(p) : cuda::attention_mma_cta_count(p));
-      const int target = (fa ? cuda::attention_fa_ctas_per_sm(a.head_dim) : (a.head_dim >= 512 ? 1 : 2)) * n_sm_;
+      const int fa_per_sm = cuda::attention_q8_dsplit_on(p) ? cuda::attention_q8_dsplit_ctas_per_sm()
+                                                            : cuda::attention_fa_ctas_per_sm(a.head_dim);
+      const int target = (fa ? fa_per_sm : (a.head_dim >= 512 ? 1 : 2)) * n_sm_;
       int n_splits = ctas < target ? (target + ctas - 1) / ctas : 1;
       const int by_len = std::max(1, (std::max(a.max_kv_len, 1) + split_pos - 1) / split_pos);
       n_splits = std::min(n_splits, by_len);

@@ -57,7 +57,9 @@ struct DsCfg {
   static constexpr int kMaxRaw = 3;            // raw tiles in the ring at most
   static_assert(Dw % 32 == 0 && KT == 32, "a warp owns whole q8_0 blocks; two k-steps of keys a tile");
 };
-using FaCfg512Ds = FaCfg<512, 2, 32, 1, true>;  // only for fa_smem_budget (one CTA an SM)
+// Only for fa_smem_budget: one CTA an SM, or two.
+template <int MINB>
+using FaCfg512Ds = FaCfg<512, 2, 32, MINB, true>;
 
 // Dynamic shared memory: Q [16 nrg][kQStride] f16, the warps' partial scores [8][nrg][kTileS]
 // f32, the summed scores [nrg][kTileS] f32, KV row byte offsets [R][KT] int64, the raw K ring
@@ -79,8 +81,9 @@ __host__ __device__ constexpr DsLayout ds_layout(int nrg, int raw_stages) {
   return l;
 }
 
-template <int NRG>
-__global__ void __launch_bounds__(DsCfg::kThreads, 1)
+// MINB: CTAs an SM it is sized for (2 only for one row group: 95 registers, two raw tiles).
+template <int NRG, int MINB>
+__global__ void __launch_bounds__(DsCfg::kThreads, MINB)
     attn_q8_dsplit_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int R) {
   GS_PDL_ENTRY();
   using C = DsCfg;
@@ -346,38 +349,47 @@ __global__ void __launch_bounds__(DsCfg::kThreads, 1)
 
 // The raw tiles a launch with nrg row groups takes: the most (at most kMaxRaw, at least 2) that
 // fit the CTA's shared memory; GS_ATTN_STAGES caps them (a measurement switch).
+template <int MINB>
 DsLayout ds_launch_layout(int nrg) {
   int max_raw = DsCfg::kMaxRaw;
   if (const char* e = std::getenv("GS_ATTN_STAGES"); e && *e) max_raw = std::clamp(std::atoi(e), 2, DsCfg::kMaxRaw);
   for (int r = max_raw; r > 2; --r)
-    if (ds_layout(nrg, r).total <= fa_smem_budget<FaCfg512Ds>()) return ds_layout(nrg, r);
+    if (ds_layout(nrg, r).total <= fa_smem_budget<FaCfg512Ds<MINB>>()) return ds_layout(nrg, r);
   return ds_layout(nrg, 2);
 }
-static_assert(ds_layout(DsCfg::kRG, 2).total <= fa_smem_budget<FaCfg512Ds>(), "two raw tiles fit 64 rows");
+static_assert(ds_layout(DsCfg::kRG, 2).total <= fa_smem_budget<FaCfg512Ds<1>>(), "two raw tiles fit 64 rows");
+static_assert(ds_layout(1, 2).total <= fa_smem_budget<FaCfg512Ds<2>>(), "two CTAs an SM fit one row group");
 
-template <int NRG>
+template <int NRG, int MINB = 1>
 void launch_nrg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, dim3 grid) {
-  const DsLayout l = ds_launch_layout(NRG);
-  launch_k(attn_q8_dsplit_kernel<NRG>, grid, DsCfg::kThreads, l.total, s, p, n_splits, partial, l.raw_stages);
+  const DsLayout l = ds_launch_layout<MINB>(NRG);
+  launch_k(attn_q8_dsplit_kernel<NRG, MINB>, grid, DsCfg::kThreads, l.total, s, p, n_splits, partial, l.raw_stages);
 }
 
-template <int NRG>
+template <int NRG, int MINB = 1>
 cudaError_t prepare_nrg() {
-  cudaError_t e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(fa_smem_budget<FaCfg512Ds>()));
+  cudaError_t e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(fa_smem_budget<FaCfg512Ds<MINB>>()));
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG, MINB>, cudaFuncAttributePreferredSharedMemoryCarveout,
                              cudaSharedmemCarveoutMaxShared);
   return e;
+}
+
+// GS_ATTN_Q8_DSPLIT (read on every call, as GS_CUDA_ATTN): 0 or unset off, 1 on, 2 on with
+// launches of one row group (decode) sized for two CTAs an SM (measurement forms).
+int dsplit_mode() {
+  const char* e = std::getenv("GS_ATTN_Q8_DSPLIT");
+  return e && *e ? std::clamp(std::atoi(e), 0, 2) : 0;
 }
 
 }  // namespace
 
 bool attention_q8_dsplit_on(const AttnParams& p) {
-  if (!p.kv.q8 || p.head_dim != DsCfg::D) return false;
-  const char* e = std::getenv("GS_ATTN_Q8_DSPLIT");  // read on every call, as GS_CUDA_ATTN
-  return e && *e && std::atoi(e) != 0;
+  return p.kv.q8 && p.head_dim == DsCfg::D && dsplit_mode() != 0;
 }
+
+int attention_q8_dsplit_ctas_per_sm() { return dsplit_mode() == 2 ? 2 : 1; }
 
 void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
@@ -387,7 +399,10 @@ void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_split
                   static_cast<unsigned>(n_splits));
   const int rows = std::min(p.n_tokens, rm.rt) * rm.hc;
   switch (std::clamp((rows + 15) / 16, 1, DsCfg::kRG)) {
-    case 1: launch_nrg<1>(s, p, n_splits, partial, grid); break;
+    case 1:
+      if (dsplit_mode() == 2) launch_nrg<1, 2>(s, p, n_splits, partial, grid);
+      else launch_nrg<1>(s, p, n_splits, partial, grid);
+      break;
     case 2: launch_nrg<2>(s, p, n_splits, partial, grid); break;
     case 3: launch_nrg<3>(s, p, n_splits, partial, grid); break;
     default: launch_nrg<4>(s, p, n_splits, partial, grid); break;
@@ -397,6 +412,7 @@ void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_split
 
 cudaError_t attention_q8_dsplit_prepare() {
   cudaError_t e = prepare_nrg<1>();
+  if (e == cudaSuccess) e = prepare_nrg<1, 2>();
   if (e == cudaSuccess) e = prepare_nrg<2>();
   if (e == cudaSuccess) e = prepare_nrg<3>();
   if (e == cudaSuccess) e = prepare_nrg<4>();
