@@ -185,6 +185,26 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
       float s[NRG][NTS][4];
       {
         float4* x4 = reinterpret_cast<float4*>(Xs);
+        // Q's A fragments: rows g, g + 8 at k 2t, 2t+1 (columns 4t, 4t+1 of the k-step), then at
+        // k 2t+8, 2t+9 (4t+2, 4t+3); held in registers for up to 2 row groups (16 a row group),
+        // else loaded at each use.
+        constexpr bool kQRegs = NRG <= 2;
+        uint32_t qr[kQRegs ? NRG : 1][C::KC][4];
+        auto q_frag = [&](int rg, int kc, uint32_t (&a)[4]) {
+          const __half* q0 = Qs + (rg * 16 + g) * C::kQStride + d0 + kc * 16 + 4 * t;
+          const uint2 ua = *reinterpret_cast<const uint2*>(q0);
+          const uint2 ub = *reinterpret_cast<const uint2*>(q0 + 8 * C::kQStride);
+          a[0] = ua.x;
+          a[1] = ub.x;
+          a[2] = ua.y;
+          a[3] = ub.y;
+        };
+        if constexpr (kQRegs) {
+#pragma unroll
+          for (int rg = 0; rg < NRG; ++rg)
+#pragma unroll
+            for (int kc = 0; kc < C::KC; ++kc) q_frag(rg, kc, qr[rg][kc]);
+        }
 #pragma unroll
         for (int nt = 0; nt < NTS; ++nt) {
           float sn[NRG][4];
@@ -200,11 +220,13 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
             q8x4_to_f16x4(w, bits_h2(sb | (sb << 16)), b0, b1);
 #pragma unroll
             for (int rg = 0; rg < NRG; ++rg) {
-              const __half* q0 = Qs + (rg * 16 + g) * C::kQStride + col;
-              const uint2 ua = *reinterpret_cast<const uint2*>(q0);                     // row g
-              const uint2 ub = *reinterpret_cast<const uint2*>(q0 + 8 * C::kQStride);  // row g + 8
-              // A: rows g, g + 8 at k 2t, 2t+1 (columns 4t, 4t+1), then at k 2t+8, 2t+9 (4t+2, 4t+3)
-              mma_16816(sn[rg], ua.x, ub.x, ua.y, ub.y, b0, b1);
+              uint32_t a[4];
+              if constexpr (kQRegs) {
+                a[0] = qr[rg][kc][0], a[1] = qr[rg][kc][1], a[2] = qr[rg][kc][2], a[3] = qr[rg][kc][3];
+              } else {
+                q_frag(rg, kc, a);
+              }
+              mma_16816(sn[rg], a[0], a[1], a[2], a[3], b0, b1);
             }
           }
 #pragma unroll
