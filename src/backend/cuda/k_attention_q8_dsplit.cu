@@ -62,11 +62,12 @@ template <int MINB>
 using FaCfg512Ds = FaCfg<512, 2, 32, MINB, true>;
 
 // Dynamic shared memory: Q [16 nrg][kQStride] f16, the warps' partial scores [8][nrg][kTileS]
-// f32, the summed scores [nrg][kTileS] f32, KV row byte offsets [R][KT] int64, the raw K ring
-// [R][KT][kRawPitch] bytes, the raw V ring the same.
+// f32, P as the PV product's A fragments [nrg][2 k-steps][32 lanes][4] f16 pairs, the rows'
+// softmax corrections [kRows] f32 (at the end their l), KV row byte offsets [R][KT] int64, the
+// raw K ring [R][KT][kRawPitch] bytes, the raw V ring the same.
 struct DsLayout {
   int raw_stages;
-  size_t x, f, off, rk, rv, total;
+  size_t x, f, c, off, rk, rv, total;
 };
 __host__ __device__ constexpr DsLayout ds_layout(int nrg, int raw_stages) {
   using C = DsCfg;
@@ -74,7 +75,8 @@ __host__ __device__ constexpr DsLayout ds_layout(int nrg, int raw_stages) {
   l.raw_stages = raw_stages;
   l.x = 16ull * nrg * C::kQStride * 2;
   l.f = l.x + 4ull * C::kWarps * nrg * C::kTileS;
-  l.off = l.f + 4ull * nrg * C::kTileS;
+  l.c = l.f + 4ull * nrg * 2 * 32 * 4;
+  l.off = l.c + 4ull * C::kRows;
   l.rk = l.off + 8ull * raw_stages * C::KT;
   l.rv = l.rk + 1ull * raw_stages * C::KT * C::kRawPitch;
   l.total = l.rv + 1ull * raw_stages * C::KT * C::kRawPitch;
@@ -92,7 +94,8 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
   const DsLayout L = ds_layout(NRG, R);
   __half* Qs = reinterpret_cast<__half*>(smem);
   float* Xs = reinterpret_cast<float*>(smem + L.x);
-  float* Fs = reinterpret_cast<float*>(smem + L.f);
+  uint32_t* Ps = reinterpret_cast<uint32_t*>(smem + L.f);
+  float* Cs = reinterpret_cast<float*>(smem + L.c);
   int64_t* Offs = reinterpret_cast<int64_t*>(smem + L.off);
   uint8_t* raw_k = smem + L.rk;
   uint8_t* raw_v = smem + L.rv;
@@ -111,14 +114,22 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
                              [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + r * C::kQStride + d); });
   __syncthreads();
 
+  // The softmax of row 2 warp + (lane >> 4) of each row group is this warp's (sr), keys 2 q and
+  // 2 q + 1 of a tile this lane's: its running max m_s and sum l_s (the same in the 16 lanes).
+  const int sr = 2 * warp + (lane >> 4), q = lane & 15;
+  // Where those two scores are in a warp's fragment-native partial tile (key 2q: n-tile q / 4,
+  // lane (sr % 8) 4 + q % 4, element 2 (sr / 8)), and where their P pair goes among the A
+  // fragments (k-step q / 8, lane (sr % 8) 4 + q % 4, register 2 [q % 8 >= 4] + sr / 8).
+  const int xf = ((q >> 2) * 32 + (sr & 7) * 4 + (q & 3)) * 4 + 2 * (sr >> 3);
+  const int pf = ((q >> 3) * 32 + (sr & 7) * 4 + (q & 3)) * 4 + ((q & 4) ? 2 : 0) + (sr >> 3);
   float o[NRG][NTO][4];
-  float m_r[NRG][2], l_r[NRG][2];
+  float m_s[NRG], l_s[NRG];
 #pragma unroll
   for (int rg = 0; rg < NRG; ++rg) {
 #pragma unroll
     for (int i = 0; i < NTO; ++i) o[rg][i][0] = o[rg][i][1] = o[rg][i][2] = o[rg][i][3] = 0.f;
-    m_r[rg][0] = m_r[rg][1] = -INFINITY;
-    l_r[rg][0] = l_r[rg][1] = 0.f;
+    m_s[rg] = -INFINITY;
+    l_s[rg] = 0.f;
   }
   const auto* kp8 = static_cast<const uint8_t*>(p.kv.k);
   const auto* vp8 = static_cast<const uint8_t*>(p.kv.v);
@@ -180,9 +191,7 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
 
       // --- this warp's partial S over its Dw columns, one key n-tile at a time into the
       // exchange buffer (fragment layout: sn[rg][2 rr + e] is row 16 rg + g + 8 rr, key
-      // 8 nt + 2 t + e); then the 8 warps' partial sums added in warp order: warp w adds floats
-      // [64 w, 64 w + 64) of each row group's tile of scores, and every warp reads the sums.
-      float s[NRG][NTS][4];
+      // 8 nt + 2 t + e).
       {
         float4* x4 = reinterpret_cast<float4*>(Xs);
         // Q's A fragments: rows g, g + 8 at k 2t, 2t+1 (columns 4t, 4t+1 of the k-step), then at
@@ -234,55 +243,65 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
             x4[((warp * NRG + rg) * NTS + nt) * 32 + lane] = make_float4(sn[rg][0], sn[rg][1], sn[rg][2], sn[rg][3]);
         }
         __syncthreads();
-        const int f = warp * (C::kTileS / C::kWarps) + 2 * lane;
-#pragma unroll
-        for (int rg = 0; rg < NRG; ++rg) {
-          float2 acc = *reinterpret_cast<const float2*>(Xs + rg * C::kTileS + f);
-#pragma unroll
-          for (int u = 1; u < C::kWarps; ++u) {
-            const float2 v = *reinterpret_cast<const float2*>(Xs + (u * NRG + rg) * C::kTileS + f);
-            acc.x += v.x;
-            acc.y += v.y;
-          }
-          *reinterpret_cast<float2*>(Fs + rg * C::kTileS + f) = acc;
-        }
-        __syncthreads();
-        const float4* f4 = reinterpret_cast<const float4*>(Fs);
-#pragma unroll
-        for (int rg = 0; rg < NRG; ++rg)
-#pragma unroll
-          for (int nt = 0; nt < NTS; ++nt) {
-            const float4 v = f4[(rg * NTS + nt) * 32 + lane];
-            s[rg][nt][0] = v.x;
-            s[rg][nt][1] = v.y;
-            s[rg][nt][2] = v.z;
-            s[rg][nt][3] = v.w;
-          }
       }
 
-      // --- the online softmax of every row group (the same in every warp), P as f16 A fragments.
+      // --- the softmax of this warp's rows: their scores summed over the 8 warps' partials in
+      // warp order, masked to each row's range, the online max and sum updated; P out as the
+      // A fragments of every warp's PV product, the correction of the row's accumulators too.
+#pragma unroll
+      for (int rg = 0; rg < NRG; ++rg) {
+        float2 acc = *reinterpret_cast<const float2*>(Xs + rg * C::kTileS + xf);
+#pragma unroll
+        for (int u = 1; u < C::kWarps; ++u) {
+          const float2 v = *reinterpret_cast<const float2*>(Xs + (u * NRG + rg) * C::kTileS + xf);
+          acc.x += v.x;
+          acc.y += v.y;
+        }
+        const int r = rg * 16 + sr;
+        const bool in = r_tok[r] >= 0 && r_seq[r] == seq && r_lo[r] <= r_hi[r];
+        const int lo = in ? r_lo[r] : INT_MAX, hi = in ? r_hi[r] : INT_MIN;
+        const int pos = pb + 2 * q;
+        const float v0 = pos >= lo && pos <= hi ? acc.x : -INFINITY;
+        const float v1 = pos + 1 >= lo && pos + 1 <= hi ? acc.y : -INFINITY;
+        float mx = fmaxf(v0, v1);
+#pragma unroll
+        for (int ofs = 1; ofs < 16; ofs <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, ofs));
+        const float m_new = fmaxf(m_s[rg], mx);
+        float p0 = 0.f, p1 = 0.f, corr = 1.f;
+        if (m_new != -INFINITY) {
+          corr = exp2f((m_s[rg] - m_new) * kLog2e);
+          p0 = exp2f((v0 - m_new) * kLog2e);
+          p1 = exp2f((v1 - m_new) * kLog2e);
+        }
+        float sum = p0 + p1;
+#pragma unroll
+        for (int ofs = 1; ofs < 16; ofs <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, ofs);
+        l_s[rg] = l_s[rg] * corr + sum;
+        m_s[rg] = m_new;
+        Ps[rg * 256 + pf] = pack_f32x2(p0, p1);
+        if (q == 0) Cs[r] = corr;
+      }
+      __syncthreads();
       uint32_t pa[NRG][2][4];
 #pragma unroll
       for (int rg = 0; rg < NRG; ++rg) {
-        int lo_rr[2], hi_rr[2];
-        segment_row_ranges(seq, rg * 16 + g, rg * 16 + g + 8, true, r_tok, r_seq, r_lo, r_hi, lo_rr, hi_rr);
-        float corr[2];
-        online_softmax_rows(s[rg], pb, t, lo_rr, hi_rr, m_r[rg], l_r[rg], corr);
-        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-          for (int i = 0; i < NTO; ++i) {
-            o[rg][i][0] *= corr[0];
-            o[rg][i][1] *= corr[0];
-            o[rg][i][2] *= corr[1];
-            o[rg][i][3] *= corr[1];
-          }
-        }
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
-          pa[rg][kk][0] = pack_f32x2(s[rg][2 * kk][0], s[rg][2 * kk][1]);          // row g, keys 2t, 2t+1
-          pa[rg][kk][1] = pack_f32x2(s[rg][2 * kk][2], s[rg][2 * kk][3]);          // row g + 8
-          pa[rg][kk][2] = pack_f32x2(s[rg][2 * kk + 1][0], s[rg][2 * kk + 1][1]);  // row g, keys 2t+8, 2t+9
-          pa[rg][kk][3] = pack_f32x2(s[rg][2 * kk + 1][2], s[rg][2 * kk + 1][3]);
+          const uint4 u = reinterpret_cast<const uint4*>(Ps)[(rg * 2 + kk) * 32 + lane];
+          pa[rg][kk][0] = u.x;  // row g, keys 16 kk + 2t, 2t+1
+          pa[rg][kk][1] = u.y;  // row g + 8
+          pa[rg][kk][2] = u.z;  // row g, keys 16 kk + 2t+8, 2t+9
+          pa[rg][kk][3] = u.w;
+        }
+        const float ca = Cs[rg * 16 + g], cb = Cs[rg * 16 + g + 8];
+        if (__any_sync(0xffffffffu, ca != 1.f || cb != 1.f)) {
+#pragma unroll
+          for (int i = 0; i < NTO; ++i) {
+            o[rg][i][0] *= ca;
+            o[rg][i][1] *= ca;
+            o[rg][i][2] *= cb;
+            o[rg][i][3] *= cb;
+          }
         }
       }
 
@@ -332,32 +351,35 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
   }
 
   // Rows out: o[rg][4 nb + jj][2 rr + e] is row 16 rg + g + 8 rr, column d0 + 32 nb + 8 t + 4 e + jj.
+  // Each row's l (and m) is its softmax warp's; with one split every warp needs l, through Cs.
+  __syncthreads();  // every warp is done reading Cs as corrections
+  if (q == 0)
+#pragma unroll
+    for (int rg = 0; rg < NRG; ++rg) Cs[rg * 16 + sr] = l_s[rg];
+  __syncthreads();
 #pragma unroll
   for (int rg = 0; rg < NRG; ++rg) {
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      l_r[rg][rr] += __shfl_xor_sync(0xffffffffu, l_r[rg][rr], 1);
-      l_r[rg][rr] += __shfl_xor_sync(0xffffffffu, l_r[rg][rr], 2);
+    if (n_splits > 1 && q == 0 && r_tok[rg * 16 + sr] >= 0) {  // this warp's row: its m and l
+      const int r = rg * 16 + sr;
+      const int64_t row = static_cast<int64_t>(r_tok[r]) * p.n_head + r_head[r];
+      float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
+      P[0] = m_s[rg];
+      P[1] = l_s[rg];
     }
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int r = rg * 16 + g + 8 * rr;
       if (r_tok[r] < 0) continue;
       const int tk = r_tok[r], head = r_head[r];
-      const float m = m_r[rg][rr], l = l_r[rg][rr];
       float* dst;
       float mul = 1.f;
       if (n_splits == 1) {
+        const float l = Cs[r];
         dst = p.out.data + static_cast<int64_t>(tk) * p.out.stride + static_cast<int64_t>(head) * D;
         mul = l > 0.f ? 1.0f / l : 0.f;
       } else {
         const int64_t row = static_cast<int64_t>(tk) * p.n_head + head;
-        float* P = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2);
-        if (warp == 0 && t == 0) {
-          P[0] = m;
-          P[1] = l;
-        }
-        dst = P + 2;
+        dst = partial + (static_cast<int64_t>(split) * p.n_tokens * p.n_head + row) * (D + 2) + 2;
       }
 #pragma unroll
       for (int nb = 0; nb < C::NB; ++nb)
