@@ -171,9 +171,14 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
       cp_async_commit();
     };
 
-    // Prologue: offsets of tiles 0..R-1, tiles 0..R-2 requested.
-    if (tid < KT)
+    // Prologue: offsets of tiles 0..R-1, tiles 0..R-2 requested. pend: tile R's offset, read
+    // (from the page table in global memory) an iteration before it is stored, so that warp 0
+    // never waits for that load.
+    int64_t pend = -1;
+    if (tid < KT) {
       for (int x = 0; x < R; ++x) Offs[x * KT + tid] = row_offset(x);
+      pend = row_offset(R);
+    }
     __syncthreads();
     for (int x = 0; x + 1 < R; ++x) issue(x);
 
@@ -184,7 +189,10 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
       else cp_async_wait<1>();
       __syncthreads();
       issue(ti + R - 1);
-      if (tid < KT && ti + R < n_tiles) Offs[(ti % R) * KT + tid] = row_offset(ti + R);
+      if (tid < KT) {
+        if (ti + R < n_tiles) Offs[(ti % R) * KT + tid] = pend;
+        pend = row_offset(ti + R + 1);
+      }
       const uint8_t* rk = raw_k + (ti % R) * KT * kRawPitch;
       const uint8_t* rv = raw_v + (ti % R) * KT * kRawPitch;
       const int pb = tile_pos(ti);
