@@ -147,7 +147,11 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
 
     // Tile x's raw rows sit in ring slot x % R and their byte offsets in Offs slot x % R (-1:
     // zeros, for positions outside the segment or unmapped); one cp.async group a tile (K and
-    // V), an empty one past the last tile, R - 1 tiles requested ahead of the one computed.
+    // V), an empty one past the last tile. Two barriers a tile:
+    //   B2(ti): the warps' partial scores of tile ti are in Xs, and every warp is done with tile
+    //     ti - 1 (its P V), so ring slot (ti - 1) % R takes tile ti + R - 1;
+    //   B3(ti): P and the corrections of tile ti are in Ps and Cs, and raw tile ti + 1 has
+    //     landed (each thread waits for its own copies first: R - 2 groups may be pending).
     auto row_offset = [&](int x) -> int64_t {  // threads tid < KT: key tid of tile x
       const int pos = tile_pos(x) + tid;
       if (pos < lo_seg || pos > hi_seg) return -1;
@@ -181,18 +185,14 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
     }
     __syncthreads();
     for (int x = 0; x + 1 < R; ++x) issue(x);
-
-    for (int ti = 0; ti < n_tiles; ++ti) {
-      // Tile ti landed (this thread's copies: R - 2 groups may still be pending), then for
-      // every thread; every warp is done with tile ti - 1, whose ring and Offs slots refill.
+    auto raw_wait = [&]() {  // all but this thread's R - 2 most recent groups have landed
       if (R <= 2) cp_async_wait<0>();
       else cp_async_wait<1>();
-      __syncthreads();
-      issue(ti + R - 1);
-      if (tid < KT) {
-        if (ti + R < n_tiles) Offs[(ti % R) * KT + tid] = pend;
-        pend = row_offset(ti + R + 1);
-      }
+    };
+    raw_wait();
+    __syncthreads();  // raw tile 0 landed
+
+    for (int ti = 0; ti < n_tiles; ++ti) {
       const uint8_t* rk = raw_k + (ti % R) * KT * kRawPitch;
       const uint8_t* rv = raw_v + (ti % R) * KT * kRawPitch;
       const int pb = tile_pos(ti);
@@ -250,7 +250,12 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
           for (int rg = 0; rg < NRG; ++rg)
             x4[((warp * NRG + rg) * NTS + nt) * 32 + lane] = make_float4(sn[rg][0], sn[rg][1], sn[rg][2], sn[rg][3]);
         }
-        __syncthreads();
+      }
+      __syncthreads();  // B2(ti)
+      issue(ti + R - 1);
+      if (tid < KT) {  // Offs slot ti % R (tile ti was requested before B3(ti - 1)) takes tile ti + R
+        if (ti + R < n_tiles) Offs[(ti % R) * KT + tid] = pend;
+        pend = row_offset(ti + R + 1);
       }
 
       // --- the softmax of this warp's rows: their scores summed over the 8 warps' partials in
@@ -289,7 +294,8 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
         Ps[rg * 256 + pf] = pack_f32x2(p0, p1);
         if (q == 0) Cs[r] = corr;
       }
-      __syncthreads();
+      raw_wait();
+      __syncthreads();  // B3(ti)
       uint32_t pa[NRG][2][4];
 #pragma unroll
       for (int rg = 0; rg < NRG; ++rg) {
