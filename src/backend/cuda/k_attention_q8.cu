@@ -31,6 +31,7 @@
 #include "backend/cuda/k_attn_fa.cuh"
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_kv_q8.cuh"
+#include "backend/cuda/k_lap_clock.cuh"
 #include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
@@ -70,16 +71,7 @@ __host__ __device__ constexpr FaQ8Layout fa_q8_layout(int nrg, int f16_stages, i
 // each part of its loop, and CTA (0, 0, 0) prints both at its end, one line a launch
 // ("q8t ..."; scripts/device_q8_timing.sh averages them). The kernel without it is unchanged.
 enum Q8Part { kQ8Math, kQ8MathBar, kQ8RawWait, kQ8ConvBar, kQ8Dequant, kQ8Issue, kQ8ConvCtaBar, kQ8Parts };
-struct Q8Clock {
-  long long sum[kQ8Parts] = {};
-  long long t = 0;
-  __device__ __forceinline__ void start() { t = clock64(); }
-  __device__ __forceinline__ void lap(int part) {
-    const long long now = clock64();
-    sum[part] += now - t;
-    t = now;
-  }
-};
+using Q8Clock = LapClock<kQ8Parts>;
 
 template <class Cfg, bool kTiming>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)

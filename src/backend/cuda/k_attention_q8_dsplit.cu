@@ -28,12 +28,14 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "backend/cuda/k_attn_common.cuh"
 #include "backend/cuda/k_attn_fa.cuh"
 #include "backend/cuda/k_common.cuh"
 #include "backend/cuda/k_kv_q8.cuh"
+#include "backend/cuda/k_lap_clock.cuh"
 #include "backend/cuda/k_launch.cuh"
 
 namespace gs::cuda {
@@ -83,8 +85,14 @@ __host__ __device__ constexpr DsLayout ds_layout(int nrg, int raw_stages) {
   return l;
 }
 
-// MINB: CTAs an SM it is sized for (2 only for one row group: 95 registers, two raw tiles).
-template <int NRG, int MINB>
+// Where the tile loop's time goes (kTiming, a measurement instantiation of one row group:
+// GS_ATTN_Q8_TIMING=1): lane 0 of warp 0 of CTA (0, 0, 0) adds up the clock64 cycles of each
+// part and prints them at its end, one line a launch ("q8t role ds ...";
+// scripts/device_q8_timing.sh averages them).
+enum DsPart { kDsScores, kDsB2, kDsIssue, kDsSoftmax, kDsRawWait, kDsB3, kDsPv, kDsParts };
+
+// MINB: CTAs an SM it is sized for (2 only for one row group: 105 registers, two raw tiles).
+template <int NRG, int MINB, bool kTiming = false>
 __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
     attn_q8_dsplit_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int R) {
   GS_PDL_ENTRY();
@@ -134,6 +142,9 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
   const auto* kp8 = static_cast<const uint8_t*>(p.kv.k);
   const auto* vp8 = static_cast<const uint8_t*>(p.kv.v);
   const __half2 bias = bits_h2(0x64806480u);  // 1152: f16(1024 + (q + 128)) - 1152 = q
+  LapClock<kDsParts> clk;
+  int timed_tiles = 0;
+  const long long t_begin = kTiming ? clock64() : 0;
 
   for (int lead = 0; lead < C::kRows; ++lead) {
     if (!r_lead[lead]) continue;  // uniform: one segment per sequence present in the CTA
@@ -192,7 +203,9 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
     raw_wait();
     __syncthreads();  // raw tile 0 landed
 
+    if constexpr (kTiming) clk.start();
     for (int ti = 0; ti < n_tiles; ++ti) {
+      if constexpr (kTiming) ++timed_tiles;
       const uint8_t* rk = raw_k + (ti % R) * KT * kRawPitch;
       const uint8_t* rv = raw_v + (ti % R) * KT * kRawPitch;
       const int pb = tile_pos(ti);
@@ -251,12 +264,15 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
             x4[((warp * NRG + rg) * NTS + nt) * 32 + lane] = make_float4(sn[rg][0], sn[rg][1], sn[rg][2], sn[rg][3]);
         }
       }
+      if constexpr (kTiming) clk.lap(kDsScores);
       __syncthreads();  // B2(ti)
+      if constexpr (kTiming) clk.lap(kDsB2);
       issue(ti + R - 1);
       if (tid < KT) {  // Offs slot ti % R (tile ti was requested before B3(ti - 1)) takes tile ti + R
         if (ti + R < n_tiles) Offs[(ti % R) * KT + tid] = pend;
         pend = row_offset(ti + R + 1);
       }
+      if constexpr (kTiming) clk.lap(kDsIssue);
 
       // --- the softmax of this warp's rows: their scores summed over the 8 warps' partials in
       // warp order, masked to each row's range, the online max and sum updated; P out as the
@@ -294,8 +310,11 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
         Ps[rg * 256 + pf] = pack_f32x2(p0, p1);
         if (q == 0) Cs[r] = corr;
       }
+      if constexpr (kTiming) clk.lap(kDsSoftmax);
       raw_wait();
+      if constexpr (kTiming) clk.lap(kDsRawWait);
       __syncthreads();  // B3(ti)
+      if constexpr (kTiming) clk.lap(kDsB3);
       uint32_t pa[NRG][2][4];
 #pragma unroll
       for (int rg = 0; rg < NRG; ++rg) {
@@ -361,6 +380,16 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
           }
         }
       }
+      if constexpr (kTiming) clk.lap(kDsPv);
+    }
+  }
+
+  if constexpr (kTiming) {
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && tid == 0) {
+      printf("q8t role ds F 0 R %d tiles %d total %lld scores %lld b2 %lld issue %lld softmax %lld raw_wait %lld b3 %lld "
+             "pv %lld\n",
+             R, timed_tiles, clock64() - t_begin, clk.sum[kDsScores], clk.sum[kDsB2], clk.sum[kDsIssue],
+             clk.sum[kDsSoftmax], clk.sum[kDsRawWait], clk.sum[kDsB3], clk.sum[kDsPv]);
     }
   }
 
@@ -418,19 +447,34 @@ DsLayout ds_launch_layout(int nrg) {
 static_assert(ds_layout(DsCfg::kRG, 2).total <= fa_smem_budget<FaCfg512Ds<1>>(), "two raw tiles fit 64 rows");
 static_assert(ds_layout(1, 2).total <= fa_smem_budget<FaCfg512Ds<2>>(), "two CTAs an SM fit one row group");
 
-template <int NRG, int MINB = 1>
-void launch_nrg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, dim3 grid) {
-  const DsLayout l = ds_launch_layout<MINB>(NRG);
-  launch_k(attn_q8_dsplit_kernel<NRG, MINB>, grid, DsCfg::kThreads, l.total, s, p, n_splits, partial, l.raw_stages);
+// GS_ATTN_Q8_TIMING=1: one-row-group launches take the measurement instantiation.
+bool timing_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("GS_ATTN_Q8_TIMING");
+    return e && *e && std::atoi(e) != 0;
+  }();
+  return on;
 }
 
 template <int NRG, int MINB = 1>
+void launch_nrg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial, dim3 grid) {
+  const DsLayout l = ds_launch_layout<MINB>(NRG);
+  if constexpr (NRG == 1) {
+    if (timing_on()) {
+      launch_k(attn_q8_dsplit_kernel<NRG, MINB, true>, grid, DsCfg::kThreads, l.total, s, p, n_splits, partial,
+               l.raw_stages);
+      return;
+    }
+  }
+  launch_k(attn_q8_dsplit_kernel<NRG, MINB>, grid, DsCfg::kThreads, l.total, s, p, n_splits, partial, l.raw_stages);
+}
+
+template <int NRG, int MINB = 1, bool kTiming = false>
 cudaError_t prepare_nrg() {
-  cudaError_t e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  auto* k = attn_q8_dsplit_kernel<NRG, MINB, kTiming>;
+  cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(fa_smem_budget<FaCfg512Ds<MINB>>()));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(attn_q8_dsplit_kernel<NRG, MINB>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             cudaSharedmemCarveoutMaxShared);
+  if (e == cudaSuccess) e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
   return e;
 }
 
@@ -471,6 +515,8 @@ void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_split
 cudaError_t attention_q8_dsplit_prepare() {
   cudaError_t e = prepare_nrg<1>();
   if (e == cudaSuccess) e = prepare_nrg<1, 2>();
+  if (e == cudaSuccess) e = prepare_nrg<1, 1, true>();
+  if (e == cudaSuccess) e = prepare_nrg<1, 2, true>();
   if (e == cudaSuccess) e = prepare_nrg<2>();
   if (e == cudaSuccess) e = prepare_nrg<3>();
   if (e == cudaSuccess) e = prepare_nrg<4>();
