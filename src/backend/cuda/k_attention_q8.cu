@@ -164,12 +164,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       }
       cp_async_commit();
     };
-    // Raw tile x has landed (this thread's copies of it); tile x + R's offsets into Offs.
+    // Raw tile x has landed (this thread's copies of it); tile x + R's offsets into Offs. Called
+    // for x = 0, 1, 2, ... in turn; pend holds tile x + R's offset, read from the page table
+    // (global memory) at the call before, so that no copier waits for that load before the
+    // converters' barrier.
+    int64_t pend = copier && ct < KT ? row_offset(R) : -1;
     auto raw_ready = [&](int x) {
       if (R == 1) cp_async_wait<0>();
       else if (R == 2) cp_async_wait<1>();
       else cp_async_wait<2>();
-      if (ct < KT && x + R < n_tiles) Offs[((x + R) % (R + 1)) * KT + ct] = row_offset(x + R);
+      if (ct < KT) {
+        if (x + R < n_tiles) Offs[((x + R) % (R + 1)) * KT + ct] = pend;
+        pend = row_offset(x + R + 1);
+      }
     };
     // Raw tile x into f16 stage x % F, by the threads i = 0 .. n - 1.
     auto dequantize = [&](int x, int i, int n) {
