@@ -11,20 +11,20 @@
 //     4-byte shared load a lane: the 16 columns of a k-step are taken in the order
 //     4t, 4t+1 -> k 2t, 2t+1 and 4t+2, 4t+3 -> k 2t+8, 2t+9 (lane t = lane % 4), Q's A fragment
 //     in the same order (a sum does not care about the order of its terms), and each value
-//     becomes f16(q d) exactly as q8_tile_to_f16 makes it. The 8 partial sums of a row are
-//     added in warp order 0..7 through shared memory (each warp adds 1/8 of the tile's scores,
-//     then every warp reads all of them), so every warp holds the same S and runs the same
-//     softmax.
+//     becomes f16(q d) exactly as q8_tile_to_f16 makes it. The 8 partial tiles go to shared
+//     memory; warp w adds those of rows 2w and 2w + 1 of each row group in warp order 0..7 and
+//     runs their online softmax (16 lanes a row, 2 keys a lane), then writes P as the PV
+//     product's A fragments and each row's correction for every warp to read.
 //   O += P V: V's values stay integers (exact in f16) and each q8_0 block's scale d multiplies
 //     P instead (P_b = f16(P) * d, per key and block). For that an n8 tile of outputs must lie in
 //     one block: lane group g of tile jj of block nb holds column 32 nb + 4 g + jj of the warp's
 //     64, from one 4-byte load a key row (4 keys a lane: 2t, 2t+1, 2t+8, 2t+9 of a k-step), and
 //     the C fragment's columns are mapped back when the rows are written.
-// No f16 tiles, no converter warps: the raw K/V ring (cp.async by every thread) and one S
-// exchange a tile. The tiles lie on the absolute grid (split_tiles) and a row's arithmetic does
+// No f16 tiles, no converter warps: the raw K/V ring (cp.async by every thread, rows padded to
+// kRawPitch) and two barriers a tile. The tiles lie on the absolute grid (split_tiles) and a row's arithmetic does
 // not depend on the CTA's other rows, so a verify row equals its decode row bit for bit (decision
 // 0020) as long as both take this kernel, which launch_attention_fa_q8 gives every head_dim-512
-// call when it is on (GS_ATTN_Q8_DSPLIT=1; off by default until measured on a GPU).
+// call when it is on (GS_ATTN_Q8_DSPLIT=1 or 2; off by default until measured on a GPU).
 #include <algorithm>
 #include <climits>
 #include <cmath>
