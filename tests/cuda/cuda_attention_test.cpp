@@ -523,39 +523,37 @@ TEST(CudaAttention, VerifyRowsEqualDecodeRows) {
     }
 }
 
-// q8_0 pools (decision 0035) where the model's calls take each kernel: decode and verify of
-// the 31B's full (D 512, GQA 8) and sliding (D 256, window 1024) layers over long contexts,
-// verify rows equal to decode rows, a prefill chunk, and several sequences in one batch. The
-// 64-row kernel's q8_0 form dequantizes with its row-less warps into two f16 stages for
-// decode and short verify batches, and with every thread into one stage for 8 tokens at GQA 8
-// (every row group holds rows) and prefill; a D 256 layer over a long range takes it too.
-TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
-  GS_REQUIRE_BACKENDS();
-  struct K {
-    int D, n_head, n_head_kv, ctx, window, max_kv_len;
-  };
-  for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}, K{256, 16, 2, 9000, 0, 32768}})
-    for (int tokens : {1, 5, 8, 70}) {
-      AttnCase c;
-      c.head_dim = k.D;
-      c.n_head = k.n_head;
-      c.n_head_kv = k.n_head_kv;
-      c.kv_type = GgmlType::Q8_0;
-      c.page_size = 256;
-      c.ctx = k.ctx;
-      c.window = k.window;
-      c.tokens_per_seq = tokens;
-      c.n_seqs_hint = 1;
-      c.max_kv_len = k.max_kv_len;
-      c.naive = false;
-      c.bounded = true;
-      c.verify_rows = tokens <= 8;
-      check_attention(c);
-    }
+// A q8_0 case of one sequence as the model's calls make them: `tokens` at position ctx over
+// pages of 256, the split count sized for max_kv_len, the output bounded, verify rows checked
+// against decode rows up to 8 tokens.
+struct Q8Shape {
+  int D, n_head, n_head_kv, ctx, window, max_kv_len;
+};
+void check_q8_one_sequence(const Q8Shape& k, int tokens) {
   AttnCase c;
-  c.head_dim = 256;
-  c.n_head = 8;
-  c.n_head_kv = 2;
+  c.head_dim = k.D;
+  c.n_head = k.n_head;
+  c.n_head_kv = k.n_head_kv;
+  c.kv_type = GgmlType::Q8_0;
+  c.page_size = 256;
+  c.ctx = k.ctx;
+  c.window = k.window;
+  c.tokens_per_seq = tokens;
+  c.n_seqs_hint = 1;
+  c.max_kv_len = k.max_kv_len;
+  c.naive = false;
+  c.bounded = true;
+  c.verify_rows = tokens <= 8;
+  check_attention(c);
+}
+
+// Three sequences of 1, 4 and 1 tokens interleaved in one batch on q8_0 pools of 16-position
+// pages, with a sharp softmax.
+void check_q8_three_sequences(int D, int n_head, int n_head_kv) {
+  AttnCase c;
+  c.head_dim = D;
+  c.n_head = n_head;
+  c.n_head_kv = n_head_kv;
   c.kv_type = GgmlType::Q8_0;
   c.page_size = 16;
   c.seq_tokens = {1, 4, 1};
@@ -565,6 +563,20 @@ TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
   check_attention(c);
 }
 
+// q8_0 pools (decision 0035) where the model's calls take each kernel: decode and verify of
+// the 31B's full (D 512, GQA 8) and sliding (D 256, window 1024) layers over long contexts,
+// verify rows equal to decode rows, a prefill chunk, and several sequences in one batch. The
+// 64-row kernel's q8_0 form dequantizes with its row-less warps into two f16 stages for
+// decode and short verify batches, and with every thread into one stage for 8 tokens at GQA 8
+// (every row group holds rows) and prefill; a D 256 layer over a long range takes it too.
+TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
+  GS_REQUIRE_BACKENDS();
+  for (const Q8Shape k : {Q8Shape{512, 32, 4, 9000, 0, 32768}, Q8Shape{256, 32, 16, 3000, 1024, 1024},
+                          Q8Shape{256, 16, 2, 9000, 0, 32768}})
+    for (int tokens : {1, 5, 8, 70}) check_q8_one_sequence(k, tokens);
+  check_q8_three_sequences(256, 8, 2);
+}
+
 // The q8_0 head_dim-512 kernel that dequantizes into the mma registers (GS_ATTN_Q8_DSPLIT=1,
 // k_attention_q8_dsplit.cu): decode, verify of 2, 5 and 8 tokens (1 to 4 row groups) with
 // verify rows equal to decode rows, a prefill chunk of 70 tokens, GQA 8 and 4, over a long
@@ -572,37 +584,9 @@ TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
 TEST(CudaAttention, Q8_0DsplitKernel) {
   GS_REQUIRE_BACKENDS();
   const EnvSwitch on("GS_ATTN_Q8_DSPLIT", "1");  // check_attention runs every kernel choice with it
-  struct K {
-    int n_head, n_head_kv, ctx, max_kv_len;
-  };
-  for (const K k : {K{32, 4, 9000, 32768}, K{16, 4, 300, 4096}})
-    for (int tokens : {1, 2, 5, 8, 70}) {
-      AttnCase c;
-      c.head_dim = 512;
-      c.n_head = k.n_head;
-      c.n_head_kv = k.n_head_kv;
-      c.kv_type = GgmlType::Q8_0;
-      c.page_size = 256;
-      c.ctx = k.ctx;
-      c.tokens_per_seq = tokens;
-      c.n_seqs_hint = 1;
-      c.max_kv_len = k.max_kv_len;
-      c.naive = false;
-      c.bounded = true;
-      c.verify_rows = tokens <= 8;
-      check_attention(c);
-    }
-  AttnCase c;
-  c.head_dim = 512;
-  c.n_head = 8;
-  c.n_head_kv = 1;
-  c.kv_type = GgmlType::Q8_0;
-  c.page_size = 16;
-  c.seq_tokens = {1, 4, 1};
-  c.seq_ctx = {40, 500, 7};
-  c.interleave = true;
-  c.q_scale = 4.0f;  // sharp softmax
-  check_attention(c);
+  for (const Q8Shape k : {Q8Shape{512, 32, 4, 9000, 0, 32768}, Q8Shape{512, 16, 4, 300, 0, 4096}})
+    for (int tokens : {1, 2, 5, 8, 70}) check_q8_one_sequence(k, tokens);
+  check_q8_three_sequences(512, 8, 1);
 }
 
 // Split decode and verify outputs as the output projection's f16 operand (the attention

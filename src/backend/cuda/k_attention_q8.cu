@@ -148,20 +148,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       return sl < 0 ? -1 : (sl * n_kv + j) * kRawRow;
     };
     auto issue = [&](int x) {
-      if (x < n_tiles) {
-        constexpr int CH = Cfg::kRawChunks;
-        const int64_t* offs = Offs + (x % (R + 1)) * KT;
-        uint8_t* dk = raw_k + (x % R) * KT * kRawRow;
-        uint8_t* dv = raw_v + (x % R) * KT * kRawRow;
-        for (int idx = ct; idx < KT * CH; idx += n_ct) {
-          const int key = idx / CH, ch = idx % CH;
-          const int64_t off = offs[key];
-          const int64_t src = off >= 0 ? off + ch * 16 : 0;
-          const int nb = off >= 0 ? 16 : 0;
-          cp_async16(dk + key * kRawRow + ch * 16, kp8 + src, nb);
-          cp_async16(dv + key * kRawRow + ch * 16, vp8 + src, nb);
-        }
-      }
+      if (x < n_tiles)
+        q8_tile_copy<D, KT>(kp8, vp8, Offs + (x % (R + 1)) * KT, raw_k + (x % R) * KT * kRawRow,
+                            raw_v + (x % R) * KT * kRawRow, kRawRow, ct, n_ct);
       cp_async_commit();
     };
     // Raw tile x has landed (this thread's copies of it); tile x + R's offsets into Offs. Called

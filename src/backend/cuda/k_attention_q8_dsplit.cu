@@ -49,7 +49,6 @@ struct DsCfg {
   static constexpr int kRG = 4, kRows = 16 * kRG;
   static constexpr int kRawRow = D + D / 16;   // bytes of a q8_0 head row (544)
   static constexpr int kRawPitch = kRawRow + 16;  // its pitch in the ring: 140 words, 12 mod 32 banks apart
-  static constexpr int kRawChunks = kRawRow / 16;
   static constexpr int kQStride = D + 16;      // halves a Q row: 8-byte fragment loads free of conflicts
   static constexpr int KC = Dw / 16;           // S k-steps a warp
   static constexpr int NB = Dw / 32;           // q8_0 blocks a warp
@@ -170,19 +169,9 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
       return sl < 0 ? -1 : (sl * n_kv + j) * C::kRawRow;
     };
     auto issue = [&](int x) {
-      if (x < n_tiles) {
-        const int64_t* offs = Offs + (x % R) * KT;
-        uint8_t* dk = raw_k + (x % R) * KT * kRawPitch;
-        uint8_t* dv = raw_v + (x % R) * KT * kRawPitch;
-        for (int idx = tid; idx < KT * C::kRawChunks; idx += C::kThreads) {
-          const int key = idx / C::kRawChunks, ch = idx - key * C::kRawChunks;
-          const int64_t off = offs[key];
-          const int64_t src = off >= 0 ? off + ch * 16 : 0;
-          const int nb = off >= 0 ? 16 : 0;
-          cp_async16(dk + key * kRawPitch + ch * 16, kp8 + src, nb);
-          cp_async16(dv + key * kRawPitch + ch * 16, vp8 + src, nb);
-        }
-      }
+      if (x < n_tiles)
+        q8_tile_copy<D, KT>(kp8, vp8, Offs + (x % R) * KT, raw_k + (x % R) * KT * kRawPitch,
+                            raw_v + (x % R) * KT * kRawPitch, kRawPitch, tid, C::kThreads);
       cp_async_commit();
     };
 

@@ -56,6 +56,24 @@ __device__ __forceinline__ void q8x4_to_f16x4(uint32_t w, __half2 s2, uint32_t& 
   hi = h2_bits(__hmul2(__hsub2(bits_h2(__byte_perm(u, 0x64646464u, 0x4342)), bias), s2));
 }
 
+// The cp.async copies of a tile of KT q8_0 head rows of D values from the K and V pools (kp, vp;
+// row byte offsets offs[key], -1: zeros) into rows `pitch` bytes apart at dk and dv (16-byte
+// aligned), by the threads tid = 0 .. n_threads - 1: each takes 16-byte chunks idx = tid,
+// tid + n_threads, ... of the KT (D + D / 16) / 16. The caller commits the group.
+template <int D, int KT>
+__device__ __forceinline__ void q8_tile_copy(const uint8_t* kp, const uint8_t* vp, const int64_t* offs, uint8_t* dk,
+                                             uint8_t* dv, int pitch, int tid, int n_threads) {
+  constexpr int CH = (D + D / 16) / 16;
+  for (int idx = tid; idx < KT * CH; idx += n_threads) {
+    const int key = idx / CH, ch = idx - key * CH;
+    const int64_t off = offs[key];
+    const int64_t src = off >= 0 ? off + ch * 16 : 0;
+    const int nb = off >= 0 ? 16 : 0;
+    cp_async16(dk + key * pitch + ch * 16, kp + src, nb);
+    cp_async16(dv + key * pitch + ch * 16, vp + src, nb);
+  }
+}
+
 // A tile of n_keys q8_0 head rows of D values (raw: n_keys rows of D + D / 16 bytes, one after
 // another, 16-byte aligned: D % 256 == 0) as f16 rows of `stride` halves (16-byte aligned) in
 // dst, by the threads tid = 0 .. n_threads - 1 of the block, 16 values a step.
