@@ -242,13 +242,16 @@ void run_case(const Case& c) {
   // tiles (row), wgs the same into 128-byte-swizzled tiles (swizzle), wgt those tiles by TMA
   // (tma).
   // q8d: the q8_0 head_dim-512 kernel that dequantizes into the mma registers
-  // (k_attention_q8_dsplit.cu, GS_ATTN_Q8_DSPLIT=1), which launch_attention_fa then takes.
-  for (const char* kernel : {"old", "new", "q8d", "wg", "wg0", "wgp", "wgr", "wgs", "wgt"}) {
+  // (k_attention_q8_dsplit.cu, GS_ATTN_Q8_DSPLIT=1), which launch_attention_fa then takes;
+  // q8s: the 64-row kernel's q8_0 form with its conflict-free store order (GS_ATTN_Q8_SWAP=1).
+  for (const char* kernel : {"old", "new", "q8d", "q8s", "wg", "wg0", "wgp", "wgr", "wgs", "wgt"}) {
     const bool wg = std::strncmp(kernel, "wg", 2) == 0;
     if (wg && !attention_wg_supported(p)) continue;
-    const bool q8d = std::strcmp(kernel, "q8d") == 0;
+    const bool q8d = std::strcmp(kernel, "q8d") == 0, q8s = std::strcmp(kernel, "q8s") == 0;
     if (q8d && !(c.q8 && D == 512)) continue;
+    if (q8s && !c.q8) continue;
     setenv("GS_ATTN_Q8_DSPLIT", q8d ? "1" : "0", 1);
+    setenv("GS_ATTN_Q8_SWAP", q8s ? "1" : "0", 1);
     if (wg) {
       const char f = kernel[2];
       setenv("GS_WG_FORM", f == '0' ? "wait" : f == 'p' ? "pipe" : f == 'r' ? "row" : f == 's' ? "swizzle" : f == 't' ? "tma" : "defer", 1);
@@ -260,7 +263,7 @@ void run_case(const Case& c) {
       p.early = splits == 3;  // the 16-row kernel's step-input loads ahead of its wait, or not
       if (std::strcmp(kernel, "old") == 0) {
         launch_attention_mma(nullptr, p, splits, partial.data());
-      } else if (std::strcmp(kernel, "new") == 0 || q8d) {
+      } else if (std::strcmp(kernel, "new") == 0 || q8d || q8s) {
         launch_attention_fa(nullptr, p, splits, partial.data());
       } else {
         launch_attention_wg(nullptr, p, splits, partial.data());

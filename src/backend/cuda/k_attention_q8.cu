@@ -290,10 +290,9 @@ void launch_fa_q8_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* 
     const char* e = std::getenv("GS_ATTN_Q8_TIMING");
     return e && *e && std::atoi(e) != 0;
   }();
-  static const bool swap = [] {  // measurement switch: q8_tile_to_f16's conflict-free store order
-    const char* e = std::getenv("GS_ATTN_Q8_SWAP");
-    return e && *e && std::atoi(e) != 0;
-  }();
+  // Measurement switch (read on every call): q8_tile_to_f16's conflict-free store order.
+  const char* swap_env = std::getenv("GS_ATTN_Q8_SWAP");
+  const bool swap = swap_env && *swap_env && std::atoi(swap_env) != 0;
   if (timing)
     launch_k(attn_fa_q8_kernel<Cfg, true>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16,
              l.f16_stages, l.raw_stages, swap);
