@@ -354,8 +354,16 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   std::optional<double> d;
   std::optional<bool> b;
 
+  // OpenAI's max_completion_tokens and its older name max_tokens: both are read, and given
+  // together they must agree (as n_predict must), rather than one being dropped unread.
+  std::optional<int64_t> legacy_max;
   GS_RETURN_IF_ERROR(read_int(body, "", "max_completion_tokens", 1, kMaxTokensLimit, &i));
-  if (!i) GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &i));
+  GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &legacy_max));
+  if (i && legacy_max && *i != *legacy_max) {
+    return invalid(fmt::format("max_tokens ({}) disagrees with max_completion_tokens ({}); send one of them",
+                               *legacy_max, *i));
+  }
+  if (!i) i = legacy_max;
   if (i) gen->max_tokens = static_cast<int32_t>(*i);
   GS_RETURN_IF_ERROR(read_n_predict(body, gen));
 

@@ -112,6 +112,11 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
       {"completions", R"({"prompt":"x","n_predict":"8"})", "n_predict"},
       {"completions", R"({"prompt":"x","n_predict":8,"max_tokens":9})", "n_predict"},
       {"chat", chat_with(R"("n_predict":8,"max_completion_tokens":9)"), "n_predict"},
+      // max_tokens beside max_completion_tokens (two names of one limit) is read and must agree:
+      // before, max_tokens was not even read then ("x" passed, 2 gave 3 tokens).
+      {"chat", chat_with(R"("max_completion_tokens":3,"max_tokens":2)"), "max_tokens"},
+      {"chat", chat_with(R"("max_completion_tokens":3,"max_tokens":"x")"), "max_tokens"},
+      {"completions", R"({"prompt":"x","max_completion_tokens":3,"max_tokens":0})", "max_tokens"},
       {"chat", chat_with(R"("min_tokens":5,"max_tokens":3)"), "min_tokens"},
       {"chat", chat_with(R"("min_tokens":5,"response_format":{"type":"json_object"})"), "min_tokens"},
       {"chat", chat_with(R"("min_tokens":-1)"), "min_tokens"},
