@@ -797,7 +797,7 @@ constexpr std::string_view kRequestFields[] = {
     "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format", "add_generation_prompt",
     "continue_final_message", "structured_outputs", "include_stop_str_in_output", "use_beam_search",
     "skip_special_tokens", "spaces_between_special_tokens", "return_tokens_as_token_ids", "n_probs",
-    "prompt_logprobs", "truncate_prompt_tokens", "chat_template",
+    "prompt_logprobs", "truncate_prompt_tokens", "chat_template", "modalities", "audio", "web_search_options",
     "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
