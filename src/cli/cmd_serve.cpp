@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -79,6 +80,12 @@ uint64_t resident_bytes() {
 // enough that the dozens of HTTP worker threads do not each grow an arena of their own.
 constexpr int kServeMallocArenas = 4;
 
+// Most HTTP worker threads. Each running or queued request holds one, so the server starts
+// --parallel + --queue-size + 16 of them; a queue of tens of thousands would start that many
+// threads at once (past the system's limit, the server aborted). Beyond this, connections wait
+// for a worker before their request reaches the queue.
+constexpr int kMaxHttpThreads = 4096;
+
 int serve(const ServeArgs& a) {
   set_log_level(a.log_level);
   // Before any thread starts (arenas already made would stay). MALLOC_ARENA_MAX in the
@@ -96,7 +103,12 @@ int serve(const ServeArgs& a) {
   so.host = a.host;
   so.port = a.port;
   so.max_body_bytes = a.max_body_bytes > 0 ? a.max_body_bytes : server::body_limit_for_context(a.ctx_size);
-  so.http_threads = a.parallel + a.queue_size + 16;
+  so.http_threads = std::min(a.parallel + a.queue_size + 16, kMaxHttpThreads);
+  if (so.http_threads < a.parallel + a.queue_size + 16) {
+    GS_LOG_INFO("{} HTTP worker threads for --parallel {} and --queue-size {}: requests beyond them wait for a "
+                "worker (no 429) until one is free",
+                so.http_threads, a.parallel, a.queue_size);
+  }
   if (!a.api_key_file.empty()) {
     Result<server::ApiKeys> keys = server::ApiKeys::from_file(a.api_key_file);
     if (!keys.ok()) {
@@ -305,7 +317,9 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--max-body-bytes", args->max_body_bytes,
                   "Largest request body accepted (413 above; default: the larger of 8 MiB and 24 bytes a context token)")
       ->check(CLI::Range(size_t{1} << 10, size_t{1} << 32));
-  sub->add_option("--queue-size", args->queue_size, "Requests that may wait for a slot (429 beyond)")
+  sub->add_option("--queue-size", args->queue_size,
+                  "Requests that may wait for a slot (429 beyond; past about 4080 running and waiting requests, "
+                  "further ones wait for an HTTP thread instead)")
       ->capture_default_str()->check(CLI::Range(0, 100000));
   sub->add_option("--reasoning", args->reasoning, "Thinking by default: on or off (requests can override)")
       ->capture_default_str()->check(CLI::IsMember({"on", "off"}));

@@ -20,12 +20,16 @@ RecommendedSampling read_recommended_sampling(const gguf::GgufFile& file) {
   const auto skip = [&](std::string_view key, const std::string& why) {
     GS_LOG_WARN("{}: metadata '{}' {}; the recommended value is not used", file.path(), key, why);
   };
+  // A key of the wrong type: the reader's message names the file and the key already.
+  const auto skip_unreadable = [&](const Status& st) {
+    GS_LOG_WARN("{}; the recommended value is not used", st.message());
+  };
   // A float key within [lo, hi] into *value (and *has).
   const auto read_f32_in = [&](std::string_view key, float lo, float hi, bool* has, float* value) {
     if (!file.has(key)) return;
     auto v = file.get_f32(key);
     if (!v.ok()) {
-      skip(key, v.status().message());
+      skip_unreadable(v.status());
     } else if (!(*v >= lo && *v <= hi)) {
       skip(key, fmt::format("= {} is outside [{}, {}]", *v, lo, hi));
     } else {
@@ -38,7 +42,7 @@ RecommendedSampling read_recommended_sampling(const gguf::GgufFile& file) {
   if (file.has(names::kSamplingTopK)) {
     auto k = file.get_i32(names::kSamplingTopK);
     if (!k.ok()) {
-      skip(names::kSamplingTopK, k.status().message());
+      skip_unreadable(k.status());
     } else if (*k < 0) {
       skip(names::kSamplingTopK, fmt::format("= {} is negative", *k));
     } else {

@@ -151,6 +151,7 @@ class RuntimeSlotRunner final : public SlotRunner {
   Result<std::vector<SlotOutput>> step(const StepBatch& batch) override {
     work_.clear();
     work_slots_.clear();
+    std::vector<SlotOutput> failed;  // slots whose request leaves nothing to sample
     for (const auto& p : batch.prefill) {
       Slot& s = slots_.at(static_cast<size_t>(p.slot));
       SeqWork w;
@@ -158,12 +159,32 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.sampler = s.sampler.get();
       w.prefill = p.tokens;
       w.sample = p.last;
-      if (p.last) w.allowed_tokens = constraint_mask(s);
+      if (p.last) {
+        w.allowed_tokens = constraint_mask(s);
+        if (Status st = check_sampleable(s, w.allowed_tokens); !st.ok()) {
+          // The chunk is still appended (the scheduler counts it prefilled); nothing is sampled.
+          w.sample = false;
+          w.allowed_tokens = {};
+          failed.push_back(failed_output(p.slot, std::move(st)));
+        }
+      }
       work_.push_back(std::move(w));
       work_slots_.push_back(p.slot);
     }
     for (const auto& d : batch.decode) {
       Slot& s = slots_.at(static_cast<size_t>(d.slot));
+      // With bans (or held tokens) a step's mask may leave nothing: each step is then checked
+      // before it runs, so a constrained one does not draft (a verify position's mask would
+      // not be checked).
+      const bool restricted = s.sampler->restricts_tokens();
+      if (restricted) {
+        const std::span<const int32_t> mask = constraint_mask(s);
+        Status st = check_sampleable(s, mask);
+        if (!st.ok()) {
+          failed.push_back(failed_output(d.slot, std::move(st)));
+          continue;  // the sequence ends; its cache and pending token stay as they were
+        }
+      }
       SeqWork w;
       w.seq = s.seq;
       w.sampler = s.sampler.get();
@@ -172,7 +193,7 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.stop_tokens = info_.eog_tokens;
       s.sampler_round_start.reset();
       if (w.draft_max > 0) s.sampler_round_start = s.sampler->state();
-      if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed()) {
+      if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed() && !restricted) {
         // Drafting goes on under the constraint: each verify position gets the mask of a
         // copy advanced through the drafts before it (SeqWork::allowed_after).
         s.cursor.reset();
@@ -182,19 +203,27 @@ class RuntimeSlotRunner final : public SlotRunner {
       } else {
         // A constrained step samples one token from a masked row; the runtime drafts nothing
         // for it (SpeculativeDecoder::draft), so verify never judges a masked distribution.
-        w.allowed_tokens = constraint_mask(s);
+        w.allowed_tokens = restricted ? std::span<const int32_t>(s.mask) : constraint_mask(s);
       }
       work_.push_back(std::move(w));
       work_slots_.push_back(d.slot);
     }
     GS_RETURN_IF_ERROR(spec_->step(work_));
-    std::vector<SlotOutput> outputs;
-    outputs.reserve(work_.size());
+    std::vector<SlotOutput> outputs = std::move(failed);
+    const size_t n_failed = outputs.size();
+    outputs.reserve(n_failed + work_.size());
+    const auto has_failed = [&](int32_t slot) {
+      for (size_t k = 0; k < n_failed; ++k) {
+        if (outputs[k].slot == slot) return true;
+      }
+      return false;
+    };
     for (size_t i = 0; i < work_.size(); ++i) {
       const SeqWork& w = work_[i];
       const Slot& s = slots_.at(static_cast<size_t>(work_slots_[i]));
       Slot& slot_state = slots_.at(static_cast<size_t>(work_slots_[i]));
       slot_state.tokens.insert(slot_state.tokens.end(), w.prefill.begin(), w.prefill.end());
+      if (has_failed(work_slots_[i])) continue;  // its error is its output
       slot_state.tokens.insert(slot_state.tokens.end(), w.tokens.begin(), w.tokens.end());
       slot_state.round_start.reset();
       slot_state.round_tokens.clear();
@@ -349,6 +378,31 @@ class RuntimeSlotRunner final : public SlotRunner {
       s.constraint.reset();
     }
     return s.mask;
+  }
+
+  static SlotOutput failed_output(int32_t slot, Status error) {
+    SlotOutput o;
+    o.slot = slot;
+    o.error = std::move(error);
+    return o;
+  }
+
+  // OK when the slot's sampler can take a token of `mask` (the whole vocabulary when empty);
+  // otherwise the request's error: its logit_bias bans every token that its output constraint
+  // (or min_tokens) allows here, so sampling would return a banned or disallowed token.
+  Status check_sampleable(const Slot& s, std::span<const int32_t> mask) const {
+    if (s.sampler->can_sample(mask, info_.n_vocab)) return {};
+    if (!mask.empty()) {
+      std::string so_far = s.constraint ? s.constraint->describe() : std::string();
+      if (so_far.size() > 80) so_far = "..." + so_far.substr(so_far.size() - 77);
+      return make_status(StatusCode::kInvalidArgument,
+                         "logit_bias bans every token that the output constraint (response_format or a forced tool "
+                         "call) allows after '{}': nothing can be sampled",
+                         so_far);
+    }
+    return make_status(StatusCode::kInvalidArgument,
+                       "logit_bias bans every token but the end-of-generation ones, which min_tokens holds back: "
+                       "nothing can be sampled");
   }
 
   // Tokens of the slot's cache equal to the start of `prompt`, at most prompt.size() - 1

@@ -461,6 +461,10 @@ void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
     auto it = std::find_if(active_.begin(), active_.end(), [&](const Sequence& s) { return s.slot == out.slot; });
     if (it == active_.end()) continue;
     Sequence& seq = *it;
+    if (!out.error.ok()) {
+      finished.push_back({seq.slot, FinishReason::kError, out.error});
+      continue;
+    }
     if (out.tokens.empty()) continue;  // a prefill chunk that was not the last
     if (seq.n_generated == 0) seq.first_token = Clock::now();
     seq.usage.drafted_tokens += out.n_drafted;

@@ -80,6 +80,10 @@ struct SlotOutput {
   std::vector<GeneratedToken> tokens;
   int32_t n_drafted = 0;   // drafts proposed this round (positions 1..n_drafted)
   int32_t n_accepted = 0;  // leading drafts accepted
+  // Not ok: this slot's sequence cannot go on (its request's logit_bias bans every token its
+  // output constraint or min_tokens lets it sample: kInvalidArgument); tokens is empty and the
+  // scheduler fails this sequence alone. A prefill chunk was still appended.
+  Status error;
 };
 
 class SlotRunner {

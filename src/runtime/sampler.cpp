@@ -8,7 +8,35 @@
 
 namespace gs {
 
-Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {}
+Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {
+  for (const auto& [id, bias] : config_.logit_bias) {
+    if (std::isinf(bias) && bias < 0) banned_.push_back(id);
+  }
+  std::sort(banned_.begin(), banned_.end());
+  banned_.erase(std::unique(banned_.begin(), banned_.end()), banned_.end());
+  held_sorted_ = config_.held_tokens;
+  std::sort(held_sorted_.begin(), held_sorted_.end());
+  held_sorted_.erase(std::unique(held_sorted_.begin(), held_sorted_.end()), held_sorted_.end());
+}
+
+bool Sampler::can_sample(std::span<const int32_t> allowed, int32_t n_vocab) const {
+  const bool holds = holds_tokens();
+  if (banned_.empty() && !holds) return true;
+  const auto excluded = [&](int32_t id) {
+    return std::binary_search(banned_.begin(), banned_.end(), id) ||
+           (holds && std::binary_search(held_sorted_.begin(), held_sorted_.end(), id));
+  };
+  if (!allowed.empty()) return std::any_of(allowed.begin(), allowed.end(), [&](int32_t id) { return !excluded(id); });
+  // The whole vocabulary: the ids in [0, n_vocab) that are banned or held, counted once.
+  int64_t n_excluded = 0;
+  for (int32_t id : banned_) n_excluded += id >= 0 && id < n_vocab;
+  if (holds) {
+    for (int32_t id : held_sorted_) {
+      n_excluded += id >= 0 && id < n_vocab && !std::binary_search(banned_.begin(), banned_.end(), id);
+    }
+  }
+  return n_excluded < n_vocab;
+}
 
 void Sampler::accept(int32_t token) {
   if (config_.penalty_last_n == 0) return;

@@ -82,6 +82,16 @@ class Sampler {
   // overflow to +inf; the caller fails the request instead of using the token.
   bool last_logits_ok() const { return last_ok_; }
 
+  // Whether the next sample() can take a token the request lets it take: one of `allowed`
+  // (every id in [0, n_vocab) when empty) that no -inf logit bias bans and min_tokens does
+  // not hold back now. False where a request's bans (llama-server's `false` bias) leave
+  // nothing: the chain would then return an arbitrary banned or disallowed token, so the
+  // caller fails the request instead. Cost: none without bans or held tokens.
+  bool can_sample(std::span<const int32_t> allowed, int32_t n_vocab) const;
+  // Whether a -inf logit bias bans a token or min_tokens holds some back now: can_sample()
+  // may then be false (the caller checks each step's mask rather than drafting under one).
+  bool restricts_tokens() const { return !banned_.empty() || holds_tokens(); }
+
  private:
   // work_ = the row with NaN as -inf, the logit bias and the penalties applied; sets last_ok_
   // from the row before them.
@@ -104,6 +114,8 @@ class Sampler {
   std::vector<TokenProb> cand_;
   TailScratch tail_;  // a whole-row draw's walk past its first candidates (draw_in_tail)
   std::vector<int32_t> history_sorted_;  // penalized()'s sorted copy of history_ (counts by runs)
+  std::vector<int32_t> banned_;          // ids whose logit bias is -inf, sorted, distinct
+  std::vector<int32_t> held_sorted_;     // config_.held_tokens, sorted, distinct
 };
 
 }  // namespace gs

@@ -377,6 +377,19 @@ Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
   return {};
 }
 
+// Anthropic's MCP connector (mcp_servers): the API connects to those servers and runs their
+// tools itself. This server does not, and answering without the tools the client gave would
+// be silently wrong, so a non-empty list is refused by name, as server tools are (an empty
+// one asks for nothing).
+Status check_mcp_servers(const json& body) {
+  const auto it = body.find("mcp_servers");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_array()) return invalid(fmt::format("mcp_servers must be an array, got {}", json_type_name(*it)));
+  if (it->empty()) return {};
+  return invalid("mcp_servers: remote MCP servers are not run by this server; declare their tools in tools (name, "
+                 "description and input_schema) and run them in the client");
+}
+
 Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
   req->enable_thinking = defaults.enable_thinking;
   req->reasoning_budget = defaults.reasoning_budget;
@@ -441,6 +454,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   GS_RETURN_IF_ERROR(read_system(body, &req.messages));
   GS_RETURN_IF_ERROR(read_messages(body, &req.messages));
   GS_RETURN_IF_ERROR(read_tools(body, &req.tools));
+  GS_RETURN_IF_ERROR(check_mcp_servers(body));
   GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
   if (route == MessagesRoute::kCreate) GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));

@@ -354,8 +354,16 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   std::optional<double> d;
   std::optional<bool> b;
 
+  // OpenAI's max_completion_tokens and its older name max_tokens: both are read, and given
+  // together they must agree (as n_predict must), rather than one being dropped unread.
+  std::optional<int64_t> legacy_max;
   GS_RETURN_IF_ERROR(read_int(body, "", "max_completion_tokens", 1, kMaxTokensLimit, &i));
-  if (!i) GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &i));
+  GS_RETURN_IF_ERROR(read_int(body, "", "max_tokens", 1, kMaxTokensLimit, &legacy_max));
+  if (i && legacy_max && *i != *legacy_max) {
+    return invalid(fmt::format("max_tokens ({}) disagrees with max_completion_tokens ({}); send one of them",
+                               *legacy_max, *i));
+  }
+  if (!i) i = legacy_max;
   if (i) gen->max_tokens = static_cast<int32_t>(*i);
   GS_RETURN_IF_ERROR(read_n_predict(body, gen));
 
@@ -789,7 +797,7 @@ constexpr std::string_view kRequestFields[] = {
     "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format", "add_generation_prompt",
     "continue_final_message", "structured_outputs", "include_stop_str_in_output", "use_beam_search",
     "skip_special_tokens", "spaces_between_special_tokens", "return_tokens_as_token_ids", "n_probs",
-    "prompt_logprobs", "truncate_prompt_tokens", "chat_template",
+    "prompt_logprobs", "truncate_prompt_tokens", "chat_template", "modalities", "audio", "web_search_options",
     "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "server/api_request.h"
 #include "server/json_input.h"
@@ -33,6 +34,32 @@ bool present(const json& body, const char* field) {
   return it != body.end() && !it->is_null();
 }
 
+template <typename... Args>
+Status invalid_field(fmt::format_string<Args...> f, Args&&... args) {
+  return Status(StatusCode::kInvalidArgument, fmt::format(f, std::forward<Args>(args)...));
+}
+
+// OpenAI's chat fields for output other than text: audio (modalities, audio) and a web search
+// made before answering (web_search_options). Answering with text alone would pass for what
+// was asked. modalities ["text"] (or null) asks for nothing more.
+Status check_output_kinds(const json& body) {
+  if (const auto it = body.find("modalities"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return invalid_field("modalities must be an array of strings, got {}", json_type_name(*it));
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& m = (*it)[i];
+      if (!m.is_string()) return invalid_field("modalities[{}] must be a string, got {}", i, json_type_name(m));
+      if (m.get_ref<const std::string&>() != "text") {
+        return unsupported("modalities", fmt::format("it writes text only, not '{}'", m.get_ref<const std::string&>()));
+      }
+    }
+  }
+  if (present(body, "audio")) return unsupported("audio", "it writes text only (no audio output)");
+  if (present(body, "web_search_options")) {
+    return unsupported("web_search_options", "it does not search the web (declare a search tool in tools)");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status check_foreign_fields(const json& body, bool chat) {
@@ -58,6 +85,7 @@ Status check_foreign_fields(const json& body, bool chat) {
                        "prompts are never truncated here (one longer than the context is a 400)");
   }
   if (!chat) return {};
+  GS_RETURN_IF_ERROR(check_output_kinds(body));
   std::optional<std::string> s;
   GS_RETURN_IF_ERROR(read_string(body, "", "chat_template", &s));
   if (s && !s->empty()) {

@@ -16,8 +16,9 @@ namespace gs::server {
 // or null fields pass. Accepted values: include_stop_str_in_output false,
 // use_beam_search false, skip_special_tokens true, spaces_between_special_tokens a boolean,
 // return_tokens_as_token_ids false, n_probs 0, chat_template "" (chat), echo false (chat:
-// vLLM's echo of the last message; /v1/completions reads its own echo). Refused, whatever
-// their value: prompt_logprobs, truncate_prompt_tokens. Errors: kInvalidArgument for a value
+// vLLM's echo of the last message; /v1/completions reads its own echo), modalities ["text"]
+// (chat). Refused, whatever their value: prompt_logprobs, truncate_prompt_tokens, and on chat
+// OpenAI's audio and web_search_options (text only, no web search). Errors: kInvalidArgument for a value
 // of the wrong type, kUnimplemented ("... is not supported by this server") for a value
 // that would change the answer; both name the field first.
 Status check_foreign_fields(const nlohmann::json& body, bool chat);

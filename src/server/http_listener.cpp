@@ -21,8 +21,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "core/log.h"
 
 namespace gs::server {
 
@@ -954,11 +957,27 @@ void refuse(Connection& c, Connection::State state) {
 // the memory kept is that of the requests run at once.
 class LifoWorkers {
  public:
+  // Starts up to `n_threads` workers. A thread the system refuses (its thread or process
+  // limit) ends the start-up with the workers already running, said in the log: jobs beyond
+  // them wait for one. Before, std::thread's exception aborted the server.
   explicit LifoWorkers(size_t n_threads) {
     workers_.reserve(n_threads);
     for (size_t i = 0; i < n_threads; ++i) workers_.push_back(std::make_unique<Worker>());
     threads_.reserve(n_threads);
-    for (size_t i = 0; i < n_threads; ++i) threads_.emplace_back([this, w = workers_[i].get()] { run(w); });
+    for (size_t i = 0; i < n_threads; ++i) {
+      try {
+        threads_.emplace_back([this, w = workers_[i].get()] { run(w); });
+      } catch (const std::system_error& e) {
+        if (threads_.empty()) {
+          GS_LOG_ERROR("no HTTP worker thread could start ({}): no request can be answered", e.what());
+        } else {
+          GS_LOG_WARN("started {} of {} HTTP worker threads (the system refused more: {}); requests beyond them "
+                      "wait for one",
+                      threads_.size(), n_threads, e.what());
+        }
+        break;
+      }
+    }
   }
   LifoWorkers(const LifoWorkers&) = delete;
   LifoWorkers& operator=(const LifoWorkers&) = delete;

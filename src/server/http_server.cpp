@@ -528,7 +528,7 @@ class Routes {
         count_result(st, i);
         if (result.error) {
           st.choices->cancel();
-          ApiError e = api_error_from_status(*result.error);
+          ApiError e = request_error(*result.error);  // a request's own conflict names its field
           write(sse_event(e.to_json()));
           write("data: [DONE]\n\n");
           sink.done();
@@ -654,7 +654,7 @@ class Routes {
     }
     if (const GenerationResult* failed = st.choices->first_error()) {
       st.choices->cancel();
-      return send_outcome_error(res, st, api_error_from_status(*failed->error));
+      return send_outcome_error(res, st, request_error(*failed->error));
     }
     if (!st.choices->finished()) return send_client_gone(res, st);
     const std::vector<const GenerationResult*> results = st.choices->results();

@@ -10,12 +10,21 @@ namespace gs::server {
 namespace {
 
 // min_tokens holds the end-of-generation tokens back, and a constrained output's last step
-// allows only those (or a call's closer): the two cannot both hold.
-Status check_min_tokens(const GenerationRequest& r) {
-  if (r.sampling.min_tokens > 0 && (r.json.grammar || !r.allowed_completions.empty())) {
+// allows only those (or a call's closer): the two cannot both hold. ignore_eos goes on past
+// them, where a constrained output has ended (its constraint is over, so free text would follow
+// the value): the same. `forced_call`: tool_choice forces a call (one whose schema the compiler
+// cannot follow leaves no constraint, but the answer is still the call).
+Status check_end_holders(const GenerationRequest& r, bool forced_call) {
+  const bool constrained = r.json.grammar || !r.allowed_completions.empty() || forced_call;
+  if (r.sampling.min_tokens > 0 && constrained) {
     return Status(StatusCode::kInvalidArgument,
                   "min_tokens cannot be combined with structured output (response_format, json_schema) or a forced "
                   "tool call");
+  }
+  if (r.ignore_eog && constrained) {
+    return Status(StatusCode::kInvalidArgument,
+                  "ignore_eos cannot be combined with structured output (response_format, json_schema) or a forced "
+                  "tool call: the answer ends with the value, and text after it would not follow the schema");
   }
   return {};
 }
@@ -286,7 +295,8 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
   plan.parser.stop = req.gen.stop;
   plan.single_tool_call = tools_on && !req.parallel_tool_calls;
-  GS_RETURN_IF_ERROR(check_min_tokens(plan.request));
+  const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
+  GS_RETURN_IF_ERROR(check_end_holders(plan.request, forced_call));
   return plan;
 }
 
@@ -301,7 +311,7 @@ Result<GenerationPlan> plan_completion(const CompletionRequest& req, const text:
   }
   fill_common(req.gen, limits, &plan.request);
   plan.stop = req.gen.stop;
-  GS_RETURN_IF_ERROR(check_min_tokens(plan.request));
+  GS_RETURN_IF_ERROR(check_end_holders(plan.request, /*forced_call=*/false));
   return plan;
 }
 

@@ -31,7 +31,7 @@ void append_tool_response(std::string_view name, std::string_view body, PromptBu
 Status append_tool_call(const ChatToolCall& call, size_t msg_index, PromptBuilder* out) {
   json args = json::object();
   if (!python_strip(call.arguments_json).empty()) {
-    args = json::parse(call.arguments_json, nullptr, /*allow_exceptions=*/false);
+    args = parse_json_exact(call.arguments_json);  // integers beyond 64 bits as json.loads keeps them
     if (args.is_discarded()) {
       return make_status(StatusCode::kInvalidArgument,
                          "messages[{}]: the arguments of tool call \"{}\" are not valid JSON", msg_index, call.name);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <optional>
 #include <cstdio>
 
 #include "text/chat_format.h"
@@ -57,6 +58,14 @@ size_t trailing_space_len(std::string_view s, size_t end) {
   return 0;
 }
 
+// The digits of a big integer from parse_json_exact, else nothing.
+std::optional<std::string> big_integer_digits(const nlohmann::json& v) {
+  if (!v.is_binary() || !v.get_binary().has_subtype() || v.get_binary().subtype() != kBigIntegerSubtype) {
+    return std::nullopt;
+  }
+  return std::string(v.get_binary().begin(), v.get_binary().end());
+}
+
 void python_repr_string(std::string_view s, std::string* out) {
   // Python picks single quotes unless the string holds ' and no ".
   const bool has_single = s.find('\'') != std::string_view::npos;
@@ -86,7 +95,9 @@ void python_repr_string(std::string_view s, std::string* out) {
 }
 
 void python_repr(const nlohmann::json& v, std::string* out) {
-  if (v.is_string()) {
+  if (std::optional<std::string> digits = big_integer_digits(v)) {
+    out->append(*digits);
+  } else if (v.is_string()) {
     python_repr_string(v.get_ref<const std::string&>(), out);
   } else if (v.is_array()) {
     out->push_back('[');
@@ -189,6 +200,7 @@ std::string python_float_repr(double x) {
 }
 
 std::string python_str(const nlohmann::json& v) {
+  if (std::optional<std::string> digits = big_integer_digits(v)) return *digits;
   switch (v.type()) {
     case nlohmann::json::value_t::null:
     case nlohmann::json::value_t::discarded:

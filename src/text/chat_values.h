@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +27,13 @@ std::string python_float_repr(double x);
 // Python str() of a JSON value as json.loads would build it: None, True/False, ints,
 // float repr, strings as is at top level, lists/dicts with repr() of their items.
 std::string python_str(const nlohmann::json& v);
+
+// json.loads as the template's callers do it: like nlohmann's parse, except that an integer
+// beyond int64/uint64 keeps its digits (a binary value of subtype kBigIntegerSubtype holding
+// them, which python_str and format_argument print as Python prints the int) instead of
+// becoming a double. A discarded value when `text` is not one JSON value.
+inline constexpr std::uint64_t kBigIntegerSubtype = 0x6967;  // "gi"
+nlohmann::json parse_json_exact(std::string_view text);
 
 // Deepest nesting the renderer accepts in tool schemas and arguments (it recurses).
 inline constexpr size_t kMaxJsonNesting = 64;

@@ -133,6 +133,11 @@ class FakeSlotRunner : public SlotRunner {
       rec.decode_slots.push_back(d.slot);
       SlotOutput out;
       out.slot = d.slot;
+      if (!s.history.empty() && s.history[0] == fail_head_ && s.history.size() >= s.n_prompt + fail_after_) {
+        out.error = fail_status_;  // this sequence alone cannot go on (SlotOutput::error)
+        outs.push_back(std::move(out));
+        continue;
+      }
       int32_t n_out = 1;
       if (s.setup.speculative && s.setup.draft_max > 0 && d.max_tokens > 1) {
         out.n_drafted = std::min(s.setup.draft_max, d.max_tokens - 1);
@@ -203,6 +208,15 @@ class FakeSlotRunner : public SlotRunner {
     std::lock_guard<std::mutex> lock(mu_);
     fail_steps_ = n;
   }
+  // Decodes of a sequence whose prompt starts with `head` give `error` as the slot's output
+  // (SlotOutput::error) once its cache holds `after` generated tokens (it emitted one more, the
+  // pending one); the other slots go on.
+  void fail_decodes_of(int32_t head, size_t after, Status error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_head_ = head;
+    fail_after_ = after;
+    fail_status_ = std::move(error);
+  }
 
   // The tokens a sequence with this prompt would produce (greedy, alone), up to n or EOG.
   std::vector<int32_t> expected(std::vector<int32_t> history, int n) const {
@@ -251,6 +265,9 @@ class FakeSlotRunner : public SlotRunner {
   int64_t n_released_ = 0;
   int64_t n_replaced_ = 0;
   int fail_steps_ = 0;
+  int32_t fail_head_ = -1;
+  size_t fail_after_ = 0;
+  Status fail_status_;
   bool fail_start_ = false;
 };
 

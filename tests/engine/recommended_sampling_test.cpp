@@ -2,6 +2,8 @@
 // file recommends. They become the default of every request that leaves them out, so a
 // value no request could ask for (NaN, a negative temperature, top_p above 1) is not taken.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
@@ -60,6 +62,44 @@ TEST(RecommendedSampling, ValuesNoRequestCouldAskForAreNotTaken) {
   auto f = write_and_open(w, "rec_type");
   ASSERT_NE(f, nullptr);
   EXPECT_FALSE(read_recommended_sampling(*f).has_temperature);
+}
+
+// The warning for a value that is not used names the file and the key once, and says why:
+// a key of the wrong type gave "F: metadata 'K' F: metadata 'K' at byte N is string; ..."
+// (the reader's message, which names both already, after the same prefix).
+TEST(RecommendedSampling, TheWarningNamesTheFileAndKeyOnce) {
+  gguf::GgufWriter w;
+  w.set_string("general.sampling.top_k", "5");
+  w.set_f32("general.sampling.top_p", 1.5f);
+  const std::filesystem::path dir = test::temp_dir("rec_warn");
+  const std::string path = (dir / "s.gguf").string();
+  ASSERT_TRUE(w.begin(path).ok());
+  ASSERT_TRUE(w.finish().ok());
+  auto f = gguf::GgufFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const auto previous = spdlog::default_logger();
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("rec_test", sink));
+  const RecommendedSampling s = read_recommended_sampling(**f);
+  spdlog::set_default_logger(previous);
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(s.has_top_k);
+  EXPECT_FALSE(s.has_top_p);
+  const auto count = [](const std::string& line, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = line.find(what); at != std::string::npos; at = line.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::vector<std::string> lines = sink->last_formatted();
+  ASSERT_EQ(lines.size(), 2u);
+  for (const std::string& line : lines) {
+    EXPECT_EQ(count(line, path), 1u) << line;
+    EXPECT_EQ(count(line, "general.sampling."), 1u) << line;
+    EXPECT_NE(line.find("the recommended value is not used"), std::string::npos) << line;
+  }
+  EXPECT_NE(lines[0].find("'general.sampling.top_p' = 1.5 is outside [0, 1]"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("'general.sampling.top_k' at byte"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("is string"), std::string::npos) << lines[1];
 }
 
 }  // namespace

@@ -506,6 +506,33 @@ TEST(Scheduler, StepFailureFailsThatBatchOnlyAndTheEngineGoesOn) {
   EXPECT_EQ(f.engine->metrics().requests_failed_total, 1u);
 }
 
+// A slot's own error (SlotOutput::error: its request's bans leave nothing to sample) fails
+// that sequence with the error, after the tokens it had; the other sequence of the same steps
+// runs to its end, and the slot is free again.
+TEST(Scheduler, ASlotErrorFailsThatSequenceAlone) {
+  FakeSlotRunner::Options o;
+  o.step_delay = 1ms;
+  Fixture f(o);
+  f.runner->fail_decodes_of(99, 3, Status(StatusCode::kInvalidArgument, "logit_bias bans every token"));
+  std::vector<int32_t> bad = prompt_of(5);
+  bad[0] = 99;
+  const std::vector<int32_t> good = prompt_of(6);
+  auto a = f.engine->submit(make_request(bad, 20));
+  auto b = f.engine->submit(make_request(good, 20));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  Collected ca = collect(**a);
+  Collected cb = collect(**b);
+  EXPECT_TRUE(ca.error);
+  EXPECT_EQ(ca.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ca.tokens, f.runner->expected(bad, 4));  // 3 in the cache and the pending one
+  EXPECT_TRUE(cb.done);
+  EXPECT_EQ(cb.finish, FinishReason::kLength);
+  EXPECT_EQ(cb.tokens, f.runner->expected(good, 20));
+  EXPECT_EQ(f.runner->slots_in_use(), 0);
+  EXPECT_EQ(f.engine->metrics().requests_failed_total, 1u);
+}
+
 TEST(Scheduler, SpeculationCountsDraftsByPositionAndKeepsTheOutput) {
   FakeSlotRunner::Options o;
   o.has_drafter = true;

@@ -131,6 +131,40 @@ TEST(Sampler, MinTokensHoldsTheEndTokensBack) {
   }
 }
 
+// can_sample: whether a token is left that no `false` (-inf) bias bans and min_tokens does
+// not hold back, among the allowed ids or the whole vocabulary. Where none is, sample() would
+// return a banned or disallowed token (helper-break14: a response_format whose every allowed
+// token the request banned came back 200 with unconstrained text).
+TEST(Sampler, CanSampleSaysWhetherBansAndHeldTokensLeaveAToken) {
+  constexpr float kBan = -std::numeric_limits<float>::infinity();
+  const std::vector<int32_t> none;
+  SamplerConfig c;
+  c.temperature = 1.0f;
+  EXPECT_TRUE(Sampler(c).can_sample(none, 5));
+  EXPECT_FALSE(Sampler(c).restricts_tokens());
+  c.logit_bias = {{0, kBan}, {2, kBan}, {3, -100.0f}};  // -100 lowers, does not ban
+  Sampler banned(c);
+  EXPECT_TRUE(banned.restricts_tokens());
+  EXPECT_TRUE(banned.can_sample(none, 5));
+  EXPECT_TRUE(banned.can_sample(std::vector<int32_t>{2, 3}, 5));
+  EXPECT_FALSE(banned.can_sample(std::vector<int32_t>{0, 2}, 5));
+  EXPECT_FALSE(banned.can_sample(std::vector<int32_t>{2}, 5));
+  EXPECT_TRUE(banned.can_sample(none, 2)) << "id 1 is free; the ban of id 2 is outside a 2-token vocabulary";
+  EXPECT_FALSE(banned.can_sample(none, 1));
+  // Held tokens count while min_tokens holds them, each id once however it is excluded.
+  c.logit_bias = {{0, kBan}, {2, kBan}, {3, kBan}};
+  c.min_tokens = 1;
+  c.held_tokens = {1, 4, 3, 1};
+  Sampler held(c);
+  EXPECT_TRUE(held.restricts_tokens());
+  EXPECT_FALSE(held.can_sample(none, 5));
+  EXPECT_TRUE(held.can_sample(none, 6));
+  EXPECT_FALSE(held.can_sample(std::vector<int32_t>{1, 4}, 5));
+  EXPECT_EQ(held.sample(std::vector<float>(6, 0.0f)), 5);
+  EXPECT_TRUE(held.can_sample(none, 5)) << "after min_tokens the end tokens may come";
+  EXPECT_TRUE(held.can_sample(std::vector<int32_t>{1, 4}, 5));
+}
+
 // A speculative round samples several rows; when a token is forced in place of one of them,
 // the slot runner takes the sampler back to the round's start and replays the tokens plain
 // decoding would have sampled (skip_draw + accept). The sampler must then draw exactly as the

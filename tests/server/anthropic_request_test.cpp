@@ -57,7 +57,7 @@ std::string with_tools(const std::string& messages, const std::string& extra = "
 TEST(AnthropicRequest, SystemStringAndUserTextWithSampling) {
   auto r = ok(R"({"model":"claude-x","max_tokens":100,"system":"Be brief.","messages":[{"role":"user","content":"Hi"}],
     "temperature":0.2,"top_p":0.9,"top_k":40,"stop_sequences":["END",""],"stream":true,
-    "metadata":{"user_id":"u-1"},"service_tier":"auto"})");
+    "metadata":{"user_id":"u-1"},"service_tier":"auto","mcp_servers":[]})");
   ASSERT_EQ(r.messages.size(), 2u);
   EXPECT_EQ(r.messages[0].role, text::ChatRole::kSystem);
   EXPECT_EQ(r.messages[0].content, "Be brief.");
@@ -323,6 +323,14 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
       {R"({"max_tokens":9,"tools":[{"type":"web_search_20250305","name":"web_search"}],
          "messages":[{"role":"user","content":"x"}]})",
        "tools[0].type 'web_search_20250305' is one of Anthropic's server tools"},
+      // Anthropic's MCP connector: the API would connect to these servers and call their tools;
+      // this server does not, so a non-empty list is refused by name (before: ignored, and the
+      // answer came without the tools the client gave it).
+      {R"({"max_tokens":9,"mcp_servers":[{"type":"url","url":"https://example.com/mcp","name":"m"}],
+         "messages":[{"role":"user","content":"x"}]})",
+       "mcp_servers: remote MCP servers are not run by this server"},
+      {R"({"max_tokens":9,"mcp_servers":{},"messages":[{"role":"user","content":"x"}]})",
+       "mcp_servers must be an array"},
       {R"({"max_tokens":9,"tool_choice":"auto","messages":[{"role":"user","content":"x"}]})",
        "tool_choice must be an object"},
       {R"({"max_tokens":9,"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"x"}]})",

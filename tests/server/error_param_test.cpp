@@ -112,9 +112,22 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
       {"completions", R"({"prompt":"x","n_predict":"8"})", "n_predict"},
       {"completions", R"({"prompt":"x","n_predict":8,"max_tokens":9})", "n_predict"},
       {"chat", chat_with(R"("n_predict":8,"max_completion_tokens":9)"), "n_predict"},
+      // max_tokens beside max_completion_tokens (two names of one limit) is read and must agree:
+      // before, max_tokens was not even read then ("x" passed, 2 gave 3 tokens).
+      {"chat", chat_with(R"("max_completion_tokens":3,"max_tokens":2)"), "max_tokens"},
+      {"chat", chat_with(R"("max_completion_tokens":3,"max_tokens":"x")"), "max_tokens"},
+      {"completions", R"({"prompt":"x","max_completion_tokens":3,"max_tokens":0})", "max_tokens"},
       {"chat", chat_with(R"("min_tokens":5,"max_tokens":3)"), "min_tokens"},
       {"chat", chat_with(R"("min_tokens":5,"response_format":{"type":"json_object"})"), "min_tokens"},
+      // A forced call of a tool without parameters (no schema to constrain) is still the answer.
+      {"chat", chat_with(R"("min_tokens":5,"tool_choice":"required","tools":[)" + kToolA + "]"), "min_tokens"},
       {"chat", chat_with(R"("min_tokens":-1)"), "min_tokens"},
+      // ignore_eos goes on past the end tokens, but a constrained output ends there: before
+      // (helper-break14), the value came first and free text after it ("\"a\"importsimports...").
+      {"chat", chat_with(R"("ignore_eos":true,"response_format":{"type":"json_object"})"), "ignore_eos"},
+      {"chat", chat_with(R"("ignore_eos":true,"guided_json":{"type":"integer"})"), "ignore_eos"},
+      {"chat", chat_with(R"("ignore_eos":true,"tool_choice":"required","tools":[)" + kToolA + "]"), "ignore_eos"},
+      {"completions", R"({"prompt":"x","ignore_eos":true,"response_format":{"type":"json_object"}})", "ignore_eos"},
       {"completions", R"({"prompt":"x","ignore_eos":1})", "ignore_eos"},
       // Messages.
       {"chat", "{}", "messages"},

@@ -77,6 +77,28 @@ TEST(ForeignFields, ValuesThatWouldChangeTheAnswerAreRefusedByName) {
   }
 }
 
+// OpenAI's own chat fields that ask for output this server does not make: audio output
+// (modalities with "audio", audio) and a web search (web_search_options). Before
+// (helper-break14) they were ignored, and the client got text only, or an answer made
+// without a search, as if it were what it asked for.
+TEST(ForeignFields, AudioOutputAndWebSearchAreRefusedByName) {
+  EXPECT_TRUE(chat({{"modalities", json::array({"text"})}}).ok());
+  EXPECT_TRUE(chat({{"modalities", nullptr}, {"audio", nullptr}, {"web_search_options", nullptr}}).ok());
+  for (const json& extra : {json{{"modalities", json::array({"text", "audio"})}},
+                            json{{"audio", {{"voice", "alloy"}, {"format", "wav"}}}},
+                            json{{"web_search_options", json::object()}},
+                            json{{"web_search_options", {{"search_context_size", "low"}}}}}) {
+    const Status st = chat(extra);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << extra.dump() << ": " << st.to_string();
+    EXPECT_EQ(server::error_param(st.message()), extra.begin().key()) << st.message();
+  }
+  for (const json& extra : {json{{"modalities", "text"}}, json{{"modalities", json::array({5})}}}) {
+    const Status st = chat(extra);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << extra.dump() << ": " << st.to_string();
+    EXPECT_EQ(server::error_param(st.message()).rfind("modalities", 0), 0u) << st.message();
+  }
+}
+
 TEST(ForeignFields, StructuredOutputsJsonIsTheSchema) {
   RequestDefaults d;
   d.n_vocab = 100;

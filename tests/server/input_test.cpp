@@ -503,6 +503,9 @@ TEST(CompletionRequest, PromptForms) {
   auto mct = parse(R"({"prompt":"hello","max_tokens":null,"max_completion_tokens":9})");
   ASSERT_TRUE(mct.ok());
   EXPECT_EQ(*mct->gen.max_tokens, 9);
+  auto both = parse(R"({"prompt":"hello","max_tokens":9,"max_completion_tokens":9})");
+  ASSERT_TRUE(both.ok()) << both.status().to_string();  // the same limit under both names
+  EXPECT_EQ(*both->gen.max_tokens, 9);
   auto ids = parse(R"({"prompt":[2,5,7],"max_tokens":4,"logprobs":3})");
   ASSERT_TRUE(ids.ok());
   EXPECT_TRUE(ids->prompt_is_tokens);

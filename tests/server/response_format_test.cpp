@@ -316,6 +316,105 @@ TEST_P(ResponseFormat, PatternFormatAndPropertyCountsAreFollowed) {
   EXPECT_NE(e["message"].get<std::string>().find("lookahead"), std::string::npos) << r->body;
 }
 
+// A logit_bias that bans (llama-server's `false`) every token the schema allows: the request
+// cannot be answered, and is a 400 naming logit_bias (streamed: an error event), for that
+// request alone. Before (helper-break14), the sampler took an arbitrary banned token, the
+// constraint, fed a token outside its grammar, ended, and the answer was 200 with free text
+// ("Prestuffsectable aut ..." for the schema {"const":"a"}). Here every token that can
+// start the value '"a"' is banned, so nothing can be sampled at the first step.
+TEST_P(ResponseFormat, BansOfEveryTokenTheSchemaAllowsAreA400ForThatRequestAlone) {
+  const text::Tokenizer& tok = server_.tokenizer();
+  json bias = json::object();
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    const std::string_view piece = tok.token_to_piece(id);
+    if (!piece.empty() && piece[0] == '"') bias[std::to_string(id)] = false;
+  }
+  ASSERT_FALSE(bias.empty());
+  json body = chat({{"type", "json_schema"}, {"json_schema", {{"name", "a"}, {"schema", {{"const", "a"}}}}}}, 0,
+                   /*thinking=*/false);
+  body["logit_bias"] = bias;
+  // Beside it, an ordinary request runs to its end (a step's failure would fail the batch).
+  json other = {{"prompt", "ROMEO:"}, {"max_tokens", 40}, {"temperature", 0}};
+  std::optional<httplib::Result> other_r;
+  std::thread t([&] { other_r.emplace(server_.post(other, "/v1/completions")); });
+  for (int n : {1, 2}) {
+    body["n"] = n;
+    auto r = server_.post(body);
+    EXPECT_TRUE(r);
+    if (!r) continue;
+    EXPECT_EQ(r->status, 400) << r->body;
+    const json e = json::parse(r->body).value("error", json::object());
+    EXPECT_EQ(e.value("param", json()), "logit_bias") << r->body;
+    EXPECT_NE(e.value("message", "").find("output constraint"), std::string::npos) << r->body;
+  }
+  body["n"] = 1;
+  body["stream"] = true;
+  auto s = server_.post(body);
+  EXPECT_TRUE(s);
+  const std::string streamed = s ? s->body : "";
+  EXPECT_NE(streamed.find("\"error\""), std::string::npos) << streamed;
+  EXPECT_NE(streamed.find("\"param\":\"logit_bias\""), std::string::npos) << streamed;
+  EXPECT_EQ(streamed.find("finish_reason\":\"stop"), std::string::npos) << streamed;
+  t.join();
+  ASSERT_TRUE(other_r && *other_r);
+  ASSERT_EQ((*other_r)->status, 200) << (*other_r)->body;
+  EXPECT_EQ(json::parse((*other_r)->body)["usage"]["completion_tokens"], 40) << (*other_r)->body;
+  // A conflict further on: '"x' can be written, then every way to go on with 'q' is banned
+  // (the byte token <0x71> too); the step after '"x' fails, on the decode path.
+  json q_bias = json::object();
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    const std::string_view piece = tok.token_to_piece(id);
+    if (piece.find('q') != std::string_view::npos) q_bias[std::to_string(id)] = false;
+  }
+  json later = body;
+  later.erase("stream");
+  later["response_format"]["json_schema"]["schema"] = {{"const", "xq"}};
+  later["logit_bias"] = q_bias;
+  auto lr = server_.post(later);
+  ASSERT_TRUE(lr);
+  EXPECT_EQ(lr->status, 400) << lr->body;
+  EXPECT_NE(lr->body.find("after '\\\"x'"), std::string::npos) << lr->body;
+  // A ban that leaves a way (the value's closing quote from the byte token) is no conflict.
+  body.erase("stream");
+  body["response_format"]["json_schema"]["schema"] = {{"type", "string"}, {"maxLength", 3}};
+  json close_bias = json::object();
+  for (const auto& [id, v] : bias.items()) {
+    if (tok.token_to_piece(std::stoi(id)) != "\"") close_bias[id] = false;
+  }
+  body["logit_bias"] = close_bias;
+  auto ok = server_.post(body);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// min_tokens holds the end-of-generation tokens back; a logit_bias that bans every other
+// token leaves nothing for the first steps: a 400 naming logit_bias (before, 200 with an
+// empty answer that ended at once, min_tokens broken).
+TEST_P(ResponseFormat, BansOfEveryTokenButTheHeldEndTokensAreA400) {
+  const text::Tokenizer& tok = server_.tokenizer();
+  json bias = json::object();
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (!tok.is_eog(id)) bias[std::to_string(id)] = false;
+  }
+  for (const std::string path : {"/v1/completions", "/v1/chat/completions"}) {
+    json body = {{"max_tokens", 5}, {"min_tokens", 3}, {"logit_bias", bias}};
+    if (path == "/v1/completions") {
+      body["prompt"] = "ROMEO:";
+    } else {
+      body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});
+    }
+    auto r = server_.post(body, path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << path << ": " << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], "logit_bias") << r->body;
+    // Without min_tokens the end tokens may come: an empty answer that stops.
+    body.erase("min_tokens");
+    r = server_.post(body, path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafter, ResponseFormat, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
 

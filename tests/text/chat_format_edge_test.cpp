@@ -25,6 +25,29 @@ std::string render_json(const json& messages, const json& tools, ChatRenderOptio
   return *r;
 }
 
+// Integers beyond 64 bits in a history call's arguments: json.loads keeps them exact and the
+// template prints their digits; nlohmann read them as doubles, so the model saw
+// "id:1.2345678901234568e+22" for the id 12345678901234567890123 it had written (and the
+// re-rendered prompt no longer matched the cached one). Floats stay floats.
+TEST(ChatFormatEdge, IntegersBeyond64BitsInCallArgumentsKeepTheirDigits) {
+  const json messages = json::parse(R"([{"role":"user","content":"q"},
+    {"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f",
+      "arguments":"{\"id\": 12345678901234567890123, \"neg\": -99999999999999999999, \"list\": [18446744073709551616, 1, {\"deep\": -9223372036854775809}], \"ok\": 42, \"f\": 1e22, \"g\": 12345678901234567890123.0}"}}]},
+    {"role":"tool","tool_call_id":"a","content":"ok"}])");
+  ChatRenderOptions o;
+  o.add_generation_prompt = false;
+  EXPECT_EQ(render_json(messages, json::array(), o),
+            "<|turn>user\nq<turn|>\n<|turn>model\n<|tool_call>call:f{f:1e+22,g:1.2345678901234568e+22,"
+            "id:12345678901234567890123,list:[18446744073709551616,1,{deep:-9223372036854775809}],"
+            "neg:-99999999999999999999,ok:42}<tool_call|><|tool_response>response:f{value:<|\"|>ok<|\"|>}"
+            "<tool_response|>");
+  // Python str() of a list holding one (a list-valued argument printed by str()).
+  const json big = chat::parse_json_exact(R"([12345678901234567890123, "x"])");
+  EXPECT_EQ(chat::python_str(big), "[12345678901234567890123, 'x']");
+  EXPECT_TRUE(chat::parse_json_exact("{").is_discarded());
+  EXPECT_TRUE(chat::parse_json_exact("1e400").is_discarded());
+}
+
 // Jinja truthiness: an empty string is false. A schema "description": "" or "type": "" is
 // left out by the template, as an absent one is.
 TEST(ChatFormatEdge, EmptyStringSchemaFieldsAreFalsy) {

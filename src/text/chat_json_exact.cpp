@@ -1,0 +1,92 @@
+// JSON text read as Python's json.loads reads it for the template: integers of any size exact.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "text/chat_values.h"
+
+namespace gs::text::chat {
+
+namespace {
+
+using nlohmann::json;
+
+bool integer_literal(const std::string& s) {
+  size_t i = s.empty() || s[0] != '-' ? 0 : 1;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
+// nlohmann's DOM builder, except that an integer literal beyond int64/uint64 (which nlohmann
+// reads as a double) becomes a big-integer value holding its digits.
+class ExactBuilder : public json::json_sax_t {
+ public:
+  explicit ExactBuilder(json* root) : root_(root) {}
+
+  bool null() override { return put(json(nullptr)); }
+  bool boolean(bool v) override { return put(json(v)); }
+  bool number_integer(number_integer_t v) override { return put(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
+  bool number_float(number_float_t v, const string_t& lexeme) override {
+    if (integer_literal(lexeme)) {
+      return put(json::binary(std::vector<std::uint8_t>(lexeme.begin(), lexeme.end()), kBigIntegerSubtype));
+    }
+    return put(json(v));
+  }
+  bool string(string_t& v) override { return put(json(std::move(v))); }
+  bool binary(binary_t& v) override { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return open(json::object()); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(json::array()); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  // Where the next value goes: the root, the open array's end or the open object's key.
+  json* slot() {
+    if (stack_.empty()) return root_;
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(nullptr);
+      return &top.back();
+    }
+    return &top[key_];
+  }
+  bool put(json v) {
+    *slot() = std::move(v);
+    return true;
+  }
+  bool open(json empty) {
+    json* s = slot();
+    *s = std::move(empty);
+    stack_.push_back(s);
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  json* root_;
+  std::vector<json*> stack_;  // open containers (pointers stay valid: only their last child grows)
+  std::string key_;
+};
+
+}  // namespace
+
+json parse_json_exact(std::string_view text) {
+  json out;
+  ExactBuilder builder(&out);
+  const bool ok = json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true);
+  if (!ok) return json(json::value_t::discarded);
+  return out;
+}
+
+}  // namespace gs::text::chat
