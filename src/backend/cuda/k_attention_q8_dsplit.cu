@@ -90,7 +90,7 @@ __host__ __device__ constexpr DsLayout ds_layout(int nrg, int raw_stages) {
 // scripts/device_q8_timing.sh averages them).
 enum DsPart { kDsScores, kDsB2, kDsIssue, kDsSoftmax, kDsRawWait, kDsB3, kDsPv, kDsParts };
 
-// MINB: CTAs an SM it is sized for (2 only for one row group: 105 registers, two raw tiles).
+// MINB: CTAs an SM it is sized for (2 only for one row group: ~100 registers, two raw tiles).
 template <int NRG, int MINB, bool kTiming = false>
 __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
     attn_q8_dsplit_kernel(AttnParams p, int n_splits, float* __restrict__ partial, int R) {
