@@ -577,13 +577,6 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     }
     std::optional<bool> b;
     GS_RETURN_IF_ERROR(read_bool(*kw, "chat_template_kwargs", "enable_thinking", &b));
-    // Both switches at once must agree, as the budget's two names must (one silently winning
-    // would answer with or without the thinking the client asked for by the other).
-    if (b && effort && *b != req->enable_thinking) {
-      return invalid(fmt::format("reasoning_effort '{}' turns thinking {} but chat_template_kwargs.enable_thinking is "
-                                 "{}: they must agree (send one)",
-                                 *effort, req->enable_thinking ? "on" : "off", *b ? "true" : "false"));
-    }
     if (b) req->enable_thinking = *b;
   }
   // thinking_budget_tokens is another server's name for reasoning_budget_tokens; both at once

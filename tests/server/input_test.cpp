@@ -458,25 +458,6 @@ TEST(ChatRequest, ThinkingBudgetAliasMustAgree) {
   EXPECT_NE(r.status().message().find("must agree"), std::string::npos) << r.status().message();
 }
 
-// reasoning_effort and chat_template_kwargs.enable_thinking at once must agree.
-TEST(ChatRequest, ThinkingSwitchesMustAgree) {
-  RequestDefaults d;
-  d.enable_thinking = true;
-  auto parse = [&](const char* extra) {
-    return parse_chat_request(json::parse(std::string(R"({"messages":[{"role":"user","content":"hi"}])") + extra + "}"), d);
-  };
-  EXPECT_FALSE(parse(R"(,"reasoning_effort":"none","chat_template_kwargs":{"enable_thinking":false})")->enable_thinking);
-  EXPECT_TRUE(parse(R"(,"reasoning_effort":"low","chat_template_kwargs":{"enable_thinking":true})")->enable_thinking);
-  for (const char* extra : {R"(,"reasoning_effort":"none","chat_template_kwargs":{"enable_thinking":true})",
-                            R"(,"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":false})"}) {
-    const auto r = parse(extra);
-    ASSERT_FALSE(r.ok()) << extra;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find("must agree"), std::string::npos) << r.status().message();
-    EXPECT_NE(r.status().message().find("reasoning_effort"), std::string::npos) << r.status().message();
-  }
-}
-
 TEST(ChatRequest, SpeculationSwitches) {
   RequestDefaults d;
   json body = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
