@@ -561,11 +561,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const int n_kv = p.kv.n_head_kv;
   const RowMap rm = row_map(p.n_head, n_kv, kRows);
   const int j = blockIdx.y, split = blockIdx.z;
-  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
-  const int tok0 = tb * rm.rt;
 
-  load_cta_rows<kRows>(p, rm, tok0, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
+  load_cta_rows<kRows>(p, rm, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
   // Q (times scale) in f16 (decision 0012 §5, addendum).
   load_q_f16<D, kThreads>(p, r_tok, r_head, qrows, [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + r * kStride + d); });
   __syncthreads();
@@ -718,9 +715,7 @@ FaLayout fa_launch_layout(const AttnParams& p) {
 template <class Cfg>
 void launch_fa_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
-  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
-                  static_cast<unsigned>(n_splits));
+  const dim3 grid = attn_grid(p, rm, n_splits);
   const FaLayout l = fa_launch_layout<Cfg>(p);
   launch_k(attn_fa_kernel<Cfg>, grid, Cfg::kThreads, l.total, s, p, n_splits, partial, l.qrows / 16, l.stages);
   launch_combine(s, p, n_splits, partial, Cfg::D);
@@ -739,9 +734,7 @@ cudaError_t prepare_fa() {
 template <int D, bool Q8 = false>
 void launch_mma_d(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
-  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
-                  static_cast<unsigned>(n_splits));
+  const dim3 grid = attn_grid(p, rm, n_splits);
   launch_k(attn_mma_kernel<D, Q8>, grid, kNW * 32, FaSmem<D, Q8>::kTotal, s, p, n_splits, partial);
   launch_combine(s, p, n_splits, partial, D);
 }
@@ -792,8 +785,8 @@ bool attention_mma_supported(const AttnParams& p) {
 
 int attention_mma_cta_count(const AttnParams& p) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
-  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  return tb * rm.hb * p.kv.n_head_kv;
+  const dim3 grid = attn_grid(p, rm, 1);
+  return static_cast<int>(grid.x * grid.y);
 }
 
 cudaError_t attention_prepare() {
@@ -832,8 +825,8 @@ int attention_fa_cta_count(const AttnParams& p) {
   constexpr int kRows = FaCfg256::kRows;
   static_assert(FaCfg64::kRows == kRows && FaCfg128::kRows == kRows && FaCfg512::kRows == kRows, "one row count");
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
-  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  return tb * rm.hb * p.kv.n_head_kv;
+  const dim3 grid = attn_grid(p, rm, 1);
+  return static_cast<int>(grid.x * grid.y);
 }
 
 int attention_fa_ctas_per_sm(int head_dim) {

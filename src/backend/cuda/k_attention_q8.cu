@@ -104,11 +104,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
   const int n_kv = p.kv.n_head_kv;
   const RowMap rm = row_map(p.n_head, n_kv, kRows);
   const int j = blockIdx.y, split = blockIdx.z;
-  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
-  const int tok0 = tb * rm.rt;
 
-  load_cta_rows<kRows>(p, rm, tok0, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
+  load_cta_rows<kRows>(p, rm, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
   load_q_f16<D, kThreads>(p, r_tok, r_head, L.qrows, [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + r * kStride + d); });
   __syncthreads();
 
@@ -282,9 +279,7 @@ FaQ8Layout fa_q8_launch_layout(const AttnParams& p) {
 template <class Cfg>
 void launch_fa_q8_cfg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, Cfg::kRows);
-  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
-                  static_cast<unsigned>(n_splits));
+  const dim3 grid = attn_grid(p, rm, n_splits);
   const FaQ8Layout l = fa_q8_launch_layout<Cfg>(p);
   static const bool timing = [] {
     const char* e = std::getenv("GS_ATTN_Q8_TIMING");

@@ -113,10 +113,8 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
   const int n_kv = p.kv.n_head_kv;
   const RowMap rm = row_map(p.n_head, n_kv, C::kRows);
   const int j = blockIdx.y, split = blockIdx.z;
-  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
 
-  load_cta_rows<C::kRows>(p, rm, tb * rm.rt, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
+  load_cta_rows<C::kRows>(p, rm, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
   load_q_f16<D, C::kThreads>(p, r_tok, r_head, 16 * NRG,
                              [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + r * C::kQStride + d); });
   __syncthreads();
@@ -485,9 +483,7 @@ int attention_q8_dsplit_ctas_per_sm() { return dsplit_mode() == 2 ? 2 : 1; }
 void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, DsCfg::kRows);
-  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
-                  static_cast<unsigned>(n_splits));
+  const dim3 grid = attn_grid(p, rm, n_splits);
   const int rows = std::min(p.n_tokens, rm.rt) * rm.hc;
   switch (std::clamp((rows + 15) / 16, 1, DsCfg::kRG)) {
     case 1:

@@ -108,14 +108,25 @@ __device__ __forceinline__ void store_thread_rows(const AttnParams& p, float* __
   }
 }
 
-// The query rows of a 64-row CTA (either tensor-core prefill kernel): row r is token
+// The grid of an attention kernel whose CTAs each take rm.rt tokens of rm.hc query heads of one
+// KV head: x = token blocks times head blocks, y = KV heads, z = KV splits.
+inline dim3 attn_grid(const AttnParams& p, const RowMap& rm, int n_splits) {
+  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  return dim3(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv), static_cast<unsigned>(n_splits));
+}
+
+// The query rows of a 64-row CTA (the 64-row kernels, on attn_grid with the last token block
+// first: token block n_tb - 1 - blockIdx.x / hb, head block blockIdx.x % hb): row r is token
 // tok0 + r / hc, head j G + hb hc + r % hc of KV head j (RowMap), -1 as token where there is
 // none; each row's sequence and KV range [lo, hi] (empty as [1, 0]); lead[r]: r is the first
 // row of its sequence (it leads that sequence's segment). Called by every thread of the CTA
 // (it holds a barrier); the arrays are the caller's shared memory, read after a barrier.
 template <int kRows>
-__device__ __forceinline__ void load_cta_rows(const AttnParams& p, const RowMap& rm, int tok0, int hb, int j, int* r_tok,
-                                              int* r_head, int* r_seq, int* r_lo, int* r_hi, int* r_lead) {
+__device__ __forceinline__ void load_cta_rows(const AttnParams& p, const RowMap& rm, int j, int* r_tok, int* r_head,
+                                              int* r_seq, int* r_lo, int* r_hi, int* r_lead) {
+  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
+  const int hb = static_cast<int>(blockIdx.x) % rm.hb;
+  const int tok0 = (n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb) * rm.rt;
   const int tid = threadIdx.x, G = p.n_head / p.kv.n_head_kv;
   if (tid < kRows) {
     const int r = tid, tk = tok0 + r / rm.hc, hg = hb * rm.hc + r % rm.hc;

@@ -137,9 +137,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int n_kv = p.kv.n_head_kv;
   const RowMap rm = row_map(p.n_head, n_kv, kRows);
   const int j = blockIdx.y, split = blockIdx.z;
-  const int n_tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const int tb = n_tb - 1 - static_cast<int>(blockIdx.x) / rm.hb, hb = static_cast<int>(blockIdx.x) % rm.hb;
-  const int tok0 = tb * rm.rt;
 
   if constexpr (L::kTma) {
     if (tid == 0) {
@@ -149,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       tmap_prefetch(&maps.v);
     }
   }
-  load_cta_rows<kRows>(p, rm, tok0, hb, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
+  load_cta_rows<kRows>(p, rm, j, r_tok, r_head, r_seq, r_lo, r_hi, r_lead);
   // Q (times scale) in f16, zeros for rows without a token.
   load_q_f16<kD, kThreads>(p, r_tok, r_head, kRows, [&](int r, int d) { return reinterpret_cast<uint2*>(Qs + cm_offset(r, d)); });
   wg::fence_proxy_async();  // Q is read by wgmma (the async proxy)
@@ -539,9 +536,7 @@ bool encode_kv_map(CUtensorMap* m, const void* pool, int64_t kv_width, int64_t n
 void launch_attention_wg(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
   const RowMap rm = row_map(p.n_head, p.kv.n_head_kv, kRows);
-  const int tb = (p.n_tokens + rm.rt - 1) / rm.rt;
-  const dim3 grid(static_cast<unsigned>(tb * rm.hb), static_cast<unsigned>(p.kv.n_head_kv),
-                  static_cast<unsigned>(n_splits));
+  const dim3 grid = attn_grid(p, rm, n_splits);
   // GS_WG_FORM=wait|defer|pipe|row|swizzle|tma (a measurement switch, read on every call;
   // default swizzle, the fastest measured: decision 0033, thirty-first session). tma falls back
   // to swizzle where its maps cannot be built or a page is not a whole number of 32-key tiles.
