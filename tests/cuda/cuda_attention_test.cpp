@@ -495,47 +495,19 @@ TEST(CudaAttention, LongKvSplitDecode) {
   check_attention(c);
 }
 
-// A verify pass's rows against its tokens decoded one by one, bit for bit, where the model's
-// calls take each kernel: one sequence over a long context (max_kv_len the context size, as
-// forward_blocks passes), the 31B's full layer (D 512, GQA 8, 64-row kernel with the n_seqs
-// hint) and sliding layer (D 256, GQA 2, window 1024: the 16-row kernel), 2, 5 and 8 tokens.
-TEST(CudaAttention, VerifyRowsEqualDecodeRows) {
-  GS_REQUIRE_BACKENDS();
-  struct K {
-    int D, n_head, n_head_kv, ctx, window, max_kv_len;
-  };
-  for (const K k : {K{512, 32, 4, 9000, 0, 32768}, K{256, 32, 16, 3000, 1024, 1024}, K{512, 16, 2, 300, 0, 8192}})
-    for (int tokens : {2, 5, 8}) {
-      AttnCase c;
-      c.head_dim = k.D;
-      c.n_head = k.n_head;
-      c.n_head_kv = k.n_head_kv;
-      c.page_size = 64;
-      c.ctx = k.ctx;
-      c.window = k.window;
-      c.tokens_per_seq = tokens;
-      c.n_seqs_hint = 1;
-      c.max_kv_len = k.max_kv_len;
-      c.naive = false;
-      c.bounded = true;
-      c.verify_rows = true;
-      check_attention(c);
-    }
-}
-
-// A q8_0 case of one sequence as the model's calls make them: `tokens` at position ctx over
-// pages of 256, the split count sized for max_kv_len, the output bounded, verify rows checked
-// against decode rows up to 8 tokens.
-struct Q8Shape {
+// One sequence as the model's calls make them: `tokens` at position ctx over pages of
+// page_size on pools of kv_type, the split count sized for max_kv_len, the output bounded,
+// verify rows checked against decode rows up to 8 tokens.
+struct OneSeqShape {
   int D, n_head, n_head_kv, ctx, window, max_kv_len;
 };
-void check_q8_one_sequence(const Q8Shape& k, int tokens) {
+void check_one_sequence(const OneSeqShape& k, int tokens, GgmlType kv_type, int page_size) {
   AttnCase c;
   c.head_dim = k.D;
   c.n_head = k.n_head;
   c.n_head_kv = k.n_head_kv;
-  c.kv_type = GgmlType::Q8_0;
-  c.page_size = 256;
+  c.kv_type = kv_type;
+  c.page_size = page_size;
   c.ctx = k.ctx;
   c.window = k.window;
   c.tokens_per_seq = tokens;
@@ -545,6 +517,17 @@ void check_q8_one_sequence(const Q8Shape& k, int tokens) {
   c.bounded = true;
   c.verify_rows = tokens <= 8;
   check_attention(c);
+}
+
+// A verify pass's rows against its tokens decoded one by one, bit for bit, where the model's
+// calls take each kernel: one sequence over a long context (max_kv_len the context size, as
+// forward_blocks passes), the 31B's full layer (D 512, GQA 8, 64-row kernel with the n_seqs
+// hint) and sliding layer (D 256, GQA 2, window 1024: the 16-row kernel), 2, 5 and 8 tokens.
+TEST(CudaAttention, VerifyRowsEqualDecodeRows) {
+  GS_REQUIRE_BACKENDS();
+  for (const OneSeqShape k : {OneSeqShape{512, 32, 4, 9000, 0, 32768}, OneSeqShape{256, 32, 16, 3000, 1024, 1024},
+                              OneSeqShape{512, 16, 2, 300, 0, 8192}})
+    for (int tokens : {2, 5, 8}) check_one_sequence(k, tokens, GgmlType::F16, 64);
 }
 
 // Three sequences of 1, 4 and 1 tokens interleaved in one batch on q8_0 pools of 16-position
@@ -571,9 +554,9 @@ void check_q8_three_sequences(int D, int n_head, int n_head_kv) {
 // (every row group holds rows) and prefill; a D 256 layer over a long range takes it too.
 TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
   GS_REQUIRE_BACKENDS();
-  for (const Q8Shape k : {Q8Shape{512, 32, 4, 9000, 0, 32768}, Q8Shape{256, 32, 16, 3000, 1024, 1024},
-                          Q8Shape{256, 16, 2, 9000, 0, 32768}})
-    for (int tokens : {1, 5, 8, 70}) check_q8_one_sequence(k, tokens);
+  for (const OneSeqShape k : {OneSeqShape{512, 32, 4, 9000, 0, 32768}, OneSeqShape{256, 32, 16, 3000, 1024, 1024},
+                              OneSeqShape{256, 16, 2, 9000, 0, 32768}})
+    for (int tokens : {1, 5, 8, 70}) check_one_sequence(k, tokens, GgmlType::Q8_0, 256);
   check_q8_three_sequences(256, 8, 2);
 }
 
@@ -584,8 +567,8 @@ TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
 TEST(CudaAttention, Q8_0DsplitKernel) {
   GS_REQUIRE_BACKENDS();
   const EnvSwitch on("GS_ATTN_Q8_DSPLIT", "1");  // check_attention runs every kernel choice with it
-  for (const Q8Shape k : {Q8Shape{512, 32, 4, 9000, 0, 32768}, Q8Shape{512, 16, 4, 300, 0, 4096}})
-    for (int tokens : {1, 2, 5, 8, 70}) check_q8_one_sequence(k, tokens);
+  for (const OneSeqShape k : {OneSeqShape{512, 32, 4, 9000, 0, 32768}, OneSeqShape{512, 16, 4, 300, 0, 4096}})
+    for (int tokens : {1, 2, 5, 8, 70}) check_one_sequence(k, tokens, GgmlType::Q8_0, 256);
   check_q8_three_sequences(512, 8, 1);
 }
 
