@@ -3,13 +3,7 @@
 # "tg N mtpD" row per tg N with what was drafted and accepted (it was refused as "not
 # benchmarked yet"), and --depth-fill zeros reaches a depth without prefilling it.
 set -uo pipefail
-BIN="$1"
-SHARED="${GS_SHARED_DIR:?}"
-TARGET="$SHARED/models/shakes-target.gguf"
-DRAFTER="$SHARED/models/shakes-assistant.gguf"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 run() {
   timeout -k 5 300 "$BIN" bench "$@" > "$WORK/out" 2> "$WORK/err" < /dev/null

@@ -2,13 +2,7 @@
 # Wrong flags and unusable files: every subcommand exits non-zero (never by a signal) with a
 # message on stderr, quickly; a target passed as drafter and the other way round are refused.
 set -uo pipefail
-BIN="$1"
-SHARED="${GS_SHARED_DIR:?}"
-TARGET="$SHARED/models/shakes-target.gguf"
-DRAFTER="$SHARED/models/shakes-assistant.gguf"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 : > "$WORK/empty.gguf"
 mkdir "$WORK/dir.gguf"

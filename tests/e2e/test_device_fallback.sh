@@ -3,12 +3,7 @@
 # run, bench and serve used to exit with "no CUDA device is available" instead. Where a GPU
 # is present the same calls simply run on it.
 set -uo pipefail
-BIN="$1"
-SHARED="${GS_SHARED_DIR:?}"
-TARGET="$SHARED/models/shakes-target.gguf"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 # ok NAME ARGS...: exits 0; where it fell back, it said so on stderr.
 ok() {

@@ -5,12 +5,7 @@
 # "Resource temporarily unavailable"). The workers are capped, and a thread that cannot start
 # leaves those that did: the server answers and stops on SIGTERM with status 0.
 set -uo pipefail
-BIN="$1"
-SHARED="${GS_SHARED_DIR:?}"
-TARGET="$SHARED/models/shakes-target.gguf"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$BIN" serve -m "$TARGET" --device cpu --host 127.0.0.1 --port "$PORT" --parallel 1 --queue-size 100000 \
