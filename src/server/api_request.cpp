@@ -690,6 +690,7 @@ std::optional<size_t> forced_tool(const ChatCompletionRequest& req) {
 
 Result<ChatCompletionRequest> parse_chat_request(const json& body, const RequestDefaults& defaults) {
   ChatCompletionRequest req;
+  req.chat_template = defaults.chat_template;
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");
