@@ -230,6 +230,7 @@ int serve(const ServeArgs& a) {
   ctx->created = server::unix_now();
   ctx->info = loaded->engine->info();
   ctx->defaults.n_vocab = ctx->info.n_vocab;
+  ctx->defaults.chat_template = loaded->chat_template.variant;
   ctx->defaults.enable_thinking = a.reasoning == "on" && a.reasoning_budget != 0;
   ctx->defaults.reasoning_budget = a.reasoning_budget;
   // The option admits only the names parse_reasoning_format knows.

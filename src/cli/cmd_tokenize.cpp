@@ -48,8 +48,13 @@ Result<std::vector<int32_t>> parse_ids(const std::string& in) {
     if (!arr->is_array()) return Status(StatusCode::kInvalidArgument, "\"ids\" must be an array");
     for (const auto& v : *arr) {
       if (!v.is_number_integer()) return Status(StatusCode::kInvalidArgument, "ids must be integers");
-      const auto x = v.get<int64_t>();
-      if (x < INT32_MIN || x > INT32_MAX) return make_status(StatusCode::kOutOfRange, "id {} is out of range", x);
+      // An id above INT64_MAX is an unsigned JSON number: read as int64 it wrapped to a
+      // negative id, and the error named an id that was never sent. v.dump() names it as sent.
+      const bool too_large = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX);
+      const int64_t x = too_large ? int64_t{0} : v.get<int64_t>();
+      if (too_large || x < INT32_MIN || x > INT32_MAX) {
+        return make_status(StatusCode::kOutOfRange, "id {} is out of range", v.dump());
+      }
       ids.push_back(static_cast<int32_t>(x));
     }
     return ids;

@@ -73,6 +73,16 @@ Result<LoadedEngine> create_engine(const EngineOptions& options) {
     out.model_name = std::filesystem::path(split ? split->prefix : options.model_path).stem().string();
   }
   out.sampling = read_recommended_sampling(*file);
+  if (file->has(names::kChatTemplate)) {
+    if (auto src = file->get_string(names::kChatTemplate); src.ok()) {
+      out.chat_template = text::detect_chat_template(*src);
+      if (!out.chat_template.recognised) {
+        GS_LOG_WARN("{}: '{}' is not a Gemma 4 template this server reproduces: chat prompts use the Gemma 4 "
+                    "31B template's format",
+                    file->path(), names::kChatTemplate);
+      }
+    }
+  }
   GS_ASSIGN_OR_RETURN(std::unique_ptr<SlotRunner> runner, create_runtime_slot_runner(options, file, *out.tokenizer));
   SchedulerOptions sched;
   sched.queue_size = options.queue_size;

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "gguf/gguf_reader.h"
+#include "text/chat_format.h"
 #include "text/tokenizer.h"
 
 namespace gs {
@@ -52,6 +53,9 @@ struct LoadedEngine {
   std::shared_ptr<const text::Tokenizer> tokenizer;
   std::string model_name;       // general.name, else the file's stem
   RecommendedSampling sampling;
+  // The Gemma 4 template its tokenizer.chat_template is (text::detect_chat_template): chat
+  // prompts are rendered in that variant. kGemma4, not recognised, without one.
+  text::ChatTemplateMatch chat_template;
 };
 
 // Errors: those of loading the files (kNotFound, kDataLoss, kInvalidArgument naming the

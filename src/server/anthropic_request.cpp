@@ -435,6 +435,7 @@ Status read_generation(const json& body, const RequestDefaults& defaults, Genera
 Result<ChatCompletionRequest> parse_messages_request(const json& body, const RequestDefaults& defaults,
                                                      MessagesRoute route) {
   ChatCompletionRequest req;
+  req.chat_template = defaults.chat_template;
   // Chat completion fields this route does not read are refused, not dropped (foreign_fields.h).
   constexpr std::string_view kReadHere[] = {"model", "messages", "tools", "tool_choice", "max_tokens",
                                             "temperature", "top_p", "top_k", "stream"};

@@ -379,7 +379,9 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   GS_RETURN_IF_ERROR(read_llama_sampler_fields(body, &gen->sampling));
   GS_RETURN_IF_ERROR(read_int(body, "", "seed", std::numeric_limits<int64_t>::min(),
                               std::numeric_limits<int64_t>::max(), &i));
-  if (i) {
+  // -1 is llama-server's "random seed" (its default, which its clients send): as no seed.
+  // Every other value is a fixed seed (negative ones as their 64-bit pattern).
+  if (i && *i != -1) {
     gen->sampling.has_seed = true;
     gen->sampling.seed = static_cast<uint64_t>(*i);
   }
@@ -690,6 +692,7 @@ std::optional<size_t> forced_tool(const ChatCompletionRequest& req) {
 
 Result<ChatCompletionRequest> parse_chat_request(const json& body, const RequestDefaults& defaults) {
   ChatCompletionRequest req;
+  req.chat_template = defaults.chat_template;
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");

@@ -56,6 +56,8 @@ struct RequestDefaults {
   int32_t reasoning_budget = -1;      // --reasoning-budget (-1: unlimited, 0: no thinking)
   ReasoningFormat reasoning_format = ReasoningFormat::kDeepseek;  // --reasoning-format
   int32_t n_vocab = 0;                // bound for top_k and prompt token ids (0: unchecked)
+  // The model's chat template (its GGUF's tokenizer.chat_template, text::detect_chat_template).
+  text::ChatTemplate chat_template = text::ChatTemplate::kGemma4;
 };
 
 // Fields both endpoints share.
@@ -107,6 +109,8 @@ struct ChatCompletionRequest {
   // model's turn opener (POST /apply-template); a generating route takes false only where the
   // prompt ends in the model's turn anyway (request_plan.h).
   bool add_generation_prompt = true;
+  // Which Gemma 4 template renders the messages: the model's (RequestDefaults::chat_template).
+  text::ChatTemplate chat_template = text::ChatTemplate::kGemma4;
   GenerationOptions gen;
 };
 

@@ -58,8 +58,13 @@ json usage_json(const ResponseUsage& r) {
 }
 
 json timings_json(const Usage& u) {
-  json t{{"queue_ms", u.queue_ms}, {"prompt_ms", u.prefill_ms}, {"predicted_ms", u.decode_ms}};
-  if (u.prefill_ms > 0) t["prompt_per_second"] = 1000.0 * u.prompt_tokens / u.prefill_ms;
+  // The tokens the prefill computed: the prompt less the prefix reused from the cache
+  // (llama-server's prompt_n). Its rate counted the cached ones too: a reused 400-token prompt
+  // whose one new token took 5 ms "ran" at 80000 tok/s.
+  const int32_t prefilled = std::max(u.prompt_tokens - u.cached_tokens, 0);
+  json t{{"queue_ms", u.queue_ms},  {"prompt_n", prefilled},          {"prompt_ms", u.prefill_ms},
+         {"predicted_n", u.completion_tokens}, {"predicted_ms", u.decode_ms}};
+  if (u.prefill_ms > 0 && prefilled > 0) t["prompt_per_second"] = 1000.0 * prefilled / u.prefill_ms;
   if (u.decode_ms > 0 && u.completion_tokens > 1) {
     t["predicted_per_second"] = 1000.0 * (u.completion_tokens - 1) / u.decode_ms;
   }

@@ -46,7 +46,9 @@ struct ResponseUsage {
 ResponseUsage combine_usage(const std::vector<const GenerationResult*>& results);
 
 nlohmann::json usage_json(const ResponseUsage& u);
-// Extension next to usage: timings and speculative-decoding counts of the request.
+// Extension next to usage: timings and speculative-decoding counts of the request, under
+// llama-server's names (prompt_n: the prompt tokens prefilled, the cached prefix left out;
+// predicted_n: the completion tokens; *_per_second: their rates).
 nlohmann::json timings_json(const Usage& u);
 
 // logprobs.content entries of a chat response for `tokens`.

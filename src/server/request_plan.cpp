@@ -108,6 +108,7 @@ bool tools_offered(const ChatCompletionRequest& req) {
 // its thought block), without the forced call's opener.
 Result<text::RenderedPrompt> render_messages(const ChatCompletionRequest& req, bool add_generation_prompt) {
   text::ChatRenderOptions options;
+  options.variant = req.chat_template;
   options.enable_thinking = req.enable_thinking;
   options.add_generation_prompt = add_generation_prompt;
   options.prefill_assistant = req.continue_final_message;  // a trailing assistant message is continued (llama-server)

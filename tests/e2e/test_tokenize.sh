@@ -36,4 +36,10 @@ expect "shakes round trip" "$(echo "$ids" | "$BIN" tokenize -m "$SHAKES" --decod
 if echo '1 x' | "$BIN" tokenize -m "$VOCAB" --decode 2>/dev/null; then fail "bad id accepted"; fi
 if echo '99999999' | "$BIN" tokenize -m "$VOCAB" --decode 2>/dev/null; then fail "out-of-range id accepted"; fi
 if printf 'x' | "$BIN" tokenize -m /dev/null 2>/dev/null; then fail "non-GGUF accepted"; fi
+# A JSON id above INT64_MAX is refused under its own digits (it wrapped to -1 and the error
+# named "token -1", an id that was never sent).
+err="$(echo '[18446744073709551615]' | "$BIN" tokenize -m "$VOCAB" --decode 2>&1 >/dev/null || true)"
+[[ "$err" == *"id 18446744073709551615 is out of range"* ]] || fail "huge JSON id: got [$err]"
+err="$(echo '{"ids":[9223372036854775808]}' | "$BIN" tokenize -m "$VOCAB" --decode 2>&1 >/dev/null || true)"
+[[ "$err" == *"id 9223372036854775808 is out of range"* ]] || fail "JSON id 2^63: got [$err]"
 echo "tokenize CLI: all checks passed"

@@ -35,5 +35,28 @@ TEST(OpenAiFormat, CompletionLogprobsSpellPartialCharactersAsBytes) {
   EXPECT_EQ(top[" la"], -2.0);
 }
 
+// timings.prompt_per_second is the prefill's rate over the tokens it computed (llama-server's
+// prompt_n): a 400-token prompt with 399 reused from the cache and 1 prefilled in 5 ms ran at
+// 200 tok/s, not the 80000 that counting the cached ones gave.
+TEST(OpenAiFormat, PromptRateCountsOnlyThePrefilledTokens) {
+  Usage u;
+  u.prompt_tokens = 400;
+  u.cached_tokens = 399;
+  u.prefill_ms = 5.0;
+  u.completion_tokens = 11;
+  u.decode_ms = 20.0;
+  const json t = server::timings_json(u);
+  EXPECT_EQ(t["prompt_n"], 1) << t.dump();
+  EXPECT_DOUBLE_EQ(t["prompt_per_second"].get<double>(), 200.0) << t.dump();
+  EXPECT_EQ(t["predicted_n"], 11) << t.dump();
+  EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 500.0) << t.dump();
+  u.cached_tokens = 0;
+  EXPECT_DOUBLE_EQ(server::timings_json(u)["prompt_per_second"].get<double>(), 80000.0);
+  // Nothing prefilled (no prefill time either): no rate.
+  u.cached_tokens = 400;
+  u.prefill_ms = 0;
+  EXPECT_FALSE(server::timings_json(u).contains("prompt_per_second"));
+}
+
 }  // namespace
 }  // namespace gs::test

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -169,6 +170,33 @@ TEST(SamplerFields, RepeatPenaltyIsRepetitionPenalty) {
   EXPECT_FLOAT_EQ(c->gen.sampling.repetition_penalty, 0.9f);
 }
 
+// llama-server reads seed -1 (its default, which its clients send) as "a random seed": the
+// server took it as the fixed seed 2^64 - 1, so every request that sent it drew the same
+// answer (a UI's "regenerate" gave the same text again). Other values stay fixed seeds.
+TEST(SamplerFields, SeedMinusOneIsARandomSeed) {
+  for (const bool is_chat : {true, false}) {
+    SCOPED_TRACE(is_chat ? "chat" : "completion");
+    auto sampling_of = [&](const json& extra) -> SamplingParams {
+      if (is_chat) {
+        auto r = chat(extra);
+        EXPECT_TRUE(r.ok()) << r.status().to_string();
+        return r.ok() ? r->gen.sampling : SamplingParams{};
+      }
+      auto r = completion(extra);
+      EXPECT_TRUE(r.ok()) << r.status().to_string();
+      return r.ok() ? r->gen.sampling : SamplingParams{};
+    };
+    EXPECT_FALSE(sampling_of({{"seed", -1}}).has_seed);
+    EXPECT_FALSE(sampling_of({{"seed", nullptr}}).has_seed);
+    const SamplingParams minus_two = sampling_of({{"seed", -2}});
+    EXPECT_TRUE(minus_two.has_seed);
+    EXPECT_EQ(minus_two.seed, ~uint64_t{1});
+    const SamplingParams zero = sampling_of({{"seed", 0}});
+    EXPECT_TRUE(zero.has_seed);
+    EXPECT_EQ(zero.seed, 0u);
+  }
+}
+
 // Over HTTP on the real engine: repeat_penalty gives what repetition_penalty gives, and the
 // refusals are 400s naming the field (code "unsupported" for a value, "invalid_value" for a type).
 class ShakesSamplerFields : public ::testing::Test {
@@ -222,6 +250,23 @@ TEST_F(ShakesSamplerFields, RepeatPenaltyAndRefusalsOverHttp) {
       EXPECT_EQ(e["error"]["code"], code) << r->body;
     }
   }
+}
+
+// Sampled answers with seed -1 differ from request to request, as without a seed; a fixed
+// seed gives the same answer each time.
+TEST_F(ShakesSamplerFields, SeedMinusOneDrawsAFreshSeedEachRequest) {
+  auto text_of = [&](const json& seed) {
+    const json body{{"prompt", "ROMEO:"}, {"max_tokens", 24}, {"temperature", 1}, {"ignore_eos", true}, {"seed", seed}};
+    auto r = server_.post(body, "/v1/completions");
+    EXPECT_TRUE(r);
+    if (!r) return std::string();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body)["choices"][0]["text"].get<std::string>();
+  };
+  std::set<std::string> texts;
+  for (int i = 0; i < 4; ++i) texts.insert(text_of(-1));
+  EXPECT_GE(texts.size(), 2u) << "four requests with seed -1 gave one answer: " << *texts.begin();
+  EXPECT_EQ(text_of(-2), text_of(-2));
 }
 
 }  // namespace
