@@ -110,8 +110,11 @@ CommandEntry register_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "speed tests: prompt processing, generation, MTP verify, at depths");
   sub->add_option("-m,--model", a->model, "GGUF model file (a split model: its first shard)");
-  sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant): tg N also runs as speculative generation");
-  sub->add_option("--draft-max", a->draft_max, "with --mtp: drafts per speculative round")->check(CLI::Range(1, 16));
+  CLI::Option* mtp = sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant): tg N also runs as speculative generation");
+  // Without --mtp nothing drafts: the flag was silently ignored, so it is refused instead.
+  sub->add_option("--draft-max", a->draft_max, "with --mtp: drafts per speculative round")
+      ->check(CLI::Range(1, 16))
+      ->needs(mtp);
   sub->add_option("--depth-fill", a->depth_fill,
                   "how the depth's positions are filled: prefill (a forward pass over them) or zeros (zero K and V, "
                   "no pass: decode at a 1M context without its prefill)")

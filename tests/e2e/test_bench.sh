@@ -59,8 +59,10 @@ run -m "$TARGET" -b 8 -p 0 -n 130 -d 300 -r 1 --json
 field "tg130 @ d300" tokens_per_s > /dev/null || fail "no tg130 @ d300 row"
 
 # Bad values are refused before anything loads.
-# A misspelt --ops-only group ran every group, and --ops-only without --ops ran the model.
-for bad in "--depth-fill random" "--draft-max 0" "--draft-max 17" "--ops --ops-only matmull" "--ops-only small"; do
+# A misspelt --ops-only group ran every group, and --ops-only without --ops ran the model;
+# --draft-max without --mtp was ignored.
+for bad in "--depth-fill random" "--draft-max 0" "--draft-max 17" "--ops --ops-only matmull" "--ops-only small" \
+           "--draft-max 4"; do
   timeout -k 5 60 "$BIN" bench -m "$TARGET" -p 4 -n 0 $bad > "$WORK/out" 2> "$WORK/err" < /dev/null
   [[ $? -ne 0 ]] || fail "bench $bad was accepted"
 done
