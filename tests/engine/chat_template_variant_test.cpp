@@ -2,23 +2,15 @@
 // renders its prompts in that variant (text::detect_chat_template over tokenizer.chat_template).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "common/test_paths.h"
 #include "engine/engine_factory.h"
 #include "model/synth_writer.h"
+#include "text/test_files.h"
 
 namespace gs {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 EngineOptions cpu_options(const std::string& model) {
   EngineOptions o;
@@ -40,14 +32,14 @@ TEST(ChatTemplateVariant, CreateEngineDetectsTheFilesTemplate) {
     text::ChatTemplate variant;
     bool recognised;
   };
-  const std::string assets = "test-assets/chat-templates/";
+  auto jinja = [](const std::string& name) {
+    return text::test_files::read_file(test::shared_path("test-assets/chat-templates/" + name));
+  };
   const Case cases[] = {
-      {"interleaved.gguf", read_text(test::shared_path(assets + "google-gemma-4-31B-it-interleaved.jinja")),
-       text::ChatTemplate::kGemma4Interleaved, true},
-      {"31b.gguf", read_text(test::shared_path(assets + "google-gemma-4-31B-it.jinja")), text::ChatTemplate::kGemma4,
+      {"interleaved.gguf", jinja("google-gemma-4-31B-it-interleaved.jinja"), text::ChatTemplate::kGemma4Interleaved,
        true},
-      {"gemma2.gguf", read_text(test::shared_path(assets + "google-gemma-2-2b-it.jinja")), text::ChatTemplate::kGemma4,
-       false},
+      {"31b.gguf", jinja("google-gemma-4-31B-it.jinja"), text::ChatTemplate::kGemma4, true},
+      {"gemma2.gguf", jinja("google-gemma-2-2b-it.jinja"), text::ChatTemplate::kGemma4, false},
       {"none.gguf", "", text::ChatTemplate::kGemma4, false},
   };
   for (const Case& c : cases) {
