@@ -594,14 +594,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     segment_row_ranges(seq, row_a, row_b, true, r_tok, r_seq, r_lo, r_hi, lo_rr, hi_rr);
     warp_key_range(lo_rr, hi_rr, w_lo, w_hi);
 
-    // Element offset of tile ti's row tid, -1: zeros.
-    auto row_offset = [&](int ti) -> int64_t {
+    // Element offset of tile ti's row tid, -1: zeros; in two steps (k_pages.cuh): row_fetch
+    // issues the page-table load, row_offset_of uses it.
+    auto row_fetch = [&](int ti) {
       const int pos = tile_pos(ti) + tid;
-      if (pos < lo_seg || pos > hi_seg) return -1;
-      const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
-      if (sl < 0) return -1;
-      return sl * kv_width + static_cast<int64_t>(j) * D;
+      return kv_slot_fetch(p.pages, seq, pos, pos >= lo_seg && pos <= hi_seg);
     };
+    auto row_offset_of = [&](const KvSlotFetch& f) -> int64_t {
+      const int64_t sl = kv_slot_of(f, p.pages.page_size, p.kv.n_slots);
+      return sl < 0 ? -1 : sl * kv_width + static_cast<int64_t>(j) * D;
+    };
+    auto row_offset = [&](int ti) { return row_offset_of(row_fetch(ti)); };
     // Tile t sits in stage t % S of the K and V rings (S = stages), and its KV row offsets in
     // slot t % (S + 1) of Offs. One cp.async group per tile and tensor, committed in the order
     // K_0 V_0 K_1 V_1 ...; a tile past the last commits an empty group, so that at each wait
@@ -651,8 +654,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       wait_pending();
       __syncthreads();  // B1
       issue(vpool, Vs, ti + S - 1);
-      int64_t next_off = -1;
-      if (tid < KT && ti + S < n_tiles) next_off = row_offset(ti + S);
+      // Tile ti + S's page-table entries: loaded here, used after this warp's scores (so that
+      // warp 0, which computes rows in a decode step, does not wait for the load first).
+      const bool next_row = tid < KT && ti + S < n_tiles;
+      KvSlotFetch next{-1, 0};
+      if (next_row) next = row_fetch(ti + S);
       const bool active = pb <= w_hi && pb + KT - 1 >= w_lo;  // warp-uniform
       float s[NTS][4];
       if (active) {
@@ -664,7 +670,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
         }
         if constexpr (C == 1) fa_tile_softmax<Cfg>(s, o, pb, t, lo_rr, hi_rr, m_r, l_r);
       }
-      if (tid < KT && ti + S < n_tiles) Offs[((ti + S) % (S + 1)) * KT + Cfg::offs_index(tid)] = next_off;
+      if (next_row) Offs[((ti + S) % (S + 1)) * KT + Cfg::offs_index(tid)] = row_offset_of(next);
       wait_pending();
       __syncthreads();  // B2
       issue(kpool, Ks, ti + S);

@@ -138,10 +138,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     // --- the copying threads' steps. Tile x's raw rows sit in ring slot x % R, their byte
     // offsets in Offs slot x % (R + 1); one cp.async group per tile (K and V), committed in
     // tile order, an empty one past the last tile, so that at each wait R - 1 may be pending.
-    auto row_offset = [&](int x) -> int64_t {  // byte offset of tile x's head row ct, -1: zeros
+    // Byte offset of tile x's head row ct, -1: zeros; in two steps (k_pages.cuh): row_fetch
+    // issues the page-table load, row_offset_of uses it.
+    auto row_fetch = [&](int x) {
       const int pos = tile_pos(x) + ct;
-      if (pos < lo_seg || pos > hi_seg) return -1;
-      const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
+      return kv_slot_fetch(p.pages, seq, pos, pos >= lo_seg && pos <= hi_seg);
+    };
+    auto row_offset_of = [&](const KvSlotFetch& f) -> int64_t {
+      const int64_t sl = kv_slot_of(f, p.pages.page_size, p.kv.n_slots);
       return sl < 0 ? -1 : (sl * n_kv + j) * kRawRow;
     };
     auto issue = [&](int x) {
@@ -151,17 +155,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
       cp_async_commit();
     };
     // Raw tile x has landed (this thread's copies of it); tile x + R's offsets into Offs. Called
-    // for x = 0, 1, 2, ... in turn; pend holds tile x + R's offset, read from the page table
-    // (global memory) at the call before, so that no copier waits for that load before the
-    // converters' barrier.
-    int64_t pend = copier && ct < KT ? row_offset(R) : -1;
+    // for x = 0, 1, 2, ... in turn; pend holds tile x + R's page-table entry, loaded (global
+    // memory) at the call before and first used here, so that no copier waits for that load
+    // before the converters' barrier.
+    KvSlotFetch pend{-1, 0};
+    if (copier && ct < KT) pend = row_fetch(R);
     auto raw_ready = [&](int x) {
       if (R == 1) cp_async_wait<0>();
       else if (R == 2) cp_async_wait<1>();
       else cp_async_wait<2>();
       if (ct < KT) {
-        if (x + R < n_tiles) Offs[((x + R) % (R + 1)) * KT + ct] = pend;
-        pend = row_offset(x + R + 1);
+        if (x + R < n_tiles) Offs[((x + R) % (R + 1)) * KT + ct] = row_offset_of(pend);
+        pend = row_fetch(x + R + 1);
       }
     };
     // Raw tile x into f16 stage x % F, by the threads i = 0 .. n - 1.
@@ -177,7 +182,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MINB)
     // Prologue: raw tiles 0..R-1 requested, tile 0 in f16 stage 0.
     if (copier) {
       if (ct < KT)
-        for (int x = 0; x < R; ++x) Offs[x * KT + ct] = row_offset(x);
+        for (int x = 0; x < R; ++x) Offs[x * KT + ct] = row_offset_of(row_fetch(x));
       copier_bar();
       for (int x = 0; x < R; ++x) issue(x);
       raw_ready(0);

@@ -160,10 +160,14 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
     //     ti - 1 (its P V), so ring slot (ti - 1) % R takes tile ti + R - 1;
     //   B3(ti): P and the corrections of tile ti are in Ps and Cs, and raw tile ti + 1 has
     //     landed (each thread waits for its own copies first: R - 2 groups may be pending).
-    auto row_offset = [&](int x) -> int64_t {  // threads tid < KT: key tid of tile x
+    // Threads tid < KT: key tid of tile x, in two steps (k_pages.cuh): row_fetch issues the
+    // page-table load, row_offset_of uses it.
+    auto row_fetch = [&](int x) {
       const int pos = tile_pos(x) + tid;
-      if (pos < lo_seg || pos > hi_seg) return -1;
-      const int64_t sl = kv_slot(p.pages, seq, pos, p.kv.n_slots);
+      return kv_slot_fetch(p.pages, seq, pos, pos >= lo_seg && pos <= hi_seg);
+    };
+    auto row_offset_of = [&](const KvSlotFetch& f) -> int64_t {
+      const int64_t sl = kv_slot_of(f, p.pages.page_size, p.kv.n_slots);
       return sl < 0 ? -1 : (sl * n_kv + j) * C::kRawRow;
     };
     auto issue = [&](int x) {
@@ -173,13 +177,13 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
       cp_async_commit();
     };
 
-    // Prologue: offsets of tiles 0..R-1, tiles 0..R-2 requested. pend: tile R's offset, read
-    // (from the page table in global memory) an iteration before it is stored, so that warp 0
+    // Prologue: offsets of tiles 0..R-1, tiles 0..R-2 requested. pend: tile R's page-table
+    // entry, loaded (global memory) an iteration before it is used and stored, so that warp 0
     // never waits for that load.
-    int64_t pend = -1;
+    KvSlotFetch pend{-1, 0};
     if (tid < KT) {
-      for (int x = 0; x < R; ++x) Offs[x * KT + tid] = row_offset(x);
-      pend = row_offset(R);
+      for (int x = 0; x < R; ++x) Offs[x * KT + tid] = row_offset_of(row_fetch(x));
+      pend = row_fetch(R);
     }
     __syncthreads();
     for (int x = 0; x + 1 < R; ++x) issue(x);
@@ -256,8 +260,8 @@ __global__ void __launch_bounds__(DsCfg::kThreads, MINB)
       if constexpr (kTiming) clk.lap(kDsB2);
       issue(ti + R - 1);
       if (tid < KT) {  // Offs slot ti % R (tile ti was requested before B3(ti - 1)) takes tile ti + R
-        if (ti + R < n_tiles) Offs[(ti % R) * KT + tid] = pend;
-        pend = row_offset(ti + R + 1);
+        if (ti + R < n_tiles) Offs[(ti % R) * KT + tid] = row_offset_of(pend);
+        pend = row_fetch(ti + R + 1);
       }
       if constexpr (kTiming) clk.lap(kDsIssue);
 
