@@ -12,6 +12,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <string>
 
 #include "cuda_test_util.h"
 
@@ -554,22 +555,30 @@ void check_q8_three_sequences(int D, int n_head, int n_head_kv) {
 // (every row group holds rows) and prefill; a D 256 layer over a long range takes it too.
 TEST(CudaAttention, Q8_0PoolsInEveryKernel) {
   GS_REQUIRE_BACKENDS();
+  // The converter form at every size (decode and verify at D 512 take the D-split kernel by
+  // default: Q8_0DsplitKernel).
+  const EnvSwitch off("GS_ATTN_Q8_DSPLIT", "0");
   for (const OneSeqShape k : {OneSeqShape{512, 32, 4, 9000, 0, 32768}, OneSeqShape{256, 32, 16, 3000, 1024, 1024},
                               OneSeqShape{256, 16, 2, 9000, 0, 32768}})
     for (int tokens : {1, 5, 8, 70}) check_one_sequence(k, tokens, GgmlType::Q8_0, 256);
   check_q8_three_sequences(256, 8, 2);
 }
 
-// The q8_0 head_dim-512 kernel that dequantizes into the mma registers (GS_ATTN_Q8_DSPLIT=1,
-// k_attention_q8_dsplit.cu): decode, verify of 2, 5 and 8 tokens (1 to 4 row groups) with
+// The q8_0 head_dim-512 kernel that dequantizes into the mma registers
+// (k_attention_q8_dsplit.cu): decode, verify of 2, 5 and 8 tokens (1 to 4 row groups) with
 // verify rows equal to decode rows, a prefill chunk of 70 tokens, GQA 8 and 4, over a long
-// range and a short one, and several sequences in one batch.
+// range and a short one, and several sequences in one batch. By default (auto) it takes the
+// calls under 64 tokens at two CTAs an SM and the 70-token chunk keeps the converter form;
+// GS_ATTN_Q8_DSPLIT=1 gives it every call at one CTA an SM.
 TEST(CudaAttention, Q8_0DsplitKernel) {
   GS_REQUIRE_BACKENDS();
-  const EnvSwitch on("GS_ATTN_Q8_DSPLIT", "1");  // check_attention runs every kernel choice with it
-  for (const OneSeqShape k : {OneSeqShape{512, 32, 4, 9000, 0, 32768}, OneSeqShape{512, 16, 4, 300, 0, 4096}})
-    for (int tokens : {1, 2, 5, 8, 70}) check_one_sequence(k, tokens, GgmlType::Q8_0, 256);
-  check_q8_three_sequences(512, 8, 1);
+  for (const char* mode : {"auto", "1"}) {
+    SCOPED_TRACE(std::string("GS_ATTN_Q8_DSPLIT=") + mode);
+    const EnvSwitch on("GS_ATTN_Q8_DSPLIT", mode);  // check_attention runs every kernel choice with it
+    for (const OneSeqShape k : {OneSeqShape{512, 32, 4, 9000, 0, 32768}, OneSeqShape{512, 16, 4, 300, 0, 4096}})
+      for (int tokens : {1, 2, 5, 8, 70}) check_one_sequence(k, tokens, GgmlType::Q8_0, 256);
+    check_q8_three_sequences(512, 8, 1);
+  }
 }
 
 // Split decode and verify outputs as the output projection's f16 operand (the attention

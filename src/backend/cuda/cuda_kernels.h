@@ -234,10 +234,11 @@ cudaError_t attention_fa_q8_prepare();  // attention_prepare calls it
 // The q8_0 head_dim-512 kernel that dequantizes into the mma operands' registers, each of its 8
 // warps owning 64 head_dim columns of up to 64 query rows (k_attention_q8_dsplit.cu, decision
 // 0035 addendum 2): the same rows and `partial` as launch_attention_fa. launch_attention_fa_q8
-// takes it for every call where attention_q8_dsplit_on(p) (q8_0 pools, head_dim 512, and
-// GS_ATTN_Q8_DSPLIT=1 or 2, read on every call; off by default until measured on a GPU).
+// takes it for every call where attention_q8_dsplit_on(p): q8_0 pools, head_dim 512, and by
+// default fewer than 64 tokens (decode, verify); GS_ATTN_Q8_DSPLIT, read on every call, 0 turns
+// it off, 1 or 2 gives it every call (measurement forms).
 bool attention_q8_dsplit_on(const AttnParams& p);
-// Resident CTAs an SM its decode launches are sized for (GS_ATTN_Q8_DSPLIT=2: two; else one),
+// Resident CTAs an SM its decode launches are sized for (two; one with GS_ATTN_Q8_DSPLIT=1),
 // in place of attention_fa_ctas_per_sm where attention_q8_dsplit_on(p).
 int attention_q8_dsplit_ctas_per_sm();
 void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_splits, float* partial);

@@ -24,12 +24,13 @@
 // kRawPitch) and two barriers a tile. The tiles lie on the absolute grid (split_tiles) and a row's arithmetic does
 // not depend on the CTA's other rows, so a verify row equals its decode row bit for bit (decision
 // 0020) as long as both take this kernel, which launch_attention_fa_q8 gives every head_dim-512
-// call when it is on (GS_ATTN_Q8_DSPLIT=1 or 2; off by default until measured on a GPU).
+// call of fewer than kDsplitMaxTokens tokens by default (GS_ATTN_Q8_DSPLIT below).
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/k_attn_common.cuh"
 #include "backend/cuda/k_attn_fa.cuh"
@@ -469,20 +470,41 @@ cudaError_t prepare_nrg() {
   return e;
 }
 
-// GS_ATTN_Q8_DSPLIT (read on every call, as GS_CUDA_ATTN): 0 or unset off, 1 on, 2 on with
-// launches of one row group (decode) sized for two CTAs an SM (measurement forms).
-int dsplit_mode() {
+// Calls of fewer tokens than this take the kernel by default: decode and verify (and short
+// prefill chunks); longer prefill chunks keep the converter form (k_attention_q8.cu), which was
+// faster there (thirty-fifth session, H100: pp512 @ 1048576 2736 against 3435 ms). The same
+// bound as kFaMinTokens in cuda_backend.cpp; decode and verify of one sequence (up to 8 tokens
+// at GQA 8) always take the same kernel and split count, so verify rows stay equal to decode
+// rows (decision 0020).
+constexpr int kDsplitMaxTokens = 64;
+
+// GS_ATTN_Q8_DSPLIT (read on every call, as GS_CUDA_ATTN): unset or "auto" (the default): on
+// for calls of fewer than kDsplitMaxTokens tokens, one-row-group launches sized for two CTAs an
+// SM; 0: off (the converter form for every call); 1: on for every call, one CTA an SM; 2: on
+// for every call, one-row-group launches at two CTAs an SM (measurement forms).
+enum class DsplitMode { kOff, kAuto, kAll1, kAll2 };
+DsplitMode dsplit_mode() {
   const char* e = std::getenv("GS_ATTN_Q8_DSPLIT");
-  return e && *e ? std::clamp(std::atoi(e), 0, 2) : 0;
+  if (!e || !*e || std::strcmp(e, "auto") == 0) return DsplitMode::kAuto;
+  switch (std::clamp(std::atoi(e), 0, 2)) {
+    case 0: return DsplitMode::kOff;
+    case 1: return DsplitMode::kAll1;
+    default: return DsplitMode::kAll2;
+  }
 }
 
 }  // namespace
 
 bool attention_q8_dsplit_on(const AttnParams& p) {
-  return p.kv.q8 && p.head_dim == DsCfg::D && dsplit_mode() != 0;
+  if (!p.kv.q8 || p.head_dim != DsCfg::D) return false;
+  switch (dsplit_mode()) {
+    case DsplitMode::kOff: return false;
+    case DsplitMode::kAuto: return p.n_tokens < kDsplitMaxTokens;
+    default: return true;
+  }
 }
 
-int attention_q8_dsplit_ctas_per_sm() { return dsplit_mode() == 2 ? 2 : 1; }
+int attention_q8_dsplit_ctas_per_sm() { return dsplit_mode() == DsplitMode::kAll1 ? 1 : 2; }
 
 void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_splits, float* partial) {
   if (p.n_tokens == 0) return;
@@ -491,7 +513,7 @@ void launch_attention_q8_dsplit(cudaStream_t s, const AttnParams& p, int n_split
   const int rows = std::min(p.n_tokens, rm.rt) * rm.hc;
   switch (std::clamp((rows + 15) / 16, 1, DsCfg::kRG)) {
     case 1:
-      if (dsplit_mode() == 2) launch_nrg<1, 2>(s, p, n_splits, partial, grid);
+      if (attention_q8_dsplit_ctas_per_sm() == 2) launch_nrg<1, 2>(s, p, n_splits, partial, grid);
       else launch_nrg<1>(s, p, n_splits, partial, grid);
       break;
     case 2: launch_nrg<2>(s, p, n_splits, partial, grid); break;
