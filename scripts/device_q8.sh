@@ -56,4 +56,4 @@ PY
     rm -f "$OUT/q8.json"
   done
 done
-grep -iE "error|fail" "$OUT/bench.log" | head -5
+grep -iE "error|fail" "$OUT/bench.log" | head -5 || true  # no match is not a failure
