@@ -163,6 +163,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat(req, true));
   plan.output_prefix = forced_call_prefix(req);
+  plan.parser.forced_call = !plan.output_prefix.empty();
   switch (req.tool_choice) {
     case ToolChoice::kAuto:
     case ToolChoice::kNone:
