@@ -240,6 +240,11 @@ namespace {
 // The longest header line httplib reads, its line end included; it answered a longer one
 // 400 "malformed HTTP request".
 constexpr size_t kMaxHeaderLineBytes = CPPHTTPLIB_HEADER_MAX_LENGTH;
+// The longest request line httplib reads, its CRLF included. A longer one it answered 414 after
+// reading the head's header lines into nothing, so a "Connection: close" there went unheeded:
+// the answer said keep-alive and the connection stayed open until the idle timeout (an
+// HTTP/1.0 client, or one that reads to the close, waited 5 s). Refused here instead.
+constexpr size_t kMaxRequestLineBytes = CPPHTTPLIB_REQUEST_URI_MAX_LENGTH;
 
 constexpr uint64_t kInvalidLength = ~uint64_t{0};
 constexpr uint64_t kBadCoding = kInvalidLength - 1;
@@ -334,7 +339,7 @@ class Connection final : public httplib::Stream {
   enum class State {
     kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
     kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong, kUnknownMethod,
-    kMultipart
+    kMultipart, kUriTooLong
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -355,6 +360,7 @@ class Connection final : public httplib::Stream {
     char chunk[16384];
     for (;;) {
       if (ready()) return State::kReady;
+      if (uri_too_long_) return State::kUriTooLong;
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
       if (bad_request_line_) return State::kBadRequestLine;
       if (header_line_too_long_) return State::kHeaderLineTooLong;
@@ -653,10 +659,21 @@ class Connection final : public httplib::Stream {
             break;
           }
         }
+        // A request line already longer than httplib reads: refused without waiting for it.
+        if (!bad_request_line_ && s.find('\n') == std::string_view::npos && s.size() > kMaxRequestLineBytes) {
+          uri_too_long_ = true;
+        }
         return false;
       }
       if (!valid_request_line(s.substr(0, end))) {
         bad_request_line_ = true;
+        return false;
+      }
+      // The request line's bytes as httplib counts them: with a CRLF (begin_request turns a
+      // bare LF into one). valid_request_line found its end.
+      const size_t eol = s.find('\n');
+      if ((s[eol - 1] == '\r' ? eol + 1 : eol + 2) > kMaxRequestLineBytes) {
+        uri_too_long_ = true;
         return false;
       }
       if (const std::string_view method = s.substr(0, s.find(' ')); !is_routed_method(method)) {
@@ -892,6 +909,7 @@ class Connection final : public httplib::Stream {
   int early_status_ = 0;
   bool chunked_too_large_ = false;
   bool bad_request_line_ = false;
+  bool uri_too_long_ = false;
   bool header_line_too_long_ = false;
   std::string unknown_method_;  // the request line's method when no route answers it
   bool multipart_ = false;      // the head's Content-Type is multipart/form-data
@@ -931,6 +949,8 @@ void refuse(Connection& c, Connection::State state) {
   } else if (state == Connection::State::kHeaderLineTooLong) {
     c.send_refusal(431, "Request Header Fields Too Large",
                    "a request header line is longer than " + std::to_string(kMaxHeaderLineBytes) + " bytes");
+  } else if (state == Connection::State::kUriTooLong) {
+    c.send_refusal(414, "URI Too Long", "the request URI is too long");
   } else if (state == Connection::State::kBadRequestLine) {
     c.send_refusal(400, "Bad Request", "malformed HTTP request line");
   } else if (state == Connection::State::kMalformedHead) {
@@ -1146,6 +1166,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kBadCoding:
             case Connection::State::kCompressed:
             case Connection::State::kBadRequestLine:
+            case Connection::State::kUriTooLong:
             case Connection::State::kHeaderLineTooLong:
             case Connection::State::kUnknownMethod:
             case Connection::State::kMultipart:
@@ -1230,6 +1251,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kBadCoding:
       case Connection::State::kCompressed:
       case Connection::State::kBadRequestLine:
+      case Connection::State::kUriTooLong:
       case Connection::State::kHeaderLineTooLong:
       case Connection::State::kUnknownMethod:
       case Connection::State::kMultipart:
