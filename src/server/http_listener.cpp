@@ -659,20 +659,15 @@ class Connection final : public httplib::Stream {
             break;
           }
         }
-        // A request line already longer than httplib reads: refused without waiting for it.
-        if (!bad_request_line_ && s.find('\n') == std::string_view::npos && s.size() > kMaxRequestLineBytes) {
-          uri_too_long_ = true;
-        }
+        // A request line already longer than httplib reads: refused without waiting for the head.
+        if (!bad_request_line_ && request_line_too_long(s)) uri_too_long_ = true;
         return false;
       }
       if (!valid_request_line(s.substr(0, end))) {
         bad_request_line_ = true;
         return false;
       }
-      // The request line's bytes as httplib counts them: with a CRLF (begin_request turns a
-      // bare LF into one). valid_request_line found its end.
-      const size_t eol = s.find('\n');
-      if ((s[eol - 1] == '\r' ? eol + 1 : eol + 2) > kMaxRequestLineBytes) {
+      if (request_line_too_long(s)) {
         uri_too_long_ = true;
         return false;
       }
@@ -707,6 +702,16 @@ class Connection final : public httplib::Stream {
     if (body_len_ > limits_.max_body_bytes) return false;  // refused by fill(), whatever follows
     if (chunked_) return chunks_complete();
     return buffered() >= head_len_ + body_len_;
+  }
+
+  // Whether the request line at the start of `s` (whole, or the part of it that has arrived)
+  // is longer than httplib reads, counted as httplib counts it: with a CRLF (begin_request
+  // turns a bare LF into one).
+  static bool request_line_too_long(std::string_view s) {
+    const size_t eol = s.find('\n');
+    if (eol == std::string_view::npos) return s.size() > kMaxRequestLineBytes;
+    const size_t with_crlf = eol > 0 && s[eol - 1] == '\r' ? eol + 1 : eol + 2;
+    return with_crlf > kMaxRequestLineBytes;
   }
 
   // Whether the routes answer `method` (with 405 where a route does not allow it). httplib

@@ -568,6 +568,12 @@ TEST(Connections, ARequestLineTooLongIs414AndCloses) {
       EXPECT_NE(j["error"]["message"].get<std::string>().find("URI is too long"), std::string::npos) << got;
     }
   }
+  // The answer does not wait for the rest of a head whose request line is already too long.
+  RawClient client(s.http->port());
+  ASSERT_TRUE(client.connected());
+  client.send("GET /health?q=" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: x\r\n");
+  const std::string got = client.read_until("no such marker", 1, 3s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 414", 0), 0u) << got.substr(0, 300);
   test::expect_healthy(s);
 }
 
