@@ -240,6 +240,11 @@ namespace {
 // The longest header line httplib reads, its line end included; it answered a longer one
 // 400 "malformed HTTP request".
 constexpr size_t kMaxHeaderLineBytes = CPPHTTPLIB_HEADER_MAX_LENGTH;
+// The longest request line httplib reads, its CRLF included. A longer one it answered 414 after
+// reading the head's header lines into nothing, so a "Connection: close" there went unheeded:
+// the answer said keep-alive and the connection stayed open until the idle timeout (an
+// HTTP/1.0 client, or one that reads to the close, waited 5 s). Refused here instead.
+constexpr size_t kMaxRequestLineBytes = CPPHTTPLIB_REQUEST_URI_MAX_LENGTH;
 
 constexpr uint64_t kInvalidLength = ~uint64_t{0};
 constexpr uint64_t kBadCoding = kInvalidLength - 1;
@@ -334,7 +339,7 @@ class Connection final : public httplib::Stream {
   enum class State {
     kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
     kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong, kUnknownMethod,
-    kMultipart
+    kMultipart, kUriTooLong
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -355,6 +360,7 @@ class Connection final : public httplib::Stream {
     char chunk[16384];
     for (;;) {
       if (ready()) return State::kReady;
+      if (uri_too_long_) return State::kUriTooLong;
       if (head_len_ == 0 && buffered() > limits_.max_head_bytes) return State::kHeadTooLarge;
       if (bad_request_line_) return State::kBadRequestLine;
       if (header_line_too_long_) return State::kHeaderLineTooLong;
@@ -653,10 +659,16 @@ class Connection final : public httplib::Stream {
             break;
           }
         }
+        // A request line already longer than httplib reads: refused without waiting for the head.
+        if (!bad_request_line_ && request_line_too_long(s)) uri_too_long_ = true;
         return false;
       }
       if (!valid_request_line(s.substr(0, end))) {
         bad_request_line_ = true;
+        return false;
+      }
+      if (request_line_too_long(s)) {
+        uri_too_long_ = true;
         return false;
       }
       if (const std::string_view method = s.substr(0, s.find(' ')); !is_routed_method(method)) {
@@ -690,6 +702,16 @@ class Connection final : public httplib::Stream {
     if (body_len_ > limits_.max_body_bytes) return false;  // refused by fill(), whatever follows
     if (chunked_) return chunks_complete();
     return buffered() >= head_len_ + body_len_;
+  }
+
+  // Whether the request line at the start of `s` (whole, or the part of it that has arrived)
+  // is longer than httplib reads, counted as httplib counts it: with a CRLF (begin_request
+  // turns a bare LF into one).
+  static bool request_line_too_long(std::string_view s) {
+    const size_t eol = s.find('\n');
+    if (eol == std::string_view::npos) return s.size() > kMaxRequestLineBytes;
+    const size_t with_crlf = eol > 0 && s[eol - 1] == '\r' ? eol + 1 : eol + 2;
+    return with_crlf > kMaxRequestLineBytes;
   }
 
   // Whether the routes answer `method` (with 405 where a route does not allow it). httplib
@@ -892,6 +914,7 @@ class Connection final : public httplib::Stream {
   int early_status_ = 0;
   bool chunked_too_large_ = false;
   bool bad_request_line_ = false;
+  bool uri_too_long_ = false;
   bool header_line_too_long_ = false;
   std::string unknown_method_;  // the request line's method when no route answers it
   bool multipart_ = false;      // the head's Content-Type is multipart/form-data
@@ -931,6 +954,8 @@ void refuse(Connection& c, Connection::State state) {
   } else if (state == Connection::State::kHeaderLineTooLong) {
     c.send_refusal(431, "Request Header Fields Too Large",
                    "a request header line is longer than " + std::to_string(kMaxHeaderLineBytes) + " bytes");
+  } else if (state == Connection::State::kUriTooLong) {
+    c.send_refusal(414, "URI Too Long", "the request URI is too long");
   } else if (state == Connection::State::kBadRequestLine) {
     c.send_refusal(400, "Bad Request", "malformed HTTP request line");
   } else if (state == Connection::State::kMalformedHead) {
@@ -1146,6 +1171,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kBadCoding:
             case Connection::State::kCompressed:
             case Connection::State::kBadRequestLine:
+            case Connection::State::kUriTooLong:
             case Connection::State::kHeaderLineTooLong:
             case Connection::State::kUnknownMethod:
             case Connection::State::kMultipart:
@@ -1230,6 +1256,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kBadCoding:
       case Connection::State::kCompressed:
       case Connection::State::kBadRequestLine:
+      case Connection::State::kUriTooLong:
       case Connection::State::kHeaderLineTooLong:
       case Connection::State::kUnknownMethod:
       case Connection::State::kMultipart:

@@ -66,11 +66,17 @@ std::vector<std::string> first_key_completions(const text::ChatTool& tool) {
 // A forced call's arguments as a grammar in the call form (decision 0027): the tool's
 // schema, when the grammar can hold it and it describes an object; null otherwise (then the
 // first-key constraint of decision 0016 applies), with why in *why_not when there was a
-// schema to follow (empty for no parameters or an empty schema: nothing is lost).
+// schema to follow (empty for an empty schema: nothing is lost).
 std::shared_ptr<const text::JsonGrammar> call_grammar(const text::ChatTool& tool, std::string* why_not) {
   why_not->clear();
-  if (!tool.parameters.is_object() || tool.parameters.empty()) return nullptr;
-  auto g = text::JsonGrammar::from_schema(tool.parameters, "parameters", text::JsonSyntax::kGemmaCall);
+  // A function without `parameters` takes none (OpenAI: "omitting parameters defines a
+  // function with an empty parameter list"; the template declares it without any): its
+  // arguments are `{}`. They were left free, and a forced call wrote invented keys.
+  static const nlohmann::json kNoParameters = {
+      {"type", "object"}, {"properties", nlohmann::json::object()}, {"additionalProperties", false}};
+  const nlohmann::json& schema = tool.parameters.is_null() ? kNoParameters : tool.parameters;
+  if (!schema.is_object() || schema.empty()) return nullptr;
+  auto g = text::JsonGrammar::from_schema(schema, "parameters", text::JsonSyntax::kGemmaCall);
   if (!g.ok()) {
     *why_not = g.status().message();
     return nullptr;
@@ -163,6 +169,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat(req, true));
   plan.output_prefix = forced_call_prefix(req);
+  plan.parser.forced_call = !plan.output_prefix.empty();
   switch (req.tool_choice) {
     case ToolChoice::kAuto:
     case ToolChoice::kNone:

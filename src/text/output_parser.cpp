@@ -806,6 +806,11 @@ struct OutputParser::State {
     ++stats.tool_calls_unparsed;
     mode = Mode::kContent;
     segment_start = false;
+    if (final && options.forced_call && n_calls == 0) {
+      // The prompt's forced opener, cut before its name was complete: no call, and no content.
+      if (h.length == 0) *progress = true;
+      return h.length;
+    }
     if (h.length > 0) {
       start_content();
       emit_visible(s.substr(0, h.length));

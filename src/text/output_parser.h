@@ -56,6 +56,12 @@ struct ParserOptions {
   // assistant message's reasoning): it starts in reasoning, whose leading whitespace is part
   // of the text.
   bool continues_reasoning = false;
+  // The output begins with a tool call whose opener the prompt wrote (tool_choice required or
+  // named: the caller feeds that opener as the output's first text). When the output ends
+  // before the header of this first call is complete (max_tokens cut its name), the header's
+  // text is dropped, not given to content: its `call:` is the prompt's, not the model's
+  // answer, and a cut name calls no declared tool (decision 0016).
+  bool forced_call = false;
   // The declared tools' names. A namespaced call name ("default_api:get_weather") is the
   // declared tool its last part names (decision 0024); empty: names are taken as written.
   std::vector<std::string> tool_names;

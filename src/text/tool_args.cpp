@@ -1,8 +1,12 @@
 // ToolArgsConverter: a character-level state machine from Gemma 4 argument syntax to JSON.
 #include "text/tool_args.h"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <system_error>
 
 #include "text/chat_format.h"
 #include "text/markup_match.h"
@@ -66,6 +70,40 @@ bool is_json_number(std::string_view s) {
     while (digit(i)) ++i;
   }
   return i == s.size();
+}
+
+// True when a JSON number (is_json_number) lies beyond a double's range, as 1e400 does. JSON
+// readers hold numbers as doubles: nlohmann refuses such a number (so this server's own request
+// parser refused a call it had answered, replayed in the history, and the Messages API's
+// tool_use input lost every argument), JavaScript and Python read it as an infinity. One too
+// small for a double (1e-400) is read as 0 by all of them and is not beyond the range here.
+bool beyond_double_range(std::string_view s) {
+  double v = 0;
+  if (std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc::result_out_of_range) return false;
+  // Out of range is an overflow or an underflow: the power of ten of the leading nonzero digit
+  // tells them apart (from_chars fails only far from 10^0, above 1.7e308 or below 4.9e-324).
+  size_t i = s[0] == '-' ? 1 : 0;
+  int64_t int_digits = 0;
+  int64_t lead = -1;  // index of the first nonzero mantissa digit, integer and fraction digits in turn
+  int64_t k = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++k, ++int_digits) {
+    if (lead < 0 && s[i] != '0') lead = k;
+  }
+  if (i < s.size() && s[i] == '.') {
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++k) {
+      if (lead < 0 && s[i] != '0') lead = k;
+    }
+  }
+  if (lead < 0) return false;  // zero
+  int64_t exp10 = 0;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    const bool negative = i < s.size() && s[i] == '-';
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    for (; i < s.size(); ++i) exp10 = std::min<int64_t>(exp10 * 10 + (s[i] - '0'), int64_t{1} << 40);
+    if (negative) exp10 = -exp10;
+  }
+  return int_digits - 1 - lead + exp10 > 0;
 }
 
 bool is_scalar_literal(std::string_view t) {
@@ -211,9 +249,10 @@ void ToolArgsConverter::finish_bare(std::string* json) {
   } else if (t == "None") {
     json->append("null");
     repaired_ = true;
-  } else if (is_json_number(t)) {
+  } else if (is_json_number(t) && !beyond_double_range(t)) {
     json->append(t);
-  } else if (t.size() > 1 && t[0] == '+' && is_json_number(t.substr(1)) && t[1] != '-') {
+  } else if (t.size() > 1 && t[0] == '+' && is_json_number(t.substr(1)) && t[1] != '-' &&
+             !beyond_double_range(t.substr(1))) {
     json->append(t.substr(1));
     repaired_ = true;
   } else {

@@ -536,6 +536,47 @@ TEST(Connections, AHeaderLineTooLongForHttplibIs431) {
   test::expect_healthy(s);
 }
 
+// A request line longer than httplib reads (8192 bytes with its CRLF: a long query string):
+// 414, and the connection closes at once. httplib answered it after reading the header lines
+// into nothing, so the request's "Connection: close" (or HTTP/1.0) went unheeded: the 414
+// said "Keep-Alive: timeout=5" and the socket stayed open 5 s, a client reading to the close
+// waited that long. A line of exactly 8192 bytes is served.
+TEST(Connections, ARequestLineTooLongIs414AndCloses) {
+  LiveServer s;
+  for (const char* version : {"HTTP/1.1", "HTTP/1.0"}) {
+    for (const size_t line_bytes : {size_t{8192}, size_t{8193}, size_t{70000}}) {
+      RawClient client(s.http->port());
+      ASSERT_TRUE(client.connected());
+      const std::string start = "GET /health?q=";
+      const std::string end = std::string(" ") + version;
+      const std::string line = start + std::string(line_bytes - start.size() - end.size() - 2, 'a') + end + "\r\n";
+      const bool http11 = std::string(version) == "HTTP/1.1";
+      client.send(line + "Host: x\r\n" + (http11 ? "Connection: close\r\n" : "") + "\r\n");
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::string got = client.read_until("no such marker", 1, 4s);  // to the close
+      const auto waited = std::chrono::steady_clock::now() - t0;
+      const std::string want = line_bytes <= 8192 ? "HTTP/1.1 200" : "HTTP/1.1 414";
+      EXPECT_EQ(got.rfind(want, 0), 0u) << version << " " << line_bytes << ": " << got.substr(0, 300);
+      EXPECT_LT(waited, 2s) << version << " " << line_bytes << ": the connection stayed open: " << got.substr(0, 300);
+      if (line_bytes <= 8192) continue;
+      EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos) << got.substr(0, 300);
+      EXPECT_EQ(got.find("Keep-Alive"), std::string::npos) << got.substr(0, 300);
+      const size_t body = got.find("\r\n\r\n");
+      ASSERT_NE(body, std::string::npos);
+      const auto j = nlohmann::json::parse(got.substr(body + 4), nullptr, false);
+      ASSERT_TRUE(j.is_object()) << got;
+      EXPECT_NE(j["error"]["message"].get<std::string>().find("URI is too long"), std::string::npos) << got;
+    }
+  }
+  // The answer does not wait for the rest of a head whose request line is already too long.
+  RawClient client(s.http->port());
+  ASSERT_TRUE(client.connected());
+  client.send("GET /health?q=" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: x\r\n");
+  const std::string got = client.read_until("no such marker", 1, 3s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 414", 0), 0u) << got.substr(0, 300);
+  test::expect_healthy(s);
+}
+
 // Bodies that are refused before they are read: the answer comes at once, as JSON.
 TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
   ServerFixtureOptions o;

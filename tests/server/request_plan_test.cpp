@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/request_plan.h"
+#include "text/json_grammar.h"
 #include "text/output_parser.h"
 #include "server_fixture.h"
 
@@ -206,6 +207,33 @@ TEST(RequestPlan, ForcedCallsConstrainTheFirstArgumentKey) {
   auto automatic = plan_chat(chat(msgs + weather + "]}"), *tok, {});
   ASSERT_TRUE(automatic.ok());
   EXPECT_TRUE(automatic->request.allowed_completions.empty());
+}
+
+// A function declared without `parameters` has an empty parameter list (OpenAI): a forced
+// call to it follows the grammar of `{}` to the call's closer, named or chosen among several.
+// An empty schema (`"parameters": {}`, any object) stays free.
+TEST(RequestPlan, AForcedCallToAFunctionWithoutParametersIsEmpty) {
+  auto tok = test::shakes_tokenizer();
+  const std::string msgs = R"({"messages":[{"role":"user","content":"ping?"}],"tools":[)";
+  const std::string ping = R"({"type":"function","function":{"name":"ping"}})";
+  const std::string time = R"({"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}})";
+  auto named = plan_chat(chat(msgs + ping + R"(],"tool_choice":{"type":"function","function":{"name":"ping"}}})"), *tok, {});
+  ASSERT_TRUE(named.ok()) << named.status().to_string();
+  ASSERT_TRUE(named->request.json.grammar);
+  EXPECT_EQ(named->request.json.prefix, "{");
+  text::JsonMatcher m(named->request.json.grammar);
+  EXPECT_TRUE(m.feed("{"));
+  EXPECT_FALSE(text::JsonMatcher(m).feed("a"));
+  EXPECT_TRUE(m.feed("}"));
+  auto two = plan_chat(chat(msgs + time + "," + ping + R"(],"tool_choice":"required"})"), *tok, {});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->request.allowed_completions, (std::vector<std::string>{"get_time{", "ping{"}));
+  ASSERT_EQ(two->request.call_arguments.size(), 2u);
+  EXPECT_EQ(two->request.call_arguments[1].opener, "ping{");
+  auto any = plan_chat(
+      chat(msgs + R"({"type":"function","function":{"name":"any","parameters":{}}}],"tool_choice":"required"})"), *tok, {});
+  ASSERT_TRUE(any.ok());
+  EXPECT_FALSE(any->request.json.grammar);
 }
 
 // The parser knows the declared names, so a namespaced call ("default_api:get_weather") is

@@ -81,6 +81,96 @@ TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {
   }
 }
 
+// max_tokens that ends the answer inside the forced call's name (the prompt wrote
+// "<|tool_call>call:", the model had written "get_w"): no call, and no content either. The
+// content was "call:get_w", the prompt's forced markup included. Whole and streamed, chat and
+// the Responses API (whose message item held the same text).
+TEST_P(RequiredToolChoice, ACallCutInItsNameLeavesNoContent) {
+  for (int max_tokens = 1; max_tokens <= 6; ++max_tokens) {
+    json b = body(0.0, 0);
+    b["max_tokens"] = max_tokens;
+    auto r = post(b);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const json& msg = choice["message"];
+    const std::string content = msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+    EXPECT_EQ(content.find("call:"), std::string::npos) << "max_tokens " << max_tokens << ": " << r->body;
+    if (msg.contains("tool_calls")) {
+      for (const json& c : msg["tool_calls"]) EXPECT_TRUE(kNames.count(c["function"]["name"].get<std::string>()));
+    } else {
+      EXPECT_EQ(content, "") << "max_tokens " << max_tokens << ": " << r->body;
+      EXPECT_EQ(choice["finish_reason"], "length") << r->body;
+    }
+
+    b["stream"] = true;
+    auto s = post(b);
+    ASSERT_TRUE(s);
+    std::string streamed_content;
+    for (const json& c : test::sse_choice_chunks(s->body)) {
+      const json& d = c["choices"][0]["delta"];
+      if (d.contains("content") && d["content"].is_string()) streamed_content += d["content"].get<std::string>();
+    }
+    EXPECT_EQ(streamed_content, content) << "max_tokens " << max_tokens << ": " << s->body;
+
+    json rb = {{"input", "Weather, time and a stock price for Oslo?"},
+               {"tool_choice", "required"},
+               {"max_output_tokens", max_tokens},
+               {"temperature", 0.0}};
+    rb["tools"] = json::array();
+    for (const json& t : tools_json()) {
+      rb["tools"].push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+    }
+    auto rr = server_.post(rb, "/v1/responses");
+    ASSERT_TRUE(rr);
+    ASSERT_EQ(rr->status, 200) << rr->body;
+    EXPECT_EQ(json::parse(rr->body)["output_text"], content) << rr->body;
+  }
+}
+
+// A function declared without `parameters` takes none (OpenAI: an empty parameter list), so a
+// forced call to it is `{}`, named or chosen under "required". Its arguments were left free
+// and the shakes model wrote invented keys ({"harmon harmonafety...": null}).
+TEST_P(RequiredToolChoice, AFunctionWithoutParametersIsCalledWithNone) {
+  json tools = tools_json();
+  tools.push_back({{"type", "function"}, {"function", {{"name", "ping"}, {"description", "no arguments"}}}});
+  for (int seed : {0, 1, 2, 3}) {
+    for (const json& choice : {json({{"type", "function"}, {"function", {{"name", "ping"}}}}), json("required")}) {
+      json b = body(seed == 0 ? 0.0 : 2.0, seed);
+      b["tools"] = choice.is_string() ? json::array({tools.back()}) : tools;
+      b["tool_choice"] = choice;
+      b["max_tokens"] = 16;
+      b["parallel_tool_calls"] = false;  // the call ends the answer (at temperature 2 the model babbles on)
+      for (const bool stream : {false, true}) {
+        b["stream"] = stream;
+        auto r = post(b);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        std::string name, args, finish;
+        if (stream) {
+          for (const json& c : test::sse_choice_chunks(r->body)) {
+            const json& d = c["choices"][0]["delta"];
+            if (d.contains("tool_calls")) {
+              name += d["tool_calls"][0]["function"].value("name", "");
+              args += d["tool_calls"][0]["function"].value("arguments", "");
+            }
+            if (c["choices"][0]["finish_reason"].is_string()) finish = c["choices"][0]["finish_reason"];
+          }
+        } else {
+          const json c = json::parse(r->body)["choices"][0];
+          ASSERT_TRUE(c["message"].contains("tool_calls")) << r->body;
+          name = c["message"]["tool_calls"][0]["function"]["name"];
+          args = c["message"]["tool_calls"][0]["function"]["arguments"];
+          finish = c["finish_reason"];
+        }
+        EXPECT_EQ(name, "ping") << "seed " << seed << ": " << r->body;
+        EXPECT_EQ(args, "{}") << "seed " << seed << " stream " << stream << ": " << r->body;
+        EXPECT_EQ(finish, "tool_calls") << r->body;
+      }
+    }
+  }
+}
+
 // A forced call's first argument key is one the schema declares (decision 0016: the key
 // constraint after NAME{). At temperature 2 the shakes model wrote junk keys there
 // ({"NSleethoppingthuatientpos": null}); now the arguments always hold a declared key.

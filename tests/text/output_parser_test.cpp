@@ -368,6 +368,30 @@ TEST(OutputParser, TruncatedCallIsClosedIntoValidJson) {
   EXPECT_EQ(args_of(m2, 0), json::parse(R"({"a":[1,{"b":null}]})"));
 }
 
+// A forced call (tool_choice "required" with several tools: the prompt ends in
+// "<|tool_call>call:" and the model writes the name) cut by max_tokens before its name is
+// complete: neither a call nor content. The content was "call:get_w", the prompt's `call:`
+// included, where decision 0016 promises that the forced markup never reaches content.
+// Without forced_call the same text is the model's own, and comes out as content as before.
+TEST(OutputParser, ForcedCallCutInItsNameLeavesNoContent) {
+  ParserOptions forced = opts();
+  forced.forced_call = true;
+  forced.tool_names = {"get_weather", "get_time"};
+  for (const std::string cut : {"", "get", "get_w", "get_weather", "get_weather ", "default_api:"}) {
+    const std::string text = "<|tool_call>call:" + cut;
+    const ParsedMessage m = test_util::parse_every_split(text, forced);
+    EXPECT_EQ(m.content, "") << text;
+    EXPECT_TRUE(m.tool_calls.empty()) << text;
+  }
+  EXPECT_EQ(test_util::parse_every_split("<|tool_call>call:get_w").content, "call:get_w");
+  // A complete forced call is unchanged; a later call cut in its name is the model's own.
+  const ParsedMessage two = test_util::parse_every_split(
+      "<|tool_call>call:get_time{city:<|\"|>Oslo<|\"|>}<tool_call|><|tool_call>call:get_w", forced);
+  ASSERT_EQ(two.tool_calls.size(), 1u);
+  EXPECT_EQ(two.tool_calls[0].name, "get_time");
+  EXPECT_EQ(two.content, "call:get_w");
+}
+
 // A cut (max_tokens) inside a marker of the call syntax: the marker's bytes are no part of a
 // key or value. Inside a string's closing <|"|> the value is the text before it; inside an
 // opening one there is no value yet (null). Found by a break test: a forced call cut by

@@ -111,6 +111,29 @@ TEST(OutputParserTolerance, RepairsAreCountedOncePerCall) {
   EXPECT_EQ(q.stats().tool_calls_repaired, 1);
 }
 
+// A bare number beyond a double's range (1e400) is its text as a string, as NaN and 0x10 are:
+// JSON readers hold numbers as doubles, and nlohmann (this server's request parser, which
+// refused such a call replayed in the history, and the Messages API's tool_use input, which
+// lost every argument) refuses it. Numbers a double holds, the smallest and largest included,
+// and those too small for one (read as 0 by every reader) stay numbers.
+TEST(OutputParserTolerance, NumbersBeyondADoubleAreStrings) {
+  const std::string call = "<|tool_call>call:f{a:1e400,b:-2E+308,c:+1e999,d:123e4567890123,e:1e308,"
+                           "f:-1.7976931348623157e308,g:1e-400,h:4.9e-324,i:0.5,j:12345678901234567890123}<tool_call|>";
+  const json want = json::parse(
+      R"({"a":"1e400","b":"-2E+308","c":"+1e999","d":"123e4567890123","e":1e308,"f":-1.7976931348623157e308,)"
+      R"("g":0.0,"h":4.9e-324,"i":0.5,"j":12345678901234567890123})");
+  const ParsedMessage m = parse_every_split(call);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << m.content;
+  const json args = json::parse(m.tool_calls[0].arguments_json, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(args.is_discarded()) << m.tool_calls[0].arguments_json;
+  EXPECT_EQ(args, want) << m.tool_calls[0].arguments_json;
+  // A digit string of 400 digits, and the JSON form's arguments object, likewise.
+  const std::string big(401, '9');
+  expect_one_call("<|tool_call>call:f{n:" + big + "}<tool_call|>", "f", json({{"n", big}}));
+  expect_one_call(R"(<|tool_call>{"name": "f", "arguments": {"n": 1e400, "m": [2e308, 3]}}<tool_call|>)", "f",
+                  json({{"n", "1e400"}, {"m", json::array({"2e308", 3})}}));
+}
+
 // ---- a turn opener inside the output ------------------------------------------------------
 
 bool ends_turn(const std::string& text, const ParserOptions& o = opts()) {
