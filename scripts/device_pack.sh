@@ -4,7 +4,10 @@
 # them there), the Debian libraries they link that the device image (Ubuntu 24.04, CUDA 13.0,
 # no -dev packages) lacks, and the shared data the device tests read. Then a device call
 # carries `.dev` and runs scripts/device_*.sh.
-#   scripts/device_pack.sh [build dir, default build] [name of the previous gemmaserve to keep]
+#   scripts/device_pack.sh [build dir, default build]
+# To A/B against an older build, copy that build's packed .dev/cuda/bin/gemmaserve.gz aside
+# first and put it back after packing under another name (e.g. gemmaserve_old.gz): every .gz
+# in bin/ is unpacked on the device, and device_ab_depth.sh runs it with GS_AB_BIN=gemmaserve_old.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
