@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The issue-7 numbers in one call on a lent GPU machine (binaries as in device_run.sh): the
 # whole device test suite, then on `synth --preset 31b` pp512/pp4096, tg128 and verify 2/5/8,
-# one launch per weight in the same run (GS_CUDA_MULTI=0: no matmul_multi grouping), tg64 and
-# verify 5 at depths 32768 and 131072, and the decode matmul microbenchmarks. JSON and logs
+# one launch per weight in the same run (GS_CUDA_MULTI=0: no matmul_multi grouping), pp4096
+# (GS_DEPTH_PROMPTS; 0: none), tg64 and verify 5 at depths 32768 and 131072, and the decode
+# matmul microbenchmarks. The suite's limit is GS_TEST_TIMEOUT (default 420 s: on the H200 the
+# suite and its reruns took more than 280). JSON and logs
 # under $OUT; a summary table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv,noh
 ("$BIN" synth --preset 31b -o "$M" --quiet >"$OUT/synth.log" 2>&1; echo "synth exit $?" >>"$OUT/synth.log") &
 synth_pid=$!
 if [ "${GS_NUMBERS_TESTS:-1}" != 0 ]; then  # GS_NUMBERS_TESTS=0: the suite already ran on this build
-  timeout "${GS_TEST_TIMEOUT:-280}" scripts/device_test.sh >"$OUT/tests.log" 2>&1
+  timeout "${GS_TEST_TIMEOUT:-420}" scripts/device_test.sh >"$OUT/tests.log" 2>&1
   tests_summary $?
 fi
 wait "$synth_pid"
@@ -28,7 +30,7 @@ b d0 -p 512,4096 -n 128 --verify 2,5,8 -r 3
 b multi_off GS_CUDA_MULTI=0 -p 0 -n 128 --verify 5 -r 2
 # GS_NUMBERS_FILL=zeros reaches the depths without their prefill (bench --depth-fill; the same
 # step times within 1%, thirteenth session)
-b depth -p 0 -n 64 -d "${GS_DEPTHS:-32768,131072}" --verify 5 -r 1 ${GS_NUMBERS_FILL:+--depth-fill "$GS_NUMBERS_FILL"}
+b depth -p "${GS_DEPTH_PROMPTS:-4096}" -n 64 -d "${GS_DEPTHS:-32768,131072}" --verify 5 -r 1 ${GS_NUMBERS_FILL:+--depth-fill "$GS_NUMBERS_FILL"}
 timeout 120 "$BIN" bench --ops --ops-only matmul --device cuda --json >"$OUT/mv.json" 2>>"$OUT/bench.log"
 python3 - "$OUT" <<'PY'
 import json, os, sys
