@@ -29,6 +29,36 @@ json tools_json() {
   return tools;
 }
 
+// The answer's first tool call (name and arguments, a stream's pieces joined) and its
+// finish_reason, from a whole or a streamed chat answer; has_call: a tool call was there.
+struct FirstCall {
+  bool has_call = false;
+  std::string name, arguments, finish;
+};
+FirstCall first_call(const std::string& body, bool stream) {
+  FirstCall fc;
+  if (stream) {
+    for (const json& c : test::sse_choice_chunks(body)) {
+      const json& ch = c["choices"][0];
+      if (ch["finish_reason"].is_string()) fc.finish = ch["finish_reason"];
+      if (!ch["delta"].contains("tool_calls")) continue;
+      fc.has_call = true;
+      const json& f = ch["delta"]["tool_calls"][0]["function"];
+      if (f.contains("name") && f["name"].is_string()) fc.name += f["name"].get<std::string>();
+      if (f.contains("arguments") && f["arguments"].is_string()) fc.arguments += f["arguments"].get<std::string>();
+    }
+  } else {
+    const json choice = json::parse(body)["choices"][0];
+    fc.finish = choice["finish_reason"];
+    if (choice["message"].contains("tool_calls")) {
+      fc.has_call = true;
+      fc.name = choice["message"]["tool_calls"][0]["function"]["name"];
+      fc.arguments = choice["message"]["tool_calls"][0]["function"]["arguments"];
+    }
+  }
+  return fc;
+}
+
 class RequiredToolChoice : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { server_.start(GetParam()); }
@@ -146,26 +176,13 @@ TEST_P(RequiredToolChoice, AFunctionWithoutParametersIsCalledWithNone) {
         auto r = post(b);
         ASSERT_TRUE(r);
         ASSERT_EQ(r->status, 200) << r->body;
-        std::string name, args, finish;
-        if (stream) {
-          for (const json& c : test::sse_choice_chunks(r->body)) {
-            const json& d = c["choices"][0]["delta"];
-            if (d.contains("tool_calls")) {
-              name += d["tool_calls"][0]["function"].value("name", "");
-              args += d["tool_calls"][0]["function"].value("arguments", "");
-            }
-            if (c["choices"][0]["finish_reason"].is_string()) finish = c["choices"][0]["finish_reason"];
-          }
-        } else {
-          const json c = json::parse(r->body)["choices"][0];
-          ASSERT_TRUE(c["message"].contains("tool_calls")) << r->body;
-          name = c["message"]["tool_calls"][0]["function"]["name"];
-          args = c["message"]["tool_calls"][0]["function"]["arguments"];
-          finish = c["finish_reason"];
+        const FirstCall fc = first_call(r->body, stream);
+        if (!stream) {
+          ASSERT_TRUE(fc.has_call) << r->body;
         }
-        EXPECT_EQ(name, "ping") << "seed " << seed << ": " << r->body;
-        EXPECT_EQ(args, "{}") << "seed " << seed << " stream " << stream << ": " << r->body;
-        EXPECT_EQ(finish, "tool_calls") << r->body;
+        EXPECT_EQ(fc.name, "ping") << "seed " << seed << ": " << r->body;
+        EXPECT_EQ(fc.arguments, "{}") << "seed " << seed << " stream " << stream << ": " << r->body;
+        EXPECT_EQ(fc.finish, "tool_calls") << r->body;
       }
     }
   }
@@ -305,24 +322,13 @@ TEST_P(RequiredToolChoice, SeveralToolsArgumentsFollowTheChosenSchema) {
       auto r = post(b);
       ASSERT_TRUE(r);
       ASSERT_EQ(r->status, 200) << r->body;
-      std::string name, arguments, finish;
-      if (stream) {
-        for (const json& c : test::sse_choice_chunks(r->body)) {
-          const json& ch = c["choices"][0];
-          if (ch["finish_reason"].is_string()) finish = ch["finish_reason"];
-          if (!ch["delta"].contains("tool_calls")) continue;
-          const json& f = ch["delta"]["tool_calls"][0]["function"];
-          if (f.contains("name") && f["name"].is_string()) name += f["name"].get<std::string>();
-          if (f.contains("arguments") && f["arguments"].is_string()) arguments += f["arguments"].get<std::string>();
-        }
-      } else {
-        const json choice = json::parse(r->body)["choices"][0];
-        finish = choice["finish_reason"];
-        ASSERT_TRUE(choice["message"].contains("tool_calls")) << r->body;
-        name = choice["message"]["tool_calls"][0]["function"]["name"];
-        arguments = choice["message"]["tool_calls"][0]["function"]["arguments"];
+      const FirstCall fc = first_call(r->body, stream);
+      if (!stream) {
+        ASSERT_TRUE(fc.has_call) << r->body;
       }
-      if (finish != "tool_calls") continue;  // cut by max_tokens
+      const std::string& name = fc.name;
+      const std::string& arguments = fc.arguments;
+      if (fc.finish != "tool_calls") continue;  // cut by max_tokens
       ++whole;
       const json args = json::parse(arguments);
       if (name == "get") {
