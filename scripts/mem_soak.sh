@@ -7,7 +7,8 @@
 #   scripts/mem_soak.sh [BIN]     (default build/src/cli/gemmaserve)
 # Environment: GS_SOAK_REQUESTS (5000), GS_SOAK_EVERY (100), GS_SOAK_MIN_WORDS (700),
 # GS_SOAK_MAX_WORDS (2800) (about 1-4k tokens, the case's prompts), GS_SOAK_CTX (8192),
-# GS_SOAK_MAX_TOKENS (2), GS_SOAK_ARGS (more `serve` options). On 2 busy cores a 1-4k-token
+# GS_SOAK_MAX_TOKENS (2), GS_SOAK_DEVICE (cpu; cuda on a GPU host), GS_SOAK_ARGS (more `serve`
+# options). On 2 busy cores a 1-4k-token
 # prompt takes ~10 s; GS_SOAK_MIN_WORDS=20 GS_SOAK_MAX_WORDS=150 runs 3,000 requests in ~7 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ MODELS="$SHARED/models"
 PORT=$((20000 + RANDOM % 20000))
 LOG="$(mktemp)"
 # shellcheck disable=SC2086
-"$BIN" serve -m "$MODELS/shakes-target.gguf" --mtp "$MODELS/shakes-assistant.gguf" --device cpu \
+"$BIN" serve -m "$MODELS/shakes-target.gguf" --mtp "$MODELS/shakes-assistant.gguf" --device "${GS_SOAK_DEVICE:-cpu}" \
   -c "${GS_SOAK_CTX:-8192}" --port "$PORT" --log-level warn ${GS_SOAK_ARGS:-} >"$LOG" 2>&1 &
 SPID=$!
 trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -f "$LOG"' EXIT
