@@ -136,7 +136,7 @@ Status Gemma4Forward::run(const ForwardBatch& batch, const KvCacheBinding& kv) {
   if (dump_) {
     record(nn, no, one_seq, kv);
   } else {
-    b.run_step((static_cast<uint64_t>(nn) << 32) | static_cast<uint32_t>(no) | (one_seq ? 1ull << 31 : 0ull),
+    b.run_step((static_cast<uint64_t>(nn) << 32) | static_cast<uint32_t>(no) | (one_seq ? 1ull << 31 : 0ull), nn,
                [&] { record(nn, no, one_seq, kv); });
   }
   return {};

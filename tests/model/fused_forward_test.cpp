@@ -94,7 +94,8 @@ class CountingBackend final : public Backend {
     attention_seqs.push_back(a.n_seqs);
     in_->attention(a);
   }
-  void run_step(uint64_t key, const std::function<void()>& record) override {
+  void run_step(uint64_t key, int64_t n_rows, const std::function<void()>& record) override {
+    (void)n_rows;
     step_keys.push_back(key);
     record();
   }
