@@ -246,13 +246,13 @@ class Backend {
 
   // Runs `record` (op calls on fixed buffers). A backend that supports it may capture the
   // sequence once per `key` and replay it afterwards; the caller guarantees that every
-  // pointer and shape inside is the same for the same key. `n_rows` is the step's token rows
-  // (the batch the ops work on): a backend may run a step of many rows without capturing it,
-  // since its launches are a small part of its time and each prompt length would otherwise
-  // leave a captured step of its own. Default: just run it.
-  virtual void run_step(uint64_t key, int64_t n_rows, const std::function<void()>& record) {
+  // pointer and shape inside is the same for the same key. `recurring`: the step's shape comes
+  // back step after step (decode, verify and draft steps). Only those are worth capturing: a
+  // prompt's chunks have shapes that follow the prompt's length, so a captured chunk would be
+  // replayed about once, and a cache of such steps churns. Default: just run it.
+  virtual void run_step(uint64_t key, bool recurring, const std::function<void()>& record) {
     (void)key;
-    (void)n_rows;
+    (void)recurring;
     record();
   }
   virtual void invalidate_steps() {}

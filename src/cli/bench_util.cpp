@@ -11,12 +11,12 @@
 namespace gs::cli {
 
 double time_step(Backend& b, uint64_t key, int reps, const std::function<void()>& body, int rounds) {
-  for (int i = 0; i < 2; ++i) b.run_step(key, 1, body);
+  for (int i = 0; i < 2; ++i) b.run_step(key, true, body);
   (void)b.synchronize();
   std::vector<double> t;
   for (int r = 0; r < rounds; ++r) {
     const double t0 = now_s();
-    for (int i = 0; i < reps; ++i) b.run_step(key, 1, body);
+    for (int i = 0; i < reps; ++i) b.run_step(key, true, body);
     (void)b.synchronize();
     t.push_back((now_s() - t0) / reps);
   }

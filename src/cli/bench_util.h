@@ -20,8 +20,8 @@ inline double now_s() {
 }
 
 // Seconds per run of `body` (a fixed op sequence) as a replayed step: two warm-up runs (the
-// first captures), then `reps` timed runs, median of `rounds` rounds. The step is offered as
-// one row, so a backend captures it whatever its ops' sizes (the ops' time, not their launches).
+// first captures), then `reps` timed runs, median of `rounds` rounds. The step is marked
+// recurring, so a backend captures it whatever its ops' sizes (the ops' time, not their launches).
 double time_step(Backend& b, uint64_t key, int reps, const std::function<void()>& body, int rounds = 3);
 
 // splitmix64 stream: fast, seeded, good enough for benchmark data.

@@ -67,7 +67,7 @@ Status Gemma4DrafterForward::run(const DraftBatch& batch, const KvCacheBinding& 
     record(n_rows_, kv, tokens);
   } else {
     // Keys distinct from the target forward's: the top bit marks the drafter.
-    b.run_step((uint64_t{1} << 63) | static_cast<uint64_t>(n_rows_), n_rows_, [&] { record(n_rows_, kv, tokens); });
+    b.run_step((uint64_t{1} << 63) | static_cast<uint64_t>(n_rows_), true, [&] { record(n_rows_, kv, tokens); });
   }
   return {};
 }
@@ -90,7 +90,7 @@ Status Gemma4DrafterForward::run_chain(const DraftBatch& batch, const KvCacheBin
     if (dump_) {
       body();
     } else {  // step i of a chain: bits 63 and 62, the step in bits 32.., the rows below
-      b.run_step((uint64_t{3} << 62) | (static_cast<uint64_t>(i) << 32) | static_cast<uint64_t>(n), n, body);
+      b.run_step((uint64_t{3} << 62) | (static_cast<uint64_t>(i) << 32) | static_cast<uint64_t>(n), true, body);
     }
   }
   return {};

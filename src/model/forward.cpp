@@ -136,7 +136,11 @@ Status Gemma4Forward::run(const ForwardBatch& batch, const KvCacheBinding& kv) {
   if (dump_) {
     record(nn, no, one_seq, kv);
   } else {
-    b.run_step((static_cast<uint64_t>(nn) << 32) | static_cast<uint32_t>(no) | (one_seq ? 1ull << 31 : 0ull), nn,
+    // Shapes that recur (Backend::run_step): a pass whose every row wants logits (decode,
+    // verify) and a full pass (a long prompt's chunks but its last). A prompt's last chunk has a
+    // length of its own.
+    const bool recurring = no == nn || nn == max_tokens_;
+    b.run_step((static_cast<uint64_t>(nn) << 32) | static_cast<uint32_t>(no) | (one_seq ? 1ull << 31 : 0ull), recurring,
                [&] { record(nn, no, one_seq, kv); });
   }
   return {};

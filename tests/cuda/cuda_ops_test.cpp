@@ -672,7 +672,7 @@ TEST(CudaOps, RunStepEvictsTheLeastRecentGraphs) {
       HostMat hx(rows, cols, cols, 1.0f + round);
       x.buf.put(hx.v);
       const float f = 0.5f * static_cast<float>(key);
-      be.run_step(static_cast<uint64_t>(key), rows, [&] {
+      be.run_step(static_cast<uint64_t>(key), true, [&] {
         be.copy(x.m, y.m);
         be.scale(y.m, f);
       });
@@ -686,40 +686,42 @@ TEST(CudaOps, RunStepEvictsTheLeastRecentGraphs) {
   }
 }
 
-// A step of more rows than graph_max_rows runs without capture (a prefill chunk: each prompt
-// length left a graph of its own, replayed once), and one of at most that many is captured.
-// Inside a capture synchronize() is refused, so whether it succeeds inside the step tells
-// which way the step ran; both ways compute the step on the current inputs.
-TEST(CudaOps, RunStepLeavesStepsOfManyRowsUncaptured) {
+// A step not marked recurring (a prompt chunk: each prompt length left a graph of its own,
+// replayed about once) runs without capture, and a recurring one is captured. Inside a capture
+// synchronize() is refused, so whether it succeeds inside the step tells which way the step
+// ran; both ways compute the step on the current inputs.
+TEST(CudaOps, RunStepCapturesOnlyRecurringSteps) {
   GS_REQUIRE_BACKENDS();
   if (const char* e = std::getenv("GS_CUDA_TEST_ON_CPU"); e && std::string(e) == "1")
     GTEST_SKIP() << "needs the CUDA backend's graphs";
-  CudaBackendOptions o;
-  o.graph_max_rows = 4;
-  auto made = create_cuda_backend(0, o);
+  auto made = create_cuda_backend(0, CudaBackendOptions{});
   ASSERT_TRUE(made.ok()) << made.status().to_string();
   Backend& be = **made;
-  const int64_t cols = 700;
-  for (const int64_t rows : {int64_t{4}, int64_t{5}, int64_t{64}}) {
-    DevMat x(be, rows, cols, cols), y(be, rows, cols, cols);
+  const int64_t rows = 5, cols = 700;
+  DevMat x(be, rows, cols, cols), y(be, rows, cols, cols);
+  for (const bool recurring : {false, true}) {
     for (int it = 0; it < 3; ++it) {
       HostMat hx(rows, cols, cols, 1.0f + static_cast<float>(it));
       x.buf.put(hx.v);
       Status inside;
-      be.run_step(1000 + static_cast<uint64_t>(rows), rows, [&] {
+      int bodies = 0;
+      be.run_step(77, recurring, [&] {
+        ++bodies;
         be.copy(x.m, y.m);
         be.scale(y.m, 0.5f);
         inside = be.synchronize();
       });
-      ASSERT_TRUE(be.synchronize().ok()) << rows << " rows, run " << it;
-      if (rows <= o.graph_max_rows) {
+      ASSERT_TRUE(be.synchronize().ok()) << recurring << ", run " << it;
+      if (recurring) {
         // Captured at its first run; the replays do not call the body again.
+        EXPECT_EQ(bodies, it == 0 ? 1 : 0) << "run " << it;
         if (it == 0) EXPECT_EQ(inside.code(), StatusCode::kFailedPrecondition) << inside.to_string();
       } else {
-        EXPECT_TRUE(inside.ok()) << rows << " rows ran captured: " << inside.to_string();
+        EXPECT_EQ(bodies, 1) << "run " << it;
+        EXPECT_TRUE(inside.ok()) << "a step not marked recurring ran captured: " << inside.to_string();
       }
       const auto got = y.dense();
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], hx.v[i] * 0.5f) << rows << " rows, run " << it;
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], hx.v[i] * 0.5f) << recurring << ", run " << it;
     }
   }
 }
@@ -745,7 +747,7 @@ TEST(CudaOps, RunStepReplaysOnNewInputs) {
       be->matmul(wt.value(), h.m, y.m);
       be->softcap(y.m, 30.0f);
       const auto eager = y.dense();
-      be->run_step(42, rows, [&] {
+      be->run_step(42, true, [&] {
         be->rms_norm(x.m, gb.f(), n_in, 1e-6f, h.m);
         be->matmul(wt.value(), h.m, y.m);
         be->softcap(y.m, 30.0f);

@@ -644,9 +644,9 @@ class CudaBackend final : public Backend {
     Backend::qkv_norm_rope_store(a);  // its ops check the shapes and report errors
   }
 
-  void run_step(uint64_t key, int64_t n_rows, const std::function<void()>& record) override {
+  void run_step(uint64_t key, bool recurring, const std::function<void()>& record) override {
     cudaSetDevice(device_);
-    if (!opt_.graphs || capturing_ || n_rows > opt_.graph_max_rows) {
+    if (!opt_.graphs || capturing_ || !recurring) {
       record();
       return;
     }
@@ -1024,7 +1024,6 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(int device_id) {
   CudaBackendOptions o;
   if (const char* e = std::getenv("GS_CUDA_SIMPLE"); e && std::string(e) == "1") o.simple_kernels = true;
   if (!env_flag("GS_CUDA_GRAPHS", true)) o.graphs = false;
-  if (const char* e = std::getenv("GS_CUDA_GRAPH_MAX_ROWS"); e && *e) o.graph_max_rows = std::atoi(e);
   return create_cuda_backend(device_id, o);
 }
 

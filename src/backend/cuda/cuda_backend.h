@@ -18,14 +18,11 @@ struct CudaBackendOptions {
   // Captured steps kept at most (>= 1): past it the least recently replayed one is destroyed.
   // A server meets a new (tokens, outputs) step shape for many prompt lengths, so without a
   // bound the graphs (~700 nodes each for a 31B step) grew for as long as it ran.
+  // Only run_step() calls marked recurring are captured; the others (prompt chunks) run their
+  // launches directly. Every step was captured before: each prompt length left graphs replayed
+  // about once, and the cache's churn grew the host memory (thirty-sixth session,
+  // docs/perf-notes.md).
   int max_graphs = 256;
-  // Steps of more token rows than this run without capture (prefill chunks): their kernels'
-  // time hides their launches, and a prompt's last chunk has a length of its own, so capturing
-  // them filled the graph cache with steps replayed once, ~2 MB of host memory each on the
-  // shakes model (thirty-sixth session, docs/perf-notes.md). Decode and verify batches (up to
-  // 16 sequences of 1 + 4 drafts with --parallel 16 --draft-max 4: 80 rows) stay captured.
-  // GS_CUDA_GRAPH_MAX_ROWS sets it for create_cuda_backend(device_id).
-  int graph_max_rows = 128;
 };
 
 // Number of CUDA devices visible (0 when the driver or device is missing).
