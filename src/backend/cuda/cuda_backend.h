@@ -13,15 +13,13 @@ struct CudaBackendOptions {
   // reference paths the device tests compare against. The environment variable
   // GS_CUDA_SIMPLE=1 sets it for create_cuda_backend(device_id).
   bool simple_kernels = false;
-  // Capture run_step() as CUDA graphs (GS_CUDA_GRAPHS=0 turns it off).
+  // Capture the run_step() calls marked recurring as CUDA graphs (GS_CUDA_GRAPHS=0 turns it
+  // off); the others (a prompt's last chunk) run their launches directly. Every step was
+  // captured before: each prompt length left a graph replayed about once, and the cache's
+  // churn grew the host memory (thirty-sixth session, docs/perf-notes.md).
   bool graphs = true;
-  // Captured steps kept at most (>= 1): past it the least recently replayed one is destroyed.
-  // A server meets a new (tokens, outputs) step shape for many prompt lengths, so without a
-  // bound the graphs (~700 nodes each for a 31B step) grew for as long as it ran.
-  // Only run_step() calls marked recurring are captured; the others (prompt chunks) run their
-  // launches directly. Every step was captured before: each prompt length left graphs replayed
-  // about once, and the cache's churn grew the host memory (thirty-sixth session,
-  // docs/perf-notes.md).
+  // Captured steps kept at most (>= 1): past it the least recently replayed one is destroyed
+  // (~700 nodes each for a 31B step).
   int max_graphs = 256;
 };
 
