@@ -390,7 +390,9 @@ Status check_mcp_servers(const json& body) {
                  "description and input_schema) and run them in the client");
 }
 
-Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
+// `budget` (out): thinking.budget_tokens as sent, unset when none was.
+Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req,
+                     std::optional<int64_t>* budget) {
   req->enable_thinking = defaults.enable_thinking;
   req->reasoning_budget = defaults.reasoning_budget;
   const auto it = body.find("thinking");
@@ -400,9 +402,8 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     GS_RETURN_IF_ERROR(read_required_string(*it, "thinking", "type", /*non_empty=*/false, &type));
     if (type == "enabled" || type == "adaptive") {
       req->enable_thinking = true;
-      std::optional<int64_t> budget;
-      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", 1, kMaxTokensLimit, &budget));
-      if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
+      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", 1, kMaxTokensLimit, budget));
+      if (*budget) req->reasoning_budget = static_cast<int32_t>(**budget);
     } else if (type == "disabled") {
       req->enable_thinking = false;
     } else {
@@ -457,8 +458,17 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   GS_RETURN_IF_ERROR(read_tools(body, &req.tools));
   GS_RETURN_IF_ERROR(check_mcp_servers(body));
   GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
-  GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
-  if (route == MessagesRoute::kCreate) GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
+  std::optional<int64_t> budget;
+  GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req, &budget));
+  if (route == MessagesRoute::kCreate) {
+    GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
+    // As Anthropic's API: the thinking budget is part of max_tokens, so it must leave room for
+    // the answer (a budget at or above the limit could spend it all on the thought).
+    if (budget && req.gen.max_tokens && *budget >= *req.gen.max_tokens) {
+      return invalid(fmt::format("thinking.budget_tokens ({}) must be less than max_tokens ({})", *budget,
+                                 *req.gen.max_tokens));
+    }
+  }
   return req;
 }
 

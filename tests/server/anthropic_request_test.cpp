@@ -183,7 +183,7 @@ TEST(AnthropicRequest, ToolChoiceForms) {
 }
 
 TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
-  auto on = ok(R"({"max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},
+  auto on = ok(R"({"max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},
     "messages":[{"role":"user","content":"x"}]})");
   EXPECT_TRUE(on.enable_thinking);
   EXPECT_EQ(on.reasoning_budget, 1024);
@@ -199,6 +199,31 @@ TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
   auto absent = parse(R"({"max_tokens":64,"messages":[{"role":"user","content":"x"}]})", MessagesRoute::kCreate, d);
   ASSERT_TRUE(absent.ok());
   EXPECT_TRUE(absent->enable_thinking);  // the server's --reasoning default
+}
+
+// As Anthropic's API: the thinking budget counts within max_tokens, so budget_tokens must be
+// less than max_tokens (a 400 naming both). It was accepted at or above it, and the thought
+// could spend the whole answer. count_tokens reads no max_tokens: nothing to compare.
+TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  for (const char* type : {"enabled", "adaptive"}) {
+    for (const int budget : {64, 65, 4096}) {
+      const std::string body = fmt::format(R"({{"max_tokens":64,"thinking":{{"type":"{}","budget_tokens":{}}},{}}})",
+                                           type, budget, user);
+      const std::string message = refused(body);
+      EXPECT_EQ(message, fmt::format("thinking.budget_tokens ({}) must be less than max_tokens (64)", budget)) << body;
+      ok(body, MessagesRoute::kCountTokens);
+    }
+  }
+  auto below = ok(R"({"max_tokens":64,"thinking":{"type":"enabled","budget_tokens":63},)" + user + "}");
+  EXPECT_EQ(below.reasoning_budget, 63);
+  // The server's own --reasoning-budget is not the client's to fit under max_tokens.
+  RequestDefaults d = defaults();
+  d.enable_thinking = true;
+  d.reasoning_budget = 4096;
+  EXPECT_TRUE(parse(R"({"max_tokens":64,"thinking":{"type":"enabled"},)" + user + "}", MessagesRoute::kCreate, d).ok());
+  // Thinking disabled reads no budget.
+  ok(R"({"max_tokens":64,"thinking":{"type":"disabled","budget_tokens":4096},)" + user + "}");
 }
 
 TEST(AnthropicRequest, AFinalAssistantMessageIsAPrefill) {
