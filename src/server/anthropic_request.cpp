@@ -14,6 +14,7 @@
 
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
+#include "server/tag_fields.h"
 #include "text/json_grammar.h"
 
 namespace gs::server {
@@ -439,7 +440,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   req.chat_template = defaults.chat_template;
   // Chat completion fields this route does not read are refused, not dropped (foreign_fields.h).
   constexpr std::string_view kReadHere[] = {"model", "messages", "tools", "tool_choice", "max_tokens",
-                                            "temperature", "top_p", "top_k", "stream"};
+                                            "temperature", "top_p", "top_k", "stream", "metadata"};
   constexpr FieldRename kRenames[] = {{"stop", "stop_sequences"},
                                       {"max_completion_tokens", "max_tokens"},
                                       {"n_predict", "max_tokens"},
@@ -448,8 +449,10 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
                                       {"reasoning_budget_tokens", "thinking.budget_tokens"},
                                       {"thinking_budget_tokens", "thinking.budget_tokens"},
                                       {"functions", "tools"},
-                                      {"function_call", "tool_choice"}};
+                                      {"function_call", "tool_choice"},
+                                      {"user", "metadata.user_id"}};
   GS_RETURN_IF_ERROR(check_unread_chat_fields(body, "/v1/messages", kReadHere, kRenames));
+  GS_RETURN_IF_ERROR(check_anthropic_metadata(body));
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");

@@ -14,6 +14,7 @@
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/openai_format.h"
+#include "server/tag_fields.h"
 
 namespace gs::server {
 
@@ -49,8 +50,8 @@ Status check_stateless(const json& body) {
   return {};
 }
 
-// Fields taken and not used (include, truncation, max_tool_calls) still have their types
-// checked; asking for token log-probabilities, which this route does not return, is a 400
+// Fields taken and not used (include, truncation, max_tool_calls, user, metadata) still have
+// their types checked; asking for token log-probabilities, which this route does not return, is a 400
 // rather than an empty `logprobs` array.
 Status check_unused_fields(const json& body) {
   constexpr const char* kLogprobs = "message.output_text.logprobs";
@@ -72,6 +73,8 @@ Status check_unused_fields(const json& body) {
       }
     }
   }
+  GS_RETURN_IF_ERROR(check_openai_user(body));
+  GS_RETURN_IF_ERROR(check_openai_metadata(body));
   std::optional<std::string> truncation;
   GS_RETURN_IF_ERROR(read_string(body, "", "truncation", &truncation));
   if (truncation && *truncation != "auto" && *truncation != "disabled") {
@@ -507,7 +510,7 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   constexpr std::string_view kReadHere[] = {
       "model", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "top_k", "min_p", "seed",
       "presence_penalty", "frequency_penalty", "repetition_penalty", "speculative", "draft_max", "stream",
-      "stream_options", "top_logprobs", "prompt"};
+      "stream_options", "top_logprobs", "prompt", "user", "metadata"};
   constexpr FieldRename kRenames[] = {{"max_tokens", "max_output_tokens"},
                                       {"max_completion_tokens", "max_output_tokens"},
                                       {"n_predict", "max_output_tokens"},
@@ -579,7 +582,8 @@ std::string responses_error_param(std::string_view message) {
       "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
       "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty",
       "repetition_penalty", "speculative", "draft_max", "stream", "reasoning", "text", "previous_response_id",
-      "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls"};
+      "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls",
+      "user", "metadata"};
   size_t i = 0;
   while (i < message.size() && is_ident_char(message[i])) ++i;
   // A chat completion field refused here (check_unread_chat_fields) is named as sent.

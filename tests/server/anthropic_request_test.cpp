@@ -226,6 +226,34 @@ TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
   ok(R"({"max_tokens":64,"thinking":{"type":"disabled","budget_tokens":4096},)" + user + "}");
 }
 
+// metadata is an object whose user_id is a string or null (Anthropic's API); anything else is a
+// 400 naming the field. It was not looked at ("metadata":5 passed). Its other keys pass, and a
+// top-level `user` (OpenAI's name) is refused pointing at metadata.user_id.
+TEST(AnthropicRequest, MetadataIsAnObjectWithAStringUserId) {
+  const std::string head = R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],)";
+  for (const char* good : {R"("metadata":{"user_id":"u-1"})", R"("metadata":{"user_id":null})", R"("metadata":{})",
+                           R"("metadata":null)", R"("metadata":{"user_id":"u","trace":[1,2]})"}) {
+    for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) ok(head + good + "}", route);
+  }
+  struct Bad {
+    const char* body;
+    const char* starts_with;
+  };
+  const Bad bad[] = {
+      {R"("metadata":"u-1")", "metadata must be an object, got string"},
+      {R"("metadata":["u"])", "metadata must be an object, got array"},
+      {R"("metadata":{"user_id":42})", "metadata.user_id must be a string or null, got number"},
+      {R"("metadata":{"user_id":{"id":"u"}})", "metadata.user_id must be a string or null, got object"},
+  };
+  for (const Bad& c : bad) {
+    const std::string message = refused(head + c.body + "}");
+    EXPECT_EQ(message.rfind(c.starts_with, 0), 0u) << c.body << "\n  gave: " << message;
+  }
+  auto user = parse(head + R"("user":"u-1"})");
+  ASSERT_FALSE(user.ok());
+  EXPECT_EQ(user.status().message(), "user is not read on /v1/messages: send metadata.user_id");
+}
+
 TEST(AnthropicRequest, AFinalAssistantMessageIsAPrefill) {
   auto r = ok(R"({"max_tokens":8,"messages":[{"role":"user","content":"Name a colour."},
     {"role":"assistant","content":"The colour is"}]})");

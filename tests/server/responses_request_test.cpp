@@ -227,6 +227,48 @@ TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
   }
 }
 
+// `user` is a string and `metadata` an object of at most 16 string values (keys up to 64
+// characters, values up to 512), as OpenAI checks them; both were taken unchecked ("user": 5
+// and "metadata": "x" passed, and metadata was echoed back as sent).
+TEST(ResponsesRequest, UserAndMetadataAreTypeChecked) {
+  json sixteen = json::object();
+  for (int i = 0; i < 16; ++i) sixteen["k" + std::to_string(i)] = "v";
+  std::string wide_value;
+  for (int i = 0; i < 512; ++i) wide_value += "\u00e9";  // 512 characters, 1024 bytes
+  for (const json& good : {json{{"user", "u"}}, json{{"user", nullptr}}, json{{"metadata", nullptr}},
+                           json{{"metadata", sixteen}}, json{{"metadata", {{std::string(64, 'k'), wide_value}}}}}) {
+    json body{{"input", "x"}};
+    body.update(good);
+    auto r = parse(body);
+    EXPECT_TRUE(r.ok()) << body.dump() << ": " << r.status().to_string();
+  }
+  json seventeen = sixteen;
+  seventeen["k16"] = "v";
+  struct Case {
+    json extra;
+    const char* param;
+    const char* words;
+  };
+  const std::vector<Case> cases = {
+      {{{"user", 5}}, "user", "must be a string"},
+      {{{"user", {{"id", "u"}}}}, "user", "must be a string"},
+      {{{"metadata", "x"}}, "metadata", "must be an object"},
+      {{{"metadata", json::array({"x"})}}, "metadata", "must be an object"},
+      {{{"metadata", {{"tier", 3}}}}, "metadata.tier", "must be a string"},
+      {{{"metadata", {{"a b", true}}}}, "metadata", "key \"a b\""},
+      {{{"metadata", seventeen}}, "metadata", "at most 16"},
+      {{{"metadata", {{std::string(65, 'k'), "v"}}}}, "metadata", "at most 64"},
+      {{{"metadata", {{"k", std::string(513, 'v')}}}}, "metadata.k", "at most 512"},
+  };
+  for (const Case& c : cases) {
+    json body{{"input", "x"}};
+    body.update(c.extra);
+    const std::string message = error_of(body);
+    EXPECT_EQ(responses_error_param(message), c.param) << body.dump().substr(0, 200) << " -> " << message;
+    EXPECT_NE(message.find(c.words), std::string::npos) << message;
+  }
+}
+
 // Planning errors (the renderer's) are renamed too: a tool output that answers no call.
 TEST(ResponsesRequest, RenameErrorMapsChatPaths) {
   json input = json::parse(R"([{"role":"user","content":"Hi"},
