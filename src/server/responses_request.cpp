@@ -431,6 +431,29 @@ std::optional<std::pair<size_t, size_t>> leading_index(std::string_view s, size_
   return std::make_pair(v, k + 1);
 }
 
+// `rest` with each "tool_calls[k]" (a call of the same chat message) replaced by calls[k], the
+// function_call item it came from; "the id of tool_calls[k]" reads "the call_id of input[j]".
+std::string name_sibling_calls(std::string_view rest, const std::vector<std::string>& calls) {
+  constexpr std::string_view kCalls = "tool_calls";
+  constexpr std::string_view kIdOf = "the id of ";
+  std::string out;
+  size_t from = 0;
+  for (size_t at = rest.find("tool_calls["); at != std::string_view::npos; at = rest.find("tool_calls[", from)) {
+    const auto k = leading_index(rest.substr(at), kCalls.size());
+    if (!k || k->first >= calls.size()) break;
+    std::string_view before = rest.substr(from, at - from);
+    if (before.ends_with(kIdOf)) {
+      out.append(before.substr(0, before.size() - kIdOf.size())).append("the call_id of ");
+    } else {
+      out.append(before);
+    }
+    out.append(calls[k->first]);
+    from = at + k->second;
+  }
+  out.append(rest.substr(from));
+  return out;
+}
+
 }  // namespace
 
 bool ResponsesTranslation::is_tool_message(size_t k) const {
@@ -468,6 +491,9 @@ Status ResponsesTranslation::rename_error(const Status& status) const {
             head += ".call_id";
             rest = rest.substr(3);
           }
+          // Another call of the same turn named after it ("... is also the id of
+          // tool_calls[0]"): named as the item the client sent.
+          renamed = head + name_sibling_calls(rest, calls);
         }
       } else if (rest.starts_with(".tool_call_id")) {
         head += ".call_id";
@@ -477,7 +503,7 @@ Status ResponsesTranslation::rename_error(const Status& status) const {
         head += ".output";
         rest = rest.substr(std::string_view(".content").size());
       }
-      renamed = head + std::string(rest);
+      if (renamed.empty()) renamed = head + std::string(rest);
     }
   } else if (m.starts_with("tools[")) {
     const auto idx = leading_index(m, std::string_view("tools").size());

@@ -269,6 +269,22 @@ TEST(ResponsesRequest, UserAndMetadataAreTypeChecked) {
   }
 }
 
+// A call_id given twice in one turn is refused naming the item that repeats it and the one it
+// repeats, as the client sent them (input[k].call_id). The message named tool_calls[0], a path of
+// the chat request this route builds, which the client never sent.
+TEST(ResponsesRequest, ADuplicateCallIdNamesTheClientsItems) {
+  json input = json::parse(R"([{"role":"user","content":"Weather in Oslo and Bergen?"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},
+    {"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{\"city\":\"Bergen\"}"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Bergen\"}"},
+    {"type":"function_call_output","call_id":"c1","output":"snow"},
+    {"type":"function_call_output","call_id":"c2","output":"rain"}])");
+  const std::string message = error_of({{"input", input}, {"instructions", "Be brief."}, {"tools", json::array({kTool})}});
+  EXPECT_EQ(message, "input[3].call_id 'c1' is also the call_id of input[1]");
+  EXPECT_EQ(responses_error_param(message), "input[3].call_id");
+  EXPECT_EQ(message.find("tool_calls"), std::string::npos) << message;
+}
+
 // Planning errors (the renderer's) are renamed too: a tool output that answers no call.
 TEST(ResponsesRequest, RenameErrorMapsChatPaths) {
   json input = json::parse(R"([{"role":"user","content":"Hi"},
