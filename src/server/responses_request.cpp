@@ -184,6 +184,14 @@ class InputTranslator {
     }
     const auto content = item.find("content");
     if (content == item.end() || content->is_null()) return invalid(fmt::format("{}.content is required", path));
+    // As OpenAI's API: a message's content is a string of at least one character or at least
+    // one part (an empty one rendered an empty turn).
+    if (content->is_string() && content->get_ref<const std::string&>().empty()) {
+      return invalid(fmt::format("{}.content must not be an empty string", path));
+    }
+    if (content->is_array() && content->empty()) {
+      return invalid(fmt::format("{}.content must not be an empty array", path));
+    }
     std::string text;
     GS_RETURN_IF_ERROR(content_text(*content, path + ".content", &text));
     json message{{"role", *role}, {"content", std::move(text)}};

@@ -285,6 +285,24 @@ TEST(ResponsesRequest, ADuplicateCallIdNamesTheClientsItems) {
   EXPECT_EQ(message.find("tool_calls"), std::string::npos) << message;
 }
 
+// A message item's content must not be empty: OpenAI refuses an empty string or an empty array
+// of parts (400 naming input[k].content); it was accepted and rendered as an empty turn. Other
+// items' empty text stays (a function_call_output with empty output, an empty text part).
+TEST(ResponsesRequest, AMessageWithEmptyContentIsRefused) {
+  for (const char* role : {"user", "system", "developer", "assistant"}) {
+    for (const json& content : {json(""), json::array()}) {
+      json input = json::array({{{"role", "user"}, {"content", "Hi"}}, {{"type", "message"}, {"role", role}, {"content", content}}});
+      const std::string message = error_of({{"input", input}});
+      EXPECT_EQ(responses_error_param(message), "input[1].content") << role << " " << content.dump() << " -> " << message;
+      EXPECT_NE(message.find("empty"), std::string::npos) << message;
+    }
+  }
+  auto ok = parse({{"input", json::parse(R"([{"role":"user","content":[{"type":"input_text","text":""}]},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c1","output":""}])")}});
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
 // Planning errors (the renderer's) are renamed too: a tool output that answers no call.
 TEST(ResponsesRequest, RenameErrorMapsChatPaths) {
   json input = json::parse(R"([{"role":"user","content":"Hi"},
