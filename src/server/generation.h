@@ -104,8 +104,8 @@ class Generation {
   bool prefix_fed_ = false;
   bool flushing_ = false;        // end(): the output is over, held text and open calls are decided
   int32_t n_tokens_seen_ = 0;
-  // vLLM's min_tokens over stop strings: none is matched in the text of the first
-  // plan_.request.sampling.min_tokens tokens (completions: the matcher is bypassed).
+  // vLLM's min_tokens over stop strings: none is matched that ends in the text of the first
+  // plan_.request.sampling.min_tokens tokens (the matcher and the parser hold text all the same).
   bool stop_armed_ = true;
 };
 
