@@ -62,6 +62,14 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
   for (const auto& ev : events) {
     if (stopped_early_) return;
     if (ev.kind == text::ParserEventKind::kReasoning && !plan_.reasoning_content) continue;
+    if (plan_.calls_only && tool_call_done_ &&
+        (ev.kind == text::ParserEventKind::kContent || ev.kind == text::ParserEventKind::kReasoning)) {
+      // Text after a forced call's complete call: the answer was the calls (decision 0016).
+      stopped_early_ = true;
+      if (!flushing_) result_.finish_reason = "tool_calls";
+      if (stream_) stream_->cancel();
+      return;
+    }
     accumulator_.add(ev);
     OutputDelta d;
     switch (ev.kind) {

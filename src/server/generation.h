@@ -30,6 +30,10 @@ struct GenerationPlan {
   // (parser.reasoning_in_content); reasoning_tokens still counts the thinking.
   bool reasoning_content = true;
   bool single_tool_call = false;     // parallel_tool_calls: false
+  // A forced call (tool_choice "required" or named): the answer is calls only. The engine
+  // allows only an end or another call after a call's closer; text that still comes after a
+  // complete call (where the call's form alone was forced, its arguments free) ends the output.
+  bool calls_only = false;
   std::vector<std::string> stop;     // raw completions
 };
 
