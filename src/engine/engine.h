@@ -66,6 +66,21 @@ struct CallArguments {
   std::shared_ptr<const text::JsonGrammar> grammar;
 };
 
+// The answer to a forced call (tool_choice "required" or a named function) holds calls only
+// (decision 0016, "After the forced call"): once the first call's closer (`close_token`) is out,
+// only an end of generation may come, or, with `more_calls` (parallel_tool_calls), the opener
+// `open_token` of another call, whose text must then spell one of `openers` ("call:NAME{", or
+// "call:NAME{key:" for a function whose schema the grammar cannot hold) and, after the openers
+// in `arguments`, follow their grammar to the closer.
+struct ForcedCalls {
+  bool on = false;
+  int32_t open_token = -1;
+  int32_t close_token = -1;
+  bool more_calls = false;
+  std::vector<std::string> openers;
+  std::vector<CallArguments> arguments;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included when the model wants it
   int32_t max_tokens = -1;      // -1: until end of generation or the context is full
@@ -102,6 +117,8 @@ struct GenerationRequest {
   // Structured output (response_format, a forced call's arguments; decision 0027). Takes
   // precedence over allowed_completions.
   JsonOutput json;
+  // A forced call's answer: the calls, then an end (wraps the constraints above).
+  ForcedCalls forced_calls;
   // The response this request is one choice of (OpenAI's `n`): the choices of one response
   // share a nonzero `response_id` and give their number in `response_choices`; 0 and 1 for a
   // request on its own. A drain keeps a waiting choice whose response has already started

@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "engine/call_choice_constraint.h"
 #include "engine/completion_constraint.h"
+#include "engine/forced_calls_constraint.h"
 #include "engine/json_constraint.h"
 #include "model/dump.h"
 #include "model/gemma4_model.h"
@@ -138,6 +139,9 @@ class RuntimeSlotRunner final : public SlotRunner {
                                                             std::move(ends));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
+    }
+    if (setup.forced_calls.on && setup.forced_calls.close_token >= 0) {
+      s.constraint = std::make_unique<ForcedCallsConstraint>(std::move(s.constraint), forced_calls_options(setup));
     }
     s.active = true;
     return keep;
@@ -339,6 +343,26 @@ class RuntimeSlotRunner final : public SlotRunner {
     // the same ones); entries stay put for the step, so their spans do.
     std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> step_masks;
   };
+
+  // The options of a forced call's answer (engine/forced_calls_constraint.h): a later call's
+  // text is spelled as one of the openers and, where it has one, follows its grammar.
+  std::shared_ptr<const ForcedCallsOptions> forced_calls_options(const SequenceSetup& setup) const {
+    auto o = std::make_shared<ForcedCallsOptions>();
+    const ForcedCalls& f = setup.forced_calls;
+    o->call_open = f.open_token;
+    o->call_close = f.close_token;
+    o->end_tokens = info_.eog_tokens;
+    if (f.more_calls && f.open_token >= 0 && !f.openers.empty()) {
+      std::vector<int32_t> ends = info_.eog_tokens;
+      ends.push_back(f.close_token);
+      o->next_call = [pieces = pieces_, openers = f.openers, arguments = f.arguments,
+                      ends = std::move(ends)]() -> std::unique_ptr<OutputConstraint> {
+        if (arguments.empty()) return std::make_unique<CompletionConstraint>(pieces, openers);
+        return std::make_unique<CallChoiceConstraint>(pieces, openers, arguments, ends);
+      };
+    }
+    return o;
+  }
 
   // The slot's allowed tokens at the position after `before` (this round's drafts before
   // it); empty: free. With no drafts, the constraint's own mask.

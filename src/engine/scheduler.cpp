@@ -297,6 +297,7 @@ void Scheduler::loop() {
       setup.call_arguments = seq.request.call_arguments;
       setup.call_end_tokens = seq.request.call_end_tokens;
       setup.json = seq.request.json;
+      setup.forced_calls = seq.request.forced_calls;
       setup.starts_in_thought = seq.request.starts_in_thought;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
       slot_cached_[static_cast<size_t>(seq.slot)] = 0;  // set again when the sequence ends

@@ -46,6 +46,8 @@ struct SequenceSetup {
   std::vector<int32_t> call_end_tokens;
   // GenerationRequest::json: structured output (decision 0027).
   JsonOutput json;
+  // GenerationRequest::forced_calls: after a forced call, only an end or another call.
+  ForcedCalls forced_calls;
   // GenerationRequest::starts_in_thought: the constraint's thought span is open at the start.
   bool starts_in_thought = false;
 };

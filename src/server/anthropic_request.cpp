@@ -14,6 +14,7 @@
 
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
+#include "server/tag_fields.h"
 #include "text/json_grammar.h"
 
 namespace gs::server {
@@ -390,7 +391,9 @@ Status check_mcp_servers(const json& body) {
                  "description and input_schema) and run them in the client");
 }
 
-Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
+// `budget` (out): thinking.budget_tokens as sent, unset when none was.
+Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req,
+                     std::optional<int64_t>* budget) {
   req->enable_thinking = defaults.enable_thinking;
   req->reasoning_budget = defaults.reasoning_budget;
   const auto it = body.find("thinking");
@@ -400,9 +403,8 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     GS_RETURN_IF_ERROR(read_required_string(*it, "thinking", "type", /*non_empty=*/false, &type));
     if (type == "enabled" || type == "adaptive") {
       req->enable_thinking = true;
-      std::optional<int64_t> budget;
-      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", 1, kMaxTokensLimit, &budget));
-      if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
+      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", 1, kMaxTokensLimit, budget));
+      if (*budget) req->reasoning_budget = static_cast<int32_t>(**budget);
     } else if (type == "disabled") {
       req->enable_thinking = false;
     } else {
@@ -438,7 +440,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   req.chat_template = defaults.chat_template;
   // Chat completion fields this route does not read are refused, not dropped (foreign_fields.h).
   constexpr std::string_view kReadHere[] = {"model", "messages", "tools", "tool_choice", "max_tokens",
-                                            "temperature", "top_p", "top_k", "stream"};
+                                            "temperature", "top_p", "top_k", "stream", "metadata"};
   constexpr FieldRename kRenames[] = {{"stop", "stop_sequences"},
                                       {"max_completion_tokens", "max_tokens"},
                                       {"n_predict", "max_tokens"},
@@ -447,8 +449,10 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
                                       {"reasoning_budget_tokens", "thinking.budget_tokens"},
                                       {"thinking_budget_tokens", "thinking.budget_tokens"},
                                       {"functions", "tools"},
-                                      {"function_call", "tool_choice"}};
+                                      {"function_call", "tool_choice"},
+                                      {"user", "metadata.user_id"}};
   GS_RETURN_IF_ERROR(check_unread_chat_fields(body, "/v1/messages", kReadHere, kRenames));
+  GS_RETURN_IF_ERROR(check_anthropic_metadata(body));
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");
@@ -457,8 +461,17 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   GS_RETURN_IF_ERROR(read_tools(body, &req.tools));
   GS_RETURN_IF_ERROR(check_mcp_servers(body));
   GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
-  GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
-  if (route == MessagesRoute::kCreate) GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
+  std::optional<int64_t> budget;
+  GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req, &budget));
+  if (route == MessagesRoute::kCreate) {
+    GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
+    // As Anthropic's API: the thinking budget is part of max_tokens, so it must leave room for
+    // the answer (a budget at or above the limit could spend it all on the thought).
+    if (budget && req.gen.max_tokens && *budget >= *req.gen.max_tokens) {
+      return invalid(fmt::format("thinking.budget_tokens ({}) must be less than max_tokens ({})", *budget,
+                                 *req.gen.max_tokens));
+    }
+  }
   return req;
 }
 

@@ -14,6 +14,7 @@
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/sampler_fields.h"
+#include "server/tag_fields.h"
 #include "server/token_fields.h"
 #include "text/chat_json.h"
 
@@ -708,6 +709,8 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(check_foreign_fields(body, /*chat=*/true));
+  GS_RETURN_IF_ERROR(check_openai_user(body));
+  GS_RETURN_IF_ERROR(check_openai_metadata(body));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
   GS_RETURN_IF_ERROR(read_reasoning_format(body, defaults, &req));
 
@@ -760,6 +763,9 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
   GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
   GS_RETURN_IF_ERROR(check_foreign_fields(body, /*chat=*/false));
+  // OpenAI's legacy completions take `user` but no `metadata` (left unread, as other fields
+  // this route does not know).
+  GS_RETURN_IF_ERROR(check_openai_user(body));
   if (!req.gen.max_tokens) {
     // The legacy endpoint's documented default, for a missing or null max_tokens (OpenAI's
     // and vLLM's reading of null) when max_completion_tokens did not set it either.
@@ -804,7 +810,7 @@ constexpr std::string_view kRequestFields[] = {
     "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
-    "content", "add_special", "parse_special", "with_pieces", "tokens",
+    "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata",
 };
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

@@ -12,8 +12,10 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
       // the role line after it out of content.
       decoder_(*tokenizer_, text::DecodeOptions{.render_special = false, .render_markup = plan_.chat}),
       stop_matcher_(plan_.chat ? std::vector<std::string>{} : plan_.stop) {
-  // As vLLM's min_tokens: stop strings are checked only in the text of the tokens after the
-  // first min_tokens (the engine holds the end-of-generation tokens back as long).
+  // As vLLM's min_tokens: a stop string is matched only where it ends in the text of a token
+  // after the first min_tokens, wherever it begins (the engine holds the end-of-generation
+  // tokens back as long). Text that may begin one is held back before that too, so one that
+  // straddles the boundary is cut whole, streamed or not (decision 0007).
   stop_armed_ = plan_.request.sampling.min_tokens <= 0;
   if (plan_.chat) {
     text::ParserOptions options = plan_.parser;
@@ -60,6 +62,14 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
   for (const auto& ev : events) {
     if (stopped_early_) return;
     if (ev.kind == text::ParserEventKind::kReasoning && !plan_.reasoning_content) continue;
+    if (plan_.calls_only && tool_call_done_ &&
+        (ev.kind == text::ParserEventKind::kContent || ev.kind == text::ParserEventKind::kReasoning)) {
+      // Text after a forced call's complete call: the answer was the calls (decision 0016).
+      stopped_early_ = true;
+      if (!flushing_) result_.finish_reason = "tool_calls";
+      if (stream_) stream_->cancel();
+      return;
+    }
     accumulator_.add(ev);
     OutputDelta d;
     switch (ev.kind) {
@@ -125,7 +135,7 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
       consume_parser_events(parser_->feed(piece), out);
       if (was_reasoning || parser_->in_reasoning()) result_.reasoning_tokens++;
     } else {
-      std::string released = stop_armed_ ? stop_matcher_.feed(piece) : piece;
+      std::string released = stop_matcher_.feed(piece, stop_armed_);
       result_.content += released;
       OutputDelta d;
       d.text = std::move(released);
@@ -147,7 +157,7 @@ void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
       consume_parser_events(parser_->feed(tail), out);
       if (!stopped_early_) consume_parser_events(parser_->finish(), out);
     } else {
-      std::string released = stop_armed_ ? stop_matcher_.feed(tail) : tail;
+      std::string released = stop_matcher_.feed(tail, stop_armed_);
       if (!stop_matcher_.stopped()) released += stop_matcher_.finish();
       result_.content += released;
       OutputDelta d;

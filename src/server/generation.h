@@ -30,6 +30,10 @@ struct GenerationPlan {
   // (parser.reasoning_in_content); reasoning_tokens still counts the thinking.
   bool reasoning_content = true;
   bool single_tool_call = false;     // parallel_tool_calls: false
+  // A forced call (tool_choice "required" or named): the answer is calls only. The engine
+  // allows only an end or another call after a call's closer; text that still comes after a
+  // complete call (where the call's form alone was forced, its arguments free) ends the output.
+  bool calls_only = false;
   std::vector<std::string> stop;     // raw completions
 };
 
@@ -104,8 +108,8 @@ class Generation {
   bool prefix_fed_ = false;
   bool flushing_ = false;        // end(): the output is over, held text and open calls are decided
   int32_t n_tokens_seen_ = 0;
-  // vLLM's min_tokens over stop strings: none is matched in the text of the first
-  // plan_.request.sampling.min_tokens tokens (completions: the matcher is bypassed).
+  // vLLM's min_tokens over stop strings: none is matched that ends in the text of the first
+  // plan_.request.sampling.min_tokens tokens (the matcher and the parser hold text all the same).
   bool stop_armed_ = true;
 };
 

@@ -397,6 +397,28 @@ class Connection final : public httplib::Stream {
   size_t buffered() const { return buf_.size() - off_; }
   const std::string& unknown_method() const { return unknown_method_; }
 
+  // Whether the buffered HTTP/1.0 head asks to keep the connection: its first Connection
+  // header says keep-alive, in any case. httplib keeps it only for the exact spelling
+  // "Keep-Alive" (a case-sensitive compare), so another spelling is rewritten in place (the same
+  // length) to that one.
+  bool http10_keep_alive() {
+    for (size_t i = buf_.find('\n', off_); i != std::string::npos && i + 1 < off_ + head_len_;) {
+      const size_t start = i + 1;
+      size_t end = buf_.find('\n', start);
+      if (end == std::string::npos || end > off_ + head_len_) end = off_ + head_len_;
+      const std::string_view line = without_line_end(std::string_view(buf_.data() + start, end - start));
+      i = end;
+      const size_t colon = line.find(':');
+      if (colon == std::string_view::npos || !same_name(line.substr(0, colon), "connection")) continue;
+      const std::string_view value = header_value(line, colon);
+      if (!same_name(value, "keep-alive")) return false;
+      static constexpr std::string_view kHttplibSpelling = "Keep-Alive";
+      buf_.replace(static_cast<size_t>(value.data() - buf_.data()), value.size(), kHttplibSpelling);
+      return true;
+    }
+    return false;
+  }
+
   // When a waiting connection gives up: idle, head or body too slow.
   Clock::time_point deadline_while_waiting() const {
     if (head_len_ > 0) return head_at_ + limits_.body_timeout;
@@ -464,6 +486,7 @@ class Connection final : public httplib::Stream {
       std::string_view line(buf_.data() + off_, (line_end == std::string::npos ? buf_.size() : line_end) - off_);
       line = without_line_end(line);
       http10_ = line.size() >= 8 && line.substr(line.size() - 8) == "HTTP/1.0";
+      http10_close_ = http10_ && !http10_keep_alive();
     }
     response_started_ = false;
     head_out_.clear();
@@ -483,6 +506,12 @@ class Connection final : public httplib::Stream {
     head_len_ = 0;
     body_len_ = 0;
   }
+
+  // The request under way is HTTP/1.0 without "Connection: keep-alive": its connection closes
+  // after the answer (RFC 9112 9.3), so the answer must say close. httplib closes it but wrote
+  // "Keep-Alive: timeout=5, max=5" and no Connection header, as for a connection it keeps; the
+  // caller passes it as the last request instead, which httplib answers with Connection: close.
+  bool closes_after_request() const { return http10_close_; }
 
   // httplib is done with a request; what is left in the buffer starts the next one.
   void end_request() {
@@ -605,6 +634,11 @@ class Connection final : public httplib::Stream {
       out.swap(head_out_);
     } else {
       out = normalized_response_head(std::string_view(head_out_).substr(0, end + 4));
+      // An HTTP/1.0 connection stays open only when the answer says so (RFC 9112 C.2.2);
+      // httplib names the Keep-Alive parameters but writes no Connection header then.
+      if (http10_ && !http10_close_ && out.find("\nConnection:") == std::string::npos) {
+        out.insert(out.size() - 2, "Connection: keep-alive\r\n");
+      }
       out.append(head_out_, end + 4);
     }
     head_out_.clear();
@@ -923,6 +957,7 @@ class Connection final : public httplib::Stream {
   uint64_t request_total_ = 0;  // bytes of the request under way (head and body)
   bool refused_ = false;        // a refusal was sent mid-request
   bool http10_ = false;         // the request under way is HTTP/1.0
+  bool http10_close_ = false;   // and does not ask to keep the connection
   bool response_started_ = false;  // its response has begun (write() was called)
   std::string head_out_;           // its response head as written so far, until whole
   bool head_out_done_ = false;     // and then written
@@ -1270,7 +1305,8 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
         return;
     }
     c->begin_request();
-    const bool last = ++c->n_requests >= keep_alive_max_count_ || (queue && queue->stopping());
+    const bool last =
+        ++c->n_requests >= keep_alive_max_count_ || (queue && queue->stopping()) || c->closes_after_request();
     bool closed = false;
     bool processed = false;
     {

@@ -106,6 +106,35 @@ std::string forced_call_prefix(const ChatCompletionRequest& req) {
   return {};
 }
 
+// After a forced call (decision 0016, "After the forced call"): the calls that may follow the
+// first where parallel calls are permitted, as the text after their "<|tool_call>": each
+// function the choice allows ("required": every tool; named: that one), spelled "call:NAME{"
+// and then following its schema, or "call:NAME{key:" where the grammar cannot hold the schema.
+void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, GenerationRequest* r) {
+  const auto open = tok.find_token(text::markup::kToolCallOpen);
+  const auto close = tok.find_token(text::markup::kToolCallClose);
+  if (!open || !close) return;
+  ForcedCalls& f = r->forced_calls;
+  f.on = true;
+  f.open_token = *open;
+  f.close_token = *close;
+  f.more_calls = req.parallel_tool_calls;
+  if (!f.more_calls) return;
+  for (const auto& t : req.tools) {
+    if (req.tool_choice == ToolChoice::kNamed && t.name != req.tool_choice_name) continue;
+    const std::string opener = "call:" + t.name + "{";
+    std::string why_not;
+    if (auto g = call_grammar(t, &why_not)) {
+      f.openers.push_back(opener);
+      f.arguments.push_back({opener, std::move(g)});
+      continue;
+    }
+    const std::vector<std::string> keys = first_key_completions(t);
+    if (keys.empty()) f.openers.push_back(opener);
+    for (const auto& k : keys) f.openers.push_back(opener + k);
+  }
+}
+
 bool tools_offered(const ChatCompletionRequest& req) {
   return req.tool_choice != ToolChoice::kNone && !req.tools.empty();
 }
@@ -304,6 +333,8 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   plan.parser.stop = req.gen.stop;
   plan.single_tool_call = tools_on && !req.parallel_tool_calls;
   const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
+  if (forced_call) plan_later_calls(req, tok, &plan.request);
+  plan.calls_only = forced_call;
   GS_RETURN_IF_ERROR(check_end_holders(plan.request, forced_call));
   return plan;
 }

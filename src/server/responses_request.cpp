@@ -14,6 +14,7 @@
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/openai_format.h"
+#include "server/tag_fields.h"
 
 namespace gs::server {
 
@@ -49,8 +50,8 @@ Status check_stateless(const json& body) {
   return {};
 }
 
-// Fields taken and not used (include, truncation, max_tool_calls) still have their types
-// checked; asking for token log-probabilities, which this route does not return, is a 400
+// Fields taken and not used (include, truncation, max_tool_calls, user, metadata) still have
+// their types checked; asking for token log-probabilities, which this route does not return, is a 400
 // rather than an empty `logprobs` array.
 Status check_unused_fields(const json& body) {
   constexpr const char* kLogprobs = "message.output_text.logprobs";
@@ -72,6 +73,8 @@ Status check_unused_fields(const json& body) {
       }
     }
   }
+  GS_RETURN_IF_ERROR(check_openai_user(body));
+  GS_RETURN_IF_ERROR(check_openai_metadata(body));
   std::optional<std::string> truncation;
   GS_RETURN_IF_ERROR(read_string(body, "", "truncation", &truncation));
   if (truncation && *truncation != "auto" && *truncation != "disabled") {
@@ -181,6 +184,14 @@ class InputTranslator {
     }
     const auto content = item.find("content");
     if (content == item.end() || content->is_null()) return invalid(fmt::format("{}.content is required", path));
+    // As OpenAI's API: a message's content is a string of at least one character or at least
+    // one part (an empty one rendered an empty turn).
+    if (content->is_string() && content->get_ref<const std::string&>().empty()) {
+      return invalid(fmt::format("{}.content must not be an empty string", path));
+    }
+    if (content->is_array() && content->empty()) {
+      return invalid(fmt::format("{}.content must not be an empty array", path));
+    }
     std::string text;
     GS_RETURN_IF_ERROR(content_text(*content, path + ".content", &text));
     json message{{"role", *role}, {"content", std::move(text)}};
@@ -428,6 +439,29 @@ std::optional<std::pair<size_t, size_t>> leading_index(std::string_view s, size_
   return std::make_pair(v, k + 1);
 }
 
+// `rest` with each "tool_calls[k]" (a call of the same chat message) replaced by calls[k], the
+// function_call item it came from; "the id of tool_calls[k]" reads "the call_id of input[j]".
+std::string name_sibling_calls(std::string_view rest, const std::vector<std::string>& calls) {
+  constexpr std::string_view kCalls = "tool_calls";
+  constexpr std::string_view kIdOf = "the id of ";
+  std::string out;
+  size_t from = 0;
+  for (size_t at = rest.find("tool_calls["); at != std::string_view::npos; at = rest.find("tool_calls[", from)) {
+    const auto k = leading_index(rest.substr(at), kCalls.size());
+    if (!k || k->first >= calls.size()) break;
+    std::string_view before = rest.substr(from, at - from);
+    if (before.ends_with(kIdOf)) {
+      out.append(before.substr(0, before.size() - kIdOf.size())).append("the call_id of ");
+    } else {
+      out.append(before);
+    }
+    out.append(calls[k->first]);
+    from = at + k->second;
+  }
+  out.append(rest.substr(from));
+  return out;
+}
+
 }  // namespace
 
 bool ResponsesTranslation::is_tool_message(size_t k) const {
@@ -465,6 +499,9 @@ Status ResponsesTranslation::rename_error(const Status& status) const {
             head += ".call_id";
             rest = rest.substr(3);
           }
+          // Another call of the same turn named after it ("... is also the id of
+          // tool_calls[0]"): named as the item the client sent.
+          renamed = head + name_sibling_calls(rest, calls);
         }
       } else if (rest.starts_with(".tool_call_id")) {
         head += ".call_id";
@@ -474,7 +511,7 @@ Status ResponsesTranslation::rename_error(const Status& status) const {
         head += ".output";
         rest = rest.substr(std::string_view(".content").size());
       }
-      renamed = head + std::string(rest);
+      if (renamed.empty()) renamed = head + std::string(rest);
     }
   } else if (m.starts_with("tools[")) {
     const auto idx = leading_index(m, std::string_view("tools").size());
@@ -507,7 +544,7 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   constexpr std::string_view kReadHere[] = {
       "model", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "top_k", "min_p", "seed",
       "presence_penalty", "frequency_penalty", "repetition_penalty", "speculative", "draft_max", "stream",
-      "stream_options", "top_logprobs", "prompt"};
+      "stream_options", "top_logprobs", "prompt", "user", "metadata"};
   constexpr FieldRename kRenames[] = {{"max_tokens", "max_output_tokens"},
                                       {"max_completion_tokens", "max_output_tokens"},
                                       {"n_predict", "max_output_tokens"},
@@ -579,7 +616,8 @@ std::string responses_error_param(std::string_view message) {
       "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
       "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty",
       "repetition_penalty", "speculative", "draft_max", "stream", "reasoning", "text", "previous_response_id",
-      "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls"};
+      "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls",
+      "user", "metadata"};
   size_t i = 0;
   while (i < message.size() && is_ident_char(message[i])) ++i;
   // A chat completion field refused here (check_unread_chat_fields) is named as sent.

@@ -1,11 +1,15 @@
 // Stop strings over raw streamed text (/v1/completions): text is released only once it can
-// no longer be the start of a stop string, so no client ever sees part of one.
+// no longer be the start of a stop string, so no client ever sees part of one. The matching is
+// text::StopScanner's (the chat parser's too): the first place where a stop string ends, the
+// longest on a tie, in time linear in the text.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "text/stop_scanner.h"
 
 namespace gs::server {
 
@@ -14,16 +18,16 @@ class StopMatcher {
   explicit StopMatcher(std::vector<std::string> stops);
 
   // Text that is safe to release after `text` arrives. Once a stop string matched, returns
-  // the text before it and ignores everything after.
-  std::string feed(std::string_view text);
+  // the text before it and ignores everything after. Unarmed (min_tokens not yet reached), no
+  // stop string matches, but text that may begin one is held as well.
+  std::string feed(std::string_view text, bool armed = true);
   // End of output: releases what was held back.
   std::string finish();
   bool stopped() const { return matched_.has_value(); }
   const std::optional<std::string>& matched() const { return matched_; }
 
  private:
-  std::vector<std::string> stops_;
-  std::string held_;
+  text::StopScanner scanner_;
   std::optional<std::string> matched_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "text/chat_format.h"
 #include "text/markup_match.h"
+#include "text/stop_scanner.h"
 #include "text/tool_args.h"
 
 namespace gs::text {
@@ -279,7 +280,7 @@ struct OutputParser::State {
   bool content_started = false;  // visible content has begun
   bool segment_start = true;     // at the start of output or right after a reasoning block / call
   std::string hold;              // whitespace (and preamble junk) held at a segment start
-  std::string stop_hold;         // content tail that may still become a stop string
+  StopScanner stop;              // holds the content tail that may still become a stop string
   std::string reasoning_prefix;  // preamble moved into the next reasoning block
   bool content_ends_ws = false;  // the last content emitted ends in whitespace
   bool turn_separator = false;   // a model header was dropped after content (decision 0024)
@@ -339,57 +340,25 @@ struct OutputParser::State {
     out.push_back(std::move(e));
   }
 
-  // Content after the leading-whitespace rule, through the stop-string filter.
+  // Content after the leading-whitespace rule, through the stop-string filter: a stop string
+  // ends the output at the first position where one ends (the longest on a tie); text that may
+  // still begin one is held, armed or not (ParserOptions::stop_armed), so that one found after
+  // arming is never shown in part.
   void emit_visible(std::string_view text) {
     if (text.empty() || mode == Mode::kStopped) return;
-    if (options.stop.empty() || !options.stop_armed) {
-      push_text(ParserEventKind::kContent, text);
-      return;
-    }
-    std::string t = stop_hold + std::string(text);
-    stop_hold.clear();
-    // The first position where some stop string ends; on a tie the longer one.
-    size_t best_end = std::string::npos;
-    size_t best_len = 0;
-    for (const auto& s : options.stop) {
-      if (s.empty()) continue;
-      const size_t p = t.find(s);
-      if (p == std::string::npos) continue;
-      const size_t end = p + s.size();
-      if (end < best_end || (end == best_end && s.size() > best_len)) {
-        best_end = end;
-        best_len = s.size();
-      }
-    }
-    if (best_end != std::string::npos) {
-      push_text(ParserEventKind::kContent, std::string_view(t).substr(0, best_end - best_len));
-      ParserEvent e;
-      e.kind = ParserEventKind::kStop;
-      e.text = t.substr(best_end - best_len, best_len);
-      out.push_back(std::move(e));
-      mode = Mode::kStopped;
-      stop_matched = true;
-      return;
-    }
-    // Hold the longest tail that is a proper prefix of a stop string.
-    size_t keep = 0;
-    for (const auto& s : options.stop) {
-      for (size_t k = std::min(s.size() - (s.empty() ? 0 : 1), t.size()); k > keep; --k) {
-        if (t.compare(t.size() - k, k, s, 0, k) == 0) {
-          keep = k;
-          break;
-        }
-      }
-    }
-    push_text(ParserEventKind::kContent, std::string_view(t).substr(0, t.size() - keep));
-    stop_hold = t.substr(t.size() - keep);
+    std::string released;
+    const std::optional<size_t> hit = stop.feed(text, options.stop_armed, &released);
+    push_text(ParserEventKind::kContent, released);
+    if (!hit) return;
+    ParserEvent e;
+    e.kind = ParserEventKind::kStop;
+    e.text = stop.stops()[*hit];
+    out.push_back(std::move(e));
+    mode = Mode::kStopped;
+    stop_matched = true;
   }
 
-  void flush_stop_hold() {
-    if (stop_hold.empty()) return;
-    push_text(ParserEventKind::kContent, stop_hold);
-    stop_hold.clear();
-  }
+  void flush_stop_hold() { push_text(ParserEventKind::kContent, stop.flush()); }
 
   // Plain content text (no markup inside).
   void content_text(std::string_view text) {
@@ -1158,6 +1127,7 @@ struct OutputParser::State {
 
 OutputParser::OutputParser(ParserOptions options) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
+  state_->stop = StopScanner(state_->options.stop);
   state_->id_seed = state_->options.tool_call_id_seed;
   if (state_->id_seed == 0) {
     std::random_device rd;

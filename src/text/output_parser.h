@@ -44,8 +44,9 @@ struct ParserOptions {
   // Stop strings (OpenAI `stop`), matched in the visible content only. Empty strings are
   // ignored.
   std::vector<std::string> stop;
-  // False: the stop strings are not matched (nor text held for them) until
-  // OutputParser::arm_stop_strings(); vLLM's min_tokens checks none in its first tokens.
+  // False: no stop string is matched until OutputParser::arm_stop_strings() (vLLM's
+  // min_tokens checks none in its first tokens); text that may begin one is still held, and
+  // one that ends after arming is matched whole even if it began before (decision 0007).
   bool stop_armed = true;
   // The output starts inside a reasoning block (the prompt already opened one).
   bool starts_in_reasoning = false;
@@ -121,7 +122,8 @@ class OutputParser {
   // True while inside a reasoning block (for reasoning budgets: the engine may then force
   // markup::kChannelClose).
   bool in_reasoning() const;
-  // Stop strings are matched in the visible content fed from now on (ParserOptions::stop_armed).
+  // Stop strings that end in the visible content released from now on are matched
+  // (ParserOptions::stop_armed).
   void arm_stop_strings();
   // True once a stop string matched; later input is ignored.
   bool stopped() const;

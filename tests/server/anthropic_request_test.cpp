@@ -183,7 +183,7 @@ TEST(AnthropicRequest, ToolChoiceForms) {
 }
 
 TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
-  auto on = ok(R"({"max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},
+  auto on = ok(R"({"max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},
     "messages":[{"role":"user","content":"x"}]})");
   EXPECT_TRUE(on.enable_thinking);
   EXPECT_EQ(on.reasoning_budget, 1024);
@@ -199,6 +199,59 @@ TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
   auto absent = parse(R"({"max_tokens":64,"messages":[{"role":"user","content":"x"}]})", MessagesRoute::kCreate, d);
   ASSERT_TRUE(absent.ok());
   EXPECT_TRUE(absent->enable_thinking);  // the server's --reasoning default
+}
+
+// As Anthropic's API: the thinking budget counts within max_tokens, so budget_tokens must be
+// less than max_tokens (a 400 naming both). It was accepted at or above it, and the thought
+// could spend the whole answer. count_tokens reads no max_tokens: nothing to compare.
+TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  for (const char* type : {"enabled", "adaptive"}) {
+    for (const int budget : {64, 65, 4096}) {
+      const std::string body = fmt::format(R"({{"max_tokens":64,"thinking":{{"type":"{}","budget_tokens":{}}},{}}})",
+                                           type, budget, user);
+      const std::string message = refused(body);
+      EXPECT_EQ(message, fmt::format("thinking.budget_tokens ({}) must be less than max_tokens (64)", budget)) << body;
+      ok(body, MessagesRoute::kCountTokens);
+    }
+  }
+  auto below = ok(R"({"max_tokens":64,"thinking":{"type":"enabled","budget_tokens":63},)" + user + "}");
+  EXPECT_EQ(below.reasoning_budget, 63);
+  // The server's own --reasoning-budget is not the client's to fit under max_tokens.
+  RequestDefaults d = defaults();
+  d.enable_thinking = true;
+  d.reasoning_budget = 4096;
+  EXPECT_TRUE(parse(R"({"max_tokens":64,"thinking":{"type":"enabled"},)" + user + "}", MessagesRoute::kCreate, d).ok());
+  // Thinking disabled reads no budget.
+  ok(R"({"max_tokens":64,"thinking":{"type":"disabled","budget_tokens":4096},)" + user + "}");
+}
+
+// metadata is an object whose user_id is a string or null (Anthropic's API); anything else is a
+// 400 naming the field. It was not looked at ("metadata":5 passed). Its other keys pass, and a
+// top-level `user` (OpenAI's name) is refused pointing at metadata.user_id.
+TEST(AnthropicRequest, MetadataIsAnObjectWithAStringUserId) {
+  const std::string head = R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],)";
+  for (const char* good : {R"("metadata":{"user_id":"u-1"})", R"("metadata":{"user_id":null})", R"("metadata":{})",
+                           R"("metadata":null)", R"("metadata":{"user_id":"u","trace":[1,2]})"}) {
+    for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) ok(head + good + "}", route);
+  }
+  struct Bad {
+    const char* body;
+    const char* starts_with;
+  };
+  const Bad bad[] = {
+      {R"("metadata":"u-1")", "metadata must be an object, got string"},
+      {R"("metadata":["u"])", "metadata must be an object, got array"},
+      {R"("metadata":{"user_id":42})", "metadata.user_id must be a string or null, got number"},
+      {R"("metadata":{"user_id":{"id":"u"}})", "metadata.user_id must be a string or null, got object"},
+  };
+  for (const Bad& c : bad) {
+    const std::string message = refused(head + c.body + "}");
+    EXPECT_EQ(message.rfind(c.starts_with, 0), 0u) << c.body << "\n  gave: " << message;
+  }
+  auto user = parse(head + R"("user":"u-1"})");
+  ASSERT_FALSE(user.ok());
+  EXPECT_EQ(user.status().message(), "user is not read on /v1/messages: send metadata.user_id");
 }
 
 TEST(AnthropicRequest, AFinalAssistantMessageIsAPrefill) {

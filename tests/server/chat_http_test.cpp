@@ -395,6 +395,51 @@ TEST(ChatHttp, MinTokensHoldsStopStringsBackToo) {
   EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello there. ");
 }
 
+// A stop string that begins in the text of the first min_tokens tokens and ends after it is
+// matched, and cut whole (decision 0007: vLLM checks, from token min_tokens + 1 on, the new text
+// with the stop string's length of text before it). Before, the text of the first min_tokens
+// tokens was released unheld and the stop string that straddled the boundary was never seen:
+// the whole answer came back. Streamed and whole alike, chat and completions.
+TEST(ChatHttp, MinTokensMatchesAStopStringThatStraddlesTheBoundary) {
+  LiveServer s;
+  const std::string text = "Hello there. STOP and more STOP text";
+  s.answer(text);
+  const std::vector<int32_t> ids = s.tok->encode(text, false, false);
+  size_t k = 1;  // the tokens up to "there": the stop string begins in them and ends after
+  for (; k <= ids.size(); ++k) {
+    auto prefix = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
+    ASSERT_TRUE(prefix.ok());
+    if (prefix->find("there") != std::string::npos) break;
+  }
+  ASSERT_LT(k, ids.size());
+  auto upto_k = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
+  ASSERT_EQ(upto_k->find("there. STOP"), std::string::npos) << *upto_k;
+  const json stop = json::array({"there. STOP"});
+  json body = chat_body("hi", {{"stop", stop}, {"min_tokens", k}});
+  json whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello ");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.content, "Hello ");
+  EXPECT_EQ(st.finish, "stop");
+  for (const bool stream : {false, true}) {
+    auto r = s.post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 200}, {"stop", stop}, {"min_tokens", k},
+                                            {"stream", stream}}.dump());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    std::string got;
+    if (!stream) {
+      got = json::parse(r->body)["choices"][0]["text"];
+    } else {
+      for (size_t at = r->body.find("data: {"); at != std::string::npos; at = r->body.find("data: {", at + 1)) {
+        const json c = json::parse(r->body.substr(at + 6, r->body.find('\n', at) - at - 6));
+        if (!c["choices"].empty()) got += c["choices"][0]["text"].get<std::string>();
+      }
+    }
+    EXPECT_EQ(got, "Hello ") << (stream ? "streamed" : "whole") << ": " << r->body;
+  }
+}
+
 // Bug-case 29: finish chunk, then one usage chunk with choices [], then [DONE]; no usage
 // chunk unless asked. Asked, every chunk before it carries "usage": null (OpenAI's shape;
 // the key was absent).

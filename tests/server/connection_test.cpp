@@ -496,6 +496,59 @@ TEST(Connections, ResponseHeadsHaveTheirReasonAndOneConnectionHeader) {
   }
 }
 
+// An HTTP/1.0 request that does not ask for keep-alive has its connection closed after the
+// answer, and the answer says so: "Connection: close" and no Keep-Alive header. httplib closed
+// it but wrote "Keep-Alive: timeout=5, max=5" and no Connection header, the head of a
+// connection it keeps (only a stream, whose route closes it, said close). One that asks for
+// keep-alive, in any case, keeps its connection, says "Connection: keep-alive", and is
+// answered again on it.
+TEST(Connections, Http10AnswersThatCloseDoNotAdvertiseKeepAlive) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string body = R"({"prompt":"x","max_tokens":3})";
+  const std::vector<std::string> closing = {
+      "GET /health HTTP/1.0\r\n\r\n",
+      "GET /v1/models HTTP/1.0\r\nHost: x\r\n\r\n",
+      "POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body,
+      "POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n{bad}",
+      "GET /nope HTTP/1.0\r\n\r\n",
+      "GET /health HTTP/1.0\r\nConnection: close\r\n\r\n",
+      "GET /health HTTP/1.0\r\nConnection: Keep-Alive-ish\r\n\r\n",
+  };
+  for (const std::string& request : closing) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(request);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    const size_t head_end = got.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << request << ": " << got;
+    const std::string head = got.substr(0, head_end + 2);
+    EXPECT_EQ(header_values(head, "Connection"), std::vector<std::string>{"close"}) << request << ": " << head;
+    EXPECT_TRUE(header_values(head, "Keep-Alive").empty()) << request << ": " << head;
+    EXPECT_LT(waited, 2s) << request << ": the connection stayed open";
+  }
+  for (const char* spelling : {"Keep-Alive", "keep-alive", "KEEP-ALIVE"}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(std::string("GET /health HTTP/1.0\r\nConnection: ") + spelling + "\r\n\r\n");
+    const std::string first = c.read_until("no such marker", 1, 700ms);  // the connection stays open
+    const size_t head_end = first.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << spelling << ": " << first;
+    const std::string head = first.substr(0, head_end + 2);
+    EXPECT_EQ(first.rfind("HTTP/1.1 200", 0), 0u) << first;
+    EXPECT_EQ(header_values(head, "Connection"), std::vector<std::string>{"keep-alive"}) << spelling << ": " << head;
+    EXPECT_EQ(header_values(head, "Keep-Alive").size(), 1u) << spelling << ": " << head;
+    // The same connection answers the next request (which asks to close it).
+    c.send("GET /health HTTP/1.0\r\n\r\n");
+    const std::string second = c.read_until("no such marker", 1, 3s);
+    EXPECT_EQ(second.rfind("HTTP/1.1 200", 0), 0u) << spelling << ": " << second;
+    EXPECT_NE(second.find("Connection: close\r\n"), std::string::npos) << second;
+  }
+}
+
 // Requests sent back to back in one write: every one is answered, in order (the bytes read
 // past the first request used to be dropped, and the client waited for nothing).
 TEST(Connections, PipelinedRequestsAreAllAnswered) {

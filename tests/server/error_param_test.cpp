@@ -226,6 +226,55 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
   }
 }
 
+// OpenAI's `user` is a string, and its `metadata` (chat completions; the legacy completions
+// take none) an object of at most 16 string values with keys up to 64 characters and values up
+// to 512: other values are a 400 naming the field. Neither was looked at ("user": 5 passed).
+TEST(ErrorParam, UserAndMetadataAreTypeChecked) {
+  LiveServer s;
+  s.answer("fine");
+  std::string sixteen, seventeen;
+  for (int i = 0; i < 17; ++i) {
+    std::string& into = i < 16 ? sixteen : seventeen;
+    into += (into.empty() ? "" : ",") + ("\"k" + std::to_string(i) + "\":\"v\"");
+  }
+  seventeen = sixteen + "," + seventeen;
+  const std::vector<Case> bad = {
+      {"chat", chat_with(R"("user":5)"), "user"},
+      {"chat", chat_with(R"("user":["u"])"), "user"},
+      {"completions", R"({"prompt":"x","user":{"id":"u"}})", "user"},
+      {"chat", chat_with(R"("metadata":"tier=1")"), "metadata"},
+      {"chat", chat_with(R"("metadata":[["tier","1"]])"), "metadata"},
+      {"chat", chat_with(R"("metadata":{"tier":1})"), "metadata.tier"},
+      {"chat", chat_with(R"("metadata":{"tier":null})"), "metadata.tier"},
+      {"chat", chat_with(R"("metadata":{"a-b":{"c":"d"}})"), "metadata"},
+      {"chat", chat_with(R"("metadata":{)" + seventeen + "}"), "metadata"},
+      {"chat", chat_with(R"("metadata":{")" + std::string(65, 'k') + R"(":"v"})"), "metadata"},
+      {"chat", chat_with(R"("metadata":{"k":")" + std::string(513, 'v') + R"("})"), "metadata.k"},
+  };
+  for (const Case& c : bad) {
+    const std::string path = c.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions";
+    auto r = s.post(path, c.body);
+    ASSERT_TRUE(r) << c.body;
+    EXPECT_EQ(r->status, 400) << c.body << ": " << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["param"], c.param) << c.body.substr(0, 200) << ": " << r->body;
+    EXPECT_EQ(e["type"], "invalid_request_error") << c.body;
+  }
+  std::string wide;  // 512 characters of 2 bytes each
+  for (int i = 0; i < 512; ++i) wide += "\u00e9";
+  const std::vector<std::pair<std::string, std::string>> fine = {
+      {"/v1/chat/completions", chat_with(R"("user":"user-1234","metadata":{)" + sixteen + "}")},
+      {"/v1/chat/completions", chat_with(R"("user":null,"metadata":null)")},
+      {"/v1/chat/completions", chat_with(R"("metadata":{")" + std::string(64, 'k') + R"(":")" + wide + R"("})")},
+      {"/v1/completions", R"({"prompt":"x","user":"user-1234"})"},
+  };
+  for (const auto& [path, body] : fine) {
+    auto r = s.post(path, body);
+    ASSERT_TRUE(r) << body;
+    EXPECT_EQ(r->status, 200) << body.substr(0, 200) << ": " << r->body;
+  }
+}
+
 // A call forced to one function follows that tool's parameters schema; a "$ref" in it that
 // resolves to nothing (a missing $defs entry, an external URL) is a 400 naming the keyword,
 // as a response_format schema's is. It was compiled, failed, and the call fell back to the

@@ -2,6 +2,8 @@
 // bodies and friends), API keys and stop strings.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -605,6 +607,59 @@ TEST(StopMatcher, EveryChunkingGivesTheSameText) {
     out += m.finish();
     EXPECT_EQ(out, "one ") << chunk;
   }
+}
+
+// vLLM's min_tokens (decision 0007): a stop string is matched where it ends after the boundary
+// (feed(..., armed)), wherever it began; the text that may begin one is held before it too, so
+// it is cut whole. The text before the boundary was released unheld, and the stop string that
+// straddled it was never seen. One that ends before the boundary stays in the text.
+TEST(StopMatcher, AStopStringThatStraddlesMinTokensIsCutWhole) {
+  StopMatcher m({"there. STOP"});
+  std::string out = m.feed("Hello the", /*armed=*/false);
+  EXPECT_EQ(out, "Hello ");
+  out += m.feed("re. STOP and more", /*armed=*/true);
+  EXPECT_EQ(out, "Hello ");
+  ASSERT_TRUE(m.stopped());
+  EXPECT_EQ(*m.matched(), "there. STOP");
+  StopMatcher early({"STOP"});
+  out = early.feed("a STOP b", false);
+  out += early.feed(" c", true);
+  out += early.finish();
+  EXPECT_EQ(out, "a STOP b c");
+  EXPECT_FALSE(early.stopped());
+}
+
+// Stop strings built to make the old hold-back quadratic: 16 of them sharing all but their last
+// byte, over 200000 bytes of the shared letter fed a byte at a time, so that a whole prefix
+// stays held. The old matcher searched the held text and the piece for every stop string on
+// every piece (16 x len bytes a piece: about 2 s of CPU at len 32768, 0.04 s at len 64); the
+// work now does not grow with their length. The fastest of three runs, in this thread's CPU
+// time.
+TEST(StopMatcher, PathologicalStopStringsTakeLinearTime) {
+  const auto cpu_seconds = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  const auto run = [&](size_t len) {
+    std::vector<std::string> stops;
+    for (int i = 0; i < 16; ++i) stops.push_back(std::string(len - 1, 'a') + static_cast<char>('b' + i));
+    double best = 1e9;
+    for (int r = 0; r < 3; ++r) {
+      const double t0 = cpu_seconds();
+      StopMatcher m(stops);
+      size_t released = 0;
+      for (int i = 0; i < 200000; ++i) released += m.feed("a").size();
+      released += m.finish().size();
+      EXPECT_EQ(released, 200000u);
+      best = std::min(best, cpu_seconds() - t0);
+    }
+    return best;
+  };
+  const double t_short = run(64);
+  const double t_long = run(32768);
+  EXPECT_LT(t_long, std::max(4.0 * t_short, 0.25)) << "stop strings of 64 bytes " << t_short
+                                                   << " s, of 32768 bytes " << t_long << " s";
 }
 
 // The stop readers the chat routes ("stop": a string or an array) and the Messages adapter

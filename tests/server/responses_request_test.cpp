@@ -227,6 +227,82 @@ TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
   }
 }
 
+// `user` is a string and `metadata` an object of at most 16 string values (keys up to 64
+// characters, values up to 512), as OpenAI checks them; both were taken unchecked ("user": 5
+// and "metadata": "x" passed, and metadata was echoed back as sent).
+TEST(ResponsesRequest, UserAndMetadataAreTypeChecked) {
+  json sixteen = json::object();
+  for (int i = 0; i < 16; ++i) sixteen["k" + std::to_string(i)] = "v";
+  std::string wide_value;
+  for (int i = 0; i < 512; ++i) wide_value += "\u00e9";  // 512 characters, 1024 bytes
+  for (const json& good : {json{{"user", "u"}}, json{{"user", nullptr}}, json{{"metadata", nullptr}},
+                           json{{"metadata", sixteen}}, json{{"metadata", {{std::string(64, 'k'), wide_value}}}}}) {
+    json body{{"input", "x"}};
+    body.update(good);
+    auto r = parse(body);
+    EXPECT_TRUE(r.ok()) << body.dump() << ": " << r.status().to_string();
+  }
+  json seventeen = sixteen;
+  seventeen["k16"] = "v";
+  struct Case {
+    json extra;
+    const char* param;
+    const char* words;
+  };
+  const std::vector<Case> cases = {
+      {{{"user", 5}}, "user", "must be a string"},
+      {{{"user", {{"id", "u"}}}}, "user", "must be a string"},
+      {{{"metadata", "x"}}, "metadata", "must be an object"},
+      {{{"metadata", json::array({"x"})}}, "metadata", "must be an object"},
+      {{{"metadata", {{"tier", 3}}}}, "metadata.tier", "must be a string"},
+      {{{"metadata", {{"a b", true}}}}, "metadata", "key \"a b\""},
+      {{{"metadata", seventeen}}, "metadata", "at most 16"},
+      {{{"metadata", {{std::string(65, 'k'), "v"}}}}, "metadata", "at most 64"},
+      {{{"metadata", {{"k", std::string(513, 'v')}}}}, "metadata.k", "at most 512"},
+  };
+  for (const Case& c : cases) {
+    json body{{"input", "x"}};
+    body.update(c.extra);
+    const std::string message = error_of(body);
+    EXPECT_EQ(responses_error_param(message), c.param) << body.dump().substr(0, 200) << " -> " << message;
+    EXPECT_NE(message.find(c.words), std::string::npos) << message;
+  }
+}
+
+// A call_id given twice in one turn is refused naming the item that repeats it and the one it
+// repeats, as the client sent them (input[k].call_id). The message named tool_calls[0], a path of
+// the chat request this route builds, which the client never sent.
+TEST(ResponsesRequest, ADuplicateCallIdNamesTheClientsItems) {
+  json input = json::parse(R"([{"role":"user","content":"Weather in Oslo and Bergen?"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},
+    {"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{\"city\":\"Bergen\"}"},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Bergen\"}"},
+    {"type":"function_call_output","call_id":"c1","output":"snow"},
+    {"type":"function_call_output","call_id":"c2","output":"rain"}])");
+  const std::string message = error_of({{"input", input}, {"instructions", "Be brief."}, {"tools", json::array({kTool})}});
+  EXPECT_EQ(message, "input[3].call_id 'c1' is also the call_id of input[1]");
+  EXPECT_EQ(responses_error_param(message), "input[3].call_id");
+  EXPECT_EQ(message.find("tool_calls"), std::string::npos) << message;
+}
+
+// A message item's content must not be empty: OpenAI refuses an empty string or an empty array
+// of parts (400 naming input[k].content); it was accepted and rendered as an empty turn. Other
+// items' empty text stays (a function_call_output with empty output, an empty text part).
+TEST(ResponsesRequest, AMessageWithEmptyContentIsRefused) {
+  for (const char* role : {"user", "system", "developer", "assistant"}) {
+    for (const json& content : {json(""), json::array()}) {
+      json input = json::array({{{"role", "user"}, {"content", "Hi"}}, {{"type", "message"}, {"role", role}, {"content", content}}});
+      const std::string message = error_of({{"input", input}});
+      EXPECT_EQ(responses_error_param(message), "input[1].content") << role << " " << content.dump() << " -> " << message;
+      EXPECT_NE(message.find("empty"), std::string::npos) << message;
+    }
+  }
+  auto ok = parse({{"input", json::parse(R"([{"role":"user","content":[{"type":"input_text","text":""}]},
+    {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
+    {"type":"function_call_output","call_id":"c1","output":""}])")}});
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
 // Planning errors (the renderer's) are renamed too: a tool output that answers no call.
 TEST(ResponsesRequest, RenameErrorMapsChatPaths) {
   json input = json::parse(R"([{"role":"user","content":"Hi"},

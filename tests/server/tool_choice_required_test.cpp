@@ -6,9 +6,12 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/shakes_http.h"
 
@@ -343,6 +346,111 @@ TEST_P(RequiredToolChoice, SeveralToolsArgumentsFollowTheChosenSchema) {
     }
   }
   EXPECT_GT(whole, 6) << "too few calls finished";
+}
+
+// All the calls of a whole or streamed answer (a stream's pieces joined by index), its content
+// and its finish_reason.
+struct Answer {
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
+  std::string content, finish;
+};
+Answer answer_of(const std::string& body, bool stream) {
+  Answer a;
+  if (stream) {
+    for (const json& c : test::sse_choice_chunks(body)) {
+      const json& ch = c["choices"][0];
+      if (ch["finish_reason"].is_string()) a.finish = ch["finish_reason"];
+      const json& d = ch["delta"];
+      if (d.contains("content") && d["content"].is_string()) a.content += d["content"].get<std::string>();
+      if (!d.contains("tool_calls")) continue;
+      for (const json& t : d["tool_calls"]) {
+        const size_t i = t["index"].get<size_t>();
+        if (a.calls.size() <= i) a.calls.resize(i + 1);
+        const json& f = t["function"];
+        if (f.contains("name") && f["name"].is_string()) a.calls[i].first += f["name"].get<std::string>();
+        if (f.contains("arguments") && f["arguments"].is_string()) a.calls[i].second += f["arguments"].get<std::string>();
+      }
+    }
+    return a;
+  }
+  const json choice = json::parse(body)["choices"][0];
+  a.finish = choice["finish_reason"];
+  if (choice["message"]["content"].is_string()) a.content = choice["message"]["content"];
+  if (choice["message"].contains("tool_calls")) {
+    for (const json& t : choice["message"]["tool_calls"]) a.calls.emplace_back(t["function"]["name"], t["function"]["arguments"]);
+  }
+  return a;
+}
+
+// A forced call's answer is calls and nothing else, as OpenAI's (decision 0016, "After the
+// forced call"): after a call's closer the engine allows only an end of generation, or, where
+// parallel_tool_calls permits, the opener of another call of the kind the choice allows
+// ("required": any tool; named: that one), whose arguments follow its schema too. At temperature
+// 2 the shakes model wrote prose after the call ("content": "...KING HENRY..."), and a later
+// call's name and arguments were free.
+TEST_P(RequiredToolChoice, NothingButCallsFollowAForcedCall) {
+  const json int_schema = json::parse(
+      R"({"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":5}},"required":["a"],
+          "additionalProperties":false})");
+  const json enum_schema = json::parse(
+      R"({"type":"object","properties":{"unit":{"enum":["C","F"]}},"required":["unit"],"additionalProperties":false})");
+  json tools = json::array();
+  tools.push_back({{"type", "function"}, {"function", {{"name", "get"}, {"parameters", int_schema}}}});
+  tools.push_back({{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", enum_schema}}}});
+  const auto valid = [](const std::string& name, const json& args) {
+    if (name == "get") {
+      return args.size() == 1 && args.contains("a") && args["a"].is_number_integer() && args["a"].get<int64_t>() >= -5 &&
+             args["a"].get<int64_t>() <= 5;
+    }
+    return name == "get_weather" && (args == json({{"unit", "C"}}) || args == json({{"unit", "F"}}));
+  };
+  // The shakes model ends its turn after a call when it may; a bias toward the call's closer and
+  // opener makes it close the call and call again wherever the mask lets it (parallel calls), to
+  // test the later calls too.
+  const auto opener = server_.tokenizer().find_token("<|tool_call>");
+  const auto closer = server_.tokenizer().find_token("<tool_call|>");
+  ASSERT_TRUE(opener.has_value() && closer.has_value());
+  int several = 0;
+  for (const json& choice : {json("required"), json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
+    for (const auto& [parallel, bias] : {std::pair{true, 0}, std::pair{false, 0}, std::pair{true, 100}, std::pair{false, 100}}) {
+      for (int seed = 1; seed <= (bias == 0 ? 5 : 2); ++seed) {
+        json b = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo, twice?"}}})},
+                  {"tools", tools},
+                  {"tool_choice", choice},
+                  {"parallel_tool_calls", parallel},
+                  {"max_tokens", 64},
+                  {"temperature", 2.0},
+                  {"seed", seed}};
+        if (bias != 0) b["logit_bias"] = {{std::to_string(*opener), bias}, {std::to_string(*closer), bias}};
+        for (const bool stream : {false, true}) {
+          b["stream"] = stream;
+          auto r = post(b);
+          ASSERT_TRUE(r);
+          ASSERT_EQ(r->status, 200) << r->body;
+          const std::string what = choice.dump() + " parallel " + std::to_string(parallel) + " bias " +
+                                   std::to_string(bias) + " seed " + std::to_string(seed) + " stream " +
+                                   std::to_string(stream) + ": " + r->body;
+          const Answer a = answer_of(r->body, stream);
+          EXPECT_EQ(a.content, "") << what;
+          ASSERT_FALSE(a.calls.empty()) << what;
+          if (!parallel) EXPECT_EQ(a.calls.size(), 1u) << what;
+          if (parallel && bias != 0) EXPECT_GT(a.calls.size(), 1u) << what;
+          if (a.calls.size() > 1) ++several;
+          EXPECT_TRUE(a.finish == "tool_calls" || a.finish == "length") << what;
+          for (size_t i = 0; i < a.calls.size(); ++i) {
+            const auto& [name, arguments] = a.calls[i];
+            if (choice.is_object()) EXPECT_EQ(name, "get_weather") << what;
+            // A call cut by max_tokens is the last one; every other is whole and follows its schema.
+            if (i + 1 == a.calls.size() && a.finish == "length") continue;
+            const json args = json::parse(arguments, nullptr, false);
+            EXPECT_TRUE(valid(name, args)) << "call " << i << " " << name << " " << arguments << " in " << what;
+          }
+        }
+      }
+    }
+  }
+  std::printf("[ info ] %d answers held several calls\n", several);
+  EXPECT_GT(several, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafter, RequiredToolChoice, ::testing::Bool(),
