@@ -61,6 +61,12 @@ int run_synth(const SynthOptions& o) {
         {o.n_head_kv_swa, &c.n_head_kv_swa}, {o.head_dim, &c.head_dim},     {o.head_dim_swa, &c.head_dim_swa},
         {o.sliding_window, &c.sliding_window}, {o.n_vocab, &c.n_vocab},     {o.ctx, &c.n_ctx_train},
         {o.swa_period, &c.swa_period}};
+    // The assistant's target width means nothing to a target (it was dropped without a word).
+    if (o.n_embd_out && !c.assistant) {
+      std::fprintf(stderr, "gemmaserve synth: --n-embd-out is an assistant's target width; preset %s is a target\n",
+                   o.preset.c_str());
+      return 2;
+    }
     for (const auto& [value, field] : overrides) {
       if (value) *field = *value;
     }
@@ -73,6 +79,10 @@ int run_synth(const SynthOptions& o) {
       }
       std::ostringstream ss;
       ss << in.rdbuf();
+      if (in.bad()) {
+        std::fprintf(stderr, "gemmaserve synth: --chat-template: cannot read %s\n", o.chat_template_path.c_str());
+        return 1;
+      }
       c.chat_template = ss.str();
     }
     if (Status s = c.validate(); !s.ok()) {
@@ -128,7 +138,8 @@ CommandEntry register_synth(CLI::App& app) {
       ->check(exact_integer<uint64_t>(0, std::numeric_limits<uint64_t>::max()));
   sub->add_option("--type", o->type, "matrix type: q4_k_m (mix, default) or a ggml type (q8_0, q4_K, f16, ...)");
   sub->add_option("--name", o->name, "general.name");
-  sub->add_option("--chat-template", o->chat_template_path, "file whose text becomes tokenizer.chat_template");
+  sub->add_option("--chat-template", o->chat_template_path, "file whose text becomes tokenizer.chat_template")
+      ->check(CLI::ExistingFile);
   sub->add_option("--threads", o->threads, "generator threads (default: all cores)")->check(CLI::Range(0, 4096));
   sub->add_option("--split-max-tensors", o->split_max_tensors,
                   "write a split model as gguf-split does: shards of at most N tensors, named "

@@ -16,6 +16,7 @@
 #include "engine/completion_constraint.h"
 #include "engine/forced_calls_constraint.h"
 #include "engine/json_constraint.h"
+#include "gguf/gguf_summary.h"
 #include "model/dump.h"
 #include "model/gemma4_model.h"
 #include "model/gguf_names.h"
@@ -462,6 +463,35 @@ class RuntimeSlotRunner final : public SlotRunner {
 
 }  // namespace
 
+namespace {
+
+// A drafter's token ids index its target's vocabulary (it reads the target's embedding of the
+// newest token and proposes ids the target verifies). One whose own vocabulary is another
+// (another order, another length) proposed ids that mean other tokens to the target: the
+// output stayed right, since every draft is verified, but nearly every draft was wasted,
+// silently. A drafter file without a vocabulary drafts in its target's.
+Status check_drafter_vocabulary(const gguf::GgufFile& drafter, const text::Tokenizer& target) {
+  if (!drafter.has(names::kTokTokens)) return {};
+  GS_ASSIGN_OR_RETURN(const std::vector<std::string_view> tokens, drafter.get_string_array(names::kTokTokens));
+  if (tokens.size() != static_cast<size_t>(target.n_vocab())) {
+    return make_status(StatusCode::kInvalidArgument,
+                       "drafter/target mismatch: metadata '{}' has {} tokens in the drafter and {} in the target",
+                       names::kTokTokens, tokens.size(), target.n_vocab());
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string_view mine = target.token_text(static_cast<int32_t>(i));
+    if (tokens[i] != mine) {
+      return make_status(StatusCode::kInvalidArgument,
+                         "drafter/target mismatch: metadata '{}'[{}] is '{}' in the drafter and '{}' in the target (the "
+                         "drafter must share its target's vocabulary)",
+                         names::kTokTokens, i, gguf::escape_text(tokens[i], 60), gguf::escape_text(mine, 60));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptions& options,
                                                                std::shared_ptr<gguf::GgufFile> target_file,
                                                                const text::Tokenizer& tokenizer) {
@@ -530,6 +560,12 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
     if (!assistant->config().is_assistant()) {
       return make_status(StatusCode::kInvalidArgument, "--mtp {} is not a gemma4-assistant (MTP drafter) file",
                          options.drafter_path);
+    }
+  }
+  if (assistant) {
+    if (Status st = check_drafter_vocabulary(assistant->file(), tokenizer); !st.ok()) {
+      return make_status(st.code(), "the drafter {} cannot draft for {}: {}", options.drafter_path, options.model_path,
+                         st.message());
     }
   }
   SpecOptions spec_options;

@@ -810,6 +810,7 @@ constexpr std::string_view kRequestFields[] = {
     "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
+    "t_max_predict_ms", "n_indent", "n_cmpl", "lora", "post_sampling_probs",
     "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata",
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -60,6 +61,32 @@ Status check_output_kinds(const json& body) {
   return {};
 }
 
+// llama-server's generation options beyond sampling (its /completion fields, which its OpenAI
+// routes read too) that change the answer. Each was ignored whatever its value or type.
+Status check_llama_server_options(const json& body) {
+  std::optional<int64_t> n;
+  // A time limit on generation once a newline is out (FIM clients); 0 and -1 are "none".
+  GS_RETURN_IF_ERROR(read_int(body, "", "t_max_predict_ms", -1, std::numeric_limits<int64_t>::max(), &n));
+  if (n && *n > 0) return unsupported("t_max_predict_ms", "generation has no time limit here (send max_tokens)");
+  // A stop once a line is indented less than this many blanks (code completion).
+  GS_RETURN_IF_ERROR(read_int(body, "", "n_indent", 0, std::numeric_limits<int32_t>::max(), &n));
+  if (n && *n != 0) return unsupported("n_indent", "generation never stops at a line's indentation here");
+  // Its own name for several completions of the prompt.
+  GS_RETURN_IF_ERROR(read_int(body, "", "n_cmpl", 1, std::numeric_limits<int32_t>::max(), &n));
+  if (n && *n != 1) return unsupported("n_cmpl", "send n for several completions");
+  if (const auto it = body.find("lora"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return invalid_field("lora must be an array of adapters, got {}", json_type_name(*it));
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_object()) {
+        return invalid_field("lora[{}] must be an object (id, scale), got {}", i, json_type_name((*it)[i]));
+      }
+    }
+    if (!it->empty()) return unsupported("lora", "no LoRA adapter is loaded here");
+  }
+  return bool_field(body, "post_sampling_probs", false,
+                    "log-probabilities here are the model's own, before the sampler chain");
+}
+
 }  // namespace
 
 Status check_foreign_fields(const json& body, bool chat) {
@@ -84,6 +111,7 @@ Status check_foreign_fields(const json& body, bool chat) {
     return unsupported("truncate_prompt_tokens",
                        "prompts are never truncated here (one longer than the context is a 400)");
   }
+  GS_RETURN_IF_ERROR(check_llama_server_options(body));
   if (!chat) return {};
   GS_RETURN_IF_ERROR(check_output_kinds(body));
   std::optional<std::string> s;
@@ -106,7 +134,11 @@ bool neutral_value(std::string_view field, const json& v) {
   }
   if (v.is_string()) return v.get_ref<const std::string&>().empty();  // json::empty() is false for any string
   if (v.is_array() || v.is_object()) return v.empty();
-  if ((field == "n" || field == "best_of") && v.is_number_integer()) return v.get<int64_t>() == 1;
+  if ((field == "n" || field == "best_of" || field == "n_cmpl") && v.is_number_integer()) return v.get<int64_t>() == 1;
+  if (field == "n_indent" && v.is_number_integer()) return v.get<int64_t>() == 0;
+  if (field == "t_max_predict_ms" && v.is_number_integer()) {
+    return v.is_number_unsigned() ? v.get<uint64_t>() == 0 : v.get<int64_t>() >= -1 && v.get<int64_t>() <= 0;
+  }
   return false;
 }
 

@@ -919,6 +919,12 @@ void HttpServer::install_routes() {
     svr.Patch(path, wrong_method("POST"));
     svr.Delete(path, wrong_method("POST"));
   }
+  // /v1/responses/{id} (and .../cancel) takes GET, POST and DELETE (all answered with the 404
+  // that says nothing is stored); its preflight was a 404 "no such route", which a browser
+  // reports as a CORS failure instead of that answer.
+  svr.Options(R"(/v1/responses/.+)", preflight("GET, POST, DELETE"));
+  svr.Put(R"(/v1/responses/.+)", wrong_method("GET, POST, DELETE"));
+  svr.Patch(R"(/v1/responses/.+)", wrong_method("GET, POST, DELETE"));
 }
 
 Status HttpServer::bind() {

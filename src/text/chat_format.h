@@ -143,6 +143,12 @@ inline constexpr std::string_view kQuote = "<|\"|>";
 inline constexpr std::string_view kImage = "<|image|>";
 inline constexpr std::string_view kAudio = "<|audio|>";
 inline constexpr std::string_view kVideo = "<|video|>";
+// The markers the chat format writes and the output parser reads, each one vocabulary token
+// (create_engine refuses a vocabulary without one of them).
+inline constexpr std::array<std::string_view, 12> kChatMarkers = {
+    kTurnOpen,    kTurnClose,    kThink,           kChannelOpen,      kChannelClose, kToolOpen,
+    kToolClose,   kToolCallOpen, kToolCallClose,   kToolResponseOpen, kToolResponseClose, kQuote,
+};
 // Markup that ends a tool call wherever it appears, inside an argument's string too (they are
 // special tokens: a model that writes one inside a value has lost track of its quotes). The
 // output parser ends the call there, so a forced call's grammar never writes one in a value.

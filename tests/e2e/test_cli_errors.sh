@@ -76,6 +76,14 @@ for bad in 18446744073709551616 -1 1.5; do
   refused "synth --seed $bad" synth --preset tiny -o "$WORK/x.gguf" --seed "$bad"
 done
 refused "synth preset" synth --preset huge -o "$WORK/x.gguf"
+# A directory as the chat template file wrote a file without a template (the read failed
+# silently); --n-embd-out, the assistant's target width, was dropped without a word for a
+# target preset.
+refused "synth --chat-template dir" synth --preset tiny -o "$WORK/x.gguf" --chat-template "$WORK/dir.gguf"
+grep -q -- "--chat-template" "$WORK/err" || fail "synth --chat-template DIR does not name the flag: $(cat "$WORK/err")"
+refused "synth --chat-template missing" synth --preset tiny -o "$WORK/x.gguf" --chat-template "$WORK/missing.jinja"
+refused "synth --n-embd-out on a target" synth --preset tiny -o "$WORK/x.gguf" --n-embd-out 64
+grep -q -- "--n-embd-out" "$WORK/err" || fail "synth --n-embd-out on a target does not name the flag: $(cat "$WORK/err")"
 # -1 was the "keep the preset" sentinel: --n-layer -1 wrote the preset's 6 layers.
 refused "synth --n-layer -1" synth --preset tiny -o "$WORK/x.gguf" --n-layer -1
 refused "synth --threads -3" synth --preset tiny -o "$WORK/x.gguf" --threads -3

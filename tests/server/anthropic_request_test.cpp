@@ -582,6 +582,8 @@ TEST(AnthropicRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       {R"("seed":7)", "seed", ""},
       {R"("logprobs":true)", "logprobs", ""},
       {R"("ignore_eos":true)", "ignore_eos", ""},
+      {R"("n_indent":2)", "n_indent", ""},
+      {R"("lora":[{"id":0,"scale":0.5}])", "lora", ""},
   };
   for (const Case& c : cases) {
     for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
@@ -596,6 +598,7 @@ TEST(AnthropicRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
     }
   }
   ok(head + R"("n":1,"logprobs":false,"stop":[],"grammar":"","stream":false,"top_k":4,"metadata":{"user_id":"u"}})");
+  ok(head + R"("t_max_predict_ms":-1,"n_indent":0,"n_cmpl":1,"lora":[],"post_sampling_probs":false})");
   const std::string chat_tool =
       refused(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
       "function":{"name":"f"}}]})");

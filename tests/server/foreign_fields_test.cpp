@@ -99,6 +99,44 @@ TEST(ForeignFields, AudioOutputAndWebSearchAreRefusedByName) {
   }
 }
 
+// llama-server's generation options that change the answer: a time limit on generation
+// (t_max_predict_ms), a stop at a shallower indentation (n_indent), several completions by
+// its own name (n_cmpl), LoRA adapters (lora) and log-probabilities after the sampler chain
+// (post_sampling_probs). Each was ignored whatever its value or type: {"t_max_predict_ms": 1}
+// ran to max_tokens, {"n_cmpl": 3} gave one completion, {"lora": [{"id": 0, "scale": 1}]}
+// answered without the adapter, and the logprobs of {"post_sampling_probs": true} were the
+// model's own. Now they pass where they change nothing, are refused by name otherwise, and a
+// wrong type is a 400 naming the field, on the chat and completions routes alike.
+TEST(ForeignFields, LlamaServerGenerationOptionsThatChangeTheAnswerAreRefused) {
+  const json neutral = json::parse(R"({"t_max_predict_ms": 0, "n_indent": 0, "n_cmpl": 1, "lora": [],
+      "post_sampling_probs": false})");
+  EXPECT_TRUE(chat(neutral).ok()) << chat(neutral).to_string();
+  EXPECT_TRUE(completion(neutral).ok()) << completion(neutral).to_string();
+  EXPECT_TRUE(chat({{"t_max_predict_ms", -1}}).ok());  // llama-server's "no limit" too
+  const std::vector<json> refused = {{{"t_max_predict_ms", 500}},
+                                     {{"n_indent", 4}},
+                                     {{"n_cmpl", 2}},
+                                     {{"lora", json::array({{{"id", 0}, {"scale", 1.0}}})}},
+                                     {{"post_sampling_probs", true}}};
+  for (const json& extra : refused) {
+    const std::string field = extra.begin().key();
+    for (const Status& st : {chat(extra), completion(extra)}) {
+      EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << extra.dump() << ": " << st.to_string();
+      EXPECT_NE(st.message().find("not supported"), std::string::npos) << st.message();
+      EXPECT_EQ(server::error_param(st.message()), field) << st.message();
+    }
+  }
+  const std::vector<json> wrong = {{{"t_max_predict_ms", "5"}}, {{"t_max_predict_ms", -2}}, {{"n_indent", -1}},
+                                   {{"n_indent", 1.5}},        {{"n_cmpl", 0}},              {{"lora", "x"}},
+                                   {{"lora", json::array({5})}}, {{"post_sampling_probs", 1}}};
+  for (const json& extra : wrong) {
+    for (const Status& st : {chat(extra), completion(extra)}) {
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << extra.dump() << ": " << st.to_string();
+      EXPECT_EQ(server::error_param(st.message()).rfind(extra.begin().key(), 0), 0u) << st.message();
+    }
+  }
+}
+
 TEST(ForeignFields, StructuredOutputsJsonIsTheSchema) {
   RequestDefaults d;
   d.n_vocab = 100;

@@ -943,6 +943,49 @@ TEST(HttpServer, CorsPreflightAndOrigin) {
   EXPECT_EQ(denied->status, 401);
 }
 
+// Every route answers a CORS preflight (204 with the methods it takes) and another method with
+// 405 and Allow. /v1/responses/{id} (GET, POST .../cancel, DELETE: a 404 that says responses
+// are not stored) had neither: its preflight was 404 "no such route", so a browser page saw a
+// CORS failure instead of the answer, and PUT or PATCH said the route did not exist.
+TEST(HttpServer, EveryRouteAnswersAPreflightAndAWrongMethod) {
+  LiveServer s;
+  httplib::Client c("127.0.0.1", s.http->port());
+  struct Route {
+    const char* path;
+    const char* methods;  // what the preflight allows, OPTIONS aside
+    const char* wrong;    // a method it does not take
+  };
+  const Route routes[] = {
+      {"/v1/models", "GET", "PUT"},
+      {"/v1/models/x", "GET", "PATCH"},
+      {"/v1/chat/completions", "POST", "PUT"},
+      {"/v1/responses", "POST", "PATCH"},
+      {"/v1/responses/resp_123", "GET, POST, DELETE", "PUT"},
+      {"/v1/responses/resp_123/cancel", "GET, POST, DELETE", "PATCH"},
+  };
+  for (const Route& r : routes) {
+    SCOPED_TRACE(r.path);
+    auto pre = c.Options(r.path, httplib::Headers{{"Origin", "http://example.com"},
+                                                  {"Access-Control-Request-Method", "DELETE"}});
+    ASSERT_TRUE(pre);
+    EXPECT_EQ(pre->status, 204) << pre->body;
+    EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Methods"), std::string(r.methods) + ", OPTIONS");
+    EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Origin"), "*");
+    httplib::Request req;
+    req.method = r.wrong;
+    req.path = r.path;
+    auto wrong = c.send(req);
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 405) << wrong->body;
+    EXPECT_EQ(wrong->get_header_value("Allow"), r.methods);
+  }
+  // The route itself still says that nothing is stored.
+  auto del = c.Delete("/v1/responses/resp_123");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 404);
+  EXPECT_NE(del->body.find("not stored"), std::string::npos) << del->body;
+}
+
 // A second server on a port another one listens on must fail to bind (not share the port).
 TEST(HttpServer, PortInUseIsAnError) {
   server::ServerOptions so;

@@ -468,6 +468,8 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       {{{"stop_token_ids", json::array({18})}}, "stop_token_ids", ""},
       {{{"grammar", "root ::= x"}}, "grammar", ""},
       {{{"typical_p", 0.5}}, "typical_p", ""},
+      {{{"t_max_predict_ms", 50}}, "t_max_predict_ms", ""},
+      {{{"n_cmpl", 2}}, "n_cmpl", ""},
   };
   for (const Case& c : cases) {
     json body = base;
@@ -486,7 +488,8 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
   json neutral = base;
   neutral.update({{"n", 1}, {"logprobs", false}, {"stop", nullptr}, {"logit_bias", json::object()}, {"grammar", ""},
                   {"stream_options", {{"include_obfuscation", false}}}, {"seed", 3}, {"top_k", 5},
-                  {"max_output_tokens", 9}, {"reasoning_format", "none"}, {"user", "u"}, {"service_tier", "auto"}});
+                  {"max_output_tokens", 9}, {"reasoning_format", "none"}, {"user", "u"}, {"service_tier", "auto"},
+                  {"t_max_predict_ms", 0}, {"n_indent", 0}, {"n_cmpl", 1}, {"lora", json::array()}});
   auto r = parse(neutral);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->chat.gen.max_tokens, 9);
