@@ -449,6 +449,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
                                       {"functions", "tools"},
                                       {"function_call", "tool_choice"}};
   GS_RETURN_IF_ERROR(check_unread_chat_fields(body, "/v1/messages", kReadHere, kRenames));
+  GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kMessages));
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");
