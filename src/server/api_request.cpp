@@ -695,6 +695,7 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   ChatCompletionRequest req;
   req.chat_template = defaults.chat_template;
   std::optional<std::string> model;
+  GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kChat));
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");
   GS_RETURN_IF_ERROR(read_messages(body, &req.messages));
@@ -725,6 +726,7 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
 
 Result<CompletionRequest> parse_completion_request(const json& body, const RequestDefaults& defaults) {
   CompletionRequest req;
+  GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kCompletions));
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));
   req.model = model.value_or("");
@@ -836,7 +838,11 @@ std::string error_param(std::string_view message) {
   size_t i = ident_length(message, 0);
   if (i == 0) return {};
   const std::string_view root = message.substr(0, i);
-  if (std::find(std::begin(kRequestFields), std::end(kRequestFields), root) == std::end(kRequestFields)) return {};
+  const auto others = other_route_field_names();
+  if (std::find(std::begin(kRequestFields), std::end(kRequestFields), root) == std::end(kRequestFields) &&
+      std::find(others.begin(), others.end(), root) == others.end()) {
+    return {};
+  }
   while (i < message.size()) {
     if (message[i] == '[') {
       size_t k = i + 1;

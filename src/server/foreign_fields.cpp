@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 #include <string>
@@ -163,6 +164,92 @@ Status check_unread_chat_fields(const json& body, std::string_view route, std::s
     }
     return Status(StatusCode::kUnimplemented,
                   fmt::format("{} is a /v1/chat/completions field, not read on {}", field, route));
+  }
+  return {};
+}
+
+namespace {
+
+constexpr std::string_view kChatRoute = "/v1/chat/completions";
+constexpr std::string_view kCompletionsRoute = "/v1/completions";
+constexpr std::string_view kMessagesRoute = "/v1/messages";
+constexpr std::string_view kResponsesRoute = "/v1/responses";
+
+// A field of `owner` and what to send instead on each route (indexed by ApiRoute); nullptr
+// where that route reads the field itself, "" where it has nothing in its place.
+struct OtherRouteField {
+  std::string_view field;
+  std::string_view owner;
+  std::array<const char*, 4> instead;  // chat, completions, messages, responses
+};
+
+constexpr OtherRouteField kOtherRouteFields[] = {
+    // /v1/completions
+    {"prompt", kCompletionsRoute, {"messages", nullptr, nullptr, nullptr}},
+    {"suffix", kCompletionsRoute, {"", nullptr, nullptr, nullptr}},
+    // The chat route (the translated routes refuse these through check_unread_chat_fields).
+    {"messages", kChatRoute, {nullptr, "prompt", nullptr, nullptr}},
+    {"tools", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    {"tool_choice", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    {"functions", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    {"function_call", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    {"reasoning_effort", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    {"chat_template_kwargs", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    {"reasoning_budget_tokens", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    {"thinking_budget_tokens", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    // /v1/messages
+    {"system", kMessagesRoute, {"a system message in messages", "it in prompt", nullptr, "instructions"}},
+    {"stop_sequences", kMessagesRoute, {"stop", "stop", nullptr, ""}},
+    {"thinking",
+     kMessagesRoute,
+     {"reasoning_effort or chat_template_kwargs.enable_thinking (reasoning_budget_tokens for a budget)", "", nullptr,
+      "reasoning.effort"}},
+    // /v1/responses
+    {"input", kResponsesRoute, {"messages", "prompt", "messages", nullptr}},
+    {"instructions", kResponsesRoute, {"a system message in messages", "it in prompt", "system", nullptr}},
+    {"max_output_tokens", kResponsesRoute, {"max_tokens", "max_tokens", "max_tokens", nullptr}},
+    {"text", kResponsesRoute, {"response_format", "response_format", "", nullptr}},
+    {"reasoning", kResponsesRoute, {"reasoning_effort", "", "thinking", nullptr}},
+    {"previous_response_id",
+     kResponsesRoute,
+     {"the whole conversation in messages", "", "the whole conversation in messages", nullptr}},
+};
+
+constexpr std::array<std::string_view, std::size(kOtherRouteFields)> other_field_names() {
+  std::array<std::string_view, std::size(kOtherRouteFields)> out{};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = kOtherRouteFields[i].field;
+  return out;
+}
+
+constexpr auto kOtherRouteFieldNames = other_field_names();
+
+std::string_view route_path(ApiRoute route) {
+  switch (route) {
+    case ApiRoute::kChat: return kChatRoute;
+    case ApiRoute::kCompletions: return kCompletionsRoute;
+    case ApiRoute::kMessages: return kMessagesRoute;
+    case ApiRoute::kResponses: return kResponsesRoute;
+  }
+  return kChatRoute;
+}
+
+}  // namespace
+
+std::span<const std::string_view> other_route_field_names() { return kOtherRouteFieldNames; }
+
+Status check_other_routes_fields(const json& body, ApiRoute route) {
+  for (const OtherRouteField& f : kOtherRouteFields) {
+    const char* instead = f.instead[static_cast<size_t>(route)];
+    if (instead == nullptr) continue;  // this route reads it
+    const auto it = body.find(f.field);
+    if (it == body.end() || neutral_value(f.field, *it)) continue;
+    if ((f.field == "tool_choice" || f.field == "function_call") && it->is_string() &&
+        (it->get_ref<const std::string&>() == "none" || it->get_ref<const std::string&>() == "auto")) {
+      continue;  // without tools, what there is anyway
+    }
+    std::string message = fmt::format("{} is a {} field, not read on {}", f.field, f.owner, route_path(route));
+    if (*instead != '\0') message += fmt::format(": send {}", instead);
+    return Status(StatusCode::kUnimplemented, std::move(message));
   }
   return {};
 }

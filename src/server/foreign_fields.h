@@ -44,4 +44,22 @@ struct FieldRename {
 Status check_unread_chat_fields(const nlohmann::json& body, std::string_view route,
                                 std::span<const std::string_view> read_here, std::span<const FieldRename> renames);
 
+// The four routes that take a generation request.
+enum class ApiRoute { kChat, kCompletions, kMessages, kResponses };
+
+// The converse of check_unread_chat_fields, for every route: a field that another route of
+// this server reads and `route` does not (/v1/messages' system, stop_sequences and thinking;
+// /v1/responses' input, instructions, max_output_tokens, text, reasoning and
+// previous_response_id; /v1/completions' prompt and suffix on the chat route; the chat route's
+// messages, tools, tool_choice, functions, function_call, reasoning_effort,
+// chat_template_kwargs and reasoning budgets on /v1/completions) was dropped without a word.
+// Each is refused with a value that changes something: kUnimplemented, "FIELD is a OWNER
+// field, not read on ROUTE" and ": send INSTEAD" where the route has its own field for it.
+// Neutral values pass as in check_unread_chat_fields (null, false, "", [], {}; tool_choice
+// and function_call "none" or "auto").
+Status check_other_routes_fields(const nlohmann::json& body, ApiRoute route);
+
+// Every field check_other_routes_fields names (roots of an error's param).
+std::span<const std::string_view> other_route_field_names();
+
 }  // namespace gs::server

@@ -558,6 +558,7 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
                                       {"functions", "tools"},
                                       {"function_call", "tool_choice"}};
   GS_RETURN_IF_ERROR(check_unread_chat_fields(body, "/v1/responses", kReadHere, kRenames));
+  GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kResponses));
   GS_RETURN_IF_ERROR(check_unused_fields(body));
   GS_RETURN_IF_ERROR(translate_input(body, &t));
   GS_RETURN_IF_ERROR(translate_tools(body, &t.chat_body));
@@ -623,8 +624,10 @@ std::string responses_error_param(std::string_view message) {
   // A chat completion field refused here (check_unread_chat_fields) is named as sent.
   const std::string_view root = message.substr(0, i);
   const auto chat_fields = chat_request_field_names();
+  const auto others = other_route_field_names();
   if (i == 0 || (std::find(std::begin(kRoots), std::end(kRoots), root) == std::end(kRoots) &&
-                 std::find(chat_fields.begin(), chat_fields.end(), root) == chat_fields.end())) {
+                 std::find(chat_fields.begin(), chat_fields.end(), root) == chat_fields.end() &&
+                 std::find(others.begin(), others.end(), root) == others.end())) {
     return {};
   }
   while (i < message.size()) {

@@ -61,6 +61,9 @@ struct ChatTool {
   std::string name;
   std::string description;
   nlohmann::json parameters;
+  // The function's "response" (Gemma's declaration of what it returns), when the key is
+  // there, null included: the templates print it after the parameters.
+  std::optional<nlohmann::json> response;
 };
 
 // Which Gemma 4 template to reproduce. kGemma4 is google-gemma-4-31B-it.jinja (tool results

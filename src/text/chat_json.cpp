@@ -190,6 +190,7 @@ Result<std::vector<ChatTool>> chat_tools_from_json(const nlohmann::json& tools, 
       if (!p->is_object()) return bad(fpath + ".parameters", "must be a JSON schema object");
       t.parameters = *p;
     }
+    if (const auto r = fn.find("response"); r != fn.end()) t.response = *r;
     out.push_back(std::move(t));
   }
   return out;

@@ -213,6 +213,22 @@ std::string render_tool_declaration(const ChatTool& tool, ChatTemplate variant) 
       out += "}";
     }
   }
+  // "'response' in tool_data['function']": printed whatever its value (a description alone
+  // leaves ",}", as the template writes it).
+  if (tool.response) {
+    const json* r = &*tool.response;
+    out += ",response:{";
+    if (const json* d = member(r, "description"); truthy(d)) {
+      out += "description:";
+      append_quoted(python_str(*d), &out);
+      out += ",";
+    }
+    if (upper_of(member(r, "type")) == "OBJECT") {
+      out += "type:";
+      append_quoted("OBJECT", &out);
+      out += "}";
+    }
+  }
   out += "}";
   return out;
 }

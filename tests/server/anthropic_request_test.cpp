@@ -584,6 +584,12 @@ TEST(AnthropicRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       {R"("ignore_eos":true)", "ignore_eos", ""},
       {R"("n_indent":2)", "n_indent", ""},
       {R"("lora":[{"id":0,"scale":0.5}])", "lora", ""},
+      // The Responses route's own fields (they were dropped here without a word).
+      {R"("instructions":"Be terse.")", "instructions", "system"},
+      {R"("max_output_tokens":2)", "max_output_tokens", "max_tokens"},
+      {R"("reasoning":{"effort":"none"})", "reasoning", "thinking"},
+      {R"("text":{"format":{"type":"json_object"}})", "text", ""},
+      {R"("input":"hi")", "input", "messages"},
   };
   for (const Case& c : cases) {
     for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {

@@ -46,7 +46,9 @@ std::string expected(text::ChatTemplate variant) {
   result.tool_call_id = "c1";
   result.content = "sunny";
   const text::ChatMessage messages[] = {user, call, result};
-  text::ChatTool tool{"get_weather", "", json{{"type", "object"}}};
+  text::ChatTool tool;
+  tool.name = "get_weather";
+  tool.parameters = json{{"type", "object"}};
   text::ChatRenderOptions options;
   options.variant = variant;
   Result<text::RenderedPrompt> p = text::render_chat_prompt(messages, std::span(&tool, 1), options);

@@ -137,6 +137,81 @@ TEST(ForeignFields, LlamaServerGenerationOptionsThatChangeTheAnswerAreRefused) {
   }
 }
 
+// The fields of this server's other routes, sent to a route that does not read them, were
+// dropped without a word: {"system": "..."} or {"instructions": "..."} on /v1/chat/completions
+// answered without the system prompt, {"max_output_tokens": 2} wrote up to the default,
+// {"stop_sequences": [...]} did not stop, {"thinking": {"type": "disabled"}} or
+// {"reasoning": {"effort": "none"}} thought anyway, {"text": {"format": ...}} gave free text;
+// on /v1/completions {"messages": [...]} and {"tools": [...]} were ignored beside the prompt.
+// (The translated routes already refused the chat route's fields: check_unread_chat_fields.)
+// Each is refused by name (400, code unsupported), naming the route that reads it and this
+// route's own field where there is one; neutral values (null, "", [], {}) pass.
+TEST(ForeignFields, OtherRoutesFieldsAreRefusedByName) {
+  struct Case {
+    json extra;
+    std::string owner;
+    std::string chat_instead;        // "" when the chat route reads it or has none
+    std::string completion_instead;  // the same for /v1/completions; "-" when it reads it
+  };
+  const std::vector<Case> cases = {
+      {{{"system", "Be terse."}}, "/v1/messages", "a system message", "prompt"},
+      {{{"stop_sequences", json::array({"e"})}}, "/v1/messages", "stop", "stop"},
+      {{{"thinking", {{"type", "disabled"}}}}, "/v1/messages", "reasoning_effort", ""},
+      {{{"input", "hi"}}, "/v1/responses", "messages", "prompt"},
+      {{{"instructions", "Be terse."}}, "/v1/responses", "a system message", "prompt"},
+      {{{"max_output_tokens", 2}}, "/v1/responses", "max_tokens", "max_tokens"},
+      {{{"text", {{"format", {{"type", "json_object"}}}}}}, "/v1/responses", "response_format", "response_format"},
+      {{{"reasoning", {{"effort", "none"}}}}, "/v1/responses", "reasoning_effort", ""},
+      {{{"previous_response_id", "resp_1"}}, "/v1/responses", "", ""},
+  };
+  for (const Case& c : cases) {
+    const std::string field = c.extra.begin().key();
+    for (const bool on_chat : {true, false}) {
+      SCOPED_TRACE(field + (on_chat ? " on chat" : " on completions"));
+      const Status st = on_chat ? chat(c.extra) : completion(c.extra);
+      EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.to_string();
+      EXPECT_EQ(st.message().rfind(field + " is a " + c.owner + " field, not read on ", 0), 0u) << st.message();
+      const std::string& instead = on_chat ? c.chat_instead : c.completion_instead;
+      if (!instead.empty()) {
+        EXPECT_NE(st.message().find(": send "), std::string::npos) << st.message();
+        EXPECT_NE(st.message().find(instead), std::string::npos) << st.message();
+      }
+      EXPECT_EQ(server::error_param(st.message()), field) << st.message();
+    }
+  }
+  // The chat route's own fields on /v1/completions, and /v1/completions' on the chat route.
+  const std::vector<std::pair<json, std::string>> completion_refuses = {
+      {{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}}, "send prompt"},
+      {{{"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})}}, ""},
+      {{{"tool_choice", "required"}}, ""},
+      {{{"reasoning_effort", "none"}}, ""},
+      {{{"chat_template_kwargs", {{"enable_thinking", false}}}}, ""},
+      {{{"reasoning_budget_tokens", 10}}, ""}};
+  for (const auto& [extra, instead] : completion_refuses) {
+    const Status st = completion(extra);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << extra.dump() << ": " << st.to_string();
+    EXPECT_EQ(st.message().rfind(extra.begin().key() + " is a /v1/chat/completions field", 0), 0u) << st.message();
+    if (!instead.empty()) {
+      EXPECT_NE(st.message().find(instead), std::string::npos) << st.message();
+    }
+    EXPECT_EQ(server::error_param(st.message()), extra.begin().key()) << st.message();
+  }
+  for (const json& extra : {json{{"prompt", "ROMEO:"}}, json{{"suffix", "x"}}}) {
+    const Status st = chat(extra);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << extra.dump() << ": " << st.to_string();
+    EXPECT_EQ(st.message().rfind(extra.begin().key() + " is a /v1/completions field", 0), 0u) << st.message();
+  }
+  // Neutral values pass on both routes.
+  const json neutral = json::parse(R"({"system": null, "stop_sequences": [], "thinking": null, "input": "",
+      "instructions": "", "max_output_tokens": null, "text": {}, "reasoning": null, "previous_response_id": null})");
+  EXPECT_TRUE(chat(neutral).ok()) << chat(neutral).to_string();
+  EXPECT_TRUE(completion(neutral).ok()) << completion(neutral).to_string();
+  EXPECT_TRUE(chat({{"prompt", nullptr}, {"suffix", ""}}).ok());
+  EXPECT_TRUE(completion({{"messages", json::array()}, {"tools", json::array()}, {"tool_choice", nullptr},
+                          {"chat_template_kwargs", json::object()}})
+                  .ok());
+}
+
 TEST(ForeignFields, StructuredOutputsJsonIsTheSchema) {
   RequestDefaults d;
   d.n_vocab = 100;

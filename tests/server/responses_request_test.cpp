@@ -469,6 +469,10 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       {{{"grammar", "root ::= x"}}, "grammar", ""},
       {{{"typical_p", 0.5}}, "typical_p", ""},
       {{{"t_max_predict_ms", 50}}, "t_max_predict_ms", ""},
+      // The Messages route's own fields (they were dropped here without a word).
+      {{{"system", "Be terse."}}, "system", "instructions"},
+      {{{"stop_sequences", json::array({"e"})}}, "stop_sequences", ""},
+      {{{"thinking", {{"type", "disabled"}}}}, "thinking", "reasoning.effort"},
       {{{"n_cmpl", 2}}, "n_cmpl", ""},
   };
   for (const Case& c : cases) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
 
 #include "text/chat_format.h"
 #include "text/chat_json.h"
@@ -80,6 +81,45 @@ TEST(ChatFormatEdge, EmptyStringSchemaFieldsAreFalsy) {
             "type:<|\"|>STRING<|\"|>}},required:[<|\"|>a<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|><|tool>declaration:"
             "g{description:<|\"|><|\"|>,parameters:{properties:{x:{type:<|\"|>INTEGER<|\"|>}},}<tool|><turn|>\n"
             "<|turn>user\nhi<turn|>\n");
+}
+
+// A function's "response" (Gemma's declaration of what the function returns) is printed by
+// both templates after the parameters ("'response' in tool_data['function']", even when null);
+// it was dropped, so such a tool's declaration differed from the template's. The template's
+// own quirks hold: a description alone leaves ",}" and anything but an OBJECT type no type.
+TEST(ChatFormatEdge, FunctionResponseDeclarationIsPrinted) {
+  const std::string head =
+      "<|turn>system\n<|tool>declaration:f{description:<|\"|>d<|\"|>,parameters:{properties:{a:{type:<|\"|>STRING"
+      "<|\"|>}},type:<|\"|>OBJECT<|\"|>}";
+  const std::string tail = "<tool|><turn|>\n<|turn>user\nhi<turn|>\n";
+  const std::pair<json, std::string> cases[] = {
+      {json::parse(R"({"type":"object","description":"The weather"})"),
+       ",response:{description:<|\"|>The weather<|\"|>,type:<|\"|>OBJECT<|\"|>}}"},
+      {json::parse(R"({"description":"only a description"})"), ",response:{description:<|\"|>only a description<|\"|>,}"},
+      {json::parse(R"({"type":"string"})"), ",response:{}"},
+      {json(nullptr), ",response:{}"},
+      {json("text"), ",response:{}"},
+      {json::parse(R"({"type":"OBJECT"})"), ",response:{type:<|\"|>OBJECT<|\"|>}}"},
+  };
+  const json messages = json::parse(R"([{"role":"user","content":"hi"}])");
+  for (const auto& [response, printed] : cases) {
+    SCOPED_TRACE(response.dump());
+    json tools = json::parse(R"([{"type":"function","function":{"name":"f","description":"d",
+      "parameters":{"type":"object","properties":{"a":{"type":"string"}}}}}])");
+    tools[0]["function"]["response"] = response;
+    for (const ChatTemplate variant : {ChatTemplate::kGemma4, ChatTemplate::kGemma4Interleaved}) {
+      ChatRenderOptions o;
+      o.add_generation_prompt = false;
+      o.variant = variant;
+      EXPECT_EQ(render_json(messages, tools, o), head + printed + tail);
+    }
+  }
+  // Without the key, nothing is added.
+  const json plain = json::parse(R"([{"type":"function","function":{"name":"f","description":"d",
+      "parameters":{"type":"object","properties":{"a":{"type":"string"}}}}}])");
+  ChatRenderOptions o;
+  o.add_generation_prompt = false;
+  EXPECT_EQ(render_json(messages, plain, o), head + "}" + tail);
 }
 
 }  // namespace
