@@ -88,6 +88,11 @@ struct GenerationRequest {
   int32_t n_logprobs = -1;      // -1: no logprobs; 0..20: the chosen token's plus that many top
   bool speculative = true;      // use the MTP drafter when one is loaded
   int32_t draft_max = -1;       // -1: the server's default
+  // Start from the prefix a free slot kept from its previous request when it equals the start
+  // of `prompt` (the default). False (llama-server's cache_prompt: false) computes the whole
+  // prompt: a kept prefix may have been computed in a batch with other sequences, whose matmul
+  // sums can differ in their last bits from a lone run's, so a greedy answer can differ.
+  bool reuse_prefix = true;
   // Extra end-of-generation token ids beyond the model's own (vLLM's stop_token_ids); they
   // end the request under ignore_eog too, as in vLLM.
   std::vector<int32_t> extra_eog;

@@ -84,7 +84,7 @@ class RuntimeSlotRunner final : public SlotRunner {
     int32_t keep = 0;
     if (s.seq >= 0) {
       // The previous sequence's cache: keep the prefix this prompt shares with it.
-      keep = common_prefix(s, prompt);
+      keep = setup.reuse_prefix ? common_prefix(s, prompt) : 0;
       Status truncated = runner_->truncate(s.seq, keep);
       if (!truncated.ok()) {
         // The sliding ring no longer holds the window before `keep`: start afresh.

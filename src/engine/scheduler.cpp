@@ -187,10 +187,10 @@ int32_t Scheduler::completion_limit(const Sequence& seq) const {
 // shared header (BOS, the turn markup, a short system prompt) while the loss is another
 // conversation's whole cache, which its next turn would have reused (bug-case 46): such a
 // prompt goes to the slot idle longest instead, a never-used one first.
-int32_t Scheduler::pick_slot(std::span<const int32_t> prompt) const {
+int32_t Scheduler::pick_slot(std::span<const int32_t> prompt, bool reuse_prefix) const {
   int32_t best = -1;
   int64_t best_reuse = 0;
-  for (size_t s = 0; s < slot_used_.size(); ++s) {
+  for (size_t s = 0; s < slot_used_.size() && reuse_prefix; ++s) {
     if (slot_used_[s]) continue;
     const int64_t reuse = runner_->reusable_prefix(static_cast<int32_t>(s), prompt);
     const bool worth = reuse > 0 && (2 * reuse >= slot_cached_[s] || 2 * reuse >= static_cast<int64_t>(prompt.size()));
@@ -275,7 +275,7 @@ void Scheduler::loop() {
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
       seq.in_thought = seq.request.starts_in_thought;
       seq.json_thought = seq.request.json.grammar && seq.request.json.think_close >= 0 && seq.request.starts_in_thought;
-      seq.slot = pick_slot(seq.request.prompt);
+      seq.slot = pick_slot(seq.request.prompt, seq.request.reuse_prefix);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
       setup.sampling.held_end_tokens.clear();
@@ -298,6 +298,7 @@ void Scheduler::loop() {
       setup.call_end_tokens = seq.request.call_end_tokens;
       setup.json = seq.request.json;
       setup.forced_calls = seq.request.forced_calls;
+      setup.reuse_prefix = seq.request.reuse_prefix;
       setup.starts_in_thought = seq.request.starts_in_thought;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
       slot_cached_[static_cast<size_t>(seq.slot)] = 0;  // set again when the sequence ends

@@ -92,7 +92,7 @@ class Scheduler final : public Engine {
   bool is_eog(const Sequence& seq, int32_t token) const;
   int32_t completion_limit(const Sequence& seq) const;
   // The free slot for a new sequence with this prompt (there is at least one).
-  int32_t pick_slot(std::span<const int32_t> prompt) const;
+  int32_t pick_slot(std::span<const int32_t> prompt, bool reuse_prefix) const;
 
   std::unique_ptr<SlotRunner> runner_;
   RunnerInfo runner_info_;

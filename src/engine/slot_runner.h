@@ -37,6 +37,7 @@ struct SequenceSetup {
   int32_t n_logprobs = -1;  // -1: none; otherwise the chosen token's logprob plus n top
   bool speculative = true;  // draft with the MTP drafter when one is loaded
   int32_t draft_max = 0;    // drafts per round (0: no drafting)
+  bool reuse_prefix = true;  // GenerationRequest::reuse_prefix: keep the slot's matching prefix
   // GenerationRequest::allowed_completions: the runner masks sampling (and drafts nothing)
   // until the generated text starts with one of them.
   std::vector<std::string> allowed_completions;
@@ -93,9 +94,9 @@ class SlotRunner {
   virtual ~SlotRunner() = default;
   virtual RunnerInfo info() const = 0;
   // Starts a new sequence with `prompt` in a free slot. The slot may still hold the cache of
-  // its previous sequence: the runner keeps as much of it as equals the start of `prompt`
-  // (at most prompt.size() - 1 tokens, so that the last prompt token is run) and returns how
-  // many tokens it kept; the scheduler prefills the rest. Errors: kInvalidArgument (bad
+  // its previous sequence: unless setup.reuse_prefix is false, the runner keeps as much of it
+  // as equals the start of `prompt` (at most prompt.size() - 1 tokens, so that the last prompt
+  // token is run) and returns how many tokens it kept; the scheduler prefills the rest. Errors: kInvalidArgument (bad
   // setup), kResourceExhausted, kInternal.
   virtual Result<int32_t> start(int32_t slot, const SequenceSetup& setup, std::span<const int32_t> prompt) = 0;
   // How many leading tokens of `prompt` start() in this free slot would keep (0 when none).

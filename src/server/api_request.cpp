@@ -406,6 +406,8 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   gen->speculative = b.value_or(true);
   GS_RETURN_IF_ERROR(read_int(body, "", "draft_max", 0, 64, &i));
   if (i) gen->draft_max = static_cast<int32_t>(*i);
+  GS_RETURN_IF_ERROR(read_bool(body, "", "cache_prompt", &b));
+  gen->cache_prompt = b.value_or(true);
 
   GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
   gen->stream = b.value_or(false);
@@ -801,7 +803,7 @@ namespace {
 constexpr std::string_view kRequestFields[] = {
     "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens", "max_tokens",
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
-    "n", "stop", "logit_bias", "speculative", "draft_max", "stream", "stream_options", "response_format",
+    "n", "stop", "logit_bias", "speculative", "draft_max", "cache_prompt", "stream", "stream_options", "response_format",
     "reasoning_effort", "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "logprobs",
     "top_logprobs", "prompt", "echo", "suffix", "best_of", "json_schema", "guided_json", "grammar", "guided_regex",
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",

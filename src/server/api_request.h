@@ -75,6 +75,10 @@ struct GenerationOptions {
   // lowers the drafts per round (0 also turns drafting off).
   bool speculative = true;
   std::optional<int32_t> draft_max;
+  // cache_prompt (llama-server's, default true): false starts the request without the prefix
+  // a slot kept from its previous request, so that its prompt is computed alone, as a fresh
+  // server would (GenerationRequest::reuse_prefix).
+  bool cache_prompt = true;
   // ignore_eos (vLLM, llama-server): generation goes on past the model's end-of-generation
   // tokens, to max_tokens or the context (GenerationRequest::ignore_eog); for benchmarks.
   bool ignore_eos = false;

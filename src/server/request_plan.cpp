@@ -36,6 +36,7 @@ void fill_common(const GenerationOptions& gen, const PlanLimits& limits, Generat
   r->n_logprobs = gen.n_logprobs;
   r->speculative = gen.speculative && gen.draft_max.value_or(1) != 0;
   r->draft_max = gen.draft_max ? *gen.draft_max : limits.draft_max;
+  r->reuse_prefix = gen.cache_prompt;
   r->ignore_eog = gen.ignore_eos;
   r->extra_eog = gen.stop_token_ids;
 }

@@ -80,7 +80,7 @@ class FakeSlotRunner : public SlotRunner {
     if (fail_start_) return Status(StatusCode::kInternal, "fake start failure");
     Seq& s = seqs_[slot];
     if (s.in_use) return Status(StatusCode::kInternal, "slot already in use");
-    const int32_t keep = o_.reuse_prefix ? common_prefix(s.history, prompt) : 0;
+    const int32_t keep = o_.reuse_prefix && setup.reuse_prefix ? common_prefix(s.history, prompt) : 0;
     std::vector<int32_t> kept(s.history.begin(), s.history.begin() + keep);
     s = Seq{};
     s.in_use = true;

@@ -710,6 +710,34 @@ TEST(Scheduler, PromptPrefixIsReusedFromAFreeSlot) {
   EXPECT_EQ(cd.tokens, cc.tokens);
 }
 
+// reuse_prefix false (llama-server's cache_prompt: false): the whole prompt is computed even
+// though a free slot holds its prefix (a prefix computed in a batch with other sequences can
+// differ in its last bits from a lone run's). The output is the fresh start's all the same,
+// and a later request may reuse again.
+TEST(Scheduler, ReusePrefixFalseComputesTheWholePrompt) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 2;
+  o.reuse_prefix = true;
+  Fixture f(o);
+  const auto prompt = prompt_of(40, 3);
+  auto a = f.engine->submit(make_request(prompt, 6));
+  ASSERT_TRUE(a.ok());
+  const Collected ca = collect(**a);
+  GenerationRequest fresh = make_request(prompt, 6);
+  fresh.reuse_prefix = false;
+  const int64_t prefilled_before = static_cast<int64_t>(f.engine->metrics().prefill_tokens_total);
+  auto b = f.engine->submit(std::move(fresh));
+  ASSERT_TRUE(b.ok());
+  const Collected cb = collect(**b);
+  EXPECT_EQ(cb.usage.cached_tokens, 0);
+  EXPECT_EQ(static_cast<int64_t>(f.engine->metrics().prefill_tokens_total) - prefilled_before,
+            static_cast<int64_t>(prompt.size()));
+  EXPECT_EQ(cb.tokens, ca.tokens);
+  auto c = f.engine->submit(make_request(prompt, 6));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(collect(**c).usage.cached_tokens, static_cast<int32_t>(prompt.size()) - 1);
+}
+
 // Every prompt shares a header (BOS and the turn markup): another conversation's request
 // must not take over a slot for those few tokens while free slots are idle, or two
 // alternating conversations evict each other's cache every turn (bug-case 46).

@@ -478,6 +478,24 @@ TEST(ChatRequest, SpeculationSwitches) {
   EXPECT_FALSE(parse_chat_request(body, d).ok());
 }
 
+// llama-server's cache_prompt: true by default, false computes the whole prompt
+// (GenerationRequest::reuse_prefix); any other type is a 400 naming it. Chat and completions.
+TEST(ChatRequest, CachePromptSwitch) {
+  RequestDefaults d;
+  json chat = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
+  json completion = json::parse(R"({"prompt":"hi"})");
+  EXPECT_TRUE(parse_chat_request(chat, d)->gen.cache_prompt);
+  EXPECT_TRUE(parse_completion_request(completion, d)->gen.cache_prompt);
+  chat["cache_prompt"] = false;
+  completion["cache_prompt"] = false;
+  EXPECT_FALSE(parse_chat_request(chat, d)->gen.cache_prompt);
+  EXPECT_FALSE(parse_completion_request(completion, d)->gen.cache_prompt);
+  chat["cache_prompt"] = "no";
+  const auto r = parse_chat_request(chat, d);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cache_prompt"), std::string::npos) << r.status().message();
+}
+
 TEST(ChatRequest, ToolChoiceDefaults) {
   RequestDefaults d;
   json no_tools = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
