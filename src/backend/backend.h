@@ -247,9 +247,9 @@ class Backend {
   // Runs `record` (op calls on fixed buffers). A backend that supports it may capture the
   // sequence once per `key` and replay it afterwards; the caller guarantees that every
   // pointer and shape inside is the same for the same key. `recurring`: the step's shape comes
-  // back step after step (decode, verify and draft steps). Only those are worth capturing: a
-  // prompt's chunks have shapes that follow the prompt's length, so a captured chunk would be
-  // replayed about once, and a cache of such steps churns. Default: just run it.
+  // back step after step (decode, verify and draft steps, a long prompt's full passes). Only
+  // those are worth capturing: a prompt's last chunk has a shape that follows the prompt's
+  // length, so a captured one would be replayed about once, and a cache of such steps churns. Default: just run it.
   virtual void run_step(uint64_t key, bool recurring, const std::function<void()>& record) {
     (void)key;
     (void)recurring;
