@@ -190,8 +190,12 @@ int run(const RunArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "prompt %zu tokens in %.1f ms, generated %zu tokens at %.2f tokens/s (%s), finish: %s\n",
-                 req.prompt.size(), u.prefill_ms, out.size(), tps, info.backend.c_str(), finish_reason_name(ev.finish));
+    // The first token comes from the prefill: with no decode step there is no rate to give
+    // (it printed "at 0.00 tokens/s").
+    const std::string rate = n_decoded > 0 ? fmt::format("at {:.2f} tokens/s", tps) : std::string("by the prefill alone");
+    std::fprintf(stderr, "prompt %zu tokens in %.1f ms, generated %zu token%s %s (%s), finish: %s\n", req.prompt.size(),
+                 u.prefill_ms, out.size(), out.size() == 1 ? "" : "s", rate.c_str(), info.backend.c_str(),
+                 finish_reason_name(ev.finish));
     if (info.has_drafter) {
       std::fprintf(stderr, "drafted %d, accepted %d (%.3f)\n", u.drafted_tokens, u.accepted_tokens, acceptance);
     }

@@ -109,4 +109,10 @@ for cmd in "run -p hi -n 1 -c 2000000000" "serve --port 0 --ctx-size 2000000000 
   grep -q "1 slot x 2000000000 positions" "$WORK/err" && grep -q "lower --ctx-size" "$WORK/err" \
     && ! grep -q -- "--parallel" "$WORK/err" || fail "$cmd: a KV cache too large: $(cat "$WORK/err")"
 done
+# One generated token comes from the prefill alone: run printed "generated 1 tokens at 0.00
+# tokens/s" (breaker round 17).
+timeout -k 5 120 "$BIN" run -m "$TARGET" -p ROMEO: -n 1 --device cpu > "$WORK/out" 2> "$WORK/err" < /dev/null \
+  || fail "run -n 1: exit status $?: $(head -c 300 "$WORK/err")"
+grep -q "generated 1 token by the prefill alone" "$WORK/err" && ! grep -q "0.00 tokens/s" "$WORK/err" \
+  || fail "run -n 1 reports a rate it did not measure: $(cat "$WORK/err")"
 echo "cli errors: ok"
