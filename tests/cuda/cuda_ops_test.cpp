@@ -715,7 +715,9 @@ TEST(CudaOps, RunStepCapturesOnlyRecurringSteps) {
       if (recurring) {
         // Captured at its first run; the replays do not call the body again.
         EXPECT_EQ(bodies, it == 0 ? 1 : 0) << "run " << it;
-        if (it == 0) EXPECT_EQ(inside.code(), StatusCode::kFailedPrecondition) << inside.to_string();
+        if (it == 0) {
+          EXPECT_EQ(inside.code(), StatusCode::kFailedPrecondition) << inside.to_string();
+        }
       } else {
         EXPECT_EQ(bodies, 1) << "run " << it;
         EXPECT_TRUE(inside.ok()) << "a step not marked recurring ran captured: " << inside.to_string();

@@ -96,6 +96,16 @@ json whole_chat(const LiveServer& s, const json& body) {
   return json::parse(r->body);
 }
 
+// The fewest leading tokens of `ids` whose text holds `needle` (ids.size() + 1 when none do).
+size_t tokens_until(const LiveServer& s, const std::vector<int32_t>& ids, const std::string& needle) {
+  for (size_t k = 1; k <= ids.size(); ++k) {
+    auto prefix = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
+    EXPECT_TRUE(prefix.ok());
+    if (prefix.ok() && prefix->find(needle) != std::string::npos) return k;
+  }
+  return ids.size() + 1;
+}
+
 void expect_no_markup(const std::string& text) {
   for (const char* m : {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|turn>", "<turn|>", "<|\"|>",
                         "<|tool_response>"}) {
@@ -371,12 +381,7 @@ TEST(ChatHttp, MinTokensHoldsStopStringsBackToo) {
   const std::string text = "Hello there. STOP and more STOP text";
   s.answer(text);
   const std::vector<int32_t> ids = s.tok->encode(text, false, false);
-  size_t k = 1;  // the tokens up to "STOP and"
-  for (; k <= ids.size(); ++k) {
-    auto prefix = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
-    ASSERT_TRUE(prefix.ok());
-    if (prefix->find("STOP and") != std::string::npos) break;
-  }
+  const size_t k = tokens_until(s, ids, "STOP and");  // the tokens up to "STOP and"
   ASSERT_LT(k, ids.size());
   json body = chat_body("hi", {{"stop", json::array({"STOP"})}, {"min_tokens", k}});
   json whole = whole_chat(s, body);
@@ -405,12 +410,8 @@ TEST(ChatHttp, MinTokensMatchesAStopStringThatStraddlesTheBoundary) {
   const std::string text = "Hello there. STOP and more STOP text";
   s.answer(text);
   const std::vector<int32_t> ids = s.tok->encode(text, false, false);
-  size_t k = 1;  // the tokens up to "there": the stop string begins in them and ends after
-  for (; k <= ids.size(); ++k) {
-    auto prefix = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
-    ASSERT_TRUE(prefix.ok());
-    if (prefix->find("there") != std::string::npos) break;
-  }
+  // The tokens up to "there": the stop string begins in them and ends after.
+  const size_t k = tokens_until(s, ids, "there");
   ASSERT_LT(k, ids.size());
   auto upto_k = s.tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
   ASSERT_EQ(upto_k->find("there. STOP"), std::string::npos) << *upto_k;

@@ -2,13 +2,12 @@
 // bodies and friends), API keys and stop strings.
 #include <gtest/gtest.h>
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <string>
 
+#include "common/cpu_time.h"
 #include "server/api_request.h"
 #include "server/auth.h"
 #include "server/json_input.h"
@@ -654,25 +653,16 @@ TEST(StopMatcher, AStopStringThatStraddlesMinTokensIsCutWhole) {
 // work now does not grow with their length. The fastest of three runs, in this thread's CPU
 // time.
 TEST(StopMatcher, PathologicalStopStringsTakeLinearTime) {
-  const auto cpu_seconds = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
-  const auto run = [&](size_t len) {
+  const auto run = [](size_t len) {
     std::vector<std::string> stops;
     for (int i = 0; i < 16; ++i) stops.push_back(std::string(len - 1, 'a') + static_cast<char>('b' + i));
-    double best = 1e9;
-    for (int r = 0; r < 3; ++r) {
-      const double t0 = cpu_seconds();
+    return test::fastest_cpu_seconds([&] {
       StopMatcher m(stops);
       size_t released = 0;
       for (int i = 0; i < 200000; ++i) released += m.feed("a").size();
       released += m.finish().size();
       EXPECT_EQ(released, 200000u);
-      best = std::min(best, cpu_seconds() - t0);
-    }
-    return best;
+    });
   };
   const double t_short = run(64);
   const double t_long = run(32768);

@@ -32,6 +32,20 @@ json tools_json() {
   return tools;
 }
 
+// Two tools whose arguments have schemas the grammar holds: "get" takes an integer a in
+// [-5, 5], "get_weather" a unit "C" or "F".
+json int_and_enum_tools() {
+  const json int_schema = json::parse(
+      R"({"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":5}},"required":["a"],
+          "additionalProperties":false})");
+  const json enum_schema = json::parse(
+      R"({"type":"object","properties":{"unit":{"enum":["C","F"]}},"required":["unit"],"additionalProperties":false})");
+  json tools = json::array();
+  tools.push_back({{"type", "function"}, {"function", {{"name", "get"}, {"parameters", int_schema}}}});
+  tools.push_back({{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", enum_schema}}}});
+  return tools;
+}
+
 // The answer's first tool call (name and arguments, a stream's pieces joined) and its
 // finish_reason, from a whole or a streamed chat answer; has_call: a tool call was there.
 struct FirstCall {
@@ -303,14 +317,7 @@ TEST_P(RequiredToolChoice, EnumValuesWithALessThanSignAreWritten) {
 // functions with an integer a],"tool_choice":"required","temperature":0}` gave
 // {"a":"afetyafety..."} (a string for the integer), and sampled runs junk values.
 TEST_P(RequiredToolChoice, SeveralToolsArgumentsFollowTheChosenSchema) {
-  const json int_schema = json::parse(
-      R"({"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":5}},"required":["a"],
-          "additionalProperties":false})");
-  const json enum_schema = json::parse(
-      R"({"type":"object","properties":{"unit":{"enum":["C","F"]}},"required":["unit"],"additionalProperties":false})");
-  json tools = json::array();
-  tools.push_back({{"type", "function"}, {"function", {{"name", "get"}, {"parameters", int_schema}}}});
-  tools.push_back({{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", enum_schema}}}});
+  const json tools = int_and_enum_tools();
   int whole = 0;
   for (int seed : {0, 1, 2, 3, 4, 5}) {
     json b = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
@@ -389,14 +396,7 @@ Answer answer_of(const std::string& body, bool stream) {
 // 2 the shakes model wrote prose after the call ("content": "...KING HENRY..."), and a later
 // call's name and arguments were free.
 TEST_P(RequiredToolChoice, NothingButCallsFollowAForcedCall) {
-  const json int_schema = json::parse(
-      R"({"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":5}},"required":["a"],
-          "additionalProperties":false})");
-  const json enum_schema = json::parse(
-      R"({"type":"object","properties":{"unit":{"enum":["C","F"]}},"required":["unit"],"additionalProperties":false})");
-  json tools = json::array();
-  tools.push_back({{"type", "function"}, {"function", {{"name", "get"}, {"parameters", int_schema}}}});
-  tools.push_back({{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", enum_schema}}}});
+  const json tools = int_and_enum_tools();
   const auto valid = [](const std::string& name, const json& args) {
     if (name == "get") {
       return args.size() == 1 && args.contains("a") && args["a"].is_number_integer() && args["a"].get<int64_t>() >= -5 &&
@@ -433,13 +433,19 @@ TEST_P(RequiredToolChoice, NothingButCallsFollowAForcedCall) {
           const Answer a = answer_of(r->body, stream);
           EXPECT_EQ(a.content, "") << what;
           ASSERT_FALSE(a.calls.empty()) << what;
-          if (!parallel) EXPECT_EQ(a.calls.size(), 1u) << what;
-          if (parallel && bias != 0) EXPECT_GT(a.calls.size(), 1u) << what;
+          if (!parallel) {
+            EXPECT_EQ(a.calls.size(), 1u) << what;
+          }
+          if (parallel && bias != 0) {
+            EXPECT_GT(a.calls.size(), 1u) << what;
+          }
           if (a.calls.size() > 1) ++several;
           EXPECT_TRUE(a.finish == "tool_calls" || a.finish == "length") << what;
           for (size_t i = 0; i < a.calls.size(); ++i) {
             const auto& [name, arguments] = a.calls[i];
-            if (choice.is_object()) EXPECT_EQ(name, "get_weather") << what;
+            if (choice.is_object()) {
+              EXPECT_EQ(name, "get_weather") << what;
+            }
             // A call cut by max_tokens is the last one; every other is whole and follows its schema.
             if (i + 1 == a.calls.size() && a.finish == "length") continue;
             const json args = json::parse(arguments, nullptr, false);

@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 
+#include "common/cpu_time.h"
 #include "common/test_paths.h"
 #include "gguf/gguf_reader.h"
 #include "text/chat_format.h"
@@ -146,22 +146,9 @@ TEST(ChatFormat, ManyToolResultsRenderInLinearTime) {
     for (size_t i = 0; i < n; ++i) m.push_back(tool_result("c" + std::to_string(n - 1 - i), "r"));
     return m;
   };
-  // This thread's CPU time (time while preempted on a loaded machine does not count: a full
-  // ctest -j2 beside other builds once took the wall-clock form past its bound), the fastest of
-  // three runs.
-  const auto cpu_seconds = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
-  const auto seconds = [&](const std::vector<ChatMessage>& m) {
-    double best = 1e9;
-    for (int r = 0; r < 3; ++r) {
-      const double t0 = cpu_seconds();
-      EXPECT_TRUE(render_chat(m, {}, {}).ok());
-      best = std::min(best, cpu_seconds() - t0);
-    }
-    return best;
+  // This thread's CPU time (common/cpu_time.h), the fastest of three runs.
+  const auto seconds = [](const std::vector<ChatMessage>& m) {
+    return test::fastest_cpu_seconds([&] { EXPECT_TRUE(render_chat(m, {}, {}).ok()); });
   };
   const auto small = conversation(4000);
   const auto big = conversation(32000);
@@ -197,7 +184,7 @@ TEST(ChatFormat, DeepNestingIsAnErrorNotACrash) {
   const auto r = render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi"), assistant_calls({{"c", "f", args}})},
                              {}, {});
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  ChatTool tool{"f", "d", json::parse("{\"type\":\"object\",\"properties\":{\"x\":" + deep + "}}")};
+  ChatTool tool{"f", "d", json::parse("{\"type\":\"object\",\"properties\":{\"x\":" + deep + "}}"), std::nullopt};
   const auto t = render_chat(std::vector<ChatMessage>{msg(ChatRole::kUser, "hi")}, std::vector<ChatTool>{tool}, {});
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
   // 60 levels are fine.

@@ -96,7 +96,8 @@ TEST(ChatRoundTrip, RandomConversationsNeverCrash) {
     }
     std::vector<ChatTool> tools;
     if (rng() % 2) {
-      tools.push_back({"t", "d", nlohmann::json::parse(R"({"type":"object","properties":{"x":{"type":"string"}}})")});
+      tools.push_back(
+          {"t", "d", nlohmann::json::parse(R"({"type":"object","properties":{"x":{"type":"string"}}})"), std::nullopt});
     }
     ChatRenderOptions o;
     o.enable_thinking = rng() % 2;

@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <time.h>
-
 #include <algorithm>
 #include <optional>
 #include <random>
@@ -16,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cpu_time.h"
 #include "parser_test_util.h"
 #include "text/output_parser.h"
 
@@ -113,7 +112,9 @@ TEST(StopScanner, SameResultsAsTheRescanItReplaced) {
       if (hit && !got_stop) got_stop = hit;
       // The same text is held back after every piece, not only at the end.
       ASSERT_EQ(got, want) << "round " << round << " text '" << text << "'";
-      if (!want_stop) ASSERT_EQ(scanner.held_bytes(), reference.held());
+      if (!want_stop) {
+        ASSERT_EQ(scanner.held_bytes(), reference.held());
+      }
     }
     want += reference.finish();
     got += scanner.flush();
@@ -160,12 +161,6 @@ TEST(StopScanner, TheOutputParserGivesTheSameContentAsBefore) {
   }
 }
 
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 // 16 stop strings of `len` bytes that share all but their last byte, over 200000 bytes of the
 // shared letter fed a byte at a time (as tokens arrive): every piece leaves a whole prefix held.
 // The rescan searched the held text again for every stop string on every piece (16 x len bytes
@@ -176,9 +171,7 @@ TEST(StopScanner, PathologicalStopStringsTakeLinearTime) {
   const auto run = [](size_t len) {
     std::vector<std::string> stops;
     for (int i = 0; i < 16; ++i) stops.push_back(std::string(len - 1, 'a') + static_cast<char>('b' + i));
-    double best = 1e9;
-    for (int r = 0; r < 3; ++r) {
-      const double t0 = thread_cpu_seconds();
+    return test::fastest_cpu_seconds([&] {
       OutputParser p(test_util::opts(false, false, stops));
       size_t content = 0;
       for (int i = 0; i < 200000; ++i) {
@@ -186,9 +179,7 @@ TEST(StopScanner, PathologicalStopStringsTakeLinearTime) {
       }
       for (const auto& e : p.finish()) content += e.text.size();
       EXPECT_EQ(content, 200000u);
-      best = std::min(best, thread_cpu_seconds() - t0);
-    }
-    return best;
+    });
   };
   const double t_short = run(64);
   const double t_long = run(32768);
