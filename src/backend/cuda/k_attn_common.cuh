@@ -220,26 +220,45 @@ __device__ __forceinline__ void warp_key_range(const int (&lo_rr)[2], const int 
   }
 }
 
+// Whether a 32-key tile's keys are consecutive rows of a KV pool, for the copies of the wgmma
+// prefill kernel (sm90a/k_attention_wg.cu): called by one whole warp, lane k with key k's element offset `off` (-1: no row, the
+// key outside the segment or unmapped). Returns key 0's offset where every key has a row and
+// key k's is key 0's + k kv_width (every lane gets it), else -1. A tile lies in one page
+// wherever the page size is a multiple of 32 (the engine's 256), so inside a segment its keys
+// are consecutive slots; a copy then needs one offset a tile instead of one a key.
+__device__ __forceinline__ int64_t contiguous_tile_base(int64_t off, int lane, int64_t kv_width) {
+  const int64_t off0 = __shfl_sync(0xffffffffu, off, 0);
+  const bool gap = off < 0 || off != off0 + static_cast<int64_t>(lane) * kv_width;
+  return __any_sync(0xffffffffu, gap) ? -1 : off0;
+}
+
 // The online softmax of a thread's two rows (mma.sync m16n8 layout: s[nt][2 rr + e] is row rr,
 // key pb + 8 nt + 2 t + e) over one tile of 8 NTS keys: keys outside a row's [lo_rr, hi_rr]
 // masked, the row's running max m_r and sum l_r updated, s replaced by the unnormalised
 // probabilities; corr[rr]: the factor the row's output accumulators must be scaled by.
-template <int NTS>
+// kSkipFullMask: a row whose range holds the whole tile skips the per-key tests (a branch,
+// the same values; the wgmma prefill kernel, where at depth nearly every tile is whole).
+template <int NTS, bool kSkipFullMask = false>
 __device__ __forceinline__ void online_softmax_rows(float (&s)[NTS][4], int pb, int t, const int (&lo_rr)[2],
                                                     const int (&hi_rr)[2], float (&m_r)[2], float (&l_r)[2],
                                                     float (&corr)[2]) {
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
     float mx = -INFINITY;
+    if (kSkipFullMask && pb >= lo_rr[rr] && pb + NTS * 8 - 1 <= hi_rr[rr]) {
 #pragma unroll
-    for (int nt = 0; nt < NTS; ++nt)
+      for (int nt = 0; nt < NTS; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * rr], s[nt][2 * rr + 1]));
+    } else {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int pos = pb + nt * 8 + 2 * t + e;
-        float& v = s[nt][2 * rr + e];
-        v = (pos >= lo_rr[rr] && pos <= hi_rr[rr]) ? v : -INFINITY;
-        mx = fmaxf(mx, v);
-      }
+      for (int nt = 0; nt < NTS; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int pos = pb + nt * 8 + 2 * t + e;
+          float& v = s[nt][2 * rr + e];
+          v = (pos >= lo_rr[rr] && pos <= hi_rr[rr]) ? v : -INFINITY;
+          mx = fmaxf(mx, v);
+        }
+    }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = fmaxf(m_r[rr], mx);
