@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "gguf/gguf_summary.h"
 #include "model/gguf_names.h"
 
 namespace gs {
@@ -158,7 +159,8 @@ Status read_rope_scaling(const GgufFile& f, const Reader& r, RopeScaling* out) {
     } else if (type == "yarn") {
       out->type = RopeScalingType::kYarn;
     } else {
-      return make_status(StatusCode::kInvalidArgument, "metadata '{}' = '{}' is not none, linear or yarn", tk, type);
+      return make_status(StatusCode::kInvalidArgument, "metadata '{}' = '{}' is not none, linear or yarn", tk,
+                         gguf::escape_text(type, 64));
     }
   }
   GS_ASSIGN_OR_RETURN(out->factor, r.real(names::kRopeScalingFactor, 1.0f, true));
@@ -246,8 +248,10 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
   } else if (arch == names::kArchAssistant) {
     c.arch = Gemma4Arch::kAssistant;
   } else {
+    // The value as escaped text: a NUL in it cut the message where printf met it, and control
+    // bytes reached the terminal.
     return make_status(StatusCode::kInvalidArgument, "metadata '{}' = '{}': expected '{}' or '{}'",
-                       names::kArchitecture, arch, names::kArchTarget, names::kArchAssistant);
+                       names::kArchitecture, gguf::escape_text(arch, 64), names::kArchTarget, names::kArchAssistant);
   }
   c.arch_name = std::string(arch);
   if (f.has(names::kName)) {

@@ -1079,8 +1079,11 @@ class JsonSchemaCompiler {
         size_t i = 0;
         while (i < n->keys.size() && n->keys[i] != key) ++i;
         if (i == n->keys.size()) {
-          // A required key the properties do not declare: its value is an extra one.
-          if (!n->extra_keys) {
+          // A required key the properties do not declare: its value is an extra one. Only an
+          // explicit additionalProperties: false refuses it; absent, JSON Schema allows any
+          // value under it, and the key is written as one more declared key (decision 0046;
+          // it was refused as if additionalProperties were false).
+          if (n->closed) {
             return invalid(path + ".required: '" + r.get<std::string>() +
                            "' is not a declared property and additionalProperties is false");
           }

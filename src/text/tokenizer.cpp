@@ -8,6 +8,7 @@
 
 #include "text/chat_format.h"
 #include "text/tokenizer_impl.h"
+#include "gguf/gguf_summary.h"
 #include "gguf/tokenizer_keys.h"
 #include "text/utf8.h"
 
@@ -296,7 +297,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
     if (sp == std::string::npos || sp + 1 >= m.size()) {
       return make_status(StatusCode::kInvalidArgument,
                          "tokenizer: metadata '{}'[{}] = \"{}\" is not two pieces separated by a space",
-                         names::kTokMerges, r, m.substr(0, 64));
+                         names::kTokMerges, r, gguf::escape_text(m, 64));
     }
     const std::string_view left(m.data(), sp);
     const std::string_view right(m.data() + sp + 1, m.size() - sp - 1);

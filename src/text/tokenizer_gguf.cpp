@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gguf/gguf_reader.h"
+#include "gguf/gguf_summary.h"
 #include "gguf/tokenizer_keys.h"
 #include "text/tokenizer.h"
 
@@ -30,7 +31,8 @@ Result<Tokenizer::Vocab> read_vocab(const gguf::GgufFile& file) {
   GS_ASSIGN_OR_RETURN(const std::string_view model, file.get_string(names::kTokModel));
   if (model != "gemma4") {
     return make_status(StatusCode::kUnimplemented,
-                       "tokenizer: {} = \"{}\" is not supported (only \"gemma4\")", names::kTokModel, model);
+                       "tokenizer: {} = \"{}\" is not supported (only \"gemma4\")", names::kTokModel,
+                       gguf::escape_text(model, 64));
   }
   Tokenizer::Vocab v;
   {

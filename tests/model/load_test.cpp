@@ -123,6 +123,29 @@ TEST_F(Load, UnsupportedVariantsSaySo) {
   EXPECT_NE(m.status().message().find("general.architecture"), std::string::npos);
 }
 
+// A text value the file holds is shown escaped and cut in the error that names it: a NUL in
+// general.architecture cut the message where the CLI's printf met it ("... = 'gemma4"), the
+// part that says what was expected lost, and control bytes reached the terminal as they were.
+TEST_F(Load, TextValuesInLoadErrorsAreEscapedAndCut) {
+  const auto expect_clean = [](const std::string& msg, std::string_view expected_tail) {
+    EXPECT_EQ(msg.find('\0'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\\x00"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(expected_tail), std::string::npos) << msg;
+    EXPECT_LT(msg.size(), 600u) << msg;
+  };
+  EditableGguf e = random_model({});
+  e.set_kv("general.architecture", string_value(std::string("gemma4\0\x1b[2J", 10) + std::string(100000, 'x')));
+  auto m = load(e);
+  ASSERT_FALSE(m.ok());
+  expect_clean(m.status().message(), "expected 'gemma4' or 'gemma4-assistant'");
+  e = random_model({});
+  e.set_kv("gemma4.rope.scaling.type", string_value(std::string("yarn\0\x1b[2J", 8)));
+  m = load(e);
+  ASSERT_FALSE(m.ok());
+  expect_clean(m.status().message(), "is not none, linear or yarn");
+}
+
 TEST_F(Load, ScalarPatternAndScalarKvHeads) {
   RandomModelSpec s;
   s.sliding = {true, false, true, false};

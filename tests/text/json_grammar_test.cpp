@@ -349,6 +349,22 @@ TEST(JsonGrammar, AdditionalPropertiesAndFreeObjects) {
   EXPECT_EQ(taken(closed, R"({"a")"), 1u);
 }
 
+// A required key that properties do not declare, with additionalProperties absent, is written
+// with any value (JSON Schema allows one there): it was a 400 saying "additionalProperties is
+// false", which the schema never said (decision 0046). Declared false, it is still refused.
+TEST(JsonGrammar, RequiredKeyOutsideThePropertiesTakesAnyValueUnlessClosed) {
+  auto g = schema(R"({"type":"object","properties":{"a":{"type":"null"}},"required":["a","b"]})");
+  EXPECT_TRUE(accepts(g, R"({"a":null,"b":[1,{"c":"x"}]})"));
+  EXPECT_TRUE(accepts(g, R"({"b":2,"a":null})"));
+  EXPECT_EQ(taken(g, R"({"a":null})"), 9u);       // '}' before the required "b"
+  EXPECT_EQ(taken(g, R"({"a":null,"c":1})"), 11u);  // still no other undeclared key
+  auto closed = JsonGrammar::from_schema(
+      json::parse(R"({"type":"object","properties":{"a":{}},"required":["b"],"additionalProperties":false})"));
+  ASSERT_FALSE(closed.ok());
+  EXPECT_NE(closed.status().message().find("additionalProperties is false"), std::string::npos)
+      << closed.status().message();
+}
+
 TEST(JsonGrammar, EnumsConstsAndUnions) {
   auto e = schema(R"({"enum":["red","green",1,true,null]})");
   for (const char* ok : {R"("red")", R"("green")", "1", "true", "null"}) EXPECT_TRUE(accepts(e, ok)) << ok;

@@ -539,6 +539,31 @@ TEST(Tokenizer, GgufErrorsNameTheFileTheKeyAndTheValue) {
                {"tokenizer.ggml.bos_token_id"});
 }
 
+// Text from the file is shown escaped in these errors: a NUL cut the message where printf met
+// it, and control bytes reached the terminal as they were.
+TEST(Tokenizer, GgufTextValuesInErrorsAreEscaped) {
+  const std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "a", "b", "ab"};
+  const auto expect_clean = [](const Result<std::shared_ptr<const Tokenizer>>& r, std::string_view tail) {
+    ASSERT_FALSE(r.ok());
+    const std::string& msg = r.status().message();
+    EXPECT_EQ(msg.find('\0'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\\x00"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(tail), std::string::npos) << msg;
+  };
+  expect_clean(from_keys([&](gguf::GgufWriter& w) {
+                 w.set_string("tokenizer.ggml.model", std::string("gemma4\0\x1b[2J", 10));
+                 w.set_string_array("tokenizer.ggml.tokens", tokens);
+               }),
+               "is not supported (only \"gemma4\")");
+  expect_clean(from_keys([&](gguf::GgufWriter& w) {
+                 w.set_string("tokenizer.ggml.model", "gemma4");
+                 w.set_string_array("tokenizer.ggml.tokens", tokens);
+                 w.set_string_array("tokenizer.ggml.merges", {"a b", std::string("a\0\x1b[2Jb", 7)});
+               }),
+               "is not two pieces separated by a space");
+}
+
 // ---- incremental decoding (bug-cases 27 and 58) -------------------------------------------
 
 // Bug-case 27: a character split over byte tokens is held until complete (no U+FFFD).
