@@ -62,13 +62,11 @@ thread_local StallObserver* t_stall_observer = nullptr;
 // poll_one(fd, POLLOUT, timeout), the wait on a full socket counted as a stalled worker.
 int wait_writable(int fd, milliseconds timeout) {
   const int now = poll_one(fd, POLLOUT, milliseconds(0));
-  if (now != 0 || timeout.count() <= 0 || t_stall_observer == nullptr) {
-    return now != 0 ? now : poll_one(fd, POLLOUT, timeout);
-  }
+  if (now != 0 || timeout.count() <= 0) return now;
   StallObserver* observer = t_stall_observer;
-  observer->stall_begins();
+  if (observer) observer->stall_begins();
   const int r = poll_one(fd, POLLOUT, timeout);
-  observer->stall_ends();
+  if (observer) observer->stall_ends();
   return r;
 }
 

@@ -696,6 +696,7 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
   ConnectionLimits limits;
   limits.n_workers = static_cast<size_t>(o.http_threads > 0 ? o.http_threads : 96);
   limits.head_timeout = o.head_timeout;
+  limits.write_stall_budget = o.write_stall_budget;
   limits.max_body_bytes = o.max_body_bytes;
   limits.body_timeout = std::chrono::seconds(30);
   limits.idle_timeout = std::chrono::seconds(5);
