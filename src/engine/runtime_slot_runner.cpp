@@ -563,6 +563,9 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
     }
   }
   if (assistant) {
+    if (Status st = text::check_token_scores(assistant->file()); !st.ok()) {
+      return make_status(st.code(), "{}: {}", options.drafter_path, st.message());
+    }
     if (Status st = check_drafter_vocabulary(assistant->file(), tokenizer); !st.ok()) {
       return make_status(st.code(), "the drafter {} cannot draft for {}: {}", options.drafter_path, options.model_path,
                          st.message());

@@ -221,6 +221,29 @@ int Gemma4Config::full_n_rot() const {
   return il < 0 ? 0 : layers[il].n_rot;
 }
 
+namespace {
+
+// Gemma 4 caps its final logits only (spec §1.1 "Attention logit softcap: none", §3.1.4);
+// llama.cpp never sets an attention softcap for it. A file that asks for one (Gemma 2's
+// `attention.logit_softcapping`, under any architecture prefix) would be computed without it,
+// so a nonzero value is refused by name; 0 (no cap) passes.
+Status check_no_attention_softcap(const GgufFile& f) {
+  const std::string suffix = fmt::format(".{}", names::kAttnLogitSoftcapping);
+  for (const gguf::KeyValue& kv : f.metadata()) {
+    if (!kv.key.ends_with(suffix)) continue;
+    GS_ASSIGN_OR_RETURN(const float cap, f.get_f32(kv.key));
+    if (cap != 0.0f) {
+      return make_status(StatusCode::kUnimplemented,
+                         "metadata '{}' = {}: attention logit softcapping is not supported (Gemma 4 caps its final "
+                         "logits only, '{}'); this engine would compute the attention without the cap",
+                         kv.key, cap, names::kFinalLogitSoftcapping);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
   // One shard of a split model, opened alone, holds only part of the tensors: say so before a
   // tensor of another shard (or, past shard 1, the architecture) is reported missing.
@@ -254,6 +277,7 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
                        names::kArchitecture, gguf::escape_text(arch, 64), names::kArchTarget, names::kArchAssistant);
   }
   c.arch_name = std::string(arch);
+  GS_RETURN_IF_ERROR(check_no_attention_softcap(f));
   if (f.has(names::kName)) {
     auto name = f.get_string(names::kName);
     if (name.ok()) c.name = std::string(*name);

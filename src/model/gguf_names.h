@@ -47,6 +47,9 @@ inline constexpr std::string_view kSlidingWindowPattern = "attention.sliding_win
 inline constexpr std::string_view kSharedKvLayers = "attention.shared_kv_layers";
 inline constexpr std::string_view kEmbeddingLengthPerLayerInput = "embedding_length_per_layer_input";
 inline constexpr std::string_view kFinalLogitSoftcapping = "final_logit_softcapping";
+// Gemma 2's attention-score cap; Gemma 4 has none (spec §1.1), so a file with a nonzero one is
+// refused (under any architecture prefix).
+inline constexpr std::string_view kAttnLogitSoftcapping = "attention.logit_softcapping";
 inline constexpr std::string_view kNextnPredictLayers = "nextn_predict_layers";  // assistant
 inline constexpr std::string_view kExpertCount = "expert_count";                 // MoE (26B-A4B)
 inline constexpr std::string_view kRopeScalingType = "rope.scaling.type";        // "none", "linear", "yarn"

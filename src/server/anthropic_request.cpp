@@ -453,6 +453,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
                                       {"user", "metadata.user_id"}};
   GS_RETURN_IF_ERROR(check_unread_chat_fields(body, "/v1/messages", kReadHere, kRenames));
   GS_RETURN_IF_ERROR(check_anthropic_metadata(body));
+  GS_RETURN_IF_ERROR(check_anthropic_service_tier(body));
   GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kMessages));
   std::optional<std::string> model;
   GS_RETURN_IF_ERROR(read_string(body, "", "model", &model));

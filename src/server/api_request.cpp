@@ -586,9 +586,10 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
   }
   // thinking_budget_tokens is another server's name for reasoning_budget_tokens; both at once
   // must agree (one silently winning would cap the thinking the client did not ask for).
+  // -1 is llama-server's "unlimited" (its --reasoning-budget default); other negatives are a 400.
   std::optional<int64_t> budget, alias;
-  GS_RETURN_IF_ERROR(read_int(body, "", "reasoning_budget_tokens", 0, kMaxTokensLimit, &budget));
-  GS_RETURN_IF_ERROR(read_int(body, "", "thinking_budget_tokens", 0, kMaxTokensLimit, &alias));
+  GS_RETURN_IF_ERROR(read_int(body, "", "reasoning_budget_tokens", -1, kMaxTokensLimit, &budget));
+  GS_RETURN_IF_ERROR(read_int(body, "", "thinking_budget_tokens", -1, kMaxTokensLimit, &alias));
   if (budget && alias && *budget != *alias) {
     return invalid(fmt::format("reasoning_budget_tokens ({}) and thinking_budget_tokens ({}) name the same budget and "
                                "must agree: send one",
@@ -714,6 +715,8 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   GS_RETURN_IF_ERROR(check_foreign_fields(body, /*chat=*/true));
   GS_RETURN_IF_ERROR(check_openai_user(body));
   GS_RETURN_IF_ERROR(check_openai_metadata(body));
+  GS_RETURN_IF_ERROR(check_openai_tags(body));
+  GS_RETURN_IF_ERROR(check_chat_hints(body));
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req));
   GS_RETURN_IF_ERROR(read_reasoning_format(body, defaults, &req));
 
@@ -815,7 +818,8 @@ constexpr std::string_view kRequestFields[] = {
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
     "t_max_predict_ms", "n_indent", "n_cmpl", "lora", "post_sampling_probs",
-    "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata",
+    "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata", "service_tier",
+    "prompt_cache_key", "safety_identifier", "store", "verbosity",
 };
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

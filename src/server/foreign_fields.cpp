@@ -12,6 +12,7 @@
 
 #include "server/api_request.h"
 #include "server/json_input.h"
+#include "server/tag_fields.h"
 
 namespace gs::server {
 
@@ -137,6 +138,11 @@ bool neutral_value(std::string_view field, const json& v) {
   if (v.is_array() || v.is_object()) return v.empty();
   if ((field == "n" || field == "best_of" || field == "n_cmpl") && v.is_number_integer()) return v.get<int64_t>() == 1;
   if (field == "n_indent" && v.is_number_integer()) return v.get<int64_t>() == 0;
+  // llama-server's -1: no cap on the thinking, what a route without a budget gives anyway.
+  if ((field == "reasoning_budget_tokens" || field == "thinking_budget_tokens") && v.is_number_integer() &&
+      !v.is_number_unsigned()) {
+    return v.get<int64_t>() == -1;
+  }
   if (field == "t_max_predict_ms" && v.is_number_integer()) {
     return v.is_number_unsigned() ? v.get<uint64_t>() == 0 : v.get<int64_t>() >= -1 && v.get<int64_t>() <= 0;
   }
@@ -149,8 +155,10 @@ Status check_unread_chat_fields(const json& body, std::string_view route, std::s
                                 std::span<const FieldRename> renames) {
   // The token routes' fields (content, tokens, ...) are in the list for error paths only.
   constexpr std::string_view kTokenRouteFields[] = {"content", "add_special", "parse_special", "with_pieces", "tokens"};
+  const auto tags = chat_tag_field_names();  // checked where they belong; they change nothing
   for (const std::string_view field : chat_request_field_names()) {
     if (field == "reasoning_format") continue;
+    if (std::find(tags.begin(), tags.end(), field) != tags.end()) continue;
     if (std::find(std::begin(kTokenRouteFields), std::end(kTokenRouteFields), field) != std::end(kTokenRouteFields)) {
       continue;
     }

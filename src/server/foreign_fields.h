@@ -39,8 +39,10 @@ struct FieldRename {
 // INSTEAD" where `renames` names the route's own field, else "FIELD is a /v1/chat/completions
 // field, not read on ROUTE"). Neutral values pass: null, false, an empty string, array or
 // object, n or best_of 1, and true for the fields whose default it is (add_generation_prompt,
-// skip_special_tokens, spaces_between_special_tokens, speculative). `reasoning_format` is left
-// to the route (decision 0034: those routes keep their own reasoning blocks).
+// skip_special_tokens, spaces_between_special_tokens, speculative), and -1 for the reasoning
+// budgets (llama-server's "unlimited"). `reasoning_format` is left to the route (decision 0034:
+// those routes keep their own reasoning blocks), and the tags and hints that change nothing
+// (tag_fields.h: service_tier, prompt_cache_key, safety_identifier, store, verbosity) pass.
 Status check_unread_chat_fields(const nlohmann::json& body, std::string_view route,
                                 std::span<const std::string_view> read_here, std::span<const FieldRename> renames);
 

@@ -16,6 +16,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,31 @@ int poll_one(int fd, short events, milliseconds timeout) {
     if (r < 0 && errno == EINTR) continue;
     return r;
   }
+}
+
+// The worker pool of the calling thread (LifoWorkers), told while one of its workers waits
+// for a client to read: that worker does no work meanwhile, so the pool keeps another one for
+// the jobs that wait.
+class StallObserver {
+ public:
+  virtual void stall_begins() = 0;
+  virtual void stall_ends() = 0;
+
+ protected:
+  ~StallObserver() = default;
+};
+
+thread_local StallObserver* t_stall_observer = nullptr;
+
+// poll_one(fd, POLLOUT, timeout), the wait on a full socket counted as a stalled worker.
+int wait_writable(int fd, milliseconds timeout) {
+  const int now = poll_one(fd, POLLOUT, milliseconds(0));
+  if (now != 0 || timeout.count() <= 0) return now;
+  StallObserver* observer = t_stall_observer;
+  if (observer) observer->stall_begins();
+  const int r = poll_one(fd, POLLOUT, timeout);
+  if (observer) observer->stall_ends();
+  return r;
 }
 
 void ip_and_port(const sockaddr_storage& addr, std::string& ip, int& port) {
@@ -428,6 +454,7 @@ class Connection final : public httplib::Stream {
 
   // The buffered request goes to httplib: its body must be in by the deadline.
   void begin_request() {
+    stall_left_ = limits_.write_stall_budget;
     if (head_len_ > 0) {
       // Bare LF line ends (RFC 9112 2.2 lets a server read them): httplib wants CRLF on the
       // request line, answered 400 and went on to read each header line as a request. And
@@ -544,7 +571,7 @@ class Connection final : public httplib::Stream {
   }
 
   bool is_writable() const override {
-    if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return false;
+    if (!writable()) return false;
     return !peer_gone();
   }
 
@@ -917,7 +944,7 @@ class Connection final : public httplib::Stream {
   // timeout passes or the send fails (then the client is gone: peer_gone()).
   ssize_t send_some(const char* ptr, size_t size) {
     for (;;) {
-      if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) return -1;
+      if (!writable()) return -1;
       const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n >= 0) return n;
       if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -927,9 +954,20 @@ class Connection final : public httplib::Stream {
     }
   }
 
+  // Whether the socket takes more output within the write timeout and what is left of the
+  // request's stall budget (ConnectionLimits::write_stall_budget); the time waited is taken
+  // from that budget. A client that reads a byte now and then cannot hold a worker for long.
+  bool writable() const {
+    const auto start = Clock::now();
+    const int r = wait_writable(sock_, std::min(write_timeout_, stall_left_));
+    stall_left_ -= std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+    return r > 0;
+  }
+
   socket_t sock_;
   const ConnectionLimits& limits_;
   milliseconds write_timeout_;
+  mutable milliseconds stall_left_{limits_.write_stall_budget};  // of the request under way
   std::string buf_;
   size_t off_ = 0;
   size_t head_len_ = 0;    // of the buffered request; 0 until its head is complete
@@ -1015,12 +1053,18 @@ void refuse(Connection& c, Connection::State state) {
 // requests rotated through all of the dozens of workers, and the process grew ~2 kB a
 // request towards that many caches (bug-case 64); now they land on the same few threads, and
 // the memory kept is that of the requests run at once.
-class LifoWorkers {
+//
+// A worker whose client does not read its answer waits in a write (wait_writable) for up to
+// the write timeout, doing nothing; as many such clients as workers left none for anyone else
+// (/health took 10 s). While jobs wait, the pool starts a spare thread for each stalled worker
+// (up to max_spares at once), so that `n_threads` workers are always left that do not wait on a
+// client; a spare ends when it finds no job waiting.
+class LifoWorkers final : public StallObserver {
  public:
   // Starts up to `n_threads` workers. A thread the system refuses (its thread or process
   // limit) ends the start-up with the workers already running, said in the log: jobs beyond
   // them wait for one. Before, std::thread's exception aborted the server.
-  explicit LifoWorkers(size_t n_threads) {
+  LifoWorkers(size_t n_threads, size_t max_spares) : max_spares_(max_spares) {
     workers_.reserve(n_threads);
     for (size_t i = 0; i < n_threads; ++i) workers_.push_back(std::make_unique<Worker>());
     threads_.reserve(n_threads);
@@ -1043,12 +1087,14 @@ class LifoWorkers {
   LifoWorkers& operator=(const LifoWorkers&) = delete;
 
   // Runs `fn` on the most recently idle worker, or on the first to finish its job when all
-  // are busy. After shutdown() nothing more runs.
+  // are busy (on a spare when some of them wait on their clients). After shutdown() nothing
+  // more runs.
   void enqueue(std::function<void()> fn) {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutdown_) return;
     if (idle_.empty()) {
       jobs_.push_back(std::move(fn));
+      start_spares();
       return;
     }
     Worker* w = idle_.back();
@@ -1059,6 +1105,7 @@ class LifoWorkers {
 
   // Runs the jobs already handed over, then joins the threads.
   void shutdown() {
+    std::list<std::thread> spares;
     {
       std::lock_guard<std::mutex> lock(mu_);
       shutdown_ = true;
@@ -1067,6 +1114,25 @@ class LifoWorkers {
     for (auto& t : threads_) {
       if (t.joinable()) t.join();
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      spares.swap(spares_);  // no spare starts after shutdown_
+      ended_.clear();
+    }
+    for (auto& t : spares) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+  // StallObserver: the calling worker waits for its client to read.
+  void stall_begins() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stalled_;
+    start_spares();
+  }
+  void stall_ends() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    --stalled_;
   }
 
  private:
@@ -1075,7 +1141,34 @@ class LifoWorkers {
     std::function<void()> job;  // under mu_; set by enqueue() while the worker is idle
   };
 
+  // Under mu_: one spare for each stalled worker while jobs wait that no starting spare will
+  // take. Spares that ended are joined here first.
+  void start_spares() {
+    for (const auto it : ended_) {
+      it->join();
+      spares_.erase(it);
+    }
+    ended_.clear();
+    while (!shutdown_ && jobs_.size() > starting_ && spares_.size() < stalled_ && spares_.size() < max_spares_) {
+      spares_.emplace_back();
+      const auto it = std::prev(spares_.end());
+      try {
+        *it = std::thread([this, it] { run_spare(it); });
+      } catch (const std::system_error& e) {
+        spares_.erase(it);
+        if (!spare_refused_) {
+          GS_LOG_WARN("no spare HTTP worker could start beside {} that wait on clients ({}): requests wait for one",
+                      stalled_, e.what());
+        }
+        spare_refused_ = true;
+        return;
+      }
+      ++starting_;
+    }
+  }
+
   void run(Worker* w) {
+    t_stall_observer = this;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       if (!w->job && !jobs_.empty()) {
@@ -1100,12 +1193,34 @@ class LifoWorkers {
     }
   }
 
+  // A spare runs the jobs waiting, then ends (joined by the next start_spares or shutdown).
+  void run_spare(std::list<std::thread>::iterator self) {
+    t_stall_observer = this;
+    std::unique_lock<std::mutex> lock(mu_);
+    --starting_;
+    while (!jobs_.empty()) {
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      job = nullptr;
+      lock.lock();
+    }
+    if (!shutdown_) ended_.push_back(self);
+  }
+
   std::mutex mu_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<Worker*> idle_;               // under mu_; the most recently idle last
   std::deque<std::function<void()>> jobs_;  // under mu_; waiting while no worker is idle
   bool shutdown_ = false;                   // under mu_
   std::vector<std::thread> threads_;
+  const size_t max_spares_;
+  size_t stalled_ = 0;                                  // under mu_; workers and spares in wait_writable
+  size_t starting_ = 0;                                 // under mu_; spares not yet running
+  std::list<std::thread> spares_;                       // under mu_
+  std::vector<std::list<std::thread>::iterator> ended_;  // under mu_; spares whose run ended
+  bool spare_refused_ = false;                          // under mu_; said once in the log
 };
 
 // httplib's task queue for one listen(): the workers, and the waiting room where
@@ -1113,7 +1228,7 @@ class LifoWorkers {
 class ConnectionQueue final : public httplib::TaskQueue {
  public:
   ConnectionQueue(HttpListener* listener, const ConnectionLimits& limits)
-      : listener_(listener), limits_(limits), workers_(limits.n_workers) {
+      : listener_(listener), limits_(limits), workers_(limits.n_workers, limits.max_stall_spares) {
     if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
     room_ = std::thread([this] { waiting_room(); });
   }

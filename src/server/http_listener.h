@@ -19,6 +19,13 @@ class ConnectionQueue;
 struct ConnectionLimits {
   // The most workers serving requests at once (each request holds one while it runs).
   size_t n_workers = 96;
+  // Workers started beside those while some wait on clients that do not read their answers
+  // (one for each such worker, while requests wait for a worker), so that clients that stall
+  // cannot take every worker; each ends when no request waits. At most this many at once.
+  size_t max_stall_spares = 1024;
+  // A response waits at most this long in all for its client to read (each write waits at
+  // most httplib's write timeout); then the client is taken as gone and the connection closes.
+  std::chrono::milliseconds write_stall_budget{60000};
   // A request's head (request line and headers) must arrive within this, from its first byte.
   std::chrono::milliseconds head_timeout{10000};
   // A request's body must arrive within this, from the end of its head. It is waited for

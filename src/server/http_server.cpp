@@ -129,7 +129,7 @@ class Routes {
     if (!m) return send_loading(res);
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
-    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    if (!body.ok()) return send_error(res, request_error(body.status()));
     Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
@@ -148,7 +148,7 @@ class Routes {
     if (!m) return send_loading(res);
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
-    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    if (!body.ok()) return send_error(res, request_error(body.status()));
     Result<CompletionRequest> parsed = parse_completion_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_completion(*parsed, *m->tokenizer, s_->options_.limits);
@@ -210,7 +210,7 @@ class Routes {
     if (!m) return send_loading(res);
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
-    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    if (!body.ok()) return send_error(res, responses_request_error(body.status()));
     Result<ResponsesRequest> parsed = parse_responses_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, responses_request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(parsed->chat, *m->tokenizer, s_->options_.limits);
@@ -238,7 +238,7 @@ class Routes {
     auto m = s_->model();
     if (!m) return send_loading(res);
     Result<json> body = parse_json_object(req.body);
-    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    if (!body.ok()) return send_error(res, request_error(body.status()));
     Result<TokenizeRequest> parsed = parse_tokenize_request(*body);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     std::vector<int32_t> ids = m->tokenizer->encode(parsed->content, parsed->add_special, parsed->parse_special);
@@ -276,7 +276,7 @@ class Routes {
     auto m = s_->model();
     if (!m) return send_loading(res);
     Result<json> body = parse_json_object(req.body);
-    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    if (!body.ok()) return send_error(res, request_error(body.status()));
     Result<DetokenizeRequest> parsed = parse_detokenize_request(*body, m->tokenizer->n_vocab());
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     res.status = 200;
@@ -289,7 +289,7 @@ class Routes {
     auto m = s_->model();
     if (!m) return send_loading(res);
     Result<json> body = parse_json_object(req.body);
-    if (!body.ok()) return send_error(res, api_error_from_status(body.status()));
+    if (!body.ok()) return send_error(res, request_error(body.status()));
     Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<text::RenderedPrompt> prompt = render_chat_request(*parsed);
@@ -696,6 +696,7 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
   ConnectionLimits limits;
   limits.n_workers = static_cast<size_t>(o.http_threads > 0 ? o.http_threads : 96);
   limits.head_timeout = o.head_timeout;
+  limits.write_stall_budget = o.write_stall_budget;
   limits.max_body_bytes = o.max_body_bytes;
   limits.body_timeout = std::chrono::seconds(30);
   limits.idle_timeout = std::chrono::seconds(5);

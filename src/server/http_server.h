@@ -42,6 +42,9 @@ struct ServerOptions {
   // A request's head must arrive within this from its first byte (slow or stalled clients
   // would otherwise hold a worker); idle keep-alive connections close after 5 s.
   std::chrono::milliseconds head_timeout{10000};
+  // A response waits at most this long in all for its client to read
+  // (ConnectionLimits::write_stall_budget; decision 0046).
+  std::chrono::milliseconds write_stall_budget{60000};
   PlanLimits limits;
   // Silence after which a stream gets an SSE comment (": keep-alive"): keeps proxies from
   // timing out during a long prefill and notices a client that has gone. A non-streamed

@@ -1,8 +1,12 @@
 // Safe JSON body parsing and typed field readers.
 #include "server/json_input.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <vector>
 
 namespace gs::server {
 
@@ -47,6 +51,115 @@ JsonShape shape_of(std::string_view body, int depth_limit, size_t heap_limit) {
     }
   }
   return shape;
+}
+
+// Where nlohmann's parser stopped: a SAX handler that builds nothing and follows the keys and
+// array indices down to the value being read, and keeps the byte offset and token that
+// parse_error reports. Run a second time over a body whose parse failed, to say where.
+class FailureLocator {
+ public:
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(nlohmann::json::number_integer_t) { return value(); }
+  bool number_unsigned(nlohmann::json::number_unsigned_t) { return value(); }
+  bool number_float(nlohmann::json::number_float_t, const nlohmann::json::string_t&) { return value(); }
+  bool string(nlohmann::json::string_t&) { return value(); }
+  bool binary(nlohmann::json::binary_t&) { return value(); }
+  bool start_object(size_t) { return open(false); }
+  bool key(nlohmann::json::string_t& k) {
+    frames_.back().key = k;
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool start_array(size_t) { return open(true); }
+  bool end_array() { return close(); }
+  bool parse_error(size_t position, const std::string& token, const nlohmann::json::exception&) {
+    failed_ = true;
+    position_ = position;
+    token_ = token;
+    path_ = path();
+    return false;
+  }
+
+  bool failed() const { return failed_; }
+  // The byte offset just past the token that failed, the token, and its path ("" at the top;
+  // "messages[2].content", a key that is not a plain name as ["a b"]).
+  size_t position() const { return position_; }
+  const std::string& token() const { return token_; }
+  const std::string& where() const { return path_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    size_t next = 0;  // arrays: the index of the next element
+    std::string key;  // objects: the key last read
+  };
+
+  // A value starts in the innermost container (an array counts it).
+  bool value() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().next;
+    return true;
+  }
+  bool open(bool array) {
+    value();
+    frames_.push_back(Frame{array, 0, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+
+  // Outer arrays have counted the container the failure is in; the innermost has not yet
+  // counted the value that failed.
+  std::string path() const {
+    std::string out;
+    for (size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      if (f.array) {
+        out += fmt::format("[{}]", i + 1 == frames_.size() ? f.next : f.next - 1);
+        continue;
+      }
+      const bool plain = !f.key.empty() && (std::isalpha(static_cast<unsigned char>(f.key[0])) || f.key[0] == '_') &&
+                         std::all_of(f.key.begin(), f.key.end(), [](char c) {
+                           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                         });
+      if (plain) {
+        out += out.empty() ? f.key : "." + f.key;
+      } else {
+        out += "[" + nlohmann::json(f.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "]";
+      }
+    }
+    return out;
+  }
+
+  std::vector<Frame> frames_;
+  bool failed_ = false;
+  size_t position_ = 0;
+  std::string token_;
+  std::string path_;
+};
+
+constexpr std::string_view kRequestBody = "the request body";
+
+// The 400 for a number that no double holds (nlohmann's out_of_range 406: "1e400", a
+// 400-digit integer), naming the field it was the value of and its byte offset. The body of
+// a request puts the field first (the error's param); a JSON text inside a field (`what`)
+// names that field first.
+Status number_out_of_range(std::string_view body, std::string_view what) {
+  FailureLocator where;
+  nlohmann::json::sax_parse(body.begin(), body.end(), &where);
+  std::string token = where.failed() ? where.token() : std::string();
+  const size_t offset = where.position() >= token.size() ? where.position() - token.size() : 0;
+  if (token.size() > 40) token = token.substr(0, 32) + fmt::format("... ({} characters)", token.size());
+  const std::string what_is_wrong =
+      fmt::format("number out of range: {} is beyond what a double holds (about 1.8e308)", token);
+  if (what == kRequestBody && !where.where().empty()) {
+    return make_status(StatusCode::kInvalidArgument, "{}: {} (byte offset {} of {})", where.where(), what_is_wrong,
+                       offset, what);
+  }
+  return make_status(StatusCode::kInvalidArgument, "{} is not valid JSON: {} at byte offset {}{}", what, what_is_wrong,
+                     offset, where.where().empty() ? "" : fmt::format(" ({})", where.where()));
 }
 
 }  // namespace
@@ -96,6 +209,9 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, s
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(body.begin(), body.end());
+  } catch (const nlohmann::json::out_of_range& e) {
+    if (e.id == 406) return number_out_of_range(body, what);
+    return make_status(StatusCode::kInvalidArgument, "{} is not valid JSON: {}", what, e.what());
   } catch (const nlohmann::json::exception& e) {
     return make_status(StatusCode::kInvalidArgument, "{} is not valid JSON: {}", what, e.what());
   }

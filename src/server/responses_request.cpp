@@ -50,7 +50,8 @@ Status check_stateless(const json& body) {
   return {};
 }
 
-// Fields taken and not used (include, truncation, max_tool_calls, user, metadata) still have
+// Fields taken and not used (include, truncation, max_tool_calls, user, metadata, service_tier,
+// prompt_cache_key, safety_identifier, text.verbosity, reasoning.summary) still have
 // their types checked; asking for token log-probabilities, which this route does not return, is a 400
 // rather than an empty `logprobs` array.
 Status check_unused_fields(const json& body) {
@@ -75,6 +76,8 @@ Status check_unused_fields(const json& body) {
   }
   GS_RETURN_IF_ERROR(check_openai_user(body));
   GS_RETURN_IF_ERROR(check_openai_metadata(body));
+  GS_RETURN_IF_ERROR(check_openai_tags(body));
+  GS_RETURN_IF_ERROR(check_responses_hints(body));
   std::optional<std::string> truncation;
   GS_RETURN_IF_ERROR(read_string(body, "", "truncation", &truncation));
   if (truncation && *truncation != "auto" && *truncation != "disabled") {
@@ -318,6 +321,9 @@ Status translate_input(const json& body, ResponsesTranslation* t) {
   const auto input = body.find("input");
   if (input == body.end() || input->is_null()) return invalid("input is required");
   if (input->is_string()) {
+    // As a message's content (add_message) and OpenAI's API: at least one character; an empty
+    // one rendered an empty user turn.
+    if (input->get_ref<const std::string&>().empty()) return invalid("input must not be an empty string");
     tr.add_user_text(input->get<std::string>());
     return {};
   }
@@ -618,7 +624,7 @@ std::string responses_error_param(std::string_view message) {
       "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty",
       "repetition_penalty", "speculative", "draft_max", "stream", "reasoning", "text", "previous_response_id",
       "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls",
-      "user", "metadata"};
+      "user", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
   size_t i = 0;
   while (i < message.size() && is_ident_char(message[i])) ++i;
   // A chat completion field refused here (check_unread_chat_fields) is named as sent.

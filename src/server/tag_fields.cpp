@@ -1,8 +1,10 @@
-// Type checks of the request-tagging fields (user, metadata).
+// Type checks of the request-tagging fields (user, metadata, service_tier, ...) and of the
+// hints taken without effect (store, verbosity, reasoning.summary).
 #include "server/tag_fields.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -24,6 +26,41 @@ constexpr size_t kMaxMetadataKeyChars = 64;
 constexpr size_t kMaxMetadataValueChars = 512;
 
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+
+constexpr std::string_view kChatTagFields[] = {"service_tier", "prompt_cache_key", "safety_identifier", "store",
+                                               "verbosity"};
+
+// "a, b or c".
+std::string one_of(std::span<const std::string_view> allowed) {
+  std::string names;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    names += i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ";
+    names += allowed[i];
+  }
+  return names;
+}
+
+// A string field that is absent, null or one of `allowed`.
+Status read_choice(const json& obj, std::string_view path, const char* key, std::span<const std::string_view> allowed) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return {};
+  if (!it->is_string()) {
+    return invalid(fmt::format("{} must be {} (a string) or null, got {}", field_name(path, key), one_of(allowed),
+                               json_type_name(*it)));
+  }
+  const std::string& v = it->get_ref<const std::string&>();
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return {};
+  return invalid(fmt::format("{} must be {}, got '{}'", field_name(path, key), one_of(allowed), v));
+}
+
+// A top-level field that is absent, null or a string.
+Status check_string(const json& obj, const char* key, bool null_named) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null() || it->is_string()) return {};
+  return invalid(fmt::format("{} must be a string{}, got {}", key, null_named ? " or null" : "", json_type_name(*it)));
+}
+
+constexpr std::string_view kVerbosities[] = {"low", "medium", "high"};
 
 // Code points in valid UTF-8 (parse_json_object refuses any other): the bytes that do not
 // continue a sequence.
@@ -78,5 +115,35 @@ Status check_anthropic_metadata(const json& body) {
   }
   return {};
 }
+
+Status check_openai_tags(const json& body) {
+  GS_RETURN_IF_ERROR(check_string(body, "service_tier", /*null_named=*/true));
+  GS_RETURN_IF_ERROR(check_string(body, "prompt_cache_key", /*null_named=*/false));
+  return check_string(body, "safety_identifier", /*null_named=*/false);
+}
+
+Status check_chat_hints(const json& body) {
+  std::optional<bool> store;
+  GS_RETURN_IF_ERROR(read_bool(body, "", "store", &store));
+  return read_choice(body, "", "verbosity", kVerbosities);
+}
+
+Status check_responses_hints(const json& body) {
+  if (const auto text = body.find("text"); text != body.end() && text->is_object()) {
+    GS_RETURN_IF_ERROR(read_choice(*text, "text", "verbosity", kVerbosities));
+  }
+  if (const auto reasoning = body.find("reasoning"); reasoning != body.end() && reasoning->is_object()) {
+    constexpr std::string_view kSummaries[] = {"auto", "concise", "detailed"};
+    GS_RETURN_IF_ERROR(read_choice(*reasoning, "reasoning", "summary", kSummaries));
+  }
+  return {};
+}
+
+Status check_anthropic_service_tier(const json& body) {
+  constexpr std::string_view kTiers[] = {"auto", "standard_only"};
+  return read_choice(body, "", "service_tier", kTiers);
+}
+
+std::span<const std::string_view> chat_tag_field_names() { return kChatTagFields; }
 
 }  // namespace gs::server

@@ -52,6 +52,13 @@ struct DecodeOptions {
   bool render_markup = false;
 };
 
+// `tokenizer.ggml.scores`, where a file has it: an array of f32, one per entry of
+// `tokenizer.ggml.tokens` (llama.cpp reads it as float[n_tokens] without looking; the Gemma 4
+// tokenizer ranks merges and never uses it). Absent passes. Errors (kInvalidArgument) name the
+// key: "tokenizer: metadata 'tokenizer.ggml.scores' is array of i32; expected an array of f32
+// (one score per token)", "... has 3 entries but 'tokenizer.ggml.tokens' has 4 tokens".
+Status check_token_scores(const gguf::GgufFile& file);
+
 class Tokenizer {
  public:
   // Builds the tokenizer from `tokenizer.ggml.*` metadata. The GgufFile may be closed

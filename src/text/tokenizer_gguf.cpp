@@ -27,6 +27,34 @@ Result<int32_t> token_id(const gguf::GgufFile& file, std::string_view key, size_
   return static_cast<int32_t>(id);
 }
 
+}  // namespace
+
+Status check_token_scores(const gguf::GgufFile& file) {
+  const gguf::KeyValue* scores = file.find(names::kTokScores);
+  if (scores == nullptr) return {};
+  if (scores->type != gguf::ValueType::kArray || scores->elem_type != gguf::ValueType::kF32) {
+    const std::string found = scores->type == gguf::ValueType::kArray
+                                  ? fmt::format("array of {}", gguf::value_type_name(scores->elem_type))
+                                  : std::string(gguf::value_type_name(scores->type));
+    return make_status(StatusCode::kInvalidArgument,
+                       "tokenizer: metadata '{}' is {}; expected an array of f32 (one score per token)",
+                       names::kTokScores, found);
+  }
+  const gguf::KeyValue* tokens = file.find(names::kTokTokens);
+  if (tokens == nullptr || tokens->type != gguf::ValueType::kArray) {
+    return make_status(StatusCode::kInvalidArgument, "tokenizer: metadata '{}' has {} entries but '{}' is {}",
+                       names::kTokScores, scores->count, names::kTokTokens,
+                       tokens == nullptr ? "missing" : "not an array");
+  }
+  if (scores->count != tokens->count) {
+    return make_status(StatusCode::kInvalidArgument, "tokenizer: metadata '{}' has {} entries but '{}' has {} tokens",
+                       names::kTokScores, scores->count, names::kTokTokens, tokens->count);
+  }
+  return {};
+}
+
+namespace {
+
 Result<Tokenizer::Vocab> read_vocab(const gguf::GgufFile& file) {
   GS_ASSIGN_OR_RETURN(const std::string_view model, file.get_string(names::kTokModel));
   if (model != "gemma4") {
@@ -40,6 +68,9 @@ Result<Tokenizer::Vocab> read_vocab(const gguf::GgufFile& file) {
     v.tokens.reserve(tokens.size());
     for (const auto s : tokens) v.tokens.emplace_back(s);
   }
+  // Never read (merge ranks order the BPE), but a malformed array is a malformed file, which
+  // llama.cpp would read past the end of (float[n_tokens]).
+  GS_RETURN_IF_ERROR(check_token_scores(file));
   if (file.has(names::kTokTypes)) {
     GS_ASSIGN_OR_RETURN(auto types, file.get_int_array(names::kTokTypes));
     if (types.size() != v.tokens.size()) {

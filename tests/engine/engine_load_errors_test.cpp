@@ -99,6 +99,62 @@ TEST(EngineLoadErrors, VocabularySmallerThanTheEmbeddingNamesTheFileAndBothField
   EXPECT_NE(msg.find("tokenizer.ggml.tokens"), std::string::npos) << msg;
 }
 
+// tokenizer.ggml.scores is never read (merge ranks order the BPE), so a malformed one loaded in
+// silence: one of another type (llama.cpp reads float[n_tokens] from it whatever its type) or
+// of another length than tokenizer.ggml.tokens. Either is now a load error naming the file and
+// the field, in the target and in a drafter file alike. The shipped files (which have scores)
+// still load.
+TEST(EngineLoadErrors, MalformedTokenScoresNameTheFileAndTheField) {
+  const test::ScratchDir dir("engine_load_scores");
+  using Edit = std::function<void(gguf::Value&)>;
+  auto floats = [](gguf::ValueType t, size_t n) {
+    gguf::ArrayValue a{t, {}, n};
+    for (size_t i = 0; i < n; ++i) {
+      a.items.push_back(t == gguf::ValueType::kI32 ? gguf::Value{t, int64_t{0}} : gguf::Value{t, double{0}});
+    }
+    return gguf::Value{gguf::ValueType::kArray, std::move(a)};
+  };
+  const std::vector<std::pair<std::string, Edit>> edits = {
+      {"one entry short",
+       [](gguf::Value& v) {
+         auto& a = std::get<gguf::ArrayValue>(v.data);
+         a.items.pop_back();
+         a.total_count = a.items.size();
+       }},
+      {"one entry more",
+       [](gguf::Value& v) {
+         auto& a = std::get<gguf::ArrayValue>(v.data);
+         a.items.push_back(a.items.back());
+         a.total_count = a.items.size();
+       }},
+      {"array of i32", [&](gguf::Value& v) { v = floats(gguf::ValueType::kI32, std::get<gguf::ArrayValue>(v.data).items.size()); }},
+      {"array of f64", [&](gguf::Value& v) { v = floats(gguf::ValueType::kF64, std::get<gguf::ArrayValue>(v.data).items.size()); }},
+      {"f32", [](gguf::Value& v) { v = gguf::Value{gguf::ValueType::kF32, double{0}}; }},
+  };
+  for (const bool in_drafter : {false, true}) {
+    for (const auto& [what, change] : edits) {
+      SCOPED_TRACE(what + (in_drafter ? " (drafter)" : " (target)"));
+      const std::string path = (dir.path / (in_drafter ? "d.gguf" : "m.gguf")).string();
+      copy_gguf(test::shared_path(in_drafter ? "models/shakes-assistant.gguf" : "models/shakes-target.gguf"), path,
+                [&](const gguf::KeyValue& kv, const gguf::Value& v, gguf::GgufWriter& w) {
+                  gguf::Value out = v;
+                  if (kv.key == "tokenizer.ggml.scores") change(out);
+                  w.set_value(kv.key, out);
+                });
+      const std::string target = in_drafter ? test::shared_path("models/shakes-target.gguf") : path;
+      auto loaded = create_engine(options(target, in_drafter ? path : ""));
+      ASSERT_FALSE(loaded.ok());
+      EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument) << loaded.status().to_string();
+      const std::string& msg = loaded.status().message();
+      EXPECT_NE(msg.find("'tokenizer.ggml.scores'"), std::string::npos) << msg;
+      EXPECT_EQ(count(msg, path), 1u) << msg;
+    }
+  }
+  auto shipped = create_engine(options(test::shared_path("models/shakes-target.gguf"),
+                                       test::shared_path("models/shakes-assistant.gguf")));
+  EXPECT_TRUE(shipped.ok()) << shipped.status().to_string();
+}
+
 // The tokens array of `v` (tokenizer.ggml.tokens) with `edit` applied to its strings.
 gguf::Value edited_tokens(const gguf::Value& v, const std::function<void(std::vector<gguf::Value>&)>& edit) {
   gguf::Value out = v;

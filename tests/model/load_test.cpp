@@ -510,6 +510,36 @@ TEST_F(Load, AssistantHeadIsNeverCapped) {
   EXPECT_EQ((*a)->config().final_logit_softcap, 0.0f);
 }
 
+// Gemma 4 has no attention logit softcap (spec §1.1; only the final logits are capped). A file
+// whose `*.attention.logit_softcapping` (Gemma 2's key) asks for one was loaded and computed
+// without it; it is now refused naming the key, under any prefix and for the assistant too. 0
+// (no cap) loads, and a value that is not a float is named as a malformed key.
+TEST_F(Load, AttentionSoftcapIsRefusedByName) {
+  for (const char* key : {"gemma4.attention.logit_softcapping", "gemma2.attention.logit_softcapping"}) {
+    EditableGguf e = random_model({});
+    e.set_kv(key, f32_value(50.0f));
+    auto m = load(e);
+    ASSERT_FALSE(m.ok()) << key;
+    EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented) << m.status().to_string();
+    EXPECT_NE(m.status().message().find(std::string("'") + key + "' = 50"), std::string::npos) << m.status().message();
+    e.set_kv(key, f32_value(0.0f));
+    m = load(e);
+    EXPECT_TRUE(m.ok()) << key << ": " << m.status().to_string();
+    e.set_kv(key, string_value("50"));
+    m = load(e);
+    ASSERT_FALSE(m.ok()) << key;
+    EXPECT_NE(m.status().message().find(key), std::string::npos) << m.status().message();
+  }
+  auto file = gguf::GgufFile::open(shared_path("golden/tiny1234-assistant.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  EditableGguf e = EditableGguf::from(**file);
+  e.set_kv("gemma4-assistant.attention.logit_softcapping", f32_value(30.0f));
+  auto a = load(e);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("gemma4-assistant.attention.logit_softcapping"), std::string::npos)
+      << a.status().message();
+}
+
 // The drafter's queries meet the target's cached keys, so both sides must rotate alike
 // (spec §1.2 "RoPE: same as target"): a drafter file without rope.freq_base (llama.cpp's
 // default 10000, not the target's 1e6) or with other rotated dims is refused by name,

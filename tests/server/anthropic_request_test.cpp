@@ -254,6 +254,19 @@ TEST(AnthropicRequest, MetadataIsAnObjectWithAStringUserId) {
   EXPECT_EQ(user.status().message(), "user is not read on /v1/messages: send metadata.user_id");
 }
 
+// Anthropic's service_tier is "auto" or "standard_only" (or null); anything else is a 400
+// naming the field. It was taken unchecked ("service_tier": 5 passed).
+TEST(AnthropicRequest, ServiceTierIsAutoOrStandardOnly) {
+  const std::string head = R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],)";
+  for (const char* good : {R"("service_tier":"auto")", R"("service_tier":"standard_only")", R"("service_tier":null)"}) {
+    ok(head + good + "}");
+  }
+  for (const char* bad : {R"("service_tier":5)", R"("service_tier":"priority")", R"("service_tier":["auto"])"}) {
+    const std::string message = refused(head + bad + "}");
+    EXPECT_EQ(message.rfind("service_tier must be auto or standard_only", 0), 0u) << bad << "\n  gave: " << message;
+  }
+}
+
 TEST(AnthropicRequest, AFinalAssistantMessageIsAPrefill) {
   auto r = ok(R"({"max_tokens":8,"messages":[{"role":"user","content":"Name a colour."},
     {"role":"assistant","content":"The colour is"}]})");

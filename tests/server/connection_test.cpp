@@ -776,5 +776,61 @@ TEST(Connections, RangeHeadersAreIgnoredOnEveryAnswer) {
   EXPECT_TRUE(nlohmann::json::accept(gen->body)) << gen->body;
 }
 
+// A client that reads its answer, but slowly, kept its worker waiting as long as it liked: each
+// write waited up to the write timeout (10 s) and any read reset it. A response now waits at
+// most the stall budget in all (60 s; 2 s here), then the connection closes, answer cut. The
+// client reads 1 MB every 250 ms, so no one wait comes near the budget: only their sum does.
+TEST(Connections, AResponseWaitsForItsReaderAtMostTheStallBudgetInAll) {
+  ServerFixtureOptions o;
+  o.max_body_bytes = 4u << 20;
+  o.write_stall_budget = 2s;
+  LiveServer s(o);
+  std::string text;
+  while (text.size() < (3500u << 10)) text += "ROMEO: But soft, what light through yonder window breaks? ";
+  const std::string request =
+      post_request("/tokenize", nlohmann::json{{"content", text}, {"with_pieces", true}}.dump());
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(s.http->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    ASSERT_GT(n, 0);
+    sent += static_cast<size_t>(n);
+  }
+  std::string got;
+  bool eof = false;
+  // Reads what is there, up to `most` bytes (waiting up to `wait` for the first).
+  auto read_some = [&](size_t most, std::chrono::milliseconds wait) {
+    size_t n = 0;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(wait.count())) <= 0) return;
+    char buf[65536];
+    while (n < most) {
+      const ssize_t r = ::recv(fd, buf, std::min(sizeof buf, most - n), MSG_DONTWAIT);
+      if (r == 0) eof = true;
+      if (r <= 0) return;
+      got.append(buf, static_cast<size_t>(r));
+      n += static_cast<size_t>(r);
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  while (!eof && std::chrono::steady_clock::now() - start < 8s) {
+    read_some(1u << 20, 0ms);
+    std::this_thread::sleep_for(250ms);
+  }
+  while (!eof && std::chrono::steady_clock::now() - start < 30s) read_some(SIZE_MAX, 1000ms);
+  ::close(fd);
+  ASSERT_TRUE(eof) << got.size() << " bytes and no end";
+  ASSERT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 200);
+  EXPECT_GT(got.size(), 4u << 20);  // it was writing, not refused
+  // Cut: the chunked answer never got its last chunk ("]}", then "0" and an empty line).
+  EXPECT_FALSE(got.ends_with("]}\r\n0\r\n\r\n")) << got.size() << " bytes, whole";
+  test::expect_healthy(s);
+}
+
 }  // namespace
 }  // namespace gs

@@ -275,6 +275,80 @@ TEST(ErrorParam, UserAndMetadataAreTypeChecked) {
   }
 }
 
+// A number that no double holds was "the request body is not valid JSON: [json.exception.
+// out_of_range.406] number overflow parsing '1e400'" with param null. The 400 now names the field
+// (param) and the byte offset, and says what is wrong; on /v1/messages in Anthropic's shape.
+TEST(ErrorParam, ANumberOutOfRangeNamesItsField) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string digits(400, '9');
+  const std::vector<Case> cases = {
+      {"chat", chat_with(R"("max_tokens":1e400)"), "max_tokens"},
+      {"chat", chat_with(R"("temperature":-2.5e308)"), "temperature"},
+      {"completions", R"({"prompt":"x","seed":)" + digits + "}", "seed"},
+      {"completions", R"({"prompt":[1,2,)" + digits + "]}", "prompt[2]"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = c.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions";
+    auto r = s.post(path, c.body);
+    ASSERT_TRUE(r) << c.body;
+    EXPECT_EQ(r->status, 400) << c.body << ": " << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["param"], c.param) << r->body;
+    EXPECT_EQ(e["type"], "invalid_request_error") << r->body;
+    const std::string message = e["message"];
+    EXPECT_NE(message.find("number out of range"), std::string::npos) << message;
+    EXPECT_NE(message.find("byte offset"), std::string::npos) << message;
+  }
+  auto r = s.post("/v1/messages", R"({"model":"m","max_tokens":1e999,"messages":[{"role":"user","content":"x"}]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const json body = json::parse(r->body);
+  EXPECT_EQ(body["type"], "error") << r->body;
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error") << r->body;
+  EXPECT_EQ(body["error"]["message"].get<std::string>().rfind("max_tokens: number out of range", 0), 0u) << r->body;
+}
+
+// OpenAI's chat fields that tag or route a request or hint at the answer's length, which this
+// server takes without acting on them, are type-checked as OpenAI checks them: service_tier a
+// string or null, prompt_cache_key and safety_identifier strings, store a boolean or null,
+// verbosity low / medium / high. Each was taken unchecked ("store": "yes" was a 200).
+TEST(ErrorParam, RequestTagsAndHintsAreTypeChecked) {
+  LiveServer s;
+  s.answer("fine");
+  const std::vector<Case> bad = {
+      {"chat", chat_with(R"("service_tier":5)"), "service_tier"},
+      {"chat", chat_with(R"("service_tier":["auto"])"), "service_tier"},
+      {"chat", chat_with(R"("prompt_cache_key":42)"), "prompt_cache_key"},
+      {"chat", chat_with(R"("prompt_cache_key":{"k":"v"})"), "prompt_cache_key"},
+      {"chat", chat_with(R"("safety_identifier":true)"), "safety_identifier"},
+      {"chat", chat_with(R"("store":"yes")"), "store"},
+      {"chat", chat_with(R"("store":1)"), "store"},
+      {"chat", chat_with(R"("verbosity":"loud")"), "verbosity"},
+      {"chat", chat_with(R"("verbosity":2)"), "verbosity"},
+  };
+  for (const Case& c : bad) {
+    auto r = s.post("/v1/chat/completions", c.body);
+    ASSERT_TRUE(r) << c.body;
+    EXPECT_EQ(r->status, 400) << c.body << ": " << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["param"], c.param) << c.body << ": " << r->body;
+    EXPECT_EQ(e["type"], "invalid_request_error") << c.body;
+    EXPECT_NE(e["message"].get<std::string>().find(c.param + " must be"), std::string::npos) << r->body;
+  }
+  for (const std::string& extra :
+       {std::string(R"("service_tier":"auto","prompt_cache_key":"conv-1","safety_identifier":"hash-9",)"
+                    R"("store":false,"verbosity":"low")"),
+        std::string(R"("service_tier":"flex","store":true,"verbosity":"high")"),
+        std::string(R"("service_tier":null,"prompt_cache_key":null,"safety_identifier":null,"store":null,)"
+                    R"("verbosity":null)"),
+        std::string(R"("service_tier":"default","verbosity":"medium")")}) {
+    auto r = s.post("/v1/chat/completions", chat_with(extra));
+    ASSERT_TRUE(r) << extra;
+    EXPECT_EQ(r->status, 200) << extra << ": " << r->body;
+  }
+}
+
 // A call forced to one function follows that tool's parameters schema; a "$ref" in it that
 // resolves to nothing (a missing $defs entry, an external URL) is a 400 naming the keyword,
 // as a response_format schema's is. It was compiled, failed, and the call fell back to the

@@ -210,6 +210,10 @@ TEST(ForeignFields, OtherRoutesFieldsAreRefusedByName) {
   EXPECT_TRUE(completion({{"messages", json::array()}, {"tools", json::array()}, {"tool_choice", nullptr},
                           {"chat_template_kwargs", json::object()}})
                   .ok());
+  // A reasoning budget of -1 (llama-server's "unlimited") asks for nothing on a route without one.
+  const json unlimited = {{"reasoning_budget_tokens", -1}, {"thinking_budget_tokens", -1}};
+  EXPECT_TRUE(completion(unlimited).ok()) << completion(unlimited).to_string();
+  EXPECT_EQ(completion({{"thinking_budget_tokens", -2}}).code(), StatusCode::kUnimplemented);
 }
 
 TEST(ForeignFields, StructuredOutputsJsonIsTheSchema) {

@@ -1,11 +1,13 @@
 // Request input handling: safe JSON parsing, typed fields, request validation (bug-case 56
 // bodies and friends), API keys and stop strings.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "common/cpu_time.h"
 #include "server/api_request.h"
@@ -48,6 +50,47 @@ TEST(JsonInput, RejectsAnythingAfterTheValueNulIncluded) {
   }
   EXPECT_TRUE(parse_json_object("{} \r\n\t ").ok());
   EXPECT_TRUE(parse_json_object(R"({"a":"b\u0000c"})").ok());  // an escaped NUL is text
+}
+
+// A number beyond a double's range (1e400, a 400-digit integer) was "not valid JSON:
+// [json.exception.out_of_range.406] number overflow parsing '1e400'", with no word of where.
+// The 400 now says what (number out of range) and where: the field it is the value of, first
+// in a request body (the error's param), and its byte offset.
+TEST(JsonInput, ANumberOutOfRangeIsNamedWithItsFieldAndOffset) {
+  const std::string digits(400, '7');
+  struct Case {
+    std::string body;
+    std::string field;  // "" when none
+    size_t offset;
+  };
+  const std::vector<Case> cases = {
+      {R"({"max_tokens": 1e400})", "max_tokens", 15},
+      {R"({"max_tokens":-1e400})", "max_tokens", 14},
+      {R"({"seed":)" + digits + "}", "seed", 8},
+      {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"5":1E+999}})", R"(logit_bias["5"])", 62},
+      {R"({"stop":["a",{"b":[1,2,3e999]}]})", "stop[1].b[2]", 23},
+      {R"({"a":{"b":[[],[0.5,1e-5,9e9999]]}})", "a.b[1][2]", 24},
+  };
+  for (const Case& c : cases) {
+    Result<json> j = parse_json_object(c.body);
+    ASSERT_FALSE(j.ok()) << c.body;
+    EXPECT_EQ(j.status().code(), StatusCode::kInvalidArgument);
+    const std::string& m = j.status().message();
+    EXPECT_EQ(m.rfind(c.field + ": number out of range", 0), 0u) << m;
+    EXPECT_NE(m.find(fmt::format("byte offset {} of the request body", c.offset)), std::string::npos) << m;
+    EXPECT_EQ(c.body.substr(c.offset, 2), m.substr(m.find("range: ") + 7, 2)) << m;
+    EXPECT_LT(m.size(), 300u) << m;  // the 400 digits are not all repeated
+  }
+  // Inside a JSON text held in a field (guided_json), that field is named first.
+  Result<json> nested = parse_json_object(R"({"type":"integer","maximum":1e400})", kMaxJsonDepth, "guided_json");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message().rfind("guided_json is not valid JSON: number out of range: 1e400", 0), 0u)
+      << nested.status().message();
+  EXPECT_NE(nested.status().message().find("byte offset 28 (maximum)"), std::string::npos) << nested.status().message();
+  // Small and huge numbers that a double holds still parse (a denormal underflows to 0).
+  for (const char* body : {R"({"a":1e308})", R"({"a":1e-400})", R"({"a":18446744073709551616})"}) {
+    EXPECT_TRUE(parse_json_object(body).ok()) << body;
+  }
 }
 
 TEST(JsonInput, RejectsDeepNestingWithoutRecursing) {
@@ -456,6 +499,39 @@ TEST(ChatRequest, ThinkingBudgetAliasMustAgree) {
   const auto r = parse(R"(,"reasoning_budget_tokens":7,"thinking_budget_tokens":100)");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("must agree"), std::string::npos) << r.status().message();
+}
+
+// llama-server reads a reasoning budget of -1 as unlimited (its --reasoning-budget default); it
+// was a 400 here ("must be in [0, ...]"). -1 asks for no cap, over a server default too; other
+// negative values stay a 400 naming the field, and -1 against a number on the alias disagrees.
+TEST(ChatRequest, ReasoningBudgetMinusOneIsUnlimited) {
+  RequestDefaults d;
+  d.enable_thinking = true;
+  auto parse = [&](const char* extra) {
+    return parse_chat_request(json::parse(std::string(R"({"messages":[{"role":"user","content":"hi"}])") + extra + "}"), d);
+  };
+  for (const char* extra : {R"(,"reasoning_budget_tokens":-1)", R"(,"thinking_budget_tokens":-1)",
+                            R"(,"reasoning_budget_tokens":-1,"thinking_budget_tokens":-1)"}) {
+    const auto r = parse(extra);
+    ASSERT_TRUE(r.ok()) << extra << ": " << r.status().to_string();
+    EXPECT_EQ(r->reasoning_budget, -1) << extra;
+    EXPECT_TRUE(r->enable_thinking) << extra;
+  }
+  EXPECT_EQ(parse("")->reasoning_budget, -1);  // absent: the same
+  d.reasoning_budget = 64;                     // --reasoning-budget 64: -1 lifts it for this request
+  EXPECT_EQ(parse(R"(,"reasoning_budget_tokens":-1)")->reasoning_budget, -1);
+  EXPECT_EQ(parse("")->reasoning_budget, 64);
+  for (const char* extra : {R"(,"reasoning_budget_tokens":-2)", R"(,"thinking_budget_tokens":-100)",
+                            R"(,"reasoning_budget_tokens":-1.5)"}) {
+    const auto r = parse(extra);
+    ASSERT_FALSE(r.ok()) << extra;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    const std::string field = std::string(extra).substr(2, std::string(extra).find('"', 2) - 2);
+    EXPECT_TRUE(r.status().message().starts_with(field)) << r.status().message();
+  }
+  const auto r = parse(R"(,"reasoning_budget_tokens":-1,"thinking_budget_tokens":8)");
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("must agree"), std::string::npos) << r.status().message();
 }
 

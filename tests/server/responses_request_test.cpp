@@ -269,6 +269,47 @@ TEST(ResponsesRequest, UserAndMetadataAreTypeChecked) {
   }
 }
 
+// OpenAI's tags and hints on /v1/responses are type-checked: service_tier a string or null,
+// prompt_cache_key and safety_identifier strings, text.verbosity low / medium / high,
+// reasoning.summary auto / concise / detailed or null. They were taken unchecked.
+TEST(ResponsesRequest, TagsAndHintsAreTypeChecked) {
+  for (const json& good :
+       {json{{"service_tier", "auto"}, {"prompt_cache_key", "conv-1"}, {"safety_identifier", "h"}},
+        json{{"service_tier", nullptr}, {"prompt_cache_key", nullptr}, {"safety_identifier", nullptr}},
+        json{{"text", {{"verbosity", "low"}}}, {"reasoning", {{"summary", "auto"}}}},
+        json{{"text", {{"format", {{"type", "text"}}}, {"verbosity", nullptr}}},
+             {"reasoning", {{"effort", "low"}, {"summary", "detailed"}}}},
+        json{{"reasoning", {{"summary", nullptr}}}, {"include", json::array({"reasoning.encrypted_content"})}},
+        json{{"reasoning", {{"summary", "concise"}}}, {"text", {{"verbosity", "high"}}}}}) {
+    json body{{"input", "x"}};
+    body.update(good);
+    auto r = parse(body);
+    EXPECT_TRUE(r.ok()) << body.dump() << ": " << r.status().to_string();
+  }
+  struct Case {
+    json extra;
+    const char* param;
+  };
+  const std::vector<Case> cases = {
+      {{{"service_tier", 1}}, "service_tier"},
+      {{{"prompt_cache_key", json::array({"k"})}}, "prompt_cache_key"},
+      {{{"safety_identifier", false}}, "safety_identifier"},
+      {{{"text", {{"verbosity", "verbose"}}}}, "text.verbosity"},
+      {{{"text", {{"verbosity", 3}}}}, "text.verbosity"},
+      {{{"reasoning", {{"summary", "short"}}}}, "reasoning.summary"},
+      {{{"reasoning", {{"summary", true}}}}, "reasoning.summary"},
+      {{{"include", "reasoning.encrypted_content"}}, "include"},
+      {{{"include", json::array({7})}}, "include[0]"},
+  };
+  for (const Case& c : cases) {
+    json body{{"input", "x"}};
+    body.update(c.extra);
+    const std::string message = error_of(body);
+    EXPECT_EQ(responses_error_param(message), c.param) << body.dump() << " -> " << message;
+    EXPECT_NE(message.find(std::string(c.param) + " must be"), std::string::npos) << message;
+  }
+}
+
 // A call_id given twice in one turn is refused naming the item that repeats it and the one it
 // repeats, as the client sent them (input[k].call_id). The message named tool_calls[0], a path of
 // the chat request this route builds, which the client never sent.
@@ -301,6 +342,19 @@ TEST(ResponsesRequest, AMessageWithEmptyContentIsRefused) {
     {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
     {"type":"function_call_output","call_id":"c1","output":""}])")}});
   EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
+// The top-level input as one string is one user message: an empty one is refused as an empty
+// message content is (400 naming input); it was accepted and rendered as an empty user turn.
+// With instructions too, and whitespace still counts as text.
+TEST(ResponsesRequest, AnEmptyInputStringIsRefused) {
+  for (const json& body : {json{{"input", ""}}, json{{"input", ""}, {"instructions", "Be brief."}}}) {
+    const std::string message = error_of(body);
+    EXPECT_EQ(responses_error_param(message), "input") << body.dump() << " -> " << message;
+    EXPECT_NE(message.find("empty"), std::string::npos) << message;
+  }
+  auto blank = parse({{"input", " "}});
+  EXPECT_TRUE(blank.ok()) << blank.status().to_string();
 }
 
 // Planning errors (the renderer's) are renamed too: a tool output that answers no call.

@@ -59,6 +59,7 @@ struct ServerFixtureOptions {
   int http_threads = 0;                          // 0: the server's default
   std::chrono::milliseconds head_timeout{10000};
   std::chrono::milliseconds stream_commit_wait{10000};
+  std::chrono::milliseconds write_stall_budget{60000};
 };
 
 class LiveServer {
@@ -76,6 +77,7 @@ class LiveServer {
     so.keepalive_interval = std::chrono::milliseconds(200);
     so.http_threads = o.http_threads;
     so.head_timeout = o.head_timeout;
+    so.write_stall_budget = o.write_stall_budget;
     so.stream_commit_wait = o.stream_commit_wait;
     if (!o.keys.empty()) so.keys = *server::ApiKeys::from_keys(o.keys);
     http = std::make_unique<server::HttpServer>(so);
