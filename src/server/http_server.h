@@ -43,7 +43,7 @@ struct ServerOptions {
   // would otherwise hold a worker); idle keep-alive connections close after 5 s.
   std::chrono::milliseconds head_timeout{10000};
   // A response waits at most this long in all for its client to read
-  // (ConnectionLimits::write_stall_budget; decision 0046).
+  // (ConnectionLimits::write_stall_budget; decision 0047).
   std::chrono::milliseconds write_stall_budget{60000};
   PlanLimits limits;
   // Silence after which a stream gets an SSE comment (": keep-alive"): keeps proxies from

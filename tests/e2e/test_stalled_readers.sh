@@ -3,7 +3,7 @@
 # timeout (10 s), waiting on its full socket. As many of them as workers (--parallel +
 # --queue-size + 16, 18 here) left none for anyone else: GET /health and a completion from
 # another client took 10 s. The pool now starts a spare worker for each one that waits on a
-# client (decision 0046): the other client is answered at once, and the server stops cleanly.
+# client (decision 0047): the other client is answered at once, and the server stops cleanly.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
