@@ -23,16 +23,12 @@ ok "bench --device cuda" bench -m "$TARGET" -p 8 -n 2 -r 1 --device cuda --json
 grep -q '"pp8"' "$WORK/out" || fail "bench --device cuda measured nothing: $(head -c 300 "$WORK/out")"
 
 # serve: the model loads (GET /health says ok) instead of the server giving up.
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+PORT="$(free_port)"
 "$BIN" serve -m "$TARGET" --device cuda --host 127.0.0.1 --port "$PORT" --parallel 1 --shutdown-timeout 1 \
   > "$WORK/serve.log" 2>&1 &
 PID=$!
 healthy=0
-for _ in $(seq 1 150); do
-  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")" == 200 ]] && { healthy=1; break; }
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
+wait_healthy "$PORT" "$PID" && healthy=1
 kill "$PID" 2>/dev/null
 wait "$PID" 2>/dev/null
 [[ $healthy -eq 1 ]] || fail "serve --device cuda never became healthy: $(tail -c 400 "$WORK/serve.log")"

@@ -7,17 +7,11 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+PORT="$(free_port)"
 "$BIN" serve -m "$TARGET" --device cpu --host 127.0.0.1 --port "$PORT" --parallel 1 --queue-size 100000 \
   --ctx-size 256 --threads 1 --shutdown-timeout 1 > "$WORK/serve.log" 2>&1 &
 PID=$!
-healthy=0
-for _ in $(seq 1 150); do
-  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")" == 200 ]] && { healthy=1; break; }
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
-[[ $healthy -eq 1 ]] || { kill "$PID" 2>/dev/null; fail "serve --queue-size 100000 never became healthy: $(tail -c 400 "$WORK/serve.log")"; }
+wait_healthy "$PORT" "$PID" || { kill "$PID" 2>/dev/null; fail "serve --queue-size 100000 never became healthy: $(tail -c 400 "$WORK/serve.log")"; }
 code="$(curl -s -o "$WORK/out" -w '%{http_code}' "http://127.0.0.1:$PORT/v1/completions" \
   -H 'Content-Type: application/json' -d '{"prompt":"ROMEO:","max_tokens":4,"temperature":0}')"
 [[ "$code" == 200 ]] || { kill "$PID" 2>/dev/null; fail "a completion gave $code: $(head -c 300 "$WORK/out")"; }

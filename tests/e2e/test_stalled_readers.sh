@@ -7,18 +7,12 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+PORT="$(free_port)"
 "$BIN" serve -m "$TARGET" --device cpu --host 127.0.0.1 --port "$PORT" --parallel 1 --queue-size 1 \
   --ctx-size 256 --threads 1 --shutdown-timeout 1 > "$WORK/serve.log" 2>&1 &
 PID=$!
 trap 'kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-healthy=0
-for _ in $(seq 1 150); do
-  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")" == 200 ]] && { healthy=1; break; }
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
-[[ $healthy -eq 1 ]] || fail "serve never became healthy: $(tail -c 400 "$WORK/serve.log")"
+wait_healthy "$PORT" "$PID" || fail "serve never became healthy: $(tail -c 400 "$WORK/serve.log")"
 
 python3 - "$PORT" <<'EOF' || fail "a client was not served beside clients that do not read: $(tail -c 600 "$WORK/serve.log")"
 import json, select, socket, sys, time
