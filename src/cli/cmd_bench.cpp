@@ -93,7 +93,7 @@ int run_bench(const BenchArgs& a) {
   if (a.json) {
     nlohmann::json j = {{"backend", b.description()}, {"results", rows_json(rows)}};
     if (!st.ok()) j["error"] = st.to_string();
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     print_rows(rows, stdout);
   }

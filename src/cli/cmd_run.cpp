@@ -187,7 +187,8 @@ int run(const RunArgs& a) {
       j["acceptance_rate"] = acceptance;
     }
     if (auto text = tok.decode(out); text.ok()) j["text"] = *text;
-    std::printf("%s\n", j.dump().c_str());
+    // The generated text may end inside a character, or hold bytes that are not UTF-8.
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
     // The first token comes from the prefill: with no decode step there is no rate to give

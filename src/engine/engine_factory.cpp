@@ -10,6 +10,7 @@
 #include "engine/scheduler.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_split.h"
+#include "gguf/gguf_summary.h"
 #include "model/gguf_names.h"
 
 namespace gs {
@@ -99,13 +100,17 @@ Result<LoadedEngine> create_engine(const EngineOptions& options) {
                 "characters that its merges cannot spell are dropped from prompts",
                 file->path(), lost);
   }
-  if (auto name = file->get_string(names::kName); name.ok() && !name->empty()) {
-    out.model_name = std::string(*name);
+  std::string name;
+  if (auto n = file->get_string(names::kName); n.ok() && !n->empty()) {
+    name = std::string(*n);
   } else {
     // A split model is named by its prefix, not by the shard given (m-00001-of-00002.gguf).
     const auto split = gguf::parse_split_name(options.model_path);
-    out.model_name = std::filesystem::path(split ? split->prefix : options.model_path).stem().string();
+    name = std::filesystem::path(split ? split->prefix : options.model_path).stem().string();
   }
+  // As clients and the log see it (the model id, the serve banner): control bytes and invalid
+  // UTF-8 escaped, cut (decision 0048).
+  out.model_name = gguf::escape_text(name, kMaxModelNameBytes);
   out.sampling = read_recommended_sampling(*file);
   if (file->has(names::kChatTemplate)) {
     if (auto src = file->get_string(names::kChatTemplate); src.ok()) {

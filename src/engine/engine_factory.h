@@ -48,10 +48,13 @@ struct RecommendedSampling {
 // wrong type is not taken (a warning names the key).
 RecommendedSampling read_recommended_sampling(const gguf::GgufFile& file);
 
+// Most bytes of general.name (or the file's stem) that the model id keeps: a longer one is cut.
+inline constexpr size_t kMaxModelNameBytes = 128;
+
 struct LoadedEngine {
   std::shared_ptr<Engine> engine;
   std::shared_ptr<const text::Tokenizer> tokenizer;
-  std::string model_name;       // general.name, else the file's stem
+  std::string model_name;       // general.name, else the file's stem; escaped and cut (kMaxModelNameBytes)
   RecommendedSampling sampling;
   // The Gemma 4 template its tokenizer.chat_template is (text::detect_chat_template): chat
   // prompts are rendered in that variant. kGemma4, not recognised, without one.

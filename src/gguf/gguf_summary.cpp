@@ -30,10 +30,53 @@ GgufSummary summarize(const GgufFile& file) {
 
 namespace {
 
+// Length of the well-formed UTF-8 sequence of two to four bytes at s[i] (RFC 3629: no overlong
+// forms, surrogates or code points above U+10FFFF), else 0.
+size_t utf8_sequence_at(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size() || b(1) < lo || b(1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if (b(k) < 0x80 || b(k) > 0xbf) return 0;
+  }
+  return len;
+}
+
+// Control bytes, quotes, backslashes and bytes that are not well-formed UTF-8 escaped, so that
+// the text is printable and valid UTF-8 (a JSON document, a terminal); cut after max_bytes of
+// the input, never inside a character.
 void append_escaped(std::string& out, std::string_view s, size_t max_bytes, bool cut_marker = true) {
   const size_t n = std::min(s.size(), max_bytes);
-  for (size_t i = 0; i < n; ++i) {
+  size_t i = 0;
+  while (i < n) {
     const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t len = utf8_sequence_at(s, i);
+      if (len == 0) {
+        out += fmt::format("\\x{:02x}", c);
+        ++i;
+        continue;
+      }
+      if (i + len > n) break;  // the character crosses the cut
+      out.append(s.substr(i, len));
+      i += len;
+      continue;
+    }
     switch (c) {
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
@@ -47,6 +90,7 @@ void append_escaped(std::string& out, std::string_view s, size_t max_bytes, bool
           out += static_cast<char>(c);
         }
     }
+    ++i;
   }
   if (cut_marker && s.size() > max_bytes) out += fmt::format("...({} bytes)", s.size());
 }

@@ -34,7 +34,9 @@ GgufSummary summarize(const GgufFile& file);
 // must come from GgufFile::get_value with its own item limit).
 std::string format_value(const Value& v, size_t max_string_bytes = 120);
 
-// s with control bytes, quotes and backslashes escaped, cut after max_bytes.
+// s with control bytes, quotes, backslashes and bytes that are not well-formed UTF-8 escaped
+// (\n, \", \x00, \xff), cut after max_bytes but never inside a character, with
+// "...(N bytes)" after a cut: printable, valid UTF-8 text for logs, terminals and JSON.
 std::string escape_text(std::string_view s, size_t max_bytes = 120);
 
 // "u32", "string", "array[u32]", "array[array]" ...

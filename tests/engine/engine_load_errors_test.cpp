@@ -288,5 +288,30 @@ TEST(EngineLoadErrors, DrafterWithAnotherVocabularyNamesTheFieldAndTheEntry) {
   same->engine->shutdown();
 }
 
+// general.name reached the serve banner, the log and every response's "model" as the file held
+// it: a NUL cut the banner's line where printf met it, control bytes reached the terminal, and a
+// name of 100 KB was the model id. It is escaped and cut as the load errors' text values are.
+TEST(EngineLoadErrors, TheModelNameIsEscapedAndCut) {
+  const test::ScratchDir dir("engine_load_model_name");
+  const std::string model = (dir.path / "m.gguf").string();
+  const std::string name = std::string("shakes\0\x1b[2J\xff\xc3", 13) + "\xc3\xa9" + std::string(100000, 'x');
+  copy_gguf(test::shared_path("models/shakes-target.gguf"), model,
+            [&](const gguf::KeyValue& kv, const gguf::Value& v, gguf::GgufWriter& w) {
+              if (kv.key == "general.name") {
+                w.set_string(kv.key, name);
+              } else {
+                w.set_value(kv.key, v);
+              }
+            });
+  auto loaded = create_engine(options(model, ""));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::string& id = loaded->model_name;
+  EXPECT_EQ(id.rfind("shakes\\x00\\x1b[2J\\xff\\xc3\xc3\xa9xxx", 0), 0u) << id;
+  EXPECT_NE(id.find("...(100015 bytes)"), std::string::npos) << id;
+  EXPECT_LT(id.size(), kMaxModelNameBytes + 64) << id;
+  for (const char c : id) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << id;
+  loaded->engine->shutdown();
+}
+
 }  // namespace
 }  // namespace gs

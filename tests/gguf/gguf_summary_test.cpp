@@ -56,6 +56,22 @@ TEST(GgufSummary, ValueText) {
   EXPECT_EQ(escape_text("k\ty"), "k\\ty");
 }
 
+// Bytes that are not UTF-8 passed through escape_text: a log line or a JSON document built from
+// it was not valid UTF-8 (nlohmann's dump threw on it), and a cut could split a character.
+TEST(GgufSummary, EscapedTextIsValidUtf8AndCutBetweenCharacters) {
+  // Well-formed characters of two, three and four bytes stay as they are.
+  EXPECT_EQ(escape_text("caf\xc3\xa9 \xe2\x96\x81 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x96\x81 \xf0\x9f\x98\x80");
+  // A lone continuation byte, a truncated sequence, an overlong form, a surrogate, 0xff.
+  EXPECT_EQ(escape_text("a\x80" "b"), "a\\x80" "b");
+  EXPECT_EQ(escape_text("a\xe2\x96"), "a\\xe2\\x96");
+  EXPECT_EQ(escape_text("\xc0\xaf"), "\\xc0\\xaf");
+  EXPECT_EQ(escape_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");
+  EXPECT_EQ(escape_text("\xff"), "\\xff");
+  // Cut before a character that crosses the limit, not inside it.
+  EXPECT_EQ(escape_text("ab\xe2\x96\x81", 4), "ab...(5 bytes)");
+  EXPECT_EQ(format_value(Value{ValueType::kString, std::string("\xc3\xa9\xff")}), "\"\xc3\xa9\\xff\"");
+}
+
 TEST(GgufSummary, Counts) {
   EXPECT_EQ(format_count(17), "17");
   EXPECT_EQ(format_count(12'345), "12.35 K");
