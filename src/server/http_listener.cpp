@@ -705,7 +705,7 @@ class Connection final : public httplib::Stream {
       // Empty lines before a request line are ignored (RFC 9112 2.2), as are the line ends
       // left after a request httplib could not parse.
       while (off_ < buf_.size() && (buf_[off_] == '\r' || buf_[off_] == '\n')) ++off_;
-      const std::string_view s(buf_.data() + off_, buffered());
+      std::string_view s(buf_.data() + off_, buffered());
       size_t end = std::string_view::npos;
       for (std::string_view mark : {std::string_view("\n\r\n"), std::string_view("\n\n")}) {
         const size_t at = s.find(mark);
@@ -728,6 +728,8 @@ class Connection final : public httplib::Stream {
         bad_request_line_ = true;
         return false;
       }
+      end -= to_origin_form();
+      s = std::string_view(buf_.data() + off_, buffered());
       if (request_line_too_long(s)) {
         uri_too_long_ = true;
         return false;
@@ -763,6 +765,26 @@ class Connection final : public httplib::Stream {
     if (body_len_ > limits_.max_body_bytes) return false;  // refused by fill(), whatever follows
     if (chunked_) return chunks_complete();
     return buffered() >= head_len_ + body_len_;
+  }
+
+  // A request line's absolute-form target ("POST http://host:8080/v1/chat/completions?x
+  // HTTP/1.1", as proxies send it) cut to its origin form ("/v1/chat/completions?x"; "/" for an
+  // empty path): RFC 9112 3.2.2 has a server accept it, and httplib routed the whole URL (a 404).
+  // The authority is not read (the routes do not look at Host). Returns the bytes removed.
+  size_t to_origin_form() {
+    const std::string_view line(buf_.data() + off_, buffered());
+    const size_t target = line.find(' ') + 1;  // valid_request_line: METHOD SP target SP version
+    const size_t target_end = line.find(' ', target);
+    const std::string_view t = line.substr(target, target_end - target);
+    size_t authority = 0;
+    for (const std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
+      if (starts_with_lowercase(t, scheme)) authority = scheme.size();
+    }
+    if (authority == 0) return 0;
+    const size_t path = std::min(t.find_first_of("/?#", authority), t.size());
+    const bool empty_path = path == t.size() || t[path] != '/';
+    buf_.replace(off_ + target, path, empty_path ? "/" : "");
+    return empty_path ? path - 1 : path;
   }
 
   // Whether the request line at the start of `s` (whole, or the part of it that has arrived)

@@ -263,6 +263,38 @@ TEST(Connections, FormEncodedBodiesAreReadAsJson) {
   test::expect_healthy(s);
 }
 
+// RFC 9112 3.2.2: a server MUST accept a request target in absolute-form, as proxies send it.
+// httplib routed "http://host:port/v1/completions" as the path, so every such request was a 404.
+TEST(Connections, AbsoluteFormTargetsAreRouted) {
+  LiveServer s;
+  s.answer("fine");
+  const auto exchange = [&](const std::string& head, const std::string& body) {
+    RawClient c(s.http->port());
+    EXPECT_TRUE(c.connected());
+    c.send(head + "\r\nHost: other\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
+    return c.read_until("\r\n\r\n", 1, 5s) + c.read_until("}", 1, 5s);
+  };
+  const std::string port = std::to_string(s.http->port());
+  const std::string completion = R"({"prompt":"hi","max_tokens":2})";
+  for (const std::string target : {"http://127.0.0.1:" + port + "/v1/completions", std::string("HTTPS://example.com/v1/completions"),
+                                   "http://[::1]:" + port + "/v1/completions?x=1"}) {
+    const std::string got = exchange("POST " + target + " HTTP/1.1", completion);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << target << ": " << got.substr(0, 300);
+    EXPECT_NE(got.find("fine"), std::string::npos) << target << ": " << got.substr(0, 300);
+  }
+  std::string got = exchange("GET http://localhost:" + port + "/v1/models HTTP/1.1", "");
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
+  EXPECT_NE(got.find("\"object\":\"list\""), std::string::npos) << got.substr(0, 300);
+  // An empty path is "/" (no route: a 404, as for "GET / HTTP/1.1"); a target that only looks
+  // like a URL is a path, routed as it is.
+  got = exchange("GET http://localhost:" + port + " HTTP/1.1", "");
+  EXPECT_EQ(got.rfind("HTTP/1.1 404", 0), 0u) << got.substr(0, 300);
+  got = exchange("POST http:/v1/completions HTTP/1.1", completion);
+  EXPECT_EQ(got.rfind("HTTP/1.1 404", 0), 0u) << got.substr(0, 300);
+  test::expect_healthy(s);
+}
+
 // A request without the API key is answered 401 from its head, before its body is waited
 // for (a client without the key could make the server buffer 8 MB a connection), and the
 // connection closes. A request answered without its body being read (an unknown route)
