@@ -192,6 +192,37 @@ uint32_t last_codepoint(std::string_view s) {
 
 std::atomic<uint64_t> g_next_instance_id{1};
 
+// A token whose text is what it writes and decodes to (NORMAL, UNDEFINED, USER_DEFINED, BYTE)
+// and is empty: BPE symbols are code points (spec §8.3), so no text encodes to it, and the
+// model that samples it writes nothing. Such a vocabulary is malformed (a converter that lost
+// the texts), refused naming the entry. CONTROL, UNKNOWN and UNUSED tokens are names, never
+// text: an empty one loads (no text matches it, as before).
+Status check_no_empty_pieces(const std::vector<std::string>& tokens, const std::vector<TokenType>& types,
+                             bool typed_by_file) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (!tokens[i].empty()) continue;
+    const char* type = nullptr;
+    switch (types[i]) {
+      case TokenType::kUndefined: type = "UNDEFINED (0)"; break;
+      case TokenType::kNormal: type = "NORMAL (1)"; break;
+      case TokenType::kUserDefined: type = "USER_DEFINED (4)"; break;
+      case TokenType::kByte: type = "BYTE (6)"; break;
+      case TokenType::kUnknown:
+      case TokenType::kControl:
+      case TokenType::kUnused:
+        break;
+    }
+    if (type == nullptr) continue;
+    return make_status(StatusCode::kInvalidArgument,
+                       "tokenizer: metadata '{}'[{}] is an empty text, typed {} {}: a token of this type is the "
+                       "text it writes, and no text is empty",
+                       names::kTokTokens, i, type,
+                       typed_by_file ? fmt::format("in '{}'", names::kTokTypes)
+                                     : fmt::format("(the file has no '{}')", names::kTokTypes));
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -217,6 +248,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
       if (parse_byte_token(t.tokens[i]) >= 0) t.types[i] = TokenType::kByte;
     }
   }
+  GS_RETURN_IF_ERROR(check_no_empty_pieces(t.tokens, t.types, !vocab.types.empty()));
   // The chat markers the official converter forces to USER_DEFINED so that they are always
   // text (spec §8.1): a file that types them CONTROL (Hugging Face's "special" flag kept)
   // gets the same rule here, else they would decode to "" before the output parser.

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/test_paths.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
@@ -537,6 +539,48 @@ TEST(Tokenizer, GgufErrorsNameTheFileTheKeyAndTheValue) {
                  w.set_f32("tokenizer.ggml.bos_token_id", 2.0f);
                }),
                {"tokenizer.ggml.bos_token_id"});
+}
+
+// A vocabulary of empty texts (or with an empty NORMAL piece) loaded: no text encodes to such a
+// token (BPE symbols are code points, spec §8.3) and the model that samples it writes nothing.
+// An empty token whose type makes its text what it writes is refused, naming the entry; an empty
+// CONTROL, UNKNOWN or UNUSED name still loads.
+TEST(Tokenizer, EmptyPiecesAreRefusedNamingTheEntry) {
+  for (const TokenType type : {TokenType::kNormal, TokenType::kUndefined, TokenType::kUserDefined, TokenType::kByte}) {
+    Tokenizer::Vocab v = small_vocab();
+    const size_t at = v.tokens.size() - 2;
+    v.tokens[at].clear();
+    v.types[at] = type;
+    auto r = Tokenizer::from_vocab(std::move(v));
+    ASSERT_FALSE(r.ok()) << static_cast<int>(type);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    const std::string& msg = r.status().message();
+    EXPECT_NE(msg.find(fmt::format("'tokenizer.ggml.tokens'[{}] is an empty text", at)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tokenizer.ggml.token_type"), std::string::npos) << msg;
+  }
+  for (const TokenType type : {TokenType::kControl, TokenType::kUnknown, TokenType::kUnused}) {
+    Tokenizer::Vocab v = small_vocab();
+    v.tokens[0].clear();
+    v.types[0] = type;
+    auto r = Tokenizer::from_vocab(std::move(v));
+    EXPECT_TRUE(r.ok()) << static_cast<int>(type) << ": " << r.status().to_string();
+  }
+  // Every text empty, no token types (all NORMAL): named with the file.
+  auto r = from_keys([](gguf::GgufWriter& w) {
+    w.set_string("tokenizer.ggml.model", "gemma4");
+    w.set_string_array("tokenizer.ggml.tokens", std::vector<std::string>(8));
+    w.set_string_array("tokenizer.ggml.merges", {});
+  });
+  ASSERT_FALSE(r.ok());
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("/t.gguf: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'tokenizer.ggml.tokens'[0] is an empty text, typed NORMAL (1) (the file has no "
+                     "'tokenizer.ggml.token_type')"),
+            std::string::npos)
+      << msg;
+  // The shipped vocabularies have none.
+  EXPECT_GT(shakes().n_vocab(), 0);
+  EXPECT_GT(full().n_vocab(), 0);
 }
 
 // Text from the file is shown escaped in these errors: a NUL cut the message where printf met
