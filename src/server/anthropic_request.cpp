@@ -429,6 +429,9 @@ Status read_generation(const json& body, const RequestDefaults& defaults, Genera
   GS_RETURN_IF_ERROR(read_stop_strings(body, "stop_sequences", /*one_string=*/false, &gen->stop));
   GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
   gen->stream = b.value_or(false);
+  // llama-server's, read on its Anthropic route too: false computes the whole prompt.
+  GS_RETURN_IF_ERROR(read_bool(body, "", "cache_prompt", &b));
+  gen->cache_prompt = b.value_or(true);
   return {};
 }
 
@@ -440,7 +443,8 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   req.chat_template = defaults.chat_template;
   // Chat completion fields this route does not read are refused, not dropped (foreign_fields.h).
   constexpr std::string_view kReadHere[] = {"model", "messages", "tools", "tool_choice", "max_tokens",
-                                            "temperature", "top_p", "top_k", "stream", "metadata"};
+                                            "temperature", "top_p", "top_k", "stream", "metadata",
+                                            "cache_prompt"};
   constexpr FieldRename kRenames[] = {{"stop", "stop_sequences"},
                                       {"max_completion_tokens", "max_tokens"},
                                       {"n_predict", "max_tokens"},

@@ -419,7 +419,7 @@ Status translate_reasoning(const json& body, json* chat) {
 // Request fields that mean the same in both APIs, passed to the chat parser as they are.
 constexpr const char* kSameFields[] = {"model", "temperature", "top_p", "parallel_tool_calls", "stream", "top_k",
                                        "min_p", "seed", "presence_penalty", "frequency_penalty",
-                                       "repetition_penalty", "speculative", "draft_max"};
+                                       "repetition_penalty", "speculative", "draft_max", "cache_prompt"};
 
 // Chat paths renamed to Responses ones, at the start of an error message.
 constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
@@ -550,7 +550,7 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   constexpr std::string_view kReadHere[] = {
       "model", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "top_k", "min_p", "seed",
       "presence_penalty", "frequency_penalty", "repetition_penalty", "speculative", "draft_max", "stream",
-      "stream_options", "top_logprobs", "prompt", "user", "metadata"};
+      "stream_options", "top_logprobs", "prompt", "user", "metadata", "cache_prompt"};
   constexpr FieldRename kRenames[] = {{"max_tokens", "max_output_tokens"},
                                       {"max_completion_tokens", "max_output_tokens"},
                                       {"n_predict", "max_output_tokens"},

@@ -624,5 +624,21 @@ TEST(AnthropicRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
   EXPECT_NE(chat_tool.find("chat completions form"), std::string::npos) << chat_tool;
 }
 
+// llama-server reads cache_prompt on its Anthropic route too; here `true` was a 400 ("a
+// /v1/chat/completions field") and `false` passed unread. It is read as on the chat route:
+// false computes the whole prompt, any other type is a 400 naming it.
+TEST(AnthropicRequest, CachePromptIsReadAsOnTheChatRoute) {
+  const std::string head = R"({"max_tokens":8,"messages":[{"role":"user","content":"hi"}])";
+  EXPECT_TRUE(ok(head + "}").gen.cache_prompt);
+  EXPECT_TRUE(ok(head + R"(,"cache_prompt":true})").gen.cache_prompt);
+  EXPECT_FALSE(ok(head + R"(,"cache_prompt":false})").gen.cache_prompt);
+  for (const char* bad : {R"("no")", "1", "[]"}) {
+    auto r = parse(head + R"(,"cache_prompt":)" + bad + "}");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
+    EXPECT_EQ(r.status().message().rfind("cache_prompt", 0), 0u) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace gs::server

@@ -554,5 +554,27 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
   EXPECT_EQ(r->chat.gen.n, 1);
 }
 
+// llama-server's cache_prompt was refused here as a chat completions field (and `false`, taken
+// for its neutral value, passed unread). It is read as on the chat route: false computes the
+// whole prompt, any other type is a 400 naming it.
+TEST(ResponsesRequest, CachePromptIsReadAsOnTheChatRoute) {
+  json body = {{"input", "Hello"}};
+  auto r = parse(body);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->chat.gen.cache_prompt);
+  body["cache_prompt"] = true;
+  r = parse(body);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->chat.gen.cache_prompt);
+  body["cache_prompt"] = false;
+  r = parse(body);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->chat.gen.cache_prompt);
+  body["cache_prompt"] = "no";
+  const std::string msg = error_of(body);
+  EXPECT_EQ(msg.rfind("cache_prompt", 0), 0u) << msg;
+  EXPECT_EQ(responses_error_param(msg), "cache_prompt") << msg;
+}
+
 }  // namespace
 }  // namespace gs
