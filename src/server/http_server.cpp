@@ -22,6 +22,7 @@
 #include "server/responses_format.h"
 #include "server/responses_request.h"
 #include "server/token_api.h"
+#include "server/tool_integers.h"
 
 namespace gs::server {
 
@@ -130,6 +131,7 @@ class Routes {
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, request_error(body.status()));
+    keep_exact_tool_integers(req.body, &*body);
     Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
@@ -177,6 +179,7 @@ class Routes {
     if (s_->draining_) return send_anthropic_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_anthropic_error(res, api_error_from_status(body.status()));
+    keep_exact_tool_integers(req.body, &*body);
     Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCreate);
     if (!parsed.ok()) return send_anthropic_error(res, api_error_from_status(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
@@ -196,6 +199,7 @@ class Routes {
     if (!m) return send_loading(res, /*anthropic=*/true);
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_anthropic_error(res, api_error_from_status(body.status()));
+    keep_exact_tool_integers(req.body, &*body);
     Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCountTokens);
     if (!parsed.ok()) return send_anthropic_error(res, api_error_from_status(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
@@ -211,6 +215,7 @@ class Routes {
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, responses_request_error(body.status()));
+    keep_exact_tool_integers(req.body, &*body);
     Result<ResponsesRequest> parsed = parse_responses_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, responses_request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(parsed->chat, *m->tokenizer, s_->options_.limits);
@@ -290,6 +295,7 @@ class Routes {
     if (!m) return send_loading(res);
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, request_error(body.status()));
+    keep_exact_tool_integers(req.body, &*body);
     Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<text::RenderedPrompt> prompt = render_chat_request(*parsed);

@@ -3,6 +3,7 @@
 
 #include "core/log.h"
 #include "text/chat_format.h"
+#include "text/chat_values.h"
 #include "text/json_grammar.h"
 
 namespace gs::server {
@@ -77,7 +78,9 @@ std::shared_ptr<const text::JsonGrammar> call_grammar(const text::ChatTool& tool
       {"type", "object"}, {"properties", nlohmann::json::object()}, {"additionalProperties", false}};
   const nlohmann::json& schema = tool.parameters.is_null() ? kNoParameters : tool.parameters;
   if (!schema.is_object() || schema.empty()) return nullptr;
-  auto g = text::JsonGrammar::from_schema(schema, "parameters", text::JsonSyntax::kGemmaCall);
+  // Integers beyond 64 bits kept as written for the declaration (keep_exact_tool_integers) are
+  // the doubles the grammar reads.
+  auto g = text::JsonGrammar::from_schema(text::chat::plain_json(schema), "parameters", text::JsonSyntax::kGemmaCall);
   if (!g.ok()) {
     *why_not = g.status().message();
     return nullptr;

@@ -1,5 +1,7 @@
-// JSON text read as Python's json.loads reads it for the template: integers of any size exact.
+// JSON text read as Python's json.loads reads it for the template: integers of any size exact
+// (and back to nlohmann's reading for readers of numbers).
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,28 @@ json parse_json_exact(std::string_view text) {
   const bool ok = json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true);
   if (!ok) return json(json::value_t::discarded);
   return out;
+}
+
+nlohmann::json plain_json(const json& v) {
+  if (v.is_binary()) {
+    const json::binary_t& b = v.get_binary();
+    if (b.has_subtype() && b.subtype() == kBigIntegerSubtype) {
+      const std::string digits(b.begin(), b.end());
+      return json(std::strtod(digits.c_str(), nullptr));  // as nlohmann reads the literal
+    }
+    return v;
+  }
+  if (v.is_object()) {
+    json out = json::object();
+    for (const auto& [k, item] : v.items()) out[k] = plain_json(item);
+    return out;
+  }
+  if (v.is_array()) {
+    json out = json::array();
+    for (const auto& item : v) out.push_back(plain_json(item));
+    return out;
+  }
+  return v;
 }
 
 }  // namespace gs::text::chat

@@ -35,6 +35,10 @@ std::string python_str(const nlohmann::json& v);
 inline constexpr std::uint64_t kBigIntegerSubtype = 0x6967;  // "gi"
 nlohmann::json parse_json_exact(std::string_view text);
 
+// `v` with each big integer of parse_json_exact turned into the double that nlohmann's parse
+// reads it as: for readers of numbers (a schema's bounds) that take JSON as nlohmann reads it.
+nlohmann::json plain_json(const nlohmann::json& v);
+
 // Deepest nesting the renderer accepts in tool schemas and arguments (it recurses).
 inline constexpr size_t kMaxJsonNesting = 64;
 

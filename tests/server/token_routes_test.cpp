@@ -307,6 +307,52 @@ TEST(TokenRoutes, ApplyTemplateGivesTheChatRoutesErrors) {
   test::expect_healthy(s);
 }
 
+// An integer of 2^64 or more (or below -2^63) in a tool's schema was declared to the model as
+// the double nlohmann read it as ("maximum:1.8446744073709552e+19"); the template's json.loads
+// keeps the int. It is declared with the digits the client wrote, on the chat, Messages and
+// Responses routes alike; a float literal stays a float (Python's repr), and a forced call's
+// grammar still reads the bounds as numbers.
+TEST(TokenRoutes, ToolSchemaIntegersBeyond64BitsAreDeclaredAsWritten) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string schema =
+      R"({"type":"object","properties":{"ids":{"type":"array","items":{"type":"integer",)"
+      R"("minimum":-9223372036854775809,"maximum":18446744073709551616,"default":1e20,)"
+      R"("multipleOf":123456789012345678901234567890}},"n":{"type":"integer","maximum":184467440737095516160}}})";
+  const std::string chat_tool = R"({"type":"function","function":{"name":"f","parameters":)" + schema + "}}";
+  const std::string messages = R"("messages":[{"role":"user","content":"hi"}])";
+  const auto expect_digits = [](const std::string& prompt) {
+    EXPECT_NE(prompt.find("minimum:-9223372036854775809"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("maximum:18446744073709551616"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("multipleOf:123456789012345678901234567890"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("default:1e+20"), std::string::npos) << prompt;
+    EXPECT_EQ(prompt.find("e+19"), std::string::npos) << prompt;
+  };
+  auto r = s.post("/apply-template", "{" + messages + R"(,"tools":[)" + chat_tool + "]}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  expect_digits(json::parse(r->body)["prompt"].get<std::string>());
+  // The legacy functions form too.
+  r = s.post("/apply-template", "{" + messages + R"(,"functions":[{"name":"f","parameters":)" + schema + "}]}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  expect_digits(json::parse(r->body)["prompt"].get<std::string>());
+  // A forced call compiles the schema's grammar from the same tools: served, not a 400.
+  r = s.post("/v1/chat/completions", "{" + messages + R"(,"max_tokens":4,"tool_choice":"required","tools":[)" +
+                                         chat_tool + "]}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  // The Messages and Responses routes read the same tools (their declarations are the chat
+  // route's): served.
+  r = s.post("/v1/messages/count_tokens", "{" + messages + R"(,"tools":[{"name":"f","input_schema":)" + schema + "}]}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = s.post("/v1/responses", R"({"input":"hi","max_output_tokens":4,"tool_choice":"required","tools":[)"
+                              R"({"type":"function","name":"f","parameters":)" + schema + "}]}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
 // The prompt /apply-template returns is the one the chat route renders and feeds the model:
 // equal to the renderer's output for the options the body asks for (thinking from
 // chat_template_kwargs, reasoning_effort or the server's default; tools; a forced call's
