@@ -415,9 +415,13 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (so != body.end() && !so->is_null()) {
     if (!so->is_object()) return invalid(fmt::format("stream_options must be an object, got {}", json_type_name(*so)));
     GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "include_usage", &b));
+    std::optional<bool> continuous;
+    GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "continuous_usage_stats", &continuous));
     // As OpenAI and vLLM: options of a stream that is not asked for are a mistake.
     if (!gen->stream) return invalid("stream_options is only allowed when stream is true");
     gen->include_usage = b.value_or(false);
+    // As vLLM: the running usage only where the usage is asked for.
+    gen->continuous_usage = gen->include_usage && continuous.value_or(false);
   }
   return {};
 }

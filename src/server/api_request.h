@@ -70,6 +70,9 @@ struct GenerationOptions {
   int32_t n = 1;
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
+  // stream_options.continuous_usage_stats (vLLM's), with include_usage: every chunk carries the
+  // usage so far (its choice's completion tokens), not null.
+  bool continuous_usage = false;
   int32_t n_logprobs = -1;            // -1: none; chat: top_logprobs; completions: logprobs
   // Extensions: "speculative": false turns MTP drafting off for the request; "draft_max"
   // lowers the drafts per round (0 also turns drafting off).

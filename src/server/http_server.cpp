@@ -66,6 +66,7 @@ struct ChoiceOutput {
   std::vector<GeneratedToken> all_tokens;
   std::vector<GeneratedToken> pending_logprobs;  // consumed but not yet sent (streaming)
   TextOffsets text_offsets;                      // completions logprobs
+  int32_t n_tokens = 0;                          // tokens consumed so far (continuous usage)
 };
 
 // Shared by a streamed or non-streamed response while its content provider runs.
@@ -75,10 +76,11 @@ struct ResponseState {
   ResponseMeta meta;
   bool chat = true;
   bool anthropic = false;  // /v1/messages: Anthropic's message and events (chat is true too)
-  int32_t n_prompt = 0;    // prompt tokens, for an Anthropic stream's message_start
+  int32_t n_prompt = 0;    // prompt tokens (an Anthropic stream's message_start, continuous usage)
   bool responses = false;  // /v1/responses: a response object and its events (chat is true too)
   json responses_echo;     // the request fields the response object repeats
   bool include_usage = false;
+  bool continuous_usage = false;  // each chunk's usage so far (GenerationOptions::continuous_usage)
   bool logprobs = false;
   ToolCallForm tool_call_form = ToolCallForm::kToolCalls;
   std::string echo_text;  // completions with echo (each choice's text begins with it)
@@ -139,6 +141,7 @@ class Routes {
     auto state = std::make_shared<ResponseState>();
     state->chat = true;
     state->include_usage = parsed->gen.include_usage;
+    state->continuous_usage = parsed->gen.continuous_usage;
     state->logprobs = parsed->gen.n_logprobs >= 0;
     state->tool_call_form = parsed->legacy_functions ? ToolCallForm::kFunctionCall : ToolCallForm::kToolCalls;
     state->meta = {make_response_id("chatcmpl-"), unix_now(), m->model_id};
@@ -158,6 +161,7 @@ class Routes {
     auto state = std::make_shared<ResponseState>();
     state->chat = false;
     state->include_usage = parsed->gen.include_usage;
+    state->continuous_usage = parsed->gen.continuous_usage;
     state->logprobs = parsed->gen.n_logprobs >= 0;
     state->meta = {make_response_id("cmpl-"), unix_now(), m->model_id};
     if (parsed->echo) {
@@ -348,6 +352,7 @@ class Routes {
   void start(const std::shared_ptr<ModelContext>& m, const GenerationPlan& plan, const GenerationOptions& gen,
              const std::shared_ptr<ResponseState>& state, const httplib::Request& req, httplib::Response& res) {
     const size_t n_prompt = plan.request.prompt.size();
+    state->n_prompt = static_cast<int32_t>(n_prompt);
     const bool stream = gen.stream;
     // Choices beyond the slots wait in the queue; more than both could hold would be refused
     // with a 429 however long the client waited.
@@ -493,18 +498,23 @@ class Routes {
   bool stream_body(ResponseState& st, httplib::DataSink& sink) {
     auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
     // With include_usage, every chunk before the usage chunk says "usage": null (OpenAI's
-    // documented shape; typed clients read the field on each chunk).
-    auto chunk = [&](json j) {
-      if (st.include_usage) j["usage"] = nullptr;
+    // documented shape; typed clients read the field on each chunk), or with vLLM's
+    // continuous_usage_stats the usage so far of the chunk's choice.
+    auto chunk = [&](json j, int32_t n_completion) {
+      if (st.continuous_usage) {
+        j["usage"] = running_usage_json(st.n_prompt, n_completion);
+      } else if (st.include_usage) {
+        j["usage"] = nullptr;
+      }
       return sse_event(j);
     };
     const int n = st.choices->size();
     for (int i = 0; i < n; ++i) {
       std::string first;
       if (st.chat) {
-        first = chunk(chat_chunk_json(st.meta, i, json{{"role", "assistant"}, {"content", ""}}, "", nullptr));
+        first = chunk(chat_chunk_json(st.meta, i, json{{"role", "assistant"}, {"content", ""}}, "", nullptr), 0);
       } else if (!st.echo_text.empty()) {
-        first = chunk(completion_chunk_json(st.meta, i, st.echo_text, "", nullptr));
+        first = chunk(completion_chunk_json(st.meta, i, st.echo_text, "", nullptr), 0);
         st.outputs[static_cast<size_t>(i)].text_offsets.skip_text(st.echo_text);
       }
       if (!first.empty() && !write(first)) {
@@ -518,11 +528,12 @@ class Routes {
         const int i = cp.index;
         ChoiceOutput& out = st.outputs[static_cast<size_t>(i)];
         if (st.logprobs) out.pending_logprobs.insert(out.pending_logprobs.end(), cp.poll.tokens.begin(), cp.poll.tokens.end());
+        out.n_tokens += static_cast<int32_t>(cp.poll.tokens.size());
         for (const auto& d : cp.poll.deltas) {
           json lp = take_logprobs(st, i);
           const std::string event =
-              st.chat ? chunk(chat_chunk_json(st.meta, i, chat_delta_json(d, st.tool_call_form), "", lp))
-                      : chunk(completion_chunk_json(st.meta, i, d.text, "", lp));
+              st.chat ? chunk(chat_chunk_json(st.meta, i, chat_delta_json(d, st.tool_call_form), "", lp), out.n_tokens)
+                      : chunk(completion_chunk_json(st.meta, i, d.text, "", lp), out.n_tokens);
           if (!write(event)) {
             client_gone(st);
             return false;
@@ -545,9 +556,11 @@ class Routes {
           return false;
         }
         json lp = take_logprobs(st, i);
+        const int32_t n_completion = result.usage.completion_tokens;
         const std::string finish =
-            st.chat ? chunk(chat_chunk_json(st.meta, i, json::object(), chat_finish_reason(result, st.tool_call_form), lp))
-                    : chunk(completion_chunk_json(st.meta, i, "", result.finish_reason, lp));
+            st.chat ? chunk(chat_chunk_json(st.meta, i, json::object(), chat_finish_reason(result, st.tool_call_form), lp),
+                            n_completion)
+                    : chunk(completion_chunk_json(st.meta, i, "", result.finish_reason, lp), n_completion);
         if (!write(finish)) {
           client_gone(st);
           return false;

@@ -57,6 +57,12 @@ json usage_json(const ResponseUsage& r) {
               {"completion_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}}};
 }
 
+json running_usage_json(int32_t prompt_tokens, int32_t completion_tokens) {
+  return json{{"prompt_tokens", prompt_tokens},
+              {"completion_tokens", completion_tokens},
+              {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
 json timings_json(const Usage& u) {
   // The tokens the prefill computed: the prompt less the prefix reused from the cache
   // (llama-server's prompt_n). Its rate counted the cached ones too: a reused 400-token prompt

@@ -46,6 +46,9 @@ struct ResponseUsage {
 ResponseUsage combine_usage(const std::vector<const GenerationResult*>& results);
 
 nlohmann::json usage_json(const ResponseUsage& u);
+// The usage so far of a streamed choice (vLLM's continuous_usage_stats): prompt, completion
+// and total tokens.
+nlohmann::json running_usage_json(int32_t prompt_tokens, int32_t completion_tokens);
 // Extension next to usage: timings and speculative-decoding counts of the request, under
 // llama-server's names (prompt_n: the prompt tokens prefilled, the cached prefix left out;
 // predicted_n: the completion tokens; *_per_second: their rates).

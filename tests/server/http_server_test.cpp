@@ -234,6 +234,54 @@ TEST(HttpServer, CompletionStreamEventsAndUsageChunk) {
   EXPECT_GT(usage["usage"]["completion_tokens"].get<int>(), 0);
 }
 
+// vLLM's stream_options.continuous_usage_stats was ignored: with include_usage each chunk
+// before the usage chunk said "usage": null. As vLLM, with both each chunk carries the usage so
+// far (its choice's completion tokens, rising to the final count at the finish chunk); without
+// include_usage the field asks for nothing; it is a boolean (a 400 naming it otherwise).
+TEST(HttpServer, ContinuousUsageStatsPutTheUsageSoFarInEveryChunk) {
+  LiveServer s;
+  s.answer("To be, or not to be");
+  const std::string chat_head = R"({"messages":[{"role":"user","content":"x"}],"max_tokens":50,"stream":true,)";
+  const std::string completion_head = R"({"prompt":"x","max_tokens":50,"stream":true,)";
+  for (const auto& [path, head] : {std::pair<std::string, std::string>{"/v1/completions", completion_head},
+                                   std::pair<std::string, std::string>{"/v1/chat/completions", chat_head}}) {
+    SCOPED_TRACE(path);
+    auto r = s.post(path, head + R"("stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto events = test::sse_payloads(r->body);
+    ASSERT_GE(events.size(), 4u);
+    EXPECT_EQ(events.back(), "[DONE]");
+    const json last = json::parse(events[events.size() - 2]);
+    ASSERT_TRUE(last["choices"].empty()) << events[events.size() - 2];
+    const int prompt_tokens = last["usage"]["prompt_tokens"].get<int>();
+    const int completion_tokens = last["usage"]["completion_tokens"].get<int>();
+    EXPECT_GT(completion_tokens, 0);
+    int previous = 0;
+    for (size_t i = 0; i + 2 < events.size(); ++i) {
+      const json c = json::parse(events[i]);
+      ASSERT_TRUE(c["usage"].is_object()) << events[i];
+      EXPECT_EQ(c["usage"]["prompt_tokens"], prompt_tokens) << events[i];
+      const int n = c["usage"]["completion_tokens"].get<int>();
+      EXPECT_GE(n, previous) << events[i];
+      EXPECT_EQ(c["usage"]["total_tokens"].get<int>(), prompt_tokens + n) << events[i];
+      previous = n;
+      if (!c["choices"][0]["finish_reason"].is_null()) EXPECT_EQ(n, completion_tokens) << events[i];
+    }
+    EXPECT_EQ(previous, completion_tokens);
+    // Without include_usage: no usage anywhere, as vLLM.
+    r = s.post(path, head + R"("stream_options":{"continuous_usage_stats":true}})");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    for (const auto& e : test::sse_payloads(r->body)) EXPECT_EQ(e.find("usage"), std::string::npos) << e;
+    // A boolean.
+    r = s.post(path, head + R"("stream_options":{"include_usage":true,"continuous_usage_stats":"yes"}})");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], "stream_options.continuous_usage_stats") << r->body;
+  }
+}
+
 // Bug-cases 27 and 58: multi-byte characters built from byte tokens are never split or
 // replaced, streamed or not, wherever max_tokens cuts.
 TEST(HttpServer, Utf8IsNeverSplitAndTruncationDropsPartialCharacters) {
