@@ -143,6 +143,15 @@ bool tools_offered(const ChatCompletionRequest& req) {
   return req.tool_choice != ToolChoice::kNone && !req.tools.empty();
 }
 
+// The tool call that `prefill` (an assistant message's open text) opened and did not close,
+// from its opener on ("<|tool_call>call:get_weather{city:"); "" when it ends outside one.
+std::string open_tool_call(std::string_view prefill) {
+  const size_t open = prefill.rfind(text::markup::kToolCallOpen);
+  if (open == std::string_view::npos) return "";
+  if (prefill.find(text::markup::kToolCallClose, open) != std::string_view::npos) return "";
+  return std::string(prefill.substr(open));
+}
+
 // The messages rendered, with or without the generation prompt (the model's turn opener and
 // its thought block), without the forced call's opener.
 Result<text::RenderedPrompt> render_messages(const ChatCompletionRequest& req, bool add_generation_prompt) {
@@ -202,6 +211,11 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat(req, true));
   plan.output_prefix = forced_call_prefix(req);
+  if (plan.output_prefix.empty() && tools_on && prompt.prefill) {
+    // A prefill that ends inside a tool call it opened: the output goes on with that call,
+    // so the parser starts from the call's opener, as after a forced call's (decision 0048).
+    plan.output_prefix = open_tool_call(prompt.prefill_text);
+  }
   plan.parser.forced_call = !plan.output_prefix.empty();
   switch (req.tool_choice) {
     case ToolChoice::kAuto:
@@ -328,7 +342,8 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan.reasoning_content = true;
       break;
   }
-  // A forced call's opener follows a prefill's text, so the output is the call, not content.
+  // A call's opener (a forced call's, or the one a prefill left open) follows the prefill's text, so the
+  // output is the call, not content.
   plan.parser.continues_content = prompt.prefill && plan.output_prefix.empty();
   // A prefill's open thought (thinking on, reasoning and no text): the output goes on with it.
   plan.parser.continues_reasoning = prompt.prefill_reasoning;

@@ -214,6 +214,44 @@ TEST(ChatHttp, ToolCallsAreParsedAndStreamedTheSameWay) {
   expect_no_markup(st.content);
 }
 
+// An assistant prefill that ends inside a tool call it opened was continued as plain text: the
+// model's "<|"|>Oslo<|"|>}<tool_call|>" came out as content. The parser starts where the prefill
+// leaves it, so the call is a call (its name and its arguments from the prefill's part on),
+// streamed or not; a prefill whose call is closed, or that has none, is continued as text.
+TEST(ChatHttp, APrefillThatEndsInsideAToolCallIsContinuedAsTheCall) {
+  LiveServer s;
+  s.answer("Oslo<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|><|tool_response>");
+  const auto body_with = [](const std::string& prefill) {
+    json body = chat_body("Weather in Oslo?", {{"tools", json::array({kWeatherTool})}});
+    body["messages"].push_back({{"role", "assistant"}, {"content", prefill}});
+    return body;
+  };
+  const json body = body_with("Let me look. <|tool_call>call:get_weather{city:<|\"|>");
+  json whole = whole_chat(s, body);
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls") << whole.dump();
+  EXPECT_TRUE(msg["content"].is_null()) << whole.dump();
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << whole.dump();
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json::parse(R"({"city":"Oslo","unit":"c"})"));
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.finish, "tool_calls");
+  ASSERT_EQ(st.calls.size(), 1u);
+  EXPECT_EQ(st.calls[0].name, "get_weather");
+  EXPECT_EQ(st.calls[0].args, msg["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_EQ(st.content, "");
+  // A call cut inside its name: the prefill's part is not the answer's content.
+  s.answer("");
+  whole = whole_chat(s, body_with("<|tool_call>call:get_wea"));
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "") << whole.dump();
+  EXPECT_FALSE(whole["choices"][0]["message"].contains("tool_calls")) << whole.dump();
+  // A closed call before the prefill's end: the output continues the text after it.
+  s.answer(" Done.");
+  whole = whole_chat(s, body_with("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|> Asked"));
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], " Done.") << whole.dump();
+}
+
 // Bug-case 11: parallel_tool_calls false gives exactly one call.
 TEST(ChatHttp, ParallelToolCallsFalseGivesOneCall) {
   LiveServer s;
