@@ -286,7 +286,8 @@ constexpr uint64_t kMalformedHead = kInvalidLength - 3;
 // Content-Length or Transfer-Encoding header at all, `chunked` whether it has
 // Transfer-Encoding. kMalformedHead for a head a proxy in front may frame differently than
 // httplib (request smuggling, RFC 9112 5.1, 5.2 and 6.1): a header line without a colon,
-// whitespace before the colon, a folded line, or both Content-Length and Transfer-Encoding.
+// whitespace before the colon, a field name that is not a token, a NUL or bare CR in a line,
+// a folded line, or both Content-Length and Transfer-Encoding.
 uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
   *chunked = false;
@@ -303,6 +304,14 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) return kMalformedHead;
     if (line[colon - 1] == ' ' || line[colon - 1] == '\t') return kMalformedHead;
+    // A field name is a token, and no NUL or bare CR may stand in a line (RFC 9110 5.1 and
+    // 5.5, RFC 9112 2.2): a proxy that ends a line at a bare CR, or cuts a name at a space or
+    // NUL, reads other headers than httplib does.
+    for (size_t k = 0; k < colon; ++k) {
+      const unsigned char ch = static_cast<unsigned char>(line[k]);
+      if (!std::isalnum(ch) && std::strchr("!#$%&'*+-.^_`|~", ch) == nullptr) return kMalformedHead;
+    }
+    if (line.find('\r') != std::string_view::npos || line.find('\0') != std::string_view::npos) return kMalformedHead;
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     std::string_view value = line.substr(colon + 1);
@@ -335,6 +344,29 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   if (compressed) return kCompressed;
   if (*chunked) return 0;  // the chunks frame the body, whatever a Content-Length says
   return length.value_or(0);
+}
+
+// Whether a request head's Connection headers name the option "close" (a comma-separated
+// list of options, compared without regard to case: RFC 9110 7.6.1).
+bool head_asks_close(std::string_view head) {
+  for (size_t pos = head.find('\n'); pos != std::string_view::npos && pos + 1 < head.size();) {
+    const size_t next = head.find('\n', pos + 1);
+    const std::string_view line =
+        without_line_end(head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1));
+    pos = next;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !same_name(line.substr(0, colon), "connection")) continue;
+    std::string_view options = line.substr(colon + 1);
+    while (!options.empty()) {
+      const size_t comma = options.find(',');
+      std::string_view option = options.substr(0, comma);
+      options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+      while (!option.empty() && (option.front() == ' ' || option.front() == '\t')) option.remove_prefix(1);
+      while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) option.remove_suffix(1);
+      if (same_name(option, "close")) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -458,7 +490,8 @@ class Connection final : public httplib::Stream {
     if (head_len_ > 0) {
       // Bare LF line ends (RFC 9112 2.2 lets a server read them): httplib wants CRLF on the
       // request line, answered 400 and went on to read each header line as a request. And
-      // an Expect line goes once its 100 Continue is sent (httplib would send another).
+      // an Expect line goes once its 100 Continue is sent (httplib would send another), and
+      // an HTTP/1.0 request's always (httplib would send one).
       // Range lines go too: this server serves no partial content (RFC 9110 14.2 lets it
       // ignore them), and httplib cut every body set whole to the range asked, error bodies
       // included ('{"error":{' under a 400), or made it a multipart/byteranges document.
@@ -469,6 +502,7 @@ class Connection final : public httplib::Stream {
       std::string head;
       head.reserve(head_len_ + 16);
       const std::string_view old_head(buf_.data() + off_, head_len_);
+      const bool http10_head = is_http10_request(old_head);  // httplib answers its Expect too
       auto named = [](std::string_view line, std::string_view name_colon) {
         if (line.size() < name_colon.size()) return false;
         for (size_t k = 0; k < name_colon.size(); ++k) {
@@ -481,7 +515,7 @@ class Connection final : public httplib::Stream {
         e = e == std::string_view::npos ? old_head.size() : e + 1;
         std::string_view line = old_head.substr(i, e - i);
         i = e;
-        if (continue_sent_ && named(line, "expect:")) continue;
+        if ((continue_sent_ || http10_head) && named(line, "expect:")) continue;
         if (named(line, "range:") || named(line, "accept-encoding:")) continue;
         if (!line.empty() && line.back() == '\n') {
           line.remove_suffix(1);
@@ -514,6 +548,7 @@ class Connection final : public httplib::Stream {
       line = without_line_end(line);
       http10_ = line.size() >= 8 && line.substr(line.size() - 8) == "HTTP/1.0";
       http10_close_ = http10_ && !http10_keep_alive();
+      asks_close_ = head_asks_close(std::string_view(buf_.data() + off_, head_len_));
     }
     response_started_ = false;
     head_out_.clear();
@@ -538,7 +573,11 @@ class Connection final : public httplib::Stream {
   // after the answer (RFC 9112 9.3), so the answer must say close. httplib closes it but wrote
   // "Keep-Alive: timeout=5, max=5" and no Connection header, as for a connection it keeps; the
   // caller passes it as the last request instead, which httplib answers with Connection: close.
-  bool closes_after_request() const { return http10_close_; }
+  // So is one whose Connection header names the option "close" in any case or among others
+  // ("Close", "keep-alive, close": RFC 9110 7.6.1): httplib heeds only the exact value "close",
+  // so the answer said keep-alive and a client that reads to the close waited for the idle
+  // timeout.
+  bool closes_after_request() const { return http10_close_ || asks_close_; }
 
   // httplib is done with a request; what is left in the buffer starts the next one.
   void end_request() {
@@ -750,7 +789,9 @@ class Connection final : public httplib::Stream {
       head_len_ = end;
       head_at_ = Clock::now();
       body_len_ = content_length(s.substr(0, end), &framed_, &chunked_);
-      expect_continue_ = has_expect_continue(s.substr(0, end));
+      // RFC 9110 10.1.1: an HTTP/1.0 request's 100-continue expectation is ignored (its client
+      // does not know interim responses: it read the 100 Continue as the answer).
+      expect_continue_ = has_expect_continue(s.substr(0, end)) && !is_http10_request(s.substr(0, end));
       continue_sent_ = false;
       if (limits_.early_answer) {
         early_answer_ = limits_.early_answer(s.substr(0, end), &early_status_);
@@ -850,6 +891,12 @@ class Connection final : public httplib::Stream {
       pos = next;
     }
     return false;
+  }
+
+  // Whether the request line of a head says HTTP/1.0.
+  static bool is_http10_request(std::string_view head) {
+    const std::string_view line = without_line_end(head.substr(0, head.find('\n')));
+    return line.size() >= 8 && line.substr(line.size() - 8) == "HTTP/1.0";
   }
 
   // Whether the head asks for "Expect: 100-continue".
@@ -1018,6 +1065,7 @@ class Connection final : public httplib::Stream {
   bool refused_ = false;        // a refusal was sent mid-request
   bool http10_ = false;         // the request under way is HTTP/1.0
   bool http10_close_ = false;   // and does not ask to keep the connection
+  bool asks_close_ = false;     // the request under way has the connection option "close"
   bool response_started_ = false;  // its response has begun (write() was called)
   std::string head_out_;           // its response head as written so far, until whole
   bool head_out_done_ = false;     // and then written
@@ -1055,8 +1103,9 @@ void refuse(Connection& c, Connection::State state) {
     c.send_refusal(400, "Bad Request", "malformed HTTP request line");
   } else if (state == Connection::State::kMalformedHead) {
     c.send_refusal(400, "Bad Request",
-                   "malformed request head (a header line without a colon or with space before it, a folded line, "
-                   "or both Content-Length and Transfer-Encoding)");
+                   "malformed request head (a header line without a colon or with space before it, a field name "
+                   "that is not a token, a NUL or bare CR, a folded line, or both Content-Length and "
+                   "Transfer-Encoding)");
   } else if (state == Connection::State::kBadChunk) {
     c.send_refusal(400, "Bad Request", "malformed chunked request body");
   } else if (state == Connection::State::kCompressed) {

@@ -342,7 +342,13 @@ TEST(Connections, AmbiguousFramingIsRefused) {
         post + "Transfer-Encoding: chunked\r\n\r\n-1\r\n" + next, post + "Transfer-Encoding: chunked\r\n\r\n2\r\nxyz0\r\n\r\n" + next,
         post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next,
         post + "Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n" + next, post + "Host x\r\nContent-Length: 2\r\n\r\n{}" + next,
-        post + "Content-Length: 2\r\n folded\r\n\r\n{}" + next}) {
+        post + "Content-Length: 2\r\n folded\r\n\r\n{}" + next,
+        // A bare CR (a proxy may end the line there and read a Content-Length), a NUL, and a
+        // field name that is not a token.
+        post + "X-A: 1\rContent-Length: 2\r\n\r\n{}" + next, post + "X-A: 1\r\nContent-Length: 2\r\r\n\r\n{}" + next,
+        post + std::string("X-A: a\0b\r\nContent-Length: 2\r\n\r\n{}", 33) + next,
+        post + "Content Length: 2\r\nContent-Length: 2\r\n\r\n{}" + next,
+        post + "Content-Length\x01: 2\r\n\r\n{}" + next, post + "X(a): 1\r\nContent-Length: 2\r\n\r\n{}" + next}) {
     RawClient c(s.http->port());
     ASSERT_TRUE(c.connected());
     c.send(bad);
@@ -578,6 +584,71 @@ TEST(Connections, Http10AnswersThatCloseDoNotAdvertiseKeepAlive) {
     const std::string second = c.read_until("no such marker", 1, 3s);
     EXPECT_EQ(second.rfind("HTTP/1.1 200", 0), 0u) << spelling << ": " << second;
     EXPECT_NE(second.find("Connection: close\r\n"), std::string::npos) << second;
+  }
+}
+
+// A request whose Connection header names "close" in another case or in a list of options
+// ("Close", "keep-alive, close", two Connection headers: RFC 9110 7.6.1) has its connection
+// closed after the answer, which says so. httplib heeded only the exact value "close": the
+// answer said keep-alive and a client that reads to the close waited 5 s (the idle timeout).
+TEST(Connections, ConnectionCloseIsHeardInAnyCaseAndList) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string body = R"({"prompt":"x","max_tokens":2})";
+  for (const std::string& options : {std::string("Connection: Close\r\n"), std::string("Connection: CLOSE\r\n"),
+                                     std::string("Connection: keep-alive, close\r\n"),
+                                     std::string("Connection: Upgrade,Close\r\nUpgrade: websocket\r\n"),
+                                     std::string("Connection: keep-alive\r\nConnection: close\r\n")}) {
+    for (const std::string& request : {"GET /health HTTP/1.1\r\nHost: x\r\n" + options + "\r\n",
+                                       post_request("/v1/completions", body, options)}) {
+      RawClient c(s.http->port());
+      ASSERT_TRUE(c.connected());
+      c.send(request);
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
+      const auto waited = std::chrono::steady_clock::now() - t0;
+      const size_t head_end = got.find("\r\n\r\n");
+      ASSERT_NE(head_end, std::string::npos) << request << ": " << got;
+      const std::string head = got.substr(0, head_end + 2);
+      EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << request << ": " << head;
+      EXPECT_EQ(header_values(head, "Connection"), std::vector<std::string>{"close"}) << request << ": " << head;
+      EXPECT_TRUE(header_values(head, "Keep-Alive").empty()) << request << ": " << head;
+      EXPECT_LT(waited, 2s) << request << ": the connection stayed open";
+    }
+  }
+  // An option that only contains the word is not "close": the connection is kept.
+  RawClient c(s.http->port());
+  ASSERT_TRUE(c.connected());
+  c.send("GET /health HTTP/1.1\r\nHost: x\r\nConnection: closed, x-close-later\r\n\r\n");
+  const std::string first = c.read_until("no such marker", 1, 700ms);
+  EXPECT_EQ(first.rfind("HTTP/1.1 200", 0), 0u) << first;
+  c.send("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(c.read_until("no such marker", 1, 3s).rfind("HTTP/1.1 200", 0), 0u);
+}
+
+// An HTTP/1.0 request's "Expect: 100-continue" is ignored (RFC 9110 10.1.1): its client knows
+// no interim responses and read the "HTTP/1.1 100 Continue" it was sent as the answer, with
+// the real answer after it as garbage. Its body, sent with the head or after it, is answered
+// with the one response.
+TEST(Connections, Http10ExpectContinueGetsNoInterimResponse) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string body = R"({"prompt":"x","max_tokens":2})";
+  const std::string head = "POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  for (bool body_later : {false, true}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    if (body_later) {
+      c.send(head);
+      EXPECT_EQ(c.read_until("\r\n\r\n", 1, 500ms), "") << "an interim response was sent";
+      c.send(body);
+    } else {
+      c.send(head + body);
+    }
+    const std::string got = c.read_until("no such marker", 1, 3s);  // to the close
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
+    EXPECT_EQ(RawClient::count(got, "HTTP/1."), 1) << got.substr(0, 300);
   }
 }
 
