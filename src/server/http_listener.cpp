@@ -964,8 +964,10 @@ class Connection final : public httplib::Stream {
       }
       uint64_t size = 0;
       size_t digits = 0;
+      size_t zeros = 0;  // leading zeros, which do not count toward the 15 digits a size may have
       for (; digits < line.size() && std::isxdigit(static_cast<unsigned char>(line[digits])); ++digits) {
-        if (digits >= 15) {
+        if (size == 0 && line[digits] == '0') ++zeros;
+        if (digits + 1 - zeros > 15) {
           chunked_too_large_ = true;
           return false;
         }

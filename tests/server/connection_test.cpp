@@ -827,6 +827,18 @@ TEST(Connections, ChunkedBodiesObeyTheBodyLimit) {
          "0\r\n\r\n");
   const std::string got = c.read_until("text_completion", 1, 5s);
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
+  // Leading zeros of a chunk size are no part of its magnitude (RFC 9112 7.1: 1*HEXDIG): a
+  // 29-byte chunk sized "000...01d" (more than 15 digits) was refused 413 as too large.
+  {
+    const std::string body = R"({"prompt":"x","max_tokens":2})";
+    RawClient z(s.http->port());
+    ASSERT_TRUE(z.connected());
+    z.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + std::string(40, '0') + "1d\r\n" + body +
+           "\r\n" + std::string(30, '0') + "\r\n\r\n");
+    const std::string zeros = z.read_until("text_completion", 1, 5s);
+    EXPECT_EQ(zeros.rfind("HTTP/1.1 200", 0), 0u) << zeros.substr(0, 300);
+  }
   test::expect_healthy(s);
 }
 
