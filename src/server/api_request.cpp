@@ -843,7 +843,8 @@ size_t ident_length(std::string_view s, size_t i) {
 std::span<const std::string_view> chat_request_field_names() { return kRequestFields; }
 
 std::string error_param(std::string_view message) {
-  // path := ident ( "[" digits "]" | "." ["$"] ident )*, then the end, a blank, ':' or ','
+  // path := ident ( "[" digits "]" | "[\"" key "\"]" | "." ["$"] ident )*, then the end, a
+  // blank, ':' or ','
   // (the "$" of a JSON Schema keyword: "response_format.json_schema.schema.$ref").
   size_t i = ident_length(message, 0);
   if (i == 0) return {};
@@ -854,7 +855,13 @@ std::string error_param(std::string_view message) {
     return {};
   }
   while (i < message.size()) {
-    if (message[i] == '[') {
+    if (message[i] == '[' && i + 1 < message.size() && message[i + 1] == '"') {
+      // A quoted key: logit_bias["5"], as the JSON reader names a value under a key that is
+      // no identifier.
+      const size_t close = message.find('"', i + 2);
+      if (close == std::string_view::npos || close + 1 >= message.size() || message[close + 1] != ']') break;
+      i = close + 2;
+    } else if (message[i] == '[') {
       size_t k = i + 1;
       while (k < message.size() && is_digit(message[k])) ++k;
       if (k == i + 1 || k >= message.size() || message[k] != ']') break;

@@ -29,6 +29,12 @@ TEST(ErrorParam, TheLeadingFieldPathOfAMessage) {
             "response_format.json_schema.schema.$ref");
   EXPECT_EQ(error_param("response_format.json_schema.schema.$defs.a.type: bad"),
             "response_format.json_schema.schema.$defs.a.type");
+  // A quoted key (the JSON reader's name for a number no double holds under such a key): it
+  // was param null.
+  EXPECT_EQ(error_param(R"(logit_bias["5"]: number out of range: 1E+999 is beyond what a double holds)"),
+            R"(logit_bias["5"])");
+  EXPECT_EQ(error_param(R"(metadata["a b"].c: bad)"), R"(metadata["a b"].c)");
+  EXPECT_EQ(error_param(R"(logit_bias["5 is odd)"), "");
   // No field of a request: prose, unknown roots, a path that runs into other text.
   EXPECT_EQ(error_param("the request body is not valid JSON: ..."), "");
   EXPECT_EQ(error_param("unknown chat role \"x\""), "");
