@@ -277,7 +277,7 @@ TEST(Connections, AbsoluteFormTargetsAreRouted) {
   };
   const std::string port = std::to_string(s.http->port());
   const std::string completion = R"({"prompt":"hi","max_tokens":2})";
-  for (const std::string target : {"http://127.0.0.1:" + port + "/v1/completions", std::string("HTTPS://example.com/v1/completions"),
+  for (const std::string& target : {"http://127.0.0.1:" + port + "/v1/completions", std::string("HTTPS://example.com/v1/completions"),
                                    "http://[::1]:" + port + "/v1/completions?x=1"}) {
     const std::string got = exchange("POST " + target + " HTTP/1.1", completion);
     EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << target << ": " << got.substr(0, 300);
@@ -534,6 +534,27 @@ TEST(Connections, ResponseHeadsHaveTheirReasonAndOneConnectionHeader) {
   }
 }
 
+// Sends `request` on a new connection and reads to the close; expects an answer whose head says
+// "Connection: close" and no Keep-Alive, and the close within 2 s (not after the idle timeout).
+// Returns the head with its status line ("" when none came).
+std::string expect_answered_then_closed(int port, const std::string& request) {
+  RawClient c(port);
+  EXPECT_TRUE(c.connected());
+  if (!c.connected()) return "";
+  c.send(request);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  const size_t head_end = got.find("\r\n\r\n");
+  EXPECT_NE(head_end, std::string::npos) << request << ": " << got;
+  if (head_end == std::string::npos) return "";
+  const std::string head = got.substr(0, head_end + 2);
+  EXPECT_EQ(header_values(head, "Connection"), std::vector<std::string>{"close"}) << request << ": " << head;
+  EXPECT_TRUE(header_values(head, "Keep-Alive").empty()) << request << ": " << head;
+  EXPECT_LT(waited, 2s) << request << ": the connection stayed open";
+  return head;
+}
+
 // An HTTP/1.0 request that does not ask for keep-alive has its connection closed after the
 // answer, and the answer says so: "Connection: close" and no Keep-Alive header. httplib closed
 // it but wrote "Keep-Alive: timeout=5, max=5" and no Connection header, the head of a
@@ -554,20 +575,7 @@ TEST(Connections, Http10AnswersThatCloseDoNotAdvertiseKeepAlive) {
       "GET /health HTTP/1.0\r\nConnection: close\r\n\r\n",
       "GET /health HTTP/1.0\r\nConnection: Keep-Alive-ish\r\n\r\n",
   };
-  for (const std::string& request : closing) {
-    RawClient c(s.http->port());
-    ASSERT_TRUE(c.connected());
-    c.send(request);
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
-    const auto waited = std::chrono::steady_clock::now() - t0;
-    const size_t head_end = got.find("\r\n\r\n");
-    ASSERT_NE(head_end, std::string::npos) << request << ": " << got;
-    const std::string head = got.substr(0, head_end + 2);
-    EXPECT_EQ(header_values(head, "Connection"), std::vector<std::string>{"close"}) << request << ": " << head;
-    EXPECT_TRUE(header_values(head, "Keep-Alive").empty()) << request << ": " << head;
-    EXPECT_LT(waited, 2s) << request << ": the connection stayed open";
-  }
+  for (const std::string& request : closing) expect_answered_then_closed(s.http->port(), request);
   for (const char* spelling : {"Keep-Alive", "keep-alive", "KEEP-ALIVE"}) {
     RawClient c(s.http->port());
     ASSERT_TRUE(c.connected());
@@ -601,19 +609,8 @@ TEST(Connections, ConnectionCloseIsHeardInAnyCaseAndList) {
                                      std::string("Connection: keep-alive\r\nConnection: close\r\n")}) {
     for (const std::string& request : {"GET /health HTTP/1.1\r\nHost: x\r\n" + options + "\r\n",
                                        post_request("/v1/completions", body, options)}) {
-      RawClient c(s.http->port());
-      ASSERT_TRUE(c.connected());
-      c.send(request);
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
-      const auto waited = std::chrono::steady_clock::now() - t0;
-      const size_t head_end = got.find("\r\n\r\n");
-      ASSERT_NE(head_end, std::string::npos) << request << ": " << got;
-      const std::string head = got.substr(0, head_end + 2);
-      EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << request << ": " << head;
-      EXPECT_EQ(header_values(head, "Connection"), std::vector<std::string>{"close"}) << request << ": " << head;
-      EXPECT_TRUE(header_values(head, "Keep-Alive").empty()) << request << ": " << head;
-      EXPECT_LT(waited, 2s) << request << ": the connection stayed open";
+      const std::string head = expect_answered_then_closed(s.http->port(), request);
+      EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << request << ": " << head;
     }
   }
   // An option that only contains the word is not "close": the connection is kept.
