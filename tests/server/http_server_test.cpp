@@ -266,7 +266,9 @@ TEST(HttpServer, ContinuousUsageStatsPutTheUsageSoFarInEveryChunk) {
       EXPECT_GE(n, previous) << events[i];
       EXPECT_EQ(c["usage"]["total_tokens"].get<int>(), prompt_tokens + n) << events[i];
       previous = n;
-      if (!c["choices"][0]["finish_reason"].is_null()) EXPECT_EQ(n, completion_tokens) << events[i];
+      if (!c["choices"][0]["finish_reason"].is_null()) {
+        EXPECT_EQ(n, completion_tokens) << events[i];
+      }
     }
     EXPECT_EQ(previous, completion_tokens);
     // Without include_usage: no usage anywhere, as vLLM.
