@@ -111,13 +111,15 @@ bool same_name(std::string_view a, std::string_view b) {
   return true;
 }
 
-// The text of a header line after its colon, without the surrounding blanks.
-std::string_view header_value(std::string_view line, size_t colon) {
-  std::string_view v = line.substr(colon + 1);
+// v without the blanks (spaces, tabs) around it.
+std::string_view without_blanks(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   return v;
 }
+
+// The text of a header line after its colon, without the surrounding blanks.
+std::string_view header_value(std::string_view line, size_t colon) { return without_blanks(line.substr(colon + 1)); }
 
 // The line without its CRLF (or LF).
 std::string_view without_line_end(std::string_view line) {
@@ -359,10 +361,8 @@ bool head_asks_close(std::string_view head) {
     std::string_view options = line.substr(colon + 1);
     while (!options.empty()) {
       const size_t comma = options.find(',');
-      std::string_view option = options.substr(0, comma);
+      const std::string_view option = without_blanks(options.substr(0, comma));
       options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
-      while (!option.empty() && (option.front() == ' ' || option.front() == '\t')) option.remove_prefix(1);
-      while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) option.remove_suffix(1);
       if (same_name(option, "close")) return true;
     }
   }
