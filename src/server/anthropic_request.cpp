@@ -15,6 +15,7 @@
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/tag_fields.h"
+#include "text/chat_values.h"
 #include "text/json_grammar.h"
 
 namespace gs::server {
@@ -222,7 +223,9 @@ Status read_assistant_message(const json& content, const std::string& path, bool
       } else if (!input->is_object()) {
         return invalid(fmt::format("{}.input must be an object, got {}", bpath, json_type_name(*input)));
       } else {
-        call.arguments_json = input->dump(-1, ' ', false, json::error_handler_t::replace);
+        // As text the renderer reads as OpenAI's arguments string: an integer beyond 64 bits
+        // (kept by keep_exact_tool_integers) prints its digits, not the double nlohmann read.
+        call.arguments_json = text::chat::dump_json_exact(*input);
       }
       out->tool_calls.push_back(std::move(call));
     } else if (type == "image" || type == "document") {
