@@ -394,6 +394,9 @@ Status check_mcp_servers(const json& body) {
                  "description and input_schema) and run them in the client");
 }
 
+// The least thinking.budget_tokens Anthropic's API accepts.
+constexpr int64_t kMinThinkingBudget = 1024;
+
 // `budget` (out): thinking.budget_tokens as sent, unset when none was.
 Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req,
                      std::optional<int64_t>* budget) {
@@ -406,7 +409,9 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     GS_RETURN_IF_ERROR(read_required_string(*it, "thinking", "type", /*non_empty=*/false, &type));
     if (type == "enabled" || type == "adaptive") {
       req->enable_thinking = true;
-      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", 1, kMaxTokensLimit, budget));
+      // Anthropic's API refuses a budget under 1024 tokens (on count_tokens too); 1..1023 were
+      // accepted here, so a request that Anthropic refuses ran.
+      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", kMinThinkingBudget, kMaxTokensLimit, budget));
       if (*budget) req->reasoning_budget = static_cast<int32_t>(**budget);
     } else if (type == "disabled") {
       req->enable_thinking = false;

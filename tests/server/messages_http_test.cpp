@@ -168,7 +168,7 @@ TEST(MessagesHttp, TextAnswerWholeAndStreamed) {
 TEST(MessagesHttp, ThinkingIsAThinkingBlock) {
   LiveServer s;
   s.answer("<|channel>thought\nThe capital of France is Paris.<channel|>Paris.");
-  const json b = body("Capital of France?", {{"thinking", {{"type", "enabled"}, {"budget_tokens", 64}}}});
+  const json b = body("Capital of France?", {{"max_tokens", 2048}, {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}});
   const json m = whole(s, b);
   ASSERT_EQ(m["content"].size(), 2u) << m.dump();
   EXPECT_EQ(m["content"][0],
