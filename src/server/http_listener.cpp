@@ -766,8 +766,14 @@ class Connection final : public httplib::Stream {
             break;
           }
         }
-        // A request line already longer than httplib reads: refused without waiting for the head.
-        if (!bad_request_line_ && request_line_too_long(s)) uri_too_long_ = true;
+        // A request line already longer than httplib reads (as routed: an absolute-form target's
+        // scheme and authority, once they have ended, are cut before httplib reads it): refused
+        // without waiting for the head. So is a line that fills the head limit still inside an
+        // authority (414, as a long line, not 431).
+        if (!bad_request_line_ && (request_line_too_long(s) || (s.find('\n') == std::string_view::npos &&
+                                                                s.size() > limits_.max_head_bytes))) {
+          uri_too_long_ = true;
+        }
         return false;
       }
       if (!valid_request_line(s.substr(0, end))) {
@@ -827,29 +833,56 @@ class Connection final : public httplib::Stream {
   // empty path): RFC 9112 3.2.2 has a server accept it, and httplib routed the whole URL (a 404).
   // The authority is not read (the routes do not look at Host). Returns the bytes removed.
   size_t to_origin_form() {
-    const std::string_view line(buf_.data() + off_, buffered());
-    const size_t target = line.find(' ') + 1;  // valid_request_line: METHOD SP target SP version
-    const size_t target_end = line.find(' ', target);
-    const std::string_view t = line.substr(target, target_end - target);
+    const OriginCut cut = origin_cut(std::string_view(buf_.data() + off_, buffered()));
+    if (cut.removed == 0) return 0;  // valid_request_line: the target has ended, so the cut is known
+    buf_.replace(off_ + cut.at, cut.removed, cut.slash ? "/" : "");
+    return cut.slash ? cut.removed - 1 : cut.removed;
+  }
+
+  // What to_origin_form cuts from the request line at the start of `s` (whole, or the part of it
+  // that has arrived): the absolute-form target's scheme and authority, from byte `at`, and a
+  // "/" in their place where the path is empty. Nothing (removed 0) for another form, or while
+  // the authority has not ended (`open`).
+  struct OriginCut {
+    size_t at = 0;
+    size_t removed = 0;
+    bool slash = false;
+    bool open = false;
+  };
+  static OriginCut origin_cut(std::string_view s) {
+    OriginCut cut;
+    const size_t sp = s.find(' ');  // METHOD SP target SP version
+    if (sp == std::string_view::npos) return cut;
+    const std::string_view target = s.substr(sp + 1);
     size_t authority = 0;
     for (const std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
-      if (starts_with_lowercase(t, scheme)) authority = scheme.size();
+      if (starts_with_lowercase(target, scheme)) authority = scheme.size();
     }
-    if (authority == 0) return 0;
-    const size_t path = std::min(t.find_first_of("/?#", authority), t.size());
-    const bool empty_path = path == t.size() || t[path] != '/';
-    buf_.replace(off_ + target, path, empty_path ? "/" : "");
-    return empty_path ? path - 1 : path;
+    if (authority == 0) return cut;
+    const size_t path = target.find_first_of("/?# \r\n", authority);
+    if (path == std::string_view::npos) {
+      cut.open = true;
+      return cut;
+    }
+    cut.at = sp + 1;
+    cut.removed = path;
+    cut.slash = target[path] != '/';
+    return cut;
   }
 
   // Whether the request line at the start of `s` (whole, or the part of it that has arrived)
   // is longer than httplib reads, counted as httplib counts it: with a CRLF (begin_request
-  // turns a bare LF into one).
+  // turns a bare LF into one), and as routed: without an absolute-form target's scheme and
+  // authority (origin_cut), which to_origin_form cuts before httplib reads the line. Counting
+  // them refused a line whose head was still arriving that the same line in one piece passed.
   static bool request_line_too_long(std::string_view s) {
     const size_t eol = s.find('\n');
-    if (eol == std::string_view::npos) return s.size() > kMaxRequestLineBytes;
-    const size_t with_crlf = eol > 0 && s[eol - 1] == '\r' ? eol + 1 : eol + 2;
-    return with_crlf > kMaxRequestLineBytes;
+    size_t bytes = s.size();
+    if (eol != std::string_view::npos) bytes = eol > 0 && s[eol - 1] == '\r' ? eol + 1 : eol + 2;
+    const OriginCut cut = origin_cut(s.substr(0, eol));
+    if (cut.open) return false;  // not known yet; the head limit bounds it
+    bytes -= cut.slash ? cut.removed - 1 : cut.removed;
+    return bytes > kMaxRequestLineBytes;
   }
 
   // Whether the routes answer `method` (with 405 where a route does not allow it). httplib

@@ -803,6 +803,42 @@ TEST(Connections, ARequestLineTooLongIs414AndCloses) {
   test::expect_healthy(s);
 }
 
+// The request line's limit is on the line as routed: an absolute-form target's scheme and
+// authority are cut before httplib reads it (decision 0048), so they do not count. They counted
+// while the head was still arriving: the same line was 414 when its head came in two parts and
+// served when it came in one. A routed line over the limit is 414 either way; so is a line that
+// fills the head limit inside its authority (as a long line, not 431).
+TEST(Connections, AnAbsoluteFormTargetIsMeasuredAsRouted) {
+  LiveServer s;
+  const std::string authority = "http://127.0.0.1:" + std::to_string(s.http->port());
+  for (const size_t routed_bytes : {size_t{8192}, size_t{8193}}) {
+    const std::string start = "GET " + authority + "/health?q=";
+    const std::string end = " HTTP/1.1\r\n";
+    // Routed: "GET /health?q=... HTTP/1.1\r\n", routed_bytes long.
+    const std::string line = start + std::string(routed_bytes - (start.size() - authority.size()) - end.size(), 'a') + end;
+    for (const bool in_two_parts : {false, true}) {
+      RawClient c(s.http->port());
+      ASSERT_TRUE(c.connected());
+      if (in_two_parts) {
+        c.send(line + "Host: x\r\n");
+        std::this_thread::sleep_for(200ms);
+      }
+      c.send(std::string(in_two_parts ? "" : line + "Host: x\r\n") + "Connection: close\r\n\r\n");
+      const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
+      const std::string want = routed_bytes <= 8192 ? "HTTP/1.1 200" : "HTTP/1.1 414";
+      EXPECT_EQ(got.rfind(want, 0), 0u) << routed_bytes << (in_two_parts ? " in two parts: " : ": ")
+                                        << got.substr(0, 300);
+    }
+  }
+  // An authority that has not ended by the head limit (64 KiB): 414, at once.
+  RawClient c(s.http->port());
+  ASSERT_TRUE(c.connected());
+  c.send("GET http://" + std::string(70000, 'a'));
+  const std::string got = c.read_until("no such marker", 1, 3s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 414", 0), 0u) << got.substr(0, 300);
+  test::expect_healthy(s);
+}
+
 // Bodies that are refused before they are read: the answer comes at once, as JSON.
 TEST(Connections, BadContentLengthsAreRefusedAtOnce) {
   ServerFixtureOptions o;
