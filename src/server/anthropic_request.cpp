@@ -15,6 +15,7 @@
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/tag_fields.h"
+#include "text/chat_values.h"
 #include "text/json_grammar.h"
 
 namespace gs::server {
@@ -222,7 +223,9 @@ Status read_assistant_message(const json& content, const std::string& path, bool
       } else if (!input->is_object()) {
         return invalid(fmt::format("{}.input must be an object, got {}", bpath, json_type_name(*input)));
       } else {
-        call.arguments_json = input->dump(-1, ' ', false, json::error_handler_t::replace);
+        // As text the renderer reads as OpenAI's arguments string: an integer beyond 64 bits
+        // (kept by keep_exact_tool_integers) prints its digits, not the double nlohmann read.
+        call.arguments_json = text::chat::dump_json_exact(*input);
       }
       out->tool_calls.push_back(std::move(call));
     } else if (type == "image" || type == "document") {
@@ -391,6 +394,9 @@ Status check_mcp_servers(const json& body) {
                  "description and input_schema) and run them in the client");
 }
 
+// The least thinking.budget_tokens Anthropic's API accepts.
+constexpr int64_t kMinThinkingBudget = 1024;
+
 // `budget` (out): thinking.budget_tokens as sent, unset when none was.
 Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req,
                      std::optional<int64_t>* budget) {
@@ -403,7 +409,9 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     GS_RETURN_IF_ERROR(read_required_string(*it, "thinking", "type", /*non_empty=*/false, &type));
     if (type == "enabled" || type == "adaptive") {
       req->enable_thinking = true;
-      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", 1, kMaxTokensLimit, budget));
+      // Anthropic's API refuses a budget under 1024 tokens (on count_tokens too); 1..1023 were
+      // accepted here, so a request that Anthropic refuses ran.
+      GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", kMinThinkingBudget, kMaxTokensLimit, budget));
       if (*budget) req->reasoning_budget = static_cast<int32_t>(**budget);
     } else if (type == "disabled") {
       req->enable_thinking = false;

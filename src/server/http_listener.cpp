@@ -288,8 +288,9 @@ constexpr uint64_t kMalformedHead = kInvalidLength - 3;
 // Content-Length or Transfer-Encoding header at all, `chunked` whether it has
 // Transfer-Encoding. kMalformedHead for a head a proxy in front may frame differently than
 // httplib (request smuggling, RFC 9112 5.1, 5.2 and 6.1): a header line without a colon,
-// whitespace before the colon, a field name that is not a token, a NUL or bare CR in a line,
-// a folded line, or both Content-Length and Transfer-Encoding.
+// whitespace before the colon, a field name that is not a token, a control byte in a field
+// value (a NUL or bare CR among them), a folded line, or both Content-Length and
+// Transfer-Encoding.
 uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
   *chunked = false;
@@ -308,12 +309,17 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
     if (line[colon - 1] == ' ' || line[colon - 1] == '\t') return kMalformedHead;
     // A field name is a token, and no NUL or bare CR may stand in a line (RFC 9110 5.1 and
     // 5.5, RFC 9112 2.2): a proxy that ends a line at a bare CR, or cuts a name at a space or
-    // NUL, reads other headers than httplib does.
+    // NUL, reads other headers than httplib does. Nor any other control byte in a value
+    // (field-vchar, SP and HTAB only; obs-text passes): RFC 9110 5.5 lets a recipient refuse
+    // them, and a value with one (an ESC, a DEL) is no header a client means to send.
     for (size_t k = 0; k < colon; ++k) {
       const unsigned char ch = static_cast<unsigned char>(line[k]);
       if (!std::isalnum(ch) && std::strchr("!#$%&'*+-.^_`|~", ch) == nullptr) return kMalformedHead;
     }
-    if (line.find('\r') != std::string_view::npos || line.find('\0') != std::string_view::npos) return kMalformedHead;
+    for (size_t k = colon + 1; k < line.size(); ++k) {
+      const unsigned char ch = static_cast<unsigned char>(line[k]);
+      if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return kMalformedHead;
+    }
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     std::string_view value = line.substr(colon + 1);
@@ -397,7 +403,7 @@ class Connection final : public httplib::Stream {
   enum class State {
     kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
     kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong, kUnknownMethod,
-    kMultipart, kUriTooLong
+    kMultipart, kUriTooLong, kExpectationFailed
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -432,6 +438,7 @@ class Connection final : public httplib::Stream {
       if (body_len_ == kBadCoding) return State::kBadCoding;
       if (body_len_ == kCompressed) return State::kCompressed;
       if (body_len_ > limits_.max_body_bytes) return State::kBodyTooLarge;
+      if (expectation_failed_) return State::kExpectationFailed;
       if (head_len_ > 0 && expect_continue_ && !continue_sent_) {
         // The client waits for this before it sends the body (curl does for 1 s, for every
         // upload over 1 MB); httplib sent it only once the body had arrived.
@@ -759,8 +766,14 @@ class Connection final : public httplib::Stream {
             break;
           }
         }
-        // A request line already longer than httplib reads: refused without waiting for the head.
-        if (!bad_request_line_ && request_line_too_long(s)) uri_too_long_ = true;
+        // A request line already longer than httplib reads (as routed: an absolute-form target's
+        // scheme and authority, once they have ended, are cut before httplib reads it): refused
+        // without waiting for the head. So is a line that fills the head limit still inside an
+        // authority (414, as a long line, not 431).
+        if (!bad_request_line_ && (request_line_too_long(s) || (s.find('\n') == std::string_view::npos &&
+                                                                s.size() > limits_.max_head_bytes))) {
+          uri_too_long_ = true;
+        }
         return false;
       }
       if (!valid_request_line(s.substr(0, end))) {
@@ -790,9 +803,16 @@ class Connection final : public httplib::Stream {
       head_at_ = Clock::now();
       body_len_ = content_length(s.substr(0, end), &framed_, &chunked_);
       // RFC 9110 10.1.1: an HTTP/1.0 request's 100-continue expectation is ignored (its client
-      // does not know interim responses: it read the 100 Continue as the answer).
-      expect_continue_ = has_expect_continue(s.substr(0, end)) && !is_http10_request(s.substr(0, end));
+      // does not know interim responses: it read the 100 Continue as the answer), as are its
+      // other expectations (HTTP/1.0 has no Expect). An HTTP/1.1 request that expects anything
+      // else is answered 417: this server meets no other expectation, and httplib went on as
+      // if it had been met.
+      const Expectations expects = expectations(s.substr(0, end));
+      const bool http10 = is_http10_request(s.substr(0, end));
+      expect_continue_ = expects.continue_100 && !http10;
       continue_sent_ = false;
+      expectation_failed_ = expects.other && !http10;
+      if (expectation_failed_) return false;  // refused by fill(), after the framing checks
       if (limits_.early_answer) {
         early_answer_ = limits_.early_answer(s.substr(0, end), &early_status_);
         if (!early_answer_.empty()) return false;
@@ -813,29 +833,56 @@ class Connection final : public httplib::Stream {
   // empty path): RFC 9112 3.2.2 has a server accept it, and httplib routed the whole URL (a 404).
   // The authority is not read (the routes do not look at Host). Returns the bytes removed.
   size_t to_origin_form() {
-    const std::string_view line(buf_.data() + off_, buffered());
-    const size_t target = line.find(' ') + 1;  // valid_request_line: METHOD SP target SP version
-    const size_t target_end = line.find(' ', target);
-    const std::string_view t = line.substr(target, target_end - target);
+    const OriginCut cut = origin_cut(std::string_view(buf_.data() + off_, buffered()));
+    if (cut.removed == 0) return 0;  // valid_request_line: the target has ended, so the cut is known
+    buf_.replace(off_ + cut.at, cut.removed, cut.slash ? "/" : "");
+    return cut.slash ? cut.removed - 1 : cut.removed;
+  }
+
+  // What to_origin_form cuts from the request line at the start of `s` (whole, or the part of it
+  // that has arrived): the absolute-form target's scheme and authority, from byte `at`, and a
+  // "/" in their place where the path is empty. Nothing (removed 0) for another form, or while
+  // the authority has not ended (`open`).
+  struct OriginCut {
+    size_t at = 0;
+    size_t removed = 0;
+    bool slash = false;
+    bool open = false;
+  };
+  static OriginCut origin_cut(std::string_view s) {
+    OriginCut cut;
+    const size_t sp = s.find(' ');  // METHOD SP target SP version
+    if (sp == std::string_view::npos) return cut;
+    const std::string_view target = s.substr(sp + 1);
     size_t authority = 0;
     for (const std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
-      if (starts_with_lowercase(t, scheme)) authority = scheme.size();
+      if (starts_with_lowercase(target, scheme)) authority = scheme.size();
     }
-    if (authority == 0) return 0;
-    const size_t path = std::min(t.find_first_of("/?#", authority), t.size());
-    const bool empty_path = path == t.size() || t[path] != '/';
-    buf_.replace(off_ + target, path, empty_path ? "/" : "");
-    return empty_path ? path - 1 : path;
+    if (authority == 0) return cut;
+    const size_t path = target.find_first_of("/?# \r\n", authority);
+    if (path == std::string_view::npos) {
+      cut.open = true;
+      return cut;
+    }
+    cut.at = sp + 1;
+    cut.removed = path;
+    cut.slash = target[path] != '/';
+    return cut;
   }
 
   // Whether the request line at the start of `s` (whole, or the part of it that has arrived)
   // is longer than httplib reads, counted as httplib counts it: with a CRLF (begin_request
-  // turns a bare LF into one).
+  // turns a bare LF into one), and as routed: without an absolute-form target's scheme and
+  // authority (origin_cut), which to_origin_form cuts before httplib reads the line. Counting
+  // them refused a line whose head was still arriving that the same line in one piece passed.
   static bool request_line_too_long(std::string_view s) {
     const size_t eol = s.find('\n');
-    if (eol == std::string_view::npos) return s.size() > kMaxRequestLineBytes;
-    const size_t with_crlf = eol > 0 && s[eol - 1] == '\r' ? eol + 1 : eol + 2;
-    return with_crlf > kMaxRequestLineBytes;
+    size_t bytes = s.size();
+    if (eol != std::string_view::npos) bytes = eol > 0 && s[eol - 1] == '\r' ? eol + 1 : eol + 2;
+    const OriginCut cut = origin_cut(s.substr(0, eol));
+    if (cut.open) return false;  // not known yet; the head limit bounds it
+    bytes -= cut.slash ? cut.removed - 1 : cut.removed;
+    return bytes > kMaxRequestLineBytes;
   }
 
   // Whether the routes answer `method` (with 405 where a route does not allow it). httplib
@@ -899,11 +946,35 @@ class Connection final : public httplib::Stream {
     return line.size() >= 8 && line.substr(line.size() - 8) == "HTTP/1.0";
   }
 
-  // Whether the head asks for "Expect: 100-continue".
-  static bool has_expect_continue(std::string_view head) {
-    std::string value(request_header(head, "expect"));
-    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    return value == "100-continue";
+  // The expectations of a head's Expect headers: each a comma-separated list (RFC 9110 10.1.1,
+  // 5.6.1: empty members are none), 100-continue compared without case.
+  struct Expectations {
+    bool continue_100 = false;  // 100-continue is among them
+    bool other = false;         // another is
+  };
+  static Expectations expectations(std::string_view head) {
+    Expectations out;
+    for (size_t pos = head.find('\n'); pos != std::string_view::npos && pos + 1 < head.size();) {
+      const size_t next = head.find('\n', pos + 1);
+      const std::string_view line =
+          without_line_end(head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1));
+      pos = next;
+      const size_t colon = line.find(':');
+      if (colon == std::string_view::npos || !same_name(line.substr(0, colon), "expect")) continue;
+      std::string_view members = line.substr(colon + 1);
+      while (!members.empty()) {
+        const size_t comma = members.find(',');
+        const std::string_view member = without_blanks(members.substr(0, comma));
+        members = comma == std::string_view::npos ? std::string_view{} : members.substr(comma + 1);
+        if (member.empty()) continue;
+        if (same_name(member, "100-continue")) {
+          out.continue_100 = true;
+        } else {
+          out.other = true;
+        }
+      }
+    }
+    return out;
   }
 
   // A byte of a method token (RFC 9110 5.6.2 tchar).
@@ -1052,6 +1123,7 @@ class Connection final : public httplib::Stream {
   size_t trailer_at_ = 0;       // chunked body: where the trailer section starts (from the body)
   bool bad_chunk_ = false;      // chunked body: a malformed size line or chunk end
   bool expect_continue_ = false;  // the head has "Expect: 100-continue"
+  bool expectation_failed_ = false;  // an HTTP/1.1 head expects something else
   bool continue_sent_ = false;    // and its 100 Continue was sent
   std::string early_answer_;      // limits.early_answer's response for this head, if any
   int early_status_ = 0;
@@ -1106,10 +1178,13 @@ void refuse(Connection& c, Connection::State state) {
   } else if (state == Connection::State::kMalformedHead) {
     c.send_refusal(400, "Bad Request",
                    "malformed request head (a header line without a colon or with space before it, a field name "
-                   "that is not a token, a NUL or bare CR, a folded line, or both Content-Length and "
-                   "Transfer-Encoding)");
+                   "that is not a token, a control byte in a field value, a folded line, or both Content-Length "
+                   "and Transfer-Encoding)");
   } else if (state == Connection::State::kBadChunk) {
     c.send_refusal(400, "Bad Request", "malformed chunked request body");
+  } else if (state == Connection::State::kExpectationFailed) {
+    c.send_refusal(417, "Expectation Failed",
+                   "the Expect header asks for an expectation this server does not meet (only 100-continue)");
   } else if (state == Connection::State::kCompressed) {
     c.send_refusal(415, "Unsupported Media Type",
                    "compressed request bodies (Content-Encoding) are not accepted: send the body uncompressed");
@@ -1401,6 +1476,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kMalformedHead:
             case Connection::State::kBadChunk:
             case Connection::State::kEarlyAnswer:
+            case Connection::State::kExpectationFailed:
               refuse(*c, state);
               continue;
             case Connection::State::kWaiting:
@@ -1486,6 +1562,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kMalformedHead:
       case Connection::State::kBadChunk:
       case Connection::State::kEarlyAnswer:
+      case Connection::State::kExpectationFailed:
         refuse(*c, state);
         return;
       case Connection::State::kWaiting:

@@ -1,5 +1,5 @@
 // JSON text read as Python's json.loads reads it for the template: integers of any size exact
-// (and back to nlohmann's reading for readers of numbers).
+// (and back to nlohmann's reading for readers of numbers, and back to JSON text).
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -111,6 +111,51 @@ nlohmann::json plain_json(const json& v) {
     return out;
   }
   return v;
+}
+
+namespace {
+
+void append_exact(const json& v, std::string* out) {
+  if (v.is_binary()) {
+    const json::binary_t& b = v.get_binary();
+    if (b.has_subtype() && b.subtype() == kBigIntegerSubtype) {
+      out->append(b.begin(), b.end());
+      return;
+    }
+  }
+  if (v.is_object()) {
+    out->push_back('{');
+    bool first = true;
+    for (const auto& [k, item] : v.items()) {
+      if (!first) out->push_back(',');
+      first = false;
+      out->append(json(k).dump(-1, ' ', false, json::error_handler_t::replace));
+      out->push_back(':');
+      append_exact(item, out);
+    }
+    out->push_back('}');
+    return;
+  }
+  if (v.is_array()) {
+    out->push_back('[');
+    bool first = true;
+    for (const auto& item : v) {
+      if (!first) out->push_back(',');
+      first = false;
+      append_exact(item, out);
+    }
+    out->push_back(']');
+    return;
+  }
+  out->append(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace
+
+std::string dump_json_exact(const json& v) {
+  std::string out;
+  append_exact(v, &out);
+  return out;
 }
 
 }  // namespace gs::text::chat

@@ -39,6 +39,13 @@ nlohmann::json parse_json_exact(std::string_view text);
 // reads it as: for readers of numbers (a schema's bounds) that take JSON as nlohmann reads it.
 nlohmann::json plain_json(const nlohmann::json& v);
 
+// JSON text of `v` (compact, as nlohmann's dump(): invalid UTF-8 replaced by U+FFFD) in which each
+// big integer of parse_json_exact is written as its digits, so that parse_json_exact reads the
+// text back to the same value: for a value that came as JSON, not as JSON text (an Anthropic
+// tool_use block's input), on its way to the renderer. Recurses once per nesting level: callers
+// pass values of bounded depth (request bodies are read at most kMaxJsonDepth deep).
+std::string dump_json_exact(const nlohmann::json& v);
+
 // Deepest nesting the renderer accepts in tool schemas and arguments (it recurses).
 inline constexpr size_t kMaxJsonNesting = 64;
 

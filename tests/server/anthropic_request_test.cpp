@@ -207,16 +207,17 @@ TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
 TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
   const std::string user = R"("messages":[{"role":"user","content":"x"}])";
   for (const char* type : {"enabled", "adaptive"}) {
-    for (const int budget : {64, 65, 4096}) {
-      const std::string body = fmt::format(R"({{"max_tokens":64,"thinking":{{"type":"{}","budget_tokens":{}}},{}}})",
-                                           type, budget, user);
+    for (const int budget : {1024, 1025, 4096}) {
+      const std::string body = fmt::format(
+          R"({{"max_tokens":1024,"thinking":{{"type":"{}","budget_tokens":{}}},{}}})", type, budget, user);
       const std::string message = refused(body);
-      EXPECT_EQ(message, fmt::format("thinking.budget_tokens ({}) must be less than max_tokens (64)", budget)) << body;
+      EXPECT_EQ(message, fmt::format("thinking.budget_tokens ({}) must be less than max_tokens (1024)", budget))
+          << body;
       ok(body, MessagesRoute::kCountTokens);
     }
   }
-  auto below = ok(R"({"max_tokens":64,"thinking":{"type":"enabled","budget_tokens":63},)" + user + "}");
-  EXPECT_EQ(below.reasoning_budget, 63);
+  auto below = ok(R"({"max_tokens":1025,"thinking":{"type":"enabled","budget_tokens":1024},)" + user + "}");
+  EXPECT_EQ(below.reasoning_budget, 1024);
   // The server's own --reasoning-budget is not the client's to fit under max_tokens.
   RequestDefaults d = defaults();
   d.enable_thinking = true;
@@ -224,6 +225,38 @@ TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
   EXPECT_TRUE(parse(R"({"max_tokens":64,"thinking":{"type":"enabled"},)" + user + "}", MessagesRoute::kCreate, d).ok());
   // Thinking disabled reads no budget.
   ok(R"({"max_tokens":64,"thinking":{"type":"disabled","budget_tokens":4096},)" + user + "}");
+}
+
+// As Anthropic's API: budget_tokens is at least 1024, on count_tokens too (a 400 naming the
+// field). 1..1023 were accepted, so a request Anthropic refuses ran here. The server's own
+// --reasoning-budget (any size) is not the client's field.
+TEST(AnthropicRequest, ThinkingBudgetIsAtLeast1024) {
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  for (const char* type : {"enabled", "adaptive"}) {
+    for (const int budget : {1, 512, 1023}) {
+      const std::string body = fmt::format(
+          R"({{"max_tokens":4096,"thinking":{{"type":"{}","budget_tokens":{}}},{}}})", type, budget, user);
+      for (const MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
+        EXPECT_EQ(refused(body, route),
+                  fmt::format("thinking.budget_tokens must be in [1024, 2147483647], got {}", budget))
+            << body;
+      }
+    }
+    const std::string least =
+        fmt::format(R"({{"max_tokens":4096,"thinking":{{"type":"{}","budget_tokens":1024}},{}}})", type, user);
+    EXPECT_EQ(ok(least).reasoning_budget, 1024);
+    ok(least, MessagesRoute::kCountTokens);
+  }
+  // A budget under 1024 that is not under max_tokens either is named for the 1024.
+  EXPECT_NE(refused(R"({"max_tokens":100,"thinking":{"type":"enabled","budget_tokens":200},)" + user + "}")
+                .find("must be in [1024, "),
+            std::string::npos);
+  RequestDefaults d = defaults();
+  d.enable_thinking = true;
+  d.reasoning_budget = 16;
+  auto server_budget = parse(R"({"max_tokens":64,"thinking":{"type":"enabled"},)" + user + "}", MessagesRoute::kCreate, d);
+  ASSERT_TRUE(server_budget.ok()) << server_budget.status().to_string();
+  EXPECT_EQ(server_budget->reasoning_budget, 16);
 }
 
 // metadata is an object whose user_id is a string or null (Anthropic's API); anything else is a
@@ -417,7 +450,7 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
       {R"({"max_tokens":9,"thinking":{"type":"maybe"},"messages":[{"role":"user","content":"x"}]})",
        "thinking.type must be 'enabled', 'adaptive' or 'disabled'"},
       {R"({"max_tokens":9,"thinking":{"type":"enabled","budget_tokens":0},"messages":[{"role":"user","content":"x"}]})",
-       "thinking.budget_tokens must be in [1, "},
+       "thinking.budget_tokens must be in [1024, "},
       {R"({"max_tokens":9,"temperature":3,"messages":[{"role":"user","content":"x"}]})", "temperature must be in"},
       {R"({"max_tokens":9,"top_p":1.5,"messages":[{"role":"user","content":"x"}]})", "top_p must be in"},
       {R"({"max_tokens":9,"top_k":-1,"messages":[{"role":"user","content":"x"}]})", "top_k must be in"},
@@ -447,10 +480,10 @@ void collect_pointers(const json& j, const json::json_pointer& at, std::vector<j
 // Nothing a client sends makes the translation (or the rendering and planning after it)
 // throw: a rich body with one node at a time replaced by values of every other type.
 TEST(AnthropicRequest, MutatedBodiesNeverThrow) {
-  const json base = json::parse(R"({"model":"m","max_tokens":64,"system":[{"type":"text","text":"S"}],
+  const json base = json::parse(R"({"model":"m","max_tokens":2048,"system":[{"type":"text","text":"S"}],
     "tools":[{"name":"get_weather","description":"d","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}],
     "tool_choice":{"type":"tool","name":"get_weather","disable_parallel_tool_use":true},
-    "thinking":{"type":"enabled","budget_tokens":16},"stop_sequences":["END"],"temperature":0.5,"top_p":0.9,"top_k":5,
+    "thinking":{"type":"enabled","budget_tokens":1024},"stop_sequences":["END"],"temperature":0.5,"top_p":0.9,"top_k":5,
     "messages":[{"role":"user","content":"Weather?"},
       {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"ok"},
         {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}}]},

@@ -348,13 +348,27 @@ TEST(Connections, AmbiguousFramingIsRefused) {
         post + "X-A: 1\rContent-Length: 2\r\n\r\n{}" + next, post + "X-A: 1\r\nContent-Length: 2\r\r\n\r\n{}" + next,
         post + std::string("X-A: a\0b\r\nContent-Length: 2\r\n\r\n{}", 33) + next,
         post + "Content Length: 2\r\nContent-Length: 2\r\n\r\n{}" + next,
-        post + "Content-Length\x01: 2\r\n\r\n{}" + next, post + "X(a): 1\r\nContent-Length: 2\r\n\r\n{}" + next}) {
+        post + "Content-Length\x01: 2\r\n\r\n{}" + next, post + "X(a): 1\r\nContent-Length: 2\r\n\r\n{}" + next,
+        // Any other control byte in a field value (RFC 9110 5.5: field-vchar, SP, HTAB): they
+        // were passed on.
+        post + "X-A: a\x01" "b\r\nContent-Length: 2\r\n\r\n{}" + next, post + "X-A: a\x1b[0m\r\nContent-Length: 2\r\n\r\n{}" + next,
+        post + "X-A: \x0b\r\nContent-Length: 2\r\n\r\n{}" + next, post + "X-A: a\x0c\r\nContent-Length: 2\r\n\r\n{}" + next,
+        post + "X-A: a\x1f\r\nContent-Length: 2\r\n\r\n{}" + next, post + "X-A: a\x7f\r\nContent-Length: 2\r\n\r\n{}" + next,
+        post + "Content-Length: 2\x7f\r\n\r\n{}" + next}) {
     RawClient c(s.http->port());
     ASSERT_TRUE(c.connected());
     c.send(bad);
     const std::string got = c.read_until("HTTP/1.1", 2, 2s);
     EXPECT_EQ(RawClient::count(got, "HTTP/1.1 400"), 1) << bad << "\n--\n" << got.substr(0, 300);
     EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 1) << bad << "\n--\n" << got.substr(0, 300);
+  }
+  // A tab and bytes above 0x7f (obs-text) in a value are no control bytes: served.
+  for (const std::string& value : {std::string("a\tb\t"), std::string("caf\xc3\xa9 \x80\xff")}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send("GET /health HTTP/1.1\r\nHost: x\r\nX-A: " + value + "\r\nConnection: close\r\n\r\n");
+    const std::string got = c.read_until("no such marker", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, 300);
   }
   {
     RawClient c(s.http->port());
@@ -649,6 +663,65 @@ TEST(Connections, Http10ExpectContinueGetsNoInterimResponse) {
   }
 }
 
+// An HTTP/1.1 request that expects anything but 100-continue (RFC 9110 10.1.1: a list, compared
+// without case) is answered 417 from its head, before its body is waited for, and the connection
+// closes. httplib went on as if the expectation had been met. 100-continue in any case is met,
+// an empty Expect expects nothing, and an HTTP/1.0 request's expectations are ignored.
+TEST(Connections, AnExpectationOtherThan100ContinueIs417) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string body = R"({"prompt":"x","max_tokens":2})";
+  for (const std::string& expect :
+       {std::string("Expect: x-fancy\r\n"), std::string("Expect: 100-continue, x-fancy\r\n"),
+        std::string("Expect: 100-continue\r\nExpect: bar\r\n"), std::string("Expect: 100-continue=1\r\n"),
+        std::string("Expect: 200-ok\r\n"), std::string("EXPECT: 100-continued\r\n")}) {
+    for (const bool with_body : {false, true}) {
+      RawClient c(s.http->port());
+      ASSERT_TRUE(c.connected());
+      // Without its body the answer comes all the same: it is decided on the head.
+      const std::string request = post_request("/v1/completions", body, expect);
+      c.send(with_body ? request : request.substr(0, request.size() - body.size()));
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
+      EXPECT_EQ(got.rfind("HTTP/1.1 417 Expectation Failed\r\n", 0), 0u) << expect << ": " << got.substr(0, 300);
+      EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 1) << expect << ": " << got.substr(0, 300);
+      EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos) << got.substr(0, 300);
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << expect << ": the connection stayed open";
+      const size_t at = got.find("\r\n\r\n");
+      ASSERT_NE(at, std::string::npos) << got;
+      const auto j = nlohmann::json::parse(got.substr(at + 4), nullptr, false);
+      ASSERT_TRUE(j.is_object()) << got;
+      EXPECT_EQ(j["error"]["type"], "invalid_request_error") << got;
+      EXPECT_NE(j["error"]["message"].get<std::string>().find("Expect"), std::string::npos) << got;
+    }
+  }
+  // Met: 100-continue in any case (the interim response, then the answer), an empty member or
+  // value, and any expectation of an HTTP/1.0 request.
+  for (const std::string& expect : {std::string("Expect: 100-Continue\r\n"), std::string("Expect: 100-CONTINUE, \r\n")}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + expect +
+           "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+    EXPECT_EQ(c.read_until("\r\n\r\n", 1, 3s), "HTTP/1.1 100 Continue\r\n\r\n") << expect;
+    c.send(body);
+    const std::string got = c.read_until("text_completion", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << expect << ": " << got.substr(0, 300);
+  }
+  for (const std::string& request :
+       {post_request("/v1/completions", body, "Expect:\r\nConnection: close\r\n"),
+        post_request("/v1/completions", body, "Expect: ,\r\nConnection: close\r\n"),
+        "POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nExpect: x-fancy\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(request);
+    const std::string got = c.read_until("no such marker", 1, 3s);  // to the close
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << request << ": " << got.substr(0, 300);
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 1) << request << ": " << got.substr(0, 300);
+  }
+  test::expect_healthy(s);
+}
+
 // Requests sent back to back in one write: every one is answered, in order (the bytes read
 // past the first request used to be dropped, and the client waited for nothing).
 TEST(Connections, PipelinedRequestsAreAllAnswered) {
@@ -726,6 +799,42 @@ TEST(Connections, ARequestLineTooLongIs414AndCloses) {
   ASSERT_TRUE(client.connected());
   client.send("GET /health?q=" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: x\r\n");
   const std::string got = client.read_until("no such marker", 1, 3s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 414", 0), 0u) << got.substr(0, 300);
+  test::expect_healthy(s);
+}
+
+// The request line's limit is on the line as routed: an absolute-form target's scheme and
+// authority are cut before httplib reads it (decision 0048), so they do not count. They counted
+// while the head was still arriving: the same line was 414 when its head came in two parts and
+// served when it came in one. A routed line over the limit is 414 either way; so is a line that
+// fills the head limit inside its authority (as a long line, not 431).
+TEST(Connections, AnAbsoluteFormTargetIsMeasuredAsRouted) {
+  LiveServer s;
+  const std::string authority = "http://127.0.0.1:" + std::to_string(s.http->port());
+  for (const size_t routed_bytes : {size_t{8192}, size_t{8193}}) {
+    const std::string start = "GET " + authority + "/health?q=";
+    const std::string end = " HTTP/1.1\r\n";
+    // Routed: "GET /health?q=... HTTP/1.1\r\n", routed_bytes long.
+    const std::string line = start + std::string(routed_bytes - (start.size() - authority.size()) - end.size(), 'a') + end;
+    for (const bool in_two_parts : {false, true}) {
+      RawClient c(s.http->port());
+      ASSERT_TRUE(c.connected());
+      if (in_two_parts) {
+        c.send(line + "Host: x\r\n");
+        std::this_thread::sleep_for(200ms);
+      }
+      c.send(std::string(in_two_parts ? "" : line + "Host: x\r\n") + "Connection: close\r\n\r\n");
+      const std::string got = c.read_until("no such marker", 1, 4s);  // to the close
+      const std::string want = routed_bytes <= 8192 ? "HTTP/1.1 200" : "HTTP/1.1 414";
+      EXPECT_EQ(got.rfind(want, 0), 0u) << routed_bytes << (in_two_parts ? " in two parts: " : ": ")
+                                        << got.substr(0, 300);
+    }
+  }
+  // An authority that has not ended by the head limit (64 KiB): 414, at once.
+  RawClient c(s.http->port());
+  ASSERT_TRUE(c.connected());
+  c.send("GET http://" + std::string(70000, 'a'));
+  const std::string got = c.read_until("no such marker", 1, 3s);
   EXPECT_EQ(got.rfind("HTTP/1.1 414", 0), 0u) << got.substr(0, 300);
   test::expect_healthy(s);
 }

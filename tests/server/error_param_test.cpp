@@ -104,6 +104,10 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
       {"chat", chat_with(R"("logit_bias":{"1":500})"), "logit_bias"},
       {"chat", chat_with(R"("logit_bias":[[1,5],["a",1]])"), "logit_bias[1][0]"},
       {"chat", chat_with(R"("top_logprobs":3)"), "top_logprobs"},
+      // Any top_logprobs, 0 too, without logprobs: true (OpenAI's 400; vLLM passes a 0).
+      {"chat", chat_with(R"("top_logprobs":0)"), "top_logprobs"},
+      {"chat", chat_with(R"("logprobs":false,"top_logprobs":0)"), "top_logprobs"},
+      {"chat", chat_with(R"("logprobs":null,"top_logprobs":2)"), "top_logprobs"},
       {"chat", chat_with(R"("reasoning_effort":"max")"), "reasoning_effort"},
       {"chat", chat_with(R"("chat_template_kwargs":{"enable_thinking":"yes"})"), "chat_template_kwargs.enable_thinking"},
       {"chat", chat_with(R"("response_format":{"type":"json_schema"})"), "response_format.json_schema"},

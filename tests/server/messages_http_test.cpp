@@ -168,7 +168,7 @@ TEST(MessagesHttp, TextAnswerWholeAndStreamed) {
 TEST(MessagesHttp, ThinkingIsAThinkingBlock) {
   LiveServer s;
   s.answer("<|channel>thought\nThe capital of France is Paris.<channel|>Paris.");
-  const json b = body("Capital of France?", {{"thinking", {{"type", "enabled"}, {"budget_tokens", 64}}}});
+  const json b = body("Capital of France?", {{"max_tokens", 2048}, {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}});
   const json m = whole(s, b);
   ASSERT_EQ(m["content"].size(), 2u) << m.dump();
   EXPECT_EQ(m["content"][0],
@@ -228,6 +228,54 @@ TEST(MessagesHttp, ToolResultReachesThePrompt) {
   EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("messages[2].content[0].tool_use_id"),
             std::string::npos)
       << r->body;
+}
+
+// A past call's input is an object in the body, not a string as OpenAI's arguments are: its
+// integers reach the prompt as the client wrote them, as the same call's arguments string does
+// on the chat route. One beyond 64 bits printed as the double nlohmann read
+// (1.8446744073709552e+19); one between 2^53 and 2^63 was already exact, a float stays a float.
+TEST(MessagesHttp, ToolUseInputIntegersRenderAsTheChatRouteRendersThem) {
+  LiveServer s;
+  s.answer("ok");
+  const std::string input =
+      R"({"ids":[18446744073709551616,-9223372036854775809,9007199254740993],"n":7,)"
+      R"("deep":{"x":123456789012345678901234567890},"f":1e20,"g":2.5})";
+  const std::string tool = R"({"name":"f","input_schema":{"type":"object","properties":{}}})";
+  const std::string anthropic =
+      R"({"max_tokens":8,"tools":[)" + tool + R"(],"messages":[{"role":"user","content":"q"},)"
+      R"({"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":)" + input + "}]},"
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"done"}]}]})";
+  for (const char* path : {"/v1/messages", "/v1/messages/count_tokens"}) {
+    auto r = s.post(path, anthropic);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << path << ": " << r->body;
+  }
+  const std::string prompt = last_prompt(s);
+  for (const char* digits : {"18446744073709551616", "-9223372036854775809", "9007199254740993",
+                             "123456789012345678901234567890", "n:7", "f:1e+20", "g:2.5"}) {
+    EXPECT_NE(prompt.find(digits), std::string::npos) << digits << " in " << prompt;
+  }
+  EXPECT_EQ(prompt.find("e+19"), std::string::npos) << prompt;
+  EXPECT_EQ(prompt.find("e+29"), std::string::npos) << prompt;
+  // The chat route's prompt for the same history, the input as the call's arguments string.
+  const std::string chat =
+      R"({"max_tokens":8,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",)"
+      R"("properties":{}}}}],"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,)"
+      R"("tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"f","arguments":)" +
+      json(input).dump() + R"(}}]},{"role":"tool","tool_call_id":"toolu_1","content":"done"}]})";
+  auto r = s.post("/v1/chat/completions", chat);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(last_prompt(s), prompt);
+  // The count is that prompt's.
+  r = s.post("/v1/messages/count_tokens", anthropic);
+  ASSERT_TRUE(r);
+  std::vector<int32_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(s.script->mu);
+    ids = s.script->last_prompt;
+  }
+  EXPECT_EQ(json::parse(r->body)["input_tokens"], ids.size()) << r->body;
 }
 
 TEST(MessagesHttp, ForcedToolEndsThePromptInsideTheCall) {

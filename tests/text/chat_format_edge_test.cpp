@@ -49,6 +49,25 @@ TEST(ChatFormatEdge, IntegersBeyond64BitsInCallArgumentsKeepTheirDigits) {
   EXPECT_TRUE(chat::parse_json_exact("1e400").is_discarded());
 }
 
+// dump_json_exact writes a value that came as JSON (an Anthropic tool_use input) back as text in
+// which parse_json_exact finds the same value: big integers as their digits, the rest as
+// nlohmann's compact dump.
+TEST(ChatFormatEdge, DumpJsonExactWritesBigIntegersAsTheirDigits) {
+  const std::string text =
+      R"({"a":[18446744073709551616,-9223372036854775809,9007199254740993,7,{"b":123456789012345678901234567890}],)"
+      R"("f":1e+20,"g":2.5,"s":"x\"y","t":true,"u":null,"e":{},"l":[]})";
+  const json exact = chat::parse_json_exact(text);
+  ASSERT_TRUE(exact.is_object());
+  const std::string dumped = chat::dump_json_exact(exact);
+  EXPECT_EQ(chat::parse_json_exact(dumped), exact) << dumped;
+  EXPECT_NE(dumped.find("[18446744073709551616,-9223372036854775809,9007199254740993,7,"), std::string::npos)
+      << dumped;
+  EXPECT_NE(dumped.find(R"({"b":123456789012345678901234567890})"), std::string::npos) << dumped;
+  // Without big integers it is nlohmann's dump.
+  const json plain = json::parse(R"({"x":[1,2.5,"\u00e9"],"y":{"z":null}})");
+  EXPECT_EQ(chat::dump_json_exact(plain), plain.dump());
+}
+
 // Jinja truthiness: an empty string is false. A schema "description": "" or "type": "" is
 // left out by the template, as an absent one is.
 TEST(ChatFormatEdge, EmptyStringSchemaFieldsAreFalsy) {
