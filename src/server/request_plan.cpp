@@ -349,7 +349,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   plan.parser.continues_reasoning = prompt.prefill_reasoning;
   plan.parser.parse_tool_calls = tools_on;
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
-  plan.parser.stop = req.gen.stop;
+  plan.parser.stop = text::StopStrings(req.gen.stop);  // built once, shared by the choices
   plan.single_tool_call = tools_on && !req.parallel_tool_calls;
   const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
   if (forced_call) plan_later_calls(req, tok, &plan.request);
@@ -368,7 +368,7 @@ Result<GenerationPlan> plan_completion(const CompletionRequest& req, const text:
     plan.request.prompt = tok.encode(req.prompt_text, /*add_special=*/true, /*parse_special=*/true);
   }
   fill_common(req.gen, limits, &plan.request);
-  plan.stop = req.gen.stop;
+  plan.stop = text::StopStrings(req.gen.stop);  // built once, shared by the choices
   GS_RETURN_IF_ERROR(check_end_holders(plan.request, /*forced_call=*/false));
   return plan;
 }
