@@ -22,8 +22,9 @@ std::string_view trimmed(std::string_view v) {
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
-// uri-host [ ":" port ] (RFC 3986 3.2.2, 3.2.3): an IP-literal in brackets, or a reg-name
-// (unreserved, pct-encoded, sub-delims; an IPv4 address is one too), then digits after a colon.
+// uri-host [ ":" port ] (RFC 3986 3.2.2, 3.2.3): an IP-literal in brackets (an IPv6 zone id
+// after '%' too, RFC 6874), or a reg-name (unreserved, pct-encoded, sub-delims; an IPv4 address
+// is one too), then digits after a colon.
 bool is_host_and_port(std::string_view v) {
   size_t i = 0;
   if (!v.empty() && v.front() == '[') {
@@ -31,7 +32,7 @@ bool is_host_and_port(std::string_view v) {
     if (close == std::string_view::npos || close == 1) return false;
     for (i = 1; i < close; ++i) {
       const unsigned char c = static_cast<unsigned char>(v[i]);
-      if (!std::isalnum(c) && std::strchr(":.-_~!$&'()*+,;=", c) == nullptr) return false;
+      if (!std::isalnum(c) && std::strchr(":.-_~!$&'()*+,;=%", c) == nullptr) return false;
     }
     i = close + 1;
   } else {

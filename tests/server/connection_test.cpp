@@ -421,7 +421,8 @@ TEST(Connections, HostHeadersAndRepeatedTransferCodingsAreRefused) {
   }
   for (const std::string& hosts :
        {std::string("Host: x\r\n"), std::string("Host: 127.0.0.1:8080\r\n"), std::string("host:[::1]:80\r\n"),
-        std::string("Host:   example.com  \r\n"), std::string("Host: \r\n"), std::string("Host: a%20b.c\r\n")}) {
+        std::string("Host:   example.com  \r\n"), std::string("Host: \r\n"), std::string("Host: a%20b.c\r\n"),
+        std::string("Host: [fe80::1%25eth0]:8080\r\n")}) {
     RawClient c(s.http->port());
     ASSERT_TRUE(c.connected());
     c.send(request("HTTP/1.1", hosts + "Connection: close\r\n"));
