@@ -142,12 +142,17 @@ CommandEntry register_tokenize(CLI::App& app) {
       "tokenize", "Tokenize text read from stdin with a GGUF's tokenizer (or --decode ids from stdin)");
   sub->add_option("-m,--model", args->model, "GGUF file whose tokenizer to use")->required()->check(CLI::ExistingFile);
   sub->add_flag("--json", args->json, "print {\"ids\": [...]} (with --decode: {\"text\": ...})");
+  // The flags of one direction are refused in the other, where they would change nothing
+  // (decision 0051): `--decode --pieces` printed the text alone.
+  CLI::Option* decode =
+      sub->add_flag("--decode", args->decode, "read token ids (\"1 2 3\", \"1,2\", [..] or {\"ids\":[..]}) and print text");
   sub->add_flag("--parse-special", args->parse_special,
-                "match special-token text such as <bos> or <|turn> (USER_DEFINED tokens always match)");
-  sub->add_flag("--add-special", args->add_special, "prepend BOS as the model does for prompts");
-  sub->add_flag("--decode", args->decode, "read token ids (\"1 2 3\", \"1,2\", [..] or {\"ids\":[..]}) and print text");
-  sub->add_flag("--render-special", args->render_special, "with --decode: print control tokens as their text");
-  sub->add_flag("--pieces", args->pieces, "print each id with its vocabulary piece");
+                "match special-token text such as <bos> or <|turn> (USER_DEFINED tokens always match)")
+      ->excludes(decode);
+  sub->add_flag("--add-special", args->add_special, "prepend BOS as the model does for prompts")->excludes(decode);
+  sub->add_flag("--render-special", args->render_special, "with --decode: print control tokens as their text")
+      ->needs(decode);
+  sub->add_flag("--pieces", args->pieces, "print each id with its vocabulary piece (not with --decode)")->excludes(decode);
   return {sub, [args] { return run_tokenize(*args); }};
 }
 

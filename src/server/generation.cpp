@@ -11,7 +11,7 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
       // Chat output goes to the parser, which must see <|turn> (a CONTROL token) to keep
       // the role line after it out of content.
       decoder_(*tokenizer_, text::DecodeOptions{.render_special = false, .render_markup = plan_.chat}),
-      stop_matcher_(plan_.chat ? std::vector<std::string>{} : plan_.stop) {
+      stop_matcher_(plan_.chat ? text::StopStrings{} : plan_.stop) {
   // As vLLM's min_tokens: a stop string is matched only where it ends in the text of a token
   // after the first min_tokens, wherever it begins (the engine holds the end-of-generation
   // tokens back as long). Text that may begin one is held back before that too, so one that

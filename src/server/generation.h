@@ -34,7 +34,7 @@ struct GenerationPlan {
   // allows only an end or another call after a call's closer; text that still comes after a
   // complete call (where the call's form alone was forced, its arguments free) ends the output.
   bool calls_only = false;
-  std::vector<std::string> stop;     // raw completions
+  text::StopStrings stop;            // raw completions (shared by the choices)
 };
 
 // One piece of output for the client, in order. Adjacent pieces of the same kind merge.

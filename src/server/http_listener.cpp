@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "server/http_host.h"
 
 namespace gs::server {
 
@@ -295,6 +296,7 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
   *framed = false;
   *chunked = false;
   bool bad_coding = false, compressed = false, has_length = false;
+  int codings = 0;  // Transfer-Encoding lines
   std::optional<uint64_t> length;
   size_t pos = head.find('\n');
   while (pos != std::string_view::npos && pos + 1 < head.size()) {
@@ -334,7 +336,8 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
       }
       *framed = true;
       *chunked = true;
-      bad_coding = bad_coding || coding != "chunked";
+      // Two lines are one list (RFC 9110 5.3): "chunked, chunked", refused as it is on one line.
+      bad_coding = bad_coding || coding != "chunked" || ++codings > 1;
       continue;
     }
     if (name != "content-length") continue;
@@ -403,7 +406,7 @@ class Connection final : public httplib::Stream {
   enum class State {
     kReady, kWaiting, kClosed, kHeadTooLarge, kBodyTooLarge, kBadLength, kBadCoding, kCompressed, kBadRequestLine,
     kMalformedHead, kBadChunk, kEarlyAnswer, kHeaderLineTooLong, kUnknownMethod,
-    kMultipart, kUriTooLong, kExpectationFailed
+    kMultipart, kUriTooLong, kExpectationFailed, kBadHost
   };
 
   Connection(socket_t sock, const ConnectionLimits& limits, milliseconds write_timeout)
@@ -434,6 +437,7 @@ class Connection final : public httplib::Stream {
       if (bad_chunk_) return State::kBadChunk;
       if (chunked_too_large_) return State::kBodyTooLarge;
       if (body_len_ == kMalformedHead) return State::kMalformedHead;
+      if (!host_problem_.empty()) return State::kBadHost;
       if (body_len_ == kInvalidLength) return State::kBadLength;
       if (body_len_ == kBadCoding) return State::kBadCoding;
       if (body_len_ == kCompressed) return State::kCompressed;
@@ -461,6 +465,7 @@ class Connection final : public httplib::Stream {
 
   size_t buffered() const { return buf_.size() - off_; }
   const std::string& unknown_method() const { return unknown_method_; }
+  const std::string& host_problem() const { return host_problem_; }
 
   // Whether the buffered HTTP/1.0 head asks to keep the connection: its first Connection
   // header says keep-alive, in any case. httplib keeps it only for the exact spelling
@@ -802,6 +807,7 @@ class Connection final : public httplib::Stream {
       head_len_ = end;
       head_at_ = Clock::now();
       body_len_ = content_length(s.substr(0, end), &framed_, &chunked_);
+      host_problem_ = server::host_problem(s.substr(0, end));
       // RFC 9110 10.1.1: an HTTP/1.0 request's 100-continue expectation is ignored (its client
       // does not know interim responses: it read the 100 Continue as the answer), as are its
       // other expectations (HTTP/1.0 has no Expect). An HTTP/1.1 request that expects anything
@@ -817,6 +823,7 @@ class Connection final : public httplib::Stream {
         early_answer_ = limits_.early_answer(s.substr(0, end), &early_status_);
         if (!early_answer_.empty()) return false;
       }
+      if (!host_problem_.empty()) return false;  // refused by fill()
       chunk_scan_ = 0;
       chunk_data_ = 0;
       chunk_trailer_ = false;
@@ -1132,6 +1139,7 @@ class Connection final : public httplib::Stream {
   bool uri_too_long_ = false;
   bool header_line_too_long_ = false;
   std::string unknown_method_;  // the request line's method when no route answers it
+  std::string host_problem_;    // what is wrong with the head's Host header (http_host.h)
   bool multipart_ = false;      // the head's Content-Type is multipart/form-data
   uint64_t request_read_ = 0;   // bytes httplib read of the request under way
   uint64_t request_limit_ = 0;  // most it may read (chunked bodies; else unbounded)
@@ -1180,6 +1188,8 @@ void refuse(Connection& c, Connection::State state) {
                    "malformed request head (a header line without a colon or with space before it, a field name "
                    "that is not a token, a control byte in a field value, a folded line, or both Content-Length "
                    "and Transfer-Encoding)");
+  } else if (state == Connection::State::kBadHost) {
+    c.send_refusal(400, "Bad Request", c.host_problem());
   } else if (state == Connection::State::kBadChunk) {
     c.send_refusal(400, "Bad Request", "malformed chunked request body");
   } else if (state == Connection::State::kExpectationFailed) {
@@ -1474,6 +1484,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
             case Connection::State::kUnknownMethod:
             case Connection::State::kMultipart:
             case Connection::State::kMalformedHead:
+            case Connection::State::kBadHost:
             case Connection::State::kBadChunk:
             case Connection::State::kEarlyAnswer:
             case Connection::State::kExpectationFailed:
@@ -1560,6 +1571,7 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
       case Connection::State::kUnknownMethod:
       case Connection::State::kMultipart:
       case Connection::State::kMalformedHead:
+      case Connection::State::kBadHost:
       case Connection::State::kBadChunk:
       case Connection::State::kEarlyAnswer:
       case Connection::State::kExpectationFailed:

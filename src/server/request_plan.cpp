@@ -2,8 +2,8 @@
 #include "server/request_plan.h"
 
 #include "core/log.h"
+#include "server/tool_grammars.h"
 #include "text/chat_format.h"
-#include "text/chat_values.h"
 #include "text/json_grammar.h"
 
 namespace gs::server {
@@ -65,33 +65,6 @@ std::vector<std::string> first_key_completions(const text::ChatTool& tool) {
   return out;
 }
 
-// A forced call's arguments as a grammar in the call form (decision 0027): the tool's
-// schema, when the grammar can hold it and it describes an object; null otherwise (then the
-// first-key constraint of decision 0016 applies), with why in *why_not when there was a
-// schema to follow (empty for an empty schema: nothing is lost).
-std::shared_ptr<const text::JsonGrammar> call_grammar(const text::ChatTool& tool, std::string* why_not) {
-  why_not->clear();
-  // A function without `parameters` takes none (OpenAI: "omitting parameters defines a
-  // function with an empty parameter list"; the template declares it without any): its
-  // arguments are `{}`. They were left free, and a forced call wrote invented keys.
-  static const nlohmann::json kNoParameters = {
-      {"type", "object"}, {"properties", nlohmann::json::object()}, {"additionalProperties", false}};
-  const nlohmann::json& schema = tool.parameters.is_null() ? kNoParameters : tool.parameters;
-  if (!schema.is_object() || schema.empty()) return nullptr;
-  // Integers beyond 64 bits kept as written for the declaration (keep_exact_tool_integers) are
-  // the doubles the grammar reads.
-  auto g = text::JsonGrammar::from_schema(text::chat::plain_json(schema), "parameters", text::JsonSyntax::kGemmaCall);
-  if (!g.ok()) {
-    *why_not = g.status().message();
-    return nullptr;
-  }
-  if (((*g)->node(0).kinds & text::JsonGrammar::kObject) == 0) {
-    *why_not = "parameters does not describe an object";
-    return nullptr;
-  }
-  return *g;
-}
-
 // The forced call's opener (decision 0016): the prompt ends inside the call, so the model
 // can only continue it. With one function known (named, or "required" with a single tool)
 // the opener goes up to the argument dict's '{', which leaves the model no way out of the
@@ -114,7 +87,8 @@ std::string forced_call_prefix(const ChatCompletionRequest& req) {
 // first where parallel calls are permitted, as the text after their "<|tool_call>": each
 // function the choice allows ("required": every tool; named: that one), spelled "call:NAME{"
 // and then following its schema, or "call:NAME{key:" where the grammar cannot hold the schema.
-void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, GenerationRequest* r) {
+void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
+                      GenerationRequest* r) {
   const auto open = tok.find_token(text::markup::kToolCallOpen);
   const auto close = tok.find_token(text::markup::kToolCallClose);
   if (!open || !close) return;
@@ -124,11 +98,12 @@ void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& t
   f.close_token = *close;
   f.more_calls = req.parallel_tool_calls;
   if (!f.more_calls) return;
-  for (const auto& t : req.tools) {
+  for (size_t i = 0; i < req.tools.size(); ++i) {
+    const text::ChatTool& t = req.tools[i];
     if (req.tool_choice == ToolChoice::kNamed && t.name != req.tool_choice_name) continue;
     const std::string opener = "call:" + t.name + "{";
     std::string why_not;
-    if (auto g = call_grammar(t, &why_not)) {
+    if (auto g = grammars.grammar(i, &why_not)) {
       f.openers.push_back(opener);
       f.arguments.push_back({opener, std::move(g)});
       continue;
@@ -217,6 +192,9 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
     plan.output_prefix = open_tool_call(prompt.prefill_text);
   }
   plan.parser.forced_call = !plan.output_prefix.empty();
+  // Every grammar of a tool's arguments that the plan needs, each compiled once, from one
+  // pattern budget for all the tools.
+  ToolGrammars grammars(req.tools, limits.tool_pattern_budget);
   switch (req.tool_choice) {
     case ToolChoice::kAuto:
     case ToolChoice::kNone:
@@ -230,9 +208,10 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
         // the chosen function's arguments follow its schema where the schema compiler holds
         // it (decision 0027), and otherwise only their first key is constrained (a free key
         // where the schema leaves it free).
-        for (const auto& t : req.tools) {
+        for (size_t i = 0; i < req.tools.size(); ++i) {
+          const text::ChatTool& t = req.tools[i];
           std::string why_not;
-          if (auto g = call_grammar(t, &why_not)) {
+          if (auto g = grammars.grammar(i, &why_not)) {
             plan.request.allowed_completions.push_back(t.name + "{");
             plan.request.call_arguments.push_back({t.name + "{", std::move(g)});
             continue;
@@ -300,7 +279,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   if (forced && call_close) {
     const text::ChatTool& t = req.tools[*forced];
     std::string why_not;
-    if (auto g = call_grammar(t, &why_not)) {
+    if (auto g = grammars.grammar(*forced, &why_not)) {
       plan.request.json.grammar = std::move(g);
       plan.request.json.prefix = "{";
       plan.request.json.end_tokens = {*call_close};
@@ -349,10 +328,10 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   plan.parser.continues_reasoning = prompt.prefill_reasoning;
   plan.parser.parse_tool_calls = tools_on;
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
-  plan.parser.stop = req.gen.stop;
+  plan.parser.stop = text::StopStrings(req.gen.stop);  // built once, shared by the choices
   plan.single_tool_call = tools_on && !req.parallel_tool_calls;
   const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
-  if (forced_call) plan_later_calls(req, tok, &plan.request);
+  if (forced_call) plan_later_calls(req, tok, grammars, &plan.request);
   plan.calls_only = forced_call;
   GS_RETURN_IF_ERROR(check_end_holders(plan.request, forced_call));
   return plan;
@@ -368,7 +347,7 @@ Result<GenerationPlan> plan_completion(const CompletionRequest& req, const text:
     plan.request.prompt = tok.encode(req.prompt_text, /*add_special=*/true, /*parse_special=*/true);
   }
   fill_common(req.gen, limits, &plan.request);
-  plan.stop = req.gen.stop;
+  plan.stop = text::StopStrings(req.gen.stop);  // built once, shared by the choices
   GS_RETURN_IF_ERROR(check_end_holders(plan.request, /*forced_call=*/false));
   return plan;
 }

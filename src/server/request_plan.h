@@ -10,6 +10,7 @@
 #include "server/api_request.h"
 #include "server/generation.h"
 #include "text/chat_format.h"
+#include "text/regex_dfa.h"
 #include "text/tokenizer.h"
 
 namespace gs::server {
@@ -17,6 +18,9 @@ namespace gs::server {
 struct PlanLimits {
   int32_t default_max_tokens = 4096;  // when a request gives none (bug-case 26: never unbounded)
   int32_t draft_max = -1;             // -1: the engine's default
+  // What the patterns of all the tool schemas a forced call compiles may spend together (one
+  // schema's budget; decision 0051).
+  text::RegexBudget tool_pattern_budget;
 };
 
 // The prompt text a chat request puts before the model's first token: the messages rendered

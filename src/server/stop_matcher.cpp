@@ -5,7 +5,7 @@
 
 namespace gs::server {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) : scanner_(std::move(stops)) {}
+StopMatcher::StopMatcher(text::StopStrings stops) : scanner_(std::move(stops)) {}
 
 std::string StopMatcher::feed(std::string_view text, bool armed) {
   std::string out;

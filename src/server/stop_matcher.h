@@ -15,7 +15,7 @@ namespace gs::server {
 
 class StopMatcher {
  public:
-  explicit StopMatcher(std::vector<std::string> stops);
+  explicit StopMatcher(text::StopStrings stops);
 
   // Text that is safe to release after `text` arrives. Once a stop string matched, returns
   // the text before it and ignores everything after. Unarmed (min_tokens not yet reached), no

@@ -692,7 +692,8 @@ std::bitset<kJsonMaxKeys> first_n(size_t n) {
 
 class JsonSchemaCompiler {
  public:
-  JsonSchemaCompiler(const json& root, JsonSyntax syntax) : root_(root), syntax_(syntax) {}
+  JsonSchemaCompiler(const json& root, JsonSyntax syntax, RegexBudget* budget)
+      : root_(root), syntax_(syntax), budget_(budget ? budget : &own_budget_) {}
 
   // The node index of schema `s` (kAny for a schema that constrains nothing).
   Result<int32_t> compile(const json& s, const std::string& path, int depth) {
@@ -1163,7 +1164,7 @@ class JsonSchemaCompiler {
   // whole grammar to the first-key fallback (decision 0027 point 9).
   Result<std::shared_ptr<const RegexDfa>> compiled_pattern(const std::string& source, const std::string& path) {
     if (const auto it = patterns_.find(source); it != patterns_.end()) return it->second;
-    Result<RegexDfa> r = RegexDfa::compile(source, &budget_);
+    Result<RegexDfa> r = RegexDfa::compile(source, budget_);
     if (!r.ok() && syntax_ == JsonSyntax::kGemmaCall) {
       patterns_.emplace(source, nullptr);
       return std::shared_ptr<const RegexDfa>();
@@ -1182,7 +1183,7 @@ class JsonSchemaCompiler {
     if (a == b) return a;
     const auto key = std::make_pair(std::min(a.get(), b.get()), std::max(a.get(), b.get()));
     if (const auto it = products_.find(key); it != products_.end()) return it->second;
-    Result<RegexDfa> r = RegexDfa::intersect(*a, *b, &budget_);
+    Result<RegexDfa> r = RegexDfa::intersect(*a, *b, budget_);
     if (!r.ok()) return invalid(path + ": " + r.status().message());
     std::shared_ptr<const RegexDfa> dfa;
     if (r->size() > 0) dfa = std::make_shared<const RegexDfa>(std::move(*r));
@@ -1193,7 +1194,8 @@ class JsonSchemaCompiler {
  public:
   // n->pattern_form from its pattern and lengths (none without a pattern, or for an enum,
   // whose values restrict_literals checks). False, with *why, when no string of those
-  // lengths matches; errors (beginning with `path`) when the budget is spent.
+  // lengths matches; errors (beginning with `path`) when the budget is spent (kGemmaCall: the
+  // pattern is dropped instead).
   Result<bool> fill_string_form(Node* n, const std::string& path, std::string* why) {
     n->pattern_form = nullptr;
     if (!n->pattern || !(n->kinds & JsonGrammar::kString) || n->has_string_enum) return true;
@@ -1215,9 +1217,16 @@ class JsonSchemaCompiler {
       no_lt = std::move(*r);
       base = &*no_lt;
     }
-    Result<RegexDfa> r = base->bounded(n->min_length, n->max_length, &budget_);
+    Result<RegexDfa> r = base->bounded(n->min_length, n->max_length, budget_);
     if (!r.ok()) {
-      if (budget_.work < 0 || budget_.bytes < 0) return invalid(path + ": " + r.status().message());
+      if (budget_->work < 0 || budget_->bytes < 0) {
+        // In a tool call a pattern past the budget is ignored, as one the compiler refuses.
+        if (syntax_ == JsonSyntax::kGemmaCall) {
+          n->pattern = nullptr;
+          return true;
+        }
+        return invalid(path + ": " + r.status().message());
+      }
       *why = r.status().message();
       return false;
     }
@@ -1624,7 +1633,7 @@ class JsonSchemaCompiler {
   Status unite_strings(const Node& a, const Node& b, const std::string& path, Node* m) {
     GS_ASSIGN_OR_RETURN(const auto da, strings_automaton(a, path));
     GS_ASSIGN_OR_RETURN(const auto db, strings_automaton(b, path));
-    Result<RegexDfa> r = RegexDfa::unite(*da, *db, &budget_);
+    Result<RegexDfa> r = RegexDfa::unite(*da, *db, budget_);
     if (!r.ok()) return invalid(path + ": the union of two alternatives' strings: " + r.status().message());
     m->pattern = std::make_shared<const RegexDfa>(std::move(*r));
     m->has_string_enum = false;
@@ -2185,9 +2194,11 @@ class JsonSchemaCompiler {
   std::map<const json*, int32_t> refs_;  // the node of each schema a reference names
   std::set<int32_t> building_;  // references reserved and not yet compiled
   int32_t no_value_ = -1;       // no_value_node's index, once made
-  // Patterns: what all of this schema's may spend, and each compiled once (by source, by
-  // pair intersected, by lengths bounded).
-  RegexBudget budget_;
+  // Patterns: what all of this schema's may spend (its own budget, or one shared with the
+  // other schemas of a request), and each compiled once (by source, by pair intersected, by
+  // lengths bounded).
+  RegexBudget own_budget_;
+  RegexBudget* budget_;
   std::map<std::string, std::shared_ptr<const RegexDfa>> patterns_;
   std::map<std::pair<const RegexDfa*, const RegexDfa*>, std::shared_ptr<const RegexDfa>> products_;
   std::map<std::tuple<const RegexDfa*, int64_t, int64_t>, std::shared_ptr<const RegexDfa>> forms_;
@@ -2271,8 +2282,8 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {
 }
 
 Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& schema, const std::string& path,
-                                                                     JsonSyntax syntax) {
-  JsonSchemaCompiler compiler(schema, syntax);
+                                                                     JsonSyntax syntax, RegexBudget* budget) {
+  JsonSchemaCompiler compiler(schema, syntax, budget);
   // The root first, so that it is node 0 (a reference to "#" finds it there).
   compiler.nodes.emplace_back();
   GS_ASSIGN_OR_RETURN(int32_t root, compiler.compile(schema, path, 0));

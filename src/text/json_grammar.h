@@ -20,6 +20,7 @@
 namespace gs::text {
 
 class RegexDfa;
+struct RegexBudget;
 
 // Most declared properties of one object, and most values of one enum.
 inline constexpr int kJsonMaxKeys = 128;
@@ -192,9 +193,13 @@ class JsonGrammar {
   // (kGemmaCall: such a pattern, or one that needs a '<', is ignored instead); a
   // pattern or format that no string within minLength / maxLength matches, and property
   // counts that no object meets, are refused naming the keyword.
+  // `budget`: what its patterns may spend (regex_dfa.h), shared with other schemas compiled
+  // for one request (its tools' arguments) so that their count does not multiply the cost;
+  // null: a budget of its own.
   static Result<std::shared_ptr<const JsonGrammar>> from_schema(const nlohmann::json& schema,
                                                                  const std::string& path = "schema",
-                                                                 JsonSyntax syntax = JsonSyntax::kJson);
+                                                                 JsonSyntax syntax = JsonSyntax::kJson,
+                                                                 RegexBudget* budget = nullptr);
   JsonSyntax syntax() const { return syntax_; }
 
   // Node 0 is the root; kAny gives the node that allows every value.

@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text/stop_scanner.h"
+
 namespace gs::text {
 
 struct ParserOptions {
@@ -42,8 +44,8 @@ struct ParserOptions {
   // text of a call comes out as content, with its markup removed (bug-case 13).
   bool parse_tool_calls = true;
   // Stop strings (OpenAI `stop`), matched in the visible content only. Empty strings are
-  // ignored.
-  std::vector<std::string> stop;
+  // ignored. Shared, not copied, by the parsers of one request's choices.
+  StopStrings stop;
   // False: no stop string is matched until OutputParser::arm_stop_strings() (vLLM's
   // min_tokens checks none in its first tokens); text that may begin one is still held, and
   // one that ends after arming is matched whole even if it began before (decision 0007).

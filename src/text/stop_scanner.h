@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,10 +16,36 @@
 
 namespace gs::text {
 
+// A set of stop strings and what matching them needs (each one's failure function), built
+// once and shared: the choices of a request, its plan and their parsers hold one set, where
+// each held a copy of the strings and its own tables (16 choices of a 7 MB stop string took
+// 1 GB; decision 0051). Copying a StopStrings copies a pointer.
+class StopStrings {
+ public:
+  StopStrings() = default;
+  // Empty strings are dropped. Memory: the strings, and 4 bytes per byte of them beside.
+  StopStrings(std::vector<std::string> stops);  // NOLINT: a list of strings is a set of them
+  StopStrings(std::initializer_list<std::string> stops) : StopStrings(std::vector<std::string>(stops)) {}
+
+  bool empty() const { return !table_ || table_->strings.empty(); }
+  const std::vector<std::string>& strings() const;
+  // border(i)[k]: the length of the longest proper prefix of strings()[i] that is also a
+  // suffix of its first k + 1 bytes.
+  const std::vector<uint32_t>& border(size_t i) const { return table_->borders[i]; }
+
+ private:
+  struct Table {
+    std::vector<std::string> strings;
+    std::vector<std::vector<uint32_t>> borders;
+  };
+  std::shared_ptr<const Table> table_;
+};
+
 class StopScanner {
  public:
-  // Empty strings are dropped. Memory: 4 bytes per byte of the stop strings beside them.
-  explicit StopScanner(std::vector<std::string> stops = {});
+  // A scanner of its own keeps only its matching state (a few bytes a stop string) beside the
+  // shared set.
+  explicit StopScanner(StopStrings stops = {});
 
   bool empty() const { return stops_.empty(); }
 
@@ -33,7 +61,7 @@ class StopScanner {
   // that a stop string cannot span).
   std::string flush();
 
-  const std::vector<std::string>& stops() const { return stops_; }
+  const std::vector<std::string>& stops() const { return stops_.strings(); }
   bool matched() const { return matched_; }
   size_t held_bytes() const { return held_len_; }
 
@@ -41,12 +69,9 @@ class StopScanner {
   // The first `n` bytes of the held text followed by `text`.
   void append_pending(size_t n, std::string_view text, std::string* out) const;
 
-  std::vector<std::string> stops_;
-  // border_[i][k]: the length of the longest proper prefix of stops_[i] that is also a suffix
-  // of its first k + 1 bytes.
-  std::vector<std::vector<uint32_t>> border_;
+  StopStrings stops_;
   std::vector<uint32_t> state_;  // per stop string: its longest prefix that ends the text
-  // The held text: the first held_len_ bytes of stops_[held_stop_] (the longest state).
+  // The held text: the first held_len_ bytes of stops()[held_stop_] (the longest state).
   size_t held_len_ = 0;
   size_t held_stop_ = 0;
   bool matched_ = false;

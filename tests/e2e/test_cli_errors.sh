@@ -76,6 +76,12 @@ for bad in 18446744073709551616 -1 1.5; do
   refused "synth --seed $bad" synth --preset tiny -o "$WORK/x.gguf" --seed "$bad"
 done
 refused "synth preset" synth --preset huge -o "$WORK/x.gguf"
+# tokenize's flags of one direction in the other changed nothing: --decode --pieces printed the
+# text alone, --render-special without --decode was dropped (decision 0051).
+for bad in "--decode --pieces" "--decode --parse-special" "--decode --add-special" "--render-special"; do
+  refused "tokenize $bad" tokenize -m "$TARGET" $bad
+  grep -q -- "${bad##* }" "$WORK/err" || fail "tokenize $bad does not name ${bad##* }: $(cat "$WORK/err")"
+done
 # A directory as the chat template file wrote a file without a template (the read failed
 # silently); --n-embd-out, the assistant's target width, was dropped without a word for a
 # target preset.

@@ -10,8 +10,10 @@
 #include <string>
 #include <thread>
 
+#include "core/host_memory.h"
 #include "server/choice_set.h"
 #include "server/openai_format.h"
+#include "server/request_plan.h"
 #include "server_fixture.h"
 
 namespace gs::server {
@@ -352,6 +354,34 @@ TEST(Choices, AFailureEndsEveryChoice) {
     EXPECT_EQ(s.engine->metrics().busy_slots, 0) << (streamed ? "streamed" : "whole");
   }
   test::expect_healthy(s);
+}
+
+// The choices of a request share its stop strings (decision 0051): each choice's plan, parser
+// and stop matcher held a copy of them and its own matching tables (5 bytes a byte), so 16
+// choices of one 4 MB stop string took some 450 MB, 8 MB bodies over a GB each.
+TEST(Choices, TheChoicesShareTheRequestsStopStrings) {
+  if (!read_host_memory().have_malloc_counters) GTEST_SKIP() << "no malloc counters here";
+  const auto tok = test::shakes_tokenizer();
+  const std::string stop(size_t{4} << 20, 'x');
+  RequestDefaults d;
+  for (const bool chat : {false, true}) {
+    Result<GenerationPlan> plan = Status(StatusCode::kInternal, "unplanned");
+    if (chat) {
+      auto req = parse_chat_request(chat_body({{"stop", json::array({stop})}, {"n", 16}}), d);
+      ASSERT_TRUE(req.ok()) << req.status().to_string();
+      plan = plan_chat(*req, *tok, PlanLimits{});
+    } else {
+      auto req = parse_completion_request(json{{"prompt", "ROMEO:"}, {"stop", json::array({stop})}, {"n", 16}}, d);
+      ASSERT_TRUE(req.ok()) << req.status().to_string();
+      plan = plan_completion(*req, *tok, PlanLimits{});
+    }
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    const auto in_use = [] { return static_cast<int64_t>(read_host_memory().malloc_in_use_bytes); };
+    const int64_t before = in_use();
+    ChoiceSet choices(tok, *plan, 16);
+    const int64_t grown = in_use() - before;
+    EXPECT_LT(grown, int64_t{8} << 20) << (chat ? "chat: " : "completions: ") << grown << " bytes for 16 choices";
+  }
 }
 
 // A client that leaves cancels every choice: the slots are freed.

@@ -401,6 +401,69 @@ TEST(Connections, AmbiguousFramingIsRefused) {
   }
 }
 
+// The Host header as RFC 9112 3.2 has a server check it: a request with two (a proxy in front
+// may read the first and httplib the last), or one whose value is not a host and port, is
+// answered 400 and the connection closes; a request without one is served (HTTP/1.1 too,
+// decision 0051's addendum). Two Transfer-Encoding lines are the list of both (RFC 9110 5.3):
+// "chunked, chunked" (chunked twice), refused with 501 as that list on one line already was.
+// All were served (decision 0051).
+TEST(Connections, HostHeadersAndRepeatedTransferCodingsAreRefused) {
+  LiveServer s;
+  s.answer("fine");
+  const std::string body = R"({"prompt":"x","max_tokens":2})";
+  const auto request = [&](const std::string& version, const std::string& hosts) {
+    return "POST /v1/completions " + version + "\r\n" + hosts + "Content-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::string next = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string& hosts :
+       {std::string("Host: x\r\nHost: x\r\n"), std::string("Host: a\r\nhost: b\r\n"),
+        std::string("Host: a b\r\n"), std::string("Host: a/b\r\n"), std::string("Host: user@a\r\n"),
+        std::string("Host: a:80x\r\n"), std::string("Host: [::1\r\n"), std::string("Host: a%zz\r\n"),
+        std::string("Host: a, b\r\n")}) {
+    for (const std::string version : {"HTTP/1.1", "HTTP/1.0"}) {
+      RawClient c(s.http->port());
+      ASSERT_TRUE(c.connected());
+      c.send(request(version, hosts) + next);
+      const std::string got = c.read_until("no such marker", 1, 3s);  // to the close
+      EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << version << " [" << hosts << "]: " << got.substr(0, 300);
+      // One answer, and the connection closed: the request after it (/health) is not run.
+      EXPECT_EQ(got.find("\"status\""), std::string::npos) << version << " [" << hosts << "]: " << got;
+      EXPECT_NE(got.find("Host"), std::string::npos) << got.substr(0, 300);
+    }
+  }
+  for (const std::string& hosts :
+       {std::string("Host: x\r\n"), std::string("Host: 127.0.0.1:8080\r\n"), std::string("host:[::1]:80\r\n"),
+        std::string("Host:   example.com  \r\n"), std::string("Host: \r\n"), std::string("Host: a%20b.c\r\n"),
+        std::string("Host: [fe80::1%25eth0]:8080\r\n")}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(request("HTTP/1.1", hosts + "Connection: close\r\n"));
+    const std::string got = c.read_until("no such marker", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << hosts << ": " << got.substr(0, 300);
+  }
+  // No Host line at all is served, HTTP/1.1 too (decision 0051's addendum): llama-server and
+  // vLLM serve it, and no route reads the Host.
+  for (const std::string version : {"HTTP/1.1", "HTTP/1.0"}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send(request(version, version == "HTTP/1.1" ? "Connection: close\r\n" : ""));
+    const std::string got = c.read_until("no such marker", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << version << ": " << got.substr(0, 300);
+  }
+  for (const std::string& codings : {std::string("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"),
+                                     std::string("Transfer-Encoding: chunked, chunked\r\n")}) {
+    RawClient c(s.http->port());
+    ASSERT_TRUE(c.connected());
+    c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + codings + "\r\n" +
+           chunk_of(body) + "0\r\n\r\n" + next);
+    const std::string got = c.read_until("no such marker", 1, 3s);
+    EXPECT_EQ(got.rfind("HTTP/1.1 501", 0), 0u) << codings << ": " << got.substr(0, 300);
+    EXPECT_EQ(RawClient::count(got, "HTTP/1.1"), 1) << codings << ": " << got.substr(0, 300);
+  }
+  test::expect_healthy(s);
+}
+
 // An HTTP/1.0 client gets no chunked coding (it cannot read it): the body as it is, ended by
 // the connection's close, streamed or not.
 TEST(Connections, Http10ResponsesAreNotChunked) {

@@ -236,6 +236,56 @@ TEST(RequestPlan, AForcedCallToAFunctionWithoutParametersIsEmpty) {
   EXPECT_FALSE(any->request.json.grammar);
 }
 
+// A forced call compiles each tool's schema once, and the patterns of all the tools from one
+// budget (decision 0051): with "required", each tool's grammar serves both the first call and
+// the calls after it, and tools past the budget keep their grammar without its pattern. Before,
+// each tool was compiled twice, each time with a budget of its own, so that 16 tools with
+// costly patterns took 20 s of a request's time and the 512 allowed some ten minutes.
+TEST(RequestPlan, ToolGrammarsAreCompiledOnceFromOneBudget) {
+  auto tok = test::shakes_tokenizer();
+  const json pattern = {{"type", "string"}, {"pattern", "^(a|b)*a(a|b){8}$"}};
+  const json parameters = {{"type", "object"}, {"properties", {{"k", pattern}}}, {"required", {"k"}}};
+  text::RegexBudget probe;
+  ASSERT_TRUE(text::JsonGrammar::from_schema(parameters, "parameters", text::JsonSyntax::kGemmaCall, &probe).ok());
+  const int64_t cost = text::RegexBudget{}.work - probe.work;
+  json body = {{"messages", {{{"role", "user"}, {"content", "go"}}}}, {"tools", json::array()}};
+  for (int i = 0; i < 4; ++i) {
+    body["tools"].push_back({{"type", "function"},
+                             {"function", {{"name", "f" + std::to_string(i)}, {"parameters", parameters}}}});
+  }
+  auto holds_pattern = [](const std::shared_ptr<const text::JsonGrammar>& g) {
+    const text::JsonGrammar::Node& root = g->node(0);
+    return root.key_nodes.size() == 1 && g->node(root.key_nodes[0]).pattern_form != nullptr;
+  };
+  PlanLimits limits;
+  limits.tool_pattern_budget.work = 2 * cost + cost / 2;  // room for two of the four
+  for (const char* choice : {"required", "named"}) {
+    json b = body;
+    b["tool_choice"] = std::string(choice) == "required"
+                           ? json("required")
+                           : json{{"type", "function"}, {"function", {{"name", "f0"}}}};
+    auto plan = plan_chat(chat(b.dump()), *tok, limits);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    const auto& later = plan->request.forced_calls.arguments;
+    if (std::string(choice) == "named") {
+      // The first call's grammar is the later calls' too.
+      ASSERT_TRUE(plan->request.json.grammar);
+      ASSERT_EQ(later.size(), 1u);
+      EXPECT_EQ(later[0].grammar.get(), plan->request.json.grammar.get());
+      EXPECT_TRUE(holds_pattern(later[0].grammar));
+      continue;
+    }
+    const auto& first = plan->request.call_arguments;
+    ASSERT_EQ(first.size(), 4u);
+    ASSERT_EQ(later.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      ASSERT_TRUE(first[i].grammar) << i;
+      EXPECT_EQ(later[i].grammar.get(), first[i].grammar.get()) << i;
+      EXPECT_EQ(holds_pattern(first[i].grammar), i < 2) << i;
+    }
+  }
+}
+
 // The parser knows the declared names, so a namespaced call ("default_api:get_weather") is
 // the declared tool (decision 0024); with tools off it knows none.
 // response_format (decision 0027): the grammar goes to the engine with the tokens that may

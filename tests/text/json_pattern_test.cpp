@@ -508,6 +508,40 @@ TEST(JsonPattern, BlowupsAreBounded) {
   }
 }
 
+// Schemas compiled for one request (the arguments of its tools) draw on one budget when they
+// are given one: what a first schema's patterns spend is gone for the next, whose pattern is
+// then refused (JSON) or ignored (the call form); without one, each has a budget of its own.
+TEST(JsonPattern, SchemasCompiledTogetherShareOneBudget) {
+  const json schema = {{"type", "string"}, {"pattern", "^(a|b)*a(a|b){8}$"}};
+  const json tool = {{"type", "object"}, {"properties", {{"k", schema}}}, {"required", {"k"}}};
+  RegexBudget probe;
+  ASSERT_TRUE(JsonGrammar::from_schema(tool, "parameters", JsonSyntax::kGemmaCall, &probe).ok());
+  const int64_t cost = RegexBudget{}.work - probe.work;
+  ASSERT_GT(cost, 1000);  // a pattern of some hundreds of states
+  // Room for one such pattern and a half.
+  RegexBudget shared{.work = cost + cost / 2};
+  auto holds_pattern = [](const Grammar& g) {
+    const JsonGrammar::Node& root = g->node(0);
+    return root.key_nodes.size() == 1 && g->node(root.key_nodes[0]).pattern_form != nullptr;
+  };
+  auto first = JsonGrammar::from_schema(tool, "parameters", JsonSyntax::kGemmaCall, &shared);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_TRUE(holds_pattern(*first));
+  EXPECT_LT(shared.work, cost);
+  auto second = JsonGrammar::from_schema(tool, "parameters", JsonSyntax::kGemmaCall, &shared);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();  // the call's form still holds
+  EXPECT_FALSE(holds_pattern(*second));
+  auto json_form = JsonGrammar::from_schema(schema, "schema", JsonSyntax::kJson, &shared);
+  ASSERT_FALSE(json_form.ok());
+  EXPECT_EQ(json_form.status().message().rfind("schema.pattern: ", 0), 0u) << json_form.status().message();
+  // Each without a shared budget: its own, as before.
+  for (int i = 0; i < 3; ++i) {
+    auto own = JsonGrammar::from_schema(tool, "parameters", JsonSyntax::kGemmaCall);
+    ASSERT_TRUE(own.ok());
+    EXPECT_TRUE(holds_pattern(*own));
+  }
+}
+
 TEST(JsonPattern, FormatsAreEnforced) {
   const std::pair<const char*, std::vector<std::pair<const char*, bool>>> kFormats[] = {
       {"date",

@@ -262,13 +262,14 @@ void check_parser(const std::string& text, const std::vector<std::string>& piece
   o.tool_call_id_seed = 1234;
   if (flags & 64) {
     static const std::string_view kStops[] = {"\n\n", "<|", "|>", "call", "STOP", "}", "é", "😀"};
-    o.stop.emplace_back(kStops[stop_pick % 8]);
+    std::vector<std::string> stops{std::string(kStops[stop_pick % 8])};
     if (!text.empty()) {
       // A piece of the text itself, so that stops do match; clients' stops are valid UTF-8.
       const size_t at = (stop_pick * 7u) % text.size();
       std::string piece = text.substr(at, 1 + stop_pick % 6);
-      if (gs::text::is_valid_utf8(piece)) o.stop.push_back(std::move(piece));
+      if (gs::text::is_valid_utf8(piece)) stops.push_back(std::move(piece));
     }
+    o.stop = std::move(stops);
   }
   const auto whole = feed_cuts(text, {}, o, false);
   const std::string want = describe(gs::text::merge_events(whole));

@@ -1,0 +1,41 @@
+#include "server/tool_grammars.h"
+
+#include <nlohmann/json.hpp>
+
+#include "text/chat_values.h"
+
+namespace gs::server {
+
+ToolGrammars::ToolGrammars(std::span<const text::ChatTool> tools, text::RegexBudget budget)
+    : tools_(tools), entries_(tools.size()), budget_(budget) {}
+
+std::shared_ptr<const text::JsonGrammar> ToolGrammars::grammar(size_t index, std::string* why_not) {
+  Entry& e = entries_.at(index);
+  if (!e.compiled) {
+    e.compiled = true;
+    // A function without `parameters` takes none (OpenAI: "omitting parameters defines a
+    // function with an empty parameter list"; the template declares it without any): its
+    // arguments are `{}`. They were left free, and a forced call wrote invented keys.
+    static const nlohmann::json kNoParameters = {
+        {"type", "object"}, {"properties", nlohmann::json::object()}, {"additionalProperties", false}};
+    const text::ChatTool& tool = tools_[index];
+    const nlohmann::json& schema = tool.parameters.is_null() ? kNoParameters : tool.parameters;
+    if (schema.is_object() && !schema.empty()) {
+      // Integers beyond 64 bits kept as written for the declaration (keep_exact_tool_integers)
+      // are the doubles the grammar reads.
+      auto g = text::JsonGrammar::from_schema(text::chat::plain_json(schema), "parameters",
+                                              text::JsonSyntax::kGemmaCall, &budget_);
+      if (!g.ok()) {
+        e.why_not = g.status().message();
+      } else if (((*g)->node(0).kinds & text::JsonGrammar::kObject) == 0) {
+        e.why_not = "parameters does not describe an object";
+      } else {
+        e.grammar = *g;
+      }
+    }
+  }
+  *why_not = e.why_not;
+  return e.grammar;
+}
+
+}  // namespace gs::server

@@ -1,0 +1,46 @@
+// The argument grammars of a request's tools (decision 0027 point 7): each tool's compiled at
+// most once, and all their patterns from one budget, so that neither the number of tools nor
+// the places a plan needs a tool's grammar multiply what one request may cost (decision 0051).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "text/chat_format.h"
+#include "text/json_grammar.h"
+#include "text/regex_dfa.h"
+
+namespace gs::server {
+
+class ToolGrammars {
+ public:
+  // `tools` must outlive this. `budget`: what the patterns of all their schemas may spend
+  // together (one schema's budget by default).
+  explicit ToolGrammars(std::span<const text::ChatTool> tools, text::RegexBudget budget = {});
+
+  // Tool `index`'s arguments as a grammar in the call form (text::JsonSyntax::kGemmaCall):
+  // its schema, when the compiler holds it and it describes an object (a function without
+  // `parameters` takes none: `{}`); null otherwise, with why in *why_not when there was a
+  // schema to follow (empty for an empty schema: nothing is lost). A pattern the shared
+  // budget no longer covers is ignored, as any pattern the call form cannot hold (one that
+  // allOf or anyOf merges with another past it leaves the tool without a grammar).
+  std::shared_ptr<const text::JsonGrammar> grammar(size_t index, std::string* why_not);
+
+  // What the patterns may still spend.
+  const text::RegexBudget& budget_left() const { return budget_; }
+
+ private:
+  struct Entry {
+    bool compiled = false;
+    std::shared_ptr<const text::JsonGrammar> grammar;
+    std::string why_not;
+  };
+  std::span<const text::ChatTool> tools_;
+  std::vector<Entry> entries_;
+  text::RegexBudget budget_;
+};
+
+}  // namespace gs::server
