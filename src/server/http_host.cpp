@@ -3,22 +3,10 @@
 #include <cctype>
 #include <cstring>
 
+#include "server/http_head.h"
+
 namespace gs::server {
 namespace {
-
-bool is_name(std::string_view name, std::string_view want) {
-  if (name.size() != want.size()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(name[i])) != want[i]) return false;
-  }
-  return true;
-}
-
-std::string_view trimmed(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\r')) v.remove_suffix(1);
-  return v;
-}
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
@@ -57,20 +45,13 @@ bool is_host_and_port(std::string_view v) {
 }  // namespace
 
 std::string host_problem(std::string_view head) {
-  size_t pos = head.find('\n');
   int hosts = 0;
   bool valid = true;
-  while (pos != std::string_view::npos && pos + 1 < head.size()) {
-    const size_t next = head.find('\n', pos + 1);
-    std::string_view line = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
-    pos = next;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;  // the end of the head
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !is_name(line.substr(0, colon), "host")) continue;
+  for_each_header(head, [&](std::string_view name, std::string_view value) {
+    if (!same_name(name, "host")) return;
     ++hosts;
-    valid = valid && is_host_and_port(trimmed(line.substr(colon + 1)));
-  }
+    valid = valid && is_host_and_port(value);
+  });
   if (hosts > 1) return "the request has " + std::to_string(hosts) + " Host headers (RFC 9112 3.2: at most one)";
   // No Host at all is served (decision 0051's addendum): no route reads it, and llama-server's
   // and vLLM's HTTP parsers serve such a request too.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "server/http_head.h"
 #include "server/http_host.h"
 
 namespace gs::server {
@@ -104,30 +105,8 @@ constexpr size_t kMaxResponseHead = 64u << 10;
 // (Connection::peer_gone).
 constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
 
-bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
-
-// v without the blanks (spaces, tabs) around it.
-std::string_view without_blanks(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
-
 // The text of a header line after its colon, without the surrounding blanks.
 std::string_view header_value(std::string_view line, size_t colon) { return without_blanks(line.substr(colon + 1)); }
-
-// The line without its CRLF (or LF).
-std::string_view without_line_end(std::string_view line) {
-  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
 
 // The text after the first space of a line, up to the next one.
 std::string_view second_token(std::string_view line) {
@@ -360,44 +339,15 @@ uint64_t content_length(std::string_view head, bool* framed, bool* chunked) {
 // Whether a request head's Connection headers name the option "close" (a comma-separated
 // list of options, compared without regard to case: RFC 9110 7.6.1).
 bool head_asks_close(std::string_view head) {
-  for (size_t pos = head.find('\n'); pos != std::string_view::npos && pos + 1 < head.size();) {
-    const size_t next = head.find('\n', pos + 1);
-    const std::string_view line =
-        without_line_end(head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1));
-    pos = next;
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !same_name(line.substr(0, colon), "connection")) continue;
-    std::string_view options = line.substr(colon + 1);
-    while (!options.empty()) {
-      const size_t comma = options.find(',');
-      const std::string_view option = without_blanks(options.substr(0, comma));
-      options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
-      if (same_name(option, "close")) return true;
-    }
-  }
-  return false;
+  bool close = false;
+  for_each_header(head, [&](std::string_view name, std::string_view value) {
+    if (!same_name(name, "connection")) return;
+    for_each_member(value, [&](std::string_view option) { close = close || same_name(option, "close"); });
+  });
+  return close;
 }
 
 }  // namespace
-
-std::string_view request_header(std::string_view head, std::string_view name) {
-  for (size_t pos = head.find('\n'); pos != std::string_view::npos && pos + 1 < head.size();) {
-    const size_t next = head.find('\n', pos + 1);
-    std::string_view line = head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
-    pos = next;
-    const size_t colon = line.find(':');
-    if (colon != name.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < colon && same; ++i)
-      same = std::tolower(static_cast<unsigned char>(line[i])) == static_cast<unsigned char>(name[i]);
-    if (!same) continue;
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    return value;
-  }
-  return {};
-}
 
 // One client connection: an httplib Stream over the socket with a read buffer that lives as
 // long as the connection (bytes of the next request stay) and per-request deadlines.
@@ -961,26 +911,12 @@ class Connection final : public httplib::Stream {
   };
   static Expectations expectations(std::string_view head) {
     Expectations out;
-    for (size_t pos = head.find('\n'); pos != std::string_view::npos && pos + 1 < head.size();) {
-      const size_t next = head.find('\n', pos + 1);
-      const std::string_view line =
-          without_line_end(head.substr(pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1));
-      pos = next;
-      const size_t colon = line.find(':');
-      if (colon == std::string_view::npos || !same_name(line.substr(0, colon), "expect")) continue;
-      std::string_view members = line.substr(colon + 1);
-      while (!members.empty()) {
-        const size_t comma = members.find(',');
-        const std::string_view member = without_blanks(members.substr(0, comma));
-        members = comma == std::string_view::npos ? std::string_view{} : members.substr(comma + 1);
-        if (member.empty()) continue;
-        if (same_name(member, "100-continue")) {
-          out.continue_100 = true;
-        } else {
-          out.other = true;
-        }
-      }
-    }
+    for_each_header(head, [&](std::string_view name, std::string_view value) {
+      if (!same_name(name, "expect")) return;
+      for_each_member(value, [&](std::string_view member) {
+        (same_name(member, "100-continue") ? out.continue_100 : out.other) = true;
+      });
+    });
     return out;
   }
 

@@ -49,11 +49,6 @@ struct ConnectionLimits {
   std::function<std::string(std::string_view head, int* status)> early_answer;
 };
 
-// The value of the first header `name` (lower case) of a raw request head, without the
-// surrounding whitespace, or "" when the head has none. For checks made on the head before
-// httplib parses it (ConnectionLimits::early_answer).
-std::string_view request_header(std::string_view head, std::string_view name);
-
 // For a route handler, on the thread that runs its request: true once the request's client
 // is gone (its connection reset, closed both ways, or a write to it failed); false while it
 // may still read, and outside a request served by an HttpListener. cpp-httplib 0.11.4 gives

@@ -15,6 +15,7 @@
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/choice_set.h"
+#include "server/http_head.h"
 #include "server/http_listener.h"
 #include "server/json_input.h"
 #include "server/openai_format.h"
