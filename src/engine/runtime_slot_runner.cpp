@@ -523,8 +523,14 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
                 n_ctx, n_ctx_train, options.model_path);
   }
   RunnerOptions ro;
-  ro.max_tokens = std::max(options.max_batch_tokens, 1);
   ro.max_outputs = std::max(options.n_slots, 1) * (1 + std::max(options.draft_max, 0));
+  // A pass never carries more rows than the slots' contexts hold, or than every slot's verify
+  // pass (llama.cpp clamps its ubatch to n_ctx the same way): `run --ubatch 1048576 -c 64`
+  // sized the pass buffers for a million rows (gigabytes, and where they did not fit, an
+  // error that blamed the KV cache; decision 0052).
+  const int64_t ctx_rows = static_cast<int64_t>(n_ctx) * std::max(options.n_slots, 1);
+  const int64_t most_rows = std::max<int64_t>(ctx_rows, ro.max_outputs);
+  ro.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(options.max_batch_tokens, 1, most_rows));
   ro.kv.n_seq_max = options.n_slots;
   ro.kv.n_ctx = n_ctx;
   ro.kv.max_ubatch = ro.max_tokens;
