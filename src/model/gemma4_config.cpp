@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "gguf/gguf_summary.h"
+#include "model/gemma4_limits.h"
 #include "model/gguf_names.h"
 
 namespace gs {
@@ -15,11 +16,11 @@ namespace {
 using gguf::GgufFile;
 using gguf::ValueType;
 
-constexpr int64_t kMaxLayers = 1024;
-constexpr int64_t kMaxEmbd = 1 << 20;
-constexpr int64_t kMaxHeads = 1024;
-constexpr int64_t kMaxHeadDim = 1 << 14;
-constexpr int64_t kMaxFf = 1 << 22;
+using limits::kMaxEmbd;
+using limits::kMaxFf;
+using limits::kMaxHeadDim;
+using limits::kMaxHeads;
+using limits::kMaxLayers;
 
 bool is_int_type(ValueType t) {
   switch (t) {
@@ -284,7 +285,7 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
   }
   const Reader r(f, c.arch_name);
   int64_t v = 0;
-  GS_ASSIGN_OR_RETURN(v, r.integer(names::kContextLength, std::nullopt, 1, INT32_MAX));
+  GS_ASSIGN_OR_RETURN(v, r.integer(names::kContextLength, std::nullopt, 1, limits::kMaxContext));
   c.n_ctx_train = static_cast<int32_t>(v);
   GS_ASSIGN_OR_RETURN(v, r.integer(names::kEmbeddingLength, std::nullopt, 1, kMaxEmbd));
   c.n_embd = static_cast<int32_t>(v);

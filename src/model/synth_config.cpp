@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "core/quant.h"
+#include "model/gemma4_limits.h"
 #include "model/gguf_names.h"
 #include "model/synth_vocab.h"
 
@@ -32,23 +34,31 @@ std::string WeightTypes::name() const { return q4_k_m_mix ? "q4_k_m" : std::stri
 std::string_view SynthConfig::arch() const { return assistant ? names::kArchAssistant : names::kArchTarget; }
 
 Status SynthConfig::validate() const {
+  // Each shape within what the loader accepts (model/gemma4_limits.h): `--n-layer 100000` wrote
+  // gigabytes of a file that load_gemma4_config then refused (decision 0052). Shapes the loader
+  // does not bound stay within 2^20.
   constexpr int64_t kMaxDim = int64_t{1} << 20;
   struct Dim {
     const char* name;
     int64_t value;
+    int64_t max;
   };
-  const Dim dims[] = {{"n_embd", n_embd},           {"n_layer", n_layer},         {"n_ff", n_ff},
-                      {"n_head", n_head},           {"n_head_kv", n_head_kv},     {"n_head_kv_swa", n_head_kv_swa},
-                      {"head_dim", head_dim},       {"head_dim_swa", head_dim_swa}, {"sliding_window", sliding_window},
-                      {"ctx", n_ctx_train},         {"swa_period", swa_period}};
+  const Dim dims[] = {{"n_embd", n_embd, limits::kMaxEmbd},
+                      {"n_layer", n_layer, limits::kMaxLayers},
+                      {"n_ff", n_ff, std::min(kMaxDim, limits::kMaxFf)},
+                      {"n_head", n_head, limits::kMaxHeads},
+                      {"n_head_kv", n_head_kv, limits::kMaxHeads},
+                      {"n_head_kv_swa", n_head_kv_swa, limits::kMaxHeads},
+                      {"head_dim", head_dim, limits::kMaxHeadDim},
+                      {"head_dim_swa", head_dim_swa, limits::kMaxHeadDim},
+                      {"sliding_window", sliding_window, kMaxDim},
+                      {"ctx", n_ctx_train, limits::kMaxContext},
+                      {"swa_period", swa_period, std::numeric_limits<int64_t>::max()}};
   for (const auto& d : dims) {
     if (d.value <= 0) return make_status(StatusCode::kInvalidArgument, "synth: {} must be positive, got {}", d.name, d.value);
-    if (d.value > kMaxDim && std::string_view(d.name) != "swa_period" && std::string_view(d.name) != "ctx") {
-      return make_status(StatusCode::kInvalidArgument, "synth: {} = {} is larger than {}", d.name, d.value, kMaxDim);
+    if (d.value > d.max) {
+      return make_status(StatusCode::kInvalidArgument, "synth: {} = {} is larger than {}", d.name, d.value, d.max);
     }
-  }
-  if (n_ctx_train > std::numeric_limits<uint32_t>::max()) {
-    return make_status(StatusCode::kInvalidArgument, "synth: ctx = {} does not fit in u32", n_ctx_train);
   }
   if (n_head % n_head_kv != 0 || n_head % n_head_kv_swa != 0) {
     return make_status(StatusCode::kInvalidArgument,
@@ -60,8 +70,9 @@ Status SynthConfig::validate() const {
                        head_dim, head_dim_swa);
   }
   if (assistant) {
-    if (n_embd_out <= 0 || n_embd_out > kMaxDim) {
-      return make_status(StatusCode::kInvalidArgument, "synth: n_embd_out must be in 1..{}, got {}", kMaxDim, n_embd_out);
+    if (n_embd_out <= 0 || n_embd_out > limits::kMaxEmbd) {
+      return make_status(StatusCode::kInvalidArgument, "synth: n_embd_out must be in 1..{}, got {}", limits::kMaxEmbd,
+                         n_embd_out);
     }
     if (n_embd_out == n_embd) {
       // llama.cpp's loader rejects an assistant whose width equals the target's.

@@ -13,6 +13,7 @@
 #include "common/test_paths.h"
 #include "core/quant.h"
 #include "gguf/gguf_reader.h"
+#include "model/gemma4_limits.h"
 #include "model/gguf_names.h"
 #include "model/synth_config.h"
 #include "model/synth_vocab.h"
@@ -119,6 +120,34 @@ TEST(Synth, ValidationNamesTheField) {
   EXPECT_FALSE(WeightTypes::parse("iq2_xxs").ok());
   EXPECT_TRUE(WeightTypes::parse("Q4_K_M")->q4_k_m_mix);
   EXPECT_EQ(WeightTypes::parse("q6_k")->type, GgmlType::Q6_K);
+}
+
+// `synth --n-layer 100000` wrote gigabytes of a file the loader refused (block_count at most
+// 1024): every shape past the loader's limit is refused before a byte is written (decision 0052).
+TEST(Synth, ShapesPastTheLoadersLimitsAreRefused) {
+  struct Case {
+    const char* name;
+    int64_t SynthConfig::*field;
+    int64_t max;
+  };
+  const Case cases[] = {{"n_layer", &SynthConfig::n_layer, limits::kMaxLayers},
+                        {"n_embd", &SynthConfig::n_embd, limits::kMaxEmbd},
+                        {"n_head", &SynthConfig::n_head, limits::kMaxHeads},
+                        {"n_head_kv", &SynthConfig::n_head_kv, limits::kMaxHeads},
+                        {"n_head_kv_swa", &SynthConfig::n_head_kv_swa, limits::kMaxHeads},
+                        {"head_dim", &SynthConfig::head_dim, limits::kMaxHeadDim},
+                        {"head_dim_swa", &SynthConfig::head_dim_swa, limits::kMaxHeadDim},
+                        {"ctx", &SynthConfig::n_ctx_train, limits::kMaxContext}};
+  for (const Case& k : cases) {
+    SynthConfig c = preset_config(Preset::kTiny);
+    c.*k.field = k.max + 1;
+    const Status st = c.validate();
+    ASSERT_FALSE(st.ok()) << k.name;
+    EXPECT_NE(st.message().find(k.name), std::string::npos) << st.message();
+  }
+  SynthConfig c = preset_config(Preset::kTiny);
+  c.n_layer = limits::kMaxLayers;
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
 }
 
 TEST(Synth, VocabularyLayout) {
