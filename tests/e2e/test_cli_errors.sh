@@ -92,7 +92,18 @@ refused "synth --n-embd-out on a target" synth --preset tiny -o "$WORK/x.gguf" -
 grep -q -- "--n-embd-out" "$WORK/err" || fail "synth --n-embd-out on a target does not name the flag: $(cat "$WORK/err")"
 # -1 was the "keep the preset" sentinel: --n-layer -1 wrote the preset's 6 layers.
 refused "synth --n-layer -1" synth --preset tiny -o "$WORK/x.gguf" --n-layer -1
+# Shapes the loader refuses are refused before a byte is written (--n-layer 100000 was still
+# writing after a minute, towards 24 GB of a file the loader refuses; decision 0052).
+refused "synth --n-layer 100000" synth --preset tiny -o "$WORK/big.gguf" --n-layer 100000
+grep -q "n_layer" "$WORK/err" || fail "synth --n-layer 100000 does not name the field: $(cat "$WORK/err")"
+[[ ! -e "$WORK/big.gguf" ]] || fail "synth --n-layer 100000 wrote $WORK/big.gguf"
+refused "synth --head-dim 32768" synth --preset tiny -o "$WORK/big.gguf" --head-dim 32768
 refused "synth --threads -3" synth --preset tiny -o "$WORK/x.gguf" --threads -3
+# A pass never holds more rows than the context: --ubatch 1048576 with -c 64 asked 17 GB of
+# pass buffers, and where they did not fit said "the KV cache of 1 slot x 64 positions (0.0 GB)
+# does not fit; lower --ctx-size" (decision 0052). Within 2 GB of address space it runs.
+(ulimit -v 2000000; timeout -k 5 60 "$BIN" run -m "$TARGET" -p hi -n 2 -c 64 --ubatch 1048576 --device cpu -t 1 \
+  > "$WORK/out" 2> "$WORK/err" < /dev/null) || fail "run --ubatch 1048576 -c 64: $(tail -c 300 "$WORK/err")"
 # A million drafts planned 103 GB of drafter outputs before failing.
 refused "run --draft-max huge" run -m "$TARGET" --mtp "$DRAFTER" -p hi --draft-max 1000000
 # bench took negative sizes, repetitions, ubatch and threads silently (skipped or clamped);
