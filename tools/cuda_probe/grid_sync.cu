@@ -1,0 +1,156 @@
+// What one device-wide ordering point costs on this GPU, three ways, for the decision between
+// kernel launches under PDL (today's decode step) and a persistent per-layer kernel
+// (docs/perf-notes.md, thirty-ninth session):
+//   launch  N kernels in a CUDA graph, each launched with programmatic stream serialization
+//           (PDL) and waiting on its predecessor (griddepcontrol.wait) before a global write;
+//   flag    one persistent kernel whose CTAs meet N times at a counter-and-generation barrier
+//           (acquire/release atomics at device scope);
+//   coop    the same with cooperative_groups' grid.sync() under a cooperative launch.
+// Each at G CTAs of 256 threads (G = the SM count, and twice it). Prints microseconds per
+// ordering point (the median of 7 timed runs of N = 2000). Standalone: nvcc -arch=sm_90a.
+#include <cooperative_groups.h>
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace cg = cooperative_groups;
+
+#define CHECK(x)                                                                          \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+__global__ void pdl_step(unsigned* out, unsigned i) {
+  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;\n" ::: "memory");
+  if (threadIdx.x == 0) out[blockIdx.x] = i;
+}
+
+struct Barrier {
+  unsigned count;
+  unsigned generation;
+};
+
+__device__ void flag_barrier(Barrier* b, unsigned n_blocks) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> gen(b->generation);
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> count(b->count);
+    const unsigned g = gen.load(cuda::memory_order_relaxed);
+    if (count.fetch_add(1, cuda::memory_order_acq_rel) == n_blocks - 1) {
+      count.store(0, cuda::memory_order_relaxed);
+      gen.store(g + 1, cuda::memory_order_release);
+    } else {
+      while (gen.load(cuda::memory_order_acquire) == g) {
+      }
+    }
+  }
+  __syncthreads();
+}
+
+__global__ void flag_loop(Barrier* b, unsigned* out, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (threadIdx.x == 0) out[blockIdx.x] = i;
+    flag_barrier(b, gridDim.x);
+  }
+}
+
+__global__ void coop_loop(unsigned* out, int n) {
+  cg::grid_group grid = cg::this_grid();
+  for (int i = 0; i < n; ++i) {
+    if (threadIdx.x == 0) out[blockIdx.x] = i;
+    grid.sync();
+  }
+}
+
+template <class F>
+double median_us_per(F run, int n) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  run();  // warm
+  CHECK(cudaDeviceSynchronize());
+  std::vector<double> t;
+  for (int r = 0; r < 7; ++r) {
+    CHECK(cudaEventRecord(a));
+    run();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.0 / n);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main() {
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  std::printf("%s, %d SMs\n", prop.name, sms);
+  const int n = 2000;
+  unsigned* out;
+  Barrier* bar;
+  CHECK(cudaMalloc(&out, 4096 * sizeof(unsigned)));
+  CHECK(cudaMalloc(&bar, sizeof(Barrier)));
+  CHECK(cudaMemset(bar, 0, sizeof(Barrier)));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (const int g : {sms, 2 * sms}) {
+    // launch: a graph of n PDL launches.
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < n; ++i) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(g);
+      cfg.blockDim = dim3(256);
+      cfg.stream = s;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      CHECK(cudaLaunchKernelEx(&cfg, pdl_step, out, static_cast<unsigned>(i)));
+    }
+    CHECK(cudaStreamEndCapture(s, &graph));
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    const double launch = median_us_per([&] { CHECK(cudaGraphLaunch(exec, 0)); }, n);
+    // The same graph without PDL: a plain launch boundary.
+    cudaGraph_t graph2;
+    cudaGraphExec_t exec2;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < n; ++i) pdl_step<<<g, 256, 0, s>>>(out, static_cast<unsigned>(i));
+    CHECK(cudaStreamEndCapture(s, &graph2));
+    CHECK(cudaGraphInstantiate(&exec2, graph2, 0));
+    const double plain = median_us_per([&] { CHECK(cudaGraphLaunch(exec2, 0)); }, n);
+    const double flag = median_us_per([&] { flag_loop<<<g, 256>>>(bar, out, n); CHECK(cudaGetLastError()); }, n);
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, coop_loop, 256, 0));
+    double coop = -1;
+    if (per_sm * sms >= g) {
+      coop = median_us_per(
+          [&] {
+            int nn = n;
+            void* args[] = {&out, &nn};
+            CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(coop_loop), dim3(g), dim3(256), args, 0, 0));
+          },
+          n);
+    }
+    std::printf("G %4d CTAs: launch+PDL %.2f us, launch (no PDL) %.2f us, flag barrier %.2f us, grid.sync %.2f us\n", g,
+                launch, plain, flag, coop);
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
+    CHECK(cudaGraphExecDestroy(exec2));
+    CHECK(cudaGraphDestroy(graph2));
+  }
+  return 0;
+}
