@@ -422,21 +422,12 @@ class Connection final : public httplib::Stream {
   // "Keep-Alive" (a case-sensitive compare), so another spelling is rewritten in place (the same
   // length) to that one.
   bool http10_keep_alive() {
-    for (size_t i = buf_.find('\n', off_); i != std::string::npos && i + 1 < off_ + head_len_;) {
-      const size_t start = i + 1;
-      size_t end = buf_.find('\n', start);
-      if (end == std::string::npos || end > off_ + head_len_) end = off_ + head_len_;
-      const std::string_view line = without_line_end(std::string_view(buf_.data() + start, end - start));
-      i = end;
-      const size_t colon = line.find(':');
-      if (colon == std::string_view::npos || !same_name(line.substr(0, colon), "connection")) continue;
-      const std::string_view value = header_value(line, colon);
-      if (!same_name(value, "keep-alive")) return false;
-      static constexpr std::string_view kHttplibSpelling = "Keep-Alive";
-      buf_.replace(static_cast<size_t>(value.data() - buf_.data()), value.size(), kHttplibSpelling);
-      return true;
-    }
-    return false;
+    // A view into buf_; "" (never keep-alive) when the head has no Connection header.
+    const std::string_view value = request_header(std::string_view(buf_.data() + off_, head_len_), "connection");
+    if (!same_name(value, "keep-alive")) return false;
+    static constexpr std::string_view kHttplibSpelling = "Keep-Alive";  // the same length
+    buf_.replace(static_cast<size_t>(value.data() - buf_.data()), value.size(), kHttplibSpelling);
+    return true;
   }
 
   // When a waiting connection gives up: idle, head or body too slow.
