@@ -1,13 +1,16 @@
 // What one device-wide ordering point costs on this GPU, three ways, for the decision between
 // kernel launches under PDL (today's decode step) and a persistent per-layer kernel
 // (docs/perf-notes.md, thirty-ninth session):
-//   launch  N kernels in a CUDA graph, each launched with programmatic stream serialization
-//           (PDL) and waiting on its predecessor (griddepcontrol.wait) before a global write;
+//   launch  N kernels in a CUDA graph, each launched by the backend's own launch_k
+//           (backend/cuda/k_launch.cuh: PDL, or a plain launch with g_pdl off) and waiting on
+//           its predecessor (GS_PDL_ENTRY) before a global write;
 //   flag    one persistent kernel whose CTAs meet N times at a counter-and-generation barrier
 //           (acquire/release atomics at device scope);
 //   coop    the same with cooperative_groups' grid.sync() under a cooperative launch.
 // Each at G CTAs of 256 threads (G = the SM count, and twice it). Prints microseconds per
-// ordering point (the median of 7 timed runs of N = 2000). Standalone: nvcc -arch=sm_90a.
+// ordering point (the median of 7 timed runs of N = 2000). Built apart from the project, from
+// the repository root: nvcc -O3 -std=c++17 -I src -gencode=arch=compute_90a,code=sm_90a
+// -cudart static -o grid_sync tools/cuda_probe/grid_sync.cu
 #include <cooperative_groups.h>
 #include <cuda/atomic>
 #include <cuda_runtime.h>
@@ -17,7 +20,13 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backend/cuda/k_launch.cuh"
+
 namespace cg = cooperative_groups;
+
+namespace gs::cuda {
+bool g_pdl = true;  // the backend's switch (k_launch.cuh); the probe turns it off for "no PDL"
+}  // namespace gs::cuda
 
 #define CHECK(x)                                                                          \
   do {                                                                                    \
@@ -29,7 +38,7 @@ namespace cg = cooperative_groups;
   } while (0)
 
 __global__ void pdl_step(unsigned* out, unsigned i) {
-  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;\n" ::: "memory");
+  GS_PDL_ENTRY();
   if (threadIdx.x == 0) out[blockIdx.x] = i;
 }
 
@@ -105,33 +114,22 @@ int main() {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   for (const int g : {sms, 2 * sms}) {
-    // launch: a graph of n PDL launches.
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < n; ++i) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(g);
-      cfg.blockDim = dim3(256);
-      cfg.stream = s;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      CHECK(cudaLaunchKernelEx(&cfg, pdl_step, out, static_cast<unsigned>(i)));
-    }
-    CHECK(cudaStreamEndCapture(s, &graph));
-    CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    const double launch = median_us_per([&] { CHECK(cudaGraphLaunch(exec, 0)); }, n);
-    // The same graph without PDL: a plain launch boundary.
-    cudaGraph_t graph2;
-    cudaGraphExec_t exec2;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < n; ++i) pdl_step<<<g, 256, 0, s>>>(out, static_cast<unsigned>(i));
-    CHECK(cudaStreamEndCapture(s, &graph2));
-    CHECK(cudaGraphInstantiate(&exec2, graph2, 0));
-    const double plain = median_us_per([&] { CHECK(cudaGraphLaunch(exec2, 0)); }, n);
+    // launch: a graph of n launches through launch_k, with PDL and without.
+    const auto graph_of_launches = [&](bool pdl) {
+      gs::cuda::g_pdl = pdl;
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+      for (int i = 0; i < n; ++i) gs::cuda::launch_k(pdl_step, dim3(g), dim3(256), 0, s, out, static_cast<unsigned>(i));
+      CHECK(cudaStreamEndCapture(s, &graph));
+      CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      const double us = median_us_per([&] { CHECK(cudaGraphLaunch(exec, 0)); }, n);
+      CHECK(cudaGraphExecDestroy(exec));
+      CHECK(cudaGraphDestroy(graph));
+      return us;
+    };
+    const double launch = graph_of_launches(true);
+    const double plain = graph_of_launches(false);
     const double flag = median_us_per([&] { flag_loop<<<g, 256>>>(bar, out, n); CHECK(cudaGetLastError()); }, n);
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, coop_loop, 256, 0));
@@ -147,10 +145,6 @@ int main() {
     }
     std::printf("G %4d CTAs: launch+PDL %.2f us, launch (no PDL) %.2f us, flag barrier %.2f us, grid.sync %.2f us\n", g,
                 launch, plain, flag, coop);
-    CHECK(cudaGraphExecDestroy(exec));
-    CHECK(cudaGraphDestroy(graph));
-    CHECK(cudaGraphExecDestroy(exec2));
-    CHECK(cudaGraphDestroy(graph2));
   }
   return 0;
 }
