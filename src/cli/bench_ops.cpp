@@ -13,6 +13,7 @@
 #include <numeric>
 #include <string>
 
+#include "bench_ramp.h"
 #include "core/ggml_type.h"
 
 namespace gs::cli {
@@ -471,6 +472,7 @@ Status run_ops_bench(Backend& b, const OpsBenchOptions& opt, std::vector<BenchRo
     return bench_attention(c);
   }
   if (opt.only == "small") return bench_small_ops(c);
+  if (opt.only == "ramp") return bench_matvec_ramp(b, c.copy_bw, opt.quick, rows);
   GS_RETURN_IF_ERROR(bench_gemm(c));
   GS_RETURN_IF_ERROR(bench_matvec(c));
   GS_RETURN_IF_ERROR(bench_matvec_multi(c));

@@ -16,7 +16,8 @@ struct OpsBenchOptions {
   std::vector<int> depths = {4096, 32768, 131072};
   // "matmul": the decode matmuls alone (Q4_K, Q6_K, Q8_0; rows 1, 5, 8); "attention": the
   // attention rows alone (decode at the depths, prefill; after the copy and GEMM ceilings);
-  // "small": the small ops alone.
+  // "small": the small ops alone; "ramp": the Q4_K matvec's fixed cost a launch against its
+  // bytes (bench_ramp.h; not in the full run).
   std::string only;
 };
 

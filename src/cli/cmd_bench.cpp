@@ -137,8 +137,8 @@ CommandEntry register_bench(CLI::App& app) {
       sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
   sub->add_flag("--quick", a->quick, "fewer shapes and repetitions");
   // A misspelt group ran every group; without --ops the option was ignored.
-  sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul, attention or small)")
-      ->check(CLI::IsMember({"matmul", "attention", "small"}))
+  sub->add_option("--ops-only", a->ops_only, "with --ops: only this group (matmul, attention, small or ramp)")
+      ->check(CLI::IsMember({"matmul", "attention", "small", "ramp"}))
       ->needs(ops);
   sub->add_flag("--json", a->json, "print JSON instead of a table");
   return {sub, [a] { return run_bench(*a); }};

@@ -58,6 +58,11 @@ field "tg120 mtp4 @ d300" drafted > /dev/null || fail "no tg120 mtp4 @ d300 row"
 run -m "$TARGET" -b 8 -p 0 -n 130 -d 300 -r 1 --json
 field "tg130 @ d300" tokens_per_s > /dev/null || fail "no tg130 @ d300 row"
 
+# The matvec ramp sweep: a row per size and way, and a fit per way.
+run --ops --ops-only ramp --quick --device cpu --json
+field "q4_K chain fit" seconds > /dev/null || fail "no q4_K chain fit row"
+field "q4_K dependent fit" gb_per_s > /dev/null || fail "no q4_K dependent fit row"
+
 # Bad values are refused before anything loads.
 # A misspelt --ops-only group ran every group, and --ops-only without --ops ran the model;
 # --draft-max without --mtp was ignored.
