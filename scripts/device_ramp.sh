@@ -2,13 +2,14 @@
 # The decode matvec's fixed cost a launch against its bytes (bench --ops --ops-only ramp,
 # bench_ramp.h), with the real kernel and with each of its halves alone: GS_MVS_DIAG=1 streams
 # the weights without computing, 2 computes without streaming (k_matvec_stream.cu). Binaries as
-# in device_run.sh; JSON under $OUT; a summary table last.
+# in device_run.sh; JSON under $OUT; a summary table last. GS_RAMP_DIAGS (default "0 1 2"): which
+# of the three to run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 BIN="$DEV/bin/gemmaserve"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-for d in 0 1 2; do
+for d in ${GS_RAMP_DIAGS:-0 1 2}; do
   GS_MVS_DIAG=$d timeout 150 "$BIN" bench --ops --ops-only ramp --device cuda --json >"$OUT/ramp_$d.json" 2>>"$OUT/ramp.log" ||
     echo "ramp GS_MVS_DIAG=$d failed: $(tail -2 "$OUT/ramp.log")"
 done
