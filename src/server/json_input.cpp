@@ -247,6 +247,17 @@ Status read_int(const nlohmann::json& obj, std::string_view path, const char* ke
       return make_status(StatusCode::kInvalidArgument, "{} must be in [{}, {}], got {}", field_name(path, key), lo, hi,
                          it->dump());
     }
+    // From 2^53 on a double is the rounding of many integers, and nlohmann reads an integer
+    // written past 64 bits as a double: -9223372036854775809 read as -2^63, a valid seed, and
+    // 9007199254740993.0 as 9007199254740992. What was written is not known, so such a value is
+    // refused rather than taken as a neighbour (decision 0053); the digits of an integer are
+    // read exactly up to 64 bits.
+    if (std::fabs(d) >= 9007199254740992.0) {
+      return make_status(StatusCode::kInvalidArgument,
+                         "{} must be an integer in [{}, {}], got {}: a number written with a fraction or an exponent, "
+                         "or an integer past 64 bits, is exact only below 2^53; write the integer's digits",
+                         field_name(path, key), lo, hi, it->dump());
+    }
     v = static_cast<int64_t>(d);
   } else {
     return make_status(StatusCode::kInvalidArgument, "{} must be an integer, got {}", field_name(path, key),

@@ -32,7 +32,11 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = 
                                          std::string_view what = "the request body");
 
 // Field readers: a missing key or null leaves *out unset and returns OK; a value of the
-// wrong type or outside [lo, hi] is kInvalidArgument naming `path`.`key`.
+// wrong type or outside [lo, hi] is kInvalidArgument naming `path`.`key`. read_int takes an
+// integer's digits (up to 64 bits) and a whole number written with a fraction or exponent
+// (`5.0`, `1e3`) below 2^53 in magnitude; one of 2^53 or more, or an integer past 64 bits
+// (which JSON parsing turns into a double), is refused: the double no longer tells which
+// integer was written.
 Status read_int(const nlohmann::json& obj, std::string_view path, const char* key, int64_t lo, int64_t hi,
                 std::optional<int64_t>* out);
 Status read_number(const nlohmann::json& obj, std::string_view path, const char* key, double lo, double hi,

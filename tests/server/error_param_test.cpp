@@ -314,6 +314,42 @@ TEST(ErrorParam, ANumberOutOfRangeNamesItsField) {
   EXPECT_EQ(body["error"]["message"].get<std::string>().rfind("max_tokens: number out of range", 0), 0u) << r->body;
 }
 
+// seed is an integer (OpenAI's int64): on every route that takes it (chat, completions,
+// responses) a value that is not one is a 400 naming seed. An integer written past 64 bits is
+// parsed as a double: -9223372036854775809 read as -2^63 and ran as that seed, while the same
+// number plus 2^64 was refused. read_int now refuses every double of 2^53 or more, where it no
+// longer says which integer was written (decision 0053); the digits of any int64 pass.
+TEST(ErrorParam, SeedsThatAreNoInt64AreRefusedOnEveryRoute) {
+  LiveServer s;
+  s.answer("fine");
+  struct Route {
+    const char* path;
+    const char* head;
+  };
+  const Route routes[] = {{"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,)"},
+                          {"/v1/completions", R"({"prompt":"x","max_tokens":2,)"},
+                          {"/v1/responses", R"({"input":"x","max_output_tokens":2,)"}};
+  for (const Route& route : routes) {
+    for (const char* bad : {"-9223372036854775809", "-9223372036854776832", "18446744073709551616", "1e30", "3.5",
+                            "-9223372036854775808.0", "9007199254740993.0", "1e18", "-1e300", "\"5\"", "true"}) {
+      const std::string body = std::string(route.head) + R"("seed":)" + bad + "}";
+      auto r = s.post(route.path, body);
+      ASSERT_TRUE(r) << body;
+      EXPECT_EQ(r->status, 400) << route.path << " " << body << ": " << r->body;
+      const json e = json::parse(r->body)["error"];
+      EXPECT_EQ(e["param"], "seed") << route.path << " " << body << ": " << r->body;
+      EXPECT_EQ(e["message"].get<std::string>().rfind("seed must be", 0), 0u) << r->body;
+    }
+    for (const char* good : {"-9223372036854775808", "9223372036854775807", "-1", "0", "42", "5.0", "1e3",
+                             "9007199254740991.0", "null"}) {
+      const std::string body = std::string(route.head) + R"("seed":)" + good + "}";
+      auto r = s.post(route.path, body);
+      ASSERT_TRUE(r) << body;
+      EXPECT_EQ(r->status, 200) << route.path << " " << body << ": " << r->body;
+    }
+  }
+}
+
 // OpenAI's chat fields that tag or route a request or hint at the answer's length, which this
 // server takes without acting on them, are type-checked as OpenAI checks them: service_tier a
 // string or null, prompt_cache_key and safety_identifier strings, store a boolean or null,
