@@ -25,6 +25,9 @@ inline constexpr size_t kMaxJsonHeapValues = size_t{1} << 18;
 // arrays/objects, more than kMaxJsonHeapValues objects, arrays and strings, malformed JSON
 // (anything but one JSON value and whitespace: a NUL byte or other text after it too),
 // invalid UTF-8 in a string, a top level that is not an object.
+// An integer written past 64 bits is a double (nlohmann's reading) outside int64's range: one
+// that rounds to -2^63 is made the next double below, so that no integer field takes it for
+// -2^63 (decision 0053).
 // A number no double holds (1e400, a 400-digit integer) is named with its byte offset and the
 // field it is the value of: "max_tokens: number out of range: 1e400 ... (byte offset 14 of the
 // request body)", the field first for a request body (the error's param).
@@ -32,11 +35,7 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = 
                                          std::string_view what = "the request body");
 
 // Field readers: a missing key or null leaves *out unset and returns OK; a value of the
-// wrong type or outside [lo, hi] is kInvalidArgument naming `path`.`key`. read_int takes an
-// integer's digits (up to 64 bits) and a whole number written with a fraction or exponent
-// (`5.0`, `1e3`) below 2^53 in magnitude; one of 2^53 or more, or an integer past 64 bits
-// (which JSON parsing turns into a double), is refused: the double no longer tells which
-// integer was written.
+// wrong type or outside [lo, hi] is kInvalidArgument naming `path`.`key`.
 Status read_int(const nlohmann::json& obj, std::string_view path, const char* key, int64_t lo, int64_t hi,
                 std::optional<int64_t>* out);
 Status read_number(const nlohmann::json& obj, std::string_view path, const char* key, double lo, double hi,

@@ -316,9 +316,10 @@ TEST(ErrorParam, ANumberOutOfRangeNamesItsField) {
 
 // seed is an integer (OpenAI's int64): on every route that takes it (chat, completions,
 // responses) a value that is not one is a 400 naming seed. An integer written past 64 bits is
-// parsed as a double: -9223372036854775809 read as -2^63 and ran as that seed, while the same
-// number plus 2^64 was refused. read_int now refuses every double of 2^53 or more, where it no
-// longer says which integer was written (decision 0053); the digits of any int64 pass.
+// parsed as a double, and those just below -2^63 round to -2^63 itself:
+// -9223372036854775809 ran as the seed -2^63, while the same number plus 2^64 was refused. The
+// body parser now keeps them below int64's range (decision 0053); -2^63 written as a float
+// (`-9223372036854775808.0`) is still that seed, as JsonInput.IntegerFieldRangesAndTypes has it.
 TEST(ErrorParam, SeedsThatAreNoInt64AreRefusedOnEveryRoute) {
   LiveServer s;
   s.answer("fine");
@@ -330,8 +331,9 @@ TEST(ErrorParam, SeedsThatAreNoInt64AreRefusedOnEveryRoute) {
                           {"/v1/completions", R"({"prompt":"x","max_tokens":2,)"},
                           {"/v1/responses", R"({"input":"x","max_output_tokens":2,)"}};
   for (const Route& route : routes) {
-    for (const char* bad : {"-9223372036854775809", "-9223372036854776832", "18446744073709551616", "1e30", "3.5",
-                            "-9223372036854775808.0", "9007199254740993.0", "1e18", "-1e300", "\"5\"", "true"}) {
+    for (const char* bad : {"-9223372036854775809", "-9223372036854776000", "-9223372036854776832",
+                            "-92233720368547758090", "18446744073709551616", "1e30", "3.5", "-1e300", "\"5\"",
+                            "true"}) {
       const std::string body = std::string(route.head) + R"("seed":)" + bad + "}";
       auto r = s.post(route.path, body);
       ASSERT_TRUE(r) << body;
@@ -340,8 +342,8 @@ TEST(ErrorParam, SeedsThatAreNoInt64AreRefusedOnEveryRoute) {
       EXPECT_EQ(e["param"], "seed") << route.path << " " << body << ": " << r->body;
       EXPECT_EQ(e["message"].get<std::string>().rfind("seed must be", 0), 0u) << r->body;
     }
-    for (const char* good : {"-9223372036854775808", "9223372036854775807", "-1", "0", "42", "5.0", "1e3",
-                             "9007199254740991.0", "null"}) {
+    for (const char* good : {"-9223372036854775808", "9223372036854775807", "-9223372036854775808.0", "-1", "0",
+                             "42", "5.0", "1e3", "9.2e18", "null"}) {
       const std::string body = std::string(route.head) + R"("seed":)" + good + "}";
       auto r = s.post(route.path, body);
       ASSERT_TRUE(r) << body;
