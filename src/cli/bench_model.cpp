@@ -9,10 +9,14 @@
 #include <memory>
 
 #include "bench_ops.h"
+#include "engine/drafter_check.h"
+#include "gguf/gguf_reader.h"
+#include "model/gemma4_config.h"
 #include "model/gemma4_model.h"
 #include "runtime/model_runner.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative.h"
+#include "text/tokenizer.h"
 
 namespace gs::cli {
 namespace {
@@ -123,6 +127,21 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
                          deepest, longest, deepest + longest + 64, std::numeric_limits<int32_t>::max());
     }
   }
+  // The files are checked before any benchmark work (decision 0053): a drafter given as the
+  // model, or a drafter that does not fit the model, was refused only after the calibration
+  // below and the model's load, and the drafter with another wording than serve's.
+  {
+    GS_ASSIGN_OR_RETURN(std::shared_ptr<gguf::GgufFile> file, gguf::GgufFile::open_model(o.model));
+    GS_ASSIGN_OR_RETURN(const Gemma4Config config, load_gemma4_config(*file));
+    if (config.is_assistant()) {
+      return make_status(StatusCode::kInvalidArgument, "{} is an MTP drafter (gemma4-assistant), not a target model; "
+                         "bench -m takes a target", o.model);
+    }
+    if (!o.mtp.empty()) {
+      Result<std::shared_ptr<const text::Tokenizer>> tok = text::Tokenizer::from_gguf(*file);
+      GS_RETURN_IF_ERROR(check_drafter_files(*file, tok.ok() ? tok->get() : nullptr, o.model, o.mtp));
+    }
+  }
   const bool quick = b.kind() == BackendKind::kCpu;  // the CPU oracle is slow: small ceilings
   GS_ASSIGN_OR_RETURN(const double copy_bw, measure_copy_bandwidth(b, quick, rows));
   GS_ASSIGN_OR_RETURN(const double gemm_flops, measure_gemm_flops(b, quick, rows));
@@ -166,14 +185,15 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   std::unique_ptr<SpeculativeDecoder> spec;
   if (!o.mtp.empty()) {
     Result<std::shared_ptr<Gemma4Model>> drafter = Gemma4Model::load(o.mtp, b);
-    if (!drafter.ok()) return make_status(drafter.status().code(), "--mtp {}: {}", o.mtp, drafter.status().message());
+    if (!drafter.ok()) return make_status(drafter.status().code(), "the drafter {}: {}", o.mtp, drafter.status().message());
     if (!(*drafter)->config().is_assistant())
       return make_status(StatusCode::kInvalidArgument, "--mtp {} is not a gemma4-assistant (MTP drafter) file", o.mtp);
     SpecOptions so;
     so.draft_max = o.draft_max;
     Result<std::unique_ptr<SpeculativeDecoder>> made = SpeculativeDecoder::create(*runner, *drafter, so);
     if (!made.ok())
-      return make_status(made.status().code(), "--mtp {} cannot draft for {}: {}", o.mtp, o.model, made.status().message());
+      return make_status(made.status().code(), "the drafter {} cannot draft for {}: {}", o.mtp, o.model,
+                         made.status().message());
     spec = std::move(*made);
   }
   Bench bench(*runner, o);

@@ -10,6 +10,7 @@
 #include "bench_ops.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "core/int_list.h"
 #include "runtime/kv_cache.h"
 
 namespace gs::cli {
@@ -23,6 +24,8 @@ struct BenchArgs {
   std::vector<int> gen = {128};
   std::vector<int> depth = {0};
   std::vector<int> verify;
+  // The lists as given (-p 128,512 or -p 128 -p 512), read into the above by read_lists.
+  std::vector<std::string> prompt_text, gen_text, depth_text, verify_text;
   std::string device = "auto";
   bool json = false;
   bool ops = false;
@@ -44,7 +47,34 @@ Result<BackendKind> pick_device(const std::string& d) {
   return kind;
 }
 
-int run_bench(const BenchArgs& a) {
+// One list flag's items, all its occurrences together (core/int_list.h: "1,,2", "+1", "0x10"
+// and "010" were read by CLI11 as 1,2 / 1 / 16 / 8; decision 0053). Untouched when not given.
+Status read_list(const std::vector<std::string>& given, const char* flag, int64_t lo, int64_t hi,
+                 std::vector<int>* out) {
+  if (given.empty()) return {};
+  out->clear();
+  for (const std::string& g : given) {
+    GS_ASSIGN_OR_RETURN(const std::vector<int64_t> items, parse_int_list(g, flag, lo, hi));
+    if (items.empty()) return make_status(StatusCode::kInvalidArgument, "{}: no value in '{}'", flag, g);
+    out->insert(out->end(), items.begin(), items.end());
+  }
+  return {};
+}
+
+Status read_lists(BenchArgs* a) {
+  constexpr int64_t kCount = std::numeric_limits<int32_t>::max();
+  GS_RETURN_IF_ERROR(read_list(a->prompt_text, "-p/--n-prompt", 0, kCount, &a->prompt));
+  GS_RETURN_IF_ERROR(read_list(a->gen_text, "-n/--n-gen", 0, kCount, &a->gen));
+  GS_RETURN_IF_ERROR(read_list(a->depth_text, "-d/--depth", 0, kCount, &a->depth));
+  GS_RETURN_IF_ERROR(read_list(a->verify_text, "--verify", 1, 1 << 20, &a->verify));
+  return {};
+}
+
+int run_bench(BenchArgs& a) {
+  if (Status st = read_lists(&a); !st.ok()) {
+    std::fprintf(stderr, "gemmaserve bench: %s\n", st.to_string().c_str());
+    return 2;
+  }
   auto kind = pick_device(a.device);
   if (!kind.ok()) {
     std::fprintf(stderr, "gemmaserve bench: %s\n", kind.status().to_string().c_str());
@@ -122,13 +152,12 @@ CommandEntry register_bench(CLI::App& app) {
   sub->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
       ->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   // Negative sizes, repetitions or threads were taken silently (skipped or clamped), a
-  // negative depth failed after the baselines as a "negative truncation point".
-  const auto count = CLI::Range(0, std::numeric_limits<int32_t>::max());
-  sub->add_option("-p,--n-prompt", a->prompt, "prompt lengths to process (pp N; 0: none)")->delimiter(',')->check(count);
-  sub->add_option("-n,--n-gen", a->gen, "tokens to generate one by one (tg N; 0: none)")->delimiter(',')->check(count);
-  sub->add_option("-d,--depth", a->depth, "context depths the tests start from")->delimiter(',')->check(count);
-  sub->add_option("--verify", a->verify, "verify passes of k tokens (MTP verification cost)")->delimiter(',')
-      ->check(CLI::Range(1, 1 << 20));
+  // negative depth failed after the baselines as a "negative truncation point". The lists are
+  // read by read_lists, which names a malformed item.
+  sub->add_option("-p,--n-prompt", a->prompt_text, "prompt lengths to process (pp N; 0: none; a list: 128,512)");
+  sub->add_option("-n,--n-gen", a->gen_text, "tokens to generate one by one (tg N; 0: none; a list)");
+  sub->add_option("-d,--depth", a->depth_text, "context depths the tests start from (a list)");
+  sub->add_option("--verify", a->verify_text, "verify passes of k tokens, 1 to 2^20 (MTP verification cost; a list)");
   sub->add_option("--device", a->device, "cuda, cpu or auto (default: cuda when a GPU is present)");
   sub->add_option("-r,--repetitions", a->reps, "repetitions of each test (median reported)")->check(CLI::Range(1, 100000));
   sub->add_option("-b,--ubatch", a->ubatch, "most tokens in one forward pass")->check(CLI::Range(1, 1 << 20));

@@ -6,11 +6,11 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "core/int_list.h"
 #include "gguf/gguf_reader.h"
 #include "text/tokenizer.h"
 
@@ -32,7 +32,7 @@ std::string read_stdin() {
   return s;
 }
 
-// Ids from "1 2 3", "1,2,3", "[1,2,3]" or {"ids":[...]}.
+// Ids from "1 2 3", "1,2,3", "[1,2,3]" or {"ids":[...]}. Errors name the bad item.
 Result<std::vector<int32_t>> parse_ids(const std::string& in) {
   std::vector<int32_t> ids;
   const size_t first = in.find_first_not_of(" \t\r\n");
@@ -59,29 +59,10 @@ Result<std::vector<int32_t>> parse_ids(const std::string& in) {
     }
     return ids;
   }
-  std::string token;
-  std::istringstream is(in);
-  while (is >> token) {
-    size_t start = 0;
-    while (start <= token.size()) {
-      const size_t comma = token.find(',', start);
-      const std::string part = token.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!part.empty()) {
-        size_t used = 0;
-        long long v = 0;
-        try {
-          v = std::stoll(part, &used);
-        } catch (...) {
-          used = 0;
-        }
-        if (used != part.size()) return make_status(StatusCode::kInvalidArgument, "\"{}\" is not a token id", part);
-        if (v < INT32_MIN || v > INT32_MAX) return make_status(StatusCode::kOutOfRange, "id {} is out of range", v);
-        ids.push_back(static_cast<int32_t>(v));
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
+  // "1 2 3", "1,2,3", "1, 2": one list reader for every such list (core/int_list.h); "1,,2",
+  // ",1", "1," and "+1" were read as ids (decision 0053).
+  GS_ASSIGN_OR_RETURN(const std::vector<int64_t> list, parse_int_list(in, "the ids on stdin", INT32_MIN, INT32_MAX));
+  for (const int64_t v : list) ids.push_back(static_cast<int32_t>(v));
   return ids;
 }
 

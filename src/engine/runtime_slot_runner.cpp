@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "engine/call_choice_constraint.h"
 #include "engine/completion_constraint.h"
+#include "engine/drafter_check.h"
 #include "engine/forced_calls_constraint.h"
 #include "engine/json_constraint.h"
 #include "gguf/gguf_summary.h"
@@ -463,38 +464,51 @@ class RuntimeSlotRunner final : public SlotRunner {
 
 }  // namespace
 
-namespace {
-
-// A drafter's token ids index its target's vocabulary (it reads the target's embedding of the
-// newest token and proposes ids the target verifies). One whose own vocabulary is another
-// (another order, another length) proposed ids that mean other tokens to the target: the
-// output stayed right, since every draft is verified, but nearly every draft was wasted,
-// silently. A drafter file without a vocabulary drafts in its target's.
-Status check_drafter_vocabulary(const gguf::GgufFile& drafter, const text::Tokenizer& target) {
-  if (!drafter.has(names::kTokTokens)) return {};
-  GS_ASSIGN_OR_RETURN(const std::vector<std::string_view> tokens, drafter.get_string_array(names::kTokTokens));
-  if (tokens.size() != static_cast<size_t>(target.n_vocab())) {
-    return make_status(StatusCode::kInvalidArgument,
-                       "drafter/target mismatch: metadata '{}' has {} tokens in the drafter and {} in the target",
-                       names::kTokTokens, tokens.size(), target.n_vocab());
-  }
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const std::string_view mine = target.token_text(static_cast<int32_t>(i));
-    if (tokens[i] != mine) {
-      return make_status(StatusCode::kInvalidArgument,
-                         "drafter/target mismatch: metadata '{}'[{}] is '{}' in the drafter and '{}' in the target (the "
-                         "drafter must share its target's vocabulary)",
-                         names::kTokTokens, i, gguf::escape_text(tokens[i], 60), gguf::escape_text(mine, 60));
+Status runner_setup_error(const Status& why, RunnerPart part, const EngineOptions& options, int32_t n_ctx,
+                          double kv_bytes, const RunnerOptions& ro) {
+  // Each slot holds a whole context: say so, and what it needs (bug: "cannot allocate N
+  // bytes" alone did not say why or what to lower). One slot (run, serve --parallel 1): no
+  // --parallel to lower (run has no such flag).
+  const bool one = options.n_slots <= 1;
+  const std::string slots = one ? std::string("1 slot") : fmt::format("{} slots", options.n_slots);
+  const std::string kv = fmt::format("the KV cache of {} x {} positions{} ({:.1f} GB)", slots, n_ctx,
+                                     one ? "" : " each", kv_bytes / 1e9);
+  // The other parts' errors are "<what>: <why>" (ModelRunner::create).
+  const std::string_view message = why.message();
+  const size_t colon = message.find(": ");
+  const std::string_view what = colon == std::string_view::npos ? runner_part_name(part) : message.substr(0, colon);
+  const std::string_view reason = colon == std::string_view::npos ? message : message.substr(colon + 2);
+  switch (part) {
+    case RunnerPart::kKvCache:
+    case RunnerPart::kNone:
+      return make_status(StatusCode::kResourceExhausted, "{} does not fit: {}; {}", kv, why.message(),
+                         one ? "lower --ctx-size" : "lower --ctx-size (positions per slot) or --parallel");
+    case RunnerPart::kPassBuffers:
+      // A pass holds at most every slot's context (decision 0052), so the rows come from the
+      // ubatch or from the context.
+      return make_status(StatusCode::kResourceExhausted, "{} do not fit beside {}: {}; lower --ubatch (rows per pass) "
+                         "or --ctx-size", what, kv, reason);
+    case RunnerPart::kLogits:
+    case RunnerPart::kHidden: {
+      // A step's output rows: every slot's verify pass (1 + draft_max rows each).
+      std::string lower = "--ctx-size";
+      if (options.draft_max > 0) lower = "--draft-max or " + lower;
+      if (!one) lower = "--parallel, " + lower;
+      return make_status(StatusCode::kResourceExhausted, "{} ({} x {} output rows a step) do not fit beside {}: {}; "
+                         "lower {}", what, slots, ro.max_outputs / std::max(options.n_slots, 1), kv, reason, lower);
     }
   }
-  return {};
+  return why;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptions& options,
                                                                std::shared_ptr<gguf::GgufFile> target_file,
                                                                const text::Tokenizer& tokenizer) {
+  // A drafter that does not fit its target is refused from the files, before the target's
+  // weights load (decision 0053; bug-case 35).
+  if (!options.drafter_path.empty()) {
+    GS_RETURN_IF_ERROR(check_drafter_files(*target_file, &tokenizer, options.model_path, options.drafter_path));
+  }
   // Asked for CUDA where there is none: say so and serve on the CPU rather than not at all.
   std::string fallback;
   const BackendKind kind = backend_for(options.device, &fallback);
@@ -535,16 +549,11 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   ro.kv.n_ctx = n_ctx;
   ro.kv.max_ubatch = ro.max_tokens;
   ro.kv.type = options.kv_type;
-  Result<std::unique_ptr<ModelRunner>> made = ModelRunner::create(model, ro);
+  RunnerPart failed = RunnerPart::kNone;
+  Result<std::unique_ptr<ModelRunner>> made = ModelRunner::create(model, ro, &failed);
   if (!made.ok() && made.status().code() == StatusCode::kResourceExhausted) {
-    // Each slot holds a whole context: say so, and what it needs (bug: "cannot allocate N
-    // bytes" alone did not say why or what to lower).
-    // One slot (run, serve --parallel 1): no --parallel to lower (run has no such flag).
-    const bool one = options.n_slots <= 1;
-    return make_status(StatusCode::kResourceExhausted, "the KV cache of {} x {} positions{} ({:.1f} GB) does not fit: {}; {}",
-                       one ? std::string("1 slot") : fmt::format("{} slots", options.n_slots), n_ctx, one ? "" : " each",
-                       KvCache::pool_bytes(model->config(), ro.kv) / 1e9, made.status().message(),
-                       one ? "lower --ctx-size" : "lower --ctx-size (positions per slot) or --parallel");
+    return runner_setup_error(made.status(), failed, options, n_ctx, KvCache::pool_bytes(model->config(), ro.kv),
+                              ro);
   }
   GS_RETURN_IF_ERROR(made.status());
   std::unique_ptr<ModelRunner> runner = std::move(*made);
@@ -568,21 +577,20 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
                          options.drafter_path);
     }
   }
-  if (assistant) {
-    if (Status st = text::check_token_scores(assistant->file()); !st.ok()) {
-      return make_status(st.code(), "{}: {}", options.drafter_path, st.message());
-    }
-    if (Status st = check_drafter_vocabulary(assistant->file(), tokenizer); !st.ok()) {
-      return make_status(st.code(), "the drafter {} cannot draft for {}: {}", options.drafter_path, options.model_path,
-                         st.message());
-    }
-  }
   SpecOptions spec_options;
   spec_options.draft_max = assistant ? std::max(options.draft_max, 1) : 0;
   spec_options.draft_p_min = options.draft_p_min;
   spec_options.adaptive = options.draft_adaptive;
   spec_options.sliding = options.draft_window_plus_one ? DraftSlidingWindow::kWindowPlusOne : DraftSlidingWindow::kWindow;
   Result<std::unique_ptr<SpeculativeDecoder>> spec = SpeculativeDecoder::create(*runner, assistant, spec_options);
+  if (!spec.ok() && spec.status().code() == StatusCode::kResourceExhausted) {
+    // Its buffers, not its fit (checked from the files above): it was "cannot draft for".
+    return make_status(StatusCode::kResourceExhausted,
+                       "the drafter {}'s buffers for {} x {} drafts do not fit beside the target and its KV cache: {}; "
+                       "lower --draft-max{}",
+                       options.drafter_path, options.n_slots <= 1 ? std::string("1 slot") : fmt::format("{} slots", options.n_slots),
+                       spec_options.draft_max, spec.status().message(), options.n_slots <= 1 ? "" : " or --parallel");
+  }
   if (!spec.ok()) {
     return make_status(spec.status().code(), "the drafter {} cannot draft for {}: {}", options.drafter_path,
                        options.model_path, spec.status().message());

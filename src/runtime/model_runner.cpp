@@ -2,12 +2,28 @@
 // the outputs of every pass.
 #include "runtime/model_runner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace gs {
 
+const char* runner_part_name(RunnerPart part) {
+  switch (part) {
+    case RunnerPart::kNone: return "nothing";
+    case RunnerPart::kKvCache: return "the KV cache";
+    case RunnerPart::kPassBuffers: return "the forward pass buffers";
+    case RunnerPart::kLogits: return "the logits";
+    case RunnerPart::kHidden: return "the hidden states";
+  }
+  return "nothing";
+}
+
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const Gemma4Model> target,
-                                                         const RunnerOptions& o) {
+                                                         const RunnerOptions& o, RunnerPart* failed) {
+  RunnerPart unused = RunnerPart::kNone;
+  RunnerPart& part = failed ? *failed : unused;
+  part = RunnerPart::kNone;
   if (!target) return make_status(StatusCode::kInvalidArgument, "no model");
   if (o.max_tokens <= 0 || o.max_outputs <= 0) {
     return make_status(StatusCode::kInvalidArgument, "max_tokens {} and max_outputs {} must be positive", o.max_tokens,
@@ -20,14 +36,48 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::shared_ptr<const G
   KvCacheOptions kvo = o.kv;
   kvo.max_ubatch = std::min(kvo.max_ubatch, o.max_tokens);  // a pass never holds more
   const Gemma4Config& c = r->model_->config();
-  GS_ASSIGN_OR_RETURN(r->kv_, KvCache::create(c, r->model_->backend(), kvo));
-  GS_ASSIGN_OR_RETURN(r->forward_, Gemma4Forward::create(r->model_, o.max_tokens, std::min(o.max_tokens, o.max_outputs)));
+  // Each step names what it sets up in its error: the caller's advice depends on it.
+  auto failing = [&](RunnerPart p, const Status& st, std::string what) {
+    part = p;
+    return make_status(st.code(), "{}: {}", what, st.message());
+  };
+  {
+    Result<std::unique_ptr<KvCache>> kv = KvCache::create(c, r->model_->backend(), kvo);
+    if (!kv.ok()) {
+      part = RunnerPart::kKvCache;
+      return kv.status();
+    }
+    r->kv_ = std::move(*kv);
+  }
+  {
+    auto forward = Gemma4Forward::create(r->model_, o.max_tokens, std::min(o.max_tokens, o.max_outputs));
+    if (!forward.ok()) {
+      return failing(RunnerPart::kPassBuffers, forward.status(),
+                     fmt::format("the forward pass buffers for {} rows", o.max_tokens));
+    }
+    r->forward_ = std::move(*forward);
+  }
   const size_t n_logits = static_cast<size_t>(o.max_outputs) * c.n_vocab;
-  GS_ASSIGN_OR_RETURN(r->logits_buf_, HostBuffer::make(r->model_->backend(), n_logits * sizeof(float)));
+  {
+    auto logits = HostBuffer::make(r->model_->backend(), n_logits * sizeof(float));
+    if (!logits.ok()) {
+      return failing(RunnerPart::kLogits, logits.status(),
+                     fmt::format("the logits of {} rows x {} ({:.1f} MB)", o.max_outputs, c.n_vocab,
+                                 static_cast<double>(n_logits) * sizeof(float) / 1e6));
+    }
+    r->logits_buf_ = std::move(*logits);
+  }
   r->logits_ = r->logits_buf_.as<float>();
   std::fill(r->logits_, r->logits_ + n_logits, 0.0f);
-  GS_ASSIGN_OR_RETURN(r->hidden_buf_,
-                      DeviceBuffer::make(r->model_->backend(), static_cast<size_t>(o.max_outputs) * c.n_embd * sizeof(float)));
+  {
+    const size_t n_hidden = static_cast<size_t>(o.max_outputs) * c.n_embd;
+    auto hidden = DeviceBuffer::make(r->model_->backend(), n_hidden * sizeof(float));
+    if (!hidden.ok()) {
+      return failing(RunnerPart::kHidden, hidden.status(),
+                     fmt::format("the hidden states of {} rows x {}", o.max_outputs, c.n_embd));
+    }
+    r->hidden_buf_ = std::move(*hidden);
+  }
   r->hidden_ = Mat::of(r->hidden_buf_.as<float>(), o.max_outputs, c.n_embd);
   r->tokens_.resize(o.max_tokens);
   r->positions_.resize(o.max_tokens);

@@ -23,6 +23,17 @@ struct RunnerOptions {
   KvCacheOptions kv;      // kv.max_ubatch is capped at max_tokens
 };
 
+// What ModelRunner::create was setting up when it failed, so that the caller's advice fits
+// (decision 0053: every failure was reported as the KV cache's).
+enum class RunnerPart {
+  kNone,
+  kKvCache,      // KvCache::create: the pools and page tables
+  kPassBuffers,  // Gemma4Forward::create: activations of max_tokens rows
+  kLogits,       // the host logits of max_outputs rows x n_vocab
+  kHidden,       // the hidden states of max_outputs rows x n_embd (backend memory)
+};
+const char* runner_part_name(RunnerPart part);  // "the KV cache", "the forward pass buffers", ...
+
 class ModelRunner {
  public:
   struct Token {
@@ -31,9 +42,13 @@ class ModelRunner {
     bool output = false;  // wants logits and hidden state
   };
 
-  // Errors: those of Gemma4Forward::create and KvCache::create.
+  // Errors: those of KvCache::create, Gemma4Forward::create and the logits' and hidden
+  // states' allocations (kResourceExhausted where memory runs out), each message prefixed with
+  // what was being set up ("the logits of 64 rows x 262144 (67.1 MB): cpu backend: ...",
+  // the KV cache's left as KvCache gives it); `failed` (when given) gets which part it was, and
+  // kNone on success or for an invalid option.
   static Result<std::unique_ptr<ModelRunner>> create(std::shared_ptr<const Gemma4Model> target,
-                                                     const RunnerOptions& options);
+                                                     const RunnerOptions& options, RunnerPart* failed = nullptr);
 
   Result<int> add_sequence() { return kv_->add_sequence(); }
   Status remove_sequence(int seq) { return kv_->remove_sequence(seq); }

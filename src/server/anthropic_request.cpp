@@ -412,8 +412,16 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
       // Anthropic's API refuses a budget under 1024 tokens (on count_tokens too); 1..1023 were
       // accepted here, so a request that Anthropic refuses ran.
       GS_RETURN_IF_ERROR(read_int(*it, "thinking", "budget_tokens", kMinThinkingBudget, kMaxTokensLimit, budget));
+      // Anthropic's API requires the budget with "enabled" (on count_tokens too; decision 0053);
+      // "adaptive" leaves it to the model (a budget sent with it is read all the same, decision
+      // 0050). Without one, "enabled" ran under the server's --reasoning-budget.
+      if (type == "enabled" && !*budget) {
+        return invalid("thinking.budget_tokens is required when thinking.type is 'enabled' (at least 1024 and less "
+                       "than max_tokens); send thinking.type 'adaptive' to think without a budget");
+      }
       if (*budget) req->reasoning_budget = static_cast<int32_t>(**budget);
     } else if (type == "disabled") {
+      // Nothing else is read: a budget_tokens beside "disabled" is not looked at (decision 0053).
       req->enable_thinking = false;
     } else {
       return invalid(fmt::format("thinking.type must be 'enabled', 'adaptive' or 'disabled', got '{}'", type));

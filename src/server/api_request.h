@@ -100,6 +100,9 @@ struct ChatCompletionRequest {
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;       // kNamed
   bool parallel_tool_calls = true;
+  // The Responses API's max_tool_calls (decision 0053): at most this many calls in the answer,
+  // the output ending after the last one; -1: no limit. The chat route has no such field.
+  int32_t max_tool_calls = -1;
   // The tools came as the legacy `functions` / `function_call` (decision 0030): the answer
   // holds message.function_call (one call) and finish_reason "function_call".
   bool legacy_functions = false;

@@ -17,6 +17,9 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
   // tokens back as long). Text that may begin one is held back before that too, so one that
   // straddles the boundary is cut whole, streamed or not (decision 0007).
   stop_armed_ = plan_.request.sampling.min_tokens <= 0;
+  // The logprobs must spell the returned text (decision 0053): where a stop string may cut
+  // the output, a token is held until its text is decided.
+  hold_tokens_ = plan_.chat ? !plan_.parser.stop.empty() : !plan_.stop.empty();
   if (plan_.chat) {
     text::ParserOptions options = plan_.parser;
     options.stop_armed = stop_armed_;
@@ -98,8 +101,10 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
         break;
       case text::ParserEventKind::kToolCallEnd:
         tool_call_done_ = true;
-        if (plan_.single_tool_call) {
-          // parallel_tool_calls: false -> the first complete call ends the output. A call
+        ++n_calls_done_;
+        if (plan_.single_tool_call || (plan_.max_tool_calls > 0 && n_calls_done_ >= plan_.max_tool_calls)) {
+          // parallel_tool_calls: false -> the first complete call ends the output, and
+          // max_tool_calls N the N-th (the calls after it are never made). A call
           // that only the end of the output closes (cut by max_tokens, or ended without its
           // closer) takes the engine's finish reason instead (end()).
           stopped_early_ = true;
@@ -124,16 +129,23 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
   for (const auto& tok : tokens) {
     if (stopped_early_) return;
     n_tokens_seen_++;
-    out->tokens.push_back(tok);
+    out->n_tokens++;
     if (!stop_armed_ && n_tokens_seen_ > plan_.request.sampling.min_tokens) {
       stop_armed_ = true;
       if (parser_) parser_->arm_stop_strings();
     }
+    const size_t carry = decoder_.pending_bytes();
     const std::string piece = decoder_.push(tok.id);
+    HeldToken held{tok, decoded_size_, decoded_size_ + piece.size(), carry, 0};
+    held.piece_size = tokenizer_->token_to_piece(tok.id, text::DecodeOptions{.render_markup = plan_.chat}).size();
+    held_tokens_.push_back(std::move(held));
+    decoded_size_ += piece.size();
+    if (hold_tokens_ && plan_.chat) decoded_ += piece;
     if (plan_.chat) {
       const bool was_reasoning = parser_->in_reasoning();
       consume_parser_events(parser_->feed(piece), out);
       if (was_reasoning || parser_->in_reasoning()) result_.reasoning_tokens++;
+      release_tokens(out, stopped_early_);
     } else {
       std::string released = stop_matcher_.feed(piece, stop_armed_);
       result_.content += released;
@@ -145,7 +157,64 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
         result_.finish_reason = "stop";
         if (stream_) stream_->cancel();
       }
+      release_tokens(out, stopped_early_);
     }
+  }
+}
+
+void Generation::release_tokens(PollResult* out, bool all) {
+  auto release = [&](const HeldToken& h, int32_t shown_bytes) {
+    out->tokens.push_back(ShownToken{h.token, shown_bytes});
+  };
+  if (!hold_tokens_) {
+    for (const HeldToken& h : held_tokens_) release(h, -1);
+    held_tokens_.clear();
+    return;
+  }
+  if (all) {
+    // Where a stop string ended the output, its text and what follows are not returned: the
+    // tokens from its first byte on are left out, and one it begins inside is cut there.
+    // Raw completions return the decoded text up to the stop string (content is a prefix of
+    // it); chat returns content through the parser, so the stop string is looked for in the
+    // decoded text from the first byte that was still undecided (it began no earlier). Not
+    // found there (content the parser rewrote, such as a separator it added), nothing is cut.
+    std::optional<size_t> cut;
+    if (!plan_.chat && stop_matcher_.stopped()) {
+      cut = result_.content.size();
+    } else if (plan_.chat && parser_->stopped() && !result_.stop_sequence.empty()) {
+      const size_t at = decoded_.find(result_.stop_sequence, std::min(decided_, decoded_.size()));
+      if (at != std::string::npos) cut = at;
+    }
+    for (const HeldToken& h : held_tokens_) {
+      if (!cut) {
+        release(h, -1);
+        continue;
+      }
+      // The piece bytes before the cut: the decoded bytes before it, less those that
+      // completed a character of earlier pieces (exact for valid UTF-8).
+      const int64_t before = static_cast<int64_t>(*cut) - static_cast<int64_t>(h.start) - static_cast<int64_t>(h.carry);
+      if (h.piece_size == 0) {
+        if (h.start < *cut) release(h, -1);
+      } else if (before >= static_cast<int64_t>(h.piece_size)) {
+        release(h, -1);
+      } else if (before > 0) {
+        release(h, static_cast<int32_t>(before));
+      }
+    }
+    held_tokens_.clear();
+    return;
+  }
+  // A token is decided once its text is out of what the matcher (or parser) still holds;
+  // bytes the decoder holds for an unfinished character may begin a stop string too.
+  const size_t held = plan_.chat ? parser_->held_bytes() : stop_matcher_.held_bytes();
+  decided_ = std::max(decided_, decoded_size_ - std::min(held, decoded_size_));
+  while (!held_tokens_.empty()) {
+    const HeldToken& h = held_tokens_.front();
+    const bool decided =
+        h.end < decided_ || (h.end == decided_ && (decided_ < decoded_size_ || decoder_.pending_bytes() == 0));
+    if (!decided) break;
+    release(h, -1);
+    held_tokens_.pop_front();
   }
 }
 
@@ -165,6 +234,7 @@ void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
       push_delta(std::move(d), out);
     }
   }
+  release_tokens(out, /*all=*/true);
   if (plan_.chat) {
     const text::ParsedMessage& msg = accumulator_.message();
     result_.content = msg.content;

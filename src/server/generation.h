@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,9 @@ struct GenerationPlan {
   // (parser.reasoning_in_content); reasoning_tokens still counts the thinking.
   bool reasoning_content = true;
   bool single_tool_call = false;     // parallel_tool_calls: false
+  // The Responses API's max_tool_calls: the output ends once this many calls are complete
+  // (finish_reason "tool_calls"), as single_tool_call does after the first; -1: no limit.
+  int32_t max_tool_calls = -1;
   // A forced call (tool_choice "required" or named): the answer is calls only. The engine
   // allows only an end or another call after a call's closer; text that still comes after a
   // complete call (where the call's form alone was forced, its arguments free) ends the output.
@@ -47,9 +51,22 @@ struct OutputDelta {
   std::string tool_name;   // kToolCallBegin
 };
 
+// A generated token as the logprobs show it: the token, and how much of its text is part of
+// the output. A stop string that begins inside a token's text cuts the token there: its entry
+// then spells only the first `shown_bytes` bytes of its piece (its logprob and alternatives
+// stay the whole token's), so that the entries spell exactly the returned text (decision 0053).
+struct ShownToken {
+  GeneratedToken token;
+  int32_t shown_bytes = -1;  // -1: the whole piece
+};
+
 struct PollResult {
   std::vector<OutputDelta> deltas;
-  std::vector<GeneratedToken> tokens;  // tokens consumed by this poll (for logprobs)
+  // The tokens whose text this poll released (for logprobs), in order. With stop strings a
+  // token is held until no stop string can claim its text, and those a stop string ends on
+  // or after are never released; without stop strings, every token consumed.
+  std::vector<ShownToken> tokens;
+  int32_t n_tokens = 0;                // tokens consumed by this poll (continuous usage)
   bool finished = false;
   bool got_event = false;              // the engine sent something (tokens or the end)
 };
@@ -93,6 +110,9 @@ class Generation {
   void consume_parser_events(const std::vector<text::ParserEvent>& events, PollResult* out);
   void push_delta(OutputDelta delta, PollResult* out);
   void end(PollResult* out, FinishReason reason, const Usage& usage);
+  // Moves the held tokens that are decided into out->tokens (see PollResult::tokens); `all`:
+  // the output is over, every held token is decided (a stop string's cut applies).
+  void release_tokens(PollResult* out, bool all);
 
   std::shared_ptr<const text::Tokenizer> tokenizer_;
   GenerationPlan plan_;
@@ -105,12 +125,26 @@ class Generation {
   bool finished_ = false;
   bool stopped_early_ = false;   // a stop string or the single tool call ended the output
   bool tool_call_done_ = false;  // a tool call was completed: finish_reason is "tool_calls"
+  int32_t n_calls_done_ = 0;     // tool calls completed
   bool prefix_fed_ = false;
   bool flushing_ = false;        // end(): the output is over, held text and open calls are decided
   int32_t n_tokens_seen_ = 0;
   // vLLM's min_tokens over stop strings: none is matched that ends in the text of the first
   // plan_.request.sampling.min_tokens tokens (the matcher and the parser hold text all the same).
   bool stop_armed_ = true;
+  // Logprob tokens not yet released, with their spans in the decoded text (decision 0053).
+  struct HeldToken {
+    GeneratedToken token;
+    size_t start = 0;       // decoded bytes before the token's text
+    size_t end = 0;         // ... and after it
+    size_t carry = 0;       // bytes of earlier pieces the decoder held when the token came
+    size_t piece_size = 0;  // its piece's bytes under the decoder's options
+  };
+  bool hold_tokens_ = false;   // stop strings may cut the output: tokens wait to be decided
+  std::deque<HeldToken> held_tokens_;
+  std::string decoded_;        // chat with stop strings: the decoded text (to find the stop)
+  size_t decoded_size_ = 0;    // decoded bytes so far
+  size_t decided_ = 0;         // decoded bytes that no stop string can claim any more
 };
 
 }  // namespace gs::server

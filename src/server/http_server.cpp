@@ -64,8 +64,8 @@ std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; 
 
 // What one choice of a response has consumed so far.
 struct ChoiceOutput {
-  std::vector<GeneratedToken> all_tokens;
-  std::vector<GeneratedToken> pending_logprobs;  // consumed but not yet sent (streaming)
+  std::vector<ShownToken> all_tokens;
+  std::vector<ShownToken> pending_logprobs;      // released but not yet sent (streaming)
   TextOffsets text_offsets;                      // completions logprobs
   int32_t n_tokens = 0;                          // tokens consumed so far (continuous usage)
 };
@@ -529,7 +529,7 @@ class Routes {
         const int i = cp.index;
         ChoiceOutput& out = st.outputs[static_cast<size_t>(i)];
         if (st.logprobs) out.pending_logprobs.insert(out.pending_logprobs.end(), cp.poll.tokens.begin(), cp.poll.tokens.end());
-        out.n_tokens += static_cast<int32_t>(cp.poll.tokens.size());
+        out.n_tokens += cp.poll.n_tokens;
         for (const auto& d : cp.poll.deltas) {
           json lp = take_logprobs(st, i);
           const std::string event =

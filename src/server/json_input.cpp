@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 namespace gs::server {
@@ -140,6 +142,97 @@ class FailureLocator {
   std::string path_;
 };
 
+// Where a body writes an integer past 64 bits that nlohmann reads as the double -2^63: a SAX
+// handler that builds nothing, follows the keys and indices down to each value, and keeps the
+// JSON pointer of each such number. Run only over a body that may hold one.
+class LowIntegerFinder {
+ public:
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(nlohmann::json::number_integer_t) { return value(); }
+  bool number_unsigned(nlohmann::json::number_unsigned_t) { return value(); }
+  bool number_float(nlohmann::json::number_float_t v, const nlohmann::json::string_t& lexeme) {
+    const bool integer = lexeme.find_first_of(".eE") == std::string::npos;
+    if (integer && v == -9223372036854775808.0) found.push_back(pointer());
+    return value();
+  }
+  bool string(nlohmann::json::string_t&) { return value(); }
+  bool binary(nlohmann::json::binary_t&) { return value(); }
+  bool start_object(size_t) { return open(false); }
+  bool key(nlohmann::json::string_t& k) {
+    frames_.back().key = k;
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool start_array(size_t) { return open(true); }
+  bool end_array() { return close(); }
+  bool parse_error(size_t, const std::string&, const nlohmann::json::exception&) { return false; }
+
+  std::vector<nlohmann::json::json_pointer> found;
+
+ private:
+  struct Frame {
+    bool array = false;
+    size_t next = 0;  // arrays: the index of the next element
+    std::string key;  // objects: the key last read
+  };
+  bool value() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().next;
+    return true;
+  }
+  bool open(bool array) {
+    value();
+    frames_.push_back(Frame{array, 0, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  // The pointer of the value being read: each frame's key or index (the innermost array has
+  // not counted that value yet; the outer ones have counted the container it is in).
+  std::string path_of(size_t depth) const {
+    std::string out;
+    for (size_t i = 0; i < depth; ++i) {
+      const Frame& f = frames_[i];
+      out += '/';
+      if (f.array) {
+        out += std::to_string(i + 1 == depth ? f.next : f.next - 1);
+        continue;
+      }
+      for (const char c : f.key) {
+        if (c == '~') {
+          out += "~0";
+        } else if (c == '/') {
+          out += "~1";
+        } else {
+          out += c;
+        }
+      }
+    }
+    return out;
+  }
+  nlohmann::json::json_pointer pointer() const { return nlohmann::json::json_pointer(path_of(frames_.size())); }
+
+  std::vector<Frame> frames_;
+};
+
+// nlohmann reads an integer written past 64 bits as a double, and those from
+// -9223372036854775809 to about -2^63 - 1024 round to -2^63 exactly: the same double as the
+// valid int64 -2^63 written as `-9223372036854775808.0`, so `seed` took them as that seed
+// (decision 0053). Each such value becomes the next double below, which no integer field's
+// range holds; every other integer past 64 bits already reads as a double outside int64. The
+// readers that print such integers exactly read the body's text again (tool_integers.h).
+void push_low_integers_out_of_range(std::string_view body, nlohmann::json* value) {
+  if (body.find("-922337203685477") == std::string_view::npos) return;  // no literal rounds there
+  LowIntegerFinder finder;
+  nlohmann::json::sax_parse(body.begin(), body.end(), &finder);
+  for (const auto& at : finder.found) {
+    if (!value->contains(at)) continue;
+    (*value)[at] = std::nextafter(-9223372036854775808.0, -std::numeric_limits<double>::infinity());
+  }
+}
+
 constexpr std::string_view kRequestBody = "the request body";
 
 // The 400 for a number that no double holds (nlohmann's out_of_range 406: "1e400", a
@@ -218,6 +311,7 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, s
   if (!value.is_object()) {
     return make_status(StatusCode::kInvalidArgument, "{} must be a JSON object, got {}", what, json_type_name(value));
   }
+  push_low_integers_out_of_range(body, &value);
   return value;
 }
 

@@ -25,6 +25,9 @@ inline constexpr size_t kMaxJsonHeapValues = size_t{1} << 18;
 // arrays/objects, more than kMaxJsonHeapValues objects, arrays and strings, malformed JSON
 // (anything but one JSON value and whitespace: a NUL byte or other text after it too),
 // invalid UTF-8 in a string, a top level that is not an object.
+// An integer written past 64 bits is a double (nlohmann's reading) outside int64's range: one
+// that rounds to -2^63 is made the next double below, so that no integer field takes it for
+// -2^63 (decision 0053).
 // A number no double holds (1e400, a 400-digit integer) is named with its byte offset and the
 // field it is the value of: "max_tokens: number out of range: 1e400 ... (byte offset 14 of the
 // request body)", the field first for a request body (the error's param).

@@ -95,26 +95,38 @@ std::string token_string(const text::Tokenizer& tok, int32_t id) {
 // UTF-8 by itself (a byte-fallback token, part of a character) "bytes:" and its bytes as
 // \xNN, as OpenAI writes them. Distinct pieces stay distinct keys of top_logprobs (as U+FFFD
 // they collided).
-std::string completion_token_string(const text::Tokenizer& tok, int32_t id) {
-  const std::string_view piece = tok.token_to_piece(id, true);
+std::string completion_piece_string(std::string_view piece) {
   if (text::is_valid_utf8(piece)) return std::string(piece);
   std::string out = "bytes:";
   for (const char c : piece) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
   return out;
 }
 
+std::string completion_token_string(const text::Tokenizer& tok, int32_t id) {
+  return completion_piece_string(tok.token_to_piece(id, true));
+}
+
+// The text a logprobs entry spells for `shown`: its piece (special tokens as their text), or
+// the kept part of it where a stop string cut the token.
+std::string_view shown_piece(const text::Tokenizer& tok, const ShownToken& shown) {
+  std::string_view piece = tok.token_to_piece(shown.token.id, true);
+  if (shown.shown_bytes >= 0) piece = piece.substr(0, static_cast<size_t>(shown.shown_bytes));
+  return piece;
+}
+
 }  // namespace
 
-json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens) {
+json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<ShownToken>& tokens) {
   json content = json::array();
-  for (const auto& t : tokens) {
-    const std::string_view piece = tok.token_to_piece(t.id, true);
+  for (const ShownToken& shown : tokens) {
+    const GeneratedToken& t = shown.token;
+    const std::string_view piece = shown_piece(tok, shown);
     json top = json::array();
     for (const auto& alt : t.top) {
       const std::string_view p = tok.token_to_piece(alt.token, true);
       top.push_back({{"token", token_string(tok, alt.token)}, {"logprob", alt.logprob}, {"bytes", token_bytes(p)}});
     }
-    content.push_back({{"token", token_string(tok, t.id)},
+    content.push_back({{"token", shown.shown_bytes < 0 ? token_string(tok, t.id) : text::sanitize_utf8(piece)},
                        {"logprob", t.logprob},
                        {"bytes", token_bytes(piece)},
                        {"top_logprobs", std::move(top)}});
@@ -138,17 +150,21 @@ size_t TextOffsets::next(std::string_view piece) {
   return at;
 }
 
-json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
+json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<ShownToken>& tokens,
                               TextOffsets& text_offsets) {
   json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
-  for (const auto& t : tokens) {
-    toks.push_back(completion_token_string(tok, t.id));
+  for (const ShownToken& shown : tokens) {
+    const GeneratedToken& t = shown.token;
+    toks.push_back(shown.shown_bytes < 0 ? completion_token_string(tok, t.id)
+                                         : completion_piece_string(shown_piece(tok, shown)));
     lps.push_back(t.logprob);
     json top = json::object();
     // Most probable first; a later alternative never replaces an earlier one's entry.
     for (const auto& alt : t.top) top.emplace(completion_token_string(tok, alt.token), alt.logprob);
     tops.push_back(std::move(top));
-    offsets.push_back(text_offsets.next(tok.token_to_piece(t.id, false)));
+    std::string_view piece = tok.token_to_piece(t.id, false);
+    if (shown.shown_bytes >= 0) piece = piece.substr(0, std::min(piece.size(), static_cast<size_t>(shown.shown_bytes)));
+    offsets.push_back(text_offsets.next(piece));
   }
   return json{{"tokens", std::move(toks)},
               {"token_logprobs", std::move(lps)},

@@ -54,8 +54,9 @@ nlohmann::json running_usage_json(int32_t prompt_tokens, int32_t completion_toke
 // predicted_n: the completion tokens; *_per_second: their rates).
 nlohmann::json timings_json(const Usage& u);
 
-// logprobs.content entries of a chat response for `tokens`.
-nlohmann::json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens);
+// logprobs.content entries of a chat response for `tokens`; a cut token (ShownToken::shown_bytes)
+// spells the kept bytes of its piece (`token` and `bytes`).
+nlohmann::json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<ShownToken>& tokens);
 // Where the next token's text starts in a completion's text, in characters (code points, as
 // OpenAI and vLLM count text_offset): the token pieces' bytes go through the same assembly as
 // the text shown (an incomplete character is counted once it is complete, an invalid byte
@@ -69,8 +70,9 @@ struct TextOffsets {
   size_t next(std::string_view piece);
 };
 
-// The legacy completions logprobs object {tokens, token_logprobs, top_logprobs, text_offset}.
-nlohmann::json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<GeneratedToken>& tokens,
+// The legacy completions logprobs object {tokens, token_logprobs, top_logprobs, text_offset}; a
+// cut token (ShownToken::shown_bytes) is spelled, and moves the offsets on, by its kept bytes.
+nlohmann::json completion_logprobs_json(const text::Tokenizer& tok, const std::vector<ShownToken>& tokens,
                                         TextOffsets& offsets);
 
 // The finish_reason of a chat choice: the result's, with "tool_calls" spelled

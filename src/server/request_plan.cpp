@@ -96,7 +96,7 @@ void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& t
   f.on = true;
   f.open_token = *open;
   f.close_token = *close;
-  f.more_calls = req.parallel_tool_calls;
+  f.more_calls = req.parallel_tool_calls && req.max_tool_calls != 1;
   if (!f.more_calls) return;
   for (size_t i = 0; i < req.tools.size(); ++i) {
     const text::ChatTool& t = req.tools[i];
@@ -329,7 +329,8 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   plan.parser.parse_tool_calls = tools_on;
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
   plan.parser.stop = text::StopStrings(req.gen.stop);  // built once, shared by the choices
-  plan.single_tool_call = tools_on && !req.parallel_tool_calls;
+  plan.single_tool_call = tools_on && (!req.parallel_tool_calls || req.max_tool_calls == 1);
+  plan.max_tool_calls = tools_on ? req.max_tool_calls : -1;
   const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
   if (forced_call) plan_later_calls(req, tok, grammars, &plan.request);
   plan.calls_only = forced_call;

@@ -50,7 +50,7 @@ Status check_stateless(const json& body) {
   return {};
 }
 
-// Fields taken and not used (include, truncation, max_tool_calls, user, metadata, service_tier,
+// Fields taken and not used (include, truncation, user, metadata, service_tier,
 // prompt_cache_key, safety_identifier, text.verbosity, reasoning.summary) still have
 // their types checked; asking for token log-probabilities, which this route does not return, is a 400
 // rather than an empty `logprobs` array.
@@ -83,6 +83,7 @@ Status check_unused_fields(const json& body) {
   if (truncation && *truncation != "auto" && *truncation != "disabled") {
     return invalid(fmt::format("truncation must be \"auto\" or \"disabled\", got \"{}\"", *truncation));
   }
+  // Used by parse_responses_request (at most that many calls); checked here with the others.
   return read_int(body, "", "max_tool_calls", 1, INT32_MAX, &n);
 }
 
@@ -574,7 +575,7 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
     if (const auto it = body.find(key); it != body.end()) t.chat_body[key] = *it;
   }
   if (const auto it = body.find("max_output_tokens"); it != body.end()) t.chat_body["max_tokens"] = *it;
-  // metadata, user, include, truncation, service_tier, max_tool_calls, ...: accepted, not used
+  // metadata, user, include, truncation, service_tier, ...: accepted, not used
   // (check_unused_fields).
   return t;
 }
@@ -586,6 +587,11 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   if (!chat.ok()) return req.translation.rename_error(chat.status());
   GS_RETURN_IF_ERROR(req.translation.unanswered_call);
   req.chat = std::move(*chat);
+  // At most max_tool_calls function calls are made (checked in translate_responses_request):
+  // the output ends after the last one allowed (decision 0053; it was read and ignored).
+  std::optional<int64_t> max_calls;
+  GS_RETURN_IF_ERROR(read_int(body, "", "max_tool_calls", 1, INT32_MAX, &max_calls));
+  if (max_calls) req.chat.max_tool_calls = static_cast<int32_t>(*max_calls);
   // OpenAI answers input that ends with an assistant message with a new message; continuing
   // it (the chat route's prefill) gave its text's continuation as the output.
   req.chat.continue_final_message = false;
@@ -607,6 +613,7 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   e["top_p"] = given("top_p", shown(req.chat.gen.sampling.top_p));
   e["max_output_tokens"] = given("max_output_tokens", nullptr);
   e["parallel_tool_calls"] = req.chat.parallel_tool_calls;
+  e["max_tool_calls"] = given("max_tool_calls", nullptr);
   e["text"] = given("text", json{{"format", {{"type", "text"}}}});
   e["reasoning"] = given("reasoning", json{{"effort", nullptr}, {"summary", nullptr}});
   e["metadata"] = given("metadata", json::object());

@@ -52,7 +52,9 @@ struct ResponsesTranslation {
 //   item types are refused by name;
 // - `tools`: function tools {type: "function", name, description, parameters, strict}; other
 //   tool types (web_search, file_search, mcp, ...) are refused by name; `tool_choice` "auto" |
-//   "none" | "required" | {type: "function", name}; `parallel_tool_calls`;
+//   "none" | "required" | {type: "function", name}; `parallel_tool_calls`; `max_tool_calls`
+//   (an integer >= 1) is checked here and set on the chat request by parse_responses_request:
+//   the output ends after that many function calls;
 // - `max_output_tokens` is max_tokens; `temperature`, `top_p` (and the extensions top_k,
 //   min_p, seed, presence_penalty, frequency_penalty, repetition_penalty, speculative,
 //   draft_max) as in chat; `stream`;
@@ -67,7 +69,7 @@ Result<ResponsesTranslation> translate_responses_request(const nlohmann::json& b
 
 // A parsed Responses request: the chat request to run and the request fields the response
 // object echoes (instructions, tools, tool_choice, temperature, top_p, max_output_tokens,
-// parallel_tool_calls, text, reasoning, metadata, store (false: nothing is kept),
+// parallel_tool_calls, max_tool_calls, text, reasoning, metadata, store (false: nothing is kept),
 // truncation, user, previous_response_id (null), background (false)).
 struct ResponsesRequest {
   ChatCompletionRequest chat;

@@ -4,6 +4,7 @@
 // longest on a tie, in time linear in the text.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,8 @@ class StopMatcher {
   std::string finish();
   bool stopped() const { return matched_.has_value(); }
   const std::optional<std::string>& matched() const { return matched_; }
+  // Bytes at the end of the text fed so far that are held back (they may begin a stop string).
+  size_t held_bytes() const { return scanner_.held_bytes(); }
 
  private:
   text::StopScanner scanner_;

@@ -1167,6 +1167,7 @@ bool OutputParser::in_reasoning() const {
 }
 void OutputParser::arm_stop_strings() { state_->options.stop_armed = true; }
 bool OutputParser::stopped() const { return state_->stop_matched; }
+size_t OutputParser::held_bytes() const { return state_->buf.size() + state_->hold.size() + state_->stop.held_bytes(); }
 bool OutputParser::turn_ended() const { return state_->turn_ended; }
 const ParserStats& OutputParser::stats() const { return state_->stats; }
 

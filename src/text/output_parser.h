@@ -129,6 +129,11 @@ class OutputParser {
   void arm_stop_strings();
   // True once a stop string matched; later input is ignored.
   bool stopped() const;
+  // Bytes at the end of the input fed so far whose place in the visible content is not yet
+  // decided: input not yet consumed, whitespace held at a segment start, and content held
+  // because it may begin a stop string. Text before them is never claimed by a later stop
+  // string (the logprobs hold a token back until its text is decided; decision 0053).
+  size_t held_bytes() const;
   // True once the model opened a turn that is not its own (kEndOfTurn); later input is
   // ignored.
   bool turn_ended() const;

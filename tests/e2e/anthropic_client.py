@@ -204,6 +204,8 @@ def errors():
          "thinking.budget_tokens must be in [1024, "),
         (dict(BASE, thinking={"type": "enabled", "budget_tokens": 1024}), 400, "invalid_request_error",
          "thinking.budget_tokens (1024) must be less than max_tokens (32)"),
+        (dict(BASE, thinking={"type": "enabled"}), 400, "invalid_request_error",
+         "thinking.budget_tokens is required when thinking.type is 'enabled'"),
     ]
     for body, status, etype, words in cases:
         s, _, text = request("POST", "/v1/messages", body)

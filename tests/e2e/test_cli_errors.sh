@@ -104,6 +104,12 @@ refused "synth --threads -3" synth --preset tiny -o "$WORK/x.gguf" --threads -3
 # does not fit; lower --ctx-size" (decision 0052). Within 2 GB of address space it runs.
 (ulimit -v 2000000; timeout -k 5 60 "$BIN" run -m "$TARGET" -p hi -n 2 -c 64 --ubatch 1048576 --device cpu -t 1 \
   > "$WORK/out" 2> "$WORK/err" < /dev/null) || fail "run --ubatch 1048576 -c 64: $(tail -c 300 "$WORK/err")"
+# Where the pass buffers are what does not fit, the error names them (it blamed the KV cache
+# and said only "lower --ctx-size"; decision 0053).
+(ulimit -v 2000000; timeout -k 5 60 "$BIN" run -m "$TARGET" -p hi -n 1 -c 131072 --ubatch 131072 --device cpu -t 1 \
+  > "$WORK/out" 2> "$WORK/err" < /dev/null) && fail "run --ubatch 131072 -c 131072 ran within 2 GB"
+grep -q "the forward pass buffers for 131072 rows do not fit beside the KV cache" "$WORK/err" \
+  && grep -q "lower --ubatch" "$WORK/err" || fail "run with pass buffers too large: $(cat "$WORK/err")"
 # A million drafts planned 103 GB of drafter outputs before failing.
 refused "run --draft-max huge" run -m "$TARGET" --mtp "$DRAFTER" -p hi --draft-max 1000000
 # bench took negative sizes, repetitions, ubatch and threads silently (skipped or clamped);
@@ -111,6 +117,30 @@ refused "run --draft-max huge" run -m "$TARGET" --mtp "$DRAFTER" -p hi --draft-m
 for bad in "-p -5" "-n -1" "-d -4" "--verify 0" "-r 0" "-r -1" "-b 0" "-t -1" "-t 100000"; do
   refused "bench $bad" bench -m "$TARGET" --device cpu $bad
 done
+# bench's lists read "1,,2" as 1,2, "5," as 5, "+5" as 5, "010" as 8 and "0x10" as 16 (CLI11's
+# own reading); each is refused naming the flag and the item, before anything loads (decision 0053).
+for bad in "-p 1,,2" "-n 4," "-d ,4" "--verify +2" "-n 0x10" "-p 1.5" "-d 1;2"; do
+  refused "bench $bad" bench -m "$TARGET" --device cpu -r 1 $bad
+  grep -q -- "${bad%% *}.*item" "$WORK/err" || fail "bench $bad does not name the flag and item: $(cat "$WORK/err")"
+  grep -q "backend:" "$WORK/err" && fail "bench $bad started work before refusing: $(cat "$WORK/err")"
+done
+# A leading zero is decimal: pp10, not CLI11's octal pp8.
+timeout -k 5 60 "$BIN" bench -m "$TARGET" --device cpu -p 010 -n 0 -r 1 --json > "$WORK/out" 2> "$WORK/err" < /dev/null \
+  || fail "bench -p 010: $(cat "$WORK/err")"
+grep -q '"pp10"' "$WORK/out" || fail "bench -p 010 did not run pp10: $(head -c 600 "$WORK/out")"
+refused "run --prompt-tokens +2" run -m "$TARGET" --prompt-tokens +2 -n 1
+grep -q "item 1 '+2'" "$WORK/err" || fail "run --prompt-tokens +2 does not name the item: $(cat "$WORK/err")"
+# A drafter that does not fit its target was refused by bench only after the calibration
+# (copy and GEMM rows) and with another wording than run and serve: it is now checked first,
+# with their message (decision 0053).
+"$BIN" synth --preset tiny-assistant -o "$WORK/foreign-drafter.gguf" > /dev/null 2>&1 || fail "synth tiny-assistant"
+refused "run: a foreign drafter" run -m "$TARGET" --mtp "$WORK/foreign-drafter.gguf" -p hi -n 1
+run_err="$(grep "cannot draft for" "$WORK/err")" || fail "run with a foreign drafter: $(cat "$WORK/err")"
+timeout -k 5 60 "$BIN" bench -m "$TARGET" --mtp "$WORK/foreign-drafter.gguf" --device cpu -p 4 -n 2 -r 1 --json \
+  > "$WORK/out" 2> "$WORK/err" < /dev/null && fail "bench with a foreign drafter was accepted"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["results"] == [], j["results"]' "$WORK/out" \
+  || fail "bench with a foreign drafter did benchmark work first: $(head -c 400 "$WORK/out")"
+grep -qF "${run_err#*the drafter }" "$WORK/err" || fail "bench and run differ on a foreign drafter: [$run_err] [$(cat "$WORK/err")]"
 # A drafter given to bench as the model said only "a KV cache belongs to a target model".
 refused "bench: drafter as target" bench -m "$DRAFTER" --device cpu -p 4 -n 0 -r 1
 grep -q "MTP drafter" "$WORK/err" || fail "bench -m DRAFTER does not say it is a drafter: $(cat "$WORK/err")"

@@ -132,7 +132,7 @@ for bad in ("raw", 3):
 # The Messages API (the same thought as a thinking block) and the Responses API keep the
 # thinking out of the text, whatever the chat route's default.
 m = server.post("/v1/messages", {"model": "m", "max_tokens": 24, "temperature": 0,
-                                 "thinking": {"type": "enabled"},
+                                 "thinking": {"type": "adaptive"},
                                  "messages": [{"role": "user", "content": "Tell of Richard."},
                                               {"role": "assistant",
                                                "content": [{"type": "thinking", "thinking": verse,

@@ -42,4 +42,15 @@ err="$(echo '[18446744073709551615]' | "$BIN" tokenize -m "$VOCAB" --decode 2>&1
 [[ "$err" == *"id 18446744073709551615 is out of range"* ]] || fail "huge JSON id: got [$err]"
 err="$(echo '{"ids":[9223372036854775808]}' | "$BIN" tokenize -m "$VOCAB" --decode 2>&1 >/dev/null || true)"
 [[ "$err" == *"id 9223372036854775808 is out of range"* ]] || fail "JSON id 2^63: got [$err]"
+# A malformed id list is refused naming the item (decision 0053): "1,,2", ",1", "1," and "+1"
+# were read as ids (1 2, 1, 1, 1). "1, 2" and a trailing newline stay one list.
+expect "decode comma space" "$(echo '9259, 1902' | "$BIN" tokenize -m "$VOCAB" --decode)" "Hello world"
+for bad in '9259,,1902:item 2 is empty' ',9259:item 1 is empty' '9259,:item 2 is empty' "+9259:item 1 '+9259'" \
+           "0x10:item 1 '0x10'" "9259 1902.0:item 2 '1902.0'"; do
+  input="${bad%%:*}"
+  want="${bad#*:}"
+  err="$(printf '%s\n' "$input" | "$BIN" tokenize -m "$VOCAB" --decode 2>&1 >/dev/null)" \
+    && fail "decode of [$input] accepted"
+  [[ "$err" == *"$want"* ]] || fail "decode of [$input]: got [$err], want [$want]"
+done
 echo "tokenize CLI: all checks passed"

@@ -222,7 +222,7 @@ TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
   RequestDefaults d = defaults();
   d.enable_thinking = true;
   d.reasoning_budget = 4096;
-  EXPECT_TRUE(parse(R"({"max_tokens":64,"thinking":{"type":"enabled"},)" + user + "}", MessagesRoute::kCreate, d).ok());
+  EXPECT_TRUE(parse(R"({"max_tokens":64,"thinking":{"type":"adaptive"},)" + user + "}", MessagesRoute::kCreate, d).ok());
   // Thinking disabled reads no budget.
   ok(R"({"max_tokens":64,"thinking":{"type":"disabled","budget_tokens":4096},)" + user + "}");
 }
@@ -254,9 +254,39 @@ TEST(AnthropicRequest, ThinkingBudgetIsAtLeast1024) {
   RequestDefaults d = defaults();
   d.enable_thinking = true;
   d.reasoning_budget = 16;
-  auto server_budget = parse(R"({"max_tokens":64,"thinking":{"type":"enabled"},)" + user + "}", MessagesRoute::kCreate, d);
+  auto server_budget = parse(R"({"max_tokens":64,"thinking":{"type":"adaptive"},)" + user + "}", MessagesRoute::kCreate, d);
   ASSERT_TRUE(server_budget.ok()) << server_budget.status().to_string();
   EXPECT_EQ(server_budget->reasoning_budget, 16);
+}
+
+// Anthropic's API requires budget_tokens with thinking.type "enabled", on count_tokens too: a
+// 400 naming the field (decision 0053). It was accepted and ran under the server's
+// --reasoning-budget (or none). "adaptive" takes no budget (and reads one sent, decision 0050);
+// "disabled" reads none, so a budget beside it is not looked at.
+TEST(AnthropicRequest, EnabledThinkingRequiresABudget) {
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  RequestDefaults with_server_budget = defaults();
+  with_server_budget.enable_thinking = true;
+  with_server_budget.reasoning_budget = 16;
+  for (const char* thinking : {R"({"type":"enabled"})", R"({"type":"enabled","budget_tokens":null})"}) {
+    const std::string body = std::string(R"({"max_tokens":4096,"thinking":)") + thinking + "," + user + "}";
+    for (const MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
+      for (const RequestDefaults& d : {defaults(), with_server_budget}) {
+        auto r = parse(body, route, d);
+        ASSERT_FALSE(r.ok()) << body;
+        EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+        EXPECT_EQ(r.status().message().rfind("thinking.budget_tokens is required when thinking.type is 'enabled'", 0), 0u)
+            << r.status().message();
+      }
+    }
+  }
+  auto adaptive = ok(R"({"max_tokens":4096,"thinking":{"type":"adaptive"},)" + user + "}");
+  EXPECT_TRUE(adaptive.enable_thinking);
+  EXPECT_EQ(ok(R"({"max_tokens":4096,"thinking":{"type":"adaptive","budget_tokens":2048},)" + user + "}").reasoning_budget,
+            2048);
+  ok(R"({"max_tokens":4096,"thinking":{"type":"disabled","budget_tokens":"x"},)" + user + "}");
+  EXPECT_EQ(ok(R"({"max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":2048},)" + user + "}").reasoning_budget,
+            2048);
 }
 
 // metadata is an object whose user_id is a string or null (Anthropic's API); anything else is a

@@ -540,6 +540,43 @@ TEST(ChatHttp, StreamedLogprobsCoverEveryToken) {
   EXPECT_EQ(n, static_cast<size_t>(st.usage["completion_tokens"].get<int>() - 1));
 }
 
+// A stop string that ends a chat answer leaves its tokens out of logprobs.content: the
+// entries spell exactly the content returned (a token the stop string begins inside is cut to
+// its part before it), streamed and whole; streamed, no entry comes before its text (decision
+// 0053). Before, the token that completed the stop string was listed.
+TEST(ChatHttp, LogprobsSpellExactlyTheContentAStopStringLeft) {
+  LiveServer s;
+  const std::string answer = "Good day to you, fair sir.";
+  s.answer(answer);
+  for (const char* stop : {" to", "o y", "fair", "G"}) {
+    const json body = chat_body("hi", {{"logprobs", true}, {"top_logprobs", 1}, {"stop", {stop}}});
+    const json whole = whole_chat(s, body);
+    const std::string content = whole["choices"][0]["message"]["content"];
+    EXPECT_EQ(content, answer.substr(0, answer.find(stop))) << stop;
+    std::string spelled;
+    for (const auto& e : whole["choices"][0]["logprobs"]["content"]) {
+      spelled += e["token"].get<std::string>();
+      std::string from_bytes;
+      for (const auto& b : e["bytes"]) from_bytes += static_cast<char>(b.get<int>());
+      EXPECT_EQ(from_bytes, e["token"].get<std::string>()) << stop;
+    }
+    EXPECT_EQ(spelled, content) << stop << ": " << whole["choices"][0]["logprobs"].dump();
+
+    Streamed st = stream_chat(s, body);
+    EXPECT_EQ(st.content, content) << stop;
+    std::string sent, streamed;
+    for (const auto& c : st.chunks) {
+      if (c["choices"].empty()) continue;
+      const json& ch = c["choices"][0];
+      if (ch["delta"].contains("content") && ch["delta"]["content"].is_string()) sent += ch["delta"]["content"];
+      if (!ch["logprobs"].is_object()) continue;
+      for (const auto& e : ch["logprobs"]["content"]) streamed += e["token"].get<std::string>();
+      EXPECT_EQ(sent.compare(0, streamed.size(), streamed), 0) << stop << ": entries ahead of the text: " << streamed;
+    }
+    EXPECT_EQ(streamed, content) << stop;
+  }
+}
+
 TEST(ChatHttp, LogprobsShape) {
   LiveServer s;
   s.answer("Good day.");

@@ -314,6 +314,44 @@ TEST(ErrorParam, ANumberOutOfRangeNamesItsField) {
   EXPECT_EQ(body["error"]["message"].get<std::string>().rfind("max_tokens: number out of range", 0), 0u) << r->body;
 }
 
+// seed is an integer (OpenAI's int64): on every route that takes it (chat, completions,
+// responses) a value that is not one is a 400 naming seed. An integer written past 64 bits is
+// parsed as a double, and those just below -2^63 round to -2^63 itself:
+// -9223372036854775809 ran as the seed -2^63, while the same number plus 2^64 was refused. The
+// body parser now keeps them below int64's range (decision 0053); -2^63 written as a float
+// (`-9223372036854775808.0`) is still that seed, as JsonInput.IntegerFieldRangesAndTypes has it.
+TEST(ErrorParam, SeedsThatAreNoInt64AreRefusedOnEveryRoute) {
+  LiveServer s;
+  s.answer("fine");
+  struct Route {
+    const char* path;
+    const char* head;
+  };
+  const Route routes[] = {{"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,)"},
+                          {"/v1/completions", R"({"prompt":"x","max_tokens":2,)"},
+                          {"/v1/responses", R"({"input":"x","max_output_tokens":2,)"}};
+  for (const Route& route : routes) {
+    for (const char* bad : {"-9223372036854775809", "-9223372036854776000", "-9223372036854776832",
+                            "-92233720368547758090", "18446744073709551616", "1e30", "3.5", "-1e300", "\"5\"",
+                            "true"}) {
+      const std::string body = std::string(route.head) + R"("seed":)" + bad + "}";
+      auto r = s.post(route.path, body);
+      ASSERT_TRUE(r) << body;
+      EXPECT_EQ(r->status, 400) << route.path << " " << body << ": " << r->body;
+      const json e = json::parse(r->body)["error"];
+      EXPECT_EQ(e["param"], "seed") << route.path << " " << body << ": " << r->body;
+      EXPECT_EQ(e["message"].get<std::string>().rfind("seed must be", 0), 0u) << r->body;
+    }
+    for (const char* good : {"-9223372036854775808", "9223372036854775807", "-9223372036854775808.0", "-1", "0",
+                             "42", "5.0", "1e3", "9.2e18", "null"}) {
+      const std::string body = std::string(route.head) + R"("seed":)" + good + "}";
+      auto r = s.post(route.path, body);
+      ASSERT_TRUE(r) << body;
+      EXPECT_EQ(r->status, 200) << route.path << " " << body << ": " << r->body;
+    }
+  }
+}
+
 // OpenAI's chat fields that tag or route a request or hint at the answer's length, which this
 // server takes without acting on them, are type-checked as OpenAI checks them: service_tier a
 // string or null, prompt_cache_key and safety_identifier strings, store a boolean or null,

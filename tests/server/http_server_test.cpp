@@ -206,6 +206,54 @@ TEST(HttpServer, StopStringUsageCountsOnlyTheTokensShown) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], static_cast<int>(n_shown));
 }
 
+// The logprobs of a completion that a stop string ended describe exactly the text returned
+// (decision 0053): the tokens spell it, text_offset counts its characters, and the token that
+// completed the stop string (or any token of it) is not listed; a token the stop string begins
+// inside is listed cut to its part before it. Streamed, each chunk's entries spell text
+// already sent, and all of them spell the whole text. Before, the token that completed the
+// stop string was listed with the text cut from the answer.
+TEST(HttpServer, CompletionLogprobsSpellExactlyTheTextAStopStringLeft) {
+  LiveServer s;
+  s.answer("one two three four five six");
+  // Stops at a token's start, inside a token, and inside a token's first character.
+  for (const char* stop : {" three", "hre", "thr", "e f", "one"}) {
+    json body{{"prompt", "x"}, {"max_tokens", 50}, {"stop", {stop}}, {"logprobs", 1}};
+    const json whole = json::parse(s.post("/v1/completions", body.dump())->body);
+    const std::string text = whole["choices"][0]["text"];
+    EXPECT_EQ(text, std::string("one two three four five six").substr(0, std::string("one two three four five six").find(stop)));
+    const json& lp = whole["choices"][0]["logprobs"];
+    std::string spelled;
+    ASSERT_EQ(lp["tokens"].size(), lp["text_offset"].size()) << stop;
+    ASSERT_EQ(lp["tokens"].size(), lp["token_logprobs"].size()) << stop;
+    ASSERT_EQ(lp["tokens"].size(), lp["top_logprobs"].size()) << stop;
+    for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+      EXPECT_EQ(lp["text_offset"][i], spelled.size()) << stop;  // ASCII: characters are bytes
+      spelled += lp["tokens"][i].get<std::string>();
+    }
+    EXPECT_EQ(spelled, text) << stop << ": " << lp.dump();
+
+    body["stream"] = true;
+    auto r = s.post("/v1/completions", body.dump());
+    ASSERT_TRUE(r);
+    std::string sent, streamed;
+    json offsets = json::array();
+    for (const std::string& e : test::sse_payloads(r->body)) {
+      if (e == "[DONE]") continue;
+      const json j = json::parse(e);
+      if (j["choices"].empty()) continue;
+      sent += j["choices"][0]["text"].get<std::string>();
+      const json& l = j["choices"][0]["logprobs"];
+      if (!l.is_object()) continue;
+      for (const auto& t : l["tokens"]) streamed += t.get<std::string>();
+      for (const auto& o : l["text_offset"]) offsets.push_back(o);
+      EXPECT_EQ(sent.compare(0, streamed.size(), streamed), 0) << stop << ": entries ahead of the text: " << streamed;
+    }
+    EXPECT_EQ(sent, text) << stop;
+    EXPECT_EQ(streamed, text) << stop;
+    EXPECT_EQ(offsets, lp["text_offset"]) << stop;
+  }
+}
+
 TEST(HttpServer, CompletionStreamEventsAndUsageChunk) {
   LiveServer s;
   s.answer("To be, or not to be");

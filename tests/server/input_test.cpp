@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -167,6 +169,34 @@ TEST(JsonInput, IntegerFieldRangesAndTypes) {
   EXPECT_EQ(*v, lo);
   ASSERT_TRUE(read_int(edge, "", "ok", lo, hi, &v).ok());
   EXPECT_EQ(*v, 9200000000000000000);
+}
+
+// An integer written past 64 bits is a double to nlohmann, and from -9223372036854775809 to
+// about -2^63 - 1024 it is -2^63 exactly: the valid int64 -2^63, which read_int took (a seed of
+// -9223372036854775809 ran as -2^63). The body parser makes each such value the next double
+// below, wherever it is; -2^63 written as a float or as its digits is still -2^63 (decision 0053).
+TEST(JsonInput, IntegersPastSixtyFourBitsNeverReadAsInt64Min) {
+  const std::string body = R"({"seed": -9223372036854775809, "a": [1, {"b/c~": [-9223372036854775810, 7]}],
+    "f": -9223372036854775808.0, "i": -9223372036854775808, "e": -9.223372036854775809e18,
+    "s": "-9223372036854775809", "far": -9223372036854776833})";
+  Result<json> j = parse_json_object(body);
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  const double below = std::nextafter(-9223372036854775808.0, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*j)["seed"].get<double>(), below);
+  EXPECT_EQ((*j)["a"][1]["b/c~"][0].get<double>(), below);
+  EXPECT_EQ((*j)["a"][1]["b/c~"][1], 7);
+  EXPECT_EQ((*j)["f"].get<double>(), -9223372036854775808.0);  // a float literal: as written
+  EXPECT_EQ((*j)["e"].get<double>(), -9223372036854775808.0);
+  EXPECT_TRUE((*j)["i"].is_number_integer());
+  EXPECT_EQ((*j)["s"], "-9223372036854775809");
+  EXPECT_LE((*j)["far"].get<double>(), below);  // rounds below -2^63 on its own
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  std::optional<int64_t> v;
+  EXPECT_FALSE(read_int(*j, "", "seed", lo, hi, &v).ok());
+  for (const char* key : {"f", "i", "e"}) {
+    ASSERT_TRUE(read_int(*j, "", key, lo, hi, &v).ok()) << key;
+    EXPECT_EQ(*v, lo) << key;
+  }
 }
 
 // Bug-case 56: every one of these is a 400 with a message, never a crash.

@@ -188,6 +188,61 @@ TEST(ResponsesHttp, NamedToolChoiceForcesTheCall) {
   EXPECT_EQ(json::parse(whole["output"][0]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
 }
 
+// max_tool_calls N: at most N function calls are made (OpenAI: further calls the model
+// attempts are ignored); the output ends after the N-th and the response is completed with
+// them, streamed and whole (decision 0053). It was read and ignored: three calls came for 2.
+// With 1 a forced (named) call is not followed by another; without it every call is returned.
+TEST(ResponsesHttp, MaxToolCallsCapsTheFunctionCalls) {
+  LiveServer s;
+  const std::string call = "<|tool_call>call:get_weather{city:<|\"|>{}<|\"|>}<tool_call|>";
+  auto calls = [&](std::initializer_list<const char*> cities) {
+    std::string out;
+    for (const char* c : cities) {
+      std::string one = call;
+      one.replace(one.find("{}"), 2, c);
+      out += one;
+    }
+    return out + "<|tool_response>";
+  };
+  s.answer(calls({"Oslo", "Rome", "Lima"}));
+  const json tools = json::array({kWeatherTool});
+  auto call_cities = [](const json& output) {
+    std::vector<std::string> out;
+    for (const auto& item : output) {
+      EXPECT_EQ(item["type"], "function_call") << item.dump();
+      out.push_back(json::parse(item["arguments"].get<std::string>())["city"]);
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  const json named{{"type", "function"}, {"name", "get_weather"}};
+  for (const json& choice : {json("auto"), named}) {
+    SCOPED_TRACE(choice.dump());
+    const json base{{"input", "Weather in three cities?"}, {"tools", tools}, {"tool_choice", choice}};
+    // A forced call's opener is the prompt's end: the model writes its arguments on.
+    if (choice == named) s.answer("city:<|\"|>Oslo<|\"|>}<tool_call|>" + calls({"Rome", "Lima"}));
+    json unlimited = whole_response(s, base);
+    EXPECT_EQ(call_cities(unlimited["output"]), (V{"Oslo", "Rome", "Lima"}));
+    EXPECT_EQ(unlimited["max_tool_calls"], nullptr);
+    for (int n : {1, 2, 3, 4}) {
+      json body = base;
+      body["max_tool_calls"] = n;
+      const V want = n == 1 ? V{"Oslo"} : n == 2 ? V{"Oslo", "Rome"} : V{"Oslo", "Rome", "Lima"};
+      json whole = whole_response(s, body);
+      EXPECT_EQ(call_cities(whole["output"]), want) << n;
+      EXPECT_EQ(whole["status"], "completed") << n;
+      EXPECT_EQ(whole["max_tool_calls"], n);
+      Streamed st = stream_responses(s, body);
+      ASSERT_FALSE(st.events.empty());
+      EXPECT_EQ(st.events.back().name, "response.completed") << n;
+      EXPECT_EQ(call_cities(st.events.back().data["response"]["output"]), want) << n;
+      int added = 0;
+      for (const auto& e : st.events) added += e.name == "response.output_item.added";
+      EXPECT_EQ(added, static_cast<int>(want.size())) << n;
+    }
+  }
+}
+
 TEST(ResponsesHttp, MaxOutputTokensIsIncomplete) {
   LiveServer s;
   s.answer("la la la", /*endless=*/true);
