@@ -55,10 +55,9 @@ JsonShape shape_of(std::string_view body, int depth_limit, size_t heap_limit) {
   return shape;
 }
 
-// Where nlohmann's parser stopped: a SAX handler that builds nothing and follows the keys and
-// array indices down to the value being read, and keeps the byte offset and token that
-// parse_error reports. Run a second time over a body whose parse failed, to say where.
-class FailureLocator {
+// The keys and array indices down to the value a SAX pass is reading: a handler that builds
+// nothing, the base of the two below (each hides the one event it acts on).
+class SaxPath {
  public:
   bool null() { return value(); }
   bool boolean(bool) { return value(); }
@@ -75,22 +74,9 @@ class FailureLocator {
   bool end_object() { return close(); }
   bool start_array(size_t) { return open(true); }
   bool end_array() { return close(); }
-  bool parse_error(size_t position, const std::string& token, const nlohmann::json::exception&) {
-    failed_ = true;
-    position_ = position;
-    token_ = token;
-    path_ = path();
-    return false;
-  }
+  bool parse_error(size_t, const std::string&, const nlohmann::json::exception&) { return false; }
 
-  bool failed() const { return failed_; }
-  // The byte offset just past the token that failed, the token, and its path ("" at the top;
-  // "messages[2].content", a key that is not a plain name as ["a b"]).
-  size_t position() const { return position_; }
-  const std::string& token() const { return token_; }
-  const std::string& where() const { return path_; }
-
- private:
+ protected:
   struct Frame {
     bool array = false;
     size_t next = 0;  // arrays: the index of the next element
@@ -111,15 +97,40 @@ class FailureLocator {
     frames_.pop_back();
     return true;
   }
+  // The index of the element being read in array frame i: outer arrays have counted the
+  // container it is in; the innermost has not yet counted the value being read.
+  size_t index_at(size_t i) const { return i + 1 == frames_.size() ? frames_[i].next : frames_[i].next - 1; }
 
-  // Outer arrays have counted the container the failure is in; the innermost has not yet
-  // counted the value that failed.
+  std::vector<Frame> frames_;
+};
+
+// Where nlohmann's parser stopped: the path to the value being read, and the byte offset and
+// token that parse_error reports. Run a second time over a body whose parse failed, to say
+// where.
+class FailureLocator : public SaxPath {
+ public:
+  bool parse_error(size_t position, const std::string& token, const nlohmann::json::exception&) {
+    failed_ = true;
+    position_ = position;
+    token_ = token;
+    path_ = path();
+    return false;
+  }
+
+  bool failed() const { return failed_; }
+  // The byte offset just past the token that failed, the token, and its path ("" at the top;
+  // "messages[2].content", a key that is not a plain name as ["a b"]).
+  size_t position() const { return position_; }
+  const std::string& token() const { return token_; }
+  const std::string& where() const { return path_; }
+
+ private:
   std::string path() const {
     std::string out;
     for (size_t i = 0; i < frames_.size(); ++i) {
       const Frame& f = frames_[i];
       if (f.array) {
-        out += fmt::format("[{}]", i + 1 == frames_.size() ? f.next : f.next - 1);
+        out += fmt::format("[{}]", index_at(i));
         continue;
       }
       const bool plain = !f.key.empty() && (std::isalpha(static_cast<unsigned char>(f.key[0])) || f.key[0] == '_') &&
@@ -135,69 +146,33 @@ class FailureLocator {
     return out;
   }
 
-  std::vector<Frame> frames_;
   bool failed_ = false;
   size_t position_ = 0;
   std::string token_;
   std::string path_;
 };
 
-// Where a body writes an integer past 64 bits that nlohmann reads as the double -2^63: a SAX
-// handler that builds nothing, follows the keys and indices down to each value, and keeps the
+// Where a body writes an integer past 64 bits that nlohmann reads as the double -2^63: the
 // JSON pointer of each such number. Run only over a body that may hold one.
-class LowIntegerFinder {
+class LowIntegerFinder : public SaxPath {
  public:
-  bool null() { return value(); }
-  bool boolean(bool) { return value(); }
-  bool number_integer(nlohmann::json::number_integer_t) { return value(); }
-  bool number_unsigned(nlohmann::json::number_unsigned_t) { return value(); }
   bool number_float(nlohmann::json::number_float_t v, const nlohmann::json::string_t& lexeme) {
     const bool integer = lexeme.find_first_of(".eE") == std::string::npos;
     if (integer && v == -9223372036854775808.0) found.push_back(pointer());
     return value();
   }
-  bool string(nlohmann::json::string_t&) { return value(); }
-  bool binary(nlohmann::json::binary_t&) { return value(); }
-  bool start_object(size_t) { return open(false); }
-  bool key(nlohmann::json::string_t& k) {
-    frames_.back().key = k;
-    return true;
-  }
-  bool end_object() { return close(); }
-  bool start_array(size_t) { return open(true); }
-  bool end_array() { return close(); }
-  bool parse_error(size_t, const std::string&, const nlohmann::json::exception&) { return false; }
 
   std::vector<nlohmann::json::json_pointer> found;
 
  private:
-  struct Frame {
-    bool array = false;
-    size_t next = 0;  // arrays: the index of the next element
-    std::string key;  // objects: the key last read
-  };
-  bool value() {
-    if (!frames_.empty() && frames_.back().array) ++frames_.back().next;
-    return true;
-  }
-  bool open(bool array) {
-    value();
-    frames_.push_back(Frame{array, 0, {}});
-    return true;
-  }
-  bool close() {
-    frames_.pop_back();
-    return true;
-  }
-  // The pointer of the value being read: each frame's key or index (the innermost array has
-  // not counted that value yet; the outer ones have counted the container it is in).
-  std::string path_of(size_t depth) const {
+  // The pointer of the value being read: each frame's key (escaped) or index.
+  nlohmann::json::json_pointer pointer() const {
     std::string out;
-    for (size_t i = 0; i < depth; ++i) {
+    for (size_t i = 0; i < frames_.size(); ++i) {
       const Frame& f = frames_[i];
       out += '/';
       if (f.array) {
-        out += std::to_string(i + 1 == depth ? f.next : f.next - 1);
+        out += std::to_string(index_at(i));
         continue;
       }
       for (const char c : f.key) {
@@ -210,11 +185,8 @@ class LowIntegerFinder {
         }
       }
     }
-    return out;
+    return nlohmann::json::json_pointer(out);
   }
-  nlohmann::json::json_pointer pointer() const { return nlohmann::json::json_pointer(path_of(frames_.size())); }
-
-  std::vector<Frame> frames_;
 };
 
 // nlohmann reads an integer written past 64 bits as a double, and those from
