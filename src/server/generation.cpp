@@ -137,7 +137,8 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
     const size_t carry = decoder_.pending_bytes();
     const std::string piece = decoder_.push(tok.id);
     HeldToken held{tok, decoded_size_, decoded_size_ + piece.size(), carry, 0};
-    held.piece_size = tokenizer_->token_to_piece(tok.id, text::DecodeOptions{.render_markup = plan_.chat}).size();
+    if (hold_tokens_)  // only a stop string's cut reads it
+      held.piece_size = tokenizer_->token_to_piece(tok.id, text::DecodeOptions{.render_markup = plan_.chat}).size();
     held_tokens_.push_back(std::move(held));
     decoded_size_ += piece.size();
     if (hold_tokens_ && plan_.chat) decoded_ += piece;
