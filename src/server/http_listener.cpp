@@ -1088,46 +1088,69 @@ class Connection final : public httplib::Stream {
   Clock::time_point deadline_{};
 };
 
-// The answer to a request refused before httplib saw it; the connection then closes.
+// The answer to a request refused before httplib saw it; the connection then closes. Every
+// state but kReady, kWaiting and kClosed is a refusal: the switch names each (so that a new
+// state must be given its answer here), and the callers send every other state here.
 void refuse(Connection& c, Connection::State state) {
-  if (state == Connection::State::kEarlyAnswer) {
-    c.send_early_answer();
-  } else if (state == Connection::State::kHeadTooLarge) {
-    c.send_refusal(431, "Request Header Fields Too Large", "the request head is too large");
-  } else if (state == Connection::State::kBadLength) {
-    c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
-  } else if (state == Connection::State::kBadCoding) {
-    c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
-  } else if (state == Connection::State::kMultipart) {
-    c.send_refusal(415, "Unsupported Media Type",
-                   "multipart request bodies are not accepted: send the body as application/json");
-  } else if (state == Connection::State::kUnknownMethod) {
-    c.send_refusal(501, "Not Implemented", "the method " + c.unknown_method() + " is not implemented by this server");
-  } else if (state == Connection::State::kHeaderLineTooLong) {
-    c.send_refusal(431, "Request Header Fields Too Large",
-                   "a request header line is longer than " + std::to_string(kMaxHeaderLineBytes) + " bytes");
-  } else if (state == Connection::State::kUriTooLong) {
-    c.send_refusal(414, "URI Too Long", "the request URI is too long");
-  } else if (state == Connection::State::kBadRequestLine) {
-    c.send_refusal(400, "Bad Request", "malformed HTTP request line");
-  } else if (state == Connection::State::kMalformedHead) {
-    c.send_refusal(400, "Bad Request",
-                   "malformed request head (a header line without a colon or with space before it, a field name "
-                   "that is not a token, a control byte in a field value, a folded line, or both Content-Length "
-                   "and Transfer-Encoding)");
-  } else if (state == Connection::State::kBadHost) {
-    c.send_refusal(400, "Bad Request", c.host_problem());
-  } else if (state == Connection::State::kBadChunk) {
-    c.send_refusal(400, "Bad Request", "malformed chunked request body");
-  } else if (state == Connection::State::kExpectationFailed) {
-    c.send_refusal(417, "Expectation Failed",
-                   "the Expect header asks for an expectation this server does not meet (only 100-continue)");
-  } else if (state == Connection::State::kCompressed) {
-    c.send_refusal(415, "Unsupported Media Type",
-                   "compressed request bodies (Content-Encoding) are not accepted: send the body uncompressed");
-  } else {
-    c.send_refusal(413, "Payload Too Large",
-                   "the request body is larger than this server accepts (see --max-body-bytes)");
+  using S = Connection::State;
+  switch (state) {
+    case S::kReady:
+    case S::kWaiting:
+    case S::kClosed:
+      return;  // not a refusal
+    case S::kEarlyAnswer:
+      c.send_early_answer();
+      return;
+    case S::kHeadTooLarge:
+      c.send_refusal(431, "Request Header Fields Too Large", "the request head is too large");
+      return;
+    case S::kBadLength:
+      c.send_refusal(400, "Bad Request", "the Content-Length header is not a number (or two disagree)");
+      return;
+    case S::kBadCoding:
+      c.send_refusal(501, "Not Implemented", "the only transfer coding this server reads is chunked");
+      return;
+    case S::kMultipart:
+      c.send_refusal(415, "Unsupported Media Type",
+                     "multipart request bodies are not accepted: send the body as application/json");
+      return;
+    case S::kUnknownMethod:
+      c.send_refusal(501, "Not Implemented", "the method " + c.unknown_method() + " is not implemented by this server");
+      return;
+    case S::kHeaderLineTooLong:
+      c.send_refusal(431, "Request Header Fields Too Large",
+                     "a request header line is longer than " + std::to_string(kMaxHeaderLineBytes) + " bytes");
+      return;
+    case S::kUriTooLong:
+      c.send_refusal(414, "URI Too Long", "the request URI is too long");
+      return;
+    case S::kBadRequestLine:
+      c.send_refusal(400, "Bad Request", "malformed HTTP request line");
+      return;
+    case S::kMalformedHead:
+      c.send_refusal(400, "Bad Request",
+                     "malformed request head (a header line without a colon or with space before it, a field name "
+                     "that is not a token, a control byte in a field value, a folded line, or both Content-Length "
+                     "and Transfer-Encoding)");
+      return;
+    case S::kBadHost:
+      c.send_refusal(400, "Bad Request", c.host_problem());
+      return;
+    case S::kBadChunk:
+      c.send_refusal(400, "Bad Request", "malformed chunked request body");
+      return;
+    case S::kExpectationFailed:
+      c.send_refusal(417, "Expectation Failed",
+                     "the Expect header asks for an expectation this server does not meet (only 100-continue)");
+      return;
+    case S::kCompressed:
+      c.send_refusal(415, "Unsupported Media Type",
+                     "compressed request bodies (Content-Encoding) are not accepted: send the body uncompressed");
+      return;
+    case S::kBodyTooLarge:
+      c.send_refusal(413, "Payload Too Large",
+                     "the request body is larger than this server accepts (see --max-body-bytes)");
+      return;
   }
 }
 
@@ -1400,25 +1423,11 @@ class ConnectionQueue final : public httplib::TaskQueue {
               continue;
             case Connection::State::kClosed:
               continue;
-            case Connection::State::kHeadTooLarge:
-            case Connection::State::kBodyTooLarge:
-            case Connection::State::kBadLength:
-            case Connection::State::kBadCoding:
-            case Connection::State::kCompressed:
-            case Connection::State::kBadRequestLine:
-            case Connection::State::kUriTooLong:
-            case Connection::State::kHeaderLineTooLong:
-            case Connection::State::kUnknownMethod:
-            case Connection::State::kMultipart:
-            case Connection::State::kMalformedHead:
-            case Connection::State::kBadHost:
-            case Connection::State::kBadChunk:
-            case Connection::State::kEarlyAnswer:
-            case Connection::State::kExpectationFailed:
-              refuse(*c, state);
-              continue;
             case Connection::State::kWaiting:
               break;
+            default:  // a refusal (refuse() names each)
+              refuse(*c, state);
+              continue;
           }
         }
         if (later >= c->deadline_while_waiting()) {
@@ -1487,25 +1496,11 @@ void HttpListener::serve(std::shared_ptr<Connection> c) {
         break;
       case Connection::State::kClosed:
         return;
-      case Connection::State::kHeadTooLarge:
-      case Connection::State::kBodyTooLarge:
-      case Connection::State::kBadLength:
-      case Connection::State::kBadCoding:
-      case Connection::State::kCompressed:
-      case Connection::State::kBadRequestLine:
-      case Connection::State::kUriTooLong:
-      case Connection::State::kHeaderLineTooLong:
-      case Connection::State::kUnknownMethod:
-      case Connection::State::kMultipart:
-      case Connection::State::kMalformedHead:
-      case Connection::State::kBadHost:
-      case Connection::State::kBadChunk:
-      case Connection::State::kEarlyAnswer:
-      case Connection::State::kExpectationFailed:
-        refuse(*c, state);
-        return;
       case Connection::State::kWaiting:
         if (queue) queue->park(std::move(c));
+        return;
+      default:  // a refusal (refuse() names each)
+        refuse(*c, state);
         return;
     }
     c->begin_request();
