@@ -114,9 +114,13 @@ Status read_tool_result(const json& block, const std::string& path, CallsBefore*
   m.role = text::ChatRole::kTool;
   GS_RETURN_IF_ERROR(read_required_string(block, path, "tool_use_id", /*non_empty=*/true, &m.tool_call_id));
   if (calls->prev == nullptr || calls->prev->tool_calls.empty()) {
+    // path is "messages[i].content[j]"; with no message before it, name the message it is in.
+    const std::string where = calls->prev_path.empty()
+                                  ? fmt::format("no message comes before {}", path.substr(0, path.find('.')))
+                                  : fmt::format("{} holds none", calls->prev_path);
     return invalid(fmt::format("{}: a tool_result must answer a tool_use block of the assistant message just before "
-                               "it, and {} holds none",
-                               path, calls->prev_path.empty() ? std::string("no message") : calls->prev_path));
+                               "it, and {}",
+                               path, where));
   }
   const auto call = calls->by_id.find(m.tool_call_id);
   if (call == calls->by_id.end()) {

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <fstream>
 
+#include <fmt/format.h>
+
 namespace gs::server {
 
 namespace {
@@ -23,36 +25,54 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Why `key` cannot be an API key, or "" when it can: it must be printable ASCII without
+// spaces, the bytes every HTTP client sends as they are written (the OpenAI and Anthropic
+// SDKs refuse header values outside ASCII, others re-encode them, so such a key never matches).
+std::string key_fault(std::string_view key) {
+  if (key.empty()) return "is empty";
+  for (char c : key) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) return "contains whitespace or a control character";
+    if (u >= 0x80) {
+      return fmt::format("contains the byte 0x{:02X}: keys are printable ASCII (clients cannot send other bytes as they are)", u);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ApiKeys> ApiKeys::from_keys(const std::vector<std::string>& keys) {
   ApiKeys out;
   for (size_t i = 0; i < keys.size(); ++i) {
-    const std::string& k = keys[i];
-    if (k.empty()) return make_status(StatusCode::kInvalidArgument, "API key {} is empty", i + 1);
-    for (char c : k) {
-      const auto u = static_cast<unsigned char>(c);
-      if (u <= 0x20 || u == 0x7f) {
-        return make_status(StatusCode::kInvalidArgument, "API key {} contains whitespace or a control character", i + 1);
-      }
-    }
-    out.digests_.push_back(digest_of(k));
+    const std::string fault = key_fault(keys[i]);
+    if (!fault.empty()) return make_status(StatusCode::kInvalidArgument, "API key {} {}", i + 1, fault);
+    out.digests_.push_back(digest_of(keys[i]));
   }
   return out;
 }
 
 Result<ApiKeys> ApiKeys::from_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return make_status(StatusCode::kIo, "cannot read the API key file {}", path);
-  std::vector<std::string> keys;
+  ApiKeys out;
   std::string line;
-  while (std::getline(in, line)) {
-    std::string_view t = trim(line);
+  for (size_t line_no = 1; std::getline(in, line); ++line_no) {
+    std::string_view t = line;
+    // A UTF-8 byte order mark (Windows editors begin a file with one) is no part of the key.
+    constexpr std::string_view kBom = "\xEF\xBB\xBF";
+    if (line_no == 1 && t.substr(0, kBom.size()) == kBom) t.remove_prefix(kBom.size());
+    t = trim(t);
     if (t.empty() || t.front() == '#') continue;
-    keys.emplace_back(t);
+    const std::string fault = key_fault(t);
+    if (!fault.empty()) {
+      return make_status(StatusCode::kInvalidArgument, "the API key file {}: the key on line {} {}", path, line_no,
+                         fault);
+    }
+    out.digests_.push_back(digest_of(t));
   }
-  if (keys.empty()) return make_status(StatusCode::kInvalidArgument, "the API key file {} holds no key", path);
-  return from_keys(keys);
+  if (out.digests_.empty()) return make_status(StatusCode::kInvalidArgument, "the API key file {} holds no key", path);
+  return out;
 }
 
 bool ApiKeys::matches(std::string_view key) const {

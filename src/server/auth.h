@@ -14,10 +14,13 @@ namespace gs::server {
 class ApiKeys {
  public:
   ApiKeys() = default;
-  // Errors: kInvalidArgument for an empty key or one with whitespace/control characters.
+  // Keys are printable ASCII without spaces. Errors: kInvalidArgument for an empty key, or one
+  // with whitespace, a control character or a byte outside ASCII (which clients cannot send).
   static Result<ApiKeys> from_keys(const std::vector<std::string>& keys);
   // One key per line; blank lines and lines starting with '#' are skipped; surrounding
-  // whitespace trimmed. Errors: kIo (unreadable), kInvalidArgument (no key in the file).
+  // whitespace (a CR too) trimmed; a UTF-8 byte order mark at the file's start skipped.
+  // Errors: kIo (unreadable), kInvalidArgument (no key in the file, or a key that is not
+  // printable ASCII, naming the file and its line).
   static Result<ApiKeys> from_file(const std::string& path);
 
   bool enabled() const { return !digests_.empty(); }

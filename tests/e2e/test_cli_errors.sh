@@ -67,6 +67,12 @@ refused "serve --parallel 0" serve -m "$TARGET" --port 0 --parallel 0
 refused "serve --port" serve -m "$TARGET" --port 70000
 refused "serve empty key" serve -m "$TARGET" --port 0 --api-key ""
 refused "serve empty key file" serve -m "$TARGET" --port 0 --api-key-file "$WORK/empty.gguf"
+# A key no HTTP client sends as written (a byte outside ASCII) answered every request with a
+# 401; it is refused at start naming the file's line (decision 0054).
+printf 'sk-one\n# note\nsk-cl\xc3\xa9\n' > "$WORK/keys-utf8"
+refused "serve non-ASCII key" serve -m "$TARGET" --port 0 --api-key-file "$WORK/keys-utf8"
+grep -q "line 3" "$WORK/err" || fail "a non-ASCII key is not refused naming its line: $(cat "$WORK/err")"
+refused "serve non-ASCII --api-key" serve -m "$TARGET" --port 0 --api-key "sk-cl$(printf '\xc3\xa9')"
 # Seeds out of range were taken as the nearest bound (INT64_MAX, or INT64_MIN: a random seed)
 # or wrapped around (synth --seed -1 was 2^64 - 1).
 for bad in 9223372036854775808 -9223372036854775809 -2 1e3 0x10; do

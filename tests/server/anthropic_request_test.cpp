@@ -397,7 +397,8 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
        "messages[1].content must not be empty"},
       // tool_result without a matching tool_use.
       {R"({"max_tokens":9,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]}]})",
-       "messages[0].content[0]: a tool_result must answer a tool_use block"},
+       "messages[0].content[0]: a tool_result must answer a tool_use block of the assistant message just before it, "
+       "and no message comes before messages[0]"},
       {R"({"max_tokens":9,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"no calls"},
          {"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"r"}]}]})",
        "messages[2].content[0]: a tool_result must answer a tool_use block of the assistant message just before it, "

@@ -701,6 +701,49 @@ TEST(ApiKeys, FromFile) {
   EXPECT_FALSE(ApiKeys::from_file(path + ".missing").ok());
 }
 
+// A key file saved with a UTF-8 byte order mark (Windows editors write one) and CRLF line
+// ends: the mark is no part of the first key, which was silently never matched before.
+TEST(ApiKeys, KeyFileWithAByteOrderMarkAndCrlfReadsEveryKey) {
+  const std::string path = ::testing::TempDir() + "/gemmaserve-keys-bom.txt";
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    std::fputs("\xEF\xBB\xBFsk-first\r\n# note\r\nsk-second\r\n", f);
+    std::fclose(f);
+  }
+  Result<ApiKeys> keys = ApiKeys::from_file(path);
+  ASSERT_TRUE(keys.ok()) << keys.status().to_string();
+  EXPECT_EQ(keys->size(), 2u);
+  EXPECT_TRUE(keys->matches("sk-first"));
+  EXPECT_TRUE(keys->matches("sk-second"));
+}
+
+// A key that HTTP clients cannot send as it is written (a byte outside printable ASCII: the
+// OpenAI and Anthropic SDKs refuse or re-encode such header values) is refused at start,
+// naming the file's line, instead of answering every request with a 401.
+TEST(ApiKeys, KeysOutsidePrintableAsciiAreRefusedNamingTheLine) {
+  const std::string path = ::testing::TempDir() + "/gemmaserve-keys-utf8.txt";
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    std::fputs("sk-one\n# comment\n\nsk-cl\xC3\xA9\n", f);
+    std::fclose(f);
+  }
+  Result<ApiKeys> keys = ApiKeys::from_file(path);
+  ASSERT_FALSE(keys.ok());
+  EXPECT_NE(keys.status().message().find(path), std::string::npos) << keys.status().to_string();
+  EXPECT_NE(keys.status().message().find("line 4"), std::string::npos) << keys.status().to_string();
+  EXPECT_FALSE(ApiKeys::from_keys({"sk-cl\xC3\xA9"}).ok());
+  EXPECT_FALSE(ApiKeys::from_keys({"\xEF\xBB\xBFsk"}).ok());
+  // A mark anywhere but the file's start is a byte of a key, and refused as such.
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    std::fputs("sk-one\n\xEF\xBB\xBFsk-two\n", f);
+    std::fclose(f);
+  }
+  keys = ApiKeys::from_file(path);
+  ASSERT_FALSE(keys.ok());
+  EXPECT_NE(keys.status().message().find("line 2"), std::string::npos) << keys.status().to_string();
+}
+
 TEST(StopMatcher, HoldsBackPartialStopStrings) {
   StopMatcher m({"END", "\n\n"});
   std::string out;
