@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/ggml_type.h"
 
