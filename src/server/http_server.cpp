@@ -18,6 +18,7 @@
 #include "server/http_head.h"
 #include "server/http_listener.h"
 #include "server/json_input.h"
+#include "server/listen_address.h"
 #include "server/openai_format.h"
 #include "server/prometheus.h"
 #include "server/responses_format.h"
@@ -951,14 +952,19 @@ void HttpServer::install_routes() {
 Status HttpServer::bind() {
   if (options_.port == 0) {
     const int p = svr_->bind_to_any_port(options_.host);
-    if (p <= 0) return make_status(StatusCode::kUnavailable, "cannot listen on {} (any port)", options_.host);
+    if (p <= 0) {
+      const std::string why = listen_address_problem(options_.host);
+      return make_status(StatusCode::kUnavailable, "cannot listen on {} (any port): {}", options_.host,
+                         why.empty() ? "the address is not one of this machine's" : why);
+    }
     port_ = p;
     deepen_backlog();
     return {};
   }
   if (!svr_->bind_to_port(options_.host, options_.port)) {
-    return make_status(StatusCode::kUnavailable, "cannot listen on {}:{} (address in use or not available)",
-                       options_.host, options_.port);
+    const std::string why = listen_address_problem(options_.host);
+    return make_status(StatusCode::kUnavailable, "cannot listen on {}:{}: {}", options_.host, options_.port,
+                       why.empty() ? "the port is in use, or the address is not one of this machine's" : why);
   }
   port_ = options_.port;
   deepen_backlog();

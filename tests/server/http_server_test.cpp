@@ -1101,6 +1101,24 @@ TEST(HttpServer, PortInUseIsAnError) {
   listener.join();
 }
 
+// A host that cannot be a listening address says why: "[::1]" is IPv6 in brackets (the
+// address is ::1), a name under .invalid (RFC 6761) never resolves. Both said only "cannot
+// listen on HOST (any port)".
+TEST(HttpServer, UnusableHostSaysWhy) {
+  for (int port : {0, 18089}) {
+    server::ServerOptions so;
+    so.port = port;
+    so.host = "[::1]";
+    const Status bracketed = server::HttpServer(so).bind();
+    EXPECT_FALSE(bracketed.ok());
+    EXPECT_NE(bracketed.message().find("without them (::1)"), std::string::npos) << bracketed.to_string();
+    so.host = "no-such-host.invalid";
+    const Status unknown = server::HttpServer(so).bind();
+    EXPECT_FALSE(unknown.ok());
+    EXPECT_NE(unknown.message().find("does not resolve"), std::string::npos) << unknown.to_string();
+  }
+}
+
 TEST(HttpServer, MetricsPageIsValidPrometheusText) {
   ServerFixtureOptions o;
   o.has_drafter = true;
