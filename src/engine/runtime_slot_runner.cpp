@@ -485,9 +485,12 @@ Status runner_setup_error(const Status& why, RunnerPart part, const EngineOption
                          one ? "lower --ctx-size" : "lower --ctx-size (positions per slot) or --parallel");
     case RunnerPart::kPassBuffers:
       // A pass holds at most every slot's context (decision 0052), so the rows come from the
-      // ubatch or from the context.
-      return make_status(StatusCode::kResourceExhausted, "{} do not fit beside {}: {}; lower --ubatch (rows per pass) "
-                         "or --ctx-size", what, kv, reason);
+      // ubatch or from the context. --ubatch is named where it was raised past the default
+      // (only run has the flag; serve's passes are the default's rows).
+      return make_status(StatusCode::kResourceExhausted, "{} do not fit beside {}: {}; lower {}--ctx-size", what, kv,
+                         reason, options.max_batch_tokens > EngineOptions{}.max_batch_tokens
+                                     ? "--ubatch (rows per pass) or "
+                                     : "");
     case RunnerPart::kLogits:
     case RunnerPart::kHidden: {
       // A step's output rows: every slot's verify pass (1 + draft_max rows each).

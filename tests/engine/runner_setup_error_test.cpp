@@ -11,9 +11,10 @@ namespace {
 
 const Status kWhy(StatusCode::kResourceExhausted, "cpu backend: cannot allocate 17180391040 bytes");
 
-std::string message(RunnerPart part, int n_slots, int draft_max, int max_outputs) {
+std::string message(RunnerPart part, int n_slots, int draft_max, int max_outputs, int max_batch_tokens = 512) {
   EngineOptions o;
   o.n_slots = n_slots;
+  o.max_batch_tokens = max_batch_tokens;
   o.draft_max = draft_max;
   RunnerOptions ro;
   ro.max_outputs = max_outputs;
@@ -32,9 +33,13 @@ TEST(RunnerSetupError, SaysWhatDidNotFitAndWhatToLower) {
   EXPECT_EQ(message(RunnerPart::kKvCache, 4, 0, 4),
             "the KV cache of 4 slots x 64 positions each (1.5 GB) does not fit: cpu backend: cannot allocate "
             "17180391040 bytes; lower --ctx-size (positions per slot) or --parallel");
-  EXPECT_EQ(message(RunnerPart::kPassBuffers, 1, 0, 1),
+  // --ubatch is named only where it was raised (only run has the flag; serve's passes are 512 rows).
+  EXPECT_EQ(message(RunnerPart::kPassBuffers, 1, 0, 1, 131072),
             "the forward pass buffers do not fit beside the KV cache of 1 slot x 64 positions (1.5 GB): cpu backend: "
             "cannot allocate 17180391040 bytes; lower --ubatch (rows per pass) or --ctx-size");
+  EXPECT_EQ(message(RunnerPart::kPassBuffers, 1, 0, 1),
+            "the forward pass buffers do not fit beside the KV cache of 1 slot x 64 positions (1.5 GB): cpu backend: "
+            "cannot allocate 17180391040 bytes; lower --ctx-size");
   EXPECT_EQ(message(RunnerPart::kLogits, 4, 3, 16),
             "the logits (4 slots x 4 output rows a step) do not fit beside the KV cache of 4 slots x 64 positions each "
             "(1.5 GB): cpu backend: cannot allocate 17180391040 bytes; lower --parallel, --draft-max or --ctx-size");
