@@ -185,9 +185,8 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   std::unique_ptr<SpeculativeDecoder> spec;
   if (!o.mtp.empty()) {
     Result<std::shared_ptr<Gemma4Model>> drafter = Gemma4Model::load(o.mtp, b);
-    if (!drafter.ok()) return make_status(drafter.status().code(), "the drafter {}: {}", o.mtp, drafter.status().message());
-    if (!(*drafter)->config().is_assistant())
-      return make_status(StatusCode::kInvalidArgument, "--mtp {} is not a gemma4-assistant (MTP drafter) file", o.mtp);
+    // Its kind and fit were checked from the files before the calibration (check_drafter_files).
+    if (!drafter.ok()) return drafter_load_error(drafter.status(), o.mtp);
     SpecOptions so;
     so.draft_max = o.draft_max;
     Result<std::unique_ptr<SpeculativeDecoder>> made = SpeculativeDecoder::create(*runner, *drafter, so);

@@ -39,18 +39,18 @@ Status check_drafter_vocabulary(const gguf::GgufFile& drafter, const text::Token
 
 }  // namespace
 
+Status drafter_load_error(const Status& st, const std::string& drafter_path) {
+  std::string_view why = st.message();
+  if (why.rfind(drafter_path + ": ", 0) == 0) why.remove_prefix(drafter_path.size() + 2);
+  return make_status(st.code(), "the drafter {}: {}", drafter_path, why);
+}
+
 Status check_drafter_files(const gguf::GgufFile& target_file, const text::Tokenizer* target_tokenizer,
                            const std::string& target_path, const std::string& drafter_path) {
-  // The loaders' errors start with the file's path already: name it once.
-  auto loading_failed = [&](const Status& st) {
-    std::string_view why = st.message();
-    if (why.rfind(drafter_path + ": ", 0) == 0) why.remove_prefix(drafter_path.size() + 2);
-    return make_status(st.code(), "the drafter {}: {}", drafter_path, why);
-  };
   Result<std::shared_ptr<gguf::GgufFile>> drafter = gguf::GgufFile::open_model(drafter_path);
-  if (!drafter.ok()) return loading_failed(drafter.status());
+  if (!drafter.ok()) return drafter_load_error(drafter.status(), drafter_path);
   Result<Gemma4Config> config = load_gemma4_config(**drafter);
-  if (!config.ok()) return loading_failed(config.status());
+  if (!config.ok()) return drafter_load_error(config.status(), drafter_path);
   if (!config->is_assistant()) {
     return make_status(StatusCode::kInvalidArgument, "--mtp {} is not a gemma4-assistant (MTP drafter) file",
                        drafter_path);

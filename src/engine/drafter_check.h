@@ -26,4 +26,8 @@ namespace gs {
 Status check_drafter_files(const gguf::GgufFile& target_file, const text::Tokenizer* target_tokenizer,
                            const std::string& target_path, const std::string& drafter_path);
 
+// A failure to open or load the drafter `drafter_path` as "the drafter D: <why>", the path
+// named once (the loaders' messages start with it already); the code is st's.
+Status drafter_load_error(const Status& st, const std::string& drafter_path);
+
 }  // namespace gs

@@ -464,13 +464,20 @@ class RuntimeSlotRunner final : public SlotRunner {
 
 }  // namespace
 
+namespace {
+
+// "1 slot" (or fewer: one sequence all the same), "4 slots".
+std::string slots_text(int n_slots) { return n_slots <= 1 ? std::string("1 slot") : fmt::format("{} slots", n_slots); }
+
+}  // namespace
+
 Status runner_setup_error(const Status& why, RunnerPart part, const EngineOptions& options, int32_t n_ctx,
                           double kv_bytes, const RunnerOptions& ro) {
   // Each slot holds a whole context: say so, and what it needs (bug: "cannot allocate N
   // bytes" alone did not say why or what to lower). One slot (run, serve --parallel 1): no
   // --parallel to lower (run has no such flag).
   const bool one = options.n_slots <= 1;
-  const std::string slots = one ? std::string("1 slot") : fmt::format("{} slots", options.n_slots);
+  const std::string slots = slots_text(options.n_slots);
   const std::string kv = fmt::format("the KV cache of {} x {} positions{} ({:.1f} GB)", slots, n_ctx,
                                      one ? "" : " each", kv_bytes / 1e9);
   // The other parts' errors are "<what>: <why>" (ModelRunner::create).
@@ -566,19 +573,11 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   }
   std::shared_ptr<Gemma4Model> assistant;
   if (!options.drafter_path.empty()) {
-    // A drafter that does not fit the target is refused here, before serving (bug-case 35).
+    // Its kind and fit were checked from the files above (check_drafter_files); what is left
+    // is its weights' own checks as they load.
     Result<std::shared_ptr<Gemma4Model>> loaded = Gemma4Model::load(options.drafter_path, *backend);
-    if (!loaded.ok()) {
-      // The model's errors start with the file's path already: name it once.
-      std::string_view why = loaded.status().message();
-      if (why.rfind(options.drafter_path + ": ", 0) == 0) why.remove_prefix(options.drafter_path.size() + 2);
-      return make_status(loaded.status().code(), "the drafter {}: {}", options.drafter_path, why);
-    }
+    if (!loaded.ok()) return drafter_load_error(loaded.status(), options.drafter_path);
     assistant = *loaded;
-    if (!assistant->config().is_assistant()) {
-      return make_status(StatusCode::kInvalidArgument, "--mtp {} is not a gemma4-assistant (MTP drafter) file",
-                         options.drafter_path);
-    }
   }
   SpecOptions spec_options;
   spec_options.draft_max = assistant ? std::max(options.draft_max, 1) : 0;
@@ -591,7 +590,7 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
     return make_status(StatusCode::kResourceExhausted,
                        "the drafter {}'s buffers for {} x {} drafts do not fit beside the target and its KV cache: {}; "
                        "lower --draft-max{}",
-                       options.drafter_path, options.n_slots <= 1 ? std::string("1 slot") : fmt::format("{} slots", options.n_slots),
+                       options.drafter_path, slots_text(options.n_slots),
                        spec_options.draft_max, spec.status().message(), options.n_slots <= 1 ? "" : " or --parallel");
   }
   if (!spec.ok()) {
