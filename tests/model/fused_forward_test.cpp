@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "forwarding_backend.h"
 #include "golden_util.h"
 #include "model/drafter.h"
 #include "test_gguf.h"
@@ -22,78 +23,67 @@ namespace {
 
 // Forwards every op to a CPU backend and counts the calls the model makes itself (not the
 // ones a fused op's default implementation makes on its behalf).
-class CountingBackend final : public Backend {
+class CountingBackend final : public ForwardingBackend {
  public:
-  CountingBackend() : in_(create_cpu_backend(2)) {}
+  CountingBackend() : ForwardingBackend(create_cpu_backend(2)) {}
   std::map<std::string, int> calls;
   std::vector<int> attention_seqs;  // AttentionArgs::n_seqs of each attention call
   std::vector<uint64_t> step_keys;  // the key of each run_step
   std::vector<bool> step_recurring;  // and whether it was marked recurring
 
-  BackendKind kind() const override { return in_->kind(); }
-  std::string description() const override { return "counting " + in_->description(); }
-  Result<void*> alloc(size_t bytes) override { return in_->alloc(bytes); }
-  void free(void* p) override { in_->free(p); }
-  Status upload(void* dst, const void* src, size_t bytes) override { return in_->upload(dst, src, bytes); }
-  Status download(void* dst, const void* src, size_t bytes) override { return in_->download(dst, src, bytes); }
-  Status memset_zero(void* dst, size_t bytes) override { return in_->memset_zero(dst, bytes); }
-  Status synchronize() override { return in_->synchronize(); }
-  size_t bytes_in_use() const override { return in_->bytes_in_use(); }
-  Result<Weight> upload_weight(const void* host, GgmlType type, int64_t n_in, int64_t n_out) override {
-    return in_->upload_weight(host, type, n_in, n_out);
-  }
+  std::string description() const override { return "counting " + ForwardingBackend::description(); }
   void embed(const Weight& t, const int32_t* ids, float s, Mat out) override {
     count("embed");
-    in_->embed(t, ids, s, out);
+    ForwardingBackend::embed(t, ids, s, out);
   }
   void matmul(const Weight& w, Mat x, Mat y) override {
     count("matmul");
-    in_->matmul(w, x, y);
+    ForwardingBackend::matmul(w, x, y);
   }
   void rms_norm(Mat x, const float* w, int64_t group, float eps, Mat out) override {
     count("rms_norm");
-    in_->rms_norm(x, w, group, eps, out);
+    ForwardingBackend::rms_norm(x, w, group, eps, out);
   }
   void rope(Mat x, const int32_t* pos, const RopeArgs& a) override {
     count("rope");
-    in_->rope(x, pos, a);
+    ForwardingBackend::rope(x, pos, a);
   }
   void gelu_mul(Mat g, Mat u, Mat out) override {
     count("gelu_mul");
-    in_->gelu_mul(g, u, out);
+    ForwardingBackend::gelu_mul(g, u, out);
   }
   void add(Mat a, Mat b, Mat out) override {
     count("add");
-    in_->add(a, b, out);
+    ForwardingBackend::add(a, b, out);
   }
   void scale(Mat x, float s) override {
     count("scale");
-    in_->scale(x, s);
+    ForwardingBackend::scale(x, s);
   }
   void softcap(Mat x, float cap) override {
     count("softcap");
-    in_->softcap(x, cap);
+    ForwardingBackend::softcap(x, cap);
   }
   void argmax_rows(Mat x, int32_t* ids, float* p_top) override {
     count("argmax_rows");
-    in_->argmax_rows(x, ids, p_top);
+    ForwardingBackend::argmax_rows(x, ids, p_top);
   }
   void gather_rows(Mat src, const int32_t* rows, Mat dst) override {
     count("gather_rows");
-    in_->gather_rows(src, rows, dst);
+    ForwardingBackend::gather_rows(src, rows, dst);
   }
   void copy(Mat src, Mat dst) override {
     count("copy");
-    in_->copy(src, dst);
+    ForwardingBackend::copy(src, dst);
   }
   void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) override {
     count("kv_store");
-    in_->kv_store(k, v, kv, slots);
+    ForwardingBackend::kv_store(k, v, kv, slots);
   }
   void attention(const AttentionArgs& a) override {
     count("attention");
     attention_seqs.push_back(a.n_seqs);
-    in_->attention(a);
+    ForwardingBackend::attention(a);
   }
   void run_step(uint64_t key, bool recurring, const std::function<void()>& record) override {
     step_recurring.push_back(recurring);
@@ -102,7 +92,7 @@ class CountingBackend final : public Backend {
   }
   void kv_copy_slots(const KvLayerView& kv, const int32_t* s, const int32_t* d, int n) override {
     count("kv_copy_slots");
-    in_->kv_copy_slots(kv, s, d, n);
+    ForwardingBackend::kv_copy_slots(kv, s, d, n);
   }
   void matmul_multi(const Weight* const* w, const Mat* y, int n, Mat x) override {
     count("matmul_multi");
@@ -127,7 +117,6 @@ class CountingBackend final : public Backend {
   void count(const char* op) {
     if (depth_ == 0) ++calls[op];
   }
-  std::unique_ptr<Backend> in_;
   int depth_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "forwarding_backend.h"
 #include "golden_util.h"
 #include "runtime/model_runner.h"
 #include "test_gguf.h"
@@ -18,55 +19,24 @@ namespace {
 
 // A CPU backend whose device (and, when asked, host) allocations above `limit` bytes fail as
 // a device out of memory does; everything else is the CPU backend's.
-class LimitedBackend final : public Backend {
+class LimitedBackend final : public ForwardingBackend {
  public:
-  LimitedBackend() : in_(create_cpu_backend(1)) {}
+  LimitedBackend() : ForwardingBackend(create_cpu_backend(1)) {}
   size_t limit = SIZE_MAX;
   bool limit_host = false;
 
-  BackendKind kind() const override { return in_->kind(); }
-  std::string description() const override { return "limited " + in_->description(); }
+  std::string description() const override { return "limited " + ForwardingBackend::description(); }
   Result<void*> alloc(size_t bytes) override {
     if (bytes > limit) return make_status(StatusCode::kResourceExhausted, "test backend: {} bytes is over the limit", bytes);
-    return in_->alloc(bytes);
+    return ForwardingBackend::alloc(bytes);
   }
-  void free(void* p) override { in_->free(p); }
   Result<void*> alloc_host(size_t bytes) override {
     if (limit_host && bytes > limit) {
       return make_status(StatusCode::kResourceExhausted, "test backend: {} host bytes is over the limit", bytes);
     }
-    return in_->alloc_host(bytes);
+    return inner().alloc_host(bytes);
   }
-  void free_host(void* p) override { in_->free_host(p); }
-  Status upload(void* dst, const void* src, size_t bytes) override { return in_->upload(dst, src, bytes); }
-  Status download(void* dst, const void* src, size_t bytes) override { return in_->download(dst, src, bytes); }
-  Status memset_zero(void* dst, size_t bytes) override { return in_->memset_zero(dst, bytes); }
-  Status synchronize() override { return in_->synchronize(); }
-  size_t bytes_in_use() const override { return in_->bytes_in_use(); }
-  Result<Weight> upload_weight(const void* host, GgmlType type, int64_t n_in, int64_t n_out) override {
-    return in_->upload_weight(host, type, n_in, n_out);
-  }
-  void embed(const Weight& t, const int32_t* ids, float s, Mat out) override { in_->embed(t, ids, s, out); }
-  void matmul(const Weight& w, Mat x, Mat y) override { in_->matmul(w, x, y); }
-  void rms_norm(Mat x, const float* w, int64_t group, float eps, Mat out) override {
-    in_->rms_norm(x, w, group, eps, out);
-  }
-  void rope(Mat x, const int32_t* pos, const RopeArgs& a) override { in_->rope(x, pos, a); }
-  void gelu_mul(Mat g, Mat u, Mat out) override { in_->gelu_mul(g, u, out); }
-  void add(Mat a, Mat b, Mat out) override { in_->add(a, b, out); }
-  void scale(Mat x, float s) override { in_->scale(x, s); }
-  void softcap(Mat x, float cap) override { in_->softcap(x, cap); }
-  void argmax_rows(Mat x, int32_t* ids, float* p_top) override { in_->argmax_rows(x, ids, p_top); }
-  void gather_rows(Mat src, const int32_t* rows, Mat dst) override { in_->gather_rows(src, rows, dst); }
-  void copy(Mat src, Mat dst) override { in_->copy(src, dst); }
-  void kv_store(Mat k, Mat v, const KvLayerView& kv, const int32_t* slots) override { in_->kv_store(k, v, kv, slots); }
-  void attention(const AttentionArgs& a) override { in_->attention(a); }
-  void kv_copy_slots(const KvLayerView& kv, const int32_t* s, const int32_t* d, int n) override {
-    in_->kv_copy_slots(kv, s, d, n);
-  }
-
- private:
-  std::unique_ptr<Backend> in_;
+  void free_host(void* p) override { inner().free_host(p); }
 };
 
 struct FailingSetup {
