@@ -5,8 +5,8 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-# ok NAME ARGS...: exits 0; where it fell back, it said so on stderr.
-ok() {
+# runs_ok NAME ARGS...: exits 0; where it fell back, it said so on stderr.
+runs_ok() {
   local name="$1"
   shift
   timeout -k 5 120 "$BIN" "$@" > "$WORK/out" 2> "$WORK/err" < /dev/null
@@ -17,9 +17,9 @@ ok() {
   fi
 }
 
-ok "run --device cuda" run -m "$TARGET" -p ROMEO: -n 2 --device cuda --json
+runs_ok "run --device cuda" run -m "$TARGET" -p ROMEO: -n 2 --device cuda --json
 grep -q '"finish_reason"' "$WORK/out" || fail "run --device cuda printed no result: $(cat "$WORK/out")"
-ok "bench --device cuda" bench -m "$TARGET" -p 8 -n 2 -r 1 --device cuda --json
+runs_ok "bench --device cuda" bench -m "$TARGET" -p 8 -n 2 -r 1 --device cuda --json
 grep -q '"pp8"' "$WORK/out" || fail "bench --device cuda measured nothing: $(head -c 300 "$WORK/out")"
 
 # serve: the model loads (GET /health says ok) instead of the server giving up.

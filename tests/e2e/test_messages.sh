@@ -4,42 +4,12 @@
 # standard-library client (anthropic_client.py); then a clean SIGTERM stop.
 # Usage: test_messages.sh PATH/TO/gemmaserve
 set -uo pipefail
-BIN="${1:?usage: test_messages.sh PATH/TO/gemmaserve}"
-SRC="${GS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
-E2E="$SRC/tests/e2e"
-MODEL="$SRC/models/shakes-target.gguf"
-DRAFTER="$SRC/models/shakes-assistant.gguf"
+. "$(dirname "$0")/lib.sh"
 KEY="sk-ant-e2e-$RANDOM$RANDOM"
-WORK="$(mktemp -d)"
-PASS=0
-FAIL=0
 
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
-
-[ -f "$MODEL" ] || { echo "missing $MODEL"; exit 1; }
-
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 printf '%s\n' "$KEY" > "$WORK/keys"
-"$BIN" serve -m "$MODEL" --mtp "$DRAFTER" --draft-max 4 --host 127.0.0.1 --port "$PORT" --api-key-file "$WORK/keys" \
-  --ctx-size 1024 --parallel 4 --shutdown-timeout 2 > "$WORK/server.log" 2>&1 &
-PID=$!
-cleanup() {
-  kill "$PID" 2>/dev/null
-  wait "$PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-URL="http://127.0.0.1:$PORT"
-for _ in $(seq 1 300); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && break
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
-if [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" != 200 ]; then
-  echo "the server did not become healthy"; cat "$WORK/server.log"; exit 1
-fi
+start_server -m "$TARGET" --mtp "$DRAFTER" --draft-max 4 --api-key-file "$WORK/keys" \
+  --ctx-size 1024 --parallel 4 --shutdown-timeout 2
 ok "server healthy"
 
 # curl, as an Anthropic quick-start shows it: x-api-key and anthropic-version headers.
@@ -73,12 +43,6 @@ if [ "$code" = 401 ] && python3 -c 'import json,sys; e=json.load(open(sys.argv[1
 if python3 "$E2E/anthropic_client.py" "$URL" "$KEY"; then ok "python client checks"; else bad "python client checks"; fi
 
 kill -0 "$PID" 2>/dev/null && ok "server still running" || bad "server died: $(tail -20 "$WORK/server.log")"
-kill -TERM "$PID"
-for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$PID" 2>/dev/null; then bad "server still running 10 s after SIGTERM"; else
-  wait "$PID"; rc=$?
-  [ "$rc" = 0 ] && ok "clean stop on SIGTERM" || bad "exit status $rc after SIGTERM"
-fi
+stop_on_sigterm
 
-echo "messages e2e: $PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+e2e_result "messages e2e"

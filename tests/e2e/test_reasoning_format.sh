@@ -7,39 +7,9 @@
 # Responses APIs keep their own reasoning blocks; a bad value is a 400 naming the field.
 # Usage: test_reasoning_format.sh PATH/TO/gemmaserve
 set -uo pipefail
-BIN="${1:?usage: test_reasoning_format.sh PATH/TO/gemmaserve}"
-SRC="${GS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
-E2E="$SRC/tests/e2e"
-MODEL="$SRC/models/shakes-target.gguf"
-WORK="$(mktemp -d)"
-PASS=0
-FAIL=0
+. "$(dirname "$0")/lib.sh"
 
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
-
-[ -f "$MODEL" ] || { echo "missing $MODEL"; exit 1; }
-
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$BIN" serve -m "$MODEL" --host 127.0.0.1 --port "$PORT" --ctx-size 1024 --parallel 4 --shutdown-timeout 2 \
-  --reasoning-format none > "$WORK/server.log" 2>&1 &
-PID=$!
-cleanup() {
-  kill "$PID" 2>/dev/null
-  wait "$PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-URL="http://127.0.0.1:$PORT"
-for _ in $(seq 1 300); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && break
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
-if [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" != 200 ]; then
-  echo "the server did not become healthy"; cat "$WORK/server.log"; exit 1
-fi
+start_server -m "$TARGET" --ctx-size 1024 --parallel 4 --shutdown-timeout 2 --reasoning-format none
 ok "server healthy (--reasoning-format none)"
 
 if PYTHONPATH="$E2E" python3 - "$URL" <<'EOF'
@@ -146,12 +116,6 @@ EOF
 then ok "formats, streaming, n, errors, other routes"; else bad "reasoning_format checks"; fi
 
 kill -0 "$PID" 2>/dev/null && ok "server still running" || bad "server died: $(tail -20 "$WORK/server.log")"
-kill -TERM "$PID"
-for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$PID" 2>/dev/null; then bad "server still running 10 s after SIGTERM"; else
-  wait "$PID"; rc=$?
-  [ "$rc" = 0 ] && ok "clean stop on SIGTERM" || bad "exit status $rc after SIGTERM"
-fi
+stop_on_sigterm
 
-echo "reasoning_format e2e: $PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+e2e_result "reasoning_format e2e"

@@ -4,45 +4,16 @@
 # official openai npm client's responses API (openai_responses.mjs).
 # Usage: test_responses.sh PATH/TO/gemmaserve
 set -uo pipefail
-BIN="${1:?usage: test_responses.sh PATH/TO/gemmaserve}"
-SRC="${GS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
-E2E="$SRC/tests/e2e"
-MODEL="$SRC/models/shakes-target.gguf"
-DRAFTER="$SRC/models/shakes-assistant.gguf"
+. "$(dirname "$0")/lib.sh"
 KEY="sk-e2e-$RANDOM$RANDOM"
-WORK="$(mktemp -d)"
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
-
-[ -f "$MODEL" ] || { echo "missing $MODEL"; exit 1; }
 [ -d "$E2E/node_modules/openai" ] || {
   echo "the openai npm package is missing: run (cd tests/e2e && npm install), as scripts/test.sh does"
   exit 1
 }
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 printf '%s\n' "$KEY" > "$WORK/keys"
-"$BIN" serve -m "$MODEL" --mtp "$DRAFTER" --draft-max 4 --host 127.0.0.1 --port "$PORT" \
-  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 2 --shutdown-timeout 2 > "$WORK/server.log" 2>&1 &
-PID=$!
-cleanup() {
-  kill "$PID" 2>/dev/null
-  wait "$PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-URL="http://127.0.0.1:$PORT"
-for _ in $(seq 1 300); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ] && break
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
-if [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" != 200 ]; then
-  echo "the server did not become healthy"; cat "$WORK/server.log"; exit 1
-fi
+start_server -m "$TARGET" --mtp "$DRAFTER" --draft-max 4 --api-key-file "$WORK/keys" --ctx-size 1024 \
+  --parallel 2 --shutdown-timeout 2
 AUTH=(-H "Authorization: Bearer $KEY")
 JSON=(-H "Content-Type: application/json")
 
@@ -95,5 +66,4 @@ code="$(curl -s -o /dev/null -w '%{http_code}' "${JSON[@]}" "$URL/v1/responses" 
 if (cd "$E2E" && timeout 300 node openai_responses.mjs "$PORT" "$KEY"); then ok "openai npm client: responses"; else bad "openai npm client: responses"; fi
 
 curl -s -o /dev/null "$URL/health" && kill -0 "$PID" 2>/dev/null && ok "server alive afterwards" || bad "server died"
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }
+e2e_result "responses e2e"

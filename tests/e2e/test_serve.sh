@@ -3,21 +3,9 @@
 # driven by curl and by the official openai client under node; then a clean SIGTERM stop.
 # Usage: test_serve.sh PATH/TO/gemmaserve
 set -uo pipefail
-BIN="${1:?usage: test_serve.sh PATH/TO/gemmaserve}"
-SRC="${GS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
-E2E="$SRC/tests/e2e"
-MODEL="$SRC/models/shakes-target.gguf"
-DRAFTER="$SRC/models/shakes-assistant.gguf"
+. "$(dirname "$0")/lib.sh"
 KEY="sk-e2e-$RANDOM$RANDOM"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
 
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
-
-[ -f "$MODEL" ] || { echo "missing $MODEL"; exit 1; }
 [ -d "$E2E/node_modules/openai" ] || {
   echo "the openai npm package is missing: run (cd tests/e2e && npm install), as scripts/test.sh does"
   exit 1
@@ -25,10 +13,9 @@ bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; }
 
 # Bug-case 35: a drafter that does not fit, a target given as drafter, a truncated drafter:
 # each a clear error before serving, exit status 1, never a crash.
-SHARED="${GS_SHARED_DIR:-$SRC/../shared}"
 head -c 100000 "$DRAFTER" > "$WORK/truncated.gguf"
-for bad in "$SHARED/golden/tiny1234-assistant.gguf" "$MODEL" "$WORK/truncated.gguf"; do
-  timeout 60 "$BIN" serve -m "$MODEL" --mtp "$bad" --port 0 --log-level warn > "$WORK/bad.log" 2>&1
+for bad in "$SHARED/golden/tiny1234-assistant.gguf" "$TARGET" "$WORK/truncated.gguf"; do
+  timeout 60 "$BIN" serve -m "$TARGET" --mtp "$bad" --port 0 --log-level warn > "$WORK/bad.log" 2>&1
   rc=$?
   if [ "$rc" = 1 ] && grep -q "cannot start: .*\(drafter\|mtp\)" "$WORK/bad.log"; then
     ok "unfit drafter $(basename "$bad") refused: $(grep -o 'cannot start: .*' "$WORK/bad.log" | head -c 120)"
@@ -37,30 +24,10 @@ for bad in "$SHARED/golden/tiny1234-assistant.gguf" "$MODEL" "$WORK/truncated.gg
   fi
 done
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 printf '# e2e key\n%s\n' "$KEY" > "$WORK/keys"
 # --cache-ram: llama-server's flag (bug-case 64's command line), accepted with nothing to cap.
-"$BIN" serve -m "$MODEL" --mtp "$DRAFTER" --draft-max 4 --no-draft-adaptive --host 127.0.0.1 --port "$PORT" \
-  --api-key-file "$WORK/keys" --ctx-size 1024 --parallel 4 --queue-size 32 --shutdown-timeout 5 --cache-ram 1024 \
-  > "$WORK/server.log" 2>&1 &
-PID=$!
-cleanup() {
-  kill "$PID" 2>/dev/null
-  wait "$PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-URL="http://127.0.0.1:$PORT"
-for _ in $(seq 1 300); do
-  code="$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")"
-  [ "$code" = 200 ] && break
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
-if [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" != 200 ]; then
-  echo "the server did not become healthy"; cat "$WORK/server.log"; exit 1
-fi
+start_server -m "$TARGET" --mtp "$DRAFTER" --draft-max 4 --no-draft-adaptive --api-key-file "$WORK/keys" \
+  --ctx-size 1024 --parallel 4 --queue-size 32 --shutdown-timeout 5 --cache-ram 1024
 ok "server healthy"
 
 AUTH=(-H "Authorization: Bearer $KEY")
@@ -369,23 +336,19 @@ grep -q '"error"' "$WORK/long" && tail -n 2 "$WORK/long" | grep -q '^data: \[DON
 
 # A second signal while draining stops the server at once (exit 128 + the signal), as a second
 # Ctrl-C stops llama-server; it sat out the whole drain (here 60 s) before.
-# start_server NAME serve-args...: another server on a free port, waited for until healthy;
-# sets PORT2 and PID2 (log: $WORK/NAME.log).
-start_server() {
+# start_second_server NAME serve-args...: another server on a free port, waited for until
+# healthy; sets PORT2 and PID2 (log: $WORK/NAME.log).
+start_second_server() {
   local name="$1"
   shift
-  PORT2="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  PORT2="$(free_port)"
   "$BIN" serve --host 127.0.0.1 --port "$PORT2" "$@" > "$WORK/$name.log" 2>&1 &
   PID2=$!
-  for _ in $(seq 1 300); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT2/health")" = 200 ] && break
-    kill -0 "$PID2" 2>/dev/null || break
-    sleep 0.2
-  done
+  wait_healthy "$PORT2" "$PID2"
 }
 # (A context long enough that the stream cannot reach its end during the checks, and up to 30 s
 # for its first token: on a loaded 2-core machine the checks failed now and then.)
-start_server server2 -m "$MODEL" --ctx-size 8192 --parallel 1 --shutdown-timeout 60
+start_second_server server2 -m "$TARGET" --ctx-size 8192 --parallel 1 --shutdown-timeout 60
 curl -s -N "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/completions" \
   -d '{"prompt":"ROMEO:","max_tokens":100000,"stream":true}' > "$WORK/long2" 2>/dev/null &
 CURL2_PID=$!
@@ -408,7 +371,7 @@ kill "$CURL2_PID" 2>/dev/null
 # response is running, so its waiting choice is kept through the drain and every choice ends
 # with its finish_reason, then [DONE], and the server exits 0. The drain refused the third
 # choice and the whole stream ended at once with the shutting-down error before.
-start_server server_n -m "$MODEL" --ctx-size 1024 --parallel 2 --shutdown-timeout 120
+start_second_server server_n -m "$TARGET" --ctx-size 1024 --parallel 2 --shutdown-timeout 120
 curl -s -N "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/chat/completions" \
   -d '{"messages":[{"role":"user","content":"ROMEO:"}],"max_tokens":60,"n":3,"ignore_eos":true,"stream":true}' \
   > "$WORK/n3" 2>/dev/null &
@@ -441,14 +404,14 @@ fi
 
 # A model file whose weights make NaN (bytes near the end of its tensor data overwritten with
 # 0xFF): a request fails with a 500 that says so; it was a 200 of <pad> tokens before.
-python3 - "$MODEL" "$WORK/corrupt.gguf" <<'PY'
+python3 - "$TARGET" "$WORK/corrupt.gguf" <<'PY'
 import sys
 d = bytearray(open(sys.argv[1], "rb").read())
 for i in range(len(d) - 200000, len(d) - 100000, 7):
     d[i] = 0xFF
 open(sys.argv[2], "wb").write(d)
 PY
-start_server server3 -m "$WORK/corrupt.gguf" --ctx-size 512 --parallel 1
+start_second_server server3 -m "$WORK/corrupt.gguf" --ctx-size 512 --parallel 1
 code3="$(curl -s -o "$WORK/nan" -w '%{http_code}' "${JSON[@]}" "http://127.0.0.1:$PORT2/v1/completions" \
   -d '{"prompt":"ROMEO:","max_tokens":5}')"
 [ "$code3" = 500 ] && grep -q 'no usable logits' "$WORK/nan" \
@@ -457,5 +420,4 @@ code3="$(curl -s -o "$WORK/nan" -w '%{http_code}' "${JSON[@]}" "http://127.0.0.1
 kill "$PID2" 2>/dev/null
 wait "$PID2" 2>/dev/null
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ] || { echo "--- server log"; tail -n 40 "$WORK/server.log"; exit 1; }
+e2e_result "serve e2e"
