@@ -20,7 +20,8 @@ user_args=("$@")
 args=()
 given -m --model || args+=(-m models/shakes-target.gguf)
 given -m --model --mtp || args+=(--mtp models/shakes-assistant.gguf)
-given --draft-max || args+=(--draft-max 4)
+# --draft-max only beside a drafter: serve refuses it without --mtp (-m other.gguf alone).
+if { ! given -m --model || given --mtp; } && ! given --draft-max; then args+=(--draft-max 4); fi
 given --host || args+=(--host 127.0.0.1)
 given --port || args+=(--port 8080)
 cmd=(./build/src/cli/gemmaserve serve "${args[@]}" "${user_args[@]}")

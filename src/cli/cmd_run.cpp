@@ -244,15 +244,21 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("--dump", a->dump_dir, "write every named intermediate of every pass to this directory");
   sub->add_flag("--json", a->json, "print one JSON object: tokens, text, timings, tokens_per_second, drafted, accepted");
   sub->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
-  sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (gemma4-assistant) for speculative decoding");
+  CLI::Option* mtp = sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (gemma4-assistant) for speculative decoding");
+  // The drafter's options without --mtp: nothing drafts, and they were dropped without a word
+  // (bench refused them already); refused by CLI11 as "--draft-max requires --mtp" (decision 0056).
   sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str()
-      ->check(CLI::Range(0, 16));  // serve's bound (a million planned 103 GB of drafter outputs)
+      ->check(CLI::Range(0, 16))  // serve's bound (a million planned 103 GB of drafter outputs)
+      ->needs(mtp);
   sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str()
-      ->check(in_range(0.0, 1.0));
+      ->check(in_range(0.0, 1.0))
+      ->needs(mtp);
   sub->add_flag("--draft-adaptive,!--no-draft-adaptive", a->draft_adaptive,
-               "choose each round's draft count from measured costs (default on; off: always --draft-max)");
+               "choose each round's draft count from measured costs (default on; off: always --draft-max)")
+      ->needs(mtp);
   sub->add_option("--draft-window", a->draft_window,
-                  "drafter's sliding window: w (spec Decision 2) or w+1 (transformers)")->capture_default_str();
+                  "drafter's sliding window: w (spec Decision 2) or w+1 (transformers)")->capture_default_str()
+      ->needs(mtp);
   return {sub, [a] { return run(*a); }};
 }
 

@@ -286,13 +286,16 @@ CommandEntry register_serve(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "Serve a Gemma 4 GGUF over an OpenAI-compatible HTTP API");
   sub->add_option("-m,--model", args->model, "Target model GGUF (a split model: its first shard)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--mtp", args->drafter, "MTP drafter (assistant) GGUF for speculative decoding")
-      ->check(CLI::ExistingFile);
+  CLI::Option* mtp = sub->add_option("--mtp", args->drafter, "MTP drafter (assistant) GGUF for speculative decoding")
+                         ->check(CLI::ExistingFile);
+  // Without --mtp nothing drafts: these were dropped without a word (decision 0056).
   sub->add_option("--draft-max", args->draft_max, "Drafts per speculative round")->capture_default_str()
-      ->check(CLI::Range(1, 16));
+      ->check(CLI::Range(1, 16))
+      ->needs(mtp);
   sub->add_flag("--draft-adaptive,!--no-draft-adaptive", args->draft_adaptive,
                 "Choose each round's draft count from measured costs and acceptance, so drafting never makes "
-                "decoding much slower (default on; off: always --draft-max)");
+                "decoding much slower (default on; off: always --draft-max)")
+      ->needs(mtp);
   // Empty, --host bound whatever the resolver gives for "" and printed "http://:PORT", and
   // --alias was dropped for the file's name without a word.
   const CLI::Validator non_empty([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },

@@ -101,7 +101,11 @@ Result<LoadedEngine> create_engine(const EngineOptions& options) {
                 file->path(), lost);
   }
   std::string name;
-  if (auto n = file->get_string(names::kName); n.ok() && !n->empty()) {
+  // A key of another type than string is warned about (the reader's message names the file, the
+  // key and the type found), not passed over in silence (decision 0056).
+  auto n = file->has(names::kName) ? file->get_string(names::kName) : Result<std::string_view>(std::string_view());
+  if (!n.ok()) GS_LOG_WARN("{}; the model is named by its file", n.status().message());
+  if (n.ok() && !n->empty()) {
     name = std::string(*n);
   } else {
     // A split model is named by its prefix, not by the shard given (m-00001-of-00002.gguf).
@@ -120,6 +124,8 @@ Result<LoadedEngine> create_engine(const EngineOptions& options) {
                     "31B template's format",
                     file->path(), names::kChatTemplate);
       }
+    } else {
+      GS_LOG_WARN("{}; chat prompts use the Gemma 4 31B template's format", src.status().message());
     }
   }
   GS_ASSIGN_OR_RETURN(std::unique_ptr<SlotRunner> runner, create_runtime_slot_runner(options, file, *out.tokenizer));

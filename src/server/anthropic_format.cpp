@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "text/chat_values.h"
+
 namespace gs::server {
 
 using nlohmann::json;
@@ -11,13 +13,18 @@ namespace {
 
 json null_if_empty(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
-// A call's arguments text as the tool_use input object.
+// A call's arguments text as the tool_use input object: integers beyond 64 bits kept as their
+// digits (text::chat::parse_json_exact), which anthropic_message_text writes back as written.
 json tool_input(const std::string& arguments_json) {
-  json input = json::parse(arguments_json, nullptr, /*allow_exceptions=*/false);
+  json input = text::chat::parse_json_exact(arguments_json);
   return input.is_object() ? input : json::object();
 }
 
 }  // namespace
+
+std::string anthropic_message_text(const ResponseMeta& meta, const GenerationResult& r) {
+  return text::chat::dump_json_exact(anthropic_message_json(meta, r));
+}
 
 AnthropicStop anthropic_stop(const GenerationResult& r) {
   // A call cut by max_tokens is max_tokens, as Anthropic has it (its input is repaired).

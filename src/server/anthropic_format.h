@@ -38,8 +38,14 @@ std::string anthropic_tool_use_id(std::string_view call_id);
 // The message object of a whole response: {id, type:"message", role:"assistant", model,
 // content: [thinking (signature ""), text, tool_use...] (each only when there is one),
 // stop_reason, stop_sequence, usage}. A call's input is its arguments object ({} should
-// the arguments not be a JSON object, which the output parser never gives).
+// the arguments not be a JSON object, which the output parser never gives); an integer in it
+// beyond 64 bits is text::chat::parse_json_exact's big-integer value, which nlohmann's dump
+// does not write as a number: send anthropic_message_text.
 nlohmann::json anthropic_message_json(const ResponseMeta& meta, const GenerationResult& r);
+// That message as JSON text, as dump_json writes it except that a call input's integers beyond
+// 64 bits are the digits the model wrote (the stream's input_json_delta text and the chat
+// route's arguments string have them too; nlohmann read them as doubles; decision 0056).
+std::string anthropic_message_text(const ResponseMeta& meta, const GenerationResult& r);
 
 // Anthropic's error type for an HTTP status: 400 and other 4xx invalid_request_error, 401
 // authentication_error, 403 permission_error, 404 not_found_error, 413 request_too_large,

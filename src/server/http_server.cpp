@@ -684,7 +684,10 @@ class Routes {
       res.set_header("Connection", "close");
       return send_outcome_error(res, st, api_error_from_status(Status(StatusCode::kCancelled, "the request was cancelled")));
     }
-    if (st.anthropic) return send_json(res, 200, anthropic_message_json(st.meta, *results[0]));
+    if (st.anthropic) {
+      res.status = 200;
+      return res.set_content(anthropic_message_text(st.meta, *results[0]), "application/json");
+    }
     if (st.responses) return send_json(res, 200, responses_response_json(st.meta, st.responses_echo, *results[0]));
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {

@@ -36,6 +36,15 @@ for bad in "--temperature nan" "--temperature 3" "--top-k -5" "--top-p 7" "--min
            "--ubatch 0" "-t -3" "--draft-p-min 1.5" "--presence-penalty 9"; do
   refused "run $bad" run -m "$TARGET" -p hi -n 2 $bad
 done
+# The drafter's options without --mtp drafted nothing and said so nowhere (decision 0056).
+for bad in "--draft-max 8" "--draft-p-min 0.5" "--no-draft-adaptive" "--draft-window w+1"; do
+  refused "run $bad without --mtp" run -m "$TARGET" -p hi -n 2 $bad
+  grep -q -- "--mtp" "$WORK/err" || fail "run $bad without --mtp: the message does not name --mtp: $(cat "$WORK/err")"
+done
+for bad in "--draft-max 8" "--no-draft-adaptive"; do
+  refused "serve $bad without --mtp" serve -m "$TARGET" --port 0 $bad
+  grep -q -- "--mtp" "$WORK/err" || fail "serve $bad without --mtp: the message does not name --mtp: $(cat "$WORK/err")"
+done
 refused "run: target as drafter" run -m "$TARGET" --mtp "$TARGET" -p hi -n 2
 refused "run: drafter as target" run -m "$DRAFTER" -p hi -n 2
 refused "serve: swapped" serve -m "$DRAFTER" --mtp "$TARGET" --port 0

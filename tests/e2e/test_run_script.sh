@@ -19,6 +19,10 @@ for a in "${cmd[@]}"; do [[ "$a" == --port ]] && n_port=$((n_port + 1)); done
 mapfile -t other < <(GS_RUN_DRY_RUN=1 "$SRC/scripts/run.sh" -m other.gguf --port=1)
 [[ " ${other[*]} " != *" models/shakes-target.gguf "* && " ${other[*]} " != *" --mtp "* ]] ||
   fail "-m other.gguf kept the bundled model or its drafter: ${other[*]}"
+# serve refuses --draft-max without --mtp, so run.sh adds it only beside a drafter.
+[[ " ${other[*]} " != *" --draft-max "* ]] || fail "-m other.gguf got --draft-max without --mtp: ${other[*]}"
+mapfile -t with_mtp < <(GS_RUN_DRY_RUN=1 "$SRC/scripts/run.sh" -m other.gguf --mtp d.gguf)
+[[ " ${with_mtp[*]} " == *" --draft-max 4 "* ]] || fail "-m other.gguf --mtp d.gguf lost --draft-max 4: ${with_mtp[*]}"
 
 # The printed command, with the binary under test, serves.
 cd "$SRC"

@@ -313,5 +313,42 @@ TEST(EngineLoadErrors, TheModelNameIsEscapedAndCut) {
   loaded->engine->shutdown();
 }
 
+
+// tokenizer.chat_template and general.name of another type than string were passed over in
+// silence (the default template's format, the file's stem), where a template the server does
+// not reproduce and a recommended sampling value of the wrong type are warned about: each is
+// one warning naming the file, the key and the type found (decision 0056).
+TEST(EngineLoadErrors, ChatTemplateOrNameOfAnotherTypeLoadsWithAWarningNamingTheKey) {
+  const test::ScratchDir dir("engine_load_key_types");
+  for (const std::string key : {"tokenizer.chat_template", "general.name"}) {
+    SCOPED_TRACE(key);
+    const std::string model = (dir.path / "m.gguf").string();
+    copy_gguf(test::shared_path("models/shakes-target.gguf"), model,
+              [&](const gguf::KeyValue& kv, const gguf::Value& v, gguf::GgufWriter& w) {
+                if (kv.key == key) {
+                  w.set_u32(kv.key, 5);
+                } else {
+                  w.set_value(kv.key, v);
+                }
+              });
+    const auto previous = spdlog::default_logger();
+    auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("key_types_test", sink));
+    auto loaded = create_engine(options(model, ""));
+    spdlog::set_default_logger(previous);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    size_t warnings = 0;
+    for (const std::string& line : sink->last_formatted()) {
+      if (line.find("'" + key + "'") == std::string::npos) continue;
+      ++warnings;
+      EXPECT_EQ(count(line, model), 1u) << line;
+      EXPECT_NE(line.find("is u32; expected string"), std::string::npos) << line;
+    }
+    EXPECT_EQ(warnings, 1u);
+    if (key == "general.name") EXPECT_EQ(loaded->model_name, "m");
+    loaded->engine->shutdown();
+  }
+}
+
 }  // namespace
 }  // namespace gs

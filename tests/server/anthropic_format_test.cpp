@@ -118,6 +118,27 @@ TEST(AnthropicFormat, WholeMessageHoldsThinkingTextAndToolUseBlocks) {
   EXPECT_EQ(m["usage"]["output_tokens"], 7);
 }
 
+// A call's integers beyond 64 bits keep the digits the model wrote, as the stream's
+// input_json_delta text and the chat route's arguments string have them (decision 0056):
+// nlohmann read them as doubles, so the whole message said 1.2345678901234568e+29.
+TEST(AnthropicFormat, ToolUseInputKeepsTheDigitsOfIntegersBeyond64Bits) {
+  GenerationResult r = result("tool_calls");
+  r.tool_calls.push_back(
+      {"call_1", "f", R"({"n":123456789012345678901234567890,"m":-98765432109876543210,"x":1.5,"k":[18446744073709551616]})"});
+  const std::string text = anthropic_message_text(meta(), r);
+  EXPECT_NE(text.find(R"("input":{"k":[18446744073709551616],"m":-98765432109876543210,"n":123456789012345678901234567890,"x":1.5})"),
+            std::string::npos)
+      << text;
+  const json m = json::parse(text);
+  EXPECT_EQ(m["content"][0]["name"], "f");
+  EXPECT_EQ(m["stop_reason"], "tool_use");
+  // Everything else is the message object as nlohmann writes it.
+  GenerationResult plain = result("stop");
+  plain.content = "caf\xc3\xa9 \xff";
+  plain.tool_calls.push_back({"call_2", "g", R"({"a":[1,2.5,"s",null,true]})"});
+  EXPECT_EQ(anthropic_message_text(meta(), plain), dump_json(anthropic_message_json(meta(), plain)));
+}
+
 TEST(AnthropicFormat, EmptyOutputIsAnEmptyContentArray) {
   const json m = anthropic_message_json(meta(), result("stop"));
   EXPECT_TRUE(m["content"].is_array());
