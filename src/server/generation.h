@@ -91,6 +91,10 @@ class Generation {
 
   // Submits to the engine. Errors as Engine::submit.
   Status start(Engine& engine);
+  // The engine request start() submits; attach() takes the stream of one submitted another
+  // way (Engine::submit_all, a response's choices together).
+  const GenerationRequest& request() const { return plan_.request; }
+  void attach(std::unique_ptr<RequestStream> stream) { stream_ = std::move(stream); }
   // Waits up to `wait` for engine events and turns them into deltas.
   PollResult poll(std::chrono::milliseconds wait);
   // Stops the request (client gone). Idempotent.
