@@ -73,6 +73,7 @@ struct ChoiceOutput {
   // out with the content chunk that carries its text, never ahead of it (decision 0055).
   size_t content_sent = 0;
   size_t content_spelled = 0;
+  bool logprobs_sent = false;  // a chunk has carried this choice's logprobs
 };
 
 // Shared by a streamed or non-streamed response while its content provider runs.
@@ -507,6 +508,7 @@ class Routes {
       out.content_spelled += spelled;
     }
     if (n == 0) return nullptr;
+    out.logprobs_sent = true;
     std::vector<ShownToken> taken(out.pending_logprobs.begin(), out.pending_logprobs.begin() + static_cast<std::ptrdiff_t>(n));
     out.pending_logprobs.erase(out.pending_logprobs.begin(), out.pending_logprobs.begin() + static_cast<std::ptrdiff_t>(n));
     return chat_logprobs_json(*st.tokenizer, taken);
@@ -580,6 +582,11 @@ class Routes {
           return false;
         }
         json lp = take_logprobs(st, i);
+        if (st.chat && st.logprobs && lp.is_null() && !out.logprobs_sent) {
+          // An answer without content (a call alone) has no entries: the finish chunk says so,
+          // as the whole response's "content": [] does.
+          lp = chat_logprobs_json(*st.tokenizer, {});
+        }
         const int32_t n_completion = result.usage.completion_tokens;
         const std::string finish =
             st.chat ? chunk(chat_chunk_json(st.meta, i, json::object(), chat_finish_reason(result, st.tool_call_form), lp),
