@@ -130,8 +130,11 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   // The files are checked before any benchmark work (decision 0053): a drafter given as the
   // model, or a drafter that does not fit the model, was refused only after the calibration
   // below and the model's load, and the drafter with another wording than serve's.
+  // Each file is opened (and its header read) once: the weights load from the files checked
+  // here (the target was opened a second time to load, decision 0055).
+  GS_ASSIGN_OR_RETURN(std::shared_ptr<gguf::GgufFile> file, gguf::GgufFile::open_model(o.model));
+  std::shared_ptr<gguf::GgufFile> drafter_file;
   {
-    GS_ASSIGN_OR_RETURN(std::shared_ptr<gguf::GgufFile> file, gguf::GgufFile::open_model(o.model));
     GS_ASSIGN_OR_RETURN(const Gemma4Config config, load_gemma4_config(*file));
     if (config.is_assistant()) {
       return make_status(StatusCode::kInvalidArgument, "{} is an MTP drafter (gemma4-assistant), not a target model; "
@@ -139,7 +142,7 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
     }
     if (!o.mtp.empty()) {
       Result<std::shared_ptr<const text::Tokenizer>> tok = text::Tokenizer::from_gguf(*file);
-      GS_RETURN_IF_ERROR(check_drafter_files(*file, tok.ok() ? tok->get() : nullptr, o.model, o.mtp));
+      GS_ASSIGN_OR_RETURN(drafter_file, check_drafter_files(*file, tok.ok() ? tok->get() : nullptr, o.model, o.mtp));
     }
   }
   const bool quick = b.kind() == BackendKind::kCpu;  // the CPU oracle is slow: small ceilings
@@ -147,14 +150,10 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   GS_ASSIGN_OR_RETURN(const double gemm_flops, measure_gemm_flops(b, quick, rows));
 
   const double t_load0 = now_s();
-  GS_ASSIGN_OR_RETURN(std::shared_ptr<Gemma4Model> model, Gemma4Model::load(o.model, b));
+  GS_ASSIGN_OR_RETURN(std::shared_ptr<Gemma4Model> model, Gemma4Model::from_file(std::move(file), b));
   GS_RETURN_IF_ERROR(b.synchronize());
   const double t_load = now_s() - t_load0;
-  const Gemma4Config& c = model->config();
-  if (c.is_assistant()) {
-    return make_status(StatusCode::kInvalidArgument, "{} is an MTP drafter (gemma4-assistant), not a target model; "
-                       "bench -m takes a target", o.model);
-  }
+  const Gemma4Config& c = model->config();  // not an assistant: refused above
   const Totals tot = totals(*model);
   std::fprintf(stderr, "model: %s, %d layers, n_embd %d, %.2f GB of matrices, loaded in %.1f s\n", o.model.c_str(),
                c.n_layer, c.n_embd, tot.weight_bytes / 1e9, t_load);
@@ -184,7 +183,7 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
   std::unique_ptr<SpeculativeDecoder> spec;
   if (!o.mtp.empty()) {
-    Result<std::shared_ptr<Gemma4Model>> drafter = Gemma4Model::load(o.mtp, b);
+    Result<std::shared_ptr<Gemma4Model>> drafter = Gemma4Model::from_file(std::move(drafter_file), b);
     // Its kind and fit were checked from the files before the calibration (check_drafter_files).
     if (!drafter.ok()) return drafter_load_error(drafter.status(), o.mtp);
     SpecOptions so;

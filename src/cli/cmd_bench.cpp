@@ -10,6 +10,7 @@
 #include "bench_ops.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "int_option.h"
 #include "core/int_list.h"
 #include "runtime/kv_cache.h"
 
@@ -143,7 +144,7 @@ CommandEntry register_bench(CLI::App& app) {
   CLI::Option* mtp = sub->add_option("--mtp", a->mtp, "MTP drafter GGUF (assistant): tg N also runs as speculative generation");
   // Without --mtp nothing drafts: the flag was silently ignored, so it is refused instead.
   sub->add_option("--draft-max", a->draft_max, "with --mtp: drafts per speculative round")
-      ->check(CLI::Range(1, 16))
+      ->transform(decimal_integer<int>(1, 16))
       ->needs(mtp);
   sub->add_option("--depth-fill", a->depth_fill,
                   "how the depth's positions are filled: prefill (a forward pass over them) or zeros (zero K and V, "
@@ -159,9 +160,9 @@ CommandEntry register_bench(CLI::App& app) {
   sub->add_option("-d,--depth", a->depth_text, "context depths the tests start from (a list)");
   sub->add_option("--verify", a->verify_text, "verify passes of k tokens, 1 to 2^20 (MTP verification cost; a list)");
   sub->add_option("--device", a->device, "cuda, cpu or auto (default: cuda when a GPU is present)");
-  sub->add_option("-r,--repetitions", a->reps, "repetitions of each test (median reported)")->check(CLI::Range(1, 100000));
-  sub->add_option("-b,--ubatch", a->ubatch, "most tokens in one forward pass")->check(CLI::Range(1, 1 << 20));
-  sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 4096));
+  sub->add_option("-r,--repetitions", a->reps, "repetitions of each test (median reported)")->transform(decimal_integer<int>(1, 100000));
+  sub->add_option("-b,--ubatch", a->ubatch, "most tokens in one forward pass")->transform(decimal_integer<int>(1, 1 << 20));
+  sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)")->transform(decimal_integer<int>(0, 4096));
   CLI::Option* ops =
       sub->add_flag("--ops", a->ops, "benchmark the backend's ops at the Gemma-4-31B shapes (no model file)");
   sub->add_flag("--quick", a->quick, "fewer shapes and repetitions");

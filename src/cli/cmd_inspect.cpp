@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "int_option.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_summary.h"
 
@@ -189,7 +190,7 @@ CommandEntry register_inspect(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("inspect", "Show a GGUF file's metadata, tensors, totals and parameter count");
   sub->add_option("file", opts->path, "GGUF file (of a split model: any shard, the others beside it)")->required();
   sub->add_flag("--json", opts->json, "JSON output for scripts");
-  sub->add_option("--max-items", opts->max_items, "array items shown per array (default 8)")->check(CLI::Range(0, 1 << 30));
+  sub->add_option("--max-items", opts->max_items, "array items shown per array (default 8)")->transform(decimal_integer<size_t>(0, size_t{1} << 30));
   return {sub, [opts] { return run_inspect(*opts); }};
 }
 

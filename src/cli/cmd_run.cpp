@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "commands.h"
+#include "int_option.h"
 #include "core/int_list.h"
-#include "exact_integer.h"
 #include "engine/engine_factory.h"
 #include "runtime/kv_cache.h"
 #include "text/detokenizer.h"
@@ -219,11 +219,11 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("--prompt-tokens", a->prompt_tokens, "prompt as comma-separated token ids (used as given)")
       ->excludes(text_opt);
   sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str()
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->transform(decimal_integer<int>(1, std::numeric_limits<int>::max()));
   sub->add_option("--temperature", a->temperature, "0 = greedy (default: the file's general.sampling.temp, else 0)")
       ->check(in_range(0.0, 2.0, -1.0));
-  sub->add_option("--top-k", a->top_k, "0 = off (default: the file's general.sampling.top_k)")
-      ->check(in_range(0.0, 1e9, -1.0));
+  sub->add_option("--top-k", a->top_k, "0 = off (default or -1: the file's general.sampling.top_k)")
+      ->transform(decimal_integer<int>(-1, 1000000000));
   sub->add_option("--top-p", a->top_p, "1 = off (default: the file's general.sampling.top_p)")
       ->check(in_range(0.0, 1.0, -1.0));
   sub->add_option("--min-p", a->min_p, "0 = off")->capture_default_str()->check(in_range(0.0, 1.0));
@@ -232,12 +232,13 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("--frequency-penalty", a->frequency_penalty)->capture_default_str()->check(in_range(-2.0, 2.0));
   sub->add_option("--presence-penalty", a->presence_penalty)->capture_default_str()->check(in_range(-2.0, 2.0));
   sub->add_option("--seed", a->seed, "RNG seed (default or -1: random)")
-      ->check(exact_integer<int64_t>(-1, std::numeric_limits<int64_t>::max()));
+      ->transform(decimal_integer<int64_t>(-1, std::numeric_limits<int64_t>::max()));
   sub->add_option("-t,--threads", a->threads, "CPU threads (0 = all cores)")->capture_default_str()
-      ->check(CLI::Range(0, 4096));
-  sub->add_option("-c,--ctx-size", a->ctx, "context (positions) of the sequence")->capture_default_str();
+      ->transform(decimal_integer<int>(0, 4096));
+  sub->add_option("-c,--ctx-size", a->ctx, "context (positions) of the sequence")->capture_default_str()
+      ->transform(decimal_integer<int>());
   sub->add_option("--ubatch", a->ubatch, "most prompt tokens per forward pass")->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+      ->transform(decimal_integer<int>(1, 1 << 20));
   sub->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0 (half the bytes of f16)")
       ->capture_default_str()->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   sub->add_option("--device", a->device, "auto (CUDA when a GPU is present), cpu or cuda")->capture_default_str();
@@ -248,7 +249,7 @@ CommandEntry register_run(CLI::App& app) {
   // The drafter's options without --mtp: nothing drafts, and they were dropped without a word
   // (bench refused them already); refused by CLI11 as "--draft-max requires --mtp" (decision 0056).
   sub->add_option("--draft-max", a->draft_max, "most drafts per round with --mtp")->capture_default_str()
-      ->check(CLI::Range(0, 16))  // serve's bound (a million planned 103 GB of drafter outputs)
+      ->transform(decimal_integer<int>(0, 16))  // serve's bound (a million planned 103 GB of drafter outputs)
       ->needs(mtp);
   sub->add_option("--draft-p-min", a->draft_p_min, "stop drafting below this drafter probability")->capture_default_str()
       ->check(in_range(0.0, 1.0))

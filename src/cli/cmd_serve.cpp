@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "int_option.h"
 #include "core/host_memory.h"
 #include "core/log.h"
 #include "engine/engine_factory.h"
@@ -290,7 +291,7 @@ CommandEntry register_serve(CLI::App& app) {
                          ->check(CLI::ExistingFile);
   // Without --mtp nothing drafts: these were dropped without a word (decision 0056).
   sub->add_option("--draft-max", args->draft_max, "Drafts per speculative round")->capture_default_str()
-      ->check(CLI::Range(1, 16))
+      ->transform(decimal_integer<int>(1, 16))
       ->needs(mtp);
   sub->add_flag("--draft-adaptive,!--no-draft-adaptive", args->draft_adaptive,
                 "Choose each round's draft count from measured costs and acceptance, so drafting never makes "
@@ -301,17 +302,18 @@ CommandEntry register_serve(CLI::App& app) {
   const CLI::Validator non_empty([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
                                  "NONEMPTY");
   sub->add_option("--host", args->host, "Address to listen on")->capture_default_str()->check(non_empty);
-  sub->add_option("--port", args->port, "Port to listen on")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_option("--port", args->port, "Port to listen on")->capture_default_str()->transform(decimal_integer<int>(0, 65535));
   auto* key_file = sub->add_option("--api-key-file", args->api_key_file,
-                                   "File with API keys, one per line (keeps keys out of `ps`)")
+                                   "File with API keys, one per line (keeps keys out of `ps`); blank lines and lines "
+                                   "starting with # are skipped")
                        ->check(CLI::ExistingFile);
   sub->add_option("--api-key", args->api_keys, "An API key clients must send (repeatable)")->excludes(key_file);
   sub->add_option("-c,--ctx-size", args->ctx_size, "Context tokens per sequence (0: min(model, 8192))")
-      ->capture_default_str()->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+      ->capture_default_str()->transform(decimal_integer<int>(0, std::numeric_limits<int32_t>::max()));
   sub->add_option("-P,--parallel", args->parallel, "Sequences run at once (slots)")->capture_default_str()
-      ->check(CLI::Range(1, 256));
+      ->transform(decimal_integer<int>(1, 256));
   sub->add_option("-t,--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str()
-      ->check(CLI::Range(0, 4096));
+      ->transform(decimal_integer<int>(0, 4096));
   sub->add_option("--alias", args->alias, "Model name shown to clients (default: the file's name)")->check(non_empty);
   sub->add_option("--device", args->device, "cpu, cuda or auto")->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
@@ -320,16 +322,16 @@ CommandEntry register_serve(CLI::App& app) {
       ->capture_default_str()->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   sub->add_option("--max-body-bytes", args->max_body_bytes,
                   "Largest request body accepted (413 above; default: the larger of 8 MiB and 24 bytes a context token)")
-      ->check(CLI::Range(size_t{1} << 10, size_t{1} << 32));
+      ->transform(decimal_integer<size_t>(size_t{1} << 10, size_t{1} << 32));
   sub->add_option("--queue-size", args->queue_size,
                   "Requests that may wait for a slot (429 beyond; past about 4080 running and waiting requests, "
                   "further ones wait for an HTTP thread instead)")
-      ->capture_default_str()->check(CLI::Range(0, 100000));
+      ->capture_default_str()->transform(decimal_integer<int>(0, 100000));
   sub->add_option("--reasoning", args->reasoning, "Thinking by default: on or off (requests can override)")
       ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--reasoning-budget", args->reasoning_budget,
                   "Default reasoning budget in tokens (-1: unlimited, 0: no thinking)")
-      ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
+      ->capture_default_str()->transform(decimal_integer<int>(-1, 1 << 30));
   sub->add_option("--reasoning-format", args->reasoning_format,
                   "Where chat completions put the thinking (requests can override with reasoning_format): "
                   "deepseek (reasoning_content), none (left in content, with its markup), deepseek-legacy (both), "
@@ -338,14 +340,14 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--default-max-tokens", args->default_max_tokens,
                   "Completion tokens for a chat request that sets no max_tokens (/v1/completions keeps "
                   "OpenAI's default of 16)")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 30));
+      ->capture_default_str()->transform(decimal_integer<int>(1, 1 << 30));
   sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
                   "Seconds to let running requests finish after SIGTERM/SIGINT")
-      ->capture_default_str()->check(CLI::Range(0, 3600));
+      ->capture_default_str()->transform(decimal_integer<int>(0, 3600));
   sub->add_option("--cache-ram", args->cache_ram_mib,
                   "llama-server's host prompt-cache cap in MiB, accepted for its command lines: gemmaserve keeps "
                   "no host prompt cache (prefixes are reused from the slots' KV cache, fixed at start)")
-      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
+      ->transform(decimal_integer<int64_t>(-1, int64_t{1} << 40));
   sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   return {sub, [args] { return serve(*args); }};

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "commands.h"
-#include "exact_integer.h"
+#include "int_option.h"
 #include "gguf/gguf_summary.h"
 #include "model/synth_writer.h"
 
@@ -135,31 +135,31 @@ CommandEntry register_synth(CLI::App& app) {
   sub->add_option("--preset", o->preset, "tiny | tiny-assistant | 31b | 31b-assistant")->required();
   sub->add_option("-o,--output", o->out, "output GGUF file")->required();
   sub->add_option("--seed", o->seed, "random seed (default 1)")
-      ->check(exact_integer<uint64_t>(0, std::numeric_limits<uint64_t>::max()));
+      ->transform(decimal_integer<uint64_t>());
   sub->add_option("--type", o->type, "matrix type: q4_k_m (mix, default) or a ggml type (q8_0, q4_K, f16, ...)");
   sub->add_option("--name", o->name, "general.name");
   sub->add_option("--chat-template", o->chat_template_path, "file whose text becomes tokenizer.chat_template")
       ->check(CLI::ExistingFile);
-  sub->add_option("--threads", o->threads, "generator threads (default: all cores)")->check(CLI::Range(0, 4096));
+  sub->add_option("--threads", o->threads, "generator threads (default: all cores)")->transform(decimal_integer<int>(0, 4096));
   sub->add_option("--split-max-tensors", o->split_max_tensors,
                   "write a split model as gguf-split does: shards of at most N tensors, named "
                   "OUTPUT-00001-of-0000M.gguf (OUTPUT without .gguf)")
-      ->check(CLI::Range(1, 1 << 30));
+      ->transform(decimal_integer<int>(1, 1 << 30));
   sub->add_flag("--quiet", o->quiet, "print only the final line");
   sub->add_flag("--no-k-eq-v", o->no_k_eq_v, "give full-attention layers their own attn_v");
-  sub->add_option("--n-embd", o->n_embd, "embedding width");
-  sub->add_option("--n-embd-out", o->n_embd_out, "assistant: the target's embedding width");
-  sub->add_option("--n-layer", o->n_layer, "layers");
-  sub->add_option("--n-ff", o->n_ff, "feed-forward width");
-  sub->add_option("--n-head", o->n_head, "query heads");
-  sub->add_option("--n-head-kv", o->n_head_kv, "KV heads of full-attention layers");
-  sub->add_option("--n-head-kv-swa", o->n_head_kv_swa, "KV heads of sliding layers");
-  sub->add_option("--head-dim", o->head_dim, "head dim of full-attention layers");
-  sub->add_option("--head-dim-swa", o->head_dim_swa, "head dim of sliding layers");
-  sub->add_option("--sliding-window", o->sliding_window, "sliding window");
-  sub->add_option("--n-vocab", o->n_vocab, "vocabulary size");
-  sub->add_option("--ctx", o->ctx, "training context length (context_length)");
-  sub->add_option("--swa-period", o->swa_period, "layer il is full iff (il+1) % period == 0 (or last)");
+  sub->add_option("--n-embd", o->n_embd, "embedding width")->transform(decimal_integer<int64_t>());
+  sub->add_option("--n-embd-out", o->n_embd_out, "assistant: the target's embedding width")->transform(decimal_integer<int64_t>());
+  sub->add_option("--n-layer", o->n_layer, "layers")->transform(decimal_integer<int64_t>());
+  sub->add_option("--n-ff", o->n_ff, "feed-forward width")->transform(decimal_integer<int64_t>());
+  sub->add_option("--n-head", o->n_head, "query heads")->transform(decimal_integer<int64_t>());
+  sub->add_option("--n-head-kv", o->n_head_kv, "KV heads of full-attention layers")->transform(decimal_integer<int64_t>());
+  sub->add_option("--n-head-kv-swa", o->n_head_kv_swa, "KV heads of sliding layers")->transform(decimal_integer<int64_t>());
+  sub->add_option("--head-dim", o->head_dim, "head dim of full-attention layers")->transform(decimal_integer<int64_t>());
+  sub->add_option("--head-dim-swa", o->head_dim_swa, "head dim of sliding layers")->transform(decimal_integer<int64_t>());
+  sub->add_option("--sliding-window", o->sliding_window, "sliding window")->transform(decimal_integer<int64_t>());
+  sub->add_option("--n-vocab", o->n_vocab, "vocabulary size")->transform(decimal_integer<int64_t>());
+  sub->add_option("--ctx", o->ctx, "training context length (context_length)")->transform(decimal_integer<int64_t>());
+  sub->add_option("--swa-period", o->swa_period, "layer il is full iff (il+1) % period == 0 (or last)")->transform(decimal_integer<int64_t>());
   return {sub, [o] { return run_synth(*o); }};
 }
 

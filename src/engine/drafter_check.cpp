@@ -45,8 +45,10 @@ Status drafter_load_error(const Status& st, const std::string& drafter_path) {
   return make_status(st.code(), "the drafter {}: {}", drafter_path, why);
 }
 
-Status check_drafter_files(const gguf::GgufFile& target_file, const text::Tokenizer* target_tokenizer,
-                           const std::string& target_path, const std::string& drafter_path) {
+Result<std::shared_ptr<gguf::GgufFile>> check_drafter_files(const gguf::GgufFile& target_file,
+                                                            const text::Tokenizer* target_tokenizer,
+                                                            const std::string& target_path,
+                                                            const std::string& drafter_path) {
   Result<std::shared_ptr<gguf::GgufFile>> drafter = gguf::GgufFile::open_model(drafter_path);
   if (!drafter.ok()) return drafter_load_error(drafter.status(), drafter_path);
   Result<Gemma4Config> config = load_gemma4_config(**drafter);
@@ -59,13 +61,13 @@ Status check_drafter_files(const gguf::GgufFile& target_file, const text::Tokeni
     return make_status(st.code(), "{}: {}", drafter_path, st.message());
   }
   Result<Gemma4Config> target = load_gemma4_config(target_file);
-  if (!target.ok() || target->is_assistant()) return {};
+  if (!target.ok() || target->is_assistant()) return *drafter;
   Status st = target_tokenizer ? check_drafter_vocabulary(**drafter, *target_tokenizer) : Status();
   if (st.ok()) st = pair_assistant_with_target(*target, &*config);
   if (!st.ok()) {
     return make_status(st.code(), "the drafter {} cannot draft for {}: {}", drafter_path, target_path, st.message());
   }
-  return {};
+  return *drafter;
 }
 
 }  // namespace gs

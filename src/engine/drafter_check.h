@@ -3,6 +3,7 @@
 // bench before its calibration and benchmarks (decision 0053), all with the same errors.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/status.h"
@@ -23,7 +24,9 @@ namespace gs {
 //   "--mtp D is not a gemma4-assistant (MTP drafter) file",
 //   "D: <token scores>",
 //   "the drafter D cannot draft for T: <the mismatch, naming both values>".
-Status check_drafter_files(const gguf::GgufFile& target_file, const text::Tokenizer* target_tokenizer,
+// Returns the opened drafter file, for its weights to load from (Gemma4Model::from_file), so
+// that the file is opened and its header read once (decision 0055).
+Result<std::shared_ptr<gguf::GgufFile>> check_drafter_files(const gguf::GgufFile& target_file, const text::Tokenizer* target_tokenizer,
                            const std::string& target_path, const std::string& drafter_path);
 
 // A failure to open or load the drafter `drafter_path` as "the drafter D: <why>", the path

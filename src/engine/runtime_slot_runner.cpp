@@ -516,8 +516,11 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
                                                                const text::Tokenizer& tokenizer) {
   // A drafter that does not fit its target is refused from the files, before the target's
   // weights load (decision 0053; bug-case 35).
+  // Its file, opened once: its weights load from it below.
+  std::shared_ptr<gguf::GgufFile> drafter_file;
   if (!options.drafter_path.empty()) {
-    GS_RETURN_IF_ERROR(check_drafter_files(*target_file, &tokenizer, options.model_path, options.drafter_path));
+    GS_ASSIGN_OR_RETURN(drafter_file,
+                        check_drafter_files(*target_file, &tokenizer, options.model_path, options.drafter_path));
   }
   // Asked for CUDA where there is none: say so and serve on the CPU rather than not at all.
   std::string fallback;
@@ -575,7 +578,7 @@ Result<std::unique_ptr<SlotRunner>> create_runtime_slot_runner(const EngineOptio
   if (!options.drafter_path.empty()) {
     // Its kind and fit were checked from the files above (check_drafter_files); what is left
     // is its weights' own checks as they load.
-    Result<std::shared_ptr<Gemma4Model>> loaded = Gemma4Model::load(options.drafter_path, *backend);
+    Result<std::shared_ptr<Gemma4Model>> loaded = Gemma4Model::from_file(std::move(drafter_file), *backend);
     if (!loaded.ok()) return drafter_load_error(loaded.status(), options.drafter_path);
     assistant = *loaded;
   }

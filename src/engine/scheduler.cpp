@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/log.h"
 
 namespace gs {
@@ -56,53 +58,83 @@ EngineMetrics Scheduler::metrics() const {
   return metrics_;
 }
 
+Status Scheduler::check_request(const GenerationRequest& request) const {
+  const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
+  if (n_prompt == 0) return Status(StatusCode::kInvalidArgument, "the prompt is empty");
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= runner_info_.n_vocab) {
+      return make_status(StatusCode::kInvalidArgument, "token id {} is outside the vocabulary [0, {})", id,
+                         runner_info_.n_vocab);
+    }
+  }
+  if (n_prompt >= runner_info_.n_ctx) {
+    return make_status(StatusCode::kOutOfRange,
+                       "the prompt has {} tokens but the context holds {} tokens per sequence "
+                       "(the prompt must be shorter to leave room for the answer)",
+                       n_prompt, runner_info_.n_ctx);
+  }
+  if (request.max_tokens == 0 || request.max_tokens < -1) {
+    return make_status(StatusCode::kInvalidArgument, "max_tokens must be >= 1 (or -1 for no limit), got {}",
+                       request.max_tokens);
+  }
+  if (request.n_logprobs > 20 || request.n_logprobs < -1) {
+    return make_status(StatusCode::kInvalidArgument, "the number of top logprobs must be 0..20, got {}",
+                       request.n_logprobs);
+  }
+  return {};
+}
+
 Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest request) {
-  auto reject = [&](Status status) -> Result<std::unique_ptr<RequestStream>> {
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  GS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<RequestStream>> streams, submit_all(std::move(one)));
+  return std::move(streams.front());
+}
+
+Result<std::vector<std::unique_ptr<RequestStream>>> Scheduler::submit_all(std::vector<GenerationRequest> requests) {
+  auto reject = [&](Status status) -> Result<std::vector<std::unique_ptr<RequestStream>>> {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     metrics_.requests_rejected_total++;
     return status;
   };
-  const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
-  if (n_prompt == 0) return reject(Status(StatusCode::kInvalidArgument, "the prompt is empty"));
-  for (int32_t id : request.prompt) {
-    if (id < 0 || id >= runner_info_.n_vocab) {
-      return reject(make_status(StatusCode::kInvalidArgument,
-                                "token id {} is outside the vocabulary [0, {})", id, runner_info_.n_vocab));
-    }
+  if (requests.empty()) return std::vector<std::unique_ptr<RequestStream>>{};
+  for (const GenerationRequest& request : requests) {
+    if (Status st = check_request(request); !st.ok()) return reject(std::move(st));
   }
-  if (n_prompt >= runner_info_.n_ctx) {
-    return reject(make_status(StatusCode::kOutOfRange,
-                              "the prompt has {} tokens but the context holds {} tokens per sequence "
-                              "(the prompt must be shorter to leave room for the answer)",
-                              n_prompt, runner_info_.n_ctx));
-  }
-  if (request.max_tokens == 0 || request.max_tokens < -1) {
-    return reject(make_status(StatusCode::kInvalidArgument, "max_tokens must be >= 1 (or -1 for no limit), got {}",
-                              request.max_tokens));
-  }
-  if (request.n_logprobs > 20 || request.n_logprobs < -1) {
-    return reject(make_status(StatusCode::kInvalidArgument, "the number of top logprobs must be 0..20, got {}",
-                              request.n_logprobs));
-  }
-  auto channel = std::make_shared<EventChannel>();
+  const int64_t n_new = static_cast<int64_t>(requests.size());
+  std::vector<std::shared_ptr<EventChannel>> channels;
+  uint64_t n_prompt_tokens = 0;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     if (shared_->stop || shared_->draining) {
       return reject(Status(StatusCode::kUnavailable, "the server is shutting down"));
     }
-    const int64_t waiting = static_cast<int64_t>(shared_->queue.size()) + shared_->n_active;
-    if (waiting >= static_cast<int64_t>(runner_info_.n_slots) + options_.queue_size) {
-      return reject(make_status(StatusCode::kResourceExhausted,
-                                "the server is busy: {} requests are running or waiting; try again later",
-                                waiting));
+    // All or none: a response's choices each need a place (a slot or a queue place), and
+    // were refused only once the first ones had been queued (decision 0055).
+    const int64_t n_running = shared_->n_active;
+    const int64_t n_waiting = static_cast<int64_t>(shared_->queue.size());
+    const int64_t capacity = static_cast<int64_t>(runner_info_.n_slots) + options_.queue_size;
+    const int64_t n_free = std::max<int64_t>(capacity - n_running - n_waiting, 0);
+    if (n_new > n_free) {
+      return reject(make_status(StatusCode::kResourceExhausted, "the server is busy: {} of {} places are free, {}; "
+                                "{} running and {} waiting ({} slot{} and a queue of {}); try again later",
+                                n_free, capacity,
+                                n_new == 1 ? std::string("the request needs 1")
+                                           : fmt::format("the request's {} choices (n) need {}, one each", n_new, n_new),
+                                n_running, n_waiting, runner_info_.n_slots, runner_info_.n_slots == 1 ? "" : "s",
+                                options_.queue_size));
     }
-    shared_->queue.push_back(Pending{std::move(request), channel, Clock::now()});
+    for (GenerationRequest& request : requests) {
+      n_prompt_tokens += request.prompt.size();
+      channels.push_back(std::make_shared<EventChannel>());
+      shared_->queue.push_back(Pending{std::move(request), channels.back(), Clock::now()});
+    }
     shared_->poked = true;
   }
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
-    metrics_.requests_total++;
-    metrics_.prompt_tokens_total += static_cast<uint64_t>(n_prompt);
+    metrics_.requests_total += static_cast<uint64_t>(n_new);
+    metrics_.prompt_tokens_total += n_prompt_tokens;
   }
   shared_->cv.notify_all();
   std::weak_ptr<Shared> weak = shared_;
@@ -115,7 +147,9 @@ Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest reque
       s->cv.notify_all();
     }
   };
-  return std::unique_ptr<RequestStream>(new ChannelStream(std::move(channel), std::move(wake)));
+  std::vector<std::unique_ptr<RequestStream>> streams;
+  for (auto& channel : channels) streams.push_back(std::unique_ptr<RequestStream>(new ChannelStream(channel, wake)));
+  return streams;
 }
 
 void Scheduler::drain() {

@@ -39,12 +39,16 @@ class Scheduler final : public Engine {
   Scheduler& operator=(const Scheduler&) = delete;
 
   Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) override;
+  Result<std::vector<std::unique_ptr<RequestStream>>> submit_all(std::vector<GenerationRequest> requests) override;
   EngineInfo info() const override;
   EngineMetrics metrics() const override;
   void drain() override;
   void shutdown() override;
 
  private:
+  // submit's checks of one request alone (prompt, token ids, limits); the room is checked
+  // under the lock.
+  Status check_request(const GenerationRequest& request) const;
   using Clock = std::chrono::steady_clock;
 
   struct Pending {

@@ -28,12 +28,14 @@ ChoiceSet::ChoiceSet(std::shared_ptr<const text::Tokenizer> tokenizer, const Gen
 }
 
 Status ChoiceSet::start(Engine& engine) {
-  for (size_t i = 0; i < choices_.size(); ++i) {
-    Status st = choices_[i]->start(engine);
-    if (st.ok()) continue;
-    for (size_t k = 0; k < i; ++k) choices_[k]->cancel();
-    return st;
-  }
+  if (choices_.size() == 1) return choices_[0]->start(engine);
+  // All choices or none, in one submit: the engine checks the room for all of them at once
+  // (one by one, the first were queued and then cancelled when a later one found no room).
+  std::vector<GenerationRequest> requests;
+  requests.reserve(choices_.size());
+  for (const auto& c : choices_) requests.push_back(c->request());
+  GS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<RequestStream>> streams, engine.submit_all(std::move(requests)));
+  for (size_t i = 0; i < choices_.size(); ++i) choices_[i]->attach(std::move(streams[i]));
   return {};
 }
 

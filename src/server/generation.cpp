@@ -2,6 +2,7 @@
 #include "server/generation.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace gs::server {
 
@@ -17,9 +18,10 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
   // tokens back as long). Text that may begin one is held back before that too, so one that
   // straddles the boundary is cut whole, streamed or not (decision 0007).
   stop_armed_ = plan_.request.sampling.min_tokens <= 0;
-  // The logprobs must spell the returned text (decision 0053): where a stop string may cut
-  // the output, a token is held until its text is decided.
-  hold_tokens_ = plan_.chat ? !plan_.parser.stop.empty() : !plan_.stop.empty();
+  // The logprobs must spell the returned text (decisions 0053, 0055): where a stop string may
+  // cut a raw completion, a token is held until its text is decided; chat tokens are always
+  // held until the parser has decided what content their text becomes.
+  hold_tokens_ = !plan_.chat && !plan_.stop.empty();
   if (plan_.chat) {
     text::ParserOptions options = plan_.parser;
     options.stop_armed = stop_armed_;
@@ -77,6 +79,7 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
     OutputDelta d;
     switch (ev.kind) {
       case text::ParserEventKind::kContent:
+        attribute_content(ev);
         d.kind = OutputDelta::Kind::kContent;
         d.text = ev.text;
         push_delta(std::move(d), out);
@@ -125,6 +128,26 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
   }
 }
 
+void Generation::attribute_content(const text::ParserEvent& event) {
+  for (size_t k = 0; k < event.text.size(); ++k) {
+    // In content order: a byte placed before the last one (text the parser moved) goes with it.
+    const uint64_t source = std::max(k < event.sources.size() ? event.sources[k] : last_source_, last_source_);
+    last_source_ = source;
+    if (held_tokens_.empty() || source < prefix_bytes_) {
+      orphan_ += event.text[k];
+      continue;
+    }
+    const uint64_t at = source - prefix_bytes_;
+    // The first held token whose bytes end after `at` (the last one where none does).
+    auto it = std::upper_bound(held_tokens_.begin(), held_tokens_.end(), at,
+                               [](uint64_t a, const HeldToken& h) { return a < h.raw_end(); });
+    HeldToken& h = it == held_tokens_.end() ? held_tokens_.back() : *it;
+    h.shown += orphan_;
+    orphan_.clear();
+    h.shown += event.text[k];
+  }
+}
+
 void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollResult* out) {
   for (const auto& tok : tokens) {
     if (stopped_early_) return;
@@ -136,12 +159,11 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
     }
     const size_t carry = decoder_.pending_bytes();
     const std::string piece = decoder_.push(tok.id);
-    HeldToken held{tok, decoded_size_, decoded_size_ + piece.size(), carry, 0};
-    if (hold_tokens_)  // only a stop string's cut reads it
+    HeldToken held{tok, decoded_size_, decoded_size_ + piece.size(), carry, 0, {}};
+    if (hold_tokens_ || plan_.chat)  // a stop string's cut and the content's attribution read it
       held.piece_size = tokenizer_->token_to_piece(tok.id, text::DecodeOptions{.render_markup = plan_.chat}).size();
     held_tokens_.push_back(std::move(held));
     decoded_size_ += piece.size();
-    if (hold_tokens_ && plan_.chat) decoded_ += piece;
     if (plan_.chat) {
       const bool was_reasoning = parser_->in_reasoning();
       consume_parser_events(parser_->feed(piece), out);
@@ -165,8 +187,31 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
 
 void Generation::release_tokens(PollResult* out, bool all) {
   auto release = [&](const HeldToken& h, int32_t shown_bytes) {
-    out->tokens.push_back(ShownToken{h.token, shown_bytes});
+    out->tokens.push_back(ShownToken{h.token, shown_bytes, std::nullopt});
   };
+  if (plan_.chat) {
+    // A token whose text became no content (the thinking split off, a call, markup) is left
+    // out; one whose content is not its whole piece spells that content (decision 0055).
+    auto release_chat = [&](HeldToken& h) {
+      if (h.shown.empty()) return;
+      ShownToken shown{h.token, -1, std::nullopt};
+      if (h.shown != tokenizer_->token_to_piece(h.token.id, true)) shown.text = std::move(h.shown);
+      out->tokens.push_back(std::move(shown));
+    };
+    if (all && !orphan_.empty() && !held_tokens_.empty()) {
+      held_tokens_.back().shown += orphan_;
+      orphan_.clear();
+    }
+    const uint64_t undecided = all ? std::numeric_limits<uint64_t>::max() : parser_->undecided_from();
+    const uint64_t decided_end = undecided == std::numeric_limits<uint64_t>::max() ? undecided
+                                 : undecided > prefix_bytes_                       ? undecided - prefix_bytes_
+                                                                                   : 0;
+    while (!held_tokens_.empty() && held_tokens_.front().raw_end() <= decided_end) {
+      release_chat(held_tokens_.front());
+      held_tokens_.pop_front();
+    }
+    return;
+  }
   if (!hold_tokens_) {
     for (const HeldToken& h : held_tokens_) release(h, -1);
     held_tokens_.clear();
@@ -175,17 +220,9 @@ void Generation::release_tokens(PollResult* out, bool all) {
   if (all) {
     // Where a stop string ended the output, its text and what follows are not returned: the
     // tokens from its first byte on are left out, and one it begins inside is cut there.
-    // Raw completions return the decoded text up to the stop string (content is a prefix of
-    // it); chat returns content through the parser, so the stop string is looked for in the
-    // decoded text from the first byte that was still undecided (it began no earlier). Not
-    // found there (content the parser rewrote, such as a separator it added), nothing is cut.
+    // Raw completions return the decoded text up to the stop string (content is a prefix of it).
     std::optional<size_t> cut;
-    if (!plan_.chat && stop_matcher_.stopped()) {
-      cut = result_.content.size();
-    } else if (plan_.chat && parser_->stopped() && !result_.stop_sequence.empty()) {
-      const size_t at = decoded_.find(result_.stop_sequence, std::min(decided_, decoded_.size()));
-      if (at != std::string::npos) cut = at;
-    }
+    if (stop_matcher_.stopped()) cut = result_.content.size();
     for (const HeldToken& h : held_tokens_) {
       if (!cut) {
         release(h, -1);
@@ -205,9 +242,9 @@ void Generation::release_tokens(PollResult* out, bool all) {
     held_tokens_.clear();
     return;
   }
-  // A token is decided once its text is out of what the matcher (or parser) still holds;
-  // bytes the decoder holds for an unfinished character may begin a stop string too.
-  const size_t held = plan_.chat ? parser_->held_bytes() : stop_matcher_.held_bytes();
+  // A token is decided once its text is out of what the matcher still holds; bytes the
+  // decoder holds for an unfinished character may begin a stop string too.
+  const size_t held = stop_matcher_.held_bytes();
   decided_ = std::max(decided_, decoded_size_ - std::min(held, decoded_size_));
   while (!held_tokens_.empty()) {
     const HeldToken& h = held_tokens_.front();
@@ -276,6 +313,7 @@ PollResult Generation::poll(std::chrono::milliseconds wait) {
   }
   if (n_tokens_seen_ == 0 && plan_.chat && !plan_.output_prefix.empty() && !prefix_fed_) {
     prefix_fed_ = true;
+    prefix_bytes_ = plan_.output_prefix.size();
     consume_parser_events(parser_->feed(plan_.output_prefix), &out);
   }
   StreamEvent ev;

@@ -52,19 +52,26 @@ struct OutputDelta {
 };
 
 // A generated token as the logprobs show it: the token, and how much of its text is part of
-// the output. A stop string that begins inside a token's text cuts the token there: its entry
-// then spells only the first `shown_bytes` bytes of its piece (its logprob and alternatives
-// stay the whole token's), so that the entries spell exactly the returned text (decision 0053).
+// the output, so that the entries spell exactly the returned text (its logprob and
+// alternatives stay the whole token's). Raw completions: a stop string that begins inside a
+// token's text cuts the token there, and its entry spells only the first `shown_bytes` bytes
+// of its piece (decision 0053). Chat: the entry spells the content that came from the token's
+// text (`text`, where that is not its whole piece: the parser dropped some of it, a stop string
+// cut it, or the parser wrote text there), and tokens none of whose text is content (the
+// thinking split off as reasoning_content, tool calls, markup) are left out (decision 0055).
 struct ShownToken {
   GeneratedToken token;
-  int32_t shown_bytes = -1;  // -1: the whole piece
+  int32_t shown_bytes = -1;         // -1: the whole piece
+  std::optional<std::string> text;  // chat: the content this token stands for, where not its piece
 };
 
 struct PollResult {
   std::vector<OutputDelta> deltas;
-  // The tokens whose text this poll released (for logprobs), in order. With stop strings a
-  // token is held until no stop string can claim its text, and those a stop string ends on
-  // or after are never released; without stop strings, every token consumed.
+  // The tokens whose text this poll released (for logprobs), in order. Raw completions: with
+  // stop strings a token is held until no stop string can claim its text, and those a stop
+  // string ends on or after are never released; without stop strings, every token consumed.
+  // Chat: a token is held until the parser has decided what content its text becomes, and
+  // only those that became content are released (ShownToken::text).
   std::vector<ShownToken> tokens;
   int32_t n_tokens = 0;                // tokens consumed by this poll (continuous usage)
   bool finished = false;
@@ -91,6 +98,10 @@ class Generation {
 
   // Submits to the engine. Errors as Engine::submit.
   Status start(Engine& engine);
+  // The engine request start() submits; attach() takes the stream of one submitted another
+  // way (Engine::submit_all, a response's choices together).
+  const GenerationRequest& request() const { return plan_.request; }
+  void attach(std::unique_ptr<RequestStream> stream) { stream_ = std::move(stream); }
   // Waits up to `wait` for engine events and turns them into deltas.
   PollResult poll(std::chrono::milliseconds wait);
   // Stops the request (client gone). Idempotent.
@@ -108,6 +119,8 @@ class Generation {
  private:
   void consume_tokens(const std::vector<GeneratedToken>& tokens, PollResult* out);
   void consume_parser_events(const std::vector<text::ParserEvent>& events, PollResult* out);
+  // Chat: gives each byte of a content event to the held token its input offset falls in.
+  void attribute_content(const text::ParserEvent& event);
   void push_delta(OutputDelta delta, PollResult* out);
   void end(PollResult* out, FinishReason reason, const Usage& usage);
   // Moves the held tokens that are decided into out->tokens (see PollResult::tokens); `all`:
@@ -139,12 +152,20 @@ class Generation {
     size_t end = 0;         // ... and after it
     size_t carry = 0;       // bytes of earlier pieces the decoder held when the token came
     size_t piece_size = 0;  // its piece's bytes under the decoder's options
+    // Its own bytes' place in the decoded text, [start + carry, + piece_size) (exact for valid
+    // UTF-8), and (chat) the content they became (decision 0055).
+    size_t raw_end() const { return start + carry + piece_size; }
+    std::string shown;
   };
-  bool hold_tokens_ = false;   // stop strings may cut the output: tokens wait to be decided
+  bool hold_tokens_ = false;   // raw completions with stop strings: tokens wait to be decided
   std::deque<HeldToken> held_tokens_;
-  std::string decoded_;        // chat with stop strings: the decoded text (to find the stop)
   size_t decoded_size_ = 0;    // decoded bytes so far
-  size_t decided_ = 0;         // decoded bytes that no stop string can claim any more
+  size_t decided_ = 0;         // raw completions: decoded bytes no stop string can claim any more
+  // Chat: the parser input before the first token (the forced call opener), content the parser
+  // placed where no held token is (written to the next one), the last content byte's offset.
+  uint64_t prefix_bytes_ = 0;
+  std::string orphan_;
+  uint64_t last_source_ = 0;
 };
 
 }  // namespace gs::server

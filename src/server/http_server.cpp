@@ -69,6 +69,11 @@ struct ChoiceOutput {
   std::vector<ShownToken> pending_logprobs;      // released but not yet sent (streaming)
   TextOffsets text_offsets;                      // completions logprobs
   int32_t n_tokens = 0;                          // tokens consumed so far (continuous usage)
+  // Chat streams: content bytes sent, and those the logprob entries sent spell; an entry goes
+  // out with the content chunk that carries its text, never ahead of it (decision 0055).
+  size_t content_sent = 0;
+  size_t content_spelled = 0;
+  bool logprobs_sent = false;  // a chunk has carried this choice's logprobs
 };
 
 // Shared by a streamed or non-streamed response while its content provider runs.
@@ -485,13 +490,28 @@ class Routes {
     s_->counters_.tool_calls += r.tool_calls.size();
   }
 
-  json take_logprobs(ResponseState& st, int index) {
+  // The pending logprob entries of a choice, all of them, or for a chat stream's content
+  // chunk (`content_only`) those whose text has been sent (content_sent).
+  json take_logprobs(ResponseState& st, int index, bool content_only = false) {
     ChoiceOutput& out = st.outputs[static_cast<size_t>(index)];
     if (!st.logprobs || out.pending_logprobs.empty()) return nullptr;
-    json j = st.chat ? chat_logprobs_json(*st.tokenizer, out.pending_logprobs)
-                     : completion_logprobs_json(*st.tokenizer, out.pending_logprobs, out.text_offsets);
-    out.pending_logprobs.clear();
-    return j;
+    if (!st.chat) {
+      json j = completion_logprobs_json(*st.tokenizer, out.pending_logprobs, out.text_offsets);
+      out.pending_logprobs.clear();
+      return j;
+    }
+    size_t n = 0;
+    for (; n < out.pending_logprobs.size(); ++n) {
+      const ShownToken& t = out.pending_logprobs[n];
+      const size_t spelled = t.text ? t.text->size() : st.tokenizer->token_to_piece(t.token.id, true).size();
+      if (content_only && out.content_spelled + spelled > out.content_sent) break;
+      out.content_spelled += spelled;
+    }
+    if (n == 0) return nullptr;
+    out.logprobs_sent = true;
+    std::vector<ShownToken> taken(out.pending_logprobs.begin(), out.pending_logprobs.begin() + static_cast<std::ptrdiff_t>(n));
+    out.pending_logprobs.erase(out.pending_logprobs.begin(), out.pending_logprobs.begin() + static_cast<std::ptrdiff_t>(n));
+    return chat_logprobs_json(*st.tokenizer, taken);
   }
 
   // Server-sent events: each choice's role chunk, the choices' deltas as they come (each
@@ -532,7 +552,11 @@ class Routes {
         if (st.logprobs) out.pending_logprobs.insert(out.pending_logprobs.end(), cp.poll.tokens.begin(), cp.poll.tokens.end());
         out.n_tokens += cp.poll.n_tokens;
         for (const auto& d : cp.poll.deltas) {
-          json lp = take_logprobs(st, i);
+          // Chat: logprobs go with the content they spell (reasoning and calls have none).
+          if (st.chat && d.kind == OutputDelta::Kind::kContent) out.content_sent += d.text.size();
+          json lp = !st.chat ? take_logprobs(st, i)
+                    : d.kind == OutputDelta::Kind::kContent ? take_logprobs(st, i, /*content_only=*/true)
+                                                            : json(nullptr);
           const std::string event =
               st.chat ? chunk(chat_chunk_json(st.meta, i, chat_delta_json(d, st.tool_call_form), "", lp), out.n_tokens)
                       : chunk(completion_chunk_json(st.meta, i, d.text, "", lp), out.n_tokens);
@@ -558,6 +582,11 @@ class Routes {
           return false;
         }
         json lp = take_logprobs(st, i);
+        if (st.chat && st.logprobs && lp.is_null() && !out.logprobs_sent) {
+          // An answer without content (a call alone) has no entries: the finish chunk says so,
+          // as the whole response's "content": [] does.
+          lp = chat_logprobs_json(*st.tokenizer, {});
+        }
         const int32_t n_completion = result.usage.completion_tokens;
         const std::string finish =
             st.chat ? chunk(chat_chunk_json(st.meta, i, json::object(), chat_finish_reason(result, st.tool_call_form), lp),

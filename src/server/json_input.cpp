@@ -101,6 +101,29 @@ class SaxPath {
   // container it is in; the innermost has not yet counted the value being read.
   size_t index_at(size_t i) const { return i + 1 == frames_.size() ? frames_[i].next : frames_[i].next - 1; }
 
+  // The path of the value being read ("" at the top; "messages[2].content", a key that is
+  // not a plain name as ["a b"]).
+  std::string path() const {
+    std::string out;
+    for (size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      if (f.array) {
+        out += fmt::format("[{}]", index_at(i));
+        continue;
+      }
+      const bool plain = !f.key.empty() && (std::isalpha(static_cast<unsigned char>(f.key[0])) || f.key[0] == '_') &&
+                         std::all_of(f.key.begin(), f.key.end(), [](char c) {
+                           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                         });
+      if (plain) {
+        out += out.empty() ? f.key : "." + f.key;
+      } else {
+        out += "[" + nlohmann::json(f.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "]";
+      }
+    }
+    return out;
+  }
+
   std::vector<Frame> frames_;
 };
 
@@ -125,27 +148,6 @@ class FailureLocator : public SaxPath {
   const std::string& where() const { return path_; }
 
  private:
-  std::string path() const {
-    std::string out;
-    for (size_t i = 0; i < frames_.size(); ++i) {
-      const Frame& f = frames_[i];
-      if (f.array) {
-        out += fmt::format("[{}]", index_at(i));
-        continue;
-      }
-      const bool plain = !f.key.empty() && (std::isalpha(static_cast<unsigned char>(f.key[0])) || f.key[0] == '_') &&
-                         std::all_of(f.key.begin(), f.key.end(), [](char c) {
-                           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                         });
-      if (plain) {
-        out += out.empty() ? f.key : "." + f.key;
-      } else {
-        out += "[" + nlohmann::json(f.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "]";
-      }
-    }
-    return out;
-  }
-
   bool failed_ = false;
   size_t position_ = 0;
   std::string token_;
@@ -202,6 +204,94 @@ void push_low_integers_out_of_range(std::string_view body, nlohmann::json* value
   for (const auto& at : finder.found) {
     if (!value->contains(at)) continue;
     (*value)[at] = std::nextafter(-9223372036854775808.0, -std::numeric_limits<double>::infinity());
+  }
+}
+
+// Whether the decimal literal `lexeme` (JSON number syntax) is exactly the integer `n`.
+bool literal_is_exactly(std::string_view lexeme, uint64_t n) {
+  size_t i = 0;
+  if (i < lexeme.size() && lexeme[i] == '-') ++i;
+  std::string digits;
+  int64_t exponent = 0;
+  bool fraction = false;
+  for (; i < lexeme.size() && lexeme[i] != 'e' && lexeme[i] != 'E'; ++i) {
+    if (lexeme[i] == '.') {
+      fraction = true;
+    } else {
+      digits += lexeme[i];
+      if (fraction) --exponent;
+    }
+  }
+  if (i < lexeme.size()) {  // the exponent: a sign and digits (lexemes that long are refused below)
+    int64_t e = 0;
+    bool negative = false;
+    for (++i; i < lexeme.size(); ++i) {
+      if (lexeme[i] == '-') negative = true;
+      if (lexeme[i] >= '0' && lexeme[i] <= '9' && e < 100000) e = e * 10 + (lexeme[i] - '0');
+    }
+    exponent += negative ? -e : e;
+  }
+  const size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) return n == 0;
+  digits.erase(0, first);
+  while (!digits.empty() && digits.back() == '0') {
+    digits.pop_back();
+    ++exponent;
+  }
+  if (exponent < 0 || exponent > 20) return false;  // a fraction, or past 2^64
+  digits.append(static_cast<size_t>(exponent), '0');
+  return digits == std::to_string(n);
+}
+
+// Where a body writes a number in the range where an integer field could take it but a double
+// cannot hold it (2^53 <= |value| < 2^64, written with a fraction or an exponent, whose value
+// is not the double nlohmann rounds it to: `9007199254740993.0`, `1.0000000000000001e17`): the
+// first such number's text and path. Integer literals are exact there (int64 and
+// uint64 hold them).
+class InexactNumberFinder : public SaxPath {
+ public:
+  bool number_float(nlohmann::json::number_float_t v, const nlohmann::json::string_t& lexeme) {
+    const double m = std::fabs(v);
+    // Integer literals past 64 bits are nlohmann's floats too, outside every integer field's
+    // range (push_low_integers_out_of_range): not this check's.
+    const bool written_as_float = lexeme.find_first_of(".eE") != std::string::npos;
+    if (!found_ && written_as_float && m >= 9007199254740992.0 && m < 18446744073709551616.0 &&
+        !literal_is_exactly(lexeme, static_cast<uint64_t>(m))) {
+      found_ = true;
+      lexeme_ = lexeme;
+      rounded_ = v;
+      path_ = path();
+    }
+    return found_ ? false : value();
+  }
+  bool found() const { return found_; }
+  const std::string& lexeme() const { return lexeme_; }
+  double rounded() const { return rounded_; }
+  const std::string& where() const { return path_; }
+
+ private:
+  bool found_ = false;
+  std::string lexeme_;
+  double rounded_ = 0;
+  std::string path_;
+};
+
+// Whether `v` holds a float that may be such a number (a walk of the parsed value, cheaper
+// than a second pass over the text, which runs only where it finds one).
+bool holds_large_float(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::object:
+    case nlohmann::json::value_t::array:
+      for (const auto& e : v) {
+        if (holds_large_float(e)) return true;
+      }
+      return false;
+    case nlohmann::json::value_t::number_float: {
+      const double m = std::fabs(v.get<double>());
+      return m >= 9007199254740992.0 && m < 18446744073709551616.0;
+    }
+    default:
+      return false;
   }
 }
 
@@ -284,6 +374,20 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, s
     return make_status(StatusCode::kInvalidArgument, "{} must be a JSON object, got {}", what, json_type_name(value));
   }
   push_low_integers_out_of_range(body, &value);
+  if (holds_large_float(value)) {
+    // A double rounds such a number, and an integer field took the rounded value without a
+    // word ("seed": 9007199254740993.0 was the seed 9007199254740992; decision 0055).
+    InexactNumberFinder finder;
+    nlohmann::json::sax_parse(body.begin(), body.end(), &finder);
+    if (finder.found()) {
+      const std::string what_is_wrong = fmt::format(
+          "the number {} is not held exactly (a double rounds it to {:.0f}); send an integer as digits without '.' "
+          "or an exponent",
+          finder.lexeme(), finder.rounded());
+      if (what == kRequestBody) return make_status(StatusCode::kInvalidArgument, "{}: {}", finder.where(), what_is_wrong);
+      return make_status(StatusCode::kInvalidArgument, "{}: {} ({})", what, what_is_wrong, finder.where());
+    }
+  }
   return value;
 }
 

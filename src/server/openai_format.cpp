@@ -126,9 +126,12 @@ json chat_logprobs_json(const text::Tokenizer& tok, const std::vector<ShownToken
       const std::string_view p = tok.token_to_piece(alt.token, true);
       top.push_back({{"token", token_string(tok, alt.token)}, {"logprob", alt.logprob}, {"bytes", token_bytes(p)}});
     }
-    content.push_back({{"token", shown.shown_bytes < 0 ? token_string(tok, t.id) : text::sanitize_utf8(piece)},
+    // Chat entries spell the content that came from the token (decision 0055).
+    const std::string_view spelled = shown.text ? std::string_view(*shown.text) : piece;
+    content.push_back({{"token", shown.text || shown.shown_bytes >= 0 ? text::sanitize_utf8(spelled)
+                                                                     : token_string(tok, t.id)},
                        {"logprob", t.logprob},
-                       {"bytes", token_bytes(piece)},
+                       {"bytes", token_bytes(spelled)},
                        {"top_logprobs", std::move(top)}});
   }
   return json{{"content", std::move(content)}, {"refusal", nullptr}};

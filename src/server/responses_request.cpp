@@ -83,8 +83,7 @@ Status check_unused_fields(const json& body) {
   if (truncation && *truncation != "auto" && *truncation != "disabled") {
     return invalid(fmt::format("truncation must be \"auto\" or \"disabled\", got \"{}\"", *truncation));
   }
-  // Used by parse_responses_request (at most that many calls); checked here with the others.
-  return read_int(body, "", "max_tool_calls", 1, INT32_MAX, &n);
+  return {};
 }
 
 // The text of a message item's content: a string, or parts of text (input_text, output_text,
@@ -571,6 +570,11 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   GS_RETURN_IF_ERROR(translate_tools(body, &t.chat_body));
   GS_RETURN_IF_ERROR(translate_text_format(body, &t.chat_body));
   GS_RETURN_IF_ERROR(translate_reasoning(body, &t.chat_body));
+  // Read here alone (it was read twice: checked here, then read again when the chat request
+  // was made); parse_responses_request sets it on the chat request.
+  std::optional<int64_t> max_calls;
+  GS_RETURN_IF_ERROR(read_int(body, "", "max_tool_calls", 1, INT32_MAX, &max_calls));
+  if (max_calls) t.max_tool_calls = static_cast<int32_t>(*max_calls);
   for (const char* key : kSameFields) {
     if (const auto it = body.find(key); it != body.end()) t.chat_body[key] = *it;
   }
@@ -587,11 +591,9 @@ Result<ResponsesRequest> parse_responses_request(const json& body, const Request
   if (!chat.ok()) return req.translation.rename_error(chat.status());
   GS_RETURN_IF_ERROR(req.translation.unanswered_call);
   req.chat = std::move(*chat);
-  // At most max_tool_calls function calls are made (checked in translate_responses_request):
-  // the output ends after the last one allowed (decision 0053; it was read and ignored).
-  std::optional<int64_t> max_calls;
-  GS_RETURN_IF_ERROR(read_int(body, "", "max_tool_calls", 1, INT32_MAX, &max_calls));
-  if (max_calls) req.chat.max_tool_calls = static_cast<int32_t>(*max_calls);
+  // At most max_tool_calls function calls are made (read by translate_responses_request): the
+  // output ends after the last one allowed (decision 0053).
+  if (req.translation.max_tool_calls) req.chat.max_tool_calls = *req.translation.max_tool_calls;
   // OpenAI answers input that ends with an assistant message with a new message; continuing
   // it (the chat route's prefill) gave its text's continuation as the output.
   req.chat.continue_final_message = false;

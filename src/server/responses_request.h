@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,8 @@ struct ResponsesTranslation {
   // found for function call"): parse_responses_request reports it after the chat parser's
   // checks, which name a fault of the items themselves more precisely.
   Status unanswered_call;
+  // `max_tool_calls` (an integer >= 1), read once here; nullopt when absent or null.
+  std::optional<int32_t> max_tool_calls;
 
   // `status` with a leading chat path ("messages[2].content", "tools[0].function.name",
   // "max_tokens", "response_format.json_schema.schema") renamed to the Responses field it
@@ -53,8 +56,8 @@ struct ResponsesTranslation {
 // - `tools`: function tools {type: "function", name, description, parameters, strict}; other
 //   tool types (web_search, file_search, mcp, ...) are refused by name; `tool_choice` "auto" |
 //   "none" | "required" | {type: "function", name}; `parallel_tool_calls`; `max_tool_calls`
-//   (an integer >= 1) is checked here and set on the chat request by parse_responses_request:
-//   the output ends after that many function calls;
+//   (an integer >= 1) is read here (ResponsesTranslation::max_tool_calls) and set on the chat
+//   request by parse_responses_request: the output ends after that many function calls;
 // - `max_output_tokens` is max_tokens; `temperature`, `top_p` (and the extensions top_k,
 //   min_p, seed, presence_penalty, frequency_penalty, repetition_penalty, speculative,
 //   draft_max) as in chat; `stream`;

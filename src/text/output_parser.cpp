@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <deque>
+#include <limits>
 #include <random>
 
 #include "text/chat_format.h"
@@ -265,11 +268,51 @@ Header scan_header(std::string_view s, bool explicit_opener, bool final) {
 
 }  // namespace
 
+// Where a piece of text came from in the input (decision 0055): byte k of it from the input
+// byte at offset at(k) (offsets count every byte fed since the start). Text the parser writes
+// itself (a separator, a quote for <|"|>, the canonical block markup) is placed at the input
+// it was reading then.
+struct Origin {
+  const uint64_t* each = nullptr;  // one offset a byte (text held from earlier input), or
+  uint64_t first = 0;              // from `first` on, one a byte (`run`), or all at `first`
+  bool run = false;
+  uint64_t at(size_t k) const { return each ? each[k] : run ? first + k : first; }
+  Origin skip(size_t k) const {
+    if (each) return Origin{each + k, 0, false};
+    return run ? Origin{nullptr, first + k, true} : *this;
+  }
+};
+
+// Text held for later with the input offset of each byte.
+struct Sourced {
+  std::string text;
+  std::vector<uint64_t> src;
+  void append(std::string_view t, Origin o) {
+    text.append(t);
+    for (size_t k = 0; k < t.size(); ++k) src.push_back(o.at(k));
+  }
+  // Bytes [from, to) of this text.
+  Sourced sub(size_t from, size_t to) const {
+    Sourced out;
+    out.text = text.substr(from, to - from);
+    out.src.assign(src.begin() + static_cast<std::ptrdiff_t>(from), src.begin() + static_cast<std::ptrdiff_t>(to));
+    return out;
+  }
+  void clear() {
+    text.clear();
+    src.clear();
+  }
+  bool empty() const { return text.empty(); }
+  Origin origin() const { return Origin{src.data(), 0, false}; }
+};
+
 struct OutputParser::State {
   ParserOptions options;
   ParserStats stats;
   std::vector<ParserEvent> out;
   std::string buf;  // input not yet consumed
+  uint64_t base = 0;  // the input offset of buf[0]
+  uint64_t cur = 0;   // the input offset of the text the current step reads
   Mode mode = Mode::kContent;
   uint64_t id_seed = 0;
   bool stop_matched = false;
@@ -279,15 +322,17 @@ struct OutputParser::State {
   // Content.
   bool content_started = false;  // visible content has begun
   bool segment_start = true;     // at the start of output or right after a reasoning block / call
-  std::string hold;              // whitespace (and preamble junk) held at a segment start
+  Sourced hold;                  // whitespace (and preamble junk) held at a segment start
   StopScanner stop;              // holds the content tail that may still become a stop string
-  std::string reasoning_prefix;  // preamble moved into the next reasoning block
+  std::deque<uint64_t> stop_src;  // the input offsets of the bytes `stop` holds
+  Sourced reasoning_prefix;      // preamble moved into the next reasoning block
   bool content_ends_ws = false;  // the last content emitted ends in whitespace
   bool turn_separator = false;   // a model header was dropped after content (decision 0024)
   // Reasoning.
   bool reasoning_has_text = false;
   bool reasoning_at_start = false;  // leading whitespace of the block is still skipped
-  std::string reasoning_ws;  // trailing whitespace held inside a reasoning block
+  Sourced reasoning_ws;  // trailing whitespace held inside a reasoning block
+  uint64_t channel_open_at = 0;  // the input offset of the last <|channel> read in content
   // The blank line before a later block's first text: reasoning_content's separation of the
   // blocks, not the block's own text (which reasoning_in_content writes without it).
   std::string reasoning_separator;
@@ -310,11 +355,42 @@ struct OutputParser::State {
   bool json_args_done = false;
 
   // ---- emission ---------------------------------------------------------------------
+  // The origin of a view: into the input being read (buf), else text the parser writes itself.
+  Origin origin_of(std::string_view text) const {
+    const char* b = buf.data();
+    if (text.data() >= b && text.data() < b + buf.size()) {
+      return Origin{nullptr, base + static_cast<uint64_t>(text.data() - b), true};
+    }
+    return written();
+  }
+  Origin written() const { return Origin{nullptr, cur, false}; }
+
+  // Content text and where each byte came from (ParserEvent::sources).
+  void push_content(std::string_view text, Origin o) {
+    if (text.empty()) return;
+    if (out.empty() || out.back().kind != ParserEventKind::kContent) {
+      ParserEvent e;
+      e.kind = ParserEventKind::kContent;
+      out.push_back(std::move(e));
+    }
+    ParserEvent& e = out.back();
+    e.text.append(text);
+    for (size_t k = 0; k < text.size(); ++k) e.sources.push_back(o.at(k));
+  }
+
+  // Content released by the stop-string filter: the oldest bytes it held, whose origins
+  // stop_src holds in the same order.
+  void push_released(std::string_view text) {
+    if (text.empty()) return;
+    content_ends_ws = is_ws(text.back());
+    std::vector<uint64_t> src(stop_src.begin(), stop_src.begin() + static_cast<std::ptrdiff_t>(text.size()));
+    stop_src.erase(stop_src.begin(), stop_src.begin() + static_cast<std::ptrdiff_t>(text.size()));
+    push_content(text, Origin{src.data(), 0, false});
+  }
+
   void push_text(ParserEventKind kind, std::string_view text) {
     if (text.empty()) return;
-    if (kind == ParserEventKind::kContent) content_ends_ws = is_ws(text.back());
-    if (!out.empty() && out.back().kind == kind &&
-        (kind == ParserEventKind::kContent || kind == ParserEventKind::kReasoning)) {
+    if (!out.empty() && out.back().kind == kind && kind == ParserEventKind::kReasoning) {
       out.back().text.append(text);
       return;
     }
@@ -328,28 +404,23 @@ struct OutputParser::State {
   // visible content for the rules that read it (stop strings, the whitespace before it), so
   // that the answer around the blocks is the one without the option.
   bool reasoning_in_content() const { return options.parse_reasoning && options.reasoning_in_content; }
-  void push_block_text(std::string_view text) {
-    if (text.empty()) return;
-    if (!out.empty() && out.back().kind == ParserEventKind::kContent) {
-      out.back().text.append(text);
-      return;
-    }
-    ParserEvent e;
-    e.kind = ParserEventKind::kContent;
-    e.text = std::string(text);
-    out.push_back(std::move(e));
-  }
+  void push_block_text(std::string_view text, Origin o) { push_content(text, o); }
 
   // Content after the leading-whitespace rule, through the stop-string filter: a stop string
   // ends the output at the first position where one ends (the longest on a tie); text that may
   // still begin one is held, armed or not (ParserOptions::stop_armed), so that one found after
   // arming is never shown in part.
-  void emit_visible(std::string_view text) {
+  void emit_visible(std::string_view text, Origin o) {
     if (text.empty() || mode == Mode::kStopped) return;
+    for (size_t k = 0; k < text.size(); ++k) stop_src.push_back(o.at(k));
     std::string released;
     const std::optional<size_t> hit = stop.feed(text, options.stop_armed, &released);
-    push_text(ParserEventKind::kContent, released);
-    if (!hit) return;
+    push_released(released);
+    if (!hit) {
+      while (stop_src.size() > stop.held_bytes()) stop_src.pop_front();  // (they agree)
+      return;
+    }
+    stop_src.clear();  // the stop string and what it held are not content
     ParserEvent e;
     e.kind = ParserEventKind::kStop;
     e.text = stop.stops()[*hit];
@@ -358,40 +429,49 @@ struct OutputParser::State {
     stop_matched = true;
   }
 
-  void flush_stop_hold() { push_text(ParserEventKind::kContent, stop.flush()); }
+  void flush_stop_hold() {
+    push_released(stop.flush());
+    stop_src.clear();
+  }
 
   // Plain content text (no markup inside).
-  void content_text(std::string_view text) {
+  void content_text(std::string_view text) { content_text(text, origin_of(text)); }
+  void content_text(std::string_view text, Origin o) {
     size_t i = 0;
     if (!content_started || segment_start) {
       // Hold what may still be separation between segments (or junk before a first thought).
       while (i < text.size() && (content_started ? is_ws(text[i]) : is_preamble_char(text[i]))) ++i;
-      hold.append(text.substr(0, i));
+      hold.append(text.substr(0, i), o);
       if (i == text.size()) {
-        if (!content_started && hold.size() > kMaxPreambleBytes) start_content();
+        if (!content_started && hold.text.size() > kMaxPreambleBytes) start_content();
         return;
       }
       start_content();
     }
-    emit_visible(text.substr(i));
+    emit_visible(text.substr(i), o.skip(i));
   }
 
   // Visible content begins: the held text is released (minus leading whitespace at the
   // very start of the output).
   void start_content() {
-    std::string_view h = hold;
+    const Sourced h = std::move(hold);
+    hold.clear();
+    size_t skip = 0;
     if (!content_started) {
-      while (!h.empty() && is_ws(h.front())) h.remove_prefix(1);
+      while (skip < h.text.size() && is_ws(h.text[skip])) ++skip;
     }
-    std::string released(h);
+    std::string_view released = std::string_view(h.text).substr(skip);
+    Origin o = h.origin().skip(skip);
     // The text on either side of a dropped "<|turn>model\n" is two paragraphs, unless
     // whitespace already separates them.
-    if (turn_separator && content_started && released.empty() && !content_ends_ws) released = "\n\n";
+    if (turn_separator && content_started && released.empty() && !content_ends_ws) {
+      released = "\n\n";
+      o = written();
+    }
     turn_separator = false;
-    hold.clear();
     content_started = true;
     segment_start = false;
-    emit_visible(released);
+    emit_visible(released, o);
   }
 
   // Markup interrupts content: a partial stop match cannot continue across it; held
@@ -403,30 +483,33 @@ struct OutputParser::State {
     if (content_started) hold.clear();
   }
 
-  void reasoning_text(std::string_view text) {
+  void reasoning_text(std::string_view text) { reasoning_text(text, origin_of(text)); }
+  void reasoning_text(std::string_view text, Origin o) {
     if (!options.parse_reasoning) {
-      content_text(text);
+      content_text(text, o);
       return;
     }
     if (reasoning_at_start) {
       size_t i = 0;
       while (i < text.size() && is_ws(text[i])) ++i;  // the label's newline and leading blanks
       text.remove_prefix(i);
+      o = o.skip(i);
       if (text.empty()) return;
       reasoning_at_start = false;
     }
     size_t body_end = text.size();
     while (body_end > 0 && is_ws(text[body_end - 1])) --body_end;
     if (body_end == 0) {
-      reasoning_ws.append(text);
+      reasoning_ws.append(text, o);
       return;
     }
-    std::string piece = reasoning_ws;
-    piece.append(text.substr(0, body_end));
-    reasoning_ws.assign(text.substr(body_end));
+    Sourced piece = std::move(reasoning_ws);
+    piece.append(text.substr(0, body_end), o);
+    reasoning_ws.clear();
+    reasoning_ws.append(text.substr(body_end), o.skip(body_end));
     reasoning_has_text = true;
-    if (reasoning_in_content()) push_block_text(piece);
-    push_text(ParserEventKind::kReasoning, reasoning_separator + piece);
+    if (reasoning_in_content()) push_block_text(piece.text, piece.origin());
+    push_text(ParserEventKind::kReasoning, reasoning_separator + piece.text);
     reasoning_separator.clear();
   }
 
@@ -440,12 +523,15 @@ struct OutputParser::State {
     // A later block's text is a new paragraph of reasoning_content.
     if (stats.reasoning_blocks > stats.empty_reasoning_blocks) reasoning_separator.assign(2, '\n');
     ++stats.reasoning_blocks;
-    if (opened_in_output && reasoning_in_content()) push_block_text(kReasoningOpenMarkup);
+    if (opened_in_output && reasoning_in_content()) {
+      push_block_text(kReasoningOpenMarkup, Origin{nullptr, channel_open_at, false});
+    }
     if (!reasoning_prefix.empty()) {
-      const std::string p = std::move(reasoning_prefix);
+      const Sourced p = std::move(reasoning_prefix);
       reasoning_prefix.clear();
-      reasoning_text(p);
-      reasoning_ws.assign(1, '\n');  // separates the preamble from the thought, if one follows
+      reasoning_text(p.text, p.origin());
+      reasoning_ws.clear();
+      reasoning_ws.append("\n", written());  // separates the preamble from the thought, if one follows
       reasoning_at_start = true;
     }
   }
@@ -456,7 +542,7 @@ struct OutputParser::State {
     if (!reasoning_has_text) ++stats.empty_reasoning_blocks;
     reasoning_ws.clear();
     reasoning_separator.clear();
-    if (closed_in_output && reasoning_in_content()) push_block_text(markup::kChannelClose);
+    if (closed_in_output && reasoning_in_content()) push_block_text(markup::kChannelClose, written());
     mode = Mode::kContent;
     segment_start = true;
   }
@@ -545,11 +631,11 @@ struct OutputParser::State {
       const MarkupMatch m = match_mark(s, &mark);
       if (m == MarkupMatch::kPartial && !final) return 0;
       if (m == MarkupMatch::kFull) return on_content_mark(mark, progress);
-      content_text("<");
+      content_text(s.substr(0, 1));
       return 1;
     }
     if (segment_start && options.parse_tool_calls && c == 'c' &&
-        (!content_started ? hold.find_first_not_of(" \t\r\n") == std::string::npos : true)) {
+        (!content_started ? hold.text.find_first_not_of(" \t\r\n") == std::string::npos : true)) {
       // Bug-case 7: "call:NAME{" right after a reasoning block (or at the start) without
       // the <|tool_call> opener.
       const MarkupMatch m = match_markup(s, "call:");
@@ -579,13 +665,14 @@ struct OutputParser::State {
     switch (mark) {
       case Mark::kChannelOpen:
         interrupt_content();
-        if (!content_started && hold.find_first_not_of(" \t\r\n") != std::string::npos) {
+        channel_open_at = cur;
+        if (!content_started && hold.text.find_first_not_of(" \t\r\n") != std::string::npos) {
           // Bug-case 18: junk before the first thought is reasoning, not content.
           if (options.parse_reasoning) {
-            std::string_view h = hold;
-            while (!h.empty() && is_ws(h.front())) h.remove_prefix(1);
-            while (!h.empty() && is_ws(h.back())) h.remove_suffix(1);
-            reasoning_prefix.assign(h);
+            size_t from = 0, to = hold.text.size();
+            while (from < to && is_ws(hold.text[from])) ++from;
+            while (to > from && is_ws(hold.text[to - 1])) --to;
+            reasoning_prefix = hold.sub(from, to);
             hold.clear();
           } else {
             start_content();
@@ -608,7 +695,7 @@ struct OutputParser::State {
           return len;
         }
         interrupt_content();
-        if (!content_started && hold.find_first_not_of(" \t\r\n") == std::string::npos) hold.clear();
+        if (!content_started && hold.text.find_first_not_of(" \t\r\n") == std::string::npos) hold.clear();
         header_explicit = true;
         mode = Mode::kToolHeader;
         return len;
@@ -725,7 +812,7 @@ struct OutputParser::State {
             return len;
         }
       }
-      reasoning_text("<");
+      reasoning_text(s.substr(0, 1));
       return 1;
     }
     size_t n = 1;
@@ -782,7 +869,7 @@ struct OutputParser::State {
     }
     if (h.length > 0) {
       start_content();
-      emit_visible(s.substr(0, h.length));
+      emit_visible(s.substr(0, h.length), origin_of(s));
       return h.length;
     }
     *progress = true;
@@ -1063,13 +1150,17 @@ struct OutputParser::State {
     size_t pos = 0;
     while (pos < buf.size() && mode != Mode::kStopped) {
       bool progress = false;
+      cur = base + pos;
       const size_t n = step(std::string_view(buf).substr(pos), final, &progress);
       pos += n;
       if (n == 0 && !progress) break;  // needs more input
     }
+    cur = base + pos;
     if (mode == Mode::kStopped) {
+      base += buf.size();
       buf.clear();
     } else {
+      base += pos;
       buf.erase(0, pos);
     }
   }
@@ -1113,7 +1204,7 @@ struct OutputParser::State {
         return;
     }
     // Junk held before any content that no reasoning block claimed is content after all.
-    if (!content_started && hold.find_first_not_of(" \t\r\n") != std::string::npos) start_content();
+    if (!content_started && hold.text.find_first_not_of(" \t\r\n") != std::string::npos) start_content();
     hold.clear();
     if (!reasoning_prefix.empty()) {
       content_started = false;
@@ -1167,7 +1258,17 @@ bool OutputParser::in_reasoning() const {
 }
 void OutputParser::arm_stop_strings() { state_->options.stop_armed = true; }
 bool OutputParser::stopped() const { return state_->stop_matched; }
-size_t OutputParser::held_bytes() const { return state_->buf.size() + state_->hold.size() + state_->stop.held_bytes(); }
+uint64_t OutputParser::undecided_from() const {
+  const State& st = *state_;
+  if (st.mode == Mode::kStopped || st.finished) return std::numeric_limits<uint64_t>::max();
+  uint64_t at = st.base;  // the first byte not yet read
+  for (const std::vector<uint64_t>* held : {&st.hold.src, &st.reasoning_ws.src, &st.reasoning_prefix.src}) {
+    if (!held->empty()) at = std::min(at, *std::min_element(held->begin(), held->end()));
+  }
+  if (!st.stop_src.empty()) at = std::min(at, *std::min_element(st.stop_src.begin(), st.stop_src.end()));
+  if (st.mode == Mode::kChannelLabel) at = std::min(at, st.channel_open_at);  // the block's opener is still to come
+  return at;
+}
 bool OutputParser::turn_ended() const { return state_->turn_ended; }
 const ParserStats& OutputParser::stats() const { return state_->stats; }
 

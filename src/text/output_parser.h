@@ -91,6 +91,12 @@ enum class ParserEventKind {
 struct ParserEvent {
   ParserEventKind kind = ParserEventKind::kContent;
   std::string text;
+  // kContent: for each byte of `text`, the offset in the input (all text fed, from 0) of the
+  // byte it is, or for text the parser writes itself (the blank line where a repeated turn
+  // header was dropped, a quote for <|"|>, reasoning_in_content's block markup), of the input
+  // it was reading then. The logprobs of a chat answer are those of the tokens these offsets
+  // fall in (decision 0055).
+  std::vector<uint64_t> sources;
   int tool_index = -1;
   std::string tool_id;
   std::string tool_name;
@@ -129,11 +135,13 @@ class OutputParser {
   void arm_stop_strings();
   // True once a stop string matched; later input is ignored.
   bool stopped() const;
-  // Bytes at the end of the input fed so far whose place in the visible content is not yet
-  // decided: input not yet consumed, whitespace held at a segment start, and content held
-  // because it may begin a stop string. Text before them is never claimed by a later stop
-  // string (the logprobs hold a token back until its text is decided; decision 0053).
-  size_t held_bytes() const;
+  // The input offset from which content may still come (ParserEvent::sources): every later
+  // content byte comes from, or is placed at, that offset or after. The earliest of the input
+  // not yet consumed, whitespace held at a segment start or inside a thought, content held
+  // because it may begin a stop string, and a block opener whose label is still to come. The
+  // logprobs hold a token back until its text is decided (decisions 0053, 0055). After a stop,
+  // the end of a turn or finish(): UINT64_MAX.
+  uint64_t undecided_from() const;
   // True once the model opened a turn that is not its own (kEndOfTurn); later input is
   // ignored.
   bool turn_ended() const;

@@ -48,6 +48,7 @@ std::vector<ParserEvent> merge_events(const std::vector<ParserEvent>& events) {
                            e.kind == ParserEventKind::kToolCallArgs;
     if (mergeable && !out.empty() && out.back().kind == e.kind && out.back().tool_index == e.tool_index) {
       out.back().text += e.text;
+      out.back().sources.insert(out.back().sources.end(), e.sources.begin(), e.sources.end());
       continue;
     }
     if (mergeable && e.text.empty()) continue;

@@ -87,4 +87,22 @@ done
 timeout -k 5 60 "$BIN" bench -m "$TARGET" --mtp "$TARGET" -p 0 -n 2 -r 1 > "$WORK/out" 2> "$WORK/err" < /dev/null
 [[ $? -ne 0 ]] || fail "bench --mtp TARGET was accepted"
 grep -q -- "--mtp" "$WORK/err" || fail "bench --mtp TARGET does not name --mtp: $(cat "$WORK/err")"
+# Each file is opened once (decision 0055): bench opened the target to check it and again to
+# load it, and the drafter likewise; serve and run opened the drafter twice. Counted with strace
+# where there is one (a split model's other shards are not given here).
+if command -v strace > /dev/null && strace -f -e trace=openat -o /dev/null true 2> /dev/null; then
+  opens() {  # opens TRACE FILE: how many times the trace opened FILE
+    grep -c "openat(.*\"$2\"" "$1"
+  }
+  timeout -k 5 120 strace -f -e trace=open,openat -o "$WORK/trace" "$BIN" bench -m "$TARGET" --mtp "$DRAFTER" \
+    --device cpu -p 0 -n 2 -r 1 > "$WORK/out" 2> "$WORK/err" < /dev/null || fail "bench under strace: $(tail -c 300 "$WORK/err")"
+  [[ "$(opens "$WORK/trace" "$TARGET")" == 1 ]] || fail "bench opened the target $(opens "$WORK/trace" "$TARGET") times"
+  [[ "$(opens "$WORK/trace" "$DRAFTER")" == 1 ]] || fail "bench opened the drafter $(opens "$WORK/trace" "$DRAFTER") times"
+  timeout -k 5 120 strace -f -e trace=open,openat -o "$WORK/trace" "$BIN" run -m "$TARGET" --mtp "$DRAFTER" \
+    --device cpu -p hi -n 2 > "$WORK/out" 2> "$WORK/err" < /dev/null || fail "run under strace: $(tail -c 300 "$WORK/err")"
+  [[ "$(opens "$WORK/trace" "$TARGET")" == 1 ]] || fail "run opened the target $(opens "$WORK/trace" "$TARGET") times"
+  [[ "$(opens "$WORK/trace" "$DRAFTER")" == 1 ]] || fail "run opened the drafter $(opens "$WORK/trace" "$DRAFTER") times"
+else
+  echo "bench: strace unusable here; the file-open counts are not checked"
+fi
 echo "bench: ok"

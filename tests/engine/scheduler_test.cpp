@@ -364,6 +364,35 @@ TEST(Scheduler, DecodingStreamsGetDecodeOnlyStepsDuringALongPrefill) {
   EXPECT_LE(decode_only_s, 0.6 * chunk_s) << decode_only << " decode-only steps, " << with_prefill << " with prefill";
 }
 
+// Several requests (a response's choices) are queued all or none, and the refusal says how
+// many places they need and how many are free.
+TEST(Scheduler, SubmitAllTakesAllOrNone) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.step_delay = 5ms;
+  SchedulerOptions so;
+  so.queue_size = 2;
+  Fixture f(o, so);
+  auto a = f.engine->submit(make_request(prompt_of(5), 200));
+  ASSERT_TRUE(a.ok());
+  std::vector<GenerationRequest> three;
+  for (int i = 0; i < 3; ++i) three.push_back(make_request(prompt_of(5), 2));
+  auto refused = f.engine->submit_all(three);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("2 of 3 places are free, the request's 3 choices (n) need 3"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(f.engine->metrics().requests_total, 1u);
+  three.pop_back();
+  auto two = f.engine->submit_all(three);
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
+  ASSERT_EQ(two->size(), 2u);
+  (*a)->cancel();
+  EXPECT_TRUE(collect(**a).done);
+  for (auto& stream : *two) EXPECT_EQ(collect(*stream).finish, FinishReason::kLength);
+}
+
 TEST(Scheduler, QueueFullIsResourceExhausted) {
   FakeSlotRunner::Options o;
   o.n_slots = 1;

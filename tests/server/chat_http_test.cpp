@@ -316,7 +316,10 @@ TEST(ChatHttp, EarlyEndUsageCountsOnlyTheTokensShown) {
   const int n_call = static_cast<int>(s.tok->encode(call, false, true).size());
   // The call ends at its closing '}' or its closer token; nothing of the next call counts.
   EXPECT_LE(whole["usage"]["completion_tokens"].get<int>(), n_call);
-  EXPECT_EQ(whole["choices"][0]["logprobs"]["content"].size(), whole["usage"]["completion_tokens"].get<size_t>());
+  // The answer is the call alone: logprobs.content lists the content's tokens, none here
+  // (decision 0055; it listed the call's tokens, as many as usage counted).
+  EXPECT_TRUE(whole["choices"][0]["message"]["content"].is_null());
+  EXPECT_TRUE(whole["choices"][0]["logprobs"]["content"].empty());
 
   s.answer("Good morrow to you, good sir, and farewell.");
   body = chat_body("hi", {{"stop", json::array({"to you"})}});
@@ -574,6 +577,63 @@ TEST(ChatHttp, LogprobsSpellExactlyTheContentAStopStringLeft) {
       EXPECT_EQ(sent.compare(0, streamed.size(), streamed), 0) << stop << ": entries ahead of the text: " << streamed;
     }
     EXPECT_EQ(streamed, content) << stop;
+  }
+}
+
+// Chat's logprobs.content lists the tokens of the returned content only, spelling it exactly
+// (decision 0055): the thinking (returned apart as reasoning_content), the calls and the markup
+// around them were listed too, and where the parser dropped or rewrote text a stop string was
+// not cut from them. Whole and streamed, with and without a stop string; with reasoning_format
+// none the thinking is content, and its tokens are listed.
+TEST(ChatHttp, LogprobsSpellExactlyTheReturnedContent) {
+  LiveServer s;
+  struct Case {
+    const char* answer;
+    json extra;
+  };
+  const std::vector<Case> cases = {
+      {"<|channel>thought\nThe capital of France is Paris.<channel|>Paris it is.", json::object()},
+      {"<|channel>thought\nHmm.<channel|>\n\n  Paris, fair sir.", json::object()},
+      {"<|channel>thought\nHmm.<channel|>\n\n  Paris, fair sir.", {{"stop", {"fair"}}}},
+      {"<|channel>thought\nHmm.<channel|>  Paris, fair sir.", {{"stop", {" P", "sir"}}}},
+      {"<|channel>thought\nThink.<channel|>Paris<|turn>model\nagain, fair sir.", {{"stop", {"fair"}}}},
+      {"Let me look. <|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>",
+       {{"tools", json::array({kWeatherTool})}}},
+      {"<|channel>thought\nThe capital.<channel|>Paris, fair sir.", {{"reasoning_format", "none"}, {"stop", {"sir"}}}},
+      {"<|channel>thought\nThe capital.<channel|>Paris, fair sir.", {{"reasoning_format", "deepseek-legacy"}}},
+  };
+  for (const Case& c : cases) {
+    s.answer(c.answer);
+    json body = chat_body("hi", {{"logprobs", true}, {"top_logprobs", 1}});
+    for (const auto& [k, v] : c.extra.items()) body[k] = v;
+    const json whole = whole_chat(s, body);
+    const json& msg = whole["choices"][0]["message"];
+    const std::string content = msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+    std::string spelled;
+    for (const auto& e : whole["choices"][0]["logprobs"]["content"]) {
+      spelled += e["token"].get<std::string>();
+      std::string from_bytes;
+      for (const auto& b : e["bytes"]) from_bytes += static_cast<char>(b.get<int>());
+      EXPECT_EQ(from_bytes, e["token"].get<std::string>()) << c.answer;
+    }
+    EXPECT_EQ(spelled, content) << c.answer << " " << c.extra.dump() << ": "
+                                << whole["choices"][0]["logprobs"].dump();
+    if (msg.contains("reasoning_content") && msg["reasoning_content"].is_string() && content.empty()) {
+      EXPECT_TRUE(whole["choices"][0]["logprobs"]["content"].empty());
+    }
+
+    Streamed st = stream_chat(s, body);
+    EXPECT_EQ(st.content, content) << c.answer;
+    std::string sent, streamed;
+    for (const auto& chunk : st.chunks) {
+      if (chunk["choices"].empty()) continue;
+      const json& ch = chunk["choices"][0];
+      if (ch["delta"].contains("content") && ch["delta"]["content"].is_string()) sent += ch["delta"]["content"];
+      if (!ch["logprobs"].is_object()) continue;
+      for (const auto& e : ch["logprobs"]["content"]) streamed += e["token"].get<std::string>();
+      EXPECT_EQ(sent.compare(0, streamed.size(), streamed), 0) << c.answer << ": entries ahead of the text: " << streamed;
+    }
+    EXPECT_EQ(streamed, content) << c.answer << " " << c.extra.dump();
   }
 }
 

@@ -296,8 +296,10 @@ TEST(Choices, TooManyChoicesIsA400BeforeGenerating) {
   EXPECT_EQ(r["choices"].size(), 5u);
 }
 
-// A response runs all its choices or none: when the queue takes only some, the ones taken
-// are cancelled and the answer is the 429.
+// A response runs all its choices or none: when the queue has room for only some, none is
+// queued, and the 429 says how many places the choices need and how many are free (the
+// choices were submitted one by one: the first was queued, then cancelled, and the message
+// counted the requests running or waiting, that first choice among them).
 TEST(Choices, AQueueThatTakesOnlySomeChoicesTakesNone) {
   ServerFixtureOptions o;
   o.n_slots = 1;
@@ -307,19 +309,30 @@ TEST(Choices, AQueueThatTakesOnlySomeChoicesTakesNone) {
   s.answer("", /*endless=*/true);
   std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":300})"); });
   for (int i = 0; i < 400 && s.engine->metrics().busy_slots == 0; ++i) std::this_thread::sleep_for(5ms);
-  const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+  const EngineMetrics before = s.engine->metrics();
   auto r = s.post("/v1/completions", json{{"prompt", "y"}, {"max_tokens", 3}, {"n", 2}}.dump());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429) << r->body;
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
-  bool cancelled = false;
-  for (int i = 0; i < 400 && !cancelled; ++i) {
-    const EngineMetrics m = s.engine->metrics();
-    cancelled = m.requests_cancelled_total > cancelled_before && m.queue_length == 0;
-    if (!cancelled) std::this_thread::sleep_for(5ms);
-  }
-  EXPECT_TRUE(cancelled) << "the choice the queue took was not cancelled";
+  const std::string message = json::parse(r->body)["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("1 of 2 places are free"), std::string::npos) << message;
+  EXPECT_NE(message.find("2 choices (n) need 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("1 running and 0 waiting (1 slot and a queue of 1)"), std::string::npos) << message;
+  const EngineMetrics after = s.engine->metrics();
+  EXPECT_EQ(after.requests_total, before.requests_total) << "a choice was queued";
+  EXPECT_EQ(after.requests_cancelled_total, before.requests_cancelled_total);
+  EXPECT_EQ(after.queue_length, 0);
+  // One request alone is told the same way.
+  std::thread waiter([&] { s.post("/v1/completions", R"({"prompt":"z","max_tokens":3})"); });
+  for (int i = 0; i < 400 && s.engine->metrics().queue_length == 0; ++i) std::this_thread::sleep_for(5ms);
+  auto one = s.post("/v1/completions", json{{"prompt", "y"}, {"max_tokens", 3}}.dump());
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 429) << one->body;
+  const std::string one_message = json::parse(one->body)["error"]["message"].get<std::string>();
+  EXPECT_NE(one_message.find("0 of 2 places are free, the request needs 1; 1 running and 1 waiting"), std::string::npos)
+      << one_message;
   holder.join();
+  waiter.join();
   test::expect_healthy(s);
 }
 

@@ -352,6 +352,32 @@ TEST(ErrorParam, SeedsThatAreNoInt64AreRefusedOnEveryRoute) {
   }
 }
 
+// A float that a double does not hold exactly, where an integer field could take it, was
+// rounded without a word; it is a 400 naming the field on every route (decision 0055).
+TEST(ErrorParam, IntegersADoubleRoundsAreRefusedOnEveryRoute) {
+  LiveServer s;
+  s.answer("fine");
+  const std::pair<const char*, const char*> routes[] = {
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,)"},
+      {"/v1/completions", R"({"prompt":"x","max_tokens":2,)"},
+      {"/v1/responses", R"({"input":"x","max_output_tokens":2,)"}};
+  for (const auto& [path, head] : routes) {
+    for (const char* bad : {"9007199254740993.0", "-9007199254740993.0", "1.0000000000000001e17", "9007199254740993.5"}) {
+      const std::string body = std::string(head) + R"("seed":)" + bad + "}";
+      auto r = s.post(path, body);
+      ASSERT_TRUE(r) << body;
+      EXPECT_EQ(r->status, 400) << path << " " << body << ": " << r->body;
+      const json e = json::parse(r->body)["error"];
+      EXPECT_EQ(e["param"], "seed") << path << " " << body << ": " << r->body;
+      EXPECT_NE(e["message"].get<std::string>().find("not held exactly"), std::string::npos) << r->body;
+    }
+    const std::string exact = std::string(head) + R"("seed":9007199254740992.0})";
+    auto r = s.post(path, exact);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+  }
+}
+
 // OpenAI's chat fields that tag or route a request or hint at the answer's length, which this
 // server takes without acting on them, are type-checked as OpenAI checks them: service_tier a
 // string or null, prompt_cache_key and safety_identifier strings, store a boolean or null,

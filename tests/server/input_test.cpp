@@ -144,6 +144,45 @@ TEST(JsonInput, RejectsInvalidUtf8) {
   EXPECT_EQ(j.status().code(), StatusCode::kInvalidArgument);
 }
 
+// A float literal that an integer field could take but that a double does not hold exactly
+// was rounded without a word ("seed": 9007199254740993.0 was the seed 9007199254740992): it is
+// refused naming its field, while whole floats a double holds stay accepted.
+TEST(JsonInput, WholeFloatsADoubleCannotHoldAreRefusedNamingTheField) {
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"seed": 9007199254740993.0})", "seed"},
+           {R"({"seed": -9007199254740993.0})", "seed"},
+           {R"({"max_tokens": 9007199254740993.5})", "max_tokens"},
+           {R"({"max_tokens": 1.0000000000000001e17})", "max_tokens"},
+           {R"({"a": {"b": [1, 12345678901234567890.0]}})", "a.b[1]"},
+           {R"({"n": 1.8446744073709550e19})", "n"},
+           {R"({"e": -9.223372036854775809e18})", "e"}}) {
+    auto r = parse_json_object(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().rfind(field + ": the number ", 0), 0u) << r.status().message();
+    EXPECT_NE(r.status().message().find("is not held exactly (a double rounds it to"), std::string::npos)
+        << r.status().message();
+  }
+  auto nested = parse_json_object(R"({"x": 9007199254740993.0})", kMaxJsonDepth, "response_format.json_schema");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message().rfind("response_format.json_schema: the number 9007199254740993.0", 0), 0u)
+      << nested.status().message();
+  // What a double holds exactly, integer literals (int64 and uint64 hold them) and numbers
+  // outside an integer field's reach are read as before.
+  for (const char* body : {R"({"seed": 9007199254740992.0})", R"({"max_tokens": 1e16})", R"({"seed": 9.2e18})",
+                           R"({"seed": 9007199254740993})", R"({"seed": 18446744073709551615})",
+                           R"({"x": 1e300})", R"({"x": 0.1})", R"({"x": 18446744073709551616.5})",
+                           R"({"seed": -9.223372036854775808e18})", R"({"seed": -9223372036854775809})"}) {
+    auto r = parse_json_object(body);
+    EXPECT_TRUE(r.ok()) << body << ": " << r.status().to_string();
+  }
+  auto exact = parse_json_object(R"({"seed": 9007199254740993, "f": 1.8e19})");
+  ASSERT_TRUE(exact.ok());
+  std::optional<int64_t> v;
+  ASSERT_TRUE(read_int(*exact, "", "seed", 0, INT64_MAX, &v).ok());
+  EXPECT_EQ(*v, 9007199254740993);
+}
+
 TEST(JsonInput, IntegerFieldRangesAndTypes) {
   json o = json::parse(R"({"a": 5, "b": "ten", "c": 1e30, "d": -3, "e": 2.5, "f": 7.0, "g": 18446744073709551615})");
   std::optional<int64_t> v;
@@ -177,7 +216,7 @@ TEST(JsonInput, IntegerFieldRangesAndTypes) {
 // below, wherever it is; -2^63 written as a float or as its digits is still -2^63 (decision 0053).
 TEST(JsonInput, IntegersPastSixtyFourBitsNeverReadAsInt64Min) {
   const std::string body = R"({"seed": -9223372036854775809, "a": [1, {"b/c~": [-9223372036854775810, 7]}],
-    "f": -9223372036854775808.0, "i": -9223372036854775808, "e": -9.223372036854775809e18,
+    "f": -9223372036854775808.0, "i": -9223372036854775808, "e": -9.223372036854775808e18,
     "s": "-9223372036854775809", "far": -9223372036854776833})";
   Result<json> j = parse_json_object(body);
   ASSERT_TRUE(j.ok()) << j.status().to_string();

@@ -13,6 +13,7 @@ using nlohmann::json;
 using server::parse_responses_request;
 using server::RequestDefaults;
 using server::responses_error_param;
+using server::translate_responses_request;
 using server::ToolChoice;
 
 const json kTool = json::parse(R"({"type":"function","name":"get_weather","description":"Weather of a city",
@@ -160,6 +161,22 @@ TEST(ResponsesRequest, StoreMetadataAndUnknownFieldsAreAccepted) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->echo["store"], false);
   EXPECT_EQ(r->echo["metadata"]["k"], "v");
+}
+
+// max_tool_calls is read once, by the translation (it was read there to check it and again
+// when the chat request was made), and the chat request takes it from there.
+TEST(ResponsesRequest, MaxToolCallsIsReadOnceByTheTranslation) {
+  auto t = translate_responses_request({{"input", "x"}, {"max_tool_calls", 3}});
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->max_tool_calls, std::optional<int32_t>(3));
+  auto none = translate_responses_request({{"input", "x"}, {"max_tool_calls", nullptr}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->max_tool_calls, std::nullopt);
+  auto r = parse({{"input", "x"}, {"max_tool_calls", 3}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->chat.max_tool_calls, 3);
+  EXPECT_EQ(r->echo["max_tool_calls"], 3);
+  EXPECT_FALSE(translate_responses_request({{"input", "x"}, {"max_tool_calls", 0}}).ok());
 }
 
 TEST(ResponsesRequest, RefusalsNameTheResponsesField) {

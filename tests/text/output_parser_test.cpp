@@ -6,7 +6,9 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <limits>
 #include <thread>
+#include <vector>
 
 #include "parser_test_util.h"
 #include "text/output_parser.h"
@@ -635,6 +637,65 @@ TEST(OutputParser, StrayMarkupNeverReachesContent) {
 TEST(OutputParser, PartialMarkupAtTheEndIsText) {
   EXPECT_EQ(parse_all_ways("value <|chan").content, "value <|chan");
   EXPECT_EQ(parse_all_ways("x <tool_ca").content, "x <tool_ca");
+}
+
+}  // namespace
+}  // namespace gs::text
+
+namespace gs::text {
+namespace {
+
+// Each content byte says where in the input it came from (decision 0055): the answer's text
+// from its own bytes, whatever the chunking, never from the thinking or the markup; and no
+// later content byte comes from before undecided_from().
+TEST(OutputParserSources, ContentBytesComeFromTheirInputBytes) {
+  const std::string input = "<|channel>thought\nHmm, a thought.<channel|>\n\n  Paris, fair sir.";
+  for (size_t chunk : {size_t{1}, size_t{3}, size_t{7}, input.size()}) {
+    OutputParser parser;
+    std::string content;
+    std::vector<uint64_t> sources;
+    uint64_t undecided = 0;
+    auto take = [&](const std::vector<ParserEvent>& events) {
+      for (const ParserEvent& e : events) {
+        if (e.kind != ParserEventKind::kContent) continue;
+        ASSERT_EQ(e.sources.size(), e.text.size());
+        for (uint64_t at : e.sources) EXPECT_GE(at, undecided) << "chunk " << chunk;
+        content += e.text;
+        sources.insert(sources.end(), e.sources.begin(), e.sources.end());
+      }
+    };
+    for (size_t i = 0; i < input.size(); i += chunk) {
+      take(parser.feed(std::string_view(input).substr(i, chunk)));
+      undecided = parser.undecided_from();
+    }
+    take(parser.finish());
+    EXPECT_EQ(parser.undecided_from(), std::numeric_limits<uint64_t>::max());
+    ASSERT_EQ(content, "Paris, fair sir.") << chunk;
+    const size_t at = input.find("Paris");
+    for (size_t k = 0; k < content.size(); ++k) EXPECT_EQ(sources[k], at + k) << "chunk " << chunk << " byte " << k;
+  }
+}
+
+// Text the parser writes itself is placed at the input it read then: the quote of <|"|> at
+// that markup, the blank line between two turns' text at the second's first byte.
+TEST(OutputParserSources, WrittenTextIsPlacedAtTheInputItStandsFor) {
+  const std::string input = "Say <|\"|>hi<|\"|><|turn>model\nagain";
+  OutputParser parser;
+  std::vector<ParserEvent> events = parser.feed(input);
+  for (ParserEvent& e : parser.finish()) events.push_back(std::move(e));
+  std::string content;
+  std::vector<uint64_t> sources;
+  for (const ParserEvent& e : events) {
+    if (e.kind != ParserEventKind::kContent) continue;
+    content += e.text;
+    sources.insert(sources.end(), e.sources.begin(), e.sources.end());
+  }
+  ASSERT_EQ(content, "Say \"hi\"\n\nagain");
+  EXPECT_EQ(sources[4], input.find("<|\"|>"));
+  EXPECT_EQ(sources[7], input.rfind("<|\"|>"));
+  EXPECT_EQ(sources[8], input.find("again"));
+  EXPECT_EQ(sources[9], input.find("again"));
+  EXPECT_EQ(sources[10], input.find("again"));
 }
 
 }  // namespace
