@@ -230,6 +230,11 @@ class Engine {
   // (prompt longer than the context: the message gives both numbers), kResourceExhausted
   // (queue full), kUnavailable (shutting down).
   virtual Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) = 0;
+  // Queues the requests of one response (OpenAI's `n` choices) together: all of them, or on
+  // any error none (the same errors as submit; kResourceExhausted when the queue has room for
+  // only some). Streams in the order of `requests`. A waiting request whose stream was
+  // cancelled holds no place in the queue.
+  virtual Result<std::vector<std::unique_ptr<RequestStream>>> submit_all(std::vector<GenerationRequest> requests) = 0;
   virtual EngineInfo info() const = 0;
   virtual EngineMetrics metrics() const = 0;
   // The start of a drain (SIGTERM): new submits are refused with kUnavailable, and every

@@ -56,53 +56,90 @@ EngineMetrics Scheduler::metrics() const {
   return metrics_;
 }
 
-Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest request) {
-  auto reject = [&](Status status) -> Result<std::unique_ptr<RequestStream>> {
-    std::lock_guard<std::mutex> lock(metrics_mu_);
-    metrics_.requests_rejected_total++;
-    return status;
-  };
+Status Scheduler::check_request(const GenerationRequest& request) const {
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
-  if (n_prompt == 0) return reject(Status(StatusCode::kInvalidArgument, "the prompt is empty"));
+  if (n_prompt == 0) return Status(StatusCode::kInvalidArgument, "the prompt is empty");
   for (int32_t id : request.prompt) {
     if (id < 0 || id >= runner_info_.n_vocab) {
-      return reject(make_status(StatusCode::kInvalidArgument,
-                                "token id {} is outside the vocabulary [0, {})", id, runner_info_.n_vocab));
+      return make_status(StatusCode::kInvalidArgument, "token id {} is outside the vocabulary [0, {})", id,
+                         runner_info_.n_vocab);
     }
   }
   if (n_prompt >= runner_info_.n_ctx) {
-    return reject(make_status(StatusCode::kOutOfRange,
-                              "the prompt has {} tokens but the context holds {} tokens per sequence "
-                              "(the prompt must be shorter to leave room for the answer)",
-                              n_prompt, runner_info_.n_ctx));
+    return make_status(StatusCode::kOutOfRange,
+                       "the prompt has {} tokens but the context holds {} tokens per sequence "
+                       "(the prompt must be shorter to leave room for the answer)",
+                       n_prompt, runner_info_.n_ctx);
   }
   if (request.max_tokens == 0 || request.max_tokens < -1) {
-    return reject(make_status(StatusCode::kInvalidArgument, "max_tokens must be >= 1 (or -1 for no limit), got {}",
-                              request.max_tokens));
+    return make_status(StatusCode::kInvalidArgument, "max_tokens must be >= 1 (or -1 for no limit), got {}",
+                       request.max_tokens);
   }
   if (request.n_logprobs > 20 || request.n_logprobs < -1) {
-    return reject(make_status(StatusCode::kInvalidArgument, "the number of top logprobs must be 0..20, got {}",
-                              request.n_logprobs));
+    return make_status(StatusCode::kInvalidArgument, "the number of top logprobs must be 0..20, got {}",
+                       request.n_logprobs);
   }
-  auto channel = std::make_shared<EventChannel>();
+  return {};
+}
+
+Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest request) {
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  GS_ASSIGN_OR_RETURN(auto streams, submit_all(std::move(one)));
+  return std::move(streams.front());
+}
+
+Result<std::vector<std::unique_ptr<RequestStream>>> Scheduler::submit_all(std::vector<GenerationRequest> requests) {
+  auto reject = [&](Status status) -> Result<std::vector<std::unique_ptr<RequestStream>>> {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_.requests_rejected_total += std::max<size_t>(requests.size(), 1);
+    return status;
+  };
+  if (requests.empty()) return reject(Status(StatusCode::kInvalidArgument, "no request to queue"));
+  uint64_t n_prompt_tokens = 0;
+  for (const GenerationRequest& r : requests) {
+    if (Status st = check_request(r); !st.ok()) return reject(std::move(st));
+    n_prompt_tokens += r.prompt.size();
+  }
+  const int64_t n = static_cast<int64_t>(requests.size());
+  std::vector<std::shared_ptr<EventChannel>> channels;
+  std::vector<Pending> gone;  // waiting requests whose clients went away
+  Status refusal;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     if (shared_->stop || shared_->draining) {
-      return reject(Status(StatusCode::kUnavailable, "the server is shutting down"));
+      refusal = Status(StatusCode::kUnavailable, "the server is shutting down");
+    } else {
+      // A cancelled request waits only for the loop to notice it (up to a whole step): it
+      // holds no place, or a client that gave up waiting and asks again, or the next request
+      // after a response whose choices did not all fit, was refused for room it did not use.
+      gone = take_cancelled_locked();
+      const int64_t waiting = static_cast<int64_t>(shared_->queue.size()) + shared_->n_active;
+      const int64_t places = static_cast<int64_t>(runner_info_.n_slots) + options_.queue_size;
+      if (waiting + n > places) {
+        refusal = n == 1 ? make_status(StatusCode::kResourceExhausted,
+                                       "the server is busy: {} requests are running or waiting; try again later",
+                                       waiting)
+                         : make_status(StatusCode::kResourceExhausted,
+                                       "the server is busy: {} requests are running or waiting, and the {} choices "
+                                       "of this response do not all fit; try again later",
+                                       waiting, n);
+      } else {
+        const auto now = Clock::now();
+        for (GenerationRequest& r : requests) {
+          channels.push_back(std::make_shared<EventChannel>());
+          shared_->queue.push_back(Pending{std::move(r), channels.back(), now});
+        }
+        shared_->poked = true;
+      }
     }
-    const int64_t waiting = static_cast<int64_t>(shared_->queue.size()) + shared_->n_active;
-    if (waiting >= static_cast<int64_t>(runner_info_.n_slots) + options_.queue_size) {
-      return reject(make_status(StatusCode::kResourceExhausted,
-                                "the server is busy: {} requests are running or waiting; try again later",
-                                waiting));
-    }
-    shared_->queue.push_back(Pending{std::move(request), channel, Clock::now()});
-    shared_->poked = true;
   }
+  end_cancelled(std::move(gone));
+  if (!refusal.ok()) return reject(std::move(refusal));
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
-    metrics_.requests_total++;
-    metrics_.prompt_tokens_total += static_cast<uint64_t>(n_prompt);
+    metrics_.requests_total += static_cast<uint64_t>(n);
+    metrics_.prompt_tokens_total += n_prompt_tokens;
   }
   shared_->cv.notify_all();
   std::weak_ptr<Shared> weak = shared_;
@@ -115,7 +152,9 @@ Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest reque
       s->cv.notify_all();
     }
   };
-  return std::unique_ptr<RequestStream>(new ChannelStream(std::move(channel), std::move(wake)));
+  std::vector<std::unique_ptr<RequestStream>> streams;
+  for (auto& channel : channels) streams.push_back(std::unique_ptr<RequestStream>(new ChannelStream(channel, wake)));
+  return streams;
 }
 
 void Scheduler::drain() {
@@ -208,26 +247,22 @@ int32_t Scheduler::pick_slot(std::span<const int32_t> prompt, bool reuse_prefix)
   return best;
 }
 
-void Scheduler::admit(std::vector<Pending>* admitted) {
-  const int32_t n_free = static_cast<int32_t>(std::count(slot_used_.begin(), slot_used_.end(), false));
+std::vector<Scheduler::Pending> Scheduler::take_cancelled_locked() {
   std::vector<Pending> cancelled;
-  {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    for (auto it = shared_->queue.begin(); it != shared_->queue.end();) {
-      if (it->channel->cancel_requested()) {
-        cancelled.push_back(std::move(*it));
-        it = shared_->queue.erase(it);
-      } else {
-        ++it;
-      }
+  for (auto it = shared_->queue.begin(); it != shared_->queue.end();) {
+    if (it->channel->cancel_requested()) {
+      cancelled.push_back(std::move(*it));
+      it = shared_->queue.erase(it);
+    } else {
+      ++it;
     }
-    while (!shared_->queue.empty() && static_cast<int32_t>(admitted->size()) < n_free) {
-      admitted->push_back(std::move(shared_->queue.front()));
-      shared_->queue.pop_front();
-    }
-    shared_->n_active = static_cast<int32_t>(active_.size() + admitted->size());
   }
-  if (!cancelled.empty()) {
+  return cancelled;
+}
+
+void Scheduler::end_cancelled(std::vector<Pending> cancelled) {
+  if (cancelled.empty()) return;
+  {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     metrics_.requests_cancelled_total += cancelled.size();
   }
@@ -239,6 +274,21 @@ void Scheduler::admit(std::vector<Pending>* admitted) {
     done.usage.queue_ms = ms_between(p.submitted, Clock::now());
     p.channel->push(std::move(done));
   }
+}
+
+void Scheduler::admit(std::vector<Pending>* admitted) {
+  const int32_t n_free = static_cast<int32_t>(std::count(slot_used_.begin(), slot_used_.end(), false));
+  std::vector<Pending> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    cancelled = take_cancelled_locked();
+    while (!shared_->queue.empty() && static_cast<int32_t>(admitted->size()) < n_free) {
+      admitted->push_back(std::move(shared_->queue.front()));
+      shared_->queue.pop_front();
+    }
+    shared_->n_active = static_cast<int32_t>(active_.size() + admitted->size());
+  }
+  end_cancelled(std::move(cancelled));
 }
 
 void Scheduler::loop() {

@@ -39,6 +39,7 @@ class Scheduler final : public Engine {
   Scheduler& operator=(const Scheduler&) = delete;
 
   Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) override;
+  Result<std::vector<std::unique_ptr<RequestStream>>> submit_all(std::vector<GenerationRequest> requests) override;
   EngineInfo info() const override;
   EngineMetrics metrics() const override;
   void drain() override;
@@ -84,6 +85,12 @@ class Scheduler final : public Engine {
   // Ends waiting requests with the shutting-down error (drain, shutdown).
   void refuse_queued(std::deque<Pending> queued);
   void admit(std::vector<Pending>* admitted);
+  // Takes the waiting requests whose streams were cancelled out of the queue (shared_->mu
+  // held), so that they hold no place in it; end_cancelled sends them their end (not held).
+  std::vector<Pending> take_cancelled_locked();
+  void end_cancelled(std::vector<Pending> cancelled);
+  // What submit refuses in a request on its own (empty prompt, bad ids, too long, limits).
+  Status check_request(const GenerationRequest& request) const;
   StepBatch build_batch();
   void apply_outputs(const std::vector<SlotOutput>& outputs);
   // Ends the sequence in `index` of active_ (releases its slot, sends the final event).

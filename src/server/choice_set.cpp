@@ -28,12 +28,11 @@ ChoiceSet::ChoiceSet(std::shared_ptr<const text::Tokenizer> tokenizer, const Gen
 }
 
 Status ChoiceSet::start(Engine& engine) {
-  for (size_t i = 0; i < choices_.size(); ++i) {
-    Status st = choices_[i]->start(engine);
-    if (st.ok()) continue;
-    for (size_t k = 0; k < i; ++k) choices_[k]->cancel();
-    return st;
-  }
+  std::vector<GenerationRequest> requests;
+  requests.reserve(choices_.size());
+  for (const auto& choice : choices_) requests.push_back(choice->request());
+  GS_ASSIGN_OR_RETURN(auto streams, engine.submit_all(std::move(requests)));
+  for (size_t i = 0; i < choices_.size(); ++i) choices_[i]->attach(std::move(streams[i]));
   return {};
 }
 

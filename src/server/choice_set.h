@@ -30,9 +30,9 @@ class ChoiceSet {
   // `n` >= 1 choices of `plan` (choice_plan).
   ChoiceSet(std::shared_ptr<const text::Tokenizer> tokenizer, const GenerationPlan& plan, int n);
 
-  // Submits every choice, in index order. When the engine refuses one (queue full, prompt
-  // too long, shutting down), the choices already submitted are cancelled and its error is
-  // returned: a response runs all its choices or none.
+  // Submits every choice, in index order, in one Engine::submit_all: a response runs all its
+  // choices or none (queue room for only some of them is the engine's kResourceExhausted, and
+  // no choice is queued, not even for a moment).
   Status start(Engine& engine);
   // Waits up to `wait` for events of the unfinished choices and returns the polls that gave
   // something (deltas, tokens or the end), in index order. One choice waits as

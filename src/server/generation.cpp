@@ -29,11 +29,6 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
 
 Generation::~Generation() { cancel(); }
 
-Status Generation::start(Engine& engine) {
-  GS_ASSIGN_OR_RETURN(stream_, engine.submit(plan_.request));
-  return {};
-}
-
 void Generation::cancel() {
   if (stream_ && !finished_) stream_->cancel();
 }

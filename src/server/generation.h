@@ -89,8 +89,10 @@ class Generation {
   Generation(std::shared_ptr<const text::Tokenizer> tokenizer, GenerationPlan plan);
   ~Generation();
 
-  // Submits to the engine. Errors as Engine::submit.
-  Status start(Engine& engine);
+  // The engine request this generation submits (ChoiceSet submits a response's together).
+  const GenerationRequest& request() const { return plan_.request; }
+  // Reads the engine's stream of that request from now on.
+  void attach(std::unique_ptr<RequestStream> stream) { stream_ = std::move(stream); }
   // Waits up to `wait` for engine events and turns them into deltas.
   PollResult poll(std::chrono::milliseconds wait);
   // Stops the request (client gone). Idempotent.

@@ -296,8 +296,10 @@ TEST(Choices, TooManyChoicesIsA400BeforeGenerating) {
   EXPECT_EQ(r["choices"].size(), 5u);
 }
 
-// A response runs all its choices or none: when the queue takes only some, the ones taken
-// are cancelled and the answer is the 429.
+// A response runs all its choices or none: when the queue has room for only some, none is
+// queued, not even for a moment (they were queued one by one and the ones taken cancelled,
+// which held their places until the loop's next step and refused the next request), and
+// the answer is the 429. The room it did not take is there for the next request.
 TEST(Choices, AQueueThatTakesOnlySomeChoicesTakesNone) {
   ServerFixtureOptions o;
   o.n_slots = 1;
@@ -307,18 +309,19 @@ TEST(Choices, AQueueThatTakesOnlySomeChoicesTakesNone) {
   s.answer("", /*endless=*/true);
   std::thread holder([&] { s.post("/v1/completions", R"({"prompt":"x","max_tokens":300})"); });
   for (int i = 0; i < 400 && s.engine->metrics().busy_slots == 0; ++i) std::this_thread::sleep_for(5ms);
-  const uint64_t cancelled_before = s.engine->metrics().requests_cancelled_total;
+  const EngineMetrics before = s.engine->metrics();
   auto r = s.post("/v1/completions", json{{"prompt", "y"}, {"max_tokens", 3}, {"n", 2}}.dump());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429) << r->body;
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
-  bool cancelled = false;
-  for (int i = 0; i < 400 && !cancelled; ++i) {
-    const EngineMetrics m = s.engine->metrics();
-    cancelled = m.requests_cancelled_total > cancelled_before && m.queue_length == 0;
-    if (!cancelled) std::this_thread::sleep_for(5ms);
-  }
-  EXPECT_TRUE(cancelled) << "the choice the queue took was not cancelled";
+  EXPECT_NE(r->body.find("the 2 choices of this response do not all fit"), std::string::npos) << r->body;
+  const EngineMetrics after = s.engine->metrics();
+  EXPECT_EQ(after.requests_total, before.requests_total) << "a choice was queued";
+  EXPECT_EQ(after.requests_cancelled_total, before.requests_cancelled_total) << "a choice was queued";
+  // One choice fits: it waits for the holder's slot and runs.
+  auto one = s.post("/v1/completions", json{{"prompt", "y"}, {"max_tokens", 3}}.dump());
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200) << one->body;
   holder.join();
   test::expect_healthy(s);
 }
