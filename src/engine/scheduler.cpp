@@ -94,16 +94,18 @@ Result<std::unique_ptr<RequestStream>> Scheduler::submit(GenerationRequest reque
 Result<std::vector<std::unique_ptr<RequestStream>>> Scheduler::submit_all(std::vector<GenerationRequest> requests) {
   auto reject = [&](Status status) -> Result<std::vector<std::unique_ptr<RequestStream>>> {
     std::lock_guard<std::mutex> lock(metrics_mu_);
-    metrics_.requests_rejected_total++;
+    metrics_.requests_rejected_total += std::max<size_t>(requests.size(), 1);  // each choice, as requests_total
     return status;
   };
-  if (requests.empty()) return std::vector<std::unique_ptr<RequestStream>>{};
+  if (requests.empty()) return reject(Status(StatusCode::kInvalidArgument, "no request to queue"));
   for (const GenerationRequest& request : requests) {
     if (Status st = check_request(request); !st.ok()) return reject(std::move(st));
   }
   const int64_t n_new = static_cast<int64_t>(requests.size());
   std::vector<std::shared_ptr<EventChannel>> channels;
   uint64_t n_prompt_tokens = 0;
+  std::vector<Pending> gone;  // waiting requests whose clients went away
+  Status refusal;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     if (shared_->stop || shared_->draining) {
@@ -111,26 +113,33 @@ Result<std::vector<std::unique_ptr<RequestStream>>> Scheduler::submit_all(std::v
     }
     // All or none: a response's choices each need a place (a slot or a queue place), and
     // were refused only once the first ones had been queued (decision 0055).
+    // A cancelled request waits only for the loop to notice it (up to a whole step): it holds
+    // no place, or a client that gave up waiting and asked again was refused for room it did
+    // not use (decision 0057).
+    gone = take_cancelled_locked();
     const int64_t n_running = shared_->n_active;
     const int64_t n_waiting = static_cast<int64_t>(shared_->queue.size());
     const int64_t capacity = static_cast<int64_t>(runner_info_.n_slots) + options_.queue_size;
     const int64_t n_free = std::max<int64_t>(capacity - n_running - n_waiting, 0);
     if (n_new > n_free) {
-      return reject(make_status(StatusCode::kResourceExhausted, "the server is busy: {} of {} places are free, {}; "
-                                "{} running and {} waiting ({} slot{} and a queue of {}); try again later",
-                                n_free, capacity,
-                                n_new == 1 ? std::string("the request needs 1")
-                                           : fmt::format("the request's {} choices (n) need {}, one each", n_new, n_new),
-                                n_running, n_waiting, runner_info_.n_slots, runner_info_.n_slots == 1 ? "" : "s",
-                                options_.queue_size));
+      refusal = make_status(StatusCode::kResourceExhausted, "the server is busy: {} of {} places are free, {}; "
+                            "{} running and {} waiting ({} slot{} and a queue of {}); try again later",
+                            n_free, capacity,
+                            n_new == 1 ? std::string("the request needs 1")
+                                       : fmt::format("the request's {} choices (n) need {}, one each", n_new, n_new),
+                            n_running, n_waiting, runner_info_.n_slots, runner_info_.n_slots == 1 ? "" : "s",
+                            options_.queue_size);
+    } else {
+      for (GenerationRequest& request : requests) {
+        n_prompt_tokens += request.prompt.size();
+        channels.push_back(std::make_shared<EventChannel>());
+        shared_->queue.push_back(Pending{std::move(request), channels.back(), Clock::now()});
+      }
+      shared_->poked = true;
     }
-    for (GenerationRequest& request : requests) {
-      n_prompt_tokens += request.prompt.size();
-      channels.push_back(std::make_shared<EventChannel>());
-      shared_->queue.push_back(Pending{std::move(request), channels.back(), Clock::now()});
-    }
-    shared_->poked = true;
   }
+  end_cancelled(std::move(gone));
+  if (!refusal.ok()) return reject(std::move(refusal));
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     metrics_.requests_total += static_cast<uint64_t>(n_new);
@@ -242,26 +251,22 @@ int32_t Scheduler::pick_slot(std::span<const int32_t> prompt, bool reuse_prefix)
   return best;
 }
 
-void Scheduler::admit(std::vector<Pending>* admitted) {
-  const int32_t n_free = static_cast<int32_t>(std::count(slot_used_.begin(), slot_used_.end(), false));
+std::vector<Scheduler::Pending> Scheduler::take_cancelled_locked() {
   std::vector<Pending> cancelled;
-  {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    for (auto it = shared_->queue.begin(); it != shared_->queue.end();) {
-      if (it->channel->cancel_requested()) {
-        cancelled.push_back(std::move(*it));
-        it = shared_->queue.erase(it);
-      } else {
-        ++it;
-      }
+  for (auto it = shared_->queue.begin(); it != shared_->queue.end();) {
+    if (it->channel->cancel_requested()) {
+      cancelled.push_back(std::move(*it));
+      it = shared_->queue.erase(it);
+    } else {
+      ++it;
     }
-    while (!shared_->queue.empty() && static_cast<int32_t>(admitted->size()) < n_free) {
-      admitted->push_back(std::move(shared_->queue.front()));
-      shared_->queue.pop_front();
-    }
-    shared_->n_active = static_cast<int32_t>(active_.size() + admitted->size());
   }
-  if (!cancelled.empty()) {
+  return cancelled;
+}
+
+void Scheduler::end_cancelled(std::vector<Pending> cancelled) {
+  if (cancelled.empty()) return;
+  {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     metrics_.requests_cancelled_total += cancelled.size();
   }
@@ -273,6 +278,21 @@ void Scheduler::admit(std::vector<Pending>* admitted) {
     done.usage.queue_ms = ms_between(p.submitted, Clock::now());
     p.channel->push(std::move(done));
   }
+}
+
+void Scheduler::admit(std::vector<Pending>* admitted) {
+  const int32_t n_free = static_cast<int32_t>(std::count(slot_used_.begin(), slot_used_.end(), false));
+  std::vector<Pending> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    cancelled = take_cancelled_locked();
+    while (!shared_->queue.empty() && static_cast<int32_t>(admitted->size()) < n_free) {
+      admitted->push_back(std::move(shared_->queue.front()));
+      shared_->queue.pop_front();
+    }
+    shared_->n_active = static_cast<int32_t>(active_.size() + admitted->size());
+  }
+  end_cancelled(std::move(cancelled));
 }
 
 void Scheduler::loop() {

@@ -88,6 +88,10 @@ class Scheduler final : public Engine {
   // Ends waiting requests with the shutting-down error (drain, shutdown).
   void refuse_queued(std::deque<Pending> queued);
   void admit(std::vector<Pending>* admitted);
+  // Takes the waiting requests whose streams were cancelled out of the queue (shared_->mu
+  // held), so that they hold no place in it; end_cancelled sends them their end (not held).
+  std::vector<Pending> take_cancelled_locked();
+  void end_cancelled(std::vector<Pending> cancelled);
   StepBatch build_batch();
   void apply_outputs(const std::vector<SlotOutput>& outputs);
   // Ends the sequence in `index` of active_ (releases its slot, sends the final event).

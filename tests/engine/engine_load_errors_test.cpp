@@ -345,7 +345,9 @@ TEST(EngineLoadErrors, ChatTemplateOrNameOfAnotherTypeLoadsWithAWarningNamingThe
       EXPECT_NE(line.find("is u32; expected string"), std::string::npos) << line;
     }
     EXPECT_EQ(warnings, 1u);
-    if (key == "general.name") EXPECT_EQ(loaded->model_name, "m");
+    if (key == "general.name") {
+      EXPECT_EQ(loaded->model_name, "m");
+    }
     loaded->engine->shutdown();
   }
 }
