@@ -26,7 +26,7 @@ TEST(OpenAiFormat, CompletionLogprobsSpellPartialCharactersAsBytes) {
   g.logprob = -0.5f;
   g.top = {{*x80, -0.25f}, {*x82, -1.5f}, {la, -2.0f}};
   server::TextOffsets offsets;
-  const json j = server::completion_logprobs_json(*tok, {server::ShownToken{g}}, offsets);
+  const json j = server::completion_logprobs_json(*tok, {server::ShownToken{g, -1, std::nullopt}}, offsets);
   EXPECT_EQ(j["tokens"][0], "bytes:\\xe2");
   const json& top = j["top_logprobs"][0];
   ASSERT_EQ(top.size(), 3u) << top.dump();
