@@ -236,7 +236,7 @@ CommandEntry register_run(CLI::App& app) {
   sub->add_option("-t,--threads", a->threads, "CPU threads (0 = all cores)")->capture_default_str()
       ->transform(decimal_integer<int>(0, 4096));
   sub->add_option("-c,--ctx-size", a->ctx, "context (positions) of the sequence")->capture_default_str()
-      ->transform(decimal_integer<int>());
+      ->transform(decimal_integer<int>(0, std::numeric_limits<int>::max()));
   sub->add_option("--ubatch", a->ubatch, "most prompt tokens per forward pass")->capture_default_str()
       ->transform(decimal_integer<int>(1, 1 << 20));
   sub->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0 (half the bytes of f16)")
