@@ -80,7 +80,7 @@ Result<EngineOptions> engine_options(const RunArgs& a) {
   EngineOptions eo;
   eo.model_path = a.model;
   eo.drafter_path = a.mtp;
-  eo.draft_max = a.draft_max;
+  eo.draft_max = a.mtp.empty() ? 0 : a.draft_max;  // as serve: no draft rows planned without a drafter
   eo.draft_p_min = a.draft_p_min;
   eo.draft_adaptive = a.draft_adaptive;
   eo.n_ctx = a.ctx;

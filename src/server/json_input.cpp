@@ -243,14 +243,18 @@ bool literal_is_exactly(std::string_view lexeme, uint64_t n) {
   return digits == std::to_string(n);
 }
 
-// Where a body writes a number in the range where an integer field could take it but a double
-// cannot hold it (2^53 <= |value| < 2^64, written with a fraction or an exponent, whose value
-// is not the double nlohmann rounds it to: `9007199254740993.0`, `1.0000000000000001e17`): the
-// first such number's text and path. Integer literals are exact there (int64 and
-// uint64 hold them).
+// Where a request body's top-level member is a number in the range where an integer field
+// could take it but a double cannot hold it (2^53 <= |value| < 2^64, written with a fraction
+// or an exponent, whose value is not the double nlohmann rounds it to: `9007199254740993.0`,
+// `1.0000000000000001e17`): the first such number's text and path. Integer literals are exact
+// there (int64 and uint64 hold them). Only top-level members: the only integer fields whose
+// range reaches 2^53 are top-level (`seed`); every other integer field refuses such a value by
+// its range, and numbers inside messages, tools, schemas and tool-call inputs are the client's
+// or the model's data, which a replayed history must be able to carry.
 class InexactNumberFinder : public SaxPath {
  public:
   bool number_float(nlohmann::json::number_float_t v, const nlohmann::json::string_t& lexeme) {
+    if (frames_.size() != 1 || frames_.front().array) return value();
     const double m = std::fabs(v);
     // Integer literals past 64 bits are nlohmann's floats too, outside every integer field's
     // range (push_low_integers_out_of_range): not this check's.
@@ -276,23 +280,15 @@ class InexactNumberFinder : public SaxPath {
   std::string path_;
 };
 
-// Whether `v` holds a float that may be such a number (a walk of the parsed value, cheaper
-// than a second pass over the text, which runs only where it finds one).
+// Whether the object `v` has a top-level member that may be such a number (a look at the
+// parsed value, cheaper than a second pass over the text, which runs only where it finds one).
 bool holds_large_float(const nlohmann::json& v) {
-  switch (v.type()) {
-    case nlohmann::json::value_t::object:
-    case nlohmann::json::value_t::array:
-      for (const auto& e : v) {
-        if (holds_large_float(e)) return true;
-      }
-      return false;
-    case nlohmann::json::value_t::number_float: {
-      const double m = std::fabs(v.get<double>());
-      return m >= 9007199254740992.0 && m < 18446744073709551616.0;
-    }
-    default:
-      return false;
+  for (const auto& e : v) {
+    if (!e.is_number_float()) continue;
+    const double m = std::fabs(e.get<double>());
+    if (m >= 9007199254740992.0 && m < 18446744073709551616.0) return true;
   }
+  return false;
 }
 
 constexpr std::string_view kRequestBody = "the request body";
@@ -374,7 +370,9 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, s
     return make_status(StatusCode::kInvalidArgument, "{} must be a JSON object, got {}", what, json_type_name(value));
   }
   push_low_integers_out_of_range(body, &value);
-  if (holds_large_float(value)) {
+  // Request bodies only: a JSON text nested in one as a string (a call's arguments, a schema)
+  // has no integer fields.
+  if (what == kRequestBody && holds_large_float(value)) {
     // A double rounds such a number, and an integer field took the rounded value without a
     // word ("seed": 9007199254740993.0 was the seed 9007199254740992; decision 0055).
     InexactNumberFinder finder;
@@ -384,8 +382,7 @@ Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth, s
           "the number {} is not held exactly (a double rounds it to {:.0f}); send an integer as digits without '.' "
           "or an exponent",
           finder.lexeme(), finder.rounded());
-      if (what == kRequestBody) return make_status(StatusCode::kInvalidArgument, "{}: {}", finder.where(), what_is_wrong);
-      return make_status(StatusCode::kInvalidArgument, "{}: {} ({})", what, what_is_wrong, finder.where());
+      return make_status(StatusCode::kInvalidArgument, "{}: {}", finder.where(), what_is_wrong);
     }
   }
   return value;

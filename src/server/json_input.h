@@ -28,11 +28,13 @@ inline constexpr size_t kMaxJsonHeapValues = size_t{1} << 18;
 // An integer written past 64 bits is a double (nlohmann's reading) outside int64's range: one
 // that rounds to -2^63 is made the next double below, so that no integer field takes it for
 // -2^63 (decision 0053).
-// A number written with a fraction or an exponent that an integer field could take but a
-// double does not hold exactly (2^53 <= |value| < 2^64 and not the double it rounds to:
-// `9007199254740993.0`, `9007199254740993.5`) is refused naming its field: "seed: the number
-// 9007199254740993.0 is not held exactly (a double rounds it to 9007199254740992); ..."
-// (decision 0055). Whole floats a double holds (`1e16`, `9.2e18`) stay as they are.
+// In a request body (`what` left as it is), a top-level member written with a fraction or an
+// exponent that an integer field could take but a double does not hold exactly (2^53 <=
+// |value| < 2^64 and not the double it rounds to: `9007199254740993.0`, `9007199254740993.5`)
+// is refused naming its field: "seed: the number 9007199254740993.0 is not held exactly (a
+// double rounds it to 9007199254740992); ..." (decision 0055). Whole floats a double holds
+// (`1e16`, `9.2e18`), nested numbers (messages, tools, schemas, call inputs) and JSON texts
+// nested as strings are read as before.
 // A number no double holds (1e400, a 400-digit integer) is named with its byte offset and the
 // field it is the value of: "max_tokens: number out of range: 1e400 ... (byte offset 14 of the
 // request body)", the field first for a request body (the error's param).

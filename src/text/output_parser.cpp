@@ -283,24 +283,34 @@ struct Origin {
   }
 };
 
-// Text held for later with the input offset of each byte.
+// Text held for later with the input offset of each byte, and the lowest of those offsets
+// (undecided_from asks it for every token; a whitespace run held for a long time made a scan
+// of src quadratic).
 struct Sourced {
   std::string text;
   std::vector<uint64_t> src;
+  uint64_t low = std::numeric_limits<uint64_t>::max();  // of src; valid while src is not empty
   void append(std::string_view t, Origin o) {
+    if (src.empty()) low = std::numeric_limits<uint64_t>::max();
     text.append(t);
-    for (size_t k = 0; k < t.size(); ++k) src.push_back(o.at(k));
+    for (size_t k = 0; k < t.size(); ++k) {
+      src.push_back(o.at(k));
+      low = std::min(low, src.back());
+    }
   }
   // Bytes [from, to) of this text.
   Sourced sub(size_t from, size_t to) const {
     Sourced out;
     out.text = text.substr(from, to - from);
     out.src.assign(src.begin() + static_cast<std::ptrdiff_t>(from), src.begin() + static_cast<std::ptrdiff_t>(to));
+    if (!out.src.empty()) out.low = *std::min_element(out.src.begin(), out.src.end());
     return out;
   }
+  uint64_t lowest() const { return src.empty() ? std::numeric_limits<uint64_t>::max() : low; }
   void clear() {
     text.clear();
     src.clear();
+    low = std::numeric_limits<uint64_t>::max();
   }
   bool empty() const { return text.empty(); }
   Origin origin() const { return Origin{src.data(), 0, false}; }
@@ -1262,9 +1272,8 @@ uint64_t OutputParser::undecided_from() const {
   const State& st = *state_;
   if (st.mode == Mode::kStopped || st.finished) return std::numeric_limits<uint64_t>::max();
   uint64_t at = st.base;  // the first byte not yet read
-  for (const std::vector<uint64_t>* held : {&st.hold.src, &st.reasoning_ws.src, &st.reasoning_prefix.src}) {
-    if (!held->empty()) at = std::min(at, *std::min_element(held->begin(), held->end()));
-  }
+  for (const Sourced* held : {&st.hold, &st.reasoning_ws, &st.reasoning_prefix}) at = std::min(at, held->lowest());
+  // (stop_src holds at most the bytes that may still begin a stop string: a few.)
   if (!st.stop_src.empty()) at = std::min(at, *std::min_element(st.stop_src.begin(), st.stop_src.end()));
   if (st.mode == Mode::kChannelLabel) at = std::min(at, st.channel_open_at);  // the block's opener is still to come
   return at;

@@ -378,6 +378,27 @@ TEST(ErrorParam, IntegersADoubleRoundsAreRefusedOnEveryRoute) {
   }
 }
 
+// A history may replay what the model wrote: a call's arguments (a JSON string) or an Anthropic
+// tool_use input holding a float no double holds exactly, such as a nanosecond timestamp with
+// ".0", is the model's data, not an integer field, and is taken as before (the check of decision
+// 0055 reads only a body's top-level members).
+TEST(ErrorParam, AReplayedCallsInexactFloatsAreTaken) {
+  LiveServer s;
+  s.answer("fine");
+  auto chat = s.post("/v1/chat/completions", R"({"max_tokens":2,"messages":[{"role":"user","content":"hi"},)"
+                                             R"({"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+                                             R"("function":{"name":"f","arguments":"{\"t\": 1715000000123456789.0}"}}]},)"
+                                             R"({"role":"tool","tool_call_id":"c1","content":"ok"}]})");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 200) << chat->body;
+  auto messages = s.post("/v1/messages", R"({"model":"m","max_tokens":2,"messages":[{"role":"user","content":"hi"},)"
+                                         R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f",)"
+                                         R"("input":{"t":1715000000123456789.0}}]},{"role":"user","content":)"
+                                         R"([{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]})");
+  ASSERT_TRUE(messages);
+  EXPECT_EQ(messages->status, 200) << messages->body;
+}
+
 // OpenAI's chat fields that tag or route a request or hint at the answer's length, which this
 // server takes without acting on them, are type-checked as OpenAI checks them: service_tier a
 // string or null, prompt_cache_key and safety_identifier strings, store a boolean or null,
