@@ -231,21 +231,9 @@ class Engine {
   // (queue full), kUnavailable (shutting down).
   virtual Result<std::unique_ptr<RequestStream>> submit(GenerationRequest request) = 0;
   // Queues several requests (a response's n choices) all or none, with submit's errors; the
-  // queue-full one says how many places they need and how many are free. This default
-  // submits them one by one and cancels those taken when one is refused; the scheduler
-  // checks the room for all of them at once.
-  virtual Result<std::vector<std::unique_ptr<RequestStream>>> submit_all(std::vector<GenerationRequest> requests) {
-    std::vector<std::unique_ptr<RequestStream>> streams;
-    for (GenerationRequest& request : requests) {
-      Result<std::unique_ptr<RequestStream>> stream = submit(std::move(request));
-      if (!stream.ok()) {
-        for (auto& taken : streams) taken->cancel();
-        return stream.status();
-      }
-      streams.push_back(std::move(*stream));
-    }
-    return streams;
-  }
+  // queue-full one says how many places they need and how many are free; an empty list is
+  // kInvalidArgument.
+  virtual Result<std::vector<std::unique_ptr<RequestStream>>> submit_all(std::vector<GenerationRequest> requests) = 0;
   virtual EngineInfo info() const = 0;
   virtual EngineMetrics metrics() const = 0;
   // The start of a drain (SIGTERM): new submits are refused with kUnavailable, and every

@@ -462,10 +462,6 @@ class RuntimeSlotRunner final : public SlotRunner {
   std::random_device seed_source_;
 };
 
-}  // namespace
-
-namespace {
-
 // "1 slot" (or fewer: one sequence all the same), "4 slots".
 std::string slots_text(int n_slots) { return n_slots <= 1 ? std::string("1 slot") : fmt::format("{} slots", n_slots); }
 

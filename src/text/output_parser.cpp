@@ -398,14 +398,15 @@ struct OutputParser::State {
     push_content(text, Origin{src.data(), 0, false});
   }
 
-  void push_text(ParserEventKind kind, std::string_view text) {
+  // Reasoning text, joined to a reasoning event right before it.
+  void push_reasoning(std::string_view text) {
     if (text.empty()) return;
-    if (!out.empty() && out.back().kind == kind && kind == ParserEventKind::kReasoning) {
+    if (!out.empty() && out.back().kind == ParserEventKind::kReasoning) {
       out.back().text.append(text);
       return;
     }
     ParserEvent e;
-    e.kind = kind;
+    e.kind = ParserEventKind::kReasoning;
     e.text = std::string(text);
     out.push_back(std::move(e));
   }
@@ -519,7 +520,7 @@ struct OutputParser::State {
     reasoning_ws.append(text.substr(body_end), o.skip(body_end));
     reasoning_has_text = true;
     if (reasoning_in_content()) push_block_text(piece.text, piece.origin());
-    push_text(ParserEventKind::kReasoning, reasoning_separator + piece.text);
+    push_reasoning(reasoning_separator + piece.text);
     reasoning_separator.clear();
   }
 
