@@ -210,6 +210,12 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
        messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"a"}},)"
                         R"({"id":"c1","type":"function","function":{"name":"b"}}]})"),
        "messages[1].tool_calls[1].id"},
+      // A call left unanswered before the next turn (OpenAI refuses it; it was rendered as
+      // the call and a dangling tool-response opener).
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+                        R"("function":{"name":"a","arguments":"{}"}}]},)" + kUser),
+       "messages[1]"},
       // Tools.
       {"chat", chat_with(R"("tools":"x")"), "tools"},
       {"chat", chat_with(R"("tools":[{"type":"function","function":{"name":"bad name"}}])"), "tools[0].function.name"},
