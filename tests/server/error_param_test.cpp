@@ -440,6 +440,36 @@ TEST(ErrorParam, RequestTagsAndHintsAreTypeChecked) {
   }
 }
 
+// OpenAI's `prediction` (Predicted Outputs, a latency hint that changes no answer) is
+// type-checked as the other hints are: {"type": "content", "content": a string or text parts}.
+// It was never looked at ("prediction": 5 was a 200).
+TEST(ErrorParam, APredictionIsTypeChecked) {
+  LiveServer s;
+  s.answer("fine");
+  const std::vector<Case> bad = {
+      {"chat", chat_with(R"("prediction":5)"), "prediction"},
+      {"chat", chat_with(R"("prediction":"the answer")"), "prediction"},
+      {"chat", chat_with(R"("prediction":{"content":"x"})"), "prediction.type"},
+      {"chat", chat_with(R"("prediction":{"type":"text","content":"x"})"), "prediction.type"},
+      {"chat", chat_with(R"("prediction":{"type":"content"})"), "prediction.content"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":7})"), "prediction.content"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":["x"]})"), "prediction.content[0]"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":[{"type":"image_url"}]})"),
+       "prediction.content[0].type"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":[{"type":"text","text":1}]})"),
+       "prediction.content[0].text"},
+  };
+  for (const Case& c : bad) expect_refused(s, c);
+  for (const std::string& extra :
+       {std::string(R"("prediction":{"type":"content","content":"fine"})"),
+        std::string(R"("prediction":{"type":"content","content":[{"type":"text","text":"fi"},{"type":"text","text":"ne"}]})"),
+        std::string(R"("prediction":{"type":"content","content":""})"), std::string(R"("prediction":null)")}) {
+    auto r = s.post("/v1/chat/completions", chat_with(extra));
+    ASSERT_TRUE(r) << extra;
+    EXPECT_EQ(r->status, 200) << extra << ": " << r->body;
+  }
+}
+
 // A call forced to one function follows that tool's parameters schema; a "$ref" in it that
 // resolves to nothing (a missing $defs entry, an external URL) is a 400 naming the keyword,
 // as a response_format schema's is. It was compiled, failed, and the call fell back to the
