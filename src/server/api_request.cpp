@@ -2,6 +2,7 @@
 #include "server/api_request.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -27,6 +28,60 @@ using nlohmann::json;
 constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
 
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+
+// As OpenAI's API: an assistant message with tool_calls that is not the last message is
+// followed by tool messages that answer each of its calls (by tool_call_id; a tool or legacy
+// function message that gives only a name answers a call of that name). One left unanswered
+// was rendered as the call, a dangling `<|tool_response>` and whatever came next (a user
+// turn, or the next assistant message's text inside the same model turn); the Messages and
+// Responses routes already refuse it as their APIs do. A final assistant message's calls are
+// left as they are: nothing follows them yet. A result whose tool_call_id matches no call is
+// named first, in the renderer's words (the more precise fault). Hashed: linear in the calls.
+Status check_calls_answered(const std::vector<text::ChatMessage>& messages) {
+  for (size_t i = 0; i + 1 < messages.size(); ++i) {
+    const text::ChatMessage& m = messages[i];
+    if (m.role != text::ChatRole::kAssistant || m.tool_calls.empty()) continue;
+    std::unordered_map<std::string_view, size_t> by_id;                 // a call's id -> its index
+    std::unordered_map<std::string_view, std::vector<size_t>> by_name;  // unanswered calls of a name, last first
+    for (size_t c = m.tool_calls.size(); c-- > 0;) {
+      by_id[m.tool_calls[c].id] = c;
+      by_name[m.tool_calls[c].name].push_back(c);
+    }
+    std::vector<bool> answered(m.tool_calls.size(), false);
+    for (size_t k = i + 1; k < messages.size() && messages[k].role == text::ChatRole::kTool; ++k) {
+      const text::ChatMessage& result = messages[k];
+      if (!result.tool_call_id.empty()) {
+        const auto found = by_id.find(result.tool_call_id);
+        if (found == by_id.end()) {
+          return invalid(fmt::format("messages[{}].tool_call_id \"{}\" matches no tool call of messages[{}]", k,
+                                     result.tool_call_id, i));
+        }
+        answered[found->second] = true;
+        continue;
+      }
+      // A name alone answers the first call of that name not answered yet.
+      auto named = by_name.find(result.name);
+      if (named == by_name.end()) continue;
+      while (!named->second.empty() && answered[named->second.back()]) named->second.pop_back();
+      if (named->second.empty()) continue;
+      answered[named->second.back()] = true;
+      named->second.pop_back();
+    }
+    constexpr size_t kNamed = 8;  // ids shown; thousands of calls would make a message of megabytes
+    std::vector<std::string_view> missing;
+    size_t n_missing = 0;
+    for (size_t c = 0; c < m.tool_calls.size(); ++c) {
+      if (answered[c]) continue;
+      if (++n_missing <= kNamed) missing.push_back(m.tool_calls[c].id);
+    }
+    if (n_missing == 0) continue;
+    return invalid(fmt::format("messages[{}]: an assistant message with tool_calls must be followed by tool messages "
+                               "answering each call (tool_call_id); no tool message answers {}{}",
+                               i, fmt::join(missing, ", "),
+                               n_missing > kNamed ? fmt::format(" and {} more", n_missing - kNamed) : ""));
+  }
+  return {};
+}
 
 // Server policy on top of the text layer's structural conversion: the rules OpenAI states
 // and the limits of this server (text only), with errors that name the field.
@@ -61,7 +116,7 @@ Status check_messages(const std::vector<text::ChatMessage>& messages) {
       if (!parsed.ok()) return invalid(parsed.status().message());
     }
   }
-  return {};
+  return check_calls_answered(messages);
 }
 
 // Content that OpenAI requires: present and not null for system, developer, user and tool
@@ -823,7 +878,7 @@ constexpr std::string_view kRequestFields[] = {
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
     "t_max_predict_ms", "n_indent", "n_cmpl", "lora", "post_sampling_probs",
     "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata", "service_tier",
-    "prompt_cache_key", "safety_identifier", "store", "verbosity",
+    "prompt_cache_key", "safety_identifier", "store", "verbosity", "prediction",
 };
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

@@ -268,11 +268,17 @@ class InputTranslator {
   void finish() {
     for (const auto& [call_id, path] : calls_) {
       if (answered_.contains(call_id)) continue;
-      t_->unanswered_call = invalid(fmt::format("{}.call_id: no tool output found for function call '{}' (each "
-                                                "function_call item needs a function_call_output item with its "
-                                                "call_id)",
-                                                path, call_id));
-      break;
+      if (t_->unanswered_call.ok()) {
+        t_->unanswered_call = invalid(fmt::format("{}.call_id: no tool output found for function call '{}' (each "
+                                                  "function_call item needs a function_call_output item with its "
+                                                  "call_id)",
+                                                  path, call_id));
+      }
+      // The request is refused for it (after the chat parser's checks, which name other faults
+      // of the input first); an empty output stands in meanwhile, so that the chat parser,
+      // which refuses a call left unanswered too, reads the rest of it as it would otherwise.
+      outputs_[call_turn_.at(call_id)].push_back(
+          {json{{"role", "tool"}, {"tool_call_id", call_id}, {"content", ""}}, path});
     }
     if (outputs_.empty()) return;
     json messages = json::array();

@@ -28,7 +28,7 @@ constexpr size_t kMaxMetadataValueChars = 512;
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
 
 constexpr std::string_view kChatTagFields[] = {"service_tier", "prompt_cache_key", "safety_identifier", "store",
-                                               "verbosity"};
+                                               "verbosity", "prediction"};
 
 // "a, b or c".
 std::string one_of(std::span<const std::string_view> allowed) {
@@ -122,10 +122,45 @@ Status check_openai_tags(const json& body) {
   return check_string(body, "safety_identifier", /*null_named=*/false);
 }
 
+// OpenAI's `prediction` (Predicted Outputs): {"type": "content", "content": a string or an
+// array of text parts}. A latency hint: the answer is the same without it.
+Status check_prediction(const json& body) {
+  const auto it = body.find("prediction");
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_object()) return invalid(fmt::format("prediction must be an object, got {}", json_type_name(*it)));
+  const auto type = it->find("type");
+  if (type == it->end() || type->is_null()) return invalid("prediction.type is required ('content')");
+  if (!type->is_string() || *type != "content") {
+    return invalid(fmt::format("prediction.type must be 'content', got {}", type->dump(-1, ' ', false, json::error_handler_t::replace)));
+  }
+  const auto content = it->find("content");
+  if (content == it->end() || content->is_null()) {
+    return invalid("prediction.content is required (a string or an array of text parts)");
+  }
+  if (content->is_string()) return {};
+  if (!content->is_array()) {
+    return invalid(fmt::format("prediction.content must be a string or an array of text parts, got {}",
+                               json_type_name(*content)));
+  }
+  for (size_t i = 0; i < content->size(); ++i) {
+    const json& part = (*content)[i];
+    const std::string path = fmt::format("prediction.content[{}]", i);
+    if (!part.is_object()) return invalid(fmt::format("{} must be a text part, got {}", path, json_type_name(part)));
+    const auto part_type = part.find("type");
+    if (part_type == part.end() || !part_type->is_string() || *part_type != "text") {
+      return invalid(fmt::format("{}.type must be 'text'", path));
+    }
+    const auto text = part.find("text");
+    if (text == part.end() || !text->is_string()) return invalid(fmt::format("{}.text must be a string", path));
+  }
+  return {};
+}
+
 Status check_chat_hints(const json& body) {
   std::optional<bool> store;
   GS_RETURN_IF_ERROR(read_bool(body, "", "store", &store));
-  return read_choice(body, "", "verbosity", kVerbosities);
+  GS_RETURN_IF_ERROR(read_choice(body, "", "verbosity", kVerbosities));
+  return check_prediction(body);
 }
 
 Status check_responses_hints(const json& body) {

@@ -37,9 +37,11 @@ Status check_anthropic_metadata(const nlohmann::json& body);
 Status check_openai_tags(const nlohmann::json& body);
 
 // Chat completions' `store` (OpenAI's: keep the completion for distillation; nothing is kept
-// here) and `verbosity` (low, medium or high; a hint the model is not given). Absent or null
-// passes. Errors (kInvalidArgument): "store must be true or false, got string",
-// "verbosity must be low, medium or high, got 'loud'".
+// here), `verbosity` (low, medium or high; a hint the model is not given) and `prediction`
+// (Predicted Outputs, a latency hint: {"type": "content", "content": a string or an array of
+// text parts}; nothing is drafted from it). Absent or null passes. Errors (kInvalidArgument):
+// "store must be true or false, got string", "verbosity must be low, medium or high, got
+// 'loud'", "prediction.content is required (a string or an array of text parts)".
 Status check_chat_hints(const nlohmann::json& body);
 
 // /v1/responses' `text.verbosity` (low, medium or high) and `reasoning.summary` (auto, concise
@@ -54,7 +56,7 @@ Status check_responses_hints(const nlohmann::json& body);
 Status check_anthropic_service_tier(const nlohmann::json& body);
 
 // The top-level chat completion fields checked here and otherwise not read (service_tier,
-// prompt_cache_key, safety_identifier, store, verbosity): a route that translates into a chat
+// prompt_cache_key, safety_identifier, store, verbosity, prediction): a route that translates into a chat
 // request and does not read one of them does not refuse it (it changes nothing).
 std::span<const std::string_view> chat_tag_field_names();
 

@@ -210,6 +210,12 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
        messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"a"}},)"
                         R"({"id":"c1","type":"function","function":{"name":"b"}}]})"),
        "messages[1].tool_calls[1].id"},
+      // A call left unanswered before the next turn (OpenAI refuses it; it was rendered as
+      // the call and a dangling tool-response opener).
+      {"chat",
+       messages(kUser + R"(,{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+                        R"("function":{"name":"a","arguments":"{}"}}]},)" + kUser),
+       "messages[1]"},
       // Tools.
       {"chat", chat_with(R"("tools":"x")"), "tools"},
       {"chat", chat_with(R"("tools":[{"type":"function","function":{"name":"bad name"}}])"), "tools[0].function.name"},
@@ -428,6 +434,36 @@ TEST(ErrorParam, RequestTagsAndHintsAreTypeChecked) {
         std::string(R"("service_tier":null,"prompt_cache_key":null,"safety_identifier":null,"store":null,)"
                     R"("verbosity":null)"),
         std::string(R"("service_tier":"default","verbosity":"medium")")}) {
+    auto r = s.post("/v1/chat/completions", chat_with(extra));
+    ASSERT_TRUE(r) << extra;
+    EXPECT_EQ(r->status, 200) << extra << ": " << r->body;
+  }
+}
+
+// OpenAI's `prediction` (Predicted Outputs, a latency hint that changes no answer) is
+// type-checked as the other hints are: {"type": "content", "content": a string or text parts}.
+// It was never looked at ("prediction": 5 was a 200).
+TEST(ErrorParam, APredictionIsTypeChecked) {
+  LiveServer s;
+  s.answer("fine");
+  const std::vector<Case> bad = {
+      {"chat", chat_with(R"("prediction":5)"), "prediction"},
+      {"chat", chat_with(R"("prediction":"the answer")"), "prediction"},
+      {"chat", chat_with(R"("prediction":{"content":"x"})"), "prediction.type"},
+      {"chat", chat_with(R"("prediction":{"type":"text","content":"x"})"), "prediction.type"},
+      {"chat", chat_with(R"("prediction":{"type":"content"})"), "prediction.content"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":7})"), "prediction.content"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":["x"]})"), "prediction.content[0]"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":[{"type":"image_url"}]})"),
+       "prediction.content[0].type"},
+      {"chat", chat_with(R"("prediction":{"type":"content","content":[{"type":"text","text":1}]})"),
+       "prediction.content[0].text"},
+  };
+  for (const Case& c : bad) expect_refused(s, c);
+  for (const std::string& extra :
+       {std::string(R"("prediction":{"type":"content","content":"fine"})"),
+        std::string(R"("prediction":{"type":"content","content":[{"type":"text","text":"fi"},{"type":"text","text":"ne"}]})"),
+        std::string(R"("prediction":{"type":"content","content":""})"), std::string(R"("prediction":null)")}) {
     auto r = s.post("/v1/chat/completions", chat_with(extra));
     ASSERT_TRUE(r) << extra;
     EXPECT_EQ(r->status, 200) << extra << ": " << r->body;

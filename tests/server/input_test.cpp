@@ -508,6 +508,50 @@ TEST(ChatRequest, HistoryFormsThatStayAccepted) {
   }
 }
 
+// As OpenAI's API: an assistant message with tool_calls that is not the last message is
+// followed by tool messages answering each call. One left unanswered was accepted and
+// rendered as the call, a dangling `<|tool_response>` and then the next turn (or the next
+// assistant message's text inside the same model turn), as the Messages and Responses routes
+// already refused.
+TEST(ChatRequest, ACallLeftUnansweredIsRefused) {
+  const std::string user = R"({"role":"user","content":"hi"})";
+  const std::string call = R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f"}}]})";
+  const std::string calls2 = R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f"}},)"
+                             R"({"id":"c2","function":{"name":"g"}}]})";
+  const std::string result1 = R"({"role":"tool","tool_call_id":"c1","content":"r"})";
+  const std::string result2 = R"({"role":"tool","tool_call_id":"c2","content":"r"})";
+  struct Refused {
+    std::string list;
+    std::string message;     // the start of the error
+    std::string unanswered;  // the id it names
+  };
+  for (const Refused& c : std::vector<Refused>{
+           {user + "," + call + "," + user, "messages[1]: an assistant message with tool_calls must be followed", "c1"},
+           {user + "," + call + R"(,{"role":"assistant","content":"It is sunny."})", "messages[1]: ", "c1"},
+           {user + "," + calls2 + "," + result1 + "," + user, "messages[1]: ", "c2"},
+           {user + "," + calls2 + "," + result2 + "," + user, "messages[1]: ", "c1"},
+           {user + "," + call + "," + result1 + "," + user + "," + call + "," + user, "messages[4]: ", "c1"},
+           {R"({"role":"system","content":"s"},)" + user + "," + call + R"(,{"role":"system","content":"s2"})",
+            "messages[2]: ", "c1"},
+       }) {
+    Status st = chat_status(R"({"messages":[)" + c.list + "]}");
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.list;
+    EXPECT_EQ(st.message().rfind(c.message, 0), 0u) << c.list << ": " << st.to_string();
+    EXPECT_NE(st.message().find("answers " + c.unanswered), std::string::npos) << st.to_string();
+  }
+  // Answered (in any order, by id, or by name in the legacy form), or the last message (nothing
+  // follows it yet).
+  const std::string legacy_call = R"({"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}})";
+  for (const std::string& list : {user + "," + calls2 + "," + result2 + "," + result1 + "," + user,
+                                  user + "," + call + "," + result1 + R"(,{"role":"assistant","content":"Sunny."})",
+                                  user + "," + legacy_call + R"(,{"role":"function","name":"f","content":"r"},)" + user,
+                                  user + "," + call + R"(,{"role":"tool","name":"f","content":"r"},)" + user,
+                                  user + "," + call}) {
+    Status st = chat_status(R"({"messages":[)" + list + "]}");
+    EXPECT_TRUE(st.ok()) << list << ": " << st.to_string();
+  }
+}
+
 // vLLM's newer clients send an assistant turn's thought back as "reasoning" (the name its
 // responses use now): the same field as reasoning_content. A turn that carries only it is
 // accepted as one with only reasoning_content is; both, different, is a 400 naming it.
