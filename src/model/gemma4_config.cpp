@@ -174,13 +174,6 @@ Status read_rope_scaling(const GgufFile& f, const Reader& r, RopeScaling* out) {
   return {};
 }
 
-int32_t optional_token_id(const GgufFile& f, std::string_view key, int32_t n_vocab) {
-  if (!f.has(key)) return -1;
-  auto v = f.get_i64(key);
-  if (!v.ok() || *v < 0 || *v >= n_vocab) return -1;
-  return static_cast<int32_t>(*v);
-}
-
 }  // namespace
 
 bool Gemma4Config::has_sliding() const { return last_layer(true) >= 0; }
@@ -439,8 +432,6 @@ Result<Gemma4Config> load_gemma4_config(const GgufFile& f) {
                          names::kTokTokens, kv->count, names::kTokenEmbd, c.n_vocab);
     }
   }
-  c.bos_token_id = optional_token_id(f, names::kTokBos, c.n_vocab);
-  c.eos_token_id = optional_token_id(f, names::kTokEos, c.n_vocab);
   return c;
 }
 

@@ -56,9 +56,6 @@ struct Gemma4Config {
   std::vector<Gemma4LayerConfig> layers;
   RopeScaling rope_scaling;
   bool has_output = false;  // a separate output.weight (else tied to token_embd)
-  // Special token ids from the metadata (-1 when absent).
-  int32_t bos_token_id = -1;
-  int32_t eos_token_id = -1;
   // Shape keys the file lacks and the defaults taken for them ("'gemma4.attention.key_length'
   // (absent, taken as 256)"), in reading order: errors about tensor shapes name them, since
   // the expected shape came from a default and not from the file.

@@ -20,8 +20,10 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
   stop_armed_ = plan_.request.sampling.min_tokens <= 0;
   // The logprobs must spell the returned text (decisions 0053, 0055): where a stop string may
   // cut a raw completion, a token is held until its text is decided; chat tokens are always
-  // held until the parser has decided what content their text becomes.
-  hold_tokens_ = !plan_.chat && !plan_.stop.empty();
+  // held until the parser has decided what content their text becomes. None of it is done for
+  // a request that asks no logprobs (decision 0058).
+  logprobs_ = plan_.request.n_logprobs >= 0;
+  hold_tokens_ = logprobs_ && !plan_.chat && !plan_.stop.empty();
   if (plan_.chat) {
     text::ParserOptions options = plan_.parser;
     options.stop_armed = stop_armed_;
@@ -79,7 +81,7 @@ void Generation::consume_parser_events(const std::vector<text::ParserEvent>& eve
     OutputDelta d;
     switch (ev.kind) {
       case text::ParserEventKind::kContent:
-        attribute_content(ev);
+        if (logprobs_) attribute_content(ev);
         d.kind = OutputDelta::Kind::kContent;
         d.text = ev.text;
         push_delta(std::move(d), out);
@@ -159,10 +161,12 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
     }
     const size_t carry = decoder_.pending_bytes();
     const std::string piece = decoder_.push(tok.id);
-    HeldToken held{tok, decoded_size_, decoded_size_ + piece.size(), carry, 0, {}};
-    if (hold_tokens_ || plan_.chat)  // a stop string's cut and the content's attribution read it
-      held.piece_size = tokenizer_->token_to_piece(tok.id, text::DecodeOptions{.render_markup = plan_.chat}).size();
-    held_tokens_.push_back(std::move(held));
+    if (logprobs_) {
+      HeldToken held{tok, decoded_size_, decoded_size_ + piece.size(), carry, 0, {}};
+      if (hold_tokens_ || plan_.chat)  // a stop string's cut and the content's attribution read it
+        held.piece_size = tokenizer_->token_to_piece(tok.id, text::DecodeOptions{.render_markup = plan_.chat}).size();
+      held_tokens_.push_back(std::move(held));
+    }
     decoded_size_ += piece.size();
     if (plan_.chat) {
       const bool was_reasoning = parser_->in_reasoning();
@@ -186,6 +190,7 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
 }
 
 void Generation::release_tokens(PollResult* out, bool all) {
+  if (!logprobs_) return;  // nothing is held
   auto release = [&](const HeldToken& h, int32_t shown_bytes) {
     out->tokens.push_back(ShownToken{h.token, shown_bytes, std::nullopt});
   };

@@ -67,7 +67,9 @@ struct ShownToken {
 
 struct PollResult {
   std::vector<OutputDelta> deltas;
-  // The tokens whose text this poll released (for logprobs), in order. Raw completions: with
+  // The tokens whose text this poll released (for logprobs), in order; always empty when the
+  // request asks no logprobs (GenerationRequest::n_logprobs < 0: no token is held, and chat
+  // content is not attributed to tokens, decision 0058). Raw completions: with
   // stop strings a token is held until no stop string can claim its text, and those a stop
   // string ends on or after are never released; without stop strings, every token consumed.
   // Chat: a token is held until the parser has decided what content its text becomes, and
@@ -157,6 +159,7 @@ class Generation {
     size_t raw_end() const { return start + carry + piece_size; }
     std::string shown;
   };
+  bool logprobs_ = false;      // the request asks logprobs: tokens are held and released
   bool hold_tokens_ = false;   // raw completions with stop strings: tokens wait to be decided
   std::deque<HeldToken> held_tokens_;
   size_t decoded_size_ = 0;    // decoded bytes so far

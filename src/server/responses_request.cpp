@@ -422,6 +422,24 @@ Status translate_reasoning(const json& body, json* chat) {
   return {};
 }
 
+// OpenAI's Responses API refuses max_output_tokens below 16 ("integer below minimum value",
+// param max_output_tokens); the chat route's max_tokens has no such minimum (decision 0058).
+constexpr int64_t kMinOutputTokens = 16;
+
+// max_output_tokens: an integer in [16, 2^31 - 1], or absent/null. A number below 16 (0 and
+// negatives included, whole or not) is named with the minimum; the rest as read_int says.
+Status check_max_output_tokens(const json& body) {
+  const auto it = body.find("max_output_tokens");
+  if (it == body.end() || it->is_null()) return {};
+  if (it->is_number() && it->get<double>() < static_cast<double>(kMinOutputTokens)) {
+    return invalid(fmt::format("max_output_tokens is below its minimum value: expected a value >= {} (the "
+                               "Responses API's minimum), got {}",
+                               kMinOutputTokens, it->dump()));
+  }
+  std::optional<int64_t> n;
+  return read_int(body, "", "max_output_tokens", kMinOutputTokens, INT32_MAX, &n);
+}
+
 // Request fields that mean the same in both APIs, passed to the chat parser as they are.
 constexpr const char* kSameFields[] = {"model", "temperature", "top_p", "parallel_tool_calls", "stream", "top_k",
                                        "min_p", "seed", "presence_penalty", "frequency_penalty",
@@ -578,6 +596,7 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   GS_RETURN_IF_ERROR(translate_reasoning(body, &t.chat_body));
   // Read here alone (it was read twice: checked here, then read again when the chat request
   // was made); parse_responses_request sets it on the chat request.
+  GS_RETURN_IF_ERROR(check_max_output_tokens(body));
   std::optional<int64_t> max_calls;
   GS_RETURN_IF_ERROR(read_int(body, "", "max_tool_calls", 1, INT32_MAX, &max_calls));
   if (max_calls) t.max_tool_calls = static_cast<int32_t>(*max_calls);

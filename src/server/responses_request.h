@@ -58,7 +58,7 @@ struct ResponsesTranslation {
 //   "none" | "required" | {type: "function", name}; `parallel_tool_calls`; `max_tool_calls`
 //   (an integer >= 1) is read here (ResponsesTranslation::max_tool_calls) and set on the chat
 //   request by parse_responses_request: the output ends after that many function calls;
-// - `max_output_tokens` is max_tokens; `temperature`, `top_p` (and the extensions top_k,
+// - `max_output_tokens` (an integer >= 16, OpenAI's minimum for this API) is max_tokens; `temperature`, `top_p` (and the extensions top_k,
 //   min_p, seed, presence_penalty, frequency_penalty, repetition_penalty, speculative,
 //   draft_max) as in chat; `stream`;
 // - `reasoning.effort` is reasoning_effort ("none" turns thinking off);

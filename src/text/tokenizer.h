@@ -64,7 +64,11 @@ class Tokenizer {
   // Builds the tokenizer from `tokenizer.ggml.*` metadata. The GgufFile may be closed
   // afterwards (everything is copied). Errors: kNotFound (tokens or merges missing),
   // kUnimplemented (a tokenizer model other than "gemma4"), kInvalidArgument (arrays of
-  // different lengths, a special id out of range, an unparseable merge).
+  // different lengths, an unparseable merge, a bos/eos/unknown/eot_token_id of another type
+  // or outside the vocabulary: "tokenizer: metadata 'tokenizer.ggml.eos_token_id' = 99 is
+  // outside the vocabulary of 6 tokens"). A padding_token_id or mask_token_id that is wrong the
+  // same way is a warning (logged, naming the file, key and value) and is read as absent
+  // (decision 0058): nothing uses them.
   static Result<std::shared_ptr<const Tokenizer>> from_gguf(const gguf::GgufFile& file);
 
   // Same, from plain arrays (tests, tools). `types` may be empty (all NORMAL, except

@@ -2,6 +2,10 @@
 // Every error names the file once and the key at fault, with the value as stored.
 #include <fmt/format.h>
 
+#include <optional>
+#include <string>
+
+#include "core/log.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_summary.h"
 #include "gguf/tokenizer_keys.h"
@@ -25,6 +29,20 @@ Result<int32_t> token_id(const gguf::GgufFile& file, std::string_view key, size_
                        key, id, n_tokens);
   }
   return static_cast<int32_t>(id);
+}
+
+// A special token id that nothing here uses to encode, decode or stop (padding, mask): one the
+// file gets wrong (another type, or outside the vocabulary) is a warning naming the file, the
+// key and the value, and is read as absent (decision 0058). The id, or nullopt when absent or
+// ignored.
+std::optional<int32_t> unused_token_id(const gguf::GgufFile& file, std::string_view key, size_t n_tokens) {
+  if (!file.has(key)) return std::nullopt;
+  Result<int32_t> id = token_id(file, key, n_tokens);
+  if (id.ok()) return *id;
+  std::string why = id.status().message();
+  if (why.rfind(file.path() + ": ", 0) == 0) why.erase(0, file.path().size() + 2);
+  GS_LOG_WARN("{}: {}; ignored (nothing uses it)", file.path(), why);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -91,24 +109,36 @@ Result<Tokenizer::Vocab> read_vocab(const gguf::GgufFile& file) {
     v.merges.reserve(merges.size());
     for (const auto s : merges) v.merges.emplace_back(s);
   }
-  const auto special = [&](std::string_view key, std::string_view text, int32_t* out) -> Status {
-    if (file.has(key)) {
-      GS_ASSIGN_OR_RETURN(*out, token_id(file, key, v.tokens.size()));
-      return Status::ok_status();
-    }
-    // Absent key: the token spelled `text`, if any (spec Decision 4: never a fixed id).
+  // Absent key: the token spelled `text`, if any (spec Decision 4: never a fixed id).
+  const auto by_text = [&](std::string_view text, int32_t* out) {
     for (size_t i = 0; i < v.tokens.size(); ++i) {
       if (v.tokens[i] == text) {
         *out = static_cast<int32_t>(i);
         break;
       }
     }
+  };
+  // The ids the engine uses are refused when wrong: BOS begins every prompt, EOS (and EOT
+  // below) end the output, UNK stands for text no token spells (decision 0058).
+  const auto special = [&](std::string_view key, std::string_view text, int32_t* out) -> Status {
+    if (file.has(key)) {
+      GS_ASSIGN_OR_RETURN(*out, token_id(file, key, v.tokens.size()));
+      return Status::ok_status();
+    }
+    by_text(text, out);
     return Status::ok_status();
   };
   GS_RETURN_IF_ERROR(special(names::kTokBos, "<bos>", &v.bos_id));
   GS_RETURN_IF_ERROR(special(names::kTokEos, "<eos>", &v.eos_id));
   GS_RETURN_IF_ERROR(special(names::kTokUnk, "<unk>", &v.unk_id));
-  GS_RETURN_IF_ERROR(special(names::kTokPad, "<pad>", &v.pad_id));
+  // Padding is never used (nothing is batched by padding) and the mask token is for training:
+  // a wrong id is a warning and is read as absent.
+  if (const auto pad = unused_token_id(file, names::kTokPad, v.tokens.size())) {
+    v.pad_id = *pad;
+  } else {
+    by_text("<pad>", &v.pad_id);
+  }
+  (void)unused_token_id(file, names::kTokMask, v.tokens.size());
   // llama.cpp adds BOS for gemma4 whatever the file says (spec §8.1); so do we.
   v.add_bos = true;
   if (file.has(names::kTokAddEos)) {

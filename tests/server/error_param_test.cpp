@@ -335,7 +335,7 @@ TEST(ErrorParam, SeedsThatAreNoInt64AreRefusedOnEveryRoute) {
   };
   const Route routes[] = {{"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,)"},
                           {"/v1/completions", R"({"prompt":"x","max_tokens":2,)"},
-                          {"/v1/responses", R"({"input":"x","max_output_tokens":2,)"}};
+                          {"/v1/responses", R"({"input":"x","max_output_tokens":16,)"}};
   for (const Route& route : routes) {
     for (const char* bad : {"-9223372036854775809", "-9223372036854776000", "-9223372036854776832",
                             "-92233720368547758090", "18446744073709551616", "1e30", "3.5", "-1e300", "\"5\"",
@@ -366,7 +366,7 @@ TEST(ErrorParam, IntegersADoubleRoundsAreRefusedOnEveryRoute) {
   const std::pair<const char*, const char*> routes[] = {
       {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,)"},
       {"/v1/completions", R"({"prompt":"x","max_tokens":2,)"},
-      {"/v1/responses", R"({"input":"x","max_output_tokens":2,)"}};
+      {"/v1/responses", R"({"input":"x","max_output_tokens":16,)"}};
   for (const auto& [path, head] : routes) {
     for (const char* bad : {"9007199254740993.0", "-9007199254740993.0", "1.0000000000000001e17", "9007199254740993.5"}) {
       const std::string body = std::string(head) + R"("seed":)" + bad + "}";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server_fixture.h"
@@ -246,12 +247,12 @@ TEST(ResponsesHttp, MaxToolCallsCapsTheFunctionCalls) {
 TEST(ResponsesHttp, MaxOutputTokensIsIncomplete) {
   LiveServer s;
   s.answer("la la la", /*endless=*/true);
-  json body{{"input", "Sing."}, {"max_output_tokens", 5}};
+  json body{{"input", "Sing."}, {"max_output_tokens", 16}};
   json whole = whole_response(s, body);
   EXPECT_EQ(whole["status"], "incomplete");
   EXPECT_EQ(whole["incomplete_details"]["reason"], "max_output_tokens");
-  EXPECT_EQ(whole["usage"]["output_tokens"], 5);
-  EXPECT_EQ(whole["max_output_tokens"], 5);
+  EXPECT_EQ(whole["usage"]["output_tokens"], 16);
+  EXPECT_EQ(whole["max_output_tokens"], 16);
   Streamed st = stream_responses(s, body);
   ASSERT_FALSE(st.events.empty());
   EXPECT_EQ(st.events.back().name, "response.incomplete");
@@ -291,6 +292,55 @@ TEST(ResponsesHttp, ErrorsAreOpenAIErrors) {
     EXPECT_EQ(r->body.find("messages["), std::string::npos) << r->body;
   }
   expect_healthy(s);
+}
+
+// OpenAI's Responses API refuses max_output_tokens below 16 ("integer below minimum value",
+// param max_output_tokens); it was taken down to 1 (0 and negatives were already refused, but
+// with the range [1, 2^31 - 1] of the chat route's max_tokens). The chat route's max_tokens and
+// max_completion_tokens have no such minimum: 1 is still served there (decision 0058).
+TEST(ResponsesHttp, MaxOutputTokensBelowSixteenIsRefused) {
+  LiveServer s;
+  s.answer("la la la", /*endless=*/true);
+  const std::pair<const char*, const char*> cases[] = {{"15", "15"}, {"1", "1"}, {"0", "0"}, {"-1", "-1"},
+                                                       {"-3", "-3"}, {"15.0", "15.0"}, {"3.5", "3.5"},
+                                                       {"-1e30", "-1e+30"}, {"-9223372036854775808", "-9223372036854775808"}};
+  for (const auto& [bad, shown] : cases) {
+    const std::string body = std::string(R"({"input":"x","max_output_tokens":)") + bad + "}";
+    for (const bool stream : {false, true}) {
+      auto r = s.post("/v1/responses", stream ? body.substr(0, body.size() - 1) + R"(,"stream":true})" : body);
+      ASSERT_TRUE(r) << body;
+      EXPECT_EQ(r->status, 400) << body << " -> " << r->body;
+      const json e = json::parse(r->body)["error"];
+      EXPECT_EQ(e["type"], "invalid_request_error") << r->body;
+      EXPECT_EQ(e["param"], "max_output_tokens") << r->body;
+      const std::string msg = e["message"];
+      EXPECT_EQ(msg.rfind("max_output_tokens is below its minimum value", 0), 0u) << msg;
+      EXPECT_NE(msg.find(">= 16"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(std::string("got ") + shown), std::string::npos) << msg;
+    }
+  }
+  // The minimum itself, as an integer or a whole float, is served.
+  for (const char* good : {"16", "16.0"}) {
+    auto r = s.post("/v1/responses", std::string(R"({"input":"x","max_output_tokens":)") + good + "}");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << good << " -> " << r->body;
+    EXPECT_EQ(json::parse(r->body)["usage"]["output_tokens"], 16) << r->body;
+  }
+  // Above the range, or not a number: read_int's message, still naming the field.
+  for (const char* bad : {"2147483648", "\"16\"", "true"}) {
+    auto r = s.post("/v1/responses", std::string(R"({"input":"x","max_output_tokens":)") + bad + "}");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad << " -> " << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], "max_output_tokens") << r->body;
+  }
+  // The chat route has no such minimum.
+  for (const char* field : {"max_tokens", "max_completion_tokens"}) {
+    auto r = s.post("/v1/chat/completions", std::string(R"({"messages":[{"role":"user","content":"x"}],")") + field +
+                                                R"(":1})");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << field << " -> " << r->body;
+    EXPECT_EQ(json::parse(r->body)["usage"]["completion_tokens"], 1) << r->body;
+  }
 }
 
 TEST(ResponsesHttp, StoredResponsesAreNotFound) {

@@ -31,7 +31,7 @@ std::string error_of(const json& body) {
 }
 
 TEST(ResponsesRequest, StringInputIsOneUserMessageAfterTheInstructions) {
-  auto r = parse({{"model", "m"}, {"input", "Hello"}, {"instructions", "Be brief."}, {"max_output_tokens", 7},
+  auto r = parse({{"model", "m"}, {"input", "Hello"}, {"instructions", "Be brief."}, {"max_output_tokens", 17},
                   {"temperature", 0.5}, {"top_p", 0.9}});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r->chat.messages.size(), 2u);
@@ -39,13 +39,13 @@ TEST(ResponsesRequest, StringInputIsOneUserMessageAfterTheInstructions) {
   EXPECT_EQ(r->chat.messages[0].content, "Be brief.");
   EXPECT_EQ(r->chat.messages[1].role, text::ChatRole::kUser);
   EXPECT_EQ(r->chat.messages[1].content, "Hello");
-  EXPECT_EQ(r->chat.gen.max_tokens, 7);
+  EXPECT_EQ(r->chat.gen.max_tokens, 17);
   EXPECT_FLOAT_EQ(r->chat.gen.sampling.temperature, 0.5f);
   EXPECT_FLOAT_EQ(r->chat.gen.sampling.top_p, 0.9f);
   EXPECT_FALSE(r->chat.gen.stream);
   EXPECT_EQ(r->chat.tool_choice, ToolChoice::kNone);
   EXPECT_EQ(r->echo["instructions"], "Be brief.");
-  EXPECT_EQ(r->echo["max_output_tokens"], 7);
+  EXPECT_EQ(r->echo["max_output_tokens"], 17);
   EXPECT_EQ(r->echo["tools"], json::array());
   EXPECT_EQ(r->echo["tool_choice"], "auto");
   EXPECT_EQ(r->echo["store"], false);
@@ -410,7 +410,7 @@ TEST(ResponsesRequest, MutatedBodiesNeverThrow) {
     {"type":"function_call_output","call_id":"c","output":"o"}],
     "tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],
     "tool_choice":{"type":"function","name":"get_weather"},"text":{"format":{"type":"json_schema","name":"n",
-    "schema":{"type":"object"}}},"reasoning":{"effort":"low"},"max_output_tokens":5,"stream":true})");
+    "schema":{"type":"object"}}},"reasoning":{"effort":"low"},"max_output_tokens":16,"stream":true})");
   const std::vector<json> values = {nullptr, true, 0, -1, 1.5, "", "x", json::array(), json::object(),
                                     json::array({nullptr}), json::object({{"type", nullptr}})};
   std::vector<json::json_pointer> pointers;
@@ -563,11 +563,11 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
   json neutral = base;
   neutral.update({{"n", 1}, {"logprobs", false}, {"stop", nullptr}, {"logit_bias", json::object()}, {"grammar", ""},
                   {"stream_options", {{"include_obfuscation", false}}}, {"seed", 3}, {"top_k", 5},
-                  {"max_output_tokens", 9}, {"reasoning_format", "none"}, {"user", "u"}, {"service_tier", "auto"},
+                  {"max_output_tokens", 19}, {"reasoning_format", "none"}, {"user", "u"}, {"service_tier", "auto"},
                   {"t_max_predict_ms", 0}, {"n_indent", 0}, {"n_cmpl", 1}, {"lora", json::array()}});
   auto r = parse(neutral);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  EXPECT_EQ(r->chat.gen.max_tokens, 9);
+  EXPECT_EQ(r->chat.gen.max_tokens, 19);
   EXPECT_EQ(r->chat.gen.n, 1);
 }
 

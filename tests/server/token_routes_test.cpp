@@ -347,7 +347,7 @@ TEST(TokenRoutes, ToolSchemaIntegersBeyond64BitsAreDeclaredAsWritten) {
   r = s.post("/v1/messages/count_tokens", "{" + messages + R"(,"tools":[{"name":"f","input_schema":)" + schema + "}]}");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
-  r = s.post("/v1/responses", R"({"input":"hi","max_output_tokens":4,"tool_choice":"required","tools":[)"
+  r = s.post("/v1/responses", R"({"input":"hi","max_output_tokens":16,"tool_choice":"required","tools":[)"
                               R"({"type":"function","name":"f","parameters":)" + schema + "}]}");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;

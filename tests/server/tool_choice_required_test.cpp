@@ -131,7 +131,9 @@ TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {
 // max_tokens that ends the answer inside the forced call's name (the prompt wrote
 // "<|tool_call>call:", the model had written "get_w"): no call, and no content either. The
 // content was "call:get_w", the prompt's forced markup included. Whole and streamed, chat and
-// the Responses API (whose message item held the same text).
+// the Responses API (whose message item held the same text). The Responses API takes no
+// max_output_tokens below 16 (OpenAI's minimum, decision 0058), too many to cut these names:
+// there each of these limits is the 400 naming max_output_tokens.
 TEST_P(RequiredToolChoice, ACallCutInItsNameLeavesNoContent) {
   for (int max_tokens = 1; max_tokens <= 6; ++max_tokens) {
     json b = body(0.0, 0);
@@ -170,8 +172,8 @@ TEST_P(RequiredToolChoice, ACallCutInItsNameLeavesNoContent) {
     }
     auto rr = server_.post(rb, "/v1/responses");
     ASSERT_TRUE(rr);
-    ASSERT_EQ(rr->status, 200) << rr->body;
-    EXPECT_EQ(json::parse(rr->body)["output_text"], content) << rr->body;
+    ASSERT_EQ(rr->status, 400) << rr->body;
+    EXPECT_EQ(json::parse(rr->body)["error"]["param"], "max_output_tokens") << rr->body;
   }
 }
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "common/test_paths.h"
 #include "gguf/gguf_reader.h"
@@ -539,6 +541,87 @@ TEST(Tokenizer, GgufErrorsNameTheFileTheKeyAndTheValue) {
                  w.set_f32("tokenizer.ggml.bos_token_id", 2.0f);
                }),
                {"tokenizer.ggml.bos_token_id"});
+}
+
+// Every special-token id key the loader reads, outside the vocabulary (decision 0058): those the
+// engine uses (BOS begins every prompt, EOS and EOT end the output, UNK stands for text no token
+// spells) are refused naming the key, the value and the vocabulary's size; padding_token_id and
+// mask_token_id, which nothing uses, load with one warning naming the file, the key and the
+// value, and are read as absent (the padding id is then the token spelled <pad>). The mask id
+// loaded without a word (it was not read at all), and a padding id out of range was refused.
+TEST(Tokenizer, SpecialIdsOutsideTheVocabularyAreRefusedOrWarnedByKey) {
+  const std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "a", "b", "ab"};
+  const auto with = [&](std::string_view key, uint32_t id) {
+    return [&tokens, key, id](gguf::GgufWriter& w) {
+      w.set_string("tokenizer.ggml.model", "gemma4");
+      w.set_string_array("tokenizer.ggml.tokens", tokens);
+      w.set_string_array("tokenizer.ggml.merges", {"a b"});
+      w.set_u32(key, id);
+    };
+  };
+  // Captures the log lines of one load.
+  const auto load_logged = [](const std::function<void(gguf::GgufWriter&)>& fill, std::vector<std::string>* lines) {
+    const auto previous = spdlog::default_logger();
+    auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("special_ids_test", sink));
+    auto r = from_keys(fill);
+    spdlog::set_default_logger(previous);
+    *lines = sink->last_formatted();
+    return r;
+  };
+  for (const std::string key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.eot_token_id"}) {
+    for (const uint32_t id : {6u, 99u, 0xFFFFFFFFu}) {
+      SCOPED_TRACE(fmt::format("{} = {}", key, id));
+      std::vector<std::string> lines;
+      auto r = load_logged(with(key, id), &lines);
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(r.status().message().find(fmt::format("'{}' = {} is outside the vocabulary of 6 tokens", key, id)),
+                std::string::npos)
+          << r.status().message();
+    }
+  }
+  for (const std::string key : {"tokenizer.ggml.padding_token_id", "tokenizer.ggml.mask_token_id"}) {
+    for (const uint32_t id : {6u, 99u, 0xFFFFFFFFu}) {
+      SCOPED_TRACE(fmt::format("{} = {}", key, id));
+      std::vector<std::string> lines;
+      auto r = load_logged(with(key, id), &lines);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      size_t warnings = 0;
+      for (const std::string& line : lines) {
+        if (line.find("'" + key + "'") == std::string::npos) continue;
+        ++warnings;
+        EXPECT_NE(line.find("/t.gguf: "), std::string::npos) << line;
+        EXPECT_NE(line.find(fmt::format("= {} is outside the vocabulary of 6 tokens", id)), std::string::npos) << line;
+        EXPECT_NE(line.find("ignored"), std::string::npos) << line;
+      }
+      EXPECT_EQ(warnings, 1u);
+      EXPECT_EQ((*r)->pad_id(), 0);  // the token spelled <pad>
+      EXPECT_EQ((*r)->bos_id(), 2);
+      EXPECT_EQ((*r)->eos_id(), 1);
+    }
+  }
+  // In range, none is warned about, and the ids are the file's.
+  for (const std::string key : {"tokenizer.ggml.padding_token_id", "tokenizer.ggml.mask_token_id"}) {
+    std::vector<std::string> lines;
+    auto r = load_logged(with(key, 5), &lines);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    for (const std::string& line : lines) EXPECT_EQ(line.find(key), std::string::npos) << line;
+    EXPECT_EQ((*r)->pad_id(), key == "tokenizer.ggml.padding_token_id" ? 5 : 0);
+  }
+  // Of another type: the used ids are refused, the unused ones warned about.
+  std::vector<std::string> lines;
+  auto r = load_logged(
+      [&](gguf::GgufWriter& w) {
+        with("tokenizer.ggml.eos_token_id", 1)(w);
+        w.set_f32("tokenizer.ggml.mask_token_id", 4.0f);
+      },
+      &lines);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  size_t warnings = 0;
+  for (const std::string& line : lines) warnings += line.find("'tokenizer.ggml.mask_token_id'") != std::string::npos;
+  EXPECT_EQ(warnings, 1u);
 }
 
 // A vocabulary of empty texts (or with an empty NORMAL piece) loaded: no text encodes to such a
