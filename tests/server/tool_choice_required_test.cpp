@@ -133,7 +133,8 @@ TEST_P(RequiredToolChoice, TheCallAlwaysNamesADeclaredTool) {
 // content was "call:get_w", the prompt's forced markup included. Whole and streamed, chat and
 // the Responses API (whose message item held the same text). The Responses API takes no
 // max_output_tokens below 16 (OpenAI's minimum, decision 0058), too many to cut these names:
-// there each of these limits is the 400 naming max_output_tokens.
+// there each of these limits is the 400 naming max_output_tokens (the next test cuts longer
+// names there).
 TEST_P(RequiredToolChoice, ACallCutInItsNameLeavesNoContent) {
   for (int max_tokens = 1; max_tokens <= 6; ++max_tokens) {
     json b = body(0.0, 0);
@@ -175,6 +176,38 @@ TEST_P(RequiredToolChoice, ACallCutInItsNameLeavesNoContent) {
     ASSERT_EQ(rr->status, 400) << rr->body;
     EXPECT_EQ(json::parse(rr->body)["error"]["param"], "max_output_tokens") << rr->body;
   }
+}
+
+// The Responses API's half of the test above: its smallest limit (16) cannot end inside the
+// names of tools_json(), so two tools share a long prefix and the name is decided only at its
+// end. An answer cut inside the name has no output items: neither a message holding the
+// forced "call:" markup nor a function_call with a partial name.
+TEST_P(RequiredToolChoice, AResponsesCallCutInItsNameLeavesNoItems) {
+  const std::string prefix =
+      "lookup_the_current_stock_price_of_a_listed_company_by_its_ticker_symbol_and_exchange_on_the_given_day_";
+  const std::set<std::string> names = {prefix + "in_euros", prefix + "in_dollars"};
+  json rb = {{"input", "Weather, time and a stock price for Oslo?"}, {"tool_choice", "required"}, {"temperature", 0.0}};
+  rb["tools"] = json::array();
+  for (const std::string& n : names) {
+    rb["tools"].push_back({{"type", "function"}, {"name", n}, {"parameters", {{"type", "object"}}}});
+  }
+  int cut_in_name = 0;
+  for (int max_output_tokens = 16; max_output_tokens <= 20; ++max_output_tokens) {
+    rb["max_output_tokens"] = max_output_tokens;
+    auto rr = server_.post(rb, "/v1/responses");
+    ASSERT_TRUE(rr);
+    ASSERT_EQ(rr->status, 200) << rr->body;
+    const json resp = json::parse(rr->body);
+    EXPECT_EQ(resp["status"], "incomplete") << rr->body;
+    for (const json& item : resp["output"]) {
+      EXPECT_NE(item["type"], "message") << "max_output_tokens " << max_output_tokens << ": " << rr->body;
+      if (item["type"] == "function_call") {
+        EXPECT_TRUE(names.count(item["name"].get<std::string>())) << rr->body;
+      }
+    }
+    if (resp["output"].empty()) ++cut_in_name;
+  }
+  EXPECT_GT(cut_in_name, 0) << "no limit ended inside the name: the test shows nothing";
 }
 
 // A function declared without `parameters` takes none (OpenAI: an empty parameter list), so a
