@@ -166,6 +166,15 @@ Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& re
 
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
                                  const PlanLimits& limits) {
+  // A final assistant message with tool calls leaves the template's tool response open: the
+  // model would write the tools' results itself. OpenAI's API refuses such a history (its calls
+  // need tool messages after them); /apply-template still renders it (it does not generate).
+  if (!req.messages.empty() && req.messages.back().role == text::ChatRole::kAssistant &&
+      !req.messages.back().tool_calls.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "messages: the last message is an assistant message with tool calls; a generation needs their "
+                  "results after it (a tool message, or a tool_result block, for each call), or the calls removed");
+  }
   GenerationPlan plan;
   plan.chat = true;
   const bool tools_on = tools_offered(req);

@@ -40,7 +40,9 @@ Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& re
 // control tokens only where the renderer wrote markup (message text cannot inject a turn). A
 // reasoning budget
 // (> 0, thinking on) goes to the engine with the ids of `<|channel>` and `<channel|>`.
-// Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).
+// Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id), and for a final
+// assistant message with tool calls ("messages: the last message is an assistant message with
+// tool calls; ..."): nothing answers them, and the model would write their results itself.
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
                                  const PlanLimits& limits);
 // Text completion: the prompt text tokenized with BOS (special-token text parsed), or the

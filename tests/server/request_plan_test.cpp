@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "server/anthropic_request.h"
 #include "server/request_plan.h"
 #include "text/json_grammar.h"
 #include "text/output_parser.h"
@@ -42,6 +43,47 @@ TEST(RequestPlan, MessageTextCannotInjectTurns) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), turn_open), std::count(ref.begin(), ref.end(), turn_open));
   EXPECT_GE(std::count(ref.begin(), ref.end(), turn_open), 2);
   EXPECT_EQ(ids.front(), tok->bos_id());
+}
+
+// A final assistant message with tool calls is refused for generation (the template leaves
+// the tool response open, and the model wrote the tools' results itself), on the chat and
+// Messages routes alike; /apply-template still renders it, and answered calls generate.
+TEST(RequestPlan, AFinalAssistantMessageWithToolCallsIsNotGeneratedFrom) {
+  auto tok = test::shakes_tokenizer();
+  const std::string user = R"({"role":"user","content":"Weather in Oslo?"})";
+  const std::string call =
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",)"
+      R"("function":{"name":"get_weather","arguments":"{}"}}]})";
+  const std::string legacy = R"({"role":"assistant","content":null,"function_call":{"name":"get_weather","arguments":"{}"}})";
+  for (const std::string& last : {call, legacy}) {
+    const ChatCompletionRequest req =
+        chat(R"({"tools":[)" + std::string(kTool) + R"(],"messages":[)" + user + "," + last + "]}");
+    Result<GenerationPlan> plan = plan_chat(req, *tok, PlanLimits{});
+    ASSERT_FALSE(plan.ok()) << last;
+    EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(plan.status().message().rfind("messages: the last message is an assistant message with tool calls", 0),
+              0u)
+        << plan.status().to_string();
+    EXPECT_EQ(error_param(plan.status().message()), "messages");
+    Result<text::RenderedPrompt> rendered = render_chat_request(req);
+    ASSERT_TRUE(rendered.ok()) << rendered.status().to_string();
+    EXPECT_NE(rendered->text.find("get_weather"), std::string::npos) << rendered->text;
+  }
+  const std::string answered = user + "," + call + R"(,{"role":"tool","tool_call_id":"c1","content":"sunny"})";
+  Result<GenerationPlan> ok =
+      plan_chat(chat(R"({"tools":[)" + std::string(kTool) + R"(],"messages":[)" + answered + "]}"), *tok, PlanLimits{});
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+
+  RequestDefaults d;
+  auto anthropic = parse_messages_request(
+      json::parse(R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"Weather in Oslo?"},)"
+                  R"({"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather",)"
+                  R"("input":{}}]}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]})"),
+      d, MessagesRoute::kCreate);
+  ASSERT_TRUE(anthropic.ok()) << anthropic.status().to_string();
+  Result<GenerationPlan> a = plan_chat(*anthropic, *tok, PlanLimits{});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << a.status().to_string();
 }
 
 // ignore_eos (vLLM, llama-server) reaches the engine as ignore_eog for both endpoints.
