@@ -1,7 +1,10 @@
 // Conversion of OpenAI chat JSON into ChatMessage / ChatTool, with path-naming errors.
 #include "text/chat_json.h"
 
+#include <algorithm>
 #include <string>
+
+#include "text/chat_values.h"
 
 namespace gs::text {
 namespace {
@@ -188,6 +191,19 @@ Result<std::vector<ChatTool>> chat_tools_from_json(const nlohmann::json& tools, 
     GS_RETURN_IF_ERROR(optional_string(fn, "description", fpath, &t.description));
     if (const auto p = fn.find("parameters"); p != fn.end() && !p->is_null()) {
       if (!p->is_object()) return bad(fpath + ".parameters", "must be a JSON schema object");
+      // Arguments are an object (the Gemma call markup writes `{...}`), so a schema whose own
+      // `type` admits no object describes no call (OpenAI's API refuses it too). A schema
+      // without `type`, or with one the template reads as absent (null, "", []), is taken as
+      // it is.
+      if (const auto ty = p->find("type"); ty != p->end() && chat::truthy(&*ty)) {
+        const bool object = (ty->is_string() && *ty == "object") ||
+                            (ty->is_array() && std::find(ty->begin(), ty->end(), json("object")) != ty->end());
+        if (!object) {
+          return bad(fpath + ".parameters.type",
+                     "must be \"object\" (a function's arguments are an object), got " +
+                         ty->dump(-1, ' ', false, json::error_handler_t::replace));
+        }
+      }
       t.parameters = *p;
     }
     if (const auto r = fn.find("response"); r != fn.end()) t.response = *r;

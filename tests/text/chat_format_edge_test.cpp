@@ -106,6 +106,30 @@ TEST(ChatFormatEdge, EmptyStringSchemaFieldsAreFalsy) {
 // both templates after the parameters ("'response' in tool_data['function']", even when null);
 // it was dropped, so such a tool's declaration differed from the template's. The template's
 // own quirks hold: a description alone leaves ",}" and anything but an OBJECT type no type.
+// A function's arguments are an object, so `parameters` whose own type admits no object is
+// refused naming parameters.type (it was taken, and a forced call to it fell back to a looser
+// constraint than the declared schema); one without a type, with a type the template reads as
+// absent (null, "", [], as EmptyStringSchemaFieldsAreFalsy renders), or whose types include
+// "object", is taken.
+TEST(ChatFormatEdge, ParametersThatAdmitNoObjectAreRefused) {
+  for (const char* type : {R"("string")", R"("bogus")", R"(["string","null"])", "5", "true"}) {
+    const json tools = json::parse(std::string(R"([{"type":"function","function":{"name":"f","parameters":{"type":)") +
+                                   type + "}}}]");
+    auto t = chat_tools_from_json(tools);
+    ASSERT_FALSE(t.ok()) << type;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(t.status().message().rfind("tools[0].function.parameters.type: must be \"object\"", 0), 0u)
+        << t.status().to_string();
+  }
+  for (const char* params : {R"({"type":"object"})", R"({"type":["object","null"]})", R"({"properties":{}})", "{}",
+                             R"({"type":""})", R"({"type":null})", R"({"type":[]})"}) {
+    const json tools = json::parse(std::string(R"([{"type":"function","function":{"name":"f","parameters":)") +
+                                   params + "}}]");
+    auto t = chat_tools_from_json(tools);
+    EXPECT_TRUE(t.ok()) << params << ": " << t.status().to_string();
+  }
+}
+
 TEST(ChatFormatEdge, FunctionResponseDeclarationIsPrinted) {
   const std::string head =
       "<|turn>system\n<|tool>declaration:f{description:<|\"|>d<|\"|>,parameters:{properties:{a:{type:<|\"|>STRING"
