@@ -32,7 +32,9 @@ inline constexpr std::string_view kLegacyFunctionCallId = "call_function_call";
 // `tools` of a request: [{"type":"function","function":{name, description, parameters}}]
 // (a flat {name, description, parameters} is read too: the legacy `functions` entries).
 // `field` is the request field the list came from ("tools", or "functions"), the root of
-// every error's path. Errors: kInvalidArgument naming the path.
+// every error's path. Errors: kInvalidArgument naming the path, among them `parameters` that is
+// not an object or whose top-level `type` admits no object ("tools[0].function.parameters.type:
+// must be \"object\" ...").
 Result<std::vector<ChatTool>> chat_tools_from_json(const nlohmann::json& tools, std::string_view field = "tools");
 
 }  // namespace gs::text
