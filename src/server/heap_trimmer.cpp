@@ -15,8 +15,8 @@ HeapTrimmer::HeapTrimmer(std::function<uint64_t()> activity, std::function<bool(
       trim_(trim ? std::move(trim) : [] { release_free_heap(); }),
       options_(options) {
   if (options_.check_interval.count() > 0) {
-    const uint64_t start = activity_();  // nothing to give back before any work
-    thread_ = std::thread([this, start] { run(start); });
+    trimmed_at_activity_ = activity_();  // nothing to give back before any work
+    thread_ = std::thread([this] { run(); });
   }
 }
 
@@ -34,10 +34,16 @@ uint64_t HeapTrimmer::trims() const {
   return trims_;
 }
 
-void HeapTrimmer::run(uint64_t trimmed_at_activity) {
+uint64_t HeapTrimmer::trimmed_at_activity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return trimmed_at_activity_;
+}
+
+void HeapTrimmer::run() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_trim = Clock::now();
   std::unique_lock<std::mutex> lock(mu_);
+  uint64_t trimmed_at_activity = trimmed_at_activity_;
   for (;;) {
     if (cv_.wait_for(lock, options_.check_interval, [this] { return stop_; })) return;
     lock.unlock();
@@ -53,7 +59,10 @@ void HeapTrimmer::run(uint64_t trimmed_at_activity) {
       }
     }
     lock.lock();
-    if (trimmed) ++trims_;
+    if (trimmed) {
+      ++trims_;
+      trimmed_at_activity_ = trimmed_at_activity;
+    }
   }
 }
 

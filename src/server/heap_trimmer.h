@@ -34,10 +34,12 @@ class HeapTrimmer {
 
   // Trims done since the start (a gauge for /metrics).
   uint64_t trims() const;
+  // The activity count the last trim saw (the count at the start before any trim): once it
+  // equals the count after some work, a trim has run after that work.
+  uint64_t trimmed_at_activity() const;
 
  private:
-  // `trimmed_at_activity`: the activity count at the start.
-  void run(uint64_t trimmed_at_activity);
+  void run();
 
   std::function<uint64_t()> activity_;
   std::function<bool()> idle_;
@@ -47,6 +49,7 @@ class HeapTrimmer {
   std::condition_variable cv_;
   bool stop_ = false;     // under mu_
   uint64_t trims_ = 0;    // under mu_
+  uint64_t trimmed_at_activity_ = 0;  // under mu_
   std::thread thread_;
 };
 

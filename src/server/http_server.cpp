@@ -858,6 +858,7 @@ HostGauges HttpServer::host_gauges() const {
   HostGauges g;
   g.memory = read_host_memory();
   g.heap_trims = trimmer_ ? trimmer_->trims() : 0;
+  g.heap_trimmed_at_responses = trimmer_ ? trimmer_->trimmed_at_activity() : 0;
   return g;
 }
 

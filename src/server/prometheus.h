@@ -24,6 +24,9 @@ struct HttpCounters {
 struct HostGauges {
   HostMemory memory;
   uint64_t heap_trims = 0;
+  // Responses sent (the trimmer's activity count) when the last trim ran; not exported, it
+  // lets a caller see that a trim followed its requests.
+  uint64_t heap_trimmed_at_responses = 0;
 };
 
 // Every family has HELP and TYPE lines; counters end in _total; names start "gemmaserve_".

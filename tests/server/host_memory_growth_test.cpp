@@ -40,6 +40,7 @@ class Served {
     so.http_threads = 64;
     so.heap_trim.check_interval = 50ms;
     server_.start(o, so);
+    base_ = responses(server_.http());
   }
 
   // One request with a prompt of `n_words` words no other request had; false on a failure.
@@ -58,15 +59,27 @@ class Served {
       body["prompt"] = text;
     }
     auto res = server_.post(body, path);
+    ++requests_;
     return res && res->status == 200;
   }
 
-  // RssAnon + VmSwap once the server has trimmed after the requests so far.
+  // RssAnon + VmSwap once the server has trimmed after the requests so far. The wait is on
+  // the trimmer's mark (the responses count its last trim saw) reaching every response sent,
+  // so a trim that ran between the last response and this call counts, and one that ran
+  // before the last response does not.
   uint64_t settled_bytes() {
     const HttpServer& http = server_.http();
-    const uint64_t trims = http.host_gauges().heap_trims;
-    for (int i = 0; i < 200 && http.host_gauges().heap_trims == trims; ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_GT(http.host_gauges().heap_trims, trims) << "no idle trim within 2 s";
+    // The server counts a response just after writing it: the client may read it first.
+    uint64_t sent = 0;
+    for (int i = 0; i < 500; ++i) {
+      sent = responses(http);
+      if (sent >= base_ + requests_) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(sent, base_ + requests_) << "responses counted";
+    for (int i = 0; i < 500 && http.host_gauges().heap_trimmed_at_responses < sent; ++i)
+      std::this_thread::sleep_for(10ms);
+    EXPECT_GE(http.host_gauges().heap_trimmed_at_responses, sent) << "no idle trim within 5 s of the last response";
     const HostMemory m = read_host_memory();
     std::printf("RssAnon %llu, VmSwap %llu, malloc in use %llu, free %llu, threads %lld\n",
                 static_cast<unsigned long long>(m.resident_anon_bytes), static_cast<unsigned long long>(m.swap_bytes),
@@ -76,7 +89,16 @@ class Served {
   }
 
  private:
+  // Responses the server has counted (what its heap trimmer counts as work).
+  static uint64_t responses(const HttpServer& http) {
+    uint64_t n = 0;
+    for (const auto& [status, count] : http.counters().responses_by_status) n += count;
+    return n;
+  }
+
   test::ShakesHttp server_;
+  uint64_t base_ = 0;      // responses counted before the first request
+  uint64_t requests_ = 0;  // requests sent
 };
 
 TEST(HostMemoryGrowth, LevelsOffOverUniquePrompts) {
