@@ -29,22 +29,33 @@ bool wait_trims(const Fake& f, int n) {
   return f.trims.load() >= n;
 }
 
+// Waits up to 5 s for the trimmer to count `n` trims (it counts each just after the trim
+// callback returns, so the fake's count can run ahead for a moment).
+bool wait_counted(const HeapTrimmer& t, uint64_t n) {
+  for (int i = 0; i < 500 && t.trims() < n; ++i) std::this_thread::sleep_for(10ms);
+  return t.trims() >= n;
+}
+
 TEST(HeapTrimmer, TrimsOnceAfterWorkWhenIdle) {
   Fake f;
   HeapTrimOptions o;
   o.check_interval = 5ms;
   o.busy_interval = 0ms;
+  f.activity = 3;  // work before the start is not the trimmer's
   HeapTrimmer t = make(f, o);
+  EXPECT_EQ(t.trimmed_at_activity(), 3u);
   std::this_thread::sleep_for(60ms);
   EXPECT_EQ(f.trims.load(), 0) << "no work yet: nothing to give back";
-  f.activity = 1;
+  f.activity = 4;
   ASSERT_TRUE(wait_trims(f, 1));
   std::this_thread::sleep_for(60ms);
   EXPECT_EQ(f.trims.load(), 1) << "one trim per stretch of work";
   EXPECT_EQ(t.trims(), 1u);
-  f.activity = 2;
-  ASSERT_TRUE(wait_trims(f, 2));
-  EXPECT_EQ(t.trims(), 2u);
+  EXPECT_EQ(t.trimmed_at_activity(), 4u) << "the mark is the activity the trim saw";
+  f.activity = 5;
+  ASSERT_TRUE(wait_counted(t, 2));
+  EXPECT_EQ(f.trims.load(), 2);
+  EXPECT_EQ(t.trimmed_at_activity(), 5u);
 }
 
 TEST(HeapTrimmer, WaitsWhileBusy) {
