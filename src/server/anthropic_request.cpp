@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "server/anthropic_output.h"
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/tag_fields.h"
@@ -472,6 +473,10 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
                                       {"chat_template_kwargs", "thinking"},
                                       {"reasoning_budget_tokens", "thinking.budget_tokens"},
                                       {"thinking_budget_tokens", "thinking.budget_tokens"},
+                                      {"response_format", "output_config.format"},
+                                      {"json_schema", "output_config.format"},
+                                      {"guided_json", "output_config.format"},
+                                      {"structured_outputs", "output_config.format"},
                                       {"functions", "tools"},
                                       {"function_call", "tool_choice"},
                                       {"user", "metadata.user_id"}};
@@ -489,6 +494,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
   std::optional<int64_t> budget;
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req, &budget));
+  GS_RETURN_IF_ERROR(read_anthropic_output(body, &req.gen));
   if (route == MessagesRoute::kCreate) {
     GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
     // As Anthropic's API: the thinking budget is part of max_tokens, so it must leave room for

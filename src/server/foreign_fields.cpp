@@ -208,6 +208,9 @@ constexpr OtherRouteField kOtherRouteFields[] = {
     // /v1/messages
     {"system", kMessagesRoute, {"a system message in messages", "it in prompt", nullptr, "instructions"}},
     {"stop_sequences", kMessagesRoute, {"stop", "stop", nullptr, ""}},
+    {"output_config", kMessagesRoute, {"response_format (reasoning_effort for effort)", "response_format", nullptr,
+                                       "text.format (reasoning.effort for effort)"}},
+    {"output_format", kMessagesRoute, {"response_format", "response_format", nullptr, "text.format"}},
     {"thinking",
      kMessagesRoute,
      {"reasoning_effort or chat_template_kwargs.enable_thinking (reasoning_budget_tokens for a budget)", "", nullptr,

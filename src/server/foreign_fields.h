@@ -50,7 +50,8 @@ Status check_unread_chat_fields(const nlohmann::json& body, std::string_view rou
 enum class ApiRoute { kChat, kCompletions, kMessages, kResponses };
 
 // The converse of check_unread_chat_fields, for every route: a field that another route of
-// this server reads and `route` does not (/v1/messages' system, stop_sequences and thinking;
+// this server reads and `route` does not (/v1/messages' system, stop_sequences, thinking,
+// output_config and output_format;
 // /v1/responses' input, instructions, max_output_tokens, text, reasoning and
 // previous_response_id; /v1/completions' prompt and suffix on the chat route; the chat route's
 // messages, tools, tool_choice, functions, function_call, reasoning_effort,

@@ -157,6 +157,15 @@ TEST(ForeignFields, OtherRoutesFieldsAreRefusedByName) {
       {{{"system", "Be terse."}}, "/v1/messages", "a system message", "prompt"},
       {{{"stop_sequences", json::array({"e"})}}, "/v1/messages", "stop", "stop"},
       {{{"thinking", {{"type", "disabled"}}}}, "/v1/messages", "reasoning_effort", ""},
+      // Anthropic's structured output (decision 0060), once the Messages route read it.
+      {{{"output_config", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}}}},
+       "/v1/messages",
+       "response_format",
+       "response_format"},
+      {{{"output_format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}},
+       "/v1/messages",
+       "response_format",
+       "response_format"},
       {{{"input", "hi"}}, "/v1/responses", "messages", "prompt"},
       {{{"instructions", "Be terse."}}, "/v1/responses", "a system message", "prompt"},
       {{{"max_output_tokens", 2}}, "/v1/responses", "max_tokens", "max_tokens"},
@@ -203,7 +212,8 @@ TEST(ForeignFields, OtherRoutesFieldsAreRefusedByName) {
   }
   // Neutral values pass on both routes.
   const json neutral = json::parse(R"({"system": null, "stop_sequences": [], "thinking": null, "input": "",
-      "instructions": "", "max_output_tokens": null, "text": {}, "reasoning": null, "previous_response_id": null})");
+      "instructions": "", "max_output_tokens": null, "text": {}, "reasoning": null, "previous_response_id": null,
+      "output_config": {}, "output_format": null})");
   EXPECT_TRUE(chat(neutral).ok()) << chat(neutral).to_string();
   EXPECT_TRUE(completion(neutral).ok()) << completion(neutral).to_string();
   EXPECT_TRUE(chat({{"prompt", nullptr}, {"suffix", ""}}).ok());

@@ -544,6 +544,10 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       {{{"system", "Be terse."}}, "system", "instructions"},
       {{{"stop_sequences", json::array({"e"})}}, "stop_sequences", ""},
       {{{"thinking", {{"type", "disabled"}}}}, "thinking", "reasoning.effort"},
+      {{{"output_config", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}}}},
+       "output_config",
+       "text.format"},
+      {{{"output_format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}}, "output_format", "text.format"},
       {{{"n_cmpl", 2}}, "n_cmpl", ""},
   };
   for (const Case& c : cases) {
