@@ -446,7 +446,7 @@ Status read_generation(const json& body, const RequestDefaults& defaults, Genera
   if (!i) return invalid("max_tokens is required");
   gen->max_tokens = static_cast<int32_t>(*i);
   // Anthropic's temperature range is [0, 1]; the chat route's wider one is accepted too.
-  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling));
+  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling, TopKOff::kZero));  // Anthropic's top_k >= 0
   GS_RETURN_IF_ERROR(read_stop_strings(body, "stop_sequences", /*one_string=*/false, &gen->stop));
   GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
   gen->stream = b.value_or(false);

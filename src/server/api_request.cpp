@@ -423,7 +423,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (i) gen->max_tokens = static_cast<int32_t>(*i);
   GS_RETURN_IF_ERROR(read_n_predict(body, gen));
 
-  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling));
+  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling, TopKOff::kZeroOrMinusOne));
   GS_RETURN_IF_ERROR(read_number(body, "", "min_p", 0.0, 1.0, &d));
   if (d) gen->sampling.min_p = static_cast<float>(*d);
   GS_RETURN_IF_ERROR(read_number(body, "", "presence_penalty", -2.0, 2.0, &d));
@@ -709,7 +709,8 @@ bool valid_function_name(std::string_view name) {
   return true;
 }
 
-Status read_sampling(const json& body, const RequestDefaults& defaults, SamplingParams* sampling) {
+Status read_sampling(const json& body, const RequestDefaults& defaults, SamplingParams* sampling,
+                     TopKOff top_k_off) {
   std::optional<int64_t> i;
   std::optional<double> d;
   GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
@@ -717,8 +718,17 @@ Status read_sampling(const json& body, const RequestDefaults& defaults, Sampling
   GS_RETURN_IF_ERROR(read_number(body, "", "top_p", 0.0, 1.0, &d));
   if (d) sampling->top_p = static_cast<float>(*d);
   const int64_t top_k_max = defaults.n_vocab > 0 ? defaults.n_vocab : kMaxTokensLimit;
-  GS_RETURN_IF_ERROR(read_int(body, "", "top_k", 0, top_k_max, &i));
-  if (i) sampling->top_k = static_cast<int32_t>(*i);
+  const int64_t top_k_min = top_k_off == TopKOff::kZeroOrMinusOne ? -1 : 0;
+  const Status k = read_int(body, "", "top_k", top_k_min, top_k_max, &i);
+  if (const auto it = body.find("top_k"); !k.ok() && top_k_off == TopKOff::kZeroOrMinusOne &&
+                                          it->is_number_integer() && !it->is_number_unsigned() &&
+                                          it->get<int64_t>() < -1) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("top_k must be 0 or -1 (off: every token) or in [1, {}], got {}", top_k_max,
+                              it->get<int64_t>()));
+  }
+  GS_RETURN_IF_ERROR(k);
+  if (i) sampling->top_k = static_cast<int32_t>(std::max<int64_t>(*i, 0));  // -1 is vLLM's 0
   return {};
 }
 
