@@ -888,7 +888,7 @@ constexpr std::string_view kRequestFields[] = {
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
     "t_max_predict_ms", "n_indent", "n_cmpl", "lora", "post_sampling_probs",
     "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata", "service_tier",
-    "prompt_cache_key", "safety_identifier", "store", "verbosity", "prediction",
+    "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "store", "verbosity", "prediction",
 };
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
