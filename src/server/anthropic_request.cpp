@@ -424,7 +424,13 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
         return invalid("thinking.budget_tokens is required when thinking.type is 'enabled' (at least 1024 and less "
                        "than max_tokens); send thinking.type 'adaptive' to think without a budget");
       }
-      if (*budget) req->reasoning_budget = static_cast<int32_t>(**budget);
+      if (*budget) {
+        req->reasoning_budget = static_cast<int32_t>(**budget);
+      } else if (req->reasoning_budget == 0) {
+        // "adaptive" without a budget under the server's --reasoning-budget 0, a default ("no
+        // thinking") that yields to a request asking for thinking, as on the chat route.
+        req->reasoning_budget = -1;
+      }
     } else if (type == "disabled") {
       // Nothing else is read: a budget_tokens beside "disabled" is not looked at (decision 0053).
       req->enable_thinking = false;

@@ -622,14 +622,15 @@ Status read_output_format(const json& body, GenerationOptions* gen) {
 Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
   req->enable_thinking = defaults.enable_thinking;
   req->reasoning_budget = defaults.reasoning_budget;
+  std::optional<bool> asked;  // what the request itself says about thinking
   std::optional<std::string> effort;
   GS_RETURN_IF_ERROR(read_string(body, "", "reasoning_effort", &effort));
   if (effort) {
     if (*effort == "none") {
-      req->enable_thinking = false;
+      asked = false;
     } else if (*effort == "minimal" || *effort == "low" || *effort == "medium" || *effort == "high" ||
                *effort == "xhigh") {
-      req->enable_thinking = true;
+      asked = true;
     } else {
       return invalid(fmt::format("reasoning_effort must be none, minimal, low, medium, high or xhigh, got '{}'", *effort));
     }
@@ -641,8 +642,9 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     }
     std::optional<bool> b;
     GS_RETURN_IF_ERROR(read_bool(*kw, "chat_template_kwargs", "enable_thinking", &b));
-    if (b) req->enable_thinking = *b;
+    if (b) asked = *b;
   }
+  if (asked) req->enable_thinking = *asked;
   // thinking_budget_tokens is another server's name for reasoning_budget_tokens; both at once
   // must agree (one silently winning would cap the thinking the client did not ask for).
   // -1 is llama-server's "unlimited" (its --reasoning-budget default); other negatives are a 400.
@@ -655,7 +657,14 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
                                *budget, *alias));
   }
   if (!budget) budget = alias;
-  if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
+  if (budget) {
+    req->reasoning_budget = static_cast<int32_t>(*budget);
+  } else if (asked.value_or(false) && req->reasoning_budget == 0) {
+    // The server's --reasoning-budget 0 is its default ("no thinking"), not a cap on thinking
+    // the request asks for: that thinks without one, as llama-server lets the request's
+    // enable_thinking win over its --reasoning-budget 0.
+    req->reasoning_budget = -1;
+  }
   // A budget of 0 means no thinking at all: render the non-thinking prompt (bug-case 25).
   if (req->reasoning_budget == 0) req->enable_thinking = false;
   return {};

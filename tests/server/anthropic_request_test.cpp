@@ -204,6 +204,29 @@ TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
 // As Anthropic's API: the thinking budget counts within max_tokens, so budget_tokens must be
 // less than max_tokens (a 400 naming both). It was accepted at or above it, and the thought
 // could spend the whole answer. count_tokens reads no max_tokens: nothing to compare.
+// Under the server's --reasoning-budget 0 (a default: "no thinking"), thinking "adaptive" (no
+// budget) was answered without thinking. It thinks, without a cap; "enabled" has its own
+// budget; absent and "disabled" keep the default.
+TEST(AnthropicRequest, AdaptiveThinkingIsNotVetoedByAServerBudgetOfZero) {
+  RequestDefaults d = defaults();
+  d.enable_thinking = false;
+  d.reasoning_budget = 0;
+  const std::string head = R"({"max_tokens":4096,"messages":[{"role":"user","content":"x"}])";
+  auto r = parse(head + R"(,"thinking":{"type":"adaptive"}})", MessagesRoute::kCreate, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->enable_thinking);
+  EXPECT_EQ(r->reasoning_budget, -1);
+  r = parse(head + R"(,"thinking":{"type":"enabled","budget_tokens":2000}})", MessagesRoute::kCreate, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->enable_thinking);
+  EXPECT_EQ(r->reasoning_budget, 2000);
+  for (const char* off : {"}", R"(,"thinking":{"type":"disabled"}})", R"(,"thinking":null})"}) {
+    r = parse(head + off, MessagesRoute::kCreate, d);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_FALSE(r->enable_thinking) << off;
+  }
+}
+
 TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
   const std::string user = R"("messages":[{"role":"user","content":"x"}])";
   for (const char* type : {"enabled", "adaptive"}) {

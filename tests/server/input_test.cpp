@@ -655,6 +655,37 @@ TEST(ChatRequest, ReasoningBudgetMinusOneIsUnlimited) {
   EXPECT_NE(r.status().message().find("must agree"), std::string::npos) << r.status().message();
 }
 
+// `--reasoning-budget 0` is the server's default ("0: no thinking"), and a default yields to a
+// request that asks for thinking: reasoning_effort other than none, or enable_thinking true,
+// silently got no thinking under it (llama-server lets the request's enable_thinking win
+// over its --reasoning-budget 0). Such a request now thinks without a cap; a budget the
+// request gives (0 included) is its own, and a request that asks nothing keeps the default.
+TEST(ChatRequest, AServerBudgetOfZeroDoesNotVetoThinkingTheRequestAsks) {
+  RequestDefaults d;
+  d.enable_thinking = false;  // serve --reasoning-budget 0 (with --reasoning on or off)
+  d.reasoning_budget = 0;
+  auto parse = [&](const char* extra) {
+    auto r = parse_chat_request(json::parse(std::string(R"({"messages":[{"role":"user","content":"hi"}])") + extra + "}"),
+                                d);
+    EXPECT_TRUE(r.ok()) << extra << ": " << r.status().to_string();
+    return r.ok() ? std::make_pair(r->enable_thinking, r->reasoning_budget) : std::make_pair(false, -2);
+  };
+  for (const char* on : {R"(,"reasoning_effort":"high")", R"(,"reasoning_effort":"minimal")",
+                         R"(,"chat_template_kwargs":{"enable_thinking":true})",
+                         R"(,"reasoning_effort":"none","chat_template_kwargs":{"enable_thinking":true})"}) {
+    EXPECT_EQ(parse(on), std::make_pair(true, -1)) << on;
+  }
+  EXPECT_EQ(parse(R"(,"reasoning_effort":"high","reasoning_budget_tokens":50)"), std::make_pair(true, 50));
+  for (const char* off : {"", R"(,"reasoning_effort":"none")", R"(,"chat_template_kwargs":{"enable_thinking":false})",
+                          R"(,"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":false})",
+                          R"(,"reasoning_effort":"high","reasoning_budget_tokens":0)"}) {
+    EXPECT_FALSE(parse(off).first) << off;
+  }
+  // A positive server default stays the cap of a request that turns thinking on.
+  d.reasoning_budget = 64;
+  EXPECT_EQ(parse(R"(,"reasoning_effort":"low")"), std::make_pair(true, 64));
+}
+
 TEST(ChatRequest, SpeculationSwitches) {
   RequestDefaults d;
   json body = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");

@@ -597,5 +597,23 @@ TEST(ResponsesRequest, CachePromptIsReadAsOnTheChatRoute) {
   EXPECT_EQ(responses_error_param(msg), "cache_prompt") << msg;
 }
 
+// reasoning.effort asks for thinking; under the server's --reasoning-budget 0 (a default) it
+// was answered without (decision 0060).
+TEST(ResponsesRequest, ReasoningEffortIsNotVetoedByAServerBudgetOfZero) {
+  RequestDefaults d;
+  d.enable_thinking = false;
+  d.reasoning_budget = 0;
+  auto r = parse_responses_request({{"input", "hi"}, {"reasoning", {{"effort", "high"}}}}, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->chat.enable_thinking);
+  EXPECT_EQ(r->chat.reasoning_budget, -1);
+  r = parse_responses_request({{"input", "hi"}}, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->chat.enable_thinking);
+  r = parse_responses_request({{"input", "hi"}, {"reasoning", {{"effort", "none"}}}}, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->chat.enable_thinking);
+}
+
 }  // namespace
 }  // namespace gs
