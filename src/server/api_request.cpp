@@ -470,8 +470,10 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (so != body.end() && !so->is_null()) {
     if (!so->is_object()) return invalid(fmt::format("stream_options must be an object, got {}", json_type_name(*so)));
     GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "include_usage", &b));
-    std::optional<bool> continuous;
+    std::optional<bool> continuous, obfuscation;
     GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "continuous_usage_stats", &continuous));
+    // OpenAI's padding of each chunk against a length side channel: a hint, none is added here.
+    GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "include_obfuscation", &obfuscation));
     // As OpenAI and vLLM: options of a stream that is not asked for are a mistake.
     if (!gen->stream) return invalid("stream_options is only allowed when stream is true");
     gen->include_usage = b.value_or(false);
