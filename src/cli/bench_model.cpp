@@ -13,6 +13,7 @@
 #include "gguf/gguf_reader.h"
 #include "model/gemma4_config.h"
 #include "model/gemma4_model.h"
+#include "runtime/kv_cache.h"
 #include "runtime/model_runner.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative.h"
@@ -180,7 +181,18 @@ Status run_model_bench(Backend& b, const ModelBenchOptions& o, std::vector<Bench
   ro.max_tokens += 1;
   ro.kv.max_ubatch = ro.max_tokens;
   ro.kv.type = o.kv_type;
-  GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, ModelRunner::create(model, ro));
+  RunnerPart failed = RunnerPart::kNone;
+  Result<std::unique_ptr<ModelRunner>> made_runner = ModelRunner::create(model, ro, &failed);
+  if (!made_runner.ok() && (failed == RunnerPart::kKvCache || failed == RunnerPart::kNone)) {
+    // The sequence's KV cache is what -d, -p, -n and --verify size: "cannot allocate N bytes"
+    // alone named neither it nor them (serve and run say as much for their --ctx-size).
+    return make_status(made_runner.status().code(),
+                       "the KV cache of 1 sequence x {} positions ({:.1f} GB; -d {} and a pass or generation of {} "
+                       "tokens) does not fit: {}; lower -d, -p, -n or --verify",
+                       ro.kv.n_ctx, KvCache::pool_bytes(c, ro.kv) / 1e9, max_depth, std::max(max_batch, max_gen),
+                       made_runner.status().message());
+  }
+  GS_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, std::move(made_runner));
   std::unique_ptr<SpeculativeDecoder> spec;
   if (!o.mtp.empty()) {
     Result<std::shared_ptr<Gemma4Model>> drafter = Gemma4Model::from_file(std::move(drafter_file), b);

@@ -330,7 +330,8 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--reasoning", args->reasoning, "Thinking by default: on or off (requests can override)")
       ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--reasoning-budget", args->reasoning_budget,
-                  "Default reasoning budget in tokens (-1: unlimited, 0: no thinking)")
+                  "Default reasoning budget in tokens (-1: unlimited, 0: no thinking unless a request asks for "
+                  "it, which then thinks without a cap; requests can set their own)")
       ->capture_default_str()->transform(decimal_integer<int>(-1, 1 << 30));
   sub->add_option("--reasoning-format", args->reasoning_format,
                   "Where chat completions put the thinking (requests can override with reasoning_format): "

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "server/anthropic_output.h"
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/tag_fields.h"
@@ -423,7 +424,13 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
         return invalid("thinking.budget_tokens is required when thinking.type is 'enabled' (at least 1024 and less "
                        "than max_tokens); send thinking.type 'adaptive' to think without a budget");
       }
-      if (*budget) req->reasoning_budget = static_cast<int32_t>(**budget);
+      if (*budget) {
+        req->reasoning_budget = static_cast<int32_t>(**budget);
+      } else if (req->reasoning_budget == 0) {
+        // "adaptive" without a budget under the server's --reasoning-budget 0, a default ("no
+        // thinking") that yields to a request asking for thinking, as on the chat route.
+        req->reasoning_budget = -1;
+      }
     } else if (type == "disabled") {
       // Nothing else is read: a budget_tokens beside "disabled" is not looked at (decision 0053).
       req->enable_thinking = false;
@@ -445,7 +452,7 @@ Status read_generation(const json& body, const RequestDefaults& defaults, Genera
   if (!i) return invalid("max_tokens is required");
   gen->max_tokens = static_cast<int32_t>(*i);
   // Anthropic's temperature range is [0, 1]; the chat route's wider one is accepted too.
-  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling));
+  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling, TopKOff::kZero));  // Anthropic's top_k >= 0
   GS_RETURN_IF_ERROR(read_stop_strings(body, "stop_sequences", /*one_string=*/false, &gen->stop));
   GS_RETURN_IF_ERROR(read_bool(body, "", "stream", &b));
   gen->stream = b.value_or(false);
@@ -472,6 +479,10 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
                                       {"chat_template_kwargs", "thinking"},
                                       {"reasoning_budget_tokens", "thinking.budget_tokens"},
                                       {"thinking_budget_tokens", "thinking.budget_tokens"},
+                                      {"response_format", "output_config.format"},
+                                      {"json_schema", "output_config.format"},
+                                      {"guided_json", "output_config.format"},
+                                      {"structured_outputs", "output_config.format"},
                                       {"functions", "tools"},
                                       {"function_call", "tool_choice"},
                                       {"user", "metadata.user_id"}};
@@ -489,6 +500,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
   std::optional<int64_t> budget;
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req, &budget));
+  GS_RETURN_IF_ERROR(read_anthropic_output(body, &req.gen));
   if (route == MessagesRoute::kCreate) {
     GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
     // As Anthropic's API: the thinking budget is part of max_tokens, so it must leave room for

@@ -33,6 +33,8 @@ enum class MessagesRoute {
 // - `thinking` {type: "enabled", budget_tokens?} turns thinking on with that reasoning
 //   budget, {type: "adaptive"} on without one, {type: "disabled"} off; absent: the server's
 //   --reasoning default;
+// - `output_config.format` (or the beta's `output_format`) {type: "json_schema", schema} is
+//   the JSON constraint of the text (anthropic_output.h); `output_config.effort` a hint;
 // - kCreate only: `max_tokens` (required, >= 1), `stop_sequences`, `temperature`, `top_p`,
 //   `top_k`, `stream`;
 // - `model`, `metadata` and fields this server does not know are not used.

@@ -423,7 +423,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (i) gen->max_tokens = static_cast<int32_t>(*i);
   GS_RETURN_IF_ERROR(read_n_predict(body, gen));
 
-  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling));
+  GS_RETURN_IF_ERROR(read_sampling(body, defaults, &gen->sampling, TopKOff::kZeroOrMinusOne));
   GS_RETURN_IF_ERROR(read_number(body, "", "min_p", 0.0, 1.0, &d));
   if (d) gen->sampling.min_p = static_cast<float>(*d);
   GS_RETURN_IF_ERROR(read_number(body, "", "presence_penalty", -2.0, 2.0, &d));
@@ -470,8 +470,10 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
   if (so != body.end() && !so->is_null()) {
     if (!so->is_object()) return invalid(fmt::format("stream_options must be an object, got {}", json_type_name(*so)));
     GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "include_usage", &b));
-    std::optional<bool> continuous;
+    std::optional<bool> continuous, obfuscation;
     GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "continuous_usage_stats", &continuous));
+    // OpenAI's padding of each chunk against a length side channel: a hint, none is added here.
+    GS_RETURN_IF_ERROR(read_bool(*so, "stream_options", "include_obfuscation", &obfuscation));
     // As OpenAI and vLLM: options of a stream that is not asked for are a mistake.
     if (!gen->stream) return invalid("stream_options is only allowed when stream is true");
     gen->include_usage = b.value_or(false);
@@ -622,14 +624,15 @@ Status read_output_format(const json& body, GenerationOptions* gen) {
 Status read_thinking(const json& body, const RequestDefaults& defaults, ChatCompletionRequest* req) {
   req->enable_thinking = defaults.enable_thinking;
   req->reasoning_budget = defaults.reasoning_budget;
+  std::optional<bool> asked;  // what the request itself says about thinking
   std::optional<std::string> effort;
   GS_RETURN_IF_ERROR(read_string(body, "", "reasoning_effort", &effort));
   if (effort) {
     if (*effort == "none") {
-      req->enable_thinking = false;
+      asked = false;
     } else if (*effort == "minimal" || *effort == "low" || *effort == "medium" || *effort == "high" ||
                *effort == "xhigh") {
-      req->enable_thinking = true;
+      asked = true;
     } else {
       return invalid(fmt::format("reasoning_effort must be none, minimal, low, medium, high or xhigh, got '{}'", *effort));
     }
@@ -641,8 +644,9 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
     }
     std::optional<bool> b;
     GS_RETURN_IF_ERROR(read_bool(*kw, "chat_template_kwargs", "enable_thinking", &b));
-    if (b) req->enable_thinking = *b;
+    if (b) asked = *b;
   }
+  if (asked) req->enable_thinking = *asked;
   // thinking_budget_tokens is another server's name for reasoning_budget_tokens; both at once
   // must agree (one silently winning would cap the thinking the client did not ask for).
   // -1 is llama-server's "unlimited" (its --reasoning-budget default); other negatives are a 400.
@@ -655,7 +659,14 @@ Status read_thinking(const json& body, const RequestDefaults& defaults, ChatComp
                                *budget, *alias));
   }
   if (!budget) budget = alias;
-  if (budget) req->reasoning_budget = static_cast<int32_t>(*budget);
+  if (budget) {
+    req->reasoning_budget = static_cast<int32_t>(*budget);
+  } else if (asked.value_or(false) && req->reasoning_budget == 0) {
+    // The server's --reasoning-budget 0 is its default ("no thinking"), not a cap on thinking
+    // the request asks for: that thinks without one, as llama-server lets the request's
+    // enable_thinking win over its --reasoning-budget 0.
+    req->reasoning_budget = -1;
+  }
   // A budget of 0 means no thinking at all: render the non-thinking prompt (bug-case 25).
   if (req->reasoning_budget == 0) req->enable_thinking = false;
   return {};
@@ -709,7 +720,8 @@ bool valid_function_name(std::string_view name) {
   return true;
 }
 
-Status read_sampling(const json& body, const RequestDefaults& defaults, SamplingParams* sampling) {
+Status read_sampling(const json& body, const RequestDefaults& defaults, SamplingParams* sampling,
+                     TopKOff top_k_off) {
   std::optional<int64_t> i;
   std::optional<double> d;
   GS_RETURN_IF_ERROR(read_number(body, "", "temperature", 0.0, 2.0, &d));
@@ -717,8 +729,17 @@ Status read_sampling(const json& body, const RequestDefaults& defaults, Sampling
   GS_RETURN_IF_ERROR(read_number(body, "", "top_p", 0.0, 1.0, &d));
   if (d) sampling->top_p = static_cast<float>(*d);
   const int64_t top_k_max = defaults.n_vocab > 0 ? defaults.n_vocab : kMaxTokensLimit;
-  GS_RETURN_IF_ERROR(read_int(body, "", "top_k", 0, top_k_max, &i));
-  if (i) sampling->top_k = static_cast<int32_t>(*i);
+  const int64_t top_k_min = top_k_off == TopKOff::kZeroOrMinusOne ? -1 : 0;
+  const Status k = read_int(body, "", "top_k", top_k_min, top_k_max, &i);
+  if (const auto it = body.find("top_k"); !k.ok() && top_k_off == TopKOff::kZeroOrMinusOne &&
+                                          it->is_number_integer() && !it->is_number_unsigned() &&
+                                          it->get<int64_t>() < -1) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("top_k must be 0 or -1 (off: every token) or in [1, {}], got {}", top_k_max,
+                              it->get<int64_t>()));
+  }
+  GS_RETURN_IF_ERROR(k);
+  if (i) sampling->top_k = static_cast<int32_t>(std::max<int64_t>(*i, 0));  // -1 is vLLM's 0
   return {};
 }
 
@@ -871,14 +892,15 @@ constexpr std::string_view kRequestFields[] = {
     "guided_grammar", "guided_choice", "structural_tag", "n_predict", "min_tokens", "ignore_eos", "functions",
     "function_call", "stop_token_ids", "bad_words", "allowed_token_ids", "reasoning_format", "add_generation_prompt",
     "continue_final_message", "structured_outputs", "include_stop_str_in_output", "use_beam_search",
-    "skip_special_tokens", "spaces_between_special_tokens", "return_tokens_as_token_ids", "n_probs",
+    "skip_special_tokens", "spaces_between_special_tokens", "return_tokens_as_token_ids", "return_token_ids",
+    "logits_processors", "n_probs",
     "prompt_logprobs", "truncate_prompt_tokens", "chat_template", "modalities", "audio", "web_search_options",
     "repeat_penalty", "repeat_last_n", "penalty_last_n", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta",
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
     "t_max_predict_ms", "n_indent", "n_cmpl", "lora", "post_sampling_probs",
     "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata", "service_tier",
-    "prompt_cache_key", "safety_identifier", "store", "verbosity", "prediction",
+    "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "store", "verbosity", "prediction",
 };
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

@@ -138,9 +138,14 @@ Result<ChatCompletionRequest> parse_chat_request(const nlohmann::json& body, con
 // The readers of request fields that the OpenAI routes and the Anthropic Messages adapter
 // (anthropic_request.cpp) share; errors (kInvalidArgument) name the field, as the parsers'.
 //
+// Which top_k values turn top-k off: 0 only (Anthropic's range), or 0 and -1 (vLLM's "consider
+// all tokens", which its clients send; the OpenAI-shaped routes).
+enum class TopKOff { kZero, kZeroOrMinusOne };
 // temperature ([0, 2]), top_p ([0, 1]) and top_k ([0, n_vocab], or [0, 2^31 - 1] when
-// defaults.n_vocab is 0) into *sampling, each where the body has it.
-Status read_sampling(const nlohmann::json& body, const RequestDefaults& defaults, SamplingParams* sampling);
+// defaults.n_vocab is 0; -1 too with kZeroOrMinusOne, read as 0) into *sampling, each where
+// the body has it.
+Status read_sampling(const nlohmann::json& body, const RequestDefaults& defaults, SamplingParams* sampling,
+                     TopKOff top_k_off = TopKOff::kZero);
 // Stop strings under `key` appended to *out: an array of at most kMaxStopStrings strings, or
 // (`one_string`) a single string too; empty strings are dropped, null or absent is none.
 Status read_stop_strings(const nlohmann::json& body, const char* key, bool one_string, std::vector<std::string>* out);

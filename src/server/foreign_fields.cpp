@@ -99,6 +99,14 @@ Status check_foreign_fields(const json& body, bool chat) {
                                 "control tokens are never written into the text here"));
   GS_RETURN_IF_ERROR(bool_field(body, "return_tokens_as_token_ids", false,
                                 "log-probabilities name their tokens by text and bytes"));
+  GS_RETURN_IF_ERROR(bool_field(body, "return_token_ids", false,
+                                "the answer carries its text, not its token ids (POST /tokenize gives a text's ids)"));
+  if (const auto it = body.find("logits_processors"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) {
+      return invalid_field("logits_processors must be an array of processors, got {}", json_type_name(*it));
+    }
+    if (!it->empty()) return unsupported("logits_processors", "no logits processor can be loaded here");
+  }
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "spaces_between_special_tokens", &b));  // no special tokens in text
   std::optional<int64_t> n;
@@ -208,6 +216,9 @@ constexpr OtherRouteField kOtherRouteFields[] = {
     // /v1/messages
     {"system", kMessagesRoute, {"a system message in messages", "it in prompt", nullptr, "instructions"}},
     {"stop_sequences", kMessagesRoute, {"stop", "stop", nullptr, ""}},
+    {"output_config", kMessagesRoute, {"response_format (reasoning_effort for effort)", "response_format", nullptr,
+                                       "text.format (reasoning.effort for effort)"}},
+    {"output_format", kMessagesRoute, {"response_format", "response_format", nullptr, "text.format"}},
     {"thinking",
      kMessagesRoute,
      {"reasoning_effort or chat_template_kwargs.enable_thinking (reasoning_budget_tokens for a budget)", "", nullptr,

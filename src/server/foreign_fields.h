@@ -15,7 +15,8 @@ namespace gs::server {
 // Checks `body` (a chat completion body when `chat`, else a text completion body). Absent
 // or null fields pass. Accepted values: include_stop_str_in_output false,
 // use_beam_search false, skip_special_tokens true, spaces_between_special_tokens a boolean,
-// return_tokens_as_token_ids false, n_probs 0, chat_template "" (chat), echo false (chat:
+// return_tokens_as_token_ids false, return_token_ids false, logits_processors [] (vLLM's),
+// n_probs 0, chat_template "" (chat), echo false (chat:
 // vLLM's echo of the last message; /v1/completions reads its own echo), modalities ["text"]
 // (chat). Refused, whatever their value: prompt_logprobs, truncate_prompt_tokens, and on chat
 // OpenAI's audio and web_search_options (text only, no web search). Errors: kInvalidArgument for a value
@@ -50,7 +51,8 @@ Status check_unread_chat_fields(const nlohmann::json& body, std::string_view rou
 enum class ApiRoute { kChat, kCompletions, kMessages, kResponses };
 
 // The converse of check_unread_chat_fields, for every route: a field that another route of
-// this server reads and `route` does not (/v1/messages' system, stop_sequences and thinking;
+// this server reads and `route` does not (/v1/messages' system, stop_sequences, thinking,
+// output_config and output_format;
 // /v1/responses' input, instructions, max_output_tokens, text, reasoning and
 // previous_response_id; /v1/completions' prompt and suffix on the chat route; the chat route's
 // messages, tools, tool_choice, functions, function_call, reasoning_effort,

@@ -658,7 +658,7 @@ std::string responses_error_param(std::string_view message) {
       "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty",
       "repetition_penalty", "speculative", "draft_max", "stream", "reasoning", "text", "previous_response_id",
       "conversation", "prompt", "background", "store", "top_logprobs", "include", "truncation", "max_tool_calls",
-      "user", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"};
+      "user", "metadata", "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier"};
   size_t i = 0;
   while (i < message.size() && is_ident_char(message[i])) ++i;
   // A chat completion field refused here (check_unread_chat_fields) is named as sent.

@@ -27,8 +27,8 @@ constexpr size_t kMaxMetadataValueChars = 512;
 
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
 
-constexpr std::string_view kChatTagFields[] = {"service_tier", "prompt_cache_key", "safety_identifier", "store",
-                                               "verbosity", "prediction"};
+constexpr std::string_view kChatTagFields[] = {"service_tier", "prompt_cache_key", "prompt_cache_retention",
+                                               "safety_identifier", "store", "verbosity", "prediction"};
 
 // "a, b or c".
 std::string one_of(std::span<const std::string_view> allowed) {
@@ -119,6 +119,9 @@ Status check_anthropic_metadata(const json& body) {
 Status check_openai_tags(const json& body) {
   GS_RETURN_IF_ERROR(check_string(body, "service_tier", /*null_named=*/true));
   GS_RETURN_IF_ERROR(check_string(body, "prompt_cache_key", /*null_named=*/false));
+  // OpenAI's API names "in_memory" and "24h"; its SDKs sent "in-memory" for a while.
+  constexpr std::string_view kRetentions[] = {"in_memory", "in-memory", "24h"};
+  GS_RETURN_IF_ERROR(read_choice(body, "", "prompt_cache_retention", kRetentions));
   return check_string(body, "safety_identifier", /*null_named=*/false);
 }
 

@@ -32,7 +32,9 @@ Status check_anthropic_metadata(const nlohmann::json& body);
 
 // OpenAI's request tags (chat completions, responses): `service_tier` a string ("auto",
 // "default", "flex", "priority", ...; no tier is told apart here) or null, `prompt_cache_key`
-// and `safety_identifier` strings. Absent or null passes.
+// and `safety_identifier` strings, `prompt_cache_retention` "in_memory" (or its SDKs' older
+// "in-memory") or "24h" (slots keep their prefixes as long as nothing else needs them, either
+// way). Absent or null passes.
 // Error (kInvalidArgument): "service_tier must be a string or null, got number".
 Status check_openai_tags(const nlohmann::json& body);
 

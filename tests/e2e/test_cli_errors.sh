@@ -156,6 +156,13 @@ timeout -k 5 60 "$BIN" bench -m "$TARGET" --mtp "$WORK/foreign-drafter.gguf" --d
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["results"] == [], j["results"]' "$WORK/out" \
   || fail "bench with a foreign drafter did benchmark work first: $(head -c 400 "$WORK/out")"
 grep -qF "${run_err#*the drafter }" "$WORK/err" || fail "bench and run differ on a foreign drafter: [$run_err] [$(cat "$WORK/err")]"
+# A depth or pass whose KV cache cannot be allocated said only "cpu backend: cannot allocate
+# 512000065536 bytes" (decision 0060): it names the KV cache, its positions and the flags to lower.
+for big in "-d 2000000000 -p 4 -n 0" "-p 2000000000 -n 0"; do
+  refused "bench $big" bench -m "$TARGET" --device cpu -r 1 $big
+  grep -q "the KV cache of 1 sequence x 20000000[0-9][0-9] positions" "$WORK/err" && grep -q "lower -d, -p, -n or --verify" "$WORK/err" \
+    || fail "bench $big: a KV cache too large does not say why: $(cat "$WORK/err")"
+done
 # A drafter given to bench as the model said only "a KV cache belongs to a target model".
 refused "bench: drafter as target" bench -m "$DRAFTER" --device cpu -p 4 -n 0 -r 1
 grep -q "MTP drafter" "$WORK/err" || fail "bench -m DRAFTER does not say it is a drafter: $(cat "$WORK/err")"

@@ -204,6 +204,29 @@ TEST(AnthropicRequest, ThinkingMapsToTheReasoningModeAndBudget) {
 // As Anthropic's API: the thinking budget counts within max_tokens, so budget_tokens must be
 // less than max_tokens (a 400 naming both). It was accepted at or above it, and the thought
 // could spend the whole answer. count_tokens reads no max_tokens: nothing to compare.
+// Under the server's --reasoning-budget 0 (a default: "no thinking"), thinking "adaptive" (no
+// budget) was answered without thinking. It thinks, without a cap; "enabled" has its own
+// budget; absent and "disabled" keep the default.
+TEST(AnthropicRequest, AdaptiveThinkingIsNotVetoedByAServerBudgetOfZero) {
+  RequestDefaults d = defaults();
+  d.enable_thinking = false;
+  d.reasoning_budget = 0;
+  const std::string head = R"({"max_tokens":4096,"messages":[{"role":"user","content":"x"}])";
+  auto r = parse(head + R"(,"thinking":{"type":"adaptive"}})", MessagesRoute::kCreate, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->enable_thinking);
+  EXPECT_EQ(r->reasoning_budget, -1);
+  r = parse(head + R"(,"thinking":{"type":"enabled","budget_tokens":2000}})", MessagesRoute::kCreate, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->enable_thinking);
+  EXPECT_EQ(r->reasoning_budget, 2000);
+  for (const char* off : {"}", R"(,"thinking":{"type":"disabled"}})", R"(,"thinking":null})"}) {
+    r = parse(head + off, MessagesRoute::kCreate, d);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_FALSE(r->enable_thinking) << off;
+  }
+}
+
 TEST(AnthropicRequest, ThinkingBudgetMustBeLessThanMaxTokens) {
   const std::string user = R"("messages":[{"role":"user","content":"x"}])";
   for (const char* type : {"enabled", "adaptive"}) {
@@ -652,7 +675,7 @@ TEST(AnthropicRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       {R"("max_completion_tokens":2)", "max_completion_tokens", "max_tokens"},
       {R"("reasoning_effort":"none")", "reasoning_effort", "thinking"},
       {R"("chat_template_kwargs":{"enable_thinking":false})", "chat_template_kwargs", "thinking"},
-      {R"("response_format":{"type":"json_object"})", "response_format", ""},
+      {R"("response_format":{"type":"json_object"})", "response_format", "output_config.format"},
       {R"("guided_json":{"type":"object"})", "guided_json", ""},
       {R"("grammar":"root ::= x")", "grammar", ""},
       {R"("n":3)", "n", ""},
@@ -701,6 +724,59 @@ TEST(AnthropicRequest, CachePromptIsReadAsOnTheChatRoute) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
     EXPECT_EQ(r.status().message().rfind("cache_prompt", 0), 0u) << r.status().message();
+  }
+}
+
+// Anthropic's structured output: output_config.format (and the beta's output_format) is
+// {"type": "json_schema", "schema": ...}. It was dropped without a word, so a client that
+// asked for JSON following its schema got free text. It is the chat route's JSON constraint
+// (the same schema compiler, errors naming the Anthropic field); output_config.effort is a
+// hint, type-checked. Read on count_tokens too (the same body).
+TEST(AnthropicRequest, OutputFormatIsTheJsonSchemaConstraint) {
+  const std::string head = R"({"max_tokens":64,"messages":[{"role":"user","content":"x"}])";
+  const std::string schema = R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
+  for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
+    EXPECT_EQ(ok(head + "}", route).gen.json_grammar, nullptr);
+    EXPECT_NE(ok(head + R"(,"output_config":{"format":{"type":"json_schema","schema":)" + schema + "}}}", route)
+                  .gen.json_grammar,
+              nullptr);
+    EXPECT_NE(ok(head + R"(,"output_format":{"type":"json_schema","schema":)" + schema + "}}", route).gen.json_grammar,
+              nullptr);
+    for (const char* effort : {"low", "medium", "high", "xhigh", "max"}) {
+      const auto r = ok(head + R"(,"output_config":{"effort":")" + effort + R"("}})", route);
+      EXPECT_EQ(r.gen.json_grammar, nullptr) << effort;
+    }
+    for (const char* neutral : {R"("output_config":null)", R"("output_config":{})", R"("output_format":null)",
+                                R"("output_config":{"format":null,"effort":null})"}) {
+      EXPECT_EQ(ok(head + "," + neutral + "}", route).gen.json_grammar, nullptr) << neutral;
+    }
+  }
+  struct Case {
+    std::string extra;
+    std::string starts_with;
+  };
+  const std::vector<Case> cases = {
+      {R"("output_config":"json")", "output_config must be an object"},
+      {R"("output_config":{"format":"json"})", "output_config.format must be an object"},
+      {R"("output_config":{"format":{"type":"json_object"}})", "output_config.format.type must be 'json_schema'"},
+      {R"("output_config":{"format":{"schema":{"type":"object"}}})", "output_config.format.type must be 'json_schema'"},
+      {R"("output_config":{"format":{"type":"json_schema"}})", "output_config.format.schema is required"},
+      {R"("output_config":{"format":{"type":"json_schema","schema":"{}"}})", "output_config.format.schema must be an object"},
+      {R"("output_config":{"format":{"type":"json_schema","schema":{"type":"object","not":{}}}})",
+       "output_config.format.schema"},
+      {R"("output_config":{"effort":"extreme"})", "output_config.effort must be"},
+      {R"("output_config":{"effort":3})", "output_config.effort must be"},
+      {R"("output_format":{"type":"text"})", "output_format.type must be 'json_schema'"},
+      {R"("output_format":{"type":"json_schema","schema":[]})", "output_format.schema must be an object"},
+      {std::string(R"("output_format":{"type":"json_schema","schema":)") + schema +
+           R"(},"output_config":{"format":{"type":"json_schema","schema":)" + schema + "}}",
+       "output_format and output_config.format"},
+  };
+  for (const Case& c : cases) {
+    for (MessagesRoute route : {MessagesRoute::kCreate, MessagesRoute::kCountTokens}) {
+      const std::string message = refused(head + "," + c.extra + "}", route);
+      EXPECT_EQ(message.rfind(c.starts_with, 0), 0u) << c.extra << "\n  gave: " << message;
+    }
   }
 }
 

@@ -97,6 +97,12 @@ TEST(ErrorParam, EveryRejectedFieldIsNamed) {
        "stream_options.continuous_usage_stats"},
       {"completions", R"({"prompt":"x","stream":true,"stream_options":{"continuous_usage_stats":"y"}})",
        "stream_options.continuous_usage_stats"},
+      // OpenAI's include_obfuscation (padding against a side channel; none is added here) was not
+      // looked at (decision 0060).
+      {"chat", chat_with(R"("stream":true,"stream_options":{"include_obfuscation":"no"})"),
+       "stream_options.include_obfuscation"},
+      {"completions", R"({"prompt":"x","stream":true,"stream_options":{"include_obfuscation":0}})",
+       "stream_options.include_obfuscation"},
       {"chat", chat_with(R"("stream_options":{"include_usage":true})"), "stream_options"},
       {"chat", chat_with(R"("stream":false,"stream_options":{})"), "stream_options"},
       {"completions", R"({"prompt":"x","stream_options":{"include_usage":false}})", "stream_options"},
@@ -422,10 +428,30 @@ TEST(ErrorParam, RequestTagsAndHintsAreTypeChecked) {
       {"chat", chat_with(R"("store":1)"), "store"},
       {"chat", chat_with(R"("verbosity":"loud")"), "verbosity"},
       {"chat", chat_with(R"("verbosity":2)"), "verbosity"},
+      // OpenAI's prompt_cache_retention ("in_memory" or "24h"; its SDKs have also sent
+      // "in-memory") was never looked at.
+      {"chat", chat_with(R"("prompt_cache_retention":24)"), "prompt_cache_retention"},
+      {"chat", chat_with(R"("prompt_cache_retention":"forever")"), "prompt_cache_retention"},
   };
   for (const Case& c : bad) {
     const json e = expect_refused(s, c);
     EXPECT_NE(e.value("message", std::string()).find(c.param + " must be"), std::string::npos) << e.dump();
+  }
+  for (const char* bad_body : {R"({"input":"hi","max_output_tokens":16,"prompt_cache_retention":24})",
+                               R"({"input":"hi","max_output_tokens":16,"prompt_cache_retention":"1h"})"}) {
+    auto r = s.post("/v1/responses", bad_body);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad_body << ": " << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], "prompt_cache_retention") << r->body;
+  }
+  for (const char* retention : {"\"in_memory\"", "\"in-memory\"", "\"24h\"", "null"}) {
+    auto r = s.post("/v1/chat/completions", chat_with(std::string(R"("prompt_cache_retention":)") + retention));
+    ASSERT_TRUE(r) << retention;
+    EXPECT_EQ(r->status, 200) << retention << ": " << r->body;
+    r = s.post("/v1/responses",
+               std::string(R"({"input":"hi","max_output_tokens":16,"prompt_cache_retention":)") + retention + "}");
+    ASSERT_TRUE(r) << retention;
+    EXPECT_EQ(r->status, 200) << retention << ": " << r->body;
   }
   for (const std::string& extra :
        {std::string(R"("service_tier":"auto","prompt_cache_key":"conv-1","safety_identifier":"hash-9",)"

@@ -40,7 +40,8 @@ Status completion(const json& extra) {
 TEST(ForeignFields, NeutralValuesAreAccepted) {
   const json neutral = json::parse(R"({"include_stop_str_in_output": false, "use_beam_search": false,
       "skip_special_tokens": true, "spaces_between_special_tokens": false, "return_tokens_as_token_ids": false,
-      "n_probs": 0, "prompt_logprobs": null, "truncate_prompt_tokens": null,
+      "n_probs": 0, "prompt_logprobs": null, "truncate_prompt_tokens": null, "return_token_ids": false,
+      "logits_processors": [],
       "structured_outputs": {"disable_any_whitespace": true, "json_object": false}})");
   EXPECT_TRUE(chat(neutral).ok()) << chat(neutral).to_string();
   EXPECT_TRUE(completion(neutral).ok()) << completion(neutral).to_string();
@@ -53,7 +54,10 @@ TEST(ForeignFields, ValuesThatWouldChangeTheAnswerAreRefusedByName) {
       {{"include_stop_str_in_output", true}}, {{"use_beam_search", true}},      {{"skip_special_tokens", false}},
       {{"return_tokens_as_token_ids", true}}, {{"n_probs", 5}},                 {{"prompt_logprobs", 0}},
       {{"truncate_prompt_tokens", 10}},       {{"structured_outputs", {{"regex", "a+"}}}},
-      {{"structured_outputs", {{"choice", json::array({"a", "b"})}}}}};
+      {{"structured_outputs", {{"choice", json::array({"a", "b"})}}}},
+      // vLLM's token ids beside the text (prompt_token_ids, token_ids) and its request-level
+      // logits processors were dropped without a word (decision 0060).
+      {{"return_token_ids", true}},           {{"logits_processors", json::array({"my.module.Processor"})}}};
   for (const json& extra : both) {
     const std::string field = extra.begin().key();
     for (const Status& st : {chat(extra), completion(extra)}) {
@@ -70,7 +74,8 @@ TEST(ForeignFields, ValuesThatWouldChangeTheAnswerAreRefusedByName) {
   }
   // Wrong types are a 400 naming the field.
   for (const json& extra : {json{{"include_stop_str_in_output", "yes"}}, json{{"n_probs", 1.5}},
-                            json{{"structured_outputs", "x"}}, json{{"skip_special_tokens", 1}}}) {
+                            json{{"structured_outputs", "x"}}, json{{"skip_special_tokens", 1}},
+                            json{{"return_token_ids", "yes"}}, json{{"logits_processors", "x"}}}) {
     const Status st = chat(extra);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << extra.dump() << ": " << st.to_string();
     EXPECT_EQ(server::error_param(st.message()), extra.begin().key()) << st.message();
@@ -157,6 +162,15 @@ TEST(ForeignFields, OtherRoutesFieldsAreRefusedByName) {
       {{{"system", "Be terse."}}, "/v1/messages", "a system message", "prompt"},
       {{{"stop_sequences", json::array({"e"})}}, "/v1/messages", "stop", "stop"},
       {{{"thinking", {{"type", "disabled"}}}}, "/v1/messages", "reasoning_effort", ""},
+      // Anthropic's structured output (decision 0060), once the Messages route read it.
+      {{{"output_config", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}}}},
+       "/v1/messages",
+       "response_format",
+       "response_format"},
+      {{{"output_format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}},
+       "/v1/messages",
+       "response_format",
+       "response_format"},
       {{{"input", "hi"}}, "/v1/responses", "messages", "prompt"},
       {{{"instructions", "Be terse."}}, "/v1/responses", "a system message", "prompt"},
       {{{"max_output_tokens", 2}}, "/v1/responses", "max_tokens", "max_tokens"},
@@ -203,7 +217,8 @@ TEST(ForeignFields, OtherRoutesFieldsAreRefusedByName) {
   }
   // Neutral values pass on both routes.
   const json neutral = json::parse(R"({"system": null, "stop_sequences": [], "thinking": null, "input": "",
-      "instructions": "", "max_output_tokens": null, "text": {}, "reasoning": null, "previous_response_id": null})");
+      "instructions": "", "max_output_tokens": null, "text": {}, "reasoning": null, "previous_response_id": null,
+      "output_config": {}, "output_format": null})");
   EXPECT_TRUE(chat(neutral).ok()) << chat(neutral).to_string();
   EXPECT_TRUE(completion(neutral).ok()) << completion(neutral).to_string();
   EXPECT_TRUE(chat({{"prompt", nullptr}, {"suffix", ""}}).ok());

@@ -266,7 +266,7 @@ TEST(ChatRequest, MalformedBodiesAreInvalidArgument) {
       R"({"messages":[{"role":"user","content":"hi"}],"n":17})",
       R"({"messages":[{"role":"user","content":"hi"}],"n":0})",
       R"({"messages":[{"role":"user","content":"hi"}],"top_p":7})",
-      R"({"messages":[{"role":"user","content":"hi"}],"top_k":-1})",
+      R"({"messages":[{"role":"user","content":"hi"}],"top_k":-2})",
       R"({"messages":[{"role":"user","content":"hi"}],"top_logprobs":3})",
       R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":99})",
       R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"extreme"})",
@@ -655,6 +655,37 @@ TEST(ChatRequest, ReasoningBudgetMinusOneIsUnlimited) {
   EXPECT_NE(r.status().message().find("must agree"), std::string::npos) << r.status().message();
 }
 
+// `--reasoning-budget 0` is the server's default ("0: no thinking"), and a default yields to a
+// request that asks for thinking: reasoning_effort other than none, or enable_thinking true,
+// silently got no thinking under it (llama-server lets the request's enable_thinking win
+// over its --reasoning-budget 0). Such a request now thinks without a cap; a budget the
+// request gives (0 included) is its own, and a request that asks nothing keeps the default.
+TEST(ChatRequest, AServerBudgetOfZeroDoesNotVetoThinkingTheRequestAsks) {
+  RequestDefaults d;
+  d.enable_thinking = false;  // serve --reasoning-budget 0 (with --reasoning on or off)
+  d.reasoning_budget = 0;
+  auto parse = [&](const char* extra) {
+    auto r = parse_chat_request(json::parse(std::string(R"({"messages":[{"role":"user","content":"hi"}])") + extra + "}"),
+                                d);
+    EXPECT_TRUE(r.ok()) << extra << ": " << r.status().to_string();
+    return r.ok() ? std::make_pair(r->enable_thinking, r->reasoning_budget) : std::make_pair(false, -2);
+  };
+  for (const char* on : {R"(,"reasoning_effort":"high")", R"(,"reasoning_effort":"minimal")",
+                         R"(,"chat_template_kwargs":{"enable_thinking":true})",
+                         R"(,"reasoning_effort":"none","chat_template_kwargs":{"enable_thinking":true})"}) {
+    EXPECT_EQ(parse(on), std::make_pair(true, -1)) << on;
+  }
+  EXPECT_EQ(parse(R"(,"reasoning_effort":"high","reasoning_budget_tokens":50)"), std::make_pair(true, 50));
+  for (const char* off : {"", R"(,"reasoning_effort":"none")", R"(,"chat_template_kwargs":{"enable_thinking":false})",
+                          R"(,"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":false})",
+                          R"(,"reasoning_effort":"high","reasoning_budget_tokens":0)"}) {
+    EXPECT_FALSE(parse(off).first) << off;
+  }
+  // A positive server default stays the cap of a request that turns thinking on.
+  d.reasoning_budget = 64;
+  EXPECT_EQ(parse(R"(,"reasoning_effort":"low")"), std::make_pair(true, 64));
+}
+
 TEST(ChatRequest, SpeculationSwitches) {
   RequestDefaults d;
   json body = json::parse(R"({"messages":[{"role":"user","content":"hi"}]})");
@@ -941,6 +972,36 @@ TEST(ApiRequest, StopStringsForBothFieldNames) {
   EXPECT_FLOAT_EQ(sampling.top_p, 0.9f);
   EXPECT_EQ(sampling.top_k, 100);
   EXPECT_FALSE(read_sampling(json::parse(R"({"top_k":101})"), defaults, &sampling).ok());
+}
+
+// vLLM documents top_k 0 or -1 as "consider all tokens" (llama.cpp: any value <= 0), and
+// vLLM clients send -1; it was a 400 ("top_k must be in [0, N]"). On the OpenAI-shaped routes
+// -1 is off, as 0 is, overriding a default from the model file; below -1 is a 400 naming the
+// field and both values that turn it off. The Messages route keeps Anthropic's range
+// (AnthropicRequest.RefusalsNameTheField).
+TEST(ChatRequest, TopKMinusOneIsOffAsInVllm) {
+  RequestDefaults d;
+  d.n_vocab = 1000;
+  d.sampling.top_k = 64;  // general.sampling.top_k of the file
+  const std::string chat = R"({"messages":[{"role":"user","content":"hi"}],)";
+  for (const char* k : {"-1", "0"}) {
+    auto c = parse_chat_request(json::parse(chat + R"("top_k":)" + k + "}"), d);
+    ASSERT_TRUE(c.ok()) << k << ": " << c.status().to_string();
+    EXPECT_EQ(c->gen.sampling.top_k, 0) << k;
+    auto p = parse_completion_request(json::parse(std::string(R"({"prompt":"x","top_k":)") + k + "}"), d);
+    ASSERT_TRUE(p.ok()) << k << ": " << p.status().to_string();
+    EXPECT_EQ(p->gen.sampling.top_k, 0) << k;
+  }
+  EXPECT_EQ(parse_chat_request(json::parse(chat + "\"top_k\":null}"), d)->gen.sampling.top_k, 64);
+  for (const char* k : {"-2", "-1000", "-1.5", "1001"}) {
+    auto c = parse_chat_request(json::parse(chat + R"("top_k":)" + k + "}"), d);
+    ASSERT_FALSE(c.ok()) << k;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << k;
+    EXPECT_EQ(c.status().message().rfind("top_k ", 0), 0u) << c.status().message();
+  }
+  const Status minus_two = parse_chat_request(json::parse(chat + R"("top_k":-2})"), d).status();
+  EXPECT_NE(minus_two.message().find("-1"), std::string::npos) << minus_two.message();
+  EXPECT_NE(minus_two.message().find("got -2"), std::string::npos) << minus_two.message();
 }
 
 // An assistant message with thousands of tool calls is checked for repeated ids in linear

@@ -515,5 +515,51 @@ TEST(MessagesShakes, AnyToolChoiceAlwaysCallsADeclaredTool) {
   server.stop();
 }
 
+// On the real engine: output_config.format (Anthropic's structured output) constrains the
+// text block to JSON that follows the schema, whole and streamed; the beta's output_format
+// does the same. It was dropped, and the shakes model answered with free Shakespeare.
+TEST(MessagesShakes, OutputConfigFormatGivesJsonThatFollowsTheSchema) {
+  test::ShakesHttp server;
+  server.start(/*drafter=*/true);
+  const json schema = json::parse(R"({"type":"object","properties":{"name":{"type":"string","maxLength":8},
+    "n":{"type":"integer","minimum":0,"maximum":99}},"required":["name","n"],"additionalProperties":false})");
+  const json format{{"type", "json_schema"}, {"schema", schema}};
+  for (const json& extra : {json{{"output_config", {{"format", format}, {"effort", "low"}}}},
+                            json{{"output_format", format}}}) {
+    json b{{"max_tokens", 96},
+           {"temperature", 0},
+           {"thinking", {{"type", "disabled"}}},
+           {"messages", json::array({{{"role", "user"}, {"content", "Name and number?"}}})}};
+    for (auto& [k, v] : extra.items()) b[k] = v;
+    auto r = server.post(b, "/v1/messages");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json m = json::parse(r->body);
+    ASSERT_EQ(m["content"].size(), 1u) << r->body;
+    ASSERT_EQ(m["content"][0]["type"], "text") << r->body;
+    const std::string text = m["content"][0]["text"];
+    const json value = json::parse(text, nullptr, false);
+    ASSERT_TRUE(value.is_object()) << text;
+    EXPECT_EQ(value.size(), 2u) << text;
+    EXPECT_TRUE(value["name"].is_string() && value["name"].get<std::string>().size() <= 8) << text;
+    EXPECT_TRUE(value["n"].is_number_integer() && value["n"] >= 0 && value["n"] <= 99) << text;
+    EXPECT_EQ(m["stop_reason"], "end_turn") << r->body;
+    json sb = b;
+    sb["stream"] = true;
+    auto st = server.post(sb, "/v1/messages");
+    ASSERT_TRUE(st);
+    ASSERT_EQ(st->status, 200);
+    std::string streamed;
+    for (size_t pos = 0; (pos = st->body.find("data: ", pos)) != std::string::npos;) {
+      const size_t end = st->body.find('\n', pos);
+      const json e = json::parse(st->body.substr(pos + 6, end - pos - 6));
+      if (e["type"] == "content_block_delta" && e["delta"]["type"] == "text_delta") streamed += e["delta"]["text"];
+      pos = end;
+    }
+    EXPECT_EQ(streamed, text) << st->body;
+  }
+  server.stop();
+}
+
 }  // namespace
 }  // namespace gs

@@ -544,6 +544,10 @@ TEST(ResponsesRequest, ChatFieldsItDoesNotReadAreRefusedByName) {
       {{{"system", "Be terse."}}, "system", "instructions"},
       {{{"stop_sequences", json::array({"e"})}}, "stop_sequences", ""},
       {{{"thinking", {{"type", "disabled"}}}}, "thinking", "reasoning.effort"},
+      {{{"output_config", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}}}},
+       "output_config",
+       "text.format"},
+      {{{"output_format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}}, "output_format", "text.format"},
       {{{"n_cmpl", 2}}, "n_cmpl", ""},
   };
   for (const Case& c : cases) {
@@ -591,6 +595,24 @@ TEST(ResponsesRequest, CachePromptIsReadAsOnTheChatRoute) {
   const std::string msg = error_of(body);
   EXPECT_EQ(msg.rfind("cache_prompt", 0), 0u) << msg;
   EXPECT_EQ(responses_error_param(msg), "cache_prompt") << msg;
+}
+
+// reasoning.effort asks for thinking; under the server's --reasoning-budget 0 (a default) it
+// was answered without (decision 0060).
+TEST(ResponsesRequest, ReasoningEffortIsNotVetoedByAServerBudgetOfZero) {
+  RequestDefaults d;
+  d.enable_thinking = false;
+  d.reasoning_budget = 0;
+  auto r = parse_responses_request({{"input", "hi"}, {"reasoning", {{"effort", "high"}}}}, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->chat.enable_thinking);
+  EXPECT_EQ(r->chat.reasoning_budget, -1);
+  r = parse_responses_request({{"input", "hi"}}, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->chat.enable_thinking);
+  r = parse_responses_request({{"input", "hi"}, {"reasoning", {{"effort", "none"}}}}, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->chat.enable_thinking);
 }
 
 }  // namespace
