@@ -51,11 +51,26 @@ __device__ __forceinline__ X8Rows x8_rows(const void* base, int rows, int64_t k)
   return X8Rows{q, rows * k, xf, xf + rows * (k / 32)};
 }
 
+// The several-row form's layout of the same numbers (X8Sb, global memory): per activation row
+// and block of 32, 64 bytes: for each 8-element piece P = 0..3 (elements 8P..8P+7), its 8 q1
+// then its 8 q2 bytes, so that one 16-byte load gives a lane both planes of the piece it
+// feeds the mma (compute_sb); then (xf, xm) as a float2 per row and block. x8_bytes of it.
+struct X8Sb {
+  const int8_t* q;    // [R][K / 32][4][16]
+  const float2* fm;   // [R][K / 32]
+};
+__device__ __forceinline__ X8Sb x8_sb(const void* base, int rows, int64_t k) {
+  const int8_t* q = static_cast<const int8_t*>(base);
+  return X8Sb{q, reinterpret_cast<const float2*>(q + 2 * rows * k)};
+}
+
 // Quantizes 32-element blocks of the f16 operand (xh, rows of K elements with each group of 4
 // stored as (0, 2, 1, 3), see row_write_f16) into the two planes q / q + plane (element
-// order). Block b of the flat [rows][K / 32] range goes to the 4 lanes 4 (b % 8).. of the warp
+// order), or with kSb into the X8Sb layout (q, and xf / xm as float2 at xf; plane and xm
+// unused). Block b of the flat [rows][K / 32] range goes to the 4 lanes 4 (b % 8).. of the warp
 // whose turn it is: warp `wi` of `nw` takes blocks 8 wi + 8 nw i. The whole warp must call it
-// (shuffles).
+// (shuffles). Both layouts hold the same numbers (the same operations).
+template <bool kSb = false>
 __device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, int rows, int8_t* q, int64_t plane,
                                                  float* xf, float* xm, int64_t wi, int64_t nw, int lane) {
   const int64_t nblk = rows * (K / 32);
@@ -93,19 +108,26 @@ __device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, 
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (ok) {
-      *reinterpret_cast<uint2*>(q + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
-      *reinterpret_cast<uint2*>(q + plane + b * 32 + p * 8) = make_uint2(pk2[0], pk2[1]);
-      if (p == 0) {
-        const float unit = s * (1.f / 256.f);
-        xf[b] = unit;
-        xm[b] = __fmul_rn(unit, static_cast<float>(sum));
+      const float unit = s * (1.f / 256.f);
+      if constexpr (kSb) {
+        *reinterpret_cast<uint4*>(q + b * 64 + p * 16) = make_uint4(pk[0], pk[1], pk2[0], pk2[1]);
+        if (p == 0) reinterpret_cast<float2*>(xf)[b] = make_float2(unit, __fmul_rn(unit, static_cast<float>(sum)));
+      } else {
+        *reinterpret_cast<uint2*>(q + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
+        *reinterpret_cast<uint2*>(q + plane + b * 32 + p * 8) = make_uint2(pk2[0], pk2[1]);
+        if (p == 0) {
+          xf[b] = unit;
+          xm[b] = __fmul_rn(unit, static_cast<float>(sum));
+        }
       }
     }
   }
 }
 
-// The activations of `rows` rows quantized into global memory (x8_rows layout at out) before
-// a several-row int8 matvec. Any grid; 256 threads.
+// The activations of `rows` rows quantized into global memory before a several-row int8
+// matvec: the x8_rows layout at out (compute_mma8), or with kSb the X8Sb one (compute_sb).
+// Any grid; 256 threads.
+template <bool kSb>
 __global__ void __launch_bounds__(256) quantize_x8_kernel(const uint16_t* __restrict__ xh, int64_t K, int rows,
                                                           uint8_t* __restrict__ out) {
   GS_PDL_TRIGGER();  // the matvec's weights may start streaming
@@ -115,7 +137,7 @@ __global__ void __launch_bounds__(256) quantize_x8_kernel(const uint16_t* __rest
   float* xm = xf + rows * (K / 32);
   const int64_t wi = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int64_t nw = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  quantize_x8_warp(xh, K, rows, q, rows * K, xf, xm, wi, nw, threadIdx.x & 31);
+  quantize_x8_warp<kSb>(xh, K, rows, q, rows * K, xf, xm, wi, nw, threadIdx.x & 31);
 }
 
 // The two planes' integer sum of a sub-block: 256 i1 + i2, |.| <= 257 * 32 * 15 * 127 < 2^24,
@@ -310,6 +332,92 @@ __device__ __forceinline__ void mma8_gather(const float (&v)[2 * NT][4], float (
       acc[ct][e] = t < 2 ? a0 : a1;
       acc2[ct][e] = t < 2 ? b0 : b1;
     }
+}
+
+// ---- The several-row form with one sub-block an mma (compute_sb) ----------------------------
+// Its own registers of a tile, read from the stage in shared memory (load_sb): lane (g, t)
+// with p = t % 2, h = t / 2 holds, of each chunk c (0..3) of rows g and g + 8, the qs bytes
+// [16 p + 8 h, +8) of the chunk. The 4 lanes of a group hold all 32 bytes of every chunk, so
+// an m16n8k32 over one chunk's low (high) nibbles is exactly sub-block 2c (2c + 1) of 16 rows,
+// and its 8 B columns are 8 activation rows. Lane t's k = 4t..4t+3 and 16+4t..16+4t+3 are the
+// sub-block's elements 8 P + 0..3 and 8 P + 4..7, P = 2p + h: the piece that X8Sb keeps both
+// planes of in 16 bytes.
+struct SbRaw {
+  uint2 q0[4], q1[4];  // chunk c of row g / of row g + 8
+  uint4 h0, h1;        // the headers of rows g, g + 8
+};
+// `tile`: the tile's first byte in the stage (tile-major layout, cuda_weight_layout.h: qs byte
+// b of row r at 512 (2 (r / 8) + b / 64) + 16 (4 (r % 8) + (b % 64) / 16) + b % 16, headers at
+// 2048 + 16 r). 8-byte loads: 4-way bank conflicts (rows g, g + 2, .. share banks), 16 wavefronts
+// more a tile than Tile<kQ4_K>::load's 16-byte ones, for no shuffles.
+__device__ __forceinline__ void load_sb(SbRaw& r, const uint8_t* tile, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  const uint8_t* f = tile + 64 * g + 16 * (t & 1) + 8 * (t >> 1);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    r.q0[c] = *reinterpret_cast<const uint2*>(f + 512 * (c >> 1) + 32 * (c & 1));
+    r.q1[c] = *reinterpret_cast<const uint2*>(f + 1024 + 512 * (c >> 1) + 32 * (c & 1));
+  }
+  r.h0 = *reinterpret_cast<const uint4*>(tile + 2048 + 16 * g);
+  r.h1 = *reinterpret_cast<const uint4*>(tile + 2048 + 128 + 16 * g);
+}
+// One word of each of load_sb's loads, XORed (consume_raw's role, k_matvec_stream.cu).
+__device__ __forceinline__ uint32_t sb_loaded_words(const SbRaw& r) {
+  return (r.q0[0].x ^ r.q0[1].x ^ r.q0[2].x) ^ (r.q0[3].x ^ r.q1[0].x ^ r.q1[1].x) ^ (r.q1[2].x ^ r.q1[3].x ^ r.h0.x) ^
+         r.h1.x;
+}
+
+// The several-row form on load_sb's registers, for NC column tiles of 8 activation rows:
+// per chunk c and nibble half, two m16n8k32 a column tile (the planes, B from one 16-byte
+// load: xb[ct] + 64 k is the lane's piece of sub-block k of the tile, column g = activation
+// row 8 ct + g), and the C fragment's four integer sums (rows g, g + 8 x activation rows
+// 8 ct + 2t, + 1) go through i8_step into the sequence of the chunk, S_0 (acc, chunks 0 and 2)
+// or S_2 (acc2, chunks 1 and 3), in the one-row form's order. So acc / acc2 end a segment in
+// the places the f16 form keeps them (store_rows' C fragment) with no gather. fm[ct][e]:
+// (xf, xm) of activation row 8 ct + 2t + e at the tile's first block. Activation rows past
+// the last read row 0 (xb, fm) and are never stored.
+template <int NC>
+__device__ __forceinline__ void compute_sb(const SbRaw& r, const int8_t* const (&xb)[NC],
+                                           const float2* const (&fm)[NC][2], float (&acc)[NC][4],
+                                           float (&acc2)[NC][4]) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    float2 s0, m0, s1, m1;
+    const uint32_t sel = 0x4140u + 0x0202u * static_cast<uint32_t>(c & 1);
+    k_scales2_f(r.h0, c >> 1, sel, s0, m0);
+    k_scales2_f(r.h1, c >> 1, sel, s1, m1);
+    const uint2 w0 = r.q0[c], w1 = r.q1[c];
+    int is[2][NC][4];  // [nibble half][ct][C element]: 256 i1 + i2
+#pragma unroll
+    for (int nib = 0; nib < 2; ++nib) {
+      const int sh = 4 * nib;
+      const uint32_t a0 = (w0.x >> sh) & 0x0F0F0F0Fu, a1 = (w1.x >> sh) & 0x0F0F0F0Fu;
+      const uint32_t a2 = (w0.y >> sh) & 0x0F0F0F0Fu, a3 = (w1.y >> sh) & 0x0F0F0F0Fu;
+#pragma unroll
+      for (int ct = 0; ct < NC; ++ct) {
+        const uint4 b = __ldg(reinterpret_cast<const uint4*>(xb[ct] + 64 * (2 * c + nib)));
+        int i1[4] = {0, 0, 0, 0}, i2[4] = {0, 0, 0, 0};
+        mma_16832_u8s8_acc(i1, a0, a1, a2, a3, b.x, b.y);
+        mma_16832_u8s8_acc(i2, a0, a1, a2, a3, b.z, b.w);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) is[nib][ct][e] = plane_sum(i1[e], i2[e]);
+      }
+    }
+#pragma unroll
+    for (int ct = 0; ct < NC; ++ct) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {  // activation row 8 ct + 2t + j: (xf, xm) of sub-blocks 2c, 2c + 1
+        const float4 x = __ldg(reinterpret_cast<const float4*>(fm[ct][j] + 2 * c));
+        const float2 f = make_float2(x.x, x.z), xm = make_float2(x.y, x.w);
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {  // rows g, g + 8
+          const int e = 2 * rr + j;
+          float& v = (c & 1) ? acc2[ct][e] : acc[ct][e];
+          v = i8_step(v, rr ? s1 : s0, rr ? m1 : m0, is[0][ct][e], is[1][ct][e], f, xm);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace gs::cuda::mv

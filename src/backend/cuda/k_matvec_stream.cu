@@ -194,8 +194,9 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
 // kI8 (Q4_K only; k_matvec_i8.cuh, decision 0028): 1 = the one-row dp4a form, the consumers
-// quantizing the activation row into shared memory first; 2 = the several-row int8 mma form
-// on activations that quantize_x8_kernel left in sync.x8.
+// quantizing the activation row into shared memory first; 2 = the twenty-first session's
+// several-row int8 mma form (compute_mma8) and 3 = the one with one sub-block an mma
+// (compute_sb), both on activations that quantize_x8_kernel left in sync.x8.
 template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kI8 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
@@ -325,6 +326,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
   static_assert(kI8 == 0 || (F == WFormat::kQ4_K && !kXS), "the int8 forms are Q4_K's, activations not copied");
+  static_assert(kI8 != 3 || kDiag == 0, "compute_sb has no measurement kernels");
   static_assert(kI8 != 1 || NT == 1, "the dp4a form takes one activation row");
   const int64_t K = L.n_in_pad;
   X8Rows x8{};
@@ -338,6 +340,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     x8 = x8_rows(xq, 1, K);
   } else if constexpr (kI8 == 2) {
     x8 = x8_rows(sync.x8, n, K);
+  }
+  // kI8 = 3: each column tile's B piece (activation row 8 ct + g) and (xf, xm) of activation
+  // rows 8 ct + 2t + e, at tile 0 (compute_sb; rows past the last read row 0).
+  const int8_t* sbx[NT];
+  const float2* sbf[NT][2];
+  if constexpr (kI8 == 3) {
+    const X8Sb xs8 = x8_sb(sync.x8, n, K);
+#pragma unroll
+    for (int ct = 0; ct < NT; ++ct) {
+      const int row = 8 * ct + g;
+      sbx[ct] = xs8.q + (row < n ? row : 0) * 2 * K + 16 * (2 * (t & 1) + (t >> 1));
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * ct + 2 * t + e;
+        sbf[ct][e] = xs8.fm + (col < n ? col : 0) * (K / 32);
+      }
+    }
   }
   float dv = 0.f;  // kI8 = 1: this lane's sequence sum (compute_dp4a)
   // kI8 = 2: each column tile's B source and scale rows (compute_mma8) and its four sums
@@ -404,10 +423,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
-    typename Tile<F>::Raw cur;
+    // compute_sb reads the stage into its own registers (load_sb), the other forms Tile<F>'s.
+    typename std::conditional<kI8 == 3, SbRaw, typename Tile<F>::Raw>::type cur;
     if (have) {
-      Tile<F>::template load<SharedLd>(cur, R, j, t);
-      consume_raw<F>(cur, &sh.sink[warp][lane]);
+      if constexpr (kI8 == 3) {
+        load_sb(cur, st + static_cast<size_t>(j) * kQ4KTileBytes, lane);
+        *reinterpret_cast<volatile uint32_t*>(&sh.sink[warp][lane]) = sb_loaded_words(cur);
+      } else {
+        Tile<F>::template load<SharedLd>(cur, R, j, t);
+        consume_raw<F>(cur, &sh.sink[warp][lane]);
+      }
     }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
@@ -428,6 +453,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           if (4 * ct < n) compute_mma8(cur, x8, xo8[0], fo8[0], (t0 + j) * kTileElems, v8[0]);
           mma8_rotate<NC>(xo8, fo8, v8);
         }
+      }
+    } else if constexpr (kI8 == 3) {
+      if (have) {
+        const int T = t0 + j;
+        const int8_t* xb[NT];
+        const float2* fm[NT][2];
+#pragma unroll
+        for (int ct = 0; ct < NT; ++ct) {
+          xb[ct] = sbx[ct] + static_cast<size_t>(T) * 512;
+          fm[ct][0] = sbf[ct][0] + T * 8;
+          fm[ct][1] = sbf[ct][1] + T * 8;
+        }
+        compute_sb<NT>(cur, xb, fm, acc, acc2);
       }
     } else if (have) {
       const uint16_t* xb[NT];
@@ -542,14 +580,22 @@ int diag_mode() {
 }
 
 // The int8 Q4_K forms (decision 0028) serve Q4_K weights up to kMatvecI8MaxIn inputs, for
-// every row count alike (so that verify reproduces decode), when GS_MVS_Q4K=1. Not the
-// default: on the H200 the one-plane version gained 9% in decode but verify 5 cost 1.6 decode
-// steps instead of 1.14; the two planes that made it as accurate as the f16 form add work
+// every row count alike (so that verify reproduces decode), when GS_MVS_Q4K=1: dp4a for one
+// row, compute_sb (one sub-block an mma) for 2..16. GS_MVS_Q4K=2 takes the twenty-first
+// session's compute_mma8 for 2..16 instead (the same bits; kept for the device A/B of the two
+// several-row forms). Not the default: on the H200 the one-plane version gained 9% in decode
+// but verify 5 cost 1.6 decode steps instead of 1.14, and the two-plane compute_mma8 1.93
 // (decision 0028).
-bool i8_on() {
-  static const bool on = env_int("GS_MVS_Q4K", 0) == 1;
-  return on;
+int i8_mode() {
+  static const int m = [] {
+    const int v = env_int("GS_MVS_Q4K", 0);
+    return v == 1 || v == 2 ? v : 0;
+  }();
+  return m;
 }
+bool i8_on() { return i8_mode() != 0; }
+// The several-row int8 form's kI8 (matvec_stream_kernel).
+int i8_rows_form() { return i8_mode() == 2 ? 2 : 3; }
 bool i8_serves(const WeightLayout& L) {
   return i8_on() && L.format == WFormat::kQ4_K && L.tile_major && L.n_in_pad <= kMatvecI8MaxIn;
 }
@@ -575,10 +621,17 @@ cudaError_t prepare_f() {
     if (r != cudaSuccess) e = r;
   if constexpr (F == WFormat::kQ4_K) {
     if (i8_on()) {  // the int8 forms only when they may run
-      for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>(),
-                            prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
-                            prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
+      for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>()})
         if (r != cudaSuccess) e = r;
+      if (i8_rows_form() == 2) {
+        for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
+                              prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
+          if (r != cudaSuccess) e = r;
+      } else {
+        for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 3>(), prepare_one<F, 1, 2, false, 0, 3>(),
+                              prepare_one<F, 2, 1, false, 0, 3>(), prepare_one<F, 2, 2, false, 0, 3>()})
+          if (r != cudaSuccess) e = r;
+      }
       if (diag_mode() == 2) {
         const cudaError_t r = prepare_one<F, 1, 2, false, 2, 1>();
         if (r != cudaSuccess) e = r;
@@ -711,7 +764,8 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
           return go(matvec_stream_kernel<F, 1, MB, false, 0, 1>);
         }
       }
-      return go(matvec_stream_kernel<F, NT, MB, false, 0, 2>);
+      if (i8_rows_form() == 2) return go(matvec_stream_kernel<F, NT, MB, false, 0, 2>);
+      return go(matvec_stream_kernel<F, NT, MB, false, 0, 3>);
     }
   }
   if constexpr (NT == 1) {
@@ -792,7 +846,8 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
     const int64_t K = L[0]->n_in_pad;
     const int64_t warps = (rows * (K / 32) + 7) / 8;
     const int grid = static_cast<int>(std::min<int64_t>((warps + 7) / 8, 4 * n_sm));
-    launch_k(mv::quantize_x8_kernel, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
+    if (i8_rows_form() == 2) launch_k(mv::quantize_x8_kernel<false>, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
+    else launch_k(mv::quantize_x8_kernel<true>, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
   }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
   if (rows <= 8) {
