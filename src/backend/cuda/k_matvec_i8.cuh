@@ -341,10 +341,11 @@ __device__ __forceinline__ void mma8_gather(const float (&v)[2 * NT][4], float (
 // an m16n8k32 over one chunk's low (high) nibbles is exactly sub-block 2c (2c + 1) of 16 rows,
 // and its 8 B columns are 8 activation rows. Lane t's k = 4t..4t+3 and 16+4t..16+4t+3 are the
 // sub-block's elements 8 P + 0..3 and 8 P + 4..7, P = 2p + h: the piece that X8Sb keeps both
-// planes of in 16 bytes.
+// planes of in 16 bytes. hd: the header of row g + 8 (t % 2), the row whose scales the lane
+// computes for the warp (compute_sb).
 struct SbRaw {
   uint2 q0[4], q1[4];  // chunk c of row g / of row g + 8
-  uint4 h0, h1;        // the headers of rows g, g + 8
+  uint4 hd;
 };
 // `tile`: the tile's first byte in the stage (tile-major layout, cuda_weight_layout.h: qs byte
 // b of row r at 512 (2 (r / 8) + b / 64) + 16 (4 (r % 8) + (b % 64) / 16) + b % 16, headers at
@@ -358,62 +359,76 @@ __device__ __forceinline__ void load_sb(SbRaw& r, const uint8_t* tile, int lane)
     r.q0[c] = *reinterpret_cast<const uint2*>(f + 512 * (c >> 1) + 32 * (c & 1));
     r.q1[c] = *reinterpret_cast<const uint2*>(f + 1024 + 512 * (c >> 1) + 32 * (c & 1));
   }
-  r.h0 = *reinterpret_cast<const uint4*>(tile + 2048 + 16 * g);
-  r.h1 = *reinterpret_cast<const uint4*>(tile + 2048 + 128 + 16 * g);
+  r.hd = *reinterpret_cast<const uint4*>(tile + 2048 + 16 * (g + 8 * (t & 1)));
 }
 // One word of each of load_sb's loads, XORed (consume_raw's role, k_matvec_stream.cu).
 __device__ __forceinline__ uint32_t sb_loaded_words(const SbRaw& r) {
-  return (r.q0[0].x ^ r.q0[1].x ^ r.q0[2].x) ^ (r.q0[3].x ^ r.q1[0].x ^ r.q1[1].x) ^ (r.q1[2].x ^ r.q1[3].x ^ r.h0.x) ^
-         r.h1.x;
+  return (r.q0[0].x ^ r.q0[1].x ^ r.q0[2].x) ^ (r.q0[3].x ^ r.q1[0].x ^ r.q1[1].x) ^ (r.q1[2].x ^ r.q1[3].x ^ r.hd.x);
 }
+// A warp's scale scratch in shared memory: (s_lo, s_hi, m_lo, m_hi) of chunk c of row r at
+// [16 c + r] (k_scales2_f of sub-blocks 2c, 2c + 1).
+constexpr int kSbScaleFloat4s = 4 * 16;
 
-// The several-row form on load_sb's registers, for NC column tiles of 8 activation rows:
-// per chunk c and nibble half, two m16n8k32 a column tile (the planes, B from one 16-byte
-// load: xb[ct] + 64 k is the lane's piece of sub-block k of the tile, column g = activation
-// row 8 ct + g), and the C fragment's four integer sums (rows g, g + 8 x activation rows
-// 8 ct + 2t, + 1) go through i8_step into the sequence of the chunk, S_0 (acc, chunks 0 and 2)
-// or S_2 (acc2, chunks 1 and 3), in the one-row form's order. So acc / acc2 end a segment in
-// the places the f16 form keeps them (store_rows' C fragment) with no gather. fm[ct][e]:
-// (xf, xm) of activation row 8 ct + 2t + e at the tile's first block. Activation rows past
-// the last read row 0 (xb, fm) and are never stored.
+// The several-row form on load_sb's registers, for NC column tiles of 8 activation rows.
+// First the scales: each lane computes those the one-row form's lane t computes (row g + 8 (t
+// % 2), chunks t / 2 and 2 + t / 2), into the warp's scratch `sc` (kSbScaleFloat4s), so each
+// is computed once, not by all four lanes of a group. Then per chunk c and column tile, two
+// m16n8k32 a nibble half (the planes, B from one 16-byte load: column g is activation row
+// 8 ct + g), and the C fragment's four integer sums (rows g, g + 8 x activation rows 8 ct + 2t,
+// + 1) go through i8_step into the sequence of the chunk, S_0 (acc, chunks 0 and 2) or S_2
+// (acc2, chunks 1 and 3), in the one-row form's order. So acc / acc2 end a segment in the
+// places the f16 form keeps them (store_rows' C fragment), with no gather. x8: X8Sb's base;
+// xo[ct]: the byte offset of the lane's piece of the tile's block 0 (activation row 8 ct + g,
+// rows past the last clamped to it, so their loads coalesce); fo: the float2 index of (xf, xm)
+// of activation row 2t at the tile's block 0, K the rows' length (activation rows past the
+// last read what the scratch holds there, inside it: x8_bytes(16, K) <= kMatvecX8Bytes; they
+// are never stored). The whole warp must call it (__syncwarp); the caller's __syncwarp between
+// tiles keeps one tile's scale reads before the next one's writes.
 template <int NC>
-__device__ __forceinline__ void compute_sb(const SbRaw& r, const int8_t* const (&xb)[NC],
-                                           const float2* const (&fm)[NC][2], float (&acc)[NC][4],
-                                           float (&acc2)[NC][4]) {
+__device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8Sb& x8, const int (&xo)[NC], int fo,
+                                           int K, float (&acc)[NC][4], float (&acc2)[NC][4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  {
+    const int ka = 2 * (t >> 1), row = g + 8 * (t & 1);
+    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float2 s, m;
+      k_scales2_f(r.hd, half, sel, s, m);
+      sc[16 * ((ka >> 1) + 2 * half) + row] = make_float4(s.x, s.y, m.x, m.y);
+    }
+  }
+  __syncwarp();
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    float2 s0, m0, s1, m1;
-    const uint32_t sel = 0x4140u + 0x0202u * static_cast<uint32_t>(c & 1);
-    k_scales2_f(r.h0, c >> 1, sel, s0, m0);
-    k_scales2_f(r.h1, c >> 1, sel, s1, m1);
+    const float4 k0 = sc[16 * c + g], k1 = sc[16 * c + g + 8];
+    const float2 s0 = make_float2(k0.x, k0.y), m0 = make_float2(k0.z, k0.w);
+    const float2 s1 = make_float2(k1.x, k1.y), m1 = make_float2(k1.z, k1.w);
     const uint2 w0 = r.q0[c], w1 = r.q1[c];
-    int is[2][NC][4];  // [nibble half][ct][C element]: 256 i1 + i2
 #pragma unroll
-    for (int nib = 0; nib < 2; ++nib) {
-      const int sh = 4 * nib;
-      const uint32_t a0 = (w0.x >> sh) & 0x0F0F0F0Fu, a1 = (w1.x >> sh) & 0x0F0F0F0Fu;
-      const uint32_t a2 = (w0.y >> sh) & 0x0F0F0F0Fu, a3 = (w1.y >> sh) & 0x0F0F0F0Fu;
+    for (int ct = 0; ct < NC; ++ct) {
+      int is[2][4];  // [nibble half][C element]: 256 i1 + i2
 #pragma unroll
-      for (int ct = 0; ct < NC; ++ct) {
-        const uint4 b = __ldg(reinterpret_cast<const uint4*>(xb[ct] + 64 * (2 * c + nib)));
+      for (int nib = 0; nib < 2; ++nib) {
+        const int sh = 4 * nib;
+        const uint32_t a0 = (w0.x >> sh) & 0x0F0F0F0Fu, a1 = (w1.x >> sh) & 0x0F0F0F0Fu;
+        const uint32_t a2 = (w0.y >> sh) & 0x0F0F0F0Fu, a3 = (w1.y >> sh) & 0x0F0F0F0Fu;
+        const uint4 b = __ldg(reinterpret_cast<const uint4*>(x8.q + xo[ct] + 64 * (2 * c + nib)));
         int i1[4] = {0, 0, 0, 0}, i2[4] = {0, 0, 0, 0};
         mma_16832_u8s8_acc(i1, a0, a1, a2, a3, b.x, b.y);
         mma_16832_u8s8_acc(i2, a0, a1, a2, a3, b.z, b.w);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) is[nib][ct][e] = plane_sum(i1[e], i2[e]);
+        for (int e = 0; e < 4; ++e) is[nib][e] = plane_sum(i1[e], i2[e]);
       }
-    }
-#pragma unroll
-    for (int ct = 0; ct < NC; ++ct) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {  // activation row 8 ct + 2t + j: (xf, xm) of sub-blocks 2c, 2c + 1
-        const float4 x = __ldg(reinterpret_cast<const float4*>(fm[ct][j] + 2 * c));
+        const float4 x = __ldg(reinterpret_cast<const float4*>(x8.fm + fo + (8 * ct + j) * (K / 32) + 2 * c));
         const float2 f = make_float2(x.x, x.z), xm = make_float2(x.y, x.w);
 #pragma unroll
         for (int rr = 0; rr < 2; ++rr) {  // rows g, g + 8
           const int e = 2 * rr + j;
           float& v = (c & 1) ? acc2[ct][e] : acc[ct][e];
-          v = i8_step(v, rr ? s1 : s0, rr ? m1 : m0, is[0][ct][e], is[1][ct][e], f, xm);
+          v = i8_step(v, rr ? s1 : s0, rr ? m1 : m0, is[0][e], is[1][e], f, xm);
         }
       }
     }

@@ -82,7 +82,7 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
-  int x8_bytes;     // kI8 = 1: the quantized activation row in shared memory after the ring
+  int x8_bytes;     // after the ring: kI8 = 1 the quantized activation row, kI8 = 3 the warps' scale scratch
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
@@ -341,23 +341,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   } else if constexpr (kI8 == 2) {
     x8 = x8_rows(sync.x8, n, K);
   }
-  // kI8 = 3: each column tile's B piece (activation row 8 ct + g) and (xf, xm) of activation
-  // rows 8 ct + 2t + e, at tile 0 (compute_sb; rows past the last read row 0).
-  const int8_t* sbx[NT];
-  const float2* sbf[NT][2];
-  if constexpr (kI8 == 3) {
-    const X8Sb xs8 = x8_sb(sync.x8, n, K);
+  // kI8 = 3: where the lane's B pieces (activation rows 8 ct + g, past the last clamped to it)
+  // and (xf, xm) of activation row 2t are at tile 0, and the warp's scale scratch after the
+  // ring (compute_sb).
+  int sbo[NT];
 #pragma unroll
-    for (int ct = 0; ct < NT; ++ct) {
-      const int row = 8 * ct + g;
-      sbx[ct] = xs8.q + (row < n ? row : 0) * 2 * K + 16 * (2 * (t & 1) + (t >> 1));
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = 8 * ct + 2 * t + e;
-        sbf[ct][e] = xs8.fm + (col < n ? col : 0) * (K / 32);
-      }
-    }
-  }
+  for (int ct = 0; ct < NT; ++ct) sbo[ct] = min(8 * ct + g, n - 1) * 2 * static_cast<int>(K) + 16 * (2 * (t & 1) + (t >> 1));
+  const int sbf = 2 * t * static_cast<int>(K / 32);
+  float4* const sbsc = reinterpret_cast<float4*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes) + warp * kSbScaleFloat4s;
   float dv = 0.f;  // kI8 = 1: this lane's sequence sum (compute_dp4a)
   // kI8 = 2: each column tile's B source and scale rows (compute_mma8) and its four sums
   constexpr int NC = kI8 == 2 ? 2 * NT : 1;
@@ -457,15 +448,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     } else if constexpr (kI8 == 3) {
       if (have) {
         const int T = t0 + j;
-        const int8_t* xb[NT];
-        const float2* fm[NT][2];
+        int xo[NT];
 #pragma unroll
-        for (int ct = 0; ct < NT; ++ct) {
-          xb[ct] = sbx[ct] + static_cast<size_t>(T) * 512;
-          fm[ct][0] = sbf[ct][0] + T * 8;
-          fm[ct][1] = sbf[ct][1] + T * 8;
-        }
-        compute_sb<NT>(cur, xb, fm, acc, acc2);
+        for (int ct = 0; ct < NT; ++ct) xo[ct] = sbo[ct] + T * 512;
+        compute_sb<NT>(cur, sbsc, x8_sb(sync.x8, n, K), xo, sbf + T * 8, static_cast<int>(K), acc, acc2, lane);
       }
     } else if (have) {
       const uint16_t* xb[NT];
@@ -688,6 +674,7 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   if (i8_serves(L)) {
     G.xs_bytes = 0;
     if (n_rows == 1) G.x8_bytes = static_cast<int>((mv::x8_bytes(1, L.n_in_pad) + 127) / 128 * 128);
+    else if (i8_rows_form() == 3) G.x8_bytes = kConsumerWarps * mv::kSbScaleFloat4s * 16;
   }
   const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes
                        : G.x8_bytes ? kXsCtaBytes - G.x8_bytes
@@ -757,7 +744,7 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
   if constexpr (F == WFormat::kQ4_K) {
     if (i8_serves(L)) {
       if constexpr (NT == 1) {
-        if (G.x8_bytes) {
+        if (P.y[0].rows == 1) {
           if constexpr (MB == 2) {
             if (diag_mode() == 2) return go(matvec_stream_kernel<F, 1, 2, false, 2, 1>);
           }
