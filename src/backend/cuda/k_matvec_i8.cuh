@@ -109,14 +109,17 @@ __device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, 
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (ok) {
       const float unit = s * (1.f / 256.f);
+      // The xf of an odd block (the high nibbles of a Q4_K chunk, which the forms take as 16 q)
+      // is unit / 16: float(16 isum) (xf / 16) is the product float(isum) xf, rounded once.
+      const float f = (b & 1) ? unit * (1.f / 16.f) : unit;
       if constexpr (kSb) {
         *reinterpret_cast<uint4*>(q + b * 64 + p * 16) = make_uint4(pk[0], pk[1], pk2[0], pk2[1]);
-        if (p == 0) reinterpret_cast<float2*>(xf)[b] = make_float2(unit, __fmul_rn(unit, static_cast<float>(sum)));
+        if (p == 0) reinterpret_cast<float2*>(xf)[b] = make_float2(f, __fmul_rn(unit, static_cast<float>(sum)));
       } else {
         *reinterpret_cast<uint2*>(q + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
         *reinterpret_cast<uint2*>(q + plane + b * 32 + p * 8) = make_uint2(pk2[0], pk2[1]);
         if (p == 0) {
-          xf[b] = unit;
+          xf[b] = f;
           xm[b] = __fmul_rn(unit, static_cast<float>(sum));
         }
       }
@@ -140,8 +143,12 @@ __global__ void __launch_bounds__(256) quantize_x8_kernel(const uint16_t* __rest
   quantize_x8_warp<kSb>(xh, K, rows, q, rows * K, xf, xm, wi, nw, threadIdx.x & 31);
 }
 
-// The two planes' integer sum of a sub-block: 256 i1 + i2, |.| <= 257 * 32 * 15 * 127 < 2^24,
-// so exact as an int and as a float.
+// The two planes' integer sum of a sub-block: 256 i1 + i2. kHi16: every form takes the high
+// nibbles of a byte as they lie, 16 q (one AND, no shift), so the sum of an odd sub-block is
+// 16 times its value and the quantizer stores that block's xf divided by 16 (exact, a power of
+// two far from underflow): float(16 isum) (xf / 16) and float(isum) xf are the same product,
+// rounded once. |.| <= 257 * 32 * 240 * 127 < 2^28 with at most 24 significant bits (a
+// multiple of 16 past 2^24), so exact as an int and as a float.
 __device__ __forceinline__ int plane_sum(int i1, int i2) { return 256 * i1 + i2; }
 
 // One chunk's step of a sequence: sub-blocks klo = 2c and khi = 2c + 1 of one row, with
@@ -185,16 +192,16 @@ __device__ __forceinline__ void compute_dp4a(const Tile<WFormat::kQ4_K>::Raw& r,
       const int xw = static_cast<int>(u4_get(xl, w)), xv = static_cast<int>(u4_get(xu, w));
       const int yw = static_cast<int>(u4_get(xl2, w)), yv = static_cast<int>(u4_get(xu2, w));
       const uint32_t w0 = u4_get(q0, w), w1 = u4_get(q1, w);
-      const int n0 = static_cast<int>(w0 & 0x0F0F0F0Fu), m0 = static_cast<int>((w0 >> 4) & 0x0F0F0F0Fu);
-      const int n1 = static_cast<int>(w1 & 0x0F0F0F0Fu), m1 = static_cast<int>((w1 >> 4) & 0x0F0F0F0Fu);
+      const int n0 = static_cast<int>(w0 & 0x0F0F0F0Fu), n1 = static_cast<int>(w1 & 0x0F0F0F0Fu);
+      const uint32_t m0 = w0 & 0xF0F0F0F0u, m1 = w1 & 0xF0F0F0F0u;  // 16 q (kHi16)
       al0 = __dp4a(n0, xw, al0);
-      ah0 = __dp4a(m0, xv, ah0);
+      ah0 = dp4a_us(m0, xv, ah0);
       al1 = __dp4a(n1, xw, al1);
-      ah1 = __dp4a(m1, xv, ah1);
+      ah1 = dp4a_us(m1, xv, ah1);
       bl0 = __dp4a(n0, yw, bl0);
-      bh0 = __dp4a(m0, yv, bh0);
+      bh0 = dp4a_us(m0, yv, bh0);
       bl1 = __dp4a(n1, yw, bl1);
-      bh1 = __dp4a(m1, yv, bh1);
+      bh1 = dp4a_us(m1, yv, bh1);
     }
     al0 = plane_sum(al0, bl0);
     ah0 = plane_sum(ah0, bh0);
@@ -258,11 +265,11 @@ __device__ __forceinline__ void compute_mma8(const Tile<WFormat::kQ4_K>::Raw& r,
         b = *reinterpret_cast<const uint4*>(x);
         b2 = *reinterpret_cast<const uint4*>(x + x8.plane);
       }
-      const int sh = 4 * nib;
-      const uint32_t a00 = (q0.x >> sh) & 0x0F0F0F0Fu, a01 = (q1.x >> sh) & 0x0F0F0F0Fu;
-      const uint32_t a10 = (q0.y >> sh) & 0x0F0F0F0Fu, a11 = (q1.y >> sh) & 0x0F0F0F0Fu;
-      const uint32_t a20 = (q0.z >> sh) & 0x0F0F0F0Fu, a21 = (q1.z >> sh) & 0x0F0F0F0Fu;
-      const uint32_t a30 = (q0.w >> sh) & 0x0F0F0F0Fu, a31 = (q1.w >> sh) & 0x0F0F0F0Fu;
+      const uint32_t mk = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;  // high nibbles as 16 q (kHi16)
+      const uint32_t a00 = q0.x & mk, a01 = q1.x & mk;
+      const uint32_t a10 = q0.y & mk, a11 = q1.y & mk;
+      const uint32_t a20 = q0.z & mk, a21 = q1.z & mk;
+      const uint32_t a30 = q0.w & mk, a31 = q1.w & mk;
       // 256 i1 + i2 (plane_sum) in one accumulator: the first plane's sums times 256, then
       // the second plane's products added (exact integers either way).
       int(&i)[4] = is[nib];
@@ -410,9 +417,8 @@ __device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8S
       int is[2][4];  // [nibble half][C element]: 256 i1 + i2
 #pragma unroll
       for (int nib = 0; nib < 2; ++nib) {
-        const int sh = 4 * nib;
-        const uint32_t a0 = (w0.x >> sh) & 0x0F0F0F0Fu, a1 = (w1.x >> sh) & 0x0F0F0F0Fu;
-        const uint32_t a2 = (w0.y >> sh) & 0x0F0F0F0Fu, a3 = (w1.y >> sh) & 0x0F0F0F0Fu;
+        const uint32_t mk = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;  // high nibbles as 16 q (kHi16)
+        const uint32_t a0 = w0.x & mk, a1 = w1.x & mk, a2 = w0.y & mk, a3 = w1.y & mk;
         const uint4 b = __ldg(reinterpret_cast<const uint4*>(x8.q + xo[ct] + 64 * (2 * c + nib)));
         int i1[4] = {0, 0, 0, 0}, i2[4] = {0, 0, 0, 0};
         mma_16832_u8s8_acc(i1, a0, a1, a2, a3, b.x, b.y);

@@ -341,6 +341,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   } else if constexpr (kI8 == 2) {
     x8 = x8_rows(sync.x8, n, K);
   }
+
   // kI8 = 3: where the lane's B pieces (activation rows 8 ct + g, past the last clamped to it)
   // and (xf, xm) of activation row 2t are at tile 0, and the warp's scale scratch after the
   // ring (compute_sb).
