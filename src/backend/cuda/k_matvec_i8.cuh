@@ -10,21 +10,34 @@
 // with 256 q1 + q2 (two int8 products; |isum| < 2^24). Per (row, sub-block k) the result then
 // takes, in f32,
 //     + (d sc_k) * (isum_k * xf_k)  - (dmin mn_k) * xm_k            (spec §3: w = d sc q - dmin mn)
-// with d sc_k and dmin mn_k rounded to f16 exactly as the f16 form does (k_scales2).
+// with d sc_k and dmin mn_k rounded to f16 exactly as the f16 form does (k_scales2). The high
+// nibbles (odd k) are taken as 16 q and their xf stored as xf / 16, the same product (kHi16 at
+// plane_sum).
 //
-// Two forms with the same bits (a verify pass reproduces decode; the emulator and
+// Forms with the same bits (a verify pass reproduces decode; the emulator and
 // CudaMatmul.VerifyRowsReproduceDecode check it):
 // - one activation row (decode): no tensor cores. Each lane holds Tile<kQ4_K>'s registers
 //   (rows g and g + 8, 16 bytes of chunks t/2 and 2 + t/2) and takes dp4a dot products of its
 //   16 nibbles; the two lanes holding the two halves of a sub-block add their integer sums
 //   (one shuffle each way), and the lane with t % 2 == 0 goes on with row g, the other with
 //   row g + 8. The activations are quantized by the CTA into shared memory.
-// - 2..16 activation rows (verify): m16n8k32 u8 x s8 mma on the same registers, each B
-//   column one activation row against one of the two chunks the lanes hold (compute_mma8),
-//   the activations quantized into global memory by quantize_x8_kernel first.
-// Both add the terms of a row in two sequences, S_0 over sub-blocks (0, 1, 4, 5) and S_2 over
+// - 2..16 activation rows (verify), GS_MVS_Q4K=1: compute_sb, one m16n8k32 u8 x s8 mma a
+//   sub-block and plane for 16 weight rows x 8 activation rows. Its lanes read their own words
+//   of the stage (load_sb: lane t of a group holds 8 bytes of every chunk, so the group's 4
+//   lanes hold whole chunks and one mma's k range is one sub-block); the activations are
+//   quantized into global memory by quantize_x8_kernel first, in the order the mma's k takes
+//   them (X8Sb: both planes of a lane's 8 elements in one 16-byte load). Each lane's C fragment
+//   (rows g, g + 8 x activation rows 2t, 2t + 1) goes through the one-row form's f32 steps
+//   (i8_step), with the scales computed once a warp into a shared scratch.
+// - 2..16 activation rows, GS_MVS_Q4K=2: compute_mma8 (twenty-first session), on
+//   Tile<kQ4_K>'s registers, whose k ranges mix two chunks, so each mma serves 4 activation
+//   rows; kept for the device A/B against compute_sb.
+// All add the terms of a row in two sequences, S_0 over sub-blocks (0, 1, 4, 5) and S_2 over
 // (2, 3, 6, 7), tile after tile, and S_0 + S_2 at the end of a warp's segment (acc / acc2 of
-// the f16 form), so that every f32 operation is the same in both.
+// the f16 form), so that every f32 operation is the same in all.
+// Instructions a tile (SASS, scripts/sass_tile.py; docs/perf-notes.md, forty-third session):
+// one row 211; compute_sb 311 for 2..8 rows, 598 for 9..16; compute_mma8 338 for 2..4 rows,
+// 660 for 5..8; the f16 form 293 (337 for 9..16).
 #pragma once
 
 #include <cstdint>
