@@ -454,4 +454,66 @@ __device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8S
   }
 }
 
+// compute_sb for 2..4 activation rows: one m16n8k32 a sub-block whose 8 B columns are both
+// planes of 4 activation rows (column 2j: q1 of activation row j, 2j + 1: its q2; lane g loads
+// the 8 bytes of its plane, X8Sb's piece at + 8 (g % 2)), so lane t's C fragment holds q1 and
+// q2 sums of activation row t for rows g and g + 8, plane_sum'd there: half compute_sb's mma
+// and f32 steps a tile. The same integers and i8_step sequences, so the same bits. Its sums:
+// acc / acc2 [0][0] row g, [0][2] row g + 8 of activation row t (sb4_gather moves them to the
+// C fragment's places at the segment's end). Arguments as compute_sb's.
+__device__ __forceinline__ void compute_sb4(const SbRaw& r, float4* sc, const X8Sb& x8, int T, int n, int K,
+                                            float (&acc)[1][4], float (&acc2)[1][4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  {
+    const int ka = 2 * (t >> 1), row = g + 8 * (t & 1);
+    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float2 s, m;
+      k_scales2_f(r.hd, half, sel, s, m);
+      sc[16 * ((ka >> 1) + 2 * half) + row] = make_float4(s.x, s.y, m.x, m.y);
+    }
+  }
+  // B: plane g % 2 of activation row g / 2 (past the last clamped to it); (xf, xm): row t.
+  const int xo = min(g >> 1, n - 1) * 2 * K + 512 * T + 16 * (2 * (t & 1) + (t >> 1)) + 8 * (g & 1);
+  const int fo = t * (K / 32) + 8 * T;
+  __syncwarp();
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const float4 k0 = sc[16 * c + g], k1 = sc[16 * c + g + 8];
+    const uint2 w0 = r.q0[c], w1 = r.q1[c];
+    int is[2][2];  // [nibble half][row g, g + 8]: 256 i1 + i2
+#pragma unroll
+    for (int nib = 0; nib < 2; ++nib) {
+      const uint32_t mk = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;  // high nibbles as 16 q (kHi16)
+      const uint2 b = __ldg(reinterpret_cast<const uint2*>(x8.q + xo + 64 * (2 * c + nib)));
+      int i[4] = {0, 0, 0, 0};
+      mma_16832_u8s8_acc(i, w0.x & mk, w1.x & mk, w0.y & mk, w1.y & mk, b.x, b.y);
+      is[nib][0] = plane_sum(i[0], i[1]);
+      is[nib][1] = plane_sum(i[2], i[3]);
+    }
+    const float4 x = __ldg(reinterpret_cast<const float4*>(x8.fm + fo + 2 * c));
+    const float2 f = make_float2(x.x, x.z), xm = make_float2(x.y, x.w);
+    float(&v)[4] = (c & 1) ? acc2[0] : acc[0];
+    v[0] = i8_step(v[0], make_float2(k0.x, k0.y), make_float2(k0.z, k0.w), is[0][0], is[1][0], f, xm);
+    v[2] = i8_step(v[2], make_float2(k1.x, k1.y), make_float2(k1.z, k1.w), is[0][1], is[1][1], f, xm);
+  }
+}
+
+// compute_sb4's sums at a segment's end, into the C fragment's places (store_rows): lane t's
+// [e] (row g or g + 8 as e / 2, activation row 2t + e % 2) from lane 2t + e % 2 of the group
+// (activation rows 4.. are never stored).
+__device__ __forceinline__ void sb4_gather(float (&acc)[1][4], float (&acc2)[1][4], int lane) {
+  const int base = lane & ~3, src0 = base + ((2 * lane) & 3), src1 = src0 + 1;
+  const float a0 = acc[0][0], a2 = acc[0][2], b0 = acc2[0][0], b2 = acc2[0][2];
+  acc[0][0] = __shfl_sync(0xffffffffu, a0, src0);
+  acc[0][1] = __shfl_sync(0xffffffffu, a0, src1);
+  acc[0][2] = __shfl_sync(0xffffffffu, a2, src0);
+  acc[0][3] = __shfl_sync(0xffffffffu, a2, src1);
+  acc2[0][0] = __shfl_sync(0xffffffffu, b0, src0);
+  acc2[0][1] = __shfl_sync(0xffffffffu, b0, src1);
+  acc2[0][2] = __shfl_sync(0xffffffffu, b2, src0);
+  acc2[0][3] = __shfl_sync(0xffffffffu, b2, src1);
+}
+
 }  // namespace gs::cuda::mv

@@ -195,8 +195,9 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // meaningless sums.
 // kI8 (Q4_K only; k_matvec_i8.cuh, decision 0028): 1 = the one-row dp4a form, the consumers
 // quantizing the activation row into shared memory first; 2 = the twenty-first session's
-// several-row int8 mma form (compute_mma8) and 3 = the one with one sub-block an mma
-// (compute_sb), both on activations that quantize_x8_kernel left in sync.x8.
+// several-row int8 mma form (compute_mma8), 3 = the one with one sub-block an mma
+// (compute_sb) and 4 = its form for 2..4 rows (compute_sb4, NT = 1), all on activations that
+// quantize_x8_kernel left in sync.x8.
 template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kI8 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
@@ -326,7 +327,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
   static_assert(kI8 == 0 || (F == WFormat::kQ4_K && !kXS), "the int8 forms are Q4_K's, activations not copied");
-  static_assert(kI8 != 3 || kDiag == 0, "compute_sb has no measurement kernels");
+  static_assert(kI8 < 3 || kDiag == 0, "compute_sb has no measurement kernels");
+  static_assert(kI8 != 4 || NT == 1, "compute_sb4 takes up to 4 activation rows");
   static_assert(kI8 != 1 || NT == 1, "the dp4a form takes one activation row");
   const int64_t K = L.n_in_pad;
   X8Rows x8{};
@@ -416,9 +418,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
     // compute_sb reads the stage into its own registers (load_sb), the other forms Tile<F>'s.
-    typename std::conditional<kI8 == 3, SbRaw, typename Tile<F>::Raw>::type cur;
+    typename std::conditional<kI8 >= 3, SbRaw, typename Tile<F>::Raw>::type cur;
     if (have) {
-      if constexpr (kI8 == 3) {
+      if constexpr (kI8 >= 3) {
         load_sb(cur, st + static_cast<size_t>(j) * kQ4KTileBytes, lane);
         *reinterpret_cast<volatile uint32_t*>(&sh.sink[warp][lane]) = sb_loaded_words(cur);
       } else {
@@ -454,6 +456,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         for (int ct = 0; ct < NT; ++ct) xo[ct] = sbo[ct] + T * 512;
         compute_sb<NT>(cur, sbsc, x8_sb(sync.x8, n, K), xo, sbf + T * 8, static_cast<int>(K), acc, acc2, lane);
       }
+    } else if constexpr (kI8 == 4) {
+      if (have) compute_sb4(cur, sbsc, x8_sb(sync.x8, n, K), t0 + j, n, static_cast<int>(K), acc, acc2, lane);
     } else if (have) {
       const uint16_t* xb[NT];
 #pragma unroll
@@ -468,6 +472,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kI8 == 1) {
       dp4a_gather(dv, acc[0], acc2[0], lane);
       dv = 0.f;
+    } else if constexpr (kI8 == 4) {
+      sb4_gather(acc, acc2, lane);
     } else if constexpr (kI8 == 2) {
       mma8_gather<NT>(v8, acc, acc2, lane);
 #pragma unroll
@@ -616,7 +622,8 @@ cudaError_t prepare_f() {
           if (r != cudaSuccess) e = r;
       } else {
         for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 3>(), prepare_one<F, 1, 2, false, 0, 3>(),
-                              prepare_one<F, 2, 1, false, 0, 3>(), prepare_one<F, 2, 2, false, 0, 3>()})
+                              prepare_one<F, 2, 1, false, 0, 3>(), prepare_one<F, 2, 2, false, 0, 3>(),
+                              prepare_one<F, 1, 1, false, 0, 4>(), prepare_one<F, 1, 2, false, 0, 4>()})
           if (r != cudaSuccess) e = r;
       }
       if (diag_mode() == 2) {
@@ -753,6 +760,9 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
         }
       }
       if (i8_rows_form() == 2) return go(matvec_stream_kernel<F, NT, MB, false, 0, 2>);
+      if constexpr (NT == 1) {
+        if (P.y[0].rows <= 4) return go(matvec_stream_kernel<F, 1, MB, false, 0, 4>);
+      }
       return go(matvec_stream_kernel<F, NT, MB, false, 0, 3>);
     }
   }

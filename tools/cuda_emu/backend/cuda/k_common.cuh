@@ -114,6 +114,7 @@ inline long long clock64() { return std::chrono::steady_clock::now().time_since_
 }
 inline uint4 __ldg(const uint4* p) { return *p; }
 inline float4 __ldg(const float4* p) { return *p; }
+inline uint2 __ldg(const uint2* p) { return *p; }
 inline float __uint_as_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
