@@ -8,7 +8,8 @@
 // f16 scaling as its conversion kernels. Each weight's image ends at an inaccessible page, so
 // a read past its last byte faults. A case of several rows also runs its first and last rows
 // alone and expects the same bits (a verify pass reproduces decode); GS_EMU_ALL_ROWS=1 runs every
-// row of it alone, and GS_EMU_ROWS (e.g. "1,3,8") replaces the row counts. GS_EMU_PROBE=1 runs only
+// row of it alone, and GS_EMU_ROWS (e.g. "1,3,8") replaces the row counts (and adds 3 rows to
+// the launches of several weights, which otherwise take 1, 5 and 16). GS_EMU_PROBE=1 runs only
 // the shape of CudaMatmul.FewRowGroupsLongRows (21504 x 272 on 132 SMs: one CTA per row group,
 // 11 stages, 9 and 16 rows from global memory; ~10 minutes a format).
 #include <sys/mman.h>
@@ -246,7 +247,9 @@ int main(int argc, char** argv) {
       probing ? std::vector<Shape>{{21504, 272, 132}}
               : std::vector<Shape>{{256, 16, 1}, {2560, 83, 2}, {4352, 41, 1}, {768, 130, 3}, {5376, 15, 2}, {512, 390, 1}};
   std::vector<int64_t> row_counts = probing ? std::vector<int64_t>{9, 16} : std::vector<int64_t>{1, 2, 5, 9, 16};
+  std::vector<int64_t> multi_rows{1, 5, 16};
   if (const char* e = std::getenv("GS_EMU_ROWS"); e && *e) {
+    multi_rows = {1, 3, 5, 16};
     row_counts.clear();
     for (const char* p = e; *p;) {
       char* end = nullptr;
@@ -270,7 +273,7 @@ int main(int argc, char** argv) {
   // one partial row group, three parts, parts of fewer than 16 rows.
   for (GgmlType type : types) {
     if (probing || (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos)) continue;
-    for (int64_t n : {1, 5, 16}) {
+    for (int64_t n : multi_rows) {
       ran += 3;
       if (!run_case(type, 2560, {83, 41}, n, 2, lazy, all_rows)) ++failed;
       if (!run_case(type, 768, {130, 9, 64}, n, 3, lazy, all_rows)) ++failed;
