@@ -27,10 +27,16 @@ for m in eager lazy random; do
   if [ "$mode" = all ] || { [ "$mode" = both ] && [ "$m" != random ]; } || [ "$mode" = "$m" ]; then
     echo "== $m"
     "$OUT/matvec_emu" "$m" "${2:-}" || rc=1
-    # The opt-in int8 forms of Q4_K (decision 0028): the same cases, verify rows against decode.
+    # The opt-in int8 forms of Q4_K (decision 0028), verify rows against decode: GS_MVS_Q4K=1
+    # (compute_sb4 for 2..4 rows, compute_sb above) on more row counts with every row of a
+    # batch run alone, =2 (compute_mma8, kept for the device A/B) on the same cases as the
+    # other formats.
     if [ -z "${2:-}" ] || [ "${2:-}" = q4_K ]; then
-      echo "== $m, int8 Q4_K forms (GS_MVS_Q4K=1)"
-      GS_MVS_Q4K=1 "$OUT/matvec_emu" "$m" q4_K | grep -E "FAIL|cases passed" || rc=1
+      echo "== $m, int8 Q4_K forms (GS_MVS_Q4K=1, rows 1-9 12 16, every row alone)"
+      GS_MVS_Q4K=1 GS_EMU_ROWS=1,2,3,4,5,6,7,8,9,12,16 GS_EMU_ALL_ROWS=1 "$OUT/matvec_emu" "$m" q4_K |
+        grep -E "FAIL|cases passed" || rc=1
+      echo "== $m, int8 Q4_K forms (GS_MVS_Q4K=2)"
+      GS_MVS_Q4K=2 "$OUT/matvec_emu" "$m" q4_K | grep -E "FAIL|cases passed" || rc=1
     fi
   fi
 done

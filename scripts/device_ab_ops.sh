@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The decode matmul microbenchmarks (`bench --ops --ops-only matmul`, rows 1 and 5) and, with
-# GS_AB_TG=1, tg128 / verify 5 on `synth --preset 31b`, under each setting of GS_AB (';'
+# GS_AB_TG=1, tg128 / verify 5 (GS_AB_VERIFY: another list of verify sizes, e.g. 2,5,8) on
+# `synth --preset 31b`, under each setting of GS_AB (';'
 # separated; a setting may hold several space-separated assignments; empty = defaults), then
 # the same for $DEV/bin/gemmaserve.prev if it is there. One line per matmul. Binaries as in
 # device_run.sh (.dev/cuda).
@@ -24,7 +25,7 @@ for r in "${runs[@]}"; do
   results=("$OUT/mv.json")
   if [ "${GS_AB_TG:-0}" = 1 ]; then
     # shellcheck disable=SC2086
-    env $s timeout 200 "$DEV/bin/$bin" bench -m "$M" --device cuda -p 0 -n 128 --verify 5 -r 2 --json >"$OUT/tg.json" \
+    env $s timeout 200 "$DEV/bin/$bin" bench -m "$M" --device cuda -p 0 -n 128 --verify "${GS_AB_VERIFY:-5}" -r 2 --json >"$OUT/tg.json" \
       2>>"$OUT/bench.log"
     results+=("$OUT/tg.json")
   fi

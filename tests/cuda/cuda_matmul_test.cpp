@@ -23,10 +23,10 @@ struct NearCpu {
 };
 
 // Whether the fast path computes a `type` weight of n_in inputs with the int8 Q4_K forms
-// (cuda_kernels.h: kMatvecI8MaxIn; rows <= 16, GS_MVS_Q4K=1).
+// (cuda_kernels.h: kMatvecI8MaxIn; rows <= 16, GS_MVS_Q4K=1 or 2).
 bool fast_uses_i8(GgmlType type, int64_t n_in, int64_t rows) {
   const char* e = std::getenv("GS_MVS_Q4K");
-  if (!e || std::atoi(e) != 1) return false;
+  if (!e || (std::atoi(e) != 1 && std::atoi(e) != 2)) return false;
   return type == GgmlType::Q4_K && (n_in + 255) / 256 * 256 <= 24576 && rows <= 16;
 }
 

@@ -7,7 +7,9 @@
 // CUDA backend's own repacking (cuda_weight_repack.cpp) and the activations through the same
 // f16 scaling as its conversion kernels. Each weight's image ends at an inaccessible page, so
 // a read past its last byte faults. A case of several rows also runs its first and last rows
-// alone and expects the same bits (a verify pass reproduces decode). GS_EMU_PROBE=1 runs only
+// alone and expects the same bits (a verify pass reproduces decode); GS_EMU_ALL_ROWS=1 runs every
+// row of it alone, and GS_EMU_ROWS (e.g. "1,3,8") replaces the row counts (and adds 3 rows to
+// the launches of several weights, which otherwise take 1, 5 and 16). GS_EMU_PROBE=1 runs only
 // the shape of CudaMatmul.FewRowGroupsLongRows (21504 x 272 on 132 SMs: one CTA per row group,
 // 11 stages, 9 and 16 rows from global memory; ~10 minutes a format).
 #include <sys/mman.h>
@@ -108,7 +110,8 @@ void to_operand(const std::vector<float>& x, int64_t n, int64_t n_in, int64_t n_
 // activations in one launch (launch_matvec_stream for one weight, launch_matvec_stream_multi
 // for several), every output against its double-precision reference. Returns false (and
 // prints why) when an output is off or unwritten or a cross-CTA flag is left raised.
-bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, int64_t n, int n_sm, bool lazy) {
+bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, int64_t n, int n_sm, bool lazy,
+              bool all_rows) {
   const size_t rb = ggml_row_size(type, n_in).value();
   std::normal_distribution<float> nd(0.f, 1.f);
   const int parts = static_cast<int>(n_outs.size());
@@ -191,9 +194,14 @@ bool run_case(GgmlType type, int64_t n_in, const std::vector<int64_t>& n_outs, i
       }
     }
   }
-  // A verify pass must reproduce decode: the first and the last row alone give the same bits as
-  // those rows of the batch.
-  for (int64_t r : {int64_t{0}, n - 1}) {
+  // A verify pass must reproduce decode: the first and the last row (all_rows: every row) alone
+  // give the same bits as those rows of the batch.
+  std::vector<int64_t> alone{0, n - 1};
+  if (all_rows) {
+    alone.clear();
+    for (int64_t r = 0; r < n; ++r) alone.push_back(r);
+  }
+  for (int64_t r : alone) {
     if (n == 1) continue;
     std::vector<std::vector<float>> y1(parts);
     std::vector<MatF> ym1(parts);
@@ -238,13 +246,26 @@ int main(int argc, char** argv) {
   const std::vector<Shape> shapes =
       probing ? std::vector<Shape>{{21504, 272, 132}}
               : std::vector<Shape>{{256, 16, 1}, {2560, 83, 2}, {4352, 41, 1}, {768, 130, 3}, {5376, 15, 2}, {512, 390, 1}};
-  const std::vector<int64_t> row_counts = probing ? std::vector<int64_t>{9, 16} : std::vector<int64_t>{1, 2, 5, 9, 16};
+  std::vector<int64_t> row_counts = probing ? std::vector<int64_t>{9, 16} : std::vector<int64_t>{1, 2, 5, 9, 16};
+  std::vector<int64_t> multi_rows{1, 5, 16};
+  if (const char* e = std::getenv("GS_EMU_ROWS"); e && *e) {
+    multi_rows = {1, 3, 5, 16};
+    row_counts.clear();
+    for (const char* p = e; *p;) {
+      char* end = nullptr;
+      const long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (v >= 1 && v <= 16) row_counts.push_back(v);
+      p = *end ? end + 1 : end;
+    }
+  }
+  const bool all_rows = std::getenv("GS_EMU_ALL_ROWS") != nullptr && std::string(std::getenv("GS_EMU_ALL_ROWS")) == "1";
   for (GgmlType type : types) {
     if (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos) continue;
     for (const Shape& sh : shapes) {
       for (int64_t n : row_counts) {
         ++ran;
-        if (!run_case(type, sh.n_in, {sh.n_out}, n, sh.n_sm, lazy)) ++failed;
+        if (!run_case(type, sh.n_in, {sh.n_out}, n, sh.n_sm, lazy, all_rows)) ++failed;
       }
     }
   }
@@ -252,11 +273,11 @@ int main(int argc, char** argv) {
   // one partial row group, three parts, parts of fewer than 16 rows.
   for (GgmlType type : types) {
     if (probing || (!filter.empty() && std::string(ggml_type_name(type)).find(filter) == std::string::npos)) continue;
-    for (int64_t n : {1, 5, 16}) {
+    for (int64_t n : multi_rows) {
       ran += 3;
-      if (!run_case(type, 2560, {83, 41}, n, 2, lazy)) ++failed;
-      if (!run_case(type, 768, {130, 9, 64}, n, 3, lazy)) ++failed;
-      if (!run_case(type, 768, {17, 1, 15}, n, 2, lazy)) ++failed;
+      if (!run_case(type, 2560, {83, 41}, n, 2, lazy, all_rows)) ++failed;
+      if (!run_case(type, 768, {130, 9, 64}, n, 3, lazy, all_rows)) ++failed;
+      if (!run_case(type, 768, {17, 1, 15}, n, 2, lazy, all_rows)) ++failed;
     }
   }
   std::printf("matvec_emu (%s): %d of %d cases passed\n",

@@ -59,6 +59,12 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// c + the four products of a's unsigned bytes with b's signed ones (PTX dp4a.u32.s32).
+__device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
 // D += A B on tensor cores: m16n8k32, A unsigned 8-bit, B signed 8-bit, int32 sums
 // (PTX ISA fragment layout: a0/a2 rows g, a1/a3 rows g+8; a0/a1 k = 4t..4t+3, a2/a3 k =
 // 16+4t..; b0 k = 4t.., b1 k = 16+4t.. of column g; d0,d1 row g cols 2t..; d2,d3 row g+8).

@@ -10,21 +10,34 @@
 // with 256 q1 + q2 (two int8 products; |isum| < 2^24). Per (row, sub-block k) the result then
 // takes, in f32,
 //     + (d sc_k) * (isum_k * xf_k)  - (dmin mn_k) * xm_k            (spec §3: w = d sc q - dmin mn)
-// with d sc_k and dmin mn_k rounded to f16 exactly as the f16 form does (k_scales2).
+// with d sc_k and dmin mn_k rounded to f16 exactly as the f16 form does (k_scales2). The high
+// nibbles (odd k) are taken as 16 q and their xf stored as xf / 16, the same product (kHi16 at
+// plane_sum).
 //
-// Two forms with the same bits (a verify pass reproduces decode; the emulator and
+// Forms with the same bits (a verify pass reproduces decode; the emulator and
 // CudaMatmul.VerifyRowsReproduceDecode check it):
 // - one activation row (decode): no tensor cores. Each lane holds Tile<kQ4_K>'s registers
 //   (rows g and g + 8, 16 bytes of chunks t/2 and 2 + t/2) and takes dp4a dot products of its
 //   16 nibbles; the two lanes holding the two halves of a sub-block add their integer sums
 //   (one shuffle each way), and the lane with t % 2 == 0 goes on with row g, the other with
 //   row g + 8. The activations are quantized by the CTA into shared memory.
-// - 2..16 activation rows (verify): m16n8k32 u8 x s8 mma on the same registers, each B
-//   column one activation row against one of the two chunks the lanes hold (compute_mma8),
-//   the activations quantized into global memory by quantize_x8_kernel first.
-// Both add the terms of a row in two sequences, S_0 over sub-blocks (0, 1, 4, 5) and S_2 over
+// - 2..16 activation rows (verify), GS_MVS_Q4K=1: compute_sb, one m16n8k32 u8 x s8 mma a
+//   sub-block and plane for 16 weight rows x 8 activation rows. Its lanes read their own words
+//   of the stage (load_sb: lane t of a group holds 8 bytes of every chunk, so the group's 4
+//   lanes hold whole chunks and one mma's k range is one sub-block); the activations are
+//   quantized into global memory by quantize_x8_kernel first, in the order the mma's k takes
+//   them (X8Sb: both planes of a lane's 8 elements in one 16-byte load). Each lane's C fragment
+//   (rows g, g + 8 x activation rows 2t, 2t + 1) goes through the one-row form's f32 steps
+//   (i8_step), with the scales computed once a warp into a shared scratch.
+// - 2..16 activation rows, GS_MVS_Q4K=2: compute_mma8 (twenty-first session), on
+//   Tile<kQ4_K>'s registers, whose k ranges mix two chunks, so each mma serves 4 activation
+//   rows; kept for the device A/B against compute_sb.
+// All add the terms of a row in two sequences, S_0 over sub-blocks (0, 1, 4, 5) and S_2 over
 // (2, 3, 6, 7), tile after tile, and S_0 + S_2 at the end of a warp's segment (acc / acc2 of
-// the f16 form), so that every f32 operation is the same in both.
+// the f16 form), so that every f32 operation is the same in all.
+// Instructions a tile (SASS, scripts/sass_tile.py; docs/perf-notes.md, forty-third session):
+// one row 211; compute_sb 311 for 2..8 rows, 598 for 9..16; compute_mma8 338 for 2..4 rows,
+// 660 for 5..8; the f16 form 293 (337 for 9..16).
 #pragma once
 
 #include <cstdint>
@@ -51,11 +64,26 @@ __device__ __forceinline__ X8Rows x8_rows(const void* base, int rows, int64_t k)
   return X8Rows{q, rows * k, xf, xf + rows * (k / 32)};
 }
 
+// The several-row form's layout of the same numbers (X8Sb, global memory): per activation row
+// and block of 32, 64 bytes: for each 8-element piece P = 0..3 (elements 8P..8P+7), its 8 q1
+// then its 8 q2 bytes, so that one 16-byte load gives a lane both planes of the piece it
+// feeds the mma (compute_sb); then (xf, xm) as a float2 per row and block. x8_bytes of it.
+struct X8Sb {
+  const int8_t* q;    // [R][K / 32][4][16]
+  const float2* fm;   // [R][K / 32]
+};
+__device__ __forceinline__ X8Sb x8_sb(const void* base, int rows, int64_t k) {
+  const int8_t* q = static_cast<const int8_t*>(base);
+  return X8Sb{q, reinterpret_cast<const float2*>(q + 2 * rows * k)};
+}
+
 // Quantizes 32-element blocks of the f16 operand (xh, rows of K elements with each group of 4
 // stored as (0, 2, 1, 3), see row_write_f16) into the two planes q / q + plane (element
-// order). Block b of the flat [rows][K / 32] range goes to the 4 lanes 4 (b % 8).. of the warp
+// order), or with kSb into the X8Sb layout (q, and xf / xm as float2 at xf; plane and xm
+// unused). Block b of the flat [rows][K / 32] range goes to the 4 lanes 4 (b % 8).. of the warp
 // whose turn it is: warp `wi` of `nw` takes blocks 8 wi + 8 nw i. The whole warp must call it
-// (shuffles).
+// (shuffles). Both layouts hold the same numbers (the same operations).
+template <bool kSb = false>
 __device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, int rows, int8_t* q, int64_t plane,
                                                  float* xf, float* xm, int64_t wi, int64_t nw, int lane) {
   const int64_t nblk = rows * (K / 32);
@@ -93,19 +121,29 @@ __device__ __forceinline__ void quantize_x8_warp(const uint16_t* xh, int64_t K, 
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (ok) {
-      *reinterpret_cast<uint2*>(q + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
-      *reinterpret_cast<uint2*>(q + plane + b * 32 + p * 8) = make_uint2(pk2[0], pk2[1]);
-      if (p == 0) {
-        const float unit = s * (1.f / 256.f);
-        xf[b] = unit;
-        xm[b] = __fmul_rn(unit, static_cast<float>(sum));
+      const float unit = s * (1.f / 256.f);
+      // The xf of an odd block (the high nibbles of a Q4_K chunk, which the forms take as 16 q)
+      // is unit / 16: float(16 isum) (xf / 16) is the product float(isum) xf, rounded once.
+      const float f = (b & 1) ? unit * (1.f / 16.f) : unit;
+      if constexpr (kSb) {
+        *reinterpret_cast<uint4*>(q + b * 64 + p * 16) = make_uint4(pk[0], pk[1], pk2[0], pk2[1]);
+        if (p == 0) reinterpret_cast<float2*>(xf)[b] = make_float2(f, __fmul_rn(unit, static_cast<float>(sum)));
+      } else {
+        *reinterpret_cast<uint2*>(q + b * 32 + p * 8) = make_uint2(pk[0], pk[1]);
+        *reinterpret_cast<uint2*>(q + plane + b * 32 + p * 8) = make_uint2(pk2[0], pk2[1]);
+        if (p == 0) {
+          xf[b] = f;
+          xm[b] = __fmul_rn(unit, static_cast<float>(sum));
+        }
       }
     }
   }
 }
 
-// The activations of `rows` rows quantized into global memory (x8_rows layout at out) before
-// a several-row int8 matvec. Any grid; 256 threads.
+// The activations of `rows` rows quantized into global memory before a several-row int8
+// matvec: the x8_rows layout at out (compute_mma8), or with kSb the X8Sb one (compute_sb).
+// Any grid; 256 threads.
+template <bool kSb>
 __global__ void __launch_bounds__(256) quantize_x8_kernel(const uint16_t* __restrict__ xh, int64_t K, int rows,
                                                           uint8_t* __restrict__ out) {
   GS_PDL_TRIGGER();  // the matvec's weights may start streaming
@@ -115,11 +153,15 @@ __global__ void __launch_bounds__(256) quantize_x8_kernel(const uint16_t* __rest
   float* xm = xf + rows * (K / 32);
   const int64_t wi = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int64_t nw = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
-  quantize_x8_warp(xh, K, rows, q, rows * K, xf, xm, wi, nw, threadIdx.x & 31);
+  quantize_x8_warp<kSb>(xh, K, rows, q, rows * K, xf, xm, wi, nw, threadIdx.x & 31);
 }
 
-// The two planes' integer sum of a sub-block: 256 i1 + i2, |.| <= 257 * 32 * 15 * 127 < 2^24,
-// so exact as an int and as a float.
+// The two planes' integer sum of a sub-block: 256 i1 + i2. kHi16: every form takes the high
+// nibbles of a byte as they lie, 16 q (one AND, no shift), so the sum of an odd sub-block is
+// 16 times its value and the quantizer stores that block's xf divided by 16 (exact, a power of
+// two far from underflow): float(16 isum) (xf / 16) and float(isum) xf are the same product,
+// rounded once. |.| <= 257 * 32 * 240 * 127 < 2^28 with at most 24 significant bits (a
+// multiple of 16 past 2^24), so exact as an int and as a float.
 __device__ __forceinline__ int plane_sum(int i1, int i2) { return 256 * i1 + i2; }
 
 // One chunk's step of a sequence: sub-blocks klo = 2c and khi = 2c + 1 of one row, with
@@ -163,16 +205,16 @@ __device__ __forceinline__ void compute_dp4a(const Tile<WFormat::kQ4_K>::Raw& r,
       const int xw = static_cast<int>(u4_get(xl, w)), xv = static_cast<int>(u4_get(xu, w));
       const int yw = static_cast<int>(u4_get(xl2, w)), yv = static_cast<int>(u4_get(xu2, w));
       const uint32_t w0 = u4_get(q0, w), w1 = u4_get(q1, w);
-      const int n0 = static_cast<int>(w0 & 0x0F0F0F0Fu), m0 = static_cast<int>((w0 >> 4) & 0x0F0F0F0Fu);
-      const int n1 = static_cast<int>(w1 & 0x0F0F0F0Fu), m1 = static_cast<int>((w1 >> 4) & 0x0F0F0F0Fu);
+      const int n0 = static_cast<int>(w0 & 0x0F0F0F0Fu), n1 = static_cast<int>(w1 & 0x0F0F0F0Fu);
+      const uint32_t m0 = w0 & 0xF0F0F0F0u, m1 = w1 & 0xF0F0F0F0u;  // 16 q (kHi16)
       al0 = __dp4a(n0, xw, al0);
-      ah0 = __dp4a(m0, xv, ah0);
+      ah0 = dp4a_us(m0, xv, ah0);
       al1 = __dp4a(n1, xw, al1);
-      ah1 = __dp4a(m1, xv, ah1);
+      ah1 = dp4a_us(m1, xv, ah1);
       bl0 = __dp4a(n0, yw, bl0);
-      bh0 = __dp4a(m0, yv, bh0);
+      bh0 = dp4a_us(m0, yv, bh0);
       bl1 = __dp4a(n1, yw, bl1);
-      bh1 = __dp4a(m1, yv, bh1);
+      bh1 = dp4a_us(m1, yv, bh1);
     }
     al0 = plane_sum(al0, bl0);
     ah0 = plane_sum(ah0, bh0);
@@ -236,11 +278,11 @@ __device__ __forceinline__ void compute_mma8(const Tile<WFormat::kQ4_K>::Raw& r,
         b = *reinterpret_cast<const uint4*>(x);
         b2 = *reinterpret_cast<const uint4*>(x + x8.plane);
       }
-      const int sh = 4 * nib;
-      const uint32_t a00 = (q0.x >> sh) & 0x0F0F0F0Fu, a01 = (q1.x >> sh) & 0x0F0F0F0Fu;
-      const uint32_t a10 = (q0.y >> sh) & 0x0F0F0F0Fu, a11 = (q1.y >> sh) & 0x0F0F0F0Fu;
-      const uint32_t a20 = (q0.z >> sh) & 0x0F0F0F0Fu, a21 = (q1.z >> sh) & 0x0F0F0F0Fu;
-      const uint32_t a30 = (q0.w >> sh) & 0x0F0F0F0Fu, a31 = (q1.w >> sh) & 0x0F0F0F0Fu;
+      const uint32_t mk = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;  // high nibbles as 16 q (kHi16)
+      const uint32_t a00 = q0.x & mk, a01 = q1.x & mk;
+      const uint32_t a10 = q0.y & mk, a11 = q1.y & mk;
+      const uint32_t a20 = q0.z & mk, a21 = q1.z & mk;
+      const uint32_t a30 = q0.w & mk, a31 = q1.w & mk;
       // 256 i1 + i2 (plane_sum) in one accumulator: the first plane's sums times 256, then
       // the second plane's products added (exact integers either way).
       int(&i)[4] = is[nib];
@@ -310,6 +352,168 @@ __device__ __forceinline__ void mma8_gather(const float (&v)[2 * NT][4], float (
       acc[ct][e] = t < 2 ? a0 : a1;
       acc2[ct][e] = t < 2 ? b0 : b1;
     }
+}
+
+// ---- The several-row form with one sub-block an mma (compute_sb) ----------------------------
+// Its own registers of a tile, read from the stage in shared memory (load_sb): lane (g, t)
+// with p = t % 2, h = t / 2 holds, of each chunk c (0..3) of rows g and g + 8, the qs bytes
+// [16 p + 8 h, +8) of the chunk. The 4 lanes of a group hold all 32 bytes of every chunk, so
+// an m16n8k32 over one chunk's low (high) nibbles is exactly sub-block 2c (2c + 1) of 16 rows,
+// and its 8 B columns are 8 activation rows. Lane t's k = 4t..4t+3 and 16+4t..16+4t+3 are the
+// sub-block's elements 8 P + 0..3 and 8 P + 4..7, P = 2p + h: the piece that X8Sb keeps both
+// planes of in 16 bytes. hd: the header of row g + 8 (t % 2), the row whose scales the lane
+// computes for the warp (compute_sb).
+struct SbRaw {
+  uint2 q0[4], q1[4];  // chunk c of row g / of row g + 8
+  uint4 hd;
+};
+// `tile`: the tile's first byte in the stage (tile-major layout, cuda_weight_layout.h: qs byte
+// b of row r at 512 (2 (r / 8) + b / 64) + 16 (4 (r % 8) + (b % 64) / 16) + b % 16, headers at
+// 2048 + 16 r). 8-byte loads: 4-way bank conflicts (rows g, g + 2, .. share banks), 16 wavefronts
+// more a tile than Tile<kQ4_K>::load's 16-byte ones, for no shuffles.
+__device__ __forceinline__ void load_sb(SbRaw& r, const uint8_t* tile, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  const uint8_t* f = tile + 64 * g + 16 * (t & 1) + 8 * (t >> 1);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    r.q0[c] = *reinterpret_cast<const uint2*>(f + 512 * (c >> 1) + 32 * (c & 1));
+    r.q1[c] = *reinterpret_cast<const uint2*>(f + 1024 + 512 * (c >> 1) + 32 * (c & 1));
+  }
+  r.hd = *reinterpret_cast<const uint4*>(tile + 2048 + 16 * (g + 8 * (t & 1)));
+}
+// One word of each of load_sb's loads, XORed (consume_raw's role, k_matvec_stream.cu).
+__device__ __forceinline__ uint32_t sb_loaded_words(const SbRaw& r) {
+  return (r.q0[0].x ^ r.q0[1].x ^ r.q0[2].x) ^ (r.q0[3].x ^ r.q1[0].x ^ r.q1[1].x) ^ (r.q1[2].x ^ r.q1[3].x ^ r.hd.x);
+}
+// A warp's scale scratch in shared memory: (s_lo, s_hi, m_lo, m_hi) of chunk c of row r at
+// [16 c + r] (k_scales2_f of sub-blocks 2c, 2c + 1).
+constexpr int kSbScaleFloat4s = 4 * 16;
+
+// The several-row form on load_sb's registers, for NC column tiles of 8 activation rows.
+// First the scales: each lane computes those the one-row form's lane t computes (row g + 8 (t
+// % 2), chunks t / 2 and 2 + t / 2), into the warp's scratch `sc` (kSbScaleFloat4s), so each
+// is computed once, not by all four lanes of a group. Then per chunk c and column tile, two
+// m16n8k32 a nibble half (the planes, B from one 16-byte load: column g is activation row
+// 8 ct + g), and the C fragment's four integer sums (rows g, g + 8 x activation rows 8 ct + 2t,
+// + 1) go through i8_step into the sequence of the chunk, S_0 (acc, chunks 0 and 2) or S_2
+// (acc2, chunks 1 and 3), in the one-row form's order. So acc / acc2 end a segment in the
+// places the f16 form keeps them (store_rows' C fragment), with no gather. x8: X8Sb's base;
+// xo[ct]: the byte offset of the lane's piece of the tile's block 0 (activation row 8 ct + g,
+// rows past the last clamped to it, so their loads coalesce); fo: the float2 index of (xf, xm)
+// of activation row 2t at the tile's block 0, K the rows' length (activation rows past the
+// last read what the scratch holds there, inside it: x8_bytes(16, K) <= kMatvecX8Bytes; they
+// are never stored). The whole warp must call it (__syncwarp); the caller's __syncwarp between
+// tiles keeps one tile's scale reads before the next one's writes.
+template <int NC>
+__device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8Sb& x8, const int (&xo)[NC], int fo,
+                                           int K, float (&acc)[NC][4], float (&acc2)[NC][4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  {
+    const int ka = 2 * (t >> 1), row = g + 8 * (t & 1);
+    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float2 s, m;
+      k_scales2_f(r.hd, half, sel, s, m);
+      sc[16 * ((ka >> 1) + 2 * half) + row] = make_float4(s.x, s.y, m.x, m.y);
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const float4 k0 = sc[16 * c + g], k1 = sc[16 * c + g + 8];
+    const float2 s0 = make_float2(k0.x, k0.y), m0 = make_float2(k0.z, k0.w);
+    const float2 s1 = make_float2(k1.x, k1.y), m1 = make_float2(k1.z, k1.w);
+    const uint2 w0 = r.q0[c], w1 = r.q1[c];
+#pragma unroll
+    for (int ct = 0; ct < NC; ++ct) {
+      int is[2][4];  // [nibble half][C element]: 256 i1 + i2
+#pragma unroll
+      for (int nib = 0; nib < 2; ++nib) {
+        const uint32_t mk = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;  // high nibbles as 16 q (kHi16)
+        const uint32_t a0 = w0.x & mk, a1 = w1.x & mk, a2 = w0.y & mk, a3 = w1.y & mk;
+        const uint4 b = __ldg(reinterpret_cast<const uint4*>(x8.q + xo[ct] + 64 * (2 * c + nib)));
+        int i1[4] = {0, 0, 0, 0}, i2[4] = {0, 0, 0, 0};
+        mma_16832_u8s8_acc(i1, a0, a1, a2, a3, b.x, b.y);
+        mma_16832_u8s8_acc(i2, a0, a1, a2, a3, b.z, b.w);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) is[nib][e] = plane_sum(i1[e], i2[e]);
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {  // activation row 8 ct + 2t + j: (xf, xm) of sub-blocks 2c, 2c + 1
+        const float4 x = __ldg(reinterpret_cast<const float4*>(x8.fm + fo + (8 * ct + j) * (K / 32) + 2 * c));
+        const float2 f = make_float2(x.x, x.z), xm = make_float2(x.y, x.w);
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {  // rows g, g + 8
+          const int e = 2 * rr + j;
+          float& v = (c & 1) ? acc2[ct][e] : acc[ct][e];
+          v = i8_step(v, rr ? s1 : s0, rr ? m1 : m0, is[0][e], is[1][e], f, xm);
+        }
+      }
+    }
+  }
+}
+
+// compute_sb for 2..4 activation rows: one m16n8k32 a sub-block whose 8 B columns are both
+// planes of 4 activation rows (column 2j: q1 of activation row j, 2j + 1: its q2; lane g loads
+// the 8 bytes of its plane, X8Sb's piece at + 8 (g % 2)), so lane t's C fragment holds q1 and
+// q2 sums of activation row t for rows g and g + 8, plane_sum'd there: half compute_sb's mma
+// and f32 steps a tile. The same integers and i8_step sequences, so the same bits. Its sums:
+// acc / acc2 [0][0] row g, [0][2] row g + 8 of activation row t (sb4_gather moves them to the
+// C fragment's places at the segment's end). Arguments as compute_sb's.
+__device__ __forceinline__ void compute_sb4(const SbRaw& r, float4* sc, const X8Sb& x8, int T, int n, int K,
+                                            float (&acc)[1][4], float (&acc2)[1][4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  {
+    const int ka = 2 * (t >> 1), row = g + 8 * (t & 1);
+    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float2 s, m;
+      k_scales2_f(r.hd, half, sel, s, m);
+      sc[16 * ((ka >> 1) + 2 * half) + row] = make_float4(s.x, s.y, m.x, m.y);
+    }
+  }
+  // B: plane g % 2 of activation row g / 2 (past the last clamped to it); (xf, xm): row t.
+  const int xo = min(g >> 1, n - 1) * 2 * K + 512 * T + 16 * (2 * (t & 1) + (t >> 1)) + 8 * (g & 1);
+  const int fo = t * (K / 32) + 8 * T;
+  __syncwarp();
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const float4 k0 = sc[16 * c + g], k1 = sc[16 * c + g + 8];
+    const uint2 w0 = r.q0[c], w1 = r.q1[c];
+    int is[2][2];  // [nibble half][row g, g + 8]: 256 i1 + i2
+#pragma unroll
+    for (int nib = 0; nib < 2; ++nib) {
+      const uint32_t mk = nib ? 0xF0F0F0F0u : 0x0F0F0F0Fu;  // high nibbles as 16 q (kHi16)
+      const uint2 b = __ldg(reinterpret_cast<const uint2*>(x8.q + xo + 64 * (2 * c + nib)));
+      int i[4] = {0, 0, 0, 0};
+      mma_16832_u8s8_acc(i, w0.x & mk, w1.x & mk, w0.y & mk, w1.y & mk, b.x, b.y);
+      is[nib][0] = plane_sum(i[0], i[1]);
+      is[nib][1] = plane_sum(i[2], i[3]);
+    }
+    const float4 x = __ldg(reinterpret_cast<const float4*>(x8.fm + fo + 2 * c));
+    const float2 f = make_float2(x.x, x.z), xm = make_float2(x.y, x.w);
+    float(&v)[4] = (c & 1) ? acc2[0] : acc[0];
+    v[0] = i8_step(v[0], make_float2(k0.x, k0.y), make_float2(k0.z, k0.w), is[0][0], is[1][0], f, xm);
+    v[2] = i8_step(v[2], make_float2(k1.x, k1.y), make_float2(k1.z, k1.w), is[0][1], is[1][1], f, xm);
+  }
+}
+
+// compute_sb4's sums at a segment's end, into the C fragment's places (store_rows): lane t's
+// [e] (row g or g + 8 as e / 2, activation row 2t + e % 2) from lane 2t + e % 2 of the group
+// (activation rows 4.. are never stored).
+__device__ __forceinline__ void sb4_gather(float (&acc)[1][4], float (&acc2)[1][4], int lane) {
+  const int base = lane & ~3, src0 = base + ((2 * lane) & 3), src1 = src0 + 1;
+  const float a0 = acc[0][0], a2 = acc[0][2], b0 = acc2[0][0], b2 = acc2[0][2];
+  acc[0][0] = __shfl_sync(0xffffffffu, a0, src0);
+  acc[0][1] = __shfl_sync(0xffffffffu, a0, src1);
+  acc[0][2] = __shfl_sync(0xffffffffu, a2, src0);
+  acc[0][3] = __shfl_sync(0xffffffffu, a2, src1);
+  acc2[0][0] = __shfl_sync(0xffffffffu, b0, src0);
+  acc2[0][1] = __shfl_sync(0xffffffffu, b0, src1);
+  acc2[0][2] = __shfl_sync(0xffffffffu, b2, src0);
+  acc2[0][3] = __shfl_sync(0xffffffffu, b2, src1);
 }
 
 }  // namespace gs::cuda::mv

@@ -82,7 +82,7 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
-  int x8_bytes;     // kI8 = 1: the quantized activation row in shared memory after the ring
+  int x8_bytes;     // after the ring: kI8 = 1 the quantized activation row, kI8 = 3 the warps' scale scratch
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
@@ -194,8 +194,10 @@ __device__ __forceinline__ void consume_raw(const typename Tile<F>::Raw& r, uint
 // contiguous copy of the same size (what a stage-major weight layout would stream); all write
 // meaningless sums.
 // kI8 (Q4_K only; k_matvec_i8.cuh, decision 0028): 1 = the one-row dp4a form, the consumers
-// quantizing the activation row into shared memory first; 2 = the several-row int8 mma form
-// on activations that quantize_x8_kernel left in sync.x8.
+// quantizing the activation row into shared memory first; 2 = the twenty-first session's
+// several-row int8 mma form (compute_mma8), 3 = the one with one sub-block an mma
+// (compute_sb) and 4 = its form for 2..4 rows (compute_sb4, NT = 1), all on activations that
+// quantize_x8_kernel left in sync.x8.
 template <WFormat F, int NT, int kMinBlocks, bool kXS, int kDiag = 0, int kI8 = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matvec_stream_kernel(const StreamParts P, WeightLayout L, const uint16_t* __restrict__ xh,
@@ -325,6 +327,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     xsrc = reinterpret_cast<const uint16_t*>(xs);
   }
   static_assert(kI8 == 0 || (F == WFormat::kQ4_K && !kXS), "the int8 forms are Q4_K's, activations not copied");
+  static_assert(kI8 < 3 || kDiag == 0, "compute_sb has no measurement kernels");
+  static_assert(kI8 != 4 || NT == 1, "compute_sb4 takes up to 4 activation rows");
   static_assert(kI8 != 1 || NT == 1, "the dp4a form takes one activation row");
   const int64_t K = L.n_in_pad;
   X8Rows x8{};
@@ -339,6 +343,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   } else if constexpr (kI8 == 2) {
     x8 = x8_rows(sync.x8, n, K);
   }
+
+  // kI8 = 3: where the lane's B pieces (activation rows 8 ct + g, past the last clamped to it)
+  // and (xf, xm) of activation row 2t are at tile 0, and the warp's scale scratch after the
+  // ring (compute_sb).
+  int sbo[NT];
+#pragma unroll
+  for (int ct = 0; ct < NT; ++ct) sbo[ct] = min(8 * ct + g, n - 1) * 2 * static_cast<int>(K) + 16 * (2 * (t & 1) + (t >> 1));
+  const int sbf = 2 * t * static_cast<int>(K / 32);
+  float4* const sbsc = reinterpret_cast<float4*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes) + warp * kSbScaleFloat4s;
   float dv = 0.f;  // kI8 = 1: this lane's sequence sum (compute_dp4a)
   // kI8 = 2: each column tile's B source and scale rows (compute_mma8) and its four sums
   constexpr int NC = kI8 == 2 ? 2 * NT : 1;
@@ -404,10 +417,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     // eighth session).
     if constexpr (kDiag != 2) mbar_wait(&sh.full[slot], phase);
     const bool have = kDiag != 1 && kDiag != 3 && j < nt;
-    typename Tile<F>::Raw cur;
+    // compute_sb reads the stage into its own registers (load_sb), the other forms Tile<F>'s.
+    typename std::conditional<kI8 >= 3, SbRaw, typename Tile<F>::Raw>::type cur;
     if (have) {
-      Tile<F>::template load<SharedLd>(cur, R, j, t);
-      consume_raw<F>(cur, &sh.sink[warp][lane]);
+      if constexpr (kI8 >= 3) {
+        load_sb(cur, st + static_cast<size_t>(j) * kQ4KTileBytes, lane);
+        *reinterpret_cast<volatile uint32_t*>(&sh.sink[warp][lane]) = sb_loaded_words(cur);
+      } else {
+        Tile<F>::template load<SharedLd>(cur, R, j, t);
+        consume_raw<F>(cur, &sh.sink[warp][lane]);
+      }
     }
     __syncwarp();
     if (kDiag != 2 && lane == 0) mbar_arrive(&sh.empty[slot]);  // the stage is in registers: refill it
@@ -429,6 +448,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           mma8_rotate<NC>(xo8, fo8, v8);
         }
       }
+    } else if constexpr (kI8 == 3) {
+      if (have) {
+        const int T = t0 + j;
+        int xo[NT];
+#pragma unroll
+        for (int ct = 0; ct < NT; ++ct) xo[ct] = sbo[ct] + T * 512;
+        compute_sb<NT>(cur, sbsc, x8_sb(sync.x8, n, K), xo, sbf + T * 8, static_cast<int>(K), acc, acc2, lane);
+      }
+    } else if constexpr (kI8 == 4) {
+      if (have) compute_sb4(cur, sbsc, x8_sb(sync.x8, n, K), t0 + j, n, static_cast<int>(K), acc, acc2, lane);
     } else if (have) {
       const uint16_t* xb[NT];
 #pragma unroll
@@ -443,6 +472,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if constexpr (kI8 == 1) {
       dp4a_gather(dv, acc[0], acc2[0], lane);
       dv = 0.f;
+    } else if constexpr (kI8 == 4) {
+      sb4_gather(acc, acc2, lane);
     } else if constexpr (kI8 == 2) {
       mma8_gather<NT>(v8, acc, acc2, lane);
 #pragma unroll
@@ -542,14 +573,22 @@ int diag_mode() {
 }
 
 // The int8 Q4_K forms (decision 0028) serve Q4_K weights up to kMatvecI8MaxIn inputs, for
-// every row count alike (so that verify reproduces decode), when GS_MVS_Q4K=1. Not the
-// default: on the H200 the one-plane version gained 9% in decode but verify 5 cost 1.6 decode
-// steps instead of 1.14; the two planes that made it as accurate as the f16 form add work
+// every row count alike (so that verify reproduces decode), when GS_MVS_Q4K=1: dp4a for one
+// row, compute_sb (one sub-block an mma) for 2..16. GS_MVS_Q4K=2 takes the twenty-first
+// session's compute_mma8 for 2..16 instead (the same bits; kept for the device A/B of the two
+// several-row forms). Not the default: on the H200 the one-plane version gained 9% in decode
+// but verify 5 cost 1.6 decode steps instead of 1.14, and the two-plane compute_mma8 1.93
 // (decision 0028).
-bool i8_on() {
-  static const bool on = env_int("GS_MVS_Q4K", 0) == 1;
-  return on;
+int i8_mode() {
+  static const int m = [] {
+    const int v = env_int("GS_MVS_Q4K", 0);
+    return v == 1 || v == 2 ? v : 0;
+  }();
+  return m;
 }
+bool i8_on() { return i8_mode() != 0; }
+// The several-row int8 form's kI8 (matvec_stream_kernel).
+int i8_rows_form() { return i8_mode() == 2 ? 2 : 3; }
 bool i8_serves(const WeightLayout& L) {
   return i8_on() && L.format == WFormat::kQ4_K && L.tile_major && L.n_in_pad <= kMatvecI8MaxIn;
 }
@@ -575,10 +614,18 @@ cudaError_t prepare_f() {
     if (r != cudaSuccess) e = r;
   if constexpr (F == WFormat::kQ4_K) {
     if (i8_on()) {  // the int8 forms only when they may run
-      for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>(),
-                            prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
-                            prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
+      for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 1>(), prepare_one<F, 1, 2, false, 0, 1>()})
         if (r != cudaSuccess) e = r;
+      if (i8_rows_form() == 2) {
+        for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 2>(), prepare_one<F, 1, 2, false, 0, 2>(),
+                              prepare_one<F, 2, 1, false, 0, 2>(), prepare_one<F, 2, 2, false, 0, 2>()})
+          if (r != cudaSuccess) e = r;
+      } else {
+        for (cudaError_t r : {prepare_one<F, 1, 1, false, 0, 3>(), prepare_one<F, 1, 2, false, 0, 3>(),
+                              prepare_one<F, 2, 1, false, 0, 3>(), prepare_one<F, 2, 2, false, 0, 3>(),
+                              prepare_one<F, 1, 1, false, 0, 4>(), prepare_one<F, 1, 2, false, 0, 4>()})
+          if (r != cudaSuccess) e = r;
+      }
       if (diag_mode() == 2) {
         const cudaError_t r = prepare_one<F, 1, 2, false, 2, 1>();
         if (r != cudaSuccess) e = r;
@@ -635,6 +682,7 @@ bool stream_geometry(const WeightLayout& L, int64_t n_rg, int64_t n_rows, int n_
   if (i8_serves(L)) {
     G.xs_bytes = 0;
     if (n_rows == 1) G.x8_bytes = static_cast<int>((mv::x8_bytes(1, L.n_in_pad) + 127) / 128 * 128);
+    else if (i8_rows_form() == 3) G.x8_bytes = kConsumerWarps * mv::kSbScaleFloat4s * 16;
   }
   const int ring_cap = G.xs_bytes ? kXsCtaBytes - G.xs_bytes
                        : G.x8_bytes ? kXsCtaBytes - G.x8_bytes
@@ -704,14 +752,18 @@ void launch_f(cudaStream_t s, const StreamParts& P, const WeightLayout& L, const
   if constexpr (F == WFormat::kQ4_K) {
     if (i8_serves(L)) {
       if constexpr (NT == 1) {
-        if (G.x8_bytes) {
+        if (P.y[0].rows == 1) {
           if constexpr (MB == 2) {
             if (diag_mode() == 2) return go(matvec_stream_kernel<F, 1, 2, false, 2, 1>);
           }
           return go(matvec_stream_kernel<F, 1, MB, false, 0, 1>);
         }
       }
-      return go(matvec_stream_kernel<F, NT, MB, false, 0, 2>);
+      if (i8_rows_form() == 2) return go(matvec_stream_kernel<F, NT, MB, false, 0, 2>);
+      if constexpr (NT == 1) {
+        if (P.y[0].rows <= 4) return go(matvec_stream_kernel<F, 1, MB, false, 0, 4>);
+      }
+      return go(matvec_stream_kernel<F, NT, MB, false, 0, 3>);
     }
   }
   if constexpr (NT == 1) {
@@ -792,7 +844,8 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
     const int64_t K = L[0]->n_in_pad;
     const int64_t warps = (rows * (K / 32) + 7) / 8;
     const int grid = static_cast<int>(std::min<int64_t>((warps + 7) / 8, 4 * n_sm));
-    launch_k(mv::quantize_x8_kernel, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
+    if (i8_rows_form() == 2) launch_k(mv::quantize_x8_kernel<false>, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
+    else launch_k(mv::quantize_x8_kernel<true>, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
   }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
   if (rows <= 8) {

@@ -114,6 +114,7 @@ inline long long clock64() { return std::chrono::steady_clock::now().time_since_
 }
 inline uint4 __ldg(const uint4* p) { return *p; }
 inline float4 __ldg(const float4* p) { return *p; }
+inline uint2 __ldg(const uint2* p) { return *p; }
 inline float __uint_as_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
@@ -129,6 +130,12 @@ inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 4; ++i)
     c += static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i))) *
          static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i)));
+  return c;
+}
+// c + the four products of a's unsigned bytes with b's signed ones (PTX dp4a.u32.s32).
+inline int dp4a_us(uint32_t a, int b, int c) {
+  for (int i = 0; i < 4; ++i)
+    c += static_cast<int>((a >> (8 * i)) & 0xffu) * static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i)));
   return c;
 }
 inline int __float2int_rn(float f) { return static_cast<int>(std::nearbyint(f)); }  // ties to even
