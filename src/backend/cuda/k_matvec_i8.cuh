@@ -421,9 +421,6 @@ __device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8S
   __syncwarp();
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const float4 k0 = sc[16 * c + g], k1 = sc[16 * c + g + 8];
-    const float2 s0 = make_float2(k0.x, k0.y), m0 = make_float2(k0.z, k0.w);
-    const float2 s1 = make_float2(k1.x, k1.y), m1 = make_float2(k1.z, k1.w);
     const uint2 w0 = r.q0[c], w1 = r.q1[c];
 #pragma unroll
     for (int ct = 0; ct < NC; ++ct) {
@@ -439,15 +436,18 @@ __device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8S
 #pragma unroll
         for (int e = 0; e < 4; ++e) is[nib][e] = plane_sum(i1[e], i2[e]);
       }
+      const float4 x0 = __ldg(reinterpret_cast<const float4*>(x8.fm + fo + (8 * ct) * (K / 32) + 2 * c));
+      const float4 x1 = __ldg(reinterpret_cast<const float4*>(x8.fm + fo + (8 * ct + 1) * (K / 32) + 2 * c));
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {  // activation row 8 ct + 2t + j: (xf, xm) of sub-blocks 2c, 2c + 1
-        const float4 x = __ldg(reinterpret_cast<const float4*>(x8.fm + fo + (8 * ct + j) * (K / 32) + 2 * c));
-        const float2 f = make_float2(x.x, x.z), xm = make_float2(x.y, x.w);
+      for (int rr = 0; rr < 2; ++rr) {  // rows g, g + 8: their scales, then activation rows 8 ct + 2t + j
+        const float4 k = sc[16 * c + g + 8 * rr];
+        const float2 sk = make_float2(k.x, k.y), mk = make_float2(k.z, k.w);
 #pragma unroll
-        for (int rr = 0; rr < 2; ++rr) {  // rows g, g + 8
+        for (int j = 0; j < 2; ++j) {
+          const float4& x = j ? x1 : x0;
           const int e = 2 * rr + j;
           float& v = (c & 1) ? acc2[ct][e] : acc[ct][e];
-          v = i8_step(v, rr ? s1 : s0, rr ? m1 : m0, is[0][e], is[1][e], f, xm);
+          v = i8_step(v, sk, mk, is[0][e], is[1][e], make_float2(x.x, x.z), make_float2(x.y, x.w));
         }
       }
     }
