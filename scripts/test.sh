@@ -10,7 +10,7 @@ fi
 ctest --test-dir "${GS_BUILD_DIR:-build}" -LE device --output-on-failure -j"$(nproc)"
 if [ -x scripts/fuzz.sh ]; then ./scripts/fuzz.sh; fi
 # The CUDA kernels' logic on the CPU emulator (tools/cuda_emu): the bulk-copy matvec in both
-# copy modes and the attention kernels with eager copies (~14 minutes on 2 cores). Needs the
+# copy modes and the attention kernels with eager copies (~20 minutes on 2 cores). Needs the
 # CUDA toolkit's headers; GS_SKIP_EMU=1 skips it. (The matvec emulator's random fiber order,
 # `cuda_emu_matvec.sh random`, is left out: it passes, but adds ~12 minutes.)
 if [ "${GS_SKIP_EMU:-0}" != 1 ]; then

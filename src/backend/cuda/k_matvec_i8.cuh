@@ -22,7 +22,8 @@
 //   (one shuffle each way), and the lane with t % 2 == 0 goes on with row g, the other with
 //   row g + 8. The activations are quantized by the CTA into shared memory.
 // - 2..16 activation rows (verify), GS_MVS_Q4K=1: compute_sb, one m16n8k32 u8 x s8 mma a
-//   sub-block and plane for 16 weight rows x 8 activation rows. Its lanes read their own words
+//   sub-block and plane for 16 weight rows x 8 activation rows (compute_sb4 for 2..4 rows:
+//   one mma a sub-block for both planes of 4 activation rows). Its lanes read their own words
 //   of the stage (load_sb: lane t of a group holds 8 bytes of every chunk, so the group's 4
 //   lanes hold whole chunks and one mma's k range is one sub-block); the activations are
 //   quantized into global memory by quantize_x8_kernel first, in the order the mma's k takes
@@ -36,8 +37,8 @@
 // (2, 3, 6, 7), tile after tile, and S_0 + S_2 at the end of a warp's segment (acc / acc2 of
 // the f16 form), so that every f32 operation is the same in all.
 // Instructions a tile (SASS, scripts/sass_tile.py; docs/perf-notes.md, forty-third session):
-// one row 211; compute_sb 311 for 2..8 rows, 598 for 9..16; compute_mma8 338 for 2..4 rows,
-// 660 for 5..8; the f16 form 293 (337 for 9..16).
+// one row 211; compute_sb4 210 for 2..4 rows; compute_sb 310 for 5..8, 592 for 9..16;
+// compute_mma8 338 for 2..4, 660 for 5..8; the f16 form 293 (337 for 9..16).
 #pragma once
 
 #include <cstdint>
