@@ -82,7 +82,7 @@ struct StreamGeom {
   int ms;           // shared bytes per row in a stage's meta part (16-aligned)
   int stage_bytes;  // kRowGroup * (rs + ms)
   int xs_bytes;     // activations copied to shared memory after the ring (kXS), else 0
-  int x8_bytes;     // after the ring: kI8 = 1 the quantized activation row, kI8 = 3 the warps' scale scratch
+  int x8_bytes;     // after the ring: kI8 = 1 the quantized activation row, kI8 = 3, 4 the scale scratch
   int evict_first;  // the weight copies run under an L2 evict-first policy (GS_MVS_EVICT)
 };
 
@@ -345,13 +345,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 
   // kI8 = 3: where the lane's B pieces (activation rows 8 ct + g, past the last clamped to it)
-  // and (xf, xm) of activation row 2t are at tile 0, and the warp's scale scratch after the
-  // ring (compute_sb).
+  // and (xf, xm) of activation row 2t are at tile 0 (compute_sb); kI8 = 3, 4: the warp's scale
+  // scratch after the ring.
   int sbo[NT];
 #pragma unroll
-  for (int ct = 0; ct < NT; ++ct) sbo[ct] = min(8 * ct + g, n - 1) * 2 * static_cast<int>(K) + 16 * (2 * (t & 1) + (t >> 1));
+  for (int ct = 0; ct < NT; ++ct)
+    sbo[ct] = min(8 * ct + g, n - 1) * 2 * static_cast<int>(K) + 16 * (2 * (t & 1) + (t >> 1));
   const int sbf = 2 * t * static_cast<int>(K / 32);
-  float4* const sbsc = reinterpret_cast<float4*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes) + warp * kSbScaleFloat4s;
+  float4* const sbsc =
+      reinterpret_cast<float4*>(ring + static_cast<size_t>(G.ns) * G.stage_bytes) + warp * kSbScaleFloat4s;
   float dv = 0.f;  // kI8 = 1: this lane's sequence sum (compute_dp4a)
   // kI8 = 2: each column tile's B source and scale rows (compute_mma8) and its four sums
   constexpr int NC = kI8 == 2 ? 2 * NT : 1;
@@ -844,8 +846,9 @@ bool launch_matvec_stream_multi(cudaStream_t s, const void* const* w, const Weig
     const int64_t K = L[0]->n_in_pad;
     const int64_t warps = (rows * (K / 32) + 7) / 8;
     const int grid = static_cast<int>(std::min<int64_t>((warps + 7) / 8, 4 * n_sm));
-    if (i8_rows_form() == 2) launch_k(mv::quantize_x8_kernel<false>, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
-    else launch_k(mv::quantize_x8_kernel<true>, grid, 256, 0, s, xh, K, static_cast<int>(rows), sync.x8);
+    const int r = static_cast<int>(rows);
+    if (i8_rows_form() == 2) launch_k(mv::quantize_x8_kernel<false>, grid, 256, 0, s, xh, K, r, sync.x8);
+    else launch_k(mv::quantize_x8_kernel<true>, grid, 256, 0, s, xh, K, r, sync.x8);
   }
   const bool two = ctas > n_sm;  // two CTAs per SM: the register-capped instantiation
   if (rows <= 8) {

@@ -135,7 +135,8 @@ inline int __dp4a(int a, int b, int c) {
 // c + the four products of a's unsigned bytes with b's signed ones (PTX dp4a.u32.s32).
 inline int dp4a_us(uint32_t a, int b, int c) {
   for (int i = 0; i < 4; ++i)
-    c += static_cast<int>((a >> (8 * i)) & 0xffu) * static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i)));
+    c += static_cast<int>((a >> (8 * i)) & 0xffu) *
+         static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i)));
   return c;
 }
 inline int __float2int_rn(float f) { return static_cast<int>(std::nearbyint(f)); }  // ties to even
