@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "server/json_input.h"
+#include "server/tag_fields.h"
 #include "text/json_grammar.h"
 
 namespace gs::server {
@@ -37,18 +38,6 @@ Status read_format(const json& format, const std::string& where, GenerationOptio
   return {};
 }
 
-Status read_effort(const json& config) {
-  const auto it = config.find("effort");
-  if (it == config.end() || it->is_null()) return {};
-  if (it->is_string()) {
-    for (std::string_view known : {"low", "medium", "high", "xhigh", "max"}) {
-      if (it->get_ref<const std::string&>() == known) return {};
-    }
-  }
-  return invalid(fmt::format("output_config.effort must be 'low', 'medium', 'high', 'xhigh' or 'max', got {}",
-                             it->dump()));
-}
-
 }  // namespace
 
 Status read_anthropic_output(const json& body, GenerationOptions* gen) {
@@ -60,7 +49,8 @@ Status read_anthropic_output(const json& body, GenerationOptions* gen) {
   if (!config->is_object()) {
     return invalid(fmt::format("output_config must be an object, got {}", json_type_name(*config)));
   }
-  GS_RETURN_IF_ERROR(read_effort(*config));
+  constexpr std::string_view kEfforts[] = {"low", "medium", "high", "xhigh", "max"};
+  GS_RETURN_IF_ERROR(read_choice(*config, "output_config", "effort", kEfforts));
   const auto format = config->find("format");
   if (format == config->end() || format->is_null()) return {};
   if (has_beta) {

@@ -40,19 +40,6 @@ std::string one_of(std::span<const std::string_view> allowed) {
   return names;
 }
 
-// A string field that is absent, null or one of `allowed`.
-Status read_choice(const json& obj, std::string_view path, const char* key, std::span<const std::string_view> allowed) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return {};
-  if (!it->is_string()) {
-    return invalid(fmt::format("{} must be {} (a string) or null, got {}", field_name(path, key), one_of(allowed),
-                               json_type_name(*it)));
-  }
-  const std::string& v = it->get_ref<const std::string&>();
-  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return {};
-  return invalid(fmt::format("{} must be {}, got '{}'", field_name(path, key), one_of(allowed), v));
-}
-
 // A top-level field that is absent, null or a string.
 Status check_string(const json& obj, const char* key, bool null_named) {
   const auto it = obj.find(key);
@@ -71,6 +58,19 @@ size_t code_points(std::string_view s) {
 }
 
 }  // namespace
+
+// A string field that is absent, null or one of `allowed`.
+Status read_choice(const json& obj, std::string_view path, const char* key, std::span<const std::string_view> allowed) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return {};
+  if (!it->is_string()) {
+    return invalid(fmt::format("{} must be {} (a string) or null, got {}", field_name(path, key), one_of(allowed),
+                               json_type_name(*it)));
+  }
+  const std::string& v = it->get_ref<const std::string&>();
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return {};
+  return invalid(fmt::format("{} must be {}, got '{}'", field_name(path, key), one_of(allowed), v));
+}
 
 Status check_openai_user(const json& body) {
   std::optional<std::string> user;

@@ -15,6 +15,11 @@
 
 namespace gs::server {
 
+// A string field of `obj` (at `path`, "" for the body) that is absent, null or one of
+// `allowed`; else a 400 naming the field and the allowed values.
+Status read_choice(const nlohmann::json& obj, std::string_view path, const char* key,
+                   std::span<const std::string_view> allowed);
+
 // OpenAI's `user` (chat completions, completions, responses): a string. Absent or null passes.
 // Error (kInvalidArgument): "user must be a string, got number".
 Status check_openai_user(const nlohmann::json& body);
