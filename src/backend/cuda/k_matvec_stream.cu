@@ -248,6 +248,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       if (G.evict_first) bulk_tensor_2d_g2s(dst, m, c0, c1, bar, policy);
       else bulk_tensor_2d_g2s(dst, m, c0, c1, bar);
     };
+    // Where lane 0 alone issues a stage's copies, lanes 1..31 leave now: waiting on the empty
+    // barriers with nothing to issue, a lane could fall two phases behind lane 0 (parity waits
+    // cannot tell phase k from k + 2) and wait forever. The per-row copies keep every lane and a
+    // __syncwarp each stage.
+    constexpr bool kOneLane = tile_major(F) || kDiag == 3 || uses_tma(F);
+    if (kOneLane && lane != 0) return;
     for (int64_t u = u0; u < u1; ++u) {
       mbar_wait(&sh.empty[slot], phase ^ 1u);
       const int t0 = s * kStageTiles;
