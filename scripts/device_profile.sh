@@ -6,13 +6,15 @@
 #   GS_PROF_KERNEL  kernel name regex (default matvec_stream_kernel)
 #   GS_PROF_SKIP    matching launches to skip first (default 24: the Q4_K 5376 x 21504 matvec)
 #   GS_PROF_NAME    report name (default prof)
+#   GS_PROF_NAME_BASE  what the regex matches: function (default), demangled (with the template
+#                   arguments, e.g. '\(int\)3>' for the int8 compute_sb form) or mangled
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
 K="${GS_PROF_KERNEL:-matvec_stream_kernel}"
 SKIP="${GS_PROF_SKIP:-24}"
 NAME="${GS_PROF_NAME:-prof}"
-timeout 240 ncu --clock-control none --set full --import-source no -k "regex:$K" -s "$SKIP" -c 1 -o "$OUT/$NAME" \
+timeout 240 ncu --clock-control none --kernel-name-base "${GS_PROF_NAME_BASE:-function}" --set full --import-source no -k "regex:$K" -s "$SKIP" -c 1 -o "$OUT/$NAME" \
   "$DEV/bin/gemmaserve" bench --ops --ops-only matmul --device cuda >"$OUT/$NAME.log" 2>&1
 echo "ncu exit $?"
 ncu --import "$OUT/$NAME.ncu-rep" --page details >"$OUT/$NAME.txt" 2>&1
