@@ -390,6 +390,20 @@ __device__ __forceinline__ uint32_t sb_loaded_words(const SbRaw& r) {
 // [16 c + r] (k_scales2_f of sub-blocks 2c, 2c + 1).
 constexpr int kSbScaleFloat4s = 4 * 16;
 
+// The warp's scale scratch for one tile (compute_sb, compute_sb4): lane (g, t) computes the
+// one-row form's two k_scales2 calls for row g + 8 (t % 2), chunks t / 2 and 2 + t / 2 (r.hd is
+// that row's header), into sc (kSbScaleFloat4s, layout above). The caller's __syncwarp follows.
+__device__ __forceinline__ void sb_write_scales(const SbRaw& r, float4* sc, int g, int t) {
+  const int ka = 2 * (t >> 1), row = g + 8 * (t & 1);
+  const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float2 s, m;
+    k_scales2_f(r.hd, half, sel, s, m);
+    sc[16 * ((ka >> 1) + 2 * half) + row] = make_float4(s.x, s.y, m.x, m.y);
+  }
+}
+
 // The several-row form on load_sb's registers, for NC column tiles of 8 activation rows.
 // First the scales: each lane computes those the one-row form's lane t computes (row g + 8 (t
 // % 2), chunks t / 2 and 2 + t / 2), into the warp's scratch `sc` (kSbScaleFloat4s), so each
@@ -409,16 +423,7 @@ template <int NC>
 __device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8Sb& x8, const int (&xo)[NC], int fo,
                                            int K, float (&acc)[NC][4], float (&acc2)[NC][4], int lane) {
   const int g = lane >> 2, t = lane & 3;
-  {
-    const int ka = 2 * (t >> 1), row = g + 8 * (t & 1);
-    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float2 s, m;
-      k_scales2_f(r.hd, half, sel, s, m);
-      sc[16 * ((ka >> 1) + 2 * half) + row] = make_float4(s.x, s.y, m.x, m.y);
-    }
-  }
+  sb_write_scales(r, sc, g, t);
   __syncwarp();
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
@@ -465,16 +470,7 @@ __device__ __forceinline__ void compute_sb(const SbRaw& r, float4* sc, const X8S
 __device__ __forceinline__ void compute_sb4(const SbRaw& r, float4* sc, const X8Sb& x8, int T, int n, int K,
                                             float (&acc)[1][4], float (&acc2)[1][4], int lane) {
   const int g = lane >> 2, t = lane & 3;
-  {
-    const int ka = 2 * (t >> 1), row = g + 8 * (t & 1);
-    const uint32_t sel = 0x4140u + 0x0101u * static_cast<uint32_t>(ka);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float2 s, m;
-      k_scales2_f(r.hd, half, sel, s, m);
-      sc[16 * ((ka >> 1) + 2 * half) + row] = make_float4(s.x, s.y, m.x, m.y);
-    }
-  }
+  sb_write_scales(r, sc, g, t);
   // B: plane g % 2 of activation row g / 2 (past the last clamped to it); (xf, xm): row t.
   const int xo = min(g >> 1, n - 1) * 2 * K + 512 * T + 16 * (2 * (t & 1) + (t >> 1)) + 8 * (g & 1);
   const int fo = t * (K / 32) + 8 * T;
