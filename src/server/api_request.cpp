@@ -899,7 +899,8 @@ constexpr std::string_view kRequestFields[] = {
     "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
     "dry_sequence_breakers", "dynatemp_range", "dynatemp_exponent", "top_n_sigma", "min_keep", "samplers",
     "t_max_predict_ms", "n_indent", "n_cmpl", "lora", "post_sampling_probs",
-    "content", "add_special", "parse_special", "with_pieces", "tokens", "user", "metadata", "service_tier",
+    "content", "add_special", "parse_special", "with_pieces", "tokens", "add_special_tokens", "return_token_strs",
+    "user", "metadata", "service_tier",
     "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "store", "verbosity", "prediction",
 };
 

@@ -248,8 +248,11 @@ class Routes {
 
   // llama-server's utility routes: no generation, so they answer while the server drains.
 
-  // POST /tokenize: the content's ids (with BOS when add_special), control-token text parsed
-  // unless parse_special is false; with_pieces adds each id's piece.
+  // POST /tokenize: llama-server's content, or vLLM's prompt, as ids (with BOS when
+  // add_special), control-token text parsed unless parse_special is false; with_pieces adds
+  // each id's piece. vLLM's messages: the ids the chat route would feed the model for that chat
+  // (render_chat_request, then markup-only control tokens and BOS, as plan_chat), with vLLM's
+  // count, max_model_len and token_strs.
   void tokenize(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
     if (!m) return send_loading(res);
@@ -257,32 +260,51 @@ class Routes {
     if (!body.ok()) return send_error(res, request_error(body.status()));
     Result<TokenizeRequest> parsed = parse_tokenize_request(*body);
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
-    std::vector<int32_t> ids = m->tokenizer->encode(parsed->content, parsed->add_special, parsed->parse_special);
+    std::vector<int32_t> ids;
+    if (parsed->form == TokenizeForm::kVllmMessages) {
+      keep_exact_tool_integers(req.body, &*body);
+      body->erase("add_special_tokens");  // this route's own fields, not the chat request's
+      body->erase("return_token_strs");
+      Result<ChatCompletionRequest> chat = parse_chat_request(*body, m->defaults);
+      if (!chat.ok()) return send_error(res, request_error(chat.status()));
+      Result<text::RenderedPrompt> prompt = render_chat_request(*chat);
+      if (!prompt.ok()) return send_error(res, request_error(prompt.status()));
+      ids = m->tokenizer->encode_prompt(prompt->text, prompt->markup, /*add_special=*/true);
+      if (parsed->add_special && m->tokenizer->bos_id() != text::kNoToken) {
+        ids.insert(ids.begin(), m->tokenizer->bos_id());  // vLLM's tokenizer adds one before the template's
+      }
+    } else {
+      ids = m->tokenizer->encode(parsed->content, parsed->add_special, parsed->parse_special);
+    }
+    TokenizeAnswer answer;
+    answer.with_pieces = parsed->with_pieces;
+    answer.vllm = parsed->form != TokenizeForm::kLlamaServer;
+    answer.token_strs = parsed->token_strs;
+    answer.max_model_len = m->info.n_ctx;
     res.status = 200;
     constexpr size_t kPartIds = 65536;
-    if (ids.size() <= kPartIds) {
-      res.set_content(tokenize_response_json(*m->tokenizer, ids, parsed->with_pieces), "application/json");
+    auto writer = std::make_shared<TokenizeAnswerWriter>(std::move(ids), answer);
+    std::string first;
+    writer->next(*m->tokenizer, kPartIds, &first);
+    if (writer->done()) {
+      res.set_content(std::move(first), "application/json");
       return;
     }
-    // A large answer is written as it is made, kPartIds ids at a time: its JSON is 7-25 times
-    // the body (an 8 MB body gave 200 MB with pieces), and built whole, a few such requests
-    // at once held gigabytes until their clients read them.
+    // A large answer is written as it is made, kPartIds entries at a time: its JSON is 7-25
+    // times the body (an 8 MB body gave 200 MB with pieces), and built whole, a few such
+    // requests at once held gigabytes until their clients read them.
     struct Parts {
       std::shared_ptr<ModelContext> model;  // keeps the tokenizer alive while writing
-      std::vector<int32_t> ids;
-      bool with_pieces;
-      size_t next = 0;
+      std::shared_ptr<TokenizeAnswerWriter> writer;
+      std::string first;
     };
-    auto st = std::make_shared<Parts>(Parts{m, std::move(ids), parsed->with_pieces});
+    auto st = std::make_shared<Parts>(Parts{m, writer, std::move(first)});
     set_body(req, res, "application/json", [st](size_t, httplib::DataSink& sink) {
-      std::string part = st->next == 0 ? "{\"tokens\":[" : "";
-      const size_t end = std::min(st->ids.size(), st->next + kPartIds);
-      append_tokenize_entries(*st->model->tokenizer, st->ids, st->next, end, st->with_pieces, &part);
-      st->next = end;
-      const bool last = end == st->ids.size();
-      if (last) part += "]}";
+      std::string part = std::move(st->first);
+      st->first.clear();
+      if (part.empty()) st->writer->next(*st->model->tokenizer, kPartIds, &part);
       if (!sink.write(part.data(), part.size())) return false;
-      if (last) sink.done();
+      if (st->writer->done()) sink.done();
       return true;
     });
   }
@@ -346,6 +368,7 @@ class Routes {
                 {"object", "model"},
                 {"created", m.created},
                 {"owned_by", "gemmaserve"},
+                {"max_model_len", m.info.n_ctx},  // vLLM's key: the context a request may fill
                 {"meta",
                  {{"n_ctx", m.info.n_ctx},
                   {"n_vocab", m.info.n_vocab},

@@ -1,8 +1,9 @@
-// Bodies and responses of POST /tokenize and POST /detokenize.
+// Bodies and responses of POST /tokenize and POST /detokenize (llama-server's and vLLM's forms).
 #include "server/token_api.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -28,17 +29,42 @@ void append_int(int32_t v, std::string* out) {
 
 Result<TokenizeRequest> parse_tokenize_request(const json& body) {
   TokenizeRequest req;
-  auto it = body.find("content");
-  if (it == body.end() || it->is_null()) return invalid("content is required (the text to tokenize)");
-  if (!it->is_string()) return invalid(fmt::format("content must be a string, got {}", json_type_name(*it)));
-  req.content = it->get<std::string>();
+  auto present = [&](const char* key) {
+    auto it = body.find(key);
+    return it != body.end() && !it->is_null();
+  };
+  const int given = present("content") + present("prompt") + present("messages");
+  if (given == 0) {
+    return invalid("content is required (the text to tokenize; vLLM's prompt or messages are taken too)");
+  }
+  if (given > 1) return invalid("content, prompt and messages: give one of them (the text or the chat to tokenize)");
   std::optional<bool> b;
-  GS_RETURN_IF_ERROR(read_bool(body, "", "add_special", &b));
-  req.add_special = b.value_or(false);
-  GS_RETURN_IF_ERROR(read_bool(body, "", "parse_special", &b));
-  req.parse_special = b.value_or(true);
-  GS_RETURN_IF_ERROR(read_bool(body, "", "with_pieces", &b));
-  req.with_pieces = b.value_or(false);
+  if (present("content")) {  // llama-server
+    const json& c = body["content"];
+    if (!c.is_string()) return invalid(fmt::format("content must be a string, got {}", json_type_name(c)));
+    req.content = c.get<std::string>();
+    GS_RETURN_IF_ERROR(read_bool(body, "", "add_special", &b));
+    req.add_special = b.value_or(false);
+    GS_RETURN_IF_ERROR(read_bool(body, "", "parse_special", &b));
+    req.parse_special = b.value_or(true);
+    GS_RETURN_IF_ERROR(read_bool(body, "", "with_pieces", &b));
+    req.with_pieces = b.value_or(false);
+    return req;
+  }
+  // vLLM: special-token text is parsed, as its tokenizers split added tokens out.
+  req.parse_special = true;
+  if (present("prompt")) {
+    const json& p = body["prompt"];
+    if (!p.is_string()) return invalid(fmt::format("prompt must be a string, got {}", json_type_name(p)));
+    req.form = TokenizeForm::kVllmPrompt;
+    req.content = p.get<std::string>();
+  } else {
+    req.form = TokenizeForm::kVllmMessages;
+  }
+  GS_RETURN_IF_ERROR(read_bool(body, "", "add_special_tokens", &b));
+  req.add_special = b.value_or(req.form == TokenizeForm::kVllmPrompt);
+  GS_RETURN_IF_ERROR(read_bool(body, "", "return_token_strs", &b));
+  req.token_strs = b.value_or(false);
   return req;
 }
 
@@ -56,38 +82,90 @@ Result<DetokenizeRequest> parse_detokenize_request(const json& body, int32_t n_v
   return req;
 }
 
-void append_tokenize_entries(const text::Tokenizer& tok, std::span<const int32_t> ids, size_t begin, size_t end,
-                             bool with_pieces, std::string* out) {
+namespace {
+
+// Entry k of the tokens array: the id, or {"id","piece"} (pieces that are no valid UTF-8 alone
+// as their byte values).
+void append_id_entry(const text::Tokenizer& tok, int32_t id, bool with_pieces, std::string* out) {
   std::string& o = *out;
-  o.reserve(o.size() + (end - begin) * (with_pieces ? 32 : 7));
-  for (size_t k = begin; k < end; ++k) {
-    if (k > 0) o += ',';
-    if (!with_pieces) {
-      append_int(ids[k], &o);
-      continue;
+  if (!with_pieces) {
+    append_int(id, &o);
+    return;
+  }
+  o += "{\"id\":";
+  append_int(id, &o);
+  o += ",\"piece\":";
+  const std::string_view piece = tok.token_to_piece(id, /*render_special=*/true);
+  if (text::is_valid_utf8(piece)) {
+    o += dump_json(json(std::string(piece)));
+  } else {
+    o += '[';
+    for (size_t b = 0; b < piece.size(); ++b) {
+      if (b > 0) o += ',';
+      append_int(static_cast<unsigned char>(piece[b]), &o);
     }
-    o += "{\"id\":";
-    append_int(ids[k], &o);
-    o += ",\"piece\":";
-    const std::string_view piece = tok.token_to_piece(ids[k], /*render_special=*/true);
-    if (text::is_valid_utf8(piece)) {
-      o += dump_json(json(std::string(piece)));
-    } else {
-      o += '[';
-      for (size_t b = 0; b < piece.size(); ++b) {
-        if (b > 0) o += ',';
-        append_int(static_cast<unsigned char>(piece[b]), &o);
-      }
-      o += ']';
-    }
+    o += ']';
+  }
+  o += '}';
+}
+
+}  // namespace
+
+TokenizeAnswerWriter::TokenizeAnswerWriter(std::vector<int32_t> ids, TokenizeAnswer answer)
+    : ids_(std::move(ids)), answer_(answer) {}
+
+void TokenizeAnswerWriter::close_ids(std::string* out) {
+  std::string& o = *out;
+  o += ']';
+  if (!answer_.vllm) {
     o += '}';
+    phase_ = Phase::kDone;
+    return;
+  }
+  if (answer_.token_strs && !ids_.empty()) {
+    o += ",\"token_strs\":[";
+    phase_ = Phase::kStrings;
+    next_ = 0;
+    return;
+  }
+  o += answer_.token_strs ? ",\"token_strs\":[]" : ",\"token_strs\":null";
+  o += fmt::format(",\"count\":{},\"max_model_len\":{}}}", ids_.size(), answer_.max_model_len);
+  phase_ = Phase::kDone;
+}
+
+void TokenizeAnswerWriter::next(const text::Tokenizer& tok, size_t max_entries, std::string* out) {
+  std::string& o = *out;
+  if (phase_ == Phase::kDone) return;
+  const size_t end = std::min(ids_.size(), next_ + std::max<size_t>(max_entries, 1));
+  if (phase_ == Phase::kIds) {
+    if (!opened_) {
+      o += "{\"tokens\":[";
+      opened_ = true;
+    }
+    o.reserve(o.size() + (end - next_) * (answer_.with_pieces ? 32 : 7));
+    for (; next_ < end; ++next_) {
+      if (next_ > 0) o += ',';
+      append_id_entry(tok, ids_[next_], answer_.with_pieces, &o);
+    }
+    if (next_ == ids_.size()) close_ids(&o);
+    return;
+  }
+  for (; next_ < end; ++next_) {  // kStrings: the vocabulary strings (vLLM's token_strs)
+    if (next_ > 0) o += ',';
+    o += dump_json(json(std::string(tok.token_text(ids_[next_]))));
+  }
+  if (next_ == ids_.size()) {
+    o += fmt::format("],\"count\":{},\"max_model_len\":{}}}", ids_.size(), answer_.max_model_len);
+    phase_ = Phase::kDone;
   }
 }
 
 std::string tokenize_response_json(const text::Tokenizer& tok, std::span<const int32_t> ids, bool with_pieces) {
-  std::string out = "{\"tokens\":[";
-  append_tokenize_entries(tok, ids, 0, ids.size(), with_pieces, &out);
-  out += "]}";
+  TokenizeAnswer a;
+  a.with_pieces = with_pieces;
+  TokenizeAnswerWriter w(std::vector<int32_t>(ids.begin(), ids.end()), a);
+  std::string out;
+  while (!w.done()) w.next(tok, ids.size() + 1, &out);
   return out;
 }
 
@@ -96,7 +174,8 @@ std::string detokenize_response_json(const text::Tokenizer& tok, std::span<const
   options.render_special = true;
   Result<std::string> content = tok.decode(ids, options);
   // decode fails only on an id out of range, which the request parser refused.
-  return dump_json(json{{"content", content.ok() ? std::move(*content) : std::string()}});
+  const std::string text = content.ok() ? std::move(*content) : std::string();
+  return dump_json(json{{"content", text}, {"prompt", text}});
 }
 
 }  // namespace gs::server
