@@ -182,6 +182,7 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
       if (stop_matcher_.stopped()) {
         stopped_early_ = true;
         result_.finish_reason = "stop";
+        result_.stop_sequence = *stop_matcher_.matched();
         if (stream_) stream_->cancel();
       }
       release_tokens(out, stopped_early_);
@@ -270,7 +271,11 @@ void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
       if (!stopped_early_) consume_parser_events(parser_->finish(), out);
     } else {
       std::string released = stop_matcher_.feed(tail, stop_armed_);
-      if (!stop_matcher_.stopped()) released += stop_matcher_.finish();
+      if (stop_matcher_.stopped()) {
+        result_.stop_sequence = *stop_matcher_.matched();
+      } else {
+        released += stop_matcher_.finish();
+      }
       result_.content += released;
       OutputDelta d;
       d.text = std::move(released);

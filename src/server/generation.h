@@ -85,7 +85,7 @@ struct GenerationResult {
   std::string reasoning_content;
   std::vector<text::ParsedToolCall> tool_calls;
   std::string finish_reason;           // "stop", "length", "tool_calls"
-  std::string stop_sequence;           // chat: the stop string that ended the output, "" when none did
+  std::string stop_sequence;           // the stop string that ended the output, "" when none did
   Usage usage;
   int32_t reasoning_tokens = 0;
   int empty_reasoning_blocks = 0;
