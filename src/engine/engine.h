@@ -200,12 +200,11 @@ struct EngineInfo {
   uint64_t kv_bytes = 0;      // KV cache in backend memory
 };
 
-// What one slot is doing (GET /slots): whether a sequence holds it, and that sequence's
-// prompt and generated token counts (0 when idle). Refreshed at each step and each end.
+// What one slot is doing (GET /slots): whether a sequence holds it, and how many tokens that
+// sequence has sampled (0 when idle). Refreshed at each step and each end.
 struct SlotState {
   bool processing = false;
-  int32_t n_prompt_tokens = 0;
-  int32_t n_decoded = 0;  // tokens sampled so far, an end-of-generation token included
+  int32_t n_decoded = 0;  // an end-of-generation token included
 };
 
 // Counters and gauges for /metrics (monotonic counters never decrease).

@@ -60,7 +60,6 @@ void Scheduler::publish_slots_locked() {
     if (seq.slot < 0 || static_cast<size_t>(seq.slot) >= metrics_.slots.size()) continue;
     SlotState& st = metrics_.slots[static_cast<size_t>(seq.slot)];
     st.processing = true;
-    st.n_prompt_tokens = static_cast<int32_t>(seq.request.prompt.size());
     st.n_decoded = seq.n_generated;
   }
 }

@@ -21,8 +21,8 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
   // The logprobs must spell the returned text (decisions 0053, 0055): where a stop string may
   // cut a raw completion, a token is held until its text is decided; chat tokens are always
   // held until the parser has decided what content their text becomes. None of it is done for
-  // a request that asks no logprobs (decision 0058).
-  logprobs_ = plan_.request.n_logprobs >= 0;
+  // a request that asks no logprobs (decision 0058) nor its token ids (release_tokens).
+  logprobs_ = plan_.request.n_logprobs >= 0 || plan_.release_tokens;
   hold_tokens_ = logprobs_ && !plan_.chat && !plan_.stop.empty();
   if (plan_.chat) {
     text::ParserOptions options = plan_.parser;

@@ -339,7 +339,8 @@ class Routes {
     auto state = std::make_shared<ResponseState>();
     state->chat = false;
     state->llama = true;
-    state->logprobs = cr.gen.n_logprobs >= 0;
+    plan->release_tokens = parsed->wants_tokens;
+    state->logprobs = cr.gen.n_logprobs >= 0 || parsed->wants_tokens;  // the outputs keep the released tokens
     state->meta = {make_response_id("cmpl-"), unix_now(), m->model_id};
     const GenerationRequest& g = plan->request;
     LlamaSettings settings{g.sampling, g.max_tokens, cr.gen.stop, cr.gen.ignore_eos, cr.gen.stream, parsed->n_probs,

@@ -207,7 +207,8 @@ Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, 
   if (!limited) translated["n_predict"] = -1;
   GS_ASSIGN_OR_RETURN(req.completion, parse_completion_request(translated, defaults));
   GenerationOptions& gen = req.completion.gen;
-  gen.n_logprobs = req.n_probs > 0 ? req.n_probs : (gen.stream || req.return_tokens ? 0 : -1);
+  gen.n_logprobs = req.n_probs > 0 ? req.n_probs : -1;
+  req.wants_tokens = gen.stream || req.return_tokens;
   return req;
 }
 

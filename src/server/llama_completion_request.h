@@ -20,12 +20,13 @@ namespace gs::server {
 inline constexpr int32_t kMaxNProbs = 20;
 
 struct LlamaCompletionRequest {
-  // What /v1/completions' path runs: one choice, no echo. gen.n_logprobs is n_probs, or 0
-  // where only the token ids are wanted (a stream, return_tokens), so that the generation
-  // releases each token with the text it spells; -1 when neither is asked.
+  // What /v1/completions' path runs: one choice, no echo; gen.n_logprobs is n_probs (-1 for 0).
   CompletionRequest completion;
   int32_t n_probs = 0;         // alternatives per completion_probabilities entry; 0: no entries
   bool return_tokens = false;  // the whole answer's `tokens` holds the generated ids
+  // The answer carries token ids (a stream's chunks always do, the whole answer with
+  // return_tokens): the plan's release_tokens, so that each id comes with the text it spells.
+  bool wants_tokens = false;
   int32_t id_slot = -1;        // accepted: the server picks the slot itself (-1 is "any")
 };
 
