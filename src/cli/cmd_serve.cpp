@@ -130,6 +130,7 @@ int serve(const ServeArgs& a) {
     return 2;
   }
   so.limits.default_max_tokens = a.default_max_tokens;
+  so.build_info = std::string("gemmaserve ") + GS_VERSION;
 
   auto http = std::make_unique<server::HttpServer>(so);
   if (Status bound = http->bind(); !bound.ok()) {
@@ -232,6 +233,8 @@ int serve(const ServeArgs& a) {
   ctx->info = loaded->engine->info();
   ctx->defaults.n_vocab = ctx->info.n_vocab;
   ctx->defaults.chat_template = loaded->chat_template.variant;
+  ctx->model_path = a.model;
+  ctx->chat_template_source = loaded->chat_template_source;
   ctx->defaults.enable_thinking = a.reasoning == "on" && a.reasoning_budget != 0;
   ctx->defaults.reasoning_budget = a.reasoning_budget;
   // The option admits only the names parse_reasoning_format knows.

@@ -200,6 +200,13 @@ struct EngineInfo {
   uint64_t kv_bytes = 0;      // KV cache in backend memory
 };
 
+// What one slot is doing (GET /slots): whether a sequence holds it, and how many tokens that
+// sequence has sampled (0 when idle). Refreshed at each step and each end.
+struct SlotState {
+  bool processing = false;
+  int32_t n_decoded = 0;  // an end-of-generation token included
+};
+
 // Counters and gauges for /metrics (monotonic counters never decrease).
 struct EngineMetrics {
   uint64_t requests_total = 0;
@@ -221,6 +228,7 @@ struct EngineMetrics {
   uint64_t accepted_total = 0;
   std::vector<uint64_t> drafted_by_position;   // index i: drafts at position i+1 of a round
   std::vector<uint64_t> accepted_by_position;
+  std::vector<SlotState> slots;  // one per slot, in slot order (n_slots entries)
 };
 
 class Engine {

@@ -119,6 +119,7 @@ Result<LoadedEngine> create_engine(const EngineOptions& options) {
   if (file->has(names::kChatTemplate)) {
     if (auto src = file->get_string(names::kChatTemplate); src.ok()) {
       out.chat_template = text::detect_chat_template(*src);
+      out.chat_template_source = *src;
       if (!out.chat_template.recognised) {
         GS_LOG_WARN("{}: '{}' is not a Gemma 4 template this server reproduces: chat prompts use the Gemma 4 "
                     "31B template's format",

@@ -59,6 +59,7 @@ struct LoadedEngine {
   // The Gemma 4 template its tokenizer.chat_template is (text::detect_chat_template): chat
   // prompts are rendered in that variant. kGemma4, not recognised, without one.
   text::ChatTemplateMatch chat_template;
+  std::string chat_template_source;  // the file's tokenizer.chat_template, "" when it has none
 };
 
 // Errors: those of loading the files (kNotFound, kDataLoss, kInvalidArgument naming the

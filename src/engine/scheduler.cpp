@@ -28,6 +28,7 @@ Scheduler::Scheduler(std::unique_ptr<SlotRunner> runner, SchedulerOptions option
   slot_last_used_.assign(slot_used_.size(), 0);
   slot_cached_.assign(slot_used_.size(), 0);
   metrics_.n_slots = runner_info_.n_slots;
+  metrics_.slots.assign(slot_used_.size(), SlotState{});
   metrics_.kv_cells_total = runner_info_.kv_cells_total;
   const size_t n_pos = static_cast<size_t>(std::max(runner_info_.draft_max, 0));
   metrics_.drafted_by_position.assign(n_pos, 0);
@@ -51,6 +52,16 @@ EngineInfo Scheduler::info() const {
   info.weight_bytes = runner_info_.weight_bytes;
   info.kv_bytes = runner_info_.kv_bytes;
   return info;
+}
+
+void Scheduler::publish_slots_locked() {
+  for (SlotState& st : metrics_.slots) st = SlotState{};
+  for (const Sequence& seq : active_) {
+    if (seq.slot < 0 || static_cast<size_t>(seq.slot) >= metrics_.slots.size()) continue;
+    SlotState& st = metrics_.slots[static_cast<size_t>(seq.slot)];
+    st.processing = true;
+    st.n_decoded = seq.n_generated;
+  }
 }
 
 EngineMetrics Scheduler::metrics() const {
@@ -501,6 +512,7 @@ StepBatch Scheduler::build_batch() {
     std::lock_guard<std::mutex> mlock(metrics_mu_);
     metrics_.queue_length = static_cast<int32_t>(shared_->queue.size());
     metrics_.busy_slots = static_cast<int32_t>(active_.size());
+    publish_slots_locked();
   }
   return batch;
 }
@@ -654,6 +666,7 @@ void Scheduler::finish(size_t index, FinishReason reason, const Status& error) {
     if (reason == FinishReason::kError) metrics_.requests_failed_total++;
     metrics_.busy_slots = static_cast<int32_t>(active_.size());
     metrics_.kv_cells_used = runner_->kv_cells_used();
+    publish_slots_locked();
   }
   // Last: a reader that sees the end also sees the slot free and the counters updated.
   seq.channel->push(std::move(ev));

@@ -98,6 +98,8 @@ class Scheduler final : public Engine {
   void finish(size_t index, FinishReason reason, const Status& error = Status());
   void fail_batch(const StepBatch& batch, const Status& error);
   bool is_eog(const Sequence& seq, int32_t token) const;
+  // Copies each slot's state from active_ into metrics_.slots (metrics_mu_ held).
+  void publish_slots_locked();
   int32_t completion_limit(const Sequence& seq) const;
   // The free slot for a new sequence with this prompt (there is at least one).
   int32_t pick_slot(std::span<const int32_t> prompt, bool reuse_prefix) const;

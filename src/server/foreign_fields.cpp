@@ -256,7 +256,7 @@ std::string_view route_path(ApiRoute route) {
 
 std::span<const std::string_view> other_route_field_names() { return kOtherRouteFieldNames; }
 
-Status check_other_routes_fields(const json& body, ApiRoute route) {
+Status check_other_routes_fields(const json& body, ApiRoute route, std::string_view shown_route) {
   for (const OtherRouteField& f : kOtherRouteFields) {
     const char* instead = f.instead[static_cast<size_t>(route)];
     if (instead == nullptr) continue;  // this route reads it
@@ -266,7 +266,8 @@ Status check_other_routes_fields(const json& body, ApiRoute route) {
         (it->get_ref<const std::string&>() == "none" || it->get_ref<const std::string&>() == "auto")) {
       continue;  // without tools, what there is anyway
     }
-    std::string message = fmt::format("{} is a {} field, not read on {}", f.field, f.owner, route_path(route));
+    std::string message = fmt::format("{} is a {} field, not read on {}", f.field, f.owner,
+                                      shown_route.empty() ? route_path(route) : shown_route);
     if (*instead != '\0') message += fmt::format(": send {}", instead);
     return Status(StatusCode::kUnimplemented, std::move(message));
   }

@@ -60,8 +60,9 @@ enum class ApiRoute { kChat, kCompletions, kMessages, kResponses };
 // Each is refused with a value that changes something: kUnimplemented, "FIELD is a OWNER
 // field, not read on ROUTE" and ": send INSTEAD" where the route has its own field for it.
 // Neutral values pass as in check_unread_chat_fields (null, false, "", [], {}; tool_choice
-// and function_call "none" or "auto").
-Status check_other_routes_fields(const nlohmann::json& body, ApiRoute route);
+// and function_call "none" or "auto"). `shown_route`, where not empty, is the route the
+// message names (llama-server's /completion reads /v1/completions' fields).
+Status check_other_routes_fields(const nlohmann::json& body, ApiRoute route, std::string_view shown_route = {});
 
 // Every field check_other_routes_fields names (roots of an error's param).
 std::span<const std::string_view> other_route_field_names();

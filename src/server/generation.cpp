@@ -21,8 +21,8 @@ Generation::Generation(std::shared_ptr<const text::Tokenizer> tokenizer, Generat
   // The logprobs must spell the returned text (decisions 0053, 0055): where a stop string may
   // cut a raw completion, a token is held until its text is decided; chat tokens are always
   // held until the parser has decided what content their text becomes. None of it is done for
-  // a request that asks no logprobs (decision 0058).
-  logprobs_ = plan_.request.n_logprobs >= 0;
+  // a request that asks no logprobs (decision 0058) nor its token ids (release_tokens).
+  logprobs_ = plan_.request.n_logprobs >= 0 || plan_.release_tokens;
   hold_tokens_ = logprobs_ && !plan_.chat && !plan_.stop.empty();
   if (plan_.chat) {
     text::ParserOptions options = plan_.parser;
@@ -182,6 +182,7 @@ void Generation::consume_tokens(const std::vector<GeneratedToken>& tokens, PollR
       if (stop_matcher_.stopped()) {
         stopped_early_ = true;
         result_.finish_reason = "stop";
+        result_.stop_sequence = *stop_matcher_.matched();
         if (stream_) stream_->cancel();
       }
       release_tokens(out, stopped_early_);
@@ -270,7 +271,11 @@ void Generation::end(PollResult* out, FinishReason reason, const Usage& usage) {
       if (!stopped_early_) consume_parser_events(parser_->finish(), out);
     } else {
       std::string released = stop_matcher_.feed(tail, stop_armed_);
-      if (!stop_matcher_.stopped()) released += stop_matcher_.finish();
+      if (stop_matcher_.stopped()) {
+        result_.stop_sequence = *stop_matcher_.matched();
+      } else {
+        released += stop_matcher_.finish();
+      }
       result_.content += released;
       OutputDelta d;
       d.text = std::move(released);

@@ -39,6 +39,10 @@ struct GenerationPlan {
   // complete call (where the call's form alone was forced, its arguments free) ends the output.
   bool calls_only = false;
   text::StopStrings stop;            // raw completions (shared by the choices)
+  // The generated tokens are released with the text they spell (PollResult::tokens) even
+  // without logprobs (request.n_logprobs -1; their logprob fields are then 0): llama-server's
+  // `tokens` of /completion (decision 0061).
+  bool release_tokens = false;
 };
 
 // One piece of output for the client, in order. Adjacent pieces of the same kind merge.
@@ -69,7 +73,8 @@ struct PollResult {
   std::vector<OutputDelta> deltas;
   // The tokens whose text this poll released (for logprobs), in order; always empty when the
   // request asks no logprobs (GenerationRequest::n_logprobs < 0: no token is held, and chat
-  // content is not attributed to tokens, decision 0058). Raw completions: with
+  // content is not attributed to tokens, decision 0058) unless the plan says release_tokens.
+  // Raw completions: with
   // stop strings a token is held until no stop string can claim its text, and those a stop
   // string ends on or after are never released; without stop strings, every token consumed.
   // Chat: a token is held until the parser has decided what content its text becomes, and
@@ -85,7 +90,7 @@ struct GenerationResult {
   std::string reasoning_content;
   std::vector<text::ParsedToolCall> tool_calls;
   std::string finish_reason;           // "stop", "length", "tool_calls"
-  std::string stop_sequence;           // chat: the stop string that ended the output, "" when none did
+  std::string stop_sequence;           // the stop string that ended the output, "" when none did
   Usage usage;
   int32_t reasoning_tokens = 0;
   int empty_reasoning_blocks = 0;
@@ -159,7 +164,7 @@ class Generation {
     size_t raw_end() const { return start + carry + piece_size; }
     std::string shown;
   };
-  bool logprobs_ = false;      // the request asks logprobs: tokens are held and released
+  bool logprobs_ = false;      // the request asks logprobs or release_tokens: tokens are held and released
   bool hold_tokens_ = false;   // raw completions with stop strings: tokens wait to be decided
   std::deque<HeldToken> held_tokens_;
   size_t decoded_size_ = 0;    // decoded bytes so far

@@ -18,6 +18,8 @@
 #include "server/http_head.h"
 #include "server/http_listener.h"
 #include "server/json_input.h"
+#include "server/llama_completion_request.h"
+#include "server/llama_native_format.h"
 #include "server/listen_address.h"
 #include "server/openai_format.h"
 #include "server/prometheus.h"
@@ -91,6 +93,8 @@ struct ResponseState {
   bool logprobs = false;
   ToolCallForm tool_call_form = ToolCallForm::kToolCalls;
   std::string echo_text;  // completions with echo (each choice's text begins with it)
+  bool llama = false;      // POST /completion: llama-server's native answer and chunks (chat is false)
+  LlamaCompletionEcho llama_echo;
   std::shared_ptr<const text::Tokenizer> tokenizer;
 };
 
@@ -336,12 +340,95 @@ class Routes {
     send_json(res, 200, {{"prompt", std::move(prompt->text)}});
   }
 
+  // POST /completion: llama-server's native completion (decision 0061), read into a
+  // /v1/completions request and run on that route's path; answered in llama-server's shapes.
+  void llama_completion(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_loading(res);
+    if (s_->draining_) return send_error(res, draining_error());
+    Result<json> body = parse_json_object(req.body);
+    if (!body.ok()) return send_error(res, llama_request_error(body.status()));
+    Result<LlamaCompletionRequest> parsed = parse_llama_completion_request(*body, m->defaults, *m->tokenizer);
+    if (!parsed.ok()) return send_error(res, llama_request_error(parsed.status()));
+    if (parsed->id_slot >= m->info.n_slots) {
+      return send_error(res, bad_request(fmt::format("id_slot ({}) must be -1 (any slot) or below the {} slots",
+                                                     parsed->id_slot, m->info.n_slots),
+                                         "id_slot"));
+    }
+    const CompletionRequest& cr = parsed->completion;
+    Result<GenerationPlan> plan = plan_completion(cr, *m->tokenizer, s_->options_.limits);
+    if (!plan.ok()) return send_error(res, llama_request_error(plan.status()));
+    auto state = std::make_shared<ResponseState>();
+    state->chat = false;
+    state->llama = true;
+    plan->release_tokens = parsed->wants_tokens;
+    state->logprobs = cr.gen.n_logprobs >= 0 || parsed->wants_tokens;  // the outputs keep the released tokens
+    state->meta = {make_response_id("cmpl-"), unix_now(), m->model_id};
+    const GenerationRequest& g = plan->request;
+    LlamaSettings settings{g.sampling, g.max_tokens, cr.gen.stop, cr.gen.ignore_eos, cr.gen.stream, parsed->n_probs,
+                           cr.gen.cache_prompt, drafts_a_round(m->info, g.speculative, g.draft_max)};
+    Result<std::string> prompt = m->tokenizer->decode(g.prompt, text::DecodeOptions{.render_special = true});
+    state->llama_echo = {m->model_id, prompt.ok() ? *prompt : "", static_cast<int32_t>(g.prompt.size()),
+                         parsed->n_probs, parsed->return_tokens, llama_settings_json(settings)};
+    start(m, *plan, cr.gen, state, req, res);
+  }
+
+  // GET /props: llama-server's server properties, read-only (its POST form is refused with 405).
+  void props(const httplib::Request&, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_loading(res);
+    LlamaProps p;
+    p.defaults.sampling = m->defaults.sampling;
+    p.defaults.n_predict = s_->options_.limits.default_max_tokens;
+    p.defaults.draft_max = drafts_a_round(m->info, /*speculative=*/true, s_->options_.limits.draft_max);
+    p.n_ctx = m->info.n_ctx;
+    p.n_slots = m->info.n_slots;
+    p.has_drafter = m->info.has_drafter;
+    p.model_path = m->model_path;
+    p.chat_template = m->chat_template_source;
+    const text::Tokenizer& tok = *m->tokenizer;
+    if (tok.bos_id() != text::kNoToken) p.bos_token = std::string(tok.token_to_piece(tok.bos_id(), true));
+    if (tok.eos_id() != text::kNoToken) p.eos_token = std::string(tok.token_to_piece(tok.eos_id(), true));
+    p.build_info = s_->options_.build_info;
+    send_json(res, 200, llama_props_json(p));
+  }
+
+  // GET /slots: each slot's state (llama-server's); with ?fail_on_no_slot=1 a 503 when every
+  // slot is busy.
+  void slots(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_loading(res);
+    const EngineMetrics metrics = m->engine->metrics();
+    const std::string fail = req.get_param_value("fail_on_no_slot");
+    if (!fail.empty() && fail != "0" && fail != "false") {
+      const bool any_free = std::any_of(metrics.slots.begin(), metrics.slots.end(),
+                                        [](const SlotState& st) { return !st.processing; });
+      if (!any_free) {
+        res.set_header("Retry-After", "1");
+        return send_error(res, api_error_from_status(Status(StatusCode::kUnavailable, "no slot is available")));
+      }
+    }
+    send_json(res, 200, llama_slots_json(metrics.slots, m->info.n_ctx, m->info.has_drafter));
+  }
+
  private:
   // A request refused by validation: error.param names the field at fault (OpenAI's form).
   static ApiError request_error(const Status& status) {
     ApiError e = api_error_from_status(status);
     if (e.http_status == 400 && e.param.empty()) e.param = error_param(status.message());
     return e;
+  }
+  // The same for a /completion body: error.param names the native field too.
+  static ApiError llama_request_error(const Status& status) {
+    ApiError e = api_error_from_status(status);
+    if (e.http_status == 400 && e.param.empty()) e.param = llama_completion_error_param(status.message());
+    return e;
+  }
+  // Drafts a round for a request (`speculative`, its draft_max or -1 for the server's):
+  // 0 without a drafter or with drafting off.
+  static int32_t drafts_a_round(const EngineInfo& info, bool speculative, int32_t draft_max) {
+    if (!info.has_drafter || !speculative) return 0;
+    return draft_max >= 0 ? draft_max : info.draft_max;
   }
   // The same for a Responses body: error.param names the Responses field.
   static ApiError responses_request_error(const Status& status) {
@@ -445,6 +532,7 @@ class Routes {
       HttpServer* server = s_;
       set_body(req, res, "text/event-stream", [server, state](size_t, httplib::DataSink& sink) {
         if (state->responses) return Routes(server).responses_stream_body(*state, sink);
+        if (state->llama) return Routes(server).llama_stream_body(*state, sink);
         return state->anthropic ? Routes(server).anthropic_stream_body(*state, sink)
                                 : Routes(server).stream_body(*state, sink);
       });
@@ -655,6 +743,7 @@ class Routes {
     for (;;) {
       // One choice: these routes never ask for more.
       for (ChoicePoll& cp : st.choices->poll(std::chrono::milliseconds(100))) {
+        if constexpr (requires { events.poll(cp.poll); }) events.poll(cp.poll);  // its tokens, before its text
         for (const auto& d : cp.poll.deltas) {
           const std::string event = events.delta(d);
           if (event.empty()) continue;
@@ -707,6 +796,14 @@ class Routes {
                                 [&events](const ApiError& e) { return events.fail(e); });
   }
 
+  // llama-server's /completion chunks (LlamaCompletionStream): one a piece of text, then the
+  // whole answer with stop true; an engine failure after the start is an error chunk.
+  bool llama_stream_body(ResponseState& st, httplib::DataSink& sink) {
+    LlamaCompletionStream events(*st.tokenizer, st.llama_echo);
+    return single_choice_stream(st, sink, events, "", ": keep-alive\n\n",
+                                [](const ApiError& e) { return LlamaCompletionStream::fail(e); });
+  }
+
   // A whole JSON response: the handler waits for the end of generation, so the status
   // follows the outcome (an engine failure after admission is its 5xx error, not a 200 with
   // an error body; one choice's failure fails the response and cancels the others). Nothing
@@ -741,6 +838,9 @@ class Routes {
       return res.set_content(anthropic_message_text(st.meta, *results[0]), "application/json");
     }
     if (st.responses) return send_json(res, 200, responses_response_json(st.meta, st.responses_echo, *results[0]));
+    if (st.llama) {
+      return send_json(res, 200, llama_completion_json(*st.tokenizer, st.llama_echo, *results[0], st.outputs[0].all_tokens));
+    }
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       const GenerationResult& result = *results[i];
@@ -951,6 +1051,9 @@ void HttpServer::install_routes() {
   svr.Post("/tokenize", route(&Routes::tokenize));
   svr.Post("/detokenize", route(&Routes::detokenize));
   svr.Post("/apply-template", route(&Routes::apply_template));
+  svr.Post("/completion", route(&Routes::llama_completion));
+  svr.Get("/props", route(&Routes::props));
+  svr.Get("/slots", route(&Routes::slots));
   svr.Post("/v1/responses", route(&Routes::responses));
   svr.Get(R"(/v1/responses/.+)", route(&Routes::stored_response));
   svr.Delete(R"(/v1/responses/.+)", route(&Routes::stored_response));
@@ -979,10 +1082,11 @@ void HttpServer::install_routes() {
       }
     };
   };
-  const char* const get_paths[] = {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))"};
+  const char* const get_paths[] = {"/health", "/v1/health", "/metrics", "/v1/models", "/models", R"(/v1/models/(.+))",
+                                   "/props", "/slots"};
   const char* const post_paths[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions",
                                     "/tokenize", "/detokenize", "/apply-template", "/v1/messages",
-                                    "/v1/messages/count_tokens", "/v1/responses"};
+                                    "/v1/messages/count_tokens", "/v1/responses", "/completion"};
   for (const char* path : get_paths) {
     svr.Options(path, preflight("GET"));
     svr.Post(path, wrong_method("GET"));

@@ -59,6 +59,8 @@ struct ServerOptions {
   // malloc_trim once the server is idle after work (check_interval 0: never): glibc keeps
   // freed memory in its heaps, and resident memory grew with every request (bug-case 64).
   HeapTrimOptions heap_trim;
+  // GET /props' build_info (llama-server's): the program and its version.
+  std::string build_info = "gemmaserve";
 };
 
 // What set_model() hands over once the model is loaded.
@@ -69,6 +71,8 @@ struct ModelContext {
   int64_t created = 0;   // when the model was loaded (Unix seconds): /v1/models' `created`
   EngineInfo info;
   RequestDefaults defaults;  // what requests leave out (sampling, thinking, vocabulary bound)
+  std::string model_path;            // the model file as given (GET /props' model_path)
+  std::string chat_template_source;  // the file's tokenizer.chat_template, "" when it has none
 };
 
 class HttpServer {
