@@ -83,35 +83,47 @@ std::string forced_call_prefix(const ChatCompletionRequest& req) {
   return {};
 }
 
-// After a forced call (decision 0016, "After the forced call"): the calls that may follow the
-// first where parallel calls are permitted, as the text after their "<|tool_call>": each
-// function the choice allows ("required": every tool; named: that one), spelled "call:NAME{"
-// and then following its schema, or "call:NAME{key:" where the grammar cannot hold the schema.
-void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
-                      GenerationRequest* r) {
+// The calls an answer may hold as the text after their "<|tool_call>": each function the
+// choice allows (auto and "required": every tool; named: that one), spelled "call:NAME{" and
+// then following its schema, or "call:NAME{key:" where the grammar cannot hold the schema.
+// `more_calls`: another call may follow a call's closer; `list_openers`: the openers are
+// needed (not for the first of forced calls, which the prompt and the request's own
+// constraint begin, when no other may follow). Off when the markup is unknown.
+void plan_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
+                bool more_calls, bool list_openers, ForcedCalls* f) {
   const auto open = tok.find_token(text::markup::kToolCallOpen);
   const auto close = tok.find_token(text::markup::kToolCallClose);
   if (!open || !close) return;
-  ForcedCalls& f = r->forced_calls;
-  f.on = true;
-  f.open_token = *open;
-  f.close_token = *close;
-  f.more_calls = req.parallel_tool_calls && req.max_tool_calls != 1;
-  if (!f.more_calls) return;
-  for (size_t i = 0; i < req.tools.size(); ++i) {
+  f->on = true;
+  f->open_token = *open;
+  f->close_token = *close;
+  f->more_calls = more_calls;
+  for (size_t i = 0; list_openers && i < req.tools.size(); ++i) {
     const text::ChatTool& t = req.tools[i];
     if (req.tool_choice == ToolChoice::kNamed && t.name != req.tool_choice_name) continue;
     const std::string opener = "call:" + t.name + "{";
     std::string why_not;
     if (auto g = grammars.grammar(i, &why_not)) {
-      f.openers.push_back(opener);
-      f.arguments.push_back({opener, std::move(g)});
+      f->openers.push_back(opener);
+      f->arguments.push_back({opener, std::move(g)});
       continue;
     }
     const std::vector<std::string> keys = first_key_completions(t);
-    if (keys.empty()) f.openers.push_back(opener);
-    for (const auto& k : keys) f.openers.push_back(opener + k);
+    if (keys.empty()) f->openers.push_back(opener);
+    for (const auto& k : keys) f->openers.push_back(opener + k);
   }
+}
+
+bool parallel_calls(const ChatCompletionRequest& req) {
+  return req.parallel_tool_calls && req.max_tool_calls != 1;
+}
+
+// After a forced call (decision 0016, "After the forced call"): only an end, or where parallel
+// calls are permitted, more calls of the kind the choice allows.
+void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
+                      GenerationRequest* r) {
+  const bool more = parallel_calls(req);
+  plan_calls(req, tok, grammars, more, /*list_openers=*/more, &r->forced_calls);
 }
 
 bool tools_offered(const ChatCompletionRequest& req) {
@@ -264,6 +276,9 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       }
       if (tools_on) {
         if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json.escape_tokens.push_back(*call);
+        // A call instead of the value is a call of a declared function that follows its schema,
+        // and the answer is calls only, as with a forced call.
+        plan_calls(req, tok, grammars, parallel_calls(req), /*list_openers=*/true, &plan.request.json.calls);
       }
       // An assistant prefill whose text can begin the value ("{", as Anthropic's API is
       // steered) is its start: the output goes on from it, so prefill plus answer is one

@@ -415,6 +415,89 @@ TEST_P(ResponseFormat, BansOfEveryTokenButTheHeldEndTokensAreA400) {
   }
 }
 
+// With tools offered (tool_choice auto) the answer is the value or calls, nothing else
+// (decision 0027 §4): a call the model opens instead of the value names a declared function
+// and follows its schema, and only an end (or, with parallel calls, another call) comes after
+// it. The call's opener used to end every constraint: at temperature 1 the shakes model then
+// wrote free text after it, which did not parse as a call and came back as content that was
+// not JSON (8 of 12 seeds), on the chat, Responses and Messages routes alike.
+TEST_P(ResponseFormat, WithToolsTheAnswerIsTheValueOrDeclaredCalls) {
+  auto grammar = text::JsonGrammar::from_schema(kSchema);
+  ASSERT_TRUE(grammar.ok());
+  const json tools = json::parse(R"([
+    {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string","maxLength":8}},"required":["city"],"additionalProperties":false}}},
+    {"type":"function","function":{"name":"get_time","parameters":{"type":"object",
+      "properties":{"tz":{"enum":["utc","cet"]}},"required":["tz"],"additionalProperties":false}}}])");
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}}}};
+  const auto check_call = [](const json& name, const std::string& arguments, const std::string& what) {
+    ASSERT_TRUE(json::accept(arguments)) << what << ": " << arguments;
+    const json a = json::parse(arguments);
+    ASSERT_TRUE(a.is_object()) << what;
+    if (name == "get_weather") {
+      ASSERT_EQ(a.size(), 1u) << what << ": " << arguments;
+      ASSERT_TRUE(a["city"].is_string()) << what << ": " << arguments;
+      EXPECT_LE(a["city"].get<std::string>().size(), 8u) << what;
+    } else {
+      ASSERT_EQ(name, "get_time") << what;
+      ASSERT_EQ(a.size(), 1u) << what << ": " << arguments;
+      EXPECT_TRUE(a["tz"] == "utc" || a["tz"] == "cet") << what << ": " << arguments;
+    }
+  };
+  int calls = 0, values = 0;
+  for (int seed = 1; seed <= 12; ++seed) {
+    for (const bool parallel : {true, false}) {
+      const std::string what = "seed " + std::to_string(seed) + (parallel ? "" : " one call");
+      json body = chat(rf, seed, /*thinking=*/false);
+      body["tools"] = tools;
+      body["parallel_tool_calls"] = parallel;
+      auto r = server_.post(body);
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      const json choice = json::parse(r->body)["choices"][0];
+      const json& message = choice["message"];
+      const std::string finish = choice["finish_reason"].get<std::string>();
+      const std::string content = message["content"].is_string() ? message["content"].get<std::string>() : "";
+      if (message.contains("tool_calls")) {
+        ++calls;
+        EXPECT_EQ(finish, "tool_calls") << what << ": " << r->body;
+        EXPECT_EQ(content, "") << what;
+        if (!parallel) EXPECT_EQ(message["tool_calls"].size(), 1u) << what;
+        for (const json& c : message["tool_calls"]) {
+          check_call(c["function"]["name"], c["function"]["arguments"].get<std::string>(), what);
+        }
+      } else {
+        ++values;
+        check(content, finish, *grammar, what);
+      }
+      if (seed > 4) continue;
+      // The Messages route (output_config.format) answers the same way.
+      json m = {{"max_tokens", 120}, {"temperature", 1.0}, {"thinking", {{"type", "disabled"}}},
+                {"messages", body["messages"]},
+                {"output_config", {{"format", {{"type", "json_schema"}, {"schema", kSchema}}}}}};
+      m["tools"] = json::array();
+      for (const json& t : tools) {
+        m["tools"].push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+      }
+      if (!parallel) m["tool_choice"] = {{"type", "auto"}, {"disable_parallel_tool_use", true}};
+      auto a = server_.post(m, "/v1/messages");
+      ASSERT_TRUE(a);
+      ASSERT_EQ(a->status, 200) << a->body;
+      for (const json& block : json::parse(a->body)["content"]) {
+        if (block["type"] == "tool_use") {
+          check_call(block["name"], block["input"].dump(), what + " (messages)");
+        } else {
+          ASSERT_EQ(block["type"], "text") << a->body;
+          text::JsonMatcher matcher(*grammar);
+          EXPECT_TRUE(matcher.feed(block["text"].get<std::string>())) << what << " (messages): " << a->body;
+        }
+      }
+    }
+  }
+  EXPECT_GT(calls, 0) << "no answer was a call";
+  EXPECT_GT(values, 0) << "no answer was a value";
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafter, ResponseFormat, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
 
