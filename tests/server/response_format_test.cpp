@@ -23,6 +23,13 @@ using json = nlohmann::json;
 const json kSchema = json::parse(R"({"type":"object","properties":{"name":{"type":"string","maxLength":10},
     "lines":{"type":"integer"}},"required":["name"],"additionalProperties":false})");
 
+// Characters of UTF-8 text (what maxLength counts).
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 class ResponseFormat : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { server_.start(GetParam()); }
@@ -437,7 +444,7 @@ TEST_P(ResponseFormat, WithToolsTheAnswerIsTheValueOrDeclaredCalls) {
     if (name == "get_weather") {
       ASSERT_EQ(a.size(), 1u) << what << ": " << arguments;
       ASSERT_TRUE(a["city"].is_string()) << what << ": " << arguments;
-      EXPECT_LE(a["city"].get<std::string>().size(), 8u) << what;
+      EXPECT_LE(code_points(a["city"].get<std::string>()), 8u) << what << ": " << arguments;
     } else {
       ASSERT_EQ(name, "get_time") << what;
       ASSERT_EQ(a.size(), 1u) << what << ": " << arguments;
@@ -496,6 +503,46 @@ TEST_P(ResponseFormat, WithToolsTheAnswerIsTheValueOrDeclaredCalls) {
   }
   EXPECT_GT(calls, 0) << "no answer was a call";
   EXPECT_GT(values, 0) << "no answer was a value";
+}
+
+// A prefill that leaves a tool call open, under response_format with tools offered: the answer
+// is the rest of that call (and calls after it), never the value. The value's grammar used to
+// be applied from the prefill's end, inside the call's string argument: the arguments came
+// back as {"city":"Par{\"name\" :\"elightvent\" }"}. Now the call's own schema holds the rest
+// of its arguments (here a city of at most 8 characters), and only an end or another call of a
+// declared function follows.
+TEST_P(ResponseFormat, AToolCallOpenInAPrefillIsFinishedUnderItsSchema) {
+  const json tools = json::parse(R"([
+    {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string","maxLength":8}},"required":["city"],"additionalProperties":false}}}])");
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}}}};
+  for (int seed = 1; seed <= 8; ++seed) {
+    const std::string what = "seed " + std::to_string(seed);
+    json body = chat(rf, seed, /*thinking=*/false);
+    body["tools"] = tools;
+    body["messages"].push_back({{"role", "assistant"}, {"content", "<|tool_call>call:get_weather{city:<|\"|>Par"}});
+    auto r = server_.post(body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const json& message = choice["message"];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << what << ": " << r->body;
+    EXPECT_TRUE(message["content"].is_null() || message["content"] == "") << what << ": " << r->body;
+    ASSERT_TRUE(message.contains("tool_calls")) << what << ": " << r->body;
+    bool first = true;
+    for (const json& c : message["tool_calls"]) {
+      EXPECT_EQ(c["function"]["name"], "get_weather") << what;
+      const std::string arguments = c["function"]["arguments"].get<std::string>();
+      ASSERT_TRUE(json::accept(arguments)) << what << ": " << arguments;
+      const json a = json::parse(arguments);
+      ASSERT_TRUE(a.contains("city") && a["city"].is_string()) << what << ": " << arguments;
+      EXPECT_EQ(a.size(), 1u) << what << ": " << arguments;
+      const std::string city = a["city"].get<std::string>();
+      EXPECT_LE(code_points(city), 8u) << what << ": " << arguments;
+      if (first) EXPECT_EQ(city.rfind("Par", 0), 0u) << what << ": " << arguments;
+      first = false;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafter, ResponseFormat, ::testing::Bool(),
