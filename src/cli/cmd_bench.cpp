@@ -76,6 +76,12 @@ int run_bench(BenchArgs& a) {
     std::fprintf(stderr, "gemmaserve bench: %s\n", st.to_string().c_str());
     return 2;
   }
+  if (!a.ops && a.model.empty()) {
+    // A usage error, said before any work (it came after the backend's setup, below the
+    // table's header on stdout).
+    std::fprintf(stderr, "gemmaserve bench: bench needs -m FILE (or --ops)\n");
+    return 2;
+  }
   auto kind = pick_device(a.device);
   if (!kind.ok()) {
     std::fprintf(stderr, "gemmaserve bench: %s\n", kind.status().to_string().c_str());
@@ -103,8 +109,6 @@ int run_bench(BenchArgs& a) {
       for (int d : a.depth) o.depths.push_back(d > 0 ? d : 1);
     }
     st = run_ops_bench(b, o, rows);
-  } else if (a.model.empty()) {
-    st = make_status(StatusCode::kInvalidArgument, "bench needs -m FILE (or --ops)");
   } else {
     ModelBenchOptions o;
     o.model = a.model;

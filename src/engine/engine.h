@@ -38,25 +38,6 @@ struct SamplingParams {
   std::vector<int32_t> held_end_tokens;
 };
 
-// Structured output (decision 0027): when `grammar` is set, the generated content must be one
-// value it accepts (in its syntax: JSON, or a Gemma tool call's arguments). Until the value
-// is whole, the engine masks every token that would leave the grammar (drafts are picked and
-// verified under the same masks); then only end of generation (or `end_tokens`) may come.
-struct JsonOutput {
-  std::shared_ptr<const text::JsonGrammar> grammar;  // null: no constraint
-  int32_t think_open = -1;              // as the first token, opens a free thought span ...
-  int32_t think_close = -1;             // ... up to this token
-  std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
-  std::string prefix;                   // text of the value already in the prompt (a forced call's "{", an assistant prefill's text)
-  std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
-  // Tokens that would end the answer inside the thought besides the end-of-generation ones
-  // (the turn opener: the output parser reads it as the end of the thought and, unless the
-  // model's own header follows, of the answer). While the value is owed, the engine writes
-  // `think_close` in place of any of them, or of an end of generation, sampled inside the
-  // thought (Scheduler; decision 0027 §4).
-  std::vector<int32_t> thought_breakers;
-};
-
 // One function of a call forced among several (tool_choice "required"): once the output
 // spells `opener` (the name and the arguments' "{", one of the allowed completions), the
 // arguments must be `grammar`'s value (Gemma call syntax; decision 0027), which the call's
@@ -79,6 +60,30 @@ struct ForcedCalls {
   bool more_calls = false;
   std::vector<std::string> openers;
   std::vector<CallArguments> arguments;
+};
+
+// Structured output (decision 0027): when `grammar` is set, the generated content must be one
+// value it accepts (in its syntax: JSON, or a Gemma tool call's arguments). Until the value
+// is whole, the engine masks every token that would leave the grammar (drafts are picked and
+// verified under the same masks); then only end of generation (or `end_tokens`) may come.
+struct JsonOutput {
+  std::shared_ptr<const text::JsonGrammar> grammar;  // null: no constraint
+  int32_t think_open = -1;              // as the first token, opens a free thought span ...
+  int32_t think_close = -1;             // ... up to this token
+  std::vector<int32_t> escape_tokens;   // as the first token, ends the constraint (a tool call's opener)
+  // With escape_tokens (tools offered, tool_choice auto): what the answer is once the opener is
+  // out, as after a forced call's: the call's text spells one of `calls.openers` and follows
+  // its arguments' grammar to the closer, after which only an end of generation may come, or
+  // with `calls.more_calls` another call (`on` false: the opener leaves the answer free).
+  ForcedCalls calls;
+  std::string prefix;                   // text of the value already in the prompt (a forced call's "{", an assistant prefill's text)
+  std::vector<int32_t> end_tokens;      // besides the model's own (a call's closer)
+  // Tokens that would end the answer inside the thought besides the end-of-generation ones
+  // (the turn opener: the output parser reads it as the end of the thought and, unless the
+  // model's own header follows, of the answer). While the value is owed, the engine writes
+  // `think_close` in place of any of them, or of an end of generation, sampled inside the
+  // thought (Scheduler; decision 0027 §4).
+  std::vector<int32_t> thought_breakers;
 };
 
 struct GenerationRequest {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -17,6 +18,7 @@
 #include "engine/drafter_check.h"
 #include "engine/forced_calls_constraint.h"
 #include "engine/json_constraint.h"
+#include "engine/value_or_calls_constraint.h"
 #include "gguf/gguf_summary.h"
 #include "model/dump.h"
 #include "model/gemma4_model.h"
@@ -134,6 +136,12 @@ class RuntimeSlotRunner final : public SlotRunner {
       json.end_tokens.insert(json.end_tokens.end(), setup.json.end_tokens.begin(), setup.json.end_tokens.end());
       json.prefix = setup.json.prefix;
       s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json.grammar, std::move(json));
+      const ForcedCalls& calls = setup.json.calls;
+      if (calls.on && calls.open_token >= 0 && calls.close_token >= 0 && !calls.openers.empty()) {
+        // Tools beside the value: a call's opener makes the answer calls only.
+        s.constraint = std::make_unique<ValueOrCallsConstraint>(std::move(s.constraint), calls.open_token,
+                                                                call_text_constraint(calls), forced_calls_options(calls));
+      }
     } else if (!setup.allowed_completions.empty() && !setup.call_arguments.empty()) {
       std::vector<int32_t> ends = info_.eog_tokens;
       ends.insert(ends.end(), setup.call_end_tokens.begin(), setup.call_end_tokens.end());
@@ -143,7 +151,7 @@ class RuntimeSlotRunner final : public SlotRunner {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
     }
     if (setup.forced_calls.on && setup.forced_calls.close_token >= 0) {
-      s.constraint = std::make_unique<ForcedCallsConstraint>(std::move(s.constraint), forced_calls_options(setup));
+      s.constraint = std::make_unique<ForcedCallsConstraint>(std::move(s.constraint), forced_calls_options(setup.forced_calls));
     }
     s.active = true;
     return keep;
@@ -346,23 +354,26 @@ class RuntimeSlotRunner final : public SlotRunner {
     std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> step_masks;
   };
 
+  // Builds the constraint of a call's text after its opener: it spells one of the openers
+  // ("call:NAME{") and, where it has one, follows its arguments' grammar to the closer.
+  std::function<std::unique_ptr<OutputConstraint>()> call_text_constraint(const ForcedCalls& f) const {
+    std::vector<int32_t> ends = info_.eog_tokens;
+    ends.push_back(f.close_token);
+    return [pieces = pieces_, openers = f.openers, arguments = f.arguments,
+            ends = std::move(ends)]() -> std::unique_ptr<OutputConstraint> {
+      if (arguments.empty()) return std::make_unique<CompletionConstraint>(pieces, openers);
+      return std::make_unique<CallChoiceConstraint>(pieces, openers, arguments, ends);
+    };
+  }
+
   // The options of a forced call's answer (engine/forced_calls_constraint.h): a later call's
   // text is spelled as one of the openers and, where it has one, follows its grammar.
-  std::shared_ptr<const ForcedCallsOptions> forced_calls_options(const SequenceSetup& setup) const {
+  std::shared_ptr<const ForcedCallsOptions> forced_calls_options(const ForcedCalls& f) const {
     auto o = std::make_shared<ForcedCallsOptions>();
-    const ForcedCalls& f = setup.forced_calls;
     o->call_open = f.open_token;
     o->call_close = f.close_token;
     o->end_tokens = info_.eog_tokens;
-    if (f.more_calls && f.open_token >= 0 && !f.openers.empty()) {
-      std::vector<int32_t> ends = info_.eog_tokens;
-      ends.push_back(f.close_token);
-      o->next_call = [pieces = pieces_, openers = f.openers, arguments = f.arguments,
-                      ends = std::move(ends)]() -> std::unique_ptr<OutputConstraint> {
-        if (arguments.empty()) return std::make_unique<CompletionConstraint>(pieces, openers);
-        return std::make_unique<CallChoiceConstraint>(pieces, openers, arguments, ends);
-      };
-    }
+    if (f.more_calls && f.open_token >= 0 && !f.openers.empty()) o->next_call = call_text_constraint(f);
     return o;
   }
 

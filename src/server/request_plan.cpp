@@ -16,7 +16,7 @@ namespace {
 // the value): the same. `forced_call`: tool_choice forces a call (one whose schema the compiler
 // cannot follow leaves no constraint, but the answer is still the call).
 Status check_end_holders(const GenerationRequest& r, bool forced_call) {
-  const bool constrained = r.json.grammar || !r.allowed_completions.empty() || forced_call;
+  const bool constrained = r.json.grammar || !r.allowed_completions.empty() || r.forced_calls.on || forced_call;
   if (r.sampling.min_tokens > 0 && constrained) {
     return Status(StatusCode::kInvalidArgument,
                   "min_tokens cannot be combined with structured output (response_format, json_schema) or a forced "
@@ -83,34 +83,75 @@ std::string forced_call_prefix(const ChatCompletionRequest& req) {
   return {};
 }
 
-// After a forced call (decision 0016, "After the forced call"): the calls that may follow the
-// first where parallel calls are permitted, as the text after their "<|tool_call>": each
-// function the choice allows ("required": every tool; named: that one), spelled "call:NAME{"
-// and then following its schema, or "call:NAME{key:" where the grammar cannot hold the schema.
-void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
-                      GenerationRequest* r) {
+// The calls an answer may hold as the text after their "<|tool_call>": each function the
+// choice allows (auto and "required": every tool; named: that one), spelled "call:NAME{" and
+// then following its schema, or "call:NAME{key:" where the grammar cannot hold the schema.
+// `more_calls`: another call may follow a call's closer; `list_openers`: the openers are
+// needed (not for the first of forced calls, which the prompt and the request's own
+// constraint begin, when no other may follow). Off when the markup is unknown.
+void plan_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
+                bool more_calls, bool list_openers, ForcedCalls* f) {
   const auto open = tok.find_token(text::markup::kToolCallOpen);
   const auto close = tok.find_token(text::markup::kToolCallClose);
   if (!open || !close) return;
-  ForcedCalls& f = r->forced_calls;
-  f.on = true;
-  f.open_token = *open;
-  f.close_token = *close;
-  f.more_calls = req.parallel_tool_calls && req.max_tool_calls != 1;
-  if (!f.more_calls) return;
-  for (size_t i = 0; i < req.tools.size(); ++i) {
+  f->on = true;
+  f->open_token = *open;
+  f->close_token = *close;
+  f->more_calls = more_calls;
+  for (size_t i = 0; list_openers && i < req.tools.size(); ++i) {
     const text::ChatTool& t = req.tools[i];
     if (req.tool_choice == ToolChoice::kNamed && t.name != req.tool_choice_name) continue;
     const std::string opener = "call:" + t.name + "{";
     std::string why_not;
     if (auto g = grammars.grammar(i, &why_not)) {
-      f.openers.push_back(opener);
-      f.arguments.push_back({opener, std::move(g)});
+      f->openers.push_back(opener);
+      f->arguments.push_back({opener, std::move(g)});
       continue;
     }
     const std::vector<std::string> keys = first_key_completions(t);
-    if (keys.empty()) f.openers.push_back(opener);
-    for (const auto& k : keys) f.openers.push_back(opener + k);
+    if (keys.empty()) f->openers.push_back(opener);
+    for (const auto& k : keys) f->openers.push_back(opener + k);
+  }
+}
+
+bool parallel_calls(const ChatCompletionRequest& req) {
+  return req.parallel_tool_calls && req.max_tool_calls != 1;
+}
+
+// After a forced call (decision 0016, "After the forced call"): only an end, or where parallel
+// calls are permitted, more calls of the kind the choice allows.
+void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
+                      GenerationRequest* r) {
+  const bool more = parallel_calls(req);
+  plan_calls(req, tok, grammars, more, /*list_openers=*/more, &r->forced_calls);
+}
+
+// Structured output where a prefill left a tool call open (`open_call`, from its opener on):
+// the answer is calls only, as after a forced call's opener. When the open call names a
+// declared function whose schema the grammar holds, and the arguments written so far begin a
+// value of it, the rest of them follows it up to the call's closer; otherwise the call's text
+// is the model's up to its closer (the form of a forced call whose schema cannot be held).
+void plan_open_call(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
+                    std::string_view open_call, GenerationRequest* r) {
+  plan_calls(req, tok, grammars, parallel_calls(req), /*list_openers=*/parallel_calls(req), &r->forced_calls);
+  if (!r->forced_calls.on) return;
+  const std::string head = std::string(text::markup::kToolCallOpen) + "call:";
+  if (open_call.substr(0, head.size()) != head) return;
+  const std::string_view rest = open_call.substr(head.size());
+  const size_t brace = rest.find('{');
+  if (brace == std::string_view::npos) return;
+  const std::string_view name = rest.substr(0, brace);
+  for (size_t i = 0; i < req.tools.size(); ++i) {
+    if (req.tools[i].name != name) continue;
+    std::string why_not;
+    auto g = grammars.grammar(i, &why_not);
+    if (!g) return;
+    const std::string arguments(rest.substr(brace));
+    if (!text::JsonMatcher(g).feed(arguments)) return;
+    r->json.grammar = std::move(g);
+    r->json.prefix = arguments;
+    r->json.end_tokens = {r->forced_calls.close_token};
+    return;
   }
 }
 
@@ -195,10 +236,12 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat(req, true));
   plan.output_prefix = forced_call_prefix(req);
+  bool prefill_call = false;  // the answer goes on with a call the prefill opened
   if (plan.output_prefix.empty() && tools_on && prompt.prefill) {
     // A prefill that ends inside a tool call it opened: the output goes on with that call,
     // so the parser starts from the call's opener, as after a forced call's (decision 0048).
     plan.output_prefix = open_tool_call(prompt.prefill_text);
+    prefill_call = !plan.output_prefix.empty();
   }
   plan.parser.forced_call = !plan.output_prefix.empty();
   // Every grammar of a tool's arguments that the plan needs, each compiled once, from one
@@ -252,6 +295,12 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
     // are offered.
     if (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed) {
       plan.request.json.grammar.reset();
+    } else if (prefill_call) {
+      // The answer is the rest of the call the prefill opened, and the calls after it: the
+      // value's grammar has no place in it (it was applied inside the call's arguments).
+      // The call's own schema takes its place where it can read the arguments written so far.
+      plan.request.json.grammar.reset();
+      plan_open_call(req, tok, grammars, plan.output_prefix, &plan.request);
     } else {
       if (req.enable_thinking) {
         const auto open = tok.find_token(text::markup::kChannelOpen);
@@ -264,6 +313,9 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       }
       if (tools_on) {
         if (const auto call = tok.find_token(text::markup::kToolCallOpen)) plan.request.json.escape_tokens.push_back(*call);
+        // A call instead of the value is a call of a declared function that follows its schema,
+        // and the answer is calls only, as with a forced call.
+        plan_calls(req, tok, grammars, parallel_calls(req), /*list_openers=*/true, &plan.request.json.calls);
       }
       // An assistant prefill whose text can begin the value ("{", as Anthropic's API is
       // steered) is its start: the output goes on from it, so prefill plus answer is one

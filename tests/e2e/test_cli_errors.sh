@@ -163,6 +163,14 @@ for big in "-d 2000000000 -p 4 -n 0" "-p 2000000000 -n 0"; do
   grep -q "the KV cache of 1 sequence x 20000000[0-9][0-9] positions" "$WORK/err" && grep -q "lower -d, -p, -n or --verify" "$WORK/err" \
     || fail "bench $big: a KV cache too large does not say why: $(cat "$WORK/err")"
 done
+# bench without -m set up the backend and printed the table's header on stdout before it said
+# that it needs one (decision 0062).
+for args in "-p 8" "--mtp $DRAFTER -p 8" "--device cpu -n 4"; do
+  refused "bench $args (no -m)" bench $args
+  grep -q -- "needs -m" "$WORK/err" || fail "bench $args: does not say it needs -m: $(cat "$WORK/err")"
+  grep -q "backend:" "$WORK/err" && fail "bench $args started work before refusing: $(cat "$WORK/err")"
+  [[ -s "$WORK/out" ]] && fail "bench $args printed before refusing: $(head -c 300 "$WORK/out")"
+done
 # A drafter given to bench as the model said only "a KV cache belongs to a target model".
 refused "bench: drafter as target" bench -m "$DRAFTER" --device cpu -p 4 -n 0 -r 1
 grep -q "MTP drafter" "$WORK/err" || fail "bench -m DRAFTER does not say it is a drafter: $(cat "$WORK/err")"

@@ -355,6 +355,21 @@ TEST(RequestPlan, ResponseFormatCarriesTheGrammarAndItsPrelude) {
   auto with_tools = plan_chat(chat(tools + "}"), *tok, {});
   ASSERT_TRUE(with_tools->request.json.grammar);
   EXPECT_EQ(with_tools->request.json.escape_tokens, std::vector<int32_t>{call_open});
+  // After that opener the answer is calls of the declared tools, each following its schema
+  // (decision 0062); without tools the opener is no way out.
+  const ForcedCalls& calls = with_tools->request.json.calls;
+  EXPECT_TRUE(calls.on);
+  EXPECT_EQ(calls.open_token, call_open);
+  EXPECT_EQ(calls.close_token, *tok->find_token("<tool_call|>"));
+  EXPECT_TRUE(calls.more_calls);
+  ASSERT_EQ(calls.arguments.size(), 1u);
+  EXPECT_EQ(calls.openers, std::vector<std::string>{calls.arguments[0].opener});
+  EXPECT_EQ(calls.arguments[0].opener.rfind("call:", 0), 0u);
+  EXPECT_FALSE(thinking->request.json.calls.on);
+  auto one = plan_chat(chat(tools + R"(,"parallel_tool_calls":false})"), *tok, {});
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one->request.json.calls.on);
+  EXPECT_FALSE(one->request.json.calls.more_calls);
   auto forced = plan_chat(chat(tools + R"(,"tool_choice":"required"})"), *tok, {});
   ASSERT_TRUE(forced->request.json.grammar);  // the call's arguments, not the response format
   EXPECT_EQ(forced->request.json.grammar->syntax(), text::JsonSyntax::kGemmaCall);

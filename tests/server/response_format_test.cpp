@@ -23,6 +23,13 @@ using json = nlohmann::json;
 const json kSchema = json::parse(R"({"type":"object","properties":{"name":{"type":"string","maxLength":10},
     "lines":{"type":"integer"}},"required":["name"],"additionalProperties":false})");
 
+// Characters of UTF-8 text (what maxLength counts).
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 class ResponseFormat : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { server_.start(GetParam()); }
@@ -412,6 +419,133 @@ TEST_P(ResponseFormat, BansOfEveryTokenButTheHeldEndTokensAreA400) {
     r = server_.post(body, path);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+  }
+}
+
+// With tools offered (tool_choice auto) the answer is the value or calls, nothing else
+// (decision 0027 §4): a call the model opens instead of the value names a declared function
+// and follows its schema, and only an end (or, with parallel calls, another call) comes after
+// it. The call's opener used to end every constraint: at temperature 1 the shakes model then
+// wrote free text after it, which did not parse as a call and came back as content that was
+// not JSON (8 of 12 seeds), on the chat, Responses and Messages routes alike.
+TEST_P(ResponseFormat, WithToolsTheAnswerIsTheValueOrDeclaredCalls) {
+  auto grammar = text::JsonGrammar::from_schema(kSchema);
+  ASSERT_TRUE(grammar.ok());
+  const json tools = json::parse(R"([
+    {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string","maxLength":8}},"required":["city"],"additionalProperties":false}}},
+    {"type":"function","function":{"name":"get_time","parameters":{"type":"object",
+      "properties":{"tz":{"enum":["utc","cet"]}},"required":["tz"],"additionalProperties":false}}}])");
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}}}};
+  const auto check_call = [](const json& name, const std::string& arguments, const std::string& what) {
+    ASSERT_TRUE(json::accept(arguments)) << what << ": " << arguments;
+    const json a = json::parse(arguments);
+    ASSERT_TRUE(a.is_object()) << what;
+    if (name == "get_weather") {
+      ASSERT_EQ(a.size(), 1u) << what << ": " << arguments;
+      ASSERT_TRUE(a["city"].is_string()) << what << ": " << arguments;
+      EXPECT_LE(code_points(a["city"].get<std::string>()), 8u) << what << ": " << arguments;
+    } else {
+      ASSERT_EQ(name, "get_time") << what;
+      ASSERT_EQ(a.size(), 1u) << what << ": " << arguments;
+      EXPECT_TRUE(a["tz"] == "utc" || a["tz"] == "cet") << what << ": " << arguments;
+    }
+  };
+  int calls = 0, values = 0;
+  for (int seed = 1; seed <= 12; ++seed) {
+    for (const bool parallel : {true, false}) {
+      const std::string what = "seed " + std::to_string(seed) + (parallel ? "" : " one call");
+      json body = chat(rf, seed, /*thinking=*/false);
+      body["tools"] = tools;
+      body["parallel_tool_calls"] = parallel;
+      auto r = server_.post(body);
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      const json choice = json::parse(r->body)["choices"][0];
+      const json& message = choice["message"];
+      const std::string finish = choice["finish_reason"].get<std::string>();
+      const std::string content = message["content"].is_string() ? message["content"].get<std::string>() : "";
+      if (message.contains("tool_calls")) {
+        ++calls;
+        EXPECT_EQ(finish, "tool_calls") << what << ": " << r->body;
+        EXPECT_EQ(content, "") << what;
+        if (!parallel) {
+          EXPECT_EQ(message["tool_calls"].size(), 1u) << what;
+        }
+        for (const json& c : message["tool_calls"]) {
+          check_call(c["function"]["name"], c["function"]["arguments"].get<std::string>(), what);
+        }
+      } else {
+        ++values;
+        check(content, finish, *grammar, what);
+      }
+      if (seed > 4) continue;
+      // The Messages route (output_config.format) answers the same way.
+      json m = {{"max_tokens", 120}, {"temperature", 1.0}, {"thinking", {{"type", "disabled"}}},
+                {"messages", body["messages"]},
+                {"output_config", {{"format", {{"type", "json_schema"}, {"schema", kSchema}}}}}};
+      m["tools"] = json::array();
+      for (const json& t : tools) {
+        m["tools"].push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+      }
+      if (!parallel) m["tool_choice"] = {{"type", "auto"}, {"disable_parallel_tool_use", true}};
+      auto a = server_.post(m, "/v1/messages");
+      ASSERT_TRUE(a);
+      ASSERT_EQ(a->status, 200) << a->body;
+      for (const json& block : json::parse(a->body)["content"]) {
+        if (block["type"] == "tool_use") {
+          check_call(block["name"], block["input"].dump(), what + " (messages)");
+        } else {
+          ASSERT_EQ(block["type"], "text") << a->body;
+          text::JsonMatcher matcher(*grammar);
+          EXPECT_TRUE(matcher.feed(block["text"].get<std::string>())) << what << " (messages): " << a->body;
+        }
+      }
+    }
+  }
+  EXPECT_GT(calls, 0) << "no answer was a call";
+  EXPECT_GT(values, 0) << "no answer was a value";
+}
+
+// A prefill that leaves a tool call open, under response_format with tools offered: the answer
+// is the rest of that call (and calls after it), never the value. The value's grammar used to
+// be applied from the prefill's end, inside the call's string argument: the arguments came
+// back as {"city":"Par{\"name\" :\"elightvent\" }"}. Now the call's own schema holds the rest
+// of its arguments (here a city of at most 8 characters), and only an end or another call of a
+// declared function follows.
+TEST_P(ResponseFormat, AToolCallOpenInAPrefillIsFinishedUnderItsSchema) {
+  const json tools = json::parse(R"([
+    {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string","maxLength":8}},"required":["city"],"additionalProperties":false}}}])");
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kSchema}}}};
+  for (int seed = 1; seed <= 8; ++seed) {
+    const std::string what = "seed " + std::to_string(seed);
+    json body = chat(rf, seed, /*thinking=*/false);
+    body["tools"] = tools;
+    body["messages"].push_back({{"role", "assistant"}, {"content", "<|tool_call>call:get_weather{city:<|\"|>Par"}});
+    auto r = server_.post(body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json choice = json::parse(r->body)["choices"][0];
+    const json& message = choice["message"];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << what << ": " << r->body;
+    EXPECT_TRUE(message["content"].is_null() || message["content"] == "") << what << ": " << r->body;
+    ASSERT_TRUE(message.contains("tool_calls")) << what << ": " << r->body;
+    bool first = true;
+    for (const json& c : message["tool_calls"]) {
+      EXPECT_EQ(c["function"]["name"], "get_weather") << what;
+      const std::string arguments = c["function"]["arguments"].get<std::string>();
+      ASSERT_TRUE(json::accept(arguments)) << what << ": " << arguments;
+      const json a = json::parse(arguments);
+      ASSERT_TRUE(a.contains("city") && a["city"].is_string()) << what << ": " << arguments;
+      EXPECT_EQ(a.size(), 1u) << what << ": " << arguments;
+      const std::string city = a["city"].get<std::string>();
+      EXPECT_LE(code_points(city), 8u) << what << ": " << arguments;
+      if (first) {
+        EXPECT_EQ(city.rfind("Par", 0), 0u) << what << ": " << arguments;
+      }
+      first = false;
+    }
   }
 }
 
