@@ -51,8 +51,10 @@ Status neutral_only(const json& body, const char* key, std::string_view why) {
 Status check_openai_only_fields(const json& body) {
   GS_RETURN_IF_ERROR(neutral_only(body, "echo", "the answer's content never repeats the prompt (its `prompt` field "
                                                 "holds the prompt as read)"));
-  if (present(body, "logprobs")) {
-    return unsupported("logprobs", "send n_probs (completion_probabilities), or use /v1/completions");
+  if (present(body, "logprobs")) {  // false or 0 asks nothing
+    const json& v = body["logprobs"];
+    const bool nothing = (v.is_boolean() && !v.get<bool>()) || (v.is_number_integer() && v.get<int64_t>() == 0);
+    if (!nothing) return unsupported("logprobs", "send n_probs (completion_probabilities), or use /v1/completions");
   }
   GS_RETURN_IF_ERROR(neutral_only(body, "suffix", "this model has no fill-in-the-middle form"));
   GS_RETURN_IF_ERROR(neutral_only(body, "stream_options",
@@ -201,6 +203,7 @@ Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, 
   // limit is given (the server's, not that route's 16), n_probs read above.
   json translated = body;
   translated.erase("n_probs");
+  translated.erase("logprobs");  // what is left of it asks nothing (check_openai_only_fields)
   translated["prompt"] = prompt.text ? json(*prompt.text) : json(prompt.tokens);
   const bool limited = present(body, "n_predict") || present(body, "max_tokens") ||
                        present(body, "max_completion_tokens");

@@ -18,9 +18,11 @@ std::string data_event(const json& j) { return "data: " + dump_json(j) + "\n\n";
 
 json llama_settings_json(const LlamaSettings& s) {
   const SamplingParams& p = s.sampling;
+  // llama-server's output form (not its input form [[id, bias]]): {"bias", "token"} objects,
+  // a banned token's -inf written as null.
   json bias = json::array();
   for (const auto& [id, b] : p.logit_bias) {
-    bias.push_back(json::array({id, std::isinf(b) && b < 0 ? json(false) : json(b)}));
+    bias.push_back(json{{"bias", std::isfinite(b) ? json(b) : json(nullptr)}, {"token", id}});
   }
   return json{{"n_predict", s.n_predict},
               {"max_tokens", s.n_predict},
@@ -62,9 +64,13 @@ const char* llama_stop_type(const GenerationResult& r) {
 json llama_timings_json(const Usage& u) {
   json t = timings_json(u);
   t["cache_n"] = u.cached_tokens;
+  // llama-server always sends the four rates; where there is nothing to divide (a prompt all
+  // from the cache, a one-token answer, whose token came from the prefill) they are 0 here.
   const int32_t prefilled = t["prompt_n"].get<int32_t>();
-  if (prefilled > 0) t["prompt_per_token_ms"] = u.prefill_ms / prefilled;
-  if (u.completion_tokens > 1) t["predicted_per_token_ms"] = u.decode_ms / (u.completion_tokens - 1);
+  t["prompt_per_token_ms"] = prefilled > 0 ? u.prefill_ms / prefilled : 0.0;
+  t["predicted_per_token_ms"] = u.completion_tokens > 1 ? u.decode_ms / (u.completion_tokens - 1) : 0.0;
+  if (!t.contains("prompt_per_second")) t["prompt_per_second"] = 0.0;
+  if (!t.contains("predicted_per_second")) t["predicted_per_second"] = 0.0;
   return t;
 }
 
@@ -174,7 +180,8 @@ json llama_slots_json(const std::vector<SlotState>& slots, int32_t n_ctx, bool h
                    {"n_ctx", n_ctx},
                    {"speculative", has_drafter},
                    {"is_processing", s.processing},
-                   {"next_token", {{"has_next_token", s.processing}, {"n_decoded", s.n_decoded}}}});
+                   // an array of one object, as llama-server has it (clients read next_token[0])
+                   {"next_token", json::array({{{"has_next_token", s.processing}, {"n_decoded", s.n_decoded}}})}});
   }
   return out;
 }

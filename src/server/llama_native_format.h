@@ -33,7 +33,7 @@ struct LlamaSettings {
 // penalties (repeat_penalty, repeat_last_n 64, presence_penalty, frequency_penalty), the
 // samplers this server lacks at their off values (typical_p 1, mirostat 0, dynatemp_range 0,
 // xtc_probability 0, dry_multiplier 0, top_n_sigma -1, min_keep 0), stop, ignore_eos, stream,
-// n_probs, cache_prompt, logit_bias as [[id, bias]] (false: never sampled), samplers (this
+// n_probs, cache_prompt, logit_bias as [{"bias", "token"}] (bias null: never sampled), samplers (this
 // server's chain, in order), speculative.n_max, post_sampling_probs false, lora []}.
 nlohmann::json llama_settings_json(const LlamaSettings& s);
 
@@ -112,7 +112,7 @@ struct LlamaProps {
 nlohmann::json llama_props_json(const LlamaProps& p);
 
 // GET /slots: one entry a slot, in order: {id, id_task -1 (no task ids here), n_ctx,
-// speculative, is_processing, next_token: {has_next_token, n_decoded}}; no prompt or request
+// speculative, is_processing, next_token: [{has_next_token, n_decoded}]}; no prompt or request
 // field of whoever holds the slot.
 nlohmann::json llama_slots_json(const std::vector<SlotState>& slots, int32_t n_ctx, bool has_drafter);
 

@@ -290,7 +290,20 @@ TEST(LlamaCompletion, BadFieldsAre400NamingTheField) {
     EXPECT_EQ(j["content"], "ok") << ok.dump();
   }
   const json j = post_json(s, "/completion", with({{"logit_bias", json::array({json::array({5, false})})}}));
-  EXPECT_EQ(j["generation_settings"]["logit_bias"], json::array({json::array({5, false})}));
+  // llama-server's output form, whatever the input form; a ban's -inf as null.
+  EXPECT_EQ(j["generation_settings"]["logit_bias"], json::parse(R"([{"bias":null,"token":5}])"));
+  const json j2 = post_json(s, "/completion", with({{"logit_bias", {{"7", 1.5}}}}));
+  EXPECT_EQ(j2["generation_settings"]["logit_bias"], json::parse(R"([{"bias":1.5,"token":7}])"));
+  // logprobs false or 0 asks nothing.
+  for (const json& v : {json(false), json(0)}) {
+    EXPECT_EQ(post_json(s, "/completion", with({{"logprobs", v}}))["content"], "ok") << v.dump();
+  }
+  // The four rates are always there, 0 where nothing divides (a one-token answer).
+  const json one = post_json(s, "/completion", with({{"n_predict", 1}}));
+  for (const char* k : {"prompt_per_token_ms", "prompt_per_second", "predicted_per_token_ms", "predicted_per_second"}) {
+    EXPECT_TRUE(one["timings"].contains(k) && one["timings"][k].is_number()) << k << " " << one["timings"].dump();
+  }
+  EXPECT_EQ(one["timings"]["predicted_per_second"], 0.0);
   // Not JSON, not an object.
   auto r = s.post("/completion", "{nope");
   ASSERT_TRUE(r);
@@ -358,12 +371,16 @@ TEST(LlamaSlots, PerSlotStateWithoutPrompts) {
     EXPECT_EQ(slots[i]["id"], i);
     EXPECT_EQ(slots[i]["n_ctx"], 512);
     EXPECT_EQ(slots[i]["is_processing"], false);
+    // next_token: an array of one object, as llama-server's (clients read next_token[0]).
+    ASSERT_TRUE(slots[i]["next_token"].is_array() && slots[i]["next_token"].size() == 1u) << slots[i].dump();
+    EXPECT_EQ(slots[i]["next_token"][0]["n_decoded"], 0);
+    EXPECT_EQ(slots[i]["next_token"][0]["has_next_token"], false);
   }
   // One request running: one slot processing, and the prompt is nowhere in the answer.
   s.answer("", /*endless=*/true);
   const std::string secret = "a secret prompt of another client";
   std::thread t([&] { post_json(s, "/completion", {{"prompt", secret}, {"n_predict", 60}}); });
-  bool seen = false;
+  bool seen = false, max_decoded = false;
   for (int k = 0; k < 200 && !seen; ++k) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     r = s.get("/slots");
@@ -371,10 +388,14 @@ TEST(LlamaSlots, PerSlotStateWithoutPrompts) {
     EXPECT_EQ(r->body.find("secret"), std::string::npos);
     slots = json::parse(r->body);
     int busy = 0;
-    for (const json& sl : slots) busy += sl["is_processing"].get<bool>();
-    seen = busy == 1;
+    for (const json& sl : slots) {
+      busy += sl["is_processing"].get<bool>();
+      // a running slot counts its tokens as they come
+      if (sl["is_processing"].get<bool>() && sl["next_token"][0]["n_decoded"].get<int>() > 0) max_decoded = true;
+    }
+    seen = busy == 1 && max_decoded;
   }
-  EXPECT_TRUE(seen) << "no slot was seen processing";
+  EXPECT_TRUE(seen) << "no slot was seen processing with tokens decoded";
   // fail_on_no_slot: one slot is still free.
   r = s.get("/slots?fail_on_no_slot=1");
   ASSERT_TRUE(r);

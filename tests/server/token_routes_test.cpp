@@ -849,6 +849,40 @@ TEST(TokenRoutes, LargeVllmAnswerInParts) {
   EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), ids);
 }
 
+// The writer's parts, at every part size, join to the answer written whole: the hand-over from
+// the ids to token_strs may fall at any part's end (at 65,536 ids, the route's first part).
+TEST(TokenRoutes, AnswerWriterPartsJoinToTheWhole) {
+  LiveServer s;
+  const std::vector<int32_t> all = s.tok->encode("ROMEO: soft! <|turn> \xF0\x9F\x98\x80", true, true);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{3}, all.size()}) {
+    const std::vector<int32_t> ids(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(n, all.size())));
+    for (int form = 0; form < 4; ++form) {
+      server::TokenizeAnswer a;
+      a.with_pieces = form == 1;
+      a.vllm = form >= 2;
+      a.token_strs = form == 3;
+      a.max_model_len = 77;
+      server::TokenizeAnswerWriter whole_w(ids, a);
+      std::string whole;
+      while (!whole_w.done()) whole_w.next(*s.tok, ids.size() + 1, &whole);
+      ASSERT_TRUE(json::parse(whole, nullptr, false).is_object()) << whole;
+      if (form == 0) {
+        EXPECT_EQ(whole, server::tokenize_response_json(*s.tok, ids, false));
+      }
+      for (size_t part = 1; part <= ids.size() + 1; ++part) {
+        server::TokenizeAnswerWriter w(ids, a);
+        std::string joined;
+        int parts = 0;
+        while (!w.done() && parts < 1000) {
+          w.next(*s.tok, part, &joined);
+          ++parts;
+        }
+        EXPECT_EQ(joined, whole) << "ids " << ids.size() << " form " << form << " part " << part;
+      }
+    }
+  }
+}
+
 // The server's body limit applies to these routes as to every other: 413.
 TEST(TokenRoutes, BodyLimitApplies) {
   ServerFixtureOptions o;
