@@ -184,11 +184,6 @@ struct ToolFields {
 constexpr ToolFields kToolFields{"tools", "tool_choice", false};
 constexpr ToolFields kLegacyToolFields{"functions", "function_call", true};
 
-bool present(const json& body, const char* key) {
-  const auto it = body.find(key);
-  return it != body.end() && !it->is_null();
-}
-
 // A function's path in the list: "tools[2].function" (or "tools[2]" for a flat entry),
 // "functions[2]".
 std::string function_path(const json& body, const ToolFields& fields, size_t i) {

@@ -32,11 +32,6 @@ Status bool_field(const json& body, const char* field, bool neutral, const char*
   return {};
 }
 
-bool present(const json& body, const char* field) {
-  const auto it = body.find(field);
-  return it != body.end() && !it->is_null();
-}
-
 template <typename... Args>
 Status invalid_field(fmt::format_string<Args...> f, Args&&... args) {
   return Status(StatusCode::kInvalidArgument, fmt::format(f, std::forward<Args>(args)...));

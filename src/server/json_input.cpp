@@ -444,6 +444,11 @@ Status read_number(const nlohmann::json& obj, std::string_view path, const char*
   return {};
 }
 
+bool present(const nlohmann::json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && !it->is_null();
+}
+
 Status read_bool(const nlohmann::json& obj, std::string_view path, const char* key, std::optional<bool>* out) {
   out->reset();
   auto it = obj.find(key);

@@ -41,6 +41,10 @@ inline constexpr size_t kMaxJsonHeapValues = size_t{1} << 18;
 Result<nlohmann::json> parse_json_object(std::string_view body, int max_depth = kMaxJsonDepth,
                                          std::string_view what = "the request body");
 
+// Whether `obj` holds `key` with a value other than null (null is absent, as the field
+// readers below take it).
+bool present(const nlohmann::json& obj, const char* key);
+
 // Field readers: a missing key or null leaves *out unset and returns OK; a value of the
 // wrong type or outside [lo, hi] is kInvalidArgument naming `path`.`key`.
 Status read_int(const nlohmann::json& obj, std::string_view path, const char* key, int64_t lo, int64_t hi,

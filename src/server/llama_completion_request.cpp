@@ -32,11 +32,6 @@ Status unsupported(std::string_view field, std::string_view why) {
   return Status(StatusCode::kUnimplemented, fmt::format("{} is not supported on {}: {}", field, kRoute, why));
 }
 
-bool present(const json& body, const char* key) {
-  const auto it = body.find(key);
-  return it != body.end() && !it->is_null();
-}
-
 // A field whose only honoured values are null, false, "", [] or {} (nothing asked).
 Status neutral_only(const json& body, const char* key, std::string_view why) {
   const auto it = body.find(key);

@@ -24,23 +24,18 @@ using nlohmann::json;
 
 Status invalid(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
 
-bool has(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && !it->is_null();
-}
-
 // Fields that ask the server to remember or look up earlier responses: there is nothing to
 // look up (stateless), so they are refused rather than ignored (the model would answer
 // without the context the client meant to give).
 Status check_stateless(const json& body) {
-  if (has(body, "previous_response_id")) {
+  if (present(body, "previous_response_id")) {
     return invalid("previous_response_id: responses are not stored by this server (store is accepted but nothing "
                    "is kept); send the whole conversation in input");
   }
-  if (has(body, "conversation")) {
+  if (present(body, "conversation")) {
     return invalid("conversation: conversations are not stored by this server; send the whole conversation in input");
   }
-  if (has(body, "prompt")) return invalid("prompt: stored prompt templates are not supported by this server");
+  if (present(body, "prompt")) return invalid("prompt: stored prompt templates are not supported by this server");
   std::optional<bool> b;
   GS_RETURN_IF_ERROR(read_bool(body, "", "background", &b));
   if (b.value_or(false)) {
@@ -405,7 +400,7 @@ Status translate_text_format(const json& body, json* chat) {
   for (const char* key : {"name", "schema", "strict", "description"}) {
     if (const auto it = format->find(key); it != format->end()) js[key] = *it;
   }
-  if (!has(*format, "schema")) return invalid("text.format.schema is required (type json_schema)");
+  if (!present(*format, "schema")) return invalid("text.format.schema is required (type json_schema)");
   (*chat)["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(js)}};
   return {};
 }

@@ -29,17 +29,13 @@ void append_int(int32_t v, std::string* out) {
 
 Result<TokenizeRequest> parse_tokenize_request(const json& body) {
   TokenizeRequest req;
-  auto present = [&](const char* key) {
-    auto it = body.find(key);
-    return it != body.end() && !it->is_null();
-  };
-  const int given = present("content") + present("prompt") + present("messages");
+  const int given = present(body, "content") + present(body, "prompt") + present(body, "messages");
   if (given == 0) {
     return invalid("content is required (the text to tokenize; vLLM's prompt or messages are taken too)");
   }
   if (given > 1) return invalid("content, prompt and messages: give one of them (the text or the chat to tokenize)");
   std::optional<bool> b;
-  if (present("content")) {  // llama-server
+  if (present(body, "content")) {  // llama-server
     const json& c = body["content"];
     if (!c.is_string()) return invalid(fmt::format("content must be a string, got {}", json_type_name(c)));
     req.content = c.get<std::string>();
@@ -53,7 +49,7 @@ Result<TokenizeRequest> parse_tokenize_request(const json& body) {
   }
   // vLLM: special-token text is parsed, as its tokenizers split added tokens out.
   req.parse_special = true;
-  if (present("prompt")) {
+  if (present(body, "prompt")) {
     const json& p = body["prompt"];
     if (!p.is_string()) return invalid(fmt::format("prompt must be a string, got {}", json_type_name(p)));
     req.form = TokenizeForm::kVllmPrompt;
