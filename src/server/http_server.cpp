@@ -255,8 +255,8 @@ class Routes {
   // POST /tokenize: llama-server's content, or vLLM's prompt, as ids (with BOS when
   // add_special), control-token text parsed unless parse_special is false; with_pieces adds
   // each id's piece. vLLM's messages: the ids the chat route would feed the model for that chat
-  // (render_chat_request, then markup-only control tokens and BOS, as plan_chat), with vLLM's
-  // count, max_model_len and token_strs.
+  // (render_chat_request, then chat_prompt_ids, as plan_chat), with vLLM's count, max_model_len
+  // and token_strs.
   void tokenize(const httplib::Request& req, httplib::Response& res) {
     auto m = s_->model();
     if (!m) return send_loading(res);
@@ -273,7 +273,7 @@ class Routes {
       if (!chat.ok()) return send_error(res, request_error(chat.status()));
       Result<text::RenderedPrompt> prompt = render_chat_request(*chat);
       if (!prompt.ok()) return send_error(res, request_error(prompt.status()));
-      ids = m->tokenizer->encode_prompt(prompt->text, prompt->markup, /*add_special=*/true);
+      ids = chat_prompt_ids(*prompt, *m->tokenizer);
       if (parsed->add_special && m->tokenizer->bos_id() != text::kNoToken) {
         ids.insert(ids.begin(), m->tokenizer->bos_id());  // vLLM's tokenizer adds one before the template's
       }

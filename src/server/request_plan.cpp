@@ -205,6 +205,10 @@ Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& re
   return render_chat(req, req.add_generation_prompt);
 }
 
+std::vector<int32_t> chat_prompt_ids(const text::RenderedPrompt& prompt, const text::Tokenizer& tok) {
+  return tok.encode_prompt(prompt.text, prompt.markup, /*add_special=*/true);
+}
+
 Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::Tokenizer& tok,
                                  const PlanLimits& limits) {
   // A final assistant message with tool calls leaves the template's tool response open: the
@@ -285,9 +289,8 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       }
       break;
   }
-  // Control tokens only where the renderer wrote markup: message text cannot open or close
-  // a turn. The forced opener holds only user-defined tokens, which match anywhere.
-  plan.request.prompt = tok.encode_prompt(prompt.text, prompt.markup, /*add_special=*/true);
+  // The forced opener holds only user-defined tokens, which match anywhere.
+  plan.request.prompt = chat_prompt_ids(prompt, tok);
   fill_common(req.gen, limits, &plan.request);
   if (plan.request.json.grammar) {
     // Structured output (decision 0027): a forced call is the output, the format is moot;

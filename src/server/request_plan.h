@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "server/api_request.h"
@@ -34,6 +35,11 @@ struct PlanLimits {
 // message spells control-token text ("<|turn>"), which encode_prompt keeps as text.
 // Errors: kInvalidArgument from the renderer (e.g. an unknown tool_call_id).
 Result<text::RenderedPrompt> render_chat_request(const ChatCompletionRequest& req);
+
+// The model's input for a rendered chat prompt: BOS, then the text with control tokens only
+// where the renderer wrote markup (message text cannot open or close a turn). What plan_chat
+// feeds the model, and vLLM's /tokenize `messages` form answers.
+std::vector<int32_t> chat_prompt_ids(const text::RenderedPrompt& prompt, const text::Tokenizer& tok);
 
 // Chat: render_chat_request (always with the generation prompt: add_generation_prompt false is
 // kUnimplemented unless the prompt ends in the model's turn either way), tokenized with BOS,
