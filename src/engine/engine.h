@@ -88,7 +88,10 @@ struct JsonOutput {
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included when the model wants it
-  int32_t max_tokens = -1;      // -1: until end of generation or the context is full
+  // -1: until end of generation or the context is full. 0: the prompt only (llama-server's
+  // n_predict 0): it is prefilled into a slot, whose cache keeps it for a later request with
+  // the same prefix, and the request ends with FinishReason::kLength and no token.
+  int32_t max_tokens = -1;
   SamplingParams sampling;
   int32_t n_logprobs = -1;      // -1: no logprobs; 0..20: the chosen token's plus that many top
   bool speculative = true;      // use the MTP drafter when one is loaded

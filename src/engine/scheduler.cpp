@@ -84,9 +84,9 @@ Status Scheduler::check_request(const GenerationRequest& request) const {
                        "(the prompt must be shorter to leave room for the answer)",
                        n_prompt, runner_info_.n_ctx);
   }
-  if (request.max_tokens == 0 || request.max_tokens < -1) {
-    return make_status(StatusCode::kInvalidArgument, "max_tokens must be >= 1 (or -1 for no limit), got {}",
-                       request.max_tokens);
+  if (request.max_tokens < -1) {
+    return make_status(StatusCode::kInvalidArgument,
+                       "max_tokens must be >= 0 (0: the prompt only; -1: no limit), got {}", request.max_tokens);
   }
   if (request.n_logprobs > 20 || request.n_logprobs < -1) {
     return make_status(StatusCode::kInvalidArgument, "the number of top logprobs must be 0..20, got {}",
@@ -228,11 +228,13 @@ bool Scheduler::is_eog(const Sequence& seq, int32_t token) const {
 }
 
 // Tokens the sequence may still generate: the request's max_tokens and the context (a
-// sequence of P prompt tokens holds at most n_ctx - P completion tokens).
+// sequence of P prompt tokens holds at most n_ctx - P completion tokens). A prompt-only
+// request (max_tokens 0) has none: the token its last prefill chunk samples is dropped in
+// apply_outputs and the sequence ends with kLength, its prompt left in the slot's cache.
 int32_t Scheduler::completion_limit(const Sequence& seq) const {
   const int32_t n_prompt = static_cast<int32_t>(seq.request.prompt.size());
   int32_t left = runner_info_.n_ctx - n_prompt - seq.n_generated;
-  if (seq.request.max_tokens > 0) left = std::min(left, seq.request.max_tokens - seq.n_generated);
+  if (seq.request.max_tokens >= 0) left = std::min(left, seq.request.max_tokens - seq.n_generated);
   return std::max(left, 0);
 }
 

@@ -182,6 +182,31 @@ Result<Prompt> read_prompt(const json& body, const RequestDefaults& defaults, co
   return read_one_prompt(p, "prompt", defaults, tok);
 }
 
+// An integer 0 under `key`.
+bool is_zero(const json& body, const char* key) {
+  const auto it = body.find(key);
+  return it != body.end() && it->is_number_integer() && it->get<int64_t>() == 0;
+}
+
+constexpr const char* kLimitFields[] = {"n_predict", "max_tokens", "max_completion_tokens"};
+
+// llama-server's n_predict 0 (or max_tokens 0, which it reads as n_predict's other name): the
+// prompt only. True when one of the limits is 0; the others, when given, must be 0 too.
+Result<bool> read_prompt_only(const json& body) {
+  const char* zero = nullptr;
+  for (const char* key : kLimitFields) {
+    if (is_zero(body, key)) zero = key;
+  }
+  if (!zero) return false;
+  for (const char* key : kLimitFields) {
+    if (present(body, key) && !is_zero(body, key)) {
+      return invalid(fmt::format("{} ({}) disagrees with {} (0: the prompt only); send one of them", key,
+                                 body[key].dump(), zero));
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, const RequestDefaults& defaults,
@@ -194,6 +219,8 @@ Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, 
   if (prompt.text && prompt.text->empty()) return invalid("prompt must not be empty");
   if (!prompt.text && prompt.tokens.empty()) return invalid("prompt must not be empty");
 
+  GS_ASSIGN_OR_RETURN(const bool prompt_only, read_prompt_only(body));
+
   // The rest as /v1/completions reads it: the prompt as text or ids, n_predict -1 where no
   // limit is given (the server's, not that route's 16), n_probs read above.
   json translated = body;
@@ -202,9 +229,20 @@ Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, 
   translated["prompt"] = prompt.text ? json(*prompt.text) : json(prompt.tokens);
   const bool limited = present(body, "n_predict") || present(body, "max_tokens") ||
                        present(body, "max_completion_tokens");
-  if (!limited) translated["n_predict"] = -1;
+  if (prompt_only) {
+    for (const char* key : kLimitFields) translated.erase(key);  // /v1/completions takes 1 or more
+  } else if (!limited) {
+    translated["n_predict"] = -1;
+  }
   GS_ASSIGN_OR_RETURN(req.completion, parse_completion_request(translated, defaults));
   GenerationOptions& gen = req.completion.gen;
+  if (prompt_only) {
+    // The engine prefills the prompt into a slot's cache and generates nothing (GenerationRequest::max_tokens).
+    if (gen.sampling.min_tokens > 0) {
+      return invalid(fmt::format("min_tokens ({}) is more than n_predict (0: the prompt only)", gen.sampling.min_tokens));
+    }
+    gen.max_tokens = 0;
+  }
   gen.n_logprobs = req.n_probs > 0 ? req.n_probs : -1;
   req.wants_tokens = gen.stream || req.return_tokens;
   return req;

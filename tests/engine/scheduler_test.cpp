@@ -156,12 +156,39 @@ TEST(Scheduler, PromptLongerThanContextIsRejectedWithBothNumbers) {
   EXPECT_EQ(f.runner->n_steps(), 0);  // nothing was prefilled
 }
 
+// max_tokens 0 (llama-server's n_predict 0): the prompt is prefilled and kept in the slot's
+// cache, no token comes out, the request ends with kLength; the next request with that prompt
+// reuses all of it but its last token.
+TEST(Scheduler, PromptOnlyRequestGeneratesNothingAndKeepsThePrompt) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.reuse_prefix = true;
+  Fixture f(o);
+  auto p = prompt_of(30);
+  auto stream = f.engine->submit(make_request(p, 0));
+  ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+  Collected c = collect(**stream);
+  ASSERT_TRUE(c.done);
+  EXPECT_EQ(c.finish, FinishReason::kLength);
+  EXPECT_TRUE(c.tokens.empty());
+  EXPECT_EQ(c.usage.prompt_tokens, 30);
+  EXPECT_EQ(c.usage.completion_tokens, 0);
+  EngineMetrics m = f.engine->metrics();
+  EXPECT_EQ(m.generated_tokens_total, 0u);
+  EXPECT_EQ(m.prefill_tokens_total, 30u);
+  auto again = f.engine->submit(make_request(p, 5));
+  ASSERT_TRUE(again.ok());
+  Collected d = collect(**again);
+  ASSERT_TRUE(d.done);
+  EXPECT_EQ(d.usage.cached_tokens, 29);
+  EXPECT_EQ(d.tokens, f.runner->expected(p, 5));
+}
+
 TEST(Scheduler, BadRequestsAreRejected) {
   Fixture f({});
   EXPECT_EQ(f.engine->submit(make_request({}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(f.engine->submit(make_request({5, 100}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(f.engine->submit(make_request({5, -1}, 4)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(f.engine->submit(make_request({5}, 0)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(f.engine->submit(make_request({5}, -7)).status().code(), StatusCode::kInvalidArgument);
   auto r = make_request({5}, 3);
   r.n_logprobs = 21;

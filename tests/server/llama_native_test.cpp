@@ -256,7 +256,9 @@ TEST(LlamaCompletion, BadFieldsAre400NamingTheField) {
   expect_refused(s, {{"prompt", json::array({1, 2.5})}}, "prompt[1]");
   expect_refused(s, {{"prompt", {{"prompt_string", "x"}, {"multimodal_data", {"AAAA"}}}}}, "prompt.multimodal_data");
   expect_refused(s, with({{"n_predict", "5"}}), "n_predict");
-  expect_refused(s, with({{"n_predict", 0}}), "n_predict");
+  expect_refused(s, with({{"n_predict", 0}, {"max_tokens", 5}}), "max_tokens");  // 0 is the prompt only
+  expect_refused(s, with({{"max_tokens", 0}, {"n_predict", -1}}), "n_predict");
+  expect_refused(s, with({{"n_predict", 0}, {"min_tokens", 2}}), "min_tokens");
   expect_refused(s, with({{"n_probs", 21}}), "n_probs");
   expect_refused(s, with({{"n_probs", -1}}), "n_probs");
   expect_refused(s, with({{"temperature", "hot"}}), "temperature");
@@ -525,6 +527,55 @@ TEST(LlamaCompletionShakes, GreedyEqualsV1Completions) {
       text += json::parse(payload)["content"].get<std::string>();
     }
     EXPECT_EQ(text, n["content"]);
+  }
+}
+
+// n_predict 0 (llama-server: evaluate the prompt, generate nothing): an empty answer ending
+// as "limit", the prompt left in the slot's cache, where the next request with that prefix
+// finds it; max_tokens 0 is the same (n_predict's other name on this route). Streamed, one
+// final chunk. With and without the drafter.
+TEST(LlamaCompletionShakes, NPredictZeroEvaluatesThePromptOnly) {
+  for (const bool drafter : {false, true}) {
+    SCOPED_TRACE(drafter ? "drafter" : "no drafter");
+    test::ShakesHttp server;
+    server.start(drafter);
+    const std::string prompt = "ROMEO:\nBut soft, what light through yonder window breaks?\nJULIET:\n";
+    for (const char* key : {"n_predict", "max_tokens"}) {
+      SCOPED_TRACE(key);
+      auto r = server.post(json{{"prompt", prompt}, {key, 0}, {"cache_prompt", false}}, "/completion");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      const json j = json::parse(r->body);
+      EXPECT_EQ(j["content"], "");
+      EXPECT_EQ(j["tokens"], json::array());
+      EXPECT_EQ(j["tokens_predicted"], 0);
+      EXPECT_GT(j["tokens_evaluated"].get<int>(), 10);
+      EXPECT_EQ(j["stop_type"], "limit");
+      EXPECT_EQ(j["stop"], true);
+      EXPECT_EQ(j["timings"]["predicted_n"], 0);
+    }
+    // The prompt is in a slot's cache now: the same prompt with a limit reuses all of it but
+    // the last token, which is computed again for its logits.
+    auto full = server.post(json{{"prompt", prompt}, {"n_predict", 0}}, "/completion");
+    ASSERT_TRUE(full);
+    const int n_prompt = json::parse(full->body)["tokens_evaluated"].get<int>();
+    auto next = server.post(json{{"prompt", prompt}, {"n_predict", 4}, {"temperature", 0}}, "/completion");
+    ASSERT_TRUE(next);
+    ASSERT_EQ(next->status, 200) << next->body;
+    const json n = json::parse(next->body);
+    EXPECT_EQ(n["tokens_cached"], n_prompt - 1) << next->body;
+    EXPECT_EQ(n["tokens_predicted"], 4);
+    // Streamed: one final chunk, nothing before it.
+    auto streamed = server.post(json{{"prompt", prompt}, {"n_predict", 0}, {"stream", true}}, "/completion");
+    ASSERT_TRUE(streamed);
+    ASSERT_EQ(streamed->status, 200) << streamed->body;
+    const std::vector<std::string> payloads = test::sse_payloads(streamed->body);
+    ASSERT_EQ(payloads.size(), 1u) << streamed->body;
+    const json last = json::parse(payloads[0]);
+    EXPECT_EQ(last["stop"], true);
+    EXPECT_EQ(last["content"], "");
+    EXPECT_EQ(last["tokens_predicted"], 0);
+    EXPECT_EQ(last["stop_type"], "limit");
   }
 }
 
