@@ -18,6 +18,7 @@
 #include "engine/drafter_check.h"
 #include "engine/forced_calls_constraint.h"
 #include "engine/json_constraint.h"
+#include "engine/lazy_calls_constraint.h"
 #include "engine/value_or_calls_constraint.h"
 #include "gguf/gguf_summary.h"
 #include "model/dump.h"
@@ -149,6 +150,11 @@ class RuntimeSlotRunner final : public SlotRunner {
                                                             std::move(ends));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
+    } else if (const ForcedCalls& lazy = setup.lazy_calls;
+               lazy.on && lazy.open_token >= 0 && lazy.close_token >= 0 && !lazy.openers.empty() && !setup.forced_calls.on) {
+      // tool_choice auto: free text until the model opens a call, then calls only (decision 0065).
+      s.constraint = std::make_unique<LazyCallsConstraint>(lazy.open_token, call_text_constraint(lazy),
+                                                           forced_calls_options(lazy));
     }
     if (setup.forced_calls.on && setup.forced_calls.close_token >= 0) {
       s.constraint = std::make_unique<ForcedCallsConstraint>(std::move(s.constraint), forced_calls_options(setup.forced_calls));

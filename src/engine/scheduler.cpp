@@ -363,6 +363,7 @@ void Scheduler::loop() {
       setup.call_end_tokens = seq.request.call_end_tokens;
       setup.json = seq.request.json;
       setup.forced_calls = seq.request.forced_calls;
+      setup.lazy_calls = seq.request.lazy_calls;
       setup.reuse_prefix = seq.request.reuse_prefix;
       setup.starts_in_thought = seq.request.starts_in_thought;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
