@@ -18,6 +18,11 @@ std::unique_ptr<OutputConstraint> LazyCallsConstraint::clone() const {
   return out;
 }
 
+std::vector<int32_t> LazyCallsConstraint::wake_tokens() const {
+  if (calls_) return {};
+  return {call_open_};
+}
+
 void LazyCallsConstraint::allowed(std::vector<int32_t>* out) const {
   out->clear();
   if (calls_) calls_->allowed(out);

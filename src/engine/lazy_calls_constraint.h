@@ -34,11 +34,13 @@ class LazyCallsConstraint final : public OutputConstraint {
   bool active() const override { return true; }
   // False before the opener (no mask: the step samples and drafts as without a constraint).
   bool constrains_next() const override { return calls_ != nullptr && calls_->constrains_next(); }
-  // True before the opener (drafts are verified under masks that are empty until a drafted
-  // opener, then the call's); after it, as the calls' constraint.
+  // True before the opener; after it, as the calls' constraint.
   bool drafts_allowed() const override { return calls_ == nullptr || calls_->drafts_allowed(); }
   // Null where the calls' constraint cannot be copied (a call's name being spelled).
   std::unique_ptr<OutputConstraint> clone() const override;
+  // Before the opener: the opener, at which the runner ends a round (the drafts before it are
+  // verified unmasked, as without a constraint; the next round gets the call's masks).
+  std::vector<int32_t> wake_tokens() const override;
   // Before the opener: empty (nothing to mask). After: the calls' mask, ascending.
   void allowed(std::vector<int32_t>* out) const override;
   void advance(int32_t token) override;

@@ -213,7 +213,16 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.stop_tokens = info_.eog_tokens;
       s.sampler_round_start.reset();
       if (w.draft_max > 0) s.sampler_round_start = s.sampler->state();
-      if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed() && !restricted) {
+      std::vector<int32_t> wake;
+      if (s.constraint && !s.constraint->constrains_next()) wake = s.constraint->wake_tokens();
+      if (!wake.empty()) {
+        // Free until a known token (tool_choice auto before a call's opener): decoded and
+        // drafted as without a constraint, the round ending at that token so that nothing
+        // after it goes out unmasked; the next step has the constraint's masks.
+        s.stop_tokens = info_.eog_tokens;
+        s.stop_tokens.insert(s.stop_tokens.end(), wake.begin(), wake.end());
+        w.stop_tokens = s.stop_tokens;
+      } else if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed() && !restricted) {
         // Drafting goes on under the constraint: each verify position gets the mask of a
         // copy advanced through the drafts before it (SeqWork::allowed_after).
         s.cursor.reset();
@@ -353,6 +362,7 @@ class RuntimeSlotRunner final : public SlotRunner {
     std::optional<Sampler::State> sampler_round_start;
     std::vector<int32_t> sampled_round;
     std::vector<int32_t> mask;                     // this step's allowed ids
+    std::vector<int32_t> stop_tokens;              // this step's round enders, where they are more than the ends
     std::unique_ptr<OutputConstraint> cursor;  // the constraint advanced through cursor_prefix
     std::vector<int32_t> cursor_prefix;        // drafts of this round the cursor has taken
     // This step's masks by the drafts before their position (drafting and verify ask for

@@ -98,6 +98,10 @@ TEST(LazyCallsConstraint, TheTextBeforeTheOpenerIsFree) {
   EXPECT_FALSE(c->constrains_next());
   EXPECT_TRUE(mask(*c).empty());
   EXPECT_NE(c->clone(), nullptr);
+  // The runner ends a round at the opener (and masks nothing before it).
+  EXPECT_EQ(c->wake_tokens(), std::vector<int32_t>{token(text::markup::kToolCallOpen)});
+  c->advance(token(text::markup::kToolCallOpen));
+  EXPECT_TRUE(c->wake_tokens().empty());
 }
 
 // The opener hands the answer to the calls: a declared name, the arguments under the schema,
