@@ -12,6 +12,7 @@
 
 #include "server/anthropic_request.h"
 #include "server/request_plan.h"
+#include "server/responses_request.h"
 #include "text/json_grammar.h"
 #include "text/output_parser.h"
 #include "server_fixture.h"
@@ -505,6 +506,32 @@ TEST(RequestPlan, ToolChoiceAutoWaitsForTheCallOpener) {
   }
   auto no_tools = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}]})"), *tok, {});
   EXPECT_FALSE(no_tools->request.lazy_calls.on);
+  // The other routes that take the chat path: the legacy functions form, Messages (auto, not
+  // any) and Responses (max_tool_calls 1: no call after the first).
+  auto legacy = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}],"functions":[{"name":"get_weather",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]})"), *tok, {});
+  ASSERT_TRUE(legacy.ok()) << legacy.status().to_string();
+  EXPECT_TRUE(legacy->request.lazy_calls.on);
+  RequestDefaults d;
+  const std::string messages = R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],)"
+                               R"("tools":[{"name":"get_weather","input_schema":{"type":"object"}}])";
+  for (const std::string choice : {std::string(), std::string(R"(,"tool_choice":{"type":"any"})")}) {
+    auto m = parse_messages_request(json::parse(messages + choice + "}"), d, MessagesRoute::kCreate);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    auto p = plan_chat(*m, *tok, {});
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->request.lazy_calls.on, choice.empty()) << choice;
+  }
+  const std::string responses = R"({"input":"hi","tools":[{"type":"function","name":"get_weather",)"
+                                R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}])";
+  for (const std::string extra : {std::string(), std::string(R"(,"max_tool_calls":1)")}) {
+    auto r = parse_responses_request(json::parse(responses + extra + "}"), d);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    auto p = plan_chat(r->chat, *tok, {});
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_TRUE(p->request.lazy_calls.on) << extra;
+    EXPECT_EQ(p->request.lazy_calls.more_calls, extra.empty()) << extra;
+  }
 }
 
 // A prefill that ends inside a call it opened, under tool_choice auto: the rest of the call is
