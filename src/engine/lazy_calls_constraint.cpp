@@ -5,7 +5,8 @@
 
 namespace gs {
 
-LazyCallsConstraint::LazyCallsConstraint(int32_t call_open, std::function<std::unique_ptr<OutputConstraint>()> first_call,
+LazyCallsConstraint::LazyCallsConstraint(int32_t call_open,
+                                         std::function<std::unique_ptr<OutputConstraint>()> first_call,
                                          std::shared_ptr<const ForcedCallsOptions> calls)
     : call_open_(call_open), first_call_(std::move(first_call)), options_(std::move(calls)) {}
 

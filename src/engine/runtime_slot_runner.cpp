@@ -150,8 +150,8 @@ class RuntimeSlotRunner final : public SlotRunner {
                                                             std::move(ends));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
-    } else if (const ForcedCalls& lazy = setup.lazy_calls;
-               lazy.on && lazy.open_token >= 0 && lazy.close_token >= 0 && !lazy.openers.empty() && !setup.forced_calls.on) {
+    } else if (const ForcedCalls& lazy = setup.lazy_calls; lazy.on && lazy.open_token >= 0 && lazy.close_token >= 0 &&
+                                                           !lazy.openers.empty() && !setup.forced_calls.on) {
       // tool_choice auto: free text until the model opens a call, then calls only (decision 0065).
       s.constraint = std::make_unique<LazyCallsConstraint>(lazy.open_token, call_text_constraint(lazy),
                                                            forced_calls_options(lazy));
