@@ -132,6 +132,12 @@ struct GenerationRequest {
   JsonOutput json;
   // A forced call's answer: the calls, then an end (wraps the constraints above).
   ForcedCalls forced_calls;
+  // tool_choice auto without structured output (decision 0065): the text is the model's, unmasked,
+  // until it emits `lazy_calls.open_token`; from there the answer is calls only, as after a
+  // structured-output value's opener (JsonOutput::calls): the call's text spells one of
+  // `openers` and follows its arguments' grammar to the closer, then an end or, with
+  // `more_calls`, another call. Only without json.grammar, allowed_completions and forced_calls.
+  ForcedCalls lazy_calls;
   // The response this request is one choice of (OpenAI's `n`): the choices of one response
   // share a nonzero `response_id` and give their number in `response_choices`; 0 and 1 for a
   // request on its own. A drain keeps a waiting choice whose response has already started

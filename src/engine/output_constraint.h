@@ -25,6 +25,11 @@ class OutputConstraint {
   // Otherwise it drafts nothing while constrained.
   virtual bool drafts_allowed() const { return false; }
   virtual std::unique_ptr<OutputConstraint> clone() const { return nullptr; }
+  // While constrains_next() is false: the tokens after which it may constrain again, when it
+  // knows them (empty: it does not). Then the runner decodes as without a constraint (drafts
+  // picked as usual, no masks at the verify positions) and ends a round at any of these
+  // tokens, so no token after one is emitted unmasked (engine/lazy_calls_constraint.h).
+  virtual std::vector<int32_t> wake_tokens() const { return {}; }
   // The allowed token ids, ascending, into `out` (cleared first). Empty when the
   // vocabulary cannot continue (the caller then samples unconstrained and drops it).
   virtual void allowed(std::vector<int32_t>* out) const = 0;

@@ -18,6 +18,7 @@
 #include "engine/drafter_check.h"
 #include "engine/forced_calls_constraint.h"
 #include "engine/json_constraint.h"
+#include "engine/lazy_calls_constraint.h"
 #include "engine/value_or_calls_constraint.h"
 #include "gguf/gguf_summary.h"
 #include "model/dump.h"
@@ -149,6 +150,11 @@ class RuntimeSlotRunner final : public SlotRunner {
                                                             std::move(ends));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
+    } else if (const ForcedCalls& lazy = setup.lazy_calls; lazy.on && lazy.open_token >= 0 && lazy.close_token >= 0 &&
+                                                           !lazy.openers.empty() && !setup.forced_calls.on) {
+      // tool_choice auto: free text until the model opens a call, then calls only (decision 0065).
+      s.constraint = std::make_unique<LazyCallsConstraint>(lazy.open_token, call_text_constraint(lazy),
+                                                           forced_calls_options(lazy));
     }
     if (setup.forced_calls.on && setup.forced_calls.close_token >= 0) {
       s.constraint = std::make_unique<ForcedCallsConstraint>(std::move(s.constraint), forced_calls_options(setup.forced_calls));
@@ -207,7 +213,16 @@ class RuntimeSlotRunner final : public SlotRunner {
       w.stop_tokens = info_.eog_tokens;
       s.sampler_round_start.reset();
       if (w.draft_max > 0) s.sampler_round_start = s.sampler->state();
-      if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed() && !restricted) {
+      std::vector<int32_t> wake;
+      if (s.constraint && !s.constraint->constrains_next()) wake = s.constraint->wake_tokens();
+      if (!wake.empty()) {
+        // Free until a known token (tool_choice auto before a call's opener): decoded and
+        // drafted as without a constraint, the round ending at that token so that nothing
+        // after it goes out unmasked; the next step has the constraint's masks.
+        s.stop_tokens = info_.eog_tokens;
+        s.stop_tokens.insert(s.stop_tokens.end(), wake.begin(), wake.end());
+        w.stop_tokens = s.stop_tokens;
+      } else if (s.constraint && s.draft_max > 0 && s.constraint->drafts_allowed() && !restricted) {
         // Drafting goes on under the constraint: each verify position gets the mask of a
         // copy advanced through the drafts before it (SeqWork::allowed_after).
         s.cursor.reset();
@@ -347,6 +362,7 @@ class RuntimeSlotRunner final : public SlotRunner {
     std::optional<Sampler::State> sampler_round_start;
     std::vector<int32_t> sampled_round;
     std::vector<int32_t> mask;                     // this step's allowed ids
+    std::vector<int32_t> stop_tokens;              // this step's round enders, where they are more than the ends
     std::unique_ptr<OutputConstraint> cursor;  // the constraint advanced through cursor_prefix
     std::vector<int32_t> cursor_prefix;        // drafts of this round the cursor has taken
     // This step's masks by the drafts before their position (drafting and verify ask for

@@ -365,6 +365,7 @@ void Scheduler::loop() {
       setup.call_end_tokens = seq.request.call_end_tokens;
       setup.json = seq.request.json;
       setup.forced_calls = seq.request.forced_calls;
+      setup.lazy_calls = seq.request.lazy_calls;
       setup.reuse_prefix = seq.request.reuse_prefix;
       setup.starts_in_thought = seq.request.starts_in_thought;
       Result<int32_t> started = runner_->start(seq.slot, setup, seq.request.prompt);
@@ -605,7 +606,10 @@ void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
         if (tok.id == req.reasoning_open) {
           seq.in_thought = true;
           seq.thought_tokens = 0;
-        } else if (tok.id == req.reasoning_close) {
+        } else if (tok.id == req.reasoning_close || (req.lazy_calls.on && tok.id == req.lazy_calls.open_token)) {
+          // A call opener inside the thought ends it, as the output parser reads it: the call
+          // that follows is held by its grammar (decision 0065), and a spent budget must not
+          // write the thought's closer into its arguments.
           seq.in_thought = false;
         } else if (seq.in_thought) {
           seq.thought_tokens++;

@@ -49,6 +49,8 @@ struct SequenceSetup {
   JsonOutput json;
   // GenerationRequest::forced_calls: after a forced call, only an end or another call.
   ForcedCalls forced_calls;
+  // GenerationRequest::lazy_calls: free text until the call opener, then calls only.
+  ForcedCalls lazy_calls;
   // GenerationRequest::starts_in_thought: the constraint's thought span is open at the start.
   bool starts_in_thought = false;
 };

@@ -1,6 +1,9 @@
 // Rendering, tokenizing and option mapping for chat and text completion requests.
 #include "server/request_plan.h"
 
+#include <optional>
+#include <string>
+
 #include "core/log.h"
 #include "server/tool_grammars.h"
 #include "text/chat_format.h"
@@ -126,6 +129,27 @@ void plan_later_calls(const ChatCompletionRequest& req, const text::Tokenizer& t
   plan_calls(req, tok, grammars, more, /*list_openers=*/more, &r->forced_calls);
 }
 
+// A prefill that left a tool call open before its arguments' "{" (`written`: the call's text
+// after its opener, "call:get" or ""): the rest must complete the opener of a declared function
+// ("call:NAME{", or "call:NAME{key:" where the grammar cannot hold the schema), as the name of a
+// call forced among several (decision 0016), and a function's arguments then follow its schema.
+// Nothing when no declared opener begins with `written`: the call's text is the model's.
+void plan_open_call_name(const ChatCompletionRequest& req, const text::Tokenizer& tok, ToolGrammars& grammars,
+                         std::string_view written, GenerationRequest* r) {
+  ForcedCalls all;
+  plan_calls(req, tok, grammars, /*more_calls=*/false, /*list_openers=*/true, &all);
+  const auto rest_of = [written](const std::string& opener) -> std::optional<std::string> {
+    if (opener.size() <= written.size() || !opener.starts_with(written)) return std::nullopt;
+    return opener.substr(written.size());
+  };
+  for (const std::string& opener : all.openers) {
+    if (auto rest = rest_of(opener)) r->allowed_completions.push_back(std::move(*rest));
+  }
+  for (const CallArguments& a : all.arguments) {
+    if (auto rest = rest_of(a.opener)) r->call_arguments.push_back({std::move(*rest), a.grammar});
+  }
+}
+
 // Structured output where a prefill left a tool call open (`open_call`, from its opener on):
 // the answer is calls only, as after a forced call's opener. When the open call names a
 // declared function whose schema the grammar holds, and the arguments written so far begin a
@@ -135,6 +159,10 @@ void plan_open_call(const ChatCompletionRequest& req, const text::Tokenizer& tok
                     std::string_view open_call, GenerationRequest* r) {
   plan_calls(req, tok, grammars, parallel_calls(req), /*list_openers=*/parallel_calls(req), &r->forced_calls);
   if (!r->forced_calls.on) return;
+  if (open_call.find('{') == std::string_view::npos) {
+    plan_open_call_name(req, tok, grammars, open_call.substr(text::markup::kToolCallOpen.size()), r);
+    return;
+  }
   const std::string head = std::string(text::markup::kToolCallOpen) + "call:";
   if (open_call.substr(0, head.size()) != head) return;
   const std::string_view rest = open_call.substr(head.size());
@@ -292,6 +320,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   // The forced opener holds only user-defined tokens, which match anywhere.
   plan.request.prompt = chat_prompt_ids(prompt, tok);
   fill_common(req.gen, limits, &plan.request);
+  const bool structured = plan.request.json.grammar != nullptr;
   if (plan.request.json.grammar) {
     // Structured output (decision 0027): a forced call is the output, the format is moot;
     // otherwise a thought may come first, and a tool call instead of the value when tools
@@ -327,6 +356,19 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       if (prompt.prefill && text::JsonMatcher(plan.request.json.grammar).feed(prompt.prefill_text)) {
         plan.request.json.prefix = prompt.prefill_text;
       }
+    }
+  }
+  // tool_choice auto without structured output (decision 0065): the text is the model's until it
+  // opens a call; from the opener on the call is held as a forced call is, to a declared function
+  // and its schema, and only an end or more calls follow it. A prefill that left a call open is
+  // continued under the same rules at once. Not with min_tokens or ignore_eos, which hold back
+  // or go past the end that a call's answer comes to: there the calls stay the model's.
+  if (!structured && tools_on && req.tool_choice == ToolChoice::kAuto && plan.request.sampling.min_tokens <= 0 &&
+      !plan.request.ignore_eog) {
+    if (prefill_call) {
+      plan_open_call(req, tok, grammars, plan.output_prefix, &plan.request);
+    } else {
+      plan_calls(req, tok, grammars, parallel_calls(req), /*list_openers=*/true, &plan.request.lazy_calls);
     }
   }
   // A forced call of one known function: its arguments follow the tool's schema, in the call

@@ -689,6 +689,40 @@ TEST(Scheduler, ReasoningBudgetForcesTheEndOfTheThought) {
   EXPECT_EQ(std::count(c.tokens.begin(), c.tokens.end(), 50), 9);
 }
 
+// tool_choice auto's lazy call grammar (decision 0065): a call opener inside a thought ends the
+// thought (the output parser reads it so), so a reasoning budget spent by then does not force
+// the thought's closer into the call's arguments; without the lazy calls it still does.
+TEST(Scheduler, ACallOpenerEndsTheThoughtForTheReasoningBudget) {
+  constexpr int32_t kOpen = 5, kClose = 6, kCall = 8;
+  FakeSlotRunner::Options o;
+  // The model opens a thought, thinks twice (50), opens a call and writes its arguments (70).
+  o.next = [](const std::vector<int32_t>& h, size_t n_prompt) {
+    const size_t n = h.size() - n_prompt;
+    if (n == 0) return kOpen;
+    if (n < 3) return 50;
+    return n == 3 ? kCall : 70;
+  };
+  for (const bool lazy : {true, false}) {
+    Fixture f(o);
+    auto r = make_request(prompt_of(4), 8);
+    r.reasoning_budget = 3;
+    r.reasoning_open = kOpen;
+    r.reasoning_close = kClose;
+    r.lazy_calls.on = lazy;
+    r.lazy_calls.open_token = kCall;
+    auto s = f.engine->submit(r);
+    ASSERT_TRUE(s.ok());
+    Collected c = collect(**s);
+    if (lazy) {
+      EXPECT_EQ(c.tokens, (std::vector<int32_t>{kOpen, 50, 50, kCall, 70, 70, 70, 70}));
+      EXPECT_EQ(f.runner->n_replaced(), 0);
+    } else {
+      EXPECT_EQ(c.tokens, (std::vector<int32_t>{kOpen, 50, 50, kCall, kClose, 70, 70, 70}));
+      EXPECT_EQ(f.runner->n_replaced(), 1);
+    }
+  }
+}
+
 // Structured output with a thought first (decision 0027 §4): an end of generation, or a turn
 // opener, sampled inside the thought while the value is owed becomes the thought's closer, and
 // the value follows; it ended the request with "stop" and no value (a break test). After the

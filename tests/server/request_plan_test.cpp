@@ -12,6 +12,7 @@
 
 #include "server/anthropic_request.h"
 #include "server/request_plan.h"
+#include "server/responses_request.h"
 #include "text/json_grammar.h"
 #include "text/output_parser.h"
 #include "server_fixture.h"
@@ -456,6 +457,125 @@ TEST(RequestPlan, ParserKnowsTheDeclaredToolNames) {
   EXPECT_EQ(m.tool_calls[0].name, "get_weather");
   auto none = plan_chat(chat(base + R"(,"tool_choice":"none"})"), *tok, {});
   EXPECT_TRUE(none->parser.tool_names.empty());
+}
+
+// tool_choice auto without response_format (decision 0065): the engine waits for the call opener
+// and then holds the call to the declared functions and their schemas (the first key where the
+// grammar cannot hold one), as after a structured-output value's opener. Nothing of it for a
+// forced call, tool_choice none, response_format (whose own calls take it), min_tokens or
+// ignore_eos (which hold back or go past the end that follows a call).
+TEST(RequestPlan, ToolChoiceAutoWaitsForTheCallOpener) {
+  auto tok = test::shakes_tokenizer();
+  const int32_t call_open = *tok->find_token("<|tool_call>");
+  const int32_t call_close = *tok->find_token("<tool_call|>");
+  const std::string held =
+      R"({"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+          "properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}})";
+  const std::string odd =
+      R"({"type":"function","function":{"name":"odd","parameters":{"type":"object",
+          "properties":{"k":{"type":"string"}},"not":{"required":["k"]},"additionalProperties":false}}})";
+  const std::string base =
+      R"({"messages":[{"role":"user","content":"weather?"}],"tools":[)" + held + "," + odd + "]";
+  auto lazy = plan_chat(chat(base + "}"), *tok, {});
+  ASSERT_TRUE(lazy.ok()) << lazy.status().to_string();
+  const ForcedCalls& calls = lazy->request.lazy_calls;
+  EXPECT_TRUE(calls.on);
+  EXPECT_EQ(calls.open_token, call_open);
+  EXPECT_EQ(calls.close_token, call_close);
+  EXPECT_TRUE(calls.more_calls);
+  EXPECT_EQ(calls.openers, (std::vector<std::string>{"call:get_weather{", "call:odd{k:", "call:odd{}"}));
+  ASSERT_EQ(calls.arguments.size(), 1u);
+  EXPECT_EQ(calls.arguments[0].opener, "call:get_weather{");
+  EXPECT_EQ(calls.arguments[0].grammar->syntax(), text::JsonSyntax::kGemmaCall);
+  // The text before the call is the model's: no other constraint, nothing in the prompt.
+  EXPECT_FALSE(lazy->request.json.grammar);
+  EXPECT_TRUE(lazy->request.allowed_completions.empty());
+  EXPECT_FALSE(lazy->request.forced_calls.on);
+  EXPECT_TRUE(lazy->output_prefix.empty());
+  auto one = plan_chat(chat(base + R"(,"parallel_tool_calls":false})"), *tok, {});
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one->request.lazy_calls.on);
+  EXPECT_FALSE(one->request.lazy_calls.more_calls);
+  for (const std::string tail : {R"(,"tool_choice":"required"})",
+                                 R"(,"tool_choice":{"type":"function","function":{"name":"get_weather"}}})",
+                                 R"(,"tool_choice":"none"})", R"(,"response_format":{"type":"json_object"}})",
+                                 R"(,"min_tokens":3})", R"(,"ignore_eos":true})"}) {
+    auto p = plan_chat(chat(base + tail), *tok, {});
+    ASSERT_TRUE(p.ok()) << tail << ": " << p.status().to_string();
+    EXPECT_FALSE(p->request.lazy_calls.on) << tail;
+  }
+  auto no_tools = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}]})"), *tok, {});
+  EXPECT_FALSE(no_tools->request.lazy_calls.on);
+  // The other routes that take the chat path: the legacy functions form, Messages (auto, not
+  // any) and Responses (max_tool_calls 1: no call after the first).
+  auto legacy = plan_chat(chat(R"({"messages":[{"role":"user","content":"hi"}],"functions":[{"name":"get_weather",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]})"), *tok, {});
+  ASSERT_TRUE(legacy.ok()) << legacy.status().to_string();
+  EXPECT_TRUE(legacy->request.lazy_calls.on);
+  RequestDefaults d;
+  const std::string messages = R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],)"
+                               R"("tools":[{"name":"get_weather","input_schema":{"type":"object"}}])";
+  for (const std::string choice : {std::string(), std::string(R"(,"tool_choice":{"type":"any"})")}) {
+    auto m = parse_messages_request(json::parse(messages + choice + "}"), d, MessagesRoute::kCreate);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    auto p = plan_chat(*m, *tok, {});
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->request.lazy_calls.on, choice.empty()) << choice;
+  }
+  const std::string responses = R"({"input":"hi","tools":[{"type":"function","name":"get_weather",)"
+                                R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}])";
+  for (const std::string extra : {std::string(), std::string(R"(,"max_tool_calls":1)")}) {
+    auto r = parse_responses_request(json::parse(responses + extra + "}"), d);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    auto p = plan_chat(r->chat, *tok, {});
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_TRUE(p->request.lazy_calls.on) << extra;
+    EXPECT_EQ(p->request.lazy_calls.more_calls, extra.empty()) << extra;
+  }
+}
+
+// A prefill that ends inside a call it opened, under tool_choice auto: the rest of the call is
+// held as a forced call's (decision 0065). Before its "{", the rest of a declared name; after
+// it, the rest of the arguments under the function's schema; then only an end or more calls.
+// The same where response_format is given (the name's rest was free there).
+TEST(RequestPlan, AnAutoCallOpenInAPrefillIsHeld) {
+  auto tok = test::shakes_tokenizer();
+  const int32_t call_close = *tok->find_token("<tool_call|>");
+  const std::string tools =
+      R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+          "properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}},
+          {"type":"function","function":{"name":"get_time"}}])";
+  const auto body = [&](const std::string& prefill, const std::string& extra) {
+    return R"({"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":)" +
+           json(prefill).dump() + "}]," + tools + extra + "}";
+  };
+  for (const std::string extra : {std::string(), std::string(R"(,"response_format":{"type":"json_object"})")}) {
+    auto name = plan_chat(chat(body("Sure.<|tool_call>call:get", extra)), *tok, {});
+    ASSERT_TRUE(name.ok()) << name.status().to_string();
+    EXPECT_EQ(name->output_prefix, "<|tool_call>call:get");
+    EXPECT_EQ(name->request.allowed_completions, (std::vector<std::string>{"_weather{", "_time{"}));
+    ASSERT_EQ(name->request.call_arguments.size(), 2u);
+    EXPECT_EQ(name->request.call_arguments[0].opener, "_weather{");
+    EXPECT_EQ(name->request.call_end_tokens, std::vector<int32_t>{call_close});
+    EXPECT_TRUE(name->request.forced_calls.on);
+    EXPECT_TRUE(name->request.forced_calls.more_calls);
+    EXPECT_FALSE(name->request.lazy_calls.on);
+    EXPECT_FALSE(name->request.json.grammar);
+    auto opener = plan_chat(chat(body("<|tool_call>", extra)), *tok, {});
+    ASSERT_TRUE(opener.ok());
+    EXPECT_EQ(opener->request.allowed_completions, (std::vector<std::string>{"call:get_weather{", "call:get_time{"}));
+    auto args = plan_chat(chat(body("<|tool_call>call:get_weather{city:", extra)), *tok, {});
+    ASSERT_TRUE(args.ok());
+    ASSERT_TRUE(args->request.json.grammar);
+    EXPECT_EQ(args->request.json.grammar->syntax(), text::JsonSyntax::kGemmaCall);
+    EXPECT_EQ(args->request.json.prefix, "{city:");
+    EXPECT_TRUE(args->request.forced_calls.on);
+    EXPECT_FALSE(args->request.lazy_calls.on);
+    // A name no declared function begins with: the model's, as before.
+    auto other = plan_chat(chat(body("<|tool_call>call:zz", extra)), *tok, {});
+    ASSERT_TRUE(other.ok());
+    EXPECT_TRUE(other->request.allowed_completions.empty());
+  }
 }
 
 TEST(RequestPlan, LimitsAndBudgets) {
