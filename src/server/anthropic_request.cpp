@@ -16,6 +16,7 @@
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
 #include "server/tag_fields.h"
+#include "server/tool_grammars.h"
 #include "text/chat_values.h"
 #include "text/json_grammar.h"
 
@@ -378,10 +379,10 @@ Status read_tool_choice(const json& body, ChatCompletionRequest* req) {
     req->tool_choice = ToolChoice::kNamed;
   }
   // A call forced to one tool follows its input_schema (decision 0027): one whose references
-  // resolve to nothing is broken, not merely unsupported.
+  // resolve to nothing, or whose keywords leave no value, is broken, not merely unsupported.
   const std::optional<size_t> forced = forced_tool(*req);
   if (forced && req->tools[*forced].parameters.is_object()) {
-    return text::check_schema_refs(req->tools[*forced].parameters, fmt::format("tools[{}].input_schema", *forced));
+    return check_forced_tool_schema(req->tools[*forced].parameters, fmt::format("tools[{}].input_schema", *forced));
   }
   return {};
 }

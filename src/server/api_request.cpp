@@ -17,6 +17,7 @@
 #include "server/sampler_fields.h"
 #include "server/tag_fields.h"
 #include "server/token_fields.h"
+#include "server/tool_grammars.h"
 #include "text/chat_json.h"
 
 namespace gs::server {
@@ -213,12 +214,13 @@ Status read_tools(const json& body, const ToolFields& fields, std::vector<text::
 
 // A call forced to one known function (named, or "required" with one tool) follows that
 // tool's `parameters` (request_plan, decision 0027); a schema the grammar cannot hold keeps a
-// looser constraint, but one whose references resolve to nothing is broken, not merely
-// unsupported: a 400 naming the "$ref" ("tools[0].function.parameters.properties.a.$ref").
-Status check_forced_tool_schema(const json& body, const ToolFields& fields, const ChatCompletionRequest& req) {
+// looser constraint, but one whose references resolve to nothing, or whose keywords leave no
+// value, is broken, not merely unsupported: a 400 naming the keyword
+// ("tools[0].function.parameters.properties.a.$ref", "...properties.a.enum").
+Status check_forced_schema(const json& body, const ToolFields& fields, const ChatCompletionRequest& req) {
   const std::optional<size_t> forced = forced_tool(req);
   if (!forced || !req.tools[*forced].parameters.is_object()) return {};
-  return text::check_schema_refs(req.tools[*forced].parameters, function_path(body, fields, *forced) + ".parameters");
+  return check_forced_tool_schema(req.tools[*forced].parameters, function_path(body, fields, *forced) + ".parameters");
 }
 
 // tool_choice: "auto", "none", "required" or {"type": "function", "function": {"name"}};
@@ -271,7 +273,7 @@ Status read_tool_choice(const json& body, const ToolFields& fields, ChatCompleti
                                  fields.tools));
     }
   }
-  return check_forced_tool_schema(body, fields, *req);
+  return check_forced_schema(body, fields, *req);
 }
 
 // tools / tool_choice, or the legacy functions / function_call read as them (decision 0030):

@@ -141,6 +141,8 @@ bool neutral_value(std::string_view field, const json& v) {
   if (v.is_array() || v.is_object()) return v.empty();
   if ((field == "n" || field == "best_of" || field == "n_cmpl") && v.is_number_integer()) return v.get<int64_t>() == 1;
   if (field == "n_indent" && v.is_number_integer()) return v.get<int64_t>() == 0;
+  // No alternatives asked for.
+  if (field == "top_logprobs" && v.is_number_integer()) return v.get<int64_t>() == 0;
   // llama-server's -1: no cap on the thinking, what a route without a budget gives anyway.
   if ((field == "reasoning_budget_tokens" || field == "thinking_budget_tokens") && v.is_number_integer() &&
       !v.is_number_unsigned()) {
@@ -208,6 +210,9 @@ constexpr OtherRouteField kOtherRouteFields[] = {
     {"chat_template_kwargs", kChatRoute, {nullptr, "", nullptr, nullptr}},
     {"reasoning_budget_tokens", kChatRoute, {nullptr, "", nullptr, nullptr}},
     {"thinking_budget_tokens", kChatRoute, {nullptr, "", nullptr, nullptr}},
+    // Alternatives a token: a count in /v1/completions' own logprobs (the Messages route refuses
+    // it through check_unread_chat_fields, the Responses route by its own reader).
+    {"top_logprobs", kChatRoute, {nullptr, "logprobs (the number of alternatives a token)", nullptr, nullptr}},
     // /v1/messages
     {"system", kMessagesRoute, {"a system message in messages", "it in prompt", nullptr, "instructions"}},
     {"stop_sequences", kMessagesRoute, {"stop", "stop", nullptr, ""}},

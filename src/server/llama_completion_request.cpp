@@ -51,6 +51,13 @@ Status check_openai_only_fields(const json& body) {
     const bool nothing = (v.is_boolean() && !v.get<bool>()) || (v.is_number_integer() && v.get<int64_t>() == 0);
     if (!nothing) return unsupported("logprobs", "send n_probs (completion_probabilities), or use /v1/completions");
   }
+  // The chat route's count of alternatives (0 asks none); here n_probs is that count.
+  if (present(body, "top_logprobs")) {
+    const json& v = body["top_logprobs"];
+    if (!(v.is_number_integer() && v.get<int64_t>() == 0)) {
+      return unsupported("top_logprobs", "send n_probs (the alternatives a token, in completion_probabilities)");
+    }
+  }
   GS_RETURN_IF_ERROR(neutral_only(body, "suffix", "this model has no fill-in-the-middle form"));
   GS_RETURN_IF_ERROR(neutral_only(body, "stream_options",
                                   "each streamed chunk carries tokens_predicted and tokens_evaluated already"));
@@ -212,8 +219,10 @@ Result<bool> read_prompt_only(const json& body) {
 Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, const RequestDefaults& defaults,
                                                               const text::Tokenizer& tok) {
   LlamaCompletionRequest req;
-  GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kCompletions, kRoute));
+  // The OpenAI fields first: their errors name what this route takes instead (n_probs for
+  // top_logprobs, which check_other_routes_fields would send to /v1/completions' logprobs).
   GS_RETURN_IF_ERROR(check_openai_only_fields(body));
+  GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kCompletions, kRoute));
   GS_RETURN_IF_ERROR(read_native_fields(body, &req));
   GS_ASSIGN_OR_RETURN(Prompt prompt, read_prompt(body, defaults, tok));
   if (prompt.text && prompt.text->empty()) return invalid("prompt must not be empty");
@@ -225,7 +234,8 @@ Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, 
   // limit is given (the server's, not that route's 16), n_probs read above.
   json translated = body;
   translated.erase("n_probs");
-  translated.erase("logprobs");  // what is left of it asks nothing (check_openai_only_fields)
+  translated.erase("logprobs");      // what is left of it asks nothing (check_openai_only_fields)
+  translated.erase("top_logprobs");  // the same
   translated["prompt"] = prompt.text ? json(*prompt.text) : json(prompt.tokens);
   const bool limited = present(body, "n_predict") || present(body, "max_tokens") ||
                        present(body, "max_completion_tokens");

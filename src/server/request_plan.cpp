@@ -196,6 +196,33 @@ std::string open_tool_call(std::string_view prefill) {
   return std::string(prefill.substr(open));
 }
 
+// How the output goes on inside a thought the prompt left open (`prompt.prefill_reasoning`):
+// after a prefill's reasoning, or its text's own thought with text in it, the output continues
+// that text; right after its text's opener the output may write the "thought" label first; after
+// the label alone, the block's leading whitespace is still the label's.
+void continue_open_thought(const text::RenderedPrompt& prompt, text::ParserOptions* parser) {
+  if (!prompt.prefill_reasoning) return;
+  const size_t at = prompt.prefill ? text::open_thought_offset(prompt.prefill_text) : std::string_view::npos;
+  if (at == std::string_view::npos) {
+    parser->continues_reasoning = true;  // reasoning_content's thought, with its text
+    return;
+  }
+  std::string_view after = std::string_view(prompt.prefill_text).substr(at);
+  if (after.empty()) {
+    parser->continues_reasoning = true;
+    parser->reasoning_label_pending = true;
+    return;
+  }
+  while (!after.empty() && (after.back() == ' ' || after.back() == '\n' || after.back() == '\t' || after.back() == '\r')) {
+    after.remove_suffix(1);
+  }
+  if (after == text::markup::kThoughtLabel) {
+    parser->starts_in_reasoning = true;
+    return;
+  }
+  parser->continues_reasoning = true;
+}
+
 // The messages rendered, with or without the generation prompt (the model's turn opener and
 // its thought block), without the forced call's opener.
 Result<text::RenderedPrompt> render_messages(const ChatCompletionRequest& req, bool add_generation_prompt) {
@@ -334,7 +361,9 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan.request.json.grammar.reset();
       plan_open_call(req, tok, grammars, plan.output_prefix, &plan.request);
     } else {
-      if (req.enable_thinking) {
+      // A thought may come first: thinking on, or a prefill that left one open (which the value
+      // follows once it is closed, thinking on or off).
+      if (req.enable_thinking || prompt.prefill_reasoning) {
         const auto open = tok.find_token(text::markup::kChannelOpen);
         const auto close = tok.find_token(text::markup::kChannelClose);
         if (open && close) {
@@ -407,9 +436,9 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan.request.reasoning_close = *close;
     }
   }
-  // A prefill's open thought (thinking on): the reasoning budget and a structured-output
-  // value's thought both start inside it.
-  if (req.enable_thinking) plan.request.starts_in_thought = prompt.prefill_reasoning;
+  // A prefill's open thought (its reasoning with thinking on, or one its text opened): the
+  // reasoning budget and a structured-output value's thought both start inside it.
+  plan.request.starts_in_thought = prompt.prefill_reasoning;
   plan.parser.parse_reasoning = true;
   // Where the thinking goes (decision 0034): the parser writes the blocks into the content
   // for none and deepseek-legacy; the Generation drops the reasoning events for none.
@@ -429,9 +458,10 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   }
   // A call's opener (a forced call's, or the one a prefill left open) follows the prefill's text, so the
   // output is the call, not content.
-  plan.parser.continues_content = prompt.prefill && plan.output_prefix.empty();
-  // A prefill's open thought (thinking on, reasoning and no text): the output goes on with it.
-  plan.parser.continues_reasoning = prompt.prefill_reasoning;
+  // A prefill's open thought (its reasoning, thinking on and no text after it; or a thought its
+  // text opened): the output goes on with it, as reasoning, not content.
+  plan.parser.continues_content = prompt.prefill && plan.output_prefix.empty() && !prompt.prefill_reasoning;
+  continue_open_thought(prompt, &plan.parser);
   plan.parser.parse_tool_calls = tools_on;
   for (const auto& t : tools) plan.parser.tool_names.push_back(t.name);  // namespaced names (decision 0024)
   plan.parser.stop = text::StopStrings(req.gen.stop);  // built once, shared by the choices

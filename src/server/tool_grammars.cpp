@@ -6,6 +6,12 @@
 
 namespace gs::server {
 
+Status check_forced_tool_schema(const nlohmann::json& parameters, const std::string& path) {
+  GS_RETURN_IF_ERROR(text::check_schema_refs(parameters, path));
+  // Integers beyond 64 bits are read as the grammar reads them (grammar() below).
+  return text::check_schema_values(text::chat::plain_json(parameters), path, text::JsonSyntax::kGemmaCall);
+}
+
 ToolGrammars::ToolGrammars(std::span<const text::ChatTool> tools, text::RegexBudget budget)
     : tools_(tools), entries_(tools.size()), budget_(budget) {}
 

@@ -9,11 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "text/chat_format.h"
 #include "text/json_grammar.h"
 #include "text/regex_dfa.h"
 
 namespace gs::server {
+
+// The checks a forced call's schema (the `parameters` of the one tool a request forces, at
+// `path`, "tools[0].function.parameters") passes before a plan compiles it: a schema that is
+// broken is a 400, where one the grammar merely cannot hold keeps the forced-call fallback
+// (decision 0027 point 7). Errors (kInvalidArgument beginning with the keyword's path): a
+// "$ref" that names nothing (text::check_schema_refs); a keyword that leaves its schema no value
+// (text::check_schema_values in the call form: an empty enum, bounds or lengths nothing meets).
+Status check_forced_tool_schema(const nlohmann::json& parameters, const std::string& path);
 
 class ToolGrammars {
  public:

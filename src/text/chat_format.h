@@ -116,11 +116,20 @@ struct RenderedPrompt {
   std::string text;
   std::vector<TextSpan> markup;  // sorted, non-overlapping
   bool prefill = false;            // it ends with a trailing assistant message's open text
-  bool prefill_reasoning = false;  // it ends inside a trailing assistant message's open thought
+  // It ends inside a trailing assistant message's open thought: its reasoning (thinking on, no
+  // text after it), or one that its text opened and left open (open_thought_offset).
+  bool prefill_reasoning = false;
   std::string prefill_text;        // that open text, as the prompt ends with it ("" without one)
 };
 Result<RenderedPrompt> render_chat_prompt(std::span<const ChatMessage> messages, std::span<const ChatTool> tools,
                                           const ChatRenderOptions& options);
+
+// Where an assistant message's text (a prefill, as the prompt ends with it) leaves a thought
+// open: the offset just past its last <|channel> when neither <channel|> nor <|tool_call> (a
+// call inside an open thought ends it, as the output parser reads one) follows that opener;
+// std::string_view::npos when it leaves none. The chat markers are user-defined tokens, matched
+// in any text, so the model reads such text as its own open thought.
+size_t open_thought_offset(std::string_view text);
 
 // The text the template writes for one tool declaration, <|tool>declaration:...<tool|>
 // excluded (exposed for tests and the prompt-size estimate). It recurses over the schema:

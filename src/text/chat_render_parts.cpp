@@ -161,6 +161,28 @@ void append_prompt_end(const ChatRenderOptions& options, bool gen_prompt, bool o
   *out += text;
   out->p.prefill = !text.empty();
   out->p.prefill_text = text;
+  // Text that opened a thought and left it open ("<|channel>thought\nLet me"): the model goes on
+  // thinking, as after an open reasoning_content.
+  if (open_thought_offset(text) != std::string_view::npos) out->p.prefill_reasoning = true;
 }
 
 }  // namespace gs::text::chat
+
+namespace gs::text {
+
+size_t open_thought_offset(std::string_view text) {
+  const size_t open = text.rfind(markup::kChannelOpen);
+  if (open == std::string_view::npos) return std::string_view::npos;
+  // An opener inside a tool call's text (a string argument) is text of that call.
+  const size_t call = text.rfind(markup::kToolCallOpen, open);
+  if (call != std::string_view::npos) {
+    const size_t call_close = text.find(markup::kToolCallClose, call);
+    if (call_close == std::string_view::npos || call_close > open) return std::string_view::npos;
+  }
+  const size_t after = open + markup::kChannelOpen.size();
+  if (text.find(markup::kChannelClose, after) != std::string_view::npos) return std::string_view::npos;
+  if (text.find(markup::kToolCallOpen, after) != std::string_view::npos) return std::string_view::npos;
+  return after;
+}
+
+}  // namespace gs::text

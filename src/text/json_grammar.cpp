@@ -695,6 +695,19 @@ class JsonSchemaCompiler {
   JsonSchemaCompiler(const json& root, JsonSyntax syntax, RegexBudget* budget)
       : root_(root), syntax_(syntax), budget_(budget ? budget : &own_budget_) {}
 
+  // Set where a refusal says that a keyword leaves its schema no value (an empty enum, lengths,
+  // counts or bounds that nothing meets): the schema is broken, not beyond the matcher.
+  bool admits_no_value = false;
+  // Enum values the call form cannot write, left out: an enum emptied by them is the call
+  // form's limit, not the schema's.
+  int call_form_skips = 0;
+
+  // invalid(message), noting (where `none` holds) that the schema admits no value.
+  Status no_value(std::string message, bool none = true) {
+    if (none) admits_no_value = true;
+    return invalid(std::move(message));
+  }
+
   // The node index of schema `s` (kAny for a schema that constrains nothing).
   Result<int32_t> compile(const json& s, const std::string& path, int depth) {
     if (depth > kJsonMaxDepth) return invalid(path + ": the schema nests deeper than " + std::to_string(kJsonMaxDepth));
@@ -951,7 +964,8 @@ class JsonSchemaCompiler {
       lit.multiple_of = shape.multiple_of;
       restrict_literals(&lit);
       if (lit.kinds == 0) {
-        return invalid(path + ": no enum or const value satisfies the keywords beside it (type, length, bounds, pattern)");
+        return no_value(path + ": no enum or const value satisfies the keywords beside it (type, length, bounds, pattern)",
+                        call_form_skips == 0);
       }
       fill_literals(&lit);
       return lit;
@@ -964,14 +978,15 @@ class JsonSchemaCompiler {
       // Bounds (and multipleOf) that no number meets: an integer schema is refused, other
       // kinds beside a number are kept.
       n.kinds &= static_cast<uint8_t>(~JsonGrammar::kNumber);
-      if (n.integer || n.kinds == 0) return invalid(path + ": " + why);
+      // fill_number_form's "no ... lies within" is the schema's; its other reasons are limits.
+      if (n.integer || n.kinds == 0) return no_value(path + ": " + why, why.rfind("no ", 0) == 0);
     }
     if (n.kinds & JsonGrammar::kObject) GS_RETURN_IF_ERROR(read_object(s, path, depth, &n));
     if (n.kinds & JsonGrammar::kArray) GS_RETURN_IF_ERROR(read_array(s, path, depth, &n));
     if (n.kinds & JsonGrammar::kString) {
       GS_RETURN_IF_ERROR(read_count(s, path, "minLength", &n.min_length));
       GS_RETURN_IF_ERROR(read_count(s, path, "maxLength", &n.max_length));
-      if (n.max_length >= 0 && n.min_length > n.max_length) return invalid(path + ": minLength is above maxLength");
+      if (n.max_length >= 0 && n.min_length > n.max_length) return no_value(path + ": minLength is above maxLength");
       GS_RETURN_IF_ERROR(read_pattern(s, path, &n));
       std::string why;
       const std::string keyword = path + (s.contains("pattern") ? ".pattern" : ".format");
@@ -1100,9 +1115,9 @@ class JsonSchemaCompiler {
     GS_RETURN_IF_ERROR(read_count(s, path, "minProperties", &n->min_properties));
     GS_RETURN_IF_ERROR(read_count(s, path, "maxProperties", &n->max_properties));
     if (const std::string why = object_count_problem(*n); !why.empty()) {
-      return invalid(path + (s.contains("minProperties") && why.rfind("minProperties", 0) == 0 ? ".minProperties: "
-                                                                                              : ".maxProperties: ") +
-                     why);
+      return no_value(path + (s.contains("minProperties") && why.rfind("minProperties", 0) == 0 ? ".minProperties: "
+                                                                                               : ".maxProperties: ") +
+                      why);
     }
     return {};
   }
@@ -1246,7 +1261,7 @@ class JsonSchemaCompiler {
     }
     GS_RETURN_IF_ERROR(read_count(s, path, "minItems", &n->min_items));
     GS_RETURN_IF_ERROR(read_count(s, path, "maxItems", &n->max_items));
-    if (n->max_items >= 0 && n->min_items > n->max_items) return invalid(path + ": minItems is above maxItems");
+    if (n->max_items >= 0 && n->min_items > n->max_items) return no_value(path + ": minItems is above maxItems");
     // uniqueItems decides validity but the matcher keeps no record of the items written:
     // refused as the keywords in compile() are, unless at most one item may be written (then
     // it holds by itself). false asks for nothing. In a tool call it is ignored instead, as a
@@ -1348,13 +1363,13 @@ class JsonSchemaCompiler {
     std::vector<json> values;
     if (s.contains("enum")) {
       const json& e = s["enum"];
-      if (!e.is_array() || e.empty()) return invalid(path + ".enum must be a non-empty array");
+      if (!e.is_array() || e.empty()) return no_value(path + ".enum must be a non-empty array", e.is_array());
       values = e.get<std::vector<json>>();
     }
     if (s.contains("const")) {
       // Beside an enum, the const only if the enum lists it (numbers compare by value).
       if (s.contains("enum") && std::find(values.begin(), values.end(), s["const"]) == values.end()) {
-        return invalid(path + ".const: the value is not one of enum's");
+        return no_value(path + ".const: the value is not one of enum's");
       }
       values = {s["const"]};
     }
@@ -1369,7 +1384,10 @@ class JsonSchemaCompiler {
         // In a call's arguments a value that holds the delimiter, or markup that ends the
         // call, cannot be written (the delimiter's bytes were taken up to its last one and
         // then none was; a call terminator ended the call there): such values are left out.
-        if (syntax_ == JsonSyntax::kGemmaCall && !gemma_call_can_write(v.get_ref<const std::string&>())) continue;
+        if (syntax_ == JsonSyntax::kGemmaCall && !gemma_call_can_write(v.get_ref<const std::string&>())) {
+          ++call_form_skips;
+          continue;
+        }
         n.kinds |= JsonGrammar::kString;
         n.has_string_enum = true;
         n.string_enum.push_back(spelling(v.get<std::string>()));
@@ -2318,6 +2336,14 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::from_schema(const json& 
   grammar->nodes_ = std::move(compiler.nodes);
   grammar->syntax_ = syntax;
   return std::shared_ptr<const JsonGrammar>(std::move(grammar));
+}
+
+Status check_schema_values(const json& schema, const std::string& path, JsonSyntax syntax) {
+  JsonSchemaCompiler compiler(schema, syntax, nullptr);
+  compiler.nodes.emplace_back();
+  const Result<int32_t> root = compiler.compile(schema, path, 0);
+  if (!root.ok() && compiler.admits_no_value) return root.status();
+  return {};
 }
 
 Status check_schema_refs(const json& schema, const std::string& path) {

@@ -212,6 +212,16 @@ class JsonGrammar {
   JsonSyntax syntax_ = JsonSyntax::kJson;
 };
 
+// What makes a schema broken rather than beyond the grammar, besides its references: a keyword
+// that leaves its schema no value (an empty enum, a const outside the enum, an enum no value of
+// which fits the keywords beside it, minLength above maxLength, minItems above maxItems,
+// property counts or number bounds that nothing meets), read as from_schema reads `schema` in
+// `syntax` (an enum emptied only by values the call form cannot write is the call form's limit,
+// not the schema's). Errors: that refusal, kInvalidArgument beginning with the keyword's path
+// ("parameters.properties.a.enum must be a non-empty array"); OK where the schema compiles or
+// is refused for another reason (a keyword the matcher cannot hold).
+Status check_schema_values(const nlohmann::json& schema, const std::string& path, JsonSyntax syntax);
+
 // Whether every "$ref" of `schema` that a reading of it reaches resolves within it: the
 // references in its keywords that hold schemas (properties, items, anyOf, not, ...), and in
 // the schemas those references name ("$defs" entries no reference reaches are not read),

@@ -1235,7 +1235,11 @@ OutputParser::OutputParser(ParserOptions options) : state_(std::make_unique<Stat
     std::random_device rd;
     state_->id_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
-  if (state_->options.continues_reasoning) {
+  if (state_->options.continues_reasoning && state_->options.reasoning_label_pending) {
+    state_->begin_reasoning(/*opened_in_output=*/false);
+    state_->label_continues_block = true;  // the label, if the output writes it, is this block's
+    state_->mode = Mode::kChannelLabel;
+  } else if (state_->options.continues_reasoning) {
     state_->begin_reasoning(/*opened_in_output=*/false);
     state_->reasoning_at_start = false;  // no label or newline of its own to skip
     state_->reasoning_has_text = true;   // the block has the prompt's text

@@ -59,6 +59,10 @@ struct ParserOptions {
   // assistant message's reasoning): it starts in reasoning, whose leading whitespace is part
   // of the text.
   bool continues_reasoning = false;
+  // With continues_reasoning: the prompt's thought ends right after its opener (a prefill's
+  // text ending in "<|channel>"), so the output may begin with the block's "thought" label,
+  // which is markup, not reasoning text; the block has no text yet.
+  bool reasoning_label_pending = false;
   // The output begins with a tool call whose opener the prompt wrote (tool_choice required or
   // named: the caller feeds that opener as the output's first text). When the output ends
   // before the header of this first call is complete (max_tokens cut its name), the header's

@@ -253,6 +253,58 @@ TEST(ChatHttp, APrefillThatEndsInsideAToolCallIsContinuedAsTheCall) {
   EXPECT_EQ(whole["choices"][0]["message"]["content"], " Done.") << whole.dump();
 }
 
+// Breaker round 28: a prefill whose text opened a thought and left it open (a client
+// continuing a cut answer that reasoning_format none gave as content) had the rest of that
+// thought come back as content, its closer dropped: {"content":" moreThe answer."}. The model
+// reads the markup as its own open thought (user-defined tokens), so the output goes on as
+// reasoning: reasoning_content " more", content "The answer.", streamed as whole, and on the
+// Messages route a thinking block then a text block.
+TEST(ChatHttp, APrefillWhoseTextOpensAThoughtIsContinuedAsReasoning) {
+  LiveServer s;
+  s.answer(" more<channel|>The answer.");
+  json body = chat_body("Weather in Oslo?");
+  body["messages"].push_back({{"role", "assistant"}, {"content", "<|channel>thought\nLet me think"}});
+  json whole = whole_chat(s, body);
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_EQ(msg["reasoning_content"], " more") << whole.dump();
+  EXPECT_EQ(msg["content"], "The answer.") << whole.dump();
+  Streamed st = stream_chat(s, body);
+  EXPECT_EQ(st.reasoning, " more");
+  EXPECT_EQ(st.content, "The answer.");
+  // reasoning_format none: the thought's rest and its closer, as the continuation of the prefill.
+  body["reasoning_format"] = "none";
+  whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], " more<channel|>The answer.") << whole.dump();
+  body.erase("reasoning_format");
+  // Thinking off: the model is inside the thought all the same.
+  body["reasoning_effort"] = "none";
+  whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["reasoning_content"], " more") << whole.dump();
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "The answer.") << whole.dump();
+  // The prefill ends right after the opener: the label the model writes is markup.
+  s.answer("thought\nHm.<channel|>Yes.");
+  body.erase("reasoning_effort");
+  body["messages"].back()["content"] = "Well. <|channel>";
+  whole = whole_chat(s, body);
+  EXPECT_EQ(whole["choices"][0]["message"]["reasoning_content"], "Hm.") << whole.dump();
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Yes.") << whole.dump();
+  // The Messages route: a thinking block, then the text.
+  s.answer(" more<channel|>The answer.");
+  const json messages = {{"model", "m"},
+                         {"max_tokens", 200},
+                         {"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}},
+                                                   {{"role", "assistant"}, {"content", "<|channel>thought\nLet me"}}})}};
+  auto r = s.post("/v1/messages", messages.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json m = json::parse(r->body);
+  ASSERT_EQ(m["content"].size(), 2u) << m.dump();
+  EXPECT_EQ(m["content"][0]["type"], "thinking") << m.dump();
+  EXPECT_EQ(m["content"][0]["thinking"], " more") << m.dump();
+  EXPECT_EQ(m["content"][1]["type"], "text") << m.dump();
+  EXPECT_EQ(m["content"][1]["text"], "The answer.") << m.dump();
+}
+
 // Bug-case 11: parallel_tool_calls false gives exactly one call.
 TEST(ChatHttp, ParallelToolCallsFalseGivesOneCall) {
   LiveServer s;

@@ -542,5 +542,49 @@ TEST(ErrorParam, AForcedToolSchemaWithADanglingReferenceIsNamed) {
   }
 }
 
+// Breaker round 28: a forced call's schema whose keywords leave no value (an empty enum,
+// bounds or lengths that nothing meets) compiled, failed and fell back to free arguments: the
+// shakes model answered {"a":"afety..."} for an integer in [3, 2], where the same schema as
+// response_format is a 400 naming the keyword. Now it is a 400 naming the keyword here too,
+// on the chat route and the Messages route; unforced tools are not compiled, as before.
+TEST(ErrorParam, AForcedToolSchemaThatAdmitsNoValueIsNamed) {
+  LiveServer s;
+  s.answer("fine");
+  auto tool = [](const std::string& name, const std::string& params) {
+    return R"({"type":"function","function":{"name":")" + name + R"(","parameters":)" + params + "}}";
+  };
+  const std::string empty_enum = R"({"type":"object","properties":{"a":{"enum":[]}},"required":["a"]})";
+  const std::string no_integer = R"({"type":"object","properties":{"a":{"type":"integer","minimum":3,"maximum":2}}})";
+  const std::string lengths = R"({"type":"object","properties":{"a":{"type":"string","minLength":4,"maxLength":2}}})";
+  const std::string named_b = R"("tool_choice":{"type":"function","function":{"name":"b"}})";
+  const std::vector<Case> bad = {
+      {"chat", chat_with(R"("tool_choice":"required","tools":[)" + tool("a", empty_enum) + "]"),
+       "tools[0].function.parameters.properties.a.enum"},
+      {"chat", chat_with(named_b + R"(,"tools":[)" + kToolA + "," + tool("b", no_integer) + "]"),
+       "tools[1].function.parameters.properties.a"},
+      {"chat", chat_with(R"("tool_choice":"required","tools":[)" + tool("a", lengths) + "]"),
+       "tools[0].function.parameters.properties.a"},
+  };
+  for (const Case& c : bad) EXPECT_EQ(expect_refused(s, c)["code"], "invalid_value") << c.body;
+  // The Messages route names its input_schema.
+  const std::string anthropic_body = R"({"model":"m","max_tokens":9,"tool_choice":{"type":"tool","name":"f"},)"
+                               R"("tools":[{"name":"f","input_schema":)" + no_integer +
+                               R"(}],"messages":[{"role":"user","content":"x"}]})";
+  auto r = s.post("/v1/messages", anthropic_body);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("tools[0].input_schema.properties.a: no integer lies within"), std::string::npos) << r->body;
+  // Not forced to that function: not compiled, as before.
+  const std::vector<std::string> fine = {
+      chat_with(R"("tools":[)" + tool("a", empty_enum) + "]"),
+      chat_with(named_b + R"(,"tools":[)" + tool("a", no_integer) + "," + tool("b", "{}") + "]"),
+  };
+  for (const std::string& body : fine) {
+    auto f = s.post("/v1/chat/completions", body);
+    ASSERT_TRUE(f) << body;
+    EXPECT_EQ(f->status, 200) << body << ": " << f->body;
+  }
+}
+
 }  // namespace
 }  // namespace gs

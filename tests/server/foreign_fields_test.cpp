@@ -231,6 +231,28 @@ TEST(ForeignFields, OtherRoutesFieldsAreRefusedByName) {
   EXPECT_EQ(completion({{"thinking_budget_tokens", -2}}).code(), StatusCode::kUnimplemented);
 }
 
+// Breaker round 28: the chat route's top_logprobs on /v1/completions was dropped unread, so
+// {"prompt":"ROMEO:","top_logprobs":3} came back with "logprobs": null, the alternatives asked
+// for silently missing. It is a chat field that route does not read: a 400 naming it and the
+// route's own count (logprobs). 0 asks nothing and passes, as null does.
+TEST(ForeignFields, TopLogprobsIsAChatFieldOnCompletions) {
+  for (const json& extra : {json{{"top_logprobs", 3}}, json{{"top_logprobs", 20}},
+                            json{{"logprobs", 2}, {"top_logprobs", 2}}, json{{"top_logprobs", "3"}}}) {
+    const Status st = completion(extra);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << extra.dump() << ": " << st.to_string();
+    EXPECT_EQ(st.message().rfind("top_logprobs is a /v1/chat/completions field, not read on /v1/completions", 0), 0u)
+        << st.message();
+    EXPECT_NE(st.message().find("send logprobs"), std::string::npos) << st.message();
+    EXPECT_EQ(server::error_param(st.message()), "top_logprobs") << st.message();
+  }
+  for (const json& extra : {json{{"top_logprobs", 0}}, json{{"top_logprobs", nullptr}},
+                            json{{"logprobs", 2}, {"top_logprobs", 0}}}) {
+    EXPECT_TRUE(completion(extra).ok()) << extra.dump() << ": " << completion(extra).to_string();
+  }
+  // The chat route reads it as before.
+  EXPECT_TRUE(chat({{"logprobs", true}, {"top_logprobs", 3}}).ok());
+}
+
 TEST(ForeignFields, StructuredOutputsJsonIsTheSchema) {
   RequestDefaults d;
   d.n_vocab = 100;

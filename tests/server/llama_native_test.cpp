@@ -315,6 +315,24 @@ TEST(LlamaCompletion, BadFieldsAre400NamingTheField) {
   EXPECT_EQ(r->status, 400);
 }
 
+// Breaker round 28: the chat route's top_logprobs on /completion was dropped unread (200, no
+// completion_probabilities). It is refused naming it and n_probs, this route's count; 0 asks
+// nothing and passes.
+TEST(LlamaCompletion, TopLogprobsIsRefusedNamingNProbs) {
+  LiveServer s;
+  s.answer("ok");
+  for (const json& v : {json(3), json(1), json("2")}) {
+    const json body{{"prompt", "hi"}, {"top_logprobs", v}};
+    expect_refused(s, body, "top_logprobs");
+    auto r = s.post("/completion", body.dump());
+    ASSERT_TRUE(r);
+    EXPECT_NE(r->body.find("n_probs"), std::string::npos) << r->body;
+  }
+  const json j = post_json(s, "/completion", {{"prompt", "hi"}, {"top_logprobs", 0}});
+  EXPECT_EQ(j["content"], "ok") << j.dump();
+  EXPECT_FALSE(j.contains("completion_probabilities")) << j.dump();
+}
+
 TEST(LlamaCompletion, JsonSchemaConstrainsTheOutput) {
   LiveServer s;
   s.answer("{\"a\": 1}");

@@ -444,6 +444,71 @@ TEST(RequestPlan, AReasoningPrefillIsContinuedInsideTheThought) {
   EXPECT_TRUE(rendered->text.ends_with("Let me see\n<channel|><|tool_call>call:get_weather{")) << rendered->text;
 }
 
+// Breaker round 28: a final assistant message whose text opens a thought and leaves it open
+// ("<|channel>thought\nLet me see", as a client continuing a cut answer of reasoning_format
+// none sends it) puts the model inside that thought: the chat markers are user-defined tokens,
+// read as markup in any text. The plan continued it as content, so the rest of the thought came
+// back as the answer's content. Now it is continued as reasoning_content's open thought is:
+// the parser, the budget and the JSON constraint start inside it, thinking on or off.
+TEST(RequestPlan, APrefillWhoseTextOpensAThoughtIsContinuedInsideIt) {
+  auto tok = test::shakes_tokenizer();
+  const int32_t think_close = *tok->find_token("<channel|>");
+  const std::string user = R"({"role":"user","content":"weather?"})";
+  auto plan_of = [&](const std::string& content, const std::string& extra) {
+    const json assistant = {{"role", "assistant"}, {"content", content}};
+    auto p = plan_chat(chat(R"({"messages":[)" + user + "," + assistant.dump() + "]" + extra + "}"), *tok, {});
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return p.ok() ? *p : GenerationPlan{};
+  };
+  const std::string rf_budget = R"(,"response_format":{"type":"json_object"},"reasoning_budget_tokens":16)";
+  for (const std::string& extra : {rf_budget, std::string(R"(,"reasoning_effort":"none","response_format":{"type":"json_object"})")}) {
+    SCOPED_TRACE(extra);
+    const GenerationPlan open = plan_of("<|channel>thought\nLet me see", extra);
+    EXPECT_TRUE(open.parser.continues_reasoning);
+    EXPECT_FALSE(open.parser.reasoning_label_pending);
+    EXPECT_FALSE(open.parser.continues_content);
+    EXPECT_TRUE(open.request.starts_in_thought);
+    ASSERT_TRUE(open.request.json.grammar);
+    EXPECT_EQ(open.request.json.think_close, think_close);  // the value comes after the thought
+    EXPECT_EQ(open.request.json.prefix, "");
+  }
+  EXPECT_EQ(plan_of("<|channel>thought\nLet me see", rf_budget).request.reasoning_budget, 16);
+  // Text before the thought, and a thought after a closed one.
+  EXPECT_TRUE(plan_of("Hm. <|channel>thought\nLet me", "").parser.continues_reasoning);
+  EXPECT_TRUE(plan_of("<|channel>thought\na<channel|>b<|channel>thought\nc", "").parser.continues_reasoning);
+  // Right after the opener, the label may come: pending; after the label alone, its whitespace.
+  const GenerationPlan opener = plan_of("Hm. <|channel>", "");
+  EXPECT_TRUE(opener.parser.continues_reasoning);
+  EXPECT_TRUE(opener.parser.reasoning_label_pending);
+  const GenerationPlan label = plan_of("<|channel>thought\n", "");
+  EXPECT_FALSE(label.parser.continues_reasoning);
+  EXPECT_TRUE(label.parser.starts_in_reasoning);
+  EXPECT_TRUE(label.request.starts_in_thought);
+  // A closed thought, or a call opened after the opener, or an opener inside an open call's
+  // string: no open thought.
+  const GenerationPlan closed = plan_of("<|channel>thought\nx<channel|>It is", "");
+  EXPECT_TRUE(closed.parser.continues_content);
+  EXPECT_FALSE(closed.parser.continues_reasoning);
+  EXPECT_FALSE(closed.request.starts_in_thought);
+  const std::string tools = std::string(R"(,"tools":[)") + kTool + "]";
+  const GenerationPlan call = plan_of("<|channel>thought\nx<|tool_call>call:get_weather{", tools);
+  EXPECT_FALSE(call.parser.continues_reasoning);
+  EXPECT_TRUE(call.parser.forced_call);
+  const GenerationPlan in_call = plan_of("<|tool_call>call:get_weather{city:<|\"|>a<|channel>", tools);
+  EXPECT_FALSE(in_call.parser.continues_reasoning);
+  EXPECT_FALSE(in_call.request.starts_in_thought);
+  EXPECT_TRUE(in_call.parser.forced_call);
+  // A forced call closes the thought before its opener, as after a reasoning prefill.
+  const std::string forced = tools + R"(,"tool_choice":{"type":"function","function":{"name":"get_weather"}})";
+  const GenerationPlan forced_call = plan_of("<|channel>thought\nLet me see", forced);
+  EXPECT_FALSE(forced_call.parser.continues_reasoning);
+  EXPECT_FALSE(forced_call.request.starts_in_thought);
+  const json assistant = {{"role", "assistant"}, {"content", "<|channel>thought\nLet me see"}};
+  auto rendered = render_chat_request(chat(R"({"messages":[)" + user + "," + assistant.dump() + "]" + forced + "}"));
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_TRUE(rendered->text.ends_with("Let me see\n<channel|><|tool_call>call:get_weather{")) << rendered->text;
+}
+
 TEST(RequestPlan, ParserKnowsTheDeclaredToolNames) {
   auto tok = test::shakes_tokenizer();
   std::string base = std::string(R"({"messages":[{"role":"user","content":"weather?"}],"tools":[)") + kTool +

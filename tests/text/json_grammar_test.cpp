@@ -1070,6 +1070,43 @@ TEST(JsonGrammar, DanglingReferencesAreFoundAndNamed) {
 
 // A reference is a URI fragment: percent-decoded first (RFC 3986), then read as a JSON
 // pointer (RFC 6901: ~1 is '/', ~0 is '~'). Before, "%20" was looked up as it is.
+// check_schema_values (breaker round 28): a keyword that leaves its schema no value is found
+// and named in the call form too, where from_schema's refusal otherwise meant the forced-call
+// fallback; a keyword the grammar cannot hold, and an enum emptied only by values the call form
+// cannot write, are not faults of the schema.
+TEST(JsonGrammar, KeywordsThatLeaveNoValueAreFoundInTheCallForm) {
+  const std::pair<const char*, const char*> kNoValue[] = {
+      {R"({"type":"object","properties":{"a":{"enum":[]}}})", "p.properties.a.enum must be a non-empty array"},
+      {R"({"type":"object","properties":{"a":{"type":"integer","minimum":3,"maximum":2}}})",
+       "p.properties.a: no integer lies within its minimum and maximum"},
+      {R"({"type":"object","properties":{"a":{"type":"string","enum":[1,2]}}})", "p.properties.a: no enum or const value"},
+      {R"({"type":"object","properties":{"a":{"type":"string","minLength":3,"maxLength":1}}})",
+       "p.properties.a: minLength is above maxLength"},
+      {R"({"type":"object","properties":{"a":{"type":"array","minItems":2,"maxItems":1}}})",
+       "p.properties.a: minItems is above maxItems"},
+      {R"({"type":"object","minProperties":3,"maxProperties":1})", "p.minProperties: minProperties 3 is above"},
+      {R"({"type":"object","properties":{"a":{"const":"x","enum":["y"]}}})", "p.properties.a.const: the value is not"},
+  };
+  for (const auto& [schema, message] : kNoValue) {
+    for (const JsonSyntax syntax : {JsonSyntax::kGemmaCall, JsonSyntax::kJson}) {
+      const Status st = check_schema_values(json::parse(schema), "p", syntax);
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << schema;
+      EXPECT_EQ(st.message().rfind(message, 0), 0u) << schema << " -> " << st.message();
+    }
+  }
+  const char* kFine[] = {
+      R"({"type":"object","properties":{"a":{"type":"integer","minimum":2,"maximum":3}}})",
+      R"({"type":"object","properties":{"a":{"enum":["x"]}},"not":{"required":["a"]}})",  // cannot be held
+      R"({"type":"object","properties":{"a b":{"type":"string"}}})",                         // a key the form cannot spell
+      R"({"type":"object","properties":{"a":{"enum":["<|\"|>","x<tool_call|>"]}}})",          // the form's limit
+      R"({"type":"object","properties":{"a":{"type":"number","multipleOf":1e-30,"minimum":0}}})",
+  };
+  for (const char* schema : kFine) {
+    EXPECT_TRUE(check_schema_values(json::parse(schema), "p", JsonSyntax::kGemmaCall).ok())
+        << schema << " -> " << check_schema_values(json::parse(schema), "p", JsonSyntax::kGemmaCall).to_string();
+  }
+}
+
 TEST(JsonGrammar, ReferencesArePercentDecodedJsonPointers) {
   auto space = schema(R"({"$ref":"#/$defs/a%20b","$defs":{"a b":{"type":"integer"}}})");
   EXPECT_TRUE(accepts(space, "1"));

@@ -125,6 +125,17 @@ TEST(OutputParserReasoningInContent, PromptOpenedBlockHasNoOpener) {
   EXPECT_EQ(parse_in_content("still thinking\n<channel|>\n\nDone.", s).content, "still thinking<channel|>Done.");
 }
 
+// A prefill that ends right after "<|channel>" (breaker round 28): the block's text and its
+// closer, without an opener (the prompt wrote it) or the label the output writes.
+TEST(OutputParserReasoningInContent, PendingLabelIsNotContent) {
+  ParserOptions o = opts();
+  o.continues_reasoning = true;
+  o.reasoning_label_pending = true;
+  const auto m = parse_in_content("thought\nLet me see.<channel|>The answer.", o);
+  EXPECT_EQ(m.content, "Let me see.<channel|>The answer.");
+  EXPECT_EQ(m.reasoning_content, "Let me see.");
+}
+
 // Stop strings match the answer only, as without the option: text in a thought never stops it.
 TEST(OutputParserReasoningInContent, StopStringsMatchTheAnswerOnly) {
   const auto m = parse_in_content("<|channel>thought\nIt is 42.<channel|>The answer is 42. Bye.", opts(true, true, {"42"}));

@@ -128,6 +128,28 @@ TEST(OutputParser, ContinuedReasoningKeepsLeadingWhitespace) {
   EXPECT_EQ(p.stats().reasoning_blocks, 1);
 }
 
+// A prefill whose text ends right after "<|channel>" (breaker round 28): the output goes on
+// inside that block, and may write its "thought" label first, which is markup, not text.
+TEST(OutputParser, AReasoningLabelPendingIsMarkup) {
+  auto o = opts();
+  o.continues_reasoning = true;
+  o.reasoning_label_pending = true;
+  auto m = parse_all_ways("thought\nLet me see.<channel|>\n\nThe answer.", o);
+  EXPECT_EQ(m.reasoning_content, "Let me see.");
+  EXPECT_EQ(m.content, "The answer.");
+  m = parse_all_ways("Let me see.<channel|>The answer.", o);  // no label: text of the block
+  EXPECT_EQ(m.reasoning_content, "Let me see.");
+  EXPECT_EQ(m.content, "The answer.");
+  m = parse_all_ways("thoughtful words<channel|>Done.", o);  // a word, not the label
+  EXPECT_EQ(m.reasoning_content, "thoughtful words");
+  EXPECT_EQ(m.content, "Done.");
+  m = parse_all_ways("<channel|>Done.", o);
+  EXPECT_EQ(m.reasoning_content, "");
+  EXPECT_EQ(m.content, "Done.");
+  OutputParser p(o);
+  EXPECT_TRUE(p.in_reasoning());
+}
+
 TEST(OutputParser, InReasoningTracksTheBlock) {
   OutputParser p(opts());
   p.feed("<|channel>thou");
