@@ -32,6 +32,15 @@ Status unsupported(std::string_view field, std::string_view why) {
   return Status(StatusCode::kUnimplemented, fmt::format("{} is not supported on {}: {}", field, kRoute, why));
 }
 
+// An integer 0 under `key`.
+bool is_zero(const json& body, const char* key) {
+  const auto it = body.find(key);
+  return it != body.end() && it->is_number_integer() && it->get<int64_t>() == 0;
+}
+
+// The answer's length limit under its three names (llama-server reads the other two as n_predict).
+constexpr const char* kLimitFields[] = {"n_predict", "max_tokens", "max_completion_tokens"};
+
 // A field whose only honoured values are null, false, "", [] or {} (nothing asked).
 Status neutral_only(const json& body, const char* key, std::string_view why) {
   const auto it = body.find(key);
@@ -48,15 +57,12 @@ Status check_openai_only_fields(const json& body) {
                                                 "holds the prompt as read)"));
   if (present(body, "logprobs")) {  // false or 0 asks nothing
     const json& v = body["logprobs"];
-    const bool nothing = (v.is_boolean() && !v.get<bool>()) || (v.is_number_integer() && v.get<int64_t>() == 0);
+    const bool nothing = (v.is_boolean() && !v.get<bool>()) || is_zero(body, "logprobs");
     if (!nothing) return unsupported("logprobs", "send n_probs (completion_probabilities), or use /v1/completions");
   }
   // The chat route's count of alternatives (0 asks none); here n_probs is that count.
-  if (present(body, "top_logprobs")) {
-    const json& v = body["top_logprobs"];
-    if (!(v.is_number_integer() && v.get<int64_t>() == 0)) {
-      return unsupported("top_logprobs", "send n_probs (the alternatives a token, in completion_probabilities)");
-    }
+  if (present(body, "top_logprobs") && !is_zero(body, "top_logprobs")) {
+    return unsupported("top_logprobs", "send n_probs (the alternatives a token, in completion_probabilities)");
   }
   GS_RETURN_IF_ERROR(neutral_only(body, "suffix", "this model has no fill-in-the-middle form"));
   GS_RETURN_IF_ERROR(neutral_only(body, "stream_options",
@@ -189,14 +195,6 @@ Result<Prompt> read_prompt(const json& body, const RequestDefaults& defaults, co
   return read_one_prompt(p, "prompt", defaults, tok);
 }
 
-// An integer 0 under `key`.
-bool is_zero(const json& body, const char* key) {
-  const auto it = body.find(key);
-  return it != body.end() && it->is_number_integer() && it->get<int64_t>() == 0;
-}
-
-constexpr const char* kLimitFields[] = {"n_predict", "max_tokens", "max_completion_tokens"};
-
 // llama-server's n_predict 0 (or max_tokens 0, which it reads as n_predict's other name): the
 // prompt only. True when one of the limits is 0; the others, when given, must be 0 too.
 Result<bool> read_prompt_only(const json& body) {
@@ -237,8 +235,8 @@ Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, 
   translated.erase("logprobs");      // what is left of it asks nothing (check_openai_only_fields)
   translated.erase("top_logprobs");  // the same
   translated["prompt"] = prompt.text ? json(*prompt.text) : json(prompt.tokens);
-  const bool limited = present(body, "n_predict") || present(body, "max_tokens") ||
-                       present(body, "max_completion_tokens");
+  const bool limited =
+      std::any_of(std::begin(kLimitFields), std::end(kLimitFields), [&](const char* key) { return present(body, key); });
   if (prompt_only) {
     for (const char* key : kLimitFields) translated.erase(key);  // /v1/completions takes 1 or more
   } else if (!limited) {

@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/shakes.h"
+#include "engine/constraint_tokens.h"
 #include "engine/call_choice_constraint.h"
 #include "text/chat_format.h"
 #include "text/json_grammar.h"
@@ -35,13 +35,7 @@ int32_t closer() {
   return id.value_or(-1);
 }
 
-int32_t byte_token(char ch) {
-  char name[8];
-  std::snprintf(name, sizeof name, "<0x%02X>", static_cast<unsigned char>(ch));
-  auto id = shakes_tokenizer()->find_token(name);
-  EXPECT_TRUE(id.has_value()) << name;
-  return id.value_or(-1);
-}
+using test::byte_token;
 
 struct Fixture {
   std::shared_ptr<const text::JsonGrammar> get = call_grammar(
@@ -60,13 +54,8 @@ struct Fixture {
   }
 };
 
-std::vector<int32_t> mask(const OutputConstraint& c) {
-  std::vector<int32_t> out;
-  c.allowed(&out);
-  return out;
-}
-
-bool has(const std::vector<int32_t>& ids, int32_t id) { return std::binary_search(ids.begin(), ids.end(), id); }
+using test::has;
+using test::mask;
 
 TEST(CallChoiceConstraint, NameMaskKeepsToAnOpenerAndItsArguments) {
   Fixture f;

@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/shakes.h"
+#include "engine/constraint_tokens.h"
 #include "engine/call_choice_constraint.h"
 #include "engine/json_constraint.h"
 #include "text/chat_format.h"
@@ -25,25 +25,10 @@ namespace {
 using test::shakes_pieces;
 using test::shakes_tokenizer;
 
-int32_t token(std::string_view text) {
-  auto id = shakes_tokenizer()->find_token(text);
-  EXPECT_TRUE(id.has_value()) << text;
-  return id.value_or(-1);
-}
-
-int32_t byte_token(char ch) {
-  char name[8];
-  std::snprintf(name, sizeof name, "<0x%02X>", static_cast<unsigned char>(ch));
-  return token(name);
-}
-
-std::vector<int32_t> mask(const OutputConstraint& c) {
-  std::vector<int32_t> out;
-  c.allowed(&out);
-  return out;
-}
-
-bool has(const std::vector<int32_t>& ids, int32_t id) { return std::binary_search(ids.begin(), ids.end(), id); }
+using test::byte_token;
+using test::has;
+using test::mask;
+using test::token;
 
 std::shared_ptr<const text::JsonGrammar> get_grammar() {
   auto g = text::JsonGrammar::from_schema(

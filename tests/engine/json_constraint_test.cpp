@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/shakes.h"
+#include "engine/constraint_tokens.h"
 #include "core/log.h"
 #include "engine/engine_factory.h"
 #include "engine/json_constraint.h"
@@ -35,11 +36,7 @@ std::shared_ptr<const text::JsonGrammar> person_schema() {
   return *g;
 }
 
-int32_t token(const std::string& text) {
-  auto id = shakes_tokenizer()->find_token(text);
-  EXPECT_TRUE(id.has_value()) << text;
-  return id.value_or(-1);
-}
+using test::token;
 
 JsonConstraintOptions chat_options() {
   JsonConstraintOptions o;
