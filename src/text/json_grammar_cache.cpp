@@ -135,6 +135,10 @@ int64_t json_grammar_bytes(const JsonGrammar& grammar) {
     for (const auto* p : {n.pattern.get(), n.pattern_form.get()}) {
       if (p != nullptr && automata.insert(p).second) {
         b += static_cast<int64_t>(sizeof(RegexDfa)) + p->bytes() + 2 * 16;  // the shared_ptr's control block
+        // Each state's edge list: its room beyond its edges, and the allocator's header.
+        for (int32_t st = 0; st < p->size(); ++st) {
+          b += static_cast<int64_t>((p->edges(st).capacity() - p->edges(st).size()) * sizeof(RegexDfa::Edge)) + 16;
+        }
       }
     }
   }
