@@ -54,6 +54,8 @@ struct ServeArgs {
   int shutdown_timeout_s = 10;
   std::string log_level = "info";
   int64_t cache_ram_mib = -1;  // llama-server's --cache-ram; accepted, nothing to cap (decision 0036)
+  int64_t grammar_cache = 256;  // compiled tool grammars kept across requests (decision 0066); 0: none
+  int64_t grammar_cache_mib = 64;
 };
 
 std::string human_bytes(uint64_t b) {
@@ -130,6 +132,8 @@ int serve(const ServeArgs& a) {
     return 2;
   }
   so.limits.default_max_tokens = a.default_max_tokens;
+  so.tool_grammar_cache_entries = a.grammar_cache;
+  so.tool_grammar_cache_bytes = a.grammar_cache_mib << 20;
   so.build_info = std::string("gemmaserve ") + GS_VERSION;
 
   auto http = std::make_unique<server::HttpServer>(so);
@@ -352,6 +356,13 @@ CommandEntry register_serve(CLI::App& app) {
                   "llama-server's host prompt-cache cap in MiB, accepted for its command lines: gemmaserve keeps "
                   "no host prompt cache (prefixes are reused from the slots' KV cache, fixed at start)")
       ->transform(decimal_integer<int64_t>(-1, int64_t{1} << 40));
+  sub->add_option("--grammar-cache", args->grammar_cache,
+                  "Compiled tool argument grammars kept across requests, so that a resent tool list is not "
+                  "compiled again (0: none)")
+      ->capture_default_str()->transform(decimal_integer<int64_t>(0, int64_t{1} << 20));
+  sub->add_option("--grammar-cache-mib", args->grammar_cache_mib,
+                  "Most memory of the kept grammars in MiB (estimated; least recently used dropped first)")
+      ->capture_default_str()->transform(decimal_integer<int64_t>(1, int64_t{1} << 20));
   sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   return {sub, [args] { return serve(*args); }};

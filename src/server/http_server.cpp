@@ -919,6 +919,10 @@ std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* s
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
+  if (!options_.limits.tool_grammar_cache && options_.tool_grammar_cache_entries > 0) {
+    options_.limits.tool_grammar_cache = std::make_shared<text::JsonGrammarCache>(
+        options_.tool_grammar_cache_entries, options_.tool_grammar_cache_bytes);
+  }
   ConnectionLimits limits = connection_limits(options_);
   limits.early_answer = [this](std::string_view head, int* status) { return early_auth_answer(options_.keys, head, status); };
   limits.on_refusal = [this](int status) {
@@ -973,8 +977,13 @@ void HttpServer::set_draining() {
 bool HttpServer::ready() const { return model() != nullptr && !draining_; }
 
 HttpCounters HttpServer::counters() const {
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  return counters_;
+  HttpCounters c;
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    c = counters_;
+  }
+  if (options_.limits.tool_grammar_cache) c.tool_grammar_cache = options_.limits.tool_grammar_cache->stats();
+  return c;
 }
 
 HostGauges HttpServer::host_gauges() const {

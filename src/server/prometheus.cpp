@@ -128,6 +128,17 @@ std::string render_prometheus(const EngineInfo& info, const EngineMetrics& m, co
   w.sample("empty_reasoning_blocks_total", http.empty_reasoning_blocks);
   w.family("tool_calls_total", "counter", "Tool calls returned");
   w.sample("tool_calls_total", http.tool_calls);
+  const text::JsonGrammarCacheStats& g = http.tool_grammar_cache;
+  w.family("tool_grammar_cache_hits_total", "counter", "Tool argument grammars taken from the cache of earlier requests' compiles");
+  w.sample("tool_grammar_cache_hits_total", g.hits);
+  w.family("tool_grammar_cache_misses_total", "counter", "Tool argument grammars compiled (not cached, or past the request's pattern budget)");
+  w.sample("tool_grammar_cache_misses_total", g.misses);
+  w.family("tool_grammar_cache_evictions_total", "counter", "Compiled tool grammars dropped from the cache for room");
+  w.sample("tool_grammar_cache_evictions_total", g.evictions);
+  w.family("tool_grammar_cache_entries", "gauge", "Compiled tool grammars in the cache");
+  w.sample("tool_grammar_cache_entries", g.entries);
+  w.family("tool_grammar_cache_bytes", "gauge", "Estimated memory of the compiled tool grammars in the cache");
+  w.sample("tool_grammar_cache_bytes", g.bytes);
   return w.take();
 }
 

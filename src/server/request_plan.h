@@ -11,6 +11,7 @@
 #include "server/api_request.h"
 #include "server/generation.h"
 #include "text/chat_format.h"
+#include "text/json_grammar_cache.h"
 #include "text/regex_dfa.h"
 #include "text/tokenizer.h"
 
@@ -22,6 +23,9 @@ struct PlanLimits {
   // What the patterns of all the tool schemas a forced call compiles may spend together (one
   // schema's budget; decision 0051).
   text::RegexBudget tool_pattern_budget;
+  // Tool argument grammars compiled for earlier requests (decision 0066), shared by the
+  // requests a server plans at once (thread-safe); null: each request compiles its own.
+  std::shared_ptr<text::JsonGrammarCache> tool_grammar_cache;
 };
 
 // The prompt text a chat request puts before the model's first token: the messages rendered

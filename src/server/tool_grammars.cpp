@@ -12,8 +12,9 @@ Status check_forced_tool_schema(const nlohmann::json& parameters, const std::str
   return text::check_schema_values(text::chat::plain_json(parameters), path, text::JsonSyntax::kGemmaCall);
 }
 
-ToolGrammars::ToolGrammars(std::span<const text::ChatTool> tools, text::RegexBudget budget)
-    : tools_(tools), entries_(tools.size()), budget_(budget) {}
+ToolGrammars::ToolGrammars(std::span<const text::ChatTool> tools, text::RegexBudget budget,
+                           text::JsonGrammarCache* cache)
+    : tools_(tools), entries_(tools.size()), budget_(budget), cache_(cache) {}
 
 std::shared_ptr<const text::JsonGrammar> ToolGrammars::grammar(size_t index, std::string* why_not) {
   Entry& e = entries_.at(index);
@@ -29,8 +30,10 @@ std::shared_ptr<const text::JsonGrammar> ToolGrammars::grammar(size_t index, std
     if (schema.is_object() && !schema.empty()) {
       // Integers beyond 64 bits kept as written for the declaration (keep_exact_tool_integers)
       // are the doubles the grammar reads.
-      auto g = text::JsonGrammar::from_schema(text::chat::plain_json(schema), "parameters",
-                                              text::JsonSyntax::kGemmaCall, &budget_);
+      const nlohmann::json plain = text::chat::plain_json(schema);
+      auto g = cache_ != nullptr
+                   ? cache_->from_schema(plain, "parameters", text::JsonSyntax::kGemmaCall, &budget_)
+                   : text::JsonGrammar::from_schema(plain, "parameters", text::JsonSyntax::kGemmaCall, &budget_);
       if (!g.ok()) {
         e.why_not = g.status().message();
       } else if (((*g)->node(0).kinds & text::JsonGrammar::kObject) == 0) {

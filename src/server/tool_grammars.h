@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "text/chat_format.h"
 #include "text/json_grammar.h"
+#include "text/json_grammar_cache.h"
 #include "text/regex_dfa.h"
 
 namespace gs::server {
@@ -27,8 +28,11 @@ Status check_forced_tool_schema(const nlohmann::json& parameters, const std::str
 class ToolGrammars {
  public:
   // `tools` must outlive this. `budget`: what the patterns of all their schemas may spend
-  // together (one schema's budget by default).
-  explicit ToolGrammars(std::span<const text::ChatTool> tools, text::RegexBudget budget = {});
+  // together (one schema's budget by default). `cache` (null: none; else it must outlive
+  // this): grammars compiled for earlier requests (decision 0066), which give what a compile
+  // here would, charged to `budget` as that compile would spend it.
+  explicit ToolGrammars(std::span<const text::ChatTool> tools, text::RegexBudget budget = {},
+                        text::JsonGrammarCache* cache = nullptr);
 
   // Tool `index`'s arguments as a grammar in the call form (text::JsonSyntax::kGemmaCall):
   // its schema, when the compiler holds it and it describes an object (a function without
@@ -50,6 +54,7 @@ class ToolGrammars {
   std::span<const text::ChatTool> tools_;
   std::vector<Entry> entries_;
   text::RegexBudget budget_;
+  text::JsonGrammarCache* cache_;
 };
 
 }  // namespace gs::server

@@ -939,6 +939,13 @@ Result<RegexDfa> RegexDfa::bounded(int64_t min_length, int64_t max_length, Regex
     if (!out.viable(0, 0)) return bad("no string of at least minLength characters matches it");
     return out;
   }
+  // A table of 2^32 lengths or more (1 GiB a state) is past any budget a request gets, and its
+  // size and work would overflow below (maxLength 2^63 - 1 made a negative size: a credit to the
+  // budget, then a std::length_error out of the vector): refused as past the budget, spent.
+  if (max_length >= int64_t{1} << 32) {
+    budget->bytes = std::min<int64_t>(budget->bytes, 0) - 1;
+    return bad("maxLength " + std::to_string(max_length) + " with it needs a table too large to hold");
+  }
   // exact[s] bit k: a match follows from s in exactly k more characters; then fit[s] bit l:
   // some k in max(0, min - l) .. max - l has one.
   const auto words = static_cast<size_t>((max_length + 1 + 63) / 64);

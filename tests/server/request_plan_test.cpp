@@ -13,7 +13,9 @@
 #include "server/anthropic_request.h"
 #include "server/request_plan.h"
 #include "server/responses_request.h"
+#include "server/tool_grammars.h"
 #include "text/json_grammar.h"
+#include "text/json_grammar_cache.h"
 #include "text/output_parser.h"
 #include "server_fixture.h"
 
@@ -329,6 +331,146 @@ TEST(RequestPlan, ToolGrammarsAreCompiledOnceFromOneBudget) {
       EXPECT_EQ(holds_pattern(first[i].grammar), i < 2) << i;
     }
   }
+}
+
+// A warm tool grammar cache (decision 0066) gives every plan what a cold compile gives, also
+// where the request's pattern budget runs out: a tool whose grammar comes from the cache is
+// charged what its compile spent, so a later tool finds the budget as cold compiles leave it,
+// and a tool whose cached compile the budget left cannot cover is compiled from that budget.
+// Each of the two tools was cached alone (each with a whole budget); then both come in one
+// request whose budget holds one pattern. Without the charging, the second tool kept its
+// pattern here.
+TEST(RequestPlan, AWarmToolGrammarCacheChargesTheRequestsPatternBudget) {
+  auto tok = test::shakes_tokenizer();
+  const auto parameters = [](const std::string& pattern) {
+    return json{{"type", "object"},
+                {"properties", {{"k", {{"type", "string"}, {"pattern", pattern}}}}},
+                {"required", {"k"}},
+                {"additionalProperties", false}};
+  };
+  const json pa = parameters("^(a|b)*a(a|b){8}$");
+  const json pb = parameters("^(c|d)*c(c|d){7}$");
+  const auto cost = [](const json& p) {
+    text::RegexBudget probe;
+    EXPECT_TRUE(text::JsonGrammar::from_schema(p, "parameters", text::JsonSyntax::kGemmaCall, &probe).ok());
+    return text::RegexBudget{}.work - probe.work;
+  };
+  const int64_t ca = cost(pa), cb = cost(pb);
+  ASSERT_GT(ca, 1000);
+  ASSERT_GT(cb, 1000);
+  const auto tool = [](const std::string& name, const json& p) {
+    return json{{"type", "function"}, {"function", {{"name", name}, {"parameters", p}}}};
+  };
+  const auto body = [&](const json& tools, const char* choice) {
+    return json{{"messages", {{{"role", "user"}, {"content", "go"}}}}, {"tools", tools}, {"tool_choice", choice}};
+  };
+  const auto holds_pattern = [](const std::shared_ptr<const text::JsonGrammar>& g) {
+    const text::JsonGrammar::Node& root = g->node(0);
+    return root.key_nodes.size() == 1 && g->node(root.key_nodes[0]).pattern_form != nullptr;
+  };
+  // The grammars of a plan's calls, in the tools' order.
+  const auto grammars = [](const GenerationPlan& plan, const std::string& choice) {
+    std::vector<std::shared_ptr<const text::JsonGrammar>> out;
+    const auto& args = choice == "auto" ? plan.request.lazy_calls.arguments : plan.request.call_arguments;
+    for (const auto& a : args) out.push_back(a.grammar);
+    return out;
+  };
+  for (const char* choice : {"auto", "required"}) {
+    for (const bool a_first : {true, false}) {
+      const json tools = a_first ? json::array({tool("fa", pa), tool("fb", pb)})
+                                 : json::array({tool("fb", pb), tool("fa", pa)});
+      const std::string what = std::string(choice) + (a_first ? " a,b" : " b,a");
+      PlanLimits one_pattern;
+      one_pattern.tool_pattern_budget.work = std::max(ca, cb) + std::min(ca, cb) / 2;
+      auto cold = plan_chat(chat(body(tools, choice).dump()), *tok, one_pattern);
+      ASSERT_TRUE(cold.ok()) << cold.status().to_string();
+      const auto cold_grammars = grammars(*cold, choice);
+      ASSERT_EQ(cold_grammars.size(), 2u) << what;
+      ASSERT_TRUE(holds_pattern(cold_grammars[0])) << what;
+      ASSERT_FALSE(holds_pattern(cold_grammars[1])) << what;
+
+      PlanLimits cached = one_pattern;
+      cached.tool_grammar_cache = std::make_shared<text::JsonGrammarCache>(16, int64_t{64} << 20);
+      PlanLimits warm_limits;
+      warm_limits.tool_grammar_cache = cached.tool_grammar_cache;
+      std::vector<std::shared_ptr<const text::JsonGrammar>> warmed;
+      for (size_t i = 0; i < 2; ++i) {
+        // (Under auto: one cache serves every tool_choice, and "required" with one tool
+        // keeps its grammar elsewhere.)
+        auto warm = plan_chat(chat(body(json::array({tools[i]}), "auto").dump()), *tok, warm_limits);
+        ASSERT_TRUE(warm.ok()) << warm.status().to_string();
+        warmed.push_back(grammars(*warm, "auto").at(0));
+        EXPECT_TRUE(holds_pattern(warmed.back())) << what;
+      }
+      auto plan = plan_chat(chat(body(tools, choice).dump()), *tok, cached);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      const auto got = grammars(*plan, choice);
+      ASSERT_EQ(got.size(), 2u) << what;
+      EXPECT_EQ(got[0].get(), warmed[0].get()) << what;  // from the cache
+      EXPECT_TRUE(holds_pattern(got[0])) << what;
+      EXPECT_FALSE(holds_pattern(got[1])) << what;      // as cold: past the budget
+      EXPECT_EQ(plan->request.prompt, cold->request.prompt) << what;
+      const text::JsonGrammarCacheStats stats = cached.tool_grammar_cache->stats();
+      EXPECT_EQ(stats.hits, 1u) << what;
+      EXPECT_EQ(stats.entries, 2) << what;  // the one past the budget was not kept over its entry
+    }
+  }
+}
+
+// The same tools in two requests, with a cache: one grammar object per tool for both plans, the
+// plans otherwise equal, the budget left as a cold compile leaves it.
+TEST(RequestPlan, RequestsThatResendTheirToolsShareTheirGrammars) {
+  auto tok = test::shakes_tokenizer();
+  const std::string tools =
+      R"([{"type":"function","function":{"name":"when","parameters":{"type":"object","properties":{
+            "day":{"type":"string","format":"date"},"id":{"type":"string","format":"uuid"},
+            "n":{"type":"integer","minimum":1,"maximum":9}},"required":["day"]}}},
+          {"type":"function","function":{"name":"mail","parameters":{"type":"object","properties":{
+            "to":{"type":"string","format":"email"}}}}},
+          {"type":"function","function":{"name":"odd","parameters":{"type":"object",
+            "properties":{"k":{"type":"string"}},"not":{"required":["k"]}}}}])";
+  const std::string body = R"({"messages":[{"role":"user","content":"go"}],"tools":)" + tools + "}";
+  PlanLimits limits;
+  limits.tool_grammar_cache = std::make_shared<text::JsonGrammarCache>(256, int64_t{64} << 20);
+  auto cold = plan_chat(chat(body), *tok, PlanLimits{});
+  auto first = plan_chat(chat(body), *tok, limits);
+  auto second = plan_chat(chat(body), *tok, limits);
+  ASSERT_TRUE(cold.ok() && first.ok() && second.ok());
+  const ForcedCalls& c = cold->request.lazy_calls;
+  const ForcedCalls& a = first->request.lazy_calls;
+  const ForcedCalls& b = second->request.lazy_calls;
+  EXPECT_EQ(a.openers, c.openers);
+  EXPECT_EQ(b.openers, c.openers);
+  ASSERT_EQ(c.arguments.size(), 2u);
+  ASSERT_EQ(a.arguments.size(), 2u);
+  ASSERT_EQ(b.arguments.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(b.arguments[i].opener, c.arguments[i].opener);
+    EXPECT_EQ(a.arguments[i].grammar.get(), b.arguments[i].grammar.get()) << i;
+    EXPECT_EQ(b.arguments[i].grammar->size(), c.arguments[i].grammar->size()) << i;
+  }
+  EXPECT_EQ(second->request.prompt, cold->request.prompt);
+  // Two compiled (the third schema is refused within its budget: kept as that refusal), then
+  // all three from the cache.
+  const text::JsonGrammarCacheStats stats = limits.tool_grammar_cache->stats();
+  EXPECT_EQ(stats.misses, 3u);
+  EXPECT_EQ(stats.hits, 3u);
+  EXPECT_EQ(stats.entries, 3);
+
+  // What a request's tools leave of its budget, cold and warm.
+  const ChatCompletionRequest req = chat(body);
+  ToolGrammars cold_tools(req.tools, text::RegexBudget{});
+  ToolGrammars warm_tools(req.tools, text::RegexBudget{}, limits.tool_grammar_cache.get());
+  for (size_t i = 0; i < req.tools.size(); ++i) {
+    std::string why_cold, why_warm;
+    const auto gc = cold_tools.grammar(i, &why_cold);
+    const auto gw = warm_tools.grammar(i, &why_warm);
+    EXPECT_EQ(gc == nullptr, gw == nullptr) << i;
+    EXPECT_EQ(why_warm, why_cold) << i;
+  }
+  EXPECT_EQ(warm_tools.budget_left().work, cold_tools.budget_left().work);
+  EXPECT_EQ(warm_tools.budget_left().bytes, cold_tools.budget_left().bytes);
+  EXPECT_LT(warm_tools.budget_left().work, text::RegexBudget{}.work);
 }
 
 // The parser knows the declared names, so a namespaced call ("default_api:get_weather") is

@@ -511,6 +511,24 @@ TEST(JsonPattern, BlowupsAreBounded) {
 // Schemas compiled for one request (the arguments of its tools) draw on one budget when they
 // are given one: what a first schema's patterns spend is gone for the next, whose pattern is
 // then refused (JSON) or ignored (the call form); without one, each has a budget of its own.
+// A maxLength near 2^63 beside a pattern: its length table's size overflowed (a credit to the
+// budget, then a std::length_error out of a vector, which aborted this test and made a 500 of a
+// request). Now it is past the budget: refused in JSON, the pattern ignored in a tool call.
+TEST(JsonPattern, AHugeMaxLengthIsPastTheBudget) {
+  for (const char* max : {"9223372036854775807", "9223372036854775806", "4611686018427387904", "4294967296", "1e300"}) {
+    const json schema = json::parse(std::string(R"({"type":"string","pattern":"^a+$","maxLength":)") + max + "}");
+    RegexBudget budget;
+    auto refused = JsonGrammar::from_schema(schema, "schema", JsonSyntax::kJson, &budget);
+    ASSERT_FALSE(refused.ok()) << max;
+    EXPECT_NE(refused.status().message().find("too large"), std::string::npos) << refused.status().message();
+    EXPECT_LT(budget.bytes, 0) << max;
+    const json tool = {{"type", "object"}, {"properties", {{"k", schema}}}};
+    auto call = JsonGrammar::from_schema(tool, "parameters", JsonSyntax::kGemmaCall);
+    ASSERT_TRUE(call.ok()) << max << ": " << call.status().to_string();
+    EXPECT_EQ((*call)->node((*call)->node(0).key_nodes[0]).pattern_form, nullptr) << max;
+  }
+}
+
 TEST(JsonPattern, SchemasCompiledTogetherShareOneBudget) {
   const json schema = {{"type", "string"}, {"pattern", "^(a|b)*a(a|b){8}$"}};
   const json tool = {{"type", "object"}, {"properties", {{"k", schema}}}, {"required", {"k"}}};
