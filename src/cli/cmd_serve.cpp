@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -54,6 +55,7 @@ struct ServeArgs {
   int shutdown_timeout_s = 10;
   std::string log_level = "info";
   int64_t cache_ram_mib = -1;  // llama-server's --cache-ram; accepted, nothing to cap (decision 0036)
+  std::string slot_save_path;  // POST /slots/{id}?action=save|restore|erase (decision 0068)
 };
 
 std::string human_bytes(uint64_t b) {
@@ -131,6 +133,17 @@ int serve(const ServeArgs& a) {
   }
   so.limits.default_max_tokens = a.default_max_tokens;
   so.build_info = std::string("gemmaserve ") + GS_VERSION;
+  if (!a.slot_save_path.empty()) {
+    // Slot files go in this folder (made when missing), under names the clients give.
+    std::error_code ec;
+    std::filesystem::create_directories(a.slot_save_path, ec);
+    if (!std::filesystem::is_directory(a.slot_save_path, ec)) {
+      std::fprintf(stderr, "gemmaserve serve: --slot-save-path %s is not a folder that can be made\n",
+                   a.slot_save_path.c_str());
+      return 1;
+    }
+    so.slot_save_path = a.slot_save_path;
+  }
 
   auto http = std::make_unique<server::HttpServer>(so);
   if (Status bound = http->bind(); !bound.ok()) {
@@ -352,6 +365,11 @@ CommandEntry register_serve(CLI::App& app) {
                   "llama-server's host prompt-cache cap in MiB, accepted for its command lines: gemmaserve keeps "
                   "no host prompt cache (prefixes are reused from the slots' KV cache, fixed at start)")
       ->transform(decimal_integer<int64_t>(-1, int64_t{1} << 40));
+  sub->add_option("--slot-save-path", args->slot_save_path,
+                  "Folder of slot files: POST /slots/{id}?action=save|restore saves a slot's processed prompt "
+                  "(tokens and KV cache) there and restores it, even after a restart (llama-server's; without "
+                  "it the slot actions are refused)")
+      ->check(non_empty);
   sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   return {sub, [args] { return serve(*args); }};
