@@ -106,8 +106,13 @@ check "/tokenize with two forms: 400" "$code" 400 'assert j["error"]["param"] ==
 code="$(curl -s -o "$WORK/r" -w '%{http_code}' "$URL/v1/models")"
 check "/v1/models max_model_len" "$code" 200 'assert j["data"][0]["max_model_len"] == 1024, j'
 
-# Slot actions (decision 0068): the slot holding the prompt saved, both erased, the file
-# restored into slot 1, and the prompt served from it.
+# Slot actions (decision 0068): both slots erased, the prompt evaluated into one, that slot
+# saved, both erased, the file restored into slot 1, and the prompt served from it.
+for slot in 0 1; do
+  code="$(post "/slots/$slot?action=erase" "")"
+  check "slot $slot erase" "$code" 200 "assert j['id_slot'] == $slot and j['n_erased'] >= 0, j"
+done
+code="$(post /completion "{\"prompt\":\"$prompt\",\"n_predict\":0}")"
 best=-1; best_n=-1
 for slot in 0 1; do
   code="$(post "/slots/$slot?action=save" "{\"filename\":\"s$slot.bin\"}")"
@@ -117,7 +122,7 @@ done
 [ "$best_n" -gt 10 ] && ok "slot save: $best_n tokens from slot $best" || bad "slot save: $(head -c 300 "$WORK/r")"
 for slot in 0 1; do
   code="$(post "/slots/$slot?action=erase" "")"
-  check "slot $slot erase" "$code" 200 "assert j['id_slot'] == $slot and j['n_erased'] >= 0, j"
+  check "slot $slot erase again" "$code" 200 "assert j['id_slot'] == $slot and j['n_erased'] == ($best_n if $slot == $best else 0), j"
 done
 code="$(post "/slots/1?action=restore" "{\"filename\":\"s$best.bin\"}")"
 check "slot restore into slot 1" "$code" 200 "assert j['n_restored'] == $best_n and j['n_read'] > 0, j"
