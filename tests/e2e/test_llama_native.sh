@@ -131,6 +131,16 @@ check "the restored prompt is reused" "$code" 200 'assert j["tokens_cached"] == 
 code="$(post "/slots/0?action=restore" '{"filename":"../etc/passwd"}')"
 check "slot restore of a path: 400" "$code" 400 'assert j["error"]["param"] == "filename", j'
 
+# --slot-save-path that names a file, not a folder: serve refuses to start, naming it.
+touch "$WORK/not-a-folder"
+if timeout 20 "$BIN" serve -m "$TARGET" --port "$(free_port)" --slot-save-path "$WORK/not-a-folder" >"$WORK/out" 2>&1; then
+  bad "serve with --slot-save-path on a file started"
+elif grep -q "slot-save-path" "$WORK/out"; then
+  ok "serve with --slot-save-path on a file: refused"
+else
+  bad "serve with --slot-save-path on a file: $(head -c 300 "$WORK/out")"
+fi
+
 # The server is still whole after all that.
 code="$(post /completion '{"prompt":"ROMEO:","n_predict":4}')"
 check "a last /completion" "$code" 200 'assert j["tokens_predicted"] == 4'
