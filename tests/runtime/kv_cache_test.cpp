@@ -200,17 +200,23 @@ TEST(KvCache, TooLargeForMemoryIsAnErrorNotACrash) {
 
 // Positions copied out of one sequence and into another (as a slot file's restore does) give
 // the same bytes in every pool slot, on full layers (every position) and sliding ones (the
-// ring's positions, the sequence being longer than the ring), for f16 and f32 pools.
+// ring's positions, the sequence being longer than the ring), for f16, f32 and q8_0 pools.
 TEST(KvCache, PositionsReadAndWrittenBackAreBitExact) {
   auto backend = create_cpu_backend(1);
-  for (GgmlType type : {GgmlType::F16, GgmlType::F32}) {
+  for (GgmlType type : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    Gemma4Config config = tiny_config();
+    if (type == GgmlType::Q8_0) {  // q8_0 head rows need head_dim % 32 == 0
+      config.layers[0].head_dim = 32;
+      config.layers[1].head_dim = 64;
+    }
     KvCacheOptions o;
     o.n_seq_max = 2;
     o.n_ctx = 40;
     o.page_size = 8;
     o.max_ubatch = 4;
     o.type = type;
-    auto kv = KvCache::create(tiny_config(), *backend, o).value();
+    auto kv = KvCache::create(config, *backend, o).value();
     ASSERT_EQ(kv->swa_ring(), 8);
     const int a = kv->add_sequence().value();
     const int b = kv->add_sequence().value();
@@ -224,7 +230,7 @@ TEST(KvCache, PositionsReadAndWrittenBackAreBitExact) {
     for (int il = 0; il < 2; ++il) {
       const size_t row = kv->position_bytes(il);
       ASSERT_GT(row, 0u);
-      const bool sliding = tiny_config().layers[static_cast<size_t>(il)].sliding;
+      const bool sliding = config.layers[static_cast<size_t>(il)].sliding;
       const PageTableView& pt = sliding ? bind.swa_pages_host : bind.full_pages_host;
       for (int32_t p = sliding ? kv->swa_oldest(a) : 0; p < n; ++p) {
         const int64_t slot = kv_slot(pt, a, p);
@@ -242,7 +248,7 @@ TEST(KvCache, PositionsReadAndWrittenBackAreBitExact) {
     ASSERT_TRUE(kv->sync().ok());
     for (int il = 0; il < 2; ++il) {
       const size_t row = kv->position_bytes(il);
-      const bool sliding = tiny_config().layers[static_cast<size_t>(il)].sliding;
+      const bool sliding = config.layers[static_cast<size_t>(il)].sliding;
       const int32_t lo = sliding ? swa_lo : 0;
       std::vector<uint8_t> k(static_cast<size_t>(n - lo) * row), v(k.size());
       ASSERT_TRUE(kv->read_positions(a, il, lo, n - lo, k.data(), v.data()).ok());

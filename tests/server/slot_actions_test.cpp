@@ -29,9 +29,11 @@ using nlohmann::json;
 // The shakes engine behind a live server with --slot-save-path `dir` ("" for none).
 class SlotServer {
  public:
-  explicit SlotServer(const std::string& dir, bool drafter = false, const std::string& model = "") {
+  explicit SlotServer(const std::string& dir, bool drafter = false, const std::string& model = "",
+                      GgmlType kv_type = GgmlType::F16) {
     set_log_level("warn");
     EngineOptions o = test::shakes_engine_options(drafter, /*adaptive=*/false);
+    o.kv_type = kv_type;
     if (!model.empty()) {
       o.model_path = model;
       o.drafter_path.clear();
@@ -292,6 +294,29 @@ TEST(SlotActionsShakes, AFileOfAnotherModelIsRefused) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_NE(r->body.find("another model"), std::string::npos) << r->body;
+}
+
+// A file saved from an f16 cache is refused by a server whose cache is f32 (--kv-type).
+TEST(SlotActionsShakes, AFileOfAnotherKvTypeIsRefused) {
+  const test::ScratchDir dir("slot-kv-type");
+  int n_saved = 0;
+  int slot = -1;
+  {
+    SlotServer s(dir.path.string());
+    s.complete(kPrompt);
+    slot = save_fullest(s, "f16-", &n_saved);
+    ASSERT_GE(slot, 0);
+  }
+  SlotServer s(dir.path.string(), /*drafter=*/false, "", GgmlType::F32);
+  auto r = s.action(0, "restore", "f16-" + std::to_string(slot) + ".bin");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("--kv-type"), std::string::npos) << r->body;
+  // Its own files it restores.
+  s.complete(kPrompt);
+  const int own = save_fullest(s, "f32-", &n_saved);
+  ASSERT_GE(own, 0);
+  EXPECT_EQ(ok_body(s.action(1 - own, "restore", "f32-" + std::to_string(own) + ".bin"))["n_restored"], n_saved);
 }
 
 // A slot that holds a running request is refused (409) and the request goes on.
