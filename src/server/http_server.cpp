@@ -1116,6 +1116,12 @@ void HttpServer::install_routes() {
   // that says nothing is stored); its preflight was a 404 "no such route", which a browser
   // reports as a CORS failure instead of that answer.
   svr.Options(R"(/v1/responses/.+)", preflight("GET, POST, DELETE"));
+  // POST /slots/{id_slot}?action=... (decision 0068): its preflight, and 405 for other methods.
+  svr.Options(R"(/slots/([^/]+))", preflight("POST"));
+  svr.Get(R"(/slots/([^/]+))", wrong_method("POST"));
+  svr.Put(R"(/slots/([^/]+))", wrong_method("POST"));
+  svr.Patch(R"(/slots/([^/]+))", wrong_method("POST"));
+  svr.Delete(R"(/slots/([^/]+))", wrong_method("POST"));
   svr.Put(R"(/v1/responses/.+)", wrong_method("GET, POST, DELETE"));
   svr.Patch(R"(/v1/responses/.+)", wrong_method("GET, POST, DELETE"));
 }

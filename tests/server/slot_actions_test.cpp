@@ -80,6 +80,7 @@ class SlotServer {
     return json::parse(r->body);
   }
   Engine& engine() { return *engine_; }
+  int port() const { return http_->port(); }
 
  private:
   std::shared_ptr<Engine> engine_;
@@ -127,6 +128,17 @@ TEST(SlotActions, FilenamesThatAreNotPlainNamesAreRefused) {
 
 TEST(SlotActionsShakes, RefusedWithoutSlotSavePath) {
   SlotServer s("");
+  // The route answers other methods with 405 and a CORS preflight with 204.
+  httplib::Client c("127.0.0.1", s.port());
+  auto get = c.Get("/slots/0?action=erase");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 405);
+  EXPECT_EQ(get->get_header_value("Allow"), "POST");
+  httplib::Headers asked = {{"Origin", "http://example.com"}, {"Access-Control-Request-Method", "POST"}};
+  auto preflight = c.Options("/slots/0", asked);
+  ASSERT_TRUE(preflight);
+  EXPECT_EQ(preflight->status, 204);
+  EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Methods"), "POST, OPTIONS");
   for (const char* action : {"save", "restore", "erase"}) {
     auto r = s.action(0, action, "x.bin");
     ASSERT_TRUE(r);
