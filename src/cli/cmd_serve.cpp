@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -56,6 +57,7 @@ struct ServeArgs {
   int64_t cache_ram_mib = -1;  // llama-server's --cache-ram; accepted, nothing to cap (decision 0036)
   int64_t grammar_cache = 256;  // compiled tool grammars kept across requests (decision 0066); 0: none
   int64_t grammar_cache_mib = 64;
+  std::string slot_save_path;  // POST /slots/{id}?action=save|restore|erase (decision 0068)
 };
 
 std::string human_bytes(uint64_t b) {
@@ -135,6 +137,17 @@ int serve(const ServeArgs& a) {
   so.tool_grammar_cache_entries = a.grammar_cache;
   so.tool_grammar_cache_bytes = a.grammar_cache_mib << 20;
   so.build_info = std::string("gemmaserve ") + GS_VERSION;
+  if (!a.slot_save_path.empty()) {
+    // Slot files go in this folder (made when missing), under names the clients give.
+    std::error_code ec;
+    std::filesystem::create_directories(a.slot_save_path, ec);
+    if (!std::filesystem::is_directory(a.slot_save_path, ec)) {
+      std::fprintf(stderr, "gemmaserve serve: --slot-save-path %s is not a folder that can be made\n",
+                   a.slot_save_path.c_str());
+      return 1;
+    }
+    so.slot_save_path = a.slot_save_path;
+  }
 
   auto http = std::make_unique<server::HttpServer>(so);
   if (Status bound = http->bind(); !bound.ok()) {
@@ -363,6 +376,11 @@ CommandEntry register_serve(CLI::App& app) {
   sub->add_option("--grammar-cache-mib", args->grammar_cache_mib,
                   "Most memory of the kept grammars in MiB (estimated; least recently used dropped first)")
       ->capture_default_str()->transform(decimal_integer<int64_t>(1, int64_t{1} << 20));
+  sub->add_option("--slot-save-path", args->slot_save_path,
+                  "Folder of slot files: POST /slots/{id}?action=save|restore saves a slot's processed prompt "
+                  "(tokens and KV cache) there and restores it, even after a restart (llama-server's; without "
+                  "it the slot actions are refused)")
+      ->check(non_empty);
   sub->add_option("--log-level", args->log_level, "trace, debug, info, warn, error or off")->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   return {sub, [args] { return serve(*args); }};

@@ -221,6 +221,23 @@ struct SlotState {
   int32_t n_decoded = 0;  // an end-of-generation token included
 };
 
+// llama-server's slot actions (POST /slots/{id}?action=...; decision 0068): a free slot's
+// processed prompt (its tokens and their KV cache) saved to a file, restored from one, or
+// dropped.
+enum class SlotActionKind { kSave, kRestore, kErase };
+
+struct SlotAction {
+  SlotActionKind kind = SlotActionKind::kErase;
+  int32_t slot = 0;
+  std::string path;  // kSave, kRestore: the slot file (the server checked its name)
+};
+
+struct SlotActionResult {
+  int32_t n_tokens = 0;  // tokens saved, restored or erased
+  uint64_t n_bytes = 0;  // bytes written (save) or read (restore)
+  double ms = 0;         // time the action took on the engine thread
+};
+
 // Counters and gauges for /metrics (monotonic counters never decrease).
 struct EngineMetrics {
   uint64_t requests_total = 0;
@@ -266,6 +283,17 @@ class Engine {
   virtual void drain() = 0;
   // Stops accepting requests, cancels the running ones and joins the loop thread.
   virtual void shutdown() = 0;
+  // Runs a slot action on the engine thread between steps and waits for it (a save or restore
+  // takes as long as its file's bytes take to write or read). Errors: kInvalidArgument (slot
+  // out of range, a file that is not a slot file of this model and cache, or is corrupt or
+  // truncated: the slot is left as it was), kNotFound (restore: no such file),
+  // kFailedPrecondition (a request is running in the slot: nothing is done), kUnavailable
+  // (shutting down), kIo (the file could not be written or read), kUnimplemented (an engine
+  // without slot files).
+  virtual Result<SlotActionResult> slot_action(const SlotAction& action) {
+    (void)action;
+    return Status(StatusCode::kUnimplemented, "this engine does not save or restore slots");
+  }
 };
 
 }  // namespace gs

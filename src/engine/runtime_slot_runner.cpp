@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "engine/forced_calls_constraint.h"
 #include "engine/json_constraint.h"
 #include "engine/lazy_calls_constraint.h"
+#include "engine/slot_file.h"
 #include "engine/value_or_calls_constraint.h"
 #include "gguf/gguf_summary.h"
 #include "model/dump.h"
@@ -338,6 +340,46 @@ class RuntimeSlotRunner final : public SlotRunner {
     s.mask.clear();
   }
 
+  Result<SlotActionResult> save_slot(int32_t slot, const std::string& path) override {
+    Slot& s = slots_.at(static_cast<size_t>(slot));
+    if (s.active) return make_status(StatusCode::kFailedPrecondition, "slot {} is processing a request", slot);
+    const size_t n = s.seq < 0 ? 0 : std::min(s.tokens.size(), static_cast<size_t>(runner_->length(s.seq)));
+    SlotActionResult r;
+    r.n_tokens = static_cast<int32_t>(n);
+    // Nothing cached (s.seq < 0): an empty file (no positions are read), which restores an
+    // empty slot.
+    GS_ASSIGN_OR_RETURN(r.n_bytes, write_slot_file(path, file_model(), std::span<const int32_t>(s.tokens.data(), n),
+                                                   runner_->kv(), s.seq));
+    return r;
+  }
+
+  Result<SlotActionResult> restore_slot(int32_t slot, const std::string& path) override {
+    Slot& s = slots_.at(static_cast<size_t>(slot));
+    if (s.active) return make_status(StatusCode::kFailedPrecondition, "slot {} is processing a request", slot);
+    const std::string name = std::filesystem::path(path).filename().string();
+    // The whole file is checked before the slot's own cache is dropped.
+    GS_ASSIGN_OR_RETURN(SlotFileContents contents, check_slot_file(path, name, file_model(), info_.n_ctx));
+    drop_cache(s);
+    GS_ASSIGN_OR_RETURN(s.seq, runner_->add_sequence());
+    if (Status st = load_slot_file(path, name, file_model(), contents, runner_->kv(), s.seq); !st.ok()) {
+      drop_cache(s);
+      return st;
+    }
+    SlotActionResult r;
+    r.n_tokens = static_cast<int32_t>(contents.tokens.size());
+    r.n_bytes = contents.file_bytes;
+    s.tokens = std::move(contents.tokens);
+    return r;
+  }
+
+  Result<int32_t> erase_slot(int32_t slot) override {
+    Slot& s = slots_.at(static_cast<size_t>(slot));
+    if (s.active) return make_status(StatusCode::kFailedPrecondition, "slot {} is processing a request", slot);
+    const int32_t n = s.seq < 0 ? 0 : static_cast<int32_t>(std::min(s.tokens.size(), static_cast<size_t>(runner_->length(s.seq))));
+    drop_cache(s);
+    return n;
+  }
+
   int64_t kv_cells_used() const override {
     int64_t n = 0;
     for (const auto& s : slots_) {
@@ -467,6 +509,12 @@ class RuntimeSlotRunner final : public SlotRunner {
     return static_cast<int32_t>(n);
   }
 
+  // What a slot file must match here (computed once: the fingerprint reads the model file).
+  const SlotFileModel& file_model() {
+    if (!file_model_) file_model_ = slot_file_model(model_->config(), model_->file(), runner_->kv());
+    return *file_model_;
+  }
+
   void drop_cache(Slot& s) {
     if (s.seq >= 0) {
       Status st = runner_->remove_sequence(s.seq);
@@ -487,6 +535,7 @@ class RuntimeSlotRunner final : public SlotRunner {
   std::vector<SeqWork> work_;
   std::vector<int32_t> work_slots_;
   std::random_device seed_source_;
+  std::optional<SlotFileModel> file_model_;
 };
 
 // "1 slot" (or fewer: one sequence all the same), "4 slots".

@@ -217,7 +217,92 @@ void Scheduler::shutdown() {
     }
     shared_->cv.notify_all();
     if (thread_.joinable()) thread_.join();
+    // Slot actions the loop did not take: answered, so that no HTTP thread waits forever.
+    std::deque<std::shared_ptr<SlotCommand>> left;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      left.swap(shared_->commands);
+    }
+    for (auto& c : left) c->done.set_value(Status(StatusCode::kUnavailable, "the server is shutting down"));
   });
+}
+
+Result<SlotActionResult> Scheduler::slot_action(const SlotAction& action) {
+  if (action.slot < 0 || action.slot >= runner_info_.n_slots) {
+    return make_status(StatusCode::kInvalidArgument, "id_slot {} is out of range: this server has slots 0 to {}",
+                       action.slot, runner_info_.n_slots - 1);
+  }
+  auto command = std::make_shared<SlotCommand>();
+  command->action = action;
+  std::future<Result<SlotActionResult>> done = command->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->stop) return Status(StatusCode::kUnavailable, "the server is shutting down");
+    shared_->commands.push_back(command);
+  }
+  shared_->cv.notify_all();
+  return done.get();
+}
+
+void Scheduler::run_slot_commands() {
+  std::deque<std::shared_ptr<SlotCommand>> commands;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    commands.swap(shared_->commands);
+  }
+  for (auto& c : commands) {
+    Result<SlotActionResult> r = Status(StatusCode::kInternal, "slot action did not run");
+    try {
+      r = run_slot_action(c->action);
+    } catch (const std::exception& e) {
+      r = make_status(StatusCode::kInternal, "slot action threw: {}", e.what());
+    } catch (...) {
+      r = Status(StatusCode::kInternal, "slot action threw an unknown exception");
+    }
+    c->done.set_value(std::move(r));
+  }
+}
+
+Result<SlotActionResult> Scheduler::run_slot_action(const SlotAction& action) {
+  const size_t slot = static_cast<size_t>(action.slot);
+  if (slot_used_[slot]) {
+    // llama-server defers the action until the slot is idle; a request can run for minutes,
+    // so it is refused here instead, and the client tries again (decision 0068).
+    return make_status(StatusCode::kFailedPrecondition, "slot {} is processing a request; try again once it is idle",
+                       action.slot);
+  }
+  const auto t0 = Clock::now();
+  Result<SlotActionResult> r = Status(StatusCode::kInternal, "unknown slot action");
+  switch (action.kind) {
+    case SlotActionKind::kSave:
+      r = runner_->save_slot(action.slot, action.path);
+      break;
+    case SlotActionKind::kRestore:
+      r = runner_->restore_slot(action.slot, action.path);
+      // Restored: the slot keeps the file's tokens. Refused before the slot was touched
+      // (kInvalidArgument, kNotFound): it keeps its own. Failed while loading: it was emptied.
+      if (r.ok()) {
+        slot_cached_[slot] = r->n_tokens;
+      } else if (r.status().code() != StatusCode::kInvalidArgument && r.status().code() != StatusCode::kNotFound) {
+        slot_cached_[slot] = 0;
+      }
+      break;
+    case SlotActionKind::kErase: {
+      Result<int32_t> n = runner_->erase_slot(action.slot);
+      if (!n.ok()) return n.status();
+      slot_cached_[slot] = 0;
+      SlotActionResult e;
+      e.n_tokens = *n;
+      r = e;
+      break;
+    }
+  }
+  if (r.ok()) r->ms = ms_between(t0, Clock::now());
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_.kv_cells_used = runner_->kv_cells_used();
+  }
+  return r;
 }
 
 bool Scheduler::is_eog(const Sequence& seq, int32_t token) const {
@@ -315,11 +400,13 @@ void Scheduler::loop() {
       // A waiting request is work too: when every running sequence ended in the last step,
       // nothing pokes the loop for the requests still queued behind them.
       shared_->cv.wait(lock, [&] {
-        return shared_->stop || shared_->poked || !active_.empty() || !shared_->queue.empty();
+        return shared_->stop || shared_->poked || !active_.empty() || !shared_->queue.empty() ||
+               !shared_->commands.empty();
       });
       shared_->poked = false;
       if (shared_->stop) break;
     }
+    run_slot_commands();
 
     // Cancellations are honoured before anything else runs: the slot is free this step.
     for (size_t i = 0; i < active_.size();) {

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -44,6 +45,10 @@ class Scheduler final : public Engine {
   EngineMetrics metrics() const override;
   void drain() override;
   void shutdown() override;
+  // Queues the action for the loop thread, which runs it before the next step's admissions,
+  // and waits for its outcome (decision 0068). A slot that holds a running request is refused
+  // at once (kFailedPrecondition), not waited for.
+  Result<SlotActionResult> slot_action(const SlotAction& action) override;
 
  private:
   // submit's checks of one request alone (prompt, token ids, limits); the room is checked
@@ -73,11 +78,18 @@ class Scheduler final : public Engine {
     bool decoding() const { return n_prefilled == request.prompt.size(); }
   };
 
+  // A slot action waiting for the loop thread (slot_action).
+  struct SlotCommand {
+    SlotAction action;
+    std::promise<Result<SlotActionResult>> done;
+  };
+
   // Shared with the streams so that a stream can wake the loop even after the scheduler.
   struct Shared {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Pending> queue;
+    std::deque<std::shared_ptr<SlotCommand>> commands;  // slot actions for the loop thread
     int32_t n_active = 0;  // sequences in slots (mirrored by the loop for admission limits)
     bool poked = false;
     bool draining = false;  // nothing more is submitted (drain())
@@ -85,6 +97,9 @@ class Scheduler final : public Engine {
   };
 
   void loop();
+  // Runs the queued slot actions (loop thread).
+  void run_slot_commands();
+  Result<SlotActionResult> run_slot_action(const SlotAction& action);
   // Ends waiting requests with the shutting-down error (drain, shutdown).
   void refuse_queued(std::deque<Pending> queued);
   void admit(std::vector<Pending>* admitted);

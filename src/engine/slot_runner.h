@@ -117,6 +117,26 @@ class SlotRunner {
   virtual void release(int32_t slot) = 0;
   // KV positions in use over all slots.
   virtual int64_t kv_cells_used() const = 0;
+
+  // Slot actions on a free slot (Engine::slot_action; decision 0068), whose errors they give.
+  // save_slot writes the slot's kept tokens and their KV cache to `path` (a temporary file
+  // renamed at the end: never a half-written file under that name). restore_slot checks the
+  // whole file first (its header against this model and cache, its size, its checksum) and
+  // only then replaces the slot's cache with the file's, which a later start() reuses as a
+  // prefix like one it computed. erase_slot drops the slot's cache and gives the tokens it
+  // held. A runner without slot files answers kUnimplemented.
+  virtual Result<SlotActionResult> save_slot(int32_t slot, const std::string& path) {
+    (void)slot, (void)path;
+    return Status(StatusCode::kUnimplemented, "this runner does not save slots");
+  }
+  virtual Result<SlotActionResult> restore_slot(int32_t slot, const std::string& path) {
+    (void)slot, (void)path;
+    return Status(StatusCode::kUnimplemented, "this runner does not restore slots");
+  }
+  virtual Result<int32_t> erase_slot(int32_t slot) {
+    (void)slot;
+    return Status(StatusCode::kUnimplemented, "this runner does not erase slots");
+  }
 };
 
 }  // namespace gs

@@ -85,6 +85,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const Gemma4Config& c, Backend&
   std::unique_ptr<KvCache> kv(new KvCache());
   kv->backend_ = &backend;
   kv->sliding_window_ = c.sliding_window;
+  for (const Gemma4LayerConfig& l : c.layers) kv->layer_sliding_.push_back(l.sliding);
   kv->max_ubatch_ = o.max_ubatch;
   kv->page_size_ = o.page_size;
   const int64_t ps = o.page_size;
@@ -176,7 +177,99 @@ int32_t KvCache::length(int seq) const { return check_seq(seq).ok() ? seqs_[seq]
 
 int32_t KvCache::swa_oldest(int seq) const {
   if (!check_seq(seq).ok()) return 0;
-  return std::max(0, seqs_[seq].written_end - binding_.swa_ring);
+  const Seq& s = seqs_[seq];
+  return std::max({0, s.written_end - binding_.swa_ring, s.swa_lo});
+}
+
+size_t KvCache::position_bytes(int il) const {
+  if (il < 0 || il >= static_cast<int>(binding_.layers.size())) return 0;
+  const KvLayerView& l = binding_.layers[static_cast<size_t>(il)];
+  return static_cast<size_t>(l.n_head_kv) * kv_head_bytes(l.type, l.head_dim);
+}
+
+template <typename F>
+Status KvCache::for_position_runs(int seq, int il, int32_t p0, int32_t n, F&& f) const {
+  GS_RETURN_IF_ERROR(check_seq(seq));
+  if (il < 0 || il >= static_cast<int>(binding_.layers.size())) {
+    return make_status(StatusCode::kInvalidArgument, "no KV layer {}", il);
+  }
+  const bool sliding = layer_sliding_[static_cast<size_t>(il)];
+  const int32_t lo = sliding ? swa_oldest(seq) : 0;
+  if (n < 0 || p0 < lo || static_cast<int64_t>(p0) + n > seqs_[seq].length) {
+    return make_status(StatusCode::kOutOfRange, "positions [{}, {}) of layer {} are not stored (it holds [{}, {}))", p0,
+                       static_cast<int64_t>(p0) + n, il, lo, seqs_[seq].length);
+  }
+  const PageTableView& pt = sliding ? binding_.swa_pages_host : binding_.full_pages_host;
+  int32_t p = p0;
+  const int32_t end = p0 + n;
+  while (p < end) {
+    const int32_t run = std::min(end - p, page_size_ - p % page_size_);
+    const int64_t slot = kv_slot(pt, seq, p);
+    if (slot < 0) return make_status(StatusCode::kInternal, "position {} of KV sequence {} has no page", p, seq);
+    GS_RETURN_IF_ERROR(f(slot, run));
+    p += run;
+  }
+  return {};
+}
+
+Status KvCache::read_positions(int seq, int il, int32_t p0, int32_t n, void* k_host, void* v_host) const {
+  const size_t row = position_bytes(il);
+  size_t done = 0;
+  return for_position_runs(seq, il, p0, n, [&](int64_t slot, int32_t run) -> Status {
+    const KvLayerView& l = binding_.layers[static_cast<size_t>(il)];
+    const size_t off = static_cast<size_t>(slot) * row;
+    const size_t bytes = static_cast<size_t>(run) * row;
+    GS_RETURN_IF_ERROR(backend_->download(static_cast<uint8_t*>(k_host) + done, static_cast<const uint8_t*>(l.k) + off, bytes));
+    GS_RETURN_IF_ERROR(backend_->download(static_cast<uint8_t*>(v_host) + done, static_cast<const uint8_t*>(l.v) + off, bytes));
+    done += bytes;
+    return {};
+  });
+}
+
+Status KvCache::write_positions(int seq, int il, int32_t p0, int32_t n, const void* k_host, const void* v_host) {
+  const size_t row = position_bytes(il);
+  size_t done = 0;
+  return for_position_runs(seq, il, p0, n, [&](int64_t slot, int32_t run) -> Status {
+    const KvLayerView& l = binding_.layers[static_cast<size_t>(il)];
+    const size_t off = static_cast<size_t>(slot) * row;
+    const size_t bytes = static_cast<size_t>(run) * row;
+    GS_RETURN_IF_ERROR(backend_->upload(static_cast<uint8_t*>(l.k) + off, static_cast<const uint8_t*>(k_host) + done, bytes));
+    GS_RETURN_IF_ERROR(backend_->upload(static_cast<uint8_t*>(l.v) + off, static_cast<const uint8_t*>(v_host) + done, bytes));
+    done += bytes;
+    return {};
+  });
+}
+
+Status KvCache::restore_shape(int seq, int32_t length, int32_t swa_lo) {
+  GS_RETURN_IF_ERROR(check_seq(seq));
+  Seq& s = seqs_[seq];
+  if (s.length != 0) return make_status(StatusCode::kInvalidArgument, "KV sequence {} is not empty", seq);
+  const bool has_ring = binding_.swa_ring > 0;
+  if (!has_ring) swa_lo = 0;  // no sliding layer
+  if (length < 0 || swa_lo < 0 || swa_lo > length || (has_ring && swa_lo < length - binding_.swa_ring)) {
+    return make_status(StatusCode::kInvalidArgument,
+                       "cannot restore {} positions with sliding positions from {} (the ring holds {})", length, swa_lo,
+                       binding_.swa_ring);
+  }
+  if (length > binding_.n_ctx) {
+    return make_status(StatusCode::kOutOfRange, "{} positions exceed the context of {}", length, binding_.n_ctx);
+  }
+  if (n_pages_full_ > 0) {
+    const int32_t need = (length + page_size_ - 1) / page_size_;
+    if (need - s.n_pages > static_cast<int32_t>(free_pages_.size())) {
+      return make_status(StatusCode::kResourceExhausted, "KV page pool exhausted ({} pages, {} free, {} needed)",
+                         n_pages_full_, free_pages_.size(), need - s.n_pages);
+    }
+    for (; s.n_pages < need; ++s.n_pages) {
+      full_table_host_[static_cast<size_t>(seq) * max_pages_ + s.n_pages] = free_pages_.back();
+      free_pages_.pop_back();
+      dirty_ = true;
+    }
+  }
+  s.length = length;
+  s.written_end = length;
+  s.swa_lo = swa_lo;
+  return {};
 }
 
 Result<int32_t> KvCache::append(int seq, int32_t n) {
@@ -230,7 +323,10 @@ Status KvCache::truncate(int seq, int32_t n_keep) {
                        swa_oldest(seq));
   }
   s.length = n_keep;
-  if (n_keep == 0) s.written_end = 0;  // nothing of the sequence is needed any more
+  if (n_keep == 0) {
+    s.written_end = 0;  // nothing of the sequence is needed any more
+    s.swa_lo = 0;
+  }
   if (n_pages_full_ > 0) {
     const int32_t keep_pages = (n_keep + page_size_ - 1) / page_size_;
     for (; s.n_pages > keep_pages; --s.n_pages) {

@@ -66,8 +66,31 @@ class KvCache {
   // n_keep (positions older than the ring were overwritten; re-process instead).
   Status truncate(int seq, int32_t n_keep);
 
-  // Oldest position whose sliding-layer K/V is still in the ring.
+  // Oldest position whose sliding-layer K/V is still in the ring (and was written: a
+  // restored sequence holds sliding positions from its restore point on, restore_shape).
   int32_t swa_oldest(int seq) const;
+
+  // Bytes of one position of layer `il`'s K (or V) pool: n_head_kv head rows of the cache's
+  // type (KvLayerView). 0 for a layer index out of range.
+  size_t position_bytes(int il) const;
+
+  // Copies layer `il`'s K and V of positions [p0, p0 + n) of `seq` to host memory (k_host and
+  // v_host, n * position_bytes(il) bytes each, positions in order), by Backend::download.
+  // The positions must be stored: [0, length) on a full layer, [swa_oldest, length) on a
+  // sliding one. Errors: kInvalidArgument (unknown seq or layer), kOutOfRange (a position not
+  // stored), the backend's.
+  Status read_positions(int seq, int il, int32_t p0, int32_t n, void* k_host, void* v_host) const;
+  // The reverse (Backend::upload): host K and V rows into positions [p0, p0 + n) of layer
+  // `il` of `seq`, with read_positions' layout and conditions.
+  Status write_positions(int seq, int il, int32_t p0, int32_t n, const void* k_host, const void* v_host);
+  // Makes an empty sequence (length 0) hold positions [0, length) without a forward pass,
+  // their K and V not yet written (write_positions fills them): full layers get their pages;
+  // sliding layers hold positions [swa_lo, length) (swa_lo >= length - swa_ring), so
+  // swa_oldest is swa_lo from here until the sequence is truncated to 0. Restores a saved
+  // sequence (engine/slot_file.h). Errors (nothing changes): kInvalidArgument (unknown or
+  // non-empty seq, swa_lo out of [max(0, length - swa_ring), length]), kOutOfRange past
+  // n_ctx, kResourceExhausted when the page pool lacks the pages.
+  Status restore_shape(int seq, int32_t length, int32_t swa_lo);
 
   // Uploads the page tables if they changed. Call before a forward pass uses binding().
   Status sync();
@@ -88,10 +111,16 @@ class KvCache {
     int32_t length = 0;
     int32_t written_end = 0;  // highest position ever written + 1 (ring overwrite tracking)
     int32_t n_pages = 0;      // full-layer pages held
+    int32_t swa_lo = 0;       // no sliding position below this was written (restore_shape)
   };
   Status check_seq(int seq) const;
+  // Runs f(slot, n) over the pool slots of positions [p0, p0 + n) of layer il of seq, n
+  // consecutive positions at a time (within one page), after checking that they are stored.
+  template <typename F>
+  Status for_position_runs(int seq, int il, int32_t p0, int32_t n, F&& f) const;
 
   int32_t sliding_window_ = 0;
+  std::vector<bool> layer_sliding_;  // [n_layer]
   int max_ubatch_ = 0;
   int page_size_ = 0;
   int max_pages_ = 0;

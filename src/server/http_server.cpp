@@ -18,6 +18,7 @@
 #include "server/http_head.h"
 #include "server/http_listener.h"
 #include "server/json_input.h"
+#include "server/slot_actions.h"
 #include "server/llama_completion_request.h"
 #include "server/llama_native_format.h"
 #include "server/listen_address.h"
@@ -409,6 +410,15 @@ class Routes {
       }
     }
     send_json(res, 200, llama_slots_json(metrics.slots, m->info.n_ctx, m->info.has_drafter));
+  }
+
+  // POST /slots/{id_slot}?action=save|restore|erase: llama-server's slot actions (decision 0068).
+  void slot_action(const httplib::Request& req, httplib::Response& res) {
+    auto m = s_->model();
+    if (!m) return send_loading(res);
+    const SlotActionReply r = run_slot_action(*m->engine, s_->options_.slot_save_path, req.matches[1].str(),
+                                              req.get_param_value("action"), req.body);
+    r.ok ? send_json(res, 200, r.body) : send_error(res, r.error);
   }
 
  private:
@@ -1063,6 +1073,7 @@ void HttpServer::install_routes() {
   svr.Post("/completion", route(&Routes::llama_completion));
   svr.Get("/props", route(&Routes::props));
   svr.Get("/slots", route(&Routes::slots));
+  svr.Post(R"(/slots/([^/]+))", route(&Routes::slot_action));
   svr.Post("/v1/responses", route(&Routes::responses));
   svr.Get(R"(/v1/responses/.+)", route(&Routes::stored_response));
   svr.Delete(R"(/v1/responses/.+)", route(&Routes::stored_response));
@@ -1114,6 +1125,12 @@ void HttpServer::install_routes() {
   // that says nothing is stored); its preflight was a 404 "no such route", which a browser
   // reports as a CORS failure instead of that answer.
   svr.Options(R"(/v1/responses/.+)", preflight("GET, POST, DELETE"));
+  // POST /slots/{id_slot}?action=... (decision 0068): its preflight, and 405 for other methods.
+  svr.Options(R"(/slots/([^/]+))", preflight("POST"));
+  svr.Get(R"(/slots/([^/]+))", wrong_method("POST"));
+  svr.Put(R"(/slots/([^/]+))", wrong_method("POST"));
+  svr.Patch(R"(/slots/([^/]+))", wrong_method("POST"));
+  svr.Delete(R"(/slots/([^/]+))", wrong_method("POST"));
   svr.Put(R"(/v1/responses/.+)", wrong_method("GET, POST, DELETE"));
   svr.Patch(R"(/v1/responses/.+)", wrong_method("GET, POST, DELETE"));
 }

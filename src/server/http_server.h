@@ -66,6 +66,9 @@ struct ServerOptions {
   HeapTrimOptions heap_trim;
   // GET /props' build_info (llama-server's): the program and its version.
   std::string build_info = "gemmaserve";
+  // --slot-save-path: the folder of slot files (POST /slots/{id}?action=...; decision 0068);
+  // empty: the slot actions are refused (501).
+  std::string slot_save_path;
 };
 
 // What set_model() hands over once the model is loaded.

@@ -3,13 +3,14 @@
 # (decision 0063) on the real binary, the bundled shakes pair, with curl: POST /completion
 # (greedy = /v1/completions, streamed = whole without [DONE], n_predict 0 the prompt only and
 # its cache reuse, a bad field a 400 naming it), GET /props, GET /slots (and fail_on_no_slot),
+# the slot actions (save, erase, restore, and the restored prompt reused; decision 0068),
 # POST /props 405, /tokenize and /detokenize in both forms, /v1/models' max_model_len; then a
 # clean SIGTERM stop.
 # Usage: test_llama_native.sh PATH/TO/gemmaserve
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-start_server -m "$TARGET" --mtp "$DRAFTER" --ctx-size 1024 --parallel 2 --log-level warn
+start_server -m "$TARGET" --mtp "$DRAFTER" --ctx-size 1024 --parallel 2 --log-level warn --slot-save-path "$WORK/slots"
 ok "server healthy"
 JSON=(-H "Content-Type: application/json")
 
@@ -104,6 +105,41 @@ code="$(post /tokenize '{"prompt":"a","content":"b"}')"
 check "/tokenize with two forms: 400" "$code" 400 'assert j["error"]["param"] == "content", j'
 code="$(curl -s -o "$WORK/r" -w '%{http_code}' "$URL/v1/models")"
 check "/v1/models max_model_len" "$code" 200 'assert j["data"][0]["max_model_len"] == 1024, j'
+
+# Slot actions (decision 0068): both slots erased, the prompt evaluated into one, that slot
+# saved, both erased, the file restored into slot 1, and the prompt served from it.
+for slot in 0 1; do
+  code="$(post "/slots/$slot?action=erase" "")"
+  check "slot $slot erase" "$code" 200 "assert j['id_slot'] == $slot and j['n_erased'] >= 0, j"
+done
+code="$(post /completion "{\"prompt\":\"$prompt\",\"n_predict\":0}")"
+best=-1; best_n=-1
+for slot in 0 1; do
+  code="$(post "/slots/$slot?action=save" "{\"filename\":\"s$slot.bin\"}")"
+  n="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["n_saved"])' "$WORK/r" 2>/dev/null || echo -2)"
+  [ "$code" = 200 ] && [ "$n" -gt "$best_n" ] && { best=$slot; best_n=$n; }
+done
+[ "$best_n" -gt 10 ] && ok "slot save: $best_n tokens from slot $best" || bad "slot save: $(head -c 300 "$WORK/r")"
+for slot in 0 1; do
+  code="$(post "/slots/$slot?action=erase" "")"
+  check "slot $slot erase again" "$code" 200 "assert j['id_slot'] == $slot and j['n_erased'] == ($best_n if $slot == $best else 0), j"
+done
+code="$(post "/slots/1?action=restore" "{\"filename\":\"s$best.bin\"}")"
+check "slot restore into slot 1" "$code" 200 "assert j['n_restored'] == $best_n and j['n_read'] > 0, j"
+code="$(post /completion "{\"prompt\":\"$prompt\",\"n_predict\":4}")"
+check "the restored prompt is reused" "$code" 200 'assert j["tokens_cached"] == j["tokens_evaluated"] - 1 > 10, j'
+code="$(post "/slots/0?action=restore" '{"filename":"../etc/passwd"}')"
+check "slot restore of a path: 400" "$code" 400 'assert j["error"]["param"] == "filename", j'
+
+# --slot-save-path that names a file, not a folder: serve refuses to start, naming it.
+touch "$WORK/not-a-folder"
+if timeout 20 "$BIN" serve -m "$TARGET" --port "$(free_port)" --slot-save-path "$WORK/not-a-folder" >"$WORK/out" 2>&1; then
+  bad "serve with --slot-save-path on a file started"
+elif grep -q "slot-save-path" "$WORK/out"; then
+  ok "serve with --slot-save-path on a file: refused"
+else
+  bad "serve with --slot-save-path on a file: $(head -c 300 "$WORK/out")"
+fi
 
 # The server is still whole after all that.
 code="$(post /completion '{"prompt":"ROMEO:","n_predict":4}')"

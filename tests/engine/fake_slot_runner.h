@@ -175,6 +175,18 @@ class FakeSlotRunner : public SlotRunner {
     n_released_++;
   }
 
+  // Drops a free slot's kept tokens (Engine::slot_action's erase); save and restore are left
+  // unimplemented.
+  Result<int32_t> erase_slot(int32_t slot) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = seqs_.find(slot);
+    if (it == seqs_.end()) return 0;
+    if (it->second.in_use) return Status(StatusCode::kFailedPrecondition, "slot in use");
+    const auto n = static_cast<int32_t>(it->second.history.size());
+    it->second.history.clear();
+    return n;
+  }
+
   int64_t kv_cells_used() const override {
     std::lock_guard<std::mutex> lock(mu_);
     int64_t n = 0;

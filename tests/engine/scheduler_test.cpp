@@ -966,5 +966,47 @@ TEST(Scheduler, ShutdownEndsEveryRequestAndRefusesNewOnes) {
   EXPECT_EQ(f.runner->slots_in_use(), 0);
 }
 
+// Slot actions (decision 0068) run on the loop thread between steps: an erase drops a free
+// slot's kept prompt (the next request is cold), a running slot is refused at once, an id out
+// of range is refused, a runner without slot files says so, and after shutdown nothing waits.
+TEST(Scheduler, SlotActionsEraseAndRefuse) {
+  FakeSlotRunner::Options o;
+  o.n_slots = 1;
+  o.reuse_prefix = true;
+  o.step_delay = std::chrono::milliseconds(2);
+  Fixture f(o);
+  auto p = prompt_of(30);
+  auto first = f.engine->submit(make_request(p, 0));
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(collect(**first).done);
+  SlotAction erase;
+  erase.kind = SlotActionKind::kErase;
+  erase.slot = 0;
+  Result<SlotActionResult> erased = f.engine->slot_action(erase);
+  ASSERT_TRUE(erased.ok()) << erased.status().to_string();
+  EXPECT_EQ(erased->n_tokens, 30);
+  auto second = f.engine->submit(make_request(p, 2));
+  ASSERT_TRUE(second.ok());
+  Collected c = collect(**second);
+  EXPECT_EQ(c.usage.cached_tokens, 0);
+  // A slot that runs a request is refused, not waited for.
+  auto busy = f.engine->submit(make_request(p, 200));
+  ASSERT_TRUE(busy.ok());
+  ASSERT_TRUE((*busy)->wait_started(std::chrono::seconds(10)));
+  Result<SlotActionResult> refused = f.engine->slot_action(erase);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status().to_string();
+  (*busy)->cancel();
+  collect(**busy);
+  SlotAction save = erase;
+  save.kind = SlotActionKind::kSave;
+  save.path = "/nonexistent/x.bin";
+  EXPECT_EQ(f.engine->slot_action(save).status().code(), StatusCode::kUnimplemented);
+  erase.slot = 1;
+  EXPECT_EQ(f.engine->slot_action(erase).status().code(), StatusCode::kInvalidArgument);
+  f.engine->shutdown();
+  erase.slot = 0;
+  EXPECT_EQ(f.engine->slot_action(erase).status().code(), StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace gs

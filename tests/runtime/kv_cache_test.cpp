@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "runtime/kv_cache.h"
@@ -195,6 +196,89 @@ TEST(KvCache, TooLargeForMemoryIsAnErrorNotACrash) {
   o.page_size = 1;  // more pages than int32 ids address
   kv = KvCache::create(tiny_config(), *backend, o);
   EXPECT_EQ(kv.status().code(), StatusCode::kInvalidArgument) << kv.status().to_string();
+}
+
+// Positions copied out of one sequence and into another (as a slot file's restore does) give
+// the same bytes in every pool slot, on full layers (every position) and sliding ones (the
+// ring's positions, the sequence being longer than the ring), for f16, f32 and q8_0 pools.
+TEST(KvCache, PositionsReadAndWrittenBackAreBitExact) {
+  auto backend = create_cpu_backend(1);
+  for (GgmlType type : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    Gemma4Config config = tiny_config();
+    if (type == GgmlType::Q8_0) {  // q8_0 head rows need head_dim % 32 == 0
+      config.layers[0].head_dim = 32;
+      config.layers[1].head_dim = 64;
+    }
+    KvCacheOptions o;
+    o.n_seq_max = 2;
+    o.n_ctx = 40;
+    o.page_size = 8;
+    o.max_ubatch = 4;
+    o.type = type;
+    auto kv = KvCache::create(config, *backend, o).value();
+    ASSERT_EQ(kv->swa_ring(), 8);
+    const int a = kv->add_sequence().value();
+    const int b = kv->add_sequence().value();
+    const int32_t n = 30;
+    for (int32_t p = 0; p < n; p += 3) ASSERT_TRUE(kv->append(a, std::min(3, n - p)).ok());
+    const KvCacheBinding& bind = kv->binding();
+    // Every byte of a's stored positions a function of (layer, K or V, position, byte).
+    auto pattern = [](int il, int kv_i, int32_t p, size_t i) {
+      return static_cast<uint8_t>(il * 131 + kv_i * 71 + p * 17 + static_cast<int>(i) * 7 + 1);
+    };
+    for (int il = 0; il < 2; ++il) {
+      const size_t row = kv->position_bytes(il);
+      ASSERT_GT(row, 0u);
+      const bool sliding = config.layers[static_cast<size_t>(il)].sliding;
+      const PageTableView& pt = sliding ? bind.swa_pages_host : bind.full_pages_host;
+      for (int32_t p = sliding ? kv->swa_oldest(a) : 0; p < n; ++p) {
+        const int64_t slot = kv_slot(pt, a, p);
+        for (size_t i = 0; i < row; ++i) {
+          static_cast<uint8_t*>(bind.layers[il].k)[slot * row + i] = pattern(il, 0, p, i);
+          static_cast<uint8_t*>(bind.layers[il].v)[slot * row + i] = pattern(il, 1, p, i);
+        }
+      }
+    }
+    const int32_t swa_lo = kv->swa_oldest(a);
+    EXPECT_EQ(swa_lo, n - 8);
+    ASSERT_TRUE(kv->restore_shape(b, n, swa_lo).ok());
+    EXPECT_EQ(kv->length(b), n);
+    EXPECT_EQ(kv->swa_oldest(b), swa_lo);
+    ASSERT_TRUE(kv->sync().ok());
+    for (int il = 0; il < 2; ++il) {
+      const size_t row = kv->position_bytes(il);
+      const bool sliding = config.layers[static_cast<size_t>(il)].sliding;
+      const int32_t lo = sliding ? swa_lo : 0;
+      std::vector<uint8_t> k(static_cast<size_t>(n - lo) * row), v(k.size());
+      ASSERT_TRUE(kv->read_positions(a, il, lo, n - lo, k.data(), v.data()).ok());
+      ASSERT_TRUE(kv->write_positions(b, il, lo, n - lo, k.data(), v.data()).ok());
+      const PageTableView& pt = sliding ? bind.swa_pages_host : bind.full_pages_host;
+      for (int32_t p = lo; p < n; ++p) {
+        const int64_t sa = kv_slot(pt, a, p), sb = kv_slot(pt, b, p);
+        ASSERT_NE(sa, sb);
+        for (size_t i = 0; i < row; ++i) {
+          ASSERT_EQ(static_cast<uint8_t*>(bind.layers[il].k)[sb * row + i], pattern(il, 0, p, i)) << il << " " << p;
+          ASSERT_EQ(static_cast<uint8_t*>(bind.layers[il].v)[sb * row + i], pattern(il, 1, p, i)) << il << " " << p;
+        }
+      }
+      if (sliding) {
+        // Older sliding positions are not in the ring: refused, nothing read.
+        EXPECT_EQ(kv->read_positions(a, il, lo - 1, 1, k.data(), v.data()).code(), StatusCode::kOutOfRange);
+      }
+      EXPECT_EQ(kv->read_positions(a, il, n - 1, 2, k.data(), v.data()).code(), StatusCode::kOutOfRange);
+    }
+    // The restored sequence rolls back as far as its ring allows, and no further.
+    EXPECT_TRUE(kv->truncate(b, 28).ok());
+    EXPECT_EQ(kv->truncate(b, 24).code(), StatusCode::kFailedPrecondition);
+    // restore_shape wants an empty sequence and a sliding start the ring can hold.
+    EXPECT_EQ(kv->restore_shape(a, n, swa_lo).code(), StatusCode::kInvalidArgument);
+    ASSERT_TRUE(kv->truncate(b, 0).ok());
+    EXPECT_EQ(kv->swa_oldest(b), 0);
+    EXPECT_EQ(kv->restore_shape(b, n, n - 9).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(kv->restore_shape(b, 41, 40).code(), StatusCode::kOutOfRange);
+    EXPECT_EQ(kv->length(b), 0);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,351 @@
+// Slot files: the header, the token ids, each layer's K and V rows, a checksum (decision 0068).
+#include "engine/slot_file.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace gs {
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'S', 'S', 'L', 'O', 'T', 'K', 'V'};
+constexpr uint32_t kVersion = 1;
+// magic, version, kv_type, model_hash, n_layer, n_embd, n_vocab, sliding_window, n_tokens,
+// swa_lo; then 4 int32 a layer.
+constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + 4 * 4 + 4 + 4;
+constexpr size_t kChunkBytes = 8u << 20;  // host staging per read or write
+
+// A 64-bit checksum of a byte stream, a word at a time (fast enough for tens of GB; not a
+// cryptographic hash: it finds corruption and truncation, not tampering).
+class Checksum {
+ public:
+  void add(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    total_ += n;
+    while (n > 0 && carry_n_ > 0) {
+      carry_[carry_n_++] = *p++;
+      --n;
+      if (carry_n_ == 8) {
+        mix(load(carry_));
+        carry_n_ = 0;
+      }
+    }
+    for (; n >= 8; n -= 8, p += 8) mix(load(p));
+    while (n > 0) {
+      carry_[carry_n_++] = *p++;
+      --n;
+    }
+  }
+  uint64_t value() const {
+    uint64_t h = h_;
+    uint8_t last[8] = {};
+    std::memcpy(last, carry_, carry_n_);
+    h = step(h, load(last));
+    h = step(h, total_);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h;
+  }
+
+ private:
+  static uint64_t load(const uint8_t* p) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  }
+  static uint64_t step(uint64_t h, uint64_t w) {
+    h ^= w * 0x9e3779b97f4a7c15ULL;
+    h = (h << 29) | (h >> 35);
+    return h * 0xbf58476d1ce4e5b9ULL;
+  }
+  void mix(uint64_t w) { h_ = step(h_, w); }
+  uint64_t h_ = 0x6a09e667f3bcc908ULL;
+  uint64_t total_ = 0;
+  uint8_t carry_[8] = {};
+  size_t carry_n_ = 0;
+};
+
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f) std::fclose(f);
+  }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+void put_bytes(std::vector<uint8_t>* out, const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  out->insert(out->end(), b, b + n);
+}
+template <typename T>
+void put(std::vector<uint8_t>* out, T v) {
+  put_bytes(out, &v, sizeof(T));
+}
+template <typename T>
+T get(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+std::vector<uint8_t> header_bytes(const SlotFileModel& m, int32_t n_tokens, int32_t swa_lo) {
+  std::vector<uint8_t> h;
+  put_bytes(&h, kMagic, sizeof(kMagic));
+  put<uint32_t>(&h, kVersion);
+  put<uint32_t>(&h, static_cast<uint32_t>(m.kv_type));
+  put<uint64_t>(&h, m.model_hash);
+  put<int32_t>(&h, m.n_layer);
+  put<int32_t>(&h, m.n_embd);
+  put<int32_t>(&h, m.n_vocab);
+  put<int32_t>(&h, m.sliding_window);
+  put<int32_t>(&h, n_tokens);
+  put<int32_t>(&h, swa_lo);
+  for (const auto& l : m.layers) {
+    for (int32_t v : l) put<int32_t>(&h, v);
+  }
+  return h;
+}
+
+// First position of layer l's rows in a file whose sliding rows start at swa_lo.
+int32_t rows_lo(const std::array<int32_t, 4>& l, int32_t swa_lo) { return l[0] != 0 ? swa_lo : 0; }
+
+// Bytes of a file of n tokens whose sliding rows start at swa_lo.
+uint64_t file_size(const SlotFileModel& m, int32_t n, int32_t swa_lo) {
+  uint64_t b = kFixedHeaderBytes + 16ull * m.layers.size() + 4ull * static_cast<uint64_t>(n) + 8;
+  for (const auto& l : m.layers) {
+    b += 2ull * static_cast<uint64_t>(n - rows_lo(l, swa_lo)) * static_cast<uint64_t>(l[3]);
+  }
+  return b;
+}
+
+Status io_error(const std::string& what, const std::string& name) {
+  return make_status(StatusCode::kIo, "slot file '{}': {}: {}", name, what, std::strerror(errno));
+}
+
+}  // namespace
+
+uint64_t model_fingerprint(const gguf::GgufFile& file) {
+  Checksum c;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    c.add(t.name.data(), t.name.size());
+    const uint64_t fields[] = {static_cast<uint64_t>(t.type), static_cast<uint64_t>(t.n_dims),
+                               static_cast<uint64_t>(t.ne[0]), static_cast<uint64_t>(t.ne[1]),
+                               static_cast<uint64_t>(t.ne[2]), static_cast<uint64_t>(t.ne[3]), t.size_bytes};
+    c.add(fields, sizeof(fields));
+    if (t.data) c.add(t.data, std::min<size_t>(t.size_bytes, 64));
+  }
+  return c.value();
+}
+
+SlotFileModel slot_file_model(const Gemma4Config& config, const gguf::GgufFile& file, const KvCache& kv) {
+  SlotFileModel m;
+  m.model_hash = model_fingerprint(file);
+  m.n_layer = config.n_layer;
+  m.n_embd = config.n_embd;
+  m.n_vocab = config.n_vocab;
+  m.sliding_window = config.sliding_window;
+  m.kv_type = kv.binding().layers.empty() ? GgmlType::F16 : kv.binding().layers[0].type;
+  for (int il = 0; il < config.n_layer; ++il) {
+    const Gemma4LayerConfig& l = config.layers[static_cast<size_t>(il)];
+    m.layers.push_back({l.sliding ? 1 : 0, l.n_head_kv, l.head_dim, static_cast<int32_t>(kv.position_bytes(il))});
+  }
+  return m;
+}
+
+Result<uint64_t> write_slot_file(const std::string& path, const SlotFileModel& model, std::span<const int32_t> tokens,
+                                 const KvCache& kv, int seq) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  if (n > kv.length(seq)) {
+    return make_status(StatusCode::kInvalidArgument, "slot file '{}': {} tokens but the cache holds {}", name, n,
+                       kv.length(seq));
+  }
+  const int32_t swa_lo = std::min(kv.swa_oldest(seq), n);
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  File f(std::fopen(tmp.c_str(), "wb"));
+  if (!f) return io_error("cannot create it", name);
+  Checksum sum;
+  uint64_t written = 0;
+  auto write = [&](const void* p, size_t bytes) -> bool {
+    sum.add(p, bytes);
+    written += bytes;
+    return bytes == 0 || std::fwrite(p, 1, bytes, f.get()) == bytes;
+  };
+  auto fail = [&](Status st) {
+    f.reset();
+    std::remove(tmp.c_str());
+    return st;
+  };
+  const std::vector<uint8_t> header = header_bytes(model, n, swa_lo);
+  if (!write(header.data(), header.size()) || !write(tokens.data(), tokens.size_bytes())) {
+    return fail(io_error("cannot write it", name));
+  }
+  std::vector<uint8_t> k, v, rows;
+  for (int il = 0; il < model.n_layer; ++il) {
+    const auto& l = model.layers[static_cast<size_t>(il)];
+    const size_t row = static_cast<size_t>(l[3]);
+    const int32_t chunk = static_cast<int32_t>(std::max<size_t>(1, kChunkBytes / (2 * row)));
+    for (int32_t p = rows_lo(l, swa_lo); p < n; p += chunk) {
+      const int32_t m = std::min(chunk, n - p);
+      k.resize(static_cast<size_t>(m) * row);
+      v.resize(k.size());
+      rows.resize(2 * k.size());
+      if (Status st = kv.read_positions(seq, il, p, m, k.data(), v.data()); !st.ok()) return fail(st);
+      // Position by position: its K row, then its V row.
+      for (int32_t i = 0; i < m; ++i) {
+        std::memcpy(rows.data() + 2 * i * row, k.data() + i * row, row);
+        std::memcpy(rows.data() + (2 * i + 1) * row, v.data() + i * row, row);
+      }
+      if (!write(rows.data(), rows.size())) return fail(io_error("cannot write it", name));
+    }
+  }
+  const uint64_t checksum = sum.value();
+  if (std::fwrite(&checksum, 1, 8, f.get()) != 8 || std::fflush(f.get()) != 0) return fail(io_error("cannot write it", name));
+  written += 8;
+  if (std::fclose(f.release()) != 0) {
+    std::remove(tmp.c_str());
+    return io_error("cannot write it", name);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status st = io_error("cannot rename the temporary file to it", name);
+    std::remove(tmp.c_str());
+    return st;
+  }
+  return written;
+}
+
+Result<SlotFileContents> check_slot_file(const std::string& path, const std::string& name, const SlotFileModel& model,
+                                         int32_t n_ctx) {
+  std::error_code ec;
+  const std::filesystem::file_status fs = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(fs)) {
+    return make_status(StatusCode::kNotFound, "slot file '{}' does not exist", name);
+  }
+  if (!std::filesystem::is_regular_file(fs)) {
+    return make_status(StatusCode::kInvalidArgument, "slot file '{}' is not a regular file", name);
+  }
+  File f(std::fopen(path.c_str(), "rb"));
+  if (!f) return io_error("cannot open it", name);
+  if (std::fseek(f.get(), 0, SEEK_END) != 0) return io_error("cannot read it", name);
+  const long end = std::ftell(f.get());
+  if (end < 0 || std::fseek(f.get(), 0, SEEK_SET) != 0) return io_error("cannot read it", name);
+  const uint64_t size = static_cast<uint64_t>(end);
+  auto invalid = [&](const std::string& why) {
+    return make_status(StatusCode::kInvalidArgument, "slot file '{}' {}", name, why);
+  };
+  uint8_t fixed[kFixedHeaderBytes];
+  if (size < kFixedHeaderBytes + 8 || std::fread(fixed, 1, sizeof(fixed), f.get()) != sizeof(fixed)) {
+    return invalid(fmt::format("is not a gemmaserve slot file (only {} bytes)", size));
+  }
+  if (std::memcmp(fixed, kMagic, sizeof(kMagic)) != 0) return invalid("is not a gemmaserve slot file (no GSSLOTKV magic)");
+  const uint32_t version = get<uint32_t>(fixed + 8);
+  if (version != kVersion) return invalid(fmt::format("has version {}; this server reads version {}", version, kVersion));
+  const uint32_t kv_type = get<uint32_t>(fixed + 12);
+  const uint64_t hash = get<uint64_t>(fixed + 16);
+  const int32_t n_layer = get<int32_t>(fixed + 24), n_embd = get<int32_t>(fixed + 28);
+  const int32_t n_vocab = get<int32_t>(fixed + 32), window = get<int32_t>(fixed + 36);
+  const int32_t n = get<int32_t>(fixed + 40), swa_lo = get<int32_t>(fixed + 44);
+  if (n_layer != model.n_layer || n_embd != model.n_embd || n_vocab != model.n_vocab || window != model.sliding_window) {
+    return invalid(fmt::format("was saved for another model (n_layer {}, n_embd {}, n_vocab {}, sliding_window {}; "
+                               "this model has {}, {}, {}, {})",
+                               n_layer, n_embd, n_vocab, window, model.n_layer, model.n_embd, model.n_vocab,
+                               model.sliding_window));
+  }
+  if (kv_type != static_cast<uint32_t>(model.kv_type)) {
+    return invalid(fmt::format("holds a KV cache of another type (ggml type {}); this server's is {} (--kv-type)",
+                               kv_type, ggml_type_name(model.kv_type)));
+  }
+  if (hash != model.model_hash) {
+    return invalid("was saved for another model file (its tensors' fingerprint differs)");
+  }
+  std::vector<uint8_t> layers(16 * model.layers.size());
+  if (std::fread(layers.data(), 1, layers.size(), f.get()) != layers.size()) return invalid("is truncated");
+  for (size_t il = 0; il < model.layers.size(); ++il) {
+    for (size_t j = 0; j < 4; ++j) {
+      if (get<int32_t>(layers.data() + 16 * il + 4 * j) != model.layers[il][j]) {
+        return invalid(fmt::format("was saved for another model or KV cache (layer {} differs)", il));
+      }
+    }
+  }
+  if (n < 0 || swa_lo < 0 || swa_lo > n) return invalid(fmt::format("is corrupt ({} tokens, sliding rows from {})", n, swa_lo));
+  if (n > n_ctx) return invalid(fmt::format("holds {} tokens; this server's context is {} (--ctx-size)", n, n_ctx));
+  const uint64_t expected = file_size(model, n, swa_lo);
+  if (size != expected) {
+    return invalid(fmt::format("is {} bytes; its header says {} (truncated or corrupt)", size, expected));
+  }
+  SlotFileContents c;
+  c.tokens.resize(static_cast<size_t>(n));
+  c.swa_lo = swa_lo;
+  c.file_bytes = size;
+  Checksum sum;
+  sum.add(fixed, sizeof(fixed));
+  sum.add(layers.data(), layers.size());
+  if (std::fread(c.tokens.data(), 4, c.tokens.size(), f.get()) != c.tokens.size()) return invalid("is truncated");
+  sum.add(c.tokens.data(), 4 * c.tokens.size());
+  for (size_t i = 0; i < c.tokens.size(); ++i) {
+    if (c.tokens[i] < 0 || c.tokens[i] >= model.n_vocab) {
+      return invalid(fmt::format("is corrupt (token {} at position {} is outside the vocabulary)", c.tokens[i], i));
+    }
+  }
+  std::vector<uint8_t> buf(kChunkBytes);
+  uint64_t left = size - 8 - (kFixedHeaderBytes + layers.size() + 4 * c.tokens.size());
+  while (left > 0) {
+    const size_t m = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+    if (std::fread(buf.data(), 1, m, f.get()) != m) return invalid("is truncated");
+    sum.add(buf.data(), m);
+    left -= m;
+  }
+  uint64_t stored = 0;
+  if (std::fread(&stored, 1, 8, f.get()) != 8) return invalid("is truncated");
+  if (stored != sum.value()) return invalid("is corrupt (its checksum does not match its contents)");
+  return c;
+}
+
+Status load_slot_file(const std::string& path, const std::string& name, const SlotFileModel& model,
+                      const SlotFileContents& contents, KvCache& kv, int seq) {
+  const int32_t n = static_cast<int32_t>(contents.tokens.size());
+  const int32_t ring = kv.swa_ring();
+  // The ring may be smaller than the saver's: only its newest positions are loaded.
+  const int32_t swa_lo = ring > 0 ? std::max(contents.swa_lo, n - ring) : 0;
+  GS_RETURN_IF_ERROR(kv.restore_shape(seq, n, swa_lo));
+  File f(std::fopen(path.c_str(), "rb"));
+  if (!f) return io_error("cannot open it", name);
+  const long data_start = static_cast<long>(kFixedHeaderBytes + 16 * model.layers.size() + 4 * contents.tokens.size());
+  if (std::fseek(f.get(), data_start, SEEK_SET) != 0) return io_error("cannot read it", name);
+  std::vector<uint8_t> k, v, rows;
+  for (int il = 0; il < model.n_layer; ++il) {
+    const auto& l = model.layers[static_cast<size_t>(il)];
+    const size_t row = static_cast<size_t>(l[3]);
+    const int32_t file_lo = rows_lo(l, contents.swa_lo);
+    const int32_t lo = l[0] != 0 ? swa_lo : 0;
+    if (lo > file_lo && std::fseek(f.get(), static_cast<long>(2 * row * static_cast<size_t>(lo - file_lo)), SEEK_CUR) != 0) {
+      return io_error("cannot read it", name);
+    }
+    const int32_t chunk = static_cast<int32_t>(std::max<size_t>(1, kChunkBytes / (2 * row)));
+    for (int32_t p = lo; p < n; p += chunk) {
+      const int32_t m = std::min(chunk, n - p);
+      k.resize(static_cast<size_t>(m) * row);
+      v.resize(k.size());
+      rows.resize(2 * k.size());
+      if (std::fread(rows.data(), 1, rows.size(), f.get()) != rows.size()) {
+        return make_status(StatusCode::kIo, "slot file '{}' changed while it was restored (it is shorter)", name);
+      }
+      for (int32_t i = 0; i < m; ++i) {
+        std::memcpy(k.data() + i * row, rows.data() + 2 * i * row, row);
+        std::memcpy(v.data() + i * row, rows.data() + (2 * i + 1) * row, row);
+      }
+      GS_RETURN_IF_ERROR(kv.write_positions(seq, il, p, m, k.data(), v.data()));
+    }
+  }
+  return kv.sync();
+}
+
+}  // namespace gs
