@@ -470,6 +470,13 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
   if (forced_call) plan_later_calls(req, tok, grammars, &plan.request);
   plan.calls_only = forced_call;
+  // Where a constraint holds every call's text after its opener to a declared function's opener
+  // (the lazy calls of tool_choice auto, a call instead of a structured value, the calls after a
+  // forced one), a call that max_tokens cuts inside its header is a cut call, not content
+  // (decision 0067: it came out as "call:get_w").
+  const auto held = [](const ForcedCalls& f) { return f.on && !f.openers.empty(); };
+  plan.parser.calls_held = held(plan.request.lazy_calls) || (plan.request.json.grammar && held(plan.request.json.calls)) ||
+                           (held(plan.request.forced_calls) && plan.request.forced_calls.more_calls);
   GS_RETURN_IF_ERROR(check_end_holders(plan.request, forced_call));
   return plan;
 }
