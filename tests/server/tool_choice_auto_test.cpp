@@ -297,7 +297,8 @@ TEST_P(AutoToolChoice, ACallCutInItsHeaderLeavesNoContent) {
     auto ma = server_.post(m, "/v1/messages");
     ASSERT_TRUE(ma);
     ASSERT_EQ(ma->status, 200) << ma->body;
-    for (const json& block : json::parse(ma->body)["content"]) {
+    const json answer = json::parse(ma->body);
+    for (const json& block : answer["content"]) {
       EXPECT_NE(block["type"], "text") << "max_tokens " << max_tokens << ": " << ma->body;
     }
   }
