@@ -305,6 +305,27 @@ Result<SlotActionResult> Scheduler::run_slot_action(const SlotAction& action) {
   return r;
 }
 
+// The calls that hold a sequence's answer, as the runner builds its constraint
+// (runtime_slot_runner.cpp): a forced call's answer begins inside its call; tool_choice auto's
+// lazy calls, and the calls a structured value's answer may be instead, begin at an opener.
+void Scheduler::set_call_tracking(Sequence* seq) {
+  const GenerationRequest& r = seq->request;
+  const auto usable = [](const ForcedCalls& f) { return f.on && f.open_token >= 0 && f.close_token >= 0; };
+  const ForcedCalls* calls = nullptr;
+  seq->in_call = false;
+  if (usable(r.forced_calls)) {
+    calls = &r.forced_calls;
+    seq->in_call = true;
+  } else if (r.json.grammar) {
+    if (usable(r.json.calls) && !r.json.calls.openers.empty()) calls = &r.json.calls;
+  } else if (r.allowed_completions.empty() && usable(r.lazy_calls) && !r.lazy_calls.openers.empty()) {
+    calls = &r.lazy_calls;
+  }
+  seq->call_open = calls ? calls->open_token : -1;
+  seq->call_close = calls ? calls->close_token : -1;
+  seq->more_calls = calls && calls->more_calls;
+}
+
 bool Scheduler::is_eog(const Sequence& seq, int32_t token) const {
   const auto& eog = runner_info_.eog_tokens;
   if (!seq.request.ignore_eog && std::find(eog.begin(), eog.end(), token) != eog.end()) return true;
@@ -429,6 +450,7 @@ void Scheduler::loop() {
       seq.usage.queue_ms = ms_between(seq.submitted, seq.admitted);
       seq.in_thought = seq.request.starts_in_thought;
       seq.json_thought = seq.request.json.grammar && seq.request.json.think_close >= 0 && seq.request.starts_in_thought;
+      set_call_tracking(&seq);
       seq.slot = pick_slot(seq.request.prompt, seq.request.reuse_prefix);
       SequenceSetup setup;
       setup.sampling = seq.request.sampling;
@@ -702,7 +724,18 @@ void Scheduler::apply_outputs(const std::vector<SlotOutput>& outputs) {
           seq.thought_tokens++;
         }
       }
+      const bool call_closed = seq.call_close >= 0 && seq.in_call && tok.id == seq.call_close;
+      // (An opener inside a structured value's thought is the thought's free text, not a call.)
+      if (seq.call_open >= 0 && tok.id == seq.call_open && !seq.json_thought) seq.in_call = true;
+      if (call_closed) seq.in_call = false;
       ev.tokens.push_back(std::move(tok));
+      if (call_closed && !seq.more_calls) {
+        // The answer's last allowed call is closed: only an end could follow, so the sequence
+        // ends here (decision 0067). Another step would only sample that end, and where the
+        // request's logit_bias bans every end it failed the request after its answer was whole.
+        reason = FinishReason::kStop;
+        break;
+      }
       if (forced) break;
     }
     if (!reason && completion_limit(seq) <= 0) reason = FinishReason::kLength;

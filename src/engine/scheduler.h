@@ -71,6 +71,14 @@ class Scheduler final : public Engine {
     bool in_thought = false;     // inside a reasoning span (reasoning budget)
     int32_t thought_tokens = 0;  // tokens of the current span so far
     bool json_thought = false;   // inside the thought before a structured-output value (JsonOutput)
+    // The calls that hold the answer (a forced call's, tool_choice auto's lazy ones, or those
+    // instead of a structured value): their opener and closer (-1: none), whether a later call
+    // may follow one, and whether a call is open. With no later call allowed, the closer ends
+    // the sequence (decision 0067).
+    int32_t call_open = -1;
+    int32_t call_close = -1;
+    bool more_calls = false;
+    bool in_call = false;
     Usage usage;
     Clock::time_point submitted;
     Clock::time_point admitted;
@@ -113,6 +121,7 @@ class Scheduler final : public Engine {
   void finish(size_t index, FinishReason reason, const Status& error = Status());
   void fail_batch(const StepBatch& batch, const Status& error);
   bool is_eog(const Sequence& seq, int32_t token) const;
+  static void set_call_tracking(Sequence* seq);
   // Copies each slot's state from active_ into metrics_.slots (metrics_mu_ held).
   void publish_slots_locked();
   int32_t completion_limit(const Sequence& seq) const;

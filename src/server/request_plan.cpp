@@ -196,6 +196,25 @@ std::string open_tool_call(std::string_view prefill) {
   return std::string(prefill.substr(open));
 }
 
+// The call a prefill left open (`open_tool_call`), where the tool choice lets the answer go on
+// with it: under auto any such call; under a forced choice ("required", a named function) one
+// whose text so far can still be, or already is, the opener of a function the choice allows
+// ("call:NAME{"). "" otherwise: a forced choice then begins its own call after the prefill.
+// Before (decision 0067), a forced choice always wrote its opener after the prefill's text, so
+// the model read a call opened inside the open one, and the prefill's call was dropped.
+std::string continued_open_call(const ChatCompletionRequest& req, const text::RenderedPrompt& prompt) {
+  if (!tools_offered(req) || !prompt.prefill) return "";
+  std::string open = open_tool_call(prompt.prefill_text);
+  if (open.empty() || req.tool_choice == ToolChoice::kAuto) return open;
+  const std::string_view written = std::string_view(open).substr(text::markup::kToolCallOpen.size());
+  for (const text::ChatTool& t : req.tools) {
+    if (req.tool_choice == ToolChoice::kNamed && t.name != req.tool_choice_name) continue;
+    const std::string opener = "call:" + t.name + "{";
+    if (opener.starts_with(written) || written.starts_with(opener)) return open;
+  }
+  return "";
+}
+
 // How the output goes on inside a thought the prompt left open (`prompt.prefill_reasoning`):
 // after a prefill's reasoning, or its text's own thought with text in it, the output continues
 // that text; right after its text's opener the output may write the "thought" label first; after
@@ -241,7 +260,8 @@ Result<text::RenderedPrompt> render_messages(const ChatCompletionRequest& req, b
 Result<text::RenderedPrompt> render_chat(const ChatCompletionRequest& req, bool add_generation_prompt) {
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_messages(req, add_generation_prompt));
   if (!add_generation_prompt) return prompt;
-  const std::string opener = forced_call_prefix(req);
+  // A call the prefill left open is continued, not followed by a forced call's opener.
+  const std::string opener = continued_open_call(req, prompt).empty() ? forced_call_prefix(req) : std::string();
   if (!opener.empty() && prompt.prefill_reasoning) {
     // A forced call comes after the thought a prefill left open: closed as the template
     // closes one.
@@ -294,14 +314,12 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
     }
   }
   GS_ASSIGN_OR_RETURN(text::RenderedPrompt prompt, render_chat(req, true));
-  plan.output_prefix = forced_call_prefix(req);
-  bool prefill_call = false;  // the answer goes on with a call the prefill opened
-  if (plan.output_prefix.empty() && tools_on && prompt.prefill) {
-    // A prefill that ends inside a tool call it opened: the output goes on with that call,
-    // so the parser starts from the call's opener, as after a forced call's (decision 0048).
-    plan.output_prefix = open_tool_call(prompt.prefill_text);
-    prefill_call = !plan.output_prefix.empty();
-  }
+  // A prefill that ends inside a tool call it opened: the output goes on with that call, so the
+  // parser starts from the call's opener, as after a forced call's (decision 0048); under a
+  // forced choice too where the call can be one it allows (decision 0067).
+  const std::string open_call = continued_open_call(req, prompt);
+  const bool prefill_call = !open_call.empty();  // the answer goes on with a call the prefill opened
+  plan.output_prefix = prefill_call ? open_call : forced_call_prefix(req);
   plan.parser.forced_call = !plan.output_prefix.empty();
   // Every grammar of a tool's arguments that the plan needs, each compiled once, from one
   // pattern budget for all the tools.
@@ -311,6 +329,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
     case ToolChoice::kNone:
       break;
     case ToolChoice::kRequired:
+      if (prefill_call) break;  // the prefill's call, planned below
       if (req.tools.size() == 1) {
         plan.request.allowed_completions = first_key_completions(req.tools[0]);
       } else {
@@ -339,6 +358,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       }
       break;
     case ToolChoice::kNamed:
+      if (prefill_call) break;
       for (const auto& t : req.tools) {
         if (t.name == req.tool_choice_name) plan.request.allowed_completions = first_key_completions(t);
       }
@@ -400,6 +420,12 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan_calls(req, tok, grammars, parallel_calls(req), /*list_openers=*/true, &plan.request.lazy_calls);
     }
   }
+  const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
+  if (forced_call && prefill_call) {
+    // A forced choice whose call the prefill opened: the rest of it, among the functions the
+    // choice allows, under their schemas; then the calls after a forced one.
+    plan_open_call(req, tok, grammars, plan.output_prefix, &plan.request);
+  }
   // A forced call of one known function: its arguments follow the tool's schema, in the call
   // form, from the "{" in the prompt to the call's closer.
   const std::optional<size_t> forced = forced_tool(req);
@@ -411,7 +437,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
       plan.request.call_arguments.clear();  // no closer to end the arguments: the names alone
     }
   }
-  if (forced && call_close) {
+  if (forced && call_close && !prefill_call) {  // (the prefill's call was planned above)
     const text::ChatTool& t = req.tools[*forced];
     std::string why_not;
     if (auto g = grammars.grammar(*forced, &why_not)) {
@@ -467,9 +493,15 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   plan.parser.stop = text::StopStrings(req.gen.stop);  // built once, shared by the choices
   plan.single_tool_call = tools_on && (!req.parallel_tool_calls || req.max_tool_calls == 1);
   plan.max_tool_calls = tools_on ? req.max_tool_calls : -1;
-  const bool forced_call = tools_on && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed);
-  if (forced_call) plan_later_calls(req, tok, grammars, &plan.request);
+  if (forced_call && !prefill_call) plan_later_calls(req, tok, grammars, &plan.request);
   plan.calls_only = forced_call;
+  // Where a constraint holds every call's text after its opener to a declared function's opener
+  // (the lazy calls of tool_choice auto, a call instead of a structured value, the calls after a
+  // forced one), a call that max_tokens cuts inside its header is a cut call, not content
+  // (decision 0067: it came out as "call:get_w").
+  const auto held = [](const ForcedCalls& f) { return f.on && !f.openers.empty(); };
+  plan.parser.calls_held = held(plan.request.lazy_calls) || (plan.request.json.grammar && held(plan.request.json.calls)) ||
+                           (held(plan.request.forced_calls) && plan.request.forced_calls.more_calls);
   GS_RETURN_IF_ERROR(check_end_holders(plan.request, forced_call));
   return plan;
 }

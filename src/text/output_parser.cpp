@@ -873,7 +873,18 @@ struct OutputParser::State {
     ++stats.tool_calls_unparsed;
     mode = Mode::kContent;
     segment_start = false;
-    if (final && options.forced_call && n_calls == 0) {
+    const bool forced_first = options.forced_call && n_calls == 0;
+    if (final && (forced_first || (options.calls_held && header_explicit)) &&
+        scan_header(s, header_explicit, /*final=*/false).kind == Header::Kind::kPartial) {
+      // A call that the prompt forced or opened, or that the output's constraint held to a
+      // declared function's opener, cut by the output's end before its header was complete
+      // ("<|tool_call>ca", "<|tool_call>call:get_w"): no call, and no content. Its text is no
+      // answer of the model's (decision 0067; before, a cut inside the `call` keyword, which a
+      // prefill ending in the opener leaves to the model, came out as content).
+      *progress = true;
+      return s.size();
+    }
+    if (final && forced_first) {
       // The prompt's forced opener, cut before its name was complete: no call, and no content.
       if (h.length == 0) *progress = true;
       return h.length;

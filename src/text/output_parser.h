@@ -69,6 +69,13 @@ struct ParserOptions {
   // text is dropped, not given to content: its `call:` is the prompt's, not the model's
   // answer, and a cut name calls no declared tool (decision 0016).
   bool forced_call = false;
+  // Every call's text after its <|tool_call> opener is held by the output's constraint to the
+  // opener of a declared function ("call:NAME{": tool_choice auto's lazy call grammar, a call
+  // instead of a structured value, the calls after a forced one). When the output ends before
+  // such a header is complete (max_tokens cut "call:get_w"), the header's text is dropped, as
+  // forced_call's is: it is a cut call, not text of the model's answer (decision 0067). Without
+  // it, a cut header is the model's own text and comes out as content.
+  bool calls_held = false;
   // The declared tools' names. A namespaced call name ("default_api:get_weather") is the
   // declared tool its last part names (decision 0024); empty: names are taken as written.
   std::vector<std::string> tool_names;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "engine/fake_slot_runner.h"
@@ -719,6 +721,52 @@ TEST(Scheduler, ACallOpenerEndsTheThoughtForTheReasoningBudget) {
     } else {
       EXPECT_EQ(c.tokens, (std::vector<int32_t>{kOpen, 50, 50, kCall, kClose, 70, 70, 70}));
       EXPECT_EQ(f.runner->n_replaced(), 1);
+    }
+  }
+}
+
+// A call's closer ends the sequence where no later call may follow (decision 0067): tool_choice
+// auto's lazy calls and a forced call's answer (which begins inside its call) without parallel
+// calls stop with the closer, the last token; with parallel calls the answer goes on, and a
+// closer in the free text before any call ends nothing. Before, one more step ran after the
+// closer, only to sample an end, and where the request's logit_bias banned every end that step
+// failed the request after its answer was whole.
+TEST(Scheduler, TheLastAllowedCallsCloserEndsTheSequence) {
+  constexpr int32_t kCall = 8, kCallEnd = 9;
+  FakeSlotRunner::Options o;
+  // Text (50), a stray closer, the opener, the arguments (70), the closer, then more text (80).
+  o.next = [](const std::vector<int32_t>& h, size_t n_prompt) {
+    const size_t n = h.size() - n_prompt;
+    static constexpr int32_t kScript[] = {50, kCallEnd, kCall, 70, kCallEnd};
+    return n < std::size(kScript) ? kScript[n] : 80;
+  };
+  for (const bool forced : {false, true}) {
+    for (const bool more : {false, true}) {
+      Fixture f(o);
+      auto r = make_request(prompt_of(4), 8);
+      ForcedCalls calls;
+      calls.on = true;
+      calls.open_token = kCall;
+      calls.close_token = kCallEnd;
+      calls.more_calls = more;
+      calls.openers = {"call:f{"};
+      (forced ? r.forced_calls : r.lazy_calls) = calls;
+      auto s = f.engine->submit(r);
+      ASSERT_TRUE(s.ok());
+      Collected c = collect(**s);
+      const std::string what = std::string(forced ? "forced" : "lazy") + (more ? ", more calls" : "");
+      ASSERT_TRUE(c.done) << what;
+      if (more) {
+        EXPECT_EQ(c.tokens, (std::vector<int32_t>{50, kCallEnd, kCall, 70, kCallEnd, 80, 80, 80})) << what;
+        EXPECT_EQ(c.finish, FinishReason::kLength) << what;
+      } else if (forced) {
+        // The answer begins inside the call: the first closer is its end.
+        EXPECT_EQ(c.tokens, (std::vector<int32_t>{50, kCallEnd})) << what;
+        EXPECT_EQ(c.finish, FinishReason::kStop) << what;
+      } else {
+        EXPECT_EQ(c.tokens, (std::vector<int32_t>{50, kCallEnd, kCall, 70, kCallEnd})) << what;
+        EXPECT_EQ(c.finish, FinishReason::kStop) << what;
+      }
     }
   }
 }

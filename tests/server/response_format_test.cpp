@@ -492,7 +492,8 @@ TEST_P(ResponseFormat, WithToolsTheAnswerIsTheValueOrDeclaredCalls) {
       auto a = server_.post(m, "/v1/messages");
       ASSERT_TRUE(a);
       ASSERT_EQ(a->status, 200) << a->body;
-      for (const json& block : json::parse(a->body)["content"]) {
+      const json answer = json::parse(a->body);  // (a temporary's content would dangle in the loop)
+      for (const json& block : answer["content"]) {
         if (block["type"] == "tool_use") {
           check_call(block["name"], block["input"].dump(), what + " (messages)");
         } else {

@@ -232,6 +232,108 @@ TEST_P(AutoToolChoice, ACallThePrefillOpenedIsADeclaredCall) {
   EXPECT_GT(calls, 4);
 }
 
+// max_tokens that ends the answer inside a call's header ("<|tool_call>call:ge"), which the lazy
+// grammar holds to a declared function's opener: no call and no content, whole and streamed
+// alike, with or without text before the call; and the same for a call made instead of a
+// structured value (response_format beside the tools), and for a call a prefill opened. Before
+// (decision 0067), the header's text came out as content: "c", "ca", "call", "call:", "call:ge"
+// (finish "length").
+TEST_P(AutoToolChoice, ACallCutInItsHeaderLeavesNoContent) {
+  int cut = 0;
+  for (const bool structured : {false, true}) {
+    for (const int bias : {100, 20}) {
+      for (int max_tokens = 1; max_tokens <= 14; ++max_tokens) {
+        json b = body(bias, 0.0, 1);
+        b["max_tokens"] = max_tokens;
+        if (structured) b["response_format"] = {{"type", "json_object"}};
+        // The same request given room for the whole call: its text before the call.
+        json whole = b;
+        whole["max_tokens"] = 64;
+        auto w = server_.post(whole);
+        ASSERT_TRUE(w);
+        ASSERT_EQ(w->status, 200) << w->body;
+        const Answer full = answer_of(w->body, false);
+        ASSERT_FALSE(full.calls.empty()) << w->body;
+        for (const bool stream : {false, true}) {
+          b["stream"] = stream;
+          auto r = server_.post(b);
+          ASSERT_TRUE(r);
+          ASSERT_EQ(r->status, 200) << r->body;
+          const std::string what = "structured " + std::to_string(structured) + " bias " + std::to_string(bias) +
+                                   " max_tokens " + std::to_string(max_tokens) + " stream " +
+                                   std::to_string(stream) + ": " + r->body;
+          const Answer a = answer_of(r->body, stream);
+          EXPECT_EQ(a.content.find("call"), std::string::npos) << what;
+          // The content is the start of the text before the call, never more.
+          EXPECT_EQ(full.content.substr(0, a.content.size()), a.content) << what;
+          if (a.calls.empty()) {
+            EXPECT_EQ(a.finish, "length") << what;
+            if (a.content == full.content) ++cut;  // the answer ended inside the call's header
+          } else {
+            EXPECT_EQ(a.calls[0].first, full.calls[0].first) << what;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cut, 0);
+  // A prefill that ends in the opener leaves the `call` keyword to the model: cut inside it, the
+  // answer was content "ca" on the chat route and a text block "ca" on the Messages route.
+  json anthropic_tools = json::array();
+  for (const json& t : tools_json()) {
+    anthropic_tools.push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+  }
+  const json messages = json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}},
+                                     {{"role", "assistant"}, {"content", "<|tool_call>"}}});
+  for (int max_tokens = 1; max_tokens <= 6; ++max_tokens) {
+    const json c = {{"messages", messages}, {"tools", tools_json()}, {"max_tokens", max_tokens}, {"temperature", 0.0}};
+    auto r = server_.post(c);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const Answer a = answer_of(r->body, false);
+    EXPECT_EQ(a.content, "") << "max_tokens " << max_tokens << ": " << r->body;
+    const json m = {{"model", "shakes"}, {"max_tokens", max_tokens}, {"temperature", 0.0}, {"messages", messages},
+                    {"tools", anthropic_tools}};
+    auto ma = server_.post(m, "/v1/messages");
+    ASSERT_TRUE(ma);
+    ASSERT_EQ(ma->status, 200) << ma->body;
+    const json answer = json::parse(ma->body);
+    for (const json& block : answer["content"]) {
+      EXPECT_NE(block["type"], "text") << "max_tokens " << max_tokens << ": " << ma->body;
+    }
+  }
+}
+
+// With parallel calls off, the first call's closer ends the answer: a logit_bias that bans every
+// end-of-generation token (llama-server's `false`, which clients send to keep the model from
+// stopping early) takes nothing from it, under tool_choice auto (the lazy grammar) and
+// "required" alike, every time. Before (decision 0067) the engine ran one more step after the
+// closer, whose mask (the ends alone) the bans emptied, and failed the request with a 400 unless
+// the HTTP side had already stopped it at the call's end: the same request answered 200 or 400
+// by timing (without the drafter, 400 nearly every time).
+TEST_P(AutoToolChoice, ASingleCallEndsTheAnswerWhenTheEndsAreBanned) {
+  json bans = json::array({json::array({opener(), 100})});
+  for (const int32_t end : server_.tokenizer().eog_ids()) bans.push_back(json::array({end, false}));
+  for (const std::string choice : {"auto", "required"}) {
+    for (int i = 0; i < 6; ++i) {
+      json b = body(100, 0.0, 1);
+      b["logit_bias"] = bans;
+      b["tool_choice"] = choice;
+      b["parallel_tool_calls"] = false;
+      b["stream"] = i % 2 == 1;
+      auto r = server_.post(b);
+      ASSERT_TRUE(r);
+      const std::string what = choice + " try " + std::to_string(i) + ": " + r->body;
+      ASSERT_EQ(r->status, 200) << what;
+      const Answer a = answer_of(r->body, b["stream"]);
+      ASSERT_EQ(a.calls.size(), 1u) << what;
+      EXPECT_TRUE(valid_call(a.calls[0].first, a.calls[0].second)) << what;
+      EXPECT_EQ(a.finish, "tool_calls") << what;
+      EXPECT_EQ(r->body.find("\"error\""), std::string::npos) << what;
+    }
+  }
+}
+
 // Greedy answers with calls are the same with the drafter as without (drafts are verified under
 // the masks the sampled token got), streamed or whole.
 TEST(AutoToolChoiceDrafter, GreedyCallsAreTheSameWithAndWithoutTheDrafter) {

@@ -494,6 +494,86 @@ TEST_P(RequiredToolChoice, NothingButCallsFollowAForcedCall) {
   EXPECT_GT(several, 0);
 }
 
+// A forced choice after an assistant prefill that left a call open (in its arguments, in its
+// name): the answer goes on with that call where the choice allows it, as under auto (decisions
+// 0048, 0065), its arguments under the function's schema; a named choice that the prefill's
+// call contradicts still makes its own call. The prompt ends with the prefill's text. Before
+// (decision 0067) the forced opener was written after the prefill, so the model read a call
+// opened inside the open one and the answer was a fresh call, the prefill's dropped.
+TEST_P(RequiredToolChoice, ACallThePrefillOpenedIsContinued) {
+  const json get_weather_choice = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  const json get_choice = {{"type", "function"}, {"function", {{"name", "get"}}}};
+  struct Case {
+    std::string prefill;
+    json choice;
+    std::string name;  // the call the answer must hold
+  };
+  const std::vector<Case> cases = {
+      {"<|tool_call>call:get_weather{unit:", "required", "get_weather"},
+      {"<|tool_call>call:get_weather{unit:", get_weather_choice, "get_weather"},
+      {"<|tool_call>call:get_w", "required", "get_weather"},
+      {"<|tool_call>call:get_w", get_weather_choice, "get_weather"},
+      {"<|tool_call>call:get_weather{unit:", get_choice, "get"},  // contradicted: its own call
+  };
+  for (const Case& c : cases) {
+    const json messages = json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}},
+                                       {{"role", "assistant"}, {"content", c.prefill}}});
+    json b = {{"messages", messages}, {"tools", int_and_enum_tools()}, {"tool_choice", c.choice},
+              {"max_tokens", 40}, {"parallel_tool_calls", false}};
+    const std::string what = "prefill '" + c.prefill + "' tool_choice " + c.choice.dump();
+    auto t = server_.post(b, "/apply-template");
+    ASSERT_TRUE(t);
+    ASSERT_EQ(t->status, 200) << t->body;
+    const std::string prompt = json::parse(t->body)["prompt"];
+    const bool continued = c.name == "get_weather";
+    EXPECT_EQ(prompt.ends_with(c.prefill), continued) << what << ": " << prompt;
+    for (int seed = 1; seed <= 3; ++seed) {
+      b["temperature"] = seed == 1 ? 0.0 : 1.5;
+      b["seed"] = seed;
+      for (const bool stream : {false, true}) {
+        b["stream"] = stream;
+        auto r = post(b);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        const FirstCall fc = first_call(r->body, stream);
+        ASSERT_TRUE(fc.has_call) << what << ": " << r->body;
+        EXPECT_EQ(fc.name, c.name) << what << ": " << r->body;
+        EXPECT_EQ(fc.finish, "tool_calls") << what << ": " << r->body;
+        const json args = json::parse(fc.arguments, nullptr, false);
+        if (c.name == "get_weather") {
+          EXPECT_TRUE(args == json({{"unit", "C"}}) || args == json({{"unit", "F"}})) << what << ": " << r->body;
+        } else {
+          EXPECT_TRUE(args.is_object() && args.contains("a")) << what << ": " << r->body;
+        }
+      }
+    }
+  }
+  // The Messages route's "any": the same continuation.
+  json anthropic_tools = json::array();
+  for (const json& t : int_and_enum_tools()) {
+    anthropic_tools.push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+  }
+  const json m = {{"model", "shakes"},
+                  {"max_tokens", 40},
+                  {"temperature", 0.0},
+                  {"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}},
+                                            {{"role", "assistant"}, {"content", "<|tool_call>call:get_weather{unit:"}}})},
+                  {"tools", anthropic_tools},
+                  {"tool_choice", {{"type", "any"}}}};
+  auto ma = server_.post(m, "/v1/messages");
+  ASSERT_TRUE(ma);
+  ASSERT_EQ(ma->status, 200) << ma->body;
+  int uses = 0;
+  const json answer = json::parse(ma->body);
+  for (const json& block : answer["content"]) {
+    if (block["type"] != "tool_use") continue;
+    ++uses;
+    EXPECT_EQ(block["name"], "get_weather") << ma->body;
+    EXPECT_TRUE(block["input"] == json({{"unit", "C"}}) || block["input"] == json({{"unit", "F"}})) << ma->body;
+  }
+  EXPECT_EQ(uses, 1) << ma->body;
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafter, RequiredToolChoice, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "DrafterOn" : "DrafterOff"; });
 

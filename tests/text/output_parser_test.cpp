@@ -416,6 +416,43 @@ TEST(OutputParser, ForcedCallCutInItsNameLeavesNoContent) {
   EXPECT_EQ(two.content, "call:get_w");
 }
 
+// A call held by the output's constraint to a declared function's opener (tool_choice auto's lazy
+// call grammar, a call instead of a structured value, the calls after a forced one:
+// ParserOptions::calls_held) that the output's end cuts inside its header: neither a call nor
+// content, wherever the cut falls ("c", "call", "call:", "call:get_w"), after text or after a
+// whole call too. Before (decision 0067) the header's text came out as content. Text after an
+// opener that cannot begin a call is still content (bug-case 8), and a call complete up to its
+// name is still a call; without calls_held the cut header is the model's own text as before.
+TEST(OutputParser, AHeldCallCutInItsHeaderLeavesNoContent) {
+  ParserOptions held = opts();
+  held.calls_held = true;
+  held.tool_names = {"get_weather", "get_time"};
+  const std::string call = "call:get_weather";
+  for (size_t n = 0; n <= call.size(); ++n) {
+    const std::string cut = call.substr(0, n);
+    const ParsedMessage m = test_util::parse_every_split("<|tool_call>" + cut, held);
+    EXPECT_EQ(m.content, "") << cut;
+    EXPECT_TRUE(m.tool_calls.empty()) << cut;
+    const ParsedMessage after_text = test_util::parse_every_split("Let me look.<|tool_call>" + cut, held);
+    EXPECT_EQ(after_text.content, "Let me look.") << cut;
+    EXPECT_TRUE(after_text.tool_calls.empty()) << cut;
+    const ParsedMessage second = test_util::parse_every_split(
+        "<|tool_call>call:get_time{city:<|\"|>Oslo<|\"|>}<tool_call|><|tool_call>" + cut, held);
+    EXPECT_EQ(second.content, "") << cut;
+    ASSERT_EQ(second.tool_calls.size(), 1u) << cut;
+    EXPECT_EQ(second.tool_calls[0].name, "get_time");
+    const ParsedMessage in_thought = test_util::parse_every_split("<|channel>thought\nHm<|tool_call>" + cut, held);
+    EXPECT_EQ(in_thought.content, "") << cut;
+    EXPECT_EQ(in_thought.reasoning_content, "Hm") << cut;
+    EXPECT_TRUE(in_thought.tool_calls.empty()) << cut;
+  }
+  const ParsedMessage named = test_util::parse_every_split("<|tool_call>call:get_weather{", held);
+  ASSERT_EQ(named.tool_calls.size(), 1u);
+  EXPECT_EQ(named.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(test_util::parse_every_split("<|tool_call>Sorry, no tools.", held).content, "Sorry, no tools.");
+  EXPECT_EQ(test_util::parse_every_split("<|tool_call>call:get_w").content, "call:get_w");
+}
+
 // A cut (max_tokens) inside a marker of the call syntax: the marker's bytes are no part of a
 // key or value. Inside a string's closing <|"|> the value is the text before it; inside an
 // opening one there is no value yet (null). Found by a break test: a forced call cut by
