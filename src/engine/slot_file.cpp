@@ -169,7 +169,13 @@ Result<uint64_t> write_slot_file(const std::string& path, const SlotFileModel& m
                        kv.length(seq));
   }
   const int32_t swa_lo = std::min(kv.swa_oldest(seq), n);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  // The temporary file is ".gsslot.tmp.PID" beside the target: short, so that a target name
+  // of the longest allowed length (255 bytes) still has one (a "<name>.tmp.PID" went past
+  // NAME_MAX: a 500), and a leading '.', which no client's file name has, so that it can never
+  // be, and overwrite, a file a client saved (decision 0069).
+  const std::string tmp = (std::filesystem::path(path).parent_path() /
+                           fmt::format(".gsslot.tmp.{}", static_cast<long>(::getpid())))
+                              .string();
   File f(std::fopen(tmp.c_str(), "wb"));
   if (!f) return io_error("cannot create it", name);
   Checksum sum;
@@ -306,6 +312,7 @@ Result<SlotFileContents> check_slot_file(const std::string& path, const std::str
   uint64_t stored = 0;
   if (std::fread(&stored, 1, 8, f.get()) != 8) return invalid("is truncated");
   if (stored != sum.value()) return invalid("is corrupt (its checksum does not match its contents)");
+  c.file = std::shared_ptr<std::FILE>(f.release(), FileCloser());
   return c;
 }
 
@@ -316,17 +323,23 @@ Status load_slot_file(const std::string& path, const std::string& name, const Sl
   // The ring may be smaller than the saver's: only its newest positions are loaded.
   const int32_t swa_lo = ring > 0 ? std::max(contents.swa_lo, n - ring) : 0;
   GS_RETURN_IF_ERROR(kv.restore_shape(seq, n, swa_lo));
-  File f(std::fopen(path.c_str(), "rb"));
-  if (!f) return io_error("cannot open it", name);
+  // The file that was checked (still open): a file renamed over the name since is not read.
+  File opened;
+  std::FILE* f = contents.file.get();
+  if (f == nullptr) {
+    opened.reset(std::fopen(path.c_str(), "rb"));
+    if (!opened) return io_error("cannot open it", name);
+    f = opened.get();
+  }
   const long data_start = static_cast<long>(kFixedHeaderBytes + 16 * model.layers.size() + 4 * contents.tokens.size());
-  if (std::fseek(f.get(), data_start, SEEK_SET) != 0) return io_error("cannot read it", name);
+  if (std::fseek(f, data_start, SEEK_SET) != 0) return io_error("cannot read it", name);
   std::vector<uint8_t> k, v, rows;
   for (int il = 0; il < model.n_layer; ++il) {
     const auto& l = model.layers[static_cast<size_t>(il)];
     const size_t row = static_cast<size_t>(l[3]);
     const int32_t file_lo = rows_lo(l, contents.swa_lo);
     const int32_t lo = l[0] != 0 ? swa_lo : 0;
-    if (lo > file_lo && std::fseek(f.get(), static_cast<long>(2 * row * static_cast<size_t>(lo - file_lo)), SEEK_CUR) != 0) {
+    if (lo > file_lo && std::fseek(f, static_cast<long>(2 * row * static_cast<size_t>(lo - file_lo)), SEEK_CUR) != 0) {
       return io_error("cannot read it", name);
     }
     const int32_t chunk = static_cast<int32_t>(std::max<size_t>(1, kChunkBytes / (2 * row)));
@@ -335,7 +348,7 @@ Status load_slot_file(const std::string& path, const std::string& name, const Sl
       k.resize(static_cast<size_t>(m) * row);
       v.resize(k.size());
       rows.resize(2 * k.size());
-      if (std::fread(rows.data(), 1, rows.size(), f.get()) != rows.size()) {
+      if (std::fread(rows.data(), 1, rows.size(), f) != rows.size()) {
         return make_status(StatusCode::kIo, "slot file '{}' changed while it was restored (it is shorter)", name);
       }
       for (int32_t i = 0; i < m; ++i) {

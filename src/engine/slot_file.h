@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +45,9 @@ struct SlotFileContents {
   std::vector<int32_t> tokens;
   int32_t swa_lo = 0;       // first position of the sliding layers' rows
   uint64_t file_bytes = 0;
+  // The file checked, kept open for load_slot_file: a file renamed over the name after the
+  // check (another server saving it) is not the one loaded (decision 0069).
+  std::shared_ptr<std::FILE> file;
 };
 
 // Writes `tokens` (the sequence's positions [0, n)) and their K and V of every layer of
@@ -62,8 +67,9 @@ Result<SlotFileContents> check_slot_file(const std::string& path, const std::str
                                          int32_t n_ctx);
 
 // Loads a checked file's K and V into the empty sequence `seq` of `kv` (restore_shape, then
-// write_positions; sliding rows older than the ring are skipped). Errors: kIo (the file
-// changed since it was checked), the cache's; the sequence is then partly written.
+// write_positions; sliding rows older than the ring are skipped), from the file check_slot_file
+// opened (contents.file; `path` only where it is null). Errors: kIo (the file was cut short in
+// place since it was checked), the cache's; the sequence is then partly written.
 Status load_slot_file(const std::string& path, const std::string& name, const SlotFileModel& model,
                       const SlotFileContents& contents, KvCache& kv, int seq);
 

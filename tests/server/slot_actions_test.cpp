@@ -331,6 +331,24 @@ TEST(SlotActionsShakes, AFileOfAnotherKvTypeIsRefused) {
   EXPECT_EQ(ok_body(s.action(1 - own, "restore", "f32-" + std::to_string(own) + ".bin"))["n_restored"], n_saved);
 }
 
+// The longest allowed file name (255 bytes) saves and restores (its temporary file's name was
+// "<name>.tmp.<pid>", past NAME_MAX: a 500 for a name the route had accepted; decision 0069).
+TEST(SlotActionsShakes, TheLongestAllowedFilenameSavesAndRestores) {
+  const test::ScratchDir dir("slot-longname");
+  SlotServer s(dir.path.string());
+  const json cold = s.complete(kPrompt);
+  const std::string stem(250, 'n');  // then the slot's digit and ".bin": 255 bytes
+  ASSERT_EQ(stem.size() + 5, server::kMaxSlotFilenameBytes);
+  int n_saved = 0;
+  const int slot = save_fullest(s, stem, &n_saved);
+  ASSERT_GE(slot, 0);
+  for (int k = 0; k < 2; ++k) ok_body(s.action(k, "erase"));
+  EXPECT_EQ(ok_body(s.action(1 - slot, "restore", stem + std::to_string(slot) + ".bin"))["n_restored"], n_saved);
+  const json warm = s.complete(kPrompt);
+  EXPECT_EQ(warm["content"], cold["content"]);
+  EXPECT_EQ(warm["tokens_cached"], cold["tokens_evaluated"].get<int>() - 1);
+}
+
 // A slot that holds a running request is refused (409) and the request goes on.
 TEST(SlotActionsShakes, ABusySlotIsRefused) {
   const test::ScratchDir dir("slot-busy");
