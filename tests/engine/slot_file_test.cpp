@@ -11,23 +11,12 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/test_paths.h"
+#include "common/tiny_kv_config.h"
 #include "engine/slot_file.h"
 #include "runtime/kv_cache.h"
 
 namespace gs {
 namespace {
-
-Gemma4Config tiny_config() {
-  Gemma4Config c;
-  c.n_layer = 2;
-  c.n_embd = 8;
-  c.n_ctx_train = 64;
-  c.sliding_window = 4;
-  c.layers.resize(2);
-  c.layers[0] = {true, 2, 1, 4, 4, 8, 10000.0f, true, 0};
-  c.layers[1] = {false, 2, 1, 8, 8, 8, 1e6f, false, 1};
-  return c;
-}
 
 struct TinyCache {
   TinyCache() {
@@ -79,7 +68,7 @@ struct TinyCache {
     }
     return all;
   }
-  Gemma4Config config = tiny_config();
+  Gemma4Config config = tiny_kv_config();
   std::unique_ptr<Backend> backend;
   std::unique_ptr<KvCache> kv;
   SlotFileModel model;

@@ -6,22 +6,11 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "common/tiny_kv_config.h"
 #include "runtime/kv_cache.h"
 
 namespace gs {
 namespace {
-
-Gemma4Config tiny_config() {
-  Gemma4Config c;
-  c.n_layer = 2;
-  c.n_embd = 8;
-  c.n_ctx_train = 64;
-  c.sliding_window = 4;
-  c.layers.resize(2);
-  c.layers[0] = {true, 2, 1, 4, 4, 8, 10000.0f, true, 0};
-  c.layers[1] = {false, 2, 1, 8, 8, 8, 1e6f, false, 1};
-  return c;
-}
 
 TEST(KvCache, PagesAreTakenAndReturned) {
   auto backend = create_cpu_backend(1);
@@ -31,7 +20,7 @@ TEST(KvCache, PagesAreTakenAndReturned) {
   o.page_size = 8;
   o.max_ubatch = 4;
   o.n_pages_full = 5;
-  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  auto kv = KvCache::create(tiny_kv_config(), *backend, o).value();
   EXPECT_EQ(kv->pages_total(), 5);
   const int a = kv->add_sequence().value();
   const int b = kv->add_sequence().value();
@@ -65,7 +54,7 @@ TEST(KvCache, PoolExhaustionAndContextEnd) {
   o.page_size = 4;
   o.max_ubatch = 4;
   o.n_pages_full = 3;
-  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  auto kv = KvCache::create(tiny_kv_config(), *backend, o).value();
   const int a = kv->add_sequence().value();
   const int b = kv->add_sequence().value();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(kv->append(a, 4).ok());
@@ -76,7 +65,7 @@ TEST(KvCache, PoolExhaustionAndContextEnd) {
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(kv->append(b, 4).ok());
   EXPECT_EQ(kv->append(b, 1).status().code(), StatusCode::kResourceExhausted);
   o.n_pages_full = 0;
-  auto kv2 = KvCache::create(tiny_config(), *backend, o).value();
+  auto kv2 = KvCache::create(tiny_kv_config(), *backend, o).value();
   const int c = kv2->add_sequence().value();
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(kv2->append(c, 4).ok());
   EXPECT_EQ(kv2->append(c, 1).status().code(), StatusCode::kOutOfRange);
@@ -89,7 +78,7 @@ TEST(KvCache, RingSizeAndRollbackLimit) {
   o.n_ctx = 64;
   o.page_size = 2;
   o.max_ubatch = 3;
-  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  auto kv = KvCache::create(tiny_kv_config(), *backend, o).value();
   // W + max_ubatch = 7 positions, rounded up to whole pages of 2.
   EXPECT_EQ(kv->swa_ring(), 8);
   const int s = kv->add_sequence().value();
@@ -118,7 +107,7 @@ TEST(KvCache, AppendZerosReachesADepthWithoutAPass) {
   o.page_size = 4;
   o.max_ubatch = 3;
   o.type = GgmlType::F32;
-  auto kv = KvCache::create(tiny_config(), *backend, o).value();
+  auto kv = KvCache::create(tiny_kv_config(), *backend, o).value();
   const KvCacheBinding& b = kv->binding();
   for (const KvLayerView& l : b.layers) {  // garbage in every pool first
     const size_t n = static_cast<size_t>(l.n_slots) * l.n_head_kv * l.head_dim;
@@ -148,17 +137,17 @@ TEST(KvCache, RejectsBadOptions) {
   auto backend = create_cpu_backend(1);
   KvCacheOptions o;
   o.type = GgmlType::Q8_0;
-  EXPECT_FALSE(KvCache::create(tiny_config(), *backend, o).ok());
+  EXPECT_FALSE(KvCache::create(tiny_kv_config(), *backend, o).ok());
   o.type = GgmlType::F16;
   o.page_size = 0;
-  EXPECT_FALSE(KvCache::create(tiny_config(), *backend, o).ok());
+  EXPECT_FALSE(KvCache::create(tiny_kv_config(), *backend, o).ok());
 }
 
 // q8_0 pools (decision 0035): head rows of head_dim int8 values and head_dim / 32 f16 scales,
 // 17/32 of f16's bytes; a head_dim that is not a multiple of 32 is refused, naming it.
 TEST(KvCache, Q8_0PoolsAndTheirHeadDims) {
   auto backend = create_cpu_backend(1);
-  Gemma4Config c = tiny_config();
+  Gemma4Config c = tiny_kv_config();
   c.layers[0].head_dim = 64;
   c.layers[1].head_dim = 128;
   KvCacheOptions o;
@@ -173,7 +162,7 @@ TEST(KvCache, Q8_0PoolsAndTheirHeadDims) {
   ASSERT_TRUE(kv.ok()) << kv.status().to_string();
   EXPECT_EQ(static_cast<double>((*kv)->bytes()), KvCache::pool_bytes(c, o));
   EXPECT_EQ((*kv)->binding().layers[1].type, GgmlType::Q8_0);
-  const Result<std::unique_ptr<KvCache>> bad = KvCache::create(tiny_config(), *backend, o);
+  const Result<std::unique_ptr<KvCache>> bad = KvCache::create(tiny_kv_config(), *backend, o);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("head_dim 4"), std::string::npos) << bad.status().to_string();
   EXPECT_EQ(parse_kv_cache_type("q8_0").value(), GgmlType::Q8_0);
@@ -190,11 +179,11 @@ TEST(KvCache, TooLargeForMemoryIsAnErrorNotACrash) {
   o.n_seq_max = 256;
   o.n_ctx = 2000000000;
   o.max_ubatch = 4;
-  auto kv = KvCache::create(tiny_config(), *backend, o);
+  auto kv = KvCache::create(tiny_kv_config(), *backend, o);
   EXPECT_FALSE(kv.ok());
   EXPECT_EQ(kv.status().code(), StatusCode::kResourceExhausted) << kv.status().to_string();
   o.page_size = 1;  // more pages than int32 ids address
-  kv = KvCache::create(tiny_config(), *backend, o);
+  kv = KvCache::create(tiny_kv_config(), *backend, o);
   EXPECT_EQ(kv.status().code(), StatusCode::kInvalidArgument) << kv.status().to_string();
 }
 
@@ -205,7 +194,7 @@ TEST(KvCache, PositionsReadAndWrittenBackAreBitExact) {
   auto backend = create_cpu_backend(1);
   for (GgmlType type : {GgmlType::F16, GgmlType::F32, GgmlType::Q8_0}) {
     SCOPED_TRACE(ggml_type_name(type));
-    Gemma4Config config = tiny_config();
+    Gemma4Config config = tiny_kv_config();
     if (type == GgmlType::Q8_0) {  // q8_0 head rows need head_dim % 32 == 0
       config.layers[0].head_dim = 32;
       config.layers[1].head_dim = 64;
