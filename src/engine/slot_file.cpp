@@ -338,7 +338,7 @@ Status load_slot_file(const std::string& path, const std::string& name, const Sl
     const auto& l = model.layers[static_cast<size_t>(il)];
     const size_t row = static_cast<size_t>(l[3]);
     const int32_t file_lo = rows_lo(l, contents.swa_lo);
-    const int32_t lo = l[0] != 0 ? swa_lo : 0;
+    const int32_t lo = rows_lo(l, swa_lo);
     if (lo > file_lo && std::fseek(f, static_cast<long>(2 * row * static_cast<size_t>(lo - file_lo)), SEEK_CUR) != 0) {
       return io_error("cannot read it", name);
     }

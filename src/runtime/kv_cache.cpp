@@ -200,44 +200,52 @@ Status KvCache::for_position_runs(int seq, int il, int32_t p0, int32_t n, F&& f)
                        static_cast<int64_t>(p0) + n, il, lo, seqs_[seq].length);
   }
   const PageTableView& pt = sliding ? binding_.swa_pages_host : binding_.full_pages_host;
+  const KvLayerView& l = binding_.layers[static_cast<size_t>(il)];
+  const size_t row = position_bytes(il);
+  size_t host_off = 0;
   int32_t p = p0;
   const int32_t end = p0 + n;
   while (p < end) {
     const int32_t run = std::min(end - p, page_size_ - p % page_size_);
     const int64_t slot = kv_slot(pt, seq, p);
     if (slot < 0) return make_status(StatusCode::kInternal, "position {} of KV sequence {} has no page", p, seq);
-    GS_RETURN_IF_ERROR(f(slot, run));
+    const size_t pool_off = static_cast<size_t>(slot) * row;
+    const size_t bytes = static_cast<size_t>(run) * row;
+    GS_RETURN_IF_ERROR(f(static_cast<uint8_t*>(l.k) + pool_off, static_cast<uint8_t*>(l.v) + pool_off, host_off, bytes));
+    host_off += bytes;
     p += run;
   }
   return {};
 }
 
 Status KvCache::read_positions(int seq, int il, int32_t p0, int32_t n, void* k_host, void* v_host) const {
-  const size_t row = position_bytes(il);
-  size_t done = 0;
-  return for_position_runs(seq, il, p0, n, [&](int64_t slot, int32_t run) -> Status {
-    const KvLayerView& l = binding_.layers[static_cast<size_t>(il)];
-    const size_t off = static_cast<size_t>(slot) * row;
-    const size_t bytes = static_cast<size_t>(run) * row;
-    GS_RETURN_IF_ERROR(backend_->download(static_cast<uint8_t*>(k_host) + done, static_cast<const uint8_t*>(l.k) + off, bytes));
-    GS_RETURN_IF_ERROR(backend_->download(static_cast<uint8_t*>(v_host) + done, static_cast<const uint8_t*>(l.v) + off, bytes));
-    done += bytes;
-    return {};
+  return for_position_runs(seq, il, p0, n, [&](const uint8_t* k, const uint8_t* v, size_t off, size_t bytes) -> Status {
+    GS_RETURN_IF_ERROR(backend_->download(static_cast<uint8_t*>(k_host) + off, k, bytes));
+    return backend_->download(static_cast<uint8_t*>(v_host) + off, v, bytes);
   });
 }
 
 Status KvCache::write_positions(int seq, int il, int32_t p0, int32_t n, const void* k_host, const void* v_host) {
-  const size_t row = position_bytes(il);
-  size_t done = 0;
-  return for_position_runs(seq, il, p0, n, [&](int64_t slot, int32_t run) -> Status {
-    const KvLayerView& l = binding_.layers[static_cast<size_t>(il)];
-    const size_t off = static_cast<size_t>(slot) * row;
-    const size_t bytes = static_cast<size_t>(run) * row;
-    GS_RETURN_IF_ERROR(backend_->upload(static_cast<uint8_t*>(l.k) + off, static_cast<const uint8_t*>(k_host) + done, bytes));
-    GS_RETURN_IF_ERROR(backend_->upload(static_cast<uint8_t*>(l.v) + off, static_cast<const uint8_t*>(v_host) + done, bytes));
-    done += bytes;
-    return {};
+  return for_position_runs(seq, il, p0, n, [&](uint8_t* k, uint8_t* v, size_t off, size_t bytes) -> Status {
+    GS_RETURN_IF_ERROR(backend_->upload(k, static_cast<const uint8_t*>(k_host) + off, bytes));
+    return backend_->upload(v, static_cast<const uint8_t*>(v_host) + off, bytes);
   });
+}
+
+Status KvCache::take_full_pages(int seq, int32_t length) {
+  if (n_pages_full_ == 0) return {};
+  Seq& s = seqs_[seq];
+  const int32_t need = (length + page_size_ - 1) / page_size_;
+  if (need - s.n_pages > static_cast<int32_t>(free_pages_.size())) {
+    return make_status(StatusCode::kResourceExhausted, "KV page pool exhausted ({} pages, {} free, {} needed)",
+                       n_pages_full_, free_pages_.size(), need - s.n_pages);
+  }
+  for (; s.n_pages < need; ++s.n_pages) {
+    full_table_host_[static_cast<size_t>(seq) * max_pages_ + s.n_pages] = free_pages_.back();
+    free_pages_.pop_back();
+    dirty_ = true;
+  }
+  return {};
 }
 
 Status KvCache::restore_shape(int seq, int32_t length, int32_t swa_lo) {
@@ -254,18 +262,7 @@ Status KvCache::restore_shape(int seq, int32_t length, int32_t swa_lo) {
   if (length > binding_.n_ctx) {
     return make_status(StatusCode::kOutOfRange, "{} positions exceed the context of {}", length, binding_.n_ctx);
   }
-  if (n_pages_full_ > 0) {
-    const int32_t need = (length + page_size_ - 1) / page_size_;
-    if (need - s.n_pages > static_cast<int32_t>(free_pages_.size())) {
-      return make_status(StatusCode::kResourceExhausted, "KV page pool exhausted ({} pages, {} free, {} needed)",
-                         n_pages_full_, free_pages_.size(), need - s.n_pages);
-    }
-    for (; s.n_pages < need; ++s.n_pages) {
-      full_table_host_[static_cast<size_t>(seq) * max_pages_ + s.n_pages] = free_pages_.back();
-      free_pages_.pop_back();
-      dirty_ = true;
-    }
-  }
+  GS_RETURN_IF_ERROR(take_full_pages(seq, length));
   s.length = length;
   s.written_end = length;
   s.swa_lo = swa_lo;
@@ -283,18 +280,7 @@ Result<int32_t> KvCache::append(int seq, int32_t n) {
                        binding_.n_ctx);
   }
   const int32_t first = s.length;
-  if (n_pages_full_ > 0) {
-    const int32_t need = (first + n + page_size_ - 1) / page_size_;
-    if (need - s.n_pages > static_cast<int32_t>(free_pages_.size())) {
-      return make_status(StatusCode::kResourceExhausted, "KV page pool exhausted ({} pages, {} free, {} needed)",
-                         n_pages_full_, free_pages_.size(), need - s.n_pages);
-    }
-    for (; s.n_pages < need; ++s.n_pages) {
-      full_table_host_[static_cast<size_t>(seq) * max_pages_ + s.n_pages] = free_pages_.back();
-      free_pages_.pop_back();
-      dirty_ = true;
-    }
-  }
+  GS_RETURN_IF_ERROR(take_full_pages(seq, first + n));
   s.length = first + n;
   s.written_end = std::max(s.written_end, s.length);
   return first;

@@ -114,8 +114,13 @@ class KvCache {
     int32_t swa_lo = 0;       // no sliding position below this was written (restore_shape)
   };
   Status check_seq(int seq) const;
-  // Runs f(slot, n) over the pool slots of positions [p0, p0 + n) of layer il of seq, n
-  // consecutive positions at a time (within one page), after checking that they are stored.
+  // Gives `seq` the full-layer pages that positions [0, length) need (none without a
+  // full-layer pool). Errors (nothing changes): kResourceExhausted when the pool lacks them.
+  Status take_full_pages(int seq, int32_t length);
+  // Runs f(k, v, host_offset, bytes) over positions [p0, p0 + n) of layer il of seq, a run of
+  // consecutive positions within one page at a time, after checking that they are stored: k and
+  // v point at the run's first position in the layer's K and V pools, host_offset is the
+  // bytes of the runs before it (positions in order, position_bytes(il) each).
   template <typename F>
   Status for_position_runs(int seq, int il, int32_t p0, int32_t n, F&& f) const;
 
