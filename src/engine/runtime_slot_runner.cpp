@@ -18,6 +18,7 @@
 #include "engine/completion_constraint.h"
 #include "engine/drafter_check.h"
 #include "engine/forced_calls_constraint.h"
+#include "engine/held_calls.h"
 #include "engine/json_constraint.h"
 #include "engine/lazy_calls_constraint.h"
 #include "engine/slot_file.h"
@@ -140,7 +141,7 @@ class RuntimeSlotRunner final : public SlotRunner {
       json.prefix = setup.json.prefix;
       s.constraint = std::make_unique<JsonConstraint>(pieces_, setup.json.grammar, std::move(json));
       const ForcedCalls& calls = setup.json.calls;
-      if (calls.on && calls.open_token >= 0 && calls.close_token >= 0 && !calls.openers.empty()) {
+      if (calls_held_from_opener(calls)) {
         // Tools beside the value: a call's opener makes the answer calls only.
         s.constraint = std::make_unique<ValueOrCallsConstraint>(std::move(s.constraint), calls.open_token,
                                                                 call_text_constraint(calls), forced_calls_options(calls));
@@ -152,8 +153,7 @@ class RuntimeSlotRunner final : public SlotRunner {
                                                             std::move(ends));
     } else if (!setup.allowed_completions.empty()) {
       s.constraint = std::make_unique<CompletionConstraint>(pieces_, setup.allowed_completions);
-    } else if (const ForcedCalls& lazy = setup.lazy_calls; lazy.on && lazy.open_token >= 0 && lazy.close_token >= 0 &&
-                                                           !lazy.openers.empty() && !setup.forced_calls.on) {
+    } else if (const ForcedCalls& lazy = setup.lazy_calls; calls_held_from_opener(lazy) && !setup.forced_calls.on) {
       // tool_choice auto: free text until the model opens a call, then calls only (decision 0065).
       s.constraint = std::make_unique<LazyCallsConstraint>(lazy.open_token, call_text_constraint(lazy),
                                                            forced_calls_options(lazy));

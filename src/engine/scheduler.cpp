@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/log.h"
+#include "engine/held_calls.h"
 
 namespace gs {
 
@@ -317,8 +318,8 @@ void Scheduler::set_call_tracking(Sequence* seq) {
     calls = &r.forced_calls;
     seq->in_call = true;
   } else if (r.json.grammar) {
-    if (usable(r.json.calls) && !r.json.calls.openers.empty()) calls = &r.json.calls;
-  } else if (r.allowed_completions.empty() && usable(r.lazy_calls) && !r.lazy_calls.openers.empty()) {
+    if (calls_held_from_opener(r.json.calls)) calls = &r.json.calls;
+  } else if (r.allowed_completions.empty() && calls_held_from_opener(r.lazy_calls)) {
     calls = &r.lazy_calls;
   }
   seq->call_open = calls ? calls->open_token : -1;

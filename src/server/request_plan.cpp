@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "engine/held_calls.h"
 #include "server/tool_grammars.h"
 #include "text/chat_format.h"
 #include "text/json_grammar.h"
@@ -499,9 +500,9 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   // (the lazy calls of tool_choice auto, a call instead of a structured value, the calls after a
   // forced one), a call that max_tokens cuts inside its header is a cut call, not content
   // (decision 0067: it came out as "call:get_w").
-  const auto held = [](const ForcedCalls& f) { return f.on && !f.openers.empty(); };
-  plan.parser.calls_held = held(plan.request.lazy_calls) || (plan.request.json.grammar && held(plan.request.json.calls)) ||
-                           (held(plan.request.forced_calls) && plan.request.forced_calls.more_calls);
+  plan.parser.calls_held = calls_held_from_opener(plan.request.lazy_calls) ||
+                           (plan.request.json.grammar && calls_held_from_opener(plan.request.json.calls)) ||
+                           (calls_held_from_opener(plan.request.forced_calls) && plan.request.forced_calls.more_calls);
   GS_RETURN_IF_ERROR(check_end_holders(plan.request, forced_call));
   return plan;
 }
