@@ -178,7 +178,10 @@ int run(const RunArgs& a) {
     // The generated text may end inside a character, or hold bytes that are not UTF-8.
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
+    // Flushed before the summary goes to stderr: where both go to one pipe or file
+    // (`2>&1 | tee`), the summary ran on from the generated text's last line.
     std::printf("\n");
+    std::fflush(stdout);
     // The first token comes from the prefill: with no decode step there is no rate to give
     // (it printed "at 0.00 tokens/s").
     const std::string rate = n_decoded > 0 ? fmt::format("at {:.2f} tokens/s", tps) : std::string("by the prefill alone");

@@ -288,6 +288,8 @@ int serve(const ServeArgs& a) {
   std::printf("       curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s -d "
               "'{\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":64}'\n",
               url_host.c_str(), http->port(), auth_header.c_str());
+  std::printf("  stop      Ctrl-C or SIGTERM (running requests get %d s to finish; a second one stops at once)\n",
+              a.shutdown_timeout_s);
   if (!so.keys.enabled() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1") {
     GS_LOG_WARN("listening on {} without an API key: anyone who can reach the port can use the model", a.host);
   }

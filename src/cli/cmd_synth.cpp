@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "commands.h"
 #include "int_option.h"
@@ -86,7 +87,10 @@ int run_synth(const SynthOptions& o) {
       c.chat_template = ss.str();
     }
     if (Status s = c.validate(); !s.ok()) {
-      std::fprintf(stderr, "gemmaserve synth: %s\n", s.message().c_str());
+      // The config's messages begin "synth: " themselves ("gemmaserve synth: synth: ..." before).
+      std::string_view message = s.message();
+      if (message.rfind("synth: ", 0) == 0) message.remove_prefix(7);
+      std::fprintf(stderr, "gemmaserve synth: %.*s\n", static_cast<int>(message.size()), message.data());
       return 2;
     }
     uint64_t total_bytes = 0;

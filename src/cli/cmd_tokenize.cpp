@@ -1,5 +1,6 @@
 // gemmaserve tokenize: text on stdin -> token ids (or, with --decode, ids -> text), using
 // the tokenizer of a GGUF file.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
@@ -30,6 +32,30 @@ struct TokenizeArgs {
 std::string read_stdin() {
   std::string s((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   return s;
+}
+
+// A vocabulary piece on one line of --pieces' text output: a newline, tab, carriage return
+// or other control byte is written as \n, \t, \r or \xNN and a backslash as \\ (a piece that
+// is a newline broke the one-id-a-line output). Other bytes, UTF-8 included, are as they are.
+std::string line_safe_piece(std::string_view piece) {
+  std::string out;
+  out.reserve(piece.size());
+  for (const char ch : piece) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  return out;
 }
 
 // Ids from "1 2 3", "1,2,3", "[1,2,3]" or {"ids":[...]}. Errors name the bad item.
@@ -107,7 +133,7 @@ int run_tokenize(const TokenizeArgs& a) {
     }
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (a.pieces) {
-    for (const int32_t id : ids) std::cout << id << "\t" << (*tok)->token_text(id) << "\n";
+    for (const int32_t id : ids) std::cout << id << "\t" << line_safe_piece((*tok)->token_text(id)) << "\n";
   } else {
     for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
     std::cout << "\n";
@@ -133,7 +159,10 @@ CommandEntry register_tokenize(CLI::App& app) {
   sub->add_flag("--add-special", args->add_special, "prepend BOS as the model does for prompts")->excludes(decode);
   sub->add_flag("--render-special", args->render_special, "with --decode: print control tokens as their text")
       ->needs(decode);
-  sub->add_flag("--pieces", args->pieces, "print each id with its vocabulary piece (not with --decode)")->excludes(decode);
+  sub->add_flag("--pieces", args->pieces,
+                "print each id with its vocabulary piece, a line each (control characters as \\n, \\t, \\xNN; "
+                "a backslash as \\\\; not with --decode)")
+      ->excludes(decode);
   return {sub, [args] { return run_tokenize(*args); }};
 }
 

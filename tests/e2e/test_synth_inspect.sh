@@ -76,6 +76,11 @@ whole_tokens="$(greedy "$WORK/tiny.gguf")"
 check "run the whole file" "[ -n '$whole_tokens' ]"
 check "run a split model: the same tokens" "[ \"\$(greedy '$WORK/split-00001-of-00003.gguf')\" = '$whole_tokens' ]"
 check "run a split model and drafter: the same tokens" "[ \"\$(greedy '$WORK/split-00001-of-00003.gguf' --mtp '$WORK/asplit-00001-of-00003.gguf')\" = '$whole_tokens' ]"
+# run's text and its summary on one stream (2>&1 into a pipe, as `| tee log` has it): the
+# summary begins a line of its own (it ran on from the text's last line: decision 0073), and
+# says "1 thread".
+"$BIN" run -m "$WORK/tiny.gguf" -p 'the cat' -n 6 --temperature 0 --ignore-eos -t 1 2>&1 | cat >"$WORK/run.both"
+check "run's summary starts its own line" "grep -q '^prompt [0-9]* tokens in .* generated 6 tokens .*(cpu (1 thread)), finish: length$' '$WORK/run.both'"
 rm -f "$WORK/split-00002-of-00003.gguf"
 "$BIN" run -m "$WORK/split-00001-of-00003.gguf" -p hi -n 2 >/dev/null 2>"$WORK/shard.err"
 check "run names a missing shard" "[ $? -ne 0 ] && grep -q 'split-00002-of-00003.gguf.*missing' '$WORK/shard.err'"
@@ -91,6 +96,8 @@ check "inspect missing file fails" "[ $? -ne 0 ] && grep -q 'cannot open' '$WORK
 check "synth rejects an unknown preset" "[ $? -ne 0 ] && grep -q 'unknown preset' '$WORK/preset.err'"
 "$BIN" synth --preset tiny --n-head-kv-swa 3 -o "$WORK/x.gguf" >/dev/null 2>"$WORK/dims.err"
 check "synth rejects inconsistent heads" "[ $? -ne 0 ] && grep -q 'n_head_kv_swa' '$WORK/dims.err'"
+# The config's own "synth: " prefix is not repeated after the command's (decision 0073).
+check "synth names itself once" "grep -q '^gemmaserve synth: n_head' '$WORK/dims.err' && ! grep -q 'synth: synth:' '$WORK/dims.err'"
 "$BIN" synth --preset tiny --type iq2_xxs -o "$WORK/x.gguf" >/dev/null 2>"$WORK/type.err"
 check "synth rejects an unsupported type" "[ $? -ne 0 ] && grep -q 'iq2_xxs' '$WORK/type.err'"
 "$BIN" synth --preset tiny -o /nonexistent-dir/x.gguf >/dev/null 2>"$WORK/io.err"

@@ -32,6 +32,13 @@ expect "round trip" "$(echo "$ids" | "$BIN" tokenize -m "$VOCAB" --decode)" "$te
 ids="$(printf 'ROMEO:\nBut soft, what light' | "$BIN" tokenize -m "$SHAKES")"
 expect "shakes round trip" "$(echo "$ids" | "$BIN" tokenize -m "$SHAKES" --decode)" $'ROMEO:\nBut soft, what light'
 
+# --pieces: one line per id, whatever the piece (decision 0073): a newline piece printed as
+# itself split the line; control bytes and the backslash are escaped.
+expect "pieces" "$(printf 'ROMEO:\n\tx\\' | "$BIN" tokenize -m "$VOCAB" --pieces | cut -f2 | tr '\n' '|')" \
+  'ROM|EO|:|\n|\t|x|\\|'
+n_lines="$(printf 'a\n\nb\r\n' | "$BIN" tokenize -m "$VOCAB" --pieces | wc -l)"
+expect "pieces lines" "$n_lines" "$(printf 'a\n\nb\r\n' | "$BIN" tokenize -m "$VOCAB" | wc -w)"
+
 # Errors: a clear message and a non-zero status, never a crash.
 if echo '1 x' | "$BIN" tokenize -m "$VOCAB" --decode 2>/dev/null; then fail "bad id accepted"; fi
 if echo '99999999' | "$BIN" tokenize -m "$VOCAB" --decode 2>/dev/null; then fail "out-of-range id accepted"; fi

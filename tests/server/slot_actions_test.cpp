@@ -216,6 +216,38 @@ TEST(SlotActionsShakes, RestoreAfterARestart) {
   EXPECT_EQ(warm["tokens_cached"], cold["tokens_evaluated"].get<int>() - 1);
 }
 
+// Bug-case 63 (a restored slot blocked the lookup of a longer cached state, which the next
+// turn then prefilled again): a shorter prompt restored into one slot does not hide the longer
+// conversation the other slot holds; the next turn reuses the longer one, and its answer is
+// the one computed from scratch.
+TEST(SlotActionsShakes, ARestoredShorterPromptDoesNotHideALongerCachedOne) {
+  const test::ScratchDir dir("slot-longer");
+  SlotServer s(dir.path.string());
+  const json first = s.complete(kPrompt);
+  int n_short = 0;
+  const int held = save_fullest(s, "short", &n_short);
+  ASSERT_GE(held, 0);
+  // The conversation goes on in the slot that holds its beginning.
+  const std::string longer = std::string(kPrompt) + first["content"].get<std::string>() +
+                             "\nROMEO:\nWhat, shall this speech be spoke for our excuse?\nJULIET:\n";
+  const json second = s.complete(longer);
+  EXPECT_GT(second["tokens_cached"].get<int>(), 0) << second.dump();
+  const int n_longer = second["tokens_evaluated"].get<int>();
+  ASSERT_GT(n_longer, n_short + 10);
+  // The short file restored into the other slot.
+  const int other = 1 - held;
+  EXPECT_EQ(ok_body(s.action(other, "restore", "short" + std::to_string(held) + ".bin"))["n_restored"], n_short);
+  const std::string next =
+      longer + second["content"].get<std::string>() + "\nROMEO:\nI take thee at thy word.\nJULIET:\n";
+  const json third = s.complete(next);
+  // More than the restored slot could give: the longer state was found.
+  EXPECT_GT(third["tokens_cached"].get<int>(), n_short + 10) << third.dump();
+  const json cold = ok_body(s.post(
+      "/completion", json{{"prompt", next}, {"n_predict", 12}, {"temperature", 0}, {"cache_prompt", false}}.dump()));
+  EXPECT_EQ(cold["tokens_cached"], 0) << cold.dump();
+  EXPECT_EQ(third["content"], cold["content"]);
+}
+
 // Every refusal is a 4xx naming what is wrong, and the slot keeps its prompt.
 TEST(SlotActionsShakes, BadRequestsAndFilesAreRefusedAndTheSlotIsKept) {
   const test::ScratchDir dir("slot-refusals");

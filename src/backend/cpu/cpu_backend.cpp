@@ -26,7 +26,9 @@ class CpuBackend final : public Backend {
   }
 
   BackendKind kind() const override { return BackendKind::kCpu; }
-  std::string description() const override { return fmt::format("cpu ({} threads)", pool_.n_threads()); }
+  std::string description() const override {
+    return fmt::format("cpu ({} thread{})", pool_.n_threads(), pool_.n_threads() == 1 ? "" : "s");
+  }
 
   Result<void*> alloc(size_t bytes) override {
     const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
