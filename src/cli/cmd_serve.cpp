@@ -134,8 +134,8 @@ int serve(const ServeArgs& a) {
     return 2;
   }
   so.limits.default_max_tokens = a.default_max_tokens;
-  so.tool_grammar_cache_entries = a.grammar_cache;
-  so.tool_grammar_cache_bytes = a.grammar_cache_mib << 20;
+  so.grammar_cache_entries = a.grammar_cache;
+  so.grammar_cache_bytes = a.grammar_cache_mib << 20;
   so.build_info = std::string("gemmaserve ") + GS_VERSION;
   if (!a.slot_save_path.empty()) {
     // Slot files go in this folder (made when missing), under names the clients give.
