@@ -55,7 +55,7 @@ struct ServeArgs {
   int shutdown_timeout_s = 10;
   std::string log_level = "info";
   int64_t cache_ram_mib = -1;  // llama-server's --cache-ram; accepted, nothing to cap (decision 0036)
-  int64_t grammar_cache = 256;  // compiled tool grammars kept across requests (decision 0066); 0: none
+  int64_t grammar_cache = 256;  // compiled schema grammars kept across requests (decisions 0066, 0072); 0: none
   int64_t grammar_cache_mib = 64;
   std::string slot_save_path;  // POST /slots/{id}?action=save|restore|erase (decision 0068)
 };
@@ -134,8 +134,8 @@ int serve(const ServeArgs& a) {
     return 2;
   }
   so.limits.default_max_tokens = a.default_max_tokens;
-  so.tool_grammar_cache_entries = a.grammar_cache;
-  so.tool_grammar_cache_bytes = a.grammar_cache_mib << 20;
+  so.grammar_cache_entries = a.grammar_cache;
+  so.grammar_cache_bytes = a.grammar_cache_mib << 20;
   so.build_info = std::string("gemmaserve ") + GS_VERSION;
   if (!a.slot_save_path.empty()) {
     // Slot files go in this folder (made when missing), under names the clients give.
@@ -372,8 +372,8 @@ CommandEntry register_serve(CLI::App& app) {
                   "no host prompt cache (prefixes are reused from the slots' KV cache, fixed at start)")
       ->transform(decimal_integer<int64_t>(-1, int64_t{1} << 40));
   sub->add_option("--grammar-cache", args->grammar_cache,
-                  "Compiled tool argument grammars kept across requests, so that a resent tool list is not "
-                  "compiled again (0: none)")
+                  "Compiled JSON Schema grammars (tool arguments, response_format and other output schemas) "
+                  "kept across requests, so that a resent schema is not compiled again (0: none)")
       ->capture_default_str()->transform(decimal_integer<int64_t>(0, int64_t{1} << 20));
   sub->add_option("--grammar-cache-mib", args->grammar_cache_mib,
                   "Most memory of the kept grammars in MiB (estimated; least recently used dropped first)")

@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "server/api_request.h"
+#include "text/json_grammar_cache.h"
 
 namespace gs::server {
 
@@ -17,7 +18,8 @@ namespace gs::server {
 // tokens to spend and changes nothing here. Null, absent or empty: nothing. Errors
 // (kInvalidArgument) name the field: a value of the wrong type, a format type other than
 // json_schema, a missing schema, a schema the compiler refuses ("output_config.format.schema
-// ..."), and both output_format and output_config.format at once.
-Status read_anthropic_output(const nlohmann::json& body, GenerationOptions* gen);
+// ..."), and both output_format and output_config.format at once. `cache` (null: none): the
+// server's compiled grammars, through which the schema compiles (server/output_schema.h).
+Status read_anthropic_output(const nlohmann::json& body, text::JsonGrammarCache* cache, GenerationOptions* gen);
 
 }  // namespace gs::server

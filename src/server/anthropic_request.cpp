@@ -466,7 +466,7 @@ Status read_generation(const json& body, const RequestDefaults& defaults, Genera
 }  // namespace
 
 Result<ChatCompletionRequest> parse_messages_request(const json& body, const RequestDefaults& defaults,
-                                                     MessagesRoute route) {
+                                                     MessagesRoute route, text::JsonGrammarCache* grammar_cache) {
   ChatCompletionRequest req;
   req.chat_template = defaults.chat_template;
   // Chat completion fields this route does not read are refused, not dropped (foreign_fields.h).
@@ -501,7 +501,7 @@ Result<ChatCompletionRequest> parse_messages_request(const json& body, const Req
   GS_RETURN_IF_ERROR(read_tool_choice(body, &req));
   std::optional<int64_t> budget;
   GS_RETURN_IF_ERROR(read_thinking(body, defaults, &req, &budget));
-  GS_RETURN_IF_ERROR(read_anthropic_output(body, &req.gen));
+  GS_RETURN_IF_ERROR(read_anthropic_output(body, grammar_cache, &req.gen));
   if (route == MessagesRoute::kCreate) {
     GS_RETURN_IF_ERROR(read_generation(body, defaults, &req.gen));
     // As Anthropic's API: the thinking budget is part of max_tokens, so it must leave room for

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "server/api_request.h"
+#include "text/json_grammar_cache.h"
 
 namespace gs::server {
 
@@ -38,8 +39,11 @@ enum class MessagesRoute {
 // - kCreate only: `max_tokens` (required, >= 1), `stop_sequences`, `temperature`, `top_p`,
 //   `top_k`, `stream`;
 // - `model`, `metadata` and fields this server does not know are not used.
+// `grammar_cache` (null: none): the server's compiled grammars, through which the output
+// schema compiles (server/output_schema.h; decision 0072).
 // Errors: kInvalidArgument naming the field.
 Result<ChatCompletionRequest> parse_messages_request(const nlohmann::json& body, const RequestDefaults& defaults,
-                                                     MessagesRoute route);
+                                                     MessagesRoute route,
+                                                     text::JsonGrammarCache* grammar_cache = nullptr);
 
 }  // namespace gs::server

@@ -14,6 +14,7 @@
 
 #include "server/foreign_fields.h"
 #include "server/json_input.h"
+#include "server/output_schema.h"
 #include "server/sampler_fields.h"
 #include "server/tag_fields.h"
 #include "server/token_fields.h"
@@ -483,7 +484,7 @@ Status read_generation_options(const json& body, const RequestDefaults& defaults
 // response_format: {"type": "text"}, {"type": "json_object"} (any object; llama-server's
 // "schema" beside it is honoured), or {"type": "json_schema", "json_schema": {"name": ...,
 // "schema": {...}, "strict": ...}} (decision 0027).
-Status read_response_format(const json& body, GenerationOptions* gen) {
+Status read_response_format(const json& body, text::JsonGrammarCache* cache, GenerationOptions* gen) {
   auto it = body.find("response_format");
   if (it == body.end() || it->is_null()) return {};
   if (!it->is_object()) return invalid(fmt::format("response_format must be an object, got {}", json_type_name(*it)));
@@ -497,7 +498,7 @@ Status read_response_format(const json& body, GenerationOptions* gen) {
       gen->json_grammar = text::JsonGrammar::any_object();
       return {};
     }
-    GS_ASSIGN_OR_RETURN(gen->json_grammar, text::JsonGrammar::from_schema(*schema, "response_format.schema"));
+    GS_ASSIGN_OR_RETURN(gen->json_grammar, compile_output_schema(*schema, "response_format.schema", cache));
     return {};
   }
   if (*type == "json_schema") {
@@ -513,7 +514,7 @@ Status read_response_format(const json& body, GenerationOptions* gen) {
       return {};
     }
     GS_ASSIGN_OR_RETURN(gen->json_grammar,
-                        text::JsonGrammar::from_schema(*schema, "response_format.json_schema.schema"));
+                        compile_output_schema(*schema, "response_format.json_schema.schema", cache));
     return {};
   }
   return invalid(fmt::format("response_format.type must be 'text', 'json_object' or 'json_schema', got '{}'", *type));
@@ -525,7 +526,8 @@ Status read_response_format(const json& body, GenerationOptions* gen) {
 // `structural_tag`) are refused by name, and its options (`disable_*`, `whitespace_pattern`,
 // ...) pass. `set_by` names a field that already constrains the output (then a constraint
 // here is a 400).
-Status read_structured_outputs(const json& body, const char* set_by, GenerationOptions* gen) {
+Status read_structured_outputs(const json& body, const char* set_by, text::JsonGrammarCache* cache,
+                               GenerationOptions* gen) {
   auto so = body.find("structured_outputs");
   if (so == body.end() || so->is_null()) return {};
   if (!so->is_object()) {
@@ -562,7 +564,7 @@ Status read_structured_outputs(const json& body, const char* set_by, GenerationO
     return invalid(fmt::format("structured_outputs.json must be an object or a JSON string (a JSON Schema), got {}",
                                json_type_name(*js)));
   }
-  GS_ASSIGN_OR_RETURN(gen->json_grammar, text::JsonGrammar::from_schema(*schema, mine));
+  GS_ASSIGN_OR_RETURN(gen->json_grammar, compile_output_schema(*schema, mine, cache));
   return {};
 }
 
@@ -571,7 +573,7 @@ Status read_structured_outputs(const json& body, const char* set_by, GenerationO
 // llama-server's top-level "json_schema" (the schema), vLLM's "guided_json" (the schema, or a
 // JSON string holding it). One request sets at most one of these and a non-text
 // response_format: two would be two constraints on one output.
-Status read_schema_aliases(const json& body, GenerationOptions* gen) {
+Status read_schema_aliases(const json& body, text::JsonGrammarCache* cache, GenerationOptions* gen) {
   const char* set_by = gen->json_grammar ? "response_format" : nullptr;
   for (const char* key : {"json_schema", "guided_json"}) {
     auto it = body.find(key);
@@ -591,9 +593,9 @@ Status read_schema_aliases(const json& body, GenerationOptions* gen) {
                                                                          : "an object (a JSON Schema)",
                                  json_type_name(*it)));
     }
-    GS_ASSIGN_OR_RETURN(gen->json_grammar, text::JsonGrammar::from_schema(*schema, key));
+    GS_ASSIGN_OR_RETURN(gen->json_grammar, compile_output_schema(*schema, key, cache));
   }
-  return read_structured_outputs(body, set_by, gen);
+  return read_structured_outputs(body, set_by, cache, gen);
 }
 
 // Constraints of other servers that this one cannot apply: refused by name rather than
@@ -612,9 +614,9 @@ Status read_unsupported_constraints(const json& body) {
   return {};
 }
 
-Status read_output_format(const json& body, GenerationOptions* gen) {
-  GS_RETURN_IF_ERROR(read_response_format(body, gen));
-  GS_RETURN_IF_ERROR(read_schema_aliases(body, gen));
+Status read_output_format(const json& body, text::JsonGrammarCache* cache, GenerationOptions* gen) {
+  GS_RETURN_IF_ERROR(read_response_format(body, cache, gen));
+  GS_RETURN_IF_ERROR(read_schema_aliases(body, cache, gen));
   return read_unsupported_constraints(body);
 }
 
@@ -771,7 +773,8 @@ std::optional<size_t> forced_tool(const ChatCompletionRequest& req) {
   return std::nullopt;
 }
 
-Result<ChatCompletionRequest> parse_chat_request(const json& body, const RequestDefaults& defaults) {
+Result<ChatCompletionRequest> parse_chat_request(const json& body, const RequestDefaults& defaults,
+                                                 text::JsonGrammarCache* grammar_cache) {
   ChatCompletionRequest req;
   req.chat_template = defaults.chat_template;
   std::optional<std::string> model;
@@ -788,7 +791,7 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   req.add_generation_prompt = b.value_or(true);
   GS_RETURN_IF_ERROR(read_continue_final_message(body, &req));
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
-  GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
+  GS_RETURN_IF_ERROR(read_output_format(body, grammar_cache, &req.gen));
   GS_RETURN_IF_ERROR(check_foreign_fields(body, /*chat=*/true));
   GS_RETURN_IF_ERROR(check_openai_user(body));
   GS_RETURN_IF_ERROR(check_openai_metadata(body));
@@ -806,7 +809,8 @@ Result<ChatCompletionRequest> parse_chat_request(const json& body, const Request
   return req;
 }
 
-Result<CompletionRequest> parse_completion_request(const json& body, const RequestDefaults& defaults) {
+Result<CompletionRequest> parse_completion_request(const json& body, const RequestDefaults& defaults,
+                                                   text::JsonGrammarCache* grammar_cache) {
   CompletionRequest req;
   GS_RETURN_IF_ERROR(check_other_routes_fields(body, ApiRoute::kCompletions));
   std::optional<std::string> model;
@@ -845,7 +849,7 @@ Result<CompletionRequest> parse_completion_request(const json& body, const Reque
     return invalid(fmt::format("prompt must be a string or an array of token ids, got {}", json_type_name(*prompt)));
   }
   GS_RETURN_IF_ERROR(read_generation_options(body, defaults, &req.gen));
-  GS_RETURN_IF_ERROR(read_output_format(body, &req.gen));
+  GS_RETURN_IF_ERROR(read_output_format(body, grammar_cache, &req.gen));
   GS_RETURN_IF_ERROR(check_foreign_fields(body, /*chat=*/false));
   // OpenAI's legacy completions take `user` but no `metadata` (left unread, as other fields
   // this route does not know).

@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "text/chat_format.h"
 #include "text/json_grammar.h"
+#include "text/json_grammar_cache.h"
 
 namespace gs::server {
 
@@ -133,7 +134,11 @@ struct CompletionRequest {
   GenerationOptions gen;
 };
 
-Result<ChatCompletionRequest> parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults);
+// `grammar_cache` (null: none): the server's compiled grammars (decision 0072), through which
+// the request's output schema (response_format, json_schema, guided_json, structured_outputs)
+// compiles (server/output_schema.h): the same grammar or error as without it.
+Result<ChatCompletionRequest> parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults,
+                                                 text::JsonGrammarCache* grammar_cache = nullptr);
 
 // The readers of request fields that the OpenAI routes and the Anthropic Messages adapter
 // (anthropic_request.cpp) share; errors (kInvalidArgument) name the field, as the parsers'.
@@ -153,7 +158,9 @@ Status read_stop_strings(const nlohmann::json& body, const char* key, bool one_s
 // The tool a call is forced to: the one tool_choice names, or the only tool under
 // "required". Its index in req.tools; nullopt when no call is forced to one known function.
 std::optional<size_t> forced_tool(const ChatCompletionRequest& req);
-Result<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestDefaults& defaults);
+// `grammar_cache`: as parse_chat_request's.
+Result<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestDefaults& defaults,
+                                                   text::JsonGrammarCache* grammar_cache = nullptr);
 
 // The request field that a validation error is about, spelled as OpenAI's error.param
 // ("max_tokens", "messages[2].content", "tools[0].function.name"): every error of the

@@ -106,6 +106,10 @@ class Routes {
  public:
   explicit Routes(HttpServer* s) : s_(s) {}
 
+  // The server's cache of compiled grammars (null: none), which the request parsers compile
+  // output schemas through (decision 0072) as plan_chat does the tools' (decision 0066).
+  text::JsonGrammarCache* grammar_cache() const { return s_->options_.limits.grammar_cache.get(); }
+
   void health(const httplib::Request&, httplib::Response& res) {
     if (s_->draining_) return send_json(res, 503, {{"status", "shutting_down"}});
     if (!s_->model()) {
@@ -146,7 +150,7 @@ class Routes {
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, request_error(body.status()));
     keep_exact_tool_integers(req.body, &*body);
-    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
+    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults, grammar_cache());
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
     if (!plan.ok()) return send_error(res, request_error(plan.status()));
@@ -166,7 +170,7 @@ class Routes {
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, request_error(body.status()));
-    Result<CompletionRequest> parsed = parse_completion_request(*body, m->defaults);
+    Result<CompletionRequest> parsed = parse_completion_request(*body, m->defaults, grammar_cache());
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_completion(*parsed, *m->tokenizer, s_->options_.limits);
     if (!plan.ok()) return send_error(res, request_error(plan.status()));
@@ -196,7 +200,7 @@ class Routes {
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_anthropic_error(res, api_error_from_status(body.status()));
     keep_exact_tool_integers(req.body, &*body);
-    Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCreate);
+    Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCreate, grammar_cache());
     if (!parsed.ok()) return send_anthropic_error(res, api_error_from_status(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
     if (!plan.ok()) return send_anthropic_error(res, api_error_from_status(plan.status()));
@@ -216,7 +220,7 @@ class Routes {
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_anthropic_error(res, api_error_from_status(body.status()));
     keep_exact_tool_integers(req.body, &*body);
-    Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCountTokens);
+    Result<ChatCompletionRequest> parsed = parse_messages_request(*body, m->defaults, MessagesRoute::kCountTokens, grammar_cache());
     if (!parsed.ok()) return send_anthropic_error(res, api_error_from_status(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(*parsed, *m->tokenizer, s_->options_.limits);
     if (!plan.ok()) return send_anthropic_error(res, api_error_from_status(plan.status()));
@@ -232,7 +236,7 @@ class Routes {
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, responses_request_error(body.status()));
     keep_exact_tool_integers(req.body, &*body);
-    Result<ResponsesRequest> parsed = parse_responses_request(*body, m->defaults);
+    Result<ResponsesRequest> parsed = parse_responses_request(*body, m->defaults, grammar_cache());
     if (!parsed.ok()) return send_error(res, responses_request_error(parsed.status()));
     Result<GenerationPlan> plan = plan_chat(parsed->chat, *m->tokenizer, s_->options_.limits);
     if (!plan.ok()) return send_error(res, responses_request_error(parsed->translation.rename_error(plan.status())));
@@ -270,7 +274,7 @@ class Routes {
       keep_exact_tool_integers(req.body, &*body);
       body->erase("add_special_tokens");  // this route's own fields, not the chat request's
       body->erase("return_token_strs");
-      Result<ChatCompletionRequest> chat = parse_chat_request(*body, m->defaults);
+      Result<ChatCompletionRequest> chat = parse_chat_request(*body, m->defaults, grammar_cache());
       if (!chat.ok()) return send_error(res, request_error(chat.status()));
       Result<text::RenderedPrompt> prompt = render_chat_request(*chat);
       if (!prompt.ok()) return send_error(res, request_error(prompt.status()));
@@ -334,7 +338,7 @@ class Routes {
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, request_error(body.status()));
     keep_exact_tool_integers(req.body, &*body);
-    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults);
+    Result<ChatCompletionRequest> parsed = parse_chat_request(*body, m->defaults, grammar_cache());
     if (!parsed.ok()) return send_error(res, request_error(parsed.status()));
     Result<text::RenderedPrompt> prompt = render_chat_request(*parsed);
     if (!prompt.ok()) return send_error(res, request_error(prompt.status()));
@@ -349,7 +353,7 @@ class Routes {
     if (s_->draining_) return send_error(res, draining_error());
     Result<json> body = parse_json_object(req.body);
     if (!body.ok()) return send_error(res, llama_request_error(body.status()));
-    Result<LlamaCompletionRequest> parsed = parse_llama_completion_request(*body, m->defaults, *m->tokenizer);
+    Result<LlamaCompletionRequest> parsed = parse_llama_completion_request(*body, m->defaults, *m->tokenizer, grammar_cache());
     if (!parsed.ok()) return send_error(res, llama_request_error(parsed.status()));
     if (parsed->id_slot >= m->info.n_slots) {
       return send_error(res, bad_request(fmt::format("id_slot ({}) must be -1 (any slot) or below the {} slots",
@@ -929,9 +933,9 @@ std::string early_auth_answer(const ApiKeys& keys, std::string_view head, int* s
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
-  if (!options_.limits.tool_grammar_cache && options_.tool_grammar_cache_entries > 0) {
-    options_.limits.tool_grammar_cache = std::make_shared<text::JsonGrammarCache>(
-        options_.tool_grammar_cache_entries, options_.tool_grammar_cache_bytes);
+  if (!options_.limits.grammar_cache && options_.grammar_cache_entries > 0) {
+    options_.limits.grammar_cache = std::make_shared<text::JsonGrammarCache>(
+        options_.grammar_cache_entries, options_.grammar_cache_bytes);
   }
   ConnectionLimits limits = connection_limits(options_);
   limits.early_answer = [this](std::string_view head, int* status) { return early_auth_answer(options_.keys, head, status); };
@@ -992,7 +996,7 @@ HttpCounters HttpServer::counters() const {
     std::lock_guard<std::mutex> lock(counters_mu_);
     c = counters_;
   }
-  if (options_.limits.tool_grammar_cache) c.tool_grammar_cache = options_.limits.tool_grammar_cache->stats();
+  if (options_.limits.grammar_cache) c.grammar_cache = options_.limits.grammar_cache->stats();
   return c;
 }
 

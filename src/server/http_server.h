@@ -46,11 +46,12 @@ struct ServerOptions {
   // (ConnectionLimits::write_stall_budget; decision 0047).
   std::chrono::milliseconds write_stall_budget{60000};
   PlanLimits limits;
-  // The cache of compiled tool argument grammars (decision 0066) that the server makes when
-  // limits.tool_grammar_cache is null: at most this many entries (0: no cache) and about this
-  // many bytes of compiled grammars.
-  int64_t tool_grammar_cache_entries = 256;
-  int64_t tool_grammar_cache_bytes = int64_t{64} << 20;
+  // The cache of compiled JSON Schema grammars, the tools' arguments (decision 0066) and the
+  // output schemas (decision 0072), that the server makes when limits.grammar_cache is null:
+  // at most this many entries (0: no cache) and about this many bytes of compiled grammars
+  // (serve --grammar-cache, --grammar-cache-mib).
+  int64_t grammar_cache_entries = 256;
+  int64_t grammar_cache_bytes = int64_t{64} << 20;
   // Silence after which a stream gets an SSE comment (": keep-alive"): keeps proxies from
   // timing out during a long prefill and notices a client that has gone. A non-streamed
   // response writes nothing before its outcome (its status follows it); it watches the

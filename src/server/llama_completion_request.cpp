@@ -215,7 +215,8 @@ Result<bool> read_prompt_only(const json& body) {
 }  // namespace
 
 Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, const RequestDefaults& defaults,
-                                                              const text::Tokenizer& tok) {
+                                                              const text::Tokenizer& tok,
+                                                              text::JsonGrammarCache* grammar_cache) {
   LlamaCompletionRequest req;
   // The OpenAI fields first: their errors name what this route takes instead (n_probs for
   // top_logprobs, which check_other_routes_fields would send to /v1/completions' logprobs).
@@ -242,7 +243,7 @@ Result<LlamaCompletionRequest> parse_llama_completion_request(const json& body, 
   } else if (!limited) {
     translated["n_predict"] = -1;
   }
-  GS_ASSIGN_OR_RETURN(req.completion, parse_completion_request(translated, defaults));
+  GS_ASSIGN_OR_RETURN(req.completion, parse_completion_request(translated, defaults, grammar_cache));
   GenerationOptions& gen = req.completion.gen;
   if (prompt_only) {
     // The engine prefills the prompt into a slot's cache and generates nothing (GenerationRequest::max_tokens).

@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "server/api_request.h"
+#include "text/json_grammar_cache.h"
 #include "text/tokenizer.h"
 
 namespace gs::server {
@@ -44,7 +45,8 @@ struct LlamaCompletionRequest {
 // for them), and every field /v1/completions refuses.
 Result<LlamaCompletionRequest> parse_llama_completion_request(const nlohmann::json& body,
                                                               const RequestDefaults& defaults,
-                                                              const text::Tokenizer& tok);
+                                                              const text::Tokenizer& tok,
+                                                              text::JsonGrammarCache* grammar_cache = nullptr);
 
 // error.param for an error of the reader above: error_param's, or a native field of
 // /completion that it does not know ("id_slot", "return_tokens", ...); "" when none.

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 namespace gs::server {
 
 namespace {
@@ -128,17 +130,37 @@ std::string render_prometheus(const EngineInfo& info, const EngineMetrics& m, co
   w.sample("empty_reasoning_blocks_total", http.empty_reasoning_blocks);
   w.family("tool_calls_total", "counter", "Tool calls returned");
   w.sample("tool_calls_total", http.tool_calls);
-  const text::JsonGrammarCacheStats& g = http.tool_grammar_cache;
-  w.family("tool_grammar_cache_hits_total", "counter", "Tool argument grammars taken from the cache of earlier requests' compiles");
-  w.sample("tool_grammar_cache_hits_total", g.hits);
-  w.family("tool_grammar_cache_misses_total", "counter", "Tool argument grammars compiled (not cached, or past the request's pattern budget)");
-  w.sample("tool_grammar_cache_misses_total", g.misses);
-  w.family("tool_grammar_cache_evictions_total", "counter", "Compiled tool grammars dropped from the cache for room");
-  w.sample("tool_grammar_cache_evictions_total", g.evictions);
-  w.family("tool_grammar_cache_entries", "gauge", "Compiled tool grammars in the cache");
-  w.sample("tool_grammar_cache_entries", g.entries);
-  w.family("tool_grammar_cache_bytes", "gauge", "Estimated memory of the compiled tool grammars in the cache");
-  w.sample("tool_grammar_cache_bytes", g.bytes);
+  // The cache of compiled JSON Schema grammars (decision 0066; output schemas too since decision
+  // 0072): under its general names, and under the names it had when it held only tool argument
+  // grammars (the same numbers, for the dashboards that read them).
+  const text::JsonGrammarCacheStats& g = http.grammar_cache;
+  struct CacheFamily {
+    const char* suffix;
+    const char* type;
+    const char* help;
+    int64_t value;
+  };
+  const CacheFamily cache_families[] = {
+      {"hits_total", "counter", "JSON Schema grammars (tool arguments, output schemas) taken from the cache of earlier "
+                                "requests' compiles", static_cast<int64_t>(g.hits)},
+      {"misses_total", "counter", "JSON Schema grammars compiled (not cached, or past the request's pattern budget)",
+       static_cast<int64_t>(g.misses)},
+      {"evictions_total", "counter", "Compiled JSON Schema grammars dropped from the cache for room",
+       static_cast<int64_t>(g.evictions)},
+      {"entries", "gauge", "Compiled JSON Schema grammars (and schemas refused) in the cache", g.entries},
+      {"bytes", "gauge", "Estimated memory of the compiled JSON Schema grammars in the cache", g.bytes},
+  };
+  for (const CacheFamily& f : cache_families) {
+    const std::string name = fmt::format("grammar_cache_{}", f.suffix);
+    w.family(name.c_str(), f.type, f.help);
+    w.sample(name.c_str(), f.value);
+  }
+  for (const CacheFamily& f : cache_families) {
+    const std::string name = fmt::format("tool_grammar_cache_{}", f.suffix);
+    const std::string help = fmt::format("The old name of gemmaserve_grammar_cache_{} (output schemas included)", f.suffix);
+    w.family(name.c_str(), f.type, help.c_str());
+    w.sample(name.c_str(), f.value);
+  }
   return w.take();
 }
 

@@ -19,8 +19,9 @@ struct HttpCounters {
   uint64_t reasoning_tokens = 0;                // completion tokens spent inside reasoning
   uint64_t empty_reasoning_blocks = 0;          // <|channel>thought<channel|> with nothing inside
   uint64_t tool_calls = 0;
-  // The cache of compiled tool argument grammars (all zero without one; decision 0066).
-  text::JsonGrammarCacheStats tool_grammar_cache;
+  // The cache of compiled JSON Schema grammars: tool arguments (decision 0066) and output
+  // schemas (decision 0072); all zero without one.
+  text::JsonGrammarCacheStats grammar_cache;
 };
 
 // The process's host memory (core/host_memory.h) and the idle heap trims (server/heap_trimmer.h).

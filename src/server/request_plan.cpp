@@ -324,7 +324,7 @@ Result<GenerationPlan> plan_chat(const ChatCompletionRequest& req, const text::T
   plan.parser.forced_call = !plan.output_prefix.empty();
   // Every grammar of a tool's arguments that the plan needs, each compiled once, from one
   // pattern budget for all the tools.
-  ToolGrammars grammars(req.tools, limits.tool_pattern_budget, limits.tool_grammar_cache.get());
+  ToolGrammars grammars(req.tools, limits.tool_pattern_budget, limits.grammar_cache.get());
   switch (req.tool_choice) {
     case ToolChoice::kAuto:
     case ToolChoice::kNone:

@@ -23,9 +23,11 @@ struct PlanLimits {
   // What the patterns of all the tool schemas a forced call compiles may spend together (one
   // schema's budget; decision 0051).
   text::RegexBudget tool_pattern_budget;
-  // Tool argument grammars compiled for earlier requests (decision 0066), shared by the
-  // requests a server plans at once (thread-safe); null: each request compiles its own.
-  std::shared_ptr<text::JsonGrammarCache> tool_grammar_cache;
+  // JSON Schema grammars compiled for earlier requests: the tools' arguments here (decision
+  // 0066), the output schemas through the request parsers (decision 0072, HttpServer passes
+  // the same object); shared by the requests a server plans at once (thread-safe); null: each
+  // request compiles its own.
+  std::shared_ptr<text::JsonGrammarCache> grammar_cache;
 };
 
 // The prompt text a chat request puts before the model's first token: the messages rendered

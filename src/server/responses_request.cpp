@@ -604,10 +604,11 @@ Result<ResponsesTranslation> translate_responses_request(const json& body) {
   return t;
 }
 
-Result<ResponsesRequest> parse_responses_request(const json& body, const RequestDefaults& defaults) {
+Result<ResponsesRequest> parse_responses_request(const json& body, const RequestDefaults& defaults,
+                                                 text::JsonGrammarCache* grammar_cache) {
   ResponsesRequest req;
   GS_ASSIGN_OR_RETURN(req.translation, translate_responses_request(body));
-  Result<ChatCompletionRequest> chat = parse_chat_request(req.translation.chat_body, defaults);
+  Result<ChatCompletionRequest> chat = parse_chat_request(req.translation.chat_body, defaults, grammar_cache);
   if (!chat.ok()) return req.translation.rename_error(chat.status());
   GS_RETURN_IF_ERROR(req.translation.unanswered_call);
   req.chat = std::move(*chat);

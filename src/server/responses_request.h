@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "server/api_request.h"
+#include "text/json_grammar_cache.h"
 
 namespace gs::server {
 
@@ -81,8 +82,10 @@ struct ResponsesRequest {
 };
 
 // translate_responses_request, then the chat route's parse_chat_request on the result, its
-// errors renamed to the Responses fields. Errors: kInvalidArgument naming the field.
-Result<ResponsesRequest> parse_responses_request(const nlohmann::json& body, const RequestDefaults& defaults);
+// errors renamed to the Responses fields (text.format's schema compiles as response_format's,
+// through `grammar_cache` when given). Errors: kInvalidArgument naming the field.
+Result<ResponsesRequest> parse_responses_request(const nlohmann::json& body, const RequestDefaults& defaults,
+                                                 text::JsonGrammarCache* grammar_cache = nullptr);
 
 // The Responses request field that an error message begins with, as OpenAI's error.param
 // ("input[2].content", "max_output_tokens", "text.format.schema"); "" when the message

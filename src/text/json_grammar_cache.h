@@ -1,6 +1,7 @@
-// Compiled JSON Schema grammars kept across requests (decision 0066), so that a client that
-// sends the same schemas again (an agent's tool list) does not pay their compile each time,
-// with every answer, and every request's pattern budget, as a cold compile gives them.
+// Compiled JSON Schema grammars kept across requests (decisions 0066 and 0072), so that a client
+// that sends the same schemas again (an agent's tool list, its response_format) does not pay
+// their compile each time, with every answer, and every request's pattern budget, as a cold
+// compile gives them.
 #pragma once
 
 #include <cstdint>

@@ -390,9 +390,9 @@ TEST(RequestPlan, AWarmToolGrammarCacheChargesTheRequestsPatternBudget) {
       ASSERT_FALSE(holds_pattern(cold_grammars[1])) << what;
 
       PlanLimits cached = one_pattern;
-      cached.tool_grammar_cache = std::make_shared<text::JsonGrammarCache>(16, int64_t{64} << 20);
+      cached.grammar_cache = std::make_shared<text::JsonGrammarCache>(16, int64_t{64} << 20);
       PlanLimits warm_limits;
-      warm_limits.tool_grammar_cache = cached.tool_grammar_cache;
+      warm_limits.grammar_cache = cached.grammar_cache;
       std::vector<std::shared_ptr<const text::JsonGrammar>> warmed;
       for (size_t i = 0; i < 2; ++i) {
         // (Under auto: one cache serves every tool_choice, and "required" with one tool
@@ -410,7 +410,7 @@ TEST(RequestPlan, AWarmToolGrammarCacheChargesTheRequestsPatternBudget) {
       EXPECT_TRUE(holds_pattern(got[0])) << what;
       EXPECT_FALSE(holds_pattern(got[1])) << what;      // as cold: past the budget
       EXPECT_EQ(plan->request.prompt, cold->request.prompt) << what;
-      const text::JsonGrammarCacheStats stats = cached.tool_grammar_cache->stats();
+      const text::JsonGrammarCacheStats stats = cached.grammar_cache->stats();
       EXPECT_EQ(stats.hits, 1u) << what;
       EXPECT_EQ(stats.entries, 2) << what;  // the one past the budget was not kept over its entry
     }
@@ -431,7 +431,7 @@ TEST(RequestPlan, RequestsThatResendTheirToolsShareTheirGrammars) {
             "properties":{"k":{"type":"string"}},"not":{"required":["k"]}}}}])";
   const std::string body = R"({"messages":[{"role":"user","content":"go"}],"tools":)" + tools + "}";
   PlanLimits limits;
-  limits.tool_grammar_cache = std::make_shared<text::JsonGrammarCache>(256, int64_t{64} << 20);
+  limits.grammar_cache = std::make_shared<text::JsonGrammarCache>(256, int64_t{64} << 20);
   auto cold = plan_chat(chat(body), *tok, PlanLimits{});
   auto first = plan_chat(chat(body), *tok, limits);
   auto second = plan_chat(chat(body), *tok, limits);
@@ -452,7 +452,7 @@ TEST(RequestPlan, RequestsThatResendTheirToolsShareTheirGrammars) {
   EXPECT_EQ(second->request.prompt, cold->request.prompt);
   // Two compiled (the third schema is refused within its budget: kept as that refusal), then
   // all three from the cache.
-  const text::JsonGrammarCacheStats stats = limits.tool_grammar_cache->stats();
+  const text::JsonGrammarCacheStats stats = limits.grammar_cache->stats();
   EXPECT_EQ(stats.misses, 3u);
   EXPECT_EQ(stats.hits, 3u);
   EXPECT_EQ(stats.entries, 3);
@@ -460,7 +460,7 @@ TEST(RequestPlan, RequestsThatResendTheirToolsShareTheirGrammars) {
   // What a request's tools leave of its budget, cold and warm.
   const ChatCompletionRequest req = chat(body);
   ToolGrammars cold_tools(req.tools, text::RegexBudget{});
-  ToolGrammars warm_tools(req.tools, text::RegexBudget{}, limits.tool_grammar_cache.get());
+  ToolGrammars warm_tools(req.tools, text::RegexBudget{}, limits.grammar_cache.get());
   for (size_t i = 0; i < req.tools.size(); ++i) {
     std::string why_cold, why_warm;
     const auto gc = cold_tools.grammar(i, &why_cold);

@@ -68,7 +68,7 @@ TEST(ToolGrammarCacheHttp, ResentToolsGetTheAnswersOfAServerWithoutTheCache) {
   {
     test::ShakesHttp server;
     server::ServerOptions off;
-    off.tool_grammar_cache_entries = 0;
+    off.grammar_cache_entries = 0;
     server.start(test::shakes_engine_options(false, false), off);
     // The automatic calls' bias, toward the call opener.
     const int32_t opener = *server.tokenizer().find_token("<|tool_call>");
@@ -76,7 +76,7 @@ TEST(ToolGrammarCacheHttp, ResentToolsGetTheAnswersOfAServerWithoutTheCache) {
       if (b.contains("logit_bias")) b["logit_bias"] = {{std::to_string(opener), 20}};
       without.push_back(answer(server.post(b)));
     }
-    EXPECT_EQ(server.http().counters().tool_grammar_cache.misses, 0u);
+    EXPECT_EQ(server.http().counters().grammar_cache.misses, 0u);
   }
   int calls = 0;
   for (const std::string& a : without) calls += a.find("\"arguments\"") != std::string::npos;
@@ -90,7 +90,7 @@ TEST(ToolGrammarCacheHttp, ResentToolsGetTheAnswersOfAServerWithoutTheCache) {
       EXPECT_EQ(answer(server.post(bodies[i])), without[i]) << "round " << round << ", request " << i;
     }
   }
-  const text::JsonGrammarCacheStats stats = server.http().counters().tool_grammar_cache;
+  const text::JsonGrammarCacheStats stats = server.http().counters().grammar_cache;
   // Two tools, compiled once; every later request takes both from the cache.
   EXPECT_EQ(stats.misses, 2u);
   EXPECT_EQ(stats.hits, 2 * (2 * bodies.size()) - 2);
