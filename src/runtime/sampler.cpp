@@ -19,6 +19,12 @@ Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.see
   held_sorted_.erase(std::unique(held_sorted_.begin(), held_sorted_.end()), held_sorted_.end());
 }
 
+bool Sampler::greedy_at(float temperature) {
+  if (!(temperature > 0.0f)) return true;
+  // The inverse as the draw computes it (a double quotient rounded to float).
+  return !std::isfinite(static_cast<float>(1.0 / static_cast<double>(temperature)));
+}
+
 bool Sampler::can_sample(std::span<const int32_t> allowed, int32_t n_vocab) const {
   const bool holds = holds_tokens();
   if (banned_.empty() && !holds) return true;

@@ -17,7 +17,7 @@
 namespace gs {
 
 struct SamplerConfig {
-  float temperature = 0.0f;         // <= 0: greedy (argmax; ties go to the lower id)
+  float temperature = 0.0f;         // <= 0 (or too small to divide by): greedy (argmax; ties go to the lower id)
   int32_t top_k = 0;                // <= 0: off
   float top_p = 1.0f;               // >= 1: off
   float min_p = 0.0f;               // <= 0: off (relative to the most likely token)
@@ -40,7 +40,13 @@ class Sampler {
   explicit Sampler(const SamplerConfig& config);
 
   const SamplerConfig& config() const { return config_; }
-  bool greedy() const { return config_.temperature <= 0.0f; }
+  // Greedy at a temperature <= 0 or NaN, and at one so small that 1 / temperature is not a
+  // finite float (subnormals below 2^-128, e.g. a request's "temperature": 1e-40): the draw
+  // multiplies by the inverse, and an infinite one made the top logit's term 0 * inf = NaN,
+  // so the draw's sums were NaN and it took the last of tied top logits; the limit of the
+  // distribution as the temperature goes to 0 is the argmax.
+  static bool greedy_at(float temperature);
+  bool greedy() const { return greedy_at(config_.temperature); }
 
   // Adds a token to the penalty history (prompt tokens too, as llama.cpp does).
   void accept(int32_t token);

@@ -2,6 +2,7 @@
 // their statistics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -238,6 +239,52 @@ TEST(Sampler, RowsWithoutAFiniteLogitAreFlagged) {
     EXPECT_EQ(s.sample(std::vector<float>{NAN, -INFINITY, 2.0f}), 2);
     EXPECT_TRUE(s.last_logits_ok());
   }
+}
+
+// A temperature whose inverse is no finite float (a subnormal below 2^-128, which a request's
+// "temperature": 1e-40 becomes) is greedy: the draw computed 0 * inf = NaN for the top logit,
+// so its sums were NaN and it returned the last of tied top logits, not greedy's first
+// (breaker round 31). Normal tiny temperatures still draw, and pick the argmax.
+TEST(Sampler, ATemperatureTooSmallToDivideByIsGreedy) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (const int n : {5, 300}) {  // a short row, and one whose draw goes past the first candidates
+    std::vector<float> l(static_cast<size_t>(n));
+    for (float& x : l) x = normal(rng);
+    const auto argmax = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+    for (const float t : {1e-40f, 1e-45f, std::numeric_limits<float>::denorm_min(), 2e-39f, 1e-30f,
+                          std::numeric_limits<float>::min()}) {
+      SamplerConfig c;
+      c.temperature = t;
+      c.seed = 3;
+      Sampler s(c);
+      EXPECT_EQ(s.greedy(), !std::isfinite(static_cast<float>(1.0 / static_cast<double>(t)))) << t;
+      for (const double u : {0.0, 0.25, 0.5, 0.999}) EXPECT_EQ(s.sample_with(l, u), argmax) << "T " << t << " u " << u;
+      EXPECT_EQ(s.sample(l), argmax) << t;
+      std::vector<TokenProb> d;
+      s.distribution(l, &d);
+      ASSERT_FALSE(d.empty());
+      EXPECT_EQ(d[0].id, argmax) << t;
+      c.top_p = 0.5f;  // top-p and min-p on the way too
+      c.min_p = 0.1f;
+      Sampler filtered(c);
+      for (const double u : {0.0, 0.5, 0.999}) EXPECT_EQ(filtered.sample_with(l, u), argmax) << "T " << t << " u " << u;
+    }
+  }
+  // Tied top logits: greedy takes the lower id; the draw at an infinite inverse took the last
+  // of the tie (0 * inf for each, then the first 0 term ended the walk one before it).
+  for (const float t : {1e-40f, 2e-39f}) {
+    SamplerConfig c;
+    c.temperature = t;
+    Sampler s(c);
+    const std::vector<float> tie = {1.0f, 3.0f, 3.0f, 3.0f, 0.0f};
+    for (const double u : {0.0, 0.5, 0.999}) EXPECT_EQ(s.sample_with(tie, u), 1) << "T " << t << " u " << u;
+  }
+  SamplerConfig c;
+  c.temperature = NAN;
+  EXPECT_TRUE(Sampler(c).greedy());
+  c.temperature = 1e-30f;
+  EXPECT_FALSE(Sampler(c).greedy());
 }
 
 TEST(Sampler, DistributionAtTemperatureOne) {
