@@ -348,7 +348,8 @@ class RuntimeSlotRunner final : public SlotRunner {
     r.n_tokens = static_cast<int32_t>(n);
     // Nothing cached (s.seq < 0): an empty file (no positions are read), which restores an
     // empty slot.
-    GS_ASSIGN_OR_RETURN(r.n_bytes, write_slot_file(path, file_model(), std::span<const int32_t>(s.tokens.data(), n),
+    GS_ASSIGN_OR_RETURN(const SlotFileModel* model, file_model());
+    GS_ASSIGN_OR_RETURN(r.n_bytes, write_slot_file(path, *model, std::span<const int32_t>(s.tokens.data(), n),
                                                    runner_->kv(), s.seq));
     return r;
   }
@@ -358,10 +359,11 @@ class RuntimeSlotRunner final : public SlotRunner {
     if (s.active) return make_status(StatusCode::kFailedPrecondition, "slot {} is processing a request", slot);
     const std::string name = std::filesystem::path(path).filename().string();
     // The whole file is checked before the slot's own cache is dropped.
-    GS_ASSIGN_OR_RETURN(SlotFileContents contents, check_slot_file(path, name, file_model(), info_.n_ctx));
+    GS_ASSIGN_OR_RETURN(const SlotFileModel* model, file_model());
+    GS_ASSIGN_OR_RETURN(SlotFileContents contents, check_slot_file(path, name, *model, info_.n_ctx));
     drop_cache(s);
     GS_ASSIGN_OR_RETURN(s.seq, runner_->add_sequence());
-    if (Status st = load_slot_file(path, name, file_model(), contents, runner_->kv(), s.seq); !st.ok()) {
+    if (Status st = load_slot_file(path, name, *model, contents, runner_->kv(), s.seq); !st.ok()) {
       drop_cache(s);
       return st;
     }
@@ -510,9 +512,12 @@ class RuntimeSlotRunner final : public SlotRunner {
   }
 
   // What a slot file must match here (computed once: the fingerprint reads the model file).
-  const SlotFileModel& file_model() {
-    if (!file_model_) file_model_ = slot_file_model(model_->config(), model_->file(), runner_->kv());
-    return *file_model_;
+  // Errors: those of slot_file_model (OpenSSL's digest failed; tried again on the next call).
+  Result<const SlotFileModel*> file_model() {
+    if (!file_model_) {
+      GS_ASSIGN_OR_RETURN(file_model_, slot_file_model(model_->config(), model_->file(), runner_->kv()));
+    }
+    return &*file_model_;
   }
 
   void drop_cache(Slot& s) {

@@ -1,4 +1,5 @@
-// Slot files: the header, the token ids, each layer's K and V rows, a checksum (decision 0068).
+// Slot files: the header, the token ids, each layer's K and V rows, a SHA-256 digest (decisions
+// 0068, 0070).
 #include "engine/slot_file.h"
 
 #include <unistd.h>
@@ -17,62 +18,18 @@ namespace gs {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'S', 'S', 'L', 'O', 'T', 'K', 'V'};
-constexpr uint32_t kVersion = 1;
-// magic, version, kv_type, model_hash, n_layer, n_embd, n_vocab, sliding_window, n_tokens,
-// swa_lo; then 4 int32 a layer.
-constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + 4 * 4 + 4 + 4;
-constexpr size_t kChunkBytes = 8u << 20;  // host staging per read or write
-
-// A 64-bit checksum of a byte stream, a word at a time (fast enough for tens of GB; not a
-// cryptographic hash: it finds corruption and truncation, not tampering).
-class Checksum {
- public:
-  void add(const void* data, size_t n) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    total_ += n;
-    while (n > 0 && carry_n_ > 0) {
-      carry_[carry_n_++] = *p++;
-      --n;
-      if (carry_n_ == 8) {
-        mix(load(carry_));
-        carry_n_ = 0;
-      }
-    }
-    for (; n >= 8; n -= 8, p += 8) mix(load(p));
-    while (n > 0) {
-      carry_[carry_n_++] = *p++;
-      --n;
-    }
-  }
-  uint64_t value() const {
-    uint64_t h = h_;
-    uint8_t last[8] = {};
-    std::memcpy(last, carry_, carry_n_);
-    h = step(h, load(last));
-    h = step(h, total_);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h;
-  }
-
- private:
-  static uint64_t load(const uint8_t* p) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    return w;
-  }
-  static uint64_t step(uint64_t h, uint64_t w) {
-    h ^= w * 0x9e3779b97f4a7c15ULL;
-    h = (h << 29) | (h >> 35);
-    return h * 0xbf58476d1ce4e5b9ULL;
-  }
-  void mix(uint64_t w) { h_ = step(h_, w); }
-  uint64_t h_ = 0x6a09e667f3bcc908ULL;
-  uint64_t total_ = 0;
-  uint8_t carry_[8] = {};
-  size_t carry_n_ = 0;
-};
+// Format 2 (decision 0070): SHA-256 fingerprint and digest. Format 1 (decision 0068) had a
+// 64-bit fingerprint and checksum of our own; its files are refused ("save the slot again").
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersionOlder = 1;
+// The magic and the version: what any format's file starts with.
+constexpr size_t kPrefixBytes = 8 + 4;
+// magic, version, kv_type, fingerprint (32 bytes), n_layer, n_embd, n_vocab, sliding_window,
+// n_tokens, swa_lo; then 4 int32 a layer.
+constexpr size_t kFixedHeaderBytes = kPrefixBytes + 4 + Sha256::kBytes + 4 * 4 + 4 + 4;
+constexpr size_t kLayerBytes = 4 * 4;
+constexpr size_t kDigestBytes = Sha256::kBytes;  // the SHA-256 of every byte before it, at the end
+constexpr size_t kChunkBytes = 8u << 20;          // host staging per read or write
 
 struct FileCloser {
   void operator()(std::FILE* f) const {
@@ -101,7 +58,7 @@ std::vector<uint8_t> header_bytes(const SlotFileModel& m, int32_t n_tokens, int3
   put_bytes(&h, kMagic, sizeof(kMagic));
   put<uint32_t>(&h, kVersion);
   put<uint32_t>(&h, static_cast<uint32_t>(m.kv_type));
-  put<uint64_t>(&h, m.model_hash);
+  put_bytes(&h, m.fingerprint.data(), m.fingerprint.size());
   put<int32_t>(&h, m.n_layer);
   put<int32_t>(&h, m.n_embd);
   put<int32_t>(&h, m.n_vocab);
@@ -119,7 +76,7 @@ int32_t rows_lo(const std::array<int32_t, 4>& l, int32_t swa_lo) { return l[0] !
 
 // Bytes of a file of n tokens whose sliding rows start at swa_lo.
 uint64_t file_size(const SlotFileModel& m, int32_t n, int32_t swa_lo) {
-  uint64_t b = kFixedHeaderBytes + 16ull * m.layers.size() + 4ull * static_cast<uint64_t>(n) + 8;
+  uint64_t b = kFixedHeaderBytes + kLayerBytes * m.layers.size() + 4ull * static_cast<uint64_t>(n) + kDigestBytes;
   for (const auto& l : m.layers) {
     b += 2ull * static_cast<uint64_t>(n - rows_lo(l, swa_lo)) * static_cast<uint64_t>(l[3]);
   }
@@ -132,22 +89,24 @@ Status io_error(const std::string& what, const std::string& name) {
 
 }  // namespace
 
-uint64_t model_fingerprint(const gguf::GgufFile& file) {
-  Checksum c;
+Result<Sha256::Digest> model_fingerprint(const gguf::GgufFile& file) {
+  GS_ASSIGN_OR_RETURN(Sha256 d, Sha256::create());
   for (const gguf::TensorInfo& t : file.tensors()) {
-    c.add(t.name.data(), t.name.size());
+    const uint64_t name_bytes = t.name.size();
+    GS_RETURN_IF_ERROR(d.update(&name_bytes, sizeof(name_bytes)));
+    GS_RETURN_IF_ERROR(d.update(t.name.data(), t.name.size()));
     const uint64_t fields[] = {static_cast<uint64_t>(t.type), static_cast<uint64_t>(t.n_dims),
                                static_cast<uint64_t>(t.ne[0]), static_cast<uint64_t>(t.ne[1]),
                                static_cast<uint64_t>(t.ne[2]), static_cast<uint64_t>(t.ne[3]), t.size_bytes};
-    c.add(fields, sizeof(fields));
-    if (t.data) c.add(t.data, std::min<size_t>(t.size_bytes, 64));
+    GS_RETURN_IF_ERROR(d.update(fields, sizeof(fields)));
+    if (t.data) GS_RETURN_IF_ERROR(d.update(t.data, std::min<size_t>(t.size_bytes, 64)));
   }
-  return c.value();
+  return d.finish();
 }
 
-SlotFileModel slot_file_model(const Gemma4Config& config, const gguf::GgufFile& file, const KvCache& kv) {
+Result<SlotFileModel> slot_file_model(const Gemma4Config& config, const gguf::GgufFile& file, const KvCache& kv) {
   SlotFileModel m;
-  m.model_hash = model_fingerprint(file);
+  GS_ASSIGN_OR_RETURN(m.fingerprint, model_fingerprint(file));
   m.n_layer = config.n_layer;
   m.n_embd = config.n_embd;
   m.n_vocab = config.n_vocab;
@@ -178,22 +137,24 @@ Result<uint64_t> write_slot_file(const std::string& path, const SlotFileModel& m
                               .string();
   File f(std::fopen(tmp.c_str(), "wb"));
   if (!f) return io_error("cannot create it", name);
-  Checksum sum;
-  uint64_t written = 0;
-  auto write = [&](const void* p, size_t bytes) -> bool {
-    sum.add(p, bytes);
-    written += bytes;
-    return bytes == 0 || std::fwrite(p, 1, bytes, f.get()) == bytes;
-  };
   auto fail = [&](Status st) {
     f.reset();
     std::remove(tmp.c_str());
     return st;
   };
+  Result<Sha256> digest = Sha256::create();
+  if (!digest.ok()) return fail(digest.status());
+  uint64_t written = 0;
+  // Writes the bytes and adds them to the digest (as they pass: no second pass over the file).
+  auto write = [&](const void* p, size_t bytes) -> Status {
+    GS_RETURN_IF_ERROR(digest->update(p, bytes));
+    written += bytes;
+    if (bytes != 0 && std::fwrite(p, 1, bytes, f.get()) != bytes) return io_error("cannot write it", name);
+    return Status::ok_status();
+  };
   const std::vector<uint8_t> header = header_bytes(model, n, swa_lo);
-  if (!write(header.data(), header.size()) || !write(tokens.data(), tokens.size_bytes())) {
-    return fail(io_error("cannot write it", name));
-  }
+  if (Status st = write(header.data(), header.size()); !st.ok()) return fail(st);
+  if (Status st = write(tokens.data(), tokens.size_bytes()); !st.ok()) return fail(st);
   std::vector<uint8_t> k, v, rows;
   for (int il = 0; il < model.n_layer; ++il) {
     const auto& l = model.layers[static_cast<size_t>(il)];
@@ -210,12 +171,15 @@ Result<uint64_t> write_slot_file(const std::string& path, const SlotFileModel& m
         std::memcpy(rows.data() + 2 * i * row, k.data() + i * row, row);
         std::memcpy(rows.data() + (2 * i + 1) * row, v.data() + i * row, row);
       }
-      if (!write(rows.data(), rows.size())) return fail(io_error("cannot write it", name));
+      if (Status st = write(rows.data(), rows.size()); !st.ok()) return fail(st);
     }
   }
-  const uint64_t checksum = sum.value();
-  if (std::fwrite(&checksum, 1, 8, f.get()) != 8 || std::fflush(f.get()) != 0) return fail(io_error("cannot write it", name));
-  written += 8;
+  Result<Sha256::Digest> sum = digest->finish();
+  if (!sum.ok()) return fail(sum.status());
+  if (std::fwrite(sum->data(), 1, kDigestBytes, f.get()) != kDigestBytes || std::fflush(f.get()) != 0) {
+    return fail(io_error("cannot write it", name));
+  }
+  written += kDigestBytes;
   if (std::fclose(f.release()) != 0) {
     std::remove(tmp.c_str());
     return io_error("cannot write it", name);
@@ -248,17 +212,26 @@ Result<SlotFileContents> check_slot_file(const std::string& path, const std::str
     return make_status(StatusCode::kInvalidArgument, "slot file '{}' {}", name, why);
   };
   uint8_t fixed[kFixedHeaderBytes];
-  if (size < kFixedHeaderBytes + 8 || std::fread(fixed, 1, sizeof(fixed), f.get()) != sizeof(fixed)) {
-    return invalid(fmt::format("is not a gemmaserve slot file (only {} bytes)", size));
-  }
+  const size_t got = std::fread(fixed, 1, static_cast<size_t>(std::min<uint64_t>(size, sizeof(fixed))), f.get());
+  if (got < kPrefixBytes) return invalid(fmt::format("is not a gemmaserve slot file (only {} bytes)", size));
   if (std::memcmp(fixed, kMagic, sizeof(kMagic)) != 0) return invalid("is not a gemmaserve slot file (no GSSLOTKV magic)");
   const uint32_t version = get<uint32_t>(fixed + 8);
+  if (version == kVersionOlder) {
+    return invalid(fmt::format("was written by an older gemmaserve, format {} (this server reads format {}); "
+                               "save the slot again",
+                               version, kVersion));
+  }
   if (version != kVersion) return invalid(fmt::format("has version {}; this server reads version {}", version, kVersion));
+  if (got < sizeof(fixed) || size < kFixedHeaderBytes + kDigestBytes) {
+    return invalid(fmt::format("is truncated (only {} bytes)", size));
+  }
   const uint32_t kv_type = get<uint32_t>(fixed + 12);
-  const uint64_t hash = get<uint64_t>(fixed + 16);
-  const int32_t n_layer = get<int32_t>(fixed + 24), n_embd = get<int32_t>(fixed + 28);
-  const int32_t n_vocab = get<int32_t>(fixed + 32), window = get<int32_t>(fixed + 36);
-  const int32_t n = get<int32_t>(fixed + 40), swa_lo = get<int32_t>(fixed + 44);
+  Sha256::Digest fingerprint;
+  std::memcpy(fingerprint.data(), fixed + 16, fingerprint.size());
+  const uint8_t* dims = fixed + 16 + Sha256::kBytes;
+  const int32_t n_layer = get<int32_t>(dims), n_embd = get<int32_t>(dims + 4);
+  const int32_t n_vocab = get<int32_t>(dims + 8), window = get<int32_t>(dims + 12);
+  const int32_t n = get<int32_t>(dims + 16), swa_lo = get<int32_t>(dims + 20);
   if (n_layer != model.n_layer || n_embd != model.n_embd || n_vocab != model.n_vocab || window != model.sliding_window) {
     return invalid(fmt::format("was saved for another model (n_layer {}, n_embd {}, n_vocab {}, sliding_window {}; "
                                "this model has {}, {}, {}, {})",
@@ -269,14 +242,16 @@ Result<SlotFileContents> check_slot_file(const std::string& path, const std::str
     return invalid(fmt::format("holds a KV cache of another type (ggml type {}); this server's is {} (--kv-type)",
                                kv_type, ggml_type_name(model.kv_type)));
   }
-  if (hash != model.model_hash) {
-    return invalid("was saved for another model file (its tensors' fingerprint differs)");
+  if (fingerprint != model.fingerprint) {
+    return invalid(fmt::format("was saved for another model file (its tensors' SHA-256 fingerprint {}... differs from "
+                               "this model's {}...)",
+                               hex_prefix(fingerprint, 8), hex_prefix(model.fingerprint, 8)));
   }
-  std::vector<uint8_t> layers(16 * model.layers.size());
+  std::vector<uint8_t> layers(kLayerBytes * model.layers.size());
   if (std::fread(layers.data(), 1, layers.size(), f.get()) != layers.size()) return invalid("is truncated");
   for (size_t il = 0; il < model.layers.size(); ++il) {
     for (size_t j = 0; j < 4; ++j) {
-      if (get<int32_t>(layers.data() + 16 * il + 4 * j) != model.layers[il][j]) {
+      if (get<int32_t>(layers.data() + kLayerBytes * il + 4 * j) != model.layers[il][j]) {
         return invalid(fmt::format("was saved for another model or KV cache (layer {} differs)", il));
       }
     }
@@ -291,27 +266,29 @@ Result<SlotFileContents> check_slot_file(const std::string& path, const std::str
   c.tokens.resize(static_cast<size_t>(n));
   c.swa_lo = swa_lo;
   c.file_bytes = size;
-  Checksum sum;
-  sum.add(fixed, sizeof(fixed));
-  sum.add(layers.data(), layers.size());
+  // The digest of the bytes as they are read: the one pass of the check.
+  GS_ASSIGN_OR_RETURN(Sha256 digest, Sha256::create());
+  GS_RETURN_IF_ERROR(digest.update(fixed, sizeof(fixed)));
+  GS_RETURN_IF_ERROR(digest.update(layers.data(), layers.size()));
   if (std::fread(c.tokens.data(), 4, c.tokens.size(), f.get()) != c.tokens.size()) return invalid("is truncated");
-  sum.add(c.tokens.data(), 4 * c.tokens.size());
+  GS_RETURN_IF_ERROR(digest.update(c.tokens.data(), 4 * c.tokens.size()));
   for (size_t i = 0; i < c.tokens.size(); ++i) {
     if (c.tokens[i] < 0 || c.tokens[i] >= model.n_vocab) {
       return invalid(fmt::format("is corrupt (token {} at position {} is outside the vocabulary)", c.tokens[i], i));
     }
   }
   std::vector<uint8_t> buf(kChunkBytes);
-  uint64_t left = size - 8 - (kFixedHeaderBytes + layers.size() + 4 * c.tokens.size());
+  uint64_t left = size - kDigestBytes - (kFixedHeaderBytes + layers.size() + 4 * c.tokens.size());
   while (left > 0) {
     const size_t m = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
     if (std::fread(buf.data(), 1, m, f.get()) != m) return invalid("is truncated");
-    sum.add(buf.data(), m);
+    GS_RETURN_IF_ERROR(digest.update(buf.data(), m));
     left -= m;
   }
-  uint64_t stored = 0;
-  if (std::fread(&stored, 1, 8, f.get()) != 8) return invalid("is truncated");
-  if (stored != sum.value()) return invalid("is corrupt (its checksum does not match its contents)");
+  Sha256::Digest stored;
+  if (std::fread(stored.data(), 1, stored.size(), f.get()) != stored.size()) return invalid("is truncated");
+  GS_ASSIGN_OR_RETURN(const Sha256::Digest computed, digest.finish());
+  if (stored != computed) return invalid("is corrupt (its SHA-256 checksum does not match its contents)");
   c.file = std::shared_ptr<std::FILE>(f.release(), FileCloser());
   return c;
 }
@@ -331,7 +308,8 @@ Status load_slot_file(const std::string& path, const std::string& name, const Sl
     if (!opened) return io_error("cannot open it", name);
     f = opened.get();
   }
-  const long data_start = static_cast<long>(kFixedHeaderBytes + 16 * model.layers.size() + 4 * contents.tokens.size());
+  const long data_start =
+      static_cast<long>(kFixedHeaderBytes + kLayerBytes * model.layers.size() + 4 * contents.tokens.size());
   if (std::fseek(f, data_start, SEEK_SET) != 0) return io_error("cannot read it", name);
   std::vector<uint8_t> k, v, rows;
   for (int il = 0; il < model.n_layer; ++il) {

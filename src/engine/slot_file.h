@@ -1,7 +1,7 @@
-// Slot files (decision 0068): a slot's processed prompt, its token ids and their KV cache, on
-// disk, so that a restart or another slot skips the prompt's prefill. One header says what
-// must match to restore it (the model's shapes and a fingerprint of its tensors, the cache's
-// type); a checksum at the end covers every byte before it.
+// Slot files (decisions 0068, 0070): a slot's processed prompt, its token ids and their KV
+// cache, on disk, so that a restart or another slot skips the prompt's prefill. One header says
+// what must match to restore it (the model's shapes and a SHA-256 fingerprint of its tensors,
+// the cache's type); a SHA-256 digest at the end covers every byte before it (format 2).
 #pragma once
 
 #include <array>
@@ -14,6 +14,7 @@
 
 #include "core/ggml_type.h"
 #include "core/status.h"
+#include "engine/sha256.h"
 #include "gguf/gguf_reader.h"
 #include "model/gemma4_config.h"
 #include "runtime/kv_cache.h"
@@ -23,7 +24,7 @@ namespace gs {
 // What a slot file must share with the cache it is restored into. Layers: one per target
 // layer {sliding (0/1), n_head_kv, head_dim, bytes of one position's K (or V) row}.
 struct SlotFileModel {
-  uint64_t model_hash = 0;  // model_fingerprint of the target file
+  Sha256::Digest fingerprint{};  // model_fingerprint of the target file
   int32_t n_layer = 0;
   int32_t n_embd = 0;
   int32_t n_vocab = 0;
@@ -32,13 +33,15 @@ struct SlotFileModel {
   std::vector<std::array<int32_t, 4>> layers;
 };
 
-// A 64-bit fingerprint of a model file: every tensor's name, type, shape and byte size, and
-// the first 64 bytes of its data (so that two fine-tunes of one shape differ), in file order.
-// Reads a few bytes of each tensor from the mapping; no more.
-uint64_t model_fingerprint(const gguf::GgufFile& file);
+// The SHA-256 fingerprint of a model file: of every tensor's name (its length, then its bytes),
+// type, shape and byte size, and the first 64 bytes of its data (so that two fine-tunes of one
+// shape differ), in file order. Reads a few bytes of each tensor from the mapping; no more.
+// Errors: kInternal (OpenSSL's digest failed).
+Result<Sha256::Digest> model_fingerprint(const gguf::GgufFile& file);
 
-// The model description of a cache `kv` of the target `config` from `file`.
-SlotFileModel slot_file_model(const Gemma4Config& config, const gguf::GgufFile& file, const KvCache& kv);
+// The model description of a cache `kv` of the target `config` from `file`. Errors: those of
+// model_fingerprint.
+Result<SlotFileModel> slot_file_model(const Gemma4Config& config, const gguf::GgufFile& file, const KvCache& kv);
 
 // What check_slot_file read: the tokens, where the sliding layers' rows start, the file's size.
 struct SlotFileContents {
@@ -53,16 +56,17 @@ struct SlotFileContents {
 // Writes `tokens` (the sequence's positions [0, n)) and their K and V of every layer of
 // sequence `seq` of `kv` (full layers: [0, n); sliding layers: [swa_oldest, n)) to `path`
 // through a temporary file beside it, renamed at the end. Returns the bytes written.
-// Errors: kInvalidArgument (n beyond the sequence's length), kIo (naming the file), the
-// cache's.
+// Errors: kInvalidArgument (n beyond the sequence's length), kIo (naming the file), kInternal
+// (OpenSSL's digest failed), the cache's.
 Result<uint64_t> write_slot_file(const std::string& path, const SlotFileModel& model, std::span<const int32_t> tokens,
                                  const KvCache& kv, int seq);
 
 // Reads the whole file without touching any cache: its header against `model`, its size
-// against the header, its checksum, every token id in [0, n_vocab) and n <= n_ctx. Errors,
-// each naming the file by `name`: kNotFound (no such file), kInvalidArgument (not a slot
-// file, another version, another model or cache type, truncated or longer than its header
-// says, a checksum or token that does not match), kIo.
+// against the header, its SHA-256 digest, every token id in [0, n_vocab) and n <= n_ctx.
+// Errors, each naming the file by `name`: kNotFound (no such file), kInvalidArgument (not a
+// slot file, another format (format 1, an older gemmaserve's: "save the slot again"), another
+// model or cache type, truncated or longer than its header says, a digest or token that does
+// not match), kIo, kInternal (OpenSSL's digest failed).
 Result<SlotFileContents> check_slot_file(const std::string& path, const std::string& name, const SlotFileModel& model,
                                          int32_t n_ctx);
 

@@ -75,11 +75,16 @@ class ShakesHttp {
   }
 
   httplib::Result post(const nlohmann::json& body, const std::string& path = "/v1/chat/completions") const {
+    return post_body(path, body.dump());
+  }
+  // POSTs `body` as it is (which need not be JSON) with a JSON content type.
+  httplib::Result post_body(const std::string& path, const std::string& body) const {
     httplib::Client c("127.0.0.1", http_->port());
     c.set_read_timeout(120, 0);
-    return c.Post(path, body.dump(), "application/json");
+    return c.Post(path, body, "application/json");
   }
 
+  Engine& engine() const { return *engine_; }
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
   const server::HttpServer& http() const { return *http_; }
 

@@ -15,10 +15,9 @@
 
 #include "common/shakes.h"
 #include "common/test_paths.h"
-#include "core/log.h"
-#include "engine/engine_factory.h"
 #include "model/synth_writer.h"
 #include "server/http_server.h"
+#include "server/shakes_http.h"
 #include "server/slot_actions.h"
 
 namespace gs {
@@ -26,46 +25,24 @@ namespace {
 
 using nlohmann::json;
 
-// The shakes engine behind a live server with --slot-save-path `dir` ("" for none).
+// The shakes engine behind a live server (test::ShakesHttp) with --slot-save-path `dir` ("" for
+// none); `model` instead of the shakes target (and no drafter) when not empty.
 class SlotServer {
  public:
   explicit SlotServer(const std::string& dir, bool drafter = false, const std::string& model = "",
                       GgmlType kv_type = GgmlType::F16) {
-    set_log_level("warn");
     EngineOptions o = test::shakes_engine_options(drafter, /*adaptive=*/false);
     o.kv_type = kv_type;
     if (!model.empty()) {
       o.model_path = model;
       o.drafter_path.clear();
     }
-    auto loaded = create_engine(o);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
-    if (!loaded.ok()) return;
-    engine_ = loaded->engine;
     server::ServerOptions so;
-    so.host = "127.0.0.1";
-    so.port = 0;
     so.slot_save_path = dir;
-    http_ = std::make_unique<server::HttpServer>(so);
-    EXPECT_TRUE(http_->start_background().ok());
-    auto ctx = std::make_shared<server::ModelContext>();
-    ctx->engine = engine_;
-    ctx->tokenizer = loaded->tokenizer;
-    ctx->model_id = "shakes";
-    ctx->info = engine_->info();
-    ctx->defaults.n_vocab = loaded->tokenizer->n_vocab();
-    http_->set_model(ctx);
-  }
-  ~SlotServer() {
-    if (http_) http_->stop();
-    if (engine_) engine_->shutdown();
+    shakes_.start(o, so);
   }
 
-  httplib::Result post(const std::string& path, const std::string& body) const {
-    httplib::Client c("127.0.0.1", http_->port());
-    c.set_read_timeout(120, 0);
-    return c.Post(path, body, "application/json");
-  }
+  httplib::Result post(const std::string& path, const std::string& body) const { return shakes_.post_body(path, body); }
   // POST /slots/{slot}?action=... with {"filename": file} (no body when file is empty).
   httplib::Result action(int slot, const std::string& action, const std::string& file = "") const {
     const std::string body = file.empty() ? "" : json{{"filename", file}}.dump();
@@ -79,12 +56,11 @@ class SlotServer {
     EXPECT_EQ(r->status, 200) << r->body;
     return json::parse(r->body);
   }
-  Engine& engine() { return *engine_; }
-  int port() const { return http_->port(); }
+  Engine& engine() { return shakes_.engine(); }
+  int port() const { return shakes_.http().port(); }
 
  private:
-  std::shared_ptr<Engine> engine_;
-  std::unique_ptr<server::HttpServer> http_;
+  test::ShakesHttp shakes_;
 };
 
 const char* const kPrompt =
@@ -274,6 +250,9 @@ TEST(SlotActionsShakes, BadRequestsAndFilesAreRefusedAndTheSlotIsKept) {
   write("longer.bin", bytes + "x");
   write("foreign.bin", std::string(4096, 'z'));
   write("empty.bin", "");
+  std::string format1 = bytes;  // what an older gemmaserve's file starts with (decision 0070)
+  format1[8] = 1;
+  write("format1.bin", format1);
   auto expect = [&](const httplib::Result& r, int status, const std::string& param, const std::string& says) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, status) << r->body;
@@ -283,13 +262,15 @@ TEST(SlotActionsShakes, BadRequestsAndFilesAreRefusedAndTheSlotIsKept) {
     }
     EXPECT_NE(e["message"].get<std::string>().find(says), std::string::npos) << r->body;
   };
-  for (const char* name : {"flipped.bin", "truncated.bin", "longer.bin", "foreign.bin", "empty.bin"}) {
+  for (const char* name : {"flipped.bin", "truncated.bin", "longer.bin", "foreign.bin", "empty.bin", "format1.bin"}) {
     SCOPED_TRACE(name);
     expect(s.action(slot, "restore", name), 400, "filename", name);
   }
   expect(s.action(slot, "restore", "flipped.bin"), 400, "filename", "checksum");
   expect(s.action(slot, "restore", "truncated.bin"), 400, "filename", "truncated");
   expect(s.action(slot, "restore", "foreign.bin"), 400, "filename", "not a gemmaserve slot file");
+  expect(s.action(slot, "restore", "format1.bin"), 400, "filename", "written by an older gemmaserve, format 1");
+  expect(s.action(slot, "restore", "format1.bin"), 400, "filename", "save the slot again");
   expect(s.action(slot, "restore", "missing.bin"), 404, "filename", "missing.bin");
   for (const std::string& bad : {std::string("../x.bin"), std::string("a/b.bin"), std::string(".."),
                                  std::string(".hidden"), std::string(300, 'x')}) {
