@@ -8,8 +8,7 @@ Result<std::shared_ptr<const text::JsonGrammar>> compile_output_schema(const nlo
                                                                        text::JsonGrammarCache* cache) {
   // A null budget: each schema its own, as response_format's always had (decision 0051's shared
   // budget is the tools').
-  if (cache != nullptr) return cache->from_schema(schema, path, text::JsonSyntax::kJson, nullptr);
-  return text::JsonGrammar::from_schema(schema, path, text::JsonSyntax::kJson, nullptr);
+  return text::compile_schema(cache, schema, path, text::JsonSyntax::kJson, nullptr);
 }
 
 }  // namespace gs::server

@@ -31,9 +31,7 @@ std::shared_ptr<const text::JsonGrammar> ToolGrammars::grammar(size_t index, std
       // Integers beyond 64 bits kept as written for the declaration (keep_exact_tool_integers)
       // are the doubles the grammar reads.
       const nlohmann::json plain = text::chat::plain_json(schema);
-      auto g = cache_ != nullptr
-                   ? cache_->from_schema(plain, "parameters", text::JsonSyntax::kGemmaCall, &budget_)
-                   : text::JsonGrammar::from_schema(plain, "parameters", text::JsonSyntax::kGemmaCall, &budget_);
+      auto g = text::compile_schema(cache_, plain, "parameters", text::JsonSyntax::kGemmaCall, &budget_);
       if (!g.ok()) {
         e.why_not = g.status().message();
       } else if (((*g)->node(0).kinds & text::JsonGrammar::kObject) == 0) {

@@ -218,4 +218,11 @@ JsonGrammarCacheStats JsonGrammarCache::stats() const {
   return stats_;
 }
 
+Result<std::shared_ptr<const JsonGrammar>> compile_schema(JsonGrammarCache* cache, const json& schema,
+                                                          const std::string& path, JsonSyntax syntax,
+                                                          RegexBudget* budget) {
+  if (cache != nullptr) return cache->from_schema(schema, path, syntax, budget);
+  return JsonGrammar::from_schema(schema, path, syntax, budget);
+}
+
 }  // namespace gs::text

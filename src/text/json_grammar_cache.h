@@ -89,4 +89,11 @@ std::string json_grammar_cache_key(const nlohmann::json& schema, const std::stri
 // strings, and each distinct automaton once (RegexDfa::bytes). What a cache counts.
 int64_t json_grammar_bytes(const JsonGrammar& grammar);
 
+// JsonGrammar::from_schema(schema, path, syntax, budget) through `cache` when there is one (its
+// from_schema: the same outcome), cold when `cache` is null: the one place a caller that may
+// run without a cache (serve --grammar-cache 0, tests) picks between the two.
+Result<std::shared_ptr<const JsonGrammar>> compile_schema(JsonGrammarCache* cache, const nlohmann::json& schema,
+                                                          const std::string& path, JsonSyntax syntax,
+                                                          RegexBudget* budget);
+
 }  // namespace gs::text
